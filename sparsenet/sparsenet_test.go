@@ -1,0 +1,183 @@
+package sparsenet
+
+import (
+	"errors"
+	"math"
+	"math/rand/v2"
+	"testing"
+)
+
+func TestDedupMatchesMap(t *testing.T) {
+	var d Dedup
+	rng := rand.New(rand.NewPCG(1, 2))
+	for round := 0; round < 5; round++ {
+		d.Reset()
+		ref := map[uint64]int32{}
+		var order []uint64
+		for i := 0; i < 5000; i++ {
+			k := rng.Uint64N(3000)
+			if round == 2 {
+				k = 0 // key zero is a valid id
+			}
+			got := d.Index(k)
+			want, ok := ref[k]
+			if !ok {
+				want = int32(len(ref))
+				ref[k] = want
+				order = append(order, k)
+			}
+			if got != want {
+				t.Fatalf("round %d: Index(%d) = %d, want %d", round, k, got, want)
+			}
+		}
+		if d.Len() != len(ref) || len(d.Keys) != len(order) {
+			t.Fatalf("round %d: Len %d keys %d, want %d", round, d.Len(), len(d.Keys), len(ref))
+		}
+		for i, k := range order {
+			if d.Keys[i] != k {
+				t.Fatalf("round %d: Keys[%d] = %d, want %d", round, i, d.Keys[i], k)
+			}
+		}
+	}
+}
+
+type sample struct {
+	fields []uint32
+	ids    []uint64
+	values []float32
+}
+
+func randomSamples(rng *rand.Rand, n, fields int) []sample {
+	out := make([]sample, n)
+	for i := range out {
+		for f := 0; f < fields; f++ {
+			for k := rng.IntN(3); k >= 0; k-- {
+				if rng.IntN(5) == 0 {
+					continue // empty bags happen
+				}
+				out[i].fields = append(out[i].fields, uint32(f))
+				out[i].ids = append(out[i].ids, rng.Uint64N(20))
+				out[i].values = append(out[i].values, float32(rng.NormFloat64()))
+			}
+		}
+	}
+	return out
+}
+
+// TestPoolScatterAgainstReference checks Pool against a per-sample loop with
+// a map of rows, and Scatter as the adjoint of Pool:
+// <Pool(rows), dx> == <rows, Scatter(dx)>.
+func TestPoolScatterAgainstReference(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		tables  []int
+		fields  []int
+		pooling Pooling
+	}{
+		{"one-table-sum", []int{4}, []int{0, 0, 0}, Sum},
+		{"two-tables-sum", []int{3, 5}, []int{0, 1, 1, 0}, Sum},
+		{"two-tables-mean", []int{3, 5}, []int{1, 0, 1}, Mean},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rng := rand.New(rand.NewPCG(7, 9))
+			l, err := NewLayout(tc.fields, tc.tables, tc.pooling)
+			if err != nil {
+				t.Fatal(err)
+			}
+			// hidden "true" rows per (table, id)
+			rowOf := func(tab int, id uint64, j int) float32 {
+				return float32(math.Sin(float64(tab*1000+int(id)*10+j)))
+			}
+			samples := randomSamples(rng, 9, len(tc.fields))
+			b := l.NewBatch()
+			for it := 0; it < 2; it++ { // reuse after Reset
+				b.Reset()
+				for _, s := range samples {
+					if err := b.Add(s.fields, s.ids, s.values); err != nil {
+						t.Fatal(err)
+					}
+				}
+				rows := make([][]float32, len(tc.tables))
+				for tab := range rows {
+					ids := b.IDs(tab)
+					rows[tab] = make([]float32, len(ids)*tc.tables[tab])
+					for k, id := range ids {
+						for j := 0; j < tc.tables[tab]; j++ {
+							rows[tab][k*tc.tables[tab]+j] = rowOf(tab, id, j)
+						}
+					}
+				}
+				x := make([]float32, b.N*l.Width())
+				b.Pool(rows, x)
+				for si, s := range samples {
+					want := make([]float64, l.Width())
+					for k, f := range s.fields {
+						tab := tc.fields[f]
+						v := float64(s.values[k])
+						if tc.pooling == Mean {
+							n := 0
+							for _, g := range s.fields {
+								if g == f {
+									n++
+								}
+							}
+							v /= float64(n)
+						}
+						for j := 0; j < tc.tables[tab]; j++ {
+							want[l.offsets[f]+j] += v * float64(rowOf(tab, s.ids[k], j))
+						}
+					}
+					for j, w := range want {
+						if got := float64(x[si*l.Width()+j]); math.Abs(got-w) > 1e-5 {
+							t.Fatalf("sample %d col %d: pooled %v, want %v", si, j, got, w)
+						}
+					}
+				}
+				dx := make([]float32, len(x))
+				for i := range dx {
+					dx[i] = float32(rng.NormFloat64())
+				}
+				grads := make([][]float32, len(rows))
+				for tab := range grads {
+					grads[tab] = make([]float32, len(rows[tab]))
+				}
+				b.Scatter(dx, grads)
+				var lhs, rhs float64
+				for i := range x {
+					lhs += float64(x[i]) * float64(dx[i])
+				}
+				for tab := range rows {
+					for i := range rows[tab] {
+						rhs += float64(rows[tab][i]) * float64(grads[tab][i])
+					}
+				}
+				if math.Abs(lhs-rhs) > 1e-3*(1+math.Abs(lhs)) {
+					t.Fatalf("adjoint mismatch: <Pool(rows),dx> = %v, <rows,Scatter(dx)> = %v", lhs, rhs)
+				}
+			}
+		})
+	}
+}
+
+func TestLayoutErrors(t *testing.T) {
+	for _, tc := range []struct {
+		fields, dims []int
+	}{
+		{nil, []int{4}},
+		{[]int{0}, nil},
+		{[]int{1}, []int{4}},
+		{[]int{0}, []int{0}},
+	} {
+		if _, err := NewLayout(tc.fields, tc.dims, Sum); !errors.Is(err, ErrBadLayout) {
+			t.Errorf("NewLayout(%v, %v) = %v, want ErrBadLayout", tc.fields, tc.dims, err)
+		}
+	}
+	l, _ := NewLayout([]int{0, 0}, []int{2}, Sum)
+	b := l.NewBatch()
+	if err := b.Add([]uint32{0, 2}, []uint64{1, 2}, []float32{1, 1}); !errors.Is(err, ErrUnknownField) {
+		t.Fatalf("Add with field 2 of 2 = %v, want ErrUnknownField", err)
+	}
+	if b.N != 0 || b.Features() != 0 {
+		t.Fatalf("a refused sample left N=%d features=%d", b.N, b.Features())
+	}
+}
