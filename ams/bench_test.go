@@ -1,0 +1,173 @@
+package ams
+
+import (
+	"bytes"
+	"math/rand/v2"
+	"os"
+	"runtime"
+	"runtime/debug"
+	"strconv"
+	"testing"
+)
+
+// Run:
+//
+//	go test -run='^$' -bench=TableMemory -benchtime=1x ./ams
+//	go test -run='^$' -bench='TablePull|TablePush' ./ams
+
+func BenchmarkTableMemory_10M_Dim16_Adagrad(b *testing.B) {
+	benchTableMemory(b, 10_000_000, 16, OptAdagrad, 1, false)
+}
+func BenchmarkTableMemory_10M_Dim16_Adagrad_Reserved(b *testing.B) {
+	benchTableMemory(b, 10_000_000, 16, OptAdagrad, 1, true)
+}
+func BenchmarkTableMemory_10M_Dim16_Adagrad_4Stripes(b *testing.B) {
+	benchTableMemory(b, 10_000_000, 16, OptAdagrad, 4, false)
+}
+
+func BenchmarkTablePull_Dim16(b *testing.B)     { benchTablePull(b, 16, 1_000_000, 4096) }
+func BenchmarkTablePull_Dim64(b *testing.B)     { benchTablePull(b, 64, 1_000_000, 4096) }
+func BenchmarkTablePush_Dim16_SGD(b *testing.B) { benchTablePush(b, 16, OptSGD, 1_000_000, 4096) }
+func BenchmarkTablePush_Dim16_Adagrad(b *testing.B) {
+	benchTablePush(b, 16, OptAdagrad, 1_000_000, 4096)
+}
+func BenchmarkTablePush_Dim16_Adam(b *testing.B)      { benchTablePush(b, 16, OptAdam, 1_000_000, 4096) }
+func BenchmarkTablePush_Dim16_FTRL(b *testing.B)      { benchTablePush(b, 16, OptFTRL, 1_000_000, 4096) }
+func BenchmarkTableCreate_Dim16_Adagrad(b *testing.B) { benchTableCreate(b, 16, OptAdagrad, 4096) }
+
+// rssBytes returns the resident set size after a full GC that returns
+// free memory to the OS, read from /proc/self/statm (Linux only).
+func rssBytes(b *testing.B) int64 {
+	runtime.GC()
+	debug.FreeOSMemory()
+	data, err := os.ReadFile("/proc/self/statm")
+	if err != nil {
+		b.Skipf("no /proc/self/statm: %v", err)
+	}
+	f := bytes.Fields(data)
+	pages, err := strconv.ParseInt(string(f[1]), 10, 64)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return pages * int64(os.Getpagesize())
+}
+
+// benchTableMemory inserts rows of dim values with the optimizer's state
+// into stripes tables (ids routed by Mix64(id) % stripes, as a shard with
+// that many stripes would) and reports the RSS growth per row, and the
+// footprint the tables account for (MemoryBytes). reserve pre-sizes the
+// indexes; without it they grow by doubling, and the old arrays become
+// garbage that the GC returns before the second RSS reading.
+func benchTableMemory(b *testing.B, rows, dim int, opt string, stripes int, reserve bool) {
+	const batch = 4096
+	spec := TableSpec{Name: "emb", Dim: dim, Optimizer: OptimizerSpec{Name: opt}, Init: InitSpec{Kind: InitUniform}}
+	probe := newTestTable(b, spec)
+	payload := float64(8 + 4*dim + 4*probe.opt.StateWidth(dim) + 8)
+	ids := make([][]uint64, stripes)
+	for s := range ids {
+		ids[s] = make([]uint64, 0, batch)
+	}
+	out := make([]float32, batch*dim)
+	var perRow, accounted float64
+	b.StopTimer()
+	for range b.N {
+		tables := make([]*Table, stripes)
+		before := rssBytes(b)
+		for s := range tables {
+			tables[s] = newTestTable(b, spec)
+			if reserve {
+				tables[s].Reserve(rows/stripes + rows/stripes/50)
+			}
+		}
+		b.StartTimer()
+		for i := range rows {
+			id := Mix64(uint64(i) ^ 0xabcdef)
+			s := int(Mix64(id) % uint64(stripes))
+			ids[s] = append(ids[s], id)
+			if len(ids[s]) == batch {
+				tables[s].Pull(ids[s], out, true, 1)
+				ids[s] = ids[s][:0]
+			}
+		}
+		for s := range tables {
+			tables[s].Pull(ids[s], out[:len(ids[s])*dim], true, 1)
+			ids[s] = ids[s][:0]
+		}
+		b.StopTimer()
+		after := rssBytes(b)
+		n, mem := 0, int64(0)
+		for _, t := range tables {
+			n += t.Len()
+			mem += t.MemoryBytes()
+		}
+		if n != rows {
+			b.Fatalf("%d rows, want %d", n, rows)
+		}
+		perRow = float64(after-before) / float64(rows)
+		accounted = float64(mem) / float64(rows)
+		runtime.KeepAlive(tables)
+	}
+	b.ReportMetric(perRow, "bytes/row")
+	b.ReportMetric(perRow/payload, "payload-ratio")
+	b.ReportMetric(accounted, "accounted-bytes/row")
+	b.ReportMetric(float64(rows)*float64(b.N)/b.Elapsed().Seconds(), "rows/s")
+}
+
+// residentTable returns a table with rows resident rows of ids Mix64(0..rows)
+// and batches of random resident ids.
+func residentTable(b *testing.B, dim int, opt string, rows, batch int) (*Table, [][]uint64) {
+	tb := newTestTable(b, TableSpec{Name: "emb", Dim: dim, Optimizer: OptimizerSpec{Name: opt}, Init: InitSpec{Kind: InitUniform}})
+	fillTable(tb, 0, rows, 4096)
+	rng := rand.New(rand.NewPCG(1, 2))
+	batches := make([][]uint64, 64)
+	for i := range batches {
+		batches[i] = make([]uint64, batch)
+		for k := range batches[i] {
+			batches[i][k] = Mix64(uint64(rng.IntN(rows)))
+		}
+	}
+	return tb, batches
+}
+
+func benchTablePull(b *testing.B, dim, rows, batch int) {
+	tb, batches := residentTable(b, dim, OptAdagrad, rows, batch)
+	out := make([]float32, batch*dim)
+	n := 0
+	for b.Loop() {
+		tb.Pull(batches[n%len(batches)], out, true, 2)
+		n++
+	}
+	b.ReportMetric(float64(n*batch)/b.Elapsed().Seconds(), "rows/s")
+}
+
+func benchTablePush(b *testing.B, dim int, opt string, rows, batch int) {
+	tb, batches := residentTable(b, dim, opt, rows, batch)
+	grads := make([]float32, batch*dim)
+	rng := rand.New(rand.NewPCG(3, 4))
+	for i := range grads {
+		grads[i] = float32(rng.NormFloat64() * 1e-3)
+	}
+	n := 0
+	for b.Loop() {
+		tb.Push(batches[n%len(batches)], grads, 2)
+		n++
+	}
+	b.ReportMetric(float64(n*batch)/b.Elapsed().Seconds(), "rows/s")
+}
+
+// benchTableCreate measures row creation (index insert with growth, init,
+// state init) by pulls of new ids.
+func benchTableCreate(b *testing.B, dim int, opt string, batch int) {
+	tb := newTestTable(b, TableSpec{Name: "emb", Dim: dim, Optimizer: OptimizerSpec{Name: opt}, Init: InitSpec{Kind: InitNormal}})
+	ids := make([]uint64, batch)
+	out := make([]float32, batch*dim)
+	n := 0
+	for b.Loop() {
+		for k := range ids {
+			ids[k] = Mix64(uint64(n*batch + k))
+		}
+		tb.Pull(ids, out, true, 1)
+		n++
+	}
+	b.ReportMetric(float64(n*batch)/b.Elapsed().Seconds(), "rows/s")
+}

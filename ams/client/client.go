@@ -1,0 +1,304 @@
+package client
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+
+	"github.com/xdlgo/xps/ams"
+	"github.com/xdlgo/xps/ams/amspb"
+)
+
+// ErrDimMismatch: a caller's buffer does not match ids x dim.
+var ErrDimMismatch = errors.New("ams client: buffer does not match ids x dim")
+
+// Client talks to every shard of one shard map.
+type Client struct {
+	m       *ams.ShardMap
+	version uint64
+	conns   []*grpc.ClientConn
+	stubs   []amspb.AMSClient
+
+	mu   sync.Mutex     // protects dims
+	dims map[string]int // table -> dim, learned from Declare
+}
+
+// DialOptions are the gRPC dial options for AMS traffic: large messages and
+// large HTTP/2 flow-control windows and buffers.
+func DialOptions() []grpc.DialOption {
+	return []grpc.DialOption{
+		grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(ams.MaxMessageBytes), grpc.MaxCallSendMsgSize(ams.MaxMessageBytes)),
+		grpc.WithInitialWindowSize(16 << 20),
+		grpc.WithInitialConnWindowSize(64 << 20),
+		grpc.WithReadBufferSize(1 << 20),
+		grpc.WithWriteBufferSize(1 << 20),
+	}
+}
+
+// New connects to the shards of m. Connections are made lazily by gRPC;
+// Close releases them.
+func New(m *ams.ShardMap, extra ...grpc.DialOption) (*Client, error) {
+	if err := m.Validate(); err != nil {
+		return nil, err
+	}
+	c := &Client{m: m, version: m.Version, dims: map[string]int{}}
+	if c.version == 0 {
+		c.version = 1
+	}
+	for i, addr := range m.Addrs {
+		cc, err := grpc.NewClient(addr, append(DialOptions(), extra...)...)
+		if err != nil {
+			c.Close()
+			return nil, fmt.Errorf("ams client: dial shard %s at %s: %w", m.Shards[i], addr, err)
+		}
+		c.conns = append(c.conns, cc)
+		c.stubs = append(c.stubs, amspb.NewAMSClient(cc))
+	}
+	return c, nil
+}
+
+// Close closes every connection.
+func (c *Client) Close() error {
+	var errs []error
+	for _, cc := range c.conns {
+		errs = append(errs, cc.Close())
+	}
+	return errors.Join(errs...)
+}
+
+// ShardMap returns the map the client routes by.
+func (c *Client) ShardMap() *ams.ShardMap { return c.m }
+
+// NumShards returns the number of shards.
+func (c *Client) NumShards() int { return len(c.stubs) }
+
+// eachShard runs fn for every shard index in parallel and joins the errors.
+func eachShard(n int, fn func(i int) error) error {
+	if n == 1 {
+		return fn(0)
+	}
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := 0; i < n; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = fn(i)
+		}()
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+// Dense declares a dense vector split across all shards.
+type Dense struct {
+	Spec ams.DenseSpec
+	// Init holds initial values of the whole vector (len Spec.Size); a shard
+	// uses its range only when it creates the vector.
+	Init []float32
+}
+
+// Declare declares tables and dense vectors on every shard (idempotent).
+func (c *Client) Declare(ctx context.Context, tables []ams.TableSpec, dense []Dense) error {
+	err := eachShard(len(c.stubs), func(i int) error {
+		req := &amspb.DeclareRequest{ClusterVersion: c.version}
+		for _, t := range tables {
+			req.Tables = append(req.Tables, amspb.FromTableSpec(t))
+		}
+		for _, d := range dense {
+			lo, hi := ams.DenseRange(d.Spec.Size, i, len(c.stubs))
+			ds := &amspb.DenseSpec{Name: d.Spec.Name, Size: uint64(d.Spec.Size), Lo: uint64(lo), Hi: uint64(hi),
+				Optimizer: amspb.FromOptimizerSpec(d.Spec.Optimizer)}
+			if d.Init != nil {
+				ds.Init = ams.PackFloats(nil, d.Init[lo:hi])
+			}
+			req.Dense = append(req.Dense, ds)
+		}
+		if _, err := c.stubs[i].Declare(ctx, req); err != nil {
+			return fmt.Errorf("ams client: declare on shard %s: %w", c.m.Shards[i], err)
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	c.mu.Lock()
+	for _, t := range tables {
+		c.dims[t.Name] = t.Dim
+	}
+	c.mu.Unlock()
+	return nil
+}
+
+// Table names the unique ids of one table in a pull or push and the buffer
+// of their rows: len(Rows) == len(IDs)*dim, row k belonging to IDs[k].
+type Table struct {
+	Name string
+	IDs  []uint64
+	Rows []float32
+}
+
+// route is the split of a request by shard: for each shard and table, the
+// ids and their positions in the caller's list.
+type route struct {
+	ids [][][]uint64 // [shard][table]
+	pos [][][]int32  // [shard][table]
+}
+
+func (c *Client) route(tables []Table) (*route, error) {
+	n := len(c.stubs)
+	r := &route{ids: make([][][]uint64, n), pos: make([][][]int32, n)}
+	for s := 0; s < n; s++ {
+		r.ids[s] = make([][]uint64, len(tables))
+		r.pos[s] = make([][]int32, len(tables))
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for ti, t := range tables {
+		dim, ok := c.dims[t.Name]
+		if !ok {
+			return nil, fmt.Errorf("%w: %q (declare it first)", ams.ErrUnknownTable, t.Name)
+		}
+		if len(t.Rows) != len(t.IDs)*dim {
+			return nil, fmt.Errorf("%w: table %q: %d values for %d ids of dim %d", ErrDimMismatch, t.Name, len(t.Rows), len(t.IDs), dim)
+		}
+		hint := len(t.IDs)/n + 8
+		for s := 0; s < n; s++ {
+			r.ids[s][ti] = make([]uint64, 0, hint)
+			r.pos[s][ti] = make([]int32, 0, hint)
+		}
+		for k, id := range t.IDs {
+			s := c.m.ShardOf(t.Name, id)
+			r.ids[s][ti] = append(r.ids[s][ti], id)
+			r.pos[s][ti] = append(r.pos[s][ti], int32(k))
+		}
+	}
+	return r, nil
+}
+
+// Pull fetches the rows of every table's ids into its Rows: one merged
+// request per shard, all shards in parallel. With create, missing rows are
+// created by the tables' initializers (training); without it they read as
+// zeros (evaluation).
+func (c *Client) Pull(ctx context.Context, tables []Table, create bool) error {
+	r, err := c.route(tables)
+	if err != nil {
+		return err
+	}
+	return eachShard(len(c.stubs), func(s int) error {
+		req := &amspb.PullRequest{ClusterVersion: c.version, Create: create}
+		var which []int
+		for ti, t := range tables {
+			if len(r.ids[s][ti]) == 0 {
+				continue
+			}
+			which = append(which, ti)
+			req.Tables = append(req.Tables, &amspb.TableIDs{Table: t.Name, Ids: ams.PackIDs(nil, r.ids[s][ti])})
+		}
+		if len(which) == 0 {
+			return nil
+		}
+		resp, err := c.stubs[s].Pull(ctx, req)
+		if err != nil {
+			return fmt.Errorf("ams client: pull from shard %s: %w", c.m.Shards[s], err)
+		}
+		if len(resp.Tables) != len(which) {
+			return fmt.Errorf("ams client: pull from shard %s: %d tables in reply, want %d", c.m.Shards[s], len(resp.Tables), len(which))
+		}
+		for j, ti := range which {
+			t := tables[ti]
+			dim := len(t.Rows) / max(len(t.IDs), 1)
+			pos := r.pos[s][ti]
+			rows, err := ams.UnpackFloats(nil, resp.Tables[j].Rows)
+			if err != nil || len(rows) != len(pos)*dim {
+				return fmt.Errorf("ams client: pull from shard %s: table %q: %d values for %d ids of dim %d: %v",
+					c.m.Shards[s], t.Name, len(rows), len(pos), dim, err)
+			}
+			for k, p := range pos {
+				copy(t.Rows[int(p)*dim:int(p+1)*dim], rows[k*dim:(k+1)*dim])
+			}
+		}
+		return nil
+	})
+}
+
+// Push sends the gradients in every table's Rows for its ids: one merged
+// request per shard, all shards in parallel. It returns when every shard
+// has applied its part.
+func (c *Client) Push(ctx context.Context, tables []Table) error {
+	r, err := c.route(tables)
+	if err != nil {
+		return err
+	}
+	return eachShard(len(c.stubs), func(s int) error {
+		req := &amspb.PushRequest{ClusterVersion: c.version}
+		var buf []float32
+		for ti, t := range tables {
+			ids := r.ids[s][ti]
+			if len(ids) == 0 {
+				continue
+			}
+			dim := len(t.Rows) / len(t.IDs)
+			buf = buf[:0]
+			for _, p := range r.pos[s][ti] {
+				buf = append(buf, t.Rows[int(p)*dim:int(p+1)*dim]...)
+			}
+			req.Tables = append(req.Tables, &amspb.TableGrads{Table: t.Name, Ids: ams.PackIDs(nil, ids), Grads: ams.PackFloats(nil, buf)})
+		}
+		if len(req.Tables) == 0 {
+			return nil
+		}
+		if _, err := c.stubs[s].Push(ctx, req); err != nil {
+			return fmt.Errorf("ams client: push to shard %s: %w", c.m.Shards[s], err)
+		}
+		return nil
+	})
+}
+
+// PullDense fetches a whole dense vector (len(out) == its size) from the
+// shards' ranges in parallel.
+func (c *Client) PullDense(ctx context.Context, name string, out []float32) error {
+	return eachShard(len(c.stubs), func(s int) error {
+		resp, err := c.stubs[s].PullDense(ctx, &amspb.PullDenseRequest{ClusterVersion: c.version, Name: name})
+		if err != nil {
+			return fmt.Errorf("ams client: pull dense %q from shard %s: %w", name, c.m.Shards[s], err)
+		}
+		lo, hi := int(resp.Lo), int(resp.Hi)
+		if lo < 0 || hi < lo || hi > len(out) || len(resp.Values) != 4*(hi-lo) {
+			return fmt.Errorf("ams client: pull dense %q from shard %s: range [%d,%d) with %d bytes for a vector of %d",
+				name, c.m.Shards[s], lo, hi, len(resp.Values), len(out))
+		}
+		return ams.UnpackFloatsInto(out[lo:hi], resp.Values)
+	})
+}
+
+// PushDense sends the gradient of a whole dense vector, each shard its range.
+func (c *Client) PushDense(ctx context.Context, name string, grad []float32) error {
+	return eachShard(len(c.stubs), func(s int) error {
+		lo, hi := ams.DenseRange(len(grad), s, len(c.stubs))
+		_, err := c.stubs[s].PushDense(ctx, &amspb.PushDenseRequest{ClusterVersion: c.version, Name: name, Grad: ams.PackFloats(nil, grad[lo:hi])})
+		if err != nil {
+			return fmt.Errorf("ams client: push dense %q to shard %s: %w", name, c.m.Shards[s], err)
+		}
+		return nil
+	})
+}
+
+// Stats returns every shard's stats, in shard order.
+func (c *Client) Stats(ctx context.Context) ([]*amspb.StatsResponse, error) {
+	out := make([]*amspb.StatsResponse, len(c.stubs))
+	err := eachShard(len(c.stubs), func(s int) error {
+		resp, err := c.stubs[s].Stats(ctx, &amspb.StatsRequest{ClusterVersion: c.version})
+		if err != nil {
+			return fmt.Errorf("ams client: stats from shard %s: %w", c.m.Shards[s], err)
+		}
+		out[s] = resp
+		return nil
+	})
+	return out, err
+}

@@ -1,0 +1,271 @@
+package client_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"net"
+	"testing"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/xdlgo/xps/ams"
+	"github.com/xdlgo/xps/ams/client"
+	"github.com/xdlgo/xps/ams/shard"
+)
+
+// startShards serves n shards over real gRPC on loopback and returns a
+// shard map for them.
+func startShards(t *testing.T, n int, version uint64) (*ams.ShardMap, []*shard.Shard) {
+	t.Helper()
+	var ids, addrs []string
+	var shards []*shard.Shard
+	for i := 0; i < n; i++ {
+		s := shard.New(shard.Options{ID: fmt.Sprintf("ams-%d", i), Stripes: 3, Version: version})
+		lis, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		gs := shard.NewGRPCServer(s)
+		go gs.Serve(lis)
+		t.Cleanup(func() { gs.Stop(); s.Close() })
+		ids = append(ids, s.ID())
+		addrs = append(addrs, lis.Addr().String())
+		shards = append(shards, s)
+	}
+	m, err := ams.NewShardMap(version, 64, ids, addrs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m, shards
+}
+
+func newClient(t *testing.T, m *ams.ShardMap) *client.Client {
+	t.Helper()
+	c, err := client.New(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+func TestPullPushRoundTrip(t *testing.T) {
+	ctx := context.Background()
+	m, shards := startShards(t, 2, 1)
+	c := newClient(t, m)
+	spec := ams.TableSpec{Name: "emb", Dim: 4, Optimizer: ams.OptimizerSpec{Name: "sgd", LR: 0.5},
+		Init: ams.InitSpec{Kind: "uniform", Scale: 0.1, Seed: 3}}
+	other := ams.TableSpec{Name: "user", Dim: 2, Optimizer: ams.OptimizerSpec{Name: "sgd", LR: 1},
+		Init: ams.InitSpec{Kind: "constant", Value: 1}}
+	if err := c.Declare(ctx, []ams.TableSpec{spec, other}, nil); err != nil {
+		t.Fatal(err)
+	}
+	// Declaring again is a no-op; a conflicting spec is refused.
+	if err := c.Declare(ctx, []ams.TableSpec{spec}, nil); err != nil {
+		t.Fatalf("re-declare: %v", err)
+	}
+	bad := spec
+	bad.Dim = 8
+	if err := c.Declare(ctx, []ams.TableSpec{bad}, nil); !isCode(err, codes.FailedPrecondition) {
+		t.Fatalf("conflicting declare = %v, want FailedPrecondition", err)
+	}
+
+	ids := make([]uint64, 200)
+	for i := range ids {
+		ids[i] = uint64(i) * 7919
+	}
+	rows := make([]float32, len(ids)*4)
+	uids := []uint64{0, 1, 2}
+	urows := make([]float32, 6)
+	tables := []client.Table{{Name: "emb", IDs: ids, Rows: rows}, {Name: "user", IDs: uids, Rows: urows}}
+	if err := c.Pull(ctx, tables, true); err != nil {
+		t.Fatal(err)
+	}
+	// Rows come back in id order, equal to the deterministic initializer.
+	want := make([]float32, 4)
+	for k, id := range ids {
+		spec.Init.Fill(id, want)
+		for j := range want {
+			if rows[k*4+j] != want[j] {
+				t.Fatalf("id %d col %d: pulled %v, want init %v", id, j, rows[k*4+j], want[j])
+			}
+		}
+	}
+	for _, v := range urows {
+		if v != 1 {
+			t.Fatalf("user rows %v, want all 1", urows)
+		}
+	}
+	// Both shards got rows: routing spreads ids.
+	for _, s := range shards {
+		st, err := s.Stats()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.Tables[0].Rows == 0 {
+			t.Fatalf("shard %s holds no rows of emb", st.ID)
+		}
+	}
+	// SGD push: w -= lr*g.
+	grads := make([]float32, len(rows))
+	for i := range grads {
+		grads[i] = float32(i%5) - 2
+	}
+	if err := c.Push(ctx, []client.Table{{Name: "emb", IDs: ids, Rows: grads}}); err != nil {
+		t.Fatal(err)
+	}
+	after := make([]float32, len(rows))
+	if err := c.Pull(ctx, []client.Table{{Name: "emb", IDs: ids, Rows: after}}, false); err != nil {
+		t.Fatal(err)
+	}
+	for i := range after {
+		if want := rows[i] - 0.5*grads[i]; math.Abs(float64(after[i]-want)) > 1e-6 {
+			t.Fatalf("value %d after push = %v, want %v", i, after[i], want)
+		}
+	}
+	// Without create, unknown ids read as zeros and are not created.
+	zero := make([]float32, 4)
+	zero[0] = 9
+	if err := c.Pull(ctx, []client.Table{{Name: "emb", IDs: []uint64{123456789}, Rows: zero}}, false); err != nil {
+		t.Fatal(err)
+	}
+	if zero[0] != 0 {
+		t.Fatalf("missing row without create = %v, want zeros", zero)
+	}
+	stats, err := c.Stats(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	total := 0
+	for _, s := range stats {
+		total += int(s.Tables[0].Rows)
+	}
+	if total != len(ids) {
+		t.Fatalf("rows over shards = %d, want %d", total, len(ids))
+	}
+}
+
+func isCode(err error, code codes.Code) bool {
+	for e := err; e != nil; e = errors.Unwrap(e) {
+		if s, ok := status.FromError(e); ok && s.Code() == code {
+			return true
+		}
+	}
+	return false
+}
+
+func TestDenseSplitAcrossShards(t *testing.T) {
+	ctx := context.Background()
+	m, _ := startShards(t, 3, 1)
+	c := newClient(t, m)
+	const n = 1001
+	init := make([]float32, n)
+	for i := range init {
+		init[i] = float32(i)
+	}
+	d := client.Dense{Spec: ams.DenseSpec{Name: "mlp", Size: n, Optimizer: ams.OptimizerSpec{Name: "sgd", LR: 0.1}}, Init: init}
+	if err := c.Declare(ctx, nil, []client.Dense{d}); err != nil {
+		t.Fatal(err)
+	}
+	// A second declaration with other initial values keeps the first.
+	d2 := d
+	d2.Init = make([]float32, n)
+	if err := c.Declare(ctx, nil, []client.Dense{d2}); err != nil {
+		t.Fatal(err)
+	}
+	got := make([]float32, n)
+	if err := c.PullDense(ctx, "mlp", got); err != nil {
+		t.Fatal(err)
+	}
+	for i := range got {
+		if got[i] != init[i] {
+			t.Fatalf("dense[%d] = %v, want %v", i, got[i], init[i])
+		}
+	}
+	grad := make([]float32, n)
+	for i := range grad {
+		grad[i] = 1
+	}
+	if err := c.PushDense(ctx, "mlp", grad); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.PullDense(ctx, "mlp", got); err != nil {
+		t.Fatal(err)
+	}
+	for i := range got {
+		if want := init[i] - 0.1; math.Abs(float64(got[i]-want)) > 1e-4 {
+			t.Fatalf("dense[%d] after push = %v, want %v", i, got[i], want)
+		}
+	}
+}
+
+func TestRefusals(t *testing.T) {
+	ctx := context.Background()
+	m, _ := startShards(t, 2, 1)
+	c := newClient(t, m)
+	if err := c.Declare(ctx, []ams.TableSpec{{Name: "emb", Dim: 2}}, nil); err != nil {
+		t.Fatal(err)
+	}
+	// A client of another cluster version is refused, and nothing is applied.
+	stale := *m
+	stale.Version = 2
+	sc := newClient(t, &stale)
+	if err := sc.Declare(ctx, []ams.TableSpec{{Name: "emb2", Dim: 2}}, nil); !isCode(err, codes.FailedPrecondition) {
+		t.Fatalf("stale declare = %v, want FailedPrecondition", err)
+	}
+	stats, _ := c.Stats(ctx)
+	if len(stats[0].Tables) != 1 {
+		t.Fatalf("stale declare was applied: %v", stats[0].Tables)
+	}
+	// Unknown tables.
+	if err := c.Pull(ctx, []client.Table{{Name: "nope", IDs: []uint64{1}, Rows: make([]float32, 2)}}, true); !errors.Is(err, ams.ErrUnknownTable) {
+		t.Fatalf("pull unknown table = %v, want ErrUnknownTable", err)
+	}
+	// Buffers that do not match ids x dim.
+	if err := c.Pull(ctx, []client.Table{{Name: "emb", IDs: []uint64{1}, Rows: make([]float32, 3)}}, true); !errors.Is(err, client.ErrDimMismatch) {
+		t.Fatalf("pull with bad buffer = %v, want ErrDimMismatch", err)
+	}
+	if err := c.PullDense(ctx, "nope", make([]float32, 4)); !isCode(err, codes.NotFound) {
+		t.Fatalf("pull unknown dense = %v, want NotFound", err)
+	}
+}
+
+// TestConcurrentPullPush hammers one shard map from several goroutines; the
+// race detector checks the stripe ownership scheme.
+func TestConcurrentPullPush(t *testing.T) {
+	ctx := context.Background()
+	m, _ := startShards(t, 2, 1)
+	c := newClient(t, m)
+	if err := c.Declare(ctx, []ams.TableSpec{{Name: "emb", Dim: 8, Optimizer: ams.OptimizerSpec{Name: "adagrad", LR: 0.1}}}, nil); err != nil {
+		t.Fatal(err)
+	}
+	errs := make(chan error, 4)
+	for g := 0; g < 4; g++ {
+		go func() {
+			ids := make([]uint64, 300)
+			for i := range ids {
+				ids[i] = uint64(i*3 + g) // overlapping ids across goroutines
+			}
+			rows := make([]float32, len(ids)*8)
+			for it := 0; it < 20; it++ {
+				if err := c.Pull(ctx, []client.Table{{Name: "emb", IDs: ids, Rows: rows}}, true); err != nil {
+					errs <- err
+					return
+				}
+				if err := c.Push(ctx, []client.Table{{Name: "emb", IDs: ids, Rows: rows}}); err != nil {
+					errs <- err
+					return
+				}
+			}
+			errs <- nil
+		}()
+	}
+	for g := 0; g < 4; g++ {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+}

@@ -1,0 +1,101 @@
+// Package ams is the sparse parameter server shard (AMS, after XDL's
+// "advanced model server"): it holds the embedding rows and optimizer state
+// of a set of virtual partitions, and a part of the dense parameters.
+//
+// This file documents the storage core: Table (one sparse table in one
+// stripe), DenseVar (one shard's part of a dense vector), the server-side
+// Optimizers, and the specs that configure them. The core does no I/O,
+// starts no goroutine and takes time as an argument (now, in seconds), so
+// tests drive it deterministically. The stripe owners and the RPC server
+// are built on top of it.
+//
+// # Concurrency: one owner per stripe
+//
+// A shard splits its rows into stripes; each stripe is owned by exactly one
+// goroutine, which alone calls the methods of that stripe's Tables. No lock
+// or atomic guards row data, so:
+//
+//  1. Table and DenseVar are not safe for concurrent use. Every call on one
+//     of them comes from its owning goroutine (or is ordered with it by a
+//     channel send or another happens-before edge).
+//  2. Slices that alias table storage (Get, Range, DenseVar.Values and
+//     State) must not escape the owner: copy them (Pull does) before
+//     another goroutine reads them.
+//  3. PullAt and PushAt let several owners fill or read disjoint rows of one
+//     shared buffer: each owner gets its own ids and disjoint positions, and
+//     the requester reads the buffer only after every owner has signalled
+//     completion.
+//
+// # Slots
+//
+// A slot is a uint32 that names one row of a Table: it indexes the values
+// slab, the optimizer-state slab and the statistics slab alike, as XDL's
+// ps-plus keys a row id into parallel tensors. Slots are internal: they
+// never leave the Table and are not stable across snapshots, restores or
+// shards (IDs are).
+//
+//  1. The index maps a feature ID (any uint64, 0 included) to its slot.
+//     It is open addressing with linear probing over a power-of-two array
+//     of packed (id, slot) buckets, load at most 3/4, bucket chosen by
+//     Mix64(id ^ salt) so that a stripe split on Mix64(id) does not skew
+//     it, and backward-shift deletion (no tombstones). Slot 0xFFFFFFFF marks
+//     an empty bucket and is never handed out.
+//  2. Slabs store rows in chunks of at most 16384 rows (about 1 MiB;
+//     smaller chunks first, so small tables stay small), allocated as plain
+//     []float32 and []uint32: pointer-free, so the garbage collector never
+//     scans a row. Slabs grow by adding chunks and never move a row.
+//  3. A slot is reused only after Delete removed its ID from the index:
+//     Delete pushes the slot onto the Table's free list, and the next row
+//     created (by the same owning goroutine, the only caller) takes the most
+//     recently freed slot before the slabs grow. A reused slot's values,
+//     state and statistics are fully rewritten on creation, so nothing of
+//     the deleted row survives.
+//  4. The index never shrinks and the slabs never give chunks back; after
+//     mass expiry, the free list absorbs new rows first.
+//
+// # Rows and statistics
+//
+// Pull with create and Push create missing rows: values from the table's
+// InitSpec, state from Optimizer.InitState, last-touched = now, hits = 1.
+// Afterwards each occurrence of an ID in a creating Pull or in a Push
+// touches the row: last-touched = now and hits + 1 (saturating at 2^32-1),
+// so one pull-then-push training step adds 2. Pull without create reads
+// (missing rows read as zeros) and changes nothing. Filters and expiry read
+// the statistics through Stats and Range.
+//
+// # Optimizer state layout
+//
+// Each optimizer keeps its state per row, in StateWidth(dim) float32 words
+// laid out as below (d = dim), starting as given:
+//
+//	sgd       (none)                     width 0
+//	adagrad   acc[d]                     width d      acc = initial_accumulator
+//	adam      m[d] v[d] t                width 2d+1   all 0; t = the row's step count
+//	ftrl      z[d] n[d]                  width 2d     all 0
+//	momentum  v[d]                       width d      all 0
+//
+// Adam is lazy: a row's moments decay only when it is pushed, and its bias
+// correction uses its own step count t. A DenseVar is one long row, so its
+// Adam state has one t. The exact update of each optimizer is written as a
+// reference loop in its doc comment.
+//
+// # Deterministic initialisation
+//
+// The initial row of an ID is a pure function of (InitSpec, id, column):
+// column c takes a value derived from Mix64 hashes of the seed, the ID and
+// c (InitSpec.Fill has the formulas), with no random-generator state. So a
+// row starts with the same values on any shard, stripe or shard count, in
+// any creation order, and again when an expired ID comes back.
+//
+// # Specs and errors
+//
+// TableSpec, DenseSpec, OptimizerSpec and InitSpec back the YAML config,
+// flags and the Go API. Zero fields mean "default" (EnsureDefaults fills
+// them; every field's doc states its default); Validate reports every
+// problem at once, each wrapping ErrBadSpec. Errors are package-prefixed
+// sentinels (ErrUnknownTable, ErrBadSpec, ErrDimMismatch,
+// ErrNotInitialized) wrapped with context: match them with errors.Is. Input
+// from outside is checked and reported as an error (Table.CheckBatch,
+// DenseVar.Set and Apply, Table.Load); a Table batch call whose lengths
+// disagree panics, because the server must have checked them.
+package ams

@@ -1,0 +1,191 @@
+package ams
+
+import "math/bits"
+
+// emptySlot marks a free bucket of the index. It is never a valid slot, so
+// every uint64 (0 included) is a valid feature ID.
+const emptySlot = ^uint32(0)
+
+// maxSlot is the largest slot a table hands out.
+const maxSlot = emptySlot - 1
+
+// indexSalt is XORed into an ID before mixing, so that the index's bucket
+// choice is independent of a stripe split made on Mix64(id): without it every
+// ID of one stripe would share the low bits of Mix64(id).
+const indexSalt = 0x5851f42d4c957f2d
+
+// minIndexCap is the smallest bucket count of a non-empty index.
+const minIndexCap = 8
+
+// index maps a feature ID to a uint32 slot. It is an open-addressing hash
+// table with linear probing, a power-of-two bucket count and a load factor
+// of at most 3/4; deletion shifts the following entries back (no
+// tombstones), so probe sequences never lengthen with churn.
+//
+// Buckets are packed as three uint32s (key low, key high, slot) in one
+// pointer-free slice: 12 bytes per bucket, one cache line touched per probe
+// in the common case, nothing for the garbage collector to scan. A bucket is
+// empty when its slot is emptySlot.
+//
+// The bucket of id is the top log2(cap) bits of Mix64(id ^ indexSalt).
+//
+// The zero index is empty and ready to use. Not safe for concurrent use.
+type index struct {
+	b      []uint32 // 3 words per bucket
+	shift  uint8    // 64 - log2(cap)
+	mask   uint     // cap - 1
+	n      int      // live entries
+	growAt int      // grow when n reaches this
+}
+
+// hashIndex returns the home bucket of id for the given shift.
+func hashIndex(id uint64, shift uint8) uint {
+	return uint(mix64(id^indexSalt) >> shift)
+}
+
+// indexCapFor returns the bucket count needed to hold n entries at a load
+// of at most 3/4.
+func indexCapFor(n int) int {
+	c := minIndexCap
+	for c*3/4 < n {
+		c <<= 1
+	}
+	return c
+}
+
+func (x *index) len() int { return x.n }
+
+// capacity returns the number of buckets.
+func (x *index) capacity() int { return len(x.b) / 3 }
+
+// memoryBytes returns the bytes held by the bucket array.
+func (x *index) memoryBytes() int64 { return int64(cap(x.b)) * 4 }
+
+// get returns the slot of id.
+func (x *index) get(id uint64) (uint32, bool) {
+	if x.n == 0 {
+		return 0, false
+	}
+	lo, hi := uint32(id), uint32(id>>32)
+	b := x.b
+	i := hashIndex(id, x.shift)
+	for {
+		e := b[3*i : 3*i+3 : 3*i+3]
+		if e[2] == emptySlot {
+			return 0, false
+		}
+		if e[0] == lo && e[1] == hi {
+			return e[2], true
+		}
+		i = (i + 1) & x.mask
+	}
+}
+
+// insert adds id -> slot. id must not be present (the caller looked it up).
+func (x *index) insert(id uint64, slot uint32) {
+	if slot == emptySlot {
+		panic("ams: index: slot 0xFFFFFFFF is reserved")
+	}
+	if x.n >= x.growAt {
+		x.resize(indexCapFor(x.n + 1))
+	}
+	x.place(id, slot)
+	x.n++
+}
+
+// place writes id -> slot into the first empty bucket of id's probe
+// sequence, without checking load or presence.
+func (x *index) place(id uint64, slot uint32) {
+	b := x.b
+	i := hashIndex(id, x.shift)
+	for {
+		e := b[3*i : 3*i+3 : 3*i+3]
+		if e[2] == emptySlot {
+			e[0], e[1], e[2] = uint32(id), uint32(id>>32), slot
+			return
+		}
+		if e[0] == uint32(id) && e[1] == uint32(id>>32) {
+			panic("ams: index: duplicate insert")
+		}
+		i = (i + 1) & x.mask
+	}
+}
+
+// reserve grows the bucket array so that n entries fit without a rehash.
+func (x *index) reserve(n int) {
+	if c := indexCapFor(n); c > x.capacity() {
+		x.resize(c)
+	}
+}
+
+// resize rehashes every entry into a new array of c buckets (a power of two
+// with c*3/4 >= x.n).
+func (x *index) resize(c int) {
+	old := x.b
+	x.b = make([]uint32, 3*c)
+	for i := 2; i < len(x.b); i += 3 {
+		x.b[i] = emptySlot
+	}
+	x.shift = uint8(64 - bits.TrailingZeros(uint(c)))
+	x.mask = uint(c - 1)
+	x.growAt = c * 3 / 4
+	for i := 0; i < len(old); i += 3 {
+		if s := old[i+2]; s != emptySlot {
+			x.place(uint64(old[i])|uint64(old[i+1])<<32, s)
+		}
+	}
+}
+
+// remove deletes id and returns its slot. Entries after the freed bucket
+// that would no longer be reachable are shifted back into it.
+func (x *index) remove(id uint64) (uint32, bool) {
+	if x.n == 0 {
+		return 0, false
+	}
+	lo, hi := uint32(id), uint32(id>>32)
+	b := x.b
+	i := hashIndex(id, x.shift)
+	for {
+		e := b[3*i : 3*i+3 : 3*i+3]
+		if e[2] == emptySlot {
+			return 0, false
+		}
+		if e[0] == lo && e[1] == hi {
+			break
+		}
+		i = (i + 1) & x.mask
+	}
+	slot := b[3*i+2]
+	// Backward-shift deletion: i is the hole. Walk j over the rest of the
+	// cluster; an entry at j whose home h is not cyclically in (i, j] can
+	// move into the hole, which then moves to j.
+	j := i
+	for {
+		j = (j + 1) & x.mask
+		if b[3*j+2] == emptySlot {
+			break
+		}
+		h := hashIndex(uint64(b[3*j])|uint64(b[3*j+1])<<32, x.shift)
+		// distance from home to j, and from the hole to j (both mod cap)
+		if (j-h)&x.mask >= (j-i)&x.mask {
+			b[3*i], b[3*i+1], b[3*i+2] = b[3*j], b[3*j+1], b[3*j+2]
+			i = j
+		}
+	}
+	b[3*i+2] = emptySlot
+	x.n--
+	return slot, true
+}
+
+// all calls fn for every (id, slot) in bucket order until fn returns false.
+// fn must not modify the index.
+func (x *index) all(fn func(id uint64, slot uint32) bool) {
+	b := x.b
+	for i := 0; i+2 < len(b); i += 3 {
+		if s := b[i+2]; s != emptySlot {
+			if !fn(uint64(b[i])|uint64(b[i+1])<<32, s) {
+				return
+			}
+		}
+	}
+}

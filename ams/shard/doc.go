@@ -1,0 +1,27 @@
+// Package shard serves one AMS shard: the stripe owners that hold the rows of
+// every sparse table and the shard's ranges of the dense parameters, the
+// split of requests across stripes, and the gRPC service (amspb.AMS).
+//
+// # Concurrency model
+//
+// A shard's rows are split into S stripes by a hash of (table, id). Each
+// stripe is owned by one goroutine, started by New and stopped by Close,
+// which alone reads and writes the stripe's ams.Table cores and dense
+// vectors. A pull or push is split by stripe; each owner serves its part and
+// writes into disjoint positions of the request's buffer; the request
+// returns when every owner has signalled its part done (a WaitGroup gives
+// the happens-before edge). No mutex or atomic guards row data, and no lock
+// covers a table or the shard on the pull/push path. The declared table set
+// is an immutable value behind an atomic pointer, replaced (copy on write)
+// by Declare, which alone takes a mutex.
+//
+// # Protocol
+//
+// Every request carries the cluster version; a request whose version is not
+// the shard's is refused with ErrStaleVersion (gRPC FAILED_PRECONDITION) and
+// never applied.
+//
+// # Time
+//
+// Row statistics (last-touched time) use Options.Now, in whole seconds.
+package shard

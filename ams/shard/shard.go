@@ -1,0 +1,426 @@
+package shard
+
+import (
+	"errors"
+	"fmt"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/xdlgo/xps/ams"
+)
+
+// Errors returned by the shard, matched with errors.Is.
+var (
+	// ErrStaleVersion: the request's cluster version is not the shard's.
+	ErrStaleVersion = errors.New("ams: stale cluster version")
+	// ErrBadRequest: a malformed payload (lengths that do not match).
+	ErrBadRequest = errors.New("ams: bad request")
+	// ErrConflict: a declaration that contradicts an existing one.
+	ErrConflict = errors.New("ams: declaration conflicts with existing")
+	// ErrUnknownDense: a dense vector that was never declared.
+	ErrUnknownDense = errors.New("ams: unknown dense vector")
+	// ErrClosed: the shard was closed.
+	ErrClosed = errors.New("ams: shard closed")
+)
+
+// Options configure a Shard. The zero value is usable.
+type Options struct {
+	// ID names the shard in stats and logs. The default value is "ams".
+	ID string
+	// Stripes is the number of stripe owners. The default value is
+	// runtime.GOMAXPROCS(0).
+	Stripes int
+	// Version is the cluster version the shard serves. The default value is 1.
+	Version uint64
+	// Now is the clock for row statistics. The default value is time.Now.
+	Now func() time.Time
+}
+
+// EnsureDefaults fills zero fields with their defaults.
+func (o *Options) EnsureDefaults() {
+	if o.ID == "" {
+		o.ID = "ams"
+	}
+	if o.Stripes <= 0 {
+		o.Stripes = runtime.GOMAXPROCS(0)
+	}
+	if o.Version == 0 {
+		o.Version = 1
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+}
+
+// tableInfo describes a declared table; immutable once published.
+type tableInfo struct {
+	idx  int
+	spec ams.TableSpec
+	salt uint64
+}
+
+// denseInfo describes a declared dense range; immutable once published.
+type denseInfo struct {
+	spec   ams.DenseSpec
+	lo, hi int
+	stripe int
+}
+
+// catalog is the immutable set of declarations, replaced on Declare.
+type catalog struct {
+	tables map[string]*tableInfo
+	dense  map[string]*denseInfo
+}
+
+// Shard is one AMS shard. Its methods are safe for concurrent use.
+type Shard struct {
+	opts    Options
+	stripes []*stripe
+	cat     atomic.Pointer[catalog]
+
+	declareMu sync.Mutex // serialises Declare; never taken by pull or push
+
+	pulls, pushes, rowsPulled, rowsPushed atomic.Uint64
+
+	done    chan struct{}
+	closing sync.Once
+	wg      sync.WaitGroup
+}
+
+// New starts a shard and its stripe owners. Close stops them.
+func New(opts Options) *Shard {
+	opts.EnsureDefaults()
+	s := &Shard{opts: opts, done: make(chan struct{})}
+	s.cat.Store(&catalog{tables: map[string]*tableInfo{}, dense: map[string]*denseInfo{}})
+	s.stripes = make([]*stripe, opts.Stripes)
+	for i := range s.stripes {
+		st := &stripe{in: make(chan *task, 16), dense: map[string]*ams.DenseVar{}}
+		s.stripes[i] = st
+		s.wg.Add(1)
+		go func() {
+			defer s.wg.Done()
+			st.run(s.done)
+		}()
+	}
+	return s
+}
+
+// Close stops the stripe owners and waits for them. Requests in flight
+// fail with ErrClosed.
+func (s *Shard) Close() error {
+	s.closing.Do(func() { close(s.done) })
+	s.wg.Wait()
+	return nil
+}
+
+// ID returns the shard's ID.
+func (s *Shard) ID() string { return s.opts.ID }
+
+// Version returns the cluster version the shard serves.
+func (s *Shard) Version() uint64 { return s.opts.Version }
+
+func (s *Shard) checkVersion(v uint64) error {
+	if v != s.opts.Version {
+		return fmt.Errorf("%w: request version %d, shard %s serves %d", ErrStaleVersion, v, s.opts.ID, s.opts.Version)
+	}
+	return nil
+}
+
+func (s *Shard) now() uint32 { return uint32(s.opts.Now().Unix()) }
+
+// stripeOf picks the stripe of id in a table with the given salt. It uses
+// the high bits of the mix, while partitions use the mix modulo P.
+func (s *Shard) stripeOf(salt, id uint64) int {
+	h := ams.Mix64(id ^ salt)
+	return int(((h >> 32) * uint64(len(s.stripes))) >> 32)
+}
+
+// dispatch sends one task to each stripe that has work and waits for all.
+func (s *Shard) dispatch(tasks []*task) error {
+	var wg sync.WaitGroup
+	for i, t := range tasks {
+		if t == nil {
+			continue
+		}
+		t.wg = &wg
+		wg.Add(1)
+		select {
+		case s.stripes[i].in <- t:
+		case <-s.done:
+			wg.Done()
+			wg.Wait()
+			return ErrClosed
+		}
+	}
+	wg.Wait()
+	var errs []error
+	for _, t := range tasks {
+		if t != nil && t.err != nil {
+			errs = append(errs, t.err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// TableSpec returns the spec of a declared table.
+func (s *Shard) TableSpec(name string) (ams.TableSpec, error) {
+	ti, ok := s.cat.Load().tables[name]
+	if !ok {
+		return ams.TableSpec{}, fmt.Errorf("%w: %q", ams.ErrUnknownTable, name)
+	}
+	return ti.spec, nil
+}
+
+// DenseDecl declares the shard's range [Lo, Hi) of a dense vector.
+type DenseDecl struct {
+	Spec   ams.DenseSpec
+	Lo, Hi int
+	// Init holds the initial values of [Lo, Hi); used only on creation.
+	Init []float32
+}
+
+// Declare creates tables and dense ranges. Existing identical declarations
+// are kept as they are (their rows and values untouched); a declaration
+// that differs from an existing one fails with ErrConflict. It returns the
+// names it created.
+func (s *Shard) Declare(version uint64, tables []ams.TableSpec, dense []DenseDecl) ([]string, error) {
+	if err := s.checkVersion(version); err != nil {
+		return nil, err
+	}
+	s.declareMu.Lock()
+	defer s.declareMu.Unlock()
+	old := s.cat.Load()
+	next := &catalog{tables: make(map[string]*tableInfo, len(old.tables)+len(tables)),
+		dense: make(map[string]*denseInfo, len(old.dense)+len(dense))}
+	for k, v := range old.tables {
+		next.tables[k] = v
+	}
+	for k, v := range old.dense {
+		next.dense[k] = v
+	}
+	var created []string
+	tasks := make([]*task, len(s.stripes))
+	for _, spec := range tables {
+		spec.EnsureDefaults()
+		if err := spec.Validate(); err != nil {
+			return nil, fmt.Errorf("ams: declare table %q: %w", spec.Name, err)
+		}
+		if ti, ok := next.tables[spec.Name]; ok {
+			if ti.spec != spec {
+				return nil, fmt.Errorf("%w: table %q is %+v, declared again as %+v", ErrConflict, spec.Name, ti.spec, spec)
+			}
+			continue
+		}
+		ti := &tableInfo{idx: len(next.tables), spec: spec, salt: ams.TableHash(spec.Name)}
+		next.tables[spec.Name] = ti
+		created = append(created, spec.Name)
+		for i := range tasks {
+			if tasks[i] == nil {
+				tasks[i] = &task{op: opDeclare}
+			}
+			tasks[i].declTables = append(tasks[i].declTables, ti)
+		}
+	}
+	for _, d := range dense {
+		d.Spec.EnsureDefaults()
+		if err := d.Spec.Validate(); err != nil {
+			return nil, fmt.Errorf("ams: declare dense %q: %w", d.Spec.Name, err)
+		}
+		if d.Lo < 0 || d.Hi < d.Lo || d.Hi > d.Spec.Size {
+			return nil, fmt.Errorf("%w: dense %q range [%d,%d) of size %d", ErrBadRequest, d.Spec.Name, d.Lo, d.Hi, d.Spec.Size)
+		}
+		if d.Init != nil && len(d.Init) != d.Hi-d.Lo {
+			return nil, fmt.Errorf("%w: dense %q: %d initial values for range [%d,%d)", ErrBadRequest, d.Spec.Name, len(d.Init), d.Lo, d.Hi)
+		}
+		if di, ok := next.dense[d.Spec.Name]; ok {
+			if di.spec != d.Spec || di.lo != d.Lo || di.hi != d.Hi {
+				return nil, fmt.Errorf("%w: dense %q", ErrConflict, d.Spec.Name)
+			}
+			continue
+		}
+		di := &denseInfo{spec: d.Spec, lo: d.Lo, hi: d.Hi, stripe: int(ams.TableHash(d.Spec.Name) % uint64(len(s.stripes)))}
+		next.dense[d.Spec.Name] = di
+		created = append(created, d.Spec.Name)
+		if tasks[di.stripe] == nil {
+			tasks[di.stripe] = &task{op: opDeclare}
+		}
+		tasks[di.stripe].declDense = append(tasks[di.stripe].declDense, denseDecl{info: di, init: d.Init})
+	}
+	if err := s.dispatch(tasks); err != nil {
+		return nil, err
+	}
+	s.cat.Store(next)
+	return created, nil
+}
+
+// TableRequest names the ids of one table in a pull or push.
+type TableRequest struct {
+	Table string
+	IDs   []uint64
+	// Rows receives (pull) or holds (push) len(IDs)*dim values, in id order.
+	Rows []float32
+}
+
+// split builds one task per stripe that has ids, for the given op.
+func (s *Shard) split(op opKind, reqs []TableRequest, create bool) ([]*task, int, error) {
+	cat := s.cat.Load()
+	tasks := make([]*task, len(s.stripes))
+	now := s.now()
+	rows := 0
+	for ri, r := range reqs {
+		ti, ok := cat.tables[r.Table]
+		if !ok {
+			return nil, 0, fmt.Errorf("%w: %q", ams.ErrUnknownTable, r.Table)
+		}
+		if len(r.Rows) != len(r.IDs)*ti.spec.Dim {
+			return nil, 0, fmt.Errorf("%w: table %q: %d values for %d ids of dim %d", ErrBadRequest, r.Table, len(r.Rows), len(r.IDs), ti.spec.Dim)
+		}
+		rows += len(r.IDs)
+		for k, id := range r.IDs {
+			si := s.stripeOf(ti.salt, id)
+			t := tasks[si]
+			if t == nil {
+				t = &task{op: op, create: create, now: now, parts: make([]part, len(reqs))}
+				tasks[si] = t
+			}
+			p := &t.parts[ri]
+			if p.ids == nil {
+				p.table = ti.idx
+				p.buf = r.Rows
+				hint := len(r.IDs)/len(s.stripes) + 8
+				p.ids = make([]uint64, 0, hint)
+				p.pos = make([]int32, 0, hint)
+			}
+			p.ids = append(p.ids, id)
+			p.pos = append(p.pos, int32(k))
+		}
+	}
+	return tasks, rows, nil
+}
+
+// Pull fills each request's Rows with the rows of its IDs. With create,
+// missing rows are created by the table's initializer; without it they
+// read as zeros and are not created.
+func (s *Shard) Pull(version uint64, reqs []TableRequest, create bool) error {
+	if err := s.checkVersion(version); err != nil {
+		return err
+	}
+	tasks, rows, err := s.split(opPull, reqs, create)
+	if err != nil {
+		return err
+	}
+	if err := s.dispatch(tasks); err != nil {
+		return err
+	}
+	s.pulls.Add(1)
+	s.rowsPulled.Add(uint64(rows))
+	return nil
+}
+
+// Push applies each request's Rows as gradients of its IDs with the table's
+// optimizer. Missing rows are created first.
+func (s *Shard) Push(version uint64, reqs []TableRequest) error {
+	if err := s.checkVersion(version); err != nil {
+		return err
+	}
+	tasks, rows, err := s.split(opPush, reqs, true)
+	if err != nil {
+		return err
+	}
+	if err := s.dispatch(tasks); err != nil {
+		return err
+	}
+	s.pushes.Add(1)
+	s.rowsPushed.Add(uint64(rows))
+	return nil
+}
+
+func (s *Shard) denseTask(op opKind, name string, buf []float32) (*denseInfo, []*task, error) {
+	di, ok := s.cat.Load().dense[name]
+	if !ok {
+		return nil, nil, fmt.Errorf("%w: %q", ErrUnknownDense, name)
+	}
+	if buf != nil && len(buf) != di.hi-di.lo {
+		return nil, nil, fmt.Errorf("%w: dense %q: %d values for range [%d,%d)", ErrBadRequest, name, len(buf), di.lo, di.hi)
+	}
+	tasks := make([]*task, len(s.stripes))
+	tasks[di.stripe] = &task{op: op, dense: name, denseBuf: buf}
+	return di, tasks, nil
+}
+
+// PullDense returns the shard's range [lo, hi) of a dense vector, copied.
+func (s *Shard) PullDense(version uint64, name string) (lo, hi int, values []float32, err error) {
+	if err := s.checkVersion(version); err != nil {
+		return 0, 0, nil, err
+	}
+	di, ok := s.cat.Load().dense[name]
+	if !ok {
+		return 0, 0, nil, fmt.Errorf("%w: %q", ErrUnknownDense, name)
+	}
+	values = make([]float32, di.hi-di.lo)
+	_, tasks, err := s.denseTask(opDensePull, name, values)
+	if err != nil {
+		return 0, 0, nil, err
+	}
+	if err := s.dispatch(tasks); err != nil {
+		return 0, 0, nil, err
+	}
+	return di.lo, di.hi, values, nil
+}
+
+// PushDense applies grad, the gradient of the shard's range, with the
+// vector's optimizer.
+func (s *Shard) PushDense(version uint64, name string, grad []float32) error {
+	if err := s.checkVersion(version); err != nil {
+		return err
+	}
+	if grad == nil {
+		grad = []float32{}
+	}
+	_, tasks, err := s.denseTask(opDensePush, name, grad)
+	if err != nil {
+		return err
+	}
+	return s.dispatch(tasks)
+}
+
+// TableStats describes one table on the shard.
+type TableStats struct {
+	Name        string
+	Rows        int
+	MemoryBytes int64
+}
+
+// Stats describes the shard.
+type Stats struct {
+	ID                     string
+	Version                uint64
+	Tables                 []TableStats
+	Pulls, Pushes          uint64
+	RowsPulled, RowsPushed uint64
+}
+
+// Stats collects table sizes from every stripe owner and the counters.
+func (s *Shard) Stats() (Stats, error) {
+	cat := s.cat.Load()
+	tasks := make([]*task, len(s.stripes))
+	for i := range tasks {
+		tasks[i] = &task{op: opStats, stats: make([]TableStats, len(cat.tables))}
+	}
+	if err := s.dispatch(tasks); err != nil {
+		return Stats{}, err
+	}
+	st := Stats{ID: s.opts.ID, Version: s.opts.Version, Tables: make([]TableStats, len(cat.tables)),
+		Pulls: s.pulls.Load(), Pushes: s.pushes.Load(), RowsPulled: s.rowsPulled.Load(), RowsPushed: s.rowsPushed.Load()}
+	for name, ti := range cat.tables {
+		ts := TableStats{Name: name}
+		for _, t := range tasks {
+			ts.Rows += t.stats[ti.idx].Rows
+			ts.MemoryBytes += t.stats[ti.idx].MemoryBytes
+		}
+		st.Tables[ti.idx] = ts
+	}
+	return st, nil
+}

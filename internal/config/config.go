@@ -1,0 +1,330 @@
+package config
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"time"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/xdlgo/xps/ams"
+)
+
+// ErrInvalid is wrapped by every validation problem.
+var ErrInvalid = errors.New("config: invalid")
+
+// Config is a whole job.
+type Config struct {
+	Model ModelConfig `yaml:"model"`
+	Train TrainConfig `yaml:"train"`
+	Data  DataConfig  `yaml:"data"`
+}
+
+// ModelConfig declares the model: sparse tables, fields, MLP.
+type ModelConfig struct {
+	// Tables are the sparse embedding tables held by the AMS shards.
+	//
+	// The default value is one table "emb" of dim 18 with Adagrad (lr 0.05)
+	// and uniform(±0.01) initialisation.
+	Tables []ams.TableSpec `yaml:"tables"`
+	// Fields is the number of feature fields (the MLP input is their pooled
+	// vectors concatenated).
+	//
+	// The default value is 0: 1 + the largest field seen in the data.
+	Fields int `yaml:"fields"`
+	// FieldTables names the table of each field.
+	//
+	// The default value is empty: every field uses Tables[0].
+	FieldTables []string `yaml:"field_tables"`
+	// Pooling combines a field's bag of rows: sum or mean.
+	//
+	// The default value is "sum".
+	Pooling string `yaml:"pooling"`
+	// Hidden lists the MLP hidden layer sizes (ReLU).
+	//
+	// The default value is [200, 80].
+	Hidden []int `yaml:"hidden"`
+	// DenseOptimizer updates the MLP parameters, on the AMS shards.
+	//
+	// The default value is Adam with lr 0.001.
+	DenseOptimizer ams.OptimizerSpec `yaml:"dense_optimizer"`
+	// Seed drives MLP initialisation and shuffling.
+	//
+	// The default value is 1.
+	Seed uint64 `yaml:"seed"`
+}
+
+// TrainConfig controls the training loop.
+type TrainConfig struct {
+	// BatchSize is the number of samples per mini-batch.
+	//
+	// The default value is 256.
+	BatchSize int `yaml:"batch_size"`
+	// Epochs is the number of passes over the training data.
+	//
+	// The default value is 1.
+	Epochs int `yaml:"epochs"`
+	// Shuffle shuffles the training samples at every epoch.
+	//
+	// The default value is true.
+	Shuffle *bool `yaml:"shuffle"`
+	// Format is the format of -train/-test files: libffm or libfm.
+	//
+	// The default value is "libffm".
+	Format string `yaml:"format"`
+	// OnError says what a malformed input line does: stop the job, or skip
+	// it (it is counted and reported).
+	//
+	// The default value is "stop".
+	OnError string `yaml:"on_error"`
+	// EvalEvery evaluates on the test set every N batches as well as after
+	// each epoch.
+	//
+	// The default value is 0 (after each epoch only).
+	EvalEvery int `yaml:"eval_every"`
+	// EvalBatchSize is the batch size of evaluation.
+	//
+	// The default value is 4096.
+	EvalBatchSize int `yaml:"eval_batch_size"`
+	// MaxInflightPushes bounds asynchronous pushes in flight; training waits
+	// when the bound is reached.
+	//
+	// The default value is 2.
+	MaxInflightPushes int `yaml:"max_inflight_pushes"`
+	// ProgressEvery is the interval between progress lines.
+	//
+	// The default value is 2s.
+	ProgressEvery time.Duration `yaml:"progress_every"`
+}
+
+// DataConfig configures the built-in generated CTR dataset.
+type DataConfig struct {
+	// TrainSamples is the number of generated training samples.
+	//
+	// The default value is 200000.
+	TrainSamples int `yaml:"train_samples"`
+	// TestSamples is the number of generated test samples.
+	//
+	// The default value is 40000.
+	TestSamples int `yaml:"test_samples"`
+	// Fields is the number of feature fields.
+	//
+	// The default value is 23 (the XDL paper's model).
+	Fields int `yaml:"fields"`
+	// UserFields is the number of leading fields that describe the user and
+	// repeat across a user's consecutive samples.
+	//
+	// The default value is 10.
+	UserFields int `yaml:"user_fields"`
+	// MeanBag is the mean number of ids per field.
+	//
+	// The default value is 3.
+	MeanBag float64 `yaml:"mean_bag"`
+	// Vocab is the number of distinct ids per field.
+	//
+	// The default value is 100000.
+	Vocab int `yaml:"vocab"`
+	// ZipfS is the Zipf exponent of id popularity.
+	//
+	// The default value is 1.1.
+	ZipfS float64 `yaml:"zipf_s"`
+	// SamplesPerUser is the mean number of consecutive samples per user.
+	//
+	// The default value is 20.
+	SamplesPerUser float64 `yaml:"samples_per_user"`
+	// Seed selects the generated data and its hidden teacher.
+	//
+	// The default value is 1.
+	Seed uint64 `yaml:"seed"`
+}
+
+// Default returns a Config with every default filled in.
+func Default() Config {
+	var c Config
+	c.EnsureDefaults()
+	return c
+}
+
+// EnsureDefaults fills every zero field with its default.
+func (c *Config) EnsureDefaults() {
+	m := &c.Model
+	if len(m.Tables) == 0 {
+		m.Tables = []ams.TableSpec{{Name: "emb", Dim: 18,
+			Optimizer: ams.OptimizerSpec{Name: "adagrad", LR: 0.05},
+			Init:      ams.InitSpec{Kind: "uniform", Scale: 0.01}}}
+	}
+	for i := range m.Tables {
+		m.Tables[i].EnsureDefaults()
+	}
+	if m.Pooling == "" {
+		m.Pooling = "sum"
+	}
+	if m.Hidden == nil {
+		m.Hidden = []int{200, 80}
+	}
+	if m.DenseOptimizer.Name == "" {
+		m.DenseOptimizer.Name = "adam"
+	}
+	if m.DenseOptimizer.LR == 0 {
+		m.DenseOptimizer.LR = 0.001
+	}
+	m.DenseOptimizer.EnsureDefaults()
+	if m.Seed == 0 {
+		m.Seed = 1
+	}
+	t := &c.Train
+	setInt(&t.BatchSize, 256)
+	setInt(&t.Epochs, 1)
+	if t.Shuffle == nil {
+		yes := true
+		t.Shuffle = &yes
+	}
+	if t.Format == "" {
+		t.Format = "libffm"
+	}
+	if t.OnError == "" {
+		t.OnError = "stop"
+	}
+	setInt(&t.EvalBatchSize, 4096)
+	setInt(&t.MaxInflightPushes, 2)
+	if t.ProgressEvery == 0 {
+		t.ProgressEvery = 2 * time.Second
+	}
+	d := &c.Data
+	setInt(&d.TrainSamples, 200000)
+	setInt(&d.TestSamples, 40000)
+	setInt(&d.Fields, 23)
+	setInt(&d.UserFields, 10)
+	setInt(&d.Vocab, 100000)
+	if d.MeanBag == 0 {
+		d.MeanBag = 3
+	}
+	if d.ZipfS == 0 {
+		d.ZipfS = 1.1
+	}
+	if d.SamplesPerUser == 0 {
+		d.SamplesPerUser = 20
+	}
+	if d.Seed == 0 {
+		d.Seed = 1
+	}
+}
+
+func setInt(p *int, v int) {
+	if *p == 0 {
+		*p = v
+	}
+}
+
+// Validate reports every problem at once, each wrapping ErrInvalid.
+func (c *Config) Validate() error {
+	var errs []error
+	bad := func(format string, args ...any) {
+		errs = append(errs, fmt.Errorf("%w: "+format, append([]any{ErrInvalid}, args...)...))
+	}
+	m := &c.Model
+	names := map[string]bool{}
+	for _, t := range m.Tables {
+		if err := t.Validate(); err != nil {
+			errs = append(errs, fmt.Errorf("%w: model.tables: %w", ErrInvalid, err))
+		}
+		if names[t.Name] {
+			bad("model.tables: table %q declared twice", t.Name)
+		}
+		names[t.Name] = true
+	}
+	if m.Fields < 0 {
+		bad("model.fields %d is negative", m.Fields)
+	}
+	if len(m.FieldTables) > 0 && m.Fields > 0 && len(m.FieldTables) != m.Fields {
+		bad("model.field_tables names %d tables for %d fields", len(m.FieldTables), m.Fields)
+	}
+	for f, name := range m.FieldTables {
+		if !names[name] {
+			bad("model.field_tables[%d]: unknown table %q", f, name)
+		}
+	}
+	if m.Pooling != "sum" && m.Pooling != "mean" {
+		bad("model.pooling %q is not sum or mean", m.Pooling)
+	}
+	for i, h := range m.Hidden {
+		if h <= 0 {
+			bad("model.hidden[%d] = %d is not positive", i, h)
+		}
+	}
+	if err := m.DenseOptimizer.Validate(); err != nil {
+		errs = append(errs, fmt.Errorf("%w: model.dense_optimizer: %w", ErrInvalid, err))
+	}
+	t := &c.Train
+	if t.BatchSize <= 0 {
+		bad("train.batch_size %d is not positive", t.BatchSize)
+	}
+	if t.Epochs <= 0 {
+		bad("train.epochs %d is not positive", t.Epochs)
+	}
+	if t.Format != "libffm" && t.Format != "libfm" && t.Format != "libsvm" {
+		bad("train.format %q is not libffm or libfm", t.Format)
+	}
+	if t.OnError != "stop" && t.OnError != "skip" {
+		bad("train.on_error %q is not stop or skip", t.OnError)
+	}
+	if t.EvalEvery < 0 {
+		bad("train.eval_every %d is negative", t.EvalEvery)
+	}
+	if t.EvalBatchSize <= 0 {
+		bad("train.eval_batch_size %d is not positive", t.EvalBatchSize)
+	}
+	if t.MaxInflightPushes <= 0 {
+		bad("train.max_inflight_pushes %d is not positive", t.MaxInflightPushes)
+	}
+	if t.ProgressEvery < 0 {
+		bad("train.progress_every %v is negative", t.ProgressEvery)
+	}
+	d := &c.Data
+	if d.TrainSamples <= 0 || d.TestSamples <= 0 {
+		bad("data: train_samples %d and test_samples %d must be positive", d.TrainSamples, d.TestSamples)
+	}
+	if d.Fields <= 0 || d.UserFields < 0 || d.UserFields > d.Fields {
+		bad("data: fields %d, user_fields %d: need 0 <= user_fields <= fields, fields > 0", d.Fields, d.UserFields)
+	}
+	if d.Vocab <= 0 || d.MeanBag < 1 || d.ZipfS <= 1 || d.SamplesPerUser < 1 {
+		bad("data: vocab %d > 0, mean_bag %v >= 1, zipf_s %v > 1, samples_per_user %v >= 1 are required",
+			d.Vocab, d.MeanBag, d.ZipfS, d.SamplesPerUser)
+	}
+	return errors.Join(errs...)
+}
+
+// Parse decodes YAML (unknown keys are errors), fills defaults and
+// validates.
+func Parse(b []byte) (Config, error) {
+	var c Config
+	dec := yaml.NewDecoder(bytes.NewReader(b))
+	dec.KnownFields(true)
+	if err := dec.Decode(&c); err != nil && !errors.Is(err, io.EOF) {
+		return Config{}, fmt.Errorf("%w: %w", ErrInvalid, err)
+	}
+	c.EnsureDefaults()
+	if err := c.Validate(); err != nil {
+		return Config{}, err
+	}
+	return c, nil
+}
+
+// Load reads and parses a YAML file.
+func Load(path string) (Config, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return Config{}, fmt.Errorf("config: %w", err)
+	}
+	c, err := Parse(b)
+	if err != nil {
+		return Config{}, fmt.Errorf("config: %s: %w", path, err)
+	}
+	return c, nil
+}
+
+// Marshal renders the config as YAML.
+func (c *Config) Marshal() ([]byte, error) { return yaml.Marshal(c) }

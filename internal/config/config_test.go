@@ -1,0 +1,103 @@
+package config
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/xdlgo/xps/ams"
+)
+
+func TestDefaultsAreValid(t *testing.T) {
+	c := Default()
+	if err := c.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	if c.Model.Tables[0].Dim != 18 || c.Train.BatchSize != 256 || c.Model.Hidden[1] != 80 || !*c.Train.Shuffle {
+		t.Fatalf("unexpected defaults: %+v", c)
+	}
+}
+
+func TestParse(t *testing.T) {
+	for _, tc := range []struct {
+		name, yaml string
+		check      func(t *testing.T, c Config)
+		errs       []string // substrings, all expected
+	}{
+		{name: "empty", yaml: "", check: func(t *testing.T, c Config) {
+			if c.Model.Tables[0].Name != "emb" {
+				t.Fatal(c.Model.Tables)
+			}
+		}},
+		{name: "override", yaml: `
+model:
+  tables:
+    - {name: a, dim: 8, optimizer: {name: sgd, lr: 0.1}}
+    - {name: b, dim: 4}
+  field_tables: [a, b, a]
+  fields: 3
+  hidden: [32]
+train: {batch_size: 64, epochs: 3, shuffle: false, progress_every: 500ms}
+`, check: func(t *testing.T, c Config) {
+			if len(c.Model.Tables) != 2 || c.Model.Tables[1].Optimizer.Name != ams.DefaultOptimizer {
+				t.Fatalf("tables %+v", c.Model.Tables)
+			}
+			if c.Train.BatchSize != 64 || c.Train.Epochs != 3 || *c.Train.Shuffle || c.Train.ProgressEvery != 500*time.Millisecond {
+				t.Fatalf("train %+v", c.Train)
+			}
+		}},
+		{name: "unknown-key", yaml: "model: {dims: 3}\n", errs: []string{"field dims not found"}},
+		{name: "many-problems", yaml: `
+model:
+  tables: [{name: a, dim: 0}, {name: a, dim: 4}]
+  field_tables: [zz]
+  pooling: max
+  hidden: [0]
+train: {batch_size: -1, format: csv, on_error: maybe}
+`, errs: []string{"dim 0", "declared twice", `unknown table "zz"`, `pooling "max"`, "hidden[0]", "batch_size -1", `format "csv"`, `on_error "maybe"`}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := Parse([]byte(tc.yaml))
+			if len(tc.errs) > 0 {
+				if !errors.Is(err, ErrInvalid) {
+					t.Fatalf("err = %v, want ErrInvalid", err)
+				}
+				for _, s := range tc.errs {
+					if !strings.Contains(err.Error(), s) {
+						t.Errorf("error %q lacks %q", err, s)
+					}
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			tc.check(t, c)
+		})
+	}
+}
+
+func TestLoadRoundTrip(t *testing.T) {
+	c := Default()
+	b, err := c.Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(t.TempDir(), "job.yaml")
+	if err := os.WriteFile(p, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	got, err := Load(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Model.Tables[0] != c.Model.Tables[0] || got.Train.ProgressEvery != c.Train.ProgressEvery {
+		t.Fatalf("round trip changed the config:\n%+v\n%+v", got, c)
+	}
+	if _, err := Load(filepath.Join(t.TempDir(), "missing.yaml")); err == nil {
+		t.Fatal("Load of a missing file succeeded")
+	}
+}

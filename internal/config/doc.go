@@ -1,0 +1,44 @@
+// Package config is the model and training configuration of a job: the
+// YAML file, the Go structs behind it, and their defaults. The same structs
+// back the YAML file, the command-line flags (which override the file) and
+// the Go API.
+//
+// Usage: Load (or Default) fills defaults and validates; a caller that
+// builds a Config by hand calls EnsureDefaults then Validate. Validate
+// reports every problem at once (errors.Join), each wrapping ErrInvalid.
+//
+// A complete file with every default written out:
+//
+//	model:
+//	  tables:                   # sparse embedding tables, on the AMS shards
+//	    - name: emb
+//	      dim: 18
+//	      optimizer: {name: adagrad, lr: 0.05, initial_accumulator: 0.1}
+//	      init: {kind: uniform, scale: 0.01}
+//	  fields: 0                 # number of fields; 0 = 1 + the largest field in the data
+//	  field_tables: []          # table name per field; empty = every field uses tables[0]
+//	  pooling: sum              # sum or mean, per field bag
+//	  hidden: [200, 80]         # MLP hidden layer sizes (ReLU); the output is one logit
+//	  dense_optimizer: {name: adam, lr: 0.001}
+//	  seed: 1                   # MLP initialisation and shuffling
+//	train:
+//	  batch_size: 256
+//	  epochs: 1
+//	  shuffle: true             # shuffle the training samples every epoch
+//	  format: libffm            # libffm or libfm, for -train/-test files
+//	  on_error: stop            # stop or skip malformed input lines
+//	  eval_every: 0             # also evaluate every N batches; 0 = after each epoch only
+//	  eval_batch_size: 4096
+//	  max_inflight_pushes: 2    # asynchronous pushes in flight before training waits
+//	  progress_every: 2s        # progress line interval on stderr
+//	data:                       # the built-in generated dataset (when no -train is given)
+//	  train_samples: 200000
+//	  test_samples: 40000
+//	  fields: 23
+//	  user_fields: 10
+//	  mean_bag: 3
+//	  vocab: 100000
+//	  zipf_s: 1.1
+//	  samples_per_user: 20
+//	  seed: 1
+package config
