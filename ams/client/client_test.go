@@ -18,7 +18,7 @@ import (
 
 // startShards serves n shards over real gRPC on loopback and returns a
 // shard map for them.
-func startShards(t *testing.T, n int, version uint64) (*ams.ShardMap, []*shard.Shard) {
+func startShards(t testing.TB, n int, version uint64) (*ams.ShardMap, []*shard.Shard) {
 	t.Helper()
 	var ids, addrs []string
 	var shards []*shard.Shard

@@ -1,0 +1,90 @@
+// Command ams runs one AMS shard: it holds sparse embedding rows and a range
+// of the dense parameters, applies gradients with server-side optimizers,
+// and registers itself in etcd under a lease whose keep-alive is its
+// heartbeat.
+//
+// Usage:
+//
+//	ams -etcd 127.0.0.1:2379 -id ams-0 [-listen 127.0.0.1:0] [flags]
+//
+// Flags:
+//
+//	-etcd        etcd endpoints, comma-separated host:port (required)
+//	-cluster     cluster name; keys live under /xps/<cluster> (default "default")
+//	-id          shard ID, unique in the cluster (required)
+//	-listen      gRPC listen address (default "127.0.0.1:0", a free port)
+//	-advertise   address published for workers (default: the listen address)
+//	-stripes     stripe owner goroutines (default GOMAXPROCS)
+//	-lease-ttl   registration lease TTL, the heartbeat timeout (default 5s)
+//	-log-level   debug, info, warn or error (default info)
+//
+// The shard stops on SIGINT/SIGTERM (leaving the cluster cleanly) or when
+// its lease is lost.
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/xdlgo/xps/internal/amsnode"
+	"github.com/xdlgo/xps/internal/cli"
+	"github.com/xdlgo/xps/internal/cluster"
+)
+
+func main() {
+	var (
+		etcd      = flag.String("etcd", "", "etcd endpoints, comma-separated host:port (required)")
+		name      = flag.String("cluster", "default", "cluster name")
+		id        = flag.String("id", "", "shard ID, unique in the cluster (required)")
+		listen    = flag.String("listen", "127.0.0.1:0", "gRPC listen address")
+		advertise = flag.String("advertise", "", "address published for workers (default: the listen address)")
+		stripes   = flag.Int("stripes", 0, "stripe owner goroutines (default GOMAXPROCS)")
+		ttl       = flag.Duration("lease-ttl", cluster.DefaultTTL, "registration lease TTL (heartbeat timeout)")
+		level     = flag.String("log-level", "info", "log level: debug, info, warn, error")
+	)
+	flag.Parse()
+	if err := run(*etcd, *name, *id, *listen, *advertise, *stripes, *ttl, *level); err != nil {
+		cli.Fatal("ams", err)
+	}
+}
+
+func run(etcd, name, id, listen, advertise string, stripes int, ttl time.Duration, level string) error {
+	log, err := cli.Logger(level)
+	if err != nil {
+		return err
+	}
+	endpoints := cli.Endpoints(etcd)
+	if len(endpoints) == 0 || id == "" {
+		flag.Usage()
+		return errors.New("-etcd and -id are required")
+	}
+	prefix, err := cluster.Prefix(name)
+	if err != nil {
+		return err
+	}
+	ctx, stop := cli.SignalContext()
+	defer stop()
+	cl, err := cluster.Dial(ctx, endpoints, log)
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	node, err := amsnode.Start(ctx, cl, amsnode.Options{ID: id, Prefix: prefix, Listen: listen, Advertise: advertise,
+		Stripes: stripes, LeaseTTL: ttl, Logger: log})
+	if err != nil {
+		return err
+	}
+	// The address line lets scripts and tests find a shard started on port 0.
+	fmt.Fprintf(os.Stdout, "ams %s serving on %s\n", id, node.Addr())
+	select {
+	case <-ctx.Done():
+		log.Info("shutting down", "id", id)
+		return node.Close()
+	case <-node.Lost():
+		node.Close()
+		return fmt.Errorf("shard %s lost its etcd lease", id)
+	}
+}

@@ -1,0 +1,108 @@
+// Command scheduler runs the scheduler of an xps cluster: it registers in
+// etcd, watches the AMS shards, workers and other schedulers, publishes the
+// shard map once the expected shards have joined, and reports lease expiries
+// (see package internal/scheduler).
+//
+// Usage:
+//
+//	scheduler -etcd host:port[,host:port...] [flags]
+//
+// Flags:
+//
+//	-etcd host:port[,...]  etcd client endpoints. Required.
+//	-cluster name          cluster name; keys live under /xps/<name>.
+//	                       Default "default".
+//	-id id                 this scheduler's member id. Default
+//	                       "<hostname>-<pid>".
+//	-shards N              number of AMS shards the cluster forms with.
+//	                       Default 2.
+//	-partitions P          number of virtual partitions, fixed for the life
+//	                       of a model. Default 4096.
+//	-lease-ttl d           TTL of the scheduler's lease. Default 5s.
+//	-log-level level       debug, info, warn or error. Default info.
+//
+// SIGINT or SIGTERM stops the scheduler gracefully: it leaves the cluster
+// (writing its left marker) and exits 0. It exits 1 if it cannot start or if
+// its lease is lost.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/xdlgo/xps/ams"
+	"github.com/xdlgo/xps/internal/cluster"
+	"github.com/xdlgo/xps/internal/scheduler"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	err := run(ctx, os.Args[1:], os.Stderr)
+	stop()
+	if err != nil && !errors.Is(err, flag.ErrHelp) {
+		fmt.Fprintln(os.Stderr, "scheduler:", err)
+		os.Exit(1)
+	}
+}
+
+// run runs the scheduler until ctx ends (a signal) or it stops on its own.
+func run(ctx context.Context, args []string, stderr io.Writer) error {
+	fs := flag.NewFlagSet("scheduler", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var (
+		endpoints = fs.String("etcd", "", "etcd client endpoints, host:port[,host:port] (required)")
+		name      = fs.String("cluster", "default", "cluster name; keys live under /xps/<name>")
+		id        = fs.String("id", "", "member id of this scheduler (default <hostname>-<pid>)")
+		shards    = fs.Int("shards", 2, "number of AMS shards the cluster forms with")
+		parts     = fs.Int("partitions", ams.DefaultPartitions, "number of virtual partitions")
+		ttl       = fs.Duration("lease-ttl", cluster.DefaultTTL, "TTL of the scheduler's etcd lease")
+		level     = fs.String("log-level", "info", "log level: debug, info, warn or error")
+	)
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if *endpoints == "" {
+		fs.Usage()
+		return errors.New("-etcd is required")
+	}
+	var lvl slog.Level
+	if err := lvl.UnmarshalText([]byte(*level)); err != nil {
+		return fmt.Errorf("-log-level: %w", err)
+	}
+	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: lvl}))
+	prefix, err := cluster.Prefix(*name)
+	if err != nil {
+		return fmt.Errorf("-cluster: %w", err)
+	}
+
+	dctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	cli, err := cluster.Dial(dctx, strings.Split(*endpoints, ","), log)
+	cancel()
+	if err != nil {
+		return err
+	}
+	defer cli.Close()
+
+	s, err := scheduler.New(cli, scheduler.Options{
+		Prefix: prefix, ID: *id, Shards: *shards, Partitions: *parts, LeaseTTL: *ttl, Logger: log,
+	})
+	if err != nil {
+		return err
+	}
+	log.Info("scheduler started", "etcd", *endpoints, "prefix", prefix, "shards", *shards, "partitions", *parts)
+	select {
+	case <-ctx.Done():
+		log.Info("shutting down")
+	case <-s.Done():
+	}
+	return s.Close()
+}

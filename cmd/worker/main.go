@@ -1,0 +1,257 @@
+// Command worker trains a CTR model against the AMS shards of a cluster.
+//
+// The one-command demo, everything in one process (embedded etcd, two AMS
+// shards, the scheduler and this worker, talking gRPC over loopback):
+//
+//	go run ./cmd/worker -local
+//
+// Against a running cluster (see cmd/ams and cmd/scheduler):
+//
+//	worker -etcd 127.0.0.1:2379 -train train.libffm -test test.libffm \
+//	       -workers 2 -worker-index 0
+//
+// Flags (flags override the -config file; see README.md for the config):
+//
+//	-local          run an embedded cluster in this process
+//	-shards         AMS shards of the embedded cluster (default 2)
+//	-etcd           etcd endpoints of an external cluster, comma-separated
+//	-cluster        cluster name; keys live under /xps/<cluster> (default "default")
+//	-config         YAML model/training config file
+//	-train, -test   data files; without -train the built-in generated dataset is used
+//	-format         libffm or libfm (default from config: libffm)
+//	-on-error       stop or skip malformed lines (default from config: stop)
+//	-workers        number of workers W sharing the training data (default 1)
+//	-worker-index   this worker's index i in [0, W): it takes lines i, i+W, ...
+//	-epochs, -batch-size, -seed, -eval-every, -hidden, -dim, -lr, -dense-lr
+//	                override the config's values
+//	-train-samples  generated training samples (override data.train_samples)
+//	-json           print the summary as one JSON object on the last line of stdout
+//	-print-config   print the effective config as YAML and exit
+//	-quiet          no progress lines
+//	-log-level      debug, info, warn or error (default warn)
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+
+	"github.com/xdlgo/xps/internal/cli"
+	"github.com/xdlgo/xps/internal/cluster"
+	"github.com/xdlgo/xps/internal/config"
+	"github.com/xdlgo/xps/internal/local"
+	"github.com/xdlgo/xps/internal/worker"
+)
+
+type flags struct {
+	local, asJSON, printConfig, quiet bool
+	shards, workers, index            int
+	etcd, clusterName, configFile     string
+	train, test, level                string
+}
+
+func main() {
+	var f flags
+	fs := flag.CommandLine
+	fs.BoolVar(&f.local, "local", false, "run an embedded cluster (etcd, AMS shards, scheduler) in this process")
+	fs.IntVar(&f.shards, "shards", 2, "AMS shards of the embedded cluster")
+	fs.StringVar(&f.etcd, "etcd", "", "etcd endpoints of an external cluster, comma-separated host:port")
+	fs.StringVar(&f.clusterName, "cluster", "default", "cluster name")
+	fs.StringVar(&f.configFile, "config", "", "YAML model/training config file")
+	fs.StringVar(&f.train, "train", "", "training data file (default: the built-in generated dataset)")
+	fs.StringVar(&f.test, "test", "", "test data file")
+	fs.IntVar(&f.workers, "workers", 1, "number of workers sharing the training data")
+	fs.IntVar(&f.index, "worker-index", 0, "this worker's index in [0, workers)")
+	fs.BoolVar(&f.asJSON, "json", false, "print the summary as one JSON object on the last line of stdout")
+	fs.BoolVar(&f.printConfig, "print-config", false, "print the effective config as YAML and exit")
+	fs.BoolVar(&f.quiet, "quiet", false, "no progress lines")
+	fs.StringVar(&f.level, "log-level", "warn", "log level: debug, info, warn, error")
+	overrides := registerOverrides(fs)
+	flag.Parse()
+	if err := run(f, overrides); err != nil {
+		cli.Fatal("worker", err)
+	}
+}
+
+// override is a flag that, when set, changes one config value.
+type override struct {
+	value string
+	apply func(c *config.Config, v string) error
+}
+
+func registerOverrides(fs *flag.FlagSet) map[string]*override {
+	o := map[string]*override{}
+	add := func(name, usage string, apply func(c *config.Config, v string) error) {
+		ov := &override{apply: apply}
+		o[name] = ov
+		fs.StringVar(&ov.value, name, "", usage)
+	}
+	intField := func(p func(c *config.Config) *int) func(c *config.Config, v string) error {
+		return func(c *config.Config, v string) error {
+			n, err := strconv.Atoi(v)
+			if err != nil {
+				return err
+			}
+			*p(c) = n
+			return nil
+		}
+	}
+	floatField := func(p func(c *config.Config) *float32) func(c *config.Config, v string) error {
+		return func(c *config.Config, v string) error {
+			x, err := strconv.ParseFloat(v, 32)
+			if err != nil {
+				return err
+			}
+			*p(c) = float32(x)
+			return nil
+		}
+	}
+	add("format", "data format: libffm or libfm", func(c *config.Config, v string) error { c.Train.Format = v; return nil })
+	add("on-error", "malformed lines: stop or skip", func(c *config.Config, v string) error { c.Train.OnError = v; return nil })
+	add("epochs", "training epochs", intField(func(c *config.Config) *int { return &c.Train.Epochs }))
+	add("batch-size", "mini-batch size", intField(func(c *config.Config) *int { return &c.Train.BatchSize }))
+	add("eval-every", "also evaluate every N batches", intField(func(c *config.Config) *int { return &c.Train.EvalEvery }))
+	add("train-samples", "generated training samples", intField(func(c *config.Config) *int { return &c.Data.TrainSamples }))
+	add("dim", "embedding dim of every table", func(c *config.Config, v string) error {
+		n, err := strconv.Atoi(v)
+		for i := range c.Model.Tables {
+			c.Model.Tables[i].Dim = n
+		}
+		return err
+	})
+	add("lr", "learning rate of every sparse table", func(c *config.Config, v string) error {
+		x, err := strconv.ParseFloat(v, 32)
+		for i := range c.Model.Tables {
+			c.Model.Tables[i].Optimizer.LR = float32(x)
+		}
+		return err
+	})
+	add("dense-lr", "learning rate of the MLP", floatField(func(c *config.Config) *float32 { return &c.Model.DenseOptimizer.LR }))
+	add("seed", "model seed", func(c *config.Config, v string) error {
+		n, err := strconv.ParseUint(v, 10, 64)
+		c.Model.Seed = n
+		return err
+	})
+	add("hidden", "MLP hidden sizes, comma-separated (e.g. 200,80)", func(c *config.Config, v string) error {
+		c.Model.Hidden = []int{}
+		for _, s := range strings.Split(v, ",") {
+			if s = strings.TrimSpace(s); s == "" {
+				continue
+			}
+			n, err := strconv.Atoi(s)
+			if err != nil {
+				return err
+			}
+			c.Model.Hidden = append(c.Model.Hidden, n)
+		}
+		return nil
+	})
+	return o
+}
+
+func loadConfig(file string, overrides map[string]*override) (config.Config, error) {
+	cfg := config.Default()
+	if file != "" {
+		var err error
+		if cfg, err = config.Load(file); err != nil {
+			return cfg, err
+		}
+	}
+	var errs []error
+	flag.Visit(func(fl *flag.Flag) {
+		if o, ok := overrides[fl.Name]; ok {
+			if err := o.apply(&cfg, o.value); err != nil {
+				errs = append(errs, fmt.Errorf("-%s %q: %w", fl.Name, o.value, err))
+			}
+		}
+	})
+	if err := errors.Join(errs...); err != nil {
+		return cfg, err
+	}
+	cfg.EnsureDefaults()
+	return cfg, cfg.Validate()
+}
+
+func run(f flags, overrides map[string]*override) error {
+	cfg, err := loadConfig(f.configFile, overrides)
+	if err != nil {
+		return err
+	}
+	if f.printConfig {
+		b, err := cfg.Marshal()
+		if err != nil {
+			return err
+		}
+		_, err = os.Stdout.Write(b)
+		return err
+	}
+	log, err := cli.Logger(f.level)
+	if err != nil {
+		return err
+	}
+	if f.local == (f.etcd != "") {
+		flag.Usage()
+		return errors.New("give exactly one of -local and -etcd")
+	}
+	if f.test != "" && f.train == "" {
+		return errors.New("-test needs -train")
+	}
+	ctx, stop := cli.SignalContext()
+	defer stop()
+	var progress io.Writer = os.Stderr
+	if f.quiet {
+		progress = nil
+	}
+	prefix, err := cluster.Prefix(f.clusterName)
+	if err != nil {
+		return err
+	}
+	opts := worker.JobOptions{Config: cfg, Prefix: prefix, Index: f.index, Count: f.workers,
+		TrainFile: f.train, TestFile: f.test, Progress: progress, Logger: log}
+	if f.local {
+		if progress != nil {
+			fmt.Fprintf(progress, "starting embedded cluster: etcd, %d AMS shards, scheduler\n", f.shards)
+		}
+		lc, err := local.Start(ctx, local.Options{Shards: f.shards, Prefix: prefix, Logger: log})
+		if err != nil {
+			return err
+		}
+		defer lc.Close()
+		opts.Etcd = lc.Etcd()
+	} else {
+		cl, err := cluster.Dial(ctx, cli.Endpoints(f.etcd), log)
+		if err != nil {
+			return err
+		}
+		defer cl.Close()
+		opts.Etcd = cl
+	}
+	res, err := worker.RunJob(ctx, opts)
+	if err != nil {
+		return err
+	}
+	printSummary(os.Stdout, res)
+	if f.asJSON {
+		b, err := json.Marshal(res)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(os.Stdout, "%s\n", b)
+	}
+	return nil
+}
+
+func printSummary(w io.Writer, r worker.JobResult) {
+	fmt.Fprintf(w, "%s: trained %d samples (%d epochs) in %.1fs: %.0f samples/s on %d AMS shards\n",
+		r.Worker, r.Samples, r.Epochs, r.Seconds, r.SamplesPerSecond, r.Shards)
+	fmt.Fprintf(w, "%s: test AUC %.4f, logloss %.4f on %d samples", r.Worker, r.TestAUC, r.TestLogLoss, r.TestSamples)
+	if r.BestAUC != nil {
+		fmt.Fprintf(w, " (best achievable AUC %.4f)", *r.BestAUC)
+	}
+	fmt.Fprintf(w, "\n%s: wall time %.1fs (data %.1fs)\n", r.Worker, r.WallSeconds, r.LoadSeconds)
+}

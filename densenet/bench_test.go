@@ -1,0 +1,80 @@
+package densenet
+
+import (
+	"math/rand/v2"
+	"testing"
+)
+
+// Benchmark names give the product as M x K x N: op(A) is M x K, op(B) is
+// K x N, C is M x N. NN is C = A·B, TN is C = Aᵀ·B, NT is C = A·Bᵀ. In the
+// 414-200-80-1 model at batch 256, the forward pass of layer 1 is
+// NT_256x414x200, its weight gradient TN_200x256x414 and its input
+// gradient NN_256x200x414.
+//
+//	go test -run '^$' -bench . ./densenet
+//	go test -run '^$' -bench . -cpu 1,2 ./densenet
+
+func benchGemm(b *testing.B, tA, tB Transpose, m, k, n int) {
+	rng := rand.New(rand.NewPCG(1, 1))
+	a, bb, c := randSlice(rng, m*k), randSlice(rng, k*n), make([]float32, m*n)
+	lda, ldb := k, n
+	if tA == Trans {
+		lda = m
+	}
+	if tB == Trans {
+		ldb = k
+	}
+	b.ResetTimer()
+	for b.Loop() {
+		Gemm(tA, tB, m, n, k, 1, a, lda, bb, ldb, 0, c, n)
+	}
+	b.ReportMetric(2*float64(m)*float64(n)*float64(k)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+}
+
+func BenchmarkGemm_NN_256x414x200(b *testing.B)  { benchGemm(b, NoTrans, NoTrans, 256, 414, 200) }
+func BenchmarkGemm_TN_256x414x200(b *testing.B)  { benchGemm(b, Trans, NoTrans, 256, 414, 200) }
+func BenchmarkGemm_NT_256x414x200(b *testing.B)  { benchGemm(b, NoTrans, Trans, 256, 414, 200) }
+func BenchmarkGemm_NN_256x200x80(b *testing.B)   { benchGemm(b, NoTrans, NoTrans, 256, 200, 80) }
+func BenchmarkGemm_TN_256x200x80(b *testing.B)   { benchGemm(b, Trans, NoTrans, 256, 200, 80) }
+func BenchmarkGemm_NT_256x200x80(b *testing.B)   { benchGemm(b, NoTrans, Trans, 256, 200, 80) }
+func BenchmarkGemm_NN_5000x414x200(b *testing.B) { benchGemm(b, NoTrans, NoTrans, 5000, 414, 200) }
+func BenchmarkGemm_TN_5000x414x200(b *testing.B) { benchGemm(b, Trans, NoTrans, 5000, 414, 200) }
+func BenchmarkGemm_NT_5000x414x200(b *testing.B) { benchGemm(b, NoTrans, Trans, 5000, 414, 200) }
+
+// The model's own backward shapes.
+func BenchmarkGemm_TN_200x256x414(b *testing.B) { benchGemm(b, Trans, NoTrans, 200, 256, 414) }
+func BenchmarkGemm_NN_256x200x414(b *testing.B) { benchGemm(b, NoTrans, NoTrans, 256, 200, 414) }
+
+func benchMLP(b *testing.B, sizes []int, batch int) {
+	m, err := NewMLP(sizes)
+	if err != nil {
+		b.Fatal(err)
+	}
+	rng := rand.New(rand.NewPCG(2, 2))
+	params, grad := make([]float32, m.NumParams()), make([]float32, m.NumParams())
+	m.Init(params, 1)
+	x, dx := randSlice(rng, batch*m.InputWidth()), make([]float32, batch*m.InputWidth())
+	labels := make([]float32, batch)
+	for i := range labels {
+		labels[i] = float32(rng.IntN(2))
+	}
+	logits, probs, dl := make([]float32, batch), make([]float32, batch), make([]float32, batch)
+	ws := m.NewWorkspace(batch)
+	var flops float64 // forward + weight gradients + input gradients
+	for l := 0; l+1 < len(sizes); l++ {
+		flops += 3 * 2 * float64(batch*sizes[l]*sizes[l+1])
+	}
+	b.ResetTimer()
+	for b.Loop() {
+		m.Forward(ws, params, x, batch, logits)
+		SigmoidBCE(logits, labels, probs, dl)
+		m.Backward(ws, params, x, batch, dl, grad, dx)
+	}
+	sec := b.Elapsed().Seconds()
+	b.ReportMetric(float64(batch)*float64(b.N)/sec, "samples/s")
+	b.ReportMetric(flops*float64(b.N)/sec/1e9, "GFLOP/s")
+}
+
+func BenchmarkMLP_ForwardBackward_Batch256(b *testing.B) {
+	benchMLP(b, []int{414, 200, 80, 1}, 256)
+}

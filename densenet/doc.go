@@ -1,0 +1,75 @@
+// Package densenet is the dense half of a CTR model: the math of a small
+// fully connected network (the "DenseNet" on top of the pooled embeddings),
+// a sigmoid cross-entropy loss, and the float32 kernels they run on. It is
+// pure Go with no dependencies; it knows nothing of RPC, files or etcd.
+//
+// # Parameter layout
+//
+// An MLP with Sizes s_0, s_1, ..., s_L (s_L = 1) has L layers; layer l maps
+// s_l inputs to s_{l+1} outputs, z = W_l·a + b_l, followed by a ReLU on all
+// layers but the last, whose single output is a logit. All parameters are
+// one flat []float32 of NumParams() values:
+//
+//	W_0 (s_1 x s_0, row-major: W_0[o*s_0+i]), b_0 (s_1),
+//	W_1 (s_2 x s_1), b_1 (s_2), ..., W_{L-1} (1 x s_{L-1}), b_{L-1} (1)
+//
+// W_l is stored out x in like PyTorch's nn.Linear.weight, so a state dict's
+// tensors, flattened in order, are a parameter vector. The gradient vector
+// from Backward has the same layout, which lets a caller split both across
+// parameter-server shards by offset (LayerParams gives the slices).
+//
+// The three layouts of the matrix product appear as follows (batch of n,
+// A = layer input, n x in; δ = dLoss/dz, n x out):
+//
+//	forward   Z  = A · W_lᵀ   Gemm(NoTrans, Trans, ...)
+//	weights   dW = δᵀ · A     Gemm(Trans, NoTrans, ...)
+//	inputs    dA = δ · W_l    Gemm(NoTrans, NoTrans, ...)
+//
+// # Ownership
+//
+// The caller owns every slice: parameters, inputs, logits, gradients. No
+// function keeps a slice after it returns, except that a Workspace keeps the
+// activations it computed (in its own buffers) between Forward and Backward.
+// Inputs are never written.
+//
+// # Protocol
+//
+//  1. m, err := NewMLP([]int{414, 200, 80, 1}) once; share m freely.
+//  2. Per goroutine: ws := m.NewWorkspace(maxBatch).
+//  3. Per batch of n samples: m.Forward(ws, params, x, n, logits);
+//     loss := SigmoidBCE(logits, labels, probs, dlogits);
+//     m.Backward(ws, params, x, n, dlogits, grad, dx).
+//     Backward must use the same ws, params, x and n as the Forward before
+//     it; it overwrites grad and dx (dx, the gradient for the embeddings,
+//     may be nil).
+//
+// # Concurrency
+//
+// An MLP is immutable and safe for concurrent use. A Workspace is not: use
+// one per goroutine. Parameters may be shared read-only by concurrent
+// Forward/Backward calls; updating them while a pass reads them is the
+// caller's business (HOGWILD-style races are on the caller). Gemm and the
+// MLP passes start goroutines for large products and always join them
+// before returning; Workspace.Threads caps how many (set it to 1 when the
+// caller already runs one workspace per core).
+//
+// # Kernels
+//
+// The kernels follow gonum: the destination comes first (Gemm keeps BLAS
+// Sgemm's argument order, where C is last), inputs are never modified, a
+// length or shape mismatch is a programmer error and panics, and the hot
+// loops do not allocate (Gemm's packing buffers come from a pool). Each
+// kernel's doc comment gives the plain loop it computes. Matrices are
+// row-major float32.
+//
+// Aliasing: an output must not overlap an input, except where a kernel's
+// doc allows the same slice element-wise (Axpy's dst may be x,
+// ReLUBackward's dst may be grad, SigmoidBCE's outputs may share indices
+// with its inputs). Gemm's C must not overlap A or B; with beta = 0 C is
+// not read, so it may hold garbage or NaN.
+//
+// Results are deterministic for a given Threads setting: Gemm splits C
+// between goroutines, never the inner dimension, so each element is summed
+// in the same order however many goroutines run; they may differ in the
+// last bits from the reference loops.
+package densenet

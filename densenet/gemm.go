@@ -1,0 +1,513 @@
+package densenet
+
+import (
+	"math/bits"
+	"runtime"
+	"sync"
+)
+
+// Transpose says whether a Gemm operand is used as stored (NoTrans) or
+// transposed (Trans).
+type Transpose bool
+
+const (
+	// NoTrans uses the operand as stored.
+	NoTrans Transpose = false
+	// Trans uses the transpose of the stored operand.
+	Trans Transpose = true
+)
+
+// Blocking parameters of the packed GEMM. The micro-kernel computes an
+// mr x nr tile of C held in local variables; kc is the largest depth of one
+// packed panel, mc the rows of C per packed block of A and nc the columns
+// of C per packed block of B (see gemmSerial). packA, packB and kernel4x2
+// are written for mr = 4 and nr = 2.
+const (
+	mr = 4
+	nr = 2
+	kc = 256
+	mc = 128
+	nc = 512
+
+	// parallelMinWork is the smallest m*n*k for which Gemm starts goroutines.
+	// Below it (about 0.1 ms of work) the start-up cost is not repaid.
+	parallelMinWork = 1 << 19
+	// minTilesPerThread is the least number of micro-tile rows (or columns)
+	// of C a goroutine is given.
+	minTilesPerThread = 4
+)
+
+// Gemm computes
+//
+//	C = alpha * op(A) * op(B) + beta * C
+//
+// where op(X) is X or Xᵀ as tA and tB say, op(A) is m x k, op(B) is k x n
+// and C is m x n. All matrices are row-major with leading dimensions (row
+// strides) lda, ldb and ldc: A is stored m x k (lda >= k) when tA is
+// NoTrans and k x m (lda >= m) when tA is Trans; likewise B is stored k x n
+// or n x k. The argument order is BLAS Sgemm's (as in gonum's blas32).
+//
+// It is the following loop, done faster (packed panels, a register-blocked
+// micro-kernel, and goroutines for large products):
+//
+//	for i := 0; i < m; i++ {
+//		for j := 0; j < n; j++ {
+//			var s float32
+//			for p := 0; p < k; p++ {
+//				s += opA(i, p) * opB(p, j)
+//			}
+//			c[i*ldc+j] = alpha*s + beta*c[i*ldc+j]
+//		}
+//	}
+//
+// except that when beta is 0, C is not read (NaNs in it do not propagate),
+// and the order of the additions differs (results may differ from the loop
+// in the last bits, but do not depend on the number of goroutines).
+// beta = 1 accumulates into C, beta = 0 overwrites it.
+//
+// A and B are not modified. C must not overlap A or B. Gemm panics on
+// negative sizes, short leading dimensions or slices too short for the
+// shapes. Products of at least parallelMinWork multiply-adds are split over
+// up to runtime.GOMAXPROCS(0) goroutines, which start and finish inside the
+// call. The packing scratch comes from size-bucketed pools, so in steady
+// state Gemm allocates nothing but the goroutines it starts.
+func Gemm(tA, tB Transpose, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) {
+	gemm(runtime.GOMAXPROCS(0), nil, tA, tB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
+}
+
+// gemm is Gemm with at most threads goroutines (threads <= 0 means one).
+// With scratch non-nil, goroutine i packs into (*scratch)[i], which gemm
+// grows as needed (a Workspace keeps them); with scratch nil the buffers
+// come from the pools.
+func gemm(threads int, scratch *[][]float32, tA, tB Transpose, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) {
+	checkGemm(tA, tB, m, n, k, a, lda, b, ldb, c, ldc)
+	if m == 0 || n == 0 {
+		return
+	}
+	if k == 0 || alpha == 0 {
+		scaleMatrix(m, n, beta, c, ldc)
+		return
+	}
+
+	t := 1
+	if m*n*k >= parallelMinWork {
+		t = threads
+	}
+	rowTiles := (m + mr - 1) / mr
+	colTiles := (n + nr - 1) / nr
+	splitRows := rowTiles*mr >= colTiles*nr
+	tiles, tile, limit := colTiles, nr, n
+	if splitRows {
+		tiles, tile, limit = rowTiles, mr, m
+	}
+	t = max(1, min(t, tiles/minTilesPerThread))
+	per := (tiles + t - 1) / t * tile // rows or columns of C per goroutine
+	t = (limit + per - 1) / per       // goroutines actually used
+
+	pm, pn := m, min(n, per) // the largest part's shape
+	if splitRows {
+		pm, pn = min(m, per), n
+	}
+	need := packSize(pm, pn, k)
+	var stackBufs [4][]float32
+	var stackPooled [4]*[]float32
+	bufs, pooled := stackBufs[:0], stackPooled[:0]
+	if scratch != nil {
+		for len(*scratch) < t {
+			*scratch = append(*scratch, nil)
+		}
+		for i := 0; i < t; i++ {
+			if len((*scratch)[i]) < need {
+				(*scratch)[i] = make([]float32, need)
+			}
+			bufs = append(bufs, (*scratch)[i])
+		}
+	} else {
+		for i := 0; i < t; i++ {
+			p := getScratch(need)
+			pooled = append(pooled, p)
+			bufs = append(bufs, *p)
+		}
+	}
+
+	job := gemmJob{tA, tB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, splitRows, per, limit}
+	if t == 1 {
+		job.run(0, bufs[0])
+	} else {
+		job.runParallel(bufs)
+	}
+	for _, p := range pooled {
+		putScratch(p)
+	}
+}
+
+// runParallel runs part i of the job on a goroutine with buffer bufs[i],
+// part 0 on the calling goroutine, and waits for all.
+func (j *gemmJob) runParallel(bufs [][]float32) {
+	shared := *j // the goroutines' copy; keeps *j (and the serial path) off the heap
+	var wg sync.WaitGroup
+	for i := 1; i < len(bufs); i++ {
+		wg.Add(1)
+		go func(lo int, buf []float32) {
+			defer wg.Done()
+			shared.run(lo, buf)
+		}(i*j.per, bufs[i])
+	}
+	j.run(0, bufs[0])
+	wg.Wait()
+}
+
+// gemmJob is one Gemm call, split into parts of per rows (splitRows) or
+// per columns of C, up to limit.
+type gemmJob struct {
+	tA, tB    Transpose
+	m, n, k   int
+	alpha     float32
+	a         []float32
+	lda       int
+	b         []float32
+	ldb       int
+	beta      float32
+	c         []float32
+	ldc       int
+	splitRows bool
+	per       int
+	limit     int
+}
+
+// run computes the rows (or columns) [lo, lo+per) of C, packing into buf.
+func (j *gemmJob) run(lo int, buf []float32) {
+	hi := min(lo+j.per, j.limit)
+	if j.splitRows {
+		aoff := lo * j.lda // rows of op(A) are rows of A
+		if j.tA == Trans {
+			aoff = lo // rows of op(A) are columns of A
+		}
+		gemmSerial(j.tA, j.tB, hi-lo, j.n, j.k, j.alpha, j.a[aoff:], j.lda, j.b, j.ldb, j.beta, j.c[lo*j.ldc:], j.ldc, buf)
+		return
+	}
+	boff := lo // columns of op(B) are columns of B
+	if j.tB == Trans {
+		boff = lo * j.ldb // columns of op(B) are rows of B
+	}
+	gemmSerial(j.tA, j.tB, j.m, hi-lo, j.k, j.alpha, j.a, j.lda, j.b[boff:], j.ldb, j.beta, j.c[lo:], j.ldc, buf)
+}
+
+// packSize returns the scratch floats gemmSerial needs for an m x n x k
+// product: a packed block of op(A) and one of op(B).
+func packSize(m, n, k int) int {
+	kb := panelDepth(k)
+	rows := min(mc, (m+mr-1)/mr*mr)
+	cols := min(nc, (n+nr-1)/nr*nr)
+	return rows*kb + kb*cols
+}
+
+// panelDepth returns the depth of gemmSerial's panels for inner dimension
+// k: k split into equal parts of at most kc, so the last is not a sliver.
+func panelDepth(k int) int {
+	panels := (k + kc - 1) / kc
+	return (k + panels - 1) / panels
+}
+
+// scratchPools[i] holds packing buffers of exactly 1<<i floats.
+var scratchPools [40]sync.Pool
+
+// getScratch returns a buffer of at least n floats from the pools.
+func getScratch(n int) *[]float32 {
+	i := bits.Len(uint(n - 1)) // the smallest i with 1<<i >= n
+	if p, ok := scratchPools[i].Get().(*[]float32); ok {
+		return p
+	}
+	buf := make([]float32, 1<<i)
+	return &buf
+}
+
+// putScratch returns a buffer from getScratch to its pool.
+func putScratch(p *[]float32) {
+	scratchPools[bits.Len(uint(len(*p)))-1].Put(p)
+}
+
+// checkGemm panics unless the sizes, leading dimensions and slice lengths
+// are consistent.
+func checkGemm(tA, tB Transpose, m, n, k int, a []float32, lda int, b []float32, ldb int, c []float32, ldc int) {
+	if m < 0 || n < 0 || k < 0 {
+		panic("densenet: negative matrix dimension")
+	}
+	ar, ac := m, k // stored shape of A
+	if tA == Trans {
+		ar, ac = k, m
+	}
+	br, bc := k, n
+	if tB == Trans {
+		br, bc = n, k
+	}
+	checkMatrix("A", ar, ac, a, lda)
+	checkMatrix("B", br, bc, b, ldb)
+	checkMatrix("C", m, n, c, ldc)
+}
+
+// checkMatrix panics unless x can hold a rows x cols row-major matrix with
+// row stride ld.
+func checkMatrix(name string, rows, cols int, x []float32, ld int) {
+	if ld < max(1, cols) {
+		panic("densenet: bad leading dimension of " + name)
+	}
+	if rows > 0 && cols > 0 && len(x) < (rows-1)*ld+cols {
+		panic("densenet: " + name + " too short")
+	}
+}
+
+// scaleMatrix sets C = beta*C, writing zeros without reading C when beta is 0.
+func scaleMatrix(m, n int, beta float32, c []float32, ldc int) {
+	if beta == 1 {
+		return
+	}
+	for i := 0; i < m; i++ {
+		row := c[i*ldc : i*ldc+n]
+		if beta == 0 {
+			clear(row)
+			continue
+		}
+		for j := range row {
+			row[j] *= beta
+		}
+	}
+}
+
+// gemmSerial is the single-goroutine blocked GEMM (the GotoBLAS loop
+// nest): for each block of nc columns of C and each panel of kc of the
+// inner dimension, op(B) is packed into pb; for each block of mc rows
+// of C, op(A) is packed into pa and the macro-kernel updates the mc x nc
+// block of C tile by tile. beta applies on the first panel only; later
+// panels accumulate.
+func gemmSerial(tA, tB Transpose, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int, buf []float32) {
+	kb := panelDepth(k)
+	rows := min(mc, (m+mr-1)/mr*mr)
+	pa, pb := buf[:rows*kb], buf[rows*kb:packSize(m, n, k)]
+	for jc := 0; jc < n; jc += nc {
+		ncc := min(nc, n-jc)
+		for pc := 0; pc < k; pc += kb {
+			kcc := min(kb, k-pc)
+			packB(pb, tB, b, ldb, pc, kcc, jc, ncc)
+			bt := beta
+			if pc > 0 {
+				bt = 1
+			}
+			for ic := 0; ic < m; ic += mc {
+				mcc := min(mc, m-ic)
+				packA(pa, tA, a, lda, ic, mcc, pc, kcc)
+				macroKernel(mcc, ncc, kcc, pa, pb, c[ic*ldc+jc:], ldc, alpha, bt)
+			}
+		}
+	}
+}
+
+// packA copies the rows [i0, i0+rows) and inner indices [p0, p0+depth) of
+// op(A) into dst as consecutive micro-panels of mr rows; within a panel,
+// the mr values of one inner index are adjacent. Rows past the end are
+// zero.
+func packA(dst []float32, tA Transpose, a []float32, lda, i0, rows, p0, depth int) {
+	for r0 := 0; r0 < rows; r0 += mr {
+		panel := dst[r0*depth : (r0+mr)*depth]
+		rr := min(mr, rows-r0)
+		if tA == NoTrans {
+			// op(A)(i, p) = a[i*lda+p]: each row is contiguous.
+			if rr == mr {
+				base := (i0+r0)*lda + p0
+				s0 := a[base : base+depth]
+				s1 := a[base+lda : base+lda+depth]
+				s2 := a[base+2*lda : base+2*lda+depth]
+				s3 := a[base+3*lda : base+3*lda+depth]
+				for p := range s0 {
+					d := panel[p*mr : p*mr+mr : p*mr+mr]
+					d[0], d[1], d[2], d[3] = s0[p], s1[p], s2[p], s3[p]
+				}
+				continue
+			}
+			clear(panel)
+			for r := 0; r < rr; r++ {
+				s := a[(i0+r0+r)*lda+p0:][:depth]
+				for p, v := range s {
+					panel[p*mr+r] = v
+				}
+			}
+			continue
+		}
+		// op(A)(i, p) = a[p*lda+i]: the mr values of one p are contiguous.
+		for p := 0; p < depth; p++ {
+			d := panel[p*mr : p*mr+mr : p*mr+mr]
+			s := a[(p0+p)*lda+i0+r0:]
+			if rr == mr {
+				d[0], d[1], d[2], d[3] = s[0], s[1], s[2], s[3]
+				continue
+			}
+			n := copy(d[:rr], s)
+			clear(d[n:])
+		}
+	}
+}
+
+// packB copies the inner indices [p0, p0+depth) and columns [j0, j0+cols)
+// of op(B) into dst as consecutive micro-panels of nr columns; within a
+// panel, the nr values of one inner index are adjacent. Columns past the
+// end are zero.
+func packB(dst []float32, tB Transpose, b []float32, ldb, p0, depth, j0, cols int) {
+	for c0 := 0; c0 < cols; c0 += nr {
+		panel := dst[c0*depth : (c0+nr)*depth]
+		cc := min(nr, cols-c0)
+		if tB == NoTrans {
+			// op(B)(p, j) = b[p*ldb+j]: the nr values of one p are contiguous.
+			for p := 0; p < depth; p++ {
+				d := panel[p*nr : p*nr+nr : p*nr+nr]
+				s := b[(p0+p)*ldb+j0+c0:]
+				if cc == nr {
+					d[0], d[1] = s[0], s[1]
+					continue
+				}
+				d[0], d[1] = s[0], 0
+			}
+			continue
+		}
+		// op(B)(p, j) = b[j*ldb+p]: each column of op(B) is a contiguous row of B.
+		base := (j0+c0)*ldb + p0
+		s0 := b[base : base+depth]
+		if cc == nr {
+			s1 := b[base+ldb : base+ldb+depth]
+			for p := range s0 {
+				d := panel[p*nr : p*nr+nr : p*nr+nr]
+				d[0], d[1] = s0[p], s1[p]
+			}
+			continue
+		}
+		for p := range s0 {
+			d := panel[p*nr : p*nr+nr : p*nr+nr]
+			d[0], d[1] = s0[p], 0
+		}
+	}
+}
+
+// macroKernel updates the rows x cols block C (row stride ldc) with
+// alpha * packedA * packedB + beta * C, one mr x nr tile at a time. The
+// packed B micro-panel stays in L1 while the A micro-panels stream past.
+func macroKernel(rows, cols, depth int, pa, pb []float32, c []float32, ldc int, alpha, beta float32) {
+	var t [mr * nr]float32
+	for jr := 0; jr < cols; jr += nr {
+		nn := min(nr, cols-jr)
+		bp := pb[jr*depth : (jr+nr)*depth]
+		for ir := 0; ir < rows; ir += mr {
+			mm := min(mr, rows-ir)
+			kernel4x2(depth, pa[ir*depth:(ir+mr)*depth], bp, &t)
+			storeTile(c[ir*ldc+jr:], ldc, &t, mm, nn, alpha, beta)
+		}
+	}
+}
+
+// storeTile writes the top-left mm x nn corner of the tile t into C:
+// C = alpha*t + beta*C, not reading C when beta is 0.
+func storeTile(c []float32, ldc int, t *[mr * nr]float32, mm, nn int, alpha, beta float32) {
+	for i := 0; i < mm; i++ {
+		row := c[i*ldc : i*ldc+nn]
+		tr := t[i*nr : i*nr+nn]
+		switch beta {
+		case 0:
+			for j, v := range tr {
+				row[j] = alpha * v
+			}
+		case 1:
+			for j, v := range tr {
+				row[j] += alpha * v
+			}
+		default:
+			for j, v := range tr {
+				row[j] = alpha*v + beta*row[j]
+			}
+		}
+	}
+}
+
+// kernel4x2 computes the 4x2 tile t = Aₚ·Bₚ of a packed A micro-panel
+// (depth steps of 4 values) and a packed B micro-panel (depth steps of 2
+// values), holding the 8 sums in registers.
+//
+// The inner loop is unrolled four times: the Go compiler schedules the
+// additions that feed a loop-carried variable at the end of the loop body,
+// so without unrolling all products are live at once and spill; with it
+// only the last step's do.
+func kernel4x2(depth int, pa, pb []float32, t *[mr * nr]float32) {
+	var c00, c01, c10, c11, c20, c21, c30, c31 float32
+	pa = pa[:mr*depth]
+	pb = pb[:nr*depth]
+	for len(pa) >= 4*mr && len(pb) >= 4*nr {
+		a := pa[0]
+		c00 += a * pb[0]
+		c01 += a * pb[1]
+		a = pa[1]
+		c10 += a * pb[0]
+		c11 += a * pb[1]
+		a = pa[2]
+		c20 += a * pb[0]
+		c21 += a * pb[1]
+		a = pa[3]
+		c30 += a * pb[0]
+		c31 += a * pb[1]
+
+		a = pa[4]
+		c00 += a * pb[2]
+		c01 += a * pb[3]
+		a = pa[5]
+		c10 += a * pb[2]
+		c11 += a * pb[3]
+		a = pa[6]
+		c20 += a * pb[2]
+		c21 += a * pb[3]
+		a = pa[7]
+		c30 += a * pb[2]
+		c31 += a * pb[3]
+
+		a = pa[8]
+		c00 += a * pb[4]
+		c01 += a * pb[5]
+		a = pa[9]
+		c10 += a * pb[4]
+		c11 += a * pb[5]
+		a = pa[10]
+		c20 += a * pb[4]
+		c21 += a * pb[5]
+		a = pa[11]
+		c30 += a * pb[4]
+		c31 += a * pb[5]
+
+		a = pa[12]
+		c00 += a * pb[6]
+		c01 += a * pb[7]
+		a = pa[13]
+		c10 += a * pb[6]
+		c11 += a * pb[7]
+		a = pa[14]
+		c20 += a * pb[6]
+		c21 += a * pb[7]
+		a = pa[15]
+		c30 += a * pb[6]
+		c31 += a * pb[7]
+
+		pa = pa[4*mr:]
+		pb = pb[4*nr:]
+	}
+	for len(pa) >= mr && len(pb) >= nr {
+		b0, b1 := pb[0], pb[1]
+		c00 += pa[0] * b0
+		c01 += pa[0] * b1
+		c10 += pa[1] * b0
+		c11 += pa[1] * b1
+		c20 += pa[2] * b0
+		c21 += pa[2] * b1
+		c30 += pa[3] * b0
+		c31 += pa[3] * b1
+		pa = pa[mr:]
+		pb = pb[nr:]
+	}
+	t[0], t[1] = c00, c01
+	t[2], t[3] = c10, c11
+	t[4], t[5] = c20, c21
+	t[6], t[7] = c30, c31
+}

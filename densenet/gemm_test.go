@@ -1,0 +1,211 @@
+package densenet
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"slices"
+	"testing"
+)
+
+// refGemm is the reference loop of Gemm, summed in float64. It also
+// returns, per element, |alpha|·Σ|a||b| + |beta·c|, the scale of the
+// rounding error to expect from a float32 evaluation.
+func refGemm(tA, tB Transpose, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) (want, scale []float64) {
+	// opA is m x k and opBT is n x k, both dense, so that the inner loop
+	// runs over contiguous memory.
+	opA := make([]float64, m*k)
+	opBT := make([]float64, n*k)
+	for p := 0; p < k; p++ {
+		for i := 0; i < m; i++ {
+			if tA == Trans {
+				opA[i*k+p] = float64(a[p*lda+i])
+			} else {
+				opA[i*k+p] = float64(a[i*lda+p])
+			}
+		}
+		for j := 0; j < n; j++ {
+			if tB == Trans {
+				opBT[j*k+p] = float64(b[j*ldb+p])
+			} else {
+				opBT[j*k+p] = float64(b[p*ldb+j])
+			}
+		}
+	}
+	want = make([]float64, len(c))
+	scale = make([]float64, len(c))
+	for i := range c {
+		want[i] = float64(c[i]) // elements between rows stay as they are
+	}
+	for i := 0; i < m; i++ {
+		ai := opA[i*k : i*k+k]
+		for j := 0; j < n; j++ {
+			bj := opBT[j*k : j*k+k]
+			var s, abs float64
+			for p, x := range ai {
+				s += x * bj[p]
+				abs += math.Abs(x * bj[p])
+			}
+			w := float64(alpha) * s
+			sc := math.Abs(float64(alpha)) * abs
+			if beta != 0 {
+				old := float64(c[i*ldc+j])
+				w += float64(beta) * old
+				sc += math.Abs(float64(beta) * old)
+			}
+			want[i*ldc+j] = w
+			scale[i*ldc+j] = sc
+		}
+	}
+	return want, scale
+}
+
+func randSlice(rng *rand.Rand, n int) []float32 {
+	s := make([]float32, n)
+	for i := range s {
+		s[i] = float32(rng.NormFloat64())
+	}
+	return s
+}
+
+func TestGemmAgainstReference(t *testing.T) {
+	type shape struct{ m, n, k int }
+	shapes := []shape{
+		{1, 1, 1}, {3, 5, 7}, {17, 33, 9}, {4, 2, 1}, {1, 7, 3}, {9, 1, 5},
+		{5, 3, 0}, {0, 3, 4}, {3, 0, 4}, {2, 2, 4}, {5, 3, 13},
+		{mr + 1, nr + 1, 4*1 + 3},  // edge tiles and the unroll remainder
+		{mc + 3, 7, 5},             // two row blocks of A
+		{6, nc + 3, 5},             // two column blocks of B
+		{5, 6, kc + 9},             // two inner panels
+		{mc + 3, nc + 3, kc + 3},   // every block boundary at once
+		{70, 80, 100},              // parallel, split by rows
+		{8, 300, 300},              // parallel, split by columns
+		{1, 80, 256}, {256, 1, 80}, // the model's last layer
+	}
+	type coef struct{ alpha, beta float32 }
+	coefs := []coef{{1, 0}, {1, 1}, {-0.5, 2}, {0, 0.5}, {2, -1}}
+	rng := rand.New(rand.NewPCG(1, 2))
+	for _, sh := range shapes {
+		for _, tA := range []Transpose{NoTrans, Trans} {
+			for _, tB := range []Transpose{NoTrans, Trans} {
+				for ci, cf := range coefs {
+					for _, threads := range []int{1, 2, 3} {
+						// Large shapes get fewer combinations to keep -race fast.
+						work := sh.m * sh.n * sh.k
+						if work > 1<<16 && (ci > 2 || threads != 1+ci) || work > 1<<22 && ci != 2 {
+							continue
+						}
+						name := fmt.Sprintf("%dx%dx%d/tA=%v/tB=%v/alpha=%v/beta=%v/threads=%d",
+							sh.m, sh.n, sh.k, tA, tB, cf.alpha, cf.beta, threads)
+						t.Run(name, func(t *testing.T) {
+							runGemmCase(t, rng, threads, tA, tB, sh.m, sh.n, sh.k, cf.alpha, cf.beta)
+						})
+					}
+				}
+			}
+		}
+	}
+}
+
+// runGemmCase runs gemm on random operands with padded leading dimensions
+// and compares with refGemm.
+func runGemmCase(t *testing.T, rng *rand.Rand, threads int, tA, tB Transpose, m, n, k int, alpha, beta float32) {
+	t.Helper()
+	ar, ac := m, k
+	if tA == Trans {
+		ar, ac = k, m
+	}
+	br, bc := k, n
+	if tB == Trans {
+		br, bc = n, k
+	}
+	lda, ldb, ldc := ac+rng.IntN(3), bc+rng.IntN(3), n+rng.IntN(3)
+	lda, ldb, ldc = max(lda, 1), max(ldb, 1), max(ldc, 1)
+	a := randSlice(rng, max(0, (ar-1)*lda+ac))
+	b := randSlice(rng, max(0, (br-1)*ldb+bc))
+	c := randSlice(rng, max(0, (m-1)*ldc+n))
+	if beta == 0 {
+		for i := range c {
+			c[i] = float32(math.NaN()) // must not be read
+		}
+	}
+	a0, b0 := slices.Clone(a), slices.Clone(b)
+	want, scale := refGemm(tA, tB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
+
+	gemm(threads, nil, tA, tB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
+
+	if !slices.Equal(a, a0) || !slices.Equal(b, b0) {
+		t.Fatal("gemm modified an input")
+	}
+	const eps = 1.0 / (1 << 23)
+	for i := 0; i < m; i++ {
+		for j := 0; j < n; j++ {
+			idx := i*ldc + j
+			tol := 2*float64(k+2)*eps*scale[idx] + 1e-30
+			if got := float64(c[idx]); !(math.Abs(got-want[idx]) <= tol) {
+				t.Fatalf("C[%d,%d] = %v, want %v (tol %g)", i, j, got, want[idx], tol)
+			}
+		}
+	}
+	// Elements between rows (padding of ldc) are not touched.
+	for i := 0; i+1 < m; i++ {
+		for j := n; j < ldc; j++ {
+			idx := i*ldc + j
+			if float64(c[idx]) != want[idx] && !(math.IsNaN(float64(c[idx])) && math.IsNaN(want[idx])) {
+				t.Fatalf("padding C[%d] changed to %v", idx, c[idx])
+			}
+		}
+	}
+}
+
+func TestGemmThreadsBitwiseEqual(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	m, n, k := 150, 210, 300
+	a, b := randSlice(rng, m*k), randSlice(rng, k*n)
+	c1, c2 := make([]float32, m*n), make([]float32, m*n)
+	gemm(1, nil, NoTrans, NoTrans, m, n, k, 1, a, k, b, n, 0, c1, n)
+	gemm(2, nil, NoTrans, NoTrans, m, n, k, 1, a, k, b, n, 0, c2, n)
+	if !slices.Equal(c1, c2) {
+		t.Fatal("results depend on the number of goroutines")
+	}
+}
+
+func TestGemmPanics(t *testing.T) {
+	s := make([]float32, 12)
+	tests := []struct {
+		name string
+		f    func()
+	}{
+		{"negative", func() { Gemm(NoTrans, NoTrans, -1, 2, 2, 1, s, 2, s, 2, 0, s, 2) }},
+		{"short lda", func() { Gemm(NoTrans, NoTrans, 2, 2, 3, 1, s, 2, s, 2, 0, s, 2) }},
+		{"short ldc", func() { Gemm(NoTrans, NoTrans, 2, 3, 2, 1, s, 2, s, 3, 0, s, 2) }},
+		{"short A", func() { Gemm(NoTrans, NoTrans, 4, 2, 4, 1, s, 4, s, 2, 0, s, 2) }},
+		{"short B trans", func() { Gemm(NoTrans, Trans, 2, 4, 4, 1, s, 4, s, 4, 0, s, 4) }},
+		{"short C", func() { Gemm(NoTrans, NoTrans, 3, 4, 1, 1, s, 1, s, 4, 0, s[:11], 4) }},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			defer func() {
+				if recover() == nil {
+					t.Fatal("no panic")
+				}
+			}()
+			tt.f()
+		})
+	}
+}
+
+func TestGemmNoAllocs(t *testing.T) {
+	if raceEnabled {
+		t.Skip("sync.Pool drops items at random under the race detector")
+	}
+	rng := rand.New(rand.NewPCG(5, 6))
+	m, n, k := 64, 64, 64
+	a, b, c := randSlice(rng, m*k), randSlice(rng, k*n), make([]float32, m*n)
+	allocs := testing.AllocsPerRun(20, func() {
+		gemm(1, nil, NoTrans, Trans, m, n, k, 1, a, k, b, k, 0, c, n)
+	})
+	if allocs > 0 {
+		t.Fatalf("single-goroutine Gemm allocates %v times per call", allocs)
+	}
+}

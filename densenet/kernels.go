@@ -1,0 +1,166 @@
+package densenet
+
+// Vector kernels. Each writes only its first argument, panics when the
+// lengths do not fit (a programmer error) and does not allocate. Matrices
+// are row-major and contiguous (row stride = number of columns).
+
+// Axpy adds alpha times x to dst:
+//
+//	for i := range dst {
+//		dst[i] += alpha * x[i]
+//	}
+//
+// It panics if len(x) != len(dst). dst may be x.
+func Axpy(dst []float32, alpha float32, x []float32) {
+	if len(x) != len(dst) {
+		panic("densenet: Axpy length mismatch")
+	}
+	x = x[:len(dst)]
+	for i, v := range x {
+		dst[i] += alpha * v
+	}
+}
+
+// Dot returns the inner product of x and y:
+//
+//	var s float32
+//	for i := range x {
+//		s += x[i] * y[i]
+//	}
+//
+// summed in four interleaved float32 partial sums (so the result may
+// differ from the loop in the last bits). It panics if len(x) != len(y).
+func Dot(x, y []float32) float32 {
+	if len(x) != len(y) {
+		panic("densenet: Dot length mismatch")
+	}
+	var s0, s1, s2, s3 float32
+	for len(x) >= 4 && len(y) >= 4 {
+		s0 += x[0] * y[0]
+		s1 += x[1] * y[1]
+		s2 += x[2] * y[2]
+		s3 += x[3] * y[3]
+		x, y = x[4:], y[4:]
+	}
+	y = y[:len(x)]
+	for i, v := range x {
+		s0 += v * y[i]
+	}
+	return (s0 + s1) + (s2 + s3)
+}
+
+// AddBias adds bias to every row of the matrix dst, which has len(bias)
+// columns:
+//
+//	for i := 0; i < len(dst)/len(bias); i++ {
+//		for j := range bias {
+//			dst[i*len(bias)+j] += bias[j]
+//		}
+//	}
+//
+// It panics unless len(dst) is a multiple of len(bias).
+func AddBias(dst, bias []float32) {
+	checkRows("AddBias", dst, len(bias))
+	for len(dst) > 0 {
+		row := dst[:len(bias)]
+		for j, b := range bias {
+			row[j] += b
+		}
+		dst = dst[len(bias):]
+	}
+}
+
+// AddBiasReLU adds bias to every row of the matrix dst, which has
+// len(bias) columns, and applies the ReLU in the same pass:
+//
+//	for i := 0; i < len(dst)/len(bias); i++ {
+//		for j := range bias {
+//			v := dst[i*len(bias)+j] + bias[j]
+//			if v < 0 {
+//				v = 0
+//			}
+//			dst[i*len(bias)+j] = v
+//		}
+//	}
+//
+// NaN stays NaN. It panics unless len(dst) is a multiple of len(bias).
+func AddBiasReLU(dst, bias []float32) {
+	checkRows("AddBiasReLU", dst, len(bias))
+	for len(dst) > 0 {
+		row := dst[:len(bias)]
+		for j, b := range bias {
+			v := row[j] + b
+			if v < 0 {
+				v = 0
+			}
+			row[j] = v
+		}
+		dst = dst[len(bias):]
+	}
+}
+
+// ReLUBackward sets dst to the gradient grad passed back through a ReLU
+// whose output was act:
+//
+//	for i := range dst {
+//		if act[i] > 0 {
+//			dst[i] = grad[i]
+//		} else {
+//			dst[i] = 0
+//		}
+//	}
+//
+// The derivative at 0 is taken as 0. It panics unless all three lengths
+// are equal. dst may be grad (element-wise, same index).
+func ReLUBackward(dst, grad, act []float32) {
+	if len(grad) != len(dst) || len(act) != len(dst) {
+		panic("densenet: ReLUBackward length mismatch")
+	}
+	grad = grad[:len(dst)]
+	act = act[:len(dst)]
+	for i, a := range act {
+		g := grad[i]
+		if !(a > 0) {
+			g = 0
+		}
+		dst[i] = g
+	}
+}
+
+// ColSums overwrites dst with the column sums of the matrix src, which has
+// len(dst) columns (for a layer's bias gradient, src is the batch of
+// output gradients):
+//
+//	for j := range dst {
+//		dst[j] = 0
+//		for i := 0; i < len(src)/len(dst); i++ {
+//			dst[j] += src[i*len(dst)+j]
+//		}
+//	}
+//
+// It panics unless len(src) is a multiple of len(dst). dst must not
+// overlap src.
+func ColSums(dst, src []float32) {
+	checkRows("ColSums", src, len(dst))
+	clear(dst)
+	for len(src) > 0 {
+		row := src[:len(dst)]
+		for j, v := range row {
+			dst[j] += v
+		}
+		src = src[len(dst):]
+	}
+}
+
+// checkRows panics unless x is a whole number of rows of cols columns.
+func checkRows(fn string, x []float32, cols int) {
+	if cols == 0 {
+		if len(x) != 0 {
+			panic("densenet: " + fn + " with zero columns")
+		}
+		return
+	}
+	if len(x)%cols != 0 {
+		panic("densenet: " + fn + " length is not a multiple of the columns")
+	}
+}

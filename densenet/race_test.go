@@ -1,0 +1,5 @@
+//go:build race
+
+package densenet
+
+const raceEnabled = true

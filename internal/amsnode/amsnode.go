@@ -1,0 +1,138 @@
+// Package amsnode runs one AMS shard as a cluster member: the shard, its
+// gRPC server on a TCP listener, and its etcd registration under a lease
+// (the lease keep-alive is the shard's heartbeat). cmd/ams and the embedded
+// local cluster both use it, so a shard in one process behaves exactly as a
+// shard in its own process.
+//
+// Start starts the serving goroutine; Close deregisters (a clean leave),
+// stops the gRPC server and then the shard, in that order.
+package amsnode
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"sync"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"google.golang.org/grpc"
+
+	"github.com/xdlgo/xps/ams/shard"
+	"github.com/xdlgo/xps/internal/cluster"
+)
+
+// Options configure a node.
+type Options struct {
+	// ID is the shard's member ID, unique in the cluster. Required.
+	ID string
+	// Prefix is the cluster's etcd key prefix. The default value is
+	// cluster.DefaultPrefix.
+	Prefix string
+	// Listen is the TCP address to serve gRPC on. The default value is
+	// "127.0.0.1:0" (a free loopback port).
+	Listen string
+	// Advertise is the address published in etcd for workers to dial. The
+	// default value is the listener's address.
+	Advertise string
+	// Stripes is the number of stripe owners. The default value is
+	// runtime.GOMAXPROCS(0).
+	Stripes int
+	// LeaseTTL is the registration lease's time to live. The default value
+	// is cluster.DefaultTTL.
+	LeaseTTL time.Duration
+	// Logger receives structured logs. The default value discards them.
+	Logger *slog.Logger
+}
+
+// Node is a running shard.
+type Node struct {
+	opts  Options
+	shard *shard.Shard
+	gs    *grpc.Server
+	lis   net.Listener
+	reg   *cluster.Registration
+	addr  string
+
+	wg       sync.WaitGroup
+	serveErr error // set by the serving goroutine before wg.Done
+	once     sync.Once
+}
+
+// Start listens, serves and registers the shard in etcd.
+func Start(ctx context.Context, cli *clientv3.Client, opts Options) (*Node, error) {
+	if opts.ID == "" {
+		return nil, errors.New("amsnode: an ID is required")
+	}
+	if opts.Prefix == "" {
+		opts.Prefix = cluster.DefaultPrefix
+	}
+	if opts.Listen == "" {
+		opts.Listen = "127.0.0.1:0"
+	}
+	if opts.LeaseTTL == 0 {
+		opts.LeaseTTL = cluster.DefaultTTL
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	lis, err := net.Listen("tcp", opts.Listen)
+	if err != nil {
+		return nil, fmt.Errorf("amsnode %s: listen: %w", opts.ID, err)
+	}
+	n := &Node{opts: opts, lis: lis, addr: opts.Advertise}
+	if n.addr == "" {
+		n.addr = lis.Addr().String()
+	}
+	n.shard = shard.New(shard.Options{ID: opts.ID, Stripes: opts.Stripes})
+	n.gs = shard.NewGRPCServer(n.shard)
+	n.wg.Add(1)
+	go func() {
+		defer n.wg.Done()
+		n.serveErr = n.gs.Serve(lis)
+	}()
+	reg, err := cluster.Register(ctx, cli, opts.Prefix, cluster.Member{Kind: cluster.KindAMS, ID: opts.ID,
+		Addr: n.addr, PID: os.Getpid(), Started: time.Now()}, opts.LeaseTTL)
+	if err != nil {
+		n.Close()
+		return nil, fmt.Errorf("amsnode %s: %w", opts.ID, err)
+	}
+	n.reg = reg
+	opts.Logger.Info("ams shard serving", "id", opts.ID, "addr", n.addr)
+	return n, nil
+}
+
+// Addr is the address workers dial.
+func (n *Node) Addr() string { return n.addr }
+
+// Shard returns the node's shard.
+func (n *Node) Shard() *shard.Shard { return n.shard }
+
+// Lost is closed when the node's lease is lost (etcd unreachable for longer
+// than the TTL); the node should then stop.
+func (n *Node) Lost() <-chan struct{} {
+	if n.reg == nil {
+		return nil
+	}
+	return n.reg.Lost()
+}
+
+// Close leaves the cluster cleanly, stops serving and closes the shard.
+func (n *Node) Close() error {
+	var errs []error
+	n.once.Do(func() {
+		if n.reg != nil {
+			errs = append(errs, n.reg.Close())
+		}
+		n.gs.Stop()
+		n.wg.Wait()
+		if n.serveErr != nil && !errors.Is(n.serveErr, grpc.ErrServerStopped) {
+			errs = append(errs, n.serveErr)
+		}
+		errs = append(errs, n.shard.Close())
+	})
+	return errors.Join(errs...)
+}

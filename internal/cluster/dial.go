@@ -1,0 +1,116 @@
+package cluster
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"slices"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+)
+
+// dialTimeout bounds the gRPC connection set-up of Dial.
+const dialTimeout = 5 * time.Second
+
+// Dial connects to etcd at endpoints ("host:port") and checks that the
+// cluster answers a linearizable read before ctx ends. The client logs
+// warnings and errors to logger (nil: nowhere). The caller closes the client.
+func Dial(ctx context.Context, endpoints []string, logger *slog.Logger) (*clientv3.Client, error) {
+	if len(endpoints) == 0 {
+		return nil, fmt.Errorf("cluster: dial: no etcd endpoints")
+	}
+	cli, err := clientv3.New(clientv3.Config{
+		Endpoints:   endpoints,
+		DialTimeout: dialTimeout,
+		Logger:      ZapLogger(logger, slog.LevelWarn),
+		Context:     context.WithoutCancel(ctx),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("cluster: dial %v: %w", endpoints, err)
+	}
+	if _, err := cli.Get(ctx, "/xps", clientv3.WithCountOnly()); err != nil {
+		cli.Close()
+		return nil, fmt.Errorf("cluster: dial %v: %w", endpoints, err)
+	}
+	return cli, nil
+}
+
+// ZapLogger returns a zap logger that forwards entries at or above min to l,
+// so that etcd's client and embedded server, which log through zap, share the
+// process's log/slog handler. A nil l gives a no-op logger.
+func ZapLogger(l *slog.Logger, min slog.Level) *zap.Logger {
+	if l == nil {
+		return zap.NewNop()
+	}
+	return zap.New(&slogCore{h: l.Handler(), min: min})
+}
+
+// slogCore is a zapcore.Core writing to a slog.Handler.
+type slogCore struct {
+	h   slog.Handler
+	min slog.Level
+}
+
+func (c *slogCore) Enabled(l zapcore.Level) bool {
+	s := slogLevel(l)
+	return s >= c.min && c.h.Enabled(context.Background(), s)
+}
+
+func (c *slogCore) With(fs []zapcore.Field) zapcore.Core {
+	return &slogCore{h: c.h.WithAttrs(slogAttrs(fs)), min: c.min}
+}
+
+func (c *slogCore) Check(e zapcore.Entry, ce *zapcore.CheckedEntry) *zapcore.CheckedEntry {
+	if c.Enabled(e.Level) {
+		return ce.AddCore(e, c)
+	}
+	return ce
+}
+
+func (c *slogCore) Write(e zapcore.Entry, fs []zapcore.Field) error {
+	r := slog.NewRecord(e.Time, slogLevel(e.Level), e.Message, 0)
+	if e.LoggerName != "" {
+		r.AddAttrs(slog.String("logger", e.LoggerName))
+	}
+	r.AddAttrs(slogAttrs(fs)...)
+	return c.h.Handle(context.Background(), r)
+}
+
+func (c *slogCore) Sync() error { return nil }
+
+func slogLevel(l zapcore.Level) slog.Level {
+	switch {
+	case l <= zapcore.DebugLevel:
+		return slog.LevelDebug
+	case l == zapcore.InfoLevel:
+		return slog.LevelInfo
+	case l == zapcore.WarnLevel:
+		return slog.LevelWarn
+	default:
+		return slog.LevelError
+	}
+}
+
+// slogAttrs converts zap fields to attributes sorted by key.
+func slogAttrs(fs []zapcore.Field) []slog.Attr {
+	if len(fs) == 0 {
+		return nil
+	}
+	enc := zapcore.NewMapObjectEncoder()
+	for _, f := range fs {
+		f.AddTo(enc)
+	}
+	keys := make([]string, 0, len(enc.Fields))
+	for k := range enc.Fields {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	out := make([]slog.Attr, len(keys))
+	for i, k := range keys {
+		out[i] = slog.Any(k, enc.Fields[k])
+	}
+	return out
+}

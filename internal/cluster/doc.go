@@ -1,0 +1,54 @@
+// Package cluster is the membership layer of an xps cluster: how processes
+// announce themselves in etcd, how they leave, and where the scheduler
+// publishes the shard map.
+//
+// # Key layout
+//
+// Every key of one cluster lives under a prefix, "/xps/<cluster>" (see
+// [Prefix]; [DefaultPrefix] is "/xps/default"):
+//
+//	<prefix>/members/<kind>/<id>  Member JSON {kind, id, addr, pid, started},
+//	                              attached to the member's lease. The lease's
+//	                              keep-alive is the member's heartbeat: when it
+//	                              stops for the lease TTL, etcd deletes the key.
+//	<prefix>/left/<kind>/<id>     Member JSON plus "left" (time), no lease.
+//	                              Written by a graceful [Registration.Close] in
+//	                              the same transaction that deletes the member
+//	                              key, before the lease is revoked.
+//	<prefix>/shardmap             ams.ShardMap JSON, published by the scheduler.
+//	<prefix>/events/<seq>         [Event] JSON, written by the scheduler: joins,
+//	                              clean leaves, lease expiries, state changes.
+//	                              <seq> is a 20-digit zero-padded number, so
+//	                              keys sort in the order they were written.
+//
+// Kinds are [KindAMS], [KindWorker] and [KindScheduler]. An id is 1 to 128
+// bytes of letters, digits and ".-_:"; a cluster name likewise.
+//
+// # Invariants
+//
+//  1. At most one live registration exists per (kind, id): [Register] creates
+//     the member key only if it does not exist, so a restarted process must
+//     wait for the old lease to expire (or the old process to leave).
+//  2. A member key is deleted either by etcd when its lease expires, or by
+//     [Registration.Close] together with a put of its left marker (one
+//     transaction, one revision). So a watcher that sees the delete of
+//     members/<kind>/<id> while left/<kind>/<id> exists knows the leave was
+//     graceful; without the marker the lease expired.
+//  3. [Register] deletes a stale left marker in the transaction that creates
+//     the member key, so a left marker always belongs to the latest
+//     incarnation. Left markers are not otherwise removed; they are small and
+//     one per member id.
+//  4. Events are a log: the scheduler only appends; nothing expires them.
+//
+// # Usage
+//
+// A process (AMS shard, worker, scheduler):
+//
+//  1. dials etcd ([Dial] or clientv3.New);
+//  2. calls [Register] with its Member and a lease TTL;
+//  3. selects on [Registration.Lost] next to its work: a closed Lost means
+//     the cluster considers it dead, and it must stop serving;
+//  4. on shutdown calls [Registration.Close], which leaves cleanly.
+//
+// A worker calls [WaitShardMap] to learn where the shards are.
+package cluster

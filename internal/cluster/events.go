@@ -1,0 +1,78 @@
+package cluster
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+)
+
+// Event types written by the scheduler.
+const (
+	// EventJoined: Member registered.
+	EventJoined = "joined"
+	// EventLeft: Member left gracefully (its left marker was written).
+	EventLeft = "left"
+	// EventLeaseExpired: Member's lease expired without a graceful leave.
+	EventLeaseExpired = "lease-expired"
+	// EventState: the cluster state changed to State at Version.
+	EventState = "state"
+	// EventShardMap: a shard map of Version was published.
+	EventShardMap = "shardmap"
+)
+
+// Event is a scheduler report, stored as JSON under <prefix>/events/<seq>.
+type Event struct {
+	// Time is when the scheduler made the report.
+	Time time.Time `json:"time"`
+	// Type is one of the Event* constants.
+	Type string `json:"type"`
+	// Member is the member concerned, for joined, left and lease-expired.
+	Member *Member `json:"member,omitempty"`
+	// State is the cluster state after the event (e.g. "SERVING").
+	State string `json:"state,omitempty"`
+	// Version is the cluster version after the event.
+	Version uint64 `json:"version,omitempty"`
+	// Detail is free text for humans.
+	Detail string `json:"detail,omitempty"`
+}
+
+// PutEvent stores e under <prefix>/events/<seq>. The caller picks seq so
+// that keys are unique and increasing (the scheduler uses a counter seeded
+// from the clock).
+func PutEvent(ctx context.Context, cli *clientv3.Client, prefix string, seq uint64, e Event) error {
+	if err := checkPrefix(prefix); err != nil {
+		return err
+	}
+	b, err := json.Marshal(e)
+	if err != nil {
+		return fmt.Errorf("cluster: put event: %w", err)
+	}
+	if _, err := cli.Put(ctx, EventKey(prefix, seq), string(b)); err != nil {
+		return fmt.Errorf("cluster: put event %s: %w", e.Type, err)
+	}
+	return nil
+}
+
+// ListEvents returns the stored events in the order they were written.
+func ListEvents(ctx context.Context, cli *clientv3.Client, prefix string) ([]Event, error) {
+	if err := checkPrefix(prefix); err != nil {
+		return nil, err
+	}
+	resp, err := cli.Get(ctx, EventsPrefix(prefix), clientv3.WithPrefix(),
+		clientv3.WithSort(clientv3.SortByKey, clientv3.SortAscend))
+	if err != nil {
+		return nil, fmt.Errorf("cluster: list events: %w", err)
+	}
+	out := make([]Event, 0, len(resp.Kvs))
+	for _, kv := range resp.Kvs {
+		var e Event
+		if err := json.Unmarshal(kv.Value, &e); err != nil {
+			return nil, fmt.Errorf("%w: %s: %v", ErrBadEvent, kv.Key, err)
+		}
+		out = append(out, e)
+	}
+	return out, nil
+}

@@ -1,0 +1,175 @@
+package cluster
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+)
+
+// DefaultPrefix is the key prefix of the cluster named "default".
+const DefaultPrefix = "/xps/default"
+
+// Member kinds.
+const (
+	KindAMS       = "ams"
+	KindWorker    = "worker"
+	KindScheduler = "scheduler"
+)
+
+// maxNameLen bounds ids and cluster names.
+const maxNameLen = 128
+
+var (
+	// ErrBadName is returned (wrapped) for an invalid cluster name, prefix,
+	// kind or id.
+	ErrBadName = errors.New("cluster: bad name")
+	// ErrBadMember is returned (wrapped) for an invalid Member or an
+	// undecodable member value.
+	ErrBadMember = errors.New("cluster: bad member")
+	// ErrMemberExists is returned (wrapped) by Register when a live member
+	// with the same kind and id is registered.
+	ErrMemberExists = errors.New("cluster: member already registered")
+	// ErrNoShardMap is returned (wrapped) by GetShardMap when none has been
+	// published.
+	ErrNoShardMap = errors.New("cluster: no shard map")
+	// ErrBadEvent is returned (wrapped) for an undecodable event.
+	ErrBadEvent = errors.New("cluster: bad event")
+)
+
+// Member describes one process of the cluster, as stored under
+// <prefix>/members/<kind>/<id>.
+type Member struct {
+	// Kind is KindAMS, KindWorker or KindScheduler.
+	Kind string `json:"kind"`
+	// ID is unique among members of the same kind.
+	ID string `json:"id"`
+	// Addr is the address the member serves on (gRPC for AMS shards); it
+	// may be empty for members that serve nothing.
+	Addr string `json:"addr"`
+	// PID is the member's process id.
+	PID int `json:"pid"`
+	// Started is when the member's process started.
+	Started time.Time `json:"started"`
+}
+
+// String returns "kind/id".
+func (m Member) String() string { return m.Kind + "/" + m.ID }
+
+// Validate checks the member's kind and id.
+func (m Member) Validate() error {
+	if err := checkKind(m.Kind); err != nil {
+		return fmt.Errorf("%w: %w", ErrBadMember, err)
+	}
+	if err := checkName("id", m.ID); err != nil {
+		return fmt.Errorf("%w: %w", ErrBadMember, err)
+	}
+	return nil
+}
+
+// Prefix returns the key prefix of the named cluster, "/xps/<cluster>".
+func Prefix(cluster string) (string, error) {
+	if err := checkName("cluster name", cluster); err != nil {
+		return "", err
+	}
+	return "/xps/" + cluster, nil
+}
+
+// MembersPrefix returns "<prefix>/members/".
+func MembersPrefix(prefix string) string { return prefix + "/members/" }
+
+// MemberKey returns "<prefix>/members/<kind>/<id>".
+func MemberKey(prefix, kind, id string) string { return MembersPrefix(prefix) + kind + "/" + id }
+
+// LeftPrefix returns "<prefix>/left/".
+func LeftPrefix(prefix string) string { return prefix + "/left/" }
+
+// LeftKey returns "<prefix>/left/<kind>/<id>".
+func LeftKey(prefix, kind, id string) string { return LeftPrefix(prefix) + kind + "/" + id }
+
+// ShardMapKey returns "<prefix>/shardmap".
+func ShardMapKey(prefix string) string { return prefix + "/shardmap" }
+
+// EventsPrefix returns "<prefix>/events/".
+func EventsPrefix(prefix string) string { return prefix + "/events/" }
+
+// EventKey returns "<prefix>/events/<seq as 20 zero-padded digits>".
+func EventKey(prefix string, seq uint64) string {
+	return fmt.Sprintf("%s%020d", EventsPrefix(prefix), seq)
+}
+
+// ParseMemberKey splits "<prefix>/members/<kind>/<id>" into kind and id. It
+// reports false for any other key.
+func ParseMemberKey(prefix, key string) (kind, id string, ok bool) {
+	return splitKindID(MembersPrefix(prefix), key)
+}
+
+// ParseLeftKey splits "<prefix>/left/<kind>/<id>" into kind and id. It
+// reports false for any other key.
+func ParseLeftKey(prefix, key string) (kind, id string, ok bool) {
+	return splitKindID(LeftPrefix(prefix), key)
+}
+
+func splitKindID(dir, key string) (kind, id string, ok bool) {
+	rest, found := strings.CutPrefix(key, dir)
+	if !found {
+		return "", "", false
+	}
+	kind, id, found = strings.Cut(rest, "/")
+	if !found || kind == "" || id == "" || strings.Contains(id, "/") {
+		return "", "", false
+	}
+	return kind, id, true
+}
+
+// DecodeMember decodes the value stored under a member (or left) key and
+// checks that it names the kind and id of the key.
+func DecodeMember(kind, id string, value []byte) (Member, error) {
+	var m Member
+	if err := json.Unmarshal(value, &m); err != nil {
+		return Member{}, fmt.Errorf("%w: %s/%s: %v", ErrBadMember, kind, id, err)
+	}
+	if m.Kind != kind || m.ID != id {
+		return Member{}, fmt.Errorf("%w: key %s/%s holds member %s", ErrBadMember, kind, id, m)
+	}
+	if err := m.Validate(); err != nil {
+		return Member{}, err
+	}
+	return m, nil
+}
+
+// ValidatePrefix checks that prefix starts and does not end with '/'.
+func ValidatePrefix(prefix string) error { return checkPrefix(prefix) }
+
+func checkPrefix(prefix string) error {
+	if !strings.HasPrefix(prefix, "/") || strings.HasSuffix(prefix, "/") {
+		return fmt.Errorf("%w: prefix %q must start and not end with '/'", ErrBadName, prefix)
+	}
+	return nil
+}
+
+func checkKind(kind string) error {
+	switch kind {
+	case KindAMS, KindWorker, KindScheduler:
+		return nil
+	}
+	return fmt.Errorf("%w: unknown kind %q", ErrBadName, kind)
+}
+
+// checkName accepts 1 to maxNameLen bytes of [A-Za-z0-9.-_:].
+func checkName(what, s string) error {
+	if s == "" || len(s) > maxNameLen {
+		return fmt.Errorf("%w: %s %q must be 1 to %d bytes", ErrBadName, what, s, maxNameLen)
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9':
+		case c == '.' || c == '-' || c == '_' || c == ':':
+		default:
+			return fmt.Errorf("%w: %s %q has byte %q", ErrBadName, what, s, c)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,227 @@
+package cluster
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
+	clientv3 "go.etcd.io/etcd/client/v3"
+)
+
+// DefaultTTL is the lease TTL Register uses when given ttl <= 0.
+const DefaultTTL = 5 * time.Second
+
+// closeTimeout bounds the etcd calls made by Registration.Close.
+const closeTimeout = 5 * time.Second
+
+// leftRecord is the value of a left marker.
+type leftRecord struct {
+	Member
+	Left time.Time `json:"left"`
+}
+
+// Registration is a member's live entry in etcd: a lease, the member key
+// attached to it, and the goroutine that keeps the lease alive. It is safe
+// for concurrent use.
+type Registration struct {
+	cli    *clientv3.Client
+	prefix string
+	member Member
+	lease  clientv3.LeaseID
+	ttl    int64 // seconds granted by etcd
+
+	cancel  context.CancelFunc // stops the keep-alive
+	lost    chan struct{}
+	done    chan struct{} // closed when the keep-alive goroutine exits
+	closing atomic.Bool
+
+	closeOnce sync.Once
+	closeErr  error
+}
+
+// Register grants a lease of ttl (rounded up to whole seconds; etcd may raise
+// it to its minimum; ttl <= 0 means DefaultTTL), creates the member key
+// <prefix>/members/<kind>/<id> under it, deletes any stale left marker of the
+// same member, and starts keeping the lease alive. ctx bounds only these
+// calls; the keep-alive runs until Close or until the lease is lost.
+//
+// A zero m.PID is replaced by the current process id, a zero m.Started by the
+// current time. Register fails with ErrMemberExists if a live member with the
+// same kind and id is registered.
+func Register(ctx context.Context, cli *clientv3.Client, prefix string, m Member, ttl time.Duration) (*Registration, error) {
+	if err := checkPrefix(prefix); err != nil {
+		return nil, err
+	}
+	if err := m.Validate(); err != nil {
+		return nil, err
+	}
+	if m.PID == 0 {
+		m.PID = os.Getpid()
+	}
+	if m.Started.IsZero() {
+		m.Started = time.Now()
+	}
+	if ttl <= 0 {
+		ttl = DefaultTTL
+	}
+	secs := int64((ttl + time.Second - 1) / time.Second)
+	val, err := json.Marshal(m)
+	if err != nil {
+		return nil, fmt.Errorf("cluster: register %s: %w", m, err)
+	}
+
+	grant, err := cli.Grant(ctx, secs)
+	if err != nil {
+		return nil, fmt.Errorf("cluster: register %s: grant lease: %w", m, err)
+	}
+	lease := grant.ID
+	revoke := func() {
+		rctx, cancel := context.WithTimeout(context.Background(), closeTimeout)
+		defer cancel()
+		_, _ = cli.Revoke(rctx, lease) // best effort; the lease expires anyway
+	}
+
+	key := MemberKey(prefix, m.Kind, m.ID)
+	txn, err := cli.Txn(ctx).
+		If(clientv3.Compare(clientv3.CreateRevision(key), "=", 0)).
+		Then(clientv3.OpPut(key, string(val), clientv3.WithLease(lease)),
+			clientv3.OpDelete(LeftKey(prefix, m.Kind, m.ID))).
+		Else(clientv3.OpGet(key)).
+		Commit()
+	if err != nil {
+		revoke()
+		return nil, fmt.Errorf("cluster: register %s: %w", m, err)
+	}
+	if !txn.Succeeded {
+		revoke()
+		held := ""
+		if r := txn.Responses[0].GetResponseRange(); r != nil && len(r.Kvs) > 0 {
+			held = ": " + string(r.Kvs[0].Value)
+		}
+		return nil, fmt.Errorf("%w: %s%s", ErrMemberExists, m, held)
+	}
+
+	kaCtx, cancel := context.WithCancel(context.Background())
+	ka, err := cli.KeepAlive(kaCtx, lease)
+	if err != nil {
+		cancel()
+		revoke()
+		return nil, fmt.Errorf("cluster: register %s: keep-alive: %w", m, err)
+	}
+	r := &Registration{
+		cli: cli, prefix: prefix, member: m, lease: lease, ttl: grant.TTL,
+		cancel: cancel, lost: make(chan struct{}), done: make(chan struct{}),
+	}
+	go r.keepAlive(ka)
+	return r, nil
+}
+
+// keepAlive drains keep-alive responses until the channel closes: on Close,
+// on lease expiry, or when the client is closed.
+func (r *Registration) keepAlive(ka <-chan *clientv3.LeaseKeepAliveResponse) {
+	defer close(r.done)
+	for range ka {
+	}
+	if !r.closing.Load() {
+		close(r.lost)
+	}
+}
+
+// Member returns the registered member, with PID and Started filled in.
+func (r *Registration) Member() Member { return r.member }
+
+// Lease returns the id of the registration's lease.
+func (r *Registration) Lease() clientv3.LeaseID { return r.lease }
+
+// TTL returns the lease TTL granted by etcd.
+func (r *Registration) TTL() time.Duration { return time.Duration(r.ttl) * time.Second }
+
+// Lost returns a channel closed when the lease can no longer be kept alive
+// (it expired, was revoked by someone else, or the client was closed) before
+// Close was called. A member whose registration is lost is considered dead by
+// the cluster and must stop serving. Close never closes the channel.
+func (r *Registration) Lost() <-chan struct{} { return r.lost }
+
+// Close leaves the cluster gracefully: in one transaction, and only while the
+// member key is still attached to this registration's lease, it writes the
+// left marker and deletes the member key; then it revokes the lease and stops
+// the keep-alive goroutine. If the lease was already lost no left marker is
+// written: the leave was not graceful. Close returns the first error met; it
+// always stops the goroutine. Later calls return the same result.
+func (r *Registration) Close() error {
+	r.closeOnce.Do(func() {
+		r.closing.Store(true)
+		defer func() {
+			r.cancel()
+			<-r.done
+		}()
+		if err := r.cli.Ctx().Err(); err != nil {
+			// The client is closed: nothing can be written, the lease will
+			// expire and the leave will be seen as not graceful.
+			r.closeErr = fmt.Errorf("cluster: close %s: client closed: %w", r.member, err)
+			return
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), closeTimeout)
+		defer cancel()
+		r.closeErr = r.leave(ctx)
+		if _, err := r.cli.Revoke(ctx, r.lease); err != nil && !errors.Is(err, rpctypes.ErrLeaseNotFound) && r.closeErr == nil {
+			r.closeErr = fmt.Errorf("cluster: close %s: revoke lease: %w", r.member, err)
+		}
+	})
+	return r.closeErr
+}
+
+func (r *Registration) leave(ctx context.Context) error {
+	val, err := json.Marshal(leftRecord{Member: r.member, Left: time.Now()})
+	if err != nil {
+		return fmt.Errorf("cluster: close %s: %w", r.member, err)
+	}
+	key := MemberKey(r.prefix, r.member.Kind, r.member.ID)
+	_, err = r.cli.Txn(ctx).
+		If(clientv3.Compare(clientv3.LeaseValue(key), "=", r.lease)).
+		Then(clientv3.OpPut(LeftKey(r.prefix, r.member.Kind, r.member.ID), string(val)),
+			clientv3.OpDelete(key)).
+		Commit()
+	if err != nil {
+		return fmt.Errorf("cluster: close %s: write left marker: %w", r.member, err)
+	}
+	return nil
+}
+
+// ListMembers returns the live members of the given kind ("" for all kinds),
+// sorted by kind and id.
+func ListMembers(ctx context.Context, cli *clientv3.Client, prefix, kind string) ([]Member, error) {
+	if err := checkPrefix(prefix); err != nil {
+		return nil, err
+	}
+	dir := MembersPrefix(prefix)
+	if kind != "" {
+		if err := checkKind(kind); err != nil {
+			return nil, err
+		}
+		dir += kind + "/"
+	}
+	resp, err := cli.Get(ctx, dir, clientv3.WithPrefix())
+	if err != nil {
+		return nil, fmt.Errorf("cluster: list members: %w", err)
+	}
+	out := make([]Member, 0, len(resp.Kvs))
+	for _, kv := range resp.Kvs {
+		k, id, ok := ParseMemberKey(prefix, string(kv.Key))
+		if !ok {
+			return nil, fmt.Errorf("%w: unexpected key %q", ErrBadMember, kv.Key)
+		}
+		m, err := DecodeMember(k, id, kv.Value)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, m)
+	}
+	return out, nil
+}

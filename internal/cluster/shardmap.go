@@ -1,0 +1,125 @@
+package cluster
+
+import (
+	"context"
+	"fmt"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/xdlgo/xps/ams"
+)
+
+// PublishShardMap validates m and stores it under <prefix>/shardmap,
+// replacing any earlier map.
+func PublishShardMap(ctx context.Context, cli *clientv3.Client, prefix string, m *ams.ShardMap) error {
+	if err := checkPrefix(prefix); err != nil {
+		return err
+	}
+	if err := m.Validate(); err != nil {
+		return fmt.Errorf("cluster: publish shard map: %w", err)
+	}
+	b, err := m.Marshal()
+	if err != nil {
+		return fmt.Errorf("cluster: publish shard map: %w", err)
+	}
+	if _, err := cli.Put(ctx, ShardMapKey(prefix), string(b)); err != nil {
+		return fmt.Errorf("cluster: publish shard map: %w", err)
+	}
+	return nil
+}
+
+// GetShardMap returns the published shard map. It fails with ErrNoShardMap
+// when none is published, and with ams.ErrBadShardMap when the stored map is
+// invalid.
+func GetShardMap(ctx context.Context, cli *clientv3.Client, prefix string) (*ams.ShardMap, error) {
+	if err := checkPrefix(prefix); err != nil {
+		return nil, err
+	}
+	resp, err := cli.Get(ctx, ShardMapKey(prefix))
+	if err != nil {
+		return nil, fmt.Errorf("cluster: get shard map: %w", err)
+	}
+	if len(resp.Kvs) == 0 {
+		return nil, fmt.Errorf("%w under %s", ErrNoShardMap, prefix)
+	}
+	m, err := ams.UnmarshalShardMap(resp.Kvs[0].Value)
+	if err != nil {
+		return nil, fmt.Errorf("cluster: get shard map: %w", err)
+	}
+	return m, nil
+}
+
+// WaitShardMap blocks until a valid shard map is published under prefix and
+// returns it. An invalid map is skipped (the wait goes on); the error
+// returned when ctx ends mentions it.
+func WaitShardMap(ctx context.Context, cli *clientv3.Client, prefix string) (*ams.ShardMap, error) {
+	return WaitShardMapVersion(ctx, cli, prefix, 0)
+}
+
+// WaitShardMapVersion is WaitShardMap for a map whose Version is at least
+// minVersion: a worker that learns of a restore waits for the new map with it.
+func WaitShardMapVersion(ctx context.Context, cli *clientv3.Client, prefix string, minVersion uint64) (*ams.ShardMap, error) {
+	if err := checkPrefix(prefix); err != nil {
+		return nil, err
+	}
+	key := ShardMapKey(prefix)
+	var last error // why the last map seen was not accepted
+	accept := func(b []byte) *ams.ShardMap {
+		m, err := ams.UnmarshalShardMap(b)
+		switch {
+		case err != nil:
+			last = err
+		case m.Version < minVersion:
+			last = fmt.Errorf("cluster: shard map version %d < %d", m.Version, minVersion)
+		default:
+			return m
+		}
+		return nil
+	}
+	fail := func(err error) error {
+		if last != nil {
+			return fmt.Errorf("cluster: wait shard map: %w (last map seen: %v)", err, last)
+		}
+		return fmt.Errorf("cluster: wait shard map: %w", err)
+	}
+	for {
+		// Get, then watch from the next revision; a watch that fails (e.g.
+		// compacted) starts over with a Get.
+		resp, err := cli.Get(ctx, key)
+		if err != nil {
+			return nil, fail(err)
+		}
+		if len(resp.Kvs) > 0 {
+			if m := accept(resp.Kvs[0].Value); m != nil {
+				return m, nil
+			}
+		}
+		m, err := watchShardMap(ctx, cli, key, resp.Header.Revision+1, accept)
+		if m != nil || err != nil {
+			if err != nil {
+				return nil, fail(err)
+			}
+			return m, nil
+		}
+	}
+}
+
+// watchShardMap watches key from rev until accept takes a value (returns
+// it), ctx ends (returns its error) or the watch breaks (returns nil, nil).
+func watchShardMap(ctx context.Context, cli *clientv3.Client, key string, rev int64, accept func([]byte) *ams.ShardMap) (*ams.ShardMap, error) {
+	wctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	for resp := range cli.Watch(wctx, key, clientv3.WithRev(rev)) {
+		if resp.Err() != nil {
+			break
+		}
+		for _, ev := range resp.Events {
+			if ev.Type == clientv3.EventTypePut {
+				if m := accept(ev.Kv.Value); m != nil {
+					return m, nil
+				}
+			}
+		}
+	}
+	return nil, ctx.Err()
+}

@@ -1,0 +1,370 @@
+package datagen
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"math"
+	"math/rand/v2"
+	"strconv"
+
+	"github.com/xdlgo/xps/reader"
+)
+
+// factorDim is the dimension of the teacher's interaction factors.
+const factorDim = 4
+
+// calibrationSamples is the number of samples the bias is calibrated on.
+const calibrationSamples = 4096
+
+// Key derivation constants: each hidden quantity has its own key derived
+// from WorldSeed, so that they are independent.
+const (
+	golden       = 0x9e3779b97f4a7c15
+	saltWeight   = 0x5741_4754_5349_4748 // "WEIGHTS" ish
+	saltFactor   = 0x4641_4354_4f52_5321
+	saltProfile  = 0x5052_4f46_494c_4521
+	saltCalibrat = 0x4341_4c49_4252_4154
+)
+
+// entry is one drawn feature: its field, Zipf rank and id.
+type entry struct {
+	field uint32
+	rank  uint32
+	id    uint64
+}
+
+// teacher is the hidden model; see the package documentation.
+type teacher struct {
+	bias        float64
+	fieldWeight []float64 // per field, applied to the sum of the bag's weights
+	first       float64   // scale of the first-order part
+	inter       float64   // scale of the interaction <U, V>
+	rankScale   float64
+	weightKey   uint64
+	factorKey   uint64
+	itemField   uint32 // the item field of the interaction (user field is 0)
+}
+
+// decay is the shrinkage of the hidden weights of rank k.
+func (t *teacher) decay(rank uint32) float64 { return 1 / math.Sqrt(1+float64(rank)/t.rankScale) }
+
+// weight returns the hidden weight of feature e: approximately N(0, 1),
+// shrunk by its rank.
+func (t *teacher) weight(e entry) float64 {
+	return normalish(mix64(e.id^t.weightKey)) * t.decay(e.rank)
+}
+
+// addFactor adds the hidden factor vector of feature e to v.
+func (t *teacher) addFactor(v *[factorDim]float64, e entry) {
+	d := t.decay(e.rank)
+	for j := range v {
+		v[j] += d * normalish(mix64(e.id^t.factorKey^uint64(j+1)*golden))
+	}
+}
+
+// Generator draws samples. It is not safe for concurrent use.
+type Generator struct {
+	cfg      Config
+	t        teacher
+	rng      *rand.Rand // the sample stream (Seed)
+	items    *rand.Zipf // item ranks, on rng
+	prof     *rand.PCG  // a user's profile stream, reseeded per user
+	profRand *rand.Rand
+	profZipf *rand.Zipf
+	poissonL float64 // exp(-(MeanBag-1))
+
+	remaining int       // samples left in the current user's run
+	user      []entry   // the current user's features
+	userFirst float64   // the user fields' part of the first-order sum
+	userVec   [factorDim]float64
+	item      []entry // scratch: the current sample's item features
+	feats     []reader.Feature
+	tok       []byte // scratch: a rank's decimal token
+	line      []byte // scratch: a libFFM line
+}
+
+// New returns a generator for cfg (with defaults filled in). The teacher's
+// scales are calibrated to cfg.LogitStd and cfg.InteractionShare, and its
+// bias to cfg.CTR, on a fixed sample of the world (independent of cfg.Seed).
+func New(cfg Config) (*Generator, error) {
+	cfg.EnsureDefaults()
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	t := newTeacher(&cfg)
+	cal := newGenerator(&cfg, t, mix64(cfg.WorldSeed^saltCalibrat))
+	first := make([]float64, calibrationSamples)
+	inter := make([]float64, calibrationSamples)
+	for i := range first {
+		cal.remaining = 0 // a fresh user per sample: the marginal distribution
+		_, _, first[i], inter[i] = cal.next()
+	}
+	share := max(cfg.InteractionShare, 0)
+	t.first = math.Sqrt(1-share) * cfg.LogitStd / stddev(first)
+	t.inter = 0
+	if share > 0 {
+		t.inter = math.Sqrt(share) * cfg.LogitStd / stddev(inter)
+	}
+	logits := first
+	for i := range logits {
+		logits[i] = t.first*first[i] + t.inter*inter[i]
+	}
+	t.bias = calibrateBias(logits, cfg.CTR)
+	return newGenerator(&cfg, t, cfg.Seed), nil
+}
+
+// newTeacher returns the teacher with unit scales and a zero bias.
+func newTeacher(cfg *Config) teacher {
+	t := teacher{
+		weightKey:   mix64(cfg.WorldSeed ^ saltWeight),
+		factorKey:   mix64(cfg.WorldSeed ^ saltFactor),
+		itemField:   uint32(cfg.UserFields),
+		fieldWeight: make([]float64, cfg.Fields),
+		first:       1,
+		inter:       1,
+		rankScale:   cfg.RankScale,
+	}
+	for f := range t.fieldWeight {
+		t.fieldWeight[f] = 0.5 + uniform(mix64(t.weightKey+uint64(f)*golden))
+	}
+	return t
+}
+
+func stddev(x []float64) float64 {
+	var m, v float64
+	for _, a := range x {
+		m += a
+	}
+	m /= float64(len(x))
+	for _, a := range x {
+		v += (a - m) * (a - m)
+	}
+	return math.Sqrt(v / float64(len(x)))
+}
+
+func newGenerator(cfg *Config, t teacher, seed uint64) *Generator {
+	g := &Generator{
+		cfg:      *cfg,
+		t:        t,
+		rng:      rand.New(rand.NewPCG(seed, mix64(seed^golden))),
+		prof:     rand.NewPCG(0, 0),
+		poissonL: math.Exp(-(cfg.MeanBag - 1)),
+	}
+	imax := uint64(cfg.Vocab - 1)
+	g.items = rand.NewZipf(g.rng, cfg.ZipfS, 1, imax)
+	g.profRand = rand.New(g.prof)
+	g.profZipf = rand.NewZipf(g.profRand, cfg.ZipfS, 1, imax)
+	return g
+}
+
+// calibrateBias returns b with mean(sigmoid(b + logits)) = ctr, by bisection.
+func calibrateBias(logits []float64, ctr float64) float64 {
+	lo, hi := -50.0, 50.0
+	for range 100 {
+		mid := (lo + hi) / 2
+		var sum float64
+		for _, s := range logits {
+			sum += sigmoid(mid + s)
+		}
+		if sum/float64(len(logits)) < ctr {
+			lo = mid
+		} else {
+			hi = mid
+		}
+	}
+	return (lo + hi) / 2
+}
+
+// Config returns the generator's configuration with defaults filled in.
+func (g *Generator) Config() Config { return g.cfg }
+
+// Bias returns the teacher's calibrated bias (logit offset).
+func (g *Generator) Bias() float64 { return g.t.bias }
+
+// Generate appends n samples to ds and returns the teacher's click
+// probability of each of them. Successive calls continue one stream:
+// Generate(ds, a) then Generate(ds, b) appends what Generate(ds, a+b) would.
+func (g *Generator) Generate(ds *reader.Dataset, n int) (probs []float32) {
+	probs = make([]float32, n)
+	for i := range probs {
+		label, p, _, _ := g.next()
+		probs[i] = float32(p)
+		g.feats = g.feats[:0]
+		for _, e := range g.user {
+			g.feats = append(g.feats, reader.Feature{Field: e.field, ID: e.id, Value: 1})
+		}
+		for _, e := range g.item {
+			g.feats = append(g.feats, reader.Feature{Field: e.field, ID: e.id, Value: 1})
+		}
+		ds.Append(label, g.feats)
+	}
+	return probs
+}
+
+// WriteLibFFM writes n samples as libFFM lines "label field:rank:1 ...", the
+// token of an id being its decimal Zipf rank. It draws exactly the samples
+// Generate would: reading the output with reader.Read and Format LibFFM gives
+// the Dataset Generate(ds, n) would have built, and the returned
+// probabilities are the same.
+func (g *Generator) WriteLibFFM(w io.Writer, n int) (probs []float32, err error) {
+	bw := bufio.NewWriterSize(w, 1<<16)
+	probs = make([]float32, n)
+	for i := range probs {
+		label, p, _, _ := g.next()
+		probs[i] = float32(p)
+		b := append(g.line[:0], '0')
+		if label == 1 {
+			b[0] = '1'
+		}
+		for _, list := range [2][]entry{g.user, g.item} {
+			for _, e := range list {
+				b = append(b, ' ')
+				b = strconv.AppendUint(b, uint64(e.field), 10)
+				b = append(b, ':')
+				b = strconv.AppendUint(b, uint64(e.rank), 10)
+				b = append(b, ":1"...)
+			}
+		}
+		b = append(b, '\n')
+		g.line = b
+		if _, err := bw.Write(b); err != nil {
+			return probs[:i], fmt.Errorf("datagen: write libffm: %w", err)
+		}
+	}
+	if err := bw.Flush(); err != nil {
+		return probs, fmt.Errorf("datagen: write libffm: %w", err)
+	}
+	return probs, nil
+}
+
+// next draws one sample into g.user and g.item and returns its label, the
+// teacher's click probability, and the two parts of its logit before scaling:
+// the first-order sum and the interaction <U, V>.
+func (g *Generator) next() (label float32, prob, first, inter float64) {
+	if g.remaining == 0 {
+		g.newUser()
+	}
+	g.remaining--
+	first = g.userFirst
+	g.item = g.item[:0]
+	for f := g.cfg.UserFields; f < g.cfg.Fields; f++ {
+		start := len(g.item)
+		g.item = g.drawBag(g.items, g.rng, uint32(f), g.item)
+		bag := g.item[start:]
+		var s float64
+		for _, e := range bag {
+			s += g.t.weight(e)
+		}
+		first += g.t.fieldWeight[f] * s
+		if uint32(f) == g.t.itemField {
+			var v [factorDim]float64
+			for _, e := range bag {
+				g.t.addFactor(&v, e)
+			}
+			for j := range v {
+				inter += v[j] * g.userVec[j]
+			}
+		}
+	}
+	prob = sigmoid(g.t.bias + g.t.first*first + g.t.inter*inter)
+	if g.rng.Float64() < prob {
+		label = 1
+	}
+	return label, prob, first, inter
+}
+
+// newUser starts a run: it picks a user and the run's length from the
+// sample stream and draws the user's fields from the user's own stream.
+func (g *Generator) newUser() {
+	u := uint64(g.rng.IntN(g.cfg.Users))
+	g.remaining = g.geometric()
+	g.loadUser(u)
+}
+
+// loadUser draws user u's fields, a function of u and the world alone, and
+// their part of the teacher's logit.
+func (g *Generator) loadUser(u uint64) {
+	key := mix64(g.t.weightKey ^ saltProfile ^ u*golden)
+	g.prof.Seed(key, mix64(key))
+	g.user = g.user[:0]
+	g.userFirst = 0
+	g.userVec = [factorDim]float64{}
+	for f := 0; f < g.cfg.UserFields; f++ {
+		start := len(g.user)
+		g.user = g.drawBag(g.profZipf, g.profRand, uint32(f), g.user)
+		for _, e := range g.user[start:] {
+			g.userFirst += g.t.fieldWeight[f] * g.t.weight(e)
+			if f == 0 {
+				g.t.addFactor(&g.userVec, e)
+			}
+		}
+	}
+}
+
+// drawBag appends a bag of 1 + Poisson(MeanBag-1) distinct ids of field to
+// dst. Duplicates are redrawn, a bounded number of times (the bag comes out
+// smaller when the vocabulary is nearly exhausted).
+func (g *Generator) drawBag(z *rand.Zipf, r *rand.Rand, field uint32, dst []entry) []entry {
+	size := 1 + g.poisson(r)
+	start := len(dst)
+	for tries := 0; len(dst)-start < size && tries < 8*size; tries++ {
+		rank := uint32(z.Uint64())
+		dup := false
+		for _, e := range dst[start:] {
+			if e.rank == rank {
+				dup = true
+				break
+			}
+		}
+		if dup {
+			continue
+		}
+		g.tok = strconv.AppendUint(g.tok[:0], uint64(rank), 10)
+		dst = append(dst, entry{field: field, rank: rank, id: reader.FeatureID(field, g.tok)})
+	}
+	return dst
+}
+
+// poisson draws Poisson(MeanBag-1) by Knuth's multiplication method.
+func (g *Generator) poisson(r *rand.Rand) int {
+	k := 0
+	for p := r.Float64(); p > g.poissonL; p *= r.Float64() {
+		k++
+	}
+	return k
+}
+
+// geometric draws a run length >= 1 with mean SamplesPerUser.
+func (g *Generator) geometric() int {
+	m := g.cfg.SamplesPerUser
+	if m <= 1 {
+		return 1
+	}
+	u := 1 - g.rng.Float64() // (0, 1]
+	n := 1 + math.Floor(math.Log(u)/math.Log1p(-1/m))
+	return int(min(n, 1<<40))
+}
+
+func sigmoid(x float64) float64 { return 1 / (1 + math.Exp(-x)) }
+
+// mix64 is the splitmix64 finalizer.
+func mix64(x uint64) uint64 {
+	x ^= x >> 30
+	x *= 0xbf58476d1ce4e5b9
+	x ^= x >> 27
+	x *= 0x94d049bb133111eb
+	x ^= x >> 31
+	return x
+}
+
+// uniform maps h to [0, 1).
+func uniform(h uint64) float64 { return float64(h>>11) / (1 << 53) }
+
+// normalish maps h to an approximately standard normal number: the
+// Irwin-Hall sum of its four 16-bit lanes, centred and scaled to unit
+// variance (range +-2*sqrt(3)).
+func normalish(h uint64) float64 {
+	s := float64(h&0xffff) + float64(h>>16&0xffff) + float64(h>>32&0xffff) + float64(h>>48)
+	return (s/65536 - 2) * math.Sqrt(3)
+}

@@ -1,0 +1,221 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"math"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/xdlgo/xps/internal/cluster"
+	"github.com/xdlgo/xps/internal/etcdembed"
+)
+
+// moduleRoot finds the directory of go.mod.
+func moduleRoot(t *testing.T) string {
+	t.Helper()
+	out, err := exec.Command("go", "env", "GOMOD").Output()
+	if err != nil {
+		t.Fatalf("go env GOMOD: %v", err)
+	}
+	return filepath.Dir(strings.TrimSpace(string(out)))
+}
+
+// build compiles the commands into a temporary directory (without the race
+// detector: these are the processes under test, not the test itself).
+func build(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	cmd := exec.Command("go", "build", "-o", dir, "./cmd/ams", "./cmd/scheduler", "./cmd/worker", "./cmd/ctrgen")
+	cmd.Dir = moduleRoot(t)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	return dir
+}
+
+// proc is a child process whose output is kept for failure reports.
+type proc struct {
+	name string
+	cmd  *exec.Cmd
+	out  bytes.Buffer
+	mu   sync.Mutex
+	done chan error
+}
+
+func (p *proc) Write(b []byte) (int, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.out.Write(b)
+}
+
+func (p *proc) output() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.out.String()
+}
+
+func start(t *testing.T, name, bin string, args ...string) *proc {
+	t.Helper()
+	p := &proc{name: name, done: make(chan error, 1)}
+	p.cmd = exec.Command(bin, args...)
+	p.cmd.Stdout, p.cmd.Stderr = p, p
+	if err := p.cmd.Start(); err != nil {
+		t.Fatalf("start %s: %v", name, err)
+	}
+	go func() { p.done <- p.cmd.Wait() }()
+	t.Cleanup(func() {
+		p.cmd.Process.Kill()
+		<-p.done
+		if t.Failed() {
+			t.Logf("--- output of %s:\n%s", name, p.output())
+		}
+	})
+	return p
+}
+
+// wait waits for the process to exit and fails the test on error.
+func (p *proc) wait(t *testing.T, timeout time.Duration) {
+	t.Helper()
+	select {
+	case err := <-p.done:
+		p.done <- err // keep it for Cleanup
+		if err != nil {
+			t.Fatalf("%s exited with %v:\n%s", p.name, err, p.output())
+		}
+	case <-time.After(timeout):
+		t.Fatalf("%s did not finish in %v:\n%s", p.name, timeout, p.output())
+	}
+}
+
+type summary struct {
+	Samples          int64   `json:"samples"`
+	SamplesPerSecond float64 `json:"samples_per_second"`
+	TestAUC          float64 `json:"test_auc"`
+	TestLogLoss      float64 `json:"test_logloss"`
+	Shards           int     `json:"shards"`
+	TrainRows        int     `json:"train_rows"`
+}
+
+// lastJSON decodes the last line of a worker's output.
+func lastJSON(t *testing.T, p *proc) summary {
+	t.Helper()
+	lines := strings.Split(strings.TrimSpace(p.output()), "\n")
+	var s summary
+	if err := json.Unmarshal([]byte(lines[len(lines)-1]), &s); err != nil {
+		t.Fatalf("%s: last line is not JSON: %v\n%s", p.name, err, p.output())
+	}
+	return s
+}
+
+const jobConfig = `
+model:
+  tables: [{name: emb, dim: 8, optimizer: {name: adagrad, lr: 0.05}, init: {kind: uniform, scale: 0.01}}]
+  hidden: [32, 16]
+train: {batch_size: 128, epochs: 2, progress_every: 1s}
+data: {train_samples: 40000, test_samples: 10000, fields: 8, user_fields: 3, vocab: 2000, mean_bag: 2}
+`
+
+// TestMultiProcessCluster runs 2 AMS processes, a scheduler and first one
+// worker, then (on a fresh cluster) two workers sharing the same training
+// file; the two-worker AUC must be within 0.005 of the one-worker AUC. It
+// then kills a shard and checks that the scheduler reports its expired lease.
+func TestMultiProcessCluster(t *testing.T) {
+	if testing.Short() {
+		t.Skip("multi-process test skipped in -short mode")
+	}
+	bin := build(t)
+	dir := t.TempDir()
+	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
+	defer cancel()
+	etcd, err := etcdembed.Start(ctx, etcdembed.Options{Dir: filepath.Join(dir, "etcd"), UnsafeNoFsync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer etcd.Close()
+	ep := strings.Join(etcd.Endpoints(), ",")
+	cfg := filepath.Join(dir, "job.yaml")
+	if err := os.WriteFile(cfg, []byte(jobConfig), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	train, test := filepath.Join(dir, "train.libffm"), filepath.Join(dir, "test.libffm")
+	gen := start(t, "ctrgen", filepath.Join(bin, "ctrgen"), "-config", cfg, "-train", train, "-test", test)
+	gen.wait(t, time.Minute)
+
+	runCluster := func(name string, workers int) ([]summary, []*proc) {
+		common := []string{"-etcd", ep, "-cluster", name}
+		start(t, name+"/scheduler", filepath.Join(bin, "scheduler"), append(common, "-shards", "2", "-lease-ttl", "2s")...)
+		var shards []*proc
+		for i := 0; i < 2; i++ {
+			shards = append(shards, start(t, fmt.Sprintf("%s/ams-%d", name, i), filepath.Join(bin, "ams"),
+				append(common, "-id", fmt.Sprintf("ams-%d", i), "-lease-ttl", "2s")...))
+		}
+		var ws []*proc
+		for i := 0; i < workers; i++ {
+			ws = append(ws, start(t, fmt.Sprintf("%s/worker-%d", name, i), filepath.Join(bin, "worker"),
+				append(common, "-config", cfg, "-train", train, "-test", test, "-json",
+					"-workers", fmt.Sprint(workers), "-worker-index", fmt.Sprint(i))...))
+		}
+		var out []summary
+		for _, w := range ws {
+			w.wait(t, 5*time.Minute)
+			out = append(out, lastJSON(t, w))
+		}
+		return out, shards
+	}
+
+	one, _ := runCluster("one", 1)
+	two, shards := runCluster("two", 2)
+	t.Logf("one worker: %+v", one[0])
+	t.Logf("two workers: %+v / %+v", two[0], two[1])
+	if one[0].Shards != 2 || one[0].TrainRows != 40000 {
+		t.Fatalf("one-worker run: %+v, want 2 shards and 40000 rows", one[0])
+	}
+	if two[0].TrainRows+two[1].TrainRows != 40000 || two[0].TrainRows != 20000 {
+		t.Fatalf("two workers took %d and %d rows, want 20000 each", two[0].TrainRows, two[1].TrainRows)
+	}
+	if one[0].TestAUC < 0.6 {
+		t.Fatalf("one-worker AUC %.4f: the model did not learn", one[0].TestAUC)
+	}
+	for i, s := range two {
+		if d := math.Abs(s.TestAUC - one[0].TestAUC); d > 0.005 {
+			t.Errorf("worker %d of 2: AUC %.4f differs from the one-worker AUC %.4f by %.4f > 0.005", i, s.TestAUC, one[0].TestAUC, d)
+		}
+	}
+
+	// Kill a shard without a clean leave: the scheduler reports its lease expiry.
+	cli, err := cluster.Dial(ctx, etcd.Endpoints(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cli.Close()
+	shards[1].cmd.Process.Kill()
+	prefix, _ := cluster.Prefix("two")
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		events, err := cluster.ListEvents(ctx, cli, prefix)
+		if err != nil {
+			t.Fatal(err)
+		}
+		found := false
+		for _, e := range events {
+			if e.Type == cluster.EventLeaseExpired && e.Member != nil && e.Member.Kind == cluster.KindAMS && e.Member.ID == "ams-1" {
+				found = true
+			}
+		}
+		if found {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no lease-expiry event for ams-1 after 30s; events: %+v", events)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}

@@ -1,0 +1,180 @@
+// Package etcdembed runs an etcd server inside the process, on loopback with
+// ports chosen by the kernel. `worker -local` uses it to run a whole cluster
+// in one process, and tests use it as a real etcd.
+//
+// Usage:
+//
+//	srv, err := etcdembed.Start(ctx, etcdembed.Options{Dir: dir})
+//	if err != nil { ... }
+//	defer srv.Close()
+//	cli, err := clientv3.New(clientv3.Config{Endpoints: srv.Endpoints()})
+//
+// Invariants: a Server holds no process globals, so several may run in one
+// process; Start returns only once the server serves client requests (or
+// fails, leaving nothing running); Close stops the server and waits for all
+// its goroutines.
+package etcdembed
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/url"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"go.etcd.io/etcd/server/v3/embed"
+
+	"github.com/xdlgo/xps/internal/cluster"
+)
+
+// ErrStart is returned (wrapped) when the server fails to start or to become
+// ready in time.
+var ErrStart = errors.New("etcdembed: start")
+
+// Options configures an embedded etcd server.
+type Options struct {
+	// Dir is the data directory; it is created if missing. Required.
+	Dir string
+	// Name is the etcd member name. The default value is "xps".
+	Name string
+	// Logger receives etcd's log entries at or above LogLevel. The default
+	// value (nil) discards them.
+	Logger *slog.Logger
+	// LogLevel is the lowest level forwarded to Logger. The default value
+	// is slog.LevelError.
+	LogLevel slog.Leveler
+	// ReadyTimeout bounds how long Start waits for the server to serve.
+	// The default value is 30s.
+	ReadyTimeout time.Duration
+	// UnsafeNoFsync disables fsync: faster, loses data on a machine crash.
+	// For tests. The default value is false.
+	UnsafeNoFsync bool
+}
+
+// EnsureDefaults fills zero fields with their default values.
+func (o *Options) EnsureDefaults() {
+	if o.Name == "" {
+		o.Name = "xps"
+	}
+	if o.LogLevel == nil {
+		o.LogLevel = slog.LevelError
+	}
+	if o.ReadyTimeout <= 0 {
+		o.ReadyTimeout = 30 * time.Second
+	}
+}
+
+// Validate reports every problem with the options.
+func (o *Options) Validate() error {
+	var errs []error
+	if o.Dir == "" {
+		errs = append(errs, errors.New("etcdembed: Dir is required"))
+	}
+	if o.ReadyTimeout < 0 {
+		errs = append(errs, fmt.Errorf("etcdembed: ReadyTimeout %v is negative", o.ReadyTimeout))
+	}
+	return errors.Join(errs...)
+}
+
+// Server is a running embedded etcd server.
+type Server struct {
+	e         *embed.Etcd
+	endpoints []string
+	closeOnce sync.Once
+	closing   *atomic.Bool
+}
+
+// Start starts a single-member etcd server listening on 127.0.0.1 with
+// kernel-chosen client and peer ports, and waits until it is ready, at most
+// opts.ReadyTimeout and not after ctx ends.
+func Start(ctx context.Context, opts Options) (*Server, error) {
+	opts.EnsureDefaults()
+	if err := opts.Validate(); err != nil {
+		return nil, err
+	}
+	cfg := embed.NewConfig()
+	cfg.Name = opts.Name
+	cfg.Dir = opts.Dir
+	loop := url.URL{Scheme: "http", Host: "127.0.0.1:0"}
+	cfg.ListenClientUrls = []url.URL{loop}
+	cfg.AdvertiseClientUrls = []url.URL{loop}
+	cfg.ListenPeerUrls = []url.URL{loop}
+	cfg.AdvertisePeerUrls = []url.URL{loop}
+	cfg.InitialCluster = cfg.InitialClusterFromName(cfg.Name)
+	cfg.EnableGRPCGateway = false
+	cfg.UnsafeNoFsync = opts.UnsafeNoFsync
+	cfg.Logger = "zap"
+	cfg.LogLevel = "error"
+	// Once Close starts, etcd logs its listeners' shutdown as errors
+	// ("setting up serving ... failed"); the gate drops those.
+	closing := new(atomic.Bool)
+	logger := opts.Logger
+	if logger != nil {
+		logger = slog.New(gateHandler{h: logger.Handler(), closing: closing})
+	}
+	cfg.ZapLoggerBuilder = embed.NewZapLoggerBuilder(cluster.ZapLogger(logger, opts.LogLevel.Level()))
+
+	e, err := embed.StartEtcd(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrStart, err)
+	}
+	timer := time.NewTimer(opts.ReadyTimeout)
+	defer timer.Stop()
+	select {
+	case <-e.Server.ReadyNotify():
+	case err := <-e.Err():
+		e.Close()
+		return nil, fmt.Errorf("%w: %w", ErrStart, err)
+	case <-timer.C:
+		e.Close()
+		return nil, fmt.Errorf("%w: not ready after %v", ErrStart, opts.ReadyTimeout)
+	case <-ctx.Done():
+		e.Close()
+		return nil, fmt.Errorf("%w: %w", ErrStart, ctx.Err())
+	}
+	s := &Server{e: e, closing: closing}
+	for _, l := range e.Clients {
+		s.endpoints = append(s.endpoints, l.Addr().String())
+	}
+	return s, nil
+}
+
+// Endpoints returns the client addresses ("127.0.0.1:port") of the server.
+func (s *Server) Endpoints() []string { return append([]string(nil), s.endpoints...) }
+
+// Close stops the server and waits for its goroutines. It is idempotent.
+func (s *Server) Close() error {
+	s.closeOnce.Do(func() {
+		s.closing.Store(true)
+		s.e.Close()
+	})
+	return nil
+}
+
+// gateHandler forwards records to h until closing is set.
+type gateHandler struct {
+	h       slog.Handler
+	closing *atomic.Bool
+}
+
+func (g gateHandler) Enabled(ctx context.Context, l slog.Level) bool {
+	return !g.closing.Load() && g.h.Enabled(ctx, l)
+}
+
+func (g gateHandler) Handle(ctx context.Context, r slog.Record) error {
+	if g.closing.Load() {
+		return nil
+	}
+	return g.h.Handle(ctx, r)
+}
+
+func (g gateHandler) WithAttrs(as []slog.Attr) slog.Handler {
+	return gateHandler{h: g.h.WithAttrs(as), closing: g.closing}
+}
+
+func (g gateHandler) WithGroup(name string) slog.Handler {
+	return gateHandler{h: g.h.WithGroup(name), closing: g.closing}
+}

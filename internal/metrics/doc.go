@@ -1,0 +1,10 @@
+// Package metrics computes the offline quality metrics of a click model:
+// the area under the ROC curve and the mean log loss.
+//
+// Labels are 0 or 1; a label > 0.5 counts as a positive (a click). Scores
+// may be any real numbers (only their order matters to AUC); probabilities
+// for LogLoss lie in [0, 1]. A length mismatch between labels and scores is a
+// programmer error and panics.
+//
+// Both functions are pure: they never modify their inputs.
+package metrics

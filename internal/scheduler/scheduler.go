@@ -1,0 +1,455 @@
+package scheduler
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"slices"
+	"sync"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/xdlgo/xps/ams"
+	"github.com/xdlgo/xps/internal/cluster"
+)
+
+// ErrLostRegistration is returned (wrapped) by Err when the scheduler's own
+// lease was lost: another scheduler may take over, so this one stops.
+var ErrLostRegistration = errors.New("scheduler: registration lost")
+
+const (
+	// opTimeout bounds each etcd call of the driver.
+	opTimeout = 5 * time.Second
+	// maxRetry caps the wait between failed resyncs.
+	maxRetry = 5 * time.Second
+)
+
+// Options configures a Scheduler.
+type Options struct {
+	// Prefix is the cluster's etcd key prefix (see cluster.Prefix). The
+	// default value is cluster.DefaultPrefix.
+	Prefix string
+	// ID is the scheduler's member id. The default value is
+	// "<hostname>-<pid>".
+	ID string
+	// Addr is the address the scheduler advertises in its member record
+	// (its status page). The default value is "" (none).
+	Addr string
+	// Shards is the number of AMS shards the cluster forms with. Required,
+	// at least 1.
+	Shards int
+	// Partitions is the number of virtual partitions. The default value is
+	// ams.DefaultPartitions.
+	Partitions int
+	// LeaseTTL is the TTL of the scheduler's own lease. The default value is
+	// cluster.DefaultTTL (5s).
+	LeaseTTL time.Duration
+	// TickInterval is how often the core gets a Tick and a failed shard map
+	// publication is retried. The default value is 1s.
+	TickInterval time.Duration
+	// Logger receives the scheduler's logs. The default value is
+	// slog.Default().
+	Logger *slog.Logger
+}
+
+// EnsureDefaults fills zero fields with their default values.
+func (o *Options) EnsureDefaults() {
+	if o.Prefix == "" {
+		o.Prefix = cluster.DefaultPrefix
+	}
+	if o.ID == "" {
+		host, err := os.Hostname()
+		if err != nil || host == "" {
+			host = "scheduler"
+		}
+		o.ID = fmt.Sprintf("%s-%d", host, os.Getpid())
+	}
+	if o.Partitions == 0 {
+		o.Partitions = ams.DefaultPartitions
+	}
+	if o.LeaseTTL == 0 {
+		o.LeaseTTL = cluster.DefaultTTL
+	}
+	if o.TickInterval == 0 {
+		o.TickInterval = time.Second
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+}
+
+// Validate reports every problem with the options. Call EnsureDefaults
+// first: New does.
+func (o *Options) Validate() error {
+	var errs []error
+	if err := cluster.ValidatePrefix(o.Prefix); err != nil {
+		errs = append(errs, fmt.Errorf("%w: %w", ErrBadConfig, err))
+	}
+	if err := (cluster.Member{Kind: cluster.KindScheduler, ID: o.ID}).Validate(); err != nil {
+		errs = append(errs, fmt.Errorf("%w: %w", ErrBadConfig, err))
+	}
+	if o.LeaseTTL < 0 {
+		errs = append(errs, fmt.Errorf("%w: LeaseTTL %v is negative", ErrBadConfig, o.LeaseTTL))
+	}
+	if o.TickInterval < 0 {
+		errs = append(errs, fmt.Errorf("%w: TickInterval %v is negative", ErrBadConfig, o.TickInterval))
+	}
+	cfg := o.coreConfig()
+	cfg.EnsureDefaults()
+	errs = append(errs, cfg.Validate())
+	return errors.Join(errs...)
+}
+
+func (o *Options) coreConfig() Config {
+	return Config{Shards: o.Shards, Partitions: o.Partitions, Version: 1}
+}
+
+// tracked is a member key the driver has seen, with the revision that
+// created it (one per incarnation).
+type tracked struct {
+	member    cluster.Member
+	createRev int64
+}
+
+// Scheduler is the driver around Core: it registers itself as a member,
+// watches <prefix>/members/ and <prefix>/left/, feeds the Core and carries out
+// its Output (shard map and events in etcd, logs). One goroutine, started by
+// New and stopped by Close, does all of it.
+type Scheduler struct {
+	cli    *clientv3.Client
+	opts   Options
+	log    *slog.Logger
+	reg    *cluster.Registration
+	cancel context.CancelCauseFunc
+	done   chan struct{}
+	err    error // why run stopped; written before done is closed
+
+	mu struct {
+		sync.Mutex
+		state   State
+		version uint64
+	}
+
+	// Owned by the run goroutine.
+	core    *Core
+	members map[string]tracked // by "kind/id"
+	left    map[string]bool    // left markers present, by "kind/id"
+	seq     uint64             // last event sequence number
+	pending *ams.ShardMap      // shard map not yet published
+}
+
+// New validates opts, registers the scheduler as a member of kind
+// "scheduler" and starts the goroutine that drives the cluster. The caller
+// keeps ownership of cli and must call Close.
+func New(cli *clientv3.Client, opts Options) (*Scheduler, error) {
+	opts.EnsureDefaults()
+	if err := opts.Validate(); err != nil {
+		return nil, err
+	}
+	core, err := NewCore(opts.coreConfig())
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
+	defer cancel()
+	reg, err := cluster.Register(ctx, cli, opts.Prefix,
+		cluster.Member{Kind: cluster.KindScheduler, ID: opts.ID, Addr: opts.Addr}, opts.LeaseTTL)
+	if err != nil {
+		return nil, fmt.Errorf("scheduler: %w", err)
+	}
+	// The run context ends on Close, or when cli is closed under us (then
+	// no etcd call can succeed and the lease is as good as lost).
+	runCtx, stop := context.WithCancelCause(context.Background())
+	s := &Scheduler{
+		cli: cli, opts: opts, reg: reg, cancel: stop, done: make(chan struct{}),
+		log:  opts.Logger.With("component", "scheduler", "prefix", opts.Prefix),
+		core: core, members: make(map[string]tracked), left: make(map[string]bool),
+	}
+	s.mu.state, s.mu.version = core.State(), core.Version()
+	stopAfter := context.AfterFunc(cli.Ctx(), func() {
+		stop(fmt.Errorf("%w: etcd client closed", ErrLostRegistration))
+	})
+	go func() {
+		defer stopAfter()
+		s.run(runCtx)
+	}()
+	return s, nil
+}
+
+// Status returns the current cluster state and version.
+func (s *Scheduler) Status() (State, uint64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.mu.state, s.mu.version
+}
+
+// Done is closed when the scheduler stops: after Close, or on its own when
+// its registration is lost (see Err).
+func (s *Scheduler) Done() <-chan struct{} { return s.done }
+
+// Err returns why the scheduler stopped on its own (wrapping
+// ErrLostRegistration), or nil. It is meaningful once Done is closed.
+func (s *Scheduler) Err() error {
+	select {
+	case <-s.done:
+		return s.err
+	default:
+		return nil
+	}
+}
+
+// Close stops the goroutine, waits for it, and leaves the cluster
+// gracefully. It returns the error that stopped the scheduler, if any, and
+// the error of leaving.
+func (s *Scheduler) Close() error {
+	s.cancel(nil)
+	<-s.done
+	return errors.Join(s.err, s.reg.Close())
+}
+
+func (s *Scheduler) run(ctx context.Context) {
+	defer close(s.done)
+	s.err = s.loop(ctx)
+	if cause := context.Cause(ctx); s.err == nil && !errors.Is(cause, context.Canceled) {
+		s.err = cause
+	}
+	if s.err != nil {
+		s.log.Error("scheduler stopped", "err", s.err)
+	}
+}
+
+// loop syncs with etcd, then watches from the synced revision; a broken
+// watch starts it over. It returns nil when ctx ends.
+func (s *Scheduler) loop(ctx context.Context) error {
+	ticker := time.NewTicker(s.opts.TickInterval)
+	defer ticker.Stop()
+	retry := 100 * time.Millisecond
+	for {
+		rev, err := s.sync(ctx)
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			s.log.Warn("sync with etcd failed, retrying", "err", err, "in", retry)
+			select {
+			case <-ctx.Done():
+				return nil
+			case <-s.reg.Lost():
+				return fmt.Errorf("%w: %s", ErrLostRegistration, s.reg.Member())
+			case <-time.After(retry):
+			}
+			retry = min(2*retry, maxRetry)
+			continue
+		}
+		retry = 100 * time.Millisecond
+		err = s.watch(ctx, rev+1, ticker.C)
+		if ctx.Err() != nil {
+			return nil
+		}
+		if errors.Is(err, ErrLostRegistration) {
+			return err
+		}
+		s.log.Warn("membership watch broke, resyncing", "err", err)
+	}
+}
+
+// sync reads members and left markers, reconciles the tracked members with
+// them (feeding the Core joins and leaves), and returns the revision read.
+func (s *Scheduler) sync(ctx context.Context) (int64, error) {
+	gctx, cancel := context.WithTimeout(ctx, opTimeout)
+	resp, err := s.cli.Get(gctx, cluster.LeftPrefix(s.opts.Prefix), s.watchRange())
+	cancel()
+	if err != nil {
+		return 0, fmt.Errorf("scheduler: sync: %w", err)
+	}
+	left := make(map[string]bool)
+	live := make(map[string]tracked)
+	for _, kv := range resp.Kvs {
+		key := string(kv.Key)
+		if kind, id, ok := cluster.ParseLeftKey(s.opts.Prefix, key); ok {
+			left[kind+"/"+id] = true
+			continue
+		}
+		if m, ok := s.decodeMember(key, kv.Value); ok {
+			live[m.String()] = tracked{member: m, createRev: kv.CreateRevision}
+		}
+	}
+	s.left = left
+	for _, k := range sortedKeys(s.members) {
+		old := s.members[k]
+		if cur, ok := live[k]; ok && cur.createRev == old.createRev {
+			continue
+		}
+		delete(s.members, k)
+		_, stillThere := live[k]
+		s.step(ctx, MemberLeft{Member: old.member, Graceful: !stillThere && left[k]})
+	}
+	for _, k := range sortedKeys(live) {
+		if _, ok := s.members[k]; ok {
+			continue
+		}
+		s.members[k] = live[k]
+		s.step(ctx, MemberJoined{Member: live[k].member})
+	}
+	return resp.Header.Revision, nil
+}
+
+// watchRange makes a Get or Watch from <prefix>/left/ cover <prefix>/members/
+// too ("left/" sorts before "members/"; nothing else of the layout sorts
+// between them).
+func (s *Scheduler) watchRange() clientv3.OpOption {
+	return clientv3.WithRange(clientv3.GetPrefixRangeEnd(cluster.MembersPrefix(s.opts.Prefix)))
+}
+
+// watch applies membership changes from rev on, and ticks, until the watch
+// breaks (returns why), ctx ends, or the registration is lost.
+func (s *Scheduler) watch(ctx context.Context, rev int64, tick <-chan time.Time) error {
+	wctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	wch := s.cli.Watch(wctx, cluster.LeftPrefix(s.opts.Prefix), s.watchRange(),
+		clientv3.WithRev(rev), clientv3.WithPrevKV())
+	for {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-s.reg.Lost():
+			return fmt.Errorf("%w: %s", ErrLostRegistration, s.reg.Member())
+		case now := <-tick:
+			s.step(ctx, Tick{Now: now})
+			s.publishPending(ctx)
+		case resp, ok := <-wch:
+			if !ok {
+				return errors.New("scheduler: watch channel closed")
+			}
+			if err := resp.Err(); err != nil {
+				return fmt.Errorf("scheduler: watch: %w", err)
+			}
+			for _, ev := range resp.Events {
+				s.apply(ctx, ev)
+			}
+		}
+	}
+}
+
+// apply turns one etcd event into Core events.
+func (s *Scheduler) apply(ctx context.Context, ev *clientv3.Event) {
+	key := string(ev.Kv.Key)
+	if kind, id, ok := cluster.ParseLeftKey(s.opts.Prefix, key); ok {
+		if ev.Type == clientv3.EventTypePut {
+			s.left[kind+"/"+id] = true
+		} else {
+			delete(s.left, kind+"/"+id)
+		}
+		return
+	}
+	kind, id, ok := cluster.ParseMemberKey(s.opts.Prefix, key)
+	if !ok {
+		return
+	}
+	k := kind + "/" + id
+	if ev.Type == clientv3.EventTypeDelete {
+		old, ok := s.members[k]
+		if !ok {
+			return
+		}
+		delete(s.members, k)
+		s.step(ctx, MemberLeft{Member: old.member, Graceful: s.left[k]})
+		return
+	}
+	m, ok := s.decodeMember(key, ev.Kv.Value)
+	if !ok {
+		return
+	}
+	s.members[k] = tracked{member: m, createRev: ev.Kv.CreateRevision}
+	s.step(ctx, MemberJoined{Member: m})
+}
+
+func (s *Scheduler) decodeMember(key string, value []byte) (cluster.Member, bool) {
+	kind, id, ok := cluster.ParseMemberKey(s.opts.Prefix, key)
+	if !ok {
+		return cluster.Member{}, false
+	}
+	m, err := cluster.DecodeMember(kind, id, value)
+	if err != nil {
+		s.log.Warn("ignoring bad member record", "key", key, "err", err)
+		return cluster.Member{}, false
+	}
+	return m, true
+}
+
+// step feeds the Core one event and carries out its Output.
+func (s *Scheduler) step(ctx context.Context, ev Event) {
+	out := s.core.Step(ev)
+	if out.Empty() {
+		return
+	}
+	for _, r := range out.Reports {
+		m := r.Member
+		switch r.Reason {
+		case ReasonLeaseExpired:
+			s.log.Warn("member lease expired", "member", m.String(), "addr", m.Addr, "pid", m.PID)
+		default:
+			s.log.Info("member "+string(r.Reason), "member", m.String(), "addr", m.Addr, "pid", m.PID)
+		}
+		s.putEvent(ctx, cluster.Event{Type: string(r.Reason), Member: &m})
+	}
+	if out.ShardMap != nil {
+		s.pending = out.ShardMap
+		s.publishPending(ctx)
+	}
+	if c := out.State; c != nil {
+		s.mu.Lock()
+		s.mu.state, s.mu.version = c.To, c.Version
+		s.mu.Unlock()
+		s.log.Info("cluster state changed", "from", c.From.String(), "to", c.To.String(),
+			"version", c.Version, "cause", c.Cause)
+		s.putEvent(ctx, cluster.Event{Type: cluster.EventState, State: c.To.String(), Version: c.Version,
+			Detail: fmt.Sprintf("%s -> %s (%s)", c.From, c.To, c.Cause)})
+	}
+}
+
+// publishPending publishes the pending shard map; on failure it stays
+// pending and the next tick retries.
+func (s *Scheduler) publishPending(ctx context.Context) {
+	m := s.pending
+	if m == nil {
+		return
+	}
+	pctx, cancel := context.WithTimeout(ctx, opTimeout)
+	err := cluster.PublishShardMap(pctx, s.cli, s.opts.Prefix, m)
+	cancel()
+	if err != nil {
+		if ctx.Err() == nil {
+			s.log.Warn("publishing shard map failed, will retry", "version", m.Version, "err", err)
+		}
+		return
+	}
+	s.pending = nil
+	s.log.Info("shard map published", "version", m.Version, "partitions", m.Partitions, "shards", m.Shards)
+	s.putEvent(ctx, cluster.Event{Type: cluster.EventShardMap, Version: m.Version,
+		Detail: fmt.Sprintf("%d partitions over %v", m.Partitions, m.Shards)})
+}
+
+// putEvent records e (best effort: a failure is logged).
+func (s *Scheduler) putEvent(ctx context.Context, e cluster.Event) {
+	now := time.Now()
+	e.Time = now
+	s.seq = max(s.seq+1, uint64(now.UnixNano()))
+	pctx, cancel := context.WithTimeout(ctx, opTimeout)
+	defer cancel()
+	if err := cluster.PutEvent(pctx, s.cli, s.opts.Prefix, s.seq, e); err != nil && ctx.Err() == nil {
+		s.log.Warn("recording event failed", "type", e.Type, "err", err)
+	}
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}

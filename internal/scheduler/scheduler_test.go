@@ -1,0 +1,277 @@
+package scheduler_test
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/goleak"
+	"go.uber.org/zap"
+
+	"github.com/xdlgo/xps/internal/cluster"
+	"github.com/xdlgo/xps/internal/etcdembed"
+	"github.com/xdlgo/xps/internal/scheduler"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+type testWriter struct{ t *testing.T }
+
+func (w testWriter) Write(b []byte) (int, error) {
+	w.t.Helper()
+	w.t.Log(strings.TrimSuffix(string(b), "\n"))
+	return len(b), nil
+}
+
+func testLogger(t *testing.T) *slog.Logger {
+	return slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelDebug}))
+}
+
+func startEtcd(t *testing.T) *etcdembed.Server {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	srv, err := etcdembed.Start(ctx, etcdembed.Options{Dir: t.TempDir(), UnsafeNoFsync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { srv.Close() })
+	return srv
+}
+
+func newClient(t *testing.T, srv *etcdembed.Server) *clientv3.Client {
+	t.Helper()
+	cli, err := clientv3.New(clientv3.Config{Endpoints: srv.Endpoints(), DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cli.Close() })
+	return cli
+}
+
+func testCtx(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// eventually polls cond every 20ms until it holds or d passes.
+func eventually(t *testing.T, d time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %v waiting for %s", d, what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// events renders the recorded events as "type member" or "state STATE".
+func events(t *testing.T, cli *clientv3.Client, prefix string) []string {
+	t.Helper()
+	evs, err := cluster.ListEvents(testCtx(t), cli, prefix)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, e := range evs {
+		switch {
+		case e.Member != nil:
+			out = append(out, e.Type+" "+e.Member.String())
+		case e.Type == cluster.EventState:
+			out = append(out, "state "+e.State)
+		default:
+			out = append(out, e.Type)
+		}
+	}
+	return out
+}
+
+func hasEvent(t *testing.T, cli *clientv3.Client, prefix, want string) bool {
+	for _, e := range events(t, cli, prefix) {
+		if e == want {
+			return true
+		}
+	}
+	return false
+}
+
+func register(t *testing.T, cli *clientv3.Client, prefix, kind, id, addr string) *cluster.Registration {
+	t.Helper()
+	r, err := cluster.Register(testCtx(t), cli, prefix, cluster.Member{Kind: kind, ID: id, Addr: addr}, 2*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+func TestScheduler(t *testing.T) {
+	srv := startEtcd(t)
+	cli := newClient(t, srv)
+	const p = "/xps/it"
+	s, err := scheduler.New(cli, scheduler.Options{
+		Prefix: p, ID: "sched-1", Shards: 2, Partitions: 16,
+		LeaseTTL: 2 * time.Second, TickInterval: 50 * time.Millisecond, Logger: testLogger(t),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if st, v := s.Status(); st != scheduler.Forming || v != 1 {
+		t.Fatalf("initial status %v v%d", st, v)
+	}
+
+	// Register the shards one by one once the scheduler watches, so that
+	// the events come in a known order.
+	eventually(t, 5*time.Second, "the scheduler to see itself", func() bool {
+		return hasEvent(t, cli, p, "joined scheduler/sched-1")
+	})
+	// Two fake shards, each with its own client so that one can die alone.
+	cliA, cliB := newClient(t, srv), newClient(t, srv)
+	regA := register(t, cliA, p, cluster.KindAMS, "ams-1", "10.0.0.1:7000")
+	regB := register(t, cliB, p, cluster.KindAMS, "ams-0", "10.0.0.2:7000")
+	defer regB.Close()
+
+	m, err := cluster.WaitShardMap(testCtx(t), cli, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	if m.Version != 1 || m.Partitions != 16 ||
+		!reflect.DeepEqual(m.Shards, []string{"ams-0", "ams-1"}) ||
+		!reflect.DeepEqual(m.Addrs, []string{"10.0.0.2:7000", "10.0.0.1:7000"}) {
+		t.Fatalf("published map %+v", m)
+	}
+	eventually(t, 5*time.Second, "SERVING", func() bool {
+		st, _ := s.Status()
+		return st == scheduler.Serving
+	})
+
+	// A worker that leaves gracefully is reported as a clean leave.
+	w := register(t, cli, p, cluster.KindWorker, "w1", "")
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 5*time.Second, "the worker's leave", func() bool { return hasEvent(t, cli, p, "left worker/w1") })
+
+	// Shard ams-1 dies: its client goes away without a left marker.
+	cliA.Close()
+	select {
+	case <-regA.Lost():
+	case <-time.After(10 * time.Second):
+		t.Fatal("Lost not closed for the dead shard")
+	}
+	eventually(t, 20*time.Second, "the lease expiry report", func() bool {
+		return hasEvent(t, cli, p, "lease-expired ams/ams-1")
+	})
+	eventually(t, 5*time.Second, "DEGRADED", func() bool {
+		st, _ := s.Status()
+		return st == scheduler.Degraded
+	})
+
+	got := events(t, cli, p)
+	want := []string{
+		"joined scheduler/sched-1",
+		"joined ams/ams-1",
+		"joined ams/ams-0",
+		"shardmap",
+		"state SERVING",
+		"joined worker/w1",
+		"left worker/w1",
+		"lease-expired ams/ams-1",
+		"state DEGRADED",
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("events:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-s.Done():
+	default:
+		t.Fatal("Done open after Close")
+	}
+	if s.Err() != nil {
+		t.Fatalf("Err after Close: %v", s.Err())
+	}
+	resp, err := cli.Get(testCtx(t), cluster.LeftKey(p, cluster.KindScheduler, "sched-1"))
+	if err != nil || len(resp.Kvs) != 1 {
+		t.Fatalf("scheduler left no marker: %v %v", resp, err)
+	}
+	_ = regA.Close() // the lease is gone; only stops the goroutine
+}
+
+// TestSchedulerSyncAndLoss starts the scheduler after the shards registered
+// (the initial sync path), then kills the scheduler's own client: it must stop
+// on its own with ErrLostRegistration.
+func TestSchedulerSyncAndLoss(t *testing.T) {
+	srv := startEtcd(t)
+	cli := newClient(t, srv)
+	p := cluster.DefaultPrefix
+	for _, id := range []string{"b", "a", "c"} {
+		r := register(t, cli, p, cluster.KindAMS, id, id+":1")
+		defer r.Close()
+	}
+	schedCli := newClient(t, srv)
+	s, err := scheduler.New(schedCli, scheduler.Options{Shards: 3, Partitions: 3, LeaseTTL: time.Second,
+		TickInterval: 50 * time.Millisecond, Logger: testLogger(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	m, err := cluster.WaitShardMap(testCtx(t), cli, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(m.Shards, []string{"a", "b", "c"}) || !reflect.DeepEqual(m.Assign, []uint16{0, 1, 2}) {
+		t.Fatalf("published map %+v", m)
+	}
+
+	schedCli.Close()
+	select {
+	case <-s.Done():
+	case <-time.After(15 * time.Second):
+		t.Fatal("scheduler still running after its client was closed")
+	}
+	if !errors.Is(s.Err(), scheduler.ErrLostRegistration) {
+		t.Fatalf("Err = %v, want ErrLostRegistration", s.Err())
+	}
+	if err := s.Close(); !errors.Is(err, scheduler.ErrLostRegistration) {
+		t.Fatalf("Close = %v, want it to report ErrLostRegistration", err)
+	}
+}
+
+func TestOptionsValidate(t *testing.T) {
+	o := scheduler.Options{Prefix: "nope/", ID: "a/b", Shards: 0, LeaseTTL: -1}
+	o.EnsureDefaults()
+	err := o.Validate()
+	if !errors.Is(err, scheduler.ErrBadConfig) {
+		t.Fatalf("err %v, want ErrBadConfig", err)
+	}
+	for _, want := range []string{"prefix", "id", "Shards", "LeaseTTL"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q does not mention %s", err, want)
+		}
+	}
+	ok := scheduler.Options{Shards: 2}
+	ok.EnsureDefaults()
+	if err := ok.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	if ok.Prefix != cluster.DefaultPrefix || ok.Partitions != 4096 || ok.LeaseTTL != 5*time.Second || ok.ID == "" {
+		t.Fatalf("defaults %+v", ok)
+	}
+	if _, err := scheduler.New(nil, scheduler.Options{}); !errors.Is(err, scheduler.ErrBadConfig) {
+		t.Fatalf("New with no Shards: %v", err)
+	}
+}

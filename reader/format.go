@@ -1,0 +1,108 @@
+package reader
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+)
+
+// Format is a sample text format.
+type Format int
+
+const (
+	// LibFM is "label token:value ..." with the field given by position.
+	// It also reads libSVM files.
+	LibFM Format = iota + 1
+	// LibFFM is "label field:token:value ...".
+	LibFFM
+)
+
+// String returns the format's name as accepted by ParseFormat.
+func (f Format) String() string {
+	switch f {
+	case LibFM:
+		return "libfm"
+	case LibFFM:
+		return "libffm"
+	}
+	return "Format(" + strconv.Itoa(int(f)) + ")"
+}
+
+func (f Format) valid() bool { return f == LibFM || f == LibFFM }
+
+// ParseFormat returns the format named s: "libfm" (or its alias "libsvm") or
+// "libffm", case-insensitively.
+func ParseFormat(s string) (Format, error) {
+	switch strings.ToLower(strings.TrimSpace(s)) {
+	case "libfm", "libsvm":
+		return LibFM, nil
+	case "libffm":
+		return LibFFM, nil
+	}
+	return 0, fmt.Errorf("reader: unknown format %q (want libfm, libsvm or libffm)", s)
+}
+
+// MarshalText implements encoding.TextMarshaler.
+func (f Format) MarshalText() ([]byte, error) {
+	if !f.valid() {
+		return nil, fmt.Errorf("reader: invalid format %d", int(f))
+	}
+	return []byte(f.String()), nil
+}
+
+// UnmarshalText implements encoding.TextUnmarshaler using ParseFormat.
+func (f *Format) UnmarshalText(b []byte) error {
+	v, err := ParseFormat(string(b))
+	if err != nil {
+		return err
+	}
+	*f = v
+	return nil
+}
+
+// MaxField bounds the field numbers a line may use: fields are < MaxField.
+// In libFM it bounds the number of features of a line.
+const MaxField = 1 << 20
+
+// FNV-1a 64 parameters.
+const (
+	fnvOffset64 = 14695981039346656037
+	fnvPrime64  = 1099511628211
+)
+
+// FeatureID returns the id of the feature with the given token in field:
+// FNV-1a 64 over the 4 little-endian bytes of field then the token bytes,
+// finished with the splitmix64 finalizer. It is part of the data format and
+// never changes; see the package documentation.
+func FeatureID(field uint32, token []byte) uint64 {
+	h := hashField(field)
+	for _, c := range token {
+		h ^= uint64(c)
+		h *= fnvPrime64
+	}
+	return mix64(h)
+}
+
+// hashField returns the FNV-1a state after the 4 bytes of field.
+func hashField(field uint32) uint64 {
+	h := uint64(fnvOffset64)
+	h ^= uint64(field & 0xff)
+	h *= fnvPrime64
+	h ^= uint64(field >> 8 & 0xff)
+	h *= fnvPrime64
+	h ^= uint64(field >> 16 & 0xff)
+	h *= fnvPrime64
+	h ^= uint64(field >> 24)
+	h *= fnvPrime64
+	return h
+}
+
+// mix64 is the splitmix64 finalizer.
+func mix64(x uint64) uint64 {
+	x ^= x >> 30
+	x *= 0xbf58476d1ce4e5b9
+	x ^= x >> 27
+	x *= 0x94d049bb133111eb
+	x ^= x >> 31
+	return x
+}

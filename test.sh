@@ -1,0 +1,10 @@
+#!/usr/bin/env bash
+# The project's test command (README: "Run the tests"; CI runs it via .ci/run):
+# go vet, then every package's tests under the race detector.
+# Tests that need ../shared/data skip with a message when it is absent.
+set -euo pipefail
+cd "$(dirname "$0")"
+echo "== go vet ./..."
+go vet ./...
+echo "== go test -race ./..."
+go test -race -timeout 15m ./...
