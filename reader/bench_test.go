@@ -76,3 +76,12 @@ func BenchmarkParseLine_LibFFM_23x3_Weighted(b *testing.B) {
 }
 func BenchmarkParseLine_LibFM_10x1_OneHot(b *testing.B) { benchParseLine(b, LibFM, 10, 1, false) }
 func BenchmarkRead_LibFFM_23x3_OneHot(b *testing.B)     { benchRead(b, LibFFM, 23, 3, false) }
+
+func BenchmarkFeatureID_5B(b *testing.B) {
+	tok := []byte("34567")
+	var s uint64
+	for i := 0; b.Loop(); i++ {
+		s += FeatureID(uint32(i&31), tok)
+	}
+	_ = s
+}

@@ -53,10 +53,11 @@ func malformed(format string, args ...any) *LineError {
 	return &LineError{Reason: fmt.Sprintf(format, args...)}
 }
 
-// Parser parses single lines of one format. A Parser holds no per-line state
-// and does not allocate on well-formed lines once feats has grown to the
-// line's size. It is not safe for concurrent use (a later format may keep
-// scratch state in it); use one per goroutine.
+// Parser parses single lines of one format. A Parser holds no per-line state.
+// ParseLine does not allocate on well-formed lines once feats has grown to
+// the line's size (a number longer than 32 bytes may cost one allocation; a
+// malformed line costs its error). A Parser is not safe for concurrent use (a
+// later format may keep scratch state in it); use one per goroutine.
 type Parser struct {
 	format Format
 }
@@ -103,8 +104,12 @@ func (p *Parser) ParseLine(line []byte, feats []Feature) (label float32, out []F
 		}
 		// One pass finds the end of the token and its first two colons.
 		c1, c2, colons := -1, -1, 0
-		for j = i; j < len(line) && !isBlank(line[j]); j++ {
-			if line[j] == ':' {
+	scan:
+		for j = i; j < len(line); j++ {
+			switch byteClass[line[j]] {
+			case classBlank:
+				break scan
+			case classColon:
 				switch colons {
 				case 0:
 					c1 = j - i
@@ -130,6 +135,15 @@ func (p *Parser) ParseLine(line []byte, feats []Feature) (label float32, out []F
 }
 
 func isBlank(c byte) bool { return c == ' ' || c == '\t' }
+
+// Byte classes for the token scanner.
+const (
+	classOther = iota
+	classBlank
+	classColon
+)
+
+var byteClass = [256]uint8{' ': classBlank, '\t': classBlank, ':': classColon}
 
 func skipBlank(b []byte, i int) int {
 	for i < len(b) && isBlank(b[i]) {

@@ -58,7 +58,7 @@ type Config struct {
 	// id's Zipf rank k: by 1/sqrt(1 + k/RankScale). Popular ids carry the
 	// signal and rare ones are nearly neutral, as in real logs, so that a
 	// model can learn most of the teacher from ids it has seen often.
-	// The default value is 30.
+	// The default value is 10.
 	RankScale float64
 	// InteractionShare is the share of the logit's variance that comes
 	// from the user x item interaction term; the rest comes from the
@@ -79,7 +79,7 @@ const (
 	DefaultCTR              = 0.2
 	DefaultLogitStd         = 1.5
 	DefaultInteractionShare = 0.15
-	DefaultRankScale        = 30.0
+	DefaultRankScale        = 10.0
 )
 
 // EnsureDefaults fills zero fields with their defaults.

@@ -14,14 +14,15 @@ import (
 // factorDim is the dimension of the teacher's interaction factors.
 const factorDim = 4
 
-// calibrationSamples is the number of samples the bias is calibrated on.
+// calibrationSamples is the number of samples the teacher's scales and bias
+// are calibrated on.
 const calibrationSamples = 4096
 
 // Key derivation constants: each hidden quantity has its own key derived
-// from WorldSeed, so that they are independent.
+// from WorldSeed, so that they are independent. The salts are arbitrary.
 const (
 	golden       = 0x9e3779b97f4a7c15
-	saltWeight   = 0x5741_4754_5349_4748 // "WEIGHTS" ish
+	saltWeight   = 0x5741_4754_5349_4748
 	saltFactor   = 0x4641_4354_4f52_5321
 	saltProfile  = 0x5052_4f46_494c_4521
 	saltCalibrat = 0x4341_4c49_4252_4154
@@ -74,9 +75,9 @@ type Generator struct {
 	profZipf *rand.Zipf
 	poissonL float64 // exp(-(MeanBag-1))
 
-	remaining int       // samples left in the current user's run
-	user      []entry   // the current user's features
-	userFirst float64   // the user fields' part of the first-order sum
+	remaining int     // samples left in the current user's run
+	user      []entry // the current user's features
+	userFirst float64 // the user fields' part of the first-order sum
 	userVec   [factorDim]float64
 	item      []entry // scratch: the current sample's item features
 	feats     []reader.Feature
@@ -101,10 +102,13 @@ func New(cfg Config) (*Generator, error) {
 		_, _, first[i], inter[i] = cal.next()
 	}
 	share := max(cfg.InteractionShare, 0)
-	t.first = math.Sqrt(1-share) * cfg.LogitStd / stddev(first)
-	t.inter = 0
-	if share > 0 {
-		t.inter = math.Sqrt(share) * cfg.LogitStd / stddev(inter)
+	// A degenerate world (a single possible sample) has no variance to scale.
+	t.first, t.inter = 0, 0
+	if sd := stddev(first); sd > 1e-9 {
+		t.first = math.Sqrt(1-share) * cfg.LogitStd / sd
+	}
+	if sd := stddev(inter); sd > 1e-9 && share > 0 {
+		t.inter = math.Sqrt(share) * cfg.LogitStd / sd
 	}
 	logits := first
 	for i := range logits {
@@ -160,7 +164,11 @@ func newGenerator(cfg *Config, t teacher, seed uint64) *Generator {
 
 // calibrateBias returns b with mean(sigmoid(b + logits)) = ctr, by bisection.
 func calibrateBias(logits []float64, ctr float64) float64 {
-	lo, hi := -50.0, 50.0
+	var m float64
+	for _, s := range logits {
+		m = max(m, math.Abs(s))
+	}
+	lo, hi := -m-50, m+50
 	for range 100 {
 		mid := (lo + hi) / 2
 		var sum float64

@@ -30,7 +30,7 @@ func TestConfigDefaultsAndValidate(t *testing.T) {
 	var c Config
 	c.EnsureDefaults()
 	want := Config{Fields: 23, UserFields: 10, MeanBag: 3, Vocab: 100000, ZipfS: 1.1, SamplesPerUser: 20,
-		Users: 100000, Seed: 1, WorldSeed: 1, CTR: 0.2, LogitStd: 1.5, RankScale: 30, InteractionShare: 0.15}
+		Users: 100000, Seed: 1, WorldSeed: 1, CTR: 0.2, LogitStd: 1.5, RankScale: 10, InteractionShare: 0.15}
 	if c != want {
 		t.Fatalf("defaults\n got %+v\nwant %+v", c, want)
 	}
@@ -160,6 +160,25 @@ func TestShape(t *testing.T) {
 				if ids[k2] == ids[k] {
 					t.Fatalf("sample %d: id %d twice in field %d", i, ids[k], fields[k])
 				}
+			}
+		}
+	}
+}
+
+func TestTinyVocab(t *testing.T) {
+	// Bags cannot be filled from a vocabulary of 1 or 2; the generator must still
+	// terminate with valid, duplicate-free bags.
+	for vocab := 1; vocab <= 2; vocab++ {
+		g := mustNew(t, Config{Fields: 3, UserFields: 1, Vocab: vocab, MeanBag: 8, SamplesPerUser: 1, Users: 1})
+		ds := reader.NewDataset()
+		probs := g.Generate(ds, 200)
+		for i := range ds.Len() {
+			if !(probs[i] > 0 && probs[i] < 1) {
+				t.Fatalf("vocab %d: sample %d has probability %v", vocab, i, probs[i])
+			}
+			_, fields, _, _ := ds.Sample(i)
+			if len(fields) < 3 || len(fields) > 3*vocab {
+				t.Fatalf("vocab %d: sample %d has %d features, want 1 to %d per field", vocab, i, len(fields), vocab)
 			}
 		}
 	}
