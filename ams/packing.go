@@ -4,10 +4,40 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
+	"unsafe"
 )
 
 // MaxMessageBytes bounds one AMS gRPC message in either direction.
 const MaxMessageBytes = 1 << 30
+
+// nativeLittle is true on little-endian machines, where a packed float32
+// payload has the same bytes as the []float32 in memory, so packing is a
+// memmove and a suitably aligned payload can be read in place.
+var nativeLittle = binary.NativeEndian.Uint16([]byte{1, 0}) == 1
+
+// floatBytes views v as its bytes. Only meaningful when nativeLittle.
+func floatBytes(v []float32) []byte {
+	if len(v) == 0 {
+		return nil
+	}
+	return unsafe.Slice((*byte)(unsafe.Pointer(&v[0])), 4*len(v))
+}
+
+// FloatsView returns b viewed as float32s when the machine is little-endian
+// and b is 4-byte aligned with a length that is a multiple of 4; otherwise
+// ok is false and the caller must copy (UnpackFloats). The view aliases b.
+func FloatsView(b []byte) (v []float32, ok bool) {
+	if !nativeLittle || len(b)%4 != 0 {
+		return nil, false
+	}
+	if len(b) == 0 {
+		return []float32{}, true
+	}
+	if uintptr(unsafe.Pointer(&b[0]))%4 != 0 {
+		return nil, false
+	}
+	return unsafe.Slice((*float32)(unsafe.Pointer(&b[0])), len(b)/4), true
+}
 
 // PackFloats encodes v as packed little-endian float32s, appending to dst.
 func PackFloats(dst []byte, v []float32) []byte {
@@ -19,11 +49,23 @@ func PackFloats(dst []byte, v []float32) []byte {
 		dst = grown
 	}
 	dst = dst[:need]
-	b := dst[off:]
+	PutFloats(dst[off:], v)
+	return dst
+}
+
+// PutFloats writes v as packed little-endian float32s into b, which must
+// hold exactly 4*len(v) bytes.
+func PutFloats(b []byte, v []float32) {
+	if len(b) != 4*len(v) {
+		panic(fmt.Sprintf("ams: PutFloats: %d bytes for %d values", len(b), len(v)))
+	}
+	if nativeLittle {
+		copy(b, floatBytes(v))
+		return
+	}
 	for i, x := range v {
 		binary.LittleEndian.PutUint32(b[4*i:], math.Float32bits(x))
 	}
-	return dst
 }
 
 // UnpackFloatsInto decodes packed little-endian float32s into dst, which
@@ -31,6 +73,10 @@ func PackFloats(dst []byte, v []float32) []byte {
 func UnpackFloatsInto(dst []float32, b []byte) error {
 	if len(b) != 4*len(dst) {
 		return fmt.Errorf("ams: packed floats: %d bytes for %d values", len(b), len(dst))
+	}
+	if nativeLittle {
+		copy(floatBytes(dst), b)
+		return nil
 	}
 	for i := range dst {
 		dst[i] = math.Float32frombits(binary.LittleEndian.Uint32(b[4*i:]))

@@ -62,8 +62,12 @@ func benchPullPush(b *testing.B, shards, dim, batch int, push bool, opt string) 
 	b.ReportMetric(float64(b.N*batch*dim*4)/b.Elapsed().Seconds()/1e6, "payload-MB/s")
 }
 
-func BenchmarkPull_2Shards_Dim16_Batch8k(b *testing.B) { benchPullPush(b, 2, 16, 8192, false, "adagrad") }
-func BenchmarkPull_1Shard_Dim16_Batch8k(b *testing.B)  { benchPullPush(b, 1, 16, 8192, false, "adagrad") }
+func BenchmarkPull_2Shards_Dim16_Batch8k(b *testing.B) {
+	benchPullPush(b, 2, 16, 8192, false, "adagrad")
+}
+func BenchmarkPull_1Shard_Dim16_Batch8k(b *testing.B) {
+	benchPullPush(b, 1, 16, 8192, false, "adagrad")
+}
 func BenchmarkPush_2Shards_Dim16_Adagrad_Batch8k(b *testing.B) {
 	benchPullPush(b, 2, 16, 8192, true, "adagrad")
 }

@@ -214,13 +214,14 @@ func (c *Client) Pull(ctx context.Context, tables []Table, create bool) error {
 			t := tables[ti]
 			dim := len(t.Rows) / max(len(t.IDs), 1)
 			pos := r.pos[s][ti]
-			rows, err := ams.UnpackFloats(nil, resp.Tables[j].Rows)
-			if err != nil || len(rows) != len(pos)*dim {
-				return fmt.Errorf("ams client: pull from shard %s: table %q: %d values for %d ids of dim %d: %v",
-					c.m.Shards[s], t.Name, len(rows), len(pos), dim, err)
+			b := resp.Tables[j].Rows
+			if len(b) != 4*len(pos)*dim {
+				return fmt.Errorf("ams client: pull from shard %s: table %q: %d bytes for %d ids of dim %d",
+					c.m.Shards[s], t.Name, len(b), len(pos), dim)
 			}
+			w := 4 * dim
 			for k, p := range pos {
-				copy(t.Rows[int(p)*dim:int(p+1)*dim], rows[k*dim:(k+1)*dim])
+				ams.UnpackFloatsInto(t.Rows[int(p)*dim:int(p+1)*dim], b[k*w:(k+1)*w])
 			}
 		}
 		return nil
@@ -237,18 +238,18 @@ func (c *Client) Push(ctx context.Context, tables []Table) error {
 	}
 	return eachShard(len(c.stubs), func(s int) error {
 		req := &amspb.PushRequest{ClusterVersion: c.version}
-		var buf []float32
 		for ti, t := range tables {
 			ids := r.ids[s][ti]
 			if len(ids) == 0 {
 				continue
 			}
 			dim := len(t.Rows) / len(t.IDs)
-			buf = buf[:0]
-			for _, p := range r.pos[s][ti] {
-				buf = append(buf, t.Rows[int(p)*dim:int(p+1)*dim]...)
+			w := 4 * dim
+			buf := make([]byte, len(ids)*w)
+			for k, p := range r.pos[s][ti] {
+				ams.PutFloats(buf[k*w:(k+1)*w], t.Rows[int(p)*dim:int(p+1)*dim])
 			}
-			req.Tables = append(req.Tables, &amspb.TableGrads{Table: t.Name, Ids: ams.PackIDs(nil, ids), Grads: ams.PackFloats(nil, buf)})
+			req.Tables = append(req.Tables, &amspb.TableGrads{Table: t.Name, Ids: ams.PackIDs(nil, ids), Grads: buf})
 		}
 		if len(req.Tables) == 0 {
 			return nil

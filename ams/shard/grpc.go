@@ -85,29 +85,44 @@ func (v *service) Declare(_ context.Context, req *amspb.DeclareRequest) (*amspb.
 }
 
 // decodeTables unpacks the ids (and, for pushes, gradients) of each table.
-func (v *service) decodeTables(names []string, ids [][]byte, grads [][]byte) ([]TableRequest, error) {
+// For pulls it allocates each table's reply payload and, where the machine
+// allows, lets the stripes write rows straight into it (out[i] != nil).
+func (v *service) decodeTables(names []string, ids [][]byte, grads [][]byte) (reqs []TableRequest, out [][]byte, err error) {
 	cat := v.s.cat.Load()
-	reqs := make([]TableRequest, len(names))
+	reqs = make([]TableRequest, len(names))
+	if grads == nil {
+		out = make([][]byte, len(names))
+	}
 	for i, name := range names {
 		ti, ok := cat.tables[name]
 		if !ok {
-			return nil, fmt.Errorf("%w: %q", ams.ErrUnknownTable, name)
+			return nil, nil, fmt.Errorf("%w: %q", ams.ErrUnknownTable, name)
 		}
 		idv, err := ams.UnpackIDs(nil, ids[i])
 		if err != nil {
-			return nil, errors.Join(ErrBadRequest, err)
+			return nil, nil, errors.Join(ErrBadRequest, err)
 		}
 		reqs[i] = TableRequest{Table: name, IDs: idv}
+		n := len(idv) * ti.spec.Dim
 		if grads == nil {
-			reqs[i].Rows = make([]float32, len(idv)*ti.spec.Dim)
+			out[i] = make([]byte, 4*n)
+			if view, ok := ams.FloatsView(out[i]); ok {
+				reqs[i].Rows = view
+			} else {
+				reqs[i].Rows = make([]float32, n)
+			}
 			continue
 		}
-		if len(grads[i]) != 4*len(idv)*ti.spec.Dim {
-			return nil, errors.Join(ErrBadRequest, errors.New("gradient bytes do not match ids x dim"))
+		if len(grads[i]) != 4*n {
+			return nil, nil, fmt.Errorf("%w: table %q: %d gradient bytes for %d ids of dim %d", ErrBadRequest, name, len(grads[i]), len(idv), ti.spec.Dim)
 		}
-		reqs[i].Rows, _ = ams.UnpackFloats(nil, grads[i])
+		if view, ok := ams.FloatsView(grads[i]); ok {
+			reqs[i].Rows = view // the request is ours until we reply
+		} else {
+			reqs[i].Rows, _ = ams.UnpackFloats(nil, grads[i])
+		}
 	}
-	return reqs, nil
+	return reqs, out, nil
 }
 
 func (v *service) Pull(_ context.Context, req *amspb.PullRequest) (*amspb.PullResponse, error) {
@@ -119,7 +134,7 @@ func (v *service) Pull(_ context.Context, req *amspb.PullRequest) (*amspb.PullRe
 	for i, t := range req.Tables {
 		names[i], ids[i] = t.Table, t.Ids
 	}
-	reqs, err := v.decodeTables(names, ids, nil)
+	reqs, out, err := v.decodeTables(names, ids, nil)
 	if err != nil {
 		return nil, toStatus(err)
 	}
@@ -128,7 +143,10 @@ func (v *service) Pull(_ context.Context, req *amspb.PullRequest) (*amspb.PullRe
 	}
 	resp := &amspb.PullResponse{Tables: make([]*amspb.TableRows, len(reqs))}
 	for i, r := range reqs {
-		resp.Tables[i] = &amspb.TableRows{Table: r.Table, Rows: ams.PackFloats(nil, r.Rows)}
+		if view, ok := ams.FloatsView(out[i]); !ok || (len(view) > 0 && &view[0] != &r.Rows[0]) {
+			ams.PutFloats(out[i], r.Rows) // rows were not written in place
+		}
+		resp.Tables[i] = &amspb.TableRows{Table: r.Table, Rows: out[i]}
 	}
 	return resp, nil
 }
@@ -143,7 +161,7 @@ func (v *service) Push(_ context.Context, req *amspb.PushRequest) (*amspb.PushRe
 	for i, t := range req.Tables {
 		names[i], ids[i], grads[i] = t.Table, t.Ids, t.Grads
 	}
-	reqs, err := v.decodeTables(names, ids, grads)
+	reqs, _, err := v.decodeTables(names, ids, grads)
 	if err != nil {
 		return nil, toStatus(err)
 	}

@@ -28,6 +28,7 @@
 //	-json           print the summary as one JSON object on the last line of stdout
 //	-print-config   print the effective config as YAML and exit
 //	-quiet          no progress lines
+//	-cpuprofile     write a CPU profile of the whole run to a file
 //	-log-level      debug, info, warn or error (default warn)
 package main
 
@@ -52,7 +53,7 @@ type flags struct {
 	local, asJSON, printConfig, quiet bool
 	shards, workers, index            int
 	etcd, clusterName, configFile     string
-	train, test, level                string
+	train, test, level, cpuProfile    string
 }
 
 func main() {
@@ -71,6 +72,7 @@ func main() {
 	fs.BoolVar(&f.printConfig, "print-config", false, "print the effective config as YAML and exit")
 	fs.BoolVar(&f.quiet, "quiet", false, "no progress lines")
 	fs.StringVar(&f.level, "log-level", "warn", "log level: debug, info, warn, error")
+	fs.StringVar(&f.cpuProfile, "cpuprofile", "", "write a CPU profile of the whole run to this file")
 	overrides := registerOverrides(fs)
 	flag.Parse()
 	if err := run(f, overrides); err != nil {
@@ -193,6 +195,13 @@ func run(f flags, overrides map[string]*override) error {
 	log, err := cli.Logger(f.level)
 	if err != nil {
 		return err
+	}
+	if f.cpuProfile != "" {
+		stopProfile, err := cli.StartCPUProfile(f.cpuProfile)
+		if err != nil {
+			return err
+		}
+		defer stopProfile()
 	}
 	if f.local == (f.etcd != "") {
 		flag.Usage()

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"runtime/pprof"
 	"strings"
 	"syscall"
 )
@@ -42,4 +43,18 @@ func Endpoints(s string) []string {
 func Fatal(prog string, err error) {
 	fmt.Fprintf(os.Stderr, "%s: %v\n", prog, err)
 	os.Exit(1)
+}
+
+// StartCPUProfile writes a CPU profile to path until the returned function
+// is called.
+func StartCPUProfile(path string) (stop func(), err error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, fmt.Errorf("cpu profile: %w", err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("cpu profile: %w", err)
+	}
+	return func() { pprof.StopCPUProfile(); f.Close() }, nil
 }

@@ -368,3 +368,37 @@ func TestZapLogger(t *testing.T) {
 	}
 	cluster.ZapLogger(nil, slog.LevelInfo).Error("dropped") // must not panic
 }
+
+func TestBarrier(t *testing.T) {
+	ctx := testCtx(t)
+	cli := newClient(t)
+	prefix := newPrefix(t)
+	var regs []*cluster.Registration
+	for _, id := range []string{"w0", "w1"} {
+		r, err := cluster.Register(ctx, cli, prefix, cluster.Member{Kind: cluster.KindWorker, ID: id}, 5*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer r.Close()
+		regs = append(regs, r)
+	}
+	arrived := make(chan error, 1)
+	go func() { arrived <- regs[0].Barrier(ctx, "final", 2) }()
+	select {
+	case err := <-arrived:
+		t.Fatalf("the barrier let one of two through: %v", err)
+	case <-time.After(300 * time.Millisecond): // still blocked, as it must be
+	}
+	if err := regs[1].Barrier(ctx, "final", 2); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-arrived; err != nil {
+		t.Fatal(err)
+	}
+	// A cancelled wait returns the context's error.
+	cctx, cancel := context.WithCancel(ctx)
+	cancel()
+	if err := regs[0].Barrier(cctx, "other", 2); err == nil {
+		t.Fatal("a barrier with a cancelled context returned nil")
+	}
+}

@@ -25,7 +25,7 @@ func Dial(ctx context.Context, endpoints []string, logger *slog.Logger) (*client
 	cli, err := clientv3.New(clientv3.Config{
 		Endpoints:   endpoints,
 		DialTimeout: dialTimeout,
-		Logger:      ZapLogger(logger, slog.LevelWarn),
+		Logger:      ZapLogger(logger, slog.LevelError),
 		Context:     context.WithoutCancel(ctx),
 	})
 	if err != nil {

@@ -175,7 +175,14 @@ func RunJob(ctx context.Context, opts JobOptions) (JobResult, error) {
 		return res, fmt.Errorf("worker: %w", err)
 	}
 	defer cl.Close()
-	tr, err := New(cl, train, test, Options{Config: opts.Config, Name: name, Progress: progress, Logger: opts.Logger})
+	topts := Options{Config: opts.Config, Name: name, Progress: progress, Logger: opts.Logger}
+	if opts.Count > 1 {
+		topts.BeforeFinalEval = func(ctx context.Context) error {
+			say("waiting for all %d workers to finish training before the final evaluation", opts.Count)
+			return reg.Barrier(ctx, "final-eval", opts.Count)
+		}
+	}
+	tr, err := New(cl, train, test, topts)
 	if err != nil {
 		return res, err
 	}

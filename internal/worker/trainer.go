@@ -36,6 +36,11 @@ type Options struct {
 	Progress io.Writer
 	// Logger receives structured logs. The default value discards them.
 	Logger *slog.Logger
+	// BeforeFinalEval, when set, runs after the last batch's push has been
+	// applied and before the final evaluation (a job with several workers
+	// waits there for the others, so that the final AUC is the whole
+	// model's). The default value is nil.
+	BeforeFinalEval func(ctx context.Context) error
 }
 
 // Eval is one evaluation on the test set.
@@ -301,6 +306,11 @@ func (t *Trainer) Run(ctx context.Context) (res Result, err error) {
 			t.pushWG.Wait() // the last evaluation sees every update
 			if err := t.takePushErr(); err != nil {
 				return res, err
+			}
+			if t.opts.BeforeFinalEval != nil {
+				if err := t.opts.BeforeFinalEval(ctx); err != nil {
+					return res, err
+				}
 			}
 		}
 		if _, err := t.evalAndReport(ctx, &res, fmt.Sprintf("epoch %d", epoch)); err != nil {

@@ -1,0 +1,49 @@
+package ams
+
+import (
+	"encoding/binary"
+	"math"
+	"testing"
+)
+
+func TestPackFloatsRoundTrip(t *testing.T) {
+	for _, n := range []int{0, 1, 3, 1000} {
+		v := make([]float32, n)
+		for i := range v {
+			v[i] = float32(i)*0.37 - 5
+		}
+		if n > 0 {
+			v[0] = float32(math.Inf(-1))
+		}
+		b := PackFloats([]byte{9}, v)
+		if len(b) != 1+4*n || b[0] != 9 {
+			t.Fatalf("n=%d: packed %d bytes, prefix %v", n, len(b), b[:1])
+		}
+		got, err := UnpackFloats(nil, b[1:])
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range v {
+			if got[i] != v[i] {
+				t.Fatalf("n=%d: value %d = %v, want %v", n, i, got[i], v[i])
+			}
+		}
+		// Little-endian bytes on every machine.
+		if n > 1 && binary.LittleEndian.Uint32(b[5:9]) != math.Float32bits(v[1]) {
+			t.Fatalf("value 1 is not little-endian: %x", b[5:9])
+		}
+		if view, ok := FloatsView(PackFloats(nil, v)); ok {
+			for i := range v {
+				if view[i] != v[i] {
+					t.Fatalf("view %d = %v, want %v", i, view[i], v[i])
+				}
+			}
+		}
+	}
+	if _, err := UnpackFloats(nil, make([]byte, 5)); err == nil {
+		t.Fatal("5 bytes unpacked without error")
+	}
+	if _, ok := FloatsView(make([]byte, 9)[1:]); ok {
+		t.Fatal("a misaligned view was accepted")
+	}
+}

@@ -1,0 +1,52 @@
+package cluster
+
+import (
+	"context"
+	"fmt"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+)
+
+// BarrierPrefix is the directory of one named barrier:
+// <prefix>/barriers/<name>/.
+func BarrierPrefix(prefix, name string) string { return prefix + "/barriers/" + name + "/" }
+
+// Barrier marks the registered member as arrived at the barrier name (a key
+// under the member's lease, so a member that dies stops counting) and blocks
+// until n members have arrived or ctx ends.
+func (r *Registration) Barrier(ctx context.Context, name string, n int) error {
+	if err := checkName("barrier", name); err != nil {
+		return err
+	}
+	dir := BarrierPrefix(r.prefix, name)
+	key := dir + r.member.Kind + "." + r.member.ID
+	if _, err := r.cli.Put(ctx, key, r.member.String(), clientv3.WithLease(r.lease)); err != nil {
+		return fmt.Errorf("cluster: barrier %s: %w", name, err)
+	}
+	resp, err := r.cli.Get(ctx, dir, clientv3.WithPrefix(), clientv3.WithCountOnly())
+	if err != nil {
+		return fmt.Errorf("cluster: barrier %s: %w", name, err)
+	}
+	if int(resp.Count) >= n {
+		return nil
+	}
+	wctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	wch := r.cli.Watch(wctx, dir, clientv3.WithPrefix(), clientv3.WithRev(resp.Header.Revision+1))
+	for wr := range wch {
+		if err := wr.Err(); err != nil {
+			return fmt.Errorf("cluster: barrier %s: %w", name, err)
+		}
+		resp, err := r.cli.Get(ctx, dir, clientv3.WithPrefix(), clientv3.WithCountOnly())
+		if err != nil {
+			return fmt.Errorf("cluster: barrier %s: %w", name, err)
+		}
+		if int(resp.Count) >= n {
+			return nil
+		}
+	}
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("cluster: barrier %s: %w", name, err)
+	}
+	return fmt.Errorf("cluster: barrier %s: watch closed", name)
+}
