@@ -86,7 +86,7 @@ func TestPoolScatterAgainstReference(t *testing.T) {
 			}
 			// hidden "true" rows per (table, id)
 			rowOf := func(tab int, id uint64, j int) float32 {
-				return float32(math.Sin(float64(tab*1000+int(id)*10+j)))
+				return float32(math.Sin(float64(tab*1000 + int(id)*10 + j)))
 			}
 			samples := randomSamples(rng, 9, len(tc.fields))
 			b := l.NewBatch()
