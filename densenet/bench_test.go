@@ -2,6 +2,7 @@ package densenet
 
 import (
 	"math/rand/v2"
+	"runtime"
 	"testing"
 )
 
@@ -15,6 +16,10 @@ import (
 //	go test -run '^$' -bench . -cpu 1,2 ./densenet
 
 func benchGemm(b *testing.B, tA, tB Transpose, m, k, n int) {
+	benchGemmWith(b, defaultKernel, tA, tB, m, k, n)
+}
+
+func benchGemmWith(b *testing.B, kn *gemmKernel, tA, tB Transpose, m, k, n int) {
 	rng := rand.New(rand.NewPCG(1, 1))
 	a, bb, c := randSlice(rng, m*k), randSlice(rng, k*n), make([]float32, m*n)
 	lda, ldb := k, n
@@ -26,9 +31,30 @@ func benchGemm(b *testing.B, tA, tB Transpose, m, k, n int) {
 	}
 	b.ResetTimer()
 	for b.Loop() {
-		Gemm(tA, tB, m, n, k, 1, a, lda, bb, ldb, 0, c, n)
+		gemmWith(kn, runtime.GOMAXPROCS(0), nil, tA, tB, m, n, k, 1, a, lda, bb, ldb, 0, c, n)
 	}
 	b.ReportMetric(2*float64(m)*float64(n)*float64(k)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+}
+
+// BenchmarkKernels runs the layer-1 shapes with every micro-kernel this
+// CPU has (Gemm itself uses the last one listed).
+func BenchmarkKernels(b *testing.B) {
+	shapes := []struct {
+		name    string
+		tA, tB  Transpose
+		m, k, n int
+	}{
+		{"NN_256x414x200", NoTrans, NoTrans, 256, 414, 200},
+		{"TN_256x414x200", Trans, NoTrans, 256, 414, 200},
+		{"NT_256x414x200", NoTrans, Trans, 256, 414, 200},
+		{"TN_200x256x414", Trans, NoTrans, 200, 256, 414},
+		{"NN_256x200x414", NoTrans, NoTrans, 256, 200, 414},
+	}
+	for _, kn := range gemmKernels {
+		for _, s := range shapes {
+			b.Run(kn.name+"/"+s.name, func(b *testing.B) { benchGemmWith(b, kn, s.tA, s.tB, s.m, s.k, s.n) })
+		}
+	}
 }
 
 func BenchmarkGemm_NN_256x414x200(b *testing.B)  { benchGemm(b, NoTrans, NoTrans, 256, 414, 200) }

@@ -18,18 +18,13 @@ const (
 	Trans Transpose = true
 )
 
-// Blocking parameters of the packed GEMM. The micro-kernel computes an
-// mr x nr tile of C held in local variables; kc is the largest depth of one
-// packed panel, mc the rows of C per packed block of A and nc the columns
-// of C per packed block of B (see gemmSerial). packA, packB and kernel4x2
-// are written for mr = 4 and nr = 2.
+// The packed GEMM is the GotoBLAS loop nest (see gemmSerial) around a
+// micro-kernel that computes an mr x nr tile of C in registers. The tile
+// shape and the block sizes belong to the micro-kernel; a gemmKernel holds
+// them. defaultKernel is the fastest one this CPU runs, chosen once at
+// package initialisation from the CPU's features (see gemm_amd64.go and
+// gemm_generic.go); it never changes afterwards.
 const (
-	mr = 4
-	nr = 2
-	kc = 256
-	mc = 128
-	nc = 512
-
 	// parallelMinWork is the smallest m*n*k for which Gemm starts goroutines.
 	// Below it (about 0.1 ms of work) the start-up cost is not repaid.
 	parallelMinWork = 1 << 19
@@ -39,6 +34,36 @@ const (
 	partsPerThread  = 3
 	minTilesPerPart = 8
 )
+
+// gemmKernel is a micro-kernel and the blocking it is tuned for.
+type gemmKernel struct {
+	name string
+	// mr x nr is the tile of C one call of tile computes.
+	mr, nr int
+	// kc is the largest depth of one packed panel, mc the rows of C per
+	// packed block of A (a multiple of mr) and nc the columns of C per
+	// packed block of B (a multiple of nr).
+	mc, kc, nc int
+	// tile sets the mr x nr block of C at c (row stride ldc) to
+	//
+	//	alpha * Aₚ·Bₚ + beta * C
+	//
+	// where pa holds depth steps of mr values of a packed A micro-panel
+	// and pb depth steps of nr values of a packed B micro-panel (depth >=
+	// 1). With beta = 0 it does not read C. It panics if a slice is too
+	// short.
+	tile func(depth int, pa, pb, c []float32, ldc int, alpha, beta float32)
+}
+
+// genericKernel is the pure-Go micro-kernel, used where no SIMD kernel is
+// available (other architectures, the purego build tag, old CPUs) and by
+// the tests on every machine.
+var genericKernel = &gemmKernel{
+	name: "generic4x2",
+	mr:   4, nr: 2,
+	mc: 128, kc: 256, nc: 512,
+	tile: tile4x2,
+}
 
 // Gemm computes
 //
@@ -84,6 +109,12 @@ func Gemm(tA, tB Transpose, m, n, k int, alpha float32, a []float32, lda int, b 
 // grows as needed (a Workspace keeps them); with scratch nil the buffers
 // come from the pools.
 func gemm(threads int, scratch *[][]float32, tA, tB Transpose, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) {
+	gemmWith(defaultKernel, threads, scratch, tA, tB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
+}
+
+// gemmWith is gemm with the micro-kernel kn (the tests run every kernel
+// the machine has).
+func gemmWith(kn *gemmKernel, threads int, scratch *[][]float32, tA, tB Transpose, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) {
 	checkGemm(tA, tB, m, n, k, a, lda, b, ldb, c, ldc)
 	if m == 0 || n == 0 {
 		return
@@ -97,6 +128,7 @@ func gemm(threads int, scratch *[][]float32, tA, tB Transpose, m, n, k int, alph
 	// per goroutine, which the goroutines take in turn, so that one
 	// goroutine delayed by other work on its core does not hold up the
 	// call. Every part packs its own copy of the shared operand.
+	mr, nr := kn.mr, kn.nr
 	rowTiles := (m + mr - 1) / mr
 	colTiles := (n + nr - 1) / nr
 	splitRows := rowTiles*mr >= colTiles*nr
@@ -117,7 +149,7 @@ func gemm(threads int, scratch *[][]float32, tA, tB Transpose, m, n, k int, alph
 	if splitRows {
 		pm, pn = min(m, per), n
 	}
-	need := packSize(pm, pn, k)
+	need := kn.packSize(pm, pn, k)
 	var stackBufs [4][]float32
 	var stackPooled [4]*[]float32
 	bufs, pooled := stackBufs[:0], stackPooled[:0]
@@ -139,7 +171,7 @@ func gemm(threads int, scratch *[][]float32, tA, tB Transpose, m, n, k int, alph
 		}
 	}
 
-	job := gemmJob{tA, tB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, splitRows, per, limit}
+	job := gemmJob{kn, tA, tB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, splitRows, per, limit}
 	if t == 1 {
 		for lo := 0; lo < limit; lo += per {
 			job.run(lo, bufs[0])
@@ -183,6 +215,7 @@ func (j *gemmJob) runParallel(bufs [][]float32, parts int) {
 // gemmJob is one Gemm call, split into parts of per rows (splitRows) or
 // per columns of C, up to limit.
 type gemmJob struct {
+	kn        *gemmKernel
 	tA, tB    Transpose
 	m, n, k   int
 	alpha     float32
@@ -206,29 +239,31 @@ func (j *gemmJob) run(lo int, buf []float32) {
 		if j.tA == Trans {
 			aoff = lo // rows of op(A) are columns of A
 		}
-		gemmSerial(j.tA, j.tB, hi-lo, j.n, j.k, j.alpha, j.a[aoff:], j.lda, j.b, j.ldb, j.beta, j.c[lo*j.ldc:], j.ldc, buf)
+		j.kn.gemmSerial(j.tA, j.tB, hi-lo, j.n, j.k, j.alpha, j.a[aoff:], j.lda, j.b, j.ldb, j.beta, j.c[lo*j.ldc:], j.ldc, buf)
 		return
 	}
 	boff := lo // columns of op(B) are columns of B
 	if j.tB == Trans {
 		boff = lo * j.ldb // columns of op(B) are rows of B
 	}
-	gemmSerial(j.tA, j.tB, j.m, hi-lo, j.k, j.alpha, j.a, j.lda, j.b[boff:], j.ldb, j.beta, j.c[lo:], j.ldc, buf)
+	j.kn.gemmSerial(j.tA, j.tB, j.m, hi-lo, j.k, j.alpha, j.a, j.lda, j.b[boff:], j.ldb, j.beta, j.c[lo:], j.ldc, buf)
 }
 
 // packSize returns the scratch floats gemmSerial needs for an m x n x k
-// product: a packed block of op(A) and one of op(B).
-func packSize(m, n, k int) int {
-	kb := panelDepth(k)
-	rows := min(mc, (m+mr-1)/mr*mr)
-	cols := min(nc, (n+nr-1)/nr*nr)
-	return rows*kb + kb*cols
+// product: a packed block of op(A), one of op(B), and an mr x nr tile for
+// macroKernel's edge tiles (kept in the scratch: a local array passed to
+// the tile function value would escape to the heap).
+func (kn *gemmKernel) packSize(m, n, k int) int {
+	kb := kn.panelDepth(k)
+	rows := min(kn.mc, (m+kn.mr-1)/kn.mr*kn.mr)
+	cols := min(kn.nc, (n+kn.nr-1)/kn.nr*kn.nr)
+	return rows*kb + kb*cols + kn.mr*kn.nr
 }
 
 // panelDepth returns the depth of gemmSerial's panels for inner dimension
 // k: k split into equal parts of at most kc, so the last is not a sliver.
-func panelDepth(k int) int {
-	panels := (k + kc - 1) / kc
+func (kn *gemmKernel) panelDepth(k int) int {
+	panels := (k + kn.kc - 1) / kn.kc
 	return (k + panels - 1) / panels
 }
 
@@ -303,23 +338,25 @@ func scaleMatrix(m, n int, beta float32, c []float32, ldc int) {
 // of C, op(A) is packed into pa and the macro-kernel updates the mc x nc
 // block of C tile by tile. beta applies on the first panel only; later
 // panels accumulate.
-func gemmSerial(tA, tB Transpose, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int, buf []float32) {
-	kb := panelDepth(k)
-	rows := min(mc, (m+mr-1)/mr*mr)
-	pa, pb := buf[:rows*kb], buf[rows*kb:packSize(m, n, k)]
-	for jc := 0; jc < n; jc += nc {
-		ncc := min(nc, n-jc)
+func (kn *gemmKernel) gemmSerial(tA, tB Transpose, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int, buf []float32) {
+	kb := kn.panelDepth(k)
+	rows := min(kn.mc, (m+kn.mr-1)/kn.mr*kn.mr)
+	cols := min(kn.nc, (n+kn.nr-1)/kn.nr*kn.nr)
+	pa, pb := buf[:rows*kb], buf[rows*kb:rows*kb+kb*cols]
+	t := buf[rows*kb+kb*cols:][:kn.mr*kn.nr]
+	for jc := 0; jc < n; jc += kn.nc {
+		ncc := min(kn.nc, n-jc)
 		for pc := 0; pc < k; pc += kb {
 			kcc := min(kb, k-pc)
-			packB(pb, tB, b, ldb, pc, kcc, jc, ncc)
+			packB(pb, kn.nr, tB, b, ldb, pc, kcc, jc, ncc)
 			bt := beta
 			if pc > 0 {
 				bt = 1
 			}
-			for ic := 0; ic < m; ic += mc {
-				mcc := min(mc, m-ic)
-				packA(pa, tA, a, lda, ic, mcc, pc, kcc)
-				macroKernel(mcc, ncc, kcc, pa, pb, c[ic*ldc+jc:], ldc, alpha, bt)
+			for ic := 0; ic < m; ic += kn.mc {
+				mcc := min(kn.mc, m-ic)
+				packA(pa, kn.mr, tA, a, lda, ic, mcc, pc, kcc)
+				kn.macroKernel(mcc, ncc, kcc, pa, pb, t, c[ic*ldc+jc:], ldc, alpha, bt)
 			}
 		}
 	}
@@ -329,43 +366,57 @@ func gemmSerial(tA, tB Transpose, m, n, k int, alpha float32, a []float32, lda i
 // op(A) into dst as consecutive micro-panels of mr rows; within a panel,
 // the mr values of one inner index are adjacent. Rows past the end are
 // zero.
-func packA(dst []float32, tA Transpose, a []float32, lda, i0, rows, p0, depth int) {
+func packA(dst []float32, mr int, tA Transpose, a []float32, lda, i0, rows, p0, depth int) {
 	for r0 := 0; r0 < rows; r0 += mr {
 		panel := dst[r0*depth : (r0+mr)*depth]
 		rr := min(mr, rows-r0)
-		if tA == NoTrans {
-			// op(A)(i, p) = a[i*lda+p]: each row is contiguous.
-			if rr == mr {
-				base := (i0+r0)*lda + p0
-				s0 := a[base : base+depth]
-				s1 := a[base+lda : base+lda+depth]
-				s2 := a[base+2*lda : base+2*lda+depth]
-				s3 := a[base+3*lda : base+3*lda+depth]
-				for p := range s0 {
-					d := panel[p*mr : p*mr+mr : p*mr+mr]
-					d[0], d[1], d[2], d[3] = s0[p], s1[p], s2[p], s3[p]
-				}
-				continue
+		if tA == Trans {
+			// op(A)(i, p) = a[p*lda+i]: the mr values of one p are contiguous.
+			if rr < mr {
+				clear(panel)
 			}
-			clear(panel)
-			for r := 0; r < rr; r++ {
-				s := a[(i0+r0+r)*lda+p0:][:depth]
-				for p, v := range s {
-					panel[p*mr+r] = v
-				}
+			for p := 0; p < depth; p++ {
+				copy(panel[p*mr:p*mr+rr], a[(p0+p)*lda+i0+r0:])
 			}
 			continue
 		}
-		// op(A)(i, p) = a[p*lda+i]: the mr values of one p are contiguous.
-		for p := 0; p < depth; p++ {
-			d := panel[p*mr : p*mr+mr : p*mr+mr]
-			s := a[(p0+p)*lda+i0+r0:]
-			if rr == mr {
-				d[0], d[1], d[2], d[3] = s[0], s[1], s[2], s[3]
-				continue
-			}
-			n := copy(d[:rr], s)
-			clear(d[n:])
+		// op(A)(i, p) = a[i*lda+p]: each row is contiguous.
+		if rr < mr {
+			clear(panel)
+		}
+		interleave(panel, mr, a, (i0+r0)*lda+p0, lda, rr, depth)
+	}
+}
+
+// interleave sets w[p*width+r] = src[base+r*ld+p] for r < rows and p <
+// depth: it transposes rows of src into the columns of a packed panel.
+// Rows are taken four (then two, then one) at a time, so that the reads
+// stream from a few rows and the writes of one p land together.
+func interleave(w []float32, width int, src []float32, base, ld, rows, depth int) {
+	r := 0
+	for ; r+4 <= rows; r += 4 {
+		s0 := src[base+r*ld:][:depth]
+		s1 := src[base+(r+1)*ld:][:len(s0)]
+		s2 := src[base+(r+2)*ld:][:len(s0)]
+		s3 := src[base+(r+3)*ld:][:len(s0)]
+		for p := range s0 {
+			d := w[p*width+r : p*width+r+4 : p*width+r+4]
+			d[0], d[1], d[2], d[3] = s0[p], s1[p], s2[p], s3[p]
+		}
+	}
+	if r+2 <= rows {
+		s0 := src[base+r*ld:][:depth]
+		s1 := src[base+(r+1)*ld:][:len(s0)]
+		for p := range s0 {
+			d := w[p*width+r : p*width+r+2 : p*width+r+2]
+			d[0], d[1] = s0[p], s1[p]
+		}
+		r += 2
+	}
+	if r < rows {
+		s := src[base+r*ld:][:depth]
+		for p, v := range s {
+			w[p*width+r] = v
 		}
 	}
 }
@@ -374,63 +425,57 @@ func packA(dst []float32, tA Transpose, a []float32, lda, i0, rows, p0, depth in
 // of op(B) into dst as consecutive micro-panels of nr columns; within a
 // panel, the nr values of one inner index are adjacent. Columns past the
 // end are zero.
-func packB(dst []float32, tB Transpose, b []float32, ldb, p0, depth, j0, cols int) {
+func packB(dst []float32, nr int, tB Transpose, b []float32, ldb, p0, depth, j0, cols int) {
 	for c0 := 0; c0 < cols; c0 += nr {
 		panel := dst[c0*depth : (c0+nr)*depth]
 		cc := min(nr, cols-c0)
 		if tB == NoTrans {
 			// op(B)(p, j) = b[p*ldb+j]: the nr values of one p are contiguous.
+			if cc < nr {
+				clear(panel)
+			}
 			for p := 0; p < depth; p++ {
-				d := panel[p*nr : p*nr+nr : p*nr+nr]
-				s := b[(p0+p)*ldb+j0+c0:]
-				if cc == nr {
-					d[0], d[1] = s[0], s[1]
-					continue
-				}
-				d[0], d[1] = s[0], 0
+				copy(panel[p*nr:p*nr+cc], b[(p0+p)*ldb+j0+c0:])
 			}
 			continue
 		}
 		// op(B)(p, j) = b[j*ldb+p]: each column of op(B) is a contiguous row of B.
-		base := (j0+c0)*ldb + p0
-		s0 := b[base : base+depth]
-		if cc == nr {
-			s1 := b[base+ldb : base+ldb+depth]
-			for p := range s0 {
-				d := panel[p*nr : p*nr+nr : p*nr+nr]
-				d[0], d[1] = s0[p], s1[p]
-			}
-			continue
+		if cc < nr {
+			clear(panel)
 		}
-		for p := range s0 {
-			d := panel[p*nr : p*nr+nr : p*nr+nr]
-			d[0], d[1] = s0[p], 0
-		}
+		interleave(panel, nr, b, (j0+c0)*ldb+p0, ldb, cc, depth)
 	}
 }
 
 // macroKernel updates the rows x cols block C (row stride ldc) with
 // alpha * packedA * packedB + beta * C, one mr x nr tile at a time. The
 // packed B micro-panel stays in L1 while the A micro-panels stream past.
-func macroKernel(rows, cols, depth int, pa, pb []float32, c []float32, ldc int, alpha, beta float32) {
-	var t [mr * nr]float32
+// Tiles that stick out of C are computed into t (mr x nr) and the part
+// inside C is stored by storeTile.
+func (kn *gemmKernel) macroKernel(rows, cols, depth int, pa, pb, t []float32, c []float32, ldc int, alpha, beta float32) {
+	mr, nr := kn.mr, kn.nr
 	for jr := 0; jr < cols; jr += nr {
 		nn := min(nr, cols-jr)
 		bp := pb[jr*depth : (jr+nr)*depth]
 		for ir := 0; ir < rows; ir += mr {
 			mm := min(mr, rows-ir)
-			kernel4x2(depth, pa[ir*depth:(ir+mr)*depth], bp, &t)
-			storeTile(c[ir*ldc+jr:], ldc, &t, mm, nn, alpha, beta)
+			ap := pa[ir*depth : (ir+mr)*depth]
+			if mm == mr && nn == nr {
+				kn.tile(depth, ap, bp, c[ir*ldc+jr:], ldc, alpha, beta)
+				continue
+			}
+			kn.tile(depth, ap, bp, t, nr, 1, 0)
+			storeTile(c[ir*ldc+jr:], ldc, t, nr, mm, nn, alpha, beta)
 		}
 	}
 }
 
-// storeTile writes the top-left mm x nn corner of the tile t into C:
-// C = alpha*t + beta*C, not reading C when beta is 0.
-func storeTile(c []float32, ldc int, t *[mr * nr]float32, mm, nn int, alpha, beta float32) {
+// storeTile writes the top-left mm x nn corner of the tile t (row stride
+// tw) into C: C = alpha*t + beta*C, not reading C when beta is 0.
+func storeTile(c []float32, ldc int, t []float32, tw, mm, nn int, alpha, beta float32) {
 	for i := 0; i < mm; i++ {
 		row := c[i*ldc : i*ldc+nn]
-		tr := t[i*nr : i*nr+nn]
+		tr := t[i*tw : i*tw+nn]
 		switch beta {
 		case 0:
 			for j, v := range tr {
@@ -448,6 +493,13 @@ func storeTile(c []float32, ldc int, t *[mr * nr]float32, mm, nn int, alpha, bet
 	}
 }
 
+// tile4x2 is genericKernel's tile function: kernel4x2, then storeTile.
+func tile4x2(depth int, pa, pb, c []float32, ldc int, alpha, beta float32) {
+	var t [4 * 2]float32
+	kernel4x2(depth, pa, pb, &t)
+	storeTile(c, ldc, t[:], 2, 4, 2, alpha, beta)
+}
+
 // kernel4x2 computes the 4x2 tile t = Aₚ·Bₚ of a packed A micro-panel
 // (depth steps of 4 values) and a packed B micro-panel (depth steps of 2
 // values), holding the 8 sums in registers.
@@ -458,7 +510,8 @@ func storeTile(c []float32, ldc int, t *[mr * nr]float32, mm, nn int, alpha, bet
 // only the last step's do. (4x2 with 8 steps measured best among tiles
 // from 1x7 to 4x4 and 1 to 8 steps: about 8 GFLOP/s on one core. Larger
 // tiles need more than the 15 XMM registers Go allocates.)
-func kernel4x2(depth int, pa, pb []float32, t *[mr * nr]float32) {
+func kernel4x2(depth int, pa, pb []float32, t *[4 * 2]float32) {
+	const mr, nr = 4, 2
 	var c00, c01, c10, c11, c20, c21, c30, c31 float32
 	pa = pa[:mr*depth]
 	pb = pb[:nr*depth]

@@ -69,11 +69,23 @@ func randSlice(rng *rand.Rand, n int) []float32 {
 }
 
 func TestGemmAgainstReference(t *testing.T) {
+	for _, kn := range gemmKernels {
+		t.Run(kn.name, func(t *testing.T) { testGemmKernel(t, kn) })
+	}
+}
+
+// testGemmKernel checks gemmWith(kn, ...) against refGemm on shapes chosen
+// around kn's tile and block sizes.
+func testGemmKernel(t *testing.T, kn *gemmKernel) {
+	mr, nr, mc, nc, kc := kn.mr, kn.nr, kn.mc, kn.nc, kn.kc
 	type shape struct{ m, n, k int }
 	shapes := []shape{
 		{1, 1, 1}, {3, 5, 7}, {17, 33, 9}, {4, 2, 1}, {1, 7, 3}, {9, 1, 5},
 		{5, 3, 0}, {0, 3, 4}, {3, 0, 4}, {2, 2, 4}, {5, 3, 13},
 		{mr + 1, nr + 1, 4*1 + 3},  // edge tiles and the unroll remainder
+		{mr, nr, 8 + 3},            // exactly one full tile
+		{2*mr - 1, 2*nr - 1, 1},    // one full tile, edges on both sides
+		{3 * mr, 3 * nr, 2},        // full tiles only
 		{mc + 3, 7, 5},             // two row blocks of A
 		{6, nc + 3, 5},             // two column blocks of B
 		{5, 6, kc + 9},             // two inner panels
@@ -98,7 +110,7 @@ func TestGemmAgainstReference(t *testing.T) {
 						name := fmt.Sprintf("%dx%dx%d/tA=%v/tB=%v/alpha=%v/beta=%v/threads=%d",
 							sh.m, sh.n, sh.k, tA, tB, cf.alpha, cf.beta, threads)
 						t.Run(name, func(t *testing.T) {
-							runGemmCase(t, rng, threads, tA, tB, sh.m, sh.n, sh.k, cf.alpha, cf.beta)
+							runGemmCase(t, rng, kn, threads, tA, tB, sh.m, sh.n, sh.k, cf.alpha, cf.beta)
 						})
 					}
 				}
@@ -109,7 +121,7 @@ func TestGemmAgainstReference(t *testing.T) {
 
 // runGemmCase runs gemm on random operands with padded leading dimensions
 // and compares with refGemm.
-func runGemmCase(t *testing.T, rng *rand.Rand, threads int, tA, tB Transpose, m, n, k int, alpha, beta float32) {
+func runGemmCase(t *testing.T, rng *rand.Rand, kn *gemmKernel, threads int, tA, tB Transpose, m, n, k int, alpha, beta float32) {
 	t.Helper()
 	ar, ac := m, k
 	if tA == Trans {
@@ -132,7 +144,7 @@ func runGemmCase(t *testing.T, rng *rand.Rand, threads int, tA, tB Transpose, m,
 	a0, b0 := slices.Clone(a), slices.Clone(b)
 	want, scale := refGemm(tA, tB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
 
-	gemm(threads, nil, tA, tB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
+	gemmWith(kn, threads, nil, tA, tB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
 
 	if !slices.Equal(a, a0) || !slices.Equal(b, b0) {
 		t.Fatal("gemm modified an input")
@@ -162,11 +174,40 @@ func TestGemmThreadsBitwiseEqual(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 4))
 	m, n, k := 150, 210, 300
 	a, b := randSlice(rng, m*k), randSlice(rng, k*n)
-	c1, c2 := make([]float32, m*n), make([]float32, m*n)
-	gemm(1, nil, NoTrans, NoTrans, m, n, k, 1, a, k, b, n, 0, c1, n)
-	gemm(2, nil, NoTrans, NoTrans, m, n, k, 1, a, k, b, n, 0, c2, n)
-	if !slices.Equal(c1, c2) {
-		t.Fatal("results depend on the number of goroutines")
+	c0 := randSlice(rng, m*n)
+	for _, kn := range gemmKernels {
+		for _, beta := range []float32{0, 0.5} {
+			c1, c2 := slices.Clone(c0), slices.Clone(c0)
+			gemmWith(kn, 1, nil, NoTrans, NoTrans, m, n, k, 1.5, a, k, b, n, beta, c1, n)
+			gemmWith(kn, 2, nil, NoTrans, NoTrans, m, n, k, 1.5, a, k, b, n, beta, c2, n)
+			if !slices.Equal(c1, c2) {
+				t.Fatalf("%s, beta=%v: results depend on the number of goroutines", kn.name, beta)
+			}
+		}
+	}
+}
+
+// TestGemmKernelsAgree checks that every kernel's result is within
+// rounding of the generic one's on a product that uses full and edge
+// tiles, several panels and both splits.
+func TestGemmKernelsAgree(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 8))
+	for _, kn := range gemmKernels {
+		if kn == genericKernel {
+			continue
+		}
+		for _, sh := range [][3]int{{256, 200, 414}, {200, 414, 256}, {97, 61, 530}} {
+			m, n, k := sh[0], sh[1], sh[2]
+			a, b := randSlice(rng, m*k), randSlice(rng, k*n)
+			want, got := make([]float32, m*n), make([]float32, m*n)
+			gemmWith(genericKernel, 1, nil, NoTrans, NoTrans, m, n, k, 1, a, k, b, n, 0, want, n)
+			gemmWith(kn, 1, nil, NoTrans, NoTrans, m, n, k, 1, a, k, b, n, 0, got, n)
+			for i := range want {
+				if d := math.Abs(float64(want[i] - got[i])); d > 1e-3*(1+math.Abs(float64(want[i]))) {
+					t.Fatalf("%s %v: C[%d] = %v, generic %v", kn.name, sh, i, got[i], want[i])
+				}
+			}
+		}
 	}
 }
 
@@ -202,10 +243,12 @@ func TestGemmNoAllocs(t *testing.T) {
 	rng := rand.New(rand.NewPCG(5, 6))
 	m, n, k := 64, 64, 64
 	a, b, c := randSlice(rng, m*k), randSlice(rng, k*n), make([]float32, m*n)
-	allocs := testing.AllocsPerRun(20, func() {
-		gemm(1, nil, NoTrans, Trans, m, n, k, 1, a, k, b, k, 0, c, n)
-	})
-	if allocs > 0 {
-		t.Fatalf("single-goroutine Gemm allocates %v times per call", allocs)
+	for _, kn := range gemmKernels {
+		allocs := testing.AllocsPerRun(20, func() {
+			gemmWith(kn, 1, nil, NoTrans, Trans, m, n, k, 1, a, k, b, k, 0, c, n)
+		})
+		if allocs > 0 {
+			t.Fatalf("%s: single-goroutine Gemm allocates %v times per call", kn.name, allocs)
+		}
 	}
 }

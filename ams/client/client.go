@@ -37,6 +37,7 @@ func DialOptions() []grpc.DialOption {
 		grpc.WithInitialConnWindowSize(64 << 20),
 		grpc.WithReadBufferSize(1 << 20),
 		grpc.WithWriteBufferSize(1 << 20),
+		amspb.DialOption(&amspb.BufferPool{}),
 	}
 }
 

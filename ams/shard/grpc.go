@@ -23,6 +23,7 @@ func ServerOptions() []grpc.ServerOption {
 		grpc.InitialConnWindowSize(64 << 20),
 		grpc.ReadBufferSize(1 << 20),
 		grpc.WriteBufferSize(1 << 20),
+		amspb.ServerOption(&amspb.BufferPool{}),
 	}
 }
 

@@ -96,7 +96,9 @@ func New(opts Options) *Shard {
 	s.cat.Store(&catalog{tables: map[string]*tableInfo{}, dense: map[string]*denseInfo{}})
 	s.stripes = make([]*stripe, opts.Stripes)
 	for i := range s.stripes {
-		st := &stripe{in: make(chan *task, 16), dense: map[string]*ams.DenseVar{}}
+		// Unbuffered: a send succeeds only when the owner takes the task,
+		// so every task sent is served even if Close races with it.
+		st := &stripe{in: make(chan *task), dense: map[string]*ams.DenseVar{}}
 		s.stripes[i] = st
 		s.wg.Add(1)
 		go func() {
@@ -140,6 +142,11 @@ func (s *Shard) stripeOf(salt, id uint64) int {
 // dispatch sends one task to each stripe that has work and waits for all.
 func (s *Shard) dispatch(tasks []*task) error {
 	var wg sync.WaitGroup
+	select {
+	case <-s.done:
+		return ErrClosed
+	default:
+	}
 	for i, t := range tasks {
 		if t == nil {
 			continue

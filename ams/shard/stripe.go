@@ -66,16 +66,7 @@ func (st *stripe) run(done <-chan struct{}) {
 			t.err = st.serve(t)
 			t.wg.Done()
 		case <-done:
-			// Release senders still blocked on tasks already queued.
-			for {
-				select {
-				case t := <-st.in:
-					t.err = ErrClosed
-					t.wg.Done()
-				default:
-					return
-				}
-			}
+			return
 		}
 	}
 }

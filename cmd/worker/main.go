@@ -134,9 +134,12 @@ func registerOverrides(fs *flag.FlagSet) map[string]*override {
 		return err
 	})
 	add("dense-lr", "learning rate of the MLP", floatField(func(c *config.Config) *float32 { return &c.Model.DenseOptimizer.LR }))
-	add("seed", "model seed", func(c *config.Config, v string) error {
+	add("seed", "model seed: MLP initialisation, shuffling and every table's initializer seed", func(c *config.Config, v string) error {
 		n, err := strconv.ParseUint(v, 10, 64)
 		c.Model.Seed = n
+		for i := range c.Model.Tables {
+			c.Model.Tables[i].Init.Seed = n
+		}
 		return err
 	})
 	add("hidden", "MLP hidden sizes, comma-separated (e.g. 200,80)", func(c *config.Config, v string) error {

@@ -94,6 +94,12 @@ type TrainConfig struct {
 	//
 	// The default value is 2.
 	MaxInflightPushes int `yaml:"max_inflight_pushes"`
+	// Prefetch loads and pulls the next batch while the current one trains
+	// (its rows may then miss the current batch's update, as in any
+	// asynchronous mode).
+	//
+	// The default value is true.
+	Prefetch *bool `yaml:"prefetch"`
 	// ProgressEvery is the interval between progress lines.
 	//
 	// The default value is 2s.
@@ -181,6 +187,10 @@ func (c *Config) EnsureDefaults() {
 	if t.Shuffle == nil {
 		yes := true
 		t.Shuffle = &yes
+	}
+	if t.Prefetch == nil {
+		yes := true
+		t.Prefetch = &yes
 	}
 	if t.Format == "" {
 		t.Format = "libffm"

@@ -80,6 +80,7 @@ type Trainer struct {
 	// push ring: a buffer is taken before a push and returned after it.
 	free    chan *pushBuf
 	pushWG  sync.WaitGroup
+	fetchWG sync.WaitGroup
 	errMu   sync.Mutex
 	pushErr error // first asynchronous push error; guarded by errMu
 }
@@ -243,7 +244,7 @@ func grow[T any](b []T, n int) []T {
 func (t *Trainer) Run(ctx context.Context) (res Result, err error) {
 	cfg := t.cfg.Train
 	bs := cfg.BatchSize
-	s := t.newState(bs)
+	states := [2]*state{t.newState(bs), t.newState(bs)}
 	n := t.train.Len()
 	order := make([]int32, n)
 	for i := range order {
@@ -257,7 +258,9 @@ func (t *Trainer) Run(ctx context.Context) (res Result, err error) {
 	var lossSum float64
 	var lossN int
 	defer func() {
-		t.pushWG.Wait() // join every push goroutine, whatever happened
+		// Join every fetch and push goroutine, whatever happened.
+		t.fetchWG.Wait()
+		t.pushWG.Wait()
 		if err == nil {
 			err = t.takePushErr()
 		}
@@ -267,7 +270,9 @@ func (t *Trainer) Run(ctx context.Context) (res Result, err error) {
 			rng := rand.New(rand.NewPCG(t.cfg.Model.Seed, uint64(epoch)))
 			rng.Shuffle(n, func(i, j int) { order[i], order[j] = order[j], order[i] })
 		}
+		batch := func(b int) []int32 { return order[b*bs : min((b+1)*bs, n)] }
 		lossSum, lossN = 0, 0
+		var next *fetch
 		for b := 0; b < batchesPerEpoch; b++ {
 			if err := ctx.Err(); err != nil {
 				return res, err
@@ -275,19 +280,31 @@ func (t *Trainer) Run(ctx context.Context) (res Result, err error) {
 			if err := t.takePushErr(); err != nil {
 				return res, err
 			}
-			idx := order[b*bs : min((b+1)*bs, n)]
 			start := time.Now()
-			loss, err := t.step(ctx, s, idx)
+			cur := next
+			if cur == nil {
+				cur = t.startFetch(ctx, states[b%2], batch(b))
+			}
+			<-cur.done
+			if cur.err != nil {
+				return res, cur.err
+			}
+			next = nil
+			if *cfg.Prefetch && b+1 < batchesPerEpoch {
+				// Load and pull the next batch while this one trains.
+				next = t.startFetch(ctx, states[(b+1)%2], batch(b+1))
+			}
+			loss, err := t.step(ctx, cur.s, len(cur.idx))
 			if err != nil {
 				return res, err
 			}
 			d := time.Since(start)
 			trainDur += d
 			progressDur += d
-			res.Samples += int64(len(idx))
-			progressSamples += int64(len(idx))
+			res.Samples += int64(len(cur.idx))
+			progressSamples += int64(len(cur.idx))
 			res.Batches++
-			uniq += int64(s.batch.Unique())
+			uniq += int64(cur.s.batch.Unique())
 			lossSum += loss
 			lossN++
 			if t.opts.Progress != nil && time.Since(lastProgress) >= cfg.ProgressEvery {
@@ -297,6 +314,9 @@ func (t *Trainer) Run(ctx context.Context) (res Result, err error) {
 				lastProgress, progressSamples, progressDur = time.Now(), 0, 0
 			}
 			if cfg.EvalEvery > 0 && res.Batches%int64(cfg.EvalEvery) == 0 && b+1 < batchesPerEpoch {
+				if next != nil {
+					<-next.done // keep the prefetch out of the evaluation's time
+				}
 				if _, err := t.evalAndReport(ctx, &res, fmt.Sprintf("batch %d", res.Batches)); err != nil {
 					return res, err
 				}
@@ -351,15 +371,32 @@ func (t *Trainer) evalAndReport(ctx context.Context, res *Result, when string) (
 	return e, nil
 }
 
-// step trains on one batch and starts its asynchronous push.
-func (t *Trainer) step(ctx context.Context, s *state, idx []int32) (float64, error) {
-	n := len(idx)
-	if err := t.load(s, t.train, idx); err != nil {
-		return 0, err
-	}
-	if err := t.pull(ctx, s, true); err != nil {
-		return 0, err
-	}
+// fetch is one batch being loaded and pulled, possibly ahead of training.
+type fetch struct {
+	s    *state
+	idx  []int32
+	err  error         // set before done is closed
+	done chan struct{} // closed when s holds the batch and its rows
+}
+
+// startFetch loads samples idx into s and pulls their rows and the dense
+// parameters, in a goroutine joined by Run.
+func (t *Trainer) startFetch(ctx context.Context, s *state, idx []int32) *fetch {
+	f := &fetch{s: s, idx: idx, done: make(chan struct{})}
+	t.fetchWG.Add(1)
+	go func() {
+		defer t.fetchWG.Done()
+		defer close(f.done)
+		if f.err = t.load(s, t.train, idx); f.err == nil {
+			f.err = t.pull(ctx, s, true)
+		}
+	}()
+	return f
+}
+
+// step trains on the n samples fetched into s and starts their
+// asynchronous push.
+func (t *Trainer) step(ctx context.Context, s *state, n int) (float64, error) {
 	w := t.layout.Width()
 	x, dx := s.x[:n*w], s.dx[:n*w]
 	s.batch.Pool(s.rows, x)
