@@ -10,7 +10,7 @@
 //
 //	-train           output file for the training samples (required)
 //	-test            output file for the test samples (optional)
-//	-train-samples   number of training samples (default: data.train_samples of the config, 200000)
+//	-train-samples   number of training samples (default: data.train_samples of the config, 500000)
 //	-test-samples    number of test samples (default: data.test_samples, 40000)
 //	-config          YAML config whose data: section shapes the data
 //

@@ -110,7 +110,7 @@ type TrainConfig struct {
 type DataConfig struct {
 	// TrainSamples is the number of generated training samples.
 	//
-	// The default value is 200000.
+	// The default value is 500000.
 	TrainSamples int `yaml:"train_samples"`
 	// TestSamples is the number of generated test samples.
 	//
@@ -204,7 +204,7 @@ func (c *Config) EnsureDefaults() {
 		t.ProgressEvery = 2 * time.Second
 	}
 	d := &c.Data
-	setInt(&d.TrainSamples, 200000)
+	setInt(&d.TrainSamples, 500000)
 	setInt(&d.TestSamples, 40000)
 	setInt(&d.Fields, 23)
 	setInt(&d.UserFields, 10)

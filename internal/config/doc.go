@@ -33,7 +33,7 @@
 //	  prefetch: true            # load and pull the next batch while the current one trains
 //	  progress_every: 2s        # progress line interval on stderr
 //	data:                       # the built-in generated dataset (when no -train is given)
-//	  train_samples: 200000
+//	  train_samples: 500000
 //	  test_samples: 40000
 //	  fields: 23
 //	  user_fields: 10
