@@ -588,7 +588,10 @@ type PullRequest struct {
 	Tables         []*TableIDs            `protobuf:"bytes,2,rep,name=tables,proto3" json:"tables,omitempty"`
 	// create missing rows with the table's initializer (training); otherwise
 	// missing rows read as zeros and are not created (evaluation, serving).
-	Create        bool `protobuf:"varint,3,opt,name=create,proto3" json:"create,omitempty"`
+	Create bool `protobuf:"varint,3,opt,name=create,proto3" json:"create,omitempty"`
+	// dense vectors whose shard range to return in the same reply, so that a
+	// training step needs one pull per shard.
+	Dense         []string `protobuf:"bytes,4,rep,name=dense,proto3" json:"dense,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -644,16 +647,93 @@ func (x *PullRequest) GetCreate() bool {
 	return false
 }
 
-type PullResponse struct {
+func (x *PullRequest) GetDense() []string {
+	if x != nil {
+		return x.Dense
+	}
+	return nil
+}
+
+type DenseValues struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
-	Tables        []*TableRows           `protobuf:"bytes,1,rep,name=tables,proto3" json:"tables,omitempty"`
+	Name          string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	Lo            uint64                 `protobuf:"varint,2,opt,name=lo,proto3" json:"lo,omitempty"`
+	Hi            uint64                 `protobuf:"varint,3,opt,name=hi,proto3" json:"hi,omitempty"`
+	Values        []byte                 `protobuf:"bytes,4,opt,name=values,proto3" json:"values,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DenseValues) Reset() {
+	*x = DenseValues{}
+	mi := &file_ams_proto_msgTypes[9]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DenseValues) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DenseValues) ProtoMessage() {}
+
+func (x *DenseValues) ProtoReflect() protoreflect.Message {
+	mi := &file_ams_proto_msgTypes[9]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DenseValues.ProtoReflect.Descriptor instead.
+func (*DenseValues) Descriptor() ([]byte, []int) {
+	return file_ams_proto_rawDescGZIP(), []int{9}
+}
+
+func (x *DenseValues) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *DenseValues) GetLo() uint64 {
+	if x != nil {
+		return x.Lo
+	}
+	return 0
+}
+
+func (x *DenseValues) GetHi() uint64 {
+	if x != nil {
+		return x.Hi
+	}
+	return 0
+}
+
+func (x *DenseValues) GetValues() []byte {
+	if x != nil {
+		return x.Values
+	}
+	return nil
+}
+
+type PullResponse struct {
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	Tables []*TableRows           `protobuf:"bytes,1,rep,name=tables,proto3" json:"tables,omitempty"`
+	// one per PullRequest.dense, in order.
+	Dense         []*DenseValues `protobuf:"bytes,2,rep,name=dense,proto3" json:"dense,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *PullResponse) Reset() {
 	*x = PullResponse{}
-	mi := &file_ams_proto_msgTypes[9]
+	mi := &file_ams_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -665,7 +745,7 @@ func (x *PullResponse) String() string {
 func (*PullResponse) ProtoMessage() {}
 
 func (x *PullResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_ams_proto_msgTypes[9]
+	mi := &file_ams_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -678,12 +758,72 @@ func (x *PullResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PullResponse.ProtoReflect.Descriptor instead.
 func (*PullResponse) Descriptor() ([]byte, []int) {
-	return file_ams_proto_rawDescGZIP(), []int{9}
+	return file_ams_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *PullResponse) GetTables() []*TableRows {
 	if x != nil {
 		return x.Tables
+	}
+	return nil
+}
+
+func (x *PullResponse) GetDense() []*DenseValues {
+	if x != nil {
+		return x.Dense
+	}
+	return nil
+}
+
+type DenseGrad struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Name  string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	// the gradient of the shard's range [lo, hi) of the vector.
+	Grad          []byte `protobuf:"bytes,2,opt,name=grad,proto3" json:"grad,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DenseGrad) Reset() {
+	*x = DenseGrad{}
+	mi := &file_ams_proto_msgTypes[11]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DenseGrad) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DenseGrad) ProtoMessage() {}
+
+func (x *DenseGrad) ProtoReflect() protoreflect.Message {
+	mi := &file_ams_proto_msgTypes[11]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DenseGrad.ProtoReflect.Descriptor instead.
+func (*DenseGrad) Descriptor() ([]byte, []int) {
+	return file_ams_proto_rawDescGZIP(), []int{11}
+}
+
+func (x *DenseGrad) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *DenseGrad) GetGrad() []byte {
+	if x != nil {
+		return x.Grad
 	}
 	return nil
 }
@@ -699,7 +839,7 @@ type TableGrads struct {
 
 func (x *TableGrads) Reset() {
 	*x = TableGrads{}
-	mi := &file_ams_proto_msgTypes[10]
+	mi := &file_ams_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -711,7 +851,7 @@ func (x *TableGrads) String() string {
 func (*TableGrads) ProtoMessage() {}
 
 func (x *TableGrads) ProtoReflect() protoreflect.Message {
-	mi := &file_ams_proto_msgTypes[10]
+	mi := &file_ams_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -724,7 +864,7 @@ func (x *TableGrads) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TableGrads.ProtoReflect.Descriptor instead.
 func (*TableGrads) Descriptor() ([]byte, []int) {
-	return file_ams_proto_rawDescGZIP(), []int{10}
+	return file_ams_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *TableGrads) GetTable() string {
@@ -752,13 +892,15 @@ type PushRequest struct {
 	state          protoimpl.MessageState `protogen:"open.v1"`
 	ClusterVersion uint64                 `protobuf:"varint,1,opt,name=cluster_version,json=clusterVersion,proto3" json:"cluster_version,omitempty"`
 	Tables         []*TableGrads          `protobuf:"bytes,2,rep,name=tables,proto3" json:"tables,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// dense gradients applied in the same request.
+	Dense         []*DenseGrad `protobuf:"bytes,3,rep,name=dense,proto3" json:"dense,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *PushRequest) Reset() {
 	*x = PushRequest{}
-	mi := &file_ams_proto_msgTypes[11]
+	mi := &file_ams_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -770,7 +912,7 @@ func (x *PushRequest) String() string {
 func (*PushRequest) ProtoMessage() {}
 
 func (x *PushRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_ams_proto_msgTypes[11]
+	mi := &file_ams_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -783,7 +925,7 @@ func (x *PushRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PushRequest.ProtoReflect.Descriptor instead.
 func (*PushRequest) Descriptor() ([]byte, []int) {
-	return file_ams_proto_rawDescGZIP(), []int{11}
+	return file_ams_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *PushRequest) GetClusterVersion() uint64 {
@@ -800,6 +942,13 @@ func (x *PushRequest) GetTables() []*TableGrads {
 	return nil
 }
 
+func (x *PushRequest) GetDense() []*DenseGrad {
+	if x != nil {
+		return x.Dense
+	}
+	return nil
+}
+
 type PushResponse struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	unknownFields protoimpl.UnknownFields
@@ -808,7 +957,7 @@ type PushResponse struct {
 
 func (x *PushResponse) Reset() {
 	*x = PushResponse{}
-	mi := &file_ams_proto_msgTypes[12]
+	mi := &file_ams_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -820,7 +969,7 @@ func (x *PushResponse) String() string {
 func (*PushResponse) ProtoMessage() {}
 
 func (x *PushResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_ams_proto_msgTypes[12]
+	mi := &file_ams_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -833,7 +982,7 @@ func (x *PushResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PushResponse.ProtoReflect.Descriptor instead.
 func (*PushResponse) Descriptor() ([]byte, []int) {
-	return file_ams_proto_rawDescGZIP(), []int{12}
+	return file_ams_proto_rawDescGZIP(), []int{14}
 }
 
 type PullDenseRequest struct {
@@ -846,7 +995,7 @@ type PullDenseRequest struct {
 
 func (x *PullDenseRequest) Reset() {
 	*x = PullDenseRequest{}
-	mi := &file_ams_proto_msgTypes[13]
+	mi := &file_ams_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -858,7 +1007,7 @@ func (x *PullDenseRequest) String() string {
 func (*PullDenseRequest) ProtoMessage() {}
 
 func (x *PullDenseRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_ams_proto_msgTypes[13]
+	mi := &file_ams_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -871,7 +1020,7 @@ func (x *PullDenseRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PullDenseRequest.ProtoReflect.Descriptor instead.
 func (*PullDenseRequest) Descriptor() ([]byte, []int) {
-	return file_ams_proto_rawDescGZIP(), []int{13}
+	return file_ams_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *PullDenseRequest) GetClusterVersion() uint64 {
@@ -899,7 +1048,7 @@ type PullDenseResponse struct {
 
 func (x *PullDenseResponse) Reset() {
 	*x = PullDenseResponse{}
-	mi := &file_ams_proto_msgTypes[14]
+	mi := &file_ams_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -911,7 +1060,7 @@ func (x *PullDenseResponse) String() string {
 func (*PullDenseResponse) ProtoMessage() {}
 
 func (x *PullDenseResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_ams_proto_msgTypes[14]
+	mi := &file_ams_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -924,7 +1073,7 @@ func (x *PullDenseResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PullDenseResponse.ProtoReflect.Descriptor instead.
 func (*PullDenseResponse) Descriptor() ([]byte, []int) {
-	return file_ams_proto_rawDescGZIP(), []int{14}
+	return file_ams_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *PullDenseResponse) GetLo() uint64 {
@@ -959,7 +1108,7 @@ type PushDenseRequest struct {
 
 func (x *PushDenseRequest) Reset() {
 	*x = PushDenseRequest{}
-	mi := &file_ams_proto_msgTypes[15]
+	mi := &file_ams_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -971,7 +1120,7 @@ func (x *PushDenseRequest) String() string {
 func (*PushDenseRequest) ProtoMessage() {}
 
 func (x *PushDenseRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_ams_proto_msgTypes[15]
+	mi := &file_ams_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -984,7 +1133,7 @@ func (x *PushDenseRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PushDenseRequest.ProtoReflect.Descriptor instead.
 func (*PushDenseRequest) Descriptor() ([]byte, []int) {
-	return file_ams_proto_rawDescGZIP(), []int{15}
+	return file_ams_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *PushDenseRequest) GetClusterVersion() uint64 {
@@ -1016,7 +1165,7 @@ type PushDenseResponse struct {
 
 func (x *PushDenseResponse) Reset() {
 	*x = PushDenseResponse{}
-	mi := &file_ams_proto_msgTypes[16]
+	mi := &file_ams_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1028,7 +1177,7 @@ func (x *PushDenseResponse) String() string {
 func (*PushDenseResponse) ProtoMessage() {}
 
 func (x *PushDenseResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_ams_proto_msgTypes[16]
+	mi := &file_ams_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1041,7 +1190,7 @@ func (x *PushDenseResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PushDenseResponse.ProtoReflect.Descriptor instead.
 func (*PushDenseResponse) Descriptor() ([]byte, []int) {
-	return file_ams_proto_rawDescGZIP(), []int{16}
+	return file_ams_proto_rawDescGZIP(), []int{18}
 }
 
 type StatsRequest struct {
@@ -1053,7 +1202,7 @@ type StatsRequest struct {
 
 func (x *StatsRequest) Reset() {
 	*x = StatsRequest{}
-	mi := &file_ams_proto_msgTypes[17]
+	mi := &file_ams_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1065,7 +1214,7 @@ func (x *StatsRequest) String() string {
 func (*StatsRequest) ProtoMessage() {}
 
 func (x *StatsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_ams_proto_msgTypes[17]
+	mi := &file_ams_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1078,7 +1227,7 @@ func (x *StatsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StatsRequest.ProtoReflect.Descriptor instead.
 func (*StatsRequest) Descriptor() ([]byte, []int) {
-	return file_ams_proto_rawDescGZIP(), []int{17}
+	return file_ams_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *StatsRequest) GetClusterVersion() uint64 {
@@ -1099,7 +1248,7 @@ type TableStats struct {
 
 func (x *TableStats) Reset() {
 	*x = TableStats{}
-	mi := &file_ams_proto_msgTypes[18]
+	mi := &file_ams_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1111,7 +1260,7 @@ func (x *TableStats) String() string {
 func (*TableStats) ProtoMessage() {}
 
 func (x *TableStats) ProtoReflect() protoreflect.Message {
-	mi := &file_ams_proto_msgTypes[18]
+	mi := &file_ams_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1124,7 +1273,7 @@ func (x *TableStats) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TableStats.ProtoReflect.Descriptor instead.
 func (*TableStats) Descriptor() ([]byte, []int) {
-	return file_ams_proto_rawDescGZIP(), []int{18}
+	return file_ams_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *TableStats) GetName() string {
@@ -1163,7 +1312,7 @@ type StatsResponse struct {
 
 func (x *StatsResponse) Reset() {
 	*x = StatsResponse{}
-	mi := &file_ams_proto_msgTypes[19]
+	mi := &file_ams_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1175,7 +1324,7 @@ func (x *StatsResponse) String() string {
 func (*StatsResponse) ProtoMessage() {}
 
 func (x *StatsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_ams_proto_msgTypes[19]
+	mi := &file_ams_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1188,7 +1337,7 @@ func (x *StatsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StatsResponse.ProtoReflect.Descriptor instead.
 func (*StatsResponse) Descriptor() ([]byte, []int) {
-	return file_ams_proto_rawDescGZIP(), []int{19}
+	return file_ams_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *StatsResponse) GetShardId() string {
@@ -1286,21 +1435,32 @@ const file_ams_proto_rawDesc = "" +
 	"\x03ids\x18\x02 \x01(\fR\x03ids\"5\n" +
 	"\tTableRows\x12\x14\n" +
 	"\x05table\x18\x01 \x01(\tR\x05table\x12\x12\n" +
-	"\x04rows\x18\x02 \x01(\fR\x04rows\"|\n" +
+	"\x04rows\x18\x02 \x01(\fR\x04rows\"\x92\x01\n" +
 	"\vPullRequest\x12'\n" +
 	"\x0fcluster_version\x18\x01 \x01(\x04R\x0eclusterVersion\x12,\n" +
 	"\x06tables\x18\x02 \x03(\v2\x14.xps.ams.v1.TableIDsR\x06tables\x12\x16\n" +
-	"\x06create\x18\x03 \x01(\bR\x06create\"=\n" +
+	"\x06create\x18\x03 \x01(\bR\x06create\x12\x14\n" +
+	"\x05dense\x18\x04 \x03(\tR\x05dense\"Y\n" +
+	"\vDenseValues\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12\x0e\n" +
+	"\x02lo\x18\x02 \x01(\x04R\x02lo\x12\x0e\n" +
+	"\x02hi\x18\x03 \x01(\x04R\x02hi\x12\x16\n" +
+	"\x06values\x18\x04 \x01(\fR\x06values\"l\n" +
 	"\fPullResponse\x12-\n" +
-	"\x06tables\x18\x01 \x03(\v2\x15.xps.ams.v1.TableRowsR\x06tables\"J\n" +
+	"\x06tables\x18\x01 \x03(\v2\x15.xps.ams.v1.TableRowsR\x06tables\x12-\n" +
+	"\x05dense\x18\x02 \x03(\v2\x17.xps.ams.v1.DenseValuesR\x05dense\"3\n" +
+	"\tDenseGrad\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12\x12\n" +
+	"\x04grad\x18\x02 \x01(\fR\x04grad\"J\n" +
 	"\n" +
 	"TableGrads\x12\x14\n" +
 	"\x05table\x18\x01 \x01(\tR\x05table\x12\x10\n" +
 	"\x03ids\x18\x02 \x01(\fR\x03ids\x12\x14\n" +
-	"\x05grads\x18\x03 \x01(\fR\x05grads\"f\n" +
+	"\x05grads\x18\x03 \x01(\fR\x05grads\"\x93\x01\n" +
 	"\vPushRequest\x12'\n" +
 	"\x0fcluster_version\x18\x01 \x01(\x04R\x0eclusterVersion\x12.\n" +
-	"\x06tables\x18\x02 \x03(\v2\x16.xps.ams.v1.TableGradsR\x06tables\"\x0e\n" +
+	"\x06tables\x18\x02 \x03(\v2\x16.xps.ams.v1.TableGradsR\x06tables\x12+\n" +
+	"\x05dense\x18\x03 \x03(\v2\x15.xps.ams.v1.DenseGradR\x05dense\"\x0e\n" +
 	"\fPushResponse\"O\n" +
 	"\x10PullDenseRequest\x12'\n" +
 	"\x0fcluster_version\x18\x01 \x01(\x04R\x0eclusterVersion\x12\x12\n" +
@@ -1351,7 +1511,7 @@ func file_ams_proto_rawDescGZIP() []byte {
 	return file_ams_proto_rawDescData
 }
 
-var file_ams_proto_msgTypes = make([]protoimpl.MessageInfo, 20)
+var file_ams_proto_msgTypes = make([]protoimpl.MessageInfo, 22)
 var file_ams_proto_goTypes = []any{
 	(*OptimizerSpec)(nil),     // 0: xps.ams.v1.OptimizerSpec
 	(*InitSpec)(nil),          // 1: xps.ams.v1.InitSpec
@@ -1362,17 +1522,19 @@ var file_ams_proto_goTypes = []any{
 	(*TableIDs)(nil),          // 6: xps.ams.v1.TableIDs
 	(*TableRows)(nil),         // 7: xps.ams.v1.TableRows
 	(*PullRequest)(nil),       // 8: xps.ams.v1.PullRequest
-	(*PullResponse)(nil),      // 9: xps.ams.v1.PullResponse
-	(*TableGrads)(nil),        // 10: xps.ams.v1.TableGrads
-	(*PushRequest)(nil),       // 11: xps.ams.v1.PushRequest
-	(*PushResponse)(nil),      // 12: xps.ams.v1.PushResponse
-	(*PullDenseRequest)(nil),  // 13: xps.ams.v1.PullDenseRequest
-	(*PullDenseResponse)(nil), // 14: xps.ams.v1.PullDenseResponse
-	(*PushDenseRequest)(nil),  // 15: xps.ams.v1.PushDenseRequest
-	(*PushDenseResponse)(nil), // 16: xps.ams.v1.PushDenseResponse
-	(*StatsRequest)(nil),      // 17: xps.ams.v1.StatsRequest
-	(*TableStats)(nil),        // 18: xps.ams.v1.TableStats
-	(*StatsResponse)(nil),     // 19: xps.ams.v1.StatsResponse
+	(*DenseValues)(nil),       // 9: xps.ams.v1.DenseValues
+	(*PullResponse)(nil),      // 10: xps.ams.v1.PullResponse
+	(*DenseGrad)(nil),         // 11: xps.ams.v1.DenseGrad
+	(*TableGrads)(nil),        // 12: xps.ams.v1.TableGrads
+	(*PushRequest)(nil),       // 13: xps.ams.v1.PushRequest
+	(*PushResponse)(nil),      // 14: xps.ams.v1.PushResponse
+	(*PullDenseRequest)(nil),  // 15: xps.ams.v1.PullDenseRequest
+	(*PullDenseResponse)(nil), // 16: xps.ams.v1.PullDenseResponse
+	(*PushDenseRequest)(nil),  // 17: xps.ams.v1.PushDenseRequest
+	(*PushDenseResponse)(nil), // 18: xps.ams.v1.PushDenseResponse
+	(*StatsRequest)(nil),      // 19: xps.ams.v1.StatsRequest
+	(*TableStats)(nil),        // 20: xps.ams.v1.TableStats
+	(*StatsResponse)(nil),     // 21: xps.ams.v1.StatsResponse
 }
 var file_ams_proto_depIdxs = []int32{
 	0,  // 0: xps.ams.v1.TableSpec.optimizer:type_name -> xps.ams.v1.OptimizerSpec
@@ -1382,25 +1544,27 @@ var file_ams_proto_depIdxs = []int32{
 	3,  // 4: xps.ams.v1.DeclareRequest.dense:type_name -> xps.ams.v1.DenseSpec
 	6,  // 5: xps.ams.v1.PullRequest.tables:type_name -> xps.ams.v1.TableIDs
 	7,  // 6: xps.ams.v1.PullResponse.tables:type_name -> xps.ams.v1.TableRows
-	10, // 7: xps.ams.v1.PushRequest.tables:type_name -> xps.ams.v1.TableGrads
-	18, // 8: xps.ams.v1.StatsResponse.tables:type_name -> xps.ams.v1.TableStats
-	4,  // 9: xps.ams.v1.AMS.Declare:input_type -> xps.ams.v1.DeclareRequest
-	8,  // 10: xps.ams.v1.AMS.Pull:input_type -> xps.ams.v1.PullRequest
-	11, // 11: xps.ams.v1.AMS.Push:input_type -> xps.ams.v1.PushRequest
-	13, // 12: xps.ams.v1.AMS.PullDense:input_type -> xps.ams.v1.PullDenseRequest
-	15, // 13: xps.ams.v1.AMS.PushDense:input_type -> xps.ams.v1.PushDenseRequest
-	17, // 14: xps.ams.v1.AMS.Stats:input_type -> xps.ams.v1.StatsRequest
-	5,  // 15: xps.ams.v1.AMS.Declare:output_type -> xps.ams.v1.DeclareResponse
-	9,  // 16: xps.ams.v1.AMS.Pull:output_type -> xps.ams.v1.PullResponse
-	12, // 17: xps.ams.v1.AMS.Push:output_type -> xps.ams.v1.PushResponse
-	14, // 18: xps.ams.v1.AMS.PullDense:output_type -> xps.ams.v1.PullDenseResponse
-	16, // 19: xps.ams.v1.AMS.PushDense:output_type -> xps.ams.v1.PushDenseResponse
-	19, // 20: xps.ams.v1.AMS.Stats:output_type -> xps.ams.v1.StatsResponse
-	15, // [15:21] is the sub-list for method output_type
-	9,  // [9:15] is the sub-list for method input_type
-	9,  // [9:9] is the sub-list for extension type_name
-	9,  // [9:9] is the sub-list for extension extendee
-	0,  // [0:9] is the sub-list for field type_name
+	9,  // 7: xps.ams.v1.PullResponse.dense:type_name -> xps.ams.v1.DenseValues
+	12, // 8: xps.ams.v1.PushRequest.tables:type_name -> xps.ams.v1.TableGrads
+	11, // 9: xps.ams.v1.PushRequest.dense:type_name -> xps.ams.v1.DenseGrad
+	20, // 10: xps.ams.v1.StatsResponse.tables:type_name -> xps.ams.v1.TableStats
+	4,  // 11: xps.ams.v1.AMS.Declare:input_type -> xps.ams.v1.DeclareRequest
+	8,  // 12: xps.ams.v1.AMS.Pull:input_type -> xps.ams.v1.PullRequest
+	13, // 13: xps.ams.v1.AMS.Push:input_type -> xps.ams.v1.PushRequest
+	15, // 14: xps.ams.v1.AMS.PullDense:input_type -> xps.ams.v1.PullDenseRequest
+	17, // 15: xps.ams.v1.AMS.PushDense:input_type -> xps.ams.v1.PushDenseRequest
+	19, // 16: xps.ams.v1.AMS.Stats:input_type -> xps.ams.v1.StatsRequest
+	5,  // 17: xps.ams.v1.AMS.Declare:output_type -> xps.ams.v1.DeclareResponse
+	10, // 18: xps.ams.v1.AMS.Pull:output_type -> xps.ams.v1.PullResponse
+	14, // 19: xps.ams.v1.AMS.Push:output_type -> xps.ams.v1.PushResponse
+	16, // 20: xps.ams.v1.AMS.PullDense:output_type -> xps.ams.v1.PullDenseResponse
+	18, // 21: xps.ams.v1.AMS.PushDense:output_type -> xps.ams.v1.PushDenseResponse
+	21, // 22: xps.ams.v1.AMS.Stats:output_type -> xps.ams.v1.StatsResponse
+	17, // [17:23] is the sub-list for method output_type
+	11, // [11:17] is the sub-list for method input_type
+	11, // [11:11] is the sub-list for extension type_name
+	11, // [11:11] is the sub-list for extension extendee
+	0,  // [0:11] is the sub-list for field type_name
 }
 
 func init() { file_ams_proto_init() }
@@ -1414,7 +1578,7 @@ func file_ams_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_ams_proto_rawDesc), len(file_ams_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   20,
+			NumMessages:   22,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -33,7 +33,7 @@ func benchPullPush(b *testing.B, shards, dim, batch int, push bool, opt string) 
 		for i := range ids {
 			ids[i] = uint64(lo + i)
 		}
-		if err := c.Pull(ctx, []client.Table{{Name: "emb", IDs: ids, Rows: rows}}, true); err != nil {
+		if err := c.Pull(ctx, []client.Table{{Name: "emb", IDs: ids, Rows: rows}}, nil, true); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -50,9 +50,9 @@ func benchPullPush(b *testing.B, shards, dim, batch int, push bool, opt string) 
 		}
 		tables := []client.Table{{Name: "emb", IDs: batchIDs, Rows: buf}}
 		if push {
-			err = c.Push(ctx, tables)
+			err = c.Push(ctx, tables, nil)
 		} else {
-			err = c.Pull(ctx, tables, true)
+			err = c.Pull(ctx, tables, nil, true)
 		}
 		if err != nil {
 			b.Fatal(err)

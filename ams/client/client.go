@@ -30,15 +30,14 @@ type Client struct {
 // DialOptions are the gRPC dial options for AMS traffic: large messages and
 // large HTTP/2 flow-control windows and buffers.
 func DialOptions() []grpc.DialOption {
-	return []grpc.DialOption{
+	return append(amspb.DialOptions(),
 		grpc.WithTransportCredentials(insecure.NewCredentials()),
 		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(ams.MaxMessageBytes), grpc.MaxCallSendMsgSize(ams.MaxMessageBytes)),
 		grpc.WithInitialWindowSize(16 << 20),
 		grpc.WithInitialConnWindowSize(64 << 20),
 		grpc.WithReadBufferSize(1 << 20),
 		grpc.WithWriteBufferSize(1 << 20),
-		amspb.DialOption(&amspb.BufferPool{}),
-	}
+	)
 }
 
 // New connects to the shards of m. Connections are made lazily by gRPC;
@@ -182,11 +181,18 @@ func (c *Client) route(tables []Table) (*route, error) {
 	return r, nil
 }
 
-// Pull fetches the rows of every table's ids into its Rows: one merged
-// request per shard, all shards in parallel. With create, missing rows are
-// created by the tables' initializers (training); without it they read as
-// zeros (evaluation).
-func (c *Client) Pull(ctx context.Context, tables []Table, create bool) error {
+// Vector is a whole dense vector (all shards' ranges together) in a pull,
+// or its gradient in a push.
+type Vector struct {
+	Name   string
+	Values []float32
+}
+
+// Pull fetches the rows of every table's ids into its Rows, and every dense
+// vector into its Values: one merged request per shard, all shards in
+// parallel. With create, missing rows are created by the tables'
+// initializers (training); without it they read as zeros (evaluation).
+func (c *Client) Pull(ctx context.Context, tables []Table, dense []Vector, create bool) error {
 	r, err := c.route(tables)
 	if err != nil {
 		return err
@@ -201,7 +207,10 @@ func (c *Client) Pull(ctx context.Context, tables []Table, create bool) error {
 			which = append(which, ti)
 			req.Tables = append(req.Tables, &amspb.TableIDs{Table: t.Name, Ids: ams.PackIDs(nil, r.ids[s][ti])})
 		}
-		if len(which) == 0 {
+		for _, d := range dense {
+			req.Dense = append(req.Dense, d.Name)
+		}
+		if len(which) == 0 && len(dense) == 0 {
 			return nil
 		}
 		resp, err := c.stubs[s].Pull(ctx, req)
@@ -225,14 +234,33 @@ func (c *Client) Pull(ctx context.Context, tables []Table, create bool) error {
 				ams.UnpackFloatsInto(t.Rows[int(p)*dim:int(p+1)*dim], b[k*w:(k+1)*w])
 			}
 		}
+		if len(resp.Dense) != len(dense) {
+			return fmt.Errorf("ams client: pull from shard %s: %d dense vectors in reply, want %d", c.m.Shards[s], len(resp.Dense), len(dense))
+		}
+		for j, d := range dense {
+			if err := c.putDense(s, d, resp.Dense[j].Lo, resp.Dense[j].Hi, resp.Dense[j].Values); err != nil {
+				return err
+			}
+		}
 		return nil
 	})
 }
 
-// Push sends the gradients in every table's Rows for its ids: one merged
-// request per shard, all shards in parallel. It returns when every shard
-// has applied its part.
-func (c *Client) Push(ctx context.Context, tables []Table) error {
+// putDense copies one shard's range of a dense vector into d.Values.
+func (c *Client) putDense(s int, d Vector, lo64, hi64 uint64, b []byte) error {
+	lo, hi := int(lo64), int(hi64)
+	if lo < 0 || hi < lo || hi > len(d.Values) || len(b) != 4*(hi-lo) {
+		return fmt.Errorf("ams client: pull dense %q from shard %s: range [%d,%d) with %d bytes for a vector of %d",
+			d.Name, c.m.Shards[s], lo, hi, len(b), len(d.Values))
+	}
+	return ams.UnpackFloatsInto(d.Values[lo:hi], b)
+}
+
+// Push sends the gradients in every table's Rows for its ids and every dense
+// vector's gradient (each shard gets its range): one merged request per
+// shard, all shards in parallel. It returns when every shard has applied
+// its part.
+func (c *Client) Push(ctx context.Context, tables []Table, dense []Vector) error {
 	r, err := c.route(tables)
 	if err != nil {
 		return err
@@ -252,7 +280,11 @@ func (c *Client) Push(ctx context.Context, tables []Table) error {
 			}
 			req.Tables = append(req.Tables, &amspb.TableGrads{Table: t.Name, Ids: ams.PackIDs(nil, ids), Grads: buf})
 		}
-		if len(req.Tables) == 0 {
+		for _, d := range dense {
+			lo, hi := ams.DenseRange(len(d.Values), s, len(c.stubs))
+			req.Dense = append(req.Dense, &amspb.DenseGrad{Name: d.Name, Grad: ams.PackFloats(nil, d.Values[lo:hi])})
+		}
+		if len(req.Tables) == 0 && len(req.Dense) == 0 {
 			return nil
 		}
 		if _, err := c.stubs[s].Push(ctx, req); err != nil {
@@ -270,12 +302,7 @@ func (c *Client) PullDense(ctx context.Context, name string, out []float32) erro
 		if err != nil {
 			return fmt.Errorf("ams client: pull dense %q from shard %s: %w", name, c.m.Shards[s], err)
 		}
-		lo, hi := int(resp.Lo), int(resp.Hi)
-		if lo < 0 || hi < lo || hi > len(out) || len(resp.Values) != 4*(hi-lo) {
-			return fmt.Errorf("ams client: pull dense %q from shard %s: range [%d,%d) with %d bytes for a vector of %d",
-				name, c.m.Shards[s], lo, hi, len(resp.Values), len(out))
-		}
-		return ams.UnpackFloatsInto(out[lo:hi], resp.Values)
+		return c.putDense(s, Vector{Name: name, Values: out}, resp.Lo, resp.Hi, resp.Values)
 	})
 }
 

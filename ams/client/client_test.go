@@ -81,7 +81,7 @@ func TestPullPushRoundTrip(t *testing.T) {
 	uids := []uint64{0, 1, 2}
 	urows := make([]float32, 6)
 	tables := []client.Table{{Name: "emb", IDs: ids, Rows: rows}, {Name: "user", IDs: uids, Rows: urows}}
-	if err := c.Pull(ctx, tables, true); err != nil {
+	if err := c.Pull(ctx, tables, nil, true); err != nil {
 		t.Fatal(err)
 	}
 	// Rows come back in id order, equal to the deterministic initializer.
@@ -114,11 +114,11 @@ func TestPullPushRoundTrip(t *testing.T) {
 	for i := range grads {
 		grads[i] = float32(i%5) - 2
 	}
-	if err := c.Push(ctx, []client.Table{{Name: "emb", IDs: ids, Rows: grads}}); err != nil {
+	if err := c.Push(ctx, []client.Table{{Name: "emb", IDs: ids, Rows: grads}}, nil); err != nil {
 		t.Fatal(err)
 	}
 	after := make([]float32, len(rows))
-	if err := c.Pull(ctx, []client.Table{{Name: "emb", IDs: ids, Rows: after}}, false); err != nil {
+	if err := c.Pull(ctx, []client.Table{{Name: "emb", IDs: ids, Rows: after}}, nil, false); err != nil {
 		t.Fatal(err)
 	}
 	for i := range after {
@@ -129,7 +129,7 @@ func TestPullPushRoundTrip(t *testing.T) {
 	// Without create, unknown ids read as zeros and are not created.
 	zero := make([]float32, 4)
 	zero[0] = 9
-	if err := c.Pull(ctx, []client.Table{{Name: "emb", IDs: []uint64{123456789}, Rows: zero}}, false); err != nil {
+	if err := c.Pull(ctx, []client.Table{{Name: "emb", IDs: []uint64{123456789}, Rows: zero}}, nil, false); err != nil {
 		t.Fatal(err)
 	}
 	if zero[0] != 0 {
@@ -200,6 +200,23 @@ func TestDenseSplitAcrossShards(t *testing.T) {
 			t.Fatalf("dense[%d] after push = %v, want %v", i, got[i], want)
 		}
 	}
+	// The same through the merged sparse+dense requests of a training step.
+	if err := c.Push(ctx, nil, []client.Vector{{Name: "mlp", Values: grad}}); err != nil {
+		t.Fatal(err)
+	}
+	merged := make([]float32, n)
+	if err := c.Pull(ctx, nil, []client.Vector{{Name: "mlp", Values: merged}}, false); err != nil {
+		t.Fatal(err)
+	}
+	for i := range merged {
+		if want := init[i] - 0.2; math.Abs(float64(merged[i]-want)) > 1e-4 {
+			t.Fatalf("dense[%d] after a merged push = %v, want %v", i, merged[i], want)
+		}
+	}
+	// A merged pull of an unknown vector fails.
+	if err := c.Pull(ctx, nil, []client.Vector{{Name: "nope", Values: merged}}, false); !isCode(err, codes.NotFound) {
+		t.Fatalf("merged pull of an unknown vector = %v, want NotFound", err)
+	}
 }
 
 func TestRefusals(t *testing.T) {
@@ -221,11 +238,11 @@ func TestRefusals(t *testing.T) {
 		t.Fatalf("stale declare was applied: %v", stats[0].Tables)
 	}
 	// Unknown tables.
-	if err := c.Pull(ctx, []client.Table{{Name: "nope", IDs: []uint64{1}, Rows: make([]float32, 2)}}, true); !errors.Is(err, ams.ErrUnknownTable) {
+	if err := c.Pull(ctx, []client.Table{{Name: "nope", IDs: []uint64{1}, Rows: make([]float32, 2)}}, nil, true); !errors.Is(err, ams.ErrUnknownTable) {
 		t.Fatalf("pull unknown table = %v, want ErrUnknownTable", err)
 	}
 	// Buffers that do not match ids x dim.
-	if err := c.Pull(ctx, []client.Table{{Name: "emb", IDs: []uint64{1}, Rows: make([]float32, 3)}}, true); !errors.Is(err, client.ErrDimMismatch) {
+	if err := c.Pull(ctx, []client.Table{{Name: "emb", IDs: []uint64{1}, Rows: make([]float32, 3)}}, nil, true); !errors.Is(err, client.ErrDimMismatch) {
 		t.Fatalf("pull with bad buffer = %v, want ErrDimMismatch", err)
 	}
 	if err := c.PullDense(ctx, "nope", make([]float32, 4)); !isCode(err, codes.NotFound) {
@@ -251,11 +268,11 @@ func TestConcurrentPullPush(t *testing.T) {
 			}
 			rows := make([]float32, len(ids)*8)
 			for it := 0; it < 20; it++ {
-				if err := c.Pull(ctx, []client.Table{{Name: "emb", IDs: ids, Rows: rows}}, true); err != nil {
+				if err := c.Pull(ctx, []client.Table{{Name: "emb", IDs: ids, Rows: rows}}, nil, true); err != nil {
 					errs <- err
 					return
 				}
-				if err := c.Push(ctx, []client.Table{{Name: "emb", IDs: ids, Rows: rows}}); err != nil {
+				if err := c.Push(ctx, []client.Table{{Name: "emb", IDs: ids, Rows: rows}}, nil); err != nil {
 					errs <- err
 					return
 				}

@@ -16,15 +16,14 @@ import (
 // ServerOptions are the gRPC server options for AMS traffic: large
 // messages, large HTTP/2 flow-control windows and buffers.
 func ServerOptions() []grpc.ServerOption {
-	return []grpc.ServerOption{
+	return append(amspb.ServerOptions(),
 		grpc.MaxRecvMsgSize(ams.MaxMessageBytes),
 		grpc.MaxSendMsgSize(ams.MaxMessageBytes),
 		grpc.InitialWindowSize(16 << 20),
 		grpc.InitialConnWindowSize(64 << 20),
 		grpc.ReadBufferSize(1 << 20),
 		grpc.WriteBufferSize(1 << 20),
-		amspb.ServerOption(&amspb.BufferPool{}),
-	}
+	)
 }
 
 // NewGRPCServer returns a gRPC server with the shard's service registered.
@@ -149,6 +148,13 @@ func (v *service) Pull(_ context.Context, req *amspb.PullRequest) (*amspb.PullRe
 		}
 		resp.Tables[i] = &amspb.TableRows{Table: r.Table, Rows: out[i]}
 	}
+	for _, name := range req.Dense {
+		lo, hi, vals, err := v.s.PullDense(req.ClusterVersion, name)
+		if err != nil {
+			return nil, toStatus(err)
+		}
+		resp.Dense = append(resp.Dense, &amspb.DenseValues{Name: name, Lo: uint64(lo), Hi: uint64(hi), Values: ams.PackFloats(nil, vals)})
+	}
 	return resp, nil
 }
 
@@ -166,8 +172,23 @@ func (v *service) Push(_ context.Context, req *amspb.PushRequest) (*amspb.PushRe
 	if err != nil {
 		return nil, toStatus(err)
 	}
-	if err := v.s.Push(req.ClusterVersion, reqs); err != nil {
-		return nil, toStatus(err)
+	// Decode every dense gradient before applying anything, so that a bad
+	// payload refuses the whole request.
+	dense := make([][]float32, len(req.Dense))
+	for i, d := range req.Dense {
+		if dense[i], err = ams.UnpackFloats(nil, d.Grad); err != nil {
+			return nil, toStatus(errors.Join(ErrBadRequest, err))
+		}
+	}
+	if len(reqs) > 0 {
+		if err := v.s.Push(req.ClusterVersion, reqs); err != nil {
+			return nil, toStatus(err)
+		}
+	}
+	for i, d := range req.Dense {
+		if err := v.s.PushDense(req.ClusterVersion, d.Name, dense[i]); err != nil {
+			return nil, toStatus(err)
+		}
 	}
 	return &amspb.PushResponse{}, nil
 }

@@ -212,23 +212,15 @@ func (t *Trainer) load(s *state, ds *reader.Dataset, idx []int32) error {
 	return nil
 }
 
-// pull fetches the batch's unique rows and the dense parameters in parallel.
+// pull fetches the batch's unique rows and the dense parameters, in one
+// request per shard.
 func (t *Trainer) pull(ctx context.Context, s *state, create bool) error {
 	for ti := range s.rows {
 		ids := s.batch.IDs(ti)
 		s.rows[ti] = grow(s.rows[ti], len(ids)*t.layout.Dim(ti))
 		s.pulls[ti] = client.Table{Name: t.tables[ti].Name, IDs: ids, Rows: s.rows[ti]}
 	}
-	var denseErr error
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		denseErr = t.cl.PullDense(ctx, DenseName, s.params)
-	}()
-	err := t.cl.Pull(ctx, s.pulls, create)
-	wg.Wait()
-	return errors.Join(err, denseErr)
+	return t.cl.Pull(ctx, s.pulls, []client.Vector{{Name: DenseName, Values: s.params}}, create)
 }
 
 func grow[T any](b []T, n int) []T {
@@ -435,16 +427,7 @@ func (t *Trainer) push(ctx context.Context, pb *pushBuf) error {
 	for ti := range tables {
 		tables[ti] = client.Table{Name: t.tables[ti].Name, IDs: pb.ids[ti], Rows: pb.grads[ti]}
 	}
-	var denseErr error
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		denseErr = t.cl.PushDense(ctx, DenseName, pb.dense)
-	}()
-	err := t.cl.Push(ctx, tables)
-	wg.Wait()
-	return errors.Join(err, denseErr)
+	return t.cl.Push(ctx, tables, []client.Vector{{Name: DenseName, Values: pb.dense}})
 }
 
 func (t *Trainer) setPushErr(err error) {
