@@ -53,10 +53,10 @@ func (r *refTable) row(id uint64, now uint32) *refRow {
 }
 
 func (r *refTable) pull(id uint64, create bool, now uint32) []float32 {
+	if x, ok := r.rows[id]; ok {
+		return x.values // reading an existing row leaves its statistics alone
+	}
 	if !create {
-		if x, ok := r.rows[id]; ok {
-			return x.values
-		}
 		return make([]float32, r.spec.Dim)
 	}
 	return r.row(id, now).values
@@ -182,10 +182,10 @@ func TestTablePullCreateAndStats(t *testing.T) {
 	if lt, hits, ok := tb.Stats(0); !ok || lt != 11 || hits != 1 {
 		t.Fatalf("Stats(0) = %d %d %v after creation", lt, hits, ok)
 	}
-	tb.Pull([]uint64{0, 0}, out, true, 12)
+	tb.Pull([]uint64{0, 0}, out, true, 12)   // pulling existing rows reads them only
 	tb.Pull([]uint64{0}, out[:3], false, 99) // a read-only pull touches nothing
-	if lt, hits, _ := tb.Stats(0); lt != 12 || hits != 3 {
-		t.Fatalf("Stats(0) = %d %d after two more creating pulls", lt, hits)
+	if lt, hits, _ := tb.Stats(0); lt != 11 || hits != 1 {
+		t.Fatalf("Stats(0) = %d %d after two more pulls, want 11 1", lt, hits)
 	}
 	tb.Push([]uint64{7}, []float32{1, 1, 1}, 13)
 	if lt, hits, _ := tb.Stats(7); lt != 13 || hits != 2 {

@@ -30,7 +30,7 @@
 //	  eval_every: 0             # also evaluate every N batches; 0 = after each epoch only
 //	  eval_batch_size: 4096
 //	  max_inflight_pushes: 2    # asynchronous pushes in flight before training waits
-//	  prefetch: true            # load and pull the next batch while the current one trains
+//	  prefetch_batches: 1       # batches loaded and pulled ahead while one trains (0: off)
 //	  progress_every: 2s        # progress line interval on stderr
 //	data:                       # the built-in generated dataset (when no -train is given)
 //	  train_samples: 500000

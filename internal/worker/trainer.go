@@ -63,6 +63,11 @@ type Result struct {
 	Batches          int64   `json:"batches"`
 	Epochs           int     `json:"epochs"`
 	UniquePerBatch   float64 `json:"unique_ids_per_batch"`
+	// FetchWaitSeconds is training time spent waiting for a batch's rows
+	// (the prefetch did not finish in time); PushWaitSeconds waiting for a
+	// free push buffer (pushes in flight at the bound).
+	FetchWaitSeconds float64 `json:"fetch_wait_seconds"`
+	PushWaitSeconds  float64 `json:"push_wait_seconds"`
 	Evals            []Eval  `json:"evals"`
 }
 
@@ -81,6 +86,8 @@ type Trainer struct {
 	free    chan *pushBuf
 	pushWG  sync.WaitGroup
 	fetchWG sync.WaitGroup
+	// pushWait accumulates step's waits for a push buffer (Run's goroutine only).
+	pushWait time.Duration
 	errMu   sync.Mutex
 	pushErr error // first asynchronous push error; guarded by errMu
 }
@@ -236,7 +243,11 @@ func grow[T any](b []T, n int) []T {
 func (t *Trainer) Run(ctx context.Context) (res Result, err error) {
 	cfg := t.cfg.Train
 	bs := cfg.BatchSize
-	states := [2]*state{t.newState(bs), t.newState(bs)}
+	depth := *cfg.PrefetchBatches
+	states := make([]*state, depth+1)
+	for i := range states {
+		states[i] = t.newState(bs)
+	}
 	n := t.train.Len()
 	order := make([]int32, n)
 	for i := range order {
@@ -264,7 +275,8 @@ func (t *Trainer) Run(ctx context.Context) (res Result, err error) {
 		}
 		batch := func(b int) []int32 { return order[b*bs : min((b+1)*bs, n)] }
 		lossSum, lossN = 0, 0
-		var next *fetch
+		// fetches[i] is batch b+i, in flight or done; at most depth+1.
+		var fetches []*fetch
 		for b := 0; b < batchesPerEpoch; b++ {
 			if err := ctx.Err(); err != nil {
 				return res, err
@@ -273,18 +285,19 @@ func (t *Trainer) Run(ctx context.Context) (res Result, err error) {
 				return res, err
 			}
 			start := time.Now()
-			cur := next
-			if cur == nil {
-				cur = t.startFetch(ctx, states[b%2], batch(b))
+			// Keep the next depth batches loading and pulling while this
+			// one trains; state b%(depth+1) is free again once batch b-1 has
+			// trained.
+			for k := b + len(fetches); k <= min(b+depth, batchesPerEpoch-1); k++ {
+				fetches = append(fetches, t.startFetch(ctx, states[k%len(states)], batch(k)))
 			}
+			cur := fetches[0]
+			fetches = fetches[1:]
+			w0 := time.Now()
 			<-cur.done
+			res.FetchWaitSeconds += time.Since(w0).Seconds()
 			if cur.err != nil {
 				return res, cur.err
-			}
-			next = nil
-			if *cfg.Prefetch && b+1 < batchesPerEpoch {
-				// Load and pull the next batch while this one trains.
-				next = t.startFetch(ctx, states[(b+1)%2], batch(b+1))
 			}
 			loss, err := t.step(ctx, cur.s, len(cur.idx))
 			if err != nil {
@@ -306,8 +319,8 @@ func (t *Trainer) Run(ctx context.Context) (res Result, err error) {
 				lastProgress, progressSamples, progressDur = time.Now(), 0, 0
 			}
 			if cfg.EvalEvery > 0 && res.Batches%int64(cfg.EvalEvery) == 0 && b+1 < batchesPerEpoch {
-				if next != nil {
-					<-next.done // keep the prefetch out of the evaluation's time
+				for _, f := range fetches {
+					<-f.done // keep the prefetch out of the evaluation's time
 				}
 				if _, err := t.evalAndReport(ctx, &res, fmt.Sprintf("batch %d", res.Batches)); err != nil {
 					return res, err
@@ -340,6 +353,7 @@ func (t *Trainer) Run(ctx context.Context) (res Result, err error) {
 	if res.Batches > 0 {
 		res.UniquePerBatch = float64(uniq) / float64(res.Batches)
 	}
+	res.PushWaitSeconds = t.pushWait.Seconds()
 	if k := len(res.Evals); k > 0 {
 		last := res.Evals[k-1]
 		res.TestAUC, res.TestLogLoss, res.TestSamples = last.AUC, last.LogLoss, last.Samples
@@ -398,11 +412,13 @@ func (t *Trainer) step(ctx context.Context, s *state, n int) (float64, error) {
 		return 0, fmt.Errorf("worker: training diverged: batch loss is %v", loss)
 	}
 	var pb *pushBuf
+	w0 := time.Now()
 	select { // wait for a free push buffer: bounds pushes in flight
 	case pb = <-t.free:
 	case <-ctx.Done():
 		return 0, ctx.Err()
 	}
+	t.pushWait += time.Since(w0)
 	t.mlp.Backward(s.ws, s.params, x, n, s.dlogits[:n], pb.dense, dx)
 	for ti := range pb.grads {
 		ids := s.batch.IDs(ti)
