@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+
+	"github.com/xdlgo/xps/internal/hashmix"
 )
 
 // DefaultPartitions is the number of virtual partitions P used when none is
@@ -32,18 +34,12 @@ func TableHash(table string) uint64 {
 	return h
 }
 
-// mix64 is the splitmix64 finalizer: a bijective avalanche of x.
-func mix64(x uint64) uint64 {
-	x ^= x >> 30
-	x *= 0xbf58476d1ce4e5b9
-	x ^= x >> 27
-	x *= 0x94d049bb133111eb
-	x ^= x >> 31
-	return x
-}
+// mix64 is the splitmix64 finalizer shared by partitioning, striping, the
+// index and the initializers.
+func mix64(x uint64) uint64 { return hashmix.Mix64(x) }
 
 // Mix64 exposes the splitmix64 finalizer used for partitioning and striping.
-func Mix64(x uint64) uint64 { return mix64(x) }
+func Mix64(x uint64) uint64 { return hashmix.Mix64(x) }
 
 // ShardMap assigns each virtual partition to a shard. It is published by the
 // scheduler (as JSON in etcd) and read by workers to route requests.

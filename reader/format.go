@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+
+	"github.com/xdlgo/xps/internal/hashmix"
 )
 
 // Format is a sample text format.
@@ -80,7 +82,7 @@ func FeatureID(field uint32, token []byte) uint64 {
 		h ^= uint64(c)
 		h *= fnvPrime64
 	}
-	return mix64(h)
+	return hashmix.Mix64(h)
 }
 
 // hashField returns the FNV-1a state after the 4 bytes of field.
@@ -95,14 +97,4 @@ func hashField(field uint32) uint64 {
 	h ^= uint64(field >> 24)
 	h *= fnvPrime64
 	return h
-}
-
-// mix64 is the splitmix64 finalizer.
-func mix64(x uint64) uint64 {
-	x ^= x >> 30
-	x *= 0xbf58476d1ce4e5b9
-	x ^= x >> 27
-	x *= 0x94d049bb133111eb
-	x ^= x >> 31
-	return x
 }

@@ -8,6 +8,8 @@ import (
 	"math/rand/v2"
 	"strconv"
 	"testing"
+
+	"github.com/xdlgo/xps/internal/hashmix"
 )
 
 // refFeatureID is the documented hash written the slow, obvious way.
@@ -17,7 +19,7 @@ func refFeatureID(field uint32, token string) uint64 {
 	binary.LittleEndian.PutUint32(b[:], field)
 	h.Write(b[:])
 	h.Write([]byte(token))
-	return mix64(h.Sum64())
+	return hashmix.Mix64(h.Sum64())
 }
 
 func TestFeatureIDGolden(t *testing.T) {

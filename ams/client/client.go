@@ -33,10 +33,10 @@ func DialOptions() []grpc.DialOption {
 	return append(amspb.DialOptions(),
 		grpc.WithTransportCredentials(insecure.NewCredentials()),
 		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(ams.MaxMessageBytes), grpc.MaxCallSendMsgSize(ams.MaxMessageBytes)),
-		grpc.WithInitialWindowSize(16 << 20),
-		grpc.WithInitialConnWindowSize(64 << 20),
-		grpc.WithReadBufferSize(1 << 20),
-		grpc.WithWriteBufferSize(1 << 20),
+		grpc.WithInitialWindowSize(16<<20),
+		grpc.WithInitialConnWindowSize(64<<20),
+		grpc.WithReadBufferSize(1<<20),
+		grpc.WithWriteBufferSize(1<<20),
 	)
 }
 

@@ -19,10 +19,10 @@ func ServerOptions() []grpc.ServerOption {
 	return append(amspb.ServerOptions(),
 		grpc.MaxRecvMsgSize(ams.MaxMessageBytes),
 		grpc.MaxSendMsgSize(ams.MaxMessageBytes),
-		grpc.InitialWindowSize(16 << 20),
-		grpc.InitialConnWindowSize(64 << 20),
-		grpc.ReadBufferSize(1 << 20),
-		grpc.WriteBufferSize(1 << 20),
+		grpc.InitialWindowSize(16<<20),
+		grpc.InitialConnWindowSize(64<<20),
+		grpc.ReadBufferSize(1<<20),
+		grpc.WriteBufferSize(1<<20),
 	)
 }
 

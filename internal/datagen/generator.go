@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"strconv"
 
+	"github.com/xdlgo/xps/internal/hashmix"
 	"github.com/xdlgo/xps/reader"
 )
 
@@ -53,14 +54,14 @@ func (t *teacher) decay(rank uint32) float64 { return 1 / math.Sqrt(1+float64(ra
 // weight returns the hidden weight of feature e: approximately N(0, 1),
 // shrunk by its rank.
 func (t *teacher) weight(e entry) float64 {
-	return normalish(mix64(e.id^t.weightKey)) * t.decay(e.rank)
+	return normalish(hashmix.Mix64(e.id^t.weightKey)) * t.decay(e.rank)
 }
 
 // addFactor adds the hidden factor vector of feature e to v.
 func (t *teacher) addFactor(v *[factorDim]float64, e entry) {
 	d := t.decay(e.rank)
 	for j := range v {
-		v[j] += d * normalish(mix64(e.id^t.factorKey^uint64(j+1)*golden))
+		v[j] += d * normalish(hashmix.Mix64(e.id^t.factorKey^uint64(j+1)*golden))
 	}
 }
 
@@ -94,7 +95,7 @@ func New(cfg Config) (*Generator, error) {
 		return nil, err
 	}
 	t := newTeacher(&cfg)
-	cal := newGenerator(&cfg, t, mix64(cfg.WorldSeed^saltCalibrat))
+	cal := newGenerator(&cfg, t, hashmix.Mix64(cfg.WorldSeed^saltCalibrat))
 	first := make([]float64, calibrationSamples)
 	inter := make([]float64, calibrationSamples)
 	for i := range first {
@@ -121,8 +122,8 @@ func New(cfg Config) (*Generator, error) {
 // newTeacher returns the teacher with unit scales and a zero bias.
 func newTeacher(cfg *Config) teacher {
 	t := teacher{
-		weightKey:   mix64(cfg.WorldSeed ^ saltWeight),
-		factorKey:   mix64(cfg.WorldSeed ^ saltFactor),
+		weightKey:   hashmix.Mix64(cfg.WorldSeed ^ saltWeight),
+		factorKey:   hashmix.Mix64(cfg.WorldSeed ^ saltFactor),
 		itemField:   uint32(cfg.UserFields),
 		fieldWeight: make([]float64, cfg.Fields),
 		first:       1,
@@ -130,7 +131,7 @@ func newTeacher(cfg *Config) teacher {
 		rankScale:   cfg.RankScale,
 	}
 	for f := range t.fieldWeight {
-		t.fieldWeight[f] = 0.5 + uniform(mix64(t.weightKey+uint64(f)*golden))
+		t.fieldWeight[f] = 0.5 + uniform(hashmix.Mix64(t.weightKey+uint64(f)*golden))
 	}
 	return t
 }
@@ -151,7 +152,7 @@ func newGenerator(cfg *Config, t teacher, seed uint64) *Generator {
 	g := &Generator{
 		cfg:      *cfg,
 		t:        t,
-		rng:      rand.New(rand.NewPCG(seed, mix64(seed^golden))),
+		rng:      rand.New(rand.NewPCG(seed, hashmix.Mix64(seed^golden))),
 		prof:     rand.NewPCG(0, 0),
 		poissonL: math.Exp(-(cfg.MeanBag - 1)),
 	}
@@ -293,8 +294,8 @@ func (g *Generator) newUser() {
 // loadUser draws user u's fields, a function of u and the world alone, and
 // their part of the teacher's logit.
 func (g *Generator) loadUser(u uint64) {
-	key := mix64(g.t.weightKey ^ saltProfile ^ u*golden)
-	g.prof.Seed(key, mix64(key))
+	key := hashmix.Mix64(g.t.weightKey ^ saltProfile ^ u*golden)
+	g.prof.Seed(key, hashmix.Mix64(key))
 	g.user = g.user[:0]
 	g.userFirst = 0
 	g.userVec = [factorDim]float64{}
@@ -355,16 +356,6 @@ func (g *Generator) geometric() int {
 }
 
 func sigmoid(x float64) float64 { return 1 / (1 + math.Exp(-x)) }
-
-// mix64 is the splitmix64 finalizer.
-func mix64(x uint64) uint64 {
-	x ^= x >> 30
-	x *= 0xbf58476d1ce4e5b9
-	x ^= x >> 27
-	x *= 0x94d049bb133111eb
-	x ^= x >> 31
-	return x
-}
 
 // uniform maps h to [0, 1).
 func uniform(h uint64) float64 { return float64(h>>11) / (1 << 53) }

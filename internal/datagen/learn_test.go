@@ -4,6 +4,7 @@ import (
 	"math"
 	"testing"
 
+	"github.com/xdlgo/xps/internal/hashmix"
 	"github.com/xdlgo/xps/internal/metrics"
 	"github.com/xdlgo/xps/reader"
 )
@@ -36,7 +37,7 @@ func newStudent(userField, itemField uint32) *student {
 		itemField: itemField,
 	}
 	for i := range s.emb {
-		s.emb[i] = float32(uniform(mix64(uint64(i)))-0.5) * 0.1
+		s.emb[i] = float32(uniform(hashmix.Mix64(uint64(i)))-0.5) * 0.1
 	}
 	return s
 }

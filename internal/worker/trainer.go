@@ -88,8 +88,8 @@ type Trainer struct {
 	fetchWG sync.WaitGroup
 	// pushWait accumulates step's waits for a push buffer (Run's goroutine only).
 	pushWait time.Duration
-	errMu   sync.Mutex
-	pushErr error // first asynchronous push error; guarded by errMu
+	errMu    sync.Mutex
+	pushErr  error // first asynchronous push error; guarded by errMu
 }
 
 // pushBuf holds one batch's gradients while its push is in flight.

@@ -1,0 +1,15 @@
+// Package hashmix holds the 64-bit mixing function shared by the data
+// formats (feature IDs), the parameter server (partitions, stripes, index,
+// initializers) and the data generator. Its output is part of stored
+// formats (feature IDs, virtual partitions, initial rows): it never changes.
+package hashmix
+
+// Mix64 is the splitmix64 finalizer: a bijective avalanche of x.
+func Mix64(x uint64) uint64 {
+	x ^= x >> 30
+	x *= 0xbf58476d1ce4e5b9
+	x ^= x >> 27
+	x *= 0x94d049bb133111eb
+	x ^= x >> 31
+	return x
+}
