@@ -23,26 +23,26 @@ func (r *Registration) Barrier(ctx context.Context, name string, n int) error {
 	if _, err := r.cli.Put(ctx, key, r.member.String(), clientv3.WithLease(r.lease)); err != nil {
 		return fmt.Errorf("cluster: barrier %s: %w", name, err)
 	}
-	resp, err := r.cli.Get(ctx, dir, clientv3.WithPrefix(), clientv3.WithCountOnly())
-	if err != nil {
-		return fmt.Errorf("cluster: barrier %s: %w", name, err)
+	// arrived counts the members at the barrier and the revision it read.
+	arrived := func() (bool, int64, error) {
+		resp, err := r.cli.Get(ctx, dir, clientv3.WithPrefix(), clientv3.WithCountOnly())
+		if err != nil {
+			return false, 0, fmt.Errorf("cluster: barrier %s: %w", name, err)
+		}
+		return int(resp.Count) >= n, resp.Header.Revision, nil
 	}
-	if int(resp.Count) >= n {
-		return nil
+	done, rev, err := arrived()
+	if done || err != nil {
+		return err
 	}
 	wctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	wch := r.cli.Watch(wctx, dir, clientv3.WithPrefix(), clientv3.WithRev(resp.Header.Revision+1))
-	for wr := range wch {
+	for wr := range r.cli.Watch(wctx, dir, clientv3.WithPrefix(), clientv3.WithRev(rev+1)) {
 		if err := wr.Err(); err != nil {
 			return fmt.Errorf("cluster: barrier %s: %w", name, err)
 		}
-		resp, err := r.cli.Get(ctx, dir, clientv3.WithPrefix(), clientv3.WithCountOnly())
-		if err != nil {
-			return fmt.Errorf("cluster: barrier %s: %w", name, err)
-		}
-		if int(resp.Count) >= n {
-			return nil
+		if done, _, err := arrived(); done || err != nil {
+			return err
 		}
 	}
 	if err := ctx.Err(); err != nil {
