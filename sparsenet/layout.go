@@ -79,6 +79,7 @@ type Batch struct {
 	featField  []int32
 	featRow    []int32 // index of the unique row within its table
 	featValue  []float32
+	featX      []int32   // offset of the feature's pooled vector in x: sample*Width + field offset
 	bagSize    []float32 // per (sample, field): number of features, for Mean
 }
 
@@ -97,6 +98,7 @@ func (b *Batch) Reset() {
 	b.featField = b.featField[:0]
 	b.featRow = b.featRow[:0]
 	b.featValue = b.featValue[:0]
+	b.featX = b.featX[:0]
 	b.bagSize = b.bagSize[:0]
 }
 
@@ -110,12 +112,14 @@ func (b *Batch) Add(fields []uint32, ids []uint64, values []float32) error {
 		}
 	}
 	s := int32(b.N)
+	base := int32(b.N * b.l.width)
 	for k, f := range fields {
 		t := b.l.fieldTable[f]
 		b.featSample = append(b.featSample, s)
 		b.featField = append(b.featField, int32(f))
 		b.featRow = append(b.featRow, b.dedup[t].Index(ids[k]))
 		b.featValue = append(b.featValue, values[k])
+		b.featX = append(b.featX, base+int32(b.l.offsets[f]))
 	}
 	if b.l.pooling == Mean {
 		base := len(b.bagSize)
@@ -165,17 +169,25 @@ func (b *Batch) Pool(rows [][]float32, x []float32) {
 		panic(fmt.Sprintf("sparsenet: Pool: x has %d values, need %d", len(x), b.N*w))
 	}
 	clear(x[:b.N*w])
-	for k, r := range b.featRow {
-		f := b.featField[k]
-		t := b.l.fieldTable[f]
-		dim := b.l.dims[t]
-		v := b.scale(k)
-		dst := x[int(b.featSample[k])*w+b.l.offsets[f]:]
-		dst = dst[:dim]
-		src := rows[t][int(r)*dim : int(r+1)*dim]
-		for j, e := range src {
-			dst[j] += v * e
+	if len(b.l.dims) == 1 && b.l.pooling == Sum { // the common case, without per-feature lookups
+		dim, src := b.l.dims[0], rows[0]
+		for k, r := range b.featRow {
+			axpy(x[b.featX[k]:int(b.featX[k])+dim], b.featValue[k], src[int(r)*dim:int(r+1)*dim])
 		}
+		return
+	}
+	for k, r := range b.featRow {
+		t := b.l.fieldTable[b.featField[k]]
+		dim := b.l.dims[t]
+		axpy(x[b.featX[k]:int(b.featX[k])+dim], b.scale(k), rows[t][int(r)*dim:int(r+1)*dim])
+	}
+}
+
+// axpy is dst += a*src over len(dst) == len(src) values.
+func axpy(dst []float32, a float32, src []float32) {
+	src = src[:len(dst)]
+	for j, e := range src {
+		dst[j] += a * e
 	}
 }
 
@@ -185,20 +197,19 @@ func (b *Batch) Pool(rows [][]float32, x []float32) {
 //
 // Reference: grads[t][row_k] += v_k · dx[s_k, off(f_k):off(f_k)+dim].
 func (b *Batch) Scatter(dx []float32, grads [][]float32) {
-	w := b.l.width
 	for t := range grads {
 		clear(grads[t])
 	}
-	for k, r := range b.featRow {
-		f := b.featField[k]
-		t := b.l.fieldTable[f]
-		dim := b.l.dims[t]
-		v := b.scale(k)
-		src := dx[int(b.featSample[k])*w+b.l.offsets[f]:]
-		src = src[:dim]
-		dst := grads[t][int(r)*dim : int(r+1)*dim]
-		for j, e := range src {
-			dst[j] += v * e
+	if len(b.l.dims) == 1 && b.l.pooling == Sum {
+		dim, dst := b.l.dims[0], grads[0]
+		for k, r := range b.featRow {
+			axpy(dst[int(r)*dim:int(r+1)*dim], b.featValue[k], dx[b.featX[k]:int(b.featX[k])+dim])
 		}
+		return
+	}
+	for k, r := range b.featRow {
+		t := b.l.fieldTable[b.featField[k]]
+		dim := b.l.dims[t]
+		axpy(grads[t][int(r)*dim:int(r+1)*dim], b.scale(k), dx[b.featX[k]:int(b.featX[k])+dim])
 	}
 }
