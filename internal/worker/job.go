@@ -62,48 +62,58 @@ type JobResult struct {
 	WallSeconds float64  `json:"wall_seconds"`
 }
 
+// Data is a job's training and test data.
+type Data struct {
+	Train, Test *reader.Dataset
+	// Desc describes where the data came from, for humans.
+	Desc string
+	// Skipped counts malformed lines skipped (train.on_error: skip).
+	Skipped int64
+	// BestAUC is the best achievable test AUC (the hidden teacher's own),
+	// known for generated data only.
+	BestAUC *float64
+}
+
 // LoadData reads the job's training and test data: files when TrainFile is
-// set, otherwise the generated dataset. For generated data it also returns
-// the best achievable test AUC (the hidden teacher's own AUC).
-func LoadData(opts JobOptions) (train, test *reader.Dataset, desc string, skipped int64, best *float64, err error) {
+// set, otherwise the generated dataset.
+func LoadData(opts JobOptions) (Data, error) {
 	cfg := opts.Config
 	count := max(opts.Count, 1)
 	if opts.TrainFile != "" {
 		format, err := reader.ParseFormat(cfg.Train.Format)
 		if err != nil {
-			return nil, nil, "", 0, nil, err
+			return Data{}, err
 		}
 		policy, err := reader.ParseErrorPolicy(cfg.Train.OnError)
 		if err != nil {
-			return nil, nil, "", 0, nil, err
+			return Data{}, err
 		}
 		train, st, err := reader.ReadFile(opts.TrainFile, reader.ReadOptions{Format: format, OnError: policy,
 			Stride: count, Index: opts.Index})
 		if err != nil {
-			return nil, nil, "", 0, nil, err
+			return Data{}, err
 		}
-		skipped = st.Skipped
-		desc = fmt.Sprintf("%s (%s, lines %d mod %d)", opts.TrainFile, format, opts.Index, count)
+		d := Data{Train: train, Skipped: st.Skipped,
+			Desc: fmt.Sprintf("%s (%s, lines %d mod %d)", opts.TrainFile, format, opts.Index, count)}
 		if opts.TestFile != "" {
-			test, st, err = reader.ReadFile(opts.TestFile, reader.ReadOptions{Format: format, OnError: policy})
-			if err != nil {
-				return nil, nil, "", 0, nil, err
+			if d.Test, st, err = reader.ReadFile(opts.TestFile, reader.ReadOptions{Format: format, OnError: policy}); err != nil {
+				return Data{}, err
 			}
-			skipped += st.Skipped
+			d.Skipped += st.Skipped
 		}
-		return train, test, desc, skipped, nil, nil
+		return d, nil
 	}
 	d := cfg.Data
 	gen, err := datagen.New(datagen.Config{Fields: d.Fields, UserFields: d.UserFields, MeanBag: d.MeanBag,
 		Vocab: d.Vocab, ZipfS: d.ZipfS, SamplesPerUser: d.SamplesPerUser, Seed: d.Seed})
 	if err != nil {
-		return nil, nil, "", 0, nil, fmt.Errorf("worker: generator: %w", err)
+		return Data{}, fmt.Errorf("worker: generator: %w", err)
 	}
 	all := reader.NewDataset()
 	gen.Generate(all, d.TrainSamples)
-	test = reader.NewDataset()
+	test := reader.NewDataset()
 	probs := gen.Generate(test, d.TestSamples)
-	train = all
+	train := all
 	if count > 1 {
 		train = reader.NewDataset()
 		var feats []reader.Feature
@@ -117,8 +127,8 @@ func LoadData(opts JobOptions) (train, test *reader.Dataset, desc string, skippe
 		}
 	}
 	bestAUC := metrics.AUC(test.Labels, probs)
-	desc = fmt.Sprintf("generated CTR data (%d fields, %d train samples, seed %d)", d.Fields, d.TrainSamples, d.Seed)
-	return train, test, desc, 0, &bestAUC, nil
+	return Data{Train: train, Test: test, BestAUC: &bestAUC,
+		Desc: fmt.Sprintf("generated CTR data (%d fields, %d train samples, seed %d)", d.Fields, d.TrainSamples, d.Seed)}, nil
 }
 
 // RunJob loads the data, registers the worker in etcd, waits for the
@@ -149,15 +159,15 @@ func RunJob(ctx context.Context, opts JobOptions) (JobResult, error) {
 		}
 	}
 	loadStart := time.Now()
-	train, test, desc, skipped, best, err := LoadData(opts)
+	data, err := LoadData(opts)
 	if err != nil {
 		return JobResult{}, err
 	}
-	res := JobResult{Worker: name, Index: opts.Index, Count: opts.Count, Data: desc, TrainRows: train.Len(),
-		Skipped: skipped, BestAUC: best, LoadSeconds: time.Since(loadStart).Seconds()}
-	say("loaded %d training samples from %s in %.1fs", train.Len(), desc, res.LoadSeconds)
-	if skipped > 0 {
-		say("skipped %d malformed lines (train.on_error: skip)", skipped)
+	res := JobResult{Worker: name, Index: opts.Index, Count: opts.Count, Data: data.Desc, TrainRows: data.Train.Len(),
+		Skipped: data.Skipped, BestAUC: data.BestAUC, LoadSeconds: time.Since(loadStart).Seconds()}
+	say("loaded %d training samples from %s in %.1fs", data.Train.Len(), data.Desc, res.LoadSeconds)
+	if data.Skipped > 0 {
+		say("skipped %d malformed lines (train.on_error: skip)", data.Skipped)
 	}
 	reg, err := cluster.Register(ctx, opts.Etcd, opts.Prefix, cluster.Member{Kind: cluster.KindWorker, ID: name,
 		PID: os.Getpid(), Started: time.Now()}, opts.LeaseTTL)
@@ -182,7 +192,7 @@ func RunJob(ctx context.Context, opts JobOptions) (JobResult, error) {
 			return reg.Barrier(ctx, "final-eval", opts.Count)
 		}
 	}
-	tr, err := New(cl, train, test, topts)
+	tr, err := New(cl, data.Train, data.Test, topts)
 	if err != nil {
 		return res, err
 	}

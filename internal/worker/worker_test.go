@@ -76,22 +76,22 @@ func TestLoadDataBadLines(t *testing.T) {
 	}
 	cfg := smallConfig()
 	// Stop (the default): the error names file, line and reason.
-	_, _, _, _, _, err := LoadData(JobOptions{Config: cfg, TrainFile: train})
+	_, err := LoadData(JobOptions{Config: cfg, TrainFile: train})
 	if !errors.Is(err, reader.ErrMalformed) || !strings.Contains(err.Error(), "train.libffm:2") || !strings.Contains(err.Error(), "oops") {
 		t.Fatalf("stop policy: err = %v, want a malformed-line error naming train.libffm:2", err)
 	}
 	// Skip: the line is counted and the rest is read.
 	cfg.Train.OnError = "skip"
-	tr, _, _, skipped, _, err := LoadData(JobOptions{Config: cfg, TrainFile: train})
-	if err != nil || skipped != 1 || tr.Len() != 2 {
-		t.Fatalf("skip policy: %d samples, %d skipped, err %v; want 2, 1, nil", tr.Len(), skipped, err)
+	d, err := LoadData(JobOptions{Config: cfg, TrainFile: train})
+	if err != nil || d.Skipped != 1 || d.Train.Len() != 2 {
+		t.Fatalf("skip policy: %+v, err %v; want 2 samples, 1 skipped", d, err)
 	}
 	// Worker 1 of 2 takes the second line only.
-	tr, _, _, _, _, err = LoadData(JobOptions{Config: cfg, TrainFile: train, Index: 1, Count: 2})
-	if err != nil || tr.Len() != 0 {
-		t.Fatalf("worker 1 of 2: %d samples, err %v; want 0 (its only line is malformed)", tr.Len(), err)
+	d, err = LoadData(JobOptions{Config: cfg, TrainFile: train, Index: 1, Count: 2})
+	if err != nil || d.Train.Len() != 0 {
+		t.Fatalf("worker 1 of 2: %+v, err %v; want 0 samples (its only line is malformed)", d, err)
 	}
-	if _, _, _, _, _, err := LoadData(JobOptions{Config: cfg, TrainFile: filepath.Join(dir, "missing")}); err == nil {
+	if _, err := LoadData(JobOptions{Config: cfg, TrainFile: filepath.Join(dir, "missing")}); err == nil {
 		t.Fatal("a missing file loaded without error")
 	}
 }
