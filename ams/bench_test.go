@@ -31,8 +31,9 @@ func BenchmarkTablePush_Dim16_SGD(b *testing.B) { benchTablePush(b, 16, OptSGD, 
 func BenchmarkTablePush_Dim16_Adagrad(b *testing.B) {
 	benchTablePush(b, 16, OptAdagrad, 1_000_000, 4096)
 }
-func BenchmarkTablePush_Dim16_Adam(b *testing.B)      { benchTablePush(b, 16, OptAdam, 1_000_000, 4096) }
-func BenchmarkTablePush_Dim16_FTRL(b *testing.B)      { benchTablePush(b, 16, OptFTRL, 1_000_000, 4096) }
+func BenchmarkTablePush_Dim16_Adam(b *testing.B) { benchTablePush(b, 16, OptAdam, 1_000_000, 4096) }
+func BenchmarkTablePush_Dim16_FTRL(b *testing.B) { benchTablePush(b, 16, OptFTRL, 1_000_000, 4096) }
+
 // The 2M-row dim-18 variants match a production stripe: rows, state and
 // index far exceed the L2 cache, so they show the random-access cost.
 func BenchmarkTablePull_Dim18_2M(b *testing.B) { benchTablePull(b, 18, 2_000_000, 4096) }

@@ -28,11 +28,20 @@
 //
 // # Slots
 //
-// A slot is a uint32 that names one row of a Table: it indexes the values
-// slab, the optimizer-state slab and the statistics slab alike, as XDL's
-// ps-plus keys a row id into parallel tensors. Slots are internal: they
-// never leave the Table and are not stable across snapshots, restores or
-// shards (IDs are).
+// A slot is a uint32 that names one row of a Table's single slab. Where
+// XDL's ps-plus keys a row id into parallel tensors (values, state), a
+// Table keeps everything a row owns in one slab row, so that a push
+// touches one contiguous block besides its index entry:
+//
+//	[0, d)       values (d = Dim)
+//	[d, d+sw)    optimizer state (sw = StateWidth(d), see below)
+//	d+sw         last-touched time, a uint32 stored in a float32 word
+//	d+sw+1       hit count, likewise
+//
+// The statistics words are read and written only through a uint32 view
+// of the same memory, never as float32, so every bit pattern survives.
+// Slots are internal: they never leave the Table and are not stable across
+// snapshots, restores or shards (IDs are).
 //
 //  1. The index maps a feature ID (any uint64, 0 included) to its slot.
 //     It is open addressing with linear probing over a power-of-two array
@@ -40,18 +49,27 @@
 //     Mix64(id ^ salt) so that a stripe split on Mix64(id) does not skew
 //     it, and backward-shift deletion (no tombstones). Slot 0xFFFFFFFF marks
 //     an empty bucket and is never handed out.
-//  2. Slabs store rows in chunks of at most 16384 rows (about 1 MiB;
-//     smaller chunks first, so small tables stay small), allocated as plain
-//     []float32 and []uint32: pointer-free, so the garbage collector never
-//     scans a row. Slabs grow by adding chunks and never move a row.
+//  2. The slab stores rows in chunks of at most 16384 rows and about
+//     1 MiB (fewer rows per chunk for wide rows; smaller chunks first, so
+//     small tables stay small), allocated as plain []float32: pointer-free,
+//     so the garbage collector never scans a row. The slab grows by adding
+//     chunks and never moves a row.
 //  3. A slot is reused only after Delete removed its ID from the index:
 //     Delete pushes the slot onto the Table's free list, and the next row
 //     created (by the same owning goroutine, the only caller) takes the most
-//     recently freed slot before the slabs grow. A reused slot's values,
+//     recently freed slot before the slab grows. A reused slot's values,
 //     state and statistics are fully rewritten on creation, so nothing of
 //     the deleted row survives.
-//  4. The index never shrinks and the slabs never give chunks back; after
+//  4. The index never shrinks and the slab never gives chunks back; after
 //     mass expiry, the free list absorbs new rows first.
+//  5. Batch methods work in groups of 16 ids: they load the home index
+//     buckets of the group, look the ids up, load the rows found (a push
+//     also touches their statistics then), and only then serve the ids in
+//     order, creating missing rows. The early loads have no branch on
+//     their results, so a group's cache misses overlap. The observable
+//     order is unchanged: rows are created, read and updated in id order,
+//     and an ID repeated in a group is looked up again once an earlier
+//     occurrence has created it.
 //
 // # Rows and statistics
 //

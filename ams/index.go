@@ -81,6 +81,23 @@ func (x *index) get(id uint64) (uint32, bool) {
 	}
 }
 
+// warm loads the home bucket of each of ids and returns a value that
+// depends on every load (callers keep it, so the loads are not dropped).
+// The loads have no branch on their result, so their cache misses are all
+// in flight at once; get's probe loop branches on each bucket it reads,
+// which on a misprediction serialises the misses of consecutive gets.
+func (x *index) warm(ids []uint64) uint32 {
+	if x.n == 0 {
+		return 0
+	}
+	b, shift := x.b, x.shift
+	var sink uint32
+	for _, id := range ids {
+		sink ^= b[3*hashIndex(id, shift)+2]
+	}
+	return sink
+}
+
 // insert adds id -> slot. id must not be present (the caller looked it up).
 func (x *index) insert(id uint64, slot uint32) {
 	if slot == emptySlot {

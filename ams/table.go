@@ -3,13 +3,28 @@ package ams
 import (
 	"fmt"
 	"math"
+	"unsafe"
 )
 
 // Table is the storage of one sparse table in one stripe: an index from
-// feature ID to slot, and per slot a row of Dim values, a row of optimizer
-// state and a pair of statistics (last-touched time, hit count), each in
-// its own pointer-free slab. Deleted slots go onto a free list and are
-// reused, most recently freed first, before the slabs grow.
+// feature ID to slot, and one pointer-free slab whose row at a slot holds,
+// side by side, the Dim values, the optimizer state and the two statistics
+// (last-touched time, hit count), so that a push touches one contiguous
+// block of memory besides the index entry. Deleted slots go onto a free
+// list and are reused, most recently freed first, before the slab grows.
+//
+// Row layout (d = Dim, sw = the optimizer's StateWidth(d)), in float32
+// words:
+//
+//	[0, d)            values
+//	[d, d+sw)         optimizer state
+//	d+sw              last-touched time  (uint32 bits)
+//	d+sw+1            hit count          (uint32 bits)
+//
+// The two statistics words are read and written only as uint32 through
+// statsOf, an unsafe view of the same memory (float32 and uint32 have the
+// same size and alignment, and the slab holds no pointers); no float32
+// operation ever sees them, so every bit pattern survives.
 //
 // A Table is not safe for concurrent use: the goroutine that owns the
 // stripe calls every method (see the package doc).
@@ -18,22 +33,37 @@ import (
 // each other or with Dim: that is a broken contract of the caller, which
 // checks input from outside with CheckBatch first.
 type Table struct {
-	spec  TableSpec
-	dim   int
-	opt   Optimizer
-	init  initializer
-	idx   index
-	vals  slab[float32] // width dim
-	state slab[float32] // width opt.StateWidth(dim)
-	stats slab[uint32]  // width 2: lastTouched, hits
-	next  uint32        // slots [0, next) have been handed out
-	free  []uint32      // deleted slots, reused last-in first-out
+	spec TableSpec
+	dim  int // d: values per row
+	sw   int // optimizer state words per row
+	opt  Optimizer
+	init initializer
+	idx  index
+	rows slab[float32] // width d+sw+2: values, state, statistics
+	next uint32        // slots [0, next) have been handed out
+	free []uint32      // deleted slots, reused last-in first-out
+	sink uint32        // keeps the early loads of lookup, pull and push alive; never read
 }
 
+// Indexes into the statistics words of a row (see statsOf).
 const (
 	statTouched = 0
 	statHits    = 1
+	statWords   = 2
 )
+
+// statsOf returns the statistics words at the end of a slab row as
+// uint32s, aliasing the row.
+func statsOf(row []float32) *[statWords]uint32 {
+	return (*[statWords]uint32)(unsafe.Pointer(&row[len(row)-statWords]))
+}
+
+// split returns the values, the state and the statistics of a slab row.
+// The slices are capped at their own length.
+func (t *Table) split(row []float32) (values, state []float32, st *[statWords]uint32) {
+	d, e := t.dim, t.dim+t.sw
+	return row[:d:d], row[d:e:e], statsOf(row)
+}
 
 // NewTable returns an empty table. It applies the defaults to a copy of
 // spec and fails with an error wrapping ErrBadSpec when it is invalid.
@@ -50,14 +80,14 @@ func NewTable(spec TableSpec) (*Table, error) {
 	if err != nil {
 		return nil, err
 	}
+	sw := opt.StateWidth(spec.Dim)
 	return &Table{
-		spec:  spec,
-		dim:   spec.Dim,
-		opt:   opt,
-		init:  in,
-		vals:  newSlab[float32](spec.Dim),
-		state: newSlab[float32](opt.StateWidth(spec.Dim)),
-		stats: newSlab[uint32](2),
+		spec: spec,
+		dim:  spec.Dim,
+		sw:   sw,
+		opt:  opt,
+		init: in,
+		rows: newSlab[float32](spec.Dim + sw + statWords),
 	}, nil
 }
 
@@ -90,15 +120,10 @@ func (t *Table) CheckBatch(nIDs, nValues int) error {
 // read: their statistics change when they are pushed. It returns the
 // number of rows created. It panics unless len(out) == len(ids)*Dim.
 func (t *Table) Pull(ids []uint64, out []float32, create bool, now uint32) int {
-	d := t.dim
-	if len(out) != len(ids)*d {
-		panic(fmt.Sprintf("ams: Table.Pull: len(out)=%d for %d ids of dim %d", len(out), len(ids), d))
+	if len(out) != len(ids)*t.dim {
+		panic(fmt.Sprintf("ams: Table.Pull: len(out)=%d for %d ids of dim %d", len(out), len(ids), t.dim))
 	}
-	created := 0
-	for k, id := range ids {
-		created += t.pullRow(id, out[k*d:(k+1)*d:(k+1)*d], create, now)
-	}
-	return created
+	return t.pull(ids, nil, out, create, now)
 }
 
 // PullAt is Pull with an indirection: the row of ids[k] goes to
@@ -106,35 +131,81 @@ func (t *Table) Pull(ids []uint64, out []float32, create bool, now uint32) int {
 // rows of one response buffer. It panics unless len(pos) == len(ids) and
 // every pos[k] addresses a row inside out.
 func (t *Table) PullAt(ids []uint64, pos []int32, out []float32, create bool, now uint32) int {
-	d := t.dim
 	if len(pos) != len(ids) {
 		panic(fmt.Sprintf("ams: Table.PullAt: %d positions for %d ids", len(pos), len(ids)))
 	}
+	return t.pull(ids, pos, out, create, now)
+}
+
+// rowGroup is the number of ids a batch method looks up before it touches
+// their rows. Each id costs a cache miss in the index and one in the slab;
+// taking a group's lookups, and then its row accesses, in tight loops of
+// independent loads lets the CPU overlap the group's misses instead of
+// waiting for them one id at a time.
+const rowGroup = 16
+
+// pull implements Pull (pos == nil: row k goes to position k) and PullAt.
+func (t *Table) pull(ids []uint64, pos []int32, out []float32, create bool, now uint32) int {
+	d := t.dim
+	var slots [rowGroup]uint32
 	created := 0
-	for k, id := range ids {
-		o := int(pos[k]) * d
-		created += t.pullRow(id, out[o:o+d:o+d], create, now)
+	for lo := 0; lo < len(ids); lo += rowGroup {
+		grp := ids[lo:min(lo+rowGroup, len(ids))]
+		t.lookup(grp, &slots)
+		// Load one word of every cache line of the values found, so
+		// that their misses overlap before the copies below.
+		var sink uint32
+		for k := range grp {
+			if slot := slots[k]; slot != emptySlot {
+				row := t.rows.row(slot)[:d]
+				for i := 0; i < d; i += 16 {
+					sink ^= math.Float32bits(row[i])
+				}
+				sink ^= math.Float32bits(row[d-1])
+			}
+		}
+		t.sink ^= sink
+		for k, id := range grp {
+			o := lo + k
+			if pos != nil {
+				o = int(pos[o])
+			}
+			o *= d
+			dst := out[o : o+d : o+d]
+			slot := slots[k]
+			if slot == emptySlot {
+				// Missing at lookup; an earlier duplicate in this group
+				// may have created it since.
+				var ok bool
+				if slot, ok = t.idx.get(id); !ok {
+					if !create {
+						clear(dst)
+						continue
+					}
+					slot = t.create(id, now)
+					created++
+				}
+			}
+			// Reading an existing row leaves its statistics alone: the
+			// push that follows a training pull touches it, so a pull
+			// reads the values (the start of the row) and nothing else.
+			copy(dst, t.rows.row(slot))
+		}
 	}
 	return created
 }
 
-// pullRow serves one id of a pull.
-func (t *Table) pullRow(id uint64, dst []float32, create bool, now uint32) int {
-	slot, ok := t.idx.get(id)
-	if !ok {
-		if !create {
-			clear(dst)
-			return 0
+// lookup writes the slot of each of ids (at most rowGroup) into slots, or
+// emptySlot for an id that is missing.
+func (t *Table) lookup(ids []uint64, slots *[rowGroup]uint32) {
+	t.sink ^= t.idx.warm(ids)
+	for k, id := range ids {
+		s, ok := t.idx.get(id)
+		if !ok {
+			s = emptySlot
 		}
-		slot = t.create(id, now)
-		copy(dst, t.vals.row(slot))
-		return 1
+		slots[k] = s
 	}
-	// Reading an existing row leaves its statistics alone: the push that
-	// follows a training pull touches it, and touching it here too cost a
-	// tenth of a shard's time in a second random access per row.
-	copy(dst, t.vals.row(slot))
-	return 0
 }
 
 // Push applies the optimizer to the row of each id with its gradient
@@ -144,61 +215,92 @@ func (t *Table) pullRow(id uint64, dst []float32, create bool, now uint32) int {
 // number of rows created. It panics unless len(grads) == len(ids)*Dim.
 // grads is not modified.
 func (t *Table) Push(ids []uint64, grads []float32, now uint32) int {
-	d := t.dim
-	if len(grads) != len(ids)*d {
-		panic(fmt.Sprintf("ams: Table.Push: len(grads)=%d for %d ids of dim %d", len(grads), len(ids), d))
+	if len(grads) != len(ids)*t.dim {
+		panic(fmt.Sprintf("ams: Table.Push: len(grads)=%d for %d ids of dim %d", len(grads), len(ids), t.dim))
 	}
-	created := 0
-	for k, id := range ids {
-		created += t.pushRow(id, grads[k*d:(k+1)*d:(k+1)*d], now)
-	}
-	return created
+	return t.push(ids, nil, grads, now)
 }
 
 // PushAt is Push with an indirection: the gradient of ids[k] is
 // grads[pos[k]*Dim:(pos[k]+1)*Dim]. It panics unless len(pos) == len(ids)
 // and every pos[k] addresses a row inside grads.
 func (t *Table) PushAt(ids []uint64, pos []int32, grads []float32, now uint32) int {
-	d := t.dim
 	if len(pos) != len(ids) {
 		panic(fmt.Sprintf("ams: Table.PushAt: %d positions for %d ids", len(pos), len(ids)))
 	}
+	return t.push(ids, pos, grads, now)
+}
+
+// push implements Push (pos == nil: gradient k is at position k) and
+// PushAt. Per group of ids it looks the rows up, touches the statistics of
+// those found (which starts loading their rows, all misses in flight at
+// once), then applies the gradients in order, creating missing rows.
+// Touching early is invisible to callers: Apply never reads statistics.
+func (t *Table) push(ids []uint64, pos []int32, grads []float32, now uint32) int {
+	d := t.dim
+	var slots [rowGroup]uint32
 	created := 0
-	for k, id := range ids {
-		o := int(pos[k]) * d
-		created += t.pushRow(id, grads[o:o+d:o+d], now)
+	for lo := 0; lo < len(ids); lo += rowGroup {
+		grp := ids[lo:min(lo+rowGroup, len(ids))]
+		t.lookup(grp, &slots)
+		var sink uint32
+		for k := range grp {
+			if slot := slots[k]; slot != emptySlot {
+				row := t.rows.row(slot)
+				touch(statsOf(row), now) // loads the row's last line
+				sink ^= math.Float32bits(row[0]) ^ math.Float32bits(row[len(row)/2])
+			}
+		}
+		t.sink ^= sink
+		for k, id := range grp {
+			o := lo + k
+			if pos != nil {
+				o = int(pos[o])
+			}
+			o *= d
+			g := grads[o : o+d : o+d]
+			slot := slots[k]
+			if slot == emptySlot {
+				// Missing at lookup; an earlier duplicate in this group
+				// may have created it since.
+				var ok bool
+				if slot, ok = t.idx.get(id); ok {
+					touch(statsOf(t.rows.row(slot)), now)
+				} else {
+					slot = t.create(id, now)
+					created++
+				}
+			}
+			w, state, _ := t.split(t.rows.row(slot))
+			t.opt.Apply(w, state, g)
+		}
 	}
 	return created
 }
 
-// pushRow applies one gradient.
-func (t *Table) pushRow(id uint64, g []float32, now uint32) int {
-	created := 0
-	slot, ok := t.idx.get(id)
-	if ok {
-		t.touch(slot, now)
-	} else {
-		slot = t.create(id, now)
-		created = 1
+// touch records a push of a row: last-touched time now, one more hit
+// (saturating).
+func touch(st *[statWords]uint32, now uint32) {
+	st[statTouched] = now
+	if st[statHits] != math.MaxUint32 {
+		st[statHits]++
 	}
-	t.opt.Apply(t.vals.row(slot), t.state.row(slot), g)
-	return created
 }
 
 // create allocates a slot for id, initialises its values, state and
 // statistics (touched now, one hit) and indexes it.
 func (t *Table) create(id uint64, now uint32) uint32 {
 	slot := t.alloc()
-	t.init.fill(id, t.vals.row(slot))
-	t.opt.InitState(t.state.row(slot))
-	st := t.stats.row(slot)
+	w, state, st := t.split(t.rows.row(slot))
+	t.init.fill(id, w)
+	t.opt.InitState(state)
 	st[statTouched], st[statHits] = now, 1
 	t.idx.insert(id, slot)
 	return slot
 }
 
 // alloc returns a free slot: the most recently freed one, else a new one
-// at the end of the slabs.
+// at the end of the slab.
 func (t *Table) alloc() uint32 {
 	if n := len(t.free); n > 0 {
 		s := t.free[n-1]
@@ -210,19 +312,8 @@ func (t *Table) alloc() uint32 {
 	}
 	s := t.next
 	t.next++
-	n := int(t.next)
-	t.vals.ensure(n)
-	t.state.ensure(n)
-	t.stats.ensure(n)
+	t.rows.ensure(int(t.next))
 	return s
-}
-
-func (t *Table) touch(slot uint32, now uint32) {
-	st := t.stats.row(slot)
-	st[statTouched] = now
-	if st[statHits] != math.MaxUint32 {
-		st[statHits]++
-	}
 }
 
 // Stats returns the last-touched time and the hit count of id's row.
@@ -233,7 +324,7 @@ func (t *Table) Stats(id uint64) (lastTouched, hits uint32, ok bool) {
 	if !ok {
 		return 0, 0, false
 	}
-	st := t.stats.row(slot)
+	st := statsOf(t.rows.row(slot))
 	return st[statTouched], st[statHits], true
 }
 
@@ -253,8 +344,8 @@ func (t *Table) Delete(id uint64) bool {
 // Delete them afterwards).
 func (t *Table) Range(fn func(id uint64, values, state []float32, lastTouched, hits uint32) bool) {
 	t.idx.all(func(id uint64, slot uint32) bool {
-		st := t.stats.row(slot)
-		return fn(id, t.vals.row(slot), t.state.row(slot), st[statTouched], st[statHits])
+		w, state, st := t.split(t.rows.row(slot))
+		return fn(id, w, state, st[statTouched], st[statHits])
 	})
 }
 
@@ -266,7 +357,8 @@ func (t *Table) Get(id uint64) (values []float32, ok bool) {
 	if !ok {
 		return nil, false
 	}
-	return t.vals.row(slot), true
+	w, _, _ := t.split(t.rows.row(slot))
+	return w, true
 }
 
 // Load writes a row restored from a snapshot: it creates id's row or
@@ -275,7 +367,7 @@ func (t *Table) Get(id uint64) (values []float32, ok bool) {
 // row (for snapshots written without state or with another optimizer). It
 // fails with an error wrapping ErrDimMismatch when a length is wrong.
 func (t *Table) Load(id uint64, values, state []float32, lastTouched, hits uint32) error {
-	sw := t.state.width
+	sw := t.sw
 	if len(values) != t.dim || (len(state) != 0 && len(state) != sw) {
 		return fmt.Errorf("%w: table %q: load of id %d: %d values, %d state words, want %d and %d (or 0)",
 			ErrDimMismatch, t.spec.Name, id, len(values), len(state), t.dim, sw)
@@ -285,20 +377,19 @@ func (t *Table) Load(id uint64, values, state []float32, lastTouched, hits uint3
 		slot = t.alloc()
 		t.idx.insert(id, slot)
 	}
-	copy(t.vals.row(slot), values)
+	w, st0, st := t.split(t.rows.row(slot))
+	copy(w, values)
 	if len(state) == 0 {
-		t.opt.InitState(t.state.row(slot))
+		t.opt.InitState(st0)
 	} else {
-		copy(t.state.row(slot), state)
+		copy(st0, state)
 	}
-	st := t.stats.row(slot)
 	st[statTouched], st[statHits] = lastTouched, hits
 	return nil
 }
 
-// MemoryBytes returns the bytes held by the index, the slabs (allocated
+// MemoryBytes returns the bytes held by the index, the slab (allocated
 // chunks, used or not) and the free list.
 func (t *Table) MemoryBytes() int64 {
-	return t.idx.memoryBytes() + t.vals.memoryBytes() + t.state.memoryBytes() +
-		t.stats.memoryBytes() + int64(cap(t.free))*4
+	return t.idx.memoryBytes() + t.rows.memoryBytes() + int64(cap(t.free))*4
 }

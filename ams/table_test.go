@@ -456,3 +456,58 @@ func TestTableMemoryBytesSmall(t *testing.T) {
 		t.Fatalf("one row costs %d bytes, want about %d", one-empty, want)
 	}
 }
+
+// TestTableGroupsMatchOneRowAtATime checks the grouped batch path against
+// calls of one id each, with batches longer than a group, ids repeated
+// within and across groups, new ids repeated in one group, and PullAt and
+// PushAt positions in reverse order.
+func TestTableGroupsMatchOneRowAtATime(t *testing.T) {
+	spec := TableSpec{Name: "t", Dim: 3, Optimizer: OptimizerSpec{Name: OptAdagrad},
+		Init: InitSpec{Kind: InitUniform, Seed: 2}}
+	batched, single := newTestTable(t, spec), newTestTable(t, spec)
+	rng := rand.New(rand.NewPCG(5, 6))
+	const d, n = 3, 3*rowGroup + 5
+	for step := uint32(1); step <= 20; step++ {
+		ids := make([]uint64, n)
+		pos := make([]int32, n)
+		for k := range ids {
+			ids[k] = rng.Uint64N(60) + uint64(step)*20 // some new, some old
+			pos[k] = int32(n - 1 - k)
+		}
+		g := make([]float32, n*d)
+		for i := range g {
+			g[i] = float32(rng.NormFloat64())
+		}
+		out := make([]float32, n*d)
+		wantCreated := 0
+		for k := range ids {
+			o := int(pos[k]) * d
+			if step%2 == 0 {
+				wantCreated += single.Push(ids[k:k+1], g[o:o+d], step)
+			} else {
+				want := make([]float32, d)
+				wantCreated += single.Pull(ids[k:k+1], want, step%3 == 0, step)
+				copy(out[o:o+d], want)
+			}
+		}
+		var created int
+		if step%2 == 0 {
+			created = batched.PushAt(ids, pos, g, step)
+		} else {
+			got := make([]float32, n*d)
+			created = batched.PullAt(ids, pos, got, step%3 == 0, step)
+			if !slices.Equal(got, out) {
+				t.Fatalf("step %d: PullAt = %v, want %v", step, got, out)
+			}
+		}
+		if created != wantCreated {
+			t.Fatalf("step %d: created %d, want %d", step, created, wantCreated)
+		}
+		ref := &refTable{rows: map[uint64]*refRow{}}
+		single.Range(func(id uint64, v, s []float32, lt, hits uint32) bool {
+			ref.rows[id] = &refRow{values: slices.Clone(v), state: slices.Clone(s), touched: lt, hits: hits}
+			return true
+		})
+		checkAgainstRef(t, batched, ref)
+	}
+}
