@@ -23,6 +23,15 @@ import (
 // DenseName is the name of the MLP's dense parameter vector on the shards.
 const DenseName = "mlp"
 
+// MaxFields bounds the number of fields of a model: the MLP input is one
+// pooled vector per field, so a stray huge field number in the data would
+// otherwise ask for a giant network.
+const MaxFields = 4096
+
+// maxDenseParams bounds the MLP's parameter count (one gRPC message carries
+// a shard's share of it as float32s).
+const maxDenseParams = 1 << 27
+
 // ErrNoData is returned when there is nothing to train or evaluate on.
 var ErrNoData = errors.New("worker: no data")
 
@@ -126,6 +135,9 @@ func New(cl *client.Client, train, test *reader.Dataset, opts Options) (*Trainer
 	if fields == 0 {
 		return nil, fmt.Errorf("%w: the data has no features", ErrNoData)
 	}
+	if fields > MaxFields {
+		return nil, fmt.Errorf("worker: the model would have %d fields (1 + the largest field in the data), more than %d: check the data format (libFM fields are positions in the line) or set model.fields", fields, MaxFields)
+	}
 	tableIdx := map[string]int{}
 	dims := make([]int, len(cfg.Model.Tables))
 	for i, t := range cfg.Model.Tables {
@@ -153,6 +165,9 @@ func New(cl *client.Client, train, test *reader.Dataset, opts Options) (*Trainer
 	mlp, err := densenet.NewMLP(append(sizes, 1))
 	if err != nil {
 		return nil, fmt.Errorf("worker: %w", err)
+	}
+	if n := mlp.NumParams(); n > maxDenseParams {
+		return nil, fmt.Errorf("worker: the MLP %v would have %d parameters, more than %d", mlp.Sizes, n, maxDenseParams)
 	}
 	t := &Trainer{cl: cl, cfg: cfg, opts: opts, train: train, test: test, layout: layout, mlp: mlp,
 		tables: cfg.Model.Tables, free: make(chan *pushBuf, cfg.Train.MaxInflightPushes)}

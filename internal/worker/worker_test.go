@@ -107,6 +107,11 @@ func TestNewRefusesBadInput(t *testing.T) {
 	if _, err := New(nil, ds, nil, Options{Config: cfg}); err != nil {
 		t.Fatalf("three named fields over two-field data: %v", err)
 	}
+	huge := reader.NewDataset()
+	huge.Append(1, []reader.Feature{{Field: 100000, ID: 1, Value: 1}})
+	if _, err := New(nil, huge, nil, Options{Config: smallConfig()}); err == nil || !strings.Contains(err.Error(), "fields") {
+		t.Fatalf("a field number of 100000: %v, want an error about fields", err)
+	}
 	cfg.Model.Fields = 1
 	cfg.Model.FieldTables = nil
 	tr, err := New(nil, ds, nil, Options{Config: cfg})
