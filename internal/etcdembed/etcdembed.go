@@ -52,6 +52,9 @@ type Options struct {
 	// UnsafeNoFsync disables fsync: faster, loses data on a machine crash.
 	// For tests. The default value is false.
 	UnsafeNoFsync bool
+	// ClientAddr is the host:port clients connect to. The default value is
+	// "127.0.0.1:0", a free loopback port (see Endpoints).
+	ClientAddr string
 }
 
 // EnsureDefaults fills zero fields with their default values.
@@ -99,8 +102,12 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 	cfg.Name = opts.Name
 	cfg.Dir = opts.Dir
 	loop := url.URL{Scheme: "http", Host: "127.0.0.1:0"}
-	cfg.ListenClientUrls = []url.URL{loop}
-	cfg.AdvertiseClientUrls = []url.URL{loop}
+	client := url.URL{Scheme: "http", Host: opts.ClientAddr}
+	if client.Host == "" {
+		client = loop
+	}
+	cfg.ListenClientUrls = []url.URL{client}
+	cfg.AdvertiseClientUrls = []url.URL{client}
 	cfg.ListenPeerUrls = []url.URL{loop}
 	cfg.AdvertisePeerUrls = []url.URL{loop}
 	cfg.InitialCluster = cfg.InitialClusterFromName(cfg.Name)
