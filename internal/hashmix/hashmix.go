@@ -1,7 +1,3 @@
-// Package hashmix holds the 64-bit mixing function shared by the data
-// formats (feature IDs), the parameter server (partitions, stripes, index,
-// initializers) and the data generator. Its output is part of stored
-// formats (feature IDs, virtual partitions, initial rows): it never changes.
 package hashmix
 
 // Mix64 is the splitmix64 finalizer: a bijective avalanche of x.
