@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"sync"
+	"sync/atomic"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
@@ -23,8 +25,10 @@ type Client struct {
 	conns   []*grpc.ClientConn
 	stubs   []amspb.AMSClient
 
-	mu   sync.Mutex     // protects dims
-	dims map[string]int // table -> dim, learned from Declare
+	declareMu sync.Mutex // serialises Declare's copy-on-write of dims
+	// dims maps table -> dim, learned from Declare: an immutable map
+	// replaced by Declare, read without a lock on the pull/push path.
+	dims atomic.Pointer[map[string]int]
 }
 
 // DialOptions are the gRPC dial options for AMS traffic: large messages and
@@ -46,7 +50,8 @@ func New(m *ams.ShardMap, extra ...grpc.DialOption) (*Client, error) {
 	if err := m.Validate(); err != nil {
 		return nil, err
 	}
-	c := &Client{m: m, version: m.Version, dims: map[string]int{}}
+	c := &Client{m: m, version: m.Version}
+	c.dims.Store(&map[string]int{})
 	if c.version == 0 {
 		c.version = 1
 	}
@@ -127,11 +132,13 @@ func (c *Client) Declare(ctx context.Context, tables []ams.TableSpec, dense []De
 	if err != nil {
 		return err
 	}
-	c.mu.Lock()
+	c.declareMu.Lock()
+	dims := maps.Clone(*c.dims.Load())
 	for _, t := range tables {
-		c.dims[t.Name] = t.Dim
+		dims[t.Name] = t.Dim
 	}
-	c.mu.Unlock()
+	c.dims.Store(&dims)
+	c.declareMu.Unlock()
 	return nil
 }
 
@@ -157,10 +164,9 @@ func (c *Client) route(tables []Table) (*route, error) {
 		r.ids[s] = make([][]uint64, len(tables))
 		r.pos[s] = make([][]int32, len(tables))
 	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
+	dims := *c.dims.Load()
 	for ti, t := range tables {
-		dim, ok := c.dims[t.Name]
+		dim, ok := dims[t.Name]
 		if !ok {
 			return nil, fmt.Errorf("%w: %q (declare it first)", ams.ErrUnknownTable, t.Name)
 		}
