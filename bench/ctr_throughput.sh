@@ -6,20 +6,24 @@
 # evaluation excluded) against the PyTorch CPU reference on the same file,
 # in the same run. The last line is the ratio.
 #
-# Usage: bench/ctr_throughput.sh [train_samples] [test_samples]
+# Usage: bench/ctr_throughput.sh [train_samples] [test_samples] [data_config.yaml]
+# (the optional YAML's data: section shapes the generated data, e.g.
+#  `data: {mean_bag: 20}` for heavier multi-hot bags)
 # Needs: /usr/bin/python3 with python3-torch, python3-numpy, libopenblas0-pthread
 # (apt-get install -y python3-torch python3-numpy libopenblas0-pthread).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ntrain=${1:-200000}
 ntest=${2:-20000}
+gencfg=()
+if [ -n "${3:-}" ]; then gencfg=(-config "$3"); fi
 out=bench/out
 mkdir -p "$out"
 go build -o "$out/ctrgen" ./cmd/ctrgen
 go build -o "$out/worker" ./cmd/worker
 train="$out/ctr_train.libffm"
 test="$out/ctr_test.libffm"
-"$out/ctrgen" -train "$train" -test "$test" -train-samples "$ntrain" -test-samples "$ntest"
+"$out/ctrgen" "${gencfg[@]}" -train "$train" -test "$test" -train-samples "$ntrain" -test-samples "$ntest"
 echo "load: $(cat /proc/loadavg)"
 ours=$("$out/worker" -local -quiet -json -train "$train" -test "$test" -format libffm \
 	-dim 18 -hidden 200,80 -batch-size 256 -epochs 1 | tail -n 1)
