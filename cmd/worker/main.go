@@ -14,6 +14,7 @@
 //
 //	-local          run an embedded cluster in this process
 //	-shards         AMS shards of the embedded cluster (default 2)
+//	-stripes        stripe owners per shard of the embedded cluster (default GOMAXPROCS)
 //	-etcd           etcd endpoints of an external cluster, comma-separated
 //	-cluster        cluster name; keys live under /xps/<cluster> (default "default")
 //	-config         YAML model/training config file
@@ -51,7 +52,7 @@ import (
 
 type flags struct {
 	local, asJSON, printConfig, quiet bool
-	shards, workers, index            int
+	shards, stripes, workers, index   int
 	etcd, clusterName, configFile     string
 	train, test, level, cpuProfile    string
 }
@@ -61,6 +62,7 @@ func main() {
 	fs := flag.CommandLine
 	fs.BoolVar(&f.local, "local", false, "run an embedded cluster (etcd, AMS shards, scheduler) in this process")
 	fs.IntVar(&f.shards, "shards", 2, "AMS shards of the embedded cluster")
+	fs.IntVar(&f.stripes, "stripes", 0, "stripe owners per AMS shard of the embedded cluster (default GOMAXPROCS)")
 	fs.StringVar(&f.etcd, "etcd", "", "etcd endpoints of an external cluster, comma-separated host:port")
 	fs.StringVar(&f.clusterName, "cluster", "default", "cluster name")
 	fs.StringVar(&f.configFile, "config", "", "YAML model/training config file")
@@ -229,7 +231,7 @@ func run(f flags, overrides map[string]*override) error {
 		if progress != nil {
 			fmt.Fprintf(progress, "starting embedded cluster: etcd, %d AMS shards, scheduler\n", f.shards)
 		}
-		lc, err := local.Start(ctx, local.Options{Shards: f.shards, Prefix: prefix, Logger: log})
+		lc, err := local.Start(ctx, local.Options{Shards: f.shards, Stripes: f.stripes, Prefix: prefix, Logger: log})
 		if err != nil {
 			return err
 		}

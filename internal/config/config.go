@@ -102,6 +102,12 @@ type TrainConfig struct {
 	// The default value is 1 (deeper prefetching bought no throughput on a
 	// 2-core machine and cost AUC through staler rows).
 	PrefetchBatches *int `yaml:"prefetch_batches"`
+	// DenseThreads is the number of goroutines one MLP forward or backward
+	// pass splits its matrix products over; 0 means every core
+	// (GOMAXPROCS).
+	//
+	// The default value is 0.
+	DenseThreads int `yaml:"dense_threads"`
 	// ProgressEvery is the interval between progress lines.
 	//
 	// The default value is 2s.
@@ -285,6 +291,9 @@ func (c *Config) Validate() error {
 	}
 	if t.EvalEvery < 0 {
 		bad("train.eval_every %d is negative", t.EvalEvery)
+	}
+	if t.DenseThreads < 0 {
+		bad("train.dense_threads %d is negative", t.DenseThreads)
 	}
 	if t.EvalBatchSize <= 0 {
 		bad("train.eval_batch_size %d is not positive", t.EvalBatchSize)

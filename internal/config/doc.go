@@ -31,6 +31,7 @@
 //	  eval_batch_size: 4096
 //	  max_inflight_pushes: 2    # asynchronous pushes in flight before training waits
 //	  prefetch_batches: 1       # batches loaded and pulled ahead while one trains (0: off)
+//	  dense_threads: 0          # goroutines per MLP matrix product (0: every core)
 //	  progress_every: 2s        # progress line interval on stderr
 //	data:                       # the built-in generated dataset (when no -train is given)
 //	  train_samples: 500000

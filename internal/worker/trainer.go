@@ -212,7 +212,9 @@ type state struct {
 }
 
 func (t *Trainer) newState(maxBatch int) *state {
-	s := &state{batch: t.layout.NewBatch(), ws: t.mlp.NewWorkspace(maxBatch),
+	ws := t.mlp.NewWorkspace(maxBatch)
+	ws.Threads = t.cfg.Train.DenseThreads
+	s := &state{batch: t.layout.NewBatch(), ws: ws,
 		rows: make([][]float32, t.layout.Tables()), params: make([]float32, t.mlp.NumParams()),
 		x: make([]float32, maxBatch*t.layout.Width()), dx: make([]float32, maxBatch*t.layout.Width()),
 		labels: make([]float32, maxBatch), logits: make([]float32, maxBatch),
