@@ -63,6 +63,15 @@ func (x *index) memoryBytes() int64 { return int64(cap(x.b)) * 4 }
 
 // get returns the slot of id.
 func (x *index) get(id uint64) (uint32, bool) {
+	i, ok := x.find(id)
+	if !ok {
+		return 0, false
+	}
+	return x.b[3*i+2], true
+}
+
+// find returns the bucket that holds id.
+func (x *index) find(id uint64) (uint, bool) {
 	if x.n == 0 {
 		return 0, false
 	}
@@ -75,7 +84,7 @@ func (x *index) get(id uint64) (uint32, bool) {
 			return 0, false
 		}
 		if e[0] == lo && e[1] == hi {
-			return e[2], true
+			return i, true
 		}
 		i = (i + 1) & x.mask
 	}
@@ -156,22 +165,11 @@ func (x *index) resize(c int) {
 // remove deletes id and returns its slot. Entries after the freed bucket
 // that would no longer be reachable are shifted back into it.
 func (x *index) remove(id uint64) (uint32, bool) {
-	if x.n == 0 {
+	i, ok := x.find(id)
+	if !ok {
 		return 0, false
 	}
-	lo, hi := uint32(id), uint32(id>>32)
 	b := x.b
-	i := hashIndex(id, x.shift)
-	for {
-		e := b[3*i : 3*i+3 : 3*i+3]
-		if e[2] == emptySlot {
-			return 0, false
-		}
-		if e[0] == lo && e[1] == hi {
-			break
-		}
-		i = (i + 1) & x.mask
-	}
 	slot := b[3*i+2]
 	// Backward-shift deletion: i is the hole. Walk j over the rest of the
 	// cluster; an entry at j whose home h is not cyclically in (i, j] can
