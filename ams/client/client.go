@@ -9,7 +9,9 @@ import (
 	"sync/atomic"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/status"
 
 	"github.com/xdlgo/xps/ams"
 	"github.com/xdlgo/xps/ams/amspb"
@@ -53,7 +55,7 @@ func New(m *ams.ShardMap, extra ...grpc.DialOption) (*Client, error) {
 	c := &Client{m: m, version: m.Version}
 	c.dims.Store(&map[string]int{})
 	if c.version == 0 {
-		c.version = 1
+		c.version = ams.DefaultVersion
 	}
 	for i, addr := range m.Addrs {
 		cc, err := grpc.NewClient(addr, append(DialOptions(), extra...)...)
@@ -81,6 +83,15 @@ func (c *Client) ShardMap() *ams.ShardMap { return c.m }
 
 // NumShards returns the number of shards.
 func (c *Client) NumShards() int { return len(c.stubs) }
+
+// rpcError wraps an RPC error with context; a shard's refusal of a stale
+// cluster version becomes matchable as ams.ErrStaleVersion.
+func (c *Client) rpcError(op string, s int, err error) error {
+	if status.Code(err) == codes.Aborted {
+		return fmt.Errorf("ams client: %s shard %s: %w: %w", op, c.m.Shards[s], ams.ErrStaleVersion, err)
+	}
+	return fmt.Errorf("ams client: %s shard %s: %w", op, c.m.Shards[s], err)
+}
 
 // eachShard runs fn for every shard index in parallel and joins the errors.
 func eachShard(n int, fn func(i int) error) error {
@@ -125,7 +136,7 @@ func (c *Client) Declare(ctx context.Context, tables []ams.TableSpec, dense []De
 			req.Dense = append(req.Dense, ds)
 		}
 		if _, err := c.stubs[i].Declare(ctx, req); err != nil {
-			return fmt.Errorf("ams client: declare on shard %s: %w", c.m.Shards[i], err)
+			return c.rpcError("declare on", i, err)
 		}
 		return nil
 	})
@@ -221,7 +232,7 @@ func (c *Client) Pull(ctx context.Context, tables []Table, dense []Vector, creat
 		}
 		resp, err := c.stubs[s].Pull(ctx, req)
 		if err != nil {
-			return fmt.Errorf("ams client: pull from shard %s: %w", c.m.Shards[s], err)
+			return c.rpcError("pull from", s, err)
 		}
 		if len(resp.Tables) != len(which) {
 			return fmt.Errorf("ams client: pull from shard %s: %d tables in reply, want %d", c.m.Shards[s], len(resp.Tables), len(which))
@@ -294,7 +305,7 @@ func (c *Client) Push(ctx context.Context, tables []Table, dense []Vector) error
 			return nil
 		}
 		if _, err := c.stubs[s].Push(ctx, req); err != nil {
-			return fmt.Errorf("ams client: push to shard %s: %w", c.m.Shards[s], err)
+			return c.rpcError("push to", s, err)
 		}
 		return nil
 	})
@@ -303,25 +314,12 @@ func (c *Client) Push(ctx context.Context, tables []Table, dense []Vector) error
 // PullDense fetches a whole dense vector (len(out) == its size) from the
 // shards' ranges in parallel.
 func (c *Client) PullDense(ctx context.Context, name string, out []float32) error {
-	return eachShard(len(c.stubs), func(s int) error {
-		resp, err := c.stubs[s].PullDense(ctx, &amspb.PullDenseRequest{ClusterVersion: c.version, Name: name})
-		if err != nil {
-			return fmt.Errorf("ams client: pull dense %q from shard %s: %w", name, c.m.Shards[s], err)
-		}
-		return c.putDense(s, Vector{Name: name, Values: out}, resp.Lo, resp.Hi, resp.Values)
-	})
+	return c.Pull(ctx, nil, []Vector{{Name: name, Values: out}}, false)
 }
 
 // PushDense sends the gradient of a whole dense vector, each shard its range.
 func (c *Client) PushDense(ctx context.Context, name string, grad []float32) error {
-	return eachShard(len(c.stubs), func(s int) error {
-		lo, hi := ams.DenseRange(len(grad), s, len(c.stubs))
-		_, err := c.stubs[s].PushDense(ctx, &amspb.PushDenseRequest{ClusterVersion: c.version, Name: name, Grad: ams.PackFloats(nil, grad[lo:hi])})
-		if err != nil {
-			return fmt.Errorf("ams client: push dense %q to shard %s: %w", name, c.m.Shards[s], err)
-		}
-		return nil
-	})
+	return c.Push(ctx, nil, []Vector{{Name: name, Values: grad}})
 }
 
 // Stats returns every shard's stats, in shard order.
@@ -330,7 +328,7 @@ func (c *Client) Stats(ctx context.Context) ([]*amspb.StatsResponse, error) {
 	err := eachShard(len(c.stubs), func(s int) error {
 		resp, err := c.stubs[s].Stats(ctx, &amspb.StatsRequest{ClusterVersion: c.version})
 		if err != nil {
-			return fmt.Errorf("ams client: stats from shard %s: %w", c.m.Shards[s], err)
+			return c.rpcError("stats from", s, err)
 		}
 		out[s] = resp
 		return nil

@@ -230,8 +230,11 @@ func TestRefusals(t *testing.T) {
 	stale := *m
 	stale.Version = 2
 	sc := newClient(t, &stale)
-	if err := sc.Declare(ctx, []ams.TableSpec{{Name: "emb2", Dim: 2}}, nil); !isCode(err, codes.FailedPrecondition) {
-		t.Fatalf("stale declare = %v, want FailedPrecondition", err)
+	if err := sc.Declare(ctx, []ams.TableSpec{{Name: "emb2", Dim: 2}}, nil); !errors.Is(err, ams.ErrStaleVersion) {
+		t.Fatalf("stale declare = %v, want ams.ErrStaleVersion", err)
+	}
+	if err := sc.Pull(ctx, nil, []client.Vector{{Name: "x", Values: make([]float32, 1)}}, false); !errors.Is(err, ams.ErrStaleVersion) {
+		t.Fatalf("stale pull = %v, want ams.ErrStaleVersion", err)
 	}
 	stats, _ := c.Stats(ctx)
 	if len(stats[0].Tables) != 1 {
@@ -244,6 +247,15 @@ func TestRefusals(t *testing.T) {
 	// Buffers that do not match ids x dim.
 	if err := c.Pull(ctx, []client.Table{{Name: "emb", IDs: []uint64{1}, Rows: make([]float32, 3)}}, nil, true); !errors.Is(err, client.ErrDimMismatch) {
 		t.Fatalf("pull with bad buffer = %v, want ErrDimMismatch", err)
+	}
+	// A push whose dense part is bad applies nothing, its rows included.
+	if err := c.Push(ctx, []client.Table{{Name: "emb", IDs: []uint64{42}, Rows: []float32{1, 1}}},
+		[]client.Vector{{Name: "nope", Values: make([]float32, 4)}}); err == nil {
+		t.Fatal("a push with an unknown dense vector succeeded")
+	}
+	stats, _ = c.Stats(ctx)
+	if rows := stats[0].Tables[0].Rows + stats[1].Tables[0].Rows; rows != 0 {
+		t.Fatalf("a refused push created %d rows", rows)
 	}
 	if err := c.PullDense(ctx, "nope", make([]float32, 4)); !isCode(err, codes.NotFound) {
 		t.Fatalf("pull unknown dense = %v, want NotFound", err)

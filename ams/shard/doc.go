@@ -18,7 +18,7 @@
 // # Protocol
 //
 // Every request carries the cluster version; a request whose version is not
-// the shard's is refused with ErrStaleVersion (gRPC FAILED_PRECONDITION) and
+// the shard's is refused with ErrStaleVersion (gRPC ABORTED; the client turns it back into ams.ErrStaleVersion) and
 // never applied.
 //
 // # Time

@@ -48,7 +48,9 @@ func toStatus(err error) error {
 	}
 	code := codes.Internal
 	switch {
-	case errors.Is(err, ErrStaleVersion), errors.Is(err, ErrConflict):
+	case errors.Is(err, ams.ErrStaleVersion):
+		code = codes.Aborted
+	case errors.Is(err, ErrConflict), errors.Is(err, ams.ErrNotInitialized):
 		code = codes.FailedPrecondition
 	case errors.Is(err, ams.ErrUnknownTable), errors.Is(err, ErrUnknownDense):
 		code = codes.NotFound
@@ -67,6 +69,9 @@ func (v *service) Declare(_ context.Context, req *amspb.DeclareRequest) (*amspb.
 	}
 	dense := make([]DenseDecl, len(req.Dense))
 	for i, d := range req.Dense {
+		if d.Hi < d.Lo || d.Hi-d.Lo > ams.MaxMessageBytes/4 || d.Size > 1<<40 {
+			return nil, toStatus(fmt.Errorf("%w: dense %q range [%d,%d) of %d does not fit one message", ErrBadRequest, d.Name, d.Lo, d.Hi, d.Size))
+		}
 		dense[i] = DenseDecl{Spec: ams.DenseSpec{Name: d.Name, Size: int(d.Size), Optimizer: amspb.ToOptimizerSpec(d.Optimizer)},
 			Lo: int(d.Lo), Hi: int(d.Hi)}
 		if len(d.Init) > 0 {
@@ -84,57 +89,73 @@ func (v *service) Declare(_ context.Context, req *amspb.DeclareRequest) (*amspb.
 	return &amspb.DeclareResponse{Created: created}, nil
 }
 
-// decodeTables unpacks the ids (and, for pushes, gradients) of each table.
-// For pulls it allocates each table's reply payload and, where the machine
-// allows, lets the stripes write rows straight into it (out[i] != nil).
-func (v *service) decodeTables(names []string, ids [][]byte, grads [][]byte) (reqs []TableRequest, out [][]byte, err error) {
+// decodePull unpacks the ids of each table of a pull and allocates each
+// table's reply payload; where the machine allows (inPlace), the stripes
+// write rows straight into it. A reply that could not be sent (over
+// ams.MaxMessageBytes) is refused before anything is allocated.
+func (v *service) decodePull(tables []*amspb.TableIDs) (reqs []TableRequest, out [][]byte, inPlace bool, err error) {
 	cat := v.s.cat.Load()
-	reqs = make([]TableRequest, len(names))
-	if grads == nil {
-		out = make([][]byte, len(names))
-	}
-	for i, name := range names {
-		ti, ok := cat.tables[name]
+	total := 0
+	for _, t := range tables {
+		ti, ok := cat.tables[t.Table]
 		if !ok {
-			return nil, nil, fmt.Errorf("%w: %q", ams.ErrUnknownTable, name)
+			return nil, nil, false, fmt.Errorf("%w: %q", ams.ErrUnknownTable, t.Table)
 		}
-		idv, err := ams.UnpackIDs(nil, ids[i])
+		total += len(t.Ids) / 8 * ti.spec.Dim * 4
+		if total > ams.MaxMessageBytes {
+			return nil, nil, false, fmt.Errorf("%w: the reply would exceed %d bytes", ErrBadRequest, ams.MaxMessageBytes)
+		}
+	}
+	reqs = make([]TableRequest, len(tables))
+	out = make([][]byte, len(tables))
+	inPlace = true
+	for i, t := range tables {
+		idv, err := ams.UnpackIDs(nil, t.Ids)
 		if err != nil {
-			return nil, nil, errors.Join(ErrBadRequest, err)
+			return nil, nil, false, errors.Join(ErrBadRequest, err)
 		}
-		reqs[i] = TableRequest{Table: name, IDs: idv}
-		n := len(idv) * ti.spec.Dim
-		if grads == nil {
-			out[i] = make([]byte, 4*n)
-			if view, ok := ams.FloatsView(out[i]); ok {
-				reqs[i].Rows = view
-			} else {
-				reqs[i].Rows = make([]float32, n)
-			}
-			continue
+		n := len(idv) * cat.tables[t.Table].spec.Dim
+		out[i] = make([]byte, 4*n)
+		view, ok := ams.FloatsView(out[i])
+		if !ok {
+			view, inPlace = make([]float32, n), false
 		}
-		if len(grads[i]) != 4*n {
-			return nil, nil, fmt.Errorf("%w: table %q: %d gradient bytes for %d ids of dim %d", ErrBadRequest, name, len(grads[i]), len(idv), ti.spec.Dim)
+		reqs[i] = TableRequest{Table: t.Table, IDs: idv, Rows: view}
+	}
+	return reqs, out, inPlace, nil
+}
+
+// decodePush unpacks the ids and gradients of each table of a push.
+func (v *service) decodePush(tables []*amspb.TableGrads) ([]TableRequest, error) {
+	cat := v.s.cat.Load()
+	reqs := make([]TableRequest, len(tables))
+	for i, t := range tables {
+		ti, ok := cat.tables[t.Table]
+		if !ok {
+			return nil, fmt.Errorf("%w: %q", ams.ErrUnknownTable, t.Table)
 		}
-		if view, ok := ams.FloatsView(grads[i]); ok {
+		idv, err := ams.UnpackIDs(nil, t.Ids)
+		if err != nil {
+			return nil, errors.Join(ErrBadRequest, err)
+		}
+		if len(t.Grads) != 4*len(idv)*ti.spec.Dim {
+			return nil, fmt.Errorf("%w: table %q: %d gradient bytes for %d ids of dim %d", ErrBadRequest, t.Table, len(t.Grads), len(idv), ti.spec.Dim)
+		}
+		reqs[i] = TableRequest{Table: t.Table, IDs: idv}
+		if view, ok := ams.FloatsView(t.Grads); ok {
 			reqs[i].Rows = view // the request is ours until we reply
 		} else {
-			reqs[i].Rows, _ = ams.UnpackFloats(nil, grads[i])
+			reqs[i].Rows, _ = ams.UnpackFloats(nil, t.Grads)
 		}
 	}
-	return reqs, out, nil
+	return reqs, nil
 }
 
 func (v *service) Pull(_ context.Context, req *amspb.PullRequest) (*amspb.PullResponse, error) {
 	if err := v.s.checkVersion(req.ClusterVersion); err != nil {
 		return nil, toStatus(err)
 	}
-	names := make([]string, len(req.Tables))
-	ids := make([][]byte, len(req.Tables))
-	for i, t := range req.Tables {
-		names[i], ids[i] = t.Table, t.Ids
-	}
-	reqs, out, err := v.decodeTables(names, ids, nil)
+	reqs, out, inPlace, err := v.decodePull(req.Tables)
 	if err != nil {
 		return nil, toStatus(err)
 	}
@@ -143,8 +164,8 @@ func (v *service) Pull(_ context.Context, req *amspb.PullRequest) (*amspb.PullRe
 	}
 	resp := &amspb.PullResponse{Tables: make([]*amspb.TableRows, len(reqs))}
 	for i, r := range reqs {
-		if view, ok := ams.FloatsView(out[i]); !ok || (len(view) > 0 && &view[0] != &r.Rows[0]) {
-			ams.PutFloats(out[i], r.Rows) // rows were not written in place
+		if !inPlace {
+			ams.PutFloats(out[i], r.Rows)
 		}
 		resp.Tables[i] = &amspb.TableRows{Table: r.Table, Rows: out[i]}
 	}
@@ -162,21 +183,18 @@ func (v *service) Push(_ context.Context, req *amspb.PushRequest) (*amspb.PushRe
 	if err := v.s.checkVersion(req.ClusterVersion); err != nil {
 		return nil, toStatus(err)
 	}
-	names := make([]string, len(req.Tables))
-	ids := make([][]byte, len(req.Tables))
-	grads := make([][]byte, len(req.Tables))
-	for i, t := range req.Tables {
-		names[i], ids[i], grads[i] = t.Table, t.Ids, t.Grads
-	}
-	reqs, _, err := v.decodeTables(names, ids, grads)
+	reqs, err := v.decodePush(req.Tables)
 	if err != nil {
 		return nil, toStatus(err)
 	}
-	// Decode every dense gradient before applying anything, so that a bad
+	// Check every dense gradient before applying anything, so that a bad
 	// payload refuses the whole request.
 	dense := make([][]float32, len(req.Dense))
 	for i, d := range req.Dense {
-		if dense[i], err = ams.UnpackFloats(nil, d.Grad); err != nil {
+		if dense[i], err = ams.UnpackFloats(nil, d.Grad); err == nil {
+			err = v.s.checkDense(d.Name, len(dense[i]))
+		}
+		if err != nil {
 			return nil, toStatus(errors.Join(ErrBadRequest, err))
 		}
 	}

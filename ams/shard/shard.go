@@ -13,8 +13,9 @@ import (
 
 // Errors returned by the shard, matched with errors.Is.
 var (
-	// ErrStaleVersion: the request's cluster version is not the shard's.
-	ErrStaleVersion = errors.New("ams: stale cluster version")
+	// ErrStaleVersion is ams.ErrStaleVersion: the request's cluster version
+	// is not the shard's.
+	ErrStaleVersion = ams.ErrStaleVersion
 	// ErrBadRequest: a malformed payload (lengths that do not match).
 	ErrBadRequest = errors.New("ams: bad request")
 	// ErrConflict: a declaration that contradicts an existing one.
@@ -47,7 +48,7 @@ func (o *Options) EnsureDefaults() {
 		o.Stripes = runtime.GOMAXPROCS(0)
 	}
 	if o.Version == 0 {
-		o.Version = 1
+		o.Version = ams.DefaultVersion
 	}
 	if o.Now == nil {
 		o.Now = time.Now
@@ -344,34 +345,43 @@ func (s *Shard) Push(version uint64, reqs []TableRequest) error {
 	return nil
 }
 
-func (s *Shard) denseTask(op opKind, name string, buf []float32) (*denseInfo, []*task, error) {
-	di, ok := s.cat.Load().dense[name]
-	if !ok {
-		return nil, nil, fmt.Errorf("%w: %q", ErrUnknownDense, name)
-	}
-	if buf != nil && len(buf) != di.hi-di.lo {
-		return nil, nil, fmt.Errorf("%w: dense %q: %d values for range [%d,%d)", ErrBadRequest, name, len(buf), di.lo, di.hi)
-	}
-	tasks := make([]*task, len(s.stripes))
-	tasks[di.stripe] = &task{op: op, dense: name, denseBuf: buf}
-	return di, tasks, nil
+// checkDense reports whether name is a declared dense vector whose shard
+// range has n values.
+func (s *Shard) checkDense(name string, n int) error {
+	_, err := s.denseInfo(name, n)
+	return err
 }
 
-// PullDense returns the shard's range [lo, hi) of a dense vector, copied.
+func (s *Shard) denseInfo(name string, n int) (*denseInfo, error) {
+	di, ok := s.cat.Load().dense[name]
+	if !ok {
+		return nil, fmt.Errorf("%w: %q", ErrUnknownDense, name)
+	}
+	if n >= 0 && n != di.hi-di.lo {
+		return nil, fmt.Errorf("%w: dense %q: %d values for range [%d,%d)", ErrBadRequest, name, n, di.lo, di.hi)
+	}
+	return di, nil
+}
+
+// denseTask sends op with buf (len hi-lo) to the stripe that owns the vector.
+func (s *Shard) denseTask(di *denseInfo, op opKind, buf []float32) error {
+	tasks := make([]*task, len(s.stripes))
+	tasks[di.stripe] = &task{op: op, dense: di.spec.Name, denseBuf: buf}
+	return s.dispatch(tasks)
+}
+
+// PullDense returns the shard's range [lo, hi) of a dense vector, copied. A
+// vector declared without initial values fails with ams.ErrNotInitialized.
 func (s *Shard) PullDense(version uint64, name string) (lo, hi int, values []float32, err error) {
 	if err := s.checkVersion(version); err != nil {
 		return 0, 0, nil, err
 	}
-	di, ok := s.cat.Load().dense[name]
-	if !ok {
-		return 0, 0, nil, fmt.Errorf("%w: %q", ErrUnknownDense, name)
-	}
-	values = make([]float32, di.hi-di.lo)
-	_, tasks, err := s.denseTask(opDensePull, name, values)
+	di, err := s.denseInfo(name, -1)
 	if err != nil {
 		return 0, 0, nil, err
 	}
-	if err := s.dispatch(tasks); err != nil {
+	values = make([]float32, di.hi-di.lo)
+	if err := s.denseTask(di, opDensePull, values); err != nil {
 		return 0, 0, nil, err
 	}
 	return di.lo, di.hi, values, nil
@@ -383,14 +393,11 @@ func (s *Shard) PushDense(version uint64, name string, grad []float32) error {
 	if err := s.checkVersion(version); err != nil {
 		return err
 	}
-	if grad == nil {
-		grad = []float32{}
-	}
-	_, tasks, err := s.denseTask(opDensePush, name, grad)
+	di, err := s.denseInfo(name, len(grad))
 	if err != nil {
 		return err
 	}
-	return s.dispatch(tasks)
+	return s.denseTask(di, opDensePush, grad)
 }
 
 // TableStats describes one table on the shard.

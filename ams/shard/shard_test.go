@@ -44,6 +44,18 @@ func TestShardRefusals(t *testing.T) {
 	if out[0] != -4 || out[1] != -6 {
 		t.Fatalf("row after two pushes of one id = %v, want [-4 -6]", out)
 	}
+	// A push whose dense part is bad applies nothing, its sparse part included
+	// (checked through the gRPC service, which owns that rule, in the client
+	// tests); here: a dense vector declared without initial values is refused.
+	if _, err := s.Declare(1, nil, []DenseDecl{{Spec: ams.DenseSpec{Name: "noinit", Size: 4}, Lo: 0, Hi: 4}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, _, err := s.PullDense(1, "noinit"); !errors.Is(err, ams.ErrNotInitialized) {
+		t.Fatalf("pull of a dense vector without initial values = %v, want ErrNotInitialized", err)
+	}
+	if err := s.PushDense(1, "noinit", make([]float32, 3)); !errors.Is(err, ErrBadRequest) {
+		t.Fatalf("dense push of the wrong length = %v, want ErrBadRequest", err)
+	}
 	s.Close()
 	if err := s.Pull(1, []TableRequest{{Table: "emb", IDs: []uint64{7}, Rows: out}}, false); !errors.Is(err, ErrClosed) {
 		t.Fatalf("pull after Close = %v, want ErrClosed", err)

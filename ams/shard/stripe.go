@@ -111,7 +111,11 @@ func (st *stripe) serve(t *task) error {
 			}
 		}
 	case opDensePull:
-		copy(t.denseBuf, st.dense[t.dense].Values())
+		v := st.dense[t.dense]
+		if !v.Initialized() {
+			return fmt.Errorf("%w: %q was declared without initial values", ams.ErrNotInitialized, t.dense)
+		}
+		copy(t.denseBuf, v.Values())
 	case opDensePush:
 		if err := st.dense[t.dense].Apply(t.denseBuf); err != nil {
 			return fmt.Errorf("ams: push dense %q: %w", t.dense, err)
