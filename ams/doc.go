@@ -115,7 +115,8 @@
 // problem at once, each wrapping ErrBadSpec. Errors are package-prefixed
 // sentinels (ErrUnknownTable, ErrBadSpec, ErrDimMismatch,
 // ErrNotInitialized) wrapped with context: match them with errors.Is. Input
-// from outside is checked and reported as an error (Table.CheckBatch,
-// DenseVar.Set and Apply, Table.Load); a Table batch call whose lengths
-// disagree panics, because the server must have checked them.
+// from outside is checked and reported as an error (DenseVar.Set and Apply,
+// Table.Load; the shard server checks batch lengths before it calls a
+// Table, see ams/shard); a Table batch call whose lengths disagree panics,
+// because the caller must have checked them.
 package ams

@@ -17,6 +17,7 @@ import (
 // messages, large HTTP/2 flow-control windows and buffers.
 func ServerOptions() []grpc.ServerOption {
 	return append(amspb.ServerOptions(),
+		grpc.WaitForHandlers(true), // Stop joins the handlers before the shard closes
 		grpc.MaxRecvMsgSize(ams.MaxMessageBytes),
 		grpc.MaxSendMsgSize(ams.MaxMessageBytes),
 		grpc.InitialWindowSize(16<<20),

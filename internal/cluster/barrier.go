@@ -23,15 +23,22 @@ func (r *Registration) Barrier(ctx context.Context, name string, n int) error {
 	if _, err := r.cli.Put(ctx, key, r.member.String(), clientv3.WithLease(r.lease)); err != nil {
 		return fmt.Errorf("cluster: barrier %s: %w", name, err)
 	}
-	// arrived counts the members at the barrier and the revision it read.
-	arrived := func() (bool, int64, error) {
-		resp, err := r.cli.Get(ctx, dir, clientv3.WithPrefix(), clientv3.WithCountOnly())
+	// arrived counts the members at the barrier at revision rev (0: now)
+	// and returns the revision it read. Counting at a watch event's
+	// revision matters: members that passed the barrier and left since
+	// would no longer be counted now.
+	arrived := func(rev int64) (bool, int64, error) {
+		opts := []clientv3.OpOption{clientv3.WithPrefix(), clientv3.WithCountOnly()}
+		if rev > 0 {
+			opts = append(opts, clientv3.WithRev(rev))
+		}
+		resp, err := r.cli.Get(ctx, dir, opts...)
 		if err != nil {
 			return false, 0, fmt.Errorf("cluster: barrier %s: %w", name, err)
 		}
 		return int(resp.Count) >= n, resp.Header.Revision, nil
 	}
-	done, rev, err := arrived()
+	done, rev, err := arrived(0)
 	if done || err != nil {
 		return err
 	}
@@ -41,7 +48,7 @@ func (r *Registration) Barrier(ctx context.Context, name string, n int) error {
 		if err := wr.Err(); err != nil {
 			return fmt.Errorf("cluster: barrier %s: %w", name, err)
 		}
-		if done, _, err := arrived(); done || err != nil {
+		if done, _, err := arrived(wr.Header.Revision); done || err != nil {
 			return err
 		}
 	}

@@ -71,7 +71,8 @@ type TrainConfig struct {
 	//
 	// The default value is true.
 	Shuffle *bool `yaml:"shuffle"`
-	// Format is the format of -train/-test files: libffm or libfm.
+	// Format is the format of -train/-test files: libffm or libfm (libsvm
+	// is an alias of libfm).
 	//
 	// The default value is "libffm".
 	Format string `yaml:"format"`
@@ -284,7 +285,7 @@ func (c *Config) Validate() error {
 		bad("train.epochs %d is not positive", t.Epochs)
 	}
 	if t.Format != "libffm" && t.Format != "libfm" && t.Format != "libsvm" {
-		bad("train.format %q is not libffm or libfm", t.Format)
+		bad("train.format %q is not libffm, libfm or libsvm", t.Format)
 	}
 	if t.OnError != "stop" && t.OnError != "skip" {
 		bad("train.on_error %q is not stop or skip", t.OnError)

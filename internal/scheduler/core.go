@@ -146,7 +146,7 @@ func (c *Config) EnsureDefaults() {
 		c.Partitions = ams.DefaultPartitions
 	}
 	if c.Version == 0 {
-		c.Version = 1
+		c.Version = ams.DefaultVersion
 	}
 }
 

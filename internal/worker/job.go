@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"sync"
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -175,6 +176,20 @@ func RunJob(ctx context.Context, opts JobOptions) (JobResult, error) {
 		return res, fmt.Errorf("worker: %w", err)
 	}
 	defer reg.Close()
+	// A worker whose lease is lost has been declared dead: stop training.
+	var lostWG sync.WaitGroup
+	defer lostWG.Wait() // runs after cancel: deferred calls run last-in first-out
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	lostWG.Add(1)
+	go func() {
+		defer lostWG.Done()
+		select {
+		case <-reg.Lost():
+			cancel(fmt.Errorf("worker: %s lost its etcd lease", name))
+		case <-ctx.Done():
+		}
+	}()
 	say("waiting for the shard map")
 	m, err := cluster.WaitShardMap(ctx, opts.Etcd, opts.Prefix)
 	if err != nil {
@@ -197,6 +212,9 @@ func RunJob(ctx context.Context, opts JobOptions) (JobResult, error) {
 		return res, err
 	}
 	if err := tr.Declare(ctx); err != nil {
+		if opts.Count > 1 {
+			err = fmt.Errorf("%w (with several workers, every worker must build the same model: set model.fields when a worker's share of the data may lack the highest field)", err)
+		}
 		return res, err
 	}
 	res.Shards, res.Fields, res.DenseParams = cl.NumShards(), tr.Fields(), tr.DenseParams()
@@ -205,5 +223,8 @@ func RunJob(ctx context.Context, opts JobOptions) (JobResult, error) {
 	r, err := tr.Run(ctx)
 	res.Result = r
 	res.WallSeconds = time.Since(wall).Seconds()
+	if cause := context.Cause(ctx); err != nil && cause != nil && cause != ctx.Err() {
+		err = fmt.Errorf("%w: %w", cause, err)
+	}
 	return res, err
 }

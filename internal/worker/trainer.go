@@ -113,6 +113,11 @@ type pushBuf struct {
 // the largest field of the data.
 func New(cl *client.Client, train, test *reader.Dataset, opts Options) (*Trainer, error) {
 	cfg := opts.Config
+	cfg.EnsureDefaults()
+	if err := cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("worker: %w", err)
+	}
+	opts.Config = cfg
 	if opts.Name == "" {
 		opts.Name = "worker"
 	}
@@ -160,6 +165,9 @@ func New(cl *client.Client, train, test *reader.Dataset, opts Options) (*Trainer
 	layout, err := sparsenet.NewLayout(fieldTable, dims, pooling)
 	if err != nil {
 		return nil, fmt.Errorf("worker: %w", err)
+	}
+	if w, b := layout.Width(), max(cfg.Train.BatchSize, cfg.Train.EvalBatchSize); w*b > math.MaxInt32 {
+		return nil, fmt.Errorf("worker: a batch of %d samples x %d inputs is too large; lower the batch size or the embedding dims", b, w)
 	}
 	sizes := append([]int{layout.Width()}, cfg.Model.Hidden...)
 	mlp, err := densenet.NewMLP(append(sizes, 1))
@@ -303,8 +311,8 @@ func (t *Trainer) Run(ctx context.Context) (res Result, err error) {
 			}
 			start := time.Now()
 			// Keep the next depth batches loading and pulling while this
-			// one trains; state b%(depth+1) is free again once batch b-1 has
-			// trained.
+			// one trains; batch b+depth reuses the state of batch b-1,
+			// which has trained.
 			for k := b + len(fetches); k <= min(b+depth, batchesPerEpoch-1); k++ {
 				fetches = append(fetches, t.startFetch(ctx, states[k%len(states)], batch(k)))
 			}
