@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	clientv3 "go.etcd.io/etcd/client/v3"
+
 	"github.com/xdlgo/xps/internal/config"
 	"github.com/xdlgo/xps/internal/local"
 	"github.com/xdlgo/xps/reader"
@@ -121,5 +123,50 @@ func TestNewRefusesBadInput(t *testing.T) {
 	s := tr.newState(4)
 	if err := tr.load(s, ds, []int32{0}); err == nil || !strings.Contains(err.Error(), "field 1") {
 		t.Fatalf("a feature outside the model's fields: %v, want an error naming field 1", err)
+	}
+}
+
+// TestStopsWhenLeaseLost revokes a running worker's lease: the job must stop
+// with an error that says so, not train on as a member the cluster dropped.
+func TestStopsWhenLeaseLost(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	lc, err := local.Start(ctx, local.Options{Shards: 1, Prefix: "/xps/lease-test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lc.Close()
+	cfg := smallConfig()
+	cfg.Train.Epochs = 1000 // far more than the test lets it train
+	done := make(chan error, 1)
+	go func() {
+		_, err := RunJob(ctx, JobOptions{Config: cfg, Etcd: lc.Etcd(), Prefix: lc.Prefix()})
+		done <- err
+	}()
+	key := lc.Prefix() + "/members/worker/worker-0"
+	var lease clientv3.LeaseID
+	for deadline := time.Now().Add(time.Minute); lease == 0; {
+		resp, err := lc.Etcd().Get(ctx, key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(resp.Kvs) == 1 {
+			lease = clientv3.LeaseID(resp.Kvs[0].Lease)
+		} else if time.Now().After(deadline) {
+			t.Fatal("the worker never registered")
+		} else {
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	if _, err := lc.Etcd().Revoke(ctx, lease); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-done:
+		if err == nil || !strings.Contains(err.Error(), "lost its etcd lease") {
+			t.Fatalf("RunJob after its lease was revoked = %v, want an error about the lost lease", err)
+		}
+	case <-ctx.Done():
+		t.Fatal("the worker kept training after its lease was revoked")
 	}
 }
