@@ -3,24 +3,29 @@ package sparsenet
 // Dedup assigns dense indices 0, 1, 2, ... to distinct uint64 keys in
 // first-seen order. It is a pointer-free open-addressing table with
 // generation stamps, so Reset is O(1) and steady-state use allocates
-// nothing. Not safe for concurrent use.
+// nothing; key, index and stamp of a bucket share one 16-byte entry, so a
+// probe touches one cache line. Not safe for concurrent use.
 type Dedup struct {
-	keys []uint64
-	vals []int32
-	gens []uint32
-	gen  uint32
-	mask uint64
-	n    int
+	entries []dedupEntry
+	gen     uint32
+	mask    uint64
+	n       int
 	// Keys lists the distinct keys in first-seen order.
 	Keys []uint64
+}
+
+type dedupEntry struct {
+	key uint64
+	val int32
+	gen uint32 // the entry is live when gen == Dedup.gen
 }
 
 // Reset forgets every key, keeping the capacity.
 func (d *Dedup) Reset() {
 	d.gen++
 	if d.gen == 0 { // wrapped: clear the stamps once every 2^32 resets
-		for i := range d.gens {
-			d.gens[i] = 0
+		for i := range d.entries {
+			d.entries[i].gen = 0
 		}
 		d.gen = 1
 	}
@@ -29,14 +34,12 @@ func (d *Dedup) Reset() {
 }
 
 func (d *Dedup) grow() {
-	size := 2 * len(d.keys)
+	size := 2 * len(d.entries)
 	if size < 1024 {
 		size = 1024
 	}
 	old := d.Keys
-	d.keys = make([]uint64, size)
-	d.vals = make([]int32, size)
-	d.gens = make([]uint32, size)
+	d.entries = make([]dedupEntry, size)
 	d.mask = uint64(size - 1)
 	d.gen = 1
 	d.n = 0
@@ -48,23 +51,22 @@ func (d *Dedup) grow() {
 
 // Index returns the dense index of key, adding it if it is new.
 func (d *Dedup) Index(key uint64) int32 {
-	if 4*(d.n+1) > 3*len(d.keys) {
+	if 4*(d.n+1) > 3*len(d.entries) {
 		d.grow()
 	}
 	h := key * 0x9E3779B97F4A7C15
 	i := (h ^ h>>29) & d.mask
 	for {
-		if d.gens[i] != d.gen {
-			d.gens[i] = d.gen
-			d.keys[i] = key
+		e := &d.entries[i]
+		if e.gen != d.gen {
 			v := int32(d.n)
-			d.vals[i] = v
+			*e = dedupEntry{key: key, val: v, gen: d.gen}
 			d.n++
 			d.Keys = append(d.Keys, key)
 			return v
 		}
-		if d.keys[i] == key {
-			return d.vals[i]
+		if e.key == key {
+			return e.val
 		}
 		i = (i + 1) & d.mask
 	}
