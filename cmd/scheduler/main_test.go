@@ -16,6 +16,7 @@ import (
 
 	"github.com/xdlgo/xps/internal/cluster"
 	"github.com/xdlgo/xps/internal/etcdembed"
+	"github.com/xdlgo/xps/internal/testutil"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -74,12 +75,9 @@ func TestRun(t *testing.T) {
 	}
 
 	// The map is in etcd before the scheduler logs its publication.
-	for deadline := time.Now().Add(10 * time.Second); !strings.Contains(logs.String(), "shard map published"); {
-		if time.Now().After(deadline) {
-			t.Fatalf("logs lack the publication:\n%s", logs.String())
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	testutil.Eventually(t, 10*time.Second, "the publication in the logs", func() bool {
+		return strings.Contains(logs.String(), "shard map published")
+	})
 	stop() // as SIGTERM does
 	if err := <-done; err != nil {
 		t.Fatalf("run: %v\n%s", err, logs.String())

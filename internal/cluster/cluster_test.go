@@ -21,6 +21,7 @@ import (
 	"github.com/xdlgo/xps/ams"
 	"github.com/xdlgo/xps/internal/cluster"
 	"github.com/xdlgo/xps/internal/etcdembed"
+	"github.com/xdlgo/xps/internal/testutil"
 )
 
 // endpoints of the etcd server shared by the tests of this package; each
@@ -64,33 +65,11 @@ func newPrefix(t *testing.T) string {
 	return fmt.Sprintf("/xps/test-%d", prefixSeq.Add(1))
 }
 
-func newClient(t *testing.T) *clientv3.Client {
-	t.Helper()
-	cli, err := clientv3.New(clientv3.Config{Endpoints: endpoints, DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cli.Close() })
-	return cli
-}
+func newClient(t *testing.T) *clientv3.Client { return testutil.EtcdClient(t, endpoints) }
 
-func testCtx(t *testing.T) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	t.Cleanup(cancel)
-	return ctx
-}
+func testCtx(t *testing.T) context.Context { return testutil.Ctx(t, 20*time.Second) }
 
-// eventually polls cond every 20ms until it holds or d passes.
-func eventually(t *testing.T, d time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s", d, what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
+var eventually = testutil.Eventually
 
 func getKey(t *testing.T, cli *clientv3.Client, key string) []byte {
 	t.Helper()

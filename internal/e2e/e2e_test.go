@@ -16,6 +16,7 @@ import (
 
 	"github.com/xdlgo/xps/internal/cluster"
 	"github.com/xdlgo/xps/internal/etcdembed"
+	"github.com/xdlgo/xps/internal/testutil"
 )
 
 // moduleRoot finds the directory of go.mod.
@@ -198,24 +199,16 @@ func TestMultiProcessCluster(t *testing.T) {
 	defer cli.Close()
 	shards[1].cmd.Process.Kill()
 	prefix, _ := cluster.Prefix("two")
-	deadline := time.Now().Add(30 * time.Second)
-	for {
+	testutil.Eventually(t, 30*time.Second, "the scheduler's lease-expiry event for ams-1", func() bool {
 		events, err := cluster.ListEvents(ctx, cli, prefix)
 		if err != nil {
 			t.Fatal(err)
 		}
-		found := false
 		for _, e := range events {
 			if e.Type == cluster.EventLeaseExpired && e.Member != nil && e.Member.Kind == cluster.KindAMS && e.Member.ID == "ams-1" {
-				found = true
+				return true
 			}
 		}
-		if found {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no lease-expiry event for ams-1 after 30s; events: %+v", events)
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
+		return false
+	})
 }

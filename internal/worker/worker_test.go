@@ -13,6 +13,7 @@ import (
 
 	"github.com/xdlgo/xps/internal/config"
 	"github.com/xdlgo/xps/internal/local"
+	"github.com/xdlgo/xps/internal/testutil"
 	"github.com/xdlgo/xps/reader"
 )
 
@@ -145,19 +146,16 @@ func TestStopsWhenLeaseLost(t *testing.T) {
 	}()
 	key := lc.Prefix() + "/members/worker/worker-0"
 	var lease clientv3.LeaseID
-	for deadline := time.Now().Add(time.Minute); lease == 0; {
+	testutil.Eventually(t, time.Minute, "the worker's registration", func() bool {
 		resp, err := lc.Etcd().Get(ctx, key)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if len(resp.Kvs) == 1 {
 			lease = clientv3.LeaseID(resp.Kvs[0].Lease)
-		} else if time.Now().After(deadline) {
-			t.Fatal("the worker never registered")
-		} else {
-			time.Sleep(20 * time.Millisecond)
 		}
-	}
+		return lease != 0
+	})
 	if _, err := lc.Etcd().Revoke(ctx, lease); err != nil {
 		t.Fatal(err)
 	}

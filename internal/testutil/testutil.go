@@ -1,0 +1,57 @@
+// Package testutil holds helpers shared by the tests of several packages:
+// a test context, polling with a deadline (instead of sleeps), and an etcd
+// server and client for tests. It is imported by _test.go files only.
+package testutil
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
+
+	"github.com/xdlgo/xps/internal/etcdembed"
+)
+
+// Ctx returns a context that ends after d or when the test ends.
+func Ctx(t testing.TB, d time.Duration) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// Eventually polls cond every 20ms until it holds, failing the test with
+// "timed out ... waiting for what" after d.
+func Eventually(t testing.TB, d time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %v waiting for %s", d, what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// StartEtcd starts an embedded etcd for the test, closed when it ends.
+func StartEtcd(t testing.TB) *etcdembed.Server {
+	t.Helper()
+	srv, err := etcdembed.Start(Ctx(t, 30*time.Second), etcdembed.Options{Dir: t.TempDir(), UnsafeNoFsync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { srv.Close() })
+	return srv
+}
+
+// EtcdClient connects to endpoints; the client is closed when the test ends.
+func EtcdClient(t testing.TB, endpoints []string) *clientv3.Client {
+	t.Helper()
+	cli, err := clientv3.New(clientv3.Config{Endpoints: endpoints, DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cli.Close() })
+	return cli
+}
