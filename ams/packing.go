@@ -106,3 +106,25 @@ func UnpackFloats(dst []float32, b []byte) ([]float32, error) {
 	dst = dst[:n]
 	return dst, UnpackFloatsInto(dst, b)
 }
+
+// FloatsPayload returns v as a packed little-endian payload. On
+// little-endian machines it is a view of v's memory, not a copy: v must not
+// change until the payload has been sent. Elsewhere it is a packed copy.
+func FloatsPayload(v []float32) []byte {
+	if nativeLittle {
+		return floatBytes(v)
+	}
+	return PackFloats(nil, v)
+}
+
+// IDsPayload returns ids as a packed little-endian payload, a view of their
+// memory on little-endian machines (see FloatsPayload).
+func IDsPayload(ids []uint64) []byte {
+	if nativeLittle {
+		if len(ids) == 0 {
+			return nil
+		}
+		return unsafe.Slice((*byte)(unsafe.Pointer(&ids[0])), 8*len(ids))
+	}
+	return PackIDs(nil, ids)
+}

@@ -47,3 +47,17 @@ func TestPackFloatsRoundTrip(t *testing.T) {
 		t.Fatal("a misaligned view was accepted")
 	}
 }
+
+func TestPayloadViews(t *testing.T) {
+	v := []float32{1.5, -2, 3.25}
+	if got, err := UnpackFloats(nil, FloatsPayload(v)); err != nil || got[0] != 1.5 || got[2] != 3.25 {
+		t.Fatalf("FloatsPayload round trip = %v, %v", got, err)
+	}
+	ids := []uint64{0, 1, 1 << 63}
+	if got, err := UnpackIDs(nil, IDsPayload(ids)); err != nil || got[1] != 1 || got[2] != 1<<63 {
+		t.Fatalf("IDsPayload round trip = %v, %v", got, err)
+	}
+	if FloatsPayload(nil) != nil && len(FloatsPayload(nil)) != 0 {
+		t.Fatal("empty payload is not empty")
+	}
+}

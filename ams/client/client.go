@@ -222,7 +222,7 @@ func (c *Client) Pull(ctx context.Context, tables []Table, dense []Vector, creat
 				continue
 			}
 			which = append(which, ti)
-			req.Tables = append(req.Tables, &amspb.TableIDs{Table: t.Name, Ids: ams.PackIDs(nil, r.ids[s][ti])})
+			req.Tables = append(req.Tables, &amspb.TableIDs{Table: t.Name, Ids: ams.IDsPayload(r.ids[s][ti])})
 		}
 		for _, d := range dense {
 			req.Dense = append(req.Dense, d.Name)
@@ -295,11 +295,11 @@ func (c *Client) Push(ctx context.Context, tables []Table, dense []Vector) error
 			for k, p := range r.pos[s][ti] {
 				ams.PutFloats(buf[k*w:(k+1)*w], t.Rows[int(p)*dim:int(p+1)*dim])
 			}
-			req.Tables = append(req.Tables, &amspb.TableGrads{Table: t.Name, Ids: ams.PackIDs(nil, ids), Grads: buf})
+			req.Tables = append(req.Tables, &amspb.TableGrads{Table: t.Name, Ids: ams.IDsPayload(ids), Grads: buf})
 		}
 		for _, d := range dense {
 			lo, hi := ams.DenseRange(len(d.Values), s, len(c.stubs))
-			req.Dense = append(req.Dense, &amspb.DenseGrad{Name: d.Name, Grad: ams.PackFloats(nil, d.Values[lo:hi])})
+			req.Dense = append(req.Dense, &amspb.DenseGrad{Name: d.Name, Grad: ams.FloatsPayload(d.Values[lo:hi])})
 		}
 		if len(req.Tables) == 0 && len(req.Dense) == 0 {
 			return nil

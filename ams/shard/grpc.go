@@ -175,7 +175,7 @@ func (v *service) Pull(_ context.Context, req *amspb.PullRequest) (*amspb.PullRe
 		if err != nil {
 			return nil, toStatus(err)
 		}
-		resp.Dense = append(resp.Dense, &amspb.DenseValues{Name: name, Lo: uint64(lo), Hi: uint64(hi), Values: ams.PackFloats(nil, vals)})
+		resp.Dense = append(resp.Dense, &amspb.DenseValues{Name: name, Lo: uint64(lo), Hi: uint64(hi), Values: ams.FloatsPayload(vals)})
 	}
 	return resp, nil
 }
@@ -217,7 +217,7 @@ func (v *service) PullDense(_ context.Context, req *amspb.PullDenseRequest) (*am
 	if err != nil {
 		return nil, toStatus(err)
 	}
-	return &amspb.PullDenseResponse{Lo: uint64(lo), Hi: uint64(hi), Values: ams.PackFloats(nil, vals)}, nil
+	return &amspb.PullDenseResponse{Lo: uint64(lo), Hi: uint64(hi), Values: ams.FloatsPayload(vals)}, nil
 }
 
 func (v *service) PushDense(_ context.Context, req *amspb.PushDenseRequest) (*amspb.PushDenseResponse, error) {
