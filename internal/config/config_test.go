@@ -101,3 +101,19 @@ func TestLoadRoundTrip(t *testing.T) {
 		t.Fatal("Load of a missing file succeeded")
 	}
 }
+
+// FuzzParse: any YAML gives a valid config or an error, never a panic.
+func FuzzParse(f *testing.F) {
+	f.Add([]byte(""))
+	f.Add([]byte("model: {tables: [{name: a, dim: 8}], hidden: [4]}\ntrain: {batch_size: 3}\n"))
+	f.Add([]byte("train: {progress_every: 1h, prefetch_batches: -1}\n"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		c, err := Parse(b)
+		if err != nil {
+			return
+		}
+		if err := c.Validate(); err != nil {
+			t.Fatalf("Parse returned an invalid config: %v", err)
+		}
+	})
+}
