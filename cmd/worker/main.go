@@ -14,7 +14,7 @@
 //
 //	-local          run an embedded cluster in this process
 //	-shards         AMS shards of the embedded cluster (default 2)
-//	-stripes        stripe owners per shard of the embedded cluster (default GOMAXPROCS)
+//	-stripes        stripe owners per shard of the embedded cluster (default GOMAXPROCS/shards, at least 1)
 //	-etcd           etcd endpoints of an external cluster, comma-separated
 //	-cluster        cluster name; keys live under /xps/<cluster> (default "default")
 //	-config         YAML model/training config file
@@ -62,7 +62,7 @@ func main() {
 	fs := flag.CommandLine
 	fs.BoolVar(&f.local, "local", false, "run an embedded cluster (etcd, AMS shards, scheduler) in this process")
 	fs.IntVar(&f.shards, "shards", 2, "AMS shards of the embedded cluster")
-	fs.IntVar(&f.stripes, "stripes", 0, "stripe owners per AMS shard of the embedded cluster (default GOMAXPROCS)")
+	fs.IntVar(&f.stripes, "stripes", 0, "stripe owners per AMS shard of the embedded cluster (default GOMAXPROCS/shards, at least 1)")
 	fs.StringVar(&f.etcd, "etcd", "", "etcd endpoints of an external cluster, comma-separated host:port")
 	fs.StringVar(&f.clusterName, "cluster", "default", "cluster name")
 	fs.StringVar(&f.configFile, "config", "", "YAML model/training config file")
