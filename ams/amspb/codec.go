@@ -22,6 +22,12 @@ var _ encoding.CodecV2 = Codec{}
 
 // Marshal encodes v, a protobuf message, into a pooled buffer.
 func (c Codec) Marshal(v any) (mem.BufferSlice, error) {
+	switch m := v.(type) {
+	case *PullResponse:
+		return marshalPullResponse(m), nil
+	case *PushRequest:
+		return marshalPushRequest(m), nil
+	}
 	m, ok := v.(proto.Message)
 	if !ok {
 		return nil, fmt.Errorf("amspb: cannot marshal %T: not a protobuf message", v)
