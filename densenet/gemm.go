@@ -367,24 +367,30 @@ func (kn *gemmKernel) gemmSerial(tA, tB Transpose, m, n, k int, alpha float32, a
 // the mr values of one inner index are adjacent. Rows past the end are
 // zero.
 func packA(dst []float32, mr int, tA Transpose, a []float32, lda, i0, rows, p0, depth int) {
-	for r0 := 0; r0 < rows; r0 += mr {
-		panel := dst[r0*depth : (r0+mr)*depth]
-		rr := min(mr, rows-r0)
-		if tA == Trans {
-			// op(A)(i, p) = a[p*lda+i]: the mr values of one p are contiguous.
-			if rr < mr {
-				clear(panel)
-			}
+	// op(A)(i, p) is a[p*lda+i] when transposed, a[i*lda+p] otherwise.
+	packPanels(dst, mr, tA == Trans, a, lda, i0, rows, p0, depth)
+}
+
+// packPanels packs the outer indices [x0, x0+n) and inner indices
+// [p0, p0+depth) of a matrix X into micro-panels of w outer indices, the w
+// values of one inner index adjacent, outer indices past the end zero. With
+// byInner, X(x, p) = src[p*ld+x] (the w values of one p are contiguous);
+// otherwise X(x, p) = src[x*ld+p] (each x is a contiguous row). It serves
+// both packA (outer = rows of op(A)) and packB (outer = columns of op(B)).
+func packPanels(dst []float32, w int, byInner bool, src []float32, ld, x0, n, p0, depth int) {
+	for c0 := 0; c0 < n; c0 += w {
+		panel := dst[c0*depth : (c0+w)*depth]
+		cc := min(w, n-c0)
+		if cc < w {
+			clear(panel)
+		}
+		if byInner {
 			for p := 0; p < depth; p++ {
-				copy(panel[p*mr:p*mr+rr], a[(p0+p)*lda+i0+r0:])
+				copy(panel[p*w:p*w+cc], src[(p0+p)*ld+x0+c0:])
 			}
 			continue
 		}
-		// op(A)(i, p) = a[i*lda+p]: each row is contiguous.
-		if rr < mr {
-			clear(panel)
-		}
-		interleave(panel, mr, a, (i0+r0)*lda+p0, lda, rr, depth)
+		interleave(panel, w, src, (x0+c0)*ld+p0, ld, cc, depth)
 	}
 }
 
@@ -426,25 +432,8 @@ func interleave(w []float32, width int, src []float32, base, ld, rows, depth int
 // panel, the nr values of one inner index are adjacent. Columns past the
 // end are zero.
 func packB(dst []float32, nr int, tB Transpose, b []float32, ldb, p0, depth, j0, cols int) {
-	for c0 := 0; c0 < cols; c0 += nr {
-		panel := dst[c0*depth : (c0+nr)*depth]
-		cc := min(nr, cols-c0)
-		if tB == NoTrans {
-			// op(B)(p, j) = b[p*ldb+j]: the nr values of one p are contiguous.
-			if cc < nr {
-				clear(panel)
-			}
-			for p := 0; p < depth; p++ {
-				copy(panel[p*nr:p*nr+cc], b[(p0+p)*ldb+j0+c0:])
-			}
-			continue
-		}
-		// op(B)(p, j) = b[j*ldb+p]: each column of op(B) is a contiguous row of B.
-		if cc < nr {
-			clear(panel)
-		}
-		interleave(panel, nr, b, (j0+c0)*ldb+p0, ldb, cc, depth)
-	}
+	// op(B)(p, j) is b[p*ldb+j] when not transposed, b[j*ldb+p] otherwise.
+	packPanels(dst, nr, tB == NoTrans, b, ldb, j0, cols, p0, depth)
 }
 
 // macroKernel updates the rows x cols block C (row stride ldc) with
