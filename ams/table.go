@@ -166,12 +166,7 @@ func (t *Table) pull(ids []uint64, pos []int32, out []float32, create bool, now 
 		}
 		t.sink ^= sink
 		for k, id := range grp {
-			o := lo + k
-			if pos != nil {
-				o = int(pos[o])
-			}
-			o *= d
-			dst := out[o : o+d : o+d]
+			dst := rowAt(out, pos, lo+k, d)
 			slot := slots[k]
 			if slot == emptySlot {
 				// Missing at lookup; an earlier duplicate in this group
@@ -193,6 +188,16 @@ func (t *Table) pull(ids []uint64, pos []int32, out []float32, create bool, now 
 		}
 	}
 	return created
+}
+
+// rowAt returns the d values of the k-th id's row in a batch buffer: row k,
+// or row pos[k] when pos is given (PullAt, PushAt).
+func rowAt(buf []float32, pos []int32, k, d int) []float32 {
+	if pos != nil {
+		k = int(pos[k])
+	}
+	o := k * d
+	return buf[o : o+d : o+d]
 }
 
 // lookup writes the slot of each of ids (at most rowGroup) into slots, or
@@ -253,12 +258,7 @@ func (t *Table) push(ids []uint64, pos []int32, grads []float32, now uint32) int
 		}
 		t.sink ^= sink
 		for k, id := range grp {
-			o := lo + k
-			if pos != nil {
-				o = int(pos[o])
-			}
-			o *= d
-			g := grads[o : o+d : o+d]
+			g := rowAt(grads, pos, lo+k, d)
 			slot := slots[k]
 			if slot == emptySlot {
 				// Missing at lookup; an earlier duplicate in this group
