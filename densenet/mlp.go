@@ -132,6 +132,14 @@ type Workspace struct {
 	delta    [2][]float32 // ping-pong gradients w.r.t. hidden pre-activations, maxBatch x maxHidden
 	n        int          // batch size of the last Forward, -1 before the first
 	scratch  [][]float32  // GEMM packing buffers, one per goroutine, grown on first use
+
+	// The multi-prefix-tree passes (tree.go). ForwardTree sets n to
+	// treeDone, which Backward rejects and Forward overwrites first.
+	treeN     int         // samples of the last completed ForwardTree
+	treeCols  []int       // Tree.Cols of that ForwardTree
+	treeCount []int       // Tree.Count of that ForwardTree
+	treeAnc   [][]int32   // treeAnc[k][s]: level-k ancestor of sample s (k >= 1), maxBatch each
+	treeBuf   [][]float32 // treeBuf[k] (k >= 1): Y_k in ForwardTree, δ_k in BackwardTree, maxBatch x Sizes[1]
 }
 
 // NewWorkspace returns a workspace for batches of up to maxBatch samples.

@@ -17,6 +17,16 @@ const (
 	LibFM Format = iota + 1
 	// LibFFM is "label field:token:value ...".
 	LibFFM
+	// Group is the multi-level sample-group format ("group L" headers and
+	// "level parent labels features..." lines); see the package
+	// documentation.
+	Group
+	// XML is the XMLRepository multi-label format: a header "N F L", then
+	// "l1,l2,... index:value ..." lines.
+	XML
+	// Criteo is the Criteo display-advertising TSV layout: a label, 13
+	// integer and 26 categorical tab-separated columns.
+	Criteo
 )
 
 // String returns the format's name as accepted by ParseFormat.
@@ -26,22 +36,35 @@ func (f Format) String() string {
 		return "libfm"
 	case LibFFM:
 		return "libffm"
+	case Group:
+		return "group"
+	case XML:
+		return "xml"
+	case Criteo:
+		return "criteo"
 	}
 	return "Format(" + strconv.Itoa(int(f)) + ")"
 }
 
-func (f Format) valid() bool { return f == LibFM || f == LibFFM }
+func (f Format) valid() bool { return f >= LibFM && f <= Criteo }
 
-// ParseFormat returns the format named s: "libfm" (or its alias "libsvm") or
-// "libffm", case-insensitively.
+// ParseFormat returns the format named s, case-insensitively: "libfm" (or
+// its alias "libsvm"), "libffm", "group", "xml" (or its alias "xmlrepo") or
+// "criteo".
 func ParseFormat(s string) (Format, error) {
 	switch strings.ToLower(strings.TrimSpace(s)) {
 	case "libfm", "libsvm":
 		return LibFM, nil
 	case "libffm":
 		return LibFFM, nil
+	case "group":
+		return Group, nil
+	case "xml", "xmlrepo":
+		return XML, nil
+	case "criteo":
+		return Criteo, nil
 	}
-	return 0, fmt.Errorf("reader: unknown format %q (want libfm, libsvm or libffm)", s)
+	return 0, fmt.Errorf("reader: unknown format %q (want libfm, libsvm, libffm, group, xml, xmlrepo or criteo)", s)
 }
 
 // MarshalText implements encoding.TextMarshaler.

@@ -13,6 +13,10 @@ import (
 	"github.com/xdlgo/xps/ams"
 )
 
+// MaxLevels bounds the levels of model.field_levels (as the sample-group
+// format does).
+const MaxLevels = 8
+
 // ErrInvalid is wrapped by every validation problem.
 var ErrInvalid = errors.New("config: invalid")
 
@@ -39,6 +43,17 @@ type ModelConfig struct {
 	//
 	// The default value is empty: every field uses Tables[0].
 	FieldTables []string `yaml:"field_tables"`
+	// FieldLevels gives the level of each field: 0 for per-sample fields,
+	// 1 for fields shared by a run of consecutive samples (a user), 2 for
+	// a level above that, and so on. Consecutive samples whose level-k
+	// features are identical share one level-k node in a compressed batch
+	// (see package compress), which pools them and computes their share of
+	// the first MLP layer once.
+	//
+	// The default value is empty: sample-group data (train.format: group)
+	// gives each field the level of the line it is first seen on; other
+	// formats put every field at level 0.
+	FieldLevels []int `yaml:"field_levels"`
 	// Pooling combines a field's bag of rows: sum or mean.
 	//
 	// The default value is "sum".
@@ -67,12 +82,26 @@ type TrainConfig struct {
 	//
 	// The default value is 1.
 	Epochs int `yaml:"epochs"`
-	// Shuffle shuffles the training samples at every epoch.
+	// Shuffle shuffles the order of the sample groups at every epoch when
+	// the training data is held in memory (the generated dataset). Files
+	// are always read in order, so that reader positions are exact.
 	//
 	// The default value is true.
 	Shuffle *bool `yaml:"shuffle"`
-	// Format is the format of -train/-test files: libffm or libfm (libsvm
-	// is an alias of libfm).
+	// Compress turns on multi-prefix-tree compression of batches (see
+	// model.field_levels). With false every field is treated as level 0.
+	//
+	// The default value is true.
+	Compress *bool `yaml:"compress"`
+	// Pipeline runs reading, batching, pulling and training as concurrent
+	// stages joined by bounded queues. With false the stages run one after
+	// another for each batch, and each push is waited for (for comparison).
+	//
+	// The default value is true.
+	Pipeline *bool `yaml:"pipeline"`
+	// Format is the format of -train/-test files: libffm, libfm (libsvm is
+	// an alias), group (the sample-group format), xml (XMLRepository) or
+	// criteo (Criteo TSV).
 	//
 	// The default value is "libffm".
 	Format string `yaml:"format"`
@@ -197,6 +226,14 @@ func (c *Config) EnsureDefaults() {
 		yes := true
 		t.Shuffle = &yes
 	}
+	if t.Compress == nil {
+		yes := true
+		t.Compress = &yes
+	}
+	if t.Pipeline == nil {
+		yes := true
+		t.Pipeline = &yes
+	}
 	if t.PrefetchBatches == nil {
 		one := 1
 		t.PrefetchBatches = &one
@@ -266,6 +303,14 @@ func (c *Config) Validate() error {
 			bad("model.field_tables[%d]: unknown table %q", f, name)
 		}
 	}
+	if len(m.FieldLevels) > 0 && m.Fields > 0 && len(m.FieldLevels) != m.Fields {
+		bad("model.field_levels gives %d levels for %d fields", len(m.FieldLevels), m.Fields)
+	}
+	for f, l := range m.FieldLevels {
+		if l < 0 || l >= MaxLevels {
+			bad("model.field_levels[%d] = %d is not in [0, %d)", f, l, MaxLevels)
+		}
+	}
 	if m.Pooling != "sum" && m.Pooling != "mean" {
 		bad("model.pooling %q is not sum or mean", m.Pooling)
 	}
@@ -284,8 +329,10 @@ func (c *Config) Validate() error {
 	if t.Epochs <= 0 {
 		bad("train.epochs %d is not positive", t.Epochs)
 	}
-	if t.Format != "libffm" && t.Format != "libfm" && t.Format != "libsvm" {
-		bad("train.format %q is not libffm, libfm or libsvm", t.Format)
+	switch t.Format {
+	case "libffm", "libfm", "libsvm", "group", "xml", "criteo":
+	default:
+		bad("train.format %q is not libffm, libfm, libsvm, group, xml or criteo", t.Format)
 	}
 	if t.OnError != "stop" && t.OnError != "skip" {
 		bad("train.on_error %q is not stop or skip", t.OnError)

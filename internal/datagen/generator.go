@@ -76,7 +76,10 @@ type Generator struct {
 	profZipf *rand.Zipf
 	poissonL float64 // exp(-(MeanBag-1))
 
-	remaining int     // samples left in the current user's run
+	remaining int      // samples left in the current user's run
+	gFields   []uint32 // NextGroup's scratch
+	gIDs      []uint64
+	gValues   []float32
 	user      []entry // the current user's features
 	userFirst float64 // the user fields' part of the first-order sum
 	userVec   [factorDim]float64
@@ -366,4 +369,82 @@ func uniform(h uint64) float64 { return float64(h>>11) / (1 << 53) }
 func normalish(h uint64) float64 {
 	s := float64(h&0xffff) + float64(h>>16&0xffff) + float64(h>>32&0xffff) + float64(h>>48)
 	return (s/65536 - 2) * math.Sqrt(3)
+}
+
+// NextGroup fills grp with the next samples of the stream as one 2-level
+// sample group: level 1 holds the current user's fields (one line), level 0
+// one line per sample with its item fields and label. The group holds the
+// rest of the current user's run, at most max samples (max >= 1); the
+// returned probabilities (appended to probs) are the teacher's click
+// probabilities of its samples. Successive calls draw exactly the samples
+// Generate would, in the same order.
+func (g *Generator) NextGroup(grp *reader.Group, max int, probs []float32) []float32 {
+	grp.Reset(2)
+	for n := 0; n < max; n++ {
+		if n > 0 && g.remaining == 0 {
+			break
+		}
+		label, p, _, _ := g.next()
+		if n == 0 {
+			g.addEntries(grp, 1, -1, g.user)
+		}
+		g.addEntries(grp, 0, 0, g.item)
+		grp.AddLabels(label)
+		probs = append(probs, float32(p))
+	}
+	return probs
+}
+
+func (g *Generator) addEntries(grp *reader.Group, level int, parent int32, list []entry) {
+	g.gFields, g.gIDs, g.gValues = g.gFields[:0], g.gIDs[:0], g.gValues[:0]
+	for _, e := range list {
+		g.gFields = append(g.gFields, e.field)
+		g.gIDs = append(g.gIDs, e.id)
+		g.gValues = append(g.gValues, 1)
+	}
+	grp.AddLine(level, parent, g.gFields, g.gIDs, g.gValues)
+}
+
+// WriteGroups writes n samples in the sample-group text format (see package
+// reader): one group per user run, "group 2", a level-1 line with the user's
+// fields, then one level-0 line per sample with its label and item fields,
+// tokens being decimal Zipf ranks. It draws exactly the samples Generate
+// would; reading the output back gives the same ids, labels and order.
+func (g *Generator) WriteGroups(w io.Writer, n int) (probs []float32, err error) {
+	bw := bufio.NewWriterSize(w, 1<<16)
+	probs = make([]float32, 0, n)
+	appendEntries := func(b []byte, list []entry) []byte {
+		for _, e := range list {
+			b = append(b, ' ')
+			b = strconv.AppendUint(b, uint64(e.field), 10)
+			b = append(b, ':')
+			b = strconv.AppendUint(b, uint64(e.rank), 10)
+		}
+		return b
+	}
+	for i := 0; i < n; i++ {
+		newRun := g.remaining == 0
+		label, p, _, _ := g.next()
+		probs = append(probs, float32(p))
+		b := g.line[:0]
+		if newRun || i == 0 {
+			b = append(b, "group 2\n1 - -"...)
+			b = appendEntries(b, g.user)
+			b = append(b, '\n')
+		}
+		b = append(b, "0 0 0"...)
+		if label == 1 {
+			b[len(b)-1] = '1'
+		}
+		b = appendEntries(b, g.item)
+		b = append(b, '\n')
+		g.line = b
+		if _, err := bw.Write(b); err != nil {
+			return probs, fmt.Errorf("datagen: write groups: %w", err)
+		}
+	}
+	if err := bw.Flush(); err != nil {
+		return probs, fmt.Errorf("datagen: write groups: %w", err)
+	}
+	return probs, nil
 }
