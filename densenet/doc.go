@@ -45,6 +45,23 @@
 //     it; it overwrites grad and dx (dx, the gradient for the embeddings,
 //     may be nil).
 //
+// # Compressed batches
+//
+// In XDL's compressed batches (multi-prefix trees) the input of a sample
+// is a concatenation of level blocks, level 0 its own features and level
+// k >= 1 those of an ancestor (a user, say) that many samples share: a
+// Tree (see its doc for the invariants). ForwardTree and BackwardTree
+// replace Forward and Backward for such a batch: the first layer runs
+// once per node, Y_k = X_k · W_0[:, level k]ᵀ, and each sample adds the
+// rows of its ancestors; backward sums δ up the tree and computes the
+// level-k blocks of dW_0 and the gradient dX[k] of the shared blocks from
+// the level-k nodes only. The layers above are as in Forward and
+// Backward, and results equal those of the flat expansion up to float32
+// rounding. The pairs do not mix: BackwardTree panics unless the last
+// pass on ws was a ForwardTree of a tree of the same shape, and Backward
+// panics after a ForwardTree. The Workspace grows its per-level buffers
+// on the first ForwardTree with that many levels and keeps them.
+//
 // # Concurrency
 //
 // An MLP is immutable and safe for concurrent use. A Workspace is not: use

@@ -272,10 +272,12 @@ func (m *MLP) checkTree(ws *Workspace, params []float32, t Tree) {
 		panic(fmt.Sprintf("densenet: batch of %d outside [0, %d]", n, ws.maxBatch))
 	}
 	for k := 0; k < levels; k++ {
-		w := t.Cols[k+1] - t.Cols[k]
-		if w < 0 {
-			panic(fmt.Sprintf("densenet: Tree.Cols decreases at level %d", k))
+		if t.Cols[k+1] < t.Cols[k] {
+			panic(fmt.Sprintf("densenet: Tree.Cols decreases at level %d: %v", k, t.Cols))
 		}
+	}
+	for k := 0; k < levels; k++ {
+		w := t.Cols[k+1] - t.Cols[k]
 		if t.Count[k] < 0 || t.Count[k] > n {
 			panic(fmt.Sprintf("densenet: Tree.Count[%d] = %d outside [0, Count[0] = %d]", k, t.Count[k], n))
 		}

@@ -1,5 +1,7 @@
 // Package reader defines the training sample, the columnar Dataset that holds
-// many samples, and the libFM/libSVM and libFFM text formats.
+// many samples, sample groups (Group), and the text formats: libFM/libSVM,
+// libFFM, the multi-level sample-group format, XMLRepository multi-label and
+// Criteo TSV.
 //
 // # Samples
 //
@@ -53,6 +55,100 @@
 // bitSize 32 whose float32 is finite (NaN, Inf and overflow are rejected; an
 // underflow to zero is accepted). Common short decimals ("1", "0.25") are
 // parsed by a fast path that gives the same float32 as strconv.
+//
+// # Decoders
+//
+// NewDecoder(f) returns the Decoder of format f, which turns the lines of a
+// file into Groups for a Source (see Decoder for the protocol: Header on the
+// first line, Starts, Decode, End). libFM/libSVM, libFFM, XMLRepository and
+// Criteo hold one sample per line: each line is a group of one level and one
+// line (Decode calls g.Reset(1), g.AddLine(0, 0, ...) and g.AddLabels), so
+// Starts is always true and End checks nothing. libFM/libSVM and libFFM
+// decode exactly as Parser.ParseLine (labels binarized to 0/1) and have no
+// header. Decoders strip one trailing '\r', return plain errors naming the
+// reason (the Source wraps them in a *LineError), never panic, and allocate
+// nothing per line once their scratch buffers have grown.
+//
+// # Sample-group format
+//
+// The sample-group format (Format SampleGroup, named "group") writes one
+// Group as a header line and one line per feature line, in the XDL manner:
+// level 0 holds the samples, upper levels hold the lines they share (a user,
+// an ad, ...). Tokens are separated by runs of spaces and tabs. Example
+// (MovieLens-style, level 1 = user, level 0 = the items the user rated):
+//
+//	group 2
+//	1 - - 0:u196 1:age49 2:M 3:writer 4:55105
+//	0 0 1 5:i242 6:Comedy
+//	0 0 0 5:i302 6:Crime 6:Film-Noir 7=0.25,1.5
+//
+// A group starts with the header "group L", L the number of levels, an
+// integer in [1, MaxLevels]; Starts is true exactly for lines whose first
+// token is "group". The format has no file header. Each following line, up
+// to the next header, is "level parent labels feature feature ...":
+//
+//   - level is an integer in [0, L).
+//   - parent is "-" for the top level L-1; on a lower level it is the 0-based
+//     index of the parent among the lines of level+1 given so far in this
+//     group, which must already exist.
+//   - labels, on level 0, are comma-separated finite float32 numbers ("1",
+//     "0", "0.5,1,3") stored as given (not binarized), or "-" for a sample
+//     without labels; on upper levels they must be "-".
+//   - a sparse feature is "field:token" or "field:token:weight", with field a
+//     decimal integer in [0, MaxField), token non-empty bytes without ':' or
+//     '=', and weight a finite float32 (parsed as a libFFM value), default 1;
+//     its id is FeatureID(field, token).
+//   - a dense feature is "field=v1,v2,..." with at least one finite float32
+//     value (stored with Group.AddDense).
+//
+// Lines of different levels may come in any order as long as every parent
+// comes before its children; the level-0 lines are the samples, in order,
+// and the lines of each level keep their order. A group must hold at least
+// one sample (End checks it). A line before any header is malformed ("line
+// outside a group: missing `group L` header"); a malformed line leaves the
+// group as it was.
+//
+// WriteGroup writes a Group in this format, the top level first. It writes
+// each sparse id as its decimal token, so reading the output renames ids
+// consistently (one new id per (field, id)) while keeping levels, parents,
+// labels, fields, values and dense features, as WriteLibFFM does.
+//
+// # XMLRepository format
+//
+// Format XML ("xml" or "xmlrepo") reads the extreme multi-label files of the
+// XMLRepository (Bibtex, Amazon-670K, ...). The first line of a file is the
+// header "N F L": three non-negative integers, the numbers of samples,
+// features and labels (N is not checked). A file whose first line is not such
+// a header is malformed. Every other line is
+//
+//	l1,l2,... index:value index:value ...
+//
+// The label list is comma-separated non-negative integers, each at most 2^24
+// (float32 holds them exactly) and below L; all are kept, in order, as the
+// sample's labels. It may be empty: the line then starts with a space or tab.
+// Features are "index:value" with index a decimal integer below F and value
+// as in libFM; the field is 0 and the id is FeatureID(0, index as written).
+// Header resets the bounds for each file; a Source must not split such files
+// (a split starting inside a file never sees the header).
+//
+// # Criteo format
+//
+// Format Criteo ("criteo") reads the Kaggle display-advertising challenge
+// layout: one sample per line, exactly 40 columns separated by single tabs:
+// the label ("0" or "1"), 13 integer columns I1..I13 and 26 categorical
+// columns C1..C26. The unlabelled test file (39 columns) is rejected, the
+// error naming the column count. An empty column is a missing value and
+// gives no feature; every feature has value 1:
+//
+//   - integer column Ij (field j-1, 0..12) holds a decimal int64 x,
+//     optionally signed. It is discretized as in the competition's winning
+//     solution: the token is the decimal of floor(ln(x)^2) (natural log,
+//     float64) when x > 2, else the decimal of x ("-1", "0", "1", "2"); the
+//     id is FeatureID(j-1, token). Note that 3 gives "1", like 1.
+//   - categorical column Cj (field 12+j, 13..38) holds any token (usually 8
+//     hex digits), hashed as written: FeatureID(12+j, token).
+//
+// The format has no header.
 //
 // # Feature ids
 //

@@ -17,10 +17,10 @@ const (
 	LibFM Format = iota + 1
 	// LibFFM is "label field:token:value ...".
 	LibFFM
-	// Group is the multi-level sample-group format ("group L" headers and
-	// "level parent labels features..." lines); see the package
-	// documentation.
-	Group
+	// SampleGroup is the multi-level sample-group format ("group L" headers
+	// and "level parent labels features..." lines); see the package
+	// documentation. (The name Group is taken by the Group type.)
+	SampleGroup
 	// XML is the XMLRepository multi-label format: a header "N F L", then
 	// "l1,l2,... index:value ..." lines.
 	XML
@@ -36,7 +36,7 @@ func (f Format) String() string {
 		return "libfm"
 	case LibFFM:
 		return "libffm"
-	case Group:
+	case SampleGroup:
 		return "group"
 	case XML:
 		return "xml"
@@ -48,6 +48,10 @@ func (f Format) String() string {
 
 func (f Format) valid() bool { return f >= LibFM && f <= Criteo }
 
+// lineFormat reports whether f is one of the formats of Parser and Read
+// (libFM and libFFM); the others are read through a Decoder.
+func (f Format) lineFormat() bool { return f == LibFM || f == LibFFM }
+
 // ParseFormat returns the format named s, case-insensitively: "libfm" (or
 // its alias "libsvm"), "libffm", "group", "xml" (or its alias "xmlrepo") or
 // "criteo".
@@ -58,7 +62,7 @@ func ParseFormat(s string) (Format, error) {
 	case "libffm":
 		return LibFFM, nil
 	case "group":
-		return Group, nil
+		return SampleGroup, nil
 	case "xml", "xmlrepo":
 		return XML, nil
 	case "criteo":

@@ -62,10 +62,10 @@ type Parser struct {
 	format Format
 }
 
-// NewParser returns a parser for format f. It panics if f is not a known
-// Format (a programmer error: formats from outside come through ParseFormat).
+// NewParser returns a parser for format f. It panics if f is not LibFM or
+// LibFFM (a programmer error: the other formats are read through NewDecoder).
 func NewParser(f Format) *Parser {
-	if !f.valid() {
+	if !f.lineFormat() {
 		panic(fmt.Sprintf("reader: NewParser(%v)", f))
 	}
 	return &Parser{format: f}

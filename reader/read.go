@@ -100,7 +100,7 @@ func (o *ReadOptions) EnsureDefaults() {
 // Validate reports every problem of o at once; call EnsureDefaults first.
 func (o *ReadOptions) Validate() error {
 	var errs []error
-	if !o.Format.valid() {
+	if !o.Format.lineFormat() {
 		errs = append(errs, fmt.Errorf("%w: format %v is not libfm or libffm", ErrBadOptions, o.Format))
 	}
 	if o.OnError != StopOnBad && o.OnError != SkipBad {

@@ -20,6 +20,15 @@
 //	                       of a model. Default 4096.
 //	-lease-ttl d           TTL of the scheduler's lease. Default 5s.
 //	-log-level level       debug, info, warn or error. Default info.
+//	-train paths           training files, directories or globs (comma-
+//	                       separated) to divide among the workers; each
+//	                       worker-<i> finds its share under
+//	                       /xps/<name>/assign/worker-<i>. Default none.
+//	-workers W             number of workers sharing -train. Default 1.
+//	-split-bytes N         files larger than a worker's share are cut into
+//	                       byte ranges of about N bytes. Default 64 MiB.
+//	-format f              format of -train; xml files are never cut.
+//	                       Default libffm.
 //
 // SIGINT or SIGTERM stops the scheduler gracefully: it leaves the cluster
 // (writing its left marker) and exits 0. It exits 1 if it cannot start or if
@@ -40,8 +49,10 @@ import (
 	"time"
 
 	"github.com/xdlgo/xps/ams"
+	xcli "github.com/xdlgo/xps/internal/cli"
 	"github.com/xdlgo/xps/internal/cluster"
 	"github.com/xdlgo/xps/internal/scheduler"
+	"github.com/xdlgo/xps/reader"
 )
 
 func main() {
@@ -66,6 +77,10 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 		parts     = fs.Int("partitions", ams.DefaultPartitions, "number of virtual partitions")
 		ttl       = fs.Duration("lease-ttl", cluster.DefaultTTL, "TTL of the scheduler's etcd lease")
 		level     = fs.String("log-level", "info", "log level: debug, info, warn or error")
+		train     = fs.String("train", "", "training data to hand out to the workers: files, directories or globs, comma-separated")
+		workers   = fs.Int("workers", 1, "number of workers sharing -train")
+		split     = fs.Int64("split-bytes", 64<<20, "cut files larger than a worker's share into byte ranges of about this size")
+		format    = fs.String("format", "libffm", "format of -train (xml files are never cut: they start with a header)")
 	)
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -73,6 +88,10 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 	if *endpoints == "" {
 		fs.Usage()
 		return errors.New("-etcd is required")
+	}
+	f, err := reader.ParseFormat(*format)
+	if err != nil {
+		return fmt.Errorf("-format: %w", err)
 	}
 	var lvl slog.Level
 	if err := lvl.UnmarshalText([]byte(*level)); err != nil {
@@ -94,6 +113,7 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 
 	s, err := scheduler.New(cli, scheduler.Options{
 		Prefix: prefix, ID: *id, Shards: *shards, Partitions: *parts, LeaseTTL: *ttl, Logger: log,
+		Train: xcli.SplitList(*train), Workers: *workers, SplitBytes: *split, Unsplittable: f == reader.XML,
 	})
 	if err != nil {
 		return err

@@ -18,11 +18,13 @@
 //	-etcd           etcd endpoints of an external cluster, comma-separated
 //	-cluster        cluster name; keys live under /xps/<cluster> (default "default")
 //	-config         YAML model/training config file
-//	-train, -test   data files; without -train the built-in generated dataset is used
-//	-format         libffm or libfm (default from config: libffm)
+//	-train, -test   data: files, directories or globs, comma-separated; without
+//	                -train the built-in generated dataset is used
+//	-format         libffm, libfm, libsvm, group, xml or criteo (default from config: libffm)
 //	-on-error       stop or skip malformed lines (default from config: stop)
 //	-workers        number of workers W sharing the training data (default 1)
-//	-worker-index   this worker's index i in [0, W): it takes lines i, i+W, ...
+//	-worker-index   this worker's index i in [0, W); with W > 1 and -train, the
+//	                worker reads the share the scheduler assigns (scheduler -train -workers)
 //	-epochs, -batch-size, -seed, -eval-every, -hidden, -dim, -lr, -dense-lr
 //	                override the config's values
 //	-train-samples  generated training samples (override data.train_samples)
@@ -66,8 +68,8 @@ func main() {
 	fs.StringVar(&f.etcd, "etcd", "", "etcd endpoints of an external cluster, comma-separated host:port")
 	fs.StringVar(&f.clusterName, "cluster", "default", "cluster name")
 	fs.StringVar(&f.configFile, "config", "", "YAML model/training config file")
-	fs.StringVar(&f.train, "train", "", "training data file (default: the built-in generated dataset)")
-	fs.StringVar(&f.test, "test", "", "test data file")
+	fs.StringVar(&f.train, "train", "", "training data: files, directories or globs, comma-separated (default: the built-in generated dataset)")
+	fs.StringVar(&f.test, "test", "", "test data: files, directories or globs, comma-separated")
 	fs.IntVar(&f.workers, "workers", 1, "number of workers sharing the training data")
 	fs.IntVar(&f.index, "worker-index", 0, "this worker's index in [0, workers)")
 	fs.BoolVar(&f.asJSON, "json", false, "print the summary as one JSON object on the last line of stdout")
@@ -115,7 +117,7 @@ func registerOverrides(fs *flag.FlagSet) map[string]*override {
 			return nil
 		}
 	}
-	add("format", "data format: libffm or libfm", func(c *config.Config, v string) error { c.Train.Format = v; return nil })
+	add("format", "data format: libffm, libfm, libsvm, group, xml or criteo", func(c *config.Config, v string) error { c.Train.Format = v; return nil })
 	add("on-error", "malformed lines: stop or skip", func(c *config.Config, v string) error { c.Train.OnError = v; return nil })
 	add("epochs", "training epochs", intField(func(c *config.Config) *int { return &c.Train.Epochs }))
 	add("batch-size", "mini-batch size", intField(func(c *config.Config) *int { return &c.Train.BatchSize }))
@@ -226,7 +228,7 @@ func run(f flags, overrides map[string]*override) error {
 		return err
 	}
 	opts := worker.JobOptions{Config: cfg, Prefix: prefix, Index: f.index, Count: f.workers,
-		TrainFile: f.train, TestFile: f.test, Progress: progress, Logger: log}
+		Train: cli.SplitList(f.train), Test: cli.SplitList(f.test), Progress: progress, Logger: log}
 	if f.local {
 		if progress != nil {
 			fmt.Fprintf(progress, "starting embedded cluster: etcd, %d AMS shards, scheduler\n", f.shards)
@@ -267,5 +269,12 @@ func printSummary(w io.Writer, r worker.JobResult) {
 	if r.BestAUC != nil {
 		fmt.Fprintf(w, " (best achievable AUC %.4f)", *r.BestAUC)
 	}
-	fmt.Fprintf(w, "\n%s: wall time %.1fs (data %.1fs)\n", r.Worker, r.WallSeconds, r.LoadSeconds)
+	fmt.Fprintf(w, "\n%s: wall time %.1fs (data %.1fs)", r.Worker, r.WallSeconds, r.LoadSeconds)
+	if len(r.Nodes) > 1 && r.Nodes[1] > 0 {
+		fmt.Fprintf(w, "; compression %.1f samples per level-1 node", float64(r.Nodes[0])/float64(r.Nodes[1]))
+	}
+	if r.BytesRead > 0 && r.Samples > 0 {
+		fmt.Fprintf(w, "; %.0f bytes read per sample", float64(r.BytesRead)/float64(r.Samples))
+	}
+	fmt.Fprintf(w, "\n%s: last position %s\n", r.Worker, r.Position)
 }

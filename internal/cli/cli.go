@@ -27,7 +27,11 @@ func SignalContext() (context.Context, context.CancelFunc) {
 }
 
 // Endpoints splits a comma-separated host:port list, dropping empties.
-func Endpoints(s string) []string {
+func Endpoints(s string) []string { return SplitList(s) }
+
+// SplitList splits a comma-separated list (paths, endpoints), trimming
+// blanks and dropping empty items.
+func SplitList(s string) []string {
 	var out []string
 	for _, e := range strings.Split(s, ",") {
 		if e = strings.TrimSpace(e); e != "" {

@@ -62,9 +62,8 @@ func WaitShardMapVersion(ctx context.Context, cli *clientv3.Client, prefix strin
 	if err := checkPrefix(prefix); err != nil {
 		return nil, err
 	}
-	key := ShardMapKey(prefix)
 	var last error // why the last map seen was not accepted
-	accept := func(b []byte) *ams.ShardMap {
+	m, err := waitFor(ctx, cli, ShardMapKey(prefix), func(b []byte) (*ams.ShardMap, bool) {
 		m, err := ams.UnmarshalShardMap(b)
 		switch {
 		case err != nil:
@@ -72,41 +71,46 @@ func WaitShardMapVersion(ctx context.Context, cli *clientv3.Client, prefix strin
 		case m.Version < minVersion:
 			last = fmt.Errorf("cluster: shard map version %d < %d", m.Version, minVersion)
 		default:
-			return m
+			return m, true
 		}
-		return nil
-	}
-	fail := func(err error) error {
+		return nil, false
+	})
+	if err != nil {
 		if last != nil {
-			return fmt.Errorf("cluster: wait shard map: %w (last map seen: %v)", err, last)
+			return nil, fmt.Errorf("cluster: wait shard map: %w (last map seen: %v)", err, last)
 		}
-		return fmt.Errorf("cluster: wait shard map: %w", err)
+		return nil, fmt.Errorf("cluster: wait shard map: %w", err)
 	}
+	return m, nil
+}
+
+// waitFor returns the first value of key that accept takes, reading it and
+// then watching it until ctx ends.
+func waitFor[T any](ctx context.Context, cli *clientv3.Client, key string, accept func([]byte) (T, bool)) (T, error) {
+	var zero T
 	for {
 		// Get, then watch from the next revision; a watch that fails (e.g.
 		// compacted) starts over with a Get.
 		resp, err := cli.Get(ctx, key)
 		if err != nil {
-			return nil, fail(err)
+			return zero, err
 		}
 		if len(resp.Kvs) > 0 {
-			if m := accept(resp.Kvs[0].Value); m != nil {
-				return m, nil
+			if v, ok := accept(resp.Kvs[0].Value); ok {
+				return v, nil
 			}
 		}
-		m, err := watchShardMap(ctx, cli, key, resp.Header.Revision+1, accept)
-		if m != nil || err != nil {
-			if err != nil {
-				return nil, fail(err)
-			}
-			return m, nil
+		v, ok, err := watchFor(ctx, cli, key, resp.Header.Revision+1, accept)
+		if ok || err != nil {
+			return v, err
 		}
 	}
 }
 
-// watchShardMap watches key from rev until accept takes a value (returns
-// it), ctx ends (returns its error) or the watch breaks (returns nil, nil).
-func watchShardMap(ctx context.Context, cli *clientv3.Client, key string, rev int64, accept func([]byte) *ams.ShardMap) (*ams.ShardMap, error) {
+// watchFor watches key from rev until accept takes a value (returns it and
+// true), ctx ends (returns its error) or the watch breaks (returns false,
+// nil).
+func watchFor[T any](ctx context.Context, cli *clientv3.Client, key string, rev int64, accept func([]byte) (T, bool)) (T, bool, error) {
 	wctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	for resp := range cli.Watch(wctx, key, clientv3.WithRev(rev)) {
@@ -115,11 +119,12 @@ func watchShardMap(ctx context.Context, cli *clientv3.Client, key string, rev in
 		}
 		for _, ev := range resp.Events {
 			if ev.Type == clientv3.EventTypePut {
-				if m := accept(ev.Kv.Value); m != nil {
-					return m, nil
+				if v, ok := accept(ev.Kv.Value); ok {
+					return v, true, nil
 				}
 			}
 		}
 	}
-	return nil, ctx.Err()
+	var zero T
+	return zero, false, ctx.Err()
 }

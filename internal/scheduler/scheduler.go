@@ -14,6 +14,7 @@ import (
 
 	"github.com/xdlgo/xps/ams"
 	"github.com/xdlgo/xps/internal/cluster"
+	"github.com/xdlgo/xps/reader"
 )
 
 // ErrLostRegistration is returned (wrapped) by Err when the scheduler's own
@@ -53,6 +54,19 @@ type Options struct {
 	// Logger receives the scheduler's logs. The default value is
 	// slog.Default().
 	Logger *slog.Logger
+	// Train lists the training files (files, directories, globs) to hand
+	// out to Workers workers: New publishes each worker's share under
+	// cluster.AssignKey(prefix, "worker-<i>") (see reader.Assign). The
+	// default value (empty) hands out nothing.
+	Train []string
+	// Workers is the number of workers sharing Train. The default value is 1.
+	Workers int
+	// SplitBytes > 0 lets files larger than a worker's share be cut into
+	// byte ranges of about that size. The default value is 64 MiB.
+	SplitBytes int64
+	// Unsplittable keeps files whole (formats with a file header, such as
+	// XMLRepository). The default value is false.
+	Unsplittable bool
 }
 
 // EnsureDefaults fills zero fields with their default values.
@@ -79,6 +93,12 @@ func (o *Options) EnsureDefaults() {
 	if o.Logger == nil {
 		o.Logger = slog.Default()
 	}
+	if o.Workers == 0 {
+		o.Workers = 1
+	}
+	if o.SplitBytes == 0 {
+		o.SplitBytes = 64 << 20
+	}
 }
 
 // Validate reports every problem with the options. Call EnsureDefaults
@@ -93,6 +113,9 @@ func (o *Options) Validate() error {
 	}
 	if o.LeaseTTL < 0 {
 		errs = append(errs, fmt.Errorf("%w: LeaseTTL %v is negative", ErrBadConfig, o.LeaseTTL))
+	}
+	if o.Workers < 0 {
+		errs = append(errs, fmt.Errorf("%w: Workers %d is negative", ErrBadConfig, o.Workers))
 	}
 	if o.TickInterval < 0 {
 		errs = append(errs, fmt.Errorf("%w: TickInterval %v is negative", ErrBadConfig, o.TickInterval))
@@ -159,6 +182,12 @@ func New(cli *clientv3.Client, opts Options) (*Scheduler, error) {
 		cluster.Member{Kind: cluster.KindScheduler, ID: opts.ID, Addr: opts.Addr}, opts.LeaseTTL)
 	if err != nil {
 		return nil, fmt.Errorf("scheduler: %w", err)
+	}
+	if len(opts.Train) > 0 {
+		if err := assign(ctx, cli, opts); err != nil {
+			reg.Close()
+			return nil, err
+		}
 	}
 	// The run context ends on Close, or when cli is closed under us (then
 	// no etcd call can succeed and the lease is as good as lost).
@@ -452,4 +481,29 @@ func sortedKeys[V any](m map[string]V) []string {
 	}
 	slices.Sort(keys)
 	return keys
+}
+
+// assign divides opts.Train among opts.Workers workers and publishes each
+// worker's share.
+func assign(ctx context.Context, cli *clientv3.Client, opts Options) error {
+	paths, err := reader.ExpandPaths(opts.Train)
+	if err != nil {
+		return fmt.Errorf("scheduler: training data: %w", err)
+	}
+	files, err := reader.StatFiles(paths)
+	if err != nil {
+		return fmt.Errorf("scheduler: training data: %w", err)
+	}
+	shares, err := reader.Assign(files, opts.Workers, opts.SplitBytes, !opts.Unsplittable)
+	if err != nil {
+		return fmt.Errorf("scheduler: assign training data: %w", err)
+	}
+	for i, splits := range shares {
+		worker := fmt.Sprintf("worker-%d", i)
+		if err := cluster.PutAssignment(ctx, cli, opts.Prefix, worker, splits); err != nil {
+			return fmt.Errorf("scheduler: %w", err)
+		}
+		opts.Logger.Info("assigned training data", "worker", worker, "splits", len(splits))
+	}
+	return nil
 }

@@ -2,10 +2,12 @@ package worker
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"os"
+	"strings"
 	"sync"
 	"time"
 
@@ -29,14 +31,21 @@ type JobOptions struct {
 	// Prefix is the cluster's etcd key prefix. The default value is
 	// cluster.DefaultPrefix.
 	Prefix string
-	// Index and Count: this is worker Index of Count. With one training
-	// file, worker i takes every Count-th line starting at line i; with the
-	// generated dataset, every Count-th sample. The default value of Count
-	// is 1.
+	// Index and Count: this is worker Index of Count. The default value of
+	// Count is 1.
 	Index, Count int
-	// TrainFile and TestFile are data files in Config.Train.Format. When
-	// TrainFile is empty the built-in generated dataset is used.
-	TrainFile, TestFile string
+	// Train lists the training data: files, directories and globs in
+	// Config.Train.Format. Empty: the built-in generated dataset (worker i
+	// of W takes groups i, i+W, ...).
+	Train []string
+	// Splits, when set, are this worker's share of the training files. With
+	// Count > 1 and Splits unset, the worker waits for the scheduler's
+	// assignment (scheduler -train and -workers); with Count == 1 it reads
+	// every file of Train whole.
+	Splits []reader.FileSplit
+	// Test lists the test data (files, directories, globs), read into
+	// memory. The default value (empty) skips evaluation for file data.
+	Test []string
 	// LeaseTTL is the worker's registration lease TTL. The default value is
 	// cluster.DefaultTTL.
 	LeaseTTL time.Duration
@@ -54,10 +63,9 @@ type JobResult struct {
 	Count       int      `json:"count"`
 	Shards      int      `json:"shards"`
 	Fields      int      `json:"fields"`
+	Levels      int      `json:"levels"`
 	DenseParams int      `json:"dense_params"`
 	Data        string   `json:"data"`
-	TrainRows   int      `json:"train_rows"`
-	Skipped     int64    `json:"skipped_lines"`
 	BestAUC     *float64 `json:"best_auc,omitempty"`
 	LoadSeconds float64  `json:"load_seconds"`
 	WallSeconds float64  `json:"wall_seconds"`
@@ -65,22 +73,30 @@ type JobResult struct {
 
 // Data is a job's training and test data.
 type Data struct {
-	Train, Test *reader.Dataset
+	// Train opens the training data for an epoch.
+	Train func(epoch int) (reader.Source, error)
+	// Test is the test set in memory (nil for none).
+	Test []*reader.Group
+	// Shape is the model input shape found in the data and the config.
+	Shape Shape
 	// Desc describes where the data came from, for humans.
 	Desc string
-	// Skipped counts malformed lines skipped (train.on_error: skip).
-	Skipped int64
 	// BestAUC is the best achievable test AUC (the hidden teacher's own),
 	// known for generated data only.
 	BestAUC *float64
 }
 
-// LoadData reads the job's training and test data: files when TrainFile is
-// set, otherwise the generated dataset.
-func LoadData(opts JobOptions) (Data, error) {
+// peekSamples is how many training samples LoadData looks at to find the
+// fields, their levels and dense widths.
+const peekSamples = 20000
+
+// LoadData prepares the job's training and test data: files when Train is
+// set (splits as given), otherwise the generated dataset.
+func LoadData(opts JobOptions, splits []reader.FileSplit) (Data, error) {
 	cfg := opts.Config
 	count := max(opts.Count, 1)
-	if opts.TrainFile != "" {
+	var sh shapeFinder
+	if len(opts.Train) > 0 {
 		format, err := reader.ParseFormat(cfg.Train.Format)
 		if err != nil {
 			return Data{}, err
@@ -89,47 +105,188 @@ func LoadData(opts JobOptions) (Data, error) {
 		if err != nil {
 			return Data{}, err
 		}
-		train, st, err := reader.ReadFile(opts.TrainFile, reader.ReadOptions{Format: format, OnError: policy,
-			Stride: count, Index: opts.Index})
-		if err != nil {
+		open := func(splits []reader.FileSplit) (reader.Source, error) {
+			dec, err := reader.NewDecoder(format)
+			if err != nil {
+				return nil, err
+			}
+			return reader.NewFileSource(splits, reader.FileSourceOptions{Decoder: dec, OnError: policy})
+		}
+		d := Data{Train: func(int) (reader.Source, error) { return open(splits) },
+			Desc: fmt.Sprintf("%d file splits of %s (%s)", len(splits), strings.Join(opts.Train, ","), format)}
+		if err := peek(d.Train, &sh); err != nil {
 			return Data{}, err
 		}
-		d := Data{Train: train, Skipped: st.Skipped,
-			Desc: fmt.Sprintf("%s (%s, lines %d mod %d)", opts.TrainFile, format, opts.Index, count)}
-		if opts.TestFile != "" {
-			if d.Test, st, err = reader.ReadFile(opts.TestFile, reader.ReadOptions{Format: format, OnError: policy}); err != nil {
+		if len(opts.Test) > 0 {
+			paths, err := reader.ExpandPaths(opts.Test)
+			if err != nil {
+				return Data{}, fmt.Errorf("worker: test data: %w", err)
+			}
+			ts := make([]reader.FileSplit, len(paths))
+			for i, p := range paths {
+				ts[i] = reader.FileSplit{Path: p}
+			}
+			src, err := open(ts)
+			if err != nil {
 				return Data{}, err
 			}
-			d.Skipped += st.Skipped
+			d.Test, err = readAll(src)
+			if err != nil {
+				return Data{}, fmt.Errorf("worker: test data: %w", err)
+			}
+			for _, g := range d.Test {
+				sh.add(g)
+			}
 		}
-		return d, nil
+		d.Shape, err = sh.shape(cfg, format == reader.SampleGroup)
+		return d, err
 	}
-	d := cfg.Data
-	gen, err := datagen.New(datagen.Config{Fields: d.Fields, UserFields: d.UserFields, MeanBag: d.MeanBag,
-		Vocab: d.Vocab, ZipfS: d.ZipfS, SamplesPerUser: d.SamplesPerUser, Seed: d.Seed})
+	dc := cfg.Data
+	gcfg := datagen.Config{Fields: dc.Fields, UserFields: dc.UserFields, MeanBag: dc.MeanBag,
+		Vocab: dc.Vocab, ZipfS: dc.ZipfS, SamplesPerUser: dc.SamplesPerUser, Seed: dc.Seed}
+	gen, err := datagen.New(gcfg)
 	if err != nil {
 		return Data{}, fmt.Errorf("worker: generator: %w", err)
 	}
-	all := reader.NewDataset()
-	gen.Generate(all, d.TrainSamples)
-	test := reader.NewDataset()
-	probs := gen.Generate(test, d.TestSamples)
-	train := all
-	if count > 1 {
-		train = reader.NewDataset()
-		var feats []reader.Feature
-		for i := opts.Index; i < all.Len(); i += count {
-			label, fields, ids, values := all.Sample(i)
-			feats = feats[:0]
-			for k := range fields {
-				feats = append(feats, reader.Feature{Field: fields[k], ID: ids[k], Value: values[k]})
-			}
-			train.Append(label, feats)
+	var train []*reader.Group
+	g := new(reader.Group)
+	for i, n := 0, 0; n < dc.TrainSamples; i++ {
+		gen.NextGroup(g, dc.TrainSamples-n, nil)
+		n += g.NumSamples()
+		if i%count == opts.Index {
+			train = append(train, g.Clone())
+			sh.add(g)
 		}
 	}
-	bestAUC := metrics.AUC(test.Labels, probs)
-	return Data{Train: train, Test: test, BestAUC: &bestAUC,
-		Desc: fmt.Sprintf("generated CTR data (%d fields, %d train samples, seed %d)", d.Fields, d.TrainSamples, d.Seed)}, nil
+	var test []*reader.Group
+	var probs []float32
+	for n := 0; n < dc.TestSamples; n += g.NumSamples() {
+		probs = gen.NextGroup(g, dc.TestSamples-n, probs)
+		test = append(test, g.Clone())
+	}
+	var labels []float32
+	for _, g := range test {
+		for i := 0; i < g.NumSamples(); i++ {
+			labels = append(labels, g.Label(i))
+		}
+	}
+	bestAUC := metrics.AUC(labels, probs)
+	shape, err := sh.shape(cfg, true)
+	if err != nil {
+		return Data{}, err
+	}
+	shuffle, seed := *cfg.Train.Shuffle, cfg.Model.Seed
+	return Data{
+		Train: func(epoch int) (reader.Source, error) {
+			return newMemorySource(train, shuffle, seed, uint64(epoch), reader.Position{}), nil
+		},
+		Test: test, Shape: shape, BestAUC: &bestAUC,
+		Desc: fmt.Sprintf("generated CTR data (%d fields, %d user fields, %d train samples, seed %d)",
+			dc.Fields, dc.UserFields, dc.TrainSamples, dc.Seed)}, nil
+}
+
+// readAll reads a source to its end into memory and closes it.
+func readAll(src reader.Source) ([]*reader.Group, error) {
+	defer src.Close()
+	var out []*reader.Group
+	g := new(reader.Group)
+	for {
+		err := src.Next(context.Background(), g)
+		if errors.Is(err, io.EOF) {
+			return out, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, g.Clone())
+	}
+}
+
+// peek feeds the first peekSamples training samples to sh.
+func peek(open func(int) (reader.Source, error), sh *shapeFinder) error {
+	src, err := open(1)
+	if err != nil {
+		return err
+	}
+	defer src.Close()
+	g := new(reader.Group)
+	for n := 0; n < peekSamples; n += g.NumSamples() {
+		err := src.Next(context.Background(), g)
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("worker: training data: %w", err)
+		}
+		sh.add(g)
+	}
+	return nil
+}
+
+// shapeFinder collects the fields of sample groups: the largest field, the
+// level of the line each field is first seen on, and dense widths.
+type shapeFinder struct {
+	fields int
+	level  map[uint32]int
+	dense  map[uint32]int
+	err    error
+}
+
+func (s *shapeFinder) add(g *reader.Group) {
+	if s.level == nil {
+		s.level, s.dense = map[uint32]int{}, map[uint32]int{}
+	}
+	for k := range g.Levels {
+		l := &g.Levels[k]
+		for _, f := range l.Fields {
+			s.fields = max(s.fields, int(min(f, MaxFields))+1)
+			if _, ok := s.level[f]; !ok {
+				s.level[f] = k
+			}
+		}
+		for i := 0; i < l.Len(); i++ {
+			l.Dense(i, func(f uint32, v []float32) {
+				s.fields = max(s.fields, int(min(f, MaxFields))+1)
+				if _, ok := s.level[f]; !ok {
+					s.level[f] = k
+				}
+				if w, ok := s.dense[f]; ok && w != len(v) && s.err == nil {
+					s.err = fmt.Errorf("worker: dense field %d has vectors of %d and %d values", f, w, len(v))
+				}
+				s.dense[f] = len(v)
+			})
+		}
+	}
+}
+
+// shape returns the model shape: config values win over what the data
+// shows; data levels are used when useLevels.
+func (s *shapeFinder) shape(cfg config.Config, useLevels bool) (Shape, error) {
+	if s.err != nil {
+		return Shape{}, s.err
+	}
+	m := cfg.Model
+	n := max(m.Fields, len(m.FieldTables), len(m.FieldLevels))
+	if m.Fields == 0 {
+		n = max(n, s.fields)
+	}
+	if n == 0 {
+		return Shape{}, fmt.Errorf("%w: the data has no features", ErrNoData)
+	}
+	if n > MaxFields {
+		return Shape{}, fmt.Errorf("worker: the model would have %d fields (1 + the largest field in the data), more than %d: check the data format (libFM fields are positions in the line) or set model.fields", n, MaxFields)
+	}
+	sh := Shape{Fields: n, Levels: make([]int, n), DenseWidths: make([]int, n)}
+	for f := 0; f < n; f++ {
+		switch {
+		case f < len(m.FieldLevels):
+			sh.Levels[f] = m.FieldLevels[f]
+		case useLevels:
+			sh.Levels[f] = s.level[uint32(f)]
+		}
+		sh.DenseWidths[f] = s.dense[uint32(f)]
+	}
+	return sh, nil
 }
 
 // RunJob loads the data, registers the worker in etcd, waits for the
@@ -159,17 +316,7 @@ func RunJob(ctx context.Context, opts JobOptions) (JobResult, error) {
 			fmt.Fprintf(progress, name+": "+format+"\n", args...)
 		}
 	}
-	loadStart := time.Now()
-	data, err := LoadData(opts)
-	if err != nil {
-		return JobResult{}, err
-	}
-	res := JobResult{Worker: name, Index: opts.Index, Count: opts.Count, Data: data.Desc, TrainRows: data.Train.Len(),
-		Skipped: data.Skipped, BestAUC: data.BestAUC, LoadSeconds: time.Since(loadStart).Seconds()}
-	say("loaded %d training samples from %s in %.1fs", data.Train.Len(), data.Desc, res.LoadSeconds)
-	if data.Skipped > 0 {
-		say("skipped %d malformed lines (train.on_error: skip)", data.Skipped)
-	}
+	res := JobResult{Worker: name, Index: opts.Index, Count: opts.Count}
 	reg, err := cluster.Register(ctx, opts.Etcd, opts.Prefix, cluster.Member{Kind: cluster.KindWorker, ID: name,
 		PID: os.Getpid(), Started: time.Now()}, opts.LeaseTTL)
 	if err != nil {
@@ -190,6 +337,17 @@ func RunJob(ctx context.Context, opts JobOptions) (JobResult, error) {
 		case <-ctx.Done():
 		}
 	}()
+	res, err = trainJob(ctx, opts, reg, res, say)
+	res.WallSeconds = time.Since(wall).Seconds()
+	if cause := context.Cause(ctx); err != nil && cause != nil && cause != ctx.Err() {
+		err = fmt.Errorf("%w: %w", cause, err)
+	}
+	return res, err
+}
+
+// trainJob is RunJob once the worker is registered.
+func trainJob(ctx context.Context, opts JobOptions, reg *cluster.Registration, res JobResult, say func(string, ...any)) (JobResult, error) {
+	name, progress := res.Worker, opts.Progress
 	say("waiting for the shard map")
 	m, err := cluster.WaitShardMap(ctx, opts.Etcd, opts.Prefix)
 	if err != nil {
@@ -200,14 +358,39 @@ func RunJob(ctx context.Context, opts JobOptions) (JobResult, error) {
 		return res, fmt.Errorf("worker: %w", err)
 	}
 	defer cl.Close()
-	topts := Options{Config: opts.Config, Name: name, Progress: progress, Logger: opts.Logger}
+	splits := opts.Splits
+	if len(opts.Train) > 0 && splits == nil {
+		if opts.Count > 1 {
+			say("waiting for the scheduler's file assignment (start the scheduler with -train and -workers %d)", opts.Count)
+			if splits, err = cluster.WaitAssignment(ctx, opts.Etcd, opts.Prefix, name); err != nil {
+				return res, fmt.Errorf("worker: %w", err)
+			}
+		} else {
+			paths, err := reader.ExpandPaths(opts.Train)
+			if err != nil {
+				return res, fmt.Errorf("worker: training data: %w", err)
+			}
+			for _, p := range paths {
+				splits = append(splits, reader.FileSplit{Path: p})
+			}
+		}
+	}
+	loadStart := time.Now()
+	data, err := LoadData(opts, splits)
+	if err != nil {
+		return res, err
+	}
+	res.Data, res.BestAUC, res.LoadSeconds = data.Desc, data.BestAUC, time.Since(loadStart).Seconds()
+	say("training data: %s; %d test samples (prepared in %.1fs)", data.Desc, countSamples(data.Test), res.LoadSeconds)
+	topts := Options{Config: opts.Config, Shape: data.Shape, Train: data.Train, Test: data.Test,
+		Name: name, Progress: progress, Logger: opts.Logger}
 	if opts.Count > 1 {
 		topts.BeforeFinalEval = func(ctx context.Context) error {
 			say("waiting for all %d workers to finish training before the final evaluation", opts.Count)
 			return reg.Barrier(ctx, "final-eval", opts.Count)
 		}
 	}
-	tr, err := New(cl, data.Train, data.Test, topts)
+	tr, err := New(cl, topts)
 	if err != nil {
 		return res, err
 	}
@@ -217,14 +400,18 @@ func RunJob(ctx context.Context, opts JobOptions) (JobResult, error) {
 		}
 		return res, err
 	}
-	res.Shards, res.Fields, res.DenseParams = cl.NumShards(), tr.Fields(), tr.DenseParams()
-	say("training on %d shards: %d fields, MLP %v, %d dense parameters", res.Shards, res.Fields,
-		opts.Config.Model.Hidden, res.DenseParams)
+	res.Shards, res.Fields, res.Levels, res.DenseParams = cl.NumShards(), tr.Fields(), tr.Levels(), tr.DenseParams()
+	say("training on %d shards: %d fields in %d levels, MLP %v, %d dense parameters", res.Shards, res.Fields,
+		res.Levels, opts.Config.Model.Hidden, res.DenseParams)
 	r, err := tr.Run(ctx)
 	res.Result = r
-	res.WallSeconds = time.Since(wall).Seconds()
-	if cause := context.Cause(ctx); err != nil && cause != nil && cause != ctx.Err() {
-		err = fmt.Errorf("%w: %w", cause, err)
-	}
 	return res, err
+}
+
+func countSamples(gs []*reader.Group) int {
+	n := 0
+	for _, g := range gs {
+		n += g.NumSamples() - g.Pos.Index
+	}
+	return n
 }

@@ -7,12 +7,12 @@ import (
 	"io"
 	"log/slog"
 	"math"
-	"math/rand/v2"
 	"sync"
 	"time"
 
 	"github.com/xdlgo/xps/ams"
 	"github.com/xdlgo/xps/ams/client"
+	"github.com/xdlgo/xps/compress"
 	"github.com/xdlgo/xps/densenet"
 	"github.com/xdlgo/xps/internal/config"
 	"github.com/xdlgo/xps/internal/metrics"
@@ -35,10 +35,32 @@ const maxDenseParams = 1 << 27
 // ErrNoData is returned when there is nothing to train or evaluate on.
 var ErrNoData = errors.New("worker: no data")
 
+// ErrBadLabel is returned for a label binary cross-entropy cannot use.
+var ErrBadLabel = errors.New("worker: label outside [0, 1]")
+
+// Shape is the input shape of a model: its fields, the level of each and,
+// for dense fields, their width.
+type Shape struct {
+	// Fields is the number of fields.
+	Fields int
+	// Levels[f] is the level of field f (nil: every field at level 0).
+	Levels []int
+	// DenseWidths[f] > 0 marks field f as a dense field of that width (nil:
+	// every field sparse).
+	DenseWidths []int
+}
+
 // Options configure a Trainer.
 type Options struct {
 	// Config is the job's configuration (defaults filled, validated).
 	Config config.Config
+	// Shape is the model's input shape. Required (Fields > 0).
+	Shape Shape
+	// Train opens the training data for an epoch (1-based). Required.
+	Train func(epoch int) (reader.Source, error)
+	// Test is the test set, held in memory. The default value (nil) skips
+	// evaluation.
+	Test []*reader.Group
 	// Name labels progress lines. The default value is "worker".
 	Name string
 	// Progress receives progress lines. The default value (nil) prints none.
@@ -72,9 +94,20 @@ type Result struct {
 	Batches          int64   `json:"batches"`
 	Epochs           int     `json:"epochs"`
 	UniquePerBatch   float64 `json:"unique_ids_per_batch"`
-	// FetchWaitSeconds is training time spent waiting for a batch's rows
-	// (the prefetch did not finish in time); PushWaitSeconds waiting for a
-	// free push buffer (pushes in flight at the bound).
+	// Nodes[k] counts the level-k nodes of every batch trained on (Nodes[0]
+	// = Samples); Samples/Nodes[k] is the compression ratio at level k.
+	Nodes []int64 `json:"nodes_per_level"`
+	// BytesRead is the input read by the training sources (0 for data held
+	// in memory).
+	BytesRead int64 `json:"bytes_read"`
+	// Skipped counts malformed groups skipped (train.on_error: skip).
+	Skipped int64 `json:"skipped"`
+	// Position is the reader position right after the last sample trained
+	// on (the last batch of the last epoch).
+	Position reader.Position `json:"position"`
+	// FetchWaitSeconds is training time spent waiting for the next batch
+	// (reading, batching or pulling did not keep up); PushWaitSeconds
+	// waiting for a free push buffer (pushes in flight at the bound).
 	FetchWaitSeconds float64 `json:"fetch_wait_seconds"`
 	PushWaitSeconds  float64 `json:"push_wait_seconds"`
 	Evals            []Eval  `json:"evals"`
@@ -85,18 +118,16 @@ type Trainer struct {
 	cl     *client.Client
 	cfg    config.Config
 	opts   Options
-	train  *reader.Dataset
-	test   *reader.Dataset
 	layout *sparsenet.Layout
 	mlp    *densenet.MLP
 	tables []ams.TableSpec // index = layout table index
+	cols   []int           // column blocks of the levels in the MLP input
+	ws     *densenet.Workspace
 
 	// push ring: a buffer is taken before a push and returned after it.
-	free    chan *pushBuf
-	pushWG  sync.WaitGroup
-	fetchWG sync.WaitGroup
-	// pushWait accumulates step's waits for a push buffer (Run's goroutine only).
-	pushWait time.Duration
+	free     chan *pushBuf
+	pushWG   sync.WaitGroup
+	pushWait time.Duration // Run's goroutine only
 	errMu    sync.Mutex
 	pushErr  error // first asynchronous push error; guarded by errMu
 }
@@ -108,10 +139,8 @@ type pushBuf struct {
 	dense []float32
 }
 
-// New builds a trainer for the model in opts.Config over the given data
-// (test may be nil). The number of fields is Config.Model.Fields, or 1 +
-// the largest field of the data.
-func New(cl *client.Client, train, test *reader.Dataset, opts Options) (*Trainer, error) {
+// New builds a trainer for the model in opts.Config and opts.Shape.
+func New(cl *client.Client, opts Options) (*Trainer, error) {
 	cfg := opts.Config
 	cfg.EnsureDefaults()
 	if err := cfg.Validate(); err != nil {
@@ -124,47 +153,12 @@ func New(cl *client.Client, train, test *reader.Dataset, opts Options) (*Trainer
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
-	if train == nil || train.Len() == 0 {
-		return nil, fmt.Errorf("%w: empty training set", ErrNoData)
+	if opts.Train == nil {
+		return nil, fmt.Errorf("%w: no training source", ErrNoData)
 	}
-	fields := cfg.Model.Fields
-	if fields == 0 {
-		fields = train.NumFields
-		if test != nil && test.NumFields > fields {
-			fields = test.NumFields
-		}
-		if len(cfg.Model.FieldTables) > fields {
-			fields = len(cfg.Model.FieldTables)
-		}
-	}
-	if fields == 0 {
-		return nil, fmt.Errorf("%w: the data has no features", ErrNoData)
-	}
-	if fields > MaxFields {
-		return nil, fmt.Errorf("worker: the model would have %d fields (1 + the largest field in the data), more than %d: check the data format (libFM fields are positions in the line) or set model.fields", fields, MaxFields)
-	}
-	tableIdx := map[string]int{}
-	dims := make([]int, len(cfg.Model.Tables))
-	for i, t := range cfg.Model.Tables {
-		tableIdx[t.Name] = i
-		dims[i] = t.Dim
-	}
-	fieldTable := make([]int, fields)
-	if len(cfg.Model.FieldTables) > 0 {
-		if len(cfg.Model.FieldTables) != fields {
-			return nil, fmt.Errorf("worker: model.field_tables names %d tables but the data has %d fields", len(cfg.Model.FieldTables), fields)
-		}
-		for f, name := range cfg.Model.FieldTables {
-			fieldTable[f] = tableIdx[name]
-		}
-	}
-	pooling := sparsenet.Sum
-	if cfg.Model.Pooling == "mean" {
-		pooling = sparsenet.Mean
-	}
-	layout, err := sparsenet.NewLayout(fieldTable, dims, pooling)
+	layout, err := NewLayout(cfg, opts.Shape)
 	if err != nil {
-		return nil, fmt.Errorf("worker: %w", err)
+		return nil, err
 	}
 	if w, b := layout.Width(), max(cfg.Train.BatchSize, cfg.Train.EvalBatchSize); w*b > math.MaxInt32 {
 		return nil, fmt.Errorf("worker: a batch of %d samples x %d inputs is too large; lower the batch size or the embedding dims", b, w)
@@ -177,17 +171,69 @@ func New(cl *client.Client, train, test *reader.Dataset, opts Options) (*Trainer
 	if n := mlp.NumParams(); n > maxDenseParams {
 		return nil, fmt.Errorf("worker: the MLP %v would have %d parameters, more than %d", mlp.Sizes, n, maxDenseParams)
 	}
-	t := &Trainer{cl: cl, cfg: cfg, opts: opts, train: train, test: test, layout: layout, mlp: mlp,
+	t := &Trainer{cl: cl, cfg: cfg, opts: opts, layout: layout, mlp: mlp,
 		tables: cfg.Model.Tables, free: make(chan *pushBuf, cfg.Train.MaxInflightPushes)}
+	t.cols = make([]int, layout.Levels()+1)
+	for k := 0; k < layout.Levels(); k++ {
+		_, t.cols[k+1] = layout.LevelCols(k)
+	}
+	t.ws = mlp.NewWorkspace(cfg.Train.BatchSize)
+	t.ws.Threads = cfg.Train.DenseThreads
 	for i := 0; i < cfg.Train.MaxInflightPushes; i++ {
-		t.free <- &pushBuf{ids: make([][]uint64, len(dims)), grads: make([][]float32, len(dims)),
+		t.free <- &pushBuf{ids: make([][]uint64, layout.Tables()), grads: make([][]float32, layout.Tables()),
 			dense: make([]float32, mlp.NumParams())}
 	}
 	return t, nil
 }
 
+// NewLayout builds the sparse layout of a model: cfg.Model.FieldTables
+// (default: every field in Tables[0]), shape's levels (all 0 when
+// train.compress is off) and dense widths.
+func NewLayout(cfg config.Config, shape Shape) (*sparsenet.Layout, error) {
+	fields := shape.Fields
+	if fields <= 0 {
+		return nil, fmt.Errorf("%w: the model has no fields", ErrNoData)
+	}
+	if fields > MaxFields {
+		return nil, fmt.Errorf("worker: the model would have %d fields (1 + the largest field in the data), more than %d: check the data format (libFM fields are positions in the line) or set model.fields", fields, MaxFields)
+	}
+	tableIdx := map[string]int{}
+	dims := make([]int, len(cfg.Model.Tables))
+	for i, tb := range cfg.Model.Tables {
+		tableIdx[tb.Name] = i
+		dims[i] = tb.Dim
+	}
+	if n := len(cfg.Model.FieldTables); n > 0 && n != fields {
+		return nil, fmt.Errorf("worker: model.field_tables names %d tables but the model has %d fields (set model.fields)", n, fields)
+	}
+	specs := make([]sparsenet.FieldSpec, fields)
+	for f := range specs {
+		if len(cfg.Model.FieldTables) > 0 {
+			specs[f].Table = tableIdx[cfg.Model.FieldTables[f]]
+		}
+		if f < len(shape.Levels) && *cfg.Train.Compress {
+			specs[f].Level = shape.Levels[f]
+		}
+		if f < len(shape.DenseWidths) && shape.DenseWidths[f] > 0 {
+			specs[f].Table, specs[f].DenseWidth = -1, shape.DenseWidths[f]
+		}
+	}
+	pooling := sparsenet.Sum
+	if cfg.Model.Pooling == "mean" {
+		pooling = sparsenet.Mean
+	}
+	l, err := sparsenet.NewLayoutFields(specs, dims, pooling)
+	if err != nil {
+		return nil, fmt.Errorf("worker: %w", err)
+	}
+	return l, nil
+}
+
 // Fields returns the number of fields of the model.
 func (t *Trainer) Fields() int { return t.layout.Fields() }
+
+// Levels returns the number of levels of the model's input.
+func (t *Trainer) Levels() int { return t.layout.Levels() }
 
 // DenseParams returns the number of MLP parameters.
 func (t *Trainer) DenseParams() int { return t.mlp.NumParams() }
@@ -205,50 +251,48 @@ func (t *Trainer) Declare(ctx context.Context) error {
 	return nil
 }
 
-// state holds one batch's buffers, reused across batches.
+// state holds one batch in flight through the pull and train stages, with
+// buffers reused across batches.
 type state struct {
-	batch   *sparsenet.Batch
-	ws      *densenet.Workspace
+	cb      *compress.Batch
 	rows    [][]float32
 	params  []float32
-	x, dx   []float32
-	labels  []float32
+	xs, dxs [][]float32 // per level: nodes x level width
 	logits  []float32
 	probs   []float32
 	dlogits []float32
 	pulls   []client.Table
+	tree    densenet.Tree
 }
 
-func (t *Trainer) newState(maxBatch int) *state {
-	ws := t.mlp.NewWorkspace(maxBatch)
-	ws.Threads = t.cfg.Train.DenseThreads
-	s := &state{batch: t.layout.NewBatch(), ws: ws,
-		rows: make([][]float32, t.layout.Tables()), params: make([]float32, t.mlp.NumParams()),
-		x: make([]float32, maxBatch*t.layout.Width()), dx: make([]float32, maxBatch*t.layout.Width()),
-		labels: make([]float32, maxBatch), logits: make([]float32, maxBatch),
-		probs: make([]float32, maxBatch), dlogits: make([]float32, maxBatch),
-		pulls: make([]client.Table, t.layout.Tables())}
-	return s
+func (t *Trainer) newState() *state {
+	L := t.layout.Levels()
+	return &state{rows: make([][]float32, t.layout.Tables()), params: make([]float32, t.mlp.NumParams()),
+		xs: make([][]float32, L), dxs: make([][]float32, L), pulls: make([]client.Table, t.layout.Tables()),
+		tree: densenet.Tree{Cols: t.cols, Count: make([]int, L), X: make([][]float32, L)}}
 }
 
-// load fills the batch from samples idx of ds.
-func (t *Trainer) load(s *state, ds *reader.Dataset, idx []int32) error {
-	s.batch.Reset()
-	for j, i := range idx {
-		label, fields, ids, values := ds.Sample(int(i))
-		if err := s.batch.Add(fields, ids, values); err != nil {
-			return fmt.Errorf("worker: sample %d: %w", i, err)
-		}
-		s.labels[j] = label
+// prepare sizes s's buffers for its batch and pools its input.
+func (t *Trainer) prepare(s *state) {
+	b := s.cb
+	n := b.N
+	for k := range s.xs {
+		lo, hi := t.layout.LevelCols(k)
+		m := b.Sparse.Nodes(k) * (hi - lo)
+		s.xs[k], s.dxs[k] = grow(s.xs[k], m), grow(s.dxs[k], m)
+		s.tree.Count[k] = b.Sparse.Nodes(k)
+		s.tree.X[k] = s.xs[k]
 	}
-	return nil
+	s.tree.Parent = b.Parent
+	s.logits, s.probs, s.dlogits = grow(s.logits, n), grow(s.probs, n), grow(s.dlogits, n)
+	b.Sparse.PoolTree(s.rows, s.xs)
 }
 
 // pull fetches the batch's unique rows and the dense parameters, in one
 // request per shard.
 func (t *Trainer) pull(ctx context.Context, s *state, create bool) error {
 	for ti := range s.rows {
-		ids := s.batch.IDs(ti)
+		ids := s.cb.Sparse.IDs(ti)
 		s.rows[ti] = grow(s.rows[ti], len(ids)*t.layout.Dim(ti))
 		s.pulls[ti] = client.Table{Name: t.tables[ti].Name, IDs: ids, Rows: s.rows[ti]}
 	}
@@ -267,90 +311,18 @@ func grow[T any](b []T, n int) []T {
 // The final evaluation runs after every push has been applied.
 func (t *Trainer) Run(ctx context.Context) (res Result, err error) {
 	cfg := t.cfg.Train
-	bs := cfg.BatchSize
-	depth := *cfg.PrefetchBatches
-	states := make([]*state, depth+1)
-	for i := range states {
-		states[i] = t.newState(bs)
-	}
-	n := t.train.Len()
-	order := make([]int32, n)
-	for i := range order {
-		order[i] = int32(i)
-	}
-	batchesPerEpoch := (n + bs - 1) / bs
-	var trainDur time.Duration
-	var uniq int64
-	lastProgress := time.Now()
-	progressSamples, progressDur := int64(0), time.Duration(0)
-	var lossSum float64
-	var lossN int
+	r := &run{t: t, res: &res, lastProgress: time.Now(), window: newWindow()}
+	res.Nodes = make([]int64, t.layout.Levels())
 	defer func() {
-		// Join every fetch and push goroutine, whatever happened.
-		t.fetchWG.Wait()
-		t.pushWG.Wait()
+		t.pushWG.Wait() // join every push goroutine, whatever happened
 		if err == nil {
 			err = t.takePushErr()
 		}
 	}()
 	for epoch := 1; epoch <= cfg.Epochs; epoch++ {
-		if *cfg.Shuffle {
-			rng := rand.New(rand.NewPCG(t.cfg.Model.Seed, uint64(epoch)))
-			rng.Shuffle(n, func(i, j int) { order[i], order[j] = order[j], order[i] })
-		}
-		batch := func(b int) []int32 { return order[b*bs : min((b+1)*bs, n)] }
-		lossSum, lossN = 0, 0
-		// fetches[i] is batch b+i, in flight or done; at most depth+1.
-		var fetches []*fetch
-		for b := 0; b < batchesPerEpoch; b++ {
-			if err := ctx.Err(); err != nil {
-				return res, err
-			}
-			if err := t.takePushErr(); err != nil {
-				return res, err
-			}
-			start := time.Now()
-			// Keep the next depth batches loading and pulling while this
-			// one trains; batch b+depth reuses the state of batch b-1,
-			// which has trained.
-			for k := b + len(fetches); k <= min(b+depth, batchesPerEpoch-1); k++ {
-				fetches = append(fetches, t.startFetch(ctx, states[k%len(states)], batch(k)))
-			}
-			cur := fetches[0]
-			fetches = fetches[1:]
-			w0 := time.Now()
-			<-cur.done
-			res.FetchWaitSeconds += time.Since(w0).Seconds()
-			if cur.err != nil {
-				return res, cur.err
-			}
-			loss, err := t.step(ctx, cur.s, len(cur.idx))
-			if err != nil {
-				return res, err
-			}
-			d := time.Since(start)
-			trainDur += d
-			progressDur += d
-			res.Samples += int64(len(cur.idx))
-			progressSamples += int64(len(cur.idx))
-			res.Batches++
-			uniq += int64(cur.s.batch.Unique())
-			lossSum += loss
-			lossN++
-			if t.opts.Progress != nil && time.Since(lastProgress) >= cfg.ProgressEvery {
-				fmt.Fprintf(t.opts.Progress, "%s: epoch %d/%d batch %d/%d samples %d loss %.4f %.0f samples/s\n",
-					t.opts.Name, epoch, cfg.Epochs, b+1, batchesPerEpoch, res.Samples, lossSum/float64(lossN),
-					float64(progressSamples)/progressDur.Seconds())
-				lastProgress, progressSamples, progressDur = time.Now(), 0, 0
-			}
-			if cfg.EvalEvery > 0 && res.Batches%int64(cfg.EvalEvery) == 0 && b+1 < batchesPerEpoch {
-				for _, f := range fetches {
-					<-f.done // keep the prefetch out of the evaluation's time
-				}
-				if _, err := t.evalAndReport(ctx, &res, fmt.Sprintf("batch %d", res.Batches)); err != nil {
-					return res, err
-				}
-			}
+		r.epoch, r.lossSum, r.lossN = epoch, 0, 0
+		if err := r.runEpoch(ctx); err != nil {
+			return res, err
 		}
 		if epoch == cfg.Epochs {
 			t.pushWG.Wait() // the last evaluation sees every update
@@ -368,15 +340,15 @@ func (t *Trainer) Run(ctx context.Context) (res Result, err error) {
 		}
 	}
 	res.Epochs = cfg.Epochs
-	res.Seconds = trainDur.Seconds()
+	res.Seconds = r.trainDur.Seconds()
 	if res.Seconds > 0 {
 		res.SamplesPerSecond = float64(res.Samples) / res.Seconds
 	}
-	if lossN > 0 {
-		res.TrainLoss = lossSum / float64(lossN)
+	if r.lossN > 0 {
+		res.TrainLoss = r.lossSum / float64(r.lossN)
 	}
 	if res.Batches > 0 {
-		res.UniquePerBatch = float64(uniq) / float64(res.Batches)
+		res.UniquePerBatch = float64(r.uniq) / float64(res.Batches)
 	}
 	res.PushWaitSeconds = t.pushWait.Seconds()
 	if k := len(res.Evals); k > 0 {
@@ -387,7 +359,7 @@ func (t *Trainer) Run(ctx context.Context) (res Result, err error) {
 }
 
 func (t *Trainer) evalAndReport(ctx context.Context, res *Result, when string) (Eval, error) {
-	if t.test == nil || t.test.Len() == 0 {
+	if len(t.opts.Test) == 0 {
 		return Eval{}, nil
 	}
 	e, err := t.Evaluate(ctx)
@@ -402,37 +374,27 @@ func (t *Trainer) evalAndReport(ctx context.Context, res *Result, when string) (
 	return e, nil
 }
 
-// fetch is one batch being loaded and pulled, possibly ahead of training.
-type fetch struct {
-	s    *state
-	idx  []int32
-	err  error         // set before done is closed
-	done chan struct{} // closed when s holds the batch and its rows
+// forward pools s's batch and runs the MLP forward; it returns the number
+// of samples.
+func (t *Trainer) forward(ws *densenet.Workspace, s *state) int {
+	t.prepare(s)
+	n := s.cb.N
+	t.mlp.ForwardTree(ws, s.params, s.tree, s.logits[:n])
+	return n
 }
 
-// startFetch loads samples idx into s and pulls their rows and the dense
-// parameters, in a goroutine joined by Run.
-func (t *Trainer) startFetch(ctx context.Context, s *state, idx []int32) *fetch {
-	f := &fetch{s: s, idx: idx, done: make(chan struct{})}
-	t.fetchWG.Add(1)
-	go func() {
-		defer t.fetchWG.Done()
-		defer close(f.done)
-		if f.err = t.load(s, t.train, idx); f.err == nil {
-			f.err = t.pull(ctx, s, true)
+// step trains on the batch pulled into s and starts its asynchronous push
+// (waited for when wait is set).
+func (t *Trainer) step(ctx context.Context, s *state, wait bool) (float64, error) {
+	n := t.forward(t.ws, s)
+	labels := s.cb.Labels[:n]
+	for i, y := range labels {
+		if !(y >= 0 && y <= 1) {
+			return 0, fmt.Errorf("%w: sample %d of the batch ending at %v has label %v; binary cross-entropy needs labels in [0, 1]",
+				ErrBadLabel, i, s.cb.End, y)
 		}
-	}()
-	return f
-}
-
-// step trains on the n samples fetched into s and starts their
-// asynchronous push.
-func (t *Trainer) step(ctx context.Context, s *state, n int) (float64, error) {
-	w := t.layout.Width()
-	x, dx := s.x[:n*w], s.dx[:n*w]
-	s.batch.Pool(s.rows, x)
-	t.mlp.Forward(s.ws, s.params, x, n, s.logits[:n])
-	loss := densenet.SigmoidBCE(s.logits[:n], s.labels[:n], s.probs[:n], s.dlogits[:n])
+	}
+	loss := densenet.SigmoidBCE(s.logits[:n], labels, s.probs[:n], s.dlogits[:n])
 	if math.IsNaN(loss) || math.IsInf(loss, 0) {
 		return 0, fmt.Errorf("worker: training diverged: batch loss is %v", loss)
 	}
@@ -444,13 +406,18 @@ func (t *Trainer) step(ctx context.Context, s *state, n int) (float64, error) {
 		return 0, ctx.Err()
 	}
 	t.pushWait += time.Since(w0)
-	t.mlp.Backward(s.ws, s.params, x, n, s.dlogits[:n], pb.dense, dx)
+	t.mlp.BackwardTree(t.ws, s.params, s.tree, s.dlogits[:n], pb.dense, s.dxs)
 	for ti := range pb.grads {
-		ids := s.batch.IDs(ti)
+		ids := s.cb.Sparse.IDs(ti)
 		pb.ids[ti] = append(pb.ids[ti][:0], ids...)
 		pb.grads[ti] = grow(pb.grads[ti], len(ids)*t.layout.Dim(ti))
 	}
-	s.batch.Scatter(dx, pb.grads)
+	s.cb.Sparse.ScatterTree(s.dxs, pb.grads)
+	if wait {
+		err := t.push(ctx, pb)
+		t.free <- pb
+		return loss, err
+	}
 	t.pushWG.Add(1)
 	go func() {
 		defer t.pushWG.Done()
@@ -487,39 +454,48 @@ func (t *Trainer) takePushErr() error {
 
 // Evaluate scores the test set with the shards' current model (rows not on
 // the shards count as zeros; nothing is created) and returns AUC and
-// logloss.
+// logloss. Test batches are compressed like training batches.
 func (t *Trainer) Evaluate(ctx context.Context) (Eval, error) {
-	if t.test == nil || t.test.Len() == 0 {
+	if len(t.opts.Test) == 0 {
 		return Eval{}, fmt.Errorf("%w: empty test set", ErrNoData)
 	}
 	start := time.Now()
 	bs := t.cfg.Train.EvalBatchSize
-	s := t.newState(bs)
-	n := t.test.Len()
-	probs := make([]float32, 0, n)
-	labels := make([]float32, 0, n)
-	idx := make([]int32, 0, bs)
-	w := t.layout.Width()
-	for lo := 0; lo < n; lo += bs {
-		hi := min(lo+bs, n)
-		idx = idx[:0]
-		for i := lo; i < hi; i++ {
-			idx = append(idx, int32(i))
-		}
-		if err := t.load(s, t.test, idx); err != nil {
-			return Eval{}, err
-		}
-		if err := t.pull(ctx, s, false); err != nil {
-			return Eval{}, err
-		}
-		m := hi - lo
-		s.batch.Pool(s.rows, s.x[:m*w])
-		t.mlp.Forward(s.ws, s.params, s.x[:m*w], m, s.logits[:m])
-		for j := 0; j < m; j++ {
-			probs = append(probs, densenet.Sigmoid(s.logits[j]))
-		}
-		labels = append(labels, s.labels[:m]...)
+	builder, err := compress.NewBuilder(compress.Options{BatchSize: bs, Layout: t.layout})
+	if err != nil {
+		return Eval{}, fmt.Errorf("worker: %w", err)
 	}
-	return Eval{AUC: metrics.AUC(labels, probs), LogLoss: metrics.LogLoss(labels, probs), Samples: n,
+	ws := t.mlp.NewWorkspace(bs)
+	ws.Threads = t.cfg.Train.DenseThreads
+	s := t.newState()
+	var probs, labels []float32
+	score := func() error {
+		for b := builder.Take(); b != nil; b = builder.Take() {
+			s.cb = b
+			if err := t.pull(ctx, s, false); err != nil {
+				return err
+			}
+			n := t.forward(ws, s)
+			for j := 0; j < n; j++ {
+				probs = append(probs, densenet.Sigmoid(s.logits[j]))
+			}
+			labels = append(labels, b.Labels[:n]...)
+			builder.Recycle(b)
+		}
+		return nil
+	}
+	for _, g := range t.opts.Test {
+		if err := builder.Add(g); err != nil {
+			return Eval{}, fmt.Errorf("worker: test set: %w", err)
+		}
+		if err := score(); err != nil {
+			return Eval{}, err
+		}
+	}
+	builder.Flush()
+	if err := score(); err != nil {
+		return Eval{}, err
+	}
+	return Eval{AUC: metrics.AUC(labels, probs), LogLoss: metrics.LogLoss(labels, probs), Samples: len(labels),
 		Seconds: time.Since(start).Seconds()}, nil
 }

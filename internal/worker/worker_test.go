@@ -78,52 +78,59 @@ func TestLoadDataBadLines(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg := smallConfig()
+	whole := []reader.FileSplit{{Path: train}}
 	// Stop (the default): the error names file, line and reason.
-	_, err := LoadData(JobOptions{Config: cfg, TrainFile: train})
+	_, err := LoadData(JobOptions{Config: cfg, Train: []string{train}}, whole)
 	if !errors.Is(err, reader.ErrMalformed) || !strings.Contains(err.Error(), "train.libffm:2") || !strings.Contains(err.Error(), "oops") {
 		t.Fatalf("stop policy: err = %v, want a malformed-line error naming train.libffm:2", err)
 	}
 	// Skip: the line is counted and the rest is read.
 	cfg.Train.OnError = "skip"
-	d, err := LoadData(JobOptions{Config: cfg, TrainFile: train})
-	if err != nil || d.Skipped != 1 || d.Train.Len() != 2 {
-		t.Fatalf("skip policy: %+v, err %v; want 2 samples, 1 skipped", d, err)
+	d, err := LoadData(JobOptions{Config: cfg, Train: []string{train}}, whole)
+	if err != nil {
+		t.Fatal(err)
 	}
-	// Worker 1 of 2 takes the second line only.
-	d, err = LoadData(JobOptions{Config: cfg, TrainFile: train, Index: 1, Count: 2})
-	if err != nil || d.Train.Len() != 0 {
-		t.Fatalf("worker 1 of 2: %+v, err %v; want 0 samples (its only line is malformed)", d, err)
+	src, err := d.Train(1)
+	if err != nil {
+		t.Fatal(err)
 	}
-	if _, err := LoadData(JobOptions{Config: cfg, TrainFile: filepath.Join(dir, "missing")}); err == nil {
-		t.Fatal("a missing file loaded without error")
+	gs, err := readAll(src)
+	if err != nil || len(gs) != 2 || src.Stats().Skipped != 1 {
+		t.Fatalf("skip policy: %d groups, %+v, err %v; want 2 samples, 1 skipped", len(gs), src.Stats(), err)
+	}
+	if d.Shape.Fields != 2 {
+		t.Fatalf("shape %+v, want 2 fields", d.Shape)
+	}
+	d, err = LoadData(JobOptions{Config: cfg, Train: []string{train}}, []reader.FileSplit{{Path: filepath.Join(dir, "missing")}})
+	if err == nil {
+		t.Fatalf("a missing file loaded without error: %+v", d)
 	}
 }
 
 func TestNewRefusesBadInput(t *testing.T) {
 	cfg := smallConfig()
-	if _, err := New(nil, reader.NewDataset(), nil, Options{Config: cfg}); !errors.Is(err, ErrNoData) {
-		t.Fatalf("empty training set: %v, want ErrNoData", err)
+	open := func(int) (reader.Source, error) { return newMemorySource(nil, false, 0, 0, reader.Position{}), nil }
+	if _, err := New(nil, Options{Config: cfg, Train: open}); !errors.Is(err, ErrNoData) {
+		t.Fatalf("no fields: %v, want ErrNoData", err)
 	}
-	ds := reader.NewDataset()
-	ds.Append(1, []reader.Feature{{Field: 0, ID: 1, Value: 1}, {Field: 1, ID: 2, Value: 1}})
+	if _, err := New(nil, Options{Config: cfg, Shape: Shape{Fields: 2}}); !errors.Is(err, ErrNoData) {
+		t.Fatalf("no training source: %v, want ErrNoData", err)
+	}
 	cfg.Model.FieldTables = []string{"emb", "emb", "emb"}
-	if _, err := New(nil, ds, nil, Options{Config: cfg}); err != nil {
-		t.Fatalf("three named fields over two-field data: %v", err)
+	if _, err := New(nil, Options{Config: cfg, Shape: Shape{Fields: 2}, Train: open}); err == nil {
+		t.Fatal("three named fields for a two-field model: no error")
 	}
-	huge := reader.NewDataset()
-	huge.Append(1, []reader.Feature{{Field: 100000, ID: 1, Value: 1}})
-	if _, err := New(nil, huge, nil, Options{Config: smallConfig()}); err == nil || !strings.Contains(err.Error(), "fields") {
+	if _, err := New(nil, Options{Config: smallConfig(), Shape: Shape{Fields: 100000}, Train: open}); err == nil || !strings.Contains(err.Error(), "fields") {
 		t.Fatalf("a field number of 100000: %v, want an error about fields", err)
 	}
-	cfg.Model.Fields = 1
-	cfg.Model.FieldTables = nil
-	tr, err := New(nil, ds, nil, Options{Config: cfg})
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := tr.newState(4)
-	if err := tr.load(s, ds, []int32{0}); err == nil || !strings.Contains(err.Error(), "field 1") {
-		t.Fatalf("a feature outside the model's fields: %v, want an error naming field 1", err)
+	var sh shapeFinder
+	g := new(reader.Group)
+	g.Reset(1)
+	g.AddLine(0, 0, []uint32{100000}, []uint64{1}, []float32{1})
+	g.AddLabels(1)
+	sh.add(g)
+	if _, err := sh.shape(smallConfig(), false); err == nil || !strings.Contains(err.Error(), "fields") {
+		t.Fatalf("data with field 100000: %v, want an error about fields", err)
 	}
 }
 

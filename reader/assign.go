@@ -1,0 +1,156 @@
+package reader
+
+import (
+	"cmp"
+	"container/heap"
+	"fmt"
+	"os"
+	"slices"
+)
+
+// FileInfo is a file and its size in bytes.
+type FileInfo struct {
+	Path string `json:"path"`
+	Size int64  `json:"size"`
+}
+
+// StatFiles returns the sizes of the files at paths, in the same order. A
+// path that cannot be stat'ed or is not a regular file is an error.
+func StatFiles(paths []string) ([]FileInfo, error) {
+	out := make([]FileInfo, 0, len(paths))
+	for _, p := range paths {
+		fi, err := os.Stat(p)
+		if err != nil {
+			return nil, fmt.Errorf("reader: %w", err)
+		}
+		if !fi.Mode().IsRegular() {
+			return nil, fmt.Errorf("reader: %s is not a regular file", p)
+		}
+		out = append(out, FileInfo{Path: p, Size: fi.Size()})
+	}
+	return out, nil
+}
+
+// Assign divides files among workers so that every sample is read by exactly
+// one worker, when each worker reads its splits with a FileSource.
+//
+// Files are first cut into pieces: when splittable is true, splitBytes > 0,
+// workers > 1, and either there are fewer files than workers or the file is
+// larger than the per-worker share (total bytes / workers), a file of size S
+// is cut into n = ceil(S / max(splitBytes, ceil(S/workers))) byte ranges of
+// nearly equal size (at most workers of them). Other files stay whole
+// ({Path, 0, 0}). Ranges need not fall on lines: the split rules of
+// FileSource make them exact. The last range of a file has End 0 (to the end
+// of the file), so bytes appended after StatFiles are not lost. With
+// splittable false (formats with a header, such as XMLRepository) files are
+// never cut.
+//
+// The pieces are then dealt out largest first, each to the worker with the
+// fewest bytes so far; ties between pieces are broken by path then start,
+// ties between workers by the lower index. The result has one slice per
+// worker, sorted by path then Start. Workers may get no splits (an empty
+// slice) when there are more workers than pieces; that is not an error. The
+// result depends only on the arguments.
+//
+// Errors: workers < 1, splitBytes < 0, an empty or repeated path, a negative
+// size.
+func Assign(files []FileInfo, workers int, splitBytes int64, splittable bool) ([][]FileSplit, error) {
+	if workers < 1 {
+		return nil, fmt.Errorf("reader: assign: %d workers", workers)
+	}
+	if splitBytes < 0 {
+		return nil, fmt.Errorf("reader: assign: split bytes %d < 0", splitBytes)
+	}
+	seen := make(map[string]bool, len(files))
+	var total int64
+	for _, f := range files {
+		switch {
+		case f.Path == "":
+			return nil, fmt.Errorf("reader: assign: a file without a path")
+		case seen[f.Path]:
+			return nil, fmt.Errorf("reader: assign: %s appears twice", f.Path)
+		case f.Size < 0:
+			return nil, fmt.Errorf("reader: assign: %s has size %d", f.Path, f.Size)
+		}
+		seen[f.Path] = true
+		total += f.Size
+	}
+	share := total / int64(workers)
+	w := int64(workers)
+
+	type piece struct {
+		split FileSplit
+		size  int64
+	}
+	var pieces []piece
+	for _, f := range files {
+		n := int64(1)
+		if splittable && splitBytes > 0 && workers > 1 && (len(files) < workers || f.Size > share) {
+			size := max(splitBytes, (f.Size+w-1)/w)
+			n = (f.Size + size - 1) / size
+		}
+		if n <= 1 {
+			pieces = append(pieces, piece{FileSplit{Path: f.Path}, f.Size})
+			continue
+		}
+		q, r := f.Size/n, f.Size%n
+		for i := int64(0); i < n; i++ {
+			lo := i*q + min(i, r)
+			hi := lo + q
+			if i < r {
+				hi++
+			}
+			end := hi
+			if i == n-1 {
+				end = 0
+			}
+			pieces = append(pieces, piece{FileSplit{Path: f.Path, Start: lo, End: end}, hi - lo})
+		}
+	}
+	slices.SortFunc(pieces, func(a, b piece) int {
+		return cmp.Or(cmp.Compare(b.size, a.size), cmp.Compare(a.split.Path, b.split.Path),
+			cmp.Compare(a.split.Start, b.split.Start))
+	})
+
+	out := make([][]FileSplit, workers)
+	for i := range out {
+		out[i] = []FileSplit{}
+	}
+	h := make(workerHeap, workers)
+	for i := range h {
+		h[i] = workerLoad{index: i}
+	}
+	for _, p := range pieces {
+		out[h[0].index] = append(out[h[0].index], p.split)
+		h[0].bytes += p.size
+		heap.Fix(&h, 0)
+	}
+	for _, splits := range out {
+		slices.SortFunc(splits, func(a, b FileSplit) int {
+			return cmp.Or(cmp.Compare(a.Path, b.Path), cmp.Compare(a.Start, b.Start))
+		})
+	}
+	return out, nil
+}
+
+// workerLoad is a worker's index and the bytes assigned to it.
+type workerLoad struct {
+	index int
+	bytes int64
+}
+
+// workerHeap orders workers by bytes, then index.
+type workerHeap []workerLoad
+
+func (h workerHeap) Len() int { return len(h) }
+func (h workerHeap) Less(i, j int) bool {
+	return h[i].bytes < h[j].bytes || (h[i].bytes == h[j].bytes && h[i].index < h[j].index)
+}
+func (h workerHeap) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
+func (h *workerHeap) Push(x any)   { *h = append(*h, x.(workerLoad)) }
+func (h *workerHeap) Pop() any {
+	old := *h
+	x := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return x
+}
