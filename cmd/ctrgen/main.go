@@ -1,6 +1,6 @@
 // Command ctrgen writes the built-in generated CTR dataset (the one
-// `worker -local` trains on) to libFFM files, so that other tools, or the
-// reference peer, can train on exactly the same samples.
+// `worker -local` trains on) to libFFM or sample-group files, so that other
+// tools, or the reference peer, can train on exactly the same samples.
 //
 // Usage:
 //
@@ -13,6 +13,8 @@
 //	-train-samples   number of training samples (default: data.train_samples of the config, 500000)
 //	-test-samples    number of test samples (default: data.test_samples, 40000)
 //	-config          YAML config whose data: section shapes the data
+//	-format          libffm (default) or group: the sample-group format, one
+//	                 group per user run (user fields on a level-1 line)
 //
 // It prints the best achievable test AUC (the hidden teacher's) on stderr.
 package main
@@ -23,6 +25,9 @@ import (
 	"flag"
 	"fmt"
 	"os"
+
+	"context"
+	"io"
 
 	"github.com/xdlgo/xps/internal/cli"
 	"github.com/xdlgo/xps/internal/config"
@@ -37,13 +42,17 @@ func main() {
 	nTrain := flag.Int("train-samples", 0, "number of training samples (default from config)")
 	nTest := flag.Int("test-samples", 0, "number of test samples (default from config)")
 	cfgFile := flag.String("config", "", "YAML config whose data: section shapes the data")
+	format := flag.String("format", "libffm", "output format: libffm or group")
 	flag.Parse()
-	if err := run(*train, *test, *nTrain, *nTest, *cfgFile); err != nil {
+	if err := run(*train, *test, *nTrain, *nTest, *cfgFile, *format); err != nil {
 		cli.Fatal("ctrgen", err)
 	}
 }
 
-func run(train, test string, nTrain, nTest int, cfgFile string) error {
+func run(train, test string, nTrain, nTest int, cfgFile, format string) error {
+	if format != "libffm" && format != "group" {
+		return fmt.Errorf("-format %q: want libffm or group", format)
+	}
 	if train == "" {
 		flag.Usage()
 		return errors.New("-train is required")
@@ -73,7 +82,11 @@ func run(train, test string, nTrain, nTest int, cfgFile string) error {
 			return nil, err
 		}
 		w := bufio.NewWriterSize(f, 1<<20)
-		probs, err := gen.WriteLibFFM(w, n)
+		writeData := gen.WriteLibFFM
+		if format == "group" {
+			writeData = gen.WriteGroups
+		}
+		probs, err := writeData(w, n)
 		if err == nil {
 			err = w.Flush()
 		}
@@ -95,11 +108,42 @@ func run(train, test string, nTrain, nTest int, cfgFile string) error {
 			return err
 		}
 		// Read the file back: it checks the file and gives the labels.
-		ds, _, err := reader.ReadFile(test, reader.ReadOptions{Format: reader.LibFFM})
+		labels, err := readLabels(test, format)
 		if err != nil {
 			return err
 		}
-		fmt.Fprintf(os.Stderr, "ctrgen: best achievable test AUC %.4f\n", metrics.AUC(ds.Labels, probs))
+		fmt.Fprintf(os.Stderr, "ctrgen: best achievable test AUC %.4f\n", metrics.AUC(labels, probs))
 	}
 	return nil
+}
+
+// readLabels reads a written file back and returns its labels.
+func readLabels(path, format string) ([]float32, error) {
+	f, err := reader.ParseFormat(format)
+	if err != nil {
+		return nil, err
+	}
+	dec, err := reader.NewDecoder(f)
+	if err != nil {
+		return nil, err
+	}
+	src, err := reader.NewFileSource([]reader.FileSplit{{Path: path}}, reader.FileSourceOptions{Decoder: dec})
+	if err != nil {
+		return nil, err
+	}
+	defer src.Close()
+	var labels []float32
+	var g reader.Group
+	for {
+		err := src.Next(context.Background(), &g)
+		if errors.Is(err, io.EOF) {
+			return labels, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		for i := g.Pos.Index; i < g.NumSamples(); i++ {
+			labels = append(labels, g.Label(i))
+		}
+	}
 }

@@ -82,12 +82,21 @@ type TrainConfig struct {
 	//
 	// The default value is 1.
 	Epochs int `yaml:"epochs"`
-	// Shuffle shuffles the order of the sample groups at every epoch when
-	// the training data is held in memory (the generated dataset). Files
-	// are always read in order, so that reader positions are exact.
+	// Shuffle reads the training data into memory once, cuts its sample
+	// groups into chunks of at most ShuffleChunk consecutive samples, and
+	// shuffles the chunks at every epoch. Chunks keep compression (a
+	// chunk's samples share their upper-level lines) while mixing users
+	// across batches. With false, files are streamed in order with exact
+	// file positions (what a resumable or streaming job needs) and memory
+	// data is read in order.
 	//
 	// The default value is true.
 	Shuffle *bool `yaml:"shuffle"`
+	// ShuffleChunk is the most samples of one group kept together by
+	// Shuffle.
+	//
+	// The default value is 16.
+	ShuffleChunk int `yaml:"shuffle_chunk"`
 	// Compress turns on multi-prefix-tree compression of batches (see
 	// model.field_levels). With false every field is treated as level 0.
 	//
@@ -245,6 +254,7 @@ func (c *Config) EnsureDefaults() {
 		t.OnError = "stop"
 	}
 	setInt(&t.EvalBatchSize, 4096)
+	setInt(&t.ShuffleChunk, 16)
 	setInt(&t.MaxInflightPushes, 2)
 	if t.ProgressEvery == 0 {
 		t.ProgressEvery = 2 * time.Second
@@ -336,6 +346,9 @@ func (c *Config) Validate() error {
 	}
 	if t.OnError != "stop" && t.OnError != "skip" {
 		bad("train.on_error %q is not stop or skip", t.OnError)
+	}
+	if t.ShuffleChunk < 0 {
+		bad("train.shuffle_chunk %d is negative", t.ShuffleChunk)
 	}
 	if t.EvalEvery < 0 {
 		bad("train.eval_every %d is negative", t.EvalEvery)

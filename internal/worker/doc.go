@@ -1,33 +1,66 @@
-// Package worker is the training loop of a worker process: it turns samples
-// into batches, pulls the batch's unique embedding rows and the dense
-// parameters from the AMS shards, runs the MLP forward and backward on the
-// worker's cores, and pushes gradients back asynchronously.
+// Package worker is the training loop of a worker process: it reads sample
+// groups, packs them into multi-prefix-tree compressed batches, pulls the
+// batches' unique embedding rows and the dense parameters from the AMS
+// shards, runs the MLP forward and backward on the worker's cores, and
+// pushes gradients back asynchronously.
 //
-// # Per batch
+// # Pipeline
 //
-//  1. Deduplicate feature IDs per table (sparsenet.Batch).
-//  2. Pull the unique rows and the dense parameters: one merged request per
-//     shard, all shards in parallel. Steps 1 and 2 of the next
-//     train.prefetch_batches batches run while this one trains.
-//  3. Pool rows per (sample, field) (value-weighted sum or mean); MLP
-//     forward; sigmoid + binary cross-entropy (mean over the batch); MLP
-//     backward.
-//  4. Sum gradients per unique ID (sparsenet.Batch.Scatter).
-//  5. Push sparse and dense gradients (one request per shard) asynchronously: at most
-//     Train.MaxInflightPushes pushes are in flight; the next batch trains on
-//     whatever the shards hold (XDL's asynchronous mode).
+// An epoch runs four stages joined by bounded queues (train.pipeline: true,
+// the default):
+//
+//  1. read/parse: the epoch's reader.Source fills sample groups, taken
+//     from a fixed pool of groupQueue groups (back-pressure: the reader
+//     stops when the pool is empty);
+//  2. batch/compress: a compress.Builder packs the groups into batches of
+//     train.batch_size samples, consecutive samples sharing their
+//     upper-level features sharing one node per level; each batch holds
+//     the unique ids per table (queue of batchQueue batches);
+//  3. pull: one merged request per shard, all shards in parallel, for the
+//     batch's rows and the dense parameters; it runs train.prefetch_batches
+//     batches (at least 1) ahead of training, from a fixed set of
+//     prefetch+1 batch states;
+//  4. train/push (Run's goroutine): pool embeddings once per tree node,
+//     compute each level's share of the first layer once per node, MLP
+//     forward, sigmoid + binary cross-entropy, backward (the user part's
+//     weight gradient once per user), scatter gradients per unique id, and
+//     push asynchronously with at most train.max_inflight_pushes pushes in
+//     flight.
+//
+// Cancellation (the caller's context, a lost lease, or any stage's error)
+// reaches every stage: each blocking send or receive also waits on the
+// pipeline's context, and the stages are joined before the epoch returns.
+// The first stage error is the epoch's error. With train.pipeline: false
+// the same stages run one after another for each batch on one goroutine,
+// and every push is waited for (the comparison point of the pipeline).
+//
+// # Positions
+//
+// Result.Position is the reader position right after the last sample of
+// the last batch trained on (compress.Batch.End): a source reopened there
+// yields exactly the samples the model has not seen. Read-ahead in the
+// queues is not counted. With train.shuffle (the default) the training
+// data is held in memory and positions refer to the shuffled in-memory
+// order; with shuffle: false files are streamed in order and positions are
+// file positions.
+//
+// # Progress
+//
+// Every train.progress_every a line gives samples/s, the epoch's running
+// loss, the AUC of the predictions made on the training batches before each
+// was trained on (progressive validation), the compression ratio, and the
+// lag of streaming sources.
 //
 // # Ownership
 //
-// A Trainer is used by one goroutine. The fetch goroutines (one per
-// prefetched batch, each owning its batch state until it signals done) and
-// the push goroutines (each owning one push buffer from a fixed ring until
-// its push completes) are joined before Run returns, on success and on
-// error. RunJob also cancels training when the worker's etcd lease is lost.
+// A Trainer is used by one goroutine. The stage goroutines are owned by the
+// epoch that starts them; push goroutines each own one push buffer from a
+// fixed ring until their push completes, and are joined before Run
+// returns, on success and on error. RunJob also cancels training when the
+// worker's etcd lease is lost.
 //
 // # Timing
 //
-// Result.Seconds counts training only: evaluation and data loading are
-// excluded, so samples_per_second compares with a reference that also
-// times training only.
+// Result.Seconds counts the training loop (waiting for batches included);
+// evaluation and the preparation of in-memory data are excluded.
 package worker

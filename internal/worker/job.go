@@ -113,7 +113,29 @@ func LoadData(opts JobOptions, splits []reader.FileSplit) (Data, error) {
 			return reader.NewFileSource(splits, reader.FileSourceOptions{Decoder: dec, OnError: policy})
 		}
 		d := Data{Train: func(int) (reader.Source, error) { return open(splits) },
-			Desc: fmt.Sprintf("%d file splits of %s (%s)", len(splits), strings.Join(opts.Train, ","), format)}
+			Desc: fmt.Sprintf("%d file splits of %s (%s, streamed in order)", len(splits), strings.Join(opts.Train, ","), format)}
+		if *cfg.Train.Shuffle {
+			src, err := open(splits)
+			if err != nil {
+				return Data{}, err
+			}
+			all, err := readAll(src)
+			if err != nil {
+				return Data{}, fmt.Errorf("worker: training data: %w", err)
+			}
+			skipped := src.Stats().Skipped
+			chunks := chunkGroups(all, cfg.Train.ShuffleChunk)
+			seed := cfg.Model.Seed
+			d.Train = func(epoch int) (reader.Source, error) {
+				m := newMemorySource(chunks, true, seed, uint64(epoch), reader.Position{})
+				if epoch == 1 { // the groups skipped while reading the files into memory
+					m.stats.Skipped = skipped
+				}
+				return m, nil
+			}
+			d.Desc = fmt.Sprintf("%d file splits of %s (%s, in memory, %d chunks of up to %d samples shuffled per epoch)",
+				len(splits), strings.Join(opts.Train, ","), format, len(chunks), cfg.Train.ShuffleChunk)
+		}
 		if err := peek(d.Train, &sh); err != nil {
 			return Data{}, err
 		}
@@ -150,8 +172,12 @@ func LoadData(opts JobOptions, splits []reader.FileSplit) (Data, error) {
 	}
 	var train []*reader.Group
 	g := new(reader.Group)
+	chunk := 1 << 30
+	if *cfg.Train.Shuffle {
+		chunk = cfg.Train.ShuffleChunk
+	}
 	for i, n := 0, 0; n < dc.TrainSamples; i++ {
-		gen.NextGroup(g, dc.TrainSamples-n, nil)
+		gen.NextGroup(g, min(dc.TrainSamples-n, chunk), nil)
 		n += g.NumSamples()
 		if i%count == opts.Index {
 			train = append(train, g.Clone())
@@ -414,4 +440,44 @@ func countSamples(gs []*reader.Group) int {
 		n += g.NumSamples() - g.Pos.Index
 	}
 	return n
+}
+
+// chunkGroups cuts every group into groups of at most size consecutive
+// samples (each with the group's upper-level lines).
+func chunkGroups(gs []*reader.Group, size int) []*reader.Group {
+	var out []*reader.Group
+	for _, g := range gs {
+		n := g.NumSamples()
+		if n-g.Pos.Index <= size {
+			out = append(out, g)
+			continue
+		}
+		for lo := g.Pos.Index; lo < n; lo += size {
+			out = append(out, sliceGroup(g, lo, min(lo+size, n)))
+		}
+	}
+	return out
+}
+
+// sliceGroup returns a copy of g holding only its samples [lo, hi) (and
+// every upper-level line).
+func sliceGroup(g *reader.Group, lo, hi int) *reader.Group {
+	c := new(reader.Group)
+	c.Reset(len(g.Levels))
+	for k := 1; k < len(g.Levels); k++ {
+		copyLevel(&c.Levels[k], &g.Levels[k])
+	}
+	l0 := &g.Levels[0]
+	for i := lo; i < hi; i++ {
+		f, id, v := l0.Line(i)
+		parent := int32(0)
+		if l0.Parent != nil {
+			parent = l0.Parent[i]
+		}
+		c.AddLine(0, parent, f, id, v)
+		l0.Dense(i, func(field uint32, vals []float32) { c.AddDense(0, field, vals) })
+		c.AddLabels(g.SampleLabels(i)...)
+	}
+	c.Pos = reader.Position{File: g.Pos.File, Offset: g.Pos.Offset, Index: 0}
+	return c
 }

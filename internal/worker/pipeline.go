@@ -77,7 +77,11 @@ func (r *run) runEpoch(ctx context.Context) error {
 		return fmt.Errorf("worker: %w", err)
 	}
 	if !*t.cfg.Train.Pipeline {
-		return r.sequential(ctx, src, builder)
+		err := r.sequential(ctx, src, builder)
+		if err != nil && ctx.Err() != nil {
+			return context.Cause(ctx)
+		}
+		return err
 	}
 	return r.pipelined(ctx, src, builder)
 }
