@@ -142,10 +142,23 @@ func (o Adam) Apply(w, state, g []float32) {
 	bc2 := 1 - math.Pow(float64(o.Beta2), float64(t))
 	lrT := float32(float64(o.LR) * math.Sqrt(bc2) / bc1)
 	b1, b2 := o.Beta1, o.Beta2
+	c1, c2 := 1-b1, 1-b2
+	// Rows of 16 or more run through the vector kernel where there is one
+	// (amd64 with AVX, see adam_amd64.s), which leaves at most 7 elements
+	// to the loop; shorter rows, the common sparse case, skip the call.
+	// The kernel rounds every operation as the loop does. The float32
+	// conversions forbid fused multiply-adds, so the loop rounds the same
+	// way on every architecture and GOAMD64 level, and results are
+	// bit-identical with and without the kernel.
+	if n >= 16 {
+		k := adamBlocks(w, m, v, g, b1, c1, b2, c2, lrT, o.Eps)
+		w, m, v, g = w[k:], m[k:], v[k:], g[k:]
+	}
+	m, v, g = m[:len(w)], v[:len(w)], g[:len(w)]
 	for i := range w {
 		gi := g[i]
-		mi := b1*m[i] + (1-b1)*gi
-		vi := b2*v[i] + (1-b2)*gi*gi
+		mi := float32(b1*m[i]) + float32(c1*gi)
+		vi := float32(b2*v[i]) + float32(c2*gi*gi)
 		m[i], v[i] = mi, vi
 		w[i] -= lrT * mi / (sqrt32(vi) + o.Eps)
 	}

@@ -50,6 +50,14 @@ train: {batch_size: 64, epochs: 3, shuffle: false, progress_every: 500ms}
 			}
 		}},
 		{name: "unknown-key", yaml: "model: {dims: 3}\n", errs: []string{"field dims not found"}},
+		{name: "levels", yaml: "model: {fields: 3, field_levels: [1, 0, 9, 0]}\ntrain: {shuffle_chunk: -2}\n",
+			errs: []string{"field_levels gives 4 levels for 3 fields", "field_levels[2] = 9", "shuffle_chunk -2"}},
+		{name: "group-format", yaml: "model: {field_levels: [1, 1, 0]}\ntrain: {format: group, compress: false, pipeline: false}\n",
+			check: func(t *testing.T, c Config) {
+				if c.Train.Format != "group" || *c.Train.Compress || *c.Train.Pipeline || !*c.Train.Shuffle || c.Train.ShuffleChunk != 16 {
+					t.Fatalf("train %+v", c.Train)
+				}
+			}},
 		{name: "many-problems", yaml: `
 model:
   tables: [{name: a, dim: 0}, {name: a, dim: 4}]
