@@ -11,5 +11,5 @@ echo "== go test -race ./..."
 go test -race -timeout 15m ./...
 # The dense kernels again with the pure-Go path (what other architectures
 # run, and what the race detector can see: it does not see assembly).
-echo "== go test -race -tags purego ./densenet"
-go test -race -tags purego ./densenet
+echo "== go test -race -tags purego ./densenet ./ams"
+go test -race -tags purego ./densenet ./ams

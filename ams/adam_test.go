@@ -170,13 +170,20 @@ func TestAdamBlocks(t *testing.T) {
 // Run:
 //
 //	go test -run='^$' -bench=AdamApply -benchtime=2000x ./ams
+func BenchmarkAdamApply_N8(b *testing.B)      { benchAdamApply(b, 8) }
 func BenchmarkAdamApply_N18(b *testing.B)     { benchAdamApply(b, 18) }
 func BenchmarkAdamApply_N100000(b *testing.B) { benchAdamApply(b, 100_000) }
 
 func benchAdamApply(b *testing.B, n int) {
 	opt := Adam{LR: 0.001, Beta1: 0.9, Beta2: 0.999, Eps: 1e-8}
-	w, st, g := adamInputs(rand.New(rand.NewPCG(1, 2)), n)
-	st[2*n] = 0
+	rng := rand.New(rand.NewPCG(1, 2))
+	w, st, g := make([]float32, n), make([]float32, opt.StateWidth(n)), make([]float32, n)
+	for i := range n {
+		// Normal numbers only: subnormal operands take microcode assists
+		// that would swamp what this measures.
+		w[i] = float32(rng.NormFloat64() * 0.1)
+		g[i] = float32(rng.NormFloat64() * 0.1)
+	}
 	b.SetBytes(int64(n) * 4 * 4)
 	b.ResetTimer()
 	for range b.N {
