@@ -4,7 +4,9 @@
 # written to a libFFM file: ours (two AMS shards and one worker over
 # loopback gRPC, in one process; training time only, data already parsed,
 # evaluation excluded) against the PyTorch CPU reference on the same file,
-# in the same run. The last line is the ratio.
+# in the same run, and ours again with the 10 user fields compressed
+# (bench/configs/ctr_levels.yaml: streamed in order, one level-1 node per
+# run of a user). The last line is the ratio of the plain run.
 #
 # Usage: bench/ctr_throughput.sh [train_samples] [test_samples] [data_config.yaml]
 # (the optional YAML's data: section shapes the generated data, e.g.
@@ -28,14 +30,24 @@ echo "load: $(cat /proc/loadavg)"
 ours=$("$out/worker" -local -quiet -json -train "$train" -test "$test" -format libffm \
 	-dim 18 -hidden 200,80 -batch-size 256 -epochs 1 | tail -n 1)
 echo "ours: $ours"
+# The same, with the user fields compressed (only for the default data shape).
+packed='{}'
+if [ -z "${3:-}" ]; then
+	packed=$("$out/worker" -local -quiet -json -train "$train" -test "$test" -format libffm \
+		-dim 18 -hidden 200,80 -batch-size 256 -epochs 1 -config bench/configs/ctr_levels.yaml | tail -n 1)
+	echo "ours, user fields compressed: $packed"
+fi
 echo "load: $(cat /proc/loadavg)"
 peer=$(OPENBLAS_NUM_THREADS=$(nproc) /usr/bin/python3 ../shared/peers/torch_ctr.py --train "$train" --test "$test" \
 	--format libffm --dim 18 --hidden 200,80 --batch 256 --epochs 1 --threads "$(nproc)" | tail -n 1)
 echo "peer: $peer"
-/usr/bin/python3 - "$ours" "$peer" <<'PY'
+/usr/bin/python3 - "$ours" "$peer" "$packed" <<'PY'
 import json, sys
-o, p = json.loads(sys.argv[1]), json.loads(sys.argv[2])
+o, p, c = json.loads(sys.argv[1]), json.loads(sys.argv[2]), json.loads(sys.argv[3])
 print(f"ours {o['samples_per_second']:.0f} samples/s (AUC {o['test_auc']:.4f}), "
       f"pytorch {p['samples_per_second']:.0f} samples/s (AUC {p['test_auc']:.4f})")
+if c:
+    print(f"ours with user fields compressed {c['samples_per_second']:.0f} samples/s (AUC {c['test_auc']:.4f}), "
+          f"ratio {c['samples_per_second'] / p['samples_per_second']:.2f}")
 print(f"ratio {o['samples_per_second'] / p['samples_per_second']:.2f}")
 PY
