@@ -195,4 +195,96 @@
 // worker decide ownership without parsing the lines of others, and makes the
 // split a pure function of the file's bytes: S workers with Index 0..S-1
 // together read every sample exactly once.
+//
+// # File sources
+//
+// FileSource reads sample groups from local text files.
+//
+// # File source lines
+//
+// A FileSource reads its files line by line; a line ends with "\n" or "\r\n",
+// and the last line of a file may have no ending. Lines that are empty, hold
+// only spaces and tabs, or whose first non-blank byte is '#' are skipped
+// before the Decoder sees them (they still count as physical lines and
+// bytes). A line longer than MaxLineBytes is malformed and never starts a
+// group: it belongs to the group before it.
+//
+// # File splits
+//
+// The input is a list of FileSplits, byte ranges of files, read in the order
+// given. Splits of one file must appear in increasing order of Start and must
+// not overlap. A split {Path, Start, End} owns the groups whose first line
+// begins at a byte offset in [Start, End) (End <= 0: up to the end of the
+// file). Split boundaries need not fall on lines:
+//
+//  1. A split with Start > 0 skips the line holding byte Start-1 (so a line
+//     beginning exactly at Start is kept), then every line for which
+//     Decoder.Starts is false: those belong to a group begun before Start.
+//  2. It reads groups while a group's first line begins before End. The last
+//     group may run past End; the next split skips it by rule 1.
+//  3. A split with Start == 0 calls Decoder.Header with the first line the
+//     Decoder would see; lines before the first group (other than a header)
+//     are malformed.
+//
+// Because Decoder.Starts looks at the line only, splits that tile a file,
+// [0, s1), [s1, s2), ..., [sk, end), read by any number of sources, yield
+// every group of the file exactly once. A split with Start > 0 never sees
+// the file's header, so formats with a header (XMLRepository) must be split
+// by whole files only (Assign with splittable false).
+//
+// # Positions
+//
+// A group returned by Next has Pos = {Path, offset of its first line, Index}
+// and Next = the position of the group after it, which is also what
+// Position() returns once Next has returned the group:
+//
+//   - {Path, offset of the next group's first line, 0} inside a split;
+//   - {next split's Path, next split's Start, 0} when the split has no more
+//     groups;
+//   - {last split's Path, its End (the file's size when End <= 0), 0} after
+//     the last split.
+//
+// Before the first Next, Position() is FileSourceOptions.Start, or the
+// beginning of the first split when Start is the zero Position. A source
+// without splits is empty and its Position() is the zero Position.
+//
+// # Resuming
+//
+// FileSourceOptions.Start = {File, Offset, Index} resumes a read. It belongs
+// to the first split of File with Start <= Offset < End (End <= 0: no
+// bound); a position equal to a split's End (End > 0) means that split is
+// done and the source starts at the next one. Splits before it are not read.
+// A File that has no split, or an Offset outside its splits, is an error
+// (ErrBadPosition).
+//
+//   - Offset equal to the split's Start: the split is read from its
+//     beginning by rule 1 above.
+//   - Any other Offset must be the first byte of a group's first line, or the
+//     file's size (nothing left); NewFileSource checks this and reports
+//     "position ... is not at a group boundary" otherwise. If the split
+//     starts at 0, the file's header line is read again and passed to
+//     Decoder.Header, so that the Decoder knows it.
+//
+// Index > 0 says that the first Index samples of the group at Offset were
+// consumed: the first group returned has Pos.Index = Index. If Index >= the
+// group's number of samples, the source skips the group entirely and
+// returns the next one. With Index > 0 the first group found must begin at
+// Offset, or Next reports ErrBadPosition.
+//
+// Resuming at a group's Pos (with the number of its samples consumed as
+// Index) or at any Position() yields exactly the samples not yet consumed.
+//
+// # Errors
+//
+// A malformed group (a line the Decoder rejects, a line too long, a failed
+// Decoder.End, a group without samples) gives a *LineError naming the file
+// and the 1-based physical line when the read of the file began at offset 0;
+// otherwise Line is 0 and the Reason starts with "byte offset N: ". Under
+// StopOnBad Next returns it, and every later call returns it again; Position()
+// stays at the start of the bad group. Under SkipBad the whole group (up to
+// the next line that starts a group) is skipped, counted in
+// SourceStats.Skipped and the first 10 such errors are kept in
+// SourceStats.Errors. I/O errors name the file and are sticky too. A
+// cancelled context is returned by Next as ctx.Err() and is not sticky:
+// the source checks the context before each group and a later call goes on.
 package reader
