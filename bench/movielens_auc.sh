@@ -7,7 +7,7 @@
 # libFFM, with the same dims, MLP, optimizers and epochs. Three seeds each,
 # in the same run. Prints a markdown table and the mean AUCs.
 #
-# Usage: bench/movielens_auc.sh [extra worker flags...]
+# Usage: [SEEDS="1 2 3 4 5"] bench/movielens_auc.sh [extra worker flags...]
 # Needs ../shared/data/ml-100k and /usr/bin/python3 with python3-torch,
 # python3-numpy and libopenblas0-pthread.
 set -euo pipefail
@@ -24,7 +24,7 @@ go run ./cmd/movielens -data "$data" -out "$out/ml"
 epochs=5
 echo "load: $(cat /proc/loadavg)"
 rows=()
-for seed in 1 2 3; do
+for seed in ${SEEDS:-1 2 3}; do
 	o=$("$out/worker" -local -quiet -json -config bench/configs/movielens.yaml \
 		-train "$out/ml/ua.base.group" -test "$out/ml/ua.test.group" -seed "$seed" "$@" | tail -n 1)
 	p=$(OPENBLAS_NUM_THREADS=$(nproc) /usr/bin/python3 ../shared/peers/torch_ctr.py --format libffm \

@@ -135,8 +135,9 @@ type TrainConfig struct {
 	MaxInflightPushes int `yaml:"max_inflight_pushes"`
 	// PrefetchBatches is how many batches ahead are loaded and pulled while
 	// the current one trains (their rows may then miss the updates of the
-	// batches before them, as in any asynchronous mode); 0 turns
-	// prefetching off.
+	// batches before them, as in any asynchronous mode). The pipelined
+	// worker pulls at least 1 batch ahead, so 0 acts as 1 there; with
+	// train.pipeline: false nothing is read or pulled ahead.
 	//
 	// The default value is 1 (deeper prefetching bought no throughput on a
 	// 2-core machine and cost AUC through staler rows).
