@@ -14,7 +14,7 @@
 # done once per user node. Then the pipeline against the same stages run one
 # after another (train.pipeline: false) at ratios 1 and 20.
 #
-# Usage: bench/compression.sh [samples]   (default 300000)
+# Usage: [SHARDS=2] bench/compression.sh [samples]   (default 300000; SHARDS: AMS shards of the embedded cluster)
 # Writes bench/out/compression.json.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -42,7 +42,7 @@ run() { # name ratio extra-yaml
 		cp "$out/r$2.yaml" "$cfg"
 	fi
 	local o
-	o=$("$out/worker" -local -quiet -json -config "$cfg" -train "$out/r$2.train" -test "$out/r$2.test" | tail -n 1)
+	o=$("$out/worker" -local -shards "${SHARDS:-2}" -quiet -json -config "$cfg" -train "$out/r$2.train" -test "$out/r$2.test" | tail -n 1)
 	rows+=("$1|$2|$o")
 }
 for r in 1 5 20 57; do run compressed "$r" ""; done
