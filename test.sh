@@ -1,15 +1,18 @@
 #!/usr/bin/env bash
-# The project's test command (README: "Run the tests"; CI runs it via .ci/run):
-# go vet, then every package's tests under the race detector, then the dense
-# kernels once more with their pure-Go path.
+# The project's test command (README: "Run the tests"; CI runs it via .ci/run).
+# It runs every package's tests in both builds:
+#   1. the default build: embedding rows in mmap'd huge-page regions outside
+#      the Go heap, assembly kernels (GEMM, Adam);
+#   2. -tags purego under the race detector: rows on the Go heap and the
+#      pure-Go kernels, the build the detector can see into (it sees neither
+#      mmap'd memory nor assembly).
 # Tests that need ../shared/data skip with a message when it is absent.
 set -euo pipefail
 cd "$(dirname "$0")"
-echo "== go vet ./..."
+echo "== go vet ./... (default and purego builds)"
 go vet ./...
-echo "== go test -race ./..."
-go test -race -timeout 15m ./...
-# The dense kernels again with the pure-Go path (what other architectures
-# run, and what the race detector can see: it does not see assembly).
-echo "== go test -race -tags purego ./densenet ./ams"
-go test -race -tags purego ./densenet ./ams
+go vet -tags purego ./...
+echo "== go test ./... (default build)"
+go test -timeout 15m ./...
+echo "== go test -race -tags purego ./... (heap slabs, pure-Go kernels)"
+go test -race -tags purego -timeout 15m ./...

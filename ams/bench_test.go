@@ -2,12 +2,14 @@ package ams
 
 import (
 	"bytes"
+	"fmt"
 	"math/rand/v2"
 	"os"
 	"runtime"
 	"runtime/debug"
 	"strconv"
 	"testing"
+	"time"
 )
 
 // Run:
@@ -177,4 +179,52 @@ func benchTableCreate(b *testing.B, dim int, opt string, batch int) {
 		n++
 	}
 	b.ReportMetric(float64(n*batch)/b.Elapsed().Seconds(), "rows/s")
+}
+
+// BenchmarkGather compares a table's pull of values (64-byte rows: dim 16,
+// SGD, so no optimizer state) at 10M and 50M rows against a bare Go gather
+// of 64-byte rows by position from one plain []float32 of the same row
+// count, the same random rows in the same order, in the same run. It
+// reports both rates and ours/bare. Rows live in mmap'd huge-page regions
+// in the default build and on the heap with -tags purego.
+func BenchmarkGather(b *testing.B) {
+	for _, rows := range []int{10_000_000, 50_000_000} {
+		b.Run(fmt.Sprintf("rows=%dM", rows/1_000_000), func(b *testing.B) {
+			const dim, batch = 16, 4096
+			tb := newTestTable(b, TableSpec{Name: "emb", Dim: dim, Optimizer: OptimizerSpec{Name: OptSGD}, Init: InitSpec{Kind: InitUniform}})
+			tb.Reserve(rows)
+			fillTable(tb, 0, rows, 4096)
+			plain := make([]float32, rows*dim)
+			for i := range plain {
+				plain[i] = float32(i)
+			}
+			rng := rand.New(rand.NewPCG(5, 6))
+			pos := make([][]int, 64)
+			ids := make([][]uint64, len(pos))
+			for i := range pos {
+				pos[i], ids[i] = make([]int, batch), make([]uint64, batch)
+				for k := range pos[i] {
+					p := rng.IntN(rows)
+					pos[i][k], ids[i][k] = p, Mix64(uint64(p))
+				}
+			}
+			out := make([]float32, batch*dim)
+			var ours, bare time.Duration
+			n := 0
+			for b.Loop() {
+				t0 := time.Now()
+				tb.Pull(ids[n%len(ids)], out, false, 1)
+				t1 := time.Now()
+				for k, p := range pos[n%len(pos)] {
+					copy(out[k*dim:(k+1)*dim], plain[p*dim:(p+1)*dim])
+				}
+				bare += time.Since(t1)
+				ours += t1.Sub(t0)
+				n++
+			}
+			b.ReportMetric(float64(n*batch)/ours.Seconds(), "ours-rows/s")
+			b.ReportMetric(float64(n*batch)/bare.Seconds(), "bare-rows/s")
+			b.ReportMetric(bare.Seconds()/ours.Seconds(), "ours/bare")
+		})
+	}
 }

@@ -51,9 +51,16 @@
 //     an empty bucket and is never handed out.
 //  2. The slab stores rows in chunks of at most 16384 rows and about
 //     1 MiB (fewer rows per chunk for wide rows; smaller chunks first, so
-//     small tables stay small), allocated as plain []float32: pointer-free,
-//     so the garbage collector never scans a row. The slab grows by adding
-//     chunks and never moves a row.
+//     small tables stay small). The slab grows by adding chunks and never
+//     moves a row. Chunks of 256 KiB and more, and index bucket arrays of
+//     2 MiB and more, live outside the Go heap: in regions mapped with mmap,
+//     aligned to 2 MiB and advised as transparent huge pages (regions grow
+//     2, 4, ... 64 MiB; a region is unmapped when its table becomes
+//     unreachable, an old bucket array right after a rehash). Smaller ones,
+//     and everything under the purego build tag or off Linux, are plain
+//     pointer-free Go slices. Either way the garbage collector never scans
+//     a row. The race detector does not see mmap'd memory: the test suite
+//     runs under -race with -tags purego (test.sh).
 //  3. A slot is reused only after Delete removed its ID from the index:
 //     Delete pushes the slot onto the Table's free list, and the next row
 //     created (by the same owning goroutine, the only caller) takes the most

@@ -36,6 +36,7 @@ type index struct {
 	mask   uint     // cap - 1
 	n      int      // live entries
 	growAt int      // grow when n reaches this
+	mem    *region  // the mapped memory of b, nil when b is on the heap
 }
 
 // hashIndex returns the home bucket of id for the given shift.
@@ -147,8 +148,18 @@ func (x *index) reserve(n int) {
 // resize rehashes every entry into a new array of c buckets (a power of two
 // with c*3/4 >= x.n).
 func (x *index) resize(c int) {
-	old := x.b
-	x.b = make([]uint32, 3*c)
+	old, oldMem := x.b, x.mem
+	// Large bucket arrays live in mapped huge pages, like the slab chunks
+	// (see rowMemory); the old array is unmapped right after the rehash.
+	x.mem = nil
+	if 12*c >= hugePage {
+		x.mem = newRegion(12 * c)
+	}
+	if x.mem != nil {
+		x.b = x.mem.uint32s(3 * c)
+	} else {
+		x.b = make([]uint32, 3*c)
+	}
 	for i := 2; i < len(x.b); i += 3 {
 		x.b[i] = emptySlot
 	}
@@ -160,6 +171,7 @@ func (x *index) resize(c int) {
 			x.place(uint64(old[i])|uint64(old[i+1])<<32, s)
 		}
 	}
+	oldMem.release()
 }
 
 // remove deletes id and returns its slot. Entries after the freed bucket

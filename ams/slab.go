@@ -16,9 +16,10 @@ const (
 
 // slab is chunked storage of fixed-width rows of T, addressed by slot.
 //
-// Chunks are allocated with make([]T, ...); for the element types used here
-// (float32, uint32) they are pointer-free, so the garbage collector never
-// scans them. The slab grows by appending chunks and never moves a row, so a
+// Small chunks are allocated with make([]T, ...) (pointer-free for the
+// element types used here, so the garbage collector never scans them);
+// chunks of at least minMappedChunk bytes come from mmap'd regions outside
+// the Go heap where the build allows (see rowMemory). The slab grows by appending chunks and never moves a row, so a
 // slice returned by row stays valid (and keeps aliasing that row) for the
 // life of the slab.
 //
@@ -33,6 +34,7 @@ type slab[T float32 | uint32] struct {
 	f, s   uint8 // log2 of the first and of the full chunk's row count
 	rows   int   // rows held by the allocated chunks
 	chunks [][]T
+	mem    *rowMemory // where chunks of at least minMappedChunk bytes come from
 }
 
 func newSlab[T float32 | uint32](width int) slab[T] {
@@ -45,7 +47,7 @@ func newSlab[T float32 | uint32](width int) slab[T] {
 			s = max(c, 0)
 		}
 	}
-	return slab[T]{width: width, f: uint8(min(slabFirstShift, s)), s: uint8(s)}
+	return slab[T]{width: width, f: uint8(min(slabFirstShift, s)), s: uint8(s), mem: new(rowMemory)}
 }
 
 // capacity returns the number of rows the allocated chunks hold.
@@ -67,7 +69,7 @@ func (s *slab[T]) chunkRows(k int) int {
 func (s *slab[T]) ensure(n int) {
 	for s.rows < n {
 		r := s.chunkRows(len(s.chunks))
-		s.chunks = append(s.chunks, make([]T, r*s.width))
+		s.chunks = append(s.chunks, makeChunk[T](s.mem, r*s.width))
 		s.rows += r
 	}
 }
