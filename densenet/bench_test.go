@@ -1,6 +1,7 @@
 package densenet
 
 import (
+	"fmt"
 	"math/rand/v2"
 	"runtime"
 	"testing"
@@ -103,4 +104,22 @@ func benchMLP(b *testing.B, sizes []int, batch int) {
 
 func BenchmarkMLP_ForwardBackward_Batch256(b *testing.B) {
 	benchMLP(b, []int{414, 200, 80, 1}, 256)
+}
+
+// BenchmarkGemmShapes runs the GEMM shapes (M x K x N) in the three
+// layouts of blas_gemm.py: nn = A·B, tn = Aᵀ·B (A stored K x M), nt = A·Bᵀ
+// (B stored N x K), with GOMAXPROCS goroutines (set with -cpu). bench/gemm.sh
+// sets them beside OpenBLAS.
+func BenchmarkGemmShapes(b *testing.B) {
+	layouts := []struct {
+		name   string
+		tA, tB Transpose
+	}{{"nn", NoTrans, NoTrans}, {"tn", Trans, NoTrans}, {"nt", NoTrans, Trans}}
+	for _, s := range [][3]int{{256, 414, 200}, {256, 200, 80}, {5000, 414, 200}, {5000, 200, 80}, {128, 128, 4096}} {
+		for _, l := range layouts {
+			b.Run(fmt.Sprintf("shape=%dx%dx%d/layout=%s", s[0], s[1], s[2], l.name), func(b *testing.B) {
+				benchGemm(b, l.tA, l.tB, s[0], s[1], s[2])
+			})
+		}
+	}
 }
