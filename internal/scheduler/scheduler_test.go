@@ -146,6 +146,9 @@ func TestScheduler(t *testing.T) {
 		st, _ := s.Status()
 		return st == scheduler.Degraded
 	})
+	// Status changes before the state event is written to etcd: wait for
+	// the event too before comparing the whole list.
+	eventually(t, 5*time.Second, "the DEGRADED event", func() bool { return hasEvent(t, cli, p, "state DEGRADED") })
 
 	got := events(t, cli, p)
 	want := []string{
