@@ -177,20 +177,41 @@ func (g *Group) AddLabels(labels ...float32) {
 	g.LabelOffsets = append(g.LabelOffsets, int32(len(g.Labels)))
 }
 
+// CopyFrom makes l a copy of src, reusing l's buffers.
+func (l *Level) CopyFrom(src *Level) {
+	if src.Parent != nil {
+		l.Parent = append(l.Parent[:0], src.Parent...)
+		if l.Parent == nil {
+			l.Parent = []int32{} // an empty non-top level keeps a non-nil Parent
+		}
+	} else {
+		l.Parent = nil
+	}
+	l.Offsets = append(l.Offsets[:0], src.Offsets...)
+	l.Fields = append(l.Fields[:0], src.Fields...)
+	l.IDs = append(l.IDs[:0], src.IDs...)
+	l.Values = append(l.Values[:0], src.Values...)
+	l.DenseOffsets = append(l.DenseOffsets[:0], src.DenseOffsets...)
+	l.DenseFields = append(l.DenseFields[:0], src.DenseFields...)
+	l.DenseEnds = append(l.DenseEnds[:0], src.DenseEnds...)
+	l.DenseValues = append(l.DenseValues[:0], src.DenseValues...)
+}
+
+// CopyFrom makes g a deep copy of src, reusing g's buffers.
+func (g *Group) CopyFrom(src *Group) {
+	g.Reset(len(src.Levels))
+	for k := range src.Levels {
+		g.Levels[k].CopyFrom(&src.Levels[k])
+	}
+	g.LabelOffsets = append(g.LabelOffsets[:0], src.LabelOffsets...)
+	g.Labels = append(g.Labels[:0], src.Labels...)
+	g.Pos, g.Next = src.Pos, src.Next
+}
+
 // Clone returns a deep copy of g.
 func (g *Group) Clone() *Group {
-	c := &Group{Pos: g.Pos, Next: g.Next,
-		LabelOffsets: append([]int32(nil), g.LabelOffsets...), Labels: append([]float32(nil), g.Labels...),
-		Levels: make([]Level, len(g.Levels))}
-	for k, l := range g.Levels {
-		c.Levels[k] = Level{Offsets: append([]int32(nil), l.Offsets...), Fields: append([]uint32(nil), l.Fields...),
-			IDs: append([]uint64(nil), l.IDs...), Values: append([]float32(nil), l.Values...),
-			DenseOffsets: append([]int32(nil), l.DenseOffsets...), DenseFields: append([]uint32(nil), l.DenseFields...),
-			DenseEnds: append([]int32(nil), l.DenseEnds...), DenseValues: append([]float32(nil), l.DenseValues...)}
-		if l.Parent != nil {
-			c.Levels[k].Parent = append([]int32{}, l.Parent...)
-		}
-	}
+	c := new(Group)
+	c.CopyFrom(g)
 	return c
 }
 

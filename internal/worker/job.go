@@ -465,7 +465,7 @@ func sliceGroup(g *reader.Group, lo, hi int) *reader.Group {
 	c := new(reader.Group)
 	c.Reset(len(g.Levels))
 	for k := 1; k < len(g.Levels); k++ {
-		copyLevel(&c.Levels[k], &g.Levels[k])
+		c.Levels[k].CopyFrom(&g.Levels[k])
 	}
 	l0 := &g.Levels[0]
 	for i := lo; i < hi; i++ {

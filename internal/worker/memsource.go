@@ -60,7 +60,7 @@ func (s *memorySource) Next(ctx context.Context, g *reader.Group) error {
 			s.next, s.index = s.next+1, 0
 			continue
 		}
-		copyGroup(g, src)
+		g.CopyFrom(src)
 		g.Pos, g.Next = s.pos(s.next, s.index), s.pos(s.next+1, 0)
 		s.stats.Groups++
 		s.stats.Samples += int64(src.NumSamples() - s.index)
@@ -72,31 +72,3 @@ func (s *memorySource) Next(ctx context.Context, g *reader.Group) error {
 func (s *memorySource) Position() reader.Position { return s.pos(s.next, s.index) }
 func (s *memorySource) Stats() reader.SourceStats { return s.stats }
 func (s *memorySource) Close() error              { s.closed = true; return nil }
-
-// copyGroup makes dst a copy of src, reusing dst's buffers.
-func copyGroup(dst, src *reader.Group) {
-	dst.Reset(len(src.Levels))
-	for k := range src.Levels {
-		copyLevel(&dst.Levels[k], &src.Levels[k])
-	}
-	dst.LabelOffsets = append(dst.LabelOffsets[:0], src.LabelOffsets...)
-	dst.Labels = append(dst.Labels[:0], src.Labels...)
-	dst.Pos, dst.Next = src.Pos, src.Next
-}
-
-// copyLevel makes dl a copy of sl, reusing dl's buffers.
-func copyLevel(dl, sl *reader.Level) {
-	if sl.Parent != nil {
-		dl.Parent = append(dl.Parent[:0], sl.Parent...)
-	} else {
-		dl.Parent = nil
-	}
-	dl.Offsets = append(dl.Offsets[:0], sl.Offsets...)
-	dl.Fields = append(dl.Fields[:0], sl.Fields...)
-	dl.IDs = append(dl.IDs[:0], sl.IDs...)
-	dl.Values = append(dl.Values[:0], sl.Values...)
-	dl.DenseOffsets = append(dl.DenseOffsets[:0], sl.DenseOffsets...)
-	dl.DenseFields = append(dl.DenseFields[:0], sl.DenseFields...)
-	dl.DenseEnds = append(dl.DenseEnds[:0], sl.DenseEnds...)
-	dl.DenseValues = append(dl.DenseValues[:0], sl.DenseValues...)
-}
