@@ -27,7 +27,6 @@ import (
 	"os"
 
 	"context"
-	"io"
 
 	"github.com/xdlgo/xps/internal/cli"
 	"github.com/xdlgo/xps/internal/config"
@@ -123,27 +122,20 @@ func readLabels(path, format string) ([]float32, error) {
 	if err != nil {
 		return nil, err
 	}
-	dec, err := reader.NewDecoder(f)
-	if err != nil {
-		return nil, err
-	}
-	src, err := reader.NewFileSource([]reader.FileSplit{{Path: path}}, reader.FileSourceOptions{Decoder: dec})
+	src, err := reader.OpenFiles([]reader.FileSplit{{Path: path}}, f, reader.StopOnBad)
 	if err != nil {
 		return nil, err
 	}
 	defer src.Close()
+	groups, err := reader.ReadAll(context.Background(), src)
+	if err != nil {
+		return nil, err
+	}
 	var labels []float32
-	var g reader.Group
-	for {
-		err := src.Next(context.Background(), &g)
-		if errors.Is(err, io.EOF) {
-			return labels, nil
-		}
-		if err != nil {
-			return nil, err
-		}
+	for _, g := range groups {
 		for i := g.Pos.Index; i < g.NumSamples(); i++ {
 			labels = append(labels, g.Label(i))
 		}
 	}
+	return labels, nil
 }

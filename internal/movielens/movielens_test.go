@@ -3,10 +3,9 @@ package movielens
 import (
 	"bytes"
 	"context"
-	"errors"
-	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -45,24 +44,12 @@ func TestConvertRealData(t *testing.T) {
 			f0, id0, _ := g.Levels[0].Line(s)
 			ff, fid, _ := fs[k].Levels[0].Line(0)
 			want := append(append([]uint64(nil), uid...), id0...)
-			if g.Label(s) != fs[k].Label(0) || len(ff) != len(uf)+len(f0) || !equal(fid, want) {
+			if g.Label(s) != fs[k].Label(0) || len(ff) != len(uf)+len(f0) || !slices.Equal(fid, want) {
 				t.Fatalf("sample %d differs between the two outputs", k)
 			}
 			k++
 		}
 	}
-}
-
-func equal(a, b []uint64) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 func readAll(t *testing.T, format, text string) []*reader.Group {
@@ -72,27 +59,16 @@ func readAll(t *testing.T, format, text string) []*reader.Group {
 		t.Fatal(err)
 	}
 	f, _ := reader.ParseFormat(format)
-	dec, err := reader.NewDecoder(f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	src, err := reader.NewFileSource([]reader.FileSplit{{Path: path}}, reader.FileSourceOptions{Decoder: dec})
+	src, err := reader.OpenFiles([]reader.FileSplit{{Path: path}}, f, reader.StopOnBad)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer src.Close()
-	var out []*reader.Group
-	var g reader.Group
-	for {
-		err := src.Next(context.Background(), &g)
-		if errors.Is(err, io.EOF) {
-			return out
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		out = append(out, g.Clone())
+	out, err := reader.ReadAll(context.Background(), src)
+	if err != nil {
+		t.Fatal(err)
 	}
+	return out
 }
 
 func TestOpenErrors(t *testing.T) {

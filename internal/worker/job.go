@@ -106,11 +106,7 @@ func LoadData(opts JobOptions, splits []reader.FileSplit) (Data, error) {
 			return Data{}, err
 		}
 		open := func(splits []reader.FileSplit) (reader.Source, error) {
-			dec, err := reader.NewDecoder(format)
-			if err != nil {
-				return nil, err
-			}
-			return reader.NewFileSource(splits, reader.FileSourceOptions{Decoder: dec, OnError: policy})
+			return reader.OpenFiles(splits, format, policy)
 		}
 		d := Data{Train: func(int) (reader.Source, error) { return open(splits) },
 			Desc: fmt.Sprintf("%d file splits of %s (%s, streamed in order)", len(splits), strings.Join(opts.Train, ","), format)}
@@ -214,18 +210,7 @@ func LoadData(opts JobOptions, splits []reader.FileSplit) (Data, error) {
 // readAll reads a source to its end into memory and closes it.
 func readAll(src reader.Source) ([]*reader.Group, error) {
 	defer src.Close()
-	var out []*reader.Group
-	g := new(reader.Group)
-	for {
-		err := src.Next(context.Background(), g)
-		if errors.Is(err, io.EOF) {
-			return out, nil
-		}
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, g.Clone())
-	}
+	return reader.ReadAll(context.Background(), src)
 }
 
 // peek feeds the first peekSamples training samples to sh.

@@ -1,0 +1,34 @@
+package reader
+
+import (
+	"context"
+	"errors"
+	"io"
+)
+
+// OpenFiles returns a FileSource over splits with a new Decoder for format
+// f and the given error policy, starting at the beginning.
+func OpenFiles(splits []FileSplit, f Format, onError ErrorPolicy) (*FileSource, error) {
+	dec, err := NewDecoder(f)
+	if err != nil {
+		return nil, err
+	}
+	return NewFileSource(splits, FileSourceOptions{Decoder: dec, OnError: onError})
+}
+
+// ReadAll reads src to its end and returns a copy of every group. It does
+// not close src.
+func ReadAll(ctx context.Context, src Source) ([]*Group, error) {
+	var out []*Group
+	g := new(Group)
+	for {
+		err := src.Next(ctx, g)
+		if errors.Is(err, io.EOF) {
+			return out, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, g.Clone())
+	}
+}
