@@ -14,6 +14,10 @@ import (
 // key per worker.
 func AssignPrefix(prefix string) string { return prefix + "/assign/" }
 
+// WorkerName is the member id of worker i of a job: the worker registers
+// under it and the scheduler publishes its assignment under it.
+func WorkerName(i int) string { return fmt.Sprintf("worker-%d", i) }
+
 // AssignKey is the key of worker's data assignment.
 func AssignKey(prefix, worker string) string { return AssignPrefix(prefix) + worker }
 

@@ -1,7 +1,6 @@
 package scheduler_test
 
 import (
-	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -37,7 +36,7 @@ func TestSchedulerAssignsFiles(t *testing.T) {
 	defer s.Close()
 	covered := map[string]int64{}
 	for i := 0; i < workers; i++ {
-		splits, err := cluster.WaitAssignment(testCtx(t), cli, cluster.DefaultPrefix, fmt.Sprintf("worker-%d", i))
+		splits, err := cluster.WaitAssignment(testCtx(t), cli, cluster.DefaultPrefix, cluster.WorkerName(i))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -499,7 +499,7 @@ func assign(ctx context.Context, cli *clientv3.Client, opts Options) error {
 		return fmt.Errorf("scheduler: assign training data: %w", err)
 	}
 	for i, splits := range shares {
-		worker := fmt.Sprintf("worker-%d", i)
+		worker := cluster.WorkerName(i)
 		if err := cluster.PutAssignment(ctx, cli, opts.Prefix, worker, splits); err != nil {
 			return fmt.Errorf("scheduler: %w", err)
 		}

@@ -320,7 +320,7 @@ func RunJob(ctx context.Context, opts JobOptions) (JobResult, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
-	name := fmt.Sprintf("worker-%d", opts.Index)
+	name := cluster.WorkerName(opts.Index)
 	progress := opts.Progress
 	say := func(format string, args ...any) {
 		if progress != nil {
