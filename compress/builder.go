@@ -55,8 +55,25 @@ type Batch struct {
 	AllLabels    []float32
 	// End is the position right after the batch's last sample.
 	End reader.Position
+	// Ends holds, for each stream (Position.File) the batch has samples
+	// of, the position right after its last sample in the batch, in the
+	// order the streams first appear. A source that interleaves several
+	// streams (the partitions of a topic) resumes each from its entry.
+	Ends []reader.Position
 	// Groups is the number of groups that contributed samples.
 	Groups int
+}
+
+// setEnd records p as the end of the batch and of p's stream.
+func (bt *Batch) setEnd(p reader.Position) {
+	bt.End = p
+	for i := len(bt.Ends) - 1; i >= 0; i-- { // the last stream is the likely one
+		if bt.Ends[i].File == p.File {
+			bt.Ends[i] = p
+			return
+		}
+	}
+	bt.Ends = append(bt.Ends, p)
 }
 
 func (bt *Batch) reset() {
@@ -65,6 +82,7 @@ func (bt *Batch) reset() {
 		bt.Parent[k] = bt.Parent[k][:0]
 	}
 	bt.N, bt.Groups, bt.End = 0, 0, reader.Position{}
+	bt.Ends = bt.Ends[:0]
 	bt.Labels, bt.AllLabels = bt.Labels[:0], bt.AllLabels[:0]
 	bt.LabelOffsets = append(bt.LabelOffsets[:0], 0)
 }
@@ -388,12 +406,12 @@ func (b *Builder) Add(g *reader.Group) error {
 		b.prevPure, b.prevInGroup = pure, true
 		copy(b.prevPath, b.path)
 		if bt.N == b.opts.BatchSize {
-			bt.End = endAfter(g, j)
+			bt.setEnd(endAfter(g, j))
 			b.closeOpen()
 		}
 	}
 	if b.open != nil && b.open.N > 0 {
-		b.open.End = g.Next
+		b.open.setEnd(g.Next)
 	}
 	// The caller may refill g: keep copies of the features we still compare.
 	for k := range b.last {

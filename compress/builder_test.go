@@ -533,3 +533,54 @@ func poison(g *reader.Group) {
 		}
 	}
 }
+
+// TestBatchEnds interleaves groups of several streams (as a source over the
+// partitions of a topic does) and checks each batch's Ends against the
+// per-stream position after the stream's last sample in the batch.
+func TestBatchEnds(t *testing.T) {
+	l := layout2(t)
+	rng := rand.New(rand.NewPCG(3, 4))
+	for it := 0; it < 40; it++ {
+		var groups []*reader.Group
+		next := map[string]int64{}
+		for range 3 + rng.IntN(8) {
+			file := []string{"p0", "p1", "p2"}[rng.IntN(3)]
+			off := next[file]
+			next[file]++
+			var samples []string
+			for s := 0; s < 1+rng.IntN(4); s++ {
+				samples = append(samples, fmt.Sprintf("^0 0:%d", s))
+			}
+			g := grp(t, off, samples, []string{"1:1"})
+			g.Pos.File, g.Next.File = file, file
+			if rng.IntN(4) == 0 && len(samples) > 1 { // a resume inside the group
+				g.Pos.Index = 1
+			}
+			groups = append(groups, g)
+		}
+		// the expected end after each sample, in stream order
+		var after []reader.Position
+		for _, g := range groups {
+			for j := g.Pos.Index; j < g.NumSamples(); j++ {
+				after = append(after, endAfter(g, j))
+			}
+		}
+		bs := 1 + rng.IntN(5)
+		done := 0
+		for i, bt := range build(t, l, bs, groups...) {
+			var want []reader.Position
+			for _, p := range after[done : done+bt.N] {
+				k := slices.IndexFunc(want, func(q reader.Position) bool { return q.File == p.File })
+				if k < 0 {
+					want = append(want, p)
+				} else {
+					want[k] = p
+				}
+			}
+			done += bt.N
+			if !slices.Equal(bt.Ends, want) || bt.End != after[done-1] {
+				t.Fatalf("case %d batch %d: ends %v end %v, want %v and %v", it, i, bt.Ends, bt.End, want, after[done-1])
+			}
+		}
+	}
+}

@@ -40,7 +40,8 @@
 //  6. End is the position right after the batch's last sample: for sample j
 //     (0-based in its group g), {g.Pos.File, g.Pos.Offset, j+1}, or g.Next
 //     when j is g's last sample. Resuming a source at End yields exactly the
-//     samples of the following batches.
+//     samples of the following batches. Ends holds the same for each stream
+//     (Position.File) of the batch, for sources that interleave streams.
 //
 // # Usage
 //
