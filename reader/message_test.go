@@ -48,7 +48,6 @@ func TestDecodeMessage(t *testing.T) {
 	}
 }
 
-
 func FuzzDecodeMessage(f *testing.F) {
 	f.Add(uint8(0), []byte("1 0:5:1 1:7:1\n"))
 	f.Add(uint8(4), []byte("group 2\n1 - - 0:u1\n0 0 1 5:i1\n"))
