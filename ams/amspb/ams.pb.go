@@ -1389,6 +1389,243 @@ func (x *StatsResponse) GetRowsPushed() uint64 {
 	return 0
 }
 
+type StateEntry struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Key           string                 `protobuf:"bytes,1,opt,name=key,proto3" json:"key,omitempty"`
+	Value         []byte                 `protobuf:"bytes,2,opt,name=value,proto3" json:"value,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *StateEntry) Reset() {
+	*x = StateEntry{}
+	mi := &file_ams_proto_msgTypes[22]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *StateEntry) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*StateEntry) ProtoMessage() {}
+
+func (x *StateEntry) ProtoReflect() protoreflect.Message {
+	mi := &file_ams_proto_msgTypes[22]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use StateEntry.ProtoReflect.Descriptor instead.
+func (*StateEntry) Descriptor() ([]byte, []int) {
+	return file_ams_proto_rawDescGZIP(), []int{22}
+}
+
+func (x *StateEntry) GetKey() string {
+	if x != nil {
+		return x.Key
+	}
+	return ""
+}
+
+func (x *StateEntry) GetValue() []byte {
+	if x != nil {
+		return x.Value
+	}
+	return nil
+}
+
+type PutStateRequest struct {
+	state          protoimpl.MessageState `protogen:"open.v1"`
+	ClusterVersion uint64                 `protobuf:"varint,1,opt,name=cluster_version,json=clusterVersion,proto3" json:"cluster_version,omitempty"`
+	Entries        []*StateEntry          `protobuf:"bytes,2,rep,name=entries,proto3" json:"entries,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
+}
+
+func (x *PutStateRequest) Reset() {
+	*x = PutStateRequest{}
+	mi := &file_ams_proto_msgTypes[23]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PutStateRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PutStateRequest) ProtoMessage() {}
+
+func (x *PutStateRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_ams_proto_msgTypes[23]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PutStateRequest.ProtoReflect.Descriptor instead.
+func (*PutStateRequest) Descriptor() ([]byte, []int) {
+	return file_ams_proto_rawDescGZIP(), []int{23}
+}
+
+func (x *PutStateRequest) GetClusterVersion() uint64 {
+	if x != nil {
+		return x.ClusterVersion
+	}
+	return 0
+}
+
+func (x *PutStateRequest) GetEntries() []*StateEntry {
+	if x != nil {
+		return x.Entries
+	}
+	return nil
+}
+
+type PutStateResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PutStateResponse) Reset() {
+	*x = PutStateResponse{}
+	mi := &file_ams_proto_msgTypes[24]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PutStateResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PutStateResponse) ProtoMessage() {}
+
+func (x *PutStateResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_ams_proto_msgTypes[24]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PutStateResponse.ProtoReflect.Descriptor instead.
+func (*PutStateResponse) Descriptor() ([]byte, []int) {
+	return file_ams_proto_rawDescGZIP(), []int{24}
+}
+
+type GetStateRequest struct {
+	state          protoimpl.MessageState `protogen:"open.v1"`
+	ClusterVersion uint64                 `protobuf:"varint,1,opt,name=cluster_version,json=clusterVersion,proto3" json:"cluster_version,omitempty"`
+	Prefix         string                 `protobuf:"bytes,2,opt,name=prefix,proto3" json:"prefix,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
+}
+
+func (x *GetStateRequest) Reset() {
+	*x = GetStateRequest{}
+	mi := &file_ams_proto_msgTypes[25]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetStateRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetStateRequest) ProtoMessage() {}
+
+func (x *GetStateRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_ams_proto_msgTypes[25]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetStateRequest.ProtoReflect.Descriptor instead.
+func (*GetStateRequest) Descriptor() ([]byte, []int) {
+	return file_ams_proto_rawDescGZIP(), []int{25}
+}
+
+func (x *GetStateRequest) GetClusterVersion() uint64 {
+	if x != nil {
+		return x.ClusterVersion
+	}
+	return 0
+}
+
+func (x *GetStateRequest) GetPrefix() string {
+	if x != nil {
+		return x.Prefix
+	}
+	return ""
+}
+
+type GetStateResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// sorted by key.
+	Entries       []*StateEntry `protobuf:"bytes,1,rep,name=entries,proto3" json:"entries,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetStateResponse) Reset() {
+	*x = GetStateResponse{}
+	mi := &file_ams_proto_msgTypes[26]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetStateResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetStateResponse) ProtoMessage() {}
+
+func (x *GetStateResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_ams_proto_msgTypes[26]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetStateResponse.ProtoReflect.Descriptor instead.
+func (*GetStateResponse) Descriptor() ([]byte, []int) {
+	return file_ams_proto_rawDescGZIP(), []int{26}
+}
+
+func (x *GetStateResponse) GetEntries() []*StateEntry {
+	if x != nil {
+		return x.Entries
+	}
+	return nil
+}
+
 var File_ams_proto protoreflect.FileDescriptor
 
 const file_ams_proto_rawDesc = "" +
@@ -1490,14 +1727,29 @@ const file_ams_proto_rawDesc = "" +
 	"\vrows_pulled\x18\x06 \x01(\x04R\n" +
 	"rowsPulled\x12\x1f\n" +
 	"\vrows_pushed\x18\a \x01(\x04R\n" +
-	"rowsPushed2\x91\x03\n" +
+	"rowsPushed\"4\n" +
+	"\n" +
+	"StateEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\fR\x05value\"l\n" +
+	"\x0fPutStateRequest\x12'\n" +
+	"\x0fcluster_version\x18\x01 \x01(\x04R\x0eclusterVersion\x120\n" +
+	"\aentries\x18\x02 \x03(\v2\x16.xps.ams.v1.StateEntryR\aentries\"\x12\n" +
+	"\x10PutStateResponse\"R\n" +
+	"\x0fGetStateRequest\x12'\n" +
+	"\x0fcluster_version\x18\x01 \x01(\x04R\x0eclusterVersion\x12\x16\n" +
+	"\x06prefix\x18\x02 \x01(\tR\x06prefix\"D\n" +
+	"\x10GetStateResponse\x120\n" +
+	"\aentries\x18\x01 \x03(\v2\x16.xps.ams.v1.StateEntryR\aentries2\x9f\x04\n" +
 	"\x03AMS\x12B\n" +
 	"\aDeclare\x12\x1a.xps.ams.v1.DeclareRequest\x1a\x1b.xps.ams.v1.DeclareResponse\x129\n" +
 	"\x04Pull\x12\x17.xps.ams.v1.PullRequest\x1a\x18.xps.ams.v1.PullResponse\x129\n" +
 	"\x04Push\x12\x17.xps.ams.v1.PushRequest\x1a\x18.xps.ams.v1.PushResponse\x12H\n" +
 	"\tPullDense\x12\x1c.xps.ams.v1.PullDenseRequest\x1a\x1d.xps.ams.v1.PullDenseResponse\x12H\n" +
 	"\tPushDense\x12\x1c.xps.ams.v1.PushDenseRequest\x1a\x1d.xps.ams.v1.PushDenseResponse\x12<\n" +
-	"\x05Stats\x12\x18.xps.ams.v1.StatsRequest\x1a\x19.xps.ams.v1.StatsResponseB Z\x1egithub.com/xdlgo/xps/ams/amspbb\x06proto3"
+	"\x05Stats\x12\x18.xps.ams.v1.StatsRequest\x1a\x19.xps.ams.v1.StatsResponse\x12E\n" +
+	"\bPutState\x12\x1b.xps.ams.v1.PutStateRequest\x1a\x1c.xps.ams.v1.PutStateResponse\x12E\n" +
+	"\bGetState\x12\x1b.xps.ams.v1.GetStateRequest\x1a\x1c.xps.ams.v1.GetStateResponseB Z\x1egithub.com/xdlgo/xps/ams/amspbb\x06proto3"
 
 var (
 	file_ams_proto_rawDescOnce sync.Once
@@ -1511,7 +1763,7 @@ func file_ams_proto_rawDescGZIP() []byte {
 	return file_ams_proto_rawDescData
 }
 
-var file_ams_proto_msgTypes = make([]protoimpl.MessageInfo, 22)
+var file_ams_proto_msgTypes = make([]protoimpl.MessageInfo, 27)
 var file_ams_proto_goTypes = []any{
 	(*OptimizerSpec)(nil),     // 0: xps.ams.v1.OptimizerSpec
 	(*InitSpec)(nil),          // 1: xps.ams.v1.InitSpec
@@ -1535,6 +1787,11 @@ var file_ams_proto_goTypes = []any{
 	(*StatsRequest)(nil),      // 19: xps.ams.v1.StatsRequest
 	(*TableStats)(nil),        // 20: xps.ams.v1.TableStats
 	(*StatsResponse)(nil),     // 21: xps.ams.v1.StatsResponse
+	(*StateEntry)(nil),        // 22: xps.ams.v1.StateEntry
+	(*PutStateRequest)(nil),   // 23: xps.ams.v1.PutStateRequest
+	(*PutStateResponse)(nil),  // 24: xps.ams.v1.PutStateResponse
+	(*GetStateRequest)(nil),   // 25: xps.ams.v1.GetStateRequest
+	(*GetStateResponse)(nil),  // 26: xps.ams.v1.GetStateResponse
 }
 var file_ams_proto_depIdxs = []int32{
 	0,  // 0: xps.ams.v1.TableSpec.optimizer:type_name -> xps.ams.v1.OptimizerSpec
@@ -1548,23 +1805,29 @@ var file_ams_proto_depIdxs = []int32{
 	12, // 8: xps.ams.v1.PushRequest.tables:type_name -> xps.ams.v1.TableGrads
 	11, // 9: xps.ams.v1.PushRequest.dense:type_name -> xps.ams.v1.DenseGrad
 	20, // 10: xps.ams.v1.StatsResponse.tables:type_name -> xps.ams.v1.TableStats
-	4,  // 11: xps.ams.v1.AMS.Declare:input_type -> xps.ams.v1.DeclareRequest
-	8,  // 12: xps.ams.v1.AMS.Pull:input_type -> xps.ams.v1.PullRequest
-	13, // 13: xps.ams.v1.AMS.Push:input_type -> xps.ams.v1.PushRequest
-	15, // 14: xps.ams.v1.AMS.PullDense:input_type -> xps.ams.v1.PullDenseRequest
-	17, // 15: xps.ams.v1.AMS.PushDense:input_type -> xps.ams.v1.PushDenseRequest
-	19, // 16: xps.ams.v1.AMS.Stats:input_type -> xps.ams.v1.StatsRequest
-	5,  // 17: xps.ams.v1.AMS.Declare:output_type -> xps.ams.v1.DeclareResponse
-	10, // 18: xps.ams.v1.AMS.Pull:output_type -> xps.ams.v1.PullResponse
-	14, // 19: xps.ams.v1.AMS.Push:output_type -> xps.ams.v1.PushResponse
-	16, // 20: xps.ams.v1.AMS.PullDense:output_type -> xps.ams.v1.PullDenseResponse
-	18, // 21: xps.ams.v1.AMS.PushDense:output_type -> xps.ams.v1.PushDenseResponse
-	21, // 22: xps.ams.v1.AMS.Stats:output_type -> xps.ams.v1.StatsResponse
-	17, // [17:23] is the sub-list for method output_type
-	11, // [11:17] is the sub-list for method input_type
-	11, // [11:11] is the sub-list for extension type_name
-	11, // [11:11] is the sub-list for extension extendee
-	0,  // [0:11] is the sub-list for field type_name
+	22, // 11: xps.ams.v1.PutStateRequest.entries:type_name -> xps.ams.v1.StateEntry
+	22, // 12: xps.ams.v1.GetStateResponse.entries:type_name -> xps.ams.v1.StateEntry
+	4,  // 13: xps.ams.v1.AMS.Declare:input_type -> xps.ams.v1.DeclareRequest
+	8,  // 14: xps.ams.v1.AMS.Pull:input_type -> xps.ams.v1.PullRequest
+	13, // 15: xps.ams.v1.AMS.Push:input_type -> xps.ams.v1.PushRequest
+	15, // 16: xps.ams.v1.AMS.PullDense:input_type -> xps.ams.v1.PullDenseRequest
+	17, // 17: xps.ams.v1.AMS.PushDense:input_type -> xps.ams.v1.PushDenseRequest
+	19, // 18: xps.ams.v1.AMS.Stats:input_type -> xps.ams.v1.StatsRequest
+	23, // 19: xps.ams.v1.AMS.PutState:input_type -> xps.ams.v1.PutStateRequest
+	25, // 20: xps.ams.v1.AMS.GetState:input_type -> xps.ams.v1.GetStateRequest
+	5,  // 21: xps.ams.v1.AMS.Declare:output_type -> xps.ams.v1.DeclareResponse
+	10, // 22: xps.ams.v1.AMS.Pull:output_type -> xps.ams.v1.PullResponse
+	14, // 23: xps.ams.v1.AMS.Push:output_type -> xps.ams.v1.PushResponse
+	16, // 24: xps.ams.v1.AMS.PullDense:output_type -> xps.ams.v1.PullDenseResponse
+	18, // 25: xps.ams.v1.AMS.PushDense:output_type -> xps.ams.v1.PushDenseResponse
+	21, // 26: xps.ams.v1.AMS.Stats:output_type -> xps.ams.v1.StatsResponse
+	24, // 27: xps.ams.v1.AMS.PutState:output_type -> xps.ams.v1.PutStateResponse
+	26, // 28: xps.ams.v1.AMS.GetState:output_type -> xps.ams.v1.GetStateResponse
+	21, // [21:29] is the sub-list for method output_type
+	13, // [13:21] is the sub-list for method input_type
+	13, // [13:13] is the sub-list for extension type_name
+	13, // [13:13] is the sub-list for extension extendee
+	0,  // [0:13] is the sub-list for field type_name
 }
 
 func init() { file_ams_proto_init() }
@@ -1578,7 +1841,7 @@ func file_ams_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_ams_proto_rawDesc), len(file_ams_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   22,
+			NumMessages:   27,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -39,6 +39,8 @@ const (
 	AMS_PullDense_FullMethodName = "/xps.ams.v1.AMS/PullDense"
 	AMS_PushDense_FullMethodName = "/xps.ams.v1.AMS/PushDense"
 	AMS_Stats_FullMethodName     = "/xps.ams.v1.AMS/Stats"
+	AMS_PutState_FullMethodName  = "/xps.ams.v1.AMS/PutState"
+	AMS_GetState_FullMethodName  = "/xps.ams.v1.AMS/GetState"
 )
 
 // AMSClient is the client API for AMS service.
@@ -59,6 +61,12 @@ type AMSClient interface {
 	PushDense(ctx context.Context, in *PushDenseRequest, opts ...grpc.CallOption) (*PushDenseResponse, error)
 	// Stats reports table sizes and request counters.
 	Stats(ctx context.Context, in *StatsRequest, opts ...grpc.CallOption) (*StatsResponse, error)
+	// PutState stores small named values beside the model (the reader
+	// positions of the batches applied so far); the client picks the shard of
+	// a key by its hash. An empty value deletes the key.
+	PutState(ctx context.Context, in *PutStateRequest, opts ...grpc.CallOption) (*PutStateResponse, error)
+	// GetState returns the shard's state entries whose key has the prefix.
+	GetState(ctx context.Context, in *GetStateRequest, opts ...grpc.CallOption) (*GetStateResponse, error)
 }
 
 type aMSClient struct {
@@ -129,6 +137,26 @@ func (c *aMSClient) Stats(ctx context.Context, in *StatsRequest, opts ...grpc.Ca
 	return out, nil
 }
 
+func (c *aMSClient) PutState(ctx context.Context, in *PutStateRequest, opts ...grpc.CallOption) (*PutStateResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(PutStateResponse)
+	err := c.cc.Invoke(ctx, AMS_PutState_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *aMSClient) GetState(ctx context.Context, in *GetStateRequest, opts ...grpc.CallOption) (*GetStateResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(GetStateResponse)
+	err := c.cc.Invoke(ctx, AMS_GetState_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // AMSServer is the server API for AMS service.
 // All implementations must embed UnimplementedAMSServer
 // for forward compatibility.
@@ -147,6 +175,12 @@ type AMSServer interface {
 	PushDense(context.Context, *PushDenseRequest) (*PushDenseResponse, error)
 	// Stats reports table sizes and request counters.
 	Stats(context.Context, *StatsRequest) (*StatsResponse, error)
+	// PutState stores small named values beside the model (the reader
+	// positions of the batches applied so far); the client picks the shard of
+	// a key by its hash. An empty value deletes the key.
+	PutState(context.Context, *PutStateRequest) (*PutStateResponse, error)
+	// GetState returns the shard's state entries whose key has the prefix.
+	GetState(context.Context, *GetStateRequest) (*GetStateResponse, error)
 	mustEmbedUnimplementedAMSServer()
 }
 
@@ -174,6 +208,12 @@ func (UnimplementedAMSServer) PushDense(context.Context, *PushDenseRequest) (*Pu
 }
 func (UnimplementedAMSServer) Stats(context.Context, *StatsRequest) (*StatsResponse, error) {
 	return nil, status.Errorf(codes.Unimplemented, "method Stats not implemented")
+}
+func (UnimplementedAMSServer) PutState(context.Context, *PutStateRequest) (*PutStateResponse, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method PutState not implemented")
+}
+func (UnimplementedAMSServer) GetState(context.Context, *GetStateRequest) (*GetStateResponse, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method GetState not implemented")
 }
 func (UnimplementedAMSServer) mustEmbedUnimplementedAMSServer() {}
 func (UnimplementedAMSServer) testEmbeddedByValue()             {}
@@ -304,6 +344,42 @@ func _AMS_Stats_Handler(srv interface{}, ctx context.Context, dec func(interface
 	return interceptor(ctx, in, info, handler)
 }
 
+func _AMS_PutState_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(PutStateRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AMSServer).PutState(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: AMS_PutState_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AMSServer).PutState(ctx, req.(*PutStateRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _AMS_GetState_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(GetStateRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AMSServer).GetState(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: AMS_GetState_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AMSServer).GetState(ctx, req.(*GetStateRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // AMS_ServiceDesc is the grpc.ServiceDesc for AMS service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -334,6 +410,14 @@ var AMS_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "Stats",
 			Handler:    _AMS_Stats_Handler,
+		},
+		{
+			MethodName: "PutState",
+			Handler:    _AMS_PutState_Handler,
+		},
+		{
+			MethodName: "GetState",
+			Handler:    _AMS_GetState_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},

@@ -41,6 +41,25 @@ func FuzzService(f *testing.F) {
 		if err != nil && after.Pushes != before.Pushes {
 			t.Fatalf("a refused push was applied: %v", err)
 		}
+		// State: a refused put stores nothing; a stored value reads back.
+		_, err = v.PutState(ctx, &amspb.PutStateRequest{ClusterVersion: version,
+			Entries: []*amspb.StateEntry{{Key: table, Value: payload}, {Key: dense, Value: ids}}})
+		got, gerr := v.GetState(ctx, &amspb.GetStateRequest{ClusterVersion: 1})
+		if gerr != nil {
+			t.Fatal(gerr)
+		}
+		if err != nil && len(got.Entries) != 0 {
+			t.Fatalf("a refused put stored %d entries: %v", len(got.Entries), err)
+		}
+		if err == nil && table != dense && len(payload) > 0 {
+			found := false
+			for _, e := range got.Entries {
+				found = found || (e.Key == table && string(e.Value) == string(payload))
+			}
+			if !found {
+				t.Fatalf("stored state %q does not read back: %v", table, got.Entries)
+			}
+		}
 		_, _ = v.Declare(ctx, &amspb.DeclareRequest{ClusterVersion: version,
 			Tables: []*amspb.TableSpec{{Name: table, Dim: uint32(len(payload))}},
 			Dense:  []*amspb.DenseSpec{{Name: dense, Size: version, Lo: 0, Hi: uint64(len(payload) / 4), Init: payload}}})

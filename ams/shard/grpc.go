@@ -246,3 +246,26 @@ func (v *service) Stats(_ context.Context, req *amspb.StatsRequest) (*amspb.Stat
 	}
 	return resp, nil
 }
+
+func (v *service) PutState(_ context.Context, req *amspb.PutStateRequest) (*amspb.PutStateResponse, error) {
+	entries := make([]StateEntry, len(req.Entries))
+	for i, e := range req.Entries {
+		entries[i] = StateEntry{Key: e.Key, Value: e.Value}
+	}
+	if err := v.s.PutState(req.ClusterVersion, entries); err != nil {
+		return nil, toStatus(err)
+	}
+	return &amspb.PutStateResponse{}, nil
+}
+
+func (v *service) GetState(_ context.Context, req *amspb.GetStateRequest) (*amspb.GetStateResponse, error) {
+	entries, err := v.s.GetState(req.ClusterVersion, req.Prefix)
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	resp := &amspb.GetStateResponse{Entries: make([]*amspb.StateEntry, len(entries))}
+	for i, e := range entries {
+		resp.Entries[i] = &amspb.StateEntry{Key: e.Key, Value: e.Value}
+	}
+	return resp, nil
+}

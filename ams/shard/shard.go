@@ -83,6 +83,9 @@ type Shard struct {
 
 	declareMu sync.Mutex // serialises Declare; never taken by pull or push
 
+	stateMu sync.Mutex        // guards state; never taken by pull or push
+	state   map[string][]byte // PutState's entries
+
 	pulls, pushes, rowsPulled, rowsPushed atomic.Uint64
 
 	done    chan struct{}
