@@ -2,12 +2,17 @@ package reader
 
 import (
 	"bytes"
-	"errors"
 	"fmt"
 )
 
-// ErrMalformedMessage is wrapped by DecodeMessage's errors.
-var ErrMalformedMessage = errors.New("malformed message")
+// ErrMalformedMessage is wrapped by DecodeMessage's errors. It wraps
+// ErrMalformed, so errors.Is(err, ErrMalformed) holds for them too.
+var ErrMalformedMessage error = malformedMessage{}
+
+type malformedMessage struct{}
+
+func (malformedMessage) Error() string { return "malformed message" }
+func (malformedMessage) Unwrap() error { return ErrMalformed }
 
 // DecodeMessage decodes data, the payload of one message of a stream (a
 // Kafka record, say), as exactly one group with dec: one sample line of a

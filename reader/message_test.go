@@ -33,7 +33,7 @@ func TestDecodeMessage(t *testing.T) {
 			var g Group
 			err = DecodeMessage(dec, []byte(tc.data), &g)
 			if tc.err != "" {
-				if err == nil || !errors.Is(err, ErrMalformedMessage) || !strings.Contains(err.Error(), tc.err) {
+				if err == nil || !errors.Is(err, ErrMalformedMessage) || !errors.Is(err, ErrMalformed) || !strings.Contains(err.Error(), tc.err) {
 					t.Fatalf("error %v, want one wrapping ErrMalformedMessage with %q", err, tc.err)
 				}
 				return
