@@ -18,6 +18,11 @@ import (
 // ErrSourceClosed is returned by FileSource.Next after Close.
 var ErrSourceClosed = errors.New("reader: source is closed")
 
+// ErrIdle is returned by the Next of a streaming source that has had
+// nothing new for a while. It is not a failure: the caller may train on
+// what it holds (a partial batch) and call Next again.
+var ErrIdle = errors.New("reader: no new data for now")
+
 // ErrBadPosition is wrapped by the errors about a resume position that does
 // not fit the source's splits or files.
 var ErrBadPosition = errors.New("reader: bad position")

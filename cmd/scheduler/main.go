@@ -29,6 +29,9 @@
 //	                       byte ranges of about N bytes. Default 64 MiB.
 //	-format f              format of -train; xml files are never cut.
 //	                       Default libffm.
+//	-kafka brokers         with -topic: deal the topic's partitions to the
+//	-topic name            live workers (under /xps/<name>/partitions), anew
+//	                       whenever a worker joins or leaves. Default none.
 //
 // SIGINT or SIGTERM stops the scheduler gracefully: it leaves the cluster
 // (writing its left marker) and exits 0. It exits 1 if it cannot start or if
@@ -81,6 +84,8 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 		workers   = fs.Int("workers", 1, "number of workers sharing -train")
 		split     = fs.Int64("split-bytes", 64<<20, "cut files larger than a worker's share into byte ranges of about this size")
 		format    = fs.String("format", "libffm", "format of -train (xml files are never cut: they start with a header)")
+		kafka     = fs.String("kafka", "", "Kafka bootstrap brokers, comma-separated: deal -topic's partitions to the workers")
+		topic     = fs.String("topic", "", "Kafka topic whose partitions are dealt to the workers")
 	)
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -88,6 +93,9 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 	if *endpoints == "" {
 		fs.Usage()
 		return errors.New("-etcd is required")
+	}
+	if (*kafka == "") != (*topic == "") {
+		return errors.New("-kafka and -topic go together")
 	}
 	f, err := reader.ParseFormat(*format)
 	if err != nil {
@@ -114,6 +122,7 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 	s, err := scheduler.New(cli, scheduler.Options{
 		Prefix: prefix, ID: *id, Shards: *shards, Partitions: *parts, LeaseTTL: *ttl, Logger: log,
 		Train: xcli.SplitList(*train), Workers: *workers, SplitBytes: *split, Unsplittable: f == reader.XML,
+		KafkaBrokers: xcli.SplitList(*kafka), KafkaTopic: *topic,
 	})
 	if err != nil {
 		return err

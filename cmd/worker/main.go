@@ -21,6 +21,10 @@
 //	-train, -test   data: files, directories or globs, comma-separated; without
 //	                -train the built-in generated dataset is used
 //	-format         libffm, libfm, libsvm, group, xml or criteo (default from config: libffm)
+//	-kafka, -topic  train from a Kafka topic (bootstrap brokers, topic) instead of files;
+//	                positions are kept in the model; with -workers > 1 the scheduler
+//	                (-kafka, -topic) deals the partitions
+//	-streaming      true: never end, train on new messages as they come
 //	-on-error       stop or skip malformed lines (default from config: stop)
 //	-workers        number of workers W sharing the training data (default 1)
 //	-worker-index   this worker's index i in [0, W); with W > 1 and -train, the
@@ -119,6 +123,16 @@ func registerOverrides(fs *flag.FlagSet) map[string]*override {
 	}
 	add("format", "data format: libffm, libfm, libsvm, group, xml or criteo", func(c *config.Config, v string) error { c.Train.Format = v; return nil })
 	add("on-error", "malformed lines: stop or skip", func(c *config.Config, v string) error { c.Train.OnError = v; return nil })
+	add("kafka", "train from Kafka: bootstrap brokers, comma-separated (with -topic; see kafka in README.md)", func(c *config.Config, v string) error {
+		c.Kafka.Brokers = cli.SplitList(v)
+		return nil
+	})
+	add("topic", "Kafka topic to train from", func(c *config.Config, v string) error { c.Kafka.Topic = v; return nil })
+	add("streaming", "true: train on the Kafka topic forever, waiting for new messages (progressive validation)", func(c *config.Config, v string) error {
+		b, err := strconv.ParseBool(v)
+		c.Kafka.Streaming = b
+		return err
+	})
 	add("epochs", "training epochs", intField(func(c *config.Config) *int { return &c.Train.Epochs }))
 	add("batch-size", "mini-batch size", intField(func(c *config.Config) *int { return &c.Train.BatchSize }))
 	add("eval-every", "also evaluate every N batches", intField(func(c *config.Config) *int { return &c.Train.EvalEvery }))
@@ -214,8 +228,11 @@ func run(f flags, overrides map[string]*override) error {
 		flag.Usage()
 		return errors.New("give exactly one of -local and -etcd")
 	}
-	if f.test != "" && f.train == "" {
-		return errors.New("-test needs -train")
+	if f.test != "" && f.train == "" && !cfg.Kafka.Enabled() {
+		return errors.New("-test needs -train or -kafka")
+	}
+	if f.train != "" && cfg.Kafka.Enabled() {
+		return errors.New("give -train or -kafka, not both")
 	}
 	ctx, stop := cli.SignalContext()
 	defer stop()

@@ -25,7 +25,43 @@ type Config struct {
 	Model ModelConfig `yaml:"model"`
 	Train TrainConfig `yaml:"train"`
 	Data  DataConfig  `yaml:"data"`
+	Kafka KafkaConfig `yaml:"kafka"`
 }
+
+// KafkaConfig makes a job train from a Kafka topic instead of files (see
+// package reader/kafkasrc). Messages are in train.format, one sample group
+// each. Positions live in the model: after the batches' pushes are applied
+// the worker stores each partition's position on the AMS shards, and a
+// reader (re)opening a partition starts from there, so a job run again
+// over the same model resumes where it stopped. train.shuffle does not
+// apply: a topic is read in order, once (train.epochs must be 1).
+type KafkaConfig struct {
+	// Brokers are the bootstrap brokers. Setting them turns Kafka on.
+	//
+	// The default value is empty (train from files or generated data).
+	Brokers []string `yaml:"brokers"`
+	// Topic is the topic to train from. Required with brokers.
+	Topic string `yaml:"topic"`
+	// Streaming trains forever on new messages (progressive validation:
+	// every batch is scored before it is trained on, and the running AUC
+	// and logloss are reported). With false the job reads each partition
+	// up to the end offset it had when the reader opened, then ends.
+	//
+	// The default value is false.
+	Streaming bool `yaml:"streaming"`
+	// CommitEvery is how often the positions of the applied batches are
+	// stored in the model (and at the end and at every reassignment).
+	//
+	// The default value is 1s.
+	CommitEvery time.Duration `yaml:"commit_every"`
+	// MaxWait is how long one fetch waits for new messages.
+	//
+	// The default value is 200ms.
+	MaxWait time.Duration `yaml:"max_wait"`
+}
+
+// Enabled reports whether the job trains from Kafka.
+func (k *KafkaConfig) Enabled() bool { return len(k.Brokers) > 0 }
 
 // ModelConfig declares the model: sparse tables, fields, MLP.
 type ModelConfig struct {
@@ -262,6 +298,14 @@ func (c *Config) EnsureDefaults() {
 	if t.ProgressEvery == 0 {
 		t.ProgressEvery = 2 * time.Second
 	}
+	if k := &c.Kafka; k.Enabled() {
+		if k.CommitEvery == 0 {
+			k.CommitEvery = time.Second
+		}
+		if k.MaxWait == 0 {
+			k.MaxWait = 200 * time.Millisecond
+		}
+	}
 	d := &c.Data
 	setInt(&d.TrainSamples, 500000)
 	setInt(&d.TestSamples, 40000)
@@ -370,6 +414,19 @@ func (c *Config) Validate() error {
 	}
 	if t.ProgressEvery < 0 {
 		bad("train.progress_every %v is negative", t.ProgressEvery)
+	}
+	if k := &c.Kafka; k.Enabled() {
+		if k.Topic == "" {
+			bad("kafka.topic is required with kafka.brokers")
+		}
+		if t.Epochs != 1 {
+			bad("train.epochs %d with kafka: a topic is read once, from the positions in the model (use 1)", t.Epochs)
+		}
+		if k.CommitEvery < 0 || k.MaxWait < 0 {
+			bad("kafka.commit_every %v and kafka.max_wait %v must not be negative", k.CommitEvery, k.MaxWait)
+		}
+	} else if c.Kafka.Topic != "" || c.Kafka.Streaming {
+		bad("kafka.topic or kafka.streaming without kafka.brokers")
 	}
 	d := &c.Data
 	if d.TrainSamples <= 0 || d.TestSamples <= 0 {

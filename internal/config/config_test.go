@@ -125,3 +125,29 @@ func FuzzParse(f *testing.F) {
 		}
 	})
 }
+
+func TestKafkaConfig(t *testing.T) {
+	for _, tc := range []struct {
+		yaml string
+		err  string
+	}{
+		{"kafka: {brokers: [a:1], topic: ctr}\ntrain: {epochs: 1}", ""},
+		{"kafka: {brokers: [a:1]}", "kafka.topic is required"},
+		{"kafka: {brokers: [a:1], topic: t}\ntrain: {epochs: 2}", "read once"},
+		{"kafka: {topic: t}", "without kafka.brokers"},
+	} {
+		c, err := Parse([]byte(tc.yaml))
+		if tc.err == "" {
+			if err != nil {
+				t.Fatalf("%q: %v", tc.yaml, err)
+			}
+			if c.Kafka.CommitEvery != time.Second || c.Kafka.MaxWait != 200*time.Millisecond {
+				t.Fatalf("defaults not filled: %+v", c.Kafka)
+			}
+			continue
+		}
+		if err == nil || !strings.Contains(err.Error(), tc.err) {
+			t.Fatalf("%q: error %v, want %q", tc.yaml, err, tc.err)
+		}
+	}
+}

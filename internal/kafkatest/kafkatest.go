@@ -77,7 +77,9 @@ func (b *Broker) CreateTopic(ctx context.Context, name string, partitions int) e
 	if partitions < 1 {
 		return fmt.Errorf("kafkatest: topic %q: %d partitions", name, partitions)
 	}
-	cl := &kafka.Client{Addr: kafka.TCP(b.Addrs()...), Timeout: 10 * time.Second}
+	tr := &kafka.Transport{}
+	defer tr.CloseIdleConnections()
+	cl := &kafka.Client{Addr: kafka.TCP(b.Addrs()...), Timeout: 10 * time.Second, Transport: tr}
 	resp, err := cl.CreateTopics(ctx, &kafka.CreateTopicsRequest{Topics: []kafka.TopicConfig{
 		{Topic: name, NumPartitions: partitions, ReplicationFactor: 1}}})
 	if err != nil {

@@ -34,6 +34,10 @@ type Options struct {
 	LeaseTTL time.Duration
 	// Logger receives structured logs. The default value discards them.
 	Logger *slog.Logger
+	// KafkaBrokers and KafkaTopic make the scheduler deal the topic's
+	// partitions to the workers (scheduler.Options). Default: none.
+	KafkaBrokers []string
+	KafkaTopic   string
 }
 
 // Cluster is a running local cluster.
@@ -81,7 +85,7 @@ func Start(ctx context.Context, opts Options) (c *Cluster, err error) {
 		return nil, fmt.Errorf("local: %w", err)
 	}
 	if c.sched, err = scheduler.New(c.cli, scheduler.Options{Prefix: opts.Prefix, Shards: opts.Shards,
-		LeaseTTL: opts.LeaseTTL, Logger: opts.Logger}); err != nil {
+		LeaseTTL: opts.LeaseTTL, Logger: opts.Logger, KafkaBrokers: opts.KafkaBrokers, KafkaTopic: opts.KafkaTopic}); err != nil {
 		return nil, fmt.Errorf("local: %w", err)
 	}
 	for i := 0; i < opts.Shards; i++ {

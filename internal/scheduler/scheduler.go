@@ -15,6 +15,7 @@ import (
 	"github.com/xdlgo/xps/ams"
 	"github.com/xdlgo/xps/internal/cluster"
 	"github.com/xdlgo/xps/reader"
+	"github.com/xdlgo/xps/reader/kafkasrc"
 )
 
 // ErrLostRegistration is returned (wrapped) by Err when the scheduler's own
@@ -67,6 +68,12 @@ type Options struct {
 	// Unsplittable keeps files whole (formats with a file header, such as
 	// XMLRepository). The default value is false.
 	Unsplittable bool
+	// KafkaBrokers and KafkaTopic make the scheduler deal the topic's
+	// partitions to the live workers (cluster.DealPartitions), anew
+	// whenever a worker joins or leaves. The default value (empty) deals
+	// nothing.
+	KafkaBrokers []string
+	KafkaTopic   string
 }
 
 // EnsureDefaults fills zero fields with their default values.
@@ -162,6 +169,15 @@ type Scheduler struct {
 	left    map[string]bool    // left markers present, by "kind/id"
 	seq     uint64             // last event sequence number
 	pending *ams.ShardMap      // shard map not yet published
+	deal    partitionDeal      // Kafka partitions dealt to workers
+}
+
+// partitionDeal is the scheduler's view of the partition assignment.
+type partitionDeal struct {
+	partitions int      // of the topic; 0: no Kafka job
+	gen        int64    // generation last published
+	workers    []string // the live workers of that generation
+	dirty      bool     // the live workers changed and the deal is not yet published
 }
 
 // New validates opts, registers the scheduler as a member of kind
@@ -189,13 +205,20 @@ func New(cli *clientv3.Client, opts Options) (*Scheduler, error) {
 			return nil, err
 		}
 	}
+	var deal partitionDeal
+	if opts.KafkaTopic != "" {
+		if deal, err = startDeal(ctx, cli, opts); err != nil {
+			reg.Close()
+			return nil, err
+		}
+	}
 	// The run context ends on Close, or when cli is closed under us (then
 	// no etcd call can succeed and the lease is as good as lost).
 	runCtx, stop := context.WithCancelCause(context.Background())
 	s := &Scheduler{
 		cli: cli, opts: opts, reg: reg, cancel: stop, done: make(chan struct{}),
 		log:  opts.Logger.With("component", "scheduler", "prefix", opts.Prefix),
-		core: core, members: make(map[string]tracked), left: make(map[string]bool),
+		core: core, members: make(map[string]tracked), left: make(map[string]bool), deal: deal,
 	}
 	s.mu.state, s.mu.version = core.State(), core.Version()
 	stopAfter := context.AfterFunc(cli.Ctx(), func() {
@@ -323,6 +346,7 @@ func (s *Scheduler) sync(ctx context.Context) (int64, error) {
 		s.members[k] = live[k]
 		s.step(ctx, MemberJoined{Member: live[k].member})
 	}
+	s.dealPartitions(ctx)
 	return resp.Header.Revision, nil
 }
 
@@ -349,6 +373,7 @@ func (s *Scheduler) watch(ctx context.Context, rev int64, tick <-chan time.Time)
 		case now := <-tick:
 			s.step(ctx, Tick{Now: now})
 			s.publishPending(ctx)
+			s.dealPartitions(ctx)
 		case resp, ok := <-wch:
 			if !ok {
 				return errors.New("scheduler: watch channel closed")
@@ -359,6 +384,7 @@ func (s *Scheduler) watch(ctx context.Context, rev int64, tick <-chan time.Time)
 			for _, ev := range resp.Events {
 				s.apply(ctx, ev)
 			}
+			s.dealPartitions(ctx)
 		}
 	}
 }
@@ -506,4 +532,60 @@ func assign(ctx context.Context, cli *clientv3.Client, opts Options) error {
 		opts.Logger.Info("assigned training data", "worker", worker, "splits", len(splits))
 	}
 	return nil
+}
+
+// startDeal looks up the topic's partitions and the last published
+// generation, so that a restarted scheduler continues the numbering.
+func startDeal(ctx context.Context, cli *clientv3.Client, opts Options) (partitionDeal, error) {
+	offs, err := kafkasrc.PartitionOffsets(ctx, opts.KafkaBrokers, opts.KafkaTopic)
+	if err != nil {
+		return partitionDeal{}, fmt.Errorf("scheduler: %w", err)
+	}
+	d := partitionDeal{partitions: len(offs), dirty: true}
+	cur, ok, err := cluster.GetPartitionAssignment(ctx, cli, opts.Prefix)
+	if err != nil {
+		return d, fmt.Errorf("scheduler: %w", err)
+	}
+	if ok {
+		d.gen = cur.Generation
+	}
+	return d, nil
+}
+
+// dealPartitions publishes a new deal of the topic's partitions when the
+// live workers changed (or the last publication failed).
+func (s *Scheduler) dealPartitions(ctx context.Context) {
+	d := &s.deal
+	if d.partitions == 0 {
+		return
+	}
+	var live []string
+	for _, t := range s.members {
+		if t.member.Kind == cluster.KindWorker {
+			live = append(live, t.member.ID)
+		}
+	}
+	slices.Sort(live)
+	if !d.dirty && slices.Equal(live, d.workers) {
+		return
+	}
+	d.dirty = true
+	if len(live) == 0 {
+		d.workers, d.dirty = live, false // nothing to deal: keep the last deal
+		return
+	}
+	a := cluster.DealPartitions(d.gen+1, s.opts.KafkaTopic, d.partitions, live)
+	pctx, cancel := context.WithTimeout(ctx, opTimeout)
+	err := cluster.PutPartitionAssignment(pctx, s.cli, s.opts.Prefix, a)
+	cancel()
+	if err != nil {
+		if ctx.Err() == nil {
+			s.log.Warn("publishing partition assignment failed, will retry", "err", err)
+		}
+		return
+	}
+	d.gen, d.workers, d.dirty = a.Generation, live, false
+	s.log.Info("partitions dealt", "topic", a.Topic, "generation", a.Generation, "workers", live)
+	s.putEvent(ctx, cluster.Event{Type: "partitions", Version: uint64(a.Generation),
+		Detail: fmt.Sprintf("%d partitions of %s over %v", a.Partitions, a.Topic, live)})
 }

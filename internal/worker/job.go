@@ -68,7 +68,9 @@ type JobResult struct {
 	Data        string   `json:"data"`
 	BestAUC     *float64 `json:"best_auc,omitempty"`
 	LoadSeconds float64  `json:"load_seconds"`
-	WallSeconds float64  `json:"wall_seconds"`
+	// Stopped is set when a streaming job was stopped (it never ends by itself).
+	Stopped     bool    `json:"stopped,omitempty"`
+	WallSeconds float64 `json:"wall_seconds"`
 }
 
 // Data is a job's training and test data.
@@ -135,26 +137,8 @@ func LoadData(opts JobOptions, splits []reader.FileSplit) (Data, error) {
 		if err := peek(d.Train, &sh); err != nil {
 			return Data{}, err
 		}
-		if len(opts.Test) > 0 {
-			paths, err := reader.ExpandPaths(opts.Test)
-			if err != nil {
-				return Data{}, fmt.Errorf("worker: test data: %w", err)
-			}
-			ts := make([]reader.FileSplit, len(paths))
-			for i, p := range paths {
-				ts[i] = reader.FileSplit{Path: p}
-			}
-			src, err := open(ts)
-			if err != nil {
-				return Data{}, err
-			}
-			d.Test, err = readAll(src)
-			if err != nil {
-				return Data{}, fmt.Errorf("worker: test data: %w", err)
-			}
-			for _, g := range d.Test {
-				sh.add(g)
-			}
+		if d.Test, err = loadTest(opts.Test, format, policy, &sh); err != nil {
+			return Data{}, err
 		}
 		d.Shape, err = sh.shape(cfg, format == reader.SampleGroup)
 		return d, err
@@ -205,6 +189,33 @@ func LoadData(opts JobOptions, splits []reader.FileSplit) (Data, error) {
 		Test: test, Shape: shape, BestAUC: &bestAUC,
 		Desc: fmt.Sprintf("generated CTR data (%d fields, %d user fields, %d train samples, seed %d)",
 			dc.Fields, dc.UserFields, dc.TrainSamples, dc.Seed)}, nil
+}
+
+// loadTest reads the test files into memory and adds them to sh.
+func loadTest(patterns []string, format reader.Format, policy reader.ErrorPolicy, sh *shapeFinder) ([]*reader.Group, error) {
+	if len(patterns) == 0 {
+		return nil, nil
+	}
+	paths, err := reader.ExpandPaths(patterns)
+	if err != nil {
+		return nil, fmt.Errorf("worker: test data: %w", err)
+	}
+	ts := make([]reader.FileSplit, len(paths))
+	for i, p := range paths {
+		ts[i] = reader.FileSplit{Path: p}
+	}
+	src, err := reader.OpenFiles(ts, format, policy)
+	if err != nil {
+		return nil, err
+	}
+	test, err := readAll(src)
+	if err != nil {
+		return nil, fmt.Errorf("worker: test data: %w", err)
+	}
+	for _, g := range test {
+		sh.add(g)
+	}
+	return test, nil
 }
 
 // readAll reads a source to its end into memory and closes it.
@@ -387,16 +398,41 @@ func trainJob(ctx context.Context, opts JobOptions, reg *cluster.Registration, r
 		}
 	}
 	loadStart := time.Now()
-	data, err := LoadData(opts, splits)
-	if err != nil {
+	var data Data
+	var kj *kafkaJob
+	if opts.Config.Kafka.Enabled() {
+		if kj, err = newKafkaJob(opts, cl, name, say); err != nil {
+			return res, err
+		}
+		if err := kj.sync(ctx); err != nil {
+			return res, fmt.Errorf("worker: %w", err)
+		}
+		var sh shapeFinder
+		test, err := loadTest(opts.Test, kj.format, kj.policy, &sh)
+		if err != nil {
+			return res, err
+		}
+		if data, err = kj.data(ctx, &sh); err != nil {
+			return res, err
+		}
+		data.Test = test
+	} else if data, err = LoadData(opts, splits); err != nil {
 		return res, err
 	}
 	res.Data, res.BestAUC, res.LoadSeconds = data.Desc, data.BestAUC, time.Since(loadStart).Seconds()
 	say("training data: %s; %d test samples (prepared in %.1fs)", data.Desc, countSamples(data.Test), res.LoadSeconds)
 	topts := Options{Config: opts.Config, Shape: data.Shape, Train: data.Train, Test: data.Test,
 		Name: name, Progress: progress, Logger: opts.Logger}
+	if kj != nil {
+		topts.Commit, topts.CommitEvery, topts.Reopen = kj.commit, opts.Config.Kafka.CommitEvery, kj.sync
+	}
 	if opts.Count > 1 {
+		stopAcks := func() {}
+		defer func() { stopAcks() }()
 		topts.BeforeFinalEval = func(ctx context.Context) error {
+			if kj != nil { // reading is over: let later partition deals go on without us
+				stopAcks = kj.ackFromNowOn(ctx)
+			}
 			say("waiting for all %d workers to finish training before the final evaluation", opts.Count)
 			return reg.Barrier(ctx, "final-eval", opts.Count)
 		}
@@ -416,6 +452,12 @@ func trainJob(ctx context.Context, opts JobOptions, reg *cluster.Registration, r
 		res.Levels, opts.Config.Model.Hidden, res.DenseParams)
 	r, err := tr.Run(ctx)
 	res.Result = r
+	if kj != nil && opts.Config.Kafka.Streaming && ctx.Err() != nil && context.Cause(ctx) == context.Canceled {
+		// A streaming job ends when it is told to: positions are committed.
+		res.Stopped = true
+		say("stopped: %d samples trained, positions %v stored in the model", r.Samples, r.Positions)
+		return res, nil
+	}
 	return res, err
 }
 

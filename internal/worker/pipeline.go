@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -45,6 +46,42 @@ type run struct {
 	srcBytes atomic.Int64
 	srcLag   atomic.Int64
 	hasLag   bool
+	// stream is the progressive validation of the whole run.
+	stream *metrics.Stream
+	// positions holds the position after the last trained sample of each
+	// stream; lastCommit is when they were last committed.
+	positions  map[string]reader.Position
+	lastCommit time.Time
+	dirty      bool // positions changed since the last commit
+}
+
+// positionList returns the positions sorted by stream.
+func (r *run) positionList() []reader.Position {
+	out := make([]reader.Position, 0, len(r.positions))
+	for _, p := range r.positions {
+		out = append(out, p)
+	}
+	slices.SortFunc(out, func(a, b reader.Position) int { return strings.Compare(a.File, b.File) })
+	return out
+}
+
+// commit waits until every push has been applied, then hands the
+// positions to Options.Commit.
+func (r *run) commit(ctx context.Context) error {
+	t := r.t
+	r.lastCommit = time.Now()
+	if t.opts.Commit == nil || !r.dirty {
+		return nil
+	}
+	r.dirty = false
+	t.pushWG.Wait()
+	if err := t.takePushErr(); err != nil {
+		return err
+	}
+	if err := t.opts.Commit(ctx, r.positionList()); err != nil {
+		return fmt.Errorf("worker: commit reader positions: %w", err)
+	}
+	return nil
 }
 
 // noteSource records the source's progress after a Next (called by the
@@ -113,6 +150,16 @@ func (r *run) sequential(ctx context.Context, src reader.Source, builder *compre
 		if errors.Is(err, io.EOF) {
 			break
 		}
+		if errors.Is(err, reader.ErrIdle) { // a quiet stream: train on the partial batch
+			builder.Flush()
+			if err := drain(); err != nil {
+				return err
+			}
+			if err := r.commit(ctx); err != nil {
+				return err
+			}
+			continue
+		}
 		if err != nil {
 			return err
 		}
@@ -173,7 +220,9 @@ func (r *run) pipelined(parent context.Context, src reader.Source, builder *comp
 			}
 			err := src.Next(ctx, g)
 			r.noteSource(src)
-			if err != nil {
+			if errors.Is(err, reader.ErrIdle) {
+				g.Reset(0) // a group without levels: the batch stage flushes
+			} else if err != nil {
 				if !errors.Is(err, io.EOF) {
 					cancel(err)
 				}
@@ -208,7 +257,12 @@ func (r *run) pipelined(parent context.Context, src reader.Source, builder *comp
 					done = true
 				}
 			}
-			err := builder.Add(g)
+			var err error
+			if len(g.Levels) == 0 { // the source was idle: close the partial batch
+				builder.Flush()
+			} else {
+				err = builder.Add(g)
+			}
 			freeGroups <- g // capacity holds every group: never blocks
 			if err != nil {
 				cancel(fmt.Errorf("worker: %w", err))
@@ -246,13 +300,28 @@ func (r *run) pipelined(parent context.Context, src reader.Source, builder *comp
 		}
 	}()
 
+	var commitTick <-chan time.Time // commits positions while no batch comes
+	if t.opts.Commit != nil && t.opts.CommitEvery > 0 {
+		tk := time.NewTicker(t.opts.CommitEvery)
+		defer tk.Stop()
+		commitTick = tk.C
+	}
 	for {
 		start := time.Now()
 		var s *state
 		var ok bool
+	wait:
 		select {
 		case s, ok = <-ready:
 		case <-ctx.Done():
+		case <-commitTick:
+			if r.dirty && time.Since(r.lastCommit) >= t.opts.CommitEvery {
+				if err := r.commit(parent); err != nil {
+					cancel(err)
+					break
+				}
+			}
+			goto wait
 		}
 		r.res.FetchWaitSeconds += time.Since(start).Seconds()
 		if !ok {
@@ -296,6 +365,11 @@ func (r *run) train(ctx context.Context, s *state, wait bool, start time.Time) e
 		res.Nodes[k] += int64(b.Sparse.Nodes(k))
 	}
 	res.Position = b.End
+	for _, p := range b.Ends {
+		r.positions[p.File] = p
+	}
+	r.dirty = r.dirty || len(b.Ends) > 0
+	r.stream.Add(b.Labels[:b.N], s.probs[:b.N])
 	r.uniq += int64(b.Sparse.Unique())
 	r.lossSum += loss
 	r.lossN++
@@ -304,6 +378,11 @@ func (r *run) train(ctx context.Context, s *state, wait bool, start time.Time) e
 	cfg := t.cfg.Train
 	if t.opts.Progress != nil && time.Since(r.lastProgress) >= cfg.ProgressEvery {
 		r.progress()
+	}
+	if t.opts.Commit != nil && t.opts.CommitEvery > 0 && time.Since(r.lastCommit) >= t.opts.CommitEvery {
+		if err := r.commit(ctx); err != nil {
+			return err
+		}
 	}
 	if cfg.EvalEvery > 0 && res.Batches%int64(cfg.EvalEvery) == 0 {
 		if _, err := t.evalAndReport(ctx, res, fmt.Sprintf("batch %d", res.Batches)); err != nil {
@@ -324,6 +403,9 @@ func (r *run) progress() {
 		res.Batches, res.Samples, r.lossSum/float64(max(r.lossN, 1)))
 	if auc, ok := r.window.auc(); ok {
 		fmt.Fprintf(&b, " auc %.4f", auc)
+	}
+	if r.stream.N() > 0 {
+		fmt.Fprintf(&b, " (running auc %.4f logloss %.4f)", r.stream.AUC(), r.stream.LogLoss())
 	}
 	fmt.Fprintf(&b, " %.0f samples/s", float64(r.progSamples)/r.progDur.Seconds())
 	if len(res.Nodes) > 1 && res.Nodes[1] > 0 {

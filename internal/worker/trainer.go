@@ -72,7 +72,24 @@ type Options struct {
 	// waits there for the others, so that the final AUC is the whole
 	// model's). The default value is nil.
 	BeforeFinalEval func(ctx context.Context) error
+	// Commit, when set, stores the reader positions of the batches whose
+	// pushes have all been applied (one per stream, see Result.Positions):
+	// every CommitEvery while training, at the end of each epoch, and
+	// before a reopen. The default value is nil (positions are only
+	// reported).
+	Commit      func(ctx context.Context, positions []reader.Position) error
+	CommitEvery time.Duration
+	// Reopen, when set, runs when the epoch's source fails with an error
+	// wrapping ErrReopen (its partitions were reassigned), after every
+	// push has been applied and the positions committed; then the same
+	// epoch goes on with a source from Train. The default value (nil)
+	// makes ErrReopen fail the run like any other error.
+	Reopen func(ctx context.Context) error
 }
+
+// ErrReopen is wrapped by a source's error to make the trainer commit its
+// positions, run Options.Reopen and reopen the epoch's data.
+var ErrReopen = errors.New("worker: reopen the training data")
 
 // Eval is one evaluation on the test set.
 type Eval struct {
@@ -105,12 +122,25 @@ type Result struct {
 	// Position is the reader position right after the last sample trained
 	// on (the last batch of the last epoch).
 	Position reader.Position `json:"position"`
+	// Positions holds that position for every stream trained on (the
+	// partitions of a topic), sorted by stream.
+	Positions []reader.Position `json:"positions,omitempty"`
+	// Progressive is the progressive validation of the whole run: every
+	// training batch scored before it was trained on.
+	Progressive Progressive `json:"progressive"`
 	// FetchWaitSeconds is training time spent waiting for the next batch
 	// (reading, batching or pulling did not keep up); PushWaitSeconds
 	// waiting for a free push buffer (pushes in flight at the bound).
 	FetchWaitSeconds float64 `json:"fetch_wait_seconds"`
 	PushWaitSeconds  float64 `json:"push_wait_seconds"`
 	Evals            []Eval  `json:"evals"`
+}
+
+// Progressive is a running quality figure over training predictions.
+type Progressive struct {
+	Samples int64   `json:"samples"`
+	AUC     float64 `json:"auc"`
+	LogLoss float64 `json:"logloss"`
 }
 
 // Trainer trains one worker's share of the data against the AMS shards.
@@ -311,7 +341,8 @@ func grow[T any](b []T, n int) []T {
 // The final evaluation runs after every push has been applied.
 func (t *Trainer) Run(ctx context.Context) (res Result, err error) {
 	cfg := t.cfg.Train
-	r := &run{t: t, res: &res, lastProgress: time.Now(), window: newWindow()}
+	r := &run{t: t, res: &res, lastProgress: time.Now(), window: newWindow(), stream: metrics.NewStream(),
+		positions: map[string]reader.Position{}, lastCommit: time.Now()}
 	res.Nodes = make([]int64, t.layout.Levels())
 	defer func() {
 		t.pushWG.Wait() // join every push goroutine, whatever happened
@@ -319,9 +350,49 @@ func (t *Trainer) Run(ctx context.Context) (res Result, err error) {
 			err = t.takePushErr()
 		}
 	}()
+	defer func() { // the summary, also of a run stopped early
+		res.Seconds = r.trainDur.Seconds()
+		if res.Seconds > 0 {
+			res.SamplesPerSecond = float64(res.Samples) / res.Seconds
+		}
+		if r.lossN > 0 {
+			res.TrainLoss = r.lossSum / float64(r.lossN)
+		}
+		if res.Batches > 0 {
+			res.UniquePerBatch = float64(r.uniq) / float64(res.Batches)
+		}
+		res.PushWaitSeconds = t.pushWait.Seconds()
+		res.Positions = r.positionList()
+		res.Progressive = Progressive{Samples: r.stream.N(), AUC: r.stream.AUC(), LogLoss: r.stream.LogLoss()}
+	}()
 	for epoch := 1; epoch <= cfg.Epochs; epoch++ {
 		r.epoch, r.lossSum, r.lossN = epoch, 0, 0
-		if err := r.runEpoch(ctx); err != nil {
+		for {
+			err := r.runEpoch(ctx)
+			if err == nil {
+				break
+			}
+			if ctx.Err() != nil && t.opts.Commit != nil {
+				// Stopped: store what was trained on, with a little time of its own.
+				cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+				cerr := r.commit(cctx)
+				cancel()
+				return res, errors.Join(err, cerr)
+			}
+			if !errors.Is(err, ErrReopen) || t.opts.Reopen == nil {
+				return res, err
+			}
+			if err := r.commit(ctx); err != nil {
+				return res, err
+			}
+			if t.opts.Progress != nil {
+				fmt.Fprintf(t.opts.Progress, "%s: %v; positions committed, reopening\n", t.opts.Name, err)
+			}
+			if err := t.opts.Reopen(ctx); err != nil {
+				return res, err
+			}
+		}
+		if err := r.commit(ctx); err != nil {
 			return res, err
 		}
 		if epoch == cfg.Epochs {
@@ -340,17 +411,6 @@ func (t *Trainer) Run(ctx context.Context) (res Result, err error) {
 		}
 	}
 	res.Epochs = cfg.Epochs
-	res.Seconds = r.trainDur.Seconds()
-	if res.Seconds > 0 {
-		res.SamplesPerSecond = float64(res.Samples) / res.Seconds
-	}
-	if r.lossN > 0 {
-		res.TrainLoss = r.lossSum / float64(r.lossN)
-	}
-	if res.Batches > 0 {
-		res.UniquePerBatch = float64(r.uniq) / float64(res.Batches)
-	}
-	res.PushWaitSeconds = t.pushWait.Seconds()
 	if k := len(res.Evals); k > 0 {
 		last := res.Evals[k-1]
 		res.TestAUC, res.TestLogLoss, res.TestSamples = last.AUC, last.LogLoss, last.Samples

@@ -57,8 +57,10 @@ func ProduceFiles(ctx context.Context, paths []string, opts ProduceOptions) (Pro
 	if opts.Rate > 0 {
 		batch = max(1, min(batch, int(opts.Rate/20))) // at least 20 writes a second
 	}
+	tr := &kafka.Transport{}
+	defer tr.CloseIdleConnections()
 	w := &kafka.Writer{Addr: kafka.TCP(opts.Brokers...), Topic: opts.Topic, Balancer: &kafka.RoundRobin{},
-		BatchSize: batch, BatchBytes: 16 << 20, BatchTimeout: 2 * time.Millisecond, RequiredAcks: kafka.RequireAll}
+		BatchSize: batch, BatchBytes: 16 << 20, BatchTimeout: 2 * time.Millisecond, RequiredAcks: kafka.RequireAll, Transport: tr}
 	defer w.Close()
 	start, lastProgress := time.Now(), time.Now()
 	var pending []kafka.Message

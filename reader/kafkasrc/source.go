@@ -24,6 +24,9 @@ var ErrBadPosition = errors.New("kafkasrc: bad position")
 // ErrNoTopic is wrapped when the topic does not exist or has no partitions.
 var ErrNoTopic = errors.New("kafkasrc: no such topic")
 
+// ErrStopped is returned by Next once Options.Stop is closed.
+var ErrStopped = errors.New("kafkasrc: stopped")
+
 // Scheme prefixes stream names.
 const Scheme = "kafka://"
 
@@ -80,6 +83,14 @@ type Options struct {
 	MaxBytes int
 	// Dialer connects to the brokers. The default value is kafka-go's.
 	Dialer *kafka.Dialer
+	// Idle, when positive, makes a streaming Next return reader.ErrIdle
+	// after waiting that long for a message, so that the caller can train
+	// on a partial batch. The default value (0) waits without limit.
+	Idle time.Duration
+	// Stop, when closed, makes Next return ErrStopped (also while it
+	// waits), so that an owner can take the partitions away between two
+	// groups. The default value (nil) never stops.
+	Stop <-chan struct{}
 }
 
 // partition is the state of one partition. pos is written by Next's
@@ -115,7 +126,8 @@ type Source struct {
 	wg     sync.WaitGroup // the fetchers
 	closer chan struct{}  // bounded: closed when items is closed
 	closed bool
-	err    error // sticky: a fetch error or a malformed message under StopOnBad
+	idle   *time.Timer // Options.Idle's timer, reused
+	err    error       // sticky: a fetch error or a malformed message under StopOnBad
 }
 
 var _ reader.Source = (*Source)(nil)
@@ -259,9 +271,31 @@ func (s *Source) Next(ctx context.Context, g *reader.Group) error {
 		var it item
 		var ok bool
 		select {
+		case <-s.opts.Stop:
+			return ErrStopped
+		default:
+		}
+		select {
 		case it, ok = <-s.items:
-		case <-ctx.Done():
-			return ctx.Err()
+		default:
+			var idle <-chan time.Time
+			if s.opts.Idle > 0 && s.opts.Streaming {
+				if s.idle == nil {
+					s.idle = time.NewTimer(s.opts.Idle)
+				} else {
+					s.idle.Reset(s.opts.Idle)
+				}
+				idle = s.idle.C
+			}
+			select {
+			case it, ok = <-s.items:
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-s.opts.Stop:
+				return ErrStopped
+			case <-idle:
+				return reader.ErrIdle
+			}
 		}
 		if !ok {
 			return io.EOF
@@ -385,7 +419,9 @@ type Offsets struct {
 // PartitionOffsets returns the offsets of every partition of topic, ordered
 // by partition.
 func PartitionOffsets(ctx context.Context, brokers []string, topic string) ([]Offsets, error) {
-	cl := &kafka.Client{Addr: kafka.TCP(brokers...), Timeout: 10 * time.Second}
+	tr := &kafka.Transport{} // its own pool: no connections outlive the call
+	defer tr.CloseIdleConnections()
+	cl := &kafka.Client{Addr: kafka.TCP(brokers...), Timeout: 10 * time.Second, Transport: tr}
 	md, err := cl.Metadata(ctx, &kafka.MetadataRequest{Topics: []string{topic}})
 	if err != nil {
 		return nil, fmt.Errorf("kafkasrc: metadata of %q from %v: %w", topic, brokers, err)

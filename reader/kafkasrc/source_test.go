@@ -60,7 +60,8 @@ func groupMessages(n int, seed uint64) ([][]byte, ids) {
 func produce(t testing.TB, addrs []string, topic string, msgs [][]byte) {
 	t.Helper()
 	w := &kafka.Writer{Addr: kafka.TCP(addrs...), Topic: topic, Balancer: &kafka.RoundRobin{},
-		BatchTimeout: time.Millisecond, BatchSize: 500}
+		BatchTimeout: time.Millisecond, BatchSize: 500, Transport: &kafka.Transport{}}
+	defer w.Transport.(*kafka.Transport).CloseIdleConnections()
 	defer w.Close()
 	var km []kafka.Message
 	for _, m := range msgs {
