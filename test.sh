@@ -9,6 +9,12 @@
 # Tests that need ../shared/data skip with a message when it is absent.
 set -euo pipefail
 cd "$(dirname "$0")"
+# kcat (librdkafka) produces into the test Kafka broker in the interop test;
+# installed when missing and we may (root, as in CI), else that test skips.
+if ! command -v kcat >/dev/null && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+	echo "== apt-get install kcat (for the Kafka interop test)"
+	(apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq kcat) >/dev/null || echo "could not install kcat: its test will skip"
+fi
 echo "== go vet ./... (default and purego builds)"
 go vet ./...
 go vet -tags purego ./...
