@@ -21,6 +21,10 @@ import (
 	"github.com/xdlgo/xps/reader"
 )
 
+// ErrLeaseLost is the cause of a job's end when its etcd lease was lost
+// (the cluster declared the worker dead).
+var ErrLeaseLost = errors.New("worker: lost its etcd lease")
+
 // JobOptions configure a whole worker job: data, cluster, training.
 type JobOptions struct {
 	// Config is the job's configuration (defaults filled, validated).
@@ -355,7 +359,7 @@ func RunJob(ctx context.Context, opts JobOptions) (JobResult, error) {
 		defer lostWG.Done()
 		select {
 		case <-reg.Lost():
-			cancel(fmt.Errorf("worker: %s lost its etcd lease", name))
+			cancel(fmt.Errorf("%w (%s)", ErrLeaseLost, name))
 		case <-ctx.Done():
 		}
 	}()
@@ -452,7 +456,7 @@ func trainJob(ctx context.Context, opts JobOptions, reg *cluster.Registration, r
 		res.Levels, opts.Config.Model.Hidden, res.DenseParams)
 	r, err := tr.Run(ctx)
 	res.Result = r
-	if kj != nil && opts.Config.Kafka.Streaming && ctx.Err() != nil && context.Cause(ctx) == context.Canceled {
+	if kj != nil && opts.Config.Kafka.Streaming && errors.Is(ctx.Err(), context.Canceled) && !errors.Is(context.Cause(ctx), ErrLeaseLost) {
 		// A streaming job ends when it is told to: positions are committed.
 		res.Stopped = true
 		say("stopped: %d samples trained, positions %v stored in the model", r.Samples, r.Positions)
