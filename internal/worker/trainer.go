@@ -123,7 +123,7 @@ type Result struct {
 	// on (the last batch of the last epoch).
 	Position reader.Position `json:"position"`
 	// Positions holds that position for every stream trained on (the
-	// partitions of a topic), sorted by stream.
+	// partitions of a topic) since the last reopen, sorted by stream.
 	Positions []reader.Position `json:"positions,omitempty"`
 	// Progressive is the progressive validation of the whole run: every
 	// training batch scored before it was trained on.
@@ -385,6 +385,8 @@ func (t *Trainer) Run(ctx context.Context) (res Result, err error) {
 			if err := r.commit(ctx); err != nil {
 				return res, err
 			}
+			// The streams may go to other readers now: never store them again.
+			clear(r.positions)
 			if t.opts.Progress != nil {
 				fmt.Fprintf(t.opts.Progress, "%s: %v; positions committed, reopening\n", t.opts.Name, err)
 			}
