@@ -10,6 +10,8 @@ import (
 	"math/bits"
 	"slices"
 	"strconv"
+
+	"github.com/xdlgo/xps/internal/hashmix"
 )
 
 // ErrBadConfig is wrapped by Config.Validate's errors.
@@ -234,30 +236,30 @@ func (g *Generator) Sample(stream, i uint64, s *Sample) {
 	r := newRNG(c.Seed, stream, i)
 	// Labels.
 	n := c.MinLabels
-	for u := r.float64(); n < c.MaxLabels && u > g.countCDF[n-c.MinLabels]; n++ {
+	for u := r.Float64(); n < c.MaxLabels && u > g.countCDF[n-c.MinLabels]; n++ {
 	}
 	s.Labels, s.ranks = s.Labels[:0], s.ranks[:0]
-	first := g.labelLaw.rank(r.float64())
+	first := g.labelLaw.rank(r.Float64())
 	s.addLabel(g, first)
 	for tries := 0; len(s.Labels) < n && tries < 100*n; tries++ {
 		var rank int
-		if r.float64() < c.Related {
+		if r.Float64() < c.Related {
 			base := first - first%c.ClusterSize
-			rank = base + r.intn(min(c.ClusterSize, c.Labels-base))
+			rank = base + r.IntN(min(c.ClusterSize, c.Labels-base))
 		} else {
-			rank = g.labelLaw.rank(r.float64())
+			rank = g.labelLaw.rank(r.Float64())
 		}
 		s.addLabel(g, rank)
 	}
 	// Features.
-	t := g.lo + r.intn(g.hi-g.lo+1)
+	t := g.lo + r.IntN(g.hi-g.lo+1)
 	signal := int(math.Round(float64(t) * (1 - c.Noise)))
 	s.set.reset(4 * t)
 	s.draws = s.draws[:0]
 	distinct := 0
 	for tries := 0; distinct < signal && tries < 4*signal+16; tries++ {
-		k := r.intn(len(s.ranks))
-		u := r.float64()
+		k := r.IntN(len(s.ranks))
+		u := r.Float64()
 		j := int(float64(c.PrototypeSize) * u * u)
 		rank := g.protoFeature(int(s.ranks[k]), j)
 		if s.addDraw(g, rank) {
@@ -265,7 +267,7 @@ func (g *Generator) Sample(stream, i uint64, s *Sample) {
 		}
 	}
 	for tries := 0; distinct < t && tries < 8*t+16; tries++ {
-		if s.addDraw(g, g.noiseLaw.rank(r.float64())) {
+		if s.addDraw(g, g.noiseLaw.rank(r.Float64())) {
 			distinct++
 		}
 	}
@@ -518,31 +520,8 @@ func (s *idSet) add(id int32) bool {
 }
 
 // rng is a splitmix64 stream.
-type rng struct{ s uint64 }
+type rng = hashmix.Stream
 
-func newRNG(seed, a, b uint64) rng { return rng{s: hash3(seed, a, b)} }
+func newRNG(seed, a, b uint64) rng { return hashmix.NewStream(seed, a, b) }
 
-func (r *rng) next() uint64 {
-	r.s += 0x9e3779b97f4a7c15
-	return mix64(r.s)
-}
-
-func (r *rng) intn(n int) int {
-	hi, _ := bits.Mul64(r.next(), uint64(n))
-	return int(hi)
-}
-
-func (r *rng) float64() float64 { return float64(r.next()>>11) / (1 << 53) }
-
-func mix64(x uint64) uint64 {
-	x ^= x >> 30
-	x *= 0xbf58476d1ce4e5b9
-	x ^= x >> 27
-	x *= 0x94d049bb133111eb
-	x ^= x >> 31
-	return x
-}
-
-func hash3(a, b, c uint64) uint64 {
-	return mix64(a ^ mix64(b+0x9e3779b97f4a7c15) ^ mix64(c+0x3c6ef372fe94f82b))
-}
+func hash3(a, b, c uint64) uint64 { return hashmix.Hash3(a, b, c) }

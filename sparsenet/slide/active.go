@@ -93,7 +93,7 @@ func (s *selector) selectActive(t *Tables, q query, r *rng, dst, missed []int32)
 	default:
 		c := s.cand
 		for j := 0; j < need; j++ {
-			k := j + r.intn(len(c)-j)
+			k := j + r.IntN(len(c)-j)
 			c[j], c[k] = c[k], c[j]
 		}
 		dst = append(dst, c[:need]...)
@@ -141,7 +141,7 @@ func (s *selector) byCount(dst []int32, need int, r *rng) []int32 {
 	rest := need - above
 	c := s.tie
 	for j := 0; j < rest; j++ {
-		k := j + r.intn(len(c)-j)
+		k := j + r.IntN(len(c)-j)
 		c[j], c[k] = c[k], c[j]
 	}
 	return append(dst, c[:rest]...)
@@ -161,7 +161,7 @@ func (s *selector) fill(dst []int32, target int, candMark, labelMark uint32, r *
 	}
 	if 2*target <= s.d {
 		for len(dst) < target {
-			id := int32(r.intn(s.d))
+			id := int32(r.IntN(s.d))
 			if m := s.stamp[id]; m != fillMark && m != labelMark {
 				s.stamp[id] = fillMark
 				dst = append(dst, id)
@@ -172,7 +172,7 @@ func (s *selector) fill(dst []int32, target int, candMark, labelMark uint32, r *
 	// Dense target: a scan from a random start, skipping members, with
 	// every remaining neuron kept with the probability that leaves the
 	// expected count right; a final pass tops up the rounding.
-	start := r.intn(s.d)
+	start := r.IntN(s.d)
 	for pass := 0; pass < 2 && len(dst) < target; pass++ {
 		free := s.d - len(dst)
 		for j := 0; j < s.d && len(dst) < target; j++ {
@@ -180,7 +180,7 @@ func (s *selector) fill(dst []int32, target int, candMark, labelMark uint32, r *
 			if m := s.stamp[id]; m == fillMark || m == labelMark {
 				continue
 			}
-			if pass == 0 && r.intn(free) >= target-len(dst) {
+			if pass == 0 && r.IntN(free) >= target-len(dst) {
 				free--
 				continue
 			}

@@ -17,12 +17,12 @@ func activeFixture(t *testing.T, d, k, l, r int) (*Tables, []uint32) {
 	codes := make([]uint32, l)
 	for id := int32(0); id < int32(d); id++ {
 		for i := range codes {
-			codes[i] = uint32(g.intn(1 << k))
+			codes[i] = uint32(g.IntN(1 << k))
 		}
 		tb.Insert(id, codes)
 	}
 	for i := range codes {
-		codes[i] = uint32(g.intn(1 << k))
+		codes[i] = uint32(g.IntN(1 << k))
 	}
 	return tb, codes
 }

@@ -15,8 +15,8 @@ func benchBatch(n, din, d int, seed uint64) ([]float32, [][]int32) {
 	}
 	labels := make([][]int32, n)
 	for i := range labels {
-		for j := 0; j <= r.intn(5); j++ {
-			labels[i] = append(labels[i], int32(r.intn(d)))
+		for j := 0; j <= r.IntN(5); j++ {
+			labels[i] = append(labels[i], int32(r.IntN(d)))
 		}
 	}
 	return x, labels

@@ -139,12 +139,12 @@ func NewSimHash(dim, k, l int, density float64, seed uint64) (*SimHash, error) {
 		// Partial Fisher-Yates: the first sam entries of perm become a
 		// uniform sample without replacement.
 		for j := 0; j < sam; j++ {
-			i := j + r.intn(dim-j)
+			i := j + r.IntN(dim-j)
 			perm[j], perm[i] = perm[i], perm[j]
 		}
 		copy(s.idx[h*sam:(h+1)*sam], perm[:sam])
 		for j := h * sam; j < (h+1)*sam; j++ {
-			s.sgn[j] = float32(int(r.next()>>63)*2 - 1)
+			s.sgn[j] = float32(int(r.Next()>>63)*2 - 1)
 		}
 	}
 	if nh*dim <= maxDenseProj {

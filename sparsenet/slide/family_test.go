@@ -155,7 +155,7 @@ func TestDWTADensification(t *testing.T) {
 	sparse := func(r *rng, nnz int) []float32 {
 		v := make([]float32, dim)
 		for j := 0; j < nnz; j++ {
-			v[r.intn(dim)] = float32(1 + r.float64())
+			v[r.IntN(dim)] = float32(1 + r.Float64())
 		}
 		return v
 	}

@@ -396,7 +396,7 @@ func TestHogwildDeterministic(t *testing.T) {
 				x[i] = float32(r.normal())
 			}
 			for i := range labels {
-				labels[i] = []int32{int32(r.intn(500)), int32(r.intn(20))}
+				labels[i] = []int32{int32(r.IntN(500)), int32(r.IntN(20))}
 			}
 			if _, err := l.TrainBatch(x, n, labels, dx); err != nil {
 				t.Fatal(err)

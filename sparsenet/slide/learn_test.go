@@ -46,14 +46,14 @@ func newSynth(d, din int, seed uint64) *synth {
 }
 
 func (s *synth) label(r *rng) int32 {
-	return int32(sort.SearchFloat64s(s.cdf, r.float64()))
+	return int32(sort.SearchFloat64s(s.cdf, r.Float64()))
 }
 
 // fill draws n samples into x and labels.
 func (s *synth) fill(r *rng, n int, x []float32, labels [][]int32) {
 	din := s.din
 	for i := 0; i < n; i++ {
-		nl := 1 + r.intn(3)
+		nl := 1 + r.IntN(3)
 		ls := labels[i][:0]
 		for len(ls) < nl {
 			if l := s.label(r); !containsID(ls, l) {
@@ -149,7 +149,7 @@ func TestLearnSynthetic(t *testing.T) {
 	r := newRNG(2, 2, 2)
 	var hits int
 	for i := 0; i < 20000; i++ {
-		nl := 1 + r.intn(3)
+		nl := 1 + r.IntN(3)
 		for j := 0; j < nl; j++ {
 			if s.label(&r) == 0 {
 				hits++

@@ -94,7 +94,7 @@ func TestMaintainKeepsTablesFresh(t *testing.T) {
 			x[i] = float32(r.normal())
 		}
 		for i := range labels {
-			labels[i] = []int32{int32(r.intn(d))}
+			labels[i] = []int32{int32(r.IntN(d))}
 		}
 		if _, err := l.TrainBatch(x, 16, labels, nil); err != nil {
 			t.Fatal(err)

@@ -51,17 +51,17 @@ func TestTablesRandomOps(t *testing.T) {
 	g := newRNG(1, 2, 3)
 	codes := make([]uint32, l)
 	for step := 0; step < 5000; step++ {
-		id := int32(g.intn(d))
-		switch op := g.intn(10); {
+		id := int32(g.IntN(d))
+		switch op := g.IntN(10); {
 		case op < 6:
 			for i := range codes {
-				codes[i] = uint32(g.intn(1 << k))
+				codes[i] = uint32(g.IntN(1 << k))
 			}
 			tb.Insert(id, codes)
 		case op < 8:
-			tb.RemoveTable(g.intn(l), id)
+			tb.RemoveTable(g.IntN(l), id)
 		case op < 9:
-			tl, c := g.intn(l), uint32(g.intn(1<<k))
+			tl, c := g.IntN(l), uint32(g.IntN(1<<k))
 			tb.ForceTable(tl, id, c)
 			if !slices.Contains(tb.Bucket(tl, c), id) {
 				t.Fatalf("forced neuron %d not stored", id)
@@ -149,7 +149,7 @@ func TestTablesDeterministic(t *testing.T) {
 		codes := make([]uint32, 3)
 		for id := int32(0); id < 1000; id++ {
 			for i := range codes {
-				codes[i] = uint32(g.intn(16))
+				codes[i] = uint32(g.IntN(16))
 			}
 			tb.Insert(id, codes)
 		}
