@@ -330,6 +330,15 @@ type SourceStats struct {
 	Errors []error `json:"-"`
 }
 
+// AddSkipped counts a skipped malformed group and keeps its error among
+// the first few.
+func (s *SourceStats) AddSkipped(err error) {
+	s.Skipped++
+	if len(s.Errors) < maxStatErrors {
+		s.Errors = append(s.Errors, err)
+	}
+}
+
 // Decoder turns the lines of one text format into groups. A Source feeds it
 // the lines of each file in order, without the line ending, skipping lines
 // that are empty, hold only blanks, or whose first non-blank byte is '#'.

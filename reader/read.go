@@ -14,7 +14,7 @@ import (
 // line is malformed (and handled by the ErrorPolicy).
 const MaxLineBytes = 16 << 20
 
-// maxStatErrors is how many line errors ReadStats keeps.
+// maxStatErrors is how many line errors ReadStats and SourceStats keep.
 const maxStatErrors = 10
 
 // readBufferSize is the size of Read's bufio.Reader.

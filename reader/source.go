@@ -573,12 +573,7 @@ func (s *FileSource) readGroup(g *Group) (bool, error) {
 	return false, nil
 }
 
-func (s *FileSource) skipped(le *LineError) {
-	s.stats.Skipped++
-	if len(s.stats.Errors) < maxStatErrors {
-		s.stats.Errors = append(s.stats.Errors, le)
-	}
-}
+func (s *FileSource) skipped(le *LineError) { s.stats.AddSkipped(le) }
 
 // lineErr turns a Decoder's error about the line at off into a *LineError.
 func (s *FileSource) lineErr(err error, off, lineNo int64) *LineError {

@@ -149,7 +149,11 @@ func WaitPartitionAcks(ctx context.Context, cli *clientv3.Client, prefix string,
 				}
 			}
 		}
-		if len(acked) == len(a.Workers) && !slices.Contains(mapValues(acked), false) {
+		all := true
+		for w := range a.Workers {
+			all = all && acked[w]
+		}
+		if all {
 			return nil
 		}
 		// Wait for the next change under the prefix.
@@ -164,12 +168,4 @@ func WaitPartitionAcks(ctx context.Context, cli *clientv3.Client, prefix string,
 			return fmt.Errorf("cluster: wait for partition acks: %w", ctx.Err())
 		}
 	}
-}
-
-func mapValues(m map[string]bool) []bool {
-	out := make([]bool, 0, len(m))
-	for _, v := range m {
-		out = append(out, v)
-	}
-	return out
 }

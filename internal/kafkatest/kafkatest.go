@@ -114,3 +114,21 @@ func ParseTopics(s string) (map[string]int, error) {
 	}
 	return out, nil
 }
+
+// Produce writes msgs (record values) into topic, spread round-robin over
+// its partitions, and waits until the broker has them all.
+func Produce(ctx context.Context, addrs []string, topic string, msgs [][]byte) error {
+	tr := &kafka.Transport{} // its own pool: no connections outlive the call
+	defer tr.CloseIdleConnections()
+	w := &kafka.Writer{Addr: kafka.TCP(addrs...), Topic: topic, Balancer: &kafka.RoundRobin{},
+		BatchTimeout: time.Millisecond, BatchSize: 1000, Transport: tr}
+	defer w.Close()
+	km := make([]kafka.Message, len(msgs))
+	for i, m := range msgs {
+		km[i] = kafka.Message{Value: m}
+	}
+	if err := w.WriteMessages(ctx, km...); err != nil {
+		return fmt.Errorf("kafkatest: produce to %q: %w", topic, err)
+	}
+	return nil
+}

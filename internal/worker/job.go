@@ -103,11 +103,7 @@ func LoadData(opts JobOptions, splits []reader.FileSplit) (Data, error) {
 	count := max(opts.Count, 1)
 	var sh shapeFinder
 	if len(opts.Train) > 0 {
-		format, err := reader.ParseFormat(cfg.Train.Format)
-		if err != nil {
-			return Data{}, err
-		}
-		policy, err := reader.ParseErrorPolicy(cfg.Train.OnError)
+		format, policy, err := inputFormat(cfg)
 		if err != nil {
 			return Data{}, err
 		}
@@ -193,6 +189,16 @@ func LoadData(opts JobOptions, splits []reader.FileSplit) (Data, error) {
 		Test: test, Shape: shape, BestAUC: &bestAUC,
 		Desc: fmt.Sprintf("generated CTR data (%d fields, %d user fields, %d train samples, seed %d)",
 			dc.Fields, dc.UserFields, dc.TrainSamples, dc.Seed)}, nil
+}
+
+// inputFormat returns the format and malformed-input policy of cfg.Train.
+func inputFormat(cfg config.Config) (reader.Format, reader.ErrorPolicy, error) {
+	format, err := reader.ParseFormat(cfg.Train.Format)
+	if err != nil {
+		return 0, 0, err
+	}
+	policy, err := reader.ParseErrorPolicy(cfg.Train.OnError)
+	return format, policy, err
 }
 
 // loadTest reads the test files into memory and adds them to sh.

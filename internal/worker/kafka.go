@@ -33,11 +33,7 @@ type kafkaJob struct {
 }
 
 func newKafkaJob(opts JobOptions, cl *client.Client, name string, say func(string, ...any)) (*kafkaJob, error) {
-	format, err := reader.ParseFormat(opts.Config.Train.Format)
-	if err != nil {
-		return nil, err
-	}
-	policy, err := reader.ParseErrorPolicy(opts.Config.Train.OnError)
+	format, policy, err := inputFormat(opts.Config)
 	if err != nil {
 		return nil, err
 	}

@@ -9,8 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/segmentio/kafka-go"
-
 	"github.com/xdlgo/xps/ams"
 	"github.com/xdlgo/xps/ams/client"
 	"github.com/xdlgo/xps/internal/cluster"
@@ -42,15 +40,7 @@ func ctrMessages(n int, seed uint64) [][]byte {
 
 func produceMessages(t testing.TB, addrs []string, topic string, msgs [][]byte) {
 	t.Helper()
-	w := &kafka.Writer{Addr: kafka.TCP(addrs...), Topic: topic, Balancer: &kafka.RoundRobin{},
-		BatchTimeout: time.Millisecond, BatchSize: 1000, Transport: &kafka.Transport{}}
-	defer w.Transport.(*kafka.Transport).CloseIdleConnections()
-	defer w.Close()
-	km := make([]kafka.Message, len(msgs))
-	for i, m := range msgs {
-		km[i] = kafka.Message{Value: m}
-	}
-	if err := w.WriteMessages(context.Background(), km...); err != nil {
+	if err := kafkatest.Produce(context.Background(), addrs, topic, msgs); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -321,10 +321,7 @@ func (s *Source) Next(ctx context.Context, g *reader.Group) error {
 				s.err = err
 				return err
 			}
-			s.stats.Skipped++
-			if len(s.stats.Errors) < 10 {
-				s.stats.Errors = append(s.stats.Errors, err)
-			}
+			s.stats.AddSkipped(err)
 			continue
 		}
 		if idx >= g.NumSamples() {

@@ -16,8 +16,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/segmentio/kafka-go"
-
 	"github.com/xdlgo/xps/internal/kafkatest"
 	"github.com/xdlgo/xps/reader"
 	"github.com/xdlgo/xps/reader/kafkasrc"
@@ -59,15 +57,7 @@ func groupMessages(n int, seed uint64) ([][]byte, ids) {
 // produce writes msgs round-robin over the topic's partitions.
 func produce(t testing.TB, addrs []string, topic string, msgs [][]byte) {
 	t.Helper()
-	w := &kafka.Writer{Addr: kafka.TCP(addrs...), Topic: topic, Balancer: &kafka.RoundRobin{},
-		BatchTimeout: time.Millisecond, BatchSize: 500, Transport: &kafka.Transport{}}
-	defer w.Transport.(*kafka.Transport).CloseIdleConnections()
-	defer w.Close()
-	var km []kafka.Message
-	for _, m := range msgs {
-		km = append(km, kafka.Message{Value: m})
-	}
-	if err := w.WriteMessages(context.Background(), km...); err != nil {
+	if err := kafkatest.Produce(context.Background(), addrs, topic, msgs); err != nil {
 		t.Fatal(err)
 	}
 }
