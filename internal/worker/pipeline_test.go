@@ -187,8 +187,8 @@ func TestRunCancelJoinsEveryGoroutine(t *testing.T) {
 		t.Run(m.name, func(t *testing.T) {
 			baseline := warmBaseline(t, cl, groups)
 			cfg := pipelineConfig(m.pipeline)
-			cfg.Train.Epochs = 100000 // far more than the test lets it train
-			cfg.Train.ProgressEvery = time.Millisecond
+			cfg.Train.Epochs = 100000                 // far more than the test lets it train
+			cfg.Train.ProgressEvery = time.Nanosecond // a line after every batch: gates wait on the first
 			progress := newFirstWrite()
 			tr := newTrainer(t, cl, Options{Config: cfg, Shape: genShape, Train: memOpen(groups, true), Progress: progress})
 			ctx, cancel := context.WithCancel(context.Background())
@@ -471,7 +471,7 @@ func TestRunPositionIsLastTrainedSample(t *testing.T) {
 		})
 		t.Run(m.name+"-failed", func(t *testing.T) {
 			cfg := pipelineConfig(m.pipeline)
-			cfg.Train.ProgressEvery = time.Millisecond
+			cfg.Train.ProgressEvery = time.Nanosecond // a line after every batch: gates wait on the first
 			bad := fmt.Errorf("%w: test", reader.ErrMalformed)
 			// The source fails once a batch has been trained, so that the
 			// pipeline too trains some before it stops.
