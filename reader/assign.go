@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"container/heap"
 	"fmt"
-	"os"
 	"slices"
 )
 
@@ -14,12 +13,18 @@ type FileInfo struct {
 	Size int64  `json:"size"`
 }
 
-// StatFiles returns the sizes of the files at paths, in the same order. A
-// path that cannot be stat'ed or is not a regular file is an error.
-func StatFiles(paths []string) ([]FileInfo, error) {
+// StatFiles returns the sizes of the local files at paths: StatFilesFS on
+// LocalFS.
+func StatFiles(paths []string) ([]FileInfo, error) { return StatFilesFS(nil, paths) }
+
+// StatFilesFS returns the sizes of the files of fsys (LocalFS when nil) at
+// paths, in the same order. A path that cannot be stat'ed or is not a
+// regular file is an error.
+func StatFilesFS(fsys FS, paths []string) ([]FileInfo, error) {
+	fsys = orLocal(fsys)
 	out := make([]FileInfo, 0, len(paths))
 	for _, p := range paths {
-		fi, err := os.Stat(p)
+		fi, err := fsys.Stat(p)
 		if err != nil {
 			return nil, fmt.Errorf("reader: %w", err)
 		}

@@ -6,14 +6,21 @@ import (
 	"io"
 )
 
-// OpenFiles returns a FileSource over splits with a new Decoder for format
-// f and the given error policy, starting at the beginning.
+// OpenFiles returns a FileSource over splits of local files: OpenFilesFS
+// on LocalFS.
 func OpenFiles(splits []FileSplit, f Format, onError ErrorPolicy) (*FileSource, error) {
+	return OpenFilesFS(nil, splits, f, onError)
+}
+
+// OpenFilesFS returns a FileSource over splits of files of fsys (LocalFS
+// when nil) with a new Decoder for format f and the given error policy,
+// starting at the beginning.
+func OpenFilesFS(fsys FS, splits []FileSplit, f Format, onError ErrorPolicy) (*FileSource, error) {
 	dec, err := NewDecoder(f)
 	if err != nil {
 		return nil, err
 	}
-	return NewFileSource(splits, FileSourceOptions{Decoder: dec, OnError: onError})
+	return NewFileSource(splits, FileSourceOptions{Decoder: dec, OnError: onError, FS: fsys})
 }
 
 // ReadAll reads src to its end and returns a copy of every group. It does

@@ -8,8 +8,6 @@ import (
 	"io"
 	"io/fs"
 	"math"
-	"os"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -57,17 +55,22 @@ type FileSourceOptions struct {
 	// Start is where to resume reading (see "Resuming" above). The default
 	// value, the zero Position, is the beginning of the first split.
 	Start Position
+	// FS is the file system the splits' paths name. The default value
+	// (nil) is LocalFS.
+	FS FS
 }
 
-// FileSource is a Source over splits of local files. It is not safe for
-// concurrent use.
+// FileSource is a Source over splits of files, local or on another FS. It
+// is not safe for concurrent use.
 type FileSource struct {
 	splits []FileSplit
 	dec    Decoder
 	policy ErrorPolicy
 
-	si     int      // index of the current split; len(splits) when done
-	f      *os.File // the open file of splits[si], or nil
+	fsys   FS
+	si     int    // index of the current split; len(splits) when done
+	f      File   // the open file of splits[si], or nil
+	name   string // the path of f
 	lr     lineReader
 	off    int64 // file offset of the next byte lr returns
 	end    int64 // End of splits[si], math.MaxInt64 for "to the end"
@@ -111,7 +114,7 @@ func NewFileSource(splits []FileSplit, opts FileSourceOptions) (*FileSource, err
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
-	s := &FileSource{splits: slices.Clone(splits), dec: opts.Decoder, policy: opts.OnError}
+	s := &FileSource{splits: slices.Clone(splits), dec: opts.Decoder, policy: opts.OnError, fsys: orLocal(opts.FS)}
 	if len(splits) > 0 {
 		s.pos = Position{File: splits[0].Path, Offset: splits[0].Start}
 	}
@@ -319,11 +322,11 @@ func (s *FileSource) endSplit() error {
 // open opens the file of the current split.
 func (s *FileSource) open() error {
 	sp := s.splits[s.si]
-	f, err := os.Open(sp.Path)
+	f, err := s.fsys.Open(sp.Path)
 	if err != nil {
 		return fmt.Errorf("reader: split %v: %w", sp, err)
 	}
-	s.f = f
+	s.f, s.name = f, sp.Path
 	if s.lr.br == nil {
 		s.lr.br = bufio.NewReaderSize(f, readBufferSize)
 	}
@@ -338,7 +341,7 @@ func (s *FileSource) open() error {
 // seek makes the line reader continue at byte off of the open file.
 func (s *FileSource) seek(off int64) error {
 	if _, err := s.f.Seek(off, io.SeekStart); err != nil {
-		return fmt.Errorf("reader: %s: %w", s.f.Name(), err)
+		return fmt.Errorf("reader: %s: %w", s.name, err)
 	}
 	s.lr.br.Reset(s.f)
 	s.off = off
@@ -361,7 +364,7 @@ func (s *FileSource) openSplit() error {
 		// Skip the rest of the line holding byte start-1.
 		_, n, _, err := s.lr.next()
 		if err != nil && err != io.EOF {
-			return fmt.Errorf("reader: %s: %w", s.f.Name(), err)
+			return fmt.Errorf("reader: %s: %w", s.name, err)
 		}
 		s.off += int64(n)
 		s.stats.Bytes += int64(n)
@@ -437,7 +440,7 @@ func (s *FileSource) openAt(p Position) error {
 	notBoundary := func(why string) error {
 		return fmt.Errorf("%w: position %v is not at a group boundary (%s)", ErrBadPosition, p, why)
 	}
-	fi, err := s.f.Stat()
+	fi, err := s.fsys.Stat(s.name)
 	if err != nil {
 		return fmt.Errorf("reader: %w", err)
 	}
@@ -446,8 +449,8 @@ func (s *FileSource) openAt(p Position) error {
 	}
 	if p.Offset < fi.Size() {
 		var b [1]byte
-		if _, err := s.f.ReadAt(b[:], p.Offset-1); err != nil {
-			return fmt.Errorf("reader: %s: %w", s.f.Name(), err)
+		if _, err := readAtFull(s.f, b[:], p.Offset-1); err != nil {
+			return fmt.Errorf("reader: %s: %w", s.name, err)
 		}
 		if b[0] != '\n' {
 			return notBoundary("not at the start of a line")
@@ -485,7 +488,7 @@ func (s *FileSource) readLine() (line []byte, off int64, long, ok bool, err erro
 			return nil, s.off, false, false, nil
 		}
 		if err != nil {
-			return nil, 0, false, false, fmt.Errorf("reader: %s: %w", s.f.Name(), err)
+			return nil, 0, false, false, fmt.Errorf("reader: %s: %w", s.name, err)
 		}
 		off = s.off
 		s.off += int64(n)
@@ -597,42 +600,48 @@ func (s *FileSource) lineErrf(off, lineNo int64, format string, args ...any) *Li
 	return le
 }
 
-// ExpandPaths returns the files named by patterns, sorted and without
-// duplicates (paths are cleaned with filepath.Clean). A pattern is
+// ExpandPaths returns the local files named by patterns: ExpandPathsFS on
+// LocalFS.
+func ExpandPaths(patterns []string) ([]string, error) { return ExpandPathsFS(nil, patterns) }
+
+// ExpandPathsFS returns the files of fsys (LocalFS when nil) named by
+// patterns, sorted and without duplicates. A pattern is
 //
 //   - a file: taken as is;
 //   - a directory: every regular file below it, recursively, except those
 //     whose name, or the name of a directory on the way, starts with '.' or
 //     '_' (like Hadoop: _SUCCESS, _logs, .crc files); symbolic links to files
 //     are followed, links to directories are not;
-//   - otherwise a filepath.Match glob: each match that does not start with
-//     '.' or '_' is taken as a file or directory as above.
+//   - otherwise a glob (fsys.Glob): each match that does not start with '.'
+//     or '_' is taken as a file or directory as above.
 //
-// A pattern that matches no file is an error wrapping ErrNoFiles.
-func ExpandPaths(patterns []string) ([]string, error) {
+// Names are cleaned with fsys.Clean. A pattern that matches no
+// file is an error wrapping ErrNoFiles.
+func ExpandPathsFS(fsys FS, patterns []string) ([]string, error) {
+	fsys = orLocal(fsys)
 	var out []string
 	for _, pat := range patterns {
 		n := len(out)
-		fi, err := os.Stat(pat)
+		fi, err := fsys.Stat(pat)
 		switch {
 		case err == nil:
-			if out, err = expandPath(out, filepath.Clean(pat), fi); err != nil {
+			if out, err = expandPath(fsys, out, fsys.Clean(pat), fi); err != nil {
 				return nil, err
 			}
 		case strings.ContainsAny(pat, `*?[\`):
-			matches, gerr := filepath.Glob(pat)
+			matches, gerr := fsys.Glob(pat)
 			if gerr != nil {
 				return nil, fmt.Errorf("reader: pattern %q: %w", pat, gerr)
 			}
 			for _, m := range matches {
-				if hiddenName(filepath.Base(m)) {
+				if hiddenName(baseName(m)) {
 					continue
 				}
-				fi, err := os.Stat(m)
+				fi, err := fsys.Stat(m)
 				if err != nil {
 					return nil, fmt.Errorf("reader: %w", err)
 				}
-				if out, err = expandPath(out, m, fi); err != nil {
+				if out, err = expandPath(fsys, out, m, fi); err != nil {
 					return nil, err
 				}
 			}
@@ -657,36 +666,14 @@ func hiddenName(name string) bool {
 
 // expandPath appends path (a file) or the regular files below it (a
 // directory) to out.
-func expandPath(out []string, path string, fi fs.FileInfo) ([]string, error) {
+func expandPath(fsys FS, out []string, path string, fi fs.FileInfo) ([]string, error) {
 	if fi.Mode().IsRegular() {
 		return append(out, path), nil
 	}
 	if !fi.IsDir() {
 		return nil, fmt.Errorf("reader: %s is not a regular file or a directory", path)
 	}
-	err := filepath.WalkDir(path, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if p == path {
-			return nil
-		}
-		if hiddenName(d.Name()) {
-			if d.IsDir() {
-				return filepath.SkipDir
-			}
-			return nil
-		}
-		switch {
-		case d.Type().IsRegular():
-			out = append(out, p)
-		case d.Type()&fs.ModeSymlink != 0:
-			if fi, err := os.Stat(p); err == nil && fi.Mode().IsRegular() {
-				out = append(out, p)
-			}
-		}
-		return nil
-	})
+	out, err := walkFiles(fsys, out, path)
 	if err != nil {
 		return nil, fmt.Errorf("reader: %w", err)
 	}

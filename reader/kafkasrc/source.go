@@ -430,22 +430,55 @@ func PartitionOffsets(ctx context.Context, brokers []string, topic string) ([]Of
 		}
 		return nil, fmt.Errorf("%w: %q on %v: %v", ErrNoTopic, topic, brokers, terr)
 	}
-	var reqs []kafka.OffsetRequest
+	// One request per kind of offset: a broker answers both kinds with
+	// timestamp -1, which is all kafka-go's merge of the two answers for a
+	// partition goes by, so asking for both at once may swap them.
+	var parts []int
 	for _, p := range md.Topics[0].Partitions {
-		reqs = append(reqs, kafka.FirstOffsetOf(p.ID), kafka.LastOffsetOf(p.ID))
+		parts = append(parts, p.ID)
+	}
+	first, err := listOffsets(ctx, cl, topic, parts, kafka.FirstOffsetOf)
+	if err != nil {
+		return nil, err
+	}
+	last, err := listOffsets(ctx, cl, topic, parts, kafka.LastOffsetOf)
+	if err != nil {
+		return nil, err
+	}
+	var out []Offsets
+	for _, p := range parts {
+		out = append(out, Offsets{Partition: p, First: first[p], Last: last[p]})
+	}
+	slices.SortFunc(out, func(a, b Offsets) int { return a.Partition - b.Partition })
+	return out, nil
+}
+
+// listOffsets asks for one kind of offset (kind is kafka.FirstOffsetOf or
+// kafka.LastOffsetOf) of every partition in parts.
+func listOffsets(ctx context.Context, cl *kafka.Client, topic string, parts []int, kind func(int) kafka.OffsetRequest) (map[int]int64, error) {
+	reqs := make([]kafka.OffsetRequest, len(parts))
+	for i, p := range parts {
+		reqs[i] = kind(p)
 	}
 	lo, err := cl.ListOffsets(ctx, &kafka.ListOffsetsRequest{Topics: map[string][]kafka.OffsetRequest{topic: reqs}})
 	if err != nil {
 		return nil, fmt.Errorf("kafkasrc: offsets of %q: %w", topic, err)
 	}
-	var out []Offsets
+	out := make(map[int]int64, len(parts))
 	for _, po := range lo.Topics[topic] {
 		if po.Error != nil {
 			return nil, fmt.Errorf("kafkasrc: offsets of %q partition %d: %w", topic, po.Partition, po.Error)
 		}
-		out = append(out, Offsets{Partition: po.Partition, First: po.FirstOffset, Last: po.LastOffset})
+		// kafka-go files the one answer under FirstOffset or LastOffset by
+		// its timestamp, leaving the other at its start value (0 for the
+		// kind asked, -1 for the other): the answer is the larger.
+		out[po.Partition] = max(po.FirstOffset, po.LastOffset)
 	}
-	slices.SortFunc(out, func(a, b Offsets) int { return a.Partition - b.Partition })
+	for _, p := range parts {
+		if _, ok := out[p]; !ok {
+			return nil, fmt.Errorf("kafkasrc: offsets of %q: no answer for partition %d", topic, p)
+		}
+	}
 	return out, nil
 }
 
