@@ -106,6 +106,108 @@ type ModelConfig struct {
 	//
 	// The default value is 1.
 	Seed uint64 `yaml:"seed"`
+	// Output chooses the model's output: one sigmoid logit (a CTR model)
+	// or a SLIDE softmax layer over many labels (extreme multi-label
+	// classification).
+	Output OutputConfig `yaml:"output"`
+}
+
+// Output kinds.
+const (
+	// OutputLogit is one logit with sigmoid cross-entropy on binary labels:
+	// the CTR model (package internal/worker).
+	OutputLogit = "logit"
+	// OutputSLIDE is a softmax over output.labels labels trained through
+	// a SLIDE layer (package sparsenet/slide) on XMLRepository data: the
+	// embedding sum of a sample's features (model.tables[0], plus a bias,
+	// ReLU) goes through output.hidden into the layer (package
+	// internal/xctrain). model.hidden, model.fields and field settings do
+	// not apply.
+	OutputSLIDE = "slide"
+)
+
+// OutputConfig configures the model's output. Every field but Kind applies
+// to Kind "slide" only.
+type OutputConfig struct {
+	// Kind is "logit" or "slide" (see OutputLogit, OutputSLIDE). "slide"
+	// needs train.format xml, one worker, and no Kafka.
+	//
+	// The default value is "logit".
+	Kind string `yaml:"kind"`
+	// Labels is the number of output neurons.
+	//
+	// The default value is 0: the largest L of the data files' headers and
+	// 1 + the largest label seen in the training and test data.
+	Labels int `yaml:"labels"`
+	// Hidden lists dense hidden layers (ReLU) between the embedding sum and
+	// the SLIDE layer.
+	//
+	// The default value is empty: the embedding sum (with its bias and
+	// ReLU) feeds the SLIDE layer, as in SLIDE's Amazon-670K network.
+	Hidden []int `yaml:"hidden"`
+	// Sparsity is the fraction of the labels active per training sample
+	// (the true labels always are); 1 trains densely (every label, with
+	// matrix products, no hashing), the comparison point.
+	//
+	// The default value is 0.005.
+	Sparsity float64 `yaml:"sparsity"`
+	// InferSparsity is the most labels sparse inference scores per sample,
+	// as a fraction of the labels.
+	//
+	// The default value is 0: Sparsity.
+	InferSparsity float64 `yaml:"infer_sparsity"`
+	// Hash is the LSH family: dwta (densified winner-take-all) or simhash
+	// (signed random projections).
+	//
+	// The default value is "dwta".
+	Hash string `yaml:"hash"`
+	// K, L and R override the autotuned hash tables (bits per code,
+	// tables, bucket capacity); see slide.Tune.
+	//
+	// The default value is 0 for each: autotuned.
+	K int `yaml:"k"`
+	L int `yaml:"l"`
+	R int `yaml:"r"`
+	// LR is the learning rate of the layer's Adam (it lives in the
+	// worker, not on the AMS shards).
+	//
+	// The default value is 0.001.
+	LR float32 `yaml:"lr"`
+	// InsertLabels moves true labels the lookup missed into the sample's
+	// buckets (BOLT's "adding label neurons").
+	//
+	// The default value is false.
+	InsertLabels bool `yaml:"insert_labels"`
+	// RehashBase is the first period, in batches, of the re-insertion of
+	// updated neurons into the hash tables (it grows by 1.5x per period up
+	// to 2000).
+	//
+	// The default value is 50.
+	RehashBase int `yaml:"rehash_base"`
+	// RedrawPeriod is the number of batches between redraws of the hash
+	// functions; negative: never.
+	//
+	// The default value is 20000.
+	RedrawPeriod int `yaml:"redraw_period"`
+	// Threads is the number of goroutines of the SLIDE layer.
+	//
+	// The default value is 0: every core (GOMAXPROCS).
+	Threads int `yaml:"threads"`
+	// Eval says which inference the test evaluation runs: sparse (the LSH
+	// candidates), dense (every label) or both.
+	//
+	// The default value is "both".
+	Eval string `yaml:"eval"`
+	// EvalLimit scores only the first N test samples.
+	//
+	// The default value is 0: every test sample.
+	EvalLimit int `yaml:"eval_limit"`
+	// ProgressiveEvery scores every N-th training batch (sparse
+	// inference) before training on it, for the P@k of the progress
+	// lines; 0 turns it off.
+	//
+	// The default value is 4.
+	ProgressiveEvery *int `yaml:"progressive_every"`
 }
 
 // TrainConfig controls the training loop.
@@ -267,6 +369,7 @@ func (c *Config) EnsureDefaults() {
 	if m.Seed == 0 {
 		m.Seed = 1
 	}
+	m.Output.EnsureDefaults()
 	t := &c.Train
 	setInt(&t.BatchSize, 256)
 	setInt(&t.Epochs, 1)
@@ -332,6 +435,93 @@ func setInt(p *int, v int) {
 	}
 }
 
+// EnsureDefaults fills every zero field with its default.
+func (o *OutputConfig) EnsureDefaults() {
+	if o.Kind == "" {
+		o.Kind = OutputLogit
+	}
+	if o.Hidden == nil {
+		o.Hidden = []int{}
+	}
+	if o.Sparsity == 0 {
+		o.Sparsity = 0.005
+	}
+	if o.InferSparsity == 0 {
+		o.InferSparsity = o.Sparsity
+	}
+	if o.Hash == "" {
+		o.Hash = "dwta"
+	}
+	if o.LR == 0 {
+		o.LR = 0.001
+	}
+	setInt(&o.RehashBase, 50)
+	setInt(&o.RedrawPeriod, 20000)
+	if o.Eval == "" {
+		o.Eval = "both"
+	}
+	if o.ProgressiveEvery == nil {
+		four := 4
+		o.ProgressiveEvery = &four
+	}
+}
+
+// validate appends the problems of a "slide" output.
+func (o *OutputConfig) validate(c *Config, bad func(string, ...any)) {
+	switch o.Kind {
+	case OutputLogit:
+		return
+	case OutputSLIDE:
+	default:
+		bad("model.output.kind %q is not %s or %s", o.Kind, OutputLogit, OutputSLIDE)
+		return
+	}
+	if c.Train.Format != "xml" {
+		bad("model.output.kind slide reads XMLRepository data: train.format is %q, want xml", c.Train.Format)
+	}
+	if c.Kafka.Enabled() {
+		bad("model.output.kind slide does not train from Kafka")
+	}
+	if o.Labels < 0 {
+		bad("model.output.labels %d is negative", o.Labels)
+	}
+	for i, h := range o.Hidden {
+		if h <= 0 {
+			bad("model.output.hidden[%d] = %d is not positive", i, h)
+		}
+	}
+	if !(o.Sparsity > 0 && o.Sparsity <= 1) || !(o.InferSparsity > 0 && o.InferSparsity <= 1) {
+		bad("model.output.sparsity %v and infer_sparsity %v must be in (0, 1]", o.Sparsity, o.InferSparsity)
+	}
+	if o.Hash != "dwta" && o.Hash != "simhash" {
+		bad("model.output.hash %q is not dwta or simhash", o.Hash)
+	}
+	if o.K < 0 || o.K > 24 || o.L < 0 || o.L > 4096 || o.R < 0 || o.R > 1<<16 {
+		bad("model.output: k %d, l %d, r %d must be in [0, 24], [0, 4096], [0, 65536]", o.K, o.L, o.R)
+	}
+	if !(o.LR > 0) || o.LR > 1e6 {
+		bad("model.output.lr %v is not positive and finite", o.LR)
+	}
+	if o.RehashBase < 1 {
+		bad("model.output.rehash_base %d is not positive", o.RehashBase)
+	}
+	if o.Threads < 0 || o.Threads > 1024 {
+		bad("model.output.threads %d is not in [0, 1024]", o.Threads)
+	}
+	if o.Eval != "sparse" && o.Eval != "dense" && o.Eval != "both" {
+		bad("model.output.eval %q is not sparse, dense or both", o.Eval)
+	}
+	if o.EvalLimit < 0 {
+		bad("model.output.eval_limit %d is negative", o.EvalLimit)
+	}
+	if o.ProgressiveEvery != nil && *o.ProgressiveEvery < 0 {
+		bad("model.output.progressive_every %d is negative", *o.ProgressiveEvery)
+	}
+	if len(c.Model.Tables) != 1 {
+		bad("model.output.kind slide uses one embedding table, model.tables has %d", len(c.Model.Tables))
+	}
+}
+
 // Validate reports every problem at once, each wrapping ErrInvalid.
 func (c *Config) Validate() error {
 	var errs []error
@@ -379,6 +569,7 @@ func (c *Config) Validate() error {
 	if err := m.DenseOptimizer.Validate(); err != nil {
 		errs = append(errs, fmt.Errorf("%w: model.dense_optimizer: %w", ErrInvalid, err))
 	}
+	m.Output.validate(c, bad)
 	t := &c.Train
 	if t.BatchSize <= 0 {
 		bad("train.batch_size %d is not positive", t.BatchSize)

@@ -21,6 +21,24 @@
 //	  hidden: [200, 80]         # MLP hidden layer sizes (ReLU); the output is one logit
 //	  dense_optimizer: {name: adam, lr: 0.001}
 //	  seed: 1                   # MLP initialisation and shuffling
+//	  output:                   # logit (CTR) or slide (extreme classification, package internal/xctrain)
+//	    kind: logit
+//	    labels: 0               # slide: output neurons; 0 = from the data
+//	    hidden: []              # slide: dense ReLU layers between the embedding sum and the SLIDE layer
+//	    sparsity: 0.005         # slide: active fraction per training sample; 1 = dense training
+//	    infer_sparsity: 0.005   # slide: most labels scored per sample by sparse inference (default: sparsity)
+//	    hash: dwta              # slide: dwta or simhash
+//	    k: 0                    # slide: k, l, r override the autotuned hash tables (0: autotuned)
+//	    l: 0
+//	    r: 0
+//	    lr: 0.001               # slide: the layer's Adam learning rate
+//	    insert_labels: false    # slide: BOLT's "adding label neurons"
+//	    rehash_base: 50         # slide: first re-insertion period in batches
+//	    redraw_period: 20000    # slide: batches between redraws of the hash functions (negative: never)
+//	    threads: 0              # slide: the layer's goroutines (0: every core)
+//	    eval: both              # slide: sparse, dense or both inferences on the test set
+//	    eval_limit: 0           # slide: score only the first N test samples (0: all)
+//	    progressive_every: 4    # slide: score every N-th training batch before training it (0: never)
 //	train:
 //	  batch_size: 256
 //	  epochs: 1

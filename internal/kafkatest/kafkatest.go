@@ -121,7 +121,7 @@ func Produce(ctx context.Context, addrs []string, topic string, msgs [][]byte) e
 	tr := &kafka.Transport{} // its own pool: no connections outlive the call
 	defer tr.CloseIdleConnections()
 	w := &kafka.Writer{Addr: kafka.TCP(addrs...), Topic: topic, Balancer: &kafka.RoundRobin{},
-		BatchTimeout: time.Millisecond, BatchSize: 1000, Transport: tr}
+		BatchTimeout: time.Millisecond, BatchSize: 1000, RequiredAcks: kafka.RequireAll, Transport: tr} // acknowledged: readers see every message once Produce returns
 	defer w.Close()
 	km := make([]kafka.Message, len(msgs))
 	for i, m := range msgs {
