@@ -1,4 +1,11 @@
-// Command worker trains a CTR model against the AMS shards of a cluster.
+// Command worker trains a CTR model against the AMS shards of a cluster, or,
+// with -output slide (config model.output.kind: slide), an extreme
+// multi-label classifier on XMLRepository files: sparse features ->
+// embedding sum (on the AMS shards) -> hidden layers -> a SLIDE output layer
+// (in this worker), reporting P@1/3/5 (package internal/xctrain):
+//
+//	worker -local -output slide -format xml -dim 128 \
+//	       -train bibtex/train.txt -test bibtex/test.txt
 //
 // The one-command demo, everything in one process (embedded etcd, two AMS
 // shards, the scheduler and this worker, talking gRPC over loopback):
@@ -32,6 +39,11 @@
 //	-epochs, -batch-size, -seed, -eval-every, -hidden, -dim, -lr, -dense-lr
 //	                override the config's values
 //	-train-samples  generated training samples (override data.train_samples)
+//	-output         logit (CTR, the default) or slide (extreme classification:
+//	                needs -format xml, -train, one worker)
+//	-sparsity, -hash, -output-lr, -output-hidden
+//	                override model.output.sparsity (1 = dense training),
+//	                .hash (dwta or simhash), .lr and .hidden
 //	-json           print the summary as one JSON object on the last line of stdout
 //	-print-config   print the effective config as YAML and exit
 //	-quiet          no progress lines
@@ -54,6 +66,7 @@ import (
 	"github.com/xdlgo/xps/internal/config"
 	"github.com/xdlgo/xps/internal/local"
 	"github.com/xdlgo/xps/internal/worker"
+	"github.com/xdlgo/xps/internal/xctrain"
 )
 
 type flags struct {
@@ -160,21 +173,41 @@ func registerOverrides(fs *flag.FlagSet) map[string]*override {
 		}
 		return err
 	})
-	add("hidden", "MLP hidden sizes, comma-separated (e.g. 200,80)", func(c *config.Config, v string) error {
-		c.Model.Hidden = []int{}
-		for _, s := range strings.Split(v, ",") {
-			if s = strings.TrimSpace(s); s == "" {
-				continue
-			}
-			n, err := strconv.Atoi(s)
-			if err != nil {
-				return err
-			}
-			c.Model.Hidden = append(c.Model.Hidden, n)
-		}
-		return nil
+	add("hidden", "MLP hidden sizes, comma-separated (e.g. 200,80)", func(c *config.Config, v string) (err error) {
+		c.Model.Hidden, err = parseSizes(v)
+		return err
 	})
+	add("output", "model output: logit (CTR) or slide (extreme multi-label classification on XMLRepository files, with -format xml)",
+		func(c *config.Config, v string) error { c.Model.Output.Kind = v; return nil })
+	add("sparsity", "slide output: fraction of the labels active per training sample (1: dense training)", func(c *config.Config, v string) error {
+		x, err := strconv.ParseFloat(v, 64)
+		c.Model.Output.Sparsity, c.Model.Output.InferSparsity = x, 0
+		return err
+	})
+	add("hash", "slide output: LSH family, dwta or simhash", func(c *config.Config, v string) error { c.Model.Output.Hash = v; return nil })
+	add("output-lr", "slide output: the layer's Adam learning rate", floatField(func(c *config.Config) *float32 { return &c.Model.Output.LR }))
+	add("output-hidden", "slide output: dense hidden sizes between the embedding sum and the layer, comma-separated (empty: none)",
+		func(c *config.Config, v string) (err error) {
+			c.Model.Output.Hidden, err = parseSizes(v)
+			return err
+		})
 	return o
+}
+
+// parseSizes parses comma-separated layer sizes ("" gives none).
+func parseSizes(v string) ([]int, error) {
+	sizes := []int{}
+	for _, s := range strings.Split(v, ",") {
+		if s = strings.TrimSpace(s); s == "" {
+			continue
+		}
+		n, err := strconv.Atoi(s)
+		if err != nil {
+			return nil, err
+		}
+		sizes = append(sizes, n)
+	}
+	return sizes, nil
 }
 
 func loadConfig(file string, overrides map[string]*override) (config.Config, error) {
@@ -246,6 +279,9 @@ func run(f flags, overrides map[string]*override) error {
 	}
 	opts := worker.JobOptions{Config: cfg, Prefix: prefix, Index: f.index, Count: f.workers,
 		Train: cli.SplitList(f.train), Test: cli.SplitList(f.test), Progress: progress, Logger: log}
+	if cfg.Model.Output.Kind == config.OutputSLIDE && f.train == "" {
+		return errors.New("-output slide needs -train (XMLRepository files; cmd/xcgen generates some)")
+	}
 	if f.local {
 		if progress != nil {
 			fmt.Fprintf(progress, "starting embedded cluster: etcd, %d AMS shards, scheduler\n", f.shards)
@@ -264,11 +300,23 @@ func run(f flags, overrides map[string]*override) error {
 		defer cl.Close()
 		opts.Etcd = cl
 	}
-	res, err := worker.RunJob(ctx, opts)
-	if err != nil {
-		return err
+	var res any
+	if cfg.Model.Output.Kind == config.OutputSLIDE {
+		r, err := xctrain.RunJob(ctx, xctrain.JobOptions{Config: cfg, Etcd: opts.Etcd, Prefix: prefix, Index: f.index,
+			Count: f.workers, Train: opts.Train, Test: opts.Test, Progress: progress, Logger: log})
+		if err != nil {
+			return err
+		}
+		printXCSummary(os.Stdout, r)
+		res = r
+	} else {
+		r, err := worker.RunJob(ctx, opts)
+		if err != nil {
+			return err
+		}
+		printSummary(os.Stdout, r)
+		res = r
 	}
-	printSummary(os.Stdout, res)
 	if f.asJSON {
 		b, err := json.Marshal(res)
 		if err != nil {
@@ -277,6 +325,22 @@ func run(f flags, overrides map[string]*override) error {
 		fmt.Fprintf(os.Stdout, "%s\n", b)
 	}
 	return nil
+}
+
+func printXCSummary(w io.Writer, r xctrain.JobResult) {
+	fmt.Fprintf(w, "%s: trained %d samples (%d epochs) in %.1fs: %.0f samples/s on %d AMS shards\n",
+		r.Worker, r.Samples, r.Epochs, r.Seconds, r.SamplesPerSecond, r.Shards)
+	fmt.Fprintf(w, "%s: SLIDE output of %d labels over %d inputs, sparsity %v, %s K=%d L=%d R=%d, %.0f MB\n",
+		r.Worker, r.Labels, r.InputDim, r.Sparsity, r.Hash, r.K, r.L, r.R, float64(r.LayerBytes)/1e6)
+	if e := r.Test; e.Samples > 0 {
+		if e.Sparse != nil {
+			fmt.Fprintf(w, "%s: test %v with sparse inference (%.2f ms for one sample)\n", r.Worker, *e.Sparse, e.SparseMs)
+		}
+		if e.Dense != nil {
+			fmt.Fprintf(w, "%s: test %v with dense inference (%.2f ms for one sample)\n", r.Worker, *e.Dense, e.DenseMs)
+		}
+	}
+	fmt.Fprintf(w, "%s: wall time %.1fs (data %.1fs)\n", r.Worker, r.WallSeconds, r.LoadSeconds)
 }
 
 func printSummary(w io.Writer, r worker.JobResult) {

@@ -56,17 +56,50 @@ func ParseURI(s string) (URI, error) {
 	if strings.ContainsAny(auth, "@?#") {
 		return URI{}, fmt.Errorf("%w: %q: user info, queries and fragments are not supported", ErrBadURI, s)
 	}
-	host, port, err := net.SplitHostPort(auth)
-	if err != nil {
-		host, port = strings.Trim(auth, "[]"), DefaultPort
-		if strings.HasSuffix(auth, ":") || strings.Count(host, ":") == 1 {
-			return URI{}, fmt.Errorf("%w: %q: bad namenode address %q", ErrBadURI, s, auth)
-		}
-	}
-	if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 || host == "" {
-		return URI{}, fmt.Errorf("%w: %q: bad namenode address %q", ErrBadURI, s, auth)
+	host, port, ok := splitAuthority(auth)
+	if !ok {
+		return URI{}, fmt.Errorf("%w: %q: bad namenode address %q (want HOST[:PORT] or [IPv6][:PORT])", ErrBadURI, s, auth)
 	}
 	return URI{Addr: net.JoinHostPort(host, port), Path: path.Clean(p)}, nil
+}
+
+// splitAuthority splits HOST[:PORT] or [IPv6][:PORT] into a host and a
+// port in 1-65535 (DefaultPort when absent), written canonically.
+func splitAuthority(auth string) (host, port string, ok bool) {
+	port = DefaultPort
+	if rest, found := strings.CutPrefix(auth, "["); found {
+		i := strings.IndexByte(rest, ']')
+		if i < 0 {
+			return "", "", false
+		}
+		host, rest = rest[:i], rest[i+1:]
+		if ip := net.ParseIP(host); ip == nil || !strings.Contains(host, ":") {
+			return "", "", false
+		}
+		if rest != "" {
+			if port, found = strings.CutPrefix(rest, ":"); !found {
+				return "", "", false
+			}
+		}
+	} else {
+		if i := strings.LastIndexByte(auth, ':'); i >= 0 {
+			auth, port = auth[:i], auth[i+1:]
+		}
+		host = auth
+		if host == "" || strings.IndexFunc(host, func(r rune) bool {
+			return !(r == '.' || r == '-' || r == '_' || '0' <= r && r <= '9' || 'a' <= r && r <= 'z' || 'A' <= r && r <= 'Z')
+		}) >= 0 {
+			return "", "", false
+		}
+	}
+	if port == "" || strings.Trim(port, "0123456789") != "" {
+		return "", "", false
+	}
+	n, err := strconv.Atoi(port)
+	if err != nil || n < 1 || n > 65535 {
+		return "", "", false
+	}
+	return host, strconv.Itoa(n), true
 }
 
 // DefaultUser is the HDFS user of a client whose options name none: the
@@ -126,6 +159,46 @@ func (v *VerifiedReader) Read(b []byte) (int, error) {
 		if m == 0 {
 			break
 		}
+	}
+	return n, nil
+}
+
+// Put copies the local file src to path dst on HDFS as Hadoop's
+// `hdfs dfs -put` does: into dst+"._COPYING_" first, renamed to dst once
+// complete, so that readers never see a partial file. An existing dst is
+// an error unless overwrite is set. It returns the bytes copied.
+func Put(c *hdfs.Client, src, dst string, overwrite bool) (int64, error) {
+	f, err := os.Open(src)
+	if err != nil {
+		return 0, fmt.Errorf("hdfs: put: %w", err)
+	}
+	defer f.Close()
+	if _, err := c.Stat(dst); err == nil && !overwrite {
+		return 0, fmt.Errorf("hdfs: put %s: %s exists", src, dst)
+	} else if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return 0, fmt.Errorf("hdfs: put %s: %w", src, err)
+	}
+	if err := c.MkdirAll(path.Dir(dst), 0o755); err != nil {
+		return 0, fmt.Errorf("hdfs: put %s: %w", src, err)
+	}
+	tmp := dst + "._COPYING_"
+	if err := c.Remove(tmp); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return 0, fmt.Errorf("hdfs: put %s: %w", src, err)
+	}
+	w, err := c.Create(tmp)
+	if err != nil {
+		return 0, fmt.Errorf("hdfs: put %s: %w", src, err)
+	}
+	n, err := io.Copy(w, f)
+	if cerr := w.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = c.Rename(tmp, dst)
+	}
+	if err != nil {
+		c.Remove(tmp)
+		return n, fmt.Errorf("hdfs: put %s to %s: %w", src, dst, err)
 	}
 	return n, nil
 }

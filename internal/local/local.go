@@ -38,6 +38,11 @@ type Options struct {
 	// partitions to the workers (scheduler.Options). Default: none.
 	KafkaBrokers []string
 	KafkaTopic   string
+	// Train, Workers and SplitBytes make the scheduler divide training
+	// files among the workers (scheduler.Options). Default: none.
+	Train      []string
+	Workers    int
+	SplitBytes int64
 }
 
 // Cluster is a running local cluster.
@@ -85,7 +90,8 @@ func Start(ctx context.Context, opts Options) (c *Cluster, err error) {
 		return nil, fmt.Errorf("local: %w", err)
 	}
 	if c.sched, err = scheduler.New(c.cli, scheduler.Options{Prefix: opts.Prefix, Shards: opts.Shards,
-		LeaseTTL: opts.LeaseTTL, Logger: opts.Logger, KafkaBrokers: opts.KafkaBrokers, KafkaTopic: opts.KafkaTopic}); err != nil {
+		LeaseTTL: opts.LeaseTTL, Logger: opts.Logger, KafkaBrokers: opts.KafkaBrokers, KafkaTopic: opts.KafkaTopic,
+		Train: opts.Train, Workers: opts.Workers, SplitBytes: opts.SplitBytes}); err != nil {
 		return nil, fmt.Errorf("local: %w", err)
 	}
 	for i := 0; i < opts.Shards; i++ {

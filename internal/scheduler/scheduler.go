@@ -15,6 +15,7 @@ import (
 	"github.com/xdlgo/xps/ams"
 	"github.com/xdlgo/xps/internal/cluster"
 	"github.com/xdlgo/xps/reader"
+	"github.com/xdlgo/xps/reader/hdfssrc"
 	"github.com/xdlgo/xps/reader/kafkasrc"
 )
 
@@ -55,7 +56,8 @@ type Options struct {
 	// Logger receives the scheduler's logs. The default value is
 	// slog.Default().
 	Logger *slog.Logger
-	// Train lists the training files (files, directories, globs) to hand
+	// Train lists the training files (files, directories, globs; local, or
+	// all on one HDFS namenode as hdfs://HOST:PORT/PATH) to hand
 	// out to Workers workers: New publishes each worker's share under
 	// cluster.AssignKey(prefix, "worker-<i>") (see reader.Assign). The
 	// default value (empty) hands out nothing.
@@ -512,11 +514,16 @@ func sortedKeys[V any](m map[string]V) []string {
 // assign divides opts.Train among opts.Workers workers and publishes each
 // worker's share.
 func assign(ctx context.Context, cli *clientv3.Client, opts Options) error {
-	paths, err := reader.ExpandPaths(opts.Train)
+	fsys, closer, err := hdfssrc.ForPaths(opts.Train, "")
 	if err != nil {
 		return fmt.Errorf("scheduler: training data: %w", err)
 	}
-	files, err := reader.StatFiles(paths)
+	defer closer.Close()
+	paths, err := reader.ExpandPathsFS(fsys, opts.Train)
+	if err != nil {
+		return fmt.Errorf("scheduler: training data: %w", err)
+	}
+	files, err := reader.StatFilesFS(fsys, paths)
 	if err != nil {
 		return fmt.Errorf("scheduler: training data: %w", err)
 	}

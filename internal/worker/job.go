@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -19,6 +20,7 @@ import (
 	"github.com/xdlgo/xps/internal/datagen"
 	"github.com/xdlgo/xps/internal/metrics"
 	"github.com/xdlgo/xps/reader"
+	"github.com/xdlgo/xps/reader/hdfssrc"
 )
 
 // ErrLeaseLost is the cause of a job's end when its etcd lease was lost
@@ -50,6 +52,11 @@ type JobOptions struct {
 	// Test lists the test data (files, directories, globs), read into
 	// memory. The default value (empty) skips evaluation for file data.
 	Test []string
+	// FS is the file system Train and Test name. The default value (nil)
+	// is the one their names are on (hdfssrc.ForPaths): HDFS for
+	// hdfs://NAMENODE/PATH names (as user $HADOOP_USER_NAME), else the
+	// local one.
+	FS reader.FS
 	// LeaseTTL is the worker's registration lease TTL. The default value is
 	// cluster.DefaultTTL.
 	LeaseTTL time.Duration
@@ -108,7 +115,7 @@ func LoadData(opts JobOptions, splits []reader.FileSplit) (Data, error) {
 			return Data{}, err
 		}
 		open := func(splits []reader.FileSplit) (reader.Source, error) {
-			return reader.OpenFiles(splits, format, policy)
+			return reader.OpenFilesFS(opts.FS, splits, format, policy)
 		}
 		d := Data{Train: func(int) (reader.Source, error) { return open(splits) },
 			Desc: fmt.Sprintf("%d file splits of %s (%s, streamed in order)", len(splits), strings.Join(opts.Train, ","), format)}
@@ -137,7 +144,7 @@ func LoadData(opts JobOptions, splits []reader.FileSplit) (Data, error) {
 		if err := peek(d.Train, &sh); err != nil {
 			return Data{}, err
 		}
-		if d.Test, err = loadTest(opts.Test, format, policy, &sh); err != nil {
+		if d.Test, err = loadTest(opts.FS, opts.Test, format, policy, &sh); err != nil {
 			return Data{}, err
 		}
 		d.Shape, err = sh.shape(cfg, format == reader.SampleGroup)
@@ -202,11 +209,11 @@ func inputFormat(cfg config.Config) (reader.Format, reader.ErrorPolicy, error) {
 }
 
 // loadTest reads the test files into memory and adds them to sh.
-func loadTest(patterns []string, format reader.Format, policy reader.ErrorPolicy, sh *shapeFinder) ([]*reader.Group, error) {
+func loadTest(fsys reader.FS, patterns []string, format reader.Format, policy reader.ErrorPolicy, sh *shapeFinder) ([]*reader.Group, error) {
 	if len(patterns) == 0 {
 		return nil, nil
 	}
-	paths, err := reader.ExpandPaths(patterns)
+	paths, err := reader.ExpandPathsFS(fsys, patterns)
 	if err != nil {
 		return nil, fmt.Errorf("worker: test data: %w", err)
 	}
@@ -214,7 +221,7 @@ func loadTest(patterns []string, format reader.Format, policy reader.ErrorPolicy
 	for i, p := range paths {
 		ts[i] = reader.FileSplit{Path: p}
 	}
-	src, err := reader.OpenFiles(ts, format, policy)
+	src, err := reader.OpenFilesFS(fsys, ts, format, policy)
 	if err != nil {
 		return nil, err
 	}
@@ -390,6 +397,14 @@ func trainJob(ctx context.Context, opts JobOptions, reg *cluster.Registration, r
 		return res, fmt.Errorf("worker: %w", err)
 	}
 	defer cl.Close()
+	if opts.FS == nil {
+		fsys, closer, err := hdfssrc.ForPaths(append(slices.Clone(opts.Train), opts.Test...), "")
+		if err != nil {
+			return res, fmt.Errorf("worker: data: %w", err)
+		}
+		defer closer.Close()
+		opts.FS = fsys
+	}
 	splits := opts.Splits
 	if len(opts.Train) > 0 && splits == nil {
 		if opts.Count > 1 {
@@ -398,7 +413,7 @@ func trainJob(ctx context.Context, opts JobOptions, reg *cluster.Registration, r
 				return res, fmt.Errorf("worker: %w", err)
 			}
 		} else {
-			paths, err := reader.ExpandPaths(opts.Train)
+			paths, err := reader.ExpandPathsFS(opts.FS, opts.Train)
 			if err != nil {
 				return res, fmt.Errorf("worker: training data: %w", err)
 			}
@@ -418,7 +433,7 @@ func trainJob(ctx context.Context, opts JobOptions, reg *cluster.Registration, r
 			return res, fmt.Errorf("worker: %w", err)
 		}
 		var sh shapeFinder
-		test, err := loadTest(opts.Test, kj.format, kj.policy, &sh)
+		test, err := loadTest(opts.FS, opts.Test, kj.format, kj.policy, &sh)
 		if err != nil {
 			return res, err
 		}

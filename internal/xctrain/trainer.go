@@ -1,0 +1,663 @@
+package xctrain
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"math"
+	"math/rand/v2"
+	"sync"
+	"time"
+
+	"github.com/xdlgo/xps/ams"
+	"github.com/xdlgo/xps/ams/client"
+	"github.com/xdlgo/xps/internal/config"
+	"github.com/xdlgo/xps/sparsenet"
+	"github.com/xdlgo/xps/sparsenet/slide"
+)
+
+// DenseName is the name of the dense parameter vector (the embedding bias
+// and the hidden layers) on the AMS shards.
+const DenseName = "xc-dense"
+
+// TopK is the width of the predictions: P@1, P@3 and P@5 are reported.
+const TopK = 5
+
+// latencySamples is how many test samples the final evaluation scores one
+// at a time to measure the latency of one prediction.
+const latencySamples = 200
+
+// Options configure a Trainer.
+type Options struct {
+	// Config is the job's configuration; Model.Output.Kind must be
+	// "slide". Defaults are filled and it is validated by New.
+	Config config.Config
+	// Train is the training data. Required.
+	Train *Dataset
+	// Test is the test data. The default value (nil) skips evaluation.
+	Test *Dataset
+	// Name labels progress lines. The default value is "xc".
+	Name string
+	// Progress receives progress lines. The default value (nil) prints none.
+	Progress io.Writer
+	// Logger receives structured logs. The default value discards them.
+	Logger *slog.Logger
+}
+
+// PAtK is precision at 1, 3 and 5.
+type PAtK struct {
+	P1 float64 `json:"p1"`
+	P3 float64 `json:"p3"`
+	P5 float64 `json:"p5"`
+}
+
+func (p PAtK) String() string { return fmt.Sprintf("P@1 %.4f P@3 %.4f P@5 %.4f", p.P1, p.P3, p.P5) }
+
+func patk(m *slide.Precision) PAtK {
+	if m.N() == 0 {
+		return PAtK{}
+	}
+	return PAtK{P1: m.At(1), P3: m.At(3), P5: m.At(5)}
+}
+
+// Eval is one evaluation on the test set.
+type Eval struct {
+	// When names the point of training ("epoch 2", "batch 500").
+	When    string `json:"when"`
+	Samples int    `json:"samples"`
+	// Sparse is the precision of sparse inference (LSH candidates), nil
+	// when not run (output.eval dense, or a layer without hash tables);
+	// Dense that of dense inference (every label), nil when not run.
+	Sparse *PAtK `json:"sparse,omitempty"`
+	Dense  *PAtK `json:"dense,omitempty"`
+	// SparseMs and DenseMs are the mean latency of one prediction (batch
+	// of 1: pull of the sample's rows, dense layers, top-5 of the output
+	// layer), over the first 200 test samples; measured by the final
+	// evaluation only.
+	SparseMs float64 `json:"sparse_latency_ms,omitempty"`
+	DenseMs  float64 `json:"dense_latency_ms,omitempty"`
+	// SparsePerSampleMs and DensePerSampleMs are the scoring time per
+	// sample in batches of train.eval_batch_size.
+	SparsePerSampleMs float64 `json:"sparse_batched_ms_per_sample,omitempty"`
+	DensePerSampleMs  float64 `json:"dense_batched_ms_per_sample,omitempty"`
+	// RehashSeconds is the time spent re-inserting every neuron into the
+	// hash tables before sparse inference.
+	RehashSeconds float64 `json:"rehash_seconds"`
+	Seconds       float64 `json:"seconds"`
+}
+
+// Result summarises a training run.
+type Result struct {
+	Samples          int64   `json:"samples"`
+	Batches          int64   `json:"batches"`
+	Epochs           int     `json:"epochs"`
+	Seconds          float64 `json:"seconds"`
+	SamplesPerSecond float64 `json:"samples_per_second"`
+	// TrainLoss is the mean batch loss of the last epoch.
+	TrainLoss float64 `json:"train_loss"`
+	// Progressive is the precision of the sparse predictions on training
+	// batches scored before being trained on (every
+	// output.progressive_every-th batch), over the whole run.
+	Progressive        PAtK   `json:"progressive"`
+	ProgressiveSamples int    `json:"progressive_samples"`
+	Evals              []Eval `json:"evals"`
+	// Test is the last evaluation (zero without a test set).
+	Test Eval `json:"test"`
+	// Labels and InputDim are the SLIDE layer's shape; K, L and R its
+	// hash tables (0 without tables).
+	Labels   int     `json:"labels"`
+	InputDim int     `json:"input_dim"`
+	Sparsity float64 `json:"sparsity"`
+	Hash     string  `json:"hash"`
+	K        int     `json:"k"`
+	L        int     `json:"l"`
+	R        int     `json:"r"`
+	// LayerBytes is the memory of the layer's parameters, optimizer state
+	// and hash tables.
+	LayerBytes int64 `json:"layer_bytes"`
+	// FetchWaitSeconds is training time spent waiting for the next pulled
+	// batch; PushWaitSeconds waiting for a free push buffer.
+	FetchWaitSeconds float64 `json:"fetch_wait_seconds"`
+	PushWaitSeconds  float64 `json:"push_wait_seconds"`
+}
+
+// Trainer trains "sparse features -> embedding sum -> hidden layers ->
+// SLIDE output" against the AMS shards. It is used by one goroutine.
+type Trainer struct {
+	cl     *client.Client
+	cfg    config.Config
+	opts   Options
+	table  ams.TableSpec
+	layout *sparsenet.Layout
+	net    *denseNet
+	out    *slide.Layer
+	ws     *denseWS
+	dh     []float32 // gradient of the loss for the SLIDE layer's input
+	pred   []int32
+
+	free     chan *pushBuf
+	pushWG   sync.WaitGroup
+	pushWait time.Duration
+	errMu    sync.Mutex
+	pushErr  error // first asynchronous push error; guarded by errMu
+}
+
+// pushBuf holds one batch's gradients while its push is in flight.
+type pushBuf struct {
+	ids   []uint64
+	grads []float32
+	dense []float32
+}
+
+// New builds the model: the layout of the one embedding table, the dense
+// layers and the SLIDE layer (in this process). Close releases the layer.
+func New(cl *client.Client, opts Options) (*Trainer, error) {
+	cfg := opts.Config
+	cfg.EnsureDefaults()
+	if err := cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("xctrain: %w", err)
+	}
+	oc := cfg.Model.Output
+	if oc.Kind != config.OutputSLIDE {
+		return nil, fmt.Errorf("xctrain: model.output.kind is %q, want %q", oc.Kind, config.OutputSLIDE)
+	}
+	if opts.Train == nil || opts.Train.Len() == 0 {
+		return nil, fmt.Errorf("%w: no training samples", ErrNoData)
+	}
+	if opts.Name == "" {
+		opts.Name = "xc"
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	opts.Config = cfg
+	labels := oc.Labels
+	if labels == 0 {
+		labels = opts.Train.NumLabels()
+		if opts.Test != nil {
+			labels = max(labels, opts.Test.NumLabels())
+		}
+		if labels == 0 {
+			return nil, fmt.Errorf("%w: the training data has no labels (set model.output.labels)", ErrNoData)
+		}
+	}
+	for _, d := range []*Dataset{opts.Train, opts.Test} {
+		if d != nil && int(d.MaxLabel) >= labels {
+			return nil, fmt.Errorf("%w: label %d in %s, but the output has %d labels (model.output.labels)", ErrBadData, d.MaxLabel, d.Desc, labels)
+		}
+	}
+	table := cfg.Model.Tables[0]
+	pooling := sparsenet.Sum
+	if cfg.Model.Pooling == "mean" {
+		pooling = sparsenet.Mean
+	}
+	layout, err := sparsenet.NewLayout([]int{0}, []int{table.Dim}, pooling)
+	if err != nil {
+		return nil, fmt.Errorf("xctrain: %w", err)
+	}
+	net, err := newDenseNet(table.Dim, oc.Hidden)
+	if err != nil {
+		return nil, err
+	}
+	family := slide.KindDWTA
+	if oc.Hash == "simhash" {
+		family = slide.KindSimHash
+	}
+	out, err := slide.New(slide.Config{Dim: labels, InputDim: net.outWidth(), Sparsity: oc.Sparsity,
+		InferSparsity: oc.InferSparsity, Family: family, K: oc.K, L: oc.L, R: oc.R, LearningRate: oc.LR,
+		InsertLabels: oc.InsertLabels, Threads: oc.Threads, Seed: cfg.Model.Seed,
+		Schedule: slide.Schedule{RehashBase: oc.RehashBase, RedrawPeriod: oc.RedrawPeriod}})
+	if err != nil {
+		return nil, fmt.Errorf("xctrain: %w", err)
+	}
+	bs := max(cfg.Train.BatchSize, cfg.Train.EvalBatchSize)
+	t := &Trainer{cl: cl, cfg: cfg, opts: opts, table: table, layout: layout, net: net, out: out,
+		ws: net.newWS(bs), dh: make([]float32, bs*net.outWidth()), pred: make([]int32, bs*TopK),
+		free: make(chan *pushBuf, cfg.Train.MaxInflightPushes)}
+	for i := 0; i < cfg.Train.MaxInflightPushes; i++ {
+		t.free <- &pushBuf{dense: make([]float32, net.numParams)}
+	}
+	return t, nil
+}
+
+// Close stops the SLIDE layer's goroutines.
+func (t *Trainer) Close() error { return t.out.Close() }
+
+// Layer returns the SLIDE layer (for inspection; not safe while Run runs).
+func (t *Trainer) Layer() *slide.Layer { return t.out }
+
+// Declare declares the embedding table and the dense vector on the shards
+// (idempotent).
+func (t *Trainer) Declare(ctx context.Context) error {
+	init := make([]float32, t.net.numParams)
+	t.net.init(init, t.cfg.Model.Seed)
+	d := client.Dense{Spec: ams.DenseSpec{Name: DenseName, Size: len(init), Optimizer: t.cfg.Model.DenseOptimizer}, Init: init}
+	if err := t.cl.Declare(ctx, []ams.TableSpec{t.table}, []client.Dense{d}); err != nil {
+		return fmt.Errorf("xctrain: declare model: %w", err)
+	}
+	return nil
+}
+
+// batch is one batch in flight through the pull and train stages.
+type batch struct {
+	sb     *sparsenet.Batch
+	n      int
+	labels [][]int32
+	rows   []float32
+	params []float32
+	zeros  []uint32
+}
+
+func (t *Trainer) newBatch() *batch {
+	return &batch{sb: t.layout.NewBatch(), params: make([]float32, t.net.numParams)}
+}
+
+// fill loads samples idx of d into b and pulls their rows and the dense
+// parameters (creating missing rows when create is set).
+func (t *Trainer) fill(ctx context.Context, b *batch, d *Dataset, idx []int32, create bool) error {
+	b.sb.Reset()
+	b.labels = b.labels[:0]
+	for _, i := range idx {
+		ids, values, labels := d.Sample(int(i))
+		for len(b.zeros) < len(ids) {
+			b.zeros = append(b.zeros, 0)
+		}
+		if err := b.sb.Add(b.zeros[:len(ids)], ids, values); err != nil {
+			return fmt.Errorf("xctrain: %w", err)
+		}
+		b.labels = append(b.labels, labels)
+	}
+	b.n = len(idx)
+	ids := b.sb.IDs(0)
+	b.rows = grow(b.rows, len(ids)*t.table.Dim)
+	return t.cl.Pull(ctx, []client.Table{{Name: t.table.Name, IDs: ids, Rows: b.rows}},
+		[]client.Vector{{Name: DenseName, Values: b.params}}, create)
+}
+
+// hidden pools b's rows and runs the dense layers; it returns the SLIDE
+// layer's input (n x InputDim, a view into t.ws).
+func (t *Trainer) hidden(b *batch) []float32 {
+	x := t.ws.input(t.net, b.n)
+	b.sb.Pool([][]float32{b.rows}, x)
+	return t.net.forward(t.ws, b.params, b.n)
+}
+
+func grow[T any](b []T, n int) []T {
+	if cap(b) < n {
+		return make([]T, n, n+n/4)
+	}
+	return b[:n]
+}
+
+// run is the state of one Run.
+type run struct {
+	t        *Trainer
+	res      *Result
+	epoch    int
+	nbatches int
+	batch    int // within the epoch
+	lossSum  float64
+	lossN    int
+	trainDur time.Duration
+	fetch    time.Duration
+	// progress window
+	lastLine    time.Time
+	lineSamples int64
+	lineDur     time.Duration
+	window      slide.Precision
+	total       slide.Precision
+}
+
+// Run trains for train.epochs epochs over the training data (shuffled per
+// epoch when train.shuffle is set), evaluating on the test set every
+// train.eval_every batches and after each epoch, and returns the summary.
+// Evaluations after an epoch see every push of the epoch applied.
+func (t *Trainer) Run(ctx context.Context) (res Result, err error) {
+	r := &run{t: t, res: &res, lastLine: time.Now()}
+	p := t.out.Params()
+	oc := t.cfg.Model.Output
+	res.Labels, res.InputDim, res.Sparsity, res.Hash = t.out.Config().Dim, t.net.outWidth(), oc.Sparsity, oc.Hash
+	res.K, res.L, res.R = p.K, p.L, p.R
+	res.LayerBytes = t.out.ParamBytes()
+	if tb := t.out.Tables(); tb != nil {
+		res.LayerBytes += tb.Bytes()
+	}
+	defer func() {
+		t.pushWG.Wait()
+		if err == nil {
+			err = t.takePushErr()
+		}
+		res.Seconds = r.trainDur.Seconds()
+		if res.Seconds > 0 {
+			res.SamplesPerSecond = float64(res.Samples) / res.Seconds
+		}
+		res.Progressive, res.ProgressiveSamples = patk(&r.total), r.total.N()
+		res.FetchWaitSeconds, res.PushWaitSeconds = r.fetch.Seconds(), t.pushWait.Seconds()
+	}()
+	for epoch := 1; epoch <= t.cfg.Train.Epochs; epoch++ {
+		r.epoch, r.lossSum, r.lossN = epoch, 0, 0
+		if err := r.runEpoch(ctx); err != nil {
+			return res, err
+		}
+		res.Epochs = epoch
+		if r.lossN > 0 {
+			res.TrainLoss = r.lossSum / float64(r.lossN)
+		}
+		t.pushWG.Wait() // the evaluation sees every update of the epoch
+		if err := t.takePushErr(); err != nil {
+			return res, err
+		}
+		if err := r.evaluate(ctx, fmt.Sprintf("epoch %d", epoch), epoch == t.cfg.Train.Epochs); err != nil {
+			return res, err
+		}
+	}
+	return res, nil
+}
+
+func (r *run) evaluate(ctx context.Context, when string, final bool) error {
+	t := r.t
+	if t.opts.Test == nil {
+		return nil
+	}
+	e, err := t.Evaluate(ctx, final)
+	if err != nil {
+		return err
+	}
+	e.When = when
+	r.res.Evals = append(r.res.Evals, e)
+	r.res.Test = e
+	if w := t.opts.Progress; w != nil {
+		fmt.Fprintf(w, "%s: eval after %s on %d test samples:", t.opts.Name, when, e.Samples)
+		if e.Sparse != nil {
+			fmt.Fprintf(w, " sparse inference %v;", *e.Sparse)
+		}
+		if e.Dense != nil {
+			fmt.Fprintf(w, " dense inference %v;", *e.Dense)
+		}
+		fmt.Fprintf(w, " (%.1fs", e.Seconds)
+		if e.RehashSeconds > 0 {
+			fmt.Fprintf(w, ", rehash %.1fs", e.RehashSeconds)
+		}
+		if e.SparseMs > 0 || e.DenseMs > 0 {
+			fmt.Fprintf(w, "; one-sample latency sparse %.2f ms, dense %.2f ms", e.SparseMs, e.DenseMs)
+		}
+		fmt.Fprintln(w, ")")
+	}
+	return nil
+}
+
+// runEpoch trains one pass: a pull stage (its own goroutine, up to
+// train.prefetch_batches batches ahead) feeds the training stage (this
+// goroutine), which pushes asynchronously.
+func (r *run) runEpoch(ctx context.Context) error {
+	t := r.t
+	cfg := t.cfg.Train
+	n := t.opts.Train.Len()
+	order := make([]int32, n)
+	for i := range order {
+		order[i] = int32(i)
+	}
+	if *cfg.Shuffle {
+		rng := rand.New(rand.NewPCG(t.cfg.Model.Seed, uint64(r.epoch)))
+		rng.Shuffle(n, func(i, j int) { order[i], order[j] = order[j], order[i] })
+	}
+	bs := cfg.BatchSize
+	r.nbatches = (n + bs - 1) / bs
+	ahead := max(1, *cfg.PrefetchBatches)
+	free := make(chan *batch, ahead+1)
+	ready := make(chan *batch, ahead+1)
+	for i := 0; i < ahead+1; i++ {
+		free <- t.newBatch()
+	}
+	pctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var wg sync.WaitGroup
+	var pullErr error // written by the pull stage before it closes ready
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		defer close(ready)
+		for lo := 0; lo < n; lo += bs {
+			var b *batch
+			select {
+			case b = <-free:
+			case <-pctx.Done():
+				return
+			}
+			if err := t.fill(pctx, b, t.opts.Train, order[lo:min(lo+bs, n)], true); err != nil {
+				pullErr = err
+				return
+			}
+			ready <- b // capacity: never blocks
+		}
+	}()
+	err := r.trainStage(ctx, ready, free)
+	cancel()
+	wg.Wait()
+	if err == nil && pullErr != nil && ctx.Err() == nil {
+		err = pullErr
+	}
+	if err == nil {
+		err = ctx.Err()
+	}
+	return err
+}
+
+func (r *run) trainStage(ctx context.Context, ready <-chan *batch, free chan<- *batch) error {
+	t := r.t
+	cfg := t.cfg.Train
+	for r.batch = 0; ; r.batch++ {
+		w0 := time.Now()
+		b, ok := <-ready
+		if !ok {
+			r.trainDur += time.Since(w0)
+			r.fetch += time.Since(w0)
+			return nil
+		}
+		r.fetch += time.Since(w0)
+		if err := t.step(ctx, r, b); err != nil {
+			return err
+		}
+		free <- b
+		d := time.Since(w0)
+		r.trainDur += d
+		r.lineDur += d
+		r.res.Samples += int64(b.n)
+		r.res.Batches++
+		r.lineSamples += int64(b.n)
+		if cfg.ProgressEvery > 0 && time.Since(r.lastLine) >= cfg.ProgressEvery {
+			r.progressLine()
+		}
+		if cfg.EvalEvery > 0 && r.res.Batches%int64(cfg.EvalEvery) == 0 {
+			if err := r.evaluate(ctx, fmt.Sprintf("batch %d", r.res.Batches), false); err != nil {
+				return err
+			}
+		}
+	}
+}
+
+func (r *run) progressLine() {
+	t := r.t
+	if w := t.opts.Progress; w != nil {
+		sps := 0.0
+		if r.lineDur > 0 {
+			sps = float64(r.lineSamples) / r.lineDur.Seconds()
+		}
+		loss := 0.0
+		if r.lossN > 0 {
+			loss = r.lossSum / float64(r.lossN)
+		}
+		fmt.Fprintf(w, "%s: epoch %d batch %d/%d: %.0f samples/s, loss %.4f", t.opts.Name, r.epoch, r.batch+1, r.nbatches, sps, loss)
+		if r.window.N() > 0 {
+			fmt.Fprintf(w, ", train P@1 %.4f P@3 %.4f P@5 %.4f (%d samples scored before training)",
+				r.window.At(1), r.window.At(3), r.window.At(5), r.window.N())
+		}
+		fmt.Fprintln(w)
+	}
+	r.lastLine, r.lineSamples, r.lineDur = time.Now(), 0, 0
+	r.window = slide.Precision{}
+}
+
+// step trains on one pulled batch and starts its push.
+func (t *Trainer) step(ctx context.Context, r *run, b *batch) error {
+	n := b.n
+	h := t.hidden(b)
+	if pe := *t.cfg.Model.Output.ProgressiveEvery; pe > 0 && r.res.Batches%int64(pe) == 0 {
+		pred := t.pred[:n*TopK]
+		t.out.PredictSparse(h, n, TopK, pred)
+		r.window.Add(pred, TopK, b.labels)
+		r.total.Add(pred, TopK, b.labels)
+	}
+	dh := t.dh[:n*t.net.outWidth()]
+	loss, err := t.out.TrainBatch(h, n, b.labels, dh)
+	if err != nil {
+		return fmt.Errorf("xctrain: %w", err)
+	}
+	if math.IsNaN(loss) || math.IsInf(loss, 0) {
+		return fmt.Errorf("xctrain: training diverged: batch loss is %v (lower model.output.lr or the table's lr)", loss)
+	}
+	r.lossSum += loss
+	r.lossN++
+	t.out.Maintain()
+	var pb *pushBuf
+	w0 := time.Now()
+	select {
+	case pb = <-t.free:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	t.pushWait += time.Since(w0)
+	demb := t.net.backward(t.ws, b.params, n, dh, pb.dense)
+	ids := b.sb.IDs(0)
+	pb.ids = append(pb.ids[:0], ids...)
+	pb.grads = grow(pb.grads, len(ids)*t.table.Dim)
+	b.sb.Scatter(demb, [][]float32{pb.grads})
+	t.pushWG.Add(1)
+	go func() {
+		defer t.pushWG.Done()
+		err := t.cl.Push(ctx, []client.Table{{Name: t.table.Name, IDs: pb.ids, Rows: pb.grads}},
+			[]client.Vector{{Name: DenseName, Values: pb.dense}})
+		t.free <- pb // capacity equals the ring size: never blocks
+		if err != nil {
+			t.setPushErr(err)
+		}
+	}()
+	return nil
+}
+
+func (t *Trainer) setPushErr(err error) {
+	t.errMu.Lock()
+	defer t.errMu.Unlock()
+	if t.pushErr == nil {
+		t.pushErr = fmt.Errorf("xctrain: asynchronous push: %w", err)
+	}
+}
+
+func (t *Trainer) takePushErr() error {
+	t.errMu.Lock()
+	defer t.errMu.Unlock()
+	return t.pushErr
+}
+
+// Evaluate scores the test set (its first output.eval_limit samples) with
+// the shards' current rows (missing rows read as zeros; nothing is
+// created) and the layer's current weights, with sparse and/or dense
+// inference (output.eval). Before sparse inference every neuron is
+// re-inserted into the hash tables (Layer.Rehash). With latency set it
+// also times single-sample predictions.
+func (t *Trainer) Evaluate(ctx context.Context, latency bool) (Eval, error) {
+	test := t.opts.Test
+	if test == nil || test.Len() == 0 {
+		return Eval{}, fmt.Errorf("%w: empty test set", ErrNoData)
+	}
+	if lim := t.cfg.Model.Output.EvalLimit; lim > 0 {
+		test = test.Prefix(lim)
+	}
+	start := time.Now()
+	mode := t.cfg.Model.Output.Eval
+	doSparse := mode != "dense" && t.out.Tables() != nil
+	doDense := mode != "sparse" || t.out.Tables() == nil
+	e := Eval{Samples: test.Len()}
+	if doSparse {
+		t0 := time.Now()
+		t.out.Rehash()
+		e.RehashSeconds = time.Since(t0).Seconds()
+	}
+	var sp, dp slide.Precision
+	var spDur, dpDur time.Duration
+	b := t.newBatch()
+	n := test.Len()
+	bs := t.cfg.Train.EvalBatchSize
+	idx := make([]int32, 0, bs)
+	for lo := 0; lo < n; lo += bs {
+		idx = idx[:0]
+		for i := lo; i < min(lo+bs, n); i++ {
+			idx = append(idx, int32(i))
+		}
+		if err := t.fill(ctx, b, test, idx, false); err != nil {
+			return e, err
+		}
+		h := t.hidden(b)
+		pred := t.pred[:b.n*TopK]
+		if doSparse {
+			t0 := time.Now()
+			t.out.PredictSparse(h, b.n, TopK, pred)
+			spDur += time.Since(t0)
+			sp.Add(pred, TopK, b.labels)
+		}
+		if doDense {
+			t0 := time.Now()
+			t.out.PredictDense(h, b.n, TopK, pred)
+			dpDur += time.Since(t0)
+			dp.Add(pred, TopK, b.labels)
+		}
+	}
+	ms := func(d time.Duration, n int) float64 { return d.Seconds() * 1000 / float64(n) }
+	if doSparse {
+		p := patk(&sp)
+		e.Sparse, e.SparsePerSampleMs = &p, ms(spDur, n)
+	}
+	if doDense {
+		p := patk(&dp)
+		e.Dense, e.DensePerSampleMs = &p, ms(dpDur, n)
+	}
+	if latency {
+		m := min(latencySamples, n)
+		var err error
+		if doSparse {
+			if e.SparseMs, err = t.latency(ctx, b, test, m, t.out.PredictSparse); err != nil {
+				return e, err
+			}
+		}
+		if doDense {
+			if e.DenseMs, err = t.latency(ctx, b, test, m, t.out.PredictDense); err != nil {
+				return e, err
+			}
+		}
+	}
+	e.Seconds = time.Since(start).Seconds()
+	return e, nil
+}
+
+// latency returns the mean time in ms of predicting the first m samples of
+// d one at a time: pull, dense layers, top-k.
+func (t *Trainer) latency(ctx context.Context, b *batch, d *Dataset, m int,
+	predict func(x []float32, n, k int, out []int32)) (float64, error) {
+	idx := []int32{0}
+	pred := t.pred[:TopK]
+	var total time.Duration
+	for i := 0; i < m; i++ {
+		idx[0] = int32(i)
+		t0 := time.Now()
+		if err := t.fill(ctx, b, d, idx, false); err != nil {
+			return 0, err
+		}
+		predict(t.hidden(b), 1, TopK, pred)
+		total += time.Since(t0)
+	}
+	if m == 0 {
+		return 0, nil
+	}
+	return total.Seconds() * 1000 / float64(m), nil
+}
