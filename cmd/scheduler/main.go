@@ -80,7 +80,7 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 		parts     = fs.Int("partitions", ams.DefaultPartitions, "number of virtual partitions")
 		ttl       = fs.Duration("lease-ttl", cluster.DefaultTTL, "TTL of the scheduler's etcd lease")
 		level     = fs.String("log-level", "info", "log level: debug, info, warn or error")
-		train     = fs.String("train", "", "training data to hand out to the workers: files, directories or globs, comma-separated")
+		train     = fs.String("train", "", "training data to hand out to the workers: files, directories or globs, comma-separated; local or all hdfs://NAMENODE:PORT/PATH")
 		workers   = fs.Int("workers", 1, "number of workers sharing -train")
 		split     = fs.Int64("split-bytes", 64<<20, "cut files larger than a worker's share into byte ranges of about this size")
 		format    = fs.String("format", "libffm", "format of -train (xml files are never cut: they start with a header)")

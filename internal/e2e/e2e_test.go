@@ -34,7 +34,8 @@ func moduleRoot(t *testing.T) string {
 func build(t *testing.T) string {
 	t.Helper()
 	dir := t.TempDir()
-	cmd := exec.Command("go", "build", "-o", dir, "./cmd/ams", "./cmd/scheduler", "./cmd/worker", "./cmd/ctrgen")
+	cmd := exec.Command("go", "build", "-o", dir, "./cmd/ams", "./cmd/scheduler", "./cmd/worker", "./cmd/ctrgen",
+		"./cmd/hdfsd", "./cmd/hdfsput")
 	cmd.Dir = moduleRoot(t)
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
@@ -213,4 +214,64 @@ func TestMultiProcessCluster(t *testing.T) {
 		}
 		return false
 	})
+}
+
+// TestMultiProcessHDFS runs the HDFS test server (cmd/hdfsd), puts the
+// generated data on it with cmd/hdfsput, and trains two worker processes
+// from hdfs:// paths, the scheduler splitting the file between them: every
+// sample is read once per epoch and the model learns.
+func TestMultiProcessHDFS(t *testing.T) {
+	if testing.Short() {
+		t.Skip("multi-process test skipped in -short mode")
+	}
+	bin := build(t)
+	dir := t.TempDir()
+	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
+	defer cancel()
+	etcd, err := etcdembed.Start(ctx, etcdembed.Options{Dir: filepath.Join(dir, "etcd"), UnsafeNoFsync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer etcd.Close()
+	cfg := filepath.Join(dir, "job.yaml")
+	if err := os.WriteFile(cfg, []byte(jobConfig), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	train, test := filepath.Join(dir, "train.libffm"), filepath.Join(dir, "test.libffm")
+	start(t, "ctrgen", filepath.Join(bin, "ctrgen"), "-config", cfg, "-train", train, "-test", test).wait(t, time.Minute)
+	hd := start(t, "hdfsd", filepath.Join(bin, "hdfsd"), "-addr", "127.0.0.1:0", "-block-size", "1048576")
+	var nn string
+	testutil.Eventually(t, 30*time.Second, "hdfsd's address line", func() bool {
+		_, err := fmt.Sscanf(hd.output(), "hdfsd: namenode %s", &nn)
+		return err == nil
+	})
+	root := "hdfs://" + nn + "/ctr/"
+	start(t, "hdfsput", filepath.Join(bin, "hdfsput"), train, test, root).wait(t, time.Minute)
+
+	common := []string{"-etcd", strings.Join(etcd.Endpoints(), ","), "-cluster", "hdfs"}
+	start(t, "scheduler", filepath.Join(bin, "scheduler"), append(common, "-shards", "2",
+		"-train", root+"train*", "-workers", "2", "-split-bytes", "4096")...)
+	for i := range 2 {
+		start(t, fmt.Sprintf("ams-%d", i), filepath.Join(bin, "ams"), append(common, "-id", fmt.Sprintf("ams-%d", i))...)
+	}
+	var ws []*proc
+	for i := range 2 {
+		ws = append(ws, start(t, fmt.Sprintf("worker-%d", i), filepath.Join(bin, "worker"),
+			append(common, "-config", cfg, "-train", root+"train*", "-test", root+"test.libffm", "-json",
+				"-workers", "2", "-worker-index", fmt.Sprint(i))...))
+	}
+	var sums []summary
+	for _, w := range ws {
+		w.wait(t, 5*time.Minute)
+		sums = append(sums, lastJSON(t, w))
+	}
+	t.Logf("two workers from HDFS: %+v / %+v", sums[0], sums[1])
+	if sums[0].Samples+sums[1].Samples != 80000 || sums[0].Samples < 30000 || sums[1].Samples < 30000 {
+		t.Fatalf("workers trained %d and %d samples, want about 40000 each and 80000 in all", sums[0].Samples, sums[1].Samples)
+	}
+	for i, s := range sums {
+		if s.TestAUC < 0.6 {
+			t.Errorf("worker %d: test AUC %.4f: the model did not learn", i, s.TestAUC)
+		}
+	}
 }
