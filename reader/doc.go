@@ -198,7 +198,11 @@
 //
 // # File sources
 //
-// FileSource reads sample groups from local text files.
+// FileSource reads sample groups from text files of an FS: LocalFS (the
+// default) or another file system, such as HDFS (package reader/hdfssrc).
+// An FS opens, stats, lists and globs names; the source only reads and
+// seeks, so every guarantee below holds on any FS. ExpandPathsFS and
+// StatFilesFS expand patterns and size files on an FS for Assign.
 //
 // # File source lines
 //
