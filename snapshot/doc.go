@@ -1,9 +1,35 @@
 // Package snapshot defines where model snapshots are kept: a Store is a
 // tree of files under one root, on the local file system (DirStore) or on
 // HDFS (HDFSStore), and OpenStore picks one from a location (a directory,
-// or hdfs://HOST:PORT/PATH). The snapshot format itself (a manifest plus
-// one sorted SSTable per table per shard) is written through a Store by
-// the fault-tolerance work; this package never imports ams.
+// or hdfs://HOST:PORT/PATH). This package never imports ams: the AMS
+// encodes its rows and specifications and hands them over as bytes.
+//
+// # Format
+//
+// Snapshot seq lives in directory Dir(seq) = "snap-" + seq in 20 digits:
+//
+//	snap-00000000000000000007/
+//	  tables/<table>/shard-00000.sst   one sorted table per table per shard
+//	  dense/<name>                     raw files (dense parameters)
+//	  manifest.json                    written last
+//
+// A table file is a Pebble sstable (written with Pebble's sstable writer)
+// whose keys are the rows' ids as 8 big-endian bytes, so that key order is
+// id order, and whose values are the rows as the AMS encodes them. Each
+// shard writes its own files (CreateTable, WriteFile) and reports their
+// FileMeta (size, SHA-256, rows); whoever drives the snapshot writes the
+// Manifest with Commit once every part is in: version, shard count,
+// tables with their files, dense vectors, reader positions, config and
+// shard map. The manifest carries a SHA-256 of its own JSON (with the
+// checksum field empty), so a truncated or altered manifest is refused.
+// A directory without a manifest is not a snapshot.
+//
+// Latest returns the newest snapshot whose manifest and every file check
+// out (sizes and SHA-256 read in full) and says why it passed over newer
+// ones, so a restore falls back to the previous good snapshot; Prune keeps
+// the newest K. Restoring onto another number of shards needs nothing
+// from the format: every shard reads every file of a table and keeps the
+// ids its partitions own.
 //
 // # Names
 //
@@ -29,4 +55,10 @@
 //     Reader's ReadAt may be called from several goroutines.
 //  5. HDFSStore reads are verified chunk by chunk (hdfsconn.VerifiedReader):
 //     a corrupt replica is an error, never data.
+//  6. Commit of a manifest happens after every file it names is committed;
+//     Latest never returns a snapshot with a missing, short or altered
+//     file or manifest (each refusal wraps ErrCorrupt).
+//  7. Table keys strictly increase (Add refuses others with ErrOrder).
+//  8. Prune never removes one of the newest K complete snapshots, nor an
+//     incomplete one newer than every complete one (it may be in progress).
 package snapshot

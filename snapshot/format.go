@@ -1,0 +1,522 @@
+package snapshot
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"hash"
+	"io"
+	"path"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/cockroachdb/pebble/objstorage"
+	"github.com/cockroachdb/pebble/sstable"
+)
+
+// FormatVersion is the manifest format this package writes and reads.
+const FormatVersion = 1
+
+// ManifestName is the manifest's file name inside a snapshot's directory.
+const ManifestName = "manifest.json"
+
+// ErrCorrupt is wrapped by the errors about a snapshot that is incomplete,
+// truncated or damaged (a bad manifest, a missing file, a size or checksum
+// that does not match).
+var ErrCorrupt = errors.New("snapshot: corrupt")
+
+// ErrNoSnapshot is wrapped by Latest's error when the store holds no
+// complete, intact snapshot.
+var ErrNoSnapshot = errors.New("snapshot: no good snapshot")
+
+// ErrOrder is wrapped by TableWriter.Add's error for a key that does not
+// follow the previous one.
+var ErrOrder = errors.New("snapshot: keys out of order")
+
+// Dir returns the directory of snapshot seq: "snap-" and seq in 20 digits,
+// so that names sort as the sequence numbers do.
+func Dir(seq uint64) string { return fmt.Sprintf("snap-%020d", seq) }
+
+// parseDir returns the sequence number of a snapshot directory name.
+func parseDir(name string) (uint64, bool) {
+	s, ok := strings.CutPrefix(name, "snap-")
+	if !ok || len(s) != 20 {
+		return 0, false
+	}
+	n, err := strconv.ParseUint(s, 10, 64)
+	return n, err == nil
+}
+
+// FileMeta is a file of a snapshot: its name relative to the snapshot's
+// directory, its size and the SHA-256 of its bytes.
+type FileMeta struct {
+	Name   string `json:"name"`
+	Size   int64  `json:"size"`
+	SHA256 string `json:"sha256"`
+	// Rows is the number of rows of a table file.
+	Rows int64 `json:"rows,omitempty"`
+}
+
+// TableEntry is a sparse table: its specification (the AMS's own JSON) and
+// one sorted table file per shard that wrote it.
+type TableEntry struct {
+	Name  string          `json:"name"`
+	Spec  json.RawMessage `json:"spec,omitempty"`
+	Files []FileMeta      `json:"files"`
+}
+
+// DenseEntry is a dense parameter vector stored as a raw file.
+type DenseEntry struct {
+	Name string   `json:"name"`
+	Len  int      `json:"len"`
+	File FileMeta `json:"file"`
+}
+
+// Manifest describes a complete snapshot. It is written last: a snapshot
+// directory without a manifest does not exist.
+type Manifest struct {
+	Format  int       `json:"format"`
+	Seq     uint64    `json:"seq"`
+	Version uint64    `json:"version"` // the cluster version the snapshot was taken at
+	Created time.Time `json:"created"`
+	Shards  int       `json:"shards"` // how many shards wrote it
+	Tables  []TableEntry `json:"tables"`
+	Dense   []DenseEntry `json:"dense,omitempty"`
+	// Readers holds each reader stream's position (the worker's own JSON),
+	// saved with the rows its batches produced.
+	Readers  map[string]json.RawMessage `json:"readers,omitempty"`
+	Config   json.RawMessage            `json:"config,omitempty"`
+	ShardMap json.RawMessage            `json:"shard_map,omitempty"`
+	// Checksum is the SHA-256 of the manifest's JSON with Checksum empty.
+	Checksum string `json:"checksum"`
+}
+
+// Dir is the manifest's snapshot directory.
+func (m *Manifest) Dir() string { return Dir(m.Seq) }
+
+// compact removes the layout whitespace of the manifest's embedded JSON
+// (it is written indented, for people), so that callers get it as they
+// gave it. The checksum does not depend on it: json.Marshal compacts
+// embedded JSON too.
+func (m *Manifest) compact() {
+	c := func(r *json.RawMessage) {
+		var b bytes.Buffer
+		if len(*r) > 0 && json.Compact(&b, *r) == nil {
+			*r = b.Bytes()
+		}
+	}
+	for i := range m.Tables {
+		c(&m.Tables[i].Spec)
+	}
+	for k, v := range m.Readers {
+		c(&v)
+		m.Readers[k] = v
+	}
+	c(&m.Config)
+	c(&m.ShardMap)
+}
+
+// files lists every file the manifest names.
+func (m *Manifest) files() []FileMeta {
+	var out []FileMeta
+	for _, t := range m.Tables {
+		out = append(out, t.Files...)
+	}
+	for _, d := range m.Dense {
+		out = append(out, d.File)
+	}
+	return out
+}
+
+func (m *Manifest) sum() (string, error) {
+	c := *m
+	c.Checksum = ""
+	b, err := json.Marshal(&c)
+	if err != nil {
+		return "", err
+	}
+	h := sha256.Sum256(b)
+	return hex.EncodeToString(h[:]), nil
+}
+
+// checkedWriter passes writes on to a Store Writer, counting and hashing
+// them; it is the objstorage.Writable pebble's sstable writer writes to.
+type checkedWriter struct {
+	w    Writer
+	h    hash.Hash
+	n    int64
+	name string
+}
+
+func newCheckedWriter(s Store, dir, name string) (*checkedWriter, error) {
+	w, err := s.Create(path.Join(dir, name))
+	if err != nil {
+		return nil, err
+	}
+	return &checkedWriter{w: w, h: sha256.New(), name: name}, nil
+}
+
+func (c *checkedWriter) Write(p []byte) error {
+	c.h.Write(p)
+	c.n += int64(len(p))
+	_, err := c.w.Write(p)
+	return err
+}
+
+func (c *checkedWriter) Finish() error { return c.w.Commit() }
+func (c *checkedWriter) Abort()        { c.w.Abort() }
+
+func (c *checkedWriter) meta() FileMeta {
+	return FileMeta{Name: c.name, Size: c.n, SHA256: hex.EncodeToString(c.h.Sum(nil))}
+}
+
+// TableName is the file name of shard's part of table: tables/NAME/shard-K.sst.
+func TableName(table string, shard int) string {
+	return fmt.Sprintf("tables/%s/shard-%05d.sst", table, shard)
+}
+
+// TableWriter writes one shard's rows of a table as a sorted table (Pebble's
+// sstable format, keys the 8-byte big-endian ids).
+type TableWriter struct {
+	cw   *checkedWriter
+	sw   *sstable.Writer
+	key  [8]byte
+	last uint64
+	rows int64
+	done bool
+}
+
+// CreateTable starts shard's file of table in snapshot seq of s.
+func CreateTable(s Store, seq uint64, table string, shard int) (*TableWriter, error) {
+	if err := checkName(table, false); err != nil || strings.Contains(table, "/") {
+		return nil, fmt.Errorf("%w: table name %q", ErrBadName, table)
+	}
+	cw, err := newCheckedWriter(s, Dir(seq), TableName(table, shard))
+	if err != nil {
+		return nil, err
+	}
+	sw := sstable.NewWriter(cw, sstable.WriterOptions{TableFormat: sstable.TableFormatPebblev2, BlockSize: 32 << 10})
+	return &TableWriter{cw: cw, sw: sw}, nil
+}
+
+// Add writes the row of id; ids must strictly increase.
+func (t *TableWriter) Add(id uint64, value []byte) error {
+	if t.rows > 0 && id <= t.last {
+		return fmt.Errorf("%w: id %d after %d", ErrOrder, id, t.last)
+	}
+	binary.BigEndian.PutUint64(t.key[:], id)
+	if err := t.sw.Set(t.key[:], value); err != nil {
+		return fmt.Errorf("snapshot: %s: %w", t.cw.name, err)
+	}
+	t.last = id
+	t.rows++
+	return nil
+}
+
+// Close finishes the file and returns its FileMeta for the manifest.
+func (t *TableWriter) Close() (FileMeta, error) {
+	if t.done {
+		return FileMeta{}, fmt.Errorf("snapshot: %s: closed twice", t.cw.name)
+	}
+	t.done = true
+	if err := t.sw.Close(); err != nil { // finishes the Writable, which commits the file
+		return FileMeta{}, fmt.Errorf("snapshot: %s: %w", t.cw.name, err)
+	}
+	m := t.cw.meta()
+	m.Rows = t.rows
+	return m, nil
+}
+
+// Abort discards the file; a no-op after Close.
+func (t *TableWriter) Abort() {
+	if !t.done {
+		t.done = true
+		t.cw.Abort() // the sstable writer is dropped unfinished: it never commits
+	}
+}
+
+// WriteFile writes a raw file (dense parameters, say) into snapshot seq.
+func WriteFile(s Store, seq uint64, name string, data []byte) (FileMeta, error) {
+	cw, err := newCheckedWriter(s, Dir(seq), name)
+	if err != nil {
+		return FileMeta{}, err
+	}
+	if err := cw.Write(data); err != nil {
+		cw.Abort()
+		return FileMeta{}, err
+	}
+	if err := cw.Finish(); err != nil {
+		return FileMeta{}, err
+	}
+	return cw.meta(), nil
+}
+
+// Commit writes m's manifest (with Format and Checksum filled) into its
+// snapshot's directory: the snapshot then exists. Every file m names must
+// already be committed.
+func Commit(s Store, m *Manifest) error {
+	m.Format = FormatVersion
+	if m.Created.IsZero() {
+		m.Created = time.Now().UTC()
+	}
+	sum, err := m.sum()
+	if err != nil {
+		return fmt.Errorf("snapshot: manifest: %w", err)
+	}
+	m.Checksum = sum
+	b, err := json.MarshalIndent(m, "", "  ")
+	if err != nil {
+		return fmt.Errorf("snapshot: manifest: %w", err)
+	}
+	w, err := s.Create(path.Join(m.Dir(), ManifestName))
+	if err != nil {
+		return err
+	}
+	defer w.Abort()
+	if _, err := w.Write(append(b, '\n')); err != nil {
+		return err
+	}
+	return w.Commit()
+}
+
+// ReadManifest reads and checks the manifest of snapshot seq (not its
+// files: see Verify). A missing, truncated or altered manifest is an error
+// wrapping ErrCorrupt.
+func ReadManifest(s Store, seq uint64) (*Manifest, error) {
+	r, err := s.Open(path.Join(Dir(seq), ManifestName))
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s: %w", ErrCorrupt, Dir(seq), err)
+	}
+	defer r.Close()
+	b, err := io.ReadAll(r)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s: %w", ErrCorrupt, Dir(seq), err)
+	}
+	var m Manifest
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&m); err != nil {
+		return nil, fmt.Errorf("%w: %s/%s: %v", ErrCorrupt, Dir(seq), ManifestName, err)
+	}
+	m.compact()
+	switch sum, err := m.sum(); {
+	case err != nil:
+		return nil, fmt.Errorf("%w: %s/%s: %v", ErrCorrupt, Dir(seq), ManifestName, err)
+	case m.Format != FormatVersion:
+		return nil, fmt.Errorf("%w: %s: manifest format %d, this build reads %d", ErrCorrupt, Dir(seq), m.Format, FormatVersion)
+	case sum != m.Checksum:
+		return nil, fmt.Errorf("%w: %s/%s: checksum %s, want %s", ErrCorrupt, Dir(seq), ManifestName, sum, m.Checksum)
+	case m.Seq != seq:
+		return nil, fmt.Errorf("%w: %s: manifest says snapshot %d", ErrCorrupt, Dir(seq), m.Seq)
+	}
+	return &m, nil
+}
+
+// Verify reads every file m names and checks its size and SHA-256.
+func Verify(s Store, m *Manifest) error {
+	for _, f := range m.files() {
+		if err := verifyFile(s, m.Dir(), f); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func verifyFile(s Store, dir string, f FileMeta) error {
+	r, err := s.Open(path.Join(dir, f.Name))
+	if err != nil {
+		return fmt.Errorf("%w: %s: %w", ErrCorrupt, dir, err)
+	}
+	defer r.Close()
+	h := sha256.New()
+	n, err := io.Copy(h, r)
+	switch {
+	case err != nil:
+		return fmt.Errorf("%w: %s/%s: %w", ErrCorrupt, dir, f.Name, err)
+	case n != f.Size:
+		return fmt.Errorf("%w: %s/%s: %d bytes, the manifest says %d", ErrCorrupt, dir, f.Name, n, f.Size)
+	case hex.EncodeToString(h.Sum(nil)) != f.SHA256:
+		return fmt.Errorf("%w: %s/%s: SHA-256 does not match the manifest", ErrCorrupt, dir, f.Name)
+	}
+	return nil
+}
+
+// Snapshots returns the sequence numbers of the snapshot directories in s,
+// newest first, whether complete or not.
+func Snapshots(s Store) ([]uint64, error) {
+	ents, err := s.List("")
+	if err != nil {
+		return nil, err
+	}
+	var out []uint64
+	for _, e := range ents {
+		if seq, ok := parseDir(e.Name); ok && e.Dir {
+			out = append(out, seq)
+		}
+	}
+	slices.Sort(out)
+	slices.Reverse(out)
+	return out, nil
+}
+
+// Latest returns the newest snapshot whose manifest and files are intact
+// (verified in full), and the errors of the newer ones it passed over
+// (incomplete or corrupt: each wraps ErrCorrupt). With none intact the
+// error wraps ErrNoSnapshot and names each refusal.
+func Latest(s Store) (*Manifest, []error, error) {
+	seqs, err := Snapshots(s)
+	if err != nil {
+		return nil, nil, err
+	}
+	var skipped []error
+	for _, seq := range seqs {
+		m, err := ReadManifest(s, seq)
+		if err == nil {
+			err = Verify(s, m)
+		}
+		if err == nil {
+			return m, skipped, nil
+		}
+		skipped = append(skipped, err)
+	}
+	return nil, skipped, fmt.Errorf("%w in %s: %w", ErrNoSnapshot, s, errors.Join(skipped...))
+}
+
+// Prune keeps the newest keep complete snapshots (those with a manifest)
+// and removes the older ones, and every incomplete snapshot older than the
+// newest complete one (a failed or abandoned attempt; newer incomplete
+// ones may still be being written). It returns the removed sequence
+// numbers.
+func Prune(s Store, keep int) ([]uint64, error) {
+	if keep < 1 {
+		return nil, fmt.Errorf("snapshot: prune: keep %d, want at least 1", keep)
+	}
+	seqs, err := Snapshots(s)
+	if err != nil {
+		return nil, err
+	}
+	var removed []uint64
+	complete := 0
+	for _, seq := range seqs {
+		_, err := ReadManifest(s, seq)
+		if err == nil {
+			complete++
+			if complete <= keep {
+				continue
+			}
+		} else if complete == 0 {
+			continue // newer than every complete one: maybe in progress
+		}
+		if err := s.Remove(Dir(seq)); err != nil {
+			return removed, err
+		}
+		removed = append(removed, seq)
+	}
+	return removed, nil
+}
+
+// TableReader reads a table file of a snapshot in id order.
+type TableReader struct {
+	r    *sstable.Reader
+	it   sstable.Iterator
+	name string
+	err  error
+	id   uint64
+	val  []byte
+	seek bool
+}
+
+// readable adapts a Store Reader to objstorage.Readable.
+type readable struct{ r Reader }
+
+func (r readable) ReadAt(_ context.Context, p []byte, off int64) error {
+	n, err := r.r.ReadAt(p, off)
+	if n == len(p) {
+		return nil
+	}
+	if err == nil || err == io.EOF {
+		err = io.ErrUnexpectedEOF
+	}
+	return err
+}
+func (r readable) Close() error { return r.r.Close() }
+func (r readable) Size() int64  { return r.r.Size() }
+func (r readable) NewReadHandle(context.Context) objstorage.ReadHandle {
+	h := objstorage.MakeNoopReadHandle(r)
+	return &h
+}
+
+// OpenTable opens file f of snapshot seq for reading. Call Verify first to
+// refuse a damaged file as a whole; the sorted table's own block checksums
+// catch damage as it is read.
+func OpenTable(s Store, seq uint64, f FileMeta) (*TableReader, error) {
+	name := path.Join(Dir(seq), f.Name)
+	r, err := s.Open(name)
+	if err != nil {
+		return nil, err
+	}
+	sr, err := sstable.NewReader(readable{r}, sstable.ReaderOptions{})
+	if err != nil {
+		r.Close()
+		return nil, fmt.Errorf("%w: %s: %w", ErrCorrupt, name, err)
+	}
+	it, err := sr.NewIter(nil, nil)
+	if err != nil {
+		sr.Close()
+		return nil, fmt.Errorf("%w: %s: %w", ErrCorrupt, name, err)
+	}
+	return &TableReader{r: sr, it: it, name: name, seek: true}, nil
+}
+
+// Next moves to the next row and reports whether there is one; after
+// false, Err tells whether the end was reached or reading failed.
+func (t *TableReader) Next() bool {
+	if t.err != nil {
+		return false
+	}
+	next := t.it.Next
+	if t.seek {
+		next, t.seek = t.it.First, false
+	}
+	k, lv := next()
+	if k == nil {
+		if err := t.it.Error(); err != nil {
+			t.err = fmt.Errorf("%w: %s: %w", ErrCorrupt, t.name, err)
+		}
+		return false
+	}
+	if len(k.UserKey) != 8 {
+		t.err = fmt.Errorf("%w: %s: key of %d bytes", ErrCorrupt, t.name, len(k.UserKey))
+		return false
+	}
+	v, _, err := lv.Value(nil)
+	if err != nil {
+		t.err = fmt.Errorf("%w: %s: %w", ErrCorrupt, t.name, err)
+		return false
+	}
+	t.id, t.val = binary.BigEndian.Uint64(k.UserKey), v
+	return true
+}
+
+// Row returns the current row's id and value; the value is valid until
+// the next call of Next.
+func (t *TableReader) Row() (uint64, []byte) { return t.id, t.val }
+
+// Err returns the error that ended Next, or nil at the end of the file.
+func (t *TableReader) Err() error { return t.err }
+
+// Close releases the file.
+func (t *TableReader) Close() error {
+	err := t.it.Close()
+	if cerr := t.r.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}

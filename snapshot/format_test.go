@@ -1,0 +1,249 @@
+package snapshot_test
+
+import (
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"path"
+	"slices"
+	"testing"
+
+	"github.com/xdlgo/xps/snapshot"
+)
+
+// row is a test row: its id and a value derived from it and the snapshot.
+func rowValue(seq, id uint64, dim int) []byte {
+	b := make([]byte, 4*dim)
+	for i := range dim {
+		binary.LittleEndian.PutUint32(b[4*i:], uint32(id*31+seq*7+uint64(i)))
+	}
+	return b
+}
+
+// writeSnapshot writes snapshot seq: table "emb" split over shards by id
+// modulo, a dense file and reader positions; it returns the rows by id.
+func writeSnapshot(t *testing.T, s snapshot.Store, seq uint64, shards, rows int) map[uint64][]byte {
+	t.Helper()
+	rng := rand.New(rand.NewPCG(seq, 3))
+	all := map[uint64][]byte{}
+	perShard := make([][]uint64, shards)
+	for range rows {
+		id := rng.Uint64()
+		if _, dup := all[id]; dup {
+			continue
+		}
+		all[id] = rowValue(seq, id, 6)
+		perShard[id%uint64(shards)] = append(perShard[id%uint64(shards)], id)
+	}
+	m := &snapshot.Manifest{Seq: seq, Version: seq + 1, Shards: shards,
+		Readers: map[string]json.RawMessage{"kafka://ctr/0": json.RawMessage(`{"offset":42}`)},
+		Config:  json.RawMessage(`{"model":{"hidden":[8]}}`)}
+	entry := snapshot.TableEntry{Name: "emb", Spec: json.RawMessage(`{"dim":6}`)}
+	for k, ids := range perShard {
+		slices.Sort(ids)
+		tw, err := snapshot.CreateTable(s, seq, "emb", k)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, id := range ids {
+			if err := tw.Add(id, all[id]); err != nil {
+				t.Fatal(err)
+			}
+		}
+		f, err := tw.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if f.Rows != int64(len(ids)) {
+			t.Fatalf("shard %d: %d rows in the file meta, wrote %d", k, f.Rows, len(ids))
+		}
+		entry.Files = append(entry.Files, f)
+	}
+	m.Tables = append(m.Tables, entry)
+	dense, err := snapshot.WriteFile(s, seq, "dense/mlp", []byte("dense parameters"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.Dense = append(m.Dense, snapshot.DenseEntry{Name: "mlp", Len: 4, File: dense})
+	if err := snapshot.Commit(s, m); err != nil {
+		t.Fatal(err)
+	}
+	return all
+}
+
+// readTable reads every row of every shard file of the manifest's table.
+func readTable(t *testing.T, s snapshot.Store, m *snapshot.Manifest) map[uint64][]byte {
+	t.Helper()
+	got := map[uint64][]byte{}
+	for _, f := range m.Tables[0].Files {
+		r, err := snapshot.OpenTable(s, m.Seq, f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var last uint64
+		n := 0
+		for r.Next() {
+			id, v := r.Row()
+			if n > 0 && id <= last {
+				t.Fatalf("%s: id %d after %d", f.Name, id, last)
+			}
+			last = id
+			n++
+			got[id] = slices.Clone(v)
+		}
+		if err := r.Err(); err != nil {
+			t.Fatal(err)
+		}
+		r.Close()
+	}
+	return got
+}
+
+// overwrite replaces file name of snapshot seq with edit(its bytes).
+func overwrite(t *testing.T, s snapshot.Store, name string, edit func([]byte) []byte) {
+	t.Helper()
+	r, err := s.Open(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := io.ReadAll(r)
+	r.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	put(t, s, name, edit(b))
+}
+
+func TestSnapshotFormat(t *testing.T) {
+	for kind, s := range stores(t) {
+		t.Run(kind, func(t *testing.T) {
+			if _, _, err := snapshot.Latest(s); !errors.Is(err, snapshot.ErrNoSnapshot) {
+				t.Fatalf("Latest of an empty store = %v, want ErrNoSnapshot", err)
+			}
+			want := map[uint64]map[uint64][]byte{}
+			for seq := uint64(1); seq <= 4; seq++ {
+				want[seq] = writeSnapshot(t, s, seq, 2, 3000)
+			}
+			m, skipped, err := snapshot.Latest(s)
+			if err != nil || m.Seq != 4 || len(skipped) != 0 {
+				t.Fatalf("Latest = %v, %v, %v; want snapshot 4", m, skipped, err)
+			}
+			if m.Version != 5 || string(m.Readers["kafka://ctr/0"]) != `{"offset":42}` || m.Shards != 2 || len(m.Dense) != 1 {
+				t.Errorf("manifest read back: %+v", m)
+			}
+			got := readTable(t, s, m)
+			if len(got) != len(want[4]) {
+				t.Fatalf("read %d rows, wrote %d", len(got), len(want[4]))
+			}
+			for id, v := range want[4] {
+				if !slices.Equal(got[id], v) {
+					t.Fatalf("row %d: %x, want %x", id, got[id], v)
+				}
+			}
+
+			// A snapshot still being written (no manifest) is passed over.
+			tw, err := snapshot.CreateTable(s, 5, "emb", 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			tw.Add(1, []byte("x"))
+			if _, err := tw.Close(); err != nil {
+				t.Fatal(err)
+			}
+			// Snapshot 4 truncated, snapshot 3's manifest altered: Latest
+			// falls back to 2 and says why it passed over 5, 4 and 3.
+			m4, _ := snapshot.ReadManifest(s, 4)
+			overwrite(t, s, path.Join(snapshot.Dir(4), m4.Tables[0].Files[1].Name), func(b []byte) []byte { return b[:len(b)/2] })
+			overwrite(t, s, path.Join(snapshot.Dir(3), snapshot.ManifestName), func(b []byte) []byte {
+				var m snapshot.Manifest
+				json.Unmarshal(b, &m)
+				m.Version = 99 // valid JSON, wrong checksum
+				out, _ := json.Marshal(&m)
+				return out
+			})
+			m, skipped, err = snapshot.Latest(s)
+			if err != nil || m.Seq != 2 || len(skipped) != 3 {
+				t.Fatalf("Latest = %v, %v, %v; want snapshot 2 after passing over 3 snapshots", m, skipped, err)
+			}
+			for _, e := range skipped {
+				if !errors.Is(e, snapshot.ErrCorrupt) {
+					t.Errorf("skipped for %v: does not wrap ErrCorrupt", e)
+				}
+				t.Logf("passed over: %v", e)
+			}
+			if got := readTable(t, s, m); len(got) != len(want[2]) {
+				t.Errorf("snapshot 2: %d rows, want %d", len(got), len(want[2]))
+			}
+			// A damaged table is also caught by the sorted table's own
+			// checksums when read without Verify.
+			overwrite(t, s, path.Join(snapshot.Dir(2), m.Tables[0].Files[0].Name), func(b []byte) []byte {
+				b[100] ^= 0xff
+				return b
+			})
+			if err := snapshot.Verify(s, m); !errors.Is(err, snapshot.ErrCorrupt) {
+				t.Errorf("Verify of a damaged file = %v", err)
+			}
+			if r, err := snapshot.OpenTable(s, 2, m.Tables[0].Files[0]); err == nil {
+				for r.Next() {
+				}
+				if !errors.Is(r.Err(), snapshot.ErrCorrupt) {
+					t.Errorf("reading a damaged table ends with %v, want ErrCorrupt", r.Err())
+				}
+				r.Close()
+			}
+
+			// Keep the 2 newest complete snapshots (the manifest decides
+			// completeness, so 4 counts); incomplete ones (5, and 3 with its
+			// bad manifest) older than the newest complete one go too.
+			writeSnapshot(t, s, 6, 3, 100)
+			removed, err := snapshot.Prune(s, 2)
+			if err != nil {
+				t.Fatal(err)
+			}
+			seqs, _ := snapshot.Snapshots(s)
+			t.Logf("removed %v, left %v", removed, seqs)
+			if !slices.Equal(seqs, []uint64{6, 4}) || !slices.Equal(removed, []uint64{5, 3, 2, 1}) {
+				t.Errorf("after Prune(2): removed %v, left %v; want [5 3 2 1] removed, [6 4] left", removed, seqs)
+			}
+			// A snapshot being written, newer than every complete one, stays.
+			tw, err = snapshot.CreateTable(s, 8, "emb", 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := tw.Close(); err != nil {
+				t.Fatal(err)
+			}
+			if removed, err := snapshot.Prune(s, 2); err != nil || len(removed) != 0 {
+				t.Errorf("Prune with a snapshot in progress removed %v, %v", removed, err)
+			}
+			if _, err := snapshot.Prune(s, 0); err == nil {
+				t.Error("Prune(0) succeeded")
+			}
+
+			// Ids must strictly increase.
+			tw, err = snapshot.CreateTable(s, 7, "emb", 1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			tw.Add(5, nil)
+			if err := tw.Add(5, nil); !errors.Is(err, snapshot.ErrOrder) {
+				t.Errorf("a repeated id = %v, want ErrOrder", err)
+			}
+			tw.Abort()
+			if ents, err := s.List(path.Join(snapshot.Dir(7), "tables/emb")); err != nil || len(ents) != 0 {
+				t.Errorf("after Abort: %v, %v", ents, err)
+			}
+			if _, err := snapshot.CreateTable(s, 7, "a/b", 0); !errors.Is(err, snapshot.ErrBadName) {
+				t.Errorf("table name with a slash = %v", err)
+			}
+		})
+	}
+}
+
+func ExampleDir() {
+	fmt.Println(snapshot.Dir(42))
+	// Output: snap-00000000000000000042
+}
