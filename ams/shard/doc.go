@@ -21,6 +21,18 @@
 // the shard's is refused with ErrStaleVersion (gRPC ABORTED; the client turns it back into ams.ErrStaleVersion) and
 // never applied.
 //
+// # Snapshots
+//
+// WriteSnapshot writes the shard's part of a snapshot (package snapshot):
+// one sorted table file per table, every row with its values, optimizer
+// state and statistics, gathered by each stripe's owner a chunk at a time
+// and merged in id order, and one file per dense range. Restore reads
+// every shard's files of a snapshot and keeps the ids the caller's owns
+// function gives it, so a snapshot written by N shards restores onto M
+// (the scheduler passes the new shard map's ShardOf). Both run on the
+// owners too, so they need no lock, but a consistent snapshot needs the
+// pushes paused: the scheduler's job, not the shard's.
+//
 // # Time
 //
 // Row statistics (last-touched time) use Options.Now, in whole seconds.

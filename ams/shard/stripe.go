@@ -16,6 +16,7 @@ const (
 	opDensePull
 	opDensePush
 	opStats
+	opFunc // run fn on the owner (snapshots and restores)
 )
 
 // part is one table's share of a request for one stripe: the ids that hash
@@ -47,6 +48,8 @@ type task struct {
 	denseBuf []float32
 
 	stats []TableStats
+
+	fn func(st *stripe) error
 
 	err error
 	wg  *sync.WaitGroup
@@ -120,6 +123,8 @@ func (st *stripe) serve(t *task) error {
 		if err := st.dense[t.dense].Apply(t.denseBuf); err != nil {
 			return fmt.Errorf("ams: push dense %q: %w", t.dense, err)
 		}
+	case opFunc:
+		return t.fn(st)
 	case opStats:
 		for idx, tab := range st.tables {
 			if tab != nil && idx < len(t.stats) {

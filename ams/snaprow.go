@@ -1,0 +1,66 @@
+package ams
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math"
+)
+
+// Snapshot rows. A row travels into a snapshot as its values (Dim
+// float32), its optimizer state (StateWidth float32) and its statistics
+// (last-touched time and hit count, uint32), all little-endian: 4*(Dim +
+// StateWidth) + 8 bytes. The layout belongs to the table's spec: restoring
+// needs a table of the same Dim and optimizer.
+
+// SnapshotRowBytes is the size of an encoded row of t.
+func (t *Table) SnapshotRowBytes() int { return 4*(t.dim+t.sw) + 8 }
+
+// AppendSnapshotRow appends id's encoded row to dst and reports whether
+// the row exists.
+func (t *Table) AppendSnapshotRow(dst []byte, id uint64) ([]byte, bool) {
+	slot, ok := t.idx.get(id)
+	if !ok {
+		return dst, false
+	}
+	w, state, st := t.split(t.rows.row(slot))
+	for _, v := range w {
+		dst = binary.LittleEndian.AppendUint32(dst, math.Float32bits(v))
+	}
+	for _, v := range state {
+		dst = binary.LittleEndian.AppendUint32(dst, math.Float32bits(v))
+	}
+	dst = binary.LittleEndian.AppendUint32(dst, st[statTouched])
+	return binary.LittleEndian.AppendUint32(dst, st[statHits]), true
+}
+
+// LoadSnapshotRow writes id's row from its encoding (see
+// AppendSnapshotRow), creating or overwriting it. A length that does not
+// fit the table is an error wrapping ErrDimMismatch.
+func (t *Table) LoadSnapshotRow(id uint64, b []byte, values, state []float32) error {
+	if len(b) != t.SnapshotRowBytes() {
+		return fmt.Errorf("%w: table %q: snapshot row of id %d has %d bytes, want %d (dim %d, %d state words)",
+			ErrDimMismatch, t.spec.Name, id, len(b), t.SnapshotRowBytes(), t.dim, t.sw)
+	}
+	values, state = values[:t.dim], state[:t.sw]
+	for i := range values {
+		values[i] = math.Float32frombits(binary.LittleEndian.Uint32(b[4*i:]))
+	}
+	b = b[4*t.dim:]
+	for i := range state {
+		state[i] = math.Float32frombits(binary.LittleEndian.Uint32(b[4*i:]))
+	}
+	b = b[4*t.sw:]
+	return t.Load(id, values, state, binary.LittleEndian.Uint32(b), binary.LittleEndian.Uint32(b[4:]))
+}
+
+// StateWidth is the number of optimizer state words per row.
+func (t *Table) StateWidth() int { return t.sw }
+
+// IDs appends the ids of every row to dst, in no particular order.
+func (t *Table) IDs(dst []uint64) []uint64 {
+	t.idx.all(func(id uint64, _ uint32) bool {
+		dst = append(dst, id)
+		return true
+	})
+	return dst
+}
