@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash/fnv"
 
 	"github.com/xdlgo/xps/internal/hashmix"
 )
@@ -113,6 +114,14 @@ func UnmarshalShardMap(b []byte) (*ShardMap, error) {
 		return nil, err
 	}
 	return &m, nil
+}
+
+// StateShard is the shard of n that holds state key (PutState): FNV-1a of
+// the key modulo n, so state moves with the shard count like rows do.
+func StateShard(key string, n int) int {
+	h := fnv.New64a()
+	h.Write([]byte(key))
+	return int(h.Sum64() % uint64(n))
 }
 
 // DenseRange returns the half-open range [lo, hi) of a flat dense vector of

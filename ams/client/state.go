@@ -2,10 +2,10 @@ package client
 
 import (
 	"context"
-	"hash/fnv"
 	"slices"
 	"strings"
 
+	"github.com/xdlgo/xps/ams"
 	"github.com/xdlgo/xps/ams/amspb"
 )
 
@@ -17,11 +17,7 @@ type StateEntry struct {
 
 // stateShard is the shard that holds key: FNV-1a of the key modulo the
 // number of shards (state moves with the shard map, like rows).
-func (c *Client) stateShard(key string) int {
-	h := fnv.New64a()
-	h.Write([]byte(key))
-	return int(h.Sum64() % uint64(len(c.stubs)))
-}
+func (c *Client) stateShard(key string) int { return ams.StateShard(key, len(c.stubs)) }
 
 // PutState stores entries on the shards that own their keys, one request
 // per shard in parallel. An empty value deletes the key. A shard's refusal

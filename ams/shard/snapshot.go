@@ -25,14 +25,39 @@ func (s *Shard) onStripes(fn func(i int, st *stripe) error) error {
 	return s.dispatch(tasks)
 }
 
+// Part is a shard's part of a snapshot, for the manifest.
+type Part struct {
+	Tables []snapshot.TableEntry
+	Dense  []snapshot.DenseEntry
+	// State is the shard's state entries (reader positions), for
+	// Manifest.Readers.
+	State map[string]json.RawMessage
+}
+
 // WriteSnapshot writes this shard's part of snapshot seq to store, as
 // shard number index of the cluster: one sorted table file per declared
 // table (every row: values, optimizer state, statistics; see
 // ams.Table.AppendSnapshotRow) and one dense file per dense range. It
-// returns the manifest entries of what it wrote. The snapshot is
+// returns the manifest entries of what it wrote and its state entries
+// (which must be JSON, as reader positions are). The snapshot is
 // consistent only if nothing pushes while it runs: the scheduler pauses
 // the workers first.
-func (s *Shard) WriteSnapshot(store snapshot.Store, seq uint64, index int) ([]snapshot.TableEntry, []snapshot.DenseEntry, error) {
+func (s *Shard) WriteSnapshot(store snapshot.Store, seq uint64, index int) (Part, error) {
+	state := map[string]json.RawMessage{}
+	s.stateMu.Lock()
+	for k, v := range s.state {
+		if !json.Valid(v) {
+			s.stateMu.Unlock()
+			return Part{}, fmt.Errorf("ams: snapshot %d: state %q is not JSON (snapshots keep state as JSON)", seq, k)
+		}
+		state[k] = slices.Clone(v)
+	}
+	s.stateMu.Unlock()
+	tables, dense, err := s.writeParts(store, seq, index)
+	return Part{Tables: tables, Dense: dense, State: state}, err
+}
+
+func (s *Shard) writeParts(store snapshot.Store, seq uint64, index int) ([]snapshot.TableEntry, []snapshot.DenseEntry, error) {
 	cat := s.cat.Load()
 	names := make([]string, 0, len(cat.tables))
 	for name := range cat.tables {
@@ -131,7 +156,9 @@ func (s *Shard) writeTable(store snapshot.Store, seq uint64, index int, ti *tabl
 }
 
 // denseFileName is the file of this shard's range of a dense vector.
-func denseFileName(name string, index int) string { return fmt.Sprintf("dense/%s/shard-%05d", name, index) }
+func denseFileName(name string, index int) string {
+	return fmt.Sprintf("dense/%s/shard-%05d", name, index)
+}
 
 // writeDense writes each dense range as lo, hi (uint64), the values and
 // the optimizer state (float32), little-endian.
@@ -192,8 +219,9 @@ var ErrRestore = errors.New("ams: restore")
 // snapshot's ranges that overlap it, and its optimizer state when a saved
 // range has exactly its bounds (same shard count); otherwise the state
 // starts afresh. Nothing may pull or push while it runs; the caller
-// verifies m first (snapshot.Latest).
-func (s *Shard) Restore(store snapshot.Store, m *snapshot.Manifest, owns func(table string, id uint64) bool) error {
+// verifies m first (snapshot.Latest). The shard's state entries are
+// replaced by the manifest's Readers whose keys ownsState gives it.
+func (s *Shard) Restore(store snapshot.Store, m *snapshot.Manifest, owns func(table string, id uint64) bool, ownsState func(key string) bool) error {
 	var specs []ams.TableSpec
 	for _, t := range m.Tables {
 		var spec ams.TableSpec
@@ -211,7 +239,19 @@ func (s *Shard) Restore(store snapshot.Store, m *snapshot.Manifest, owns func(ta
 			return fmt.Errorf("%w: snapshot %d table %q: %w", ErrRestore, m.Seq, t.Name, err)
 		}
 	}
-	return s.restoreDense(store, m, cat)
+	if err := s.restoreDense(store, m, cat); err != nil {
+		return err
+	}
+	state := map[string][]byte{}
+	for k, v := range m.Readers {
+		if ownsState(k) {
+			state[k] = slices.Clone([]byte(v))
+		}
+	}
+	s.stateMu.Lock()
+	s.state = state
+	s.stateMu.Unlock()
+	return nil
 }
 
 func (s *Shard) restoreTable(store snapshot.Store, seq uint64, ti *tableInfo, t snapshot.TableEntry, owns func(string, uint64) bool) error {
@@ -376,4 +416,3 @@ func readAll(store snapshot.Store, seq uint64, name string) ([]byte, error) {
 	}
 	return b, err
 }
-

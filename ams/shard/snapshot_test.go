@@ -1,6 +1,7 @@
 package shard
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -145,21 +146,33 @@ func TestSnapshotRestoreOntoMoreShards(t *testing.T) {
 	src.train(t, ids[:2500], 2)
 
 	const seq = 7
-	m := &snapshot.Manifest{Seq: seq, Version: 1, Shards: 2}
+	m := &snapshot.Manifest{Seq: seq, Version: 1, Shards: 2, Readers: map[string]json.RawMessage{}}
+	positions := map[string]string{}
+	for p := range 20 {
+		key := fmt.Sprintf("reader/kafka://ctr/%d", p)
+		positions[key] = fmt.Sprintf(`{"file":"kafka://ctr/%d","offset":%d,"index":0}`, p, 100*p)
+		sh := src.shards[ams.StateShard(key, 2)]
+		if err := sh.PutState(1, []StateEntry{{Key: key, Value: []byte(positions[key])}}); err != nil {
+			t.Fatal(err)
+		}
+	}
 	tables := map[string]*snapshot.TableEntry{}
 	for i, s := range src.shards {
-		ts, ds, err := s.WriteSnapshot(store, seq, i)
+		part, err := s.WriteSnapshot(store, seq, i)
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, te := range ts {
+		for k, v := range part.State {
+			m.Readers[k] = v
+		}
+		for _, te := range part.Tables {
 			if e, ok := tables[te.Name]; ok {
 				e.Files = append(e.Files, te.Files...)
 			} else {
 				tables[te.Name] = &te
 			}
 		}
-		m.Dense = append(m.Dense, ds...)
+		m.Dense = append(m.Dense, part.Dense...)
 	}
 	m.Tables = append(m.Tables, *tables["emb"])
 	if err := snapshot.Commit(store, m); err != nil {
@@ -181,7 +194,8 @@ func TestSnapshotRestoreOntoMoreShards(t *testing.T) {
 		t.Run(fmt.Sprintf("onto-%d", n), func(t *testing.T) {
 			dst := newTestCluster(t, n)
 			for i, s := range dst.shards {
-				if err := s.Restore(store, got, func(table string, id uint64) bool { return dst.m.ShardOf(table, id) == i }); err != nil {
+				if err := s.Restore(store, got, func(table string, id uint64) bool { return dst.m.ShardOf(table, id) == i },
+					func(key string) bool { return ams.StateShard(key, n) == i }); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -202,6 +216,14 @@ func TestSnapshotRestoreOntoMoreShards(t *testing.T) {
 			if !slices.Equal(src.dense(t), dst.dense(t)) {
 				t.Fatal("restored dense values differ")
 			}
+			// Every reader position is back, on the shard that owns its key now.
+			for key, want := range positions {
+				got, err := dst.shards[ams.StateShard(key, n)].GetState(1, key) // key is a prefix of others
+				i := slices.IndexFunc(got, func(e StateEntry) bool { return e.Key == key })
+				if err != nil || i < 0 || string(got[i].Value) != want {
+					t.Fatalf("state %s after the restore: %v; want %s", key, err, want)
+				}
+			}
 		})
 	}
 
@@ -209,7 +231,8 @@ func TestSnapshotRestoreOntoMoreShards(t *testing.T) {
 	// optimizer state comes back too): the same pushes give the same model.
 	dst := newTestCluster(t, 2)
 	for i, s := range dst.shards {
-		if err := s.Restore(store, got, func(table string, id uint64) bool { return dst.m.ShardOf(table, id) == i }); err != nil {
+		if err := s.Restore(store, got, func(table string, id uint64) bool { return dst.m.ShardOf(table, id) == i },
+			func(key string) bool { return ams.StateShard(key, 2) == i }); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -230,7 +253,8 @@ func TestSnapshotRestoreOntoMoreShards(t *testing.T) {
 	if _, err := other.Declare(1, []ams.TableSpec{bad}, nil); err != nil {
 		t.Fatal(err)
 	}
-	if err := other.Restore(store, got, func(string, uint64) bool { return true }); !errors.Is(err, ErrRestore) {
+	all := func(string, uint64) bool { return true }
+	if err := other.Restore(store, got, all, func(string) bool { return true }); !errors.Is(err, ErrRestore) {
 		t.Errorf("Restore over a table of another dim = %v, want ErrRestore", err)
 	}
 }
