@@ -79,14 +79,50 @@ type DenseEntry struct {
 	File FileMeta `json:"file"`
 }
 
+// Part is what one shard wrote of a snapshot, for the manifest: its table
+// files, its dense ranges and its state entries (reader positions).
+type Part struct {
+	Tables []TableEntry               `json:"tables"`
+	Dense  []DenseEntry               `json:"dense,omitempty"`
+	State  map[string]json.RawMessage `json:"state,omitempty"`
+}
+
+// Add merges p into m: each table's files join its entry (in the order
+// the parts are added), dense entries and state entries are appended.
+// Two parts with one state key, or with specs that differ for one table,
+// are an error.
+func (m *Manifest) Add(p Part) error {
+	for _, t := range p.Tables {
+		i := slices.IndexFunc(m.Tables, func(e TableEntry) bool { return e.Name == t.Name })
+		if i < 0 {
+			m.Tables = append(m.Tables, TableEntry{Name: t.Name, Spec: t.Spec})
+			i = len(m.Tables) - 1
+		} else if !bytes.Equal(m.Tables[i].Spec, t.Spec) {
+			return fmt.Errorf("snapshot: table %q has different specs on different shards", t.Name)
+		}
+		m.Tables[i].Files = append(m.Tables[i].Files, t.Files...)
+	}
+	m.Dense = append(m.Dense, p.Dense...)
+	for k, v := range p.State {
+		if m.Readers == nil {
+			m.Readers = map[string]json.RawMessage{}
+		}
+		if _, dup := m.Readers[k]; dup {
+			return fmt.Errorf("snapshot: state %q on two shards", k)
+		}
+		m.Readers[k] = v
+	}
+	return nil
+}
+
 // Manifest describes a complete snapshot. It is written last: a snapshot
 // directory without a manifest does not exist.
 type Manifest struct {
-	Format  int       `json:"format"`
-	Seq     uint64    `json:"seq"`
-	Version uint64    `json:"version"` // the cluster version the snapshot was taken at
-	Created time.Time `json:"created"`
-	Shards  int       `json:"shards"` // how many shards wrote it
+	Format  int          `json:"format"`
+	Seq     uint64       `json:"seq"`
+	Version uint64       `json:"version"` // the cluster version the snapshot was taken at
+	Created time.Time    `json:"created"`
+	Shards  int          `json:"shards"` // how many shards wrote it
 	Tables  []TableEntry `json:"tables"`
 	Dense   []DenseEntry `json:"dense,omitempty"`
 	// Readers holds each reader stream's position (the worker's own JSON),

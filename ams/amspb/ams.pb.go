@@ -1626,6 +1626,245 @@ func (x *GetStateResponse) GetEntries() []*StateEntry {
 	return nil
 }
 
+type WriteSnapshotRequest struct {
+	state          protoimpl.MessageState `protogen:"open.v1"`
+	ClusterVersion uint64                 `protobuf:"varint,1,opt,name=cluster_version,json=clusterVersion,proto3" json:"cluster_version,omitempty"`
+	// store is a snapshot store location: a directory or hdfs://HOST:PORT/PATH.
+	Store string `protobuf:"bytes,2,opt,name=store,proto3" json:"store,omitempty"`
+	Seq   uint64 `protobuf:"varint,3,opt,name=seq,proto3" json:"seq,omitempty"`
+	// index is the shard's position in the shard map.
+	Index         uint32 `protobuf:"varint,4,opt,name=index,proto3" json:"index,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *WriteSnapshotRequest) Reset() {
+	*x = WriteSnapshotRequest{}
+	mi := &file_ams_proto_msgTypes[27]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *WriteSnapshotRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*WriteSnapshotRequest) ProtoMessage() {}
+
+func (x *WriteSnapshotRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_ams_proto_msgTypes[27]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use WriteSnapshotRequest.ProtoReflect.Descriptor instead.
+func (*WriteSnapshotRequest) Descriptor() ([]byte, []int) {
+	return file_ams_proto_rawDescGZIP(), []int{27}
+}
+
+func (x *WriteSnapshotRequest) GetClusterVersion() uint64 {
+	if x != nil {
+		return x.ClusterVersion
+	}
+	return 0
+}
+
+func (x *WriteSnapshotRequest) GetStore() string {
+	if x != nil {
+		return x.Store
+	}
+	return ""
+}
+
+func (x *WriteSnapshotRequest) GetSeq() uint64 {
+	if x != nil {
+		return x.Seq
+	}
+	return 0
+}
+
+func (x *WriteSnapshotRequest) GetIndex() uint32 {
+	if x != nil {
+		return x.Index
+	}
+	return 0
+}
+
+type WriteSnapshotResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// part is the JSON of the shard's part (shard.Part): table and dense
+	// entries with their files' sizes and checksums, and state entries.
+	Part          []byte `protobuf:"bytes,1,opt,name=part,proto3" json:"part,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *WriteSnapshotResponse) Reset() {
+	*x = WriteSnapshotResponse{}
+	mi := &file_ams_proto_msgTypes[28]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *WriteSnapshotResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*WriteSnapshotResponse) ProtoMessage() {}
+
+func (x *WriteSnapshotResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_ams_proto_msgTypes[28]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use WriteSnapshotResponse.ProtoReflect.Descriptor instead.
+func (*WriteSnapshotResponse) Descriptor() ([]byte, []int) {
+	return file_ams_proto_rawDescGZIP(), []int{28}
+}
+
+func (x *WriteSnapshotResponse) GetPart() []byte {
+	if x != nil {
+		return x.Part
+	}
+	return nil
+}
+
+type RestoreRequest struct {
+	state          protoimpl.MessageState `protogen:"open.v1"`
+	ClusterVersion uint64                 `protobuf:"varint,1,opt,name=cluster_version,json=clusterVersion,proto3" json:"cluster_version,omitempty"`
+	Store          string                 `protobuf:"bytes,2,opt,name=store,proto3" json:"store,omitempty"`
+	Seq            uint64                 `protobuf:"varint,3,opt,name=seq,proto3" json:"seq,omitempty"`
+	// shard_map is the JSON of the map the restored cluster runs under;
+	// index is this shard's position in it.
+	ShardMap      []byte `protobuf:"bytes,4,opt,name=shard_map,json=shardMap,proto3" json:"shard_map,omitempty"`
+	Index         uint32 `protobuf:"varint,5,opt,name=index,proto3" json:"index,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RestoreRequest) Reset() {
+	*x = RestoreRequest{}
+	mi := &file_ams_proto_msgTypes[29]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RestoreRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RestoreRequest) ProtoMessage() {}
+
+func (x *RestoreRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_ams_proto_msgTypes[29]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RestoreRequest.ProtoReflect.Descriptor instead.
+func (*RestoreRequest) Descriptor() ([]byte, []int) {
+	return file_ams_proto_rawDescGZIP(), []int{29}
+}
+
+func (x *RestoreRequest) GetClusterVersion() uint64 {
+	if x != nil {
+		return x.ClusterVersion
+	}
+	return 0
+}
+
+func (x *RestoreRequest) GetStore() string {
+	if x != nil {
+		return x.Store
+	}
+	return ""
+}
+
+func (x *RestoreRequest) GetSeq() uint64 {
+	if x != nil {
+		return x.Seq
+	}
+	return 0
+}
+
+func (x *RestoreRequest) GetShardMap() []byte {
+	if x != nil {
+		return x.ShardMap
+	}
+	return nil
+}
+
+func (x *RestoreRequest) GetIndex() uint32 {
+	if x != nil {
+		return x.Index
+	}
+	return 0
+}
+
+type RestoreResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// rows is the number of rows the shard holds after the restore.
+	Rows          uint64 `protobuf:"varint,1,opt,name=rows,proto3" json:"rows,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RestoreResponse) Reset() {
+	*x = RestoreResponse{}
+	mi := &file_ams_proto_msgTypes[30]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RestoreResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RestoreResponse) ProtoMessage() {}
+
+func (x *RestoreResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_ams_proto_msgTypes[30]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RestoreResponse.ProtoReflect.Descriptor instead.
+func (*RestoreResponse) Descriptor() ([]byte, []int) {
+	return file_ams_proto_rawDescGZIP(), []int{30}
+}
+
+func (x *RestoreResponse) GetRows() uint64 {
+	if x != nil {
+		return x.Rows
+	}
+	return 0
+}
+
 var File_ams_proto protoreflect.FileDescriptor
 
 const file_ams_proto_rawDesc = "" +
@@ -1740,7 +1979,22 @@ const file_ams_proto_rawDesc = "" +
 	"\x0fcluster_version\x18\x01 \x01(\x04R\x0eclusterVersion\x12\x16\n" +
 	"\x06prefix\x18\x02 \x01(\tR\x06prefix\"D\n" +
 	"\x10GetStateResponse\x120\n" +
-	"\aentries\x18\x01 \x03(\v2\x16.xps.ams.v1.StateEntryR\aentries2\x9f\x04\n" +
+	"\aentries\x18\x01 \x03(\v2\x16.xps.ams.v1.StateEntryR\aentries\"}\n" +
+	"\x14WriteSnapshotRequest\x12'\n" +
+	"\x0fcluster_version\x18\x01 \x01(\x04R\x0eclusterVersion\x12\x14\n" +
+	"\x05store\x18\x02 \x01(\tR\x05store\x12\x10\n" +
+	"\x03seq\x18\x03 \x01(\x04R\x03seq\x12\x14\n" +
+	"\x05index\x18\x04 \x01(\rR\x05index\"+\n" +
+	"\x15WriteSnapshotResponse\x12\x12\n" +
+	"\x04part\x18\x01 \x01(\fR\x04part\"\x94\x01\n" +
+	"\x0eRestoreRequest\x12'\n" +
+	"\x0fcluster_version\x18\x01 \x01(\x04R\x0eclusterVersion\x12\x14\n" +
+	"\x05store\x18\x02 \x01(\tR\x05store\x12\x10\n" +
+	"\x03seq\x18\x03 \x01(\x04R\x03seq\x12\x1b\n" +
+	"\tshard_map\x18\x04 \x01(\fR\bshardMap\x12\x14\n" +
+	"\x05index\x18\x05 \x01(\rR\x05index\"%\n" +
+	"\x0fRestoreResponse\x12\x12\n" +
+	"\x04rows\x18\x01 \x01(\x04R\x04rows2\xb9\x05\n" +
 	"\x03AMS\x12B\n" +
 	"\aDeclare\x12\x1a.xps.ams.v1.DeclareRequest\x1a\x1b.xps.ams.v1.DeclareResponse\x129\n" +
 	"\x04Pull\x12\x17.xps.ams.v1.PullRequest\x1a\x18.xps.ams.v1.PullResponse\x129\n" +
@@ -1749,7 +2003,9 @@ const file_ams_proto_rawDesc = "" +
 	"\tPushDense\x12\x1c.xps.ams.v1.PushDenseRequest\x1a\x1d.xps.ams.v1.PushDenseResponse\x12<\n" +
 	"\x05Stats\x12\x18.xps.ams.v1.StatsRequest\x1a\x19.xps.ams.v1.StatsResponse\x12E\n" +
 	"\bPutState\x12\x1b.xps.ams.v1.PutStateRequest\x1a\x1c.xps.ams.v1.PutStateResponse\x12E\n" +
-	"\bGetState\x12\x1b.xps.ams.v1.GetStateRequest\x1a\x1c.xps.ams.v1.GetStateResponseB Z\x1egithub.com/xdlgo/xps/ams/amspbb\x06proto3"
+	"\bGetState\x12\x1b.xps.ams.v1.GetStateRequest\x1a\x1c.xps.ams.v1.GetStateResponse\x12T\n" +
+	"\rWriteSnapshot\x12 .xps.ams.v1.WriteSnapshotRequest\x1a!.xps.ams.v1.WriteSnapshotResponse\x12B\n" +
+	"\aRestore\x12\x1a.xps.ams.v1.RestoreRequest\x1a\x1b.xps.ams.v1.RestoreResponseB Z\x1egithub.com/xdlgo/xps/ams/amspbb\x06proto3"
 
 var (
 	file_ams_proto_rawDescOnce sync.Once
@@ -1763,35 +2019,39 @@ func file_ams_proto_rawDescGZIP() []byte {
 	return file_ams_proto_rawDescData
 }
 
-var file_ams_proto_msgTypes = make([]protoimpl.MessageInfo, 27)
+var file_ams_proto_msgTypes = make([]protoimpl.MessageInfo, 31)
 var file_ams_proto_goTypes = []any{
-	(*OptimizerSpec)(nil),     // 0: xps.ams.v1.OptimizerSpec
-	(*InitSpec)(nil),          // 1: xps.ams.v1.InitSpec
-	(*TableSpec)(nil),         // 2: xps.ams.v1.TableSpec
-	(*DenseSpec)(nil),         // 3: xps.ams.v1.DenseSpec
-	(*DeclareRequest)(nil),    // 4: xps.ams.v1.DeclareRequest
-	(*DeclareResponse)(nil),   // 5: xps.ams.v1.DeclareResponse
-	(*TableIDs)(nil),          // 6: xps.ams.v1.TableIDs
-	(*TableRows)(nil),         // 7: xps.ams.v1.TableRows
-	(*PullRequest)(nil),       // 8: xps.ams.v1.PullRequest
-	(*DenseValues)(nil),       // 9: xps.ams.v1.DenseValues
-	(*PullResponse)(nil),      // 10: xps.ams.v1.PullResponse
-	(*DenseGrad)(nil),         // 11: xps.ams.v1.DenseGrad
-	(*TableGrads)(nil),        // 12: xps.ams.v1.TableGrads
-	(*PushRequest)(nil),       // 13: xps.ams.v1.PushRequest
-	(*PushResponse)(nil),      // 14: xps.ams.v1.PushResponse
-	(*PullDenseRequest)(nil),  // 15: xps.ams.v1.PullDenseRequest
-	(*PullDenseResponse)(nil), // 16: xps.ams.v1.PullDenseResponse
-	(*PushDenseRequest)(nil),  // 17: xps.ams.v1.PushDenseRequest
-	(*PushDenseResponse)(nil), // 18: xps.ams.v1.PushDenseResponse
-	(*StatsRequest)(nil),      // 19: xps.ams.v1.StatsRequest
-	(*TableStats)(nil),        // 20: xps.ams.v1.TableStats
-	(*StatsResponse)(nil),     // 21: xps.ams.v1.StatsResponse
-	(*StateEntry)(nil),        // 22: xps.ams.v1.StateEntry
-	(*PutStateRequest)(nil),   // 23: xps.ams.v1.PutStateRequest
-	(*PutStateResponse)(nil),  // 24: xps.ams.v1.PutStateResponse
-	(*GetStateRequest)(nil),   // 25: xps.ams.v1.GetStateRequest
-	(*GetStateResponse)(nil),  // 26: xps.ams.v1.GetStateResponse
+	(*OptimizerSpec)(nil),         // 0: xps.ams.v1.OptimizerSpec
+	(*InitSpec)(nil),              // 1: xps.ams.v1.InitSpec
+	(*TableSpec)(nil),             // 2: xps.ams.v1.TableSpec
+	(*DenseSpec)(nil),             // 3: xps.ams.v1.DenseSpec
+	(*DeclareRequest)(nil),        // 4: xps.ams.v1.DeclareRequest
+	(*DeclareResponse)(nil),       // 5: xps.ams.v1.DeclareResponse
+	(*TableIDs)(nil),              // 6: xps.ams.v1.TableIDs
+	(*TableRows)(nil),             // 7: xps.ams.v1.TableRows
+	(*PullRequest)(nil),           // 8: xps.ams.v1.PullRequest
+	(*DenseValues)(nil),           // 9: xps.ams.v1.DenseValues
+	(*PullResponse)(nil),          // 10: xps.ams.v1.PullResponse
+	(*DenseGrad)(nil),             // 11: xps.ams.v1.DenseGrad
+	(*TableGrads)(nil),            // 12: xps.ams.v1.TableGrads
+	(*PushRequest)(nil),           // 13: xps.ams.v1.PushRequest
+	(*PushResponse)(nil),          // 14: xps.ams.v1.PushResponse
+	(*PullDenseRequest)(nil),      // 15: xps.ams.v1.PullDenseRequest
+	(*PullDenseResponse)(nil),     // 16: xps.ams.v1.PullDenseResponse
+	(*PushDenseRequest)(nil),      // 17: xps.ams.v1.PushDenseRequest
+	(*PushDenseResponse)(nil),     // 18: xps.ams.v1.PushDenseResponse
+	(*StatsRequest)(nil),          // 19: xps.ams.v1.StatsRequest
+	(*TableStats)(nil),            // 20: xps.ams.v1.TableStats
+	(*StatsResponse)(nil),         // 21: xps.ams.v1.StatsResponse
+	(*StateEntry)(nil),            // 22: xps.ams.v1.StateEntry
+	(*PutStateRequest)(nil),       // 23: xps.ams.v1.PutStateRequest
+	(*PutStateResponse)(nil),      // 24: xps.ams.v1.PutStateResponse
+	(*GetStateRequest)(nil),       // 25: xps.ams.v1.GetStateRequest
+	(*GetStateResponse)(nil),      // 26: xps.ams.v1.GetStateResponse
+	(*WriteSnapshotRequest)(nil),  // 27: xps.ams.v1.WriteSnapshotRequest
+	(*WriteSnapshotResponse)(nil), // 28: xps.ams.v1.WriteSnapshotResponse
+	(*RestoreRequest)(nil),        // 29: xps.ams.v1.RestoreRequest
+	(*RestoreResponse)(nil),       // 30: xps.ams.v1.RestoreResponse
 }
 var file_ams_proto_depIdxs = []int32{
 	0,  // 0: xps.ams.v1.TableSpec.optimizer:type_name -> xps.ams.v1.OptimizerSpec
@@ -1815,16 +2075,20 @@ var file_ams_proto_depIdxs = []int32{
 	19, // 18: xps.ams.v1.AMS.Stats:input_type -> xps.ams.v1.StatsRequest
 	23, // 19: xps.ams.v1.AMS.PutState:input_type -> xps.ams.v1.PutStateRequest
 	25, // 20: xps.ams.v1.AMS.GetState:input_type -> xps.ams.v1.GetStateRequest
-	5,  // 21: xps.ams.v1.AMS.Declare:output_type -> xps.ams.v1.DeclareResponse
-	10, // 22: xps.ams.v1.AMS.Pull:output_type -> xps.ams.v1.PullResponse
-	14, // 23: xps.ams.v1.AMS.Push:output_type -> xps.ams.v1.PushResponse
-	16, // 24: xps.ams.v1.AMS.PullDense:output_type -> xps.ams.v1.PullDenseResponse
-	18, // 25: xps.ams.v1.AMS.PushDense:output_type -> xps.ams.v1.PushDenseResponse
-	21, // 26: xps.ams.v1.AMS.Stats:output_type -> xps.ams.v1.StatsResponse
-	24, // 27: xps.ams.v1.AMS.PutState:output_type -> xps.ams.v1.PutStateResponse
-	26, // 28: xps.ams.v1.AMS.GetState:output_type -> xps.ams.v1.GetStateResponse
-	21, // [21:29] is the sub-list for method output_type
-	13, // [13:21] is the sub-list for method input_type
+	27, // 21: xps.ams.v1.AMS.WriteSnapshot:input_type -> xps.ams.v1.WriteSnapshotRequest
+	29, // 22: xps.ams.v1.AMS.Restore:input_type -> xps.ams.v1.RestoreRequest
+	5,  // 23: xps.ams.v1.AMS.Declare:output_type -> xps.ams.v1.DeclareResponse
+	10, // 24: xps.ams.v1.AMS.Pull:output_type -> xps.ams.v1.PullResponse
+	14, // 25: xps.ams.v1.AMS.Push:output_type -> xps.ams.v1.PushResponse
+	16, // 26: xps.ams.v1.AMS.PullDense:output_type -> xps.ams.v1.PullDenseResponse
+	18, // 27: xps.ams.v1.AMS.PushDense:output_type -> xps.ams.v1.PushDenseResponse
+	21, // 28: xps.ams.v1.AMS.Stats:output_type -> xps.ams.v1.StatsResponse
+	24, // 29: xps.ams.v1.AMS.PutState:output_type -> xps.ams.v1.PutStateResponse
+	26, // 30: xps.ams.v1.AMS.GetState:output_type -> xps.ams.v1.GetStateResponse
+	28, // 31: xps.ams.v1.AMS.WriteSnapshot:output_type -> xps.ams.v1.WriteSnapshotResponse
+	30, // 32: xps.ams.v1.AMS.Restore:output_type -> xps.ams.v1.RestoreResponse
+	23, // [23:33] is the sub-list for method output_type
+	13, // [13:23] is the sub-list for method input_type
 	13, // [13:13] is the sub-list for extension type_name
 	13, // [13:13] is the sub-list for extension extendee
 	0,  // [0:13] is the sub-list for field type_name
@@ -1841,7 +2105,7 @@ func file_ams_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_ams_proto_rawDesc), len(file_ams_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   27,
+			NumMessages:   31,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -33,14 +33,16 @@ import (
 const _ = grpc.SupportPackageIsVersion9
 
 const (
-	AMS_Declare_FullMethodName   = "/xps.ams.v1.AMS/Declare"
-	AMS_Pull_FullMethodName      = "/xps.ams.v1.AMS/Pull"
-	AMS_Push_FullMethodName      = "/xps.ams.v1.AMS/Push"
-	AMS_PullDense_FullMethodName = "/xps.ams.v1.AMS/PullDense"
-	AMS_PushDense_FullMethodName = "/xps.ams.v1.AMS/PushDense"
-	AMS_Stats_FullMethodName     = "/xps.ams.v1.AMS/Stats"
-	AMS_PutState_FullMethodName  = "/xps.ams.v1.AMS/PutState"
-	AMS_GetState_FullMethodName  = "/xps.ams.v1.AMS/GetState"
+	AMS_Declare_FullMethodName       = "/xps.ams.v1.AMS/Declare"
+	AMS_Pull_FullMethodName          = "/xps.ams.v1.AMS/Pull"
+	AMS_Push_FullMethodName          = "/xps.ams.v1.AMS/Push"
+	AMS_PullDense_FullMethodName     = "/xps.ams.v1.AMS/PullDense"
+	AMS_PushDense_FullMethodName     = "/xps.ams.v1.AMS/PushDense"
+	AMS_Stats_FullMethodName         = "/xps.ams.v1.AMS/Stats"
+	AMS_PutState_FullMethodName      = "/xps.ams.v1.AMS/PutState"
+	AMS_GetState_FullMethodName      = "/xps.ams.v1.AMS/GetState"
+	AMS_WriteSnapshot_FullMethodName = "/xps.ams.v1.AMS/WriteSnapshot"
+	AMS_Restore_FullMethodName       = "/xps.ams.v1.AMS/Restore"
 )
 
 // AMSClient is the client API for AMS service.
@@ -67,6 +69,13 @@ type AMSClient interface {
 	PutState(ctx context.Context, in *PutStateRequest, opts ...grpc.CallOption) (*PutStateResponse, error)
 	// GetState returns the shard's state entries whose key has the prefix.
 	GetState(ctx context.Context, in *GetStateRequest, opts ...grpc.CallOption) (*GetStateResponse, error)
+	// WriteSnapshot writes the shard's part of a snapshot (rows, dense
+	// ranges, state) into a snapshot store and returns its manifest entries.
+	// Consistent only while nothing pushes (the scheduler pauses workers).
+	WriteSnapshot(ctx context.Context, in *WriteSnapshotRequest, opts ...grpc.CallOption) (*WriteSnapshotResponse, error)
+	// Restore replaces the shard's rows, dense values and state with its
+	// share (under the given shard map) of a snapshot.
+	Restore(ctx context.Context, in *RestoreRequest, opts ...grpc.CallOption) (*RestoreResponse, error)
 }
 
 type aMSClient struct {
@@ -157,6 +166,26 @@ func (c *aMSClient) GetState(ctx context.Context, in *GetStateRequest, opts ...g
 	return out, nil
 }
 
+func (c *aMSClient) WriteSnapshot(ctx context.Context, in *WriteSnapshotRequest, opts ...grpc.CallOption) (*WriteSnapshotResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(WriteSnapshotResponse)
+	err := c.cc.Invoke(ctx, AMS_WriteSnapshot_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *aMSClient) Restore(ctx context.Context, in *RestoreRequest, opts ...grpc.CallOption) (*RestoreResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(RestoreResponse)
+	err := c.cc.Invoke(ctx, AMS_Restore_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // AMSServer is the server API for AMS service.
 // All implementations must embed UnimplementedAMSServer
 // for forward compatibility.
@@ -181,6 +210,13 @@ type AMSServer interface {
 	PutState(context.Context, *PutStateRequest) (*PutStateResponse, error)
 	// GetState returns the shard's state entries whose key has the prefix.
 	GetState(context.Context, *GetStateRequest) (*GetStateResponse, error)
+	// WriteSnapshot writes the shard's part of a snapshot (rows, dense
+	// ranges, state) into a snapshot store and returns its manifest entries.
+	// Consistent only while nothing pushes (the scheduler pauses workers).
+	WriteSnapshot(context.Context, *WriteSnapshotRequest) (*WriteSnapshotResponse, error)
+	// Restore replaces the shard's rows, dense values and state with its
+	// share (under the given shard map) of a snapshot.
+	Restore(context.Context, *RestoreRequest) (*RestoreResponse, error)
 	mustEmbedUnimplementedAMSServer()
 }
 
@@ -214,6 +250,12 @@ func (UnimplementedAMSServer) PutState(context.Context, *PutStateRequest) (*PutS
 }
 func (UnimplementedAMSServer) GetState(context.Context, *GetStateRequest) (*GetStateResponse, error) {
 	return nil, status.Errorf(codes.Unimplemented, "method GetState not implemented")
+}
+func (UnimplementedAMSServer) WriteSnapshot(context.Context, *WriteSnapshotRequest) (*WriteSnapshotResponse, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method WriteSnapshot not implemented")
+}
+func (UnimplementedAMSServer) Restore(context.Context, *RestoreRequest) (*RestoreResponse, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method Restore not implemented")
 }
 func (UnimplementedAMSServer) mustEmbedUnimplementedAMSServer() {}
 func (UnimplementedAMSServer) testEmbeddedByValue()             {}
@@ -380,6 +422,42 @@ func _AMS_GetState_Handler(srv interface{}, ctx context.Context, dec func(interf
 	return interceptor(ctx, in, info, handler)
 }
 
+func _AMS_WriteSnapshot_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(WriteSnapshotRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AMSServer).WriteSnapshot(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: AMS_WriteSnapshot_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AMSServer).WriteSnapshot(ctx, req.(*WriteSnapshotRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _AMS_Restore_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(RestoreRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AMSServer).Restore(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: AMS_Restore_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AMSServer).Restore(ctx, req.(*RestoreRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // AMS_ServiceDesc is the grpc.ServiceDesc for AMS service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -418,6 +496,14 @@ var AMS_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "GetState",
 			Handler:    _AMS_GetState_Handler,
+		},
+		{
+			MethodName: "WriteSnapshot",
+			Handler:    _AMS_WriteSnapshot_Handler,
+		},
+		{
+			MethodName: "Restore",
+			Handler:    _AMS_Restore_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},

@@ -17,6 +17,7 @@ func FuzzService(f *testing.F) {
 	f.Add(ids, make([]byte, 8), "emb", "mlp", uint64(1), true)
 	f.Add(ids[:5], []byte{1, 2, 3}, "nope", "nope", uint64(2), false)
 	f.Add([]byte{}, []byte{}, "emb", "", uint64(1), false)
+	dir := f.TempDir()
 	f.Fuzz(func(t *testing.T, ids, payload []byte, table, dense string, version uint64, create bool) {
 		s := New(Options{Stripes: 2})
 		defer s.Close()
@@ -59,6 +60,13 @@ func FuzzService(f *testing.F) {
 			if !found {
 				t.Fatalf("stored state %q does not read back: %v", table, got.Entries)
 			}
+		}
+		// Snapshots: a bad shard map, index or snapshot number is an error.
+		_, _ = v.Restore(ctx, &amspb.RestoreRequest{ClusterVersion: version, Store: dir, Seq: version,
+			ShardMap: payload, Index: uint32(len(ids))})
+		if len(payload) < 64 { // keep the corpus of written snapshots small
+			_, _ = v.WriteSnapshot(ctx, &amspb.WriteSnapshotRequest{ClusterVersion: version, Store: dir,
+				Seq: uint64(len(payload)), Index: uint32(len(ids))})
 		}
 		_, _ = v.Declare(ctx, &amspb.DeclareRequest{ClusterVersion: version,
 			Tables: []*amspb.TableSpec{{Name: table, Dim: uint32(len(payload))}},

@@ -2,6 +2,7 @@ package shard
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 
@@ -11,6 +12,7 @@ import (
 
 	"github.com/xdlgo/xps/ams"
 	"github.com/xdlgo/xps/ams/amspb"
+	"github.com/xdlgo/xps/snapshot"
 )
 
 // ServerOptions are the gRPC server options for AMS traffic: large
@@ -51,7 +53,7 @@ func toStatus(err error) error {
 	switch {
 	case errors.Is(err, ams.ErrStaleVersion):
 		code = codes.Aborted
-	case errors.Is(err, ErrConflict), errors.Is(err, ams.ErrNotInitialized):
+	case errors.Is(err, ErrConflict), errors.Is(err, ams.ErrNotInitialized), errors.Is(err, ErrRestore):
 		code = codes.FailedPrecondition
 	case errors.Is(err, ams.ErrUnknownTable), errors.Is(err, ErrUnknownDense):
 		code = codes.NotFound
@@ -268,4 +270,61 @@ func (v *service) GetState(_ context.Context, req *amspb.GetStateRequest) (*amsp
 		resp.Entries[i] = &amspb.StateEntry{Key: e.Key, Value: e.Value}
 	}
 	return resp, nil
+}
+
+func (v *service) WriteSnapshot(_ context.Context, req *amspb.WriteSnapshotRequest) (*amspb.WriteSnapshotResponse, error) {
+	if err := v.s.checkVersion(req.ClusterVersion); err != nil {
+		return nil, toStatus(err)
+	}
+	store, err := snapshot.OpenStore(req.Store, "")
+	if err != nil {
+		return nil, toStatus(fmt.Errorf("%w: %w", ErrBadRequest, err))
+	}
+	defer store.Close()
+	part, err := v.s.WriteSnapshot(store, req.Seq, int(req.Index))
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	b, err := json.Marshal(part)
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	return &amspb.WriteSnapshotResponse{Part: b}, nil
+}
+
+func (v *service) Restore(_ context.Context, req *amspb.RestoreRequest) (*amspb.RestoreResponse, error) {
+	if err := v.s.checkVersion(req.ClusterVersion); err != nil {
+		return nil, toStatus(err)
+	}
+	m, err := ams.UnmarshalShardMap(req.ShardMap)
+	if err != nil {
+		return nil, toStatus(fmt.Errorf("%w: %w", ErrBadRequest, err))
+	}
+	i, n := int(req.Index), len(m.Shards)
+	if i >= n {
+		return nil, toStatus(fmt.Errorf("%w: shard index %d of a map of %d shards", ErrBadRequest, i, n))
+	}
+	store, err := snapshot.OpenStore(req.Store, "")
+	if err != nil {
+		return nil, toStatus(fmt.Errorf("%w: %w", ErrBadRequest, err))
+	}
+	defer store.Close()
+	man, err := snapshot.ReadManifest(store, req.Seq)
+	if err != nil {
+		return nil, toStatus(fmt.Errorf("%w: %w", ErrRestore, err))
+	}
+	err = v.s.Restore(store, man, func(table string, id uint64) bool { return m.ShardOf(table, id) == i },
+		func(key string) bool { return ams.StateShard(key, n) == i })
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	st, err := v.s.Stats()
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	var rows uint64
+	for _, t := range st.Tables {
+		rows += uint64(t.Rows)
+	}
+	return &amspb.RestoreResponse{Rows: rows}, nil
 }

@@ -25,15 +25,6 @@ func (s *Shard) onStripes(fn func(i int, st *stripe) error) error {
 	return s.dispatch(tasks)
 }
 
-// Part is a shard's part of a snapshot, for the manifest.
-type Part struct {
-	Tables []snapshot.TableEntry
-	Dense  []snapshot.DenseEntry
-	// State is the shard's state entries (reader positions), for
-	// Manifest.Readers.
-	State map[string]json.RawMessage
-}
-
 // WriteSnapshot writes this shard's part of snapshot seq to store, as
 // shard number index of the cluster: one sorted table file per declared
 // table (every row: values, optimizer state, statistics; see
@@ -42,19 +33,19 @@ type Part struct {
 // (which must be JSON, as reader positions are). The snapshot is
 // consistent only if nothing pushes while it runs: the scheduler pauses
 // the workers first.
-func (s *Shard) WriteSnapshot(store snapshot.Store, seq uint64, index int) (Part, error) {
+func (s *Shard) WriteSnapshot(store snapshot.Store, seq uint64, index int) (snapshot.Part, error) {
 	state := map[string]json.RawMessage{}
 	s.stateMu.Lock()
 	for k, v := range s.state {
 		if !json.Valid(v) {
 			s.stateMu.Unlock()
-			return Part{}, fmt.Errorf("ams: snapshot %d: state %q is not JSON (snapshots keep state as JSON)", seq, k)
+			return snapshot.Part{}, fmt.Errorf("ams: snapshot %d: state %q is not JSON (snapshots keep state as JSON)", seq, k)
 		}
 		state[k] = slices.Clone(v)
 	}
 	s.stateMu.Unlock()
 	tables, dense, err := s.writeParts(store, seq, index)
-	return Part{Tables: tables, Dense: dense, State: state}, err
+	return snapshot.Part{Tables: tables, Dense: dense, State: state}, err
 }
 
 func (s *Shard) writeParts(store snapshot.Store, seq uint64, index int) ([]snapshot.TableEntry, []snapshot.DenseEntry, error) {

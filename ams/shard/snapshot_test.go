@@ -1,7 +1,6 @@
 package shard
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -146,7 +145,7 @@ func TestSnapshotRestoreOntoMoreShards(t *testing.T) {
 	src.train(t, ids[:2500], 2)
 
 	const seq = 7
-	m := &snapshot.Manifest{Seq: seq, Version: 1, Shards: 2, Readers: map[string]json.RawMessage{}}
+	m := &snapshot.Manifest{Seq: seq, Version: 1, Shards: 2}
 	positions := map[string]string{}
 	for p := range 20 {
 		key := fmt.Sprintf("reader/kafka://ctr/%d", p)
@@ -156,25 +155,15 @@ func TestSnapshotRestoreOntoMoreShards(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	tables := map[string]*snapshot.TableEntry{}
 	for i, s := range src.shards {
 		part, err := s.WriteSnapshot(store, seq, i)
 		if err != nil {
 			t.Fatal(err)
 		}
-		for k, v := range part.State {
-			m.Readers[k] = v
+		if err := m.Add(part); err != nil {
+			t.Fatal(err)
 		}
-		for _, te := range part.Tables {
-			if e, ok := tables[te.Name]; ok {
-				e.Files = append(e.Files, te.Files...)
-			} else {
-				tables[te.Name] = &te
-			}
-		}
-		m.Dense = append(m.Dense, part.Dense...)
 	}
-	m.Tables = append(m.Tables, *tables["emb"])
 	if err := snapshot.Commit(store, m); err != nil {
 		t.Fatal(err)
 	}

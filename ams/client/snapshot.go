@@ -1,0 +1,90 @@
+package client
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"github.com/xdlgo/xps/ams/amspb"
+	"github.com/xdlgo/xps/snapshot"
+)
+
+// SnapshotOptions describe a snapshot to write.
+type SnapshotOptions struct {
+	// Store is the snapshot store's location: a directory every shard can
+	// reach (shared, or local to a one-machine cluster) or an HDFS URI.
+	Store string
+	// Seq numbers the snapshot; it must be above every earlier one.
+	Seq uint64
+	// Config is the job's configuration, kept in the manifest (optional).
+	Config json.RawMessage
+}
+
+// WriteSnapshot asks every shard to write its part of a snapshot (rows,
+// dense ranges, state entries such as reader positions) into the store,
+// then writes the manifest with the shard map: the snapshot exists once it
+// returns nil. It is consistent only if nothing pushes meanwhile; pausing
+// the workers is the caller's (the scheduler's) job.
+func (c *Client) WriteSnapshot(ctx context.Context, o SnapshotOptions) (*snapshot.Manifest, error) {
+	parts := make([]snapshot.Part, len(c.stubs))
+	err := eachShard(len(c.stubs), func(s int) error {
+		resp, err := c.stubs[s].WriteSnapshot(ctx, &amspb.WriteSnapshotRequest{ClusterVersion: c.version,
+			Store: o.Store, Seq: o.Seq, Index: uint32(s)})
+		if err != nil {
+			return c.rpcError("snapshot", s, err)
+		}
+		if err := json.Unmarshal(resp.Part, &parts[s]); err != nil {
+			return fmt.Errorf("ams client: snapshot: shard %s answered a bad part: %w", c.m.Shards[s], err)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	shardMap, err := c.m.Marshal()
+	if err != nil {
+		return nil, err
+	}
+	m := &snapshot.Manifest{Seq: o.Seq, Version: c.version, Shards: len(c.stubs), Config: o.Config, ShardMap: shardMap}
+	for _, p := range parts {
+		if err := m.Add(p); err != nil {
+			return nil, err
+		}
+	}
+	store, err := snapshot.OpenStore(o.Store, "")
+	if err != nil {
+		return nil, err
+	}
+	defer store.Close()
+	if err := snapshot.Commit(store, m); err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+// Restore asks every shard to replace its rows, dense values and state
+// with its share, under this client's shard map, of snapshot seq in the
+// store (which may have been written by another number of shards). It
+// returns the rows the shards hold afterwards. Verify the snapshot first
+// (snapshot.Latest); nothing may pull or push meanwhile.
+func (c *Client) Restore(ctx context.Context, store string, seq uint64) (int64, error) {
+	shardMap, err := c.m.Marshal()
+	if err != nil {
+		return 0, err
+	}
+	rows := make([]uint64, len(c.stubs))
+	err = eachShard(len(c.stubs), func(s int) error {
+		resp, err := c.stubs[s].Restore(ctx, &amspb.RestoreRequest{ClusterVersion: c.version, Store: store, Seq: seq,
+			ShardMap: shardMap, Index: uint32(s)})
+		if err != nil {
+			return c.rpcError("restore", s, err)
+		}
+		rows[s] = resp.Rows
+		return nil
+	})
+	var n int64
+	for _, r := range rows {
+		n += int64(r)
+	}
+	return n, err
+}

@@ -1,0 +1,108 @@
+package client_test
+
+import (
+	"context"
+	"errors"
+	"math/rand/v2"
+	"slices"
+	"testing"
+
+	"github.com/xdlgo/xps/ams"
+	"github.com/xdlgo/xps/ams/client"
+	"github.com/xdlgo/xps/snapshot"
+)
+
+// TestSnapshotOverGRPC trains on 2 shards over gRPC, snapshots them with
+// their reader positions, restores the snapshot onto 3 new shards, and
+// checks rows, dense values and positions.
+func TestSnapshotOverGRPC(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	spec := ams.TableSpec{Name: "emb", Dim: 4, Optimizer: ams.OptimizerSpec{Name: "adagrad", LR: 0.1},
+		Init: ams.InitSpec{Kind: "uniform", Scale: 0.1, Seed: 3}}
+	dense := []client.Dense{{Spec: ams.DenseSpec{Name: "mlp", Size: 10, Optimizer: ams.OptimizerSpec{Name: "sgd", LR: 0.1}},
+		Init: []float32{0, 1, 2, 3, 4, 5, 6, 7, 8, 9}}}
+	m2, _ := startShards(t, 2, 1)
+	src := newClient(t, m2)
+	if err := src.Declare(ctx, []ams.TableSpec{spec}, dense); err != nil {
+		t.Fatal(err)
+	}
+	ids := make([]uint64, 3000)
+	rng := rand.New(rand.NewPCG(1, 1))
+	for i := range ids {
+		ids[i] = rng.Uint64()
+	}
+	rows := make([]float32, len(ids)*4)
+	if err := src.Pull(ctx, []client.Table{{Name: "emb", IDs: ids, Rows: rows}}, nil, true); err != nil {
+		t.Fatal(err)
+	}
+	for i := range rows {
+		rows[i] = float32(rng.NormFloat64())
+	}
+	if err := src.Push(ctx, []client.Table{{Name: "emb", IDs: ids, Rows: rows}}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := src.PushDense(ctx, "mlp", []float32{1, 1, 1, 1, 1, 1, 1, 1, 1, 1}); err != nil {
+		t.Fatal(err)
+	}
+	pos := []client.StateEntry{{Key: "reader/a", Value: []byte(`{"offset":1}`)}, {Key: "reader/b", Value: []byte(`{"offset":2}`)}}
+	if err := src.PutState(ctx, pos); err != nil {
+		t.Fatal(err)
+	}
+	m, err := src.WriteSnapshot(ctx, client.SnapshotOptions{Store: dir, Seq: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(m.Tables) != 1 || len(m.Tables[0].Files) != 2 || len(m.Readers) != 2 || len(m.Dense) != 2 {
+		t.Fatalf("manifest: %+v", m)
+	}
+	store, _ := snapshot.OpenDir(dir)
+	if latest, _, err := snapshot.Latest(store); err != nil || latest.Seq != 1 {
+		t.Fatalf("Latest = %v, %v", latest, err)
+	}
+
+	m3, _ := startShards(t, 3, 1)
+	dst := newClient(t, m3)
+	if err := dst.Declare(ctx, []ams.TableSpec{spec}, dense); err != nil {
+		t.Fatal(err)
+	}
+	n, err := dst.Restore(ctx, dir, 1)
+	if err != nil || n != int64(len(ids)) {
+		t.Fatalf("Restore = %d rows, %v; want %d", n, err, len(ids))
+	}
+	a, b := make([]float32, len(ids)*4), make([]float32, len(ids)*4)
+	if err := src.Pull(ctx, []client.Table{{Name: "emb", IDs: ids, Rows: a}}, nil, false); err != nil {
+		t.Fatal(err)
+	}
+	if err := dst.Pull(ctx, []client.Table{{Name: "emb", IDs: ids, Rows: b}}, nil, false); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(a, b) {
+		t.Fatal("rows restored onto 3 shards differ")
+	}
+	da, db := make([]float32, 10), make([]float32, 10)
+	src.PullDense(ctx, "mlp", da)
+	if err := dst.PullDense(ctx, "mlp", db); err != nil || !slices.Equal(da, db) {
+		t.Fatalf("dense after the restore %v (%v), want %v", db, err, da)
+	}
+	got, err := dst.GetState(ctx, "reader/")
+	if err != nil || len(got) != 2 || string(got[0].Value) != `{"offset":1}` || string(got[1].Value) != `{"offset":2}` {
+		t.Fatalf("positions after the restore: %v, %v", got, err)
+	}
+	// A snapshot that does not exist is refused.
+	if _, err := dst.Restore(ctx, dir, 9); err == nil {
+		t.Error("Restore of a missing snapshot succeeded")
+	}
+	// A client of another cluster version is refused by the shards.
+	other, err := ams.NewShardMap(5, m3.Partitions, m3.Shards, m3.Addrs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	oc := newClient(t, other)
+	if _, err := oc.WriteSnapshot(ctx, client.SnapshotOptions{Store: dir, Seq: 2}); !errors.Is(err, ams.ErrStaleVersion) {
+		t.Errorf("snapshot from a client of version 5 = %v, want ErrStaleVersion", err)
+	}
+	if _, err := oc.Restore(ctx, dir, 1); !errors.Is(err, ams.ErrStaleVersion) {
+		t.Errorf("restore from a client of version 5 = %v, want ErrStaleVersion", err)
+	}
+}
