@@ -32,6 +32,14 @@
 //	-kafka brokers         with -topic: deal the topic's partitions to the
 //	-topic name            live workers (under /xps/<name>/partitions), anew
 //	                       whenever a worker joins or leaves. Default none.
+//	-snapshot-store loc    where snapshots go: a directory every shard can
+//	                       reach, or hdfs://NAMENODE:PORT/PATH. Default none.
+//	-snapshot-every d      take a consistent snapshot every d (workers
+//	                       pause at a batch boundary). Default 0: on
+//	                       request only.
+//	-snapshot-keep K       complete snapshots to keep. Default 3.
+//	-snapshot-now          instead of running a scheduler, ask the running
+//	                       one for a snapshot, wait and print its result.
 //
 // SIGINT or SIGTERM stops the scheduler gracefully: it leaves the cluster
 // (writing its left marker) and exits 0. It exits 1 if it cannot start or if
@@ -40,6 +48,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -86,6 +95,10 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 		format    = fs.String("format", "libffm", "format of -train (xml files are never cut: they start with a header)")
 		kafka     = fs.String("kafka", "", "Kafka bootstrap brokers, comma-separated: deal -topic's partitions to the workers")
 		topic     = fs.String("topic", "", "Kafka topic whose partitions are dealt to the workers")
+		snapStore = fs.String("snapshot-store", "", "snapshot store: a directory every AMS shard can reach, or hdfs://NAMENODE:PORT/PATH (empty: no snapshots)")
+		snapEvery = fs.Duration("snapshot-every", 0, "take a consistent snapshot at this interval (0: only on request)")
+		snapKeep  = fs.Int("snapshot-keep", 3, "complete snapshots to keep")
+		snapNow   = fs.Bool("snapshot-now", false, "do not run a scheduler: ask the cluster's running scheduler for a snapshot, wait for it and print the result")
 	)
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -118,8 +131,18 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 		return err
 	}
 	defer cli.Close()
+	if *snapNow {
+		res, err := scheduler.RequestSnapshot(ctx, cli, prefix)
+		if err != nil {
+			return err
+		}
+		b, _ := json.Marshal(res)
+		fmt.Fprintln(stderr, string(b))
+		return nil
+	}
 
 	s, err := scheduler.New(cli, scheduler.Options{
+		SnapshotStore: *snapStore, SnapshotEvery: *snapEvery, SnapshotKeep: *snapKeep,
 		Prefix: prefix, ID: *id, Shards: *shards, Partitions: *parts, LeaseTTL: *ttl, Logger: log,
 		Train: xcli.SplitList(*train), Workers: *workers, SplitBytes: *split, Unsplittable: f == reader.XML,
 		KafkaBrokers: xcli.SplitList(*kafka), KafkaTopic: *topic,

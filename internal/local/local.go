@@ -43,6 +43,10 @@ type Options struct {
 	Train      []string
 	Workers    int
 	SplitBytes int64
+	// SnapshotStore and SnapshotEvery make the scheduler take snapshots
+	// (scheduler.Options). Default: none.
+	SnapshotStore string
+	SnapshotEvery time.Duration
 }
 
 // Cluster is a running local cluster.
@@ -91,7 +95,8 @@ func Start(ctx context.Context, opts Options) (c *Cluster, err error) {
 	}
 	if c.sched, err = scheduler.New(c.cli, scheduler.Options{Prefix: opts.Prefix, Shards: opts.Shards,
 		LeaseTTL: opts.LeaseTTL, Logger: opts.Logger, KafkaBrokers: opts.KafkaBrokers, KafkaTopic: opts.KafkaTopic,
-		Train: opts.Train, Workers: opts.Workers, SplitBytes: opts.SplitBytes}); err != nil {
+		Train: opts.Train, Workers: opts.Workers, SplitBytes: opts.SplitBytes,
+		SnapshotStore: opts.SnapshotStore, SnapshotEvery: opts.SnapshotEvery}); err != nil {
 		return nil, fmt.Errorf("local: %w", err)
 	}
 	for i := 0; i < opts.Shards; i++ {

@@ -76,6 +76,19 @@ type Options struct {
 	// nothing.
 	KafkaBrokers []string
 	KafkaTopic   string
+	// SnapshotStore is where snapshots go: a directory every shard can
+	// reach, or hdfs://HOST:PORT/PATH. Empty: no snapshots.
+	SnapshotStore string
+	// SnapshotEvery takes a snapshot at this interval (0: only on
+	// request, see RequestSnapshot).
+	SnapshotEvery time.Duration
+	// SnapshotKeep is how many complete snapshots to keep. The default
+	// value is 3.
+	SnapshotKeep int
+	// SnapshotPauseTimeout bounds the wait for the workers to pause; a
+	// snapshot whose workers do not all pause in time is abandoned. The
+	// default value is 1 minute.
+	SnapshotPauseTimeout time.Duration
 }
 
 // EnsureDefaults fills zero fields with their default values.
@@ -108,6 +121,12 @@ func (o *Options) EnsureDefaults() {
 	if o.SplitBytes == 0 {
 		o.SplitBytes = 64 << 20
 	}
+	if o.SnapshotKeep == 0 {
+		o.SnapshotKeep = 3
+	}
+	if o.SnapshotPauseTimeout == 0 {
+		o.SnapshotPauseTimeout = time.Minute
+	}
 }
 
 // Validate reports every problem with the options. Call EnsureDefaults
@@ -125,6 +144,13 @@ func (o *Options) Validate() error {
 	}
 	if o.Workers < 0 {
 		errs = append(errs, fmt.Errorf("%w: Workers %d is negative", ErrBadConfig, o.Workers))
+	}
+	if o.SnapshotEvery < 0 || o.SnapshotKeep < 0 || o.SnapshotPauseTimeout < 0 {
+		errs = append(errs, fmt.Errorf("%w: negative snapshot setting (every %v, keep %d, pause timeout %v)",
+			ErrBadConfig, o.SnapshotEvery, o.SnapshotKeep, o.SnapshotPauseTimeout))
+	}
+	if o.SnapshotEvery > 0 && o.SnapshotStore == "" {
+		errs = append(errs, fmt.Errorf("%w: SnapshotEvery without a SnapshotStore", ErrBadConfig))
 	}
 	if o.TickInterval < 0 {
 		errs = append(errs, fmt.Errorf("%w: TickInterval %v is negative", ErrBadConfig, o.TickInterval))
@@ -172,6 +198,8 @@ type Scheduler struct {
 	seq     uint64             // last event sequence number
 	pending *ams.ShardMap      // shard map not yet published
 	deal    partitionDeal      // Kafka partitions dealt to workers
+
+	snapWG sync.WaitGroup // the snapshotter goroutine
 }
 
 // partitionDeal is the scheduler's view of the partition assignment.
@@ -226,6 +254,13 @@ func New(cli *clientv3.Client, opts Options) (*Scheduler, error) {
 	stopAfter := context.AfterFunc(cli.Ctx(), func() {
 		stop(fmt.Errorf("%w: etcd client closed", ErrLostRegistration))
 	})
+	if opts.SnapshotStore != "" {
+		s.snapWG.Add(1)
+		go func() {
+			defer s.snapWG.Done()
+			s.snapshotter(runCtx)
+		}()
+	}
 	go func() {
 		defer stopAfter()
 		s.run(runCtx)
@@ -261,6 +296,7 @@ func (s *Scheduler) Err() error {
 func (s *Scheduler) Close() error {
 	s.cancel(nil)
 	<-s.done
+	s.snapWG.Wait()
 	return errors.Join(s.err, s.reg.Close())
 }
 

@@ -450,12 +450,24 @@ func trainJob(ctx context.Context, opts JobOptions, reg *cluster.Registration, r
 		Name: name, Progress: progress, Logger: opts.Logger}
 	if kj != nil {
 		topts.Commit, topts.CommitEvery, topts.Reopen = kj.commit, opts.Config.Kafka.CommitEvery, kj.sync
+	} else if len(opts.Train) > 0 { // file positions go into the model too, for snapshots
+		topts.Commit = func(ctx context.Context, ps []reader.Position) error {
+			return storePositions(ctx, cl, ps, PositionKeyPrefix)
+		}
 	}
+	// Pause at a batch boundary when the scheduler takes a snapshot.
+	pz, err := startPauser(ctx, opts.Etcd, opts.Prefix, name, opts.Logger)
+	if err != nil {
+		return res, fmt.Errorf("worker: %w", err)
+	}
+	defer pz.close()
+	topts.PauseRequested, topts.Pause = pz.isRequested, pz.pause
 	if opts.Count > 1 {
 		stopAcks := func() {}
 		defer func() { stopAcks() }()
 		topts.BeforeFinalEval = func(ctx context.Context) error {
-			if kj != nil { // reading is over: let later partition deals go on without us
+			pz.stopTraining(ctx) // no more batches: snapshots need not wait for us
+			if kj != nil {       // reading is over: let later partition deals go on without us
 				stopAcks = kj.ackFromNowOn(ctx)
 			}
 			say("waiting for all %d workers to finish training before the final evaluation", opts.Count)
@@ -476,6 +488,7 @@ func trainJob(ctx context.Context, opts JobOptions, reg *cluster.Registration, r
 	say("training on %d shards: %d fields in %d levels, MLP %v, %d dense parameters", res.Shards, res.Fields,
 		res.Levels, opts.Config.Model.Hidden, res.DenseParams)
 	r, err := tr.Run(ctx)
+	pz.stopTraining(ctx)
 	res.Result = r
 	if kj != nil && opts.Config.Kafka.Streaming && errors.Is(ctx.Err(), context.Canceled) && !errors.Is(context.Cause(ctx), ErrLeaseLost) {
 		// A streaming job ends when it is told to: positions are committed.

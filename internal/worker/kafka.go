@@ -65,9 +65,15 @@ func (k *kafkaJob) positions(ctx context.Context) ([]reader.Position, error) {
 
 // commit stores the positions of this topic's streams in the model.
 func (k *kafkaJob) commit(ctx context.Context, ps []reader.Position) error {
+	return storePositions(ctx, k.cl, ps, k.streamPrefix())
+}
+
+// storePositions stores in the model the positions whose key
+// (PositionKeyPrefix + stream) starts with prefix.
+func storePositions(ctx context.Context, cl *client.Client, ps []reader.Position, prefix string) error {
 	var entries []client.StateEntry
 	for _, p := range ps {
-		if !strings.HasPrefix(PositionKeyPrefix+p.File, k.streamPrefix()) {
+		if !strings.HasPrefix(PositionKeyPrefix+p.File, prefix) {
 			continue
 		}
 		b, err := json.Marshal(p)
@@ -79,7 +85,7 @@ func (k *kafkaJob) commit(ctx context.Context, ps []reader.Position) error {
 	if len(entries) == 0 {
 		return nil
 	}
-	return k.cl.PutState(ctx, entries)
+	return cl.PutState(ctx, entries)
 }
 
 // sync takes the scheduler's current deal: it acknowledges it (this worker

@@ -84,6 +84,27 @@ func (r *run) commit(ctx context.Context) error {
 	return nil
 }
 
+// pause stops at this batch boundary for a snapshot: every push applied,
+// positions committed, then Options.Pause until the resume. Pulls already
+// in flight (read-ahead) may still run: they change no row's values.
+func (r *run) pause(ctx context.Context) error {
+	t := r.t
+	t.pushWG.Wait()
+	if err := t.takePushErr(); err != nil {
+		return err
+	}
+	r.dirty = r.dirty || len(r.positions) > 0
+	if err := r.commit(ctx); err != nil {
+		return err
+	}
+	start := time.Now()
+	if err := t.opts.Pause(ctx); err != nil {
+		return fmt.Errorf("worker: pause for a snapshot: %w", err)
+	}
+	r.lastProgress = r.lastProgress.Add(time.Since(start)) // the pause is not training time
+	return nil
+}
+
 // noteSource records the source's progress after a Next (called by the
 // goroutine that owns src).
 func (r *run) noteSource(src reader.Source) {
@@ -381,6 +402,11 @@ func (r *run) train(ctx context.Context, s *state, wait bool, start time.Time) e
 	}
 	if t.opts.Commit != nil && t.opts.CommitEvery > 0 && time.Since(r.lastCommit) >= t.opts.CommitEvery {
 		if err := r.commit(ctx); err != nil {
+			return err
+		}
+	}
+	if t.opts.PauseRequested != nil && t.opts.PauseRequested() {
+		if err := r.pause(ctx); err != nil {
 			return err
 		}
 	}

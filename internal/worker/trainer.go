@@ -85,6 +85,13 @@ type Options struct {
 	// epoch goes on with a source from Train. The default value (nil)
 	// makes ErrReopen fail the run like any other error.
 	Reopen func(ctx context.Context) error
+	// PauseRequested, when set, is asked after every batch whether the
+	// scheduler wants a pause (for a consistent snapshot); when it says yes
+	// the trainer waits until every push has been applied, commits its
+	// positions (Commit) and calls Pause, which returns when training may
+	// go on. Both must be set or neither.
+	PauseRequested func() bool
+	Pause          func(ctx context.Context) error
 }
 
 // ErrReopen is wrapped by a source's error to make the trainer commit its

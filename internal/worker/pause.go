@@ -1,0 +1,106 @@
+package worker
+
+import (
+	"context"
+	"log/slog"
+	"strconv"
+	"sync"
+	"sync/atomic"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/xdlgo/xps/internal/cluster"
+)
+
+// pauser is the worker's side of the snapshot pause protocol (see package
+// cluster): a goroutine follows the scheduler's pause requests; while the
+// trainer runs, it pauses at its next batch boundary (requested, pause);
+// when it does not, the request is acknowledged at once.
+type pauser struct {
+	cli            *clientv3.Client
+	prefix, worker string
+	log            *slog.Logger
+
+	requested atomic.Uint64 // the latest pause request seen
+	acked     atomic.Uint64 // the latest acknowledged; written under mu
+
+	mu       sync.Mutex
+	training bool
+
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+}
+
+// startPauser follows pause requests newer than the last resume until
+// close.
+func startPauser(ctx context.Context, cli *clientv3.Client, prefix, worker string, log *slog.Logger) (*pauser, error) {
+	resp, err := cli.Get(ctx, cluster.ResumeKey(prefix))
+	if err != nil {
+		return nil, err
+	}
+	var after uint64
+	if len(resp.Kvs) > 0 {
+		after, _ = strconv.ParseUint(string(resp.Kvs[0].Value), 10, 64)
+	}
+	p := &pauser{cli: cli, prefix: prefix, worker: worker, log: log, training: true}
+	p.acked.Store(after)
+	p.requested.Store(after)
+	ctx, p.cancel = context.WithCancel(ctx)
+	p.wg.Add(1)
+	go func() {
+		defer p.wg.Done()
+		cluster.WatchPauses(ctx, cli, prefix, after, func(seq uint64) error {
+			p.requested.Store(seq)
+			p.mu.Lock()
+			defer p.mu.Unlock()
+			if !p.training {
+				p.ack(ctx, seq)
+			}
+			return nil
+		})
+	}()
+	return p, nil
+}
+
+// ack acknowledges seq; the caller holds mu.
+func (p *pauser) ack(ctx context.Context, seq uint64) error {
+	if seq <= p.acked.Load() {
+		return nil
+	}
+	if err := cluster.AckPause(ctx, p.cli, p.prefix, p.worker, seq); err != nil {
+		p.log.Warn("acknowledging a snapshot pause failed", "seq", seq, "err", err)
+		return err
+	}
+	p.acked.Store(seq)
+	return nil
+}
+
+// isRequested is Options.PauseRequested.
+func (p *pauser) isRequested() bool { return p.requested.Load() > p.acked.Load() }
+
+// pause is Options.Pause: acknowledge the request, wait for the resume.
+func (p *pauser) pause(ctx context.Context) error {
+	p.mu.Lock()
+	seq := p.requested.Load()
+	err := p.ack(ctx, seq)
+	p.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	return cluster.WaitResume(ctx, p.cli, p.prefix, seq)
+}
+
+// stopTraining makes every later request, and one pending now, be
+// acknowledged at once.
+func (p *pauser) stopTraining(ctx context.Context) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.training = false
+	p.ack(ctx, p.requested.Load())
+}
+
+// close stops following requests.
+func (p *pauser) close() {
+	p.cancel()
+	p.wg.Wait()
+}

@@ -1,0 +1,122 @@
+package worker
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/xdlgo/xps/internal/datagen"
+	"github.com/xdlgo/xps/internal/local"
+	"github.com/xdlgo/xps/internal/scheduler"
+	"github.com/xdlgo/xps/reader"
+	"github.com/xdlgo/xps/snapshot"
+)
+
+// TestPeriodicSnapshots trains two workers on files while the scheduler
+// takes a snapshot every 100ms, pausing them at batch boundaries: training
+// ends with every sample trained once per epoch, snapshots hold rows and
+// the workers' file positions, and an on-demand snapshot works after
+// training too.
+func TestPeriodicSnapshots(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	dir := t.TempDir()
+	gen, err := datagen.New(genConfig(5))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var train []string
+	for i := range 2 {
+		p := filepath.Join(dir, fmt.Sprintf("part-%d.libffm", i))
+		f, err := os.Create(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := gen.WriteLibFFM(f, 6000); err != nil {
+			t.Fatal(err)
+		}
+		f.Close()
+		train = append(train, p)
+	}
+	snaps := filepath.Join(dir, "snapshots")
+	lc, err := local.Start(ctx, local.Options{Shards: 2, Prefix: "/xps/snap-test", Train: train, Workers: 2,
+		SnapshotStore: snaps, SnapshotEvery: 100 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lc.Close()
+	cfg := smallConfig()
+	cfg.Train.Format = "libffm"
+	cfg.Train.BatchSize = 32
+	cfg.Model.Fields = genConfig(5).Fields
+	f := false
+	cfg.Train.Shuffle = &f // stream the files: positions are file offsets
+	var wg sync.WaitGroup
+	results := make([]JobResult, 2)
+	errs := make([]error, 2)
+	var progress [2]strings.Builder
+	for i := range 2 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			results[i], errs[i] = RunJob(ctx, JobOptions{Config: cfg, Etcd: lc.Etcd(), Prefix: lc.Prefix(),
+				Index: i, Count: 2, Train: train, Progress: &progress[i]})
+		}()
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			t.Fatalf("worker %d: %v\n%s", i, err, progress[i].String())
+		}
+	}
+	if got := results[0].Samples + results[1].Samples; got != int64(cfg.Train.Epochs)*12000 {
+		t.Fatalf("trained %d samples, want %d", got, cfg.Train.Epochs*12000)
+	}
+	store, err := snapshot.OpenDir(snaps)
+	if err != nil {
+		t.Fatal(err)
+	}
+	seqs, err := snapshot.Snapshots(store)
+	if err != nil || len(seqs) == 0 {
+		t.Fatalf("no snapshots: %v", err)
+	}
+	m, skipped, err := snapshot.Latest(store)
+	if err != nil || len(skipped) > 0 {
+		t.Fatalf("Latest: %v (skipped %v)", err, skipped)
+	}
+	// A snapshot taken while training: positions inside the files.
+	withPositions := 0
+	for _, seq := range seqs {
+		man, err := snapshot.ReadManifest(store, seq)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for k, v := range man.Readers {
+			var p reader.Position
+			if err := json.Unmarshal(v, &p); err != nil || k != PositionKeyPrefix+p.File {
+				t.Fatalf("snapshot %d: position %s = %s", seq, k, v)
+			}
+			withPositions++
+		}
+	}
+	var rows int64
+	for _, f := range m.Tables[0].Files {
+		rows += f.Rows
+	}
+	t.Logf("%d snapshots kept (of seq up to %d), latest has %d rows, %d positions in all", len(seqs), m.Seq, rows,
+		withPositions)
+	if rows == 0 || withPositions == 0 || len(seqs) > 3 {
+		t.Fatalf("snapshots %v: latest has %d rows; %d positions", seqs, rows, withPositions)
+	}
+	// On demand, with no worker left: it goes through at once.
+	res, err := scheduler.RequestSnapshot(ctx, lc.Etcd(), lc.Prefix())
+	if err != nil || res.Seq <= m.Seq || res.Rows != rows {
+		t.Fatalf("RequestSnapshot = %+v, %v; want a snapshot after %d with %d rows", res, err, m.Seq, rows)
+	}
+}
