@@ -20,36 +20,48 @@ func (r *Registration) Barrier(ctx context.Context, name string, n int) error {
 	}
 	dir := BarrierPrefix(r.prefix, name)
 	key := dir + r.member.Kind + "." + r.member.ID
-	if _, err := r.cli.Put(ctx, key, r.member.String(), clientv3.WithLease(r.lease)); err != nil {
+	put, err := r.cli.Put(ctx, key, r.member.String(), clientv3.WithLease(r.lease))
+	if err != nil {
 		return fmt.Errorf("cluster: barrier %s: %w", name, err)
 	}
-	// arrived counts the members at the barrier at revision rev (0: now)
-	// and returns the revision it read. Counting at a watch event's
-	// revision matters: members that passed the barrier and left since
-	// would no longer be counted now.
-	arrived := func(rev int64) (bool, int64, error) {
+	// arrived counts the members at the barrier at revision rev. Counting
+	// at an arrival's revision matters: members that passed the barrier
+	// and left since would no longer be counted now.
+	arrived := func(rev int64) (bool, error) {
 		opts := []clientv3.OpOption{clientv3.WithPrefix(), clientv3.WithCountOnly()}
 		if rev > 0 {
 			opts = append(opts, clientv3.WithRev(rev))
 		}
 		resp, err := r.cli.Get(ctx, dir, opts...)
 		if err != nil {
-			return false, 0, fmt.Errorf("cluster: barrier %s: %w", name, err)
+			return false, fmt.Errorf("cluster: barrier %s: %w", name, err)
 		}
-		return int(resp.Count) >= n, resp.Header.Revision, nil
+		return int(resp.Count) >= n, nil
 	}
-	done, rev, err := arrived(0)
+	// First count at our own arrival: members that were there then count
+	// even if they have passed and left since.
+	done, err := arrived(put.Header.Revision)
 	if done || err != nil {
 		return err
 	}
+	// Then watch every arrival after ours (not from the Get's header
+	// revision, which may be later and skip one).
+	rev := put.Header.Revision
 	wctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	for wr := range r.cli.Watch(wctx, dir, clientv3.WithPrefix(), clientv3.WithRev(rev+1)) {
 		if err := wr.Err(); err != nil {
 			return fmt.Errorf("cluster: barrier %s: %w", name, err)
 		}
-		if done, _, err := arrived(wr.Header.Revision); done || err != nil {
-			return err
+		// Count at each arrival's own revision: a response's header
+		// revision may be later, after members that passed have left.
+		for _, ev := range wr.Events {
+			if ev.Type != clientv3.EventTypePut {
+				continue
+			}
+			if done, err := arrived(ev.Kv.ModRevision); done || err != nil {
+				return err
+			}
 		}
 	}
 	if err := ctx.Err(); err != nil {

@@ -55,17 +55,50 @@ func AckPause(ctx context.Context, cli *clientv3.Client, prefix, worker string, 
 	return putSeq(ctx, cli, PauseAckKey(prefix, worker), seq)
 }
 
-// WaitPauseAcks waits until each of workers has acknowledged pause seq.
+// WaitPauseAcks waits until each of workers has acknowledged pause seq or
+// is no longer a member (it left or its lease expired: it pushes nothing).
 func WaitPauseAcks(ctx context.Context, cli *clientv3.Client, prefix string, workers []string, seq uint64) error {
-	for _, w := range workers {
-		if _, err := waitFor(ctx, cli, PauseAckKey(prefix, w), func(b []byte) (struct{}, bool) {
-			n, ok := parseSeq(b)
-			return struct{}{}, ok && n >= seq
-		}); err != nil {
-			return fmt.Errorf("cluster: wait for %s to pause for snapshot %d: %w", w, seq, err)
+	for {
+		resp, err := cli.Get(ctx, prefix+"/", clientv3.WithPrefix(), clientv3.WithKeysOnly())
+		if err != nil {
+			return fmt.Errorf("cluster: wait for the workers to pause for snapshot %d: %w", seq, err)
+		}
+		keys := map[string]bool{}
+		for _, kv := range resp.Kvs {
+			keys[string(kv.Key)] = true
+		}
+		var waiting []string
+		for _, w := range workers {
+			if !keys[MemberKey(prefix, KindWorker, w)] {
+				continue
+			}
+			r, err := cli.Get(ctx, PauseAckKey(prefix, w))
+			if err != nil {
+				return fmt.Errorf("cluster: wait for %s to pause for snapshot %d: %w", w, seq, err)
+			}
+			if len(r.Kvs) == 0 {
+				waiting = append(waiting, w)
+				continue
+			}
+			if n, ok := parseSeq(r.Kvs[0].Value); !ok || n < seq {
+				waiting = append(waiting, w)
+			}
+		}
+		if len(waiting) == 0 {
+			return nil
+		}
+		// Wait for the next change in the cluster's keys.
+		wctx, cancel := context.WithCancel(ctx)
+		wch := cli.Watch(wctx, prefix+"/", clientv3.WithPrefix(), clientv3.WithRev(resp.Header.Revision+1))
+		select {
+		case <-wch:
+		case <-ctx.Done():
+		}
+		cancel()
+		if ctx.Err() != nil {
+			return fmt.Errorf("cluster: %v did not pause for snapshot %d: %w", waiting, seq, ctx.Err())
 		}
 	}
-	return nil
 }
 
 // WaitResume waits for a resume of seq or later.

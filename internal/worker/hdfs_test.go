@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -71,24 +70,7 @@ func TestTrainsFromHDFS(t *testing.T) {
 	cfg := smallConfig()
 	cfg.Train.Format = "libffm"
 	cfg.Model.Fields = genConfig(11).Fields
-	var wg sync.WaitGroup
-	results := make([]JobResult, 2)
-	errs := make([]error, 2)
-	var progress [2]strings.Builder
-	for i := range 2 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			results[i], errs[i] = RunJob(ctx, JobOptions{Config: cfg, Etcd: lc.Etcd(), Prefix: lc.Prefix(),
-				Index: i, Count: 2, Train: train, Test: test, Progress: &progress[i]})
-		}()
-	}
-	wg.Wait()
-	for i, err := range errs {
-		if err != nil {
-			t.Fatalf("worker %d: %v\n%s", i, err, progress[i].String())
-		}
-	}
+	results := runWorkers(t, ctx, 2, 0, JobOptions{Config: cfg, Etcd: lc.Etcd(), Prefix: lc.Prefix(), Train: train, Test: test})
 	epochs := int64(cfg.Train.Epochs)
 	if got := results[0].Samples + results[1].Samples; got != epochs*perFile*files {
 		t.Fatalf("workers trained %d + %d samples, want %d epochs of %d", results[0].Samples, results[1].Samples,
@@ -99,8 +81,7 @@ func TestTrainsFromHDFS(t *testing.T) {
 	}
 	for i, r := range results {
 		if r.TestSamples != testSamples || r.TestAUC < 0.6 {
-			t.Errorf("worker %d: test AUC %.4f on %d samples, want > 0.6 on %d\n%s", i, r.TestAUC, r.TestSamples,
-				testSamples, progress[i].String())
+			t.Errorf("worker %d: test AUC %.4f on %d samples, want > 0.6 on %d", i, r.TestAUC, r.TestSamples, testSamples)
 		}
 		if !strings.Contains(r.Data, "hdfs://") {
 			t.Errorf("worker %d data %q does not name HDFS", i, r.Data)

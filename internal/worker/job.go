@@ -376,7 +376,14 @@ func RunJob(ctx context.Context, opts JobOptions) (JobResult, error) {
 		case <-ctx.Done():
 		}
 	}()
-	res, err = trainJob(ctx, opts, reg, res, say)
+	// Snapshot pauses are acknowledged from now on (at once until training
+	// starts), so that a worker loading its data holds up no snapshot.
+	pz, err := startPauser(ctx, opts.Etcd, opts.Prefix, name, opts.Logger)
+	if err != nil {
+		return res, fmt.Errorf("worker: %w", err)
+	}
+	defer pz.close()
+	res, err = trainJob(ctx, opts, reg, pz, res, say)
 	res.WallSeconds = time.Since(wall).Seconds()
 	if cause := context.Cause(ctx); err != nil && cause != nil && cause != ctx.Err() {
 		err = fmt.Errorf("%w: %w", cause, err)
@@ -385,7 +392,7 @@ func RunJob(ctx context.Context, opts JobOptions) (JobResult, error) {
 }
 
 // trainJob is RunJob once the worker is registered.
-func trainJob(ctx context.Context, opts JobOptions, reg *cluster.Registration, res JobResult, say func(string, ...any)) (JobResult, error) {
+func trainJob(ctx context.Context, opts JobOptions, reg *cluster.Registration, pz *pauser, res JobResult, say func(string, ...any)) (JobResult, error) {
 	name, progress := res.Worker, opts.Progress
 	say("waiting for the shard map")
 	m, err := cluster.WaitShardMap(ctx, opts.Etcd, opts.Prefix)
@@ -456,11 +463,6 @@ func trainJob(ctx context.Context, opts JobOptions, reg *cluster.Registration, r
 		}
 	}
 	// Pause at a batch boundary when the scheduler takes a snapshot.
-	pz, err := startPauser(ctx, opts.Etcd, opts.Prefix, name, opts.Logger)
-	if err != nil {
-		return res, fmt.Errorf("worker: %w", err)
-	}
-	defer pz.close()
 	topts.PauseRequested, topts.Pause = pz.isRequested, pz.pause
 	if opts.Count > 1 {
 		stopAcks := func() {}
@@ -487,6 +489,7 @@ func trainJob(ctx context.Context, opts JobOptions, reg *cluster.Registration, r
 	res.Shards, res.Fields, res.Levels, res.DenseParams = cl.NumShards(), tr.Fields(), tr.Levels(), tr.DenseParams()
 	say("training on %d shards: %d fields in %d levels, MLP %v, %d dense parameters", res.Shards, res.Fields,
 		res.Levels, opts.Config.Model.Hidden, res.DenseParams)
+	pz.startTraining()
 	r, err := tr.Run(ctx)
 	pz.stopTraining(ctx)
 	res.Result = r

@@ -146,30 +146,10 @@ func TestKafkaPartitionsDealtAcrossWorkers(t *testing.T) {
 	defer lc.Close()
 	cfg := kafkaConfig(b.Addrs(), "ctr")
 	cfg.Train.BatchSize = 32
-	var wg sync.WaitGroup
-	results := make([]JobResult, 2)
-	errs := make([]error, 2)
-	var progress [2]strings.Builder
-	for i := range 2 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			if i == 1 {
-				time.Sleep(300 * time.Millisecond) // join while worker 0 is training: a re-deal
-			}
-			results[i], errs[i] = RunJob(ctx, JobOptions{Config: cfg, Etcd: lc.Etcd(), Prefix: lc.Prefix(),
-				Index: i, Count: 2, Progress: &progress[i]})
-		}()
-	}
-	wg.Wait()
-	for i, err := range errs {
-		if err != nil {
-			t.Fatalf("worker %d: %v\n%s", i, err, progress[i].String())
-		}
-	}
+	// Worker 1 joins while worker 0 is training: a re-deal.
+	results := runWorkers(t, ctx, 2, 300*time.Millisecond, JobOptions{Config: cfg, Etcd: lc.Etcd(), Prefix: lc.Prefix()})
 	if total := results[0].Samples + results[1].Samples; total != 8000 {
-		t.Fatalf("workers trained %d + %d samples, want 8000 in all\n%s\n%s", results[0].Samples, results[1].Samples,
-			progress[0].String(), progress[1].String())
+		t.Fatalf("workers trained %d + %d samples, want 8000 in all", results[0].Samples, results[1].Samples)
 	}
 	t.Logf("worker 0 trained %d samples, worker 1 %d", results[0].Samples, results[1].Samples)
 	stored := storedPositions(t, lc, ctx)

@@ -32,7 +32,8 @@ type pauser struct {
 }
 
 // startPauser follows pause requests newer than the last resume until
-// close.
+// close. Until startTraining, requests are acknowledged at once (the
+// worker pushes nothing yet).
 func startPauser(ctx context.Context, cli *clientv3.Client, prefix, worker string, log *slog.Logger) (*pauser, error) {
 	resp, err := cli.Get(ctx, cluster.ResumeKey(prefix))
 	if err != nil {
@@ -42,7 +43,7 @@ func startPauser(ctx context.Context, cli *clientv3.Client, prefix, worker strin
 	if len(resp.Kvs) > 0 {
 		after, _ = strconv.ParseUint(string(resp.Kvs[0].Value), 10, 64)
 	}
-	p := &pauser{cli: cli, prefix: prefix, worker: worker, log: log, training: true}
+	p := &pauser{cli: cli, prefix: prefix, worker: worker, log: log}
 	p.acked.Store(after)
 	p.requested.Store(after)
 	ctx, p.cancel = context.WithCancel(ctx)
@@ -73,6 +74,13 @@ func (p *pauser) ack(ctx context.Context, seq uint64) error {
 	}
 	p.acked.Store(seq)
 	return nil
+}
+
+// startTraining makes later requests wait for the trainer's pause.
+func (p *pauser) startTraining() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.training = true
 }
 
 // isRequested is Options.PauseRequested.

@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -57,24 +55,7 @@ func TestPeriodicSnapshots(t *testing.T) {
 	cfg.Model.Fields = genConfig(5).Fields
 	f := false
 	cfg.Train.Shuffle = &f // stream the files: positions are file offsets
-	var wg sync.WaitGroup
-	results := make([]JobResult, 2)
-	errs := make([]error, 2)
-	var progress [2]strings.Builder
-	for i := range 2 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			results[i], errs[i] = RunJob(ctx, JobOptions{Config: cfg, Etcd: lc.Etcd(), Prefix: lc.Prefix(),
-				Index: i, Count: 2, Train: train, Progress: &progress[i]})
-		}()
-	}
-	wg.Wait()
-	for i, err := range errs {
-		if err != nil {
-			t.Fatalf("worker %d: %v\n%s", i, err, progress[i].String())
-		}
-	}
+	results := runWorkers(t, ctx, 2, 0, JobOptions{Config: cfg, Etcd: lc.Etcd(), Prefix: lc.Prefix(), Train: train})
 	if got := results[0].Samples + results[1].Samples; got != int64(cfg.Train.Epochs)*12000 {
 		t.Fatalf("trained %d samples, want %d", got, cfg.Train.Epochs*12000)
 	}

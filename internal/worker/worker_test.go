@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -174,4 +175,35 @@ func TestStopsWhenLeaseLost(t *testing.T) {
 	case <-ctx.Done():
 		t.Fatal("the worker kept training after its lease was revoked")
 	}
+}
+
+// runWorkers runs n worker jobs of opts (Index and Count set for each) at
+// once, worker i starting after i*stagger, and fails the test, with the
+// workers' progress, if any fails.
+func runWorkers(t *testing.T, ctx context.Context, n int, stagger time.Duration, opts JobOptions) []JobResult {
+	t.Helper()
+	var wg sync.WaitGroup
+	results := make([]JobResult, n)
+	errs := make([]error, n)
+	progress := make([]strings.Builder, n)
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			time.Sleep(time.Duration(i) * stagger)
+			o := opts
+			o.Index, o.Count, o.Progress = i, n, &progress[i]
+			results[i], errs[i] = RunJob(ctx, o)
+		}()
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			for j := range progress {
+				t.Logf("worker %d: %v\n%s", j, errs[j], progress[j].String())
+			}
+			t.Fatalf("worker %d: %v", i, err)
+		}
+	}
+	return results
 }
