@@ -7,6 +7,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/xdlgo/xps/internal/clusterfsm"
+
 	"github.com/xdlgo/xps/ams"
 	"github.com/xdlgo/xps/internal/cluster"
 )
@@ -223,7 +225,7 @@ func (c *Core) Members(kind string) []cluster.Member {
 		if a.Kind != b.Kind {
 			return strings.Compare(a.Kind, b.Kind)
 		}
-		return compareIDs(a.ID, b.ID)
+		return clusterfsm.CompareIDs(a.ID, b.ID)
 	})
 	return out
 }
@@ -306,41 +308,3 @@ func (c *Core) setState(out *Output, to State, cause string) {
 	out.State = &StateChange{From: c.state, To: to, Version: c.version, Cause: cause}
 	c.state = to
 }
-
-// compareIDs orders ids with runs of digits compared as numbers, so that
-// "ams-2" < "ams-10"; ids equal that way ("a01", "a1") fall back to bytes.
-func compareIDs(a, b string) int {
-	i, j := 0, 0
-	for i < len(a) && j < len(b) {
-		if isDigit(a[i]) && isDigit(b[j]) {
-			ei, ej := i, j
-			for ei < len(a) && isDigit(a[ei]) {
-				ei++
-			}
-			for ej < len(b) && isDigit(b[ej]) {
-				ej++
-			}
-			na := strings.TrimLeft(a[i:ei], "0")
-			nb := strings.TrimLeft(b[j:ej], "0")
-			if len(na) != len(nb) {
-				return len(na) - len(nb)
-			}
-			if c := strings.Compare(na, nb); c != 0 {
-				return c
-			}
-			i, j = ei, ej
-			continue
-		}
-		if a[i] != b[j] {
-			return int(a[i]) - int(b[j])
-		}
-		i++
-		j++
-	}
-	if c := (len(a) - i) - (len(b) - j); c != 0 {
-		return c
-	}
-	return strings.Compare(a, b)
-}
-
-func isDigit(c byte) bool { return '0' <= c && c <= '9' }

@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/xdlgo/xps/internal/clusterfsm"
+
 	"github.com/xdlgo/xps/internal/cluster"
 )
 
@@ -320,15 +322,15 @@ func TestCompareIDs(t *testing.T) {
 	got := slices.Clone(want)
 	for range 3 {
 		slices.Reverse(got)
-		slices.SortFunc(got, compareIDs)
+		slices.SortFunc(got, clusterfsm.CompareIDs)
 		if !reflect.DeepEqual(got, want) {
 			t.Fatalf("sorted %v, want %v", got, want)
 		}
 	}
 	for _, x := range want {
 		for _, y := range want {
-			if sgn(compareIDs(x, y)) != -sgn(compareIDs(y, x)) {
-				t.Fatalf("compareIDs(%q, %q) not antisymmetric", x, y)
+			if sgn(clusterfsm.CompareIDs(x, y)) != -sgn(clusterfsm.CompareIDs(y, x)) {
+				t.Fatalf("clusterfsm.CompareIDs(%q, %q) not antisymmetric", x, y)
 			}
 		}
 	}

@@ -1,0 +1,416 @@
+package clusterfsm
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+)
+
+// Core is the cluster state machine. It does no I/O, reads no clock and
+// starts no goroutine: the driver feeds it events with Step and carries
+// out the returned actions. It is not safe for concurrent use.
+type Core struct {
+	opts  Options
+	state State
+	now   time.Time // latest Tick
+
+	members map[string]Member // live members by "kind/id"
+
+	// slots[i] is the shard of slot i of the current map; nil while
+	// FORMING. A slot is filled when its shard is live.
+	slots []string
+	// restored[i]: slot i reported the current restore attempt done.
+	restored []bool
+
+	good     []SnapshotID // good snapshots, ascending, at most opts.Keep
+	lastSnap SnapshotID   // highest id handed out
+	pending  SnapshotID   // snapshot in progress (TakeSnapshot not yet answered)
+	aborted  bool         // AbortSnapshot was sent for pending
+	// snapMark is when the last snapshot started or serving began; the
+	// zero time means "at the next tick".
+	snapMark time.Time
+	// redeal: a worker joined or left gracefully during a snapshot; deal
+	// the data anew when it is done.
+	redeal bool
+}
+
+// New returns a Core in state FORMING, or an error wrapping ErrBadOptions.
+func New(opts Options) (*Core, error) {
+	opts.Snapshots = slices.Clone(opts.Snapshots)
+	opts.EnsureDefaults()
+	if err := opts.Validate(); err != nil {
+		return nil, err
+	}
+	good := slices.Clone(opts.Snapshots)
+	slices.Sort(good)
+	good = slices.Compact(good)
+	if len(good) > opts.Keep {
+		good = good[len(good)-opts.Keep:]
+	}
+	return &Core{
+		opts:     opts,
+		state:    State{Phase: Forming, Version: opts.LastVersion},
+		members:  make(map[string]Member),
+		good:     good,
+		lastSnap: opts.LastSnapshot,
+	}, nil
+}
+
+// State returns the current state.
+func (c *Core) State() State { return c.state }
+
+// Now returns the time of the latest Tick (the zero time before any).
+func (c *Core) Now() time.Time { return c.now }
+
+// Slots returns the shard of each slot of the current map (nil while
+// FORMING). A slot whose shard is not live is waiting for a replacement.
+func (c *Core) Slots() []string { return slices.Clone(c.slots) }
+
+// Snapshots returns the good snapshots the core would fall back to,
+// oldest first.
+func (c *Core) Snapshots() []SnapshotID { return slices.Clone(c.good) }
+
+// Pending returns the snapshot in progress, or zero.
+func (c *Core) Pending() SnapshotID { return c.pending }
+
+// Members returns the live members of kind ("" for every kind), by kind
+// and then ID (digit runs compared as numbers: ams-2 before ams-10).
+func (c *Core) Members(kind Kind) []Member {
+	var out []Member
+	for _, m := range c.members {
+		if kind == "" || m.Kind == kind {
+			out = append(out, m)
+		}
+	}
+	slices.SortFunc(out, func(a, b Member) int {
+		if a.Kind != b.Kind {
+			return strings.Compare(string(a.Kind), string(b.Kind))
+		}
+		return CompareIDs(a.ID, b.ID)
+	})
+	return out
+}
+
+func (c *Core) ids(kind Kind) []string {
+	ms := c.Members(kind)
+	out := make([]string, len(ms))
+	for i, m := range ms {
+		out[i] = m.ID
+	}
+	return out
+}
+
+func (c *Core) live(kind Kind, id string) bool {
+	_, ok := c.members[string(kind)+"/"+id]
+	return ok
+}
+
+// Step applies one event and returns what the driver must do.
+func (c *Core) Step(ev Event) Output {
+	var o Output
+	if t, ok := ev.(Tick); ok {
+		c.tick(&o, t.Now)
+		return o
+	}
+	if c.state.Phase == Failed {
+		o.Rejected = fmt.Errorf("%w: %v ignored", ErrFailed, ev)
+		return o
+	}
+	switch ev := ev.(type) {
+	case Joined:
+		c.join(&o, ev.Member)
+	case Left:
+		c.leave(&o, ev)
+	case SnapshotRequested:
+		c.requestSnapshot(&o)
+	case SnapshotDone:
+		c.snapshotDone(&o, ev)
+	case RestoreDone:
+		c.restoreDone(&o, ev)
+	default:
+		o.Rejected = fmt.Errorf("%w: unknown event type %T", ErrBadEvent, ev)
+	}
+	return o
+}
+
+func (c *Core) emit(o *Output, a Action) { o.Actions = append(o.Actions, a) }
+
+func (c *Core) setState(o *Output, to State, cause string) {
+	c.emit(o, Transition{From: c.state, To: to, Cause: cause})
+	c.state = to
+}
+
+func (c *Core) tick(o *Output, now time.Time) {
+	if now.Before(c.now) {
+		o.Rejected = fmt.Errorf("%w: tick at %v is before %v", ErrStale, now, c.now)
+		return
+	}
+	c.now = now
+	if c.state.Phase != Serving || c.pending != 0 || c.opts.SnapshotEvery == 0 {
+		return
+	}
+	if c.snapMark.IsZero() {
+		c.snapMark = now
+		return
+	}
+	if now.Sub(c.snapMark) >= c.opts.SnapshotEvery {
+		c.takeSnapshot(o)
+	}
+}
+
+func (c *Core) join(o *Output, m Member) {
+	if err := m.validate(); err != nil {
+		o.Rejected = err
+		return
+	}
+	if old, ok := c.members[m.key()]; ok {
+		if old == m {
+			o.Rejected = fmt.Errorf("%w: %v already joined", ErrStale, m)
+			return
+		}
+		// A new life under the same id: the old one is gone, though the
+		// driver did not see it go. The new one is live first, so that a
+		// restarted shard takes its own slot back.
+		c.members[m.key()] = m
+		c.lost(o, old, false, fmt.Sprintf("%v replaced by %v", old, m))
+		if c.state.Phase == Failed {
+			return
+		}
+	}
+	c.members[m.key()] = m
+	cause := "joined " + m.String()
+	switch {
+	case c.state.Phase == Forming && m.Kind != KindScheduler:
+		c.tryForm(o, cause)
+	case c.state.Phase == Degraded && m.Kind == KindAMS:
+		c.tryRestore(o, cause)
+	case c.state.Phase == Serving && m.Kind == KindWorker:
+		c.dealAnew(o)
+	}
+}
+
+func (c *Core) leave(o *Output, ev Left) {
+	m := ev.Member
+	if err := m.validate(); err != nil {
+		o.Rejected = err
+		return
+	}
+	if cur, ok := c.members[m.key()]; !ok || cur != m {
+		o.Rejected = fmt.Errorf("%w: %v is not a live member", ErrStale, m)
+		return
+	}
+	delete(c.members, m.key())
+	c.lost(o, m, ev.Graceful, ev.String())
+}
+
+// lost handles the loss of m, already removed from the live members.
+func (c *Core) lost(o *Output, m Member, graceful bool, cause string) {
+	switch m.Kind {
+	case KindAMS:
+		if !slices.Contains(c.slots, m.ID) {
+			return // forming, or a spare: no rows lost
+		}
+		switch c.state.Phase {
+		case Serving:
+			c.degrade(o, cause)
+			c.tryRestore(o, cause)
+		case Restoring:
+			// The attempt is abandoned; the next one, once the slot is
+			// filled again, runs at a new version so that late replies of
+			// this one are stale.
+			c.setState(o, State{Phase: Degraded, Version: c.state.Version}, cause)
+			c.tryRestore(o, cause)
+		}
+		// Degraded: one more slot to fill; nothing else changes.
+	case KindWorker:
+		if c.state.Phase != Serving {
+			return // forming, or paused until the next resume anyway
+		}
+		if graceful {
+			c.dealAnew(o)
+			return
+		}
+		// Its pushes may be half applied and its positions are not at a
+		// batch boundary: the whole cluster rolls back, as in XDL.
+		c.degrade(o, cause)
+		c.tryRestore(o, cause)
+	}
+}
+
+// degrade leaves SERVING: abort the snapshot in progress, pause workers.
+func (c *Core) degrade(o *Output, cause string) {
+	v := c.state.Version
+	c.setState(o, State{Phase: Degraded, Version: v}, cause)
+	if c.pending != 0 && !c.aborted {
+		c.emit(o, AbortSnapshot{ID: c.pending})
+		c.aborted = true
+	}
+	c.emit(o, PauseWorkers{Version: v})
+}
+
+// tryForm forms the cluster once enough shards and workers are live.
+func (c *Core) tryForm(o *Output, cause string) {
+	shards := c.ids(KindAMS)
+	if len(shards) < c.opts.Shards || len(c.ids(KindWorker)) < c.opts.Workers {
+		return
+	}
+	c.slots = shards[:c.opts.Shards:c.opts.Shards]
+	if len(c.good) > 0 {
+		c.startRestore(o, cause)
+		return
+	}
+	c.serve(o, c.state.Version+1, cause)
+	if !c.opts.SkipInitialSnapshot {
+		c.takeSnapshot(o)
+	}
+}
+
+// tryRestore fills the slots whose shard is gone with spare shards and
+// starts a restore once every slot is filled.
+func (c *Core) tryRestore(o *Output, cause string) {
+	if len(c.good) == 0 && c.pending == 0 {
+		c.fail(o, cause)
+		return
+	}
+	var spares []string
+	for _, id := range c.ids(KindAMS) {
+		if !slices.Contains(c.slots, id) {
+			spares = append(spares, id)
+		}
+	}
+	for i, id := range c.slots {
+		if c.live(KindAMS, id) {
+			continue
+		}
+		if len(spares) == 0 {
+			return
+		}
+		c.slots[i], spares = spares[0], spares[1:]
+	}
+	if len(c.good) == 0 {
+		return // the aborted snapshot may yet have committed: wait for it
+	}
+	c.startRestore(o, cause)
+}
+
+// fail gives up: state was lost and no snapshot is left to restore.
+func (c *Core) fail(o *Output, cause string) {
+	c.setState(o, State{Phase: Failed, Version: c.state.Version}, cause)
+	c.emit(o, GiveUp{Err: ErrNoSnapshot})
+}
+
+// startRestore orders every slot to restore the newest good snapshot at a
+// new version. There must be one.
+func (c *Core) startRestore(o *Output, cause string) {
+	s := c.good[len(c.good)-1]
+	v := c.state.Version + 1
+	c.setState(o, State{Phase: Restoring, Version: v, Snapshot: s}, cause)
+	c.restored = make([]bool, len(c.slots))
+	c.emit(o, PublishShardMap{Version: v, Shards: slices.Clone(c.slots)})
+	c.emit(o, Restore{Snapshot: s, Version: v, Shards: slices.Clone(c.slots)})
+}
+
+// serve enters SERVING(v): publish the map when it is new, deal the data,
+// resume the workers.
+func (c *Core) serve(o *Output, v uint64, cause string) {
+	fromRestore := c.state.Phase == Restoring
+	c.setState(o, State{Phase: Serving, Version: v}, cause)
+	if !fromRestore {
+		c.emit(o, PublishShardMap{Version: v, Shards: slices.Clone(c.slots)})
+	}
+	c.restored = nil
+	c.redeal = false
+	c.snapMark = c.now
+	c.emit(o, AssignReaders{Version: v, Workers: c.ids(KindWorker)})
+	c.emit(o, Resume{Version: v})
+}
+
+// dealAnew deals the data among the live workers without a rollback:
+// pause at a batch boundary (positions stored on the AMS), deal, resume.
+// During a snapshot it waits for the snapshot to finish.
+func (c *Core) dealAnew(o *Output) {
+	if c.pending != 0 {
+		c.redeal = true
+		return
+	}
+	v := c.state.Version
+	c.redeal = false
+	c.emit(o, PauseWorkers{Version: v})
+	c.emit(o, AssignReaders{Version: v, Workers: c.ids(KindWorker)})
+	c.emit(o, Resume{Version: v})
+}
+
+func (c *Core) takeSnapshot(o *Output) {
+	c.lastSnap++
+	c.pending, c.aborted = c.lastSnap, false
+	c.snapMark = c.now
+	c.emit(o, TakeSnapshot{ID: c.pending, Version: c.state.Version})
+}
+
+func (c *Core) requestSnapshot(o *Output) {
+	switch {
+	case c.state.Phase != Serving:
+		o.Rejected = fmt.Errorf("%w: it is %v", ErrNotServing, c.state)
+	case c.pending != 0:
+		o.Rejected = fmt.Errorf("%w: %v", ErrSnapshotBusy, c.pending)
+	default:
+		c.takeSnapshot(o)
+	}
+}
+
+func (c *Core) snapshotDone(o *Output, ev SnapshotDone) {
+	if ev.ID == 0 {
+		o.Rejected = fmt.Errorf("%w: snapshot id 0", ErrBadEvent)
+		return
+	}
+	if ev.ID != c.pending {
+		o.Rejected = fmt.Errorf("%w: %v is not in progress", ErrStale, ev.ID)
+		return
+	}
+	c.pending, c.aborted = 0, false
+	if ev.Err == nil {
+		// Ids only grow, so appending keeps good sorted.
+		c.good = append(c.good, ev.ID)
+		if len(c.good) > c.opts.Keep {
+			c.good = slices.Delete(c.good, 0, len(c.good)-c.opts.Keep)
+		}
+	}
+	switch {
+	case c.state.Phase == Serving && c.redeal:
+		c.dealAnew(o)
+	case c.state.Phase == Degraded:
+		c.tryRestore(o, ev.String())
+	}
+}
+
+func (c *Core) restoreDone(o *Output, ev RestoreDone) {
+	if ev.Shard == "" || ev.Snapshot == 0 {
+		o.Rejected = fmt.Errorf("%w: %v", ErrBadEvent, ev)
+		return
+	}
+	i := slices.Index(c.slots, ev.Shard)
+	if c.state.Phase != Restoring || ev.Version != c.state.Version || ev.Snapshot != c.state.Snapshot ||
+		i < 0 || c.restored[i] {
+		o.Rejected = fmt.Errorf("%w: %v", ErrStale, ev)
+		return
+	}
+	if ev.Err != nil {
+		// The snapshot is bad (the driver retries passing errors itself):
+		// forget it and fall back to the previous one.
+		c.good = slices.DeleteFunc(c.good, func(s SnapshotID) bool { return s == ev.Snapshot })
+		switch {
+		case len(c.good) > 0:
+			c.startRestore(o, ev.String())
+		case c.pending != 0:
+			c.setState(o, State{Phase: Degraded, Version: c.state.Version}, ev.String())
+		default:
+			c.fail(o, ev.String())
+		}
+		return
+	}
+	c.restored[i] = true
+	if !slices.Contains(c.restored, false) {
+		c.serve(o, c.state.Version, "every shard restored "+c.state.Snapshot.String())
+	}
+}

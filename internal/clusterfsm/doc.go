@@ -1,0 +1,128 @@
+// Package clusterfsm is the cluster state machine of the scheduler: the
+// I/O-free core that decides, from membership and progress events, when the
+// cluster serves, pauses, rolls back to a snapshot and resumes. A driver
+// (the scheduler) feeds it events and carries out the actions it returns;
+// the core reads no clock, does no I/O and starts no goroutine, so tests
+// drive it with scripts and random sequences, no sleeps (see testdata/).
+//
+// # States
+//
+//	FORMING --N shards (and M workers) live--> SERVING(v)            new cluster
+//	FORMING --N shards (and M workers) live--> RESTORING(s)          known snapshots
+//	SERVING(v) --mapped shard lost, or worker died--> DEGRADED
+//	DEGRADED --every slot holds a live shard--> RESTORING(s) at v' > v
+//	RESTORING(s) --every shard restored s--> SERVING(v')
+//	RESTORING(s) --a shard failed to restore s--> RESTORING(s') at v'' > v'
+//	RESTORING(s) --a mapped shard lost--> DEGRADED
+//	DEGRADED or RESTORING --no good snapshot left--> FAILED          terminal
+//
+// State.Version is the cluster version. Every restore attempt takes a new
+// one, so a reply of an abandoned attempt is told apart from the current
+// one by its version alone; in the common case SERVING(v) resumes as
+// SERVING(v+1), and after a fallback or an abandoned attempt versions skip.
+//
+// # Inputs (Event)
+//
+// Joined and Left (Graceful false: the lease expired) with a Member of kind
+// ams, worker or scheduler; Tick(now); SnapshotRequested; SnapshotDone(id,
+// err); RestoreDone(shard, snapshot, version, err).
+//
+// # Outputs (Action)
+//
+// Transition (record it); PublishShardMap(v, shards); PauseWorkers(v);
+// TakeSnapshot(id, v); AbortSnapshot(id); Restore(s, v, shards);
+// AssignReaders(v, workers) (deal the data, reload reader positions from
+// the AMS); Resume(v); GiveUp(err). Output.Rejected says why an event
+// changed nothing (ErrStale, ErrBadEvent, ErrNotServing, ErrSnapshotBusy,
+// ErrFailed).
+//
+// # Design choices
+//
+//   - Shard count. Options.Shards is the fixed number N of slots of the
+//     shard map. FORMING gives the slots to the first N live shards by id
+//     (digit runs as numbers); more are spares. A lost slot is filled by
+//     the same id coming back or, if one is live first, by a spare (lowest
+//     id), so recovery does not wait for a restart when a spare exists. A
+//     slot keeps its partitions across versions. Changing N means
+//     restarting the scheduler with the new N: it forms and restores the
+//     latest snapshot onto the new layout.
+//   - A shard dies (lease expiry or graceful leave: its rows are gone
+//     either way) while SERVING: DEGRADED, workers pause; every shard then
+//     restores the newest good snapshot. A spare shard dying changes
+//     nothing.
+//   - A worker dies while SERVING: as in XDL the whole cluster rolls back
+//     to the newest good snapshot, since its pushes may be half applied;
+//     at resume the data (files, Kafka partitions) is dealt among the live
+//     workers, who take their positions from the restored AMS, so the dead
+//     worker's share resumes elsewhere or on its replacement. A worker
+//     that leaves gracefully, or joins, while SERVING only triggers a new
+//     deal at the same version (pause at a batch boundary, deal, resume),
+//     deferred to the end of a snapshot in progress. Workers come and go
+//     freely outside SERVING: they get their share at the next resume.
+//   - A shard dies while RESTORING: the attempt is abandoned (DEGRADED);
+//     once its slot is filled again a new attempt of the same snapshot
+//     runs at a new version.
+//   - A second failure while DEGRADED only empties another slot.
+//   - A restore fails on any shard: the snapshot is taken as bad (the
+//     driver retries passing errors itself) and the previous good one is
+//     restored at a new version. With none left the core gives up
+//     (GiveUp(ErrNoSnapshot), FAILED), unless an aborted snapshot is still
+//     unanswered: it waits in DEGRADED for its answer, since it may have
+//     committed. Losing state with no snapshot at all gives up likewise;
+//     the initial snapshot (Options.SkipInitialSnapshot false) keeps that
+//     window short.
+//   - Snapshots run only while SERVING, one at a time: requested ones are
+//     refused otherwise (ErrNotServing, ErrSnapshotBusy); periodic ones
+//     (Options.SnapshotEvery) start at the first tick at least a period
+//     after the start of the previous one or the start of serving. A
+//     snapshot in progress when the cluster leaves SERVING is aborted;
+//     its SnapshotDone is still awaited, and a success counts (the
+//     manifest was committed before the abort took effect, so it is a
+//     consistent snapshot).
+//   - Stale events change nothing and are rejected with ErrStale: a
+//     replayed join, a Left of a member that is not live or of another
+//     incarnation, a SnapshotDone of a snapshot not in progress, a
+//     RestoreDone of another version, snapshot or shard, or a duplicate.
+//     A Joined of a new incarnation of a live member counts as the old one
+//     dying first.
+//   - Scheduler members are tracked and change nothing.
+//
+// # Invariants
+//
+//  1. State.Version never decreases. Each PublishShardMap carries a
+//     version above every earlier one, and each version's map is
+//     published once; Restore goes with the map just published.
+//  2. Every PublishShardMap lists N distinct live shards.
+//  3. Resume(v) is asked only when v is the newest published version,
+//     every shard of its map is live and, if v was a restore attempt,
+//     every one of them answered RestoreDone(s, v) without error.
+//  4. While SERVING or RESTORING every shard of the newest map is live.
+//  5. TakeSnapshot is asked only while SERVING, with no other snapshot
+//     unanswered, with ids strictly increasing above Options.LastSnapshot.
+//     Leaving SERVING aborts the snapshot in progress and pauses workers.
+//  6. Restore always targets the newest good snapshot: committed
+//     (SnapshotDone without error, or listed in Options.Snapshots), among
+//     the newest Options.Keep, and not refused by an earlier restore.
+//  7. GiveUp is asked only when no good snapshot is left and none is
+//     unanswered; after it (FAILED) no action is asked again.
+//  8. The core waits only for something: it stays FORMING only while too
+//     few shards or workers are live, DEGRADED only while fewer than N
+//     shards are live or it awaits an aborted snapshot's answer.
+//
+// property_test.go checks all of these against random event sequences.
+//
+// # Driver protocol
+//
+//  1. Build the Options: Shards and Workers from the job; SnapshotEvery
+//     and Keep from the snapshot settings; Snapshots and LastSnapshot from
+//     the store (snapshot.Latest, directory listing); LastVersion from the
+//     shard map in etcd. Call New.
+//  2. Feed every membership change (Joined, Left) in etcd revision order,
+//     with the member key's create revision as Incarnation; a Tick at a
+//     steady period; SnapshotRequested from the CLI or RPC, answering the
+//     requester with Output.Rejected; one SnapshotDone per TakeSnapshot;
+//     one RestoreDone per shard per Restore.
+//  3. Carry out each Output's actions in order. Step is not safe for
+//     concurrent use: one goroutine owns the Core; long operations
+//     (snapshot, restore) run elsewhere and report back as events.
+package clusterfsm

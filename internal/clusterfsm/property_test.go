@@ -1,0 +1,471 @@
+package clusterfsm
+
+import (
+	"fmt"
+	"maps"
+	"math/rand/v2"
+	"slices"
+	"strconv"
+	"testing"
+	"time"
+)
+
+// chooser is the source of choices of the random event generator: a seeded
+// math/rand in TestRandomSequences, the fuzzer's bytes in FuzzCore.
+type chooser interface{ IntN(n int) int }
+
+// byteChooser takes choices from bytes, then zeros.
+type byteChooser struct{ b []byte }
+
+func (c *byteChooser) IntN(n int) int {
+	if len(c.b) == 0 {
+		return 0
+	}
+	v := int(c.b[0])
+	c.b = c.b[1:]
+	return v % n
+}
+
+func randomOptions(r chooser) Options {
+	o := Options{
+		Shards:              1 + r.IntN(3),
+		Workers:             r.IntN(3),
+		SkipInitialSnapshot: r.IntN(3) == 0,
+		Keep:                r.IntN(4),
+	}
+	if r.IntN(2) == 0 {
+		o.SnapshotEvery = time.Duration(1+r.IntN(120)) * time.Second
+	}
+	for s := 1; s <= 3; s++ {
+		if r.IntN(4) == 0 {
+			o.Snapshots = append(o.Snapshots, SnapshotID(s))
+		}
+	}
+	if r.IntN(3) == 0 {
+		o.LastVersion = uint64(r.IntN(10))
+	}
+	return o
+}
+
+// randomEvent returns an event that is often, not always, meaningful for
+// c's state: it peeks at c only to aim well; the observer checks c.
+func randomEvent(r chooser, c *Core, now *time.Time, shards int) Event {
+	member := func() Member {
+		var m Member
+		switch r.IntN(5) {
+		case 0, 1, 2:
+			m = Member{Kind: KindAMS, ID: "ams-" + strconv.Itoa(r.IntN(shards+2))}
+		case 3:
+			m = Member{Kind: KindWorker, ID: "worker-" + strconv.Itoa(r.IntN(3))}
+		default:
+			m = Member{Kind: KindScheduler, ID: "sched-0"}
+		}
+		m.Incarnation = int64(1 + r.IntN(4))
+		return m
+	}
+	errOf := func(pct int) error {
+		if r.IntN(100) < pct {
+			return errInjected
+		}
+		return nil
+	}
+	st := c.State()
+	switch k := r.IntN(100); {
+	case k < 22:
+		m := member()
+		if cur, ok := c.members[m.key()]; ok && r.IntN(4) == 0 {
+			m = cur // a replayed join
+		}
+		return Joined{Member: m}
+	case k < 40:
+		m := member()
+		if cur, ok := c.members[m.key()]; ok && r.IntN(5) != 0 {
+			m = cur
+		}
+		return Left{Member: m, Graceful: r.IntN(4) == 0}
+	case k < 55:
+		d := time.Duration(r.IntN(90)) * time.Second
+		if r.IntN(20) == 0 {
+			d = -d
+		}
+		*now = now.Add(d)
+		return Tick{Now: *now}
+	case k < 60:
+		return SnapshotRequested{}
+	case k < 75:
+		id := SnapshotID(1 + r.IntN(10))
+		if p := c.Pending(); p != 0 && r.IntN(5) != 0 {
+			id = p
+		}
+		return SnapshotDone{ID: id, Err: errOf(25)}
+	case k < 98:
+		ev := RestoreDone{Shard: "ams-" + strconv.Itoa(r.IntN(shards+2)),
+			Snapshot: SnapshotID(1 + r.IntN(5)), Version: uint64(r.IntN(6)), Err: errOf(10)}
+		if st.Phase == Restoring {
+			if r.IntN(7) != 0 {
+				ev.Shard = c.slots[r.IntN(len(c.slots))]
+			}
+			if r.IntN(10) != 0 {
+				ev.Snapshot = st.Snapshot
+			}
+			if r.IntN(10) != 0 {
+				ev.Version = st.Version
+			}
+		}
+		return ev
+	default:
+		switch r.IntN(4) {
+		case 0:
+			return Joined{Member: Member{Kind: "bogus", ID: "x"}}
+		case 1:
+			return Left{Member: Member{Kind: KindAMS}}
+		case 2:
+			return SnapshotDone{}
+		}
+		return nil
+	}
+}
+
+// observer checks a Core from outside: it keeps its own account of the
+// events fed and the actions asked, and checks every Output against it.
+type observer struct {
+	opts      Options
+	state     State
+	live      map[string]Member
+	published uint64              // version of the last map
+	maps      map[uint64][]string // published maps
+	orders    map[uint64]Restore  // restore orders by version
+	restored  map[uint64]map[string]bool
+	good      map[SnapshotID]bool // committed and not refused by a restore
+	pending   map[SnapshotID]bool // taken and not answered
+	aborted   map[SnapshotID]bool // pending and aborted
+	lastSnap  SnapshotID
+	resumed   uint64 // version of the last Resume
+}
+
+func newObserver(opts Options) *observer {
+	o := &observer{opts: opts, state: State{Phase: Forming, Version: opts.LastVersion},
+		live: map[string]Member{}, maps: map[uint64][]string{}, orders: map[uint64]Restore{},
+		restored: map[uint64]map[string]bool{}, good: map[SnapshotID]bool{}, pending: map[SnapshotID]bool{}, aborted: map[SnapshotID]bool{},
+		lastSnap: max(opts.LastSnapshot, slices.Max(append([]SnapshotID{0}, opts.Snapshots...)))}
+	for _, s := range opts.Snapshots {
+		o.good[s] = true
+	}
+	o.trim()
+	return o
+}
+
+// trim keeps the newest Keep good snapshots: older ones are pruned.
+func (o *observer) trim() {
+	keep := o.opts.Keep
+	if keep == 0 {
+		keep = DefaultKeep
+	}
+	ids := slices.Sorted(maps.Keys(o.good))
+	for len(ids) > keep {
+		delete(o.good, ids[0])
+		ids = ids[1:]
+	}
+}
+
+// newestGood is the snapshot a restore must pick: the newest committed one
+// no restore refused, among the newest Keep committed.
+func (o *observer) newestGood() SnapshotID {
+	var best SnapshotID
+	for s := range o.good {
+		best = max(best, s)
+	}
+	return best
+}
+
+func (o *observer) liveIDs(kind Kind) []string {
+	var ids []string
+	for _, m := range o.live {
+		if m.Kind == kind {
+			ids = append(ids, m.ID)
+		}
+	}
+	slices.SortFunc(ids, CompareIDs)
+	return ids
+}
+
+func (o *observer) allLive(shards []string) bool {
+	for _, id := range shards {
+		if _, ok := o.live[string(KindAMS)+"/"+id]; !ok {
+			return false
+		}
+	}
+	return true
+}
+
+// check feeds ev and its output to the observer and returns the first
+// broken invariant.
+func (o *observer) check(ev Event, out Output, c *Core) error {
+	prev := o.state
+	// The observer's view of the event.
+	switch ev := ev.(type) {
+	case Joined:
+		if out.Rejected == nil {
+			o.live[ev.Member.key()] = ev.Member
+		}
+	case Left:
+		if cur, ok := o.live[ev.Member.key()]; ok && cur == ev.Member {
+			delete(o.live, ev.Member.key())
+		} else if out.Rejected == nil {
+			return fmt.Errorf("leave of %v, not live, accepted", ev.Member)
+		}
+	case SnapshotDone:
+		if out.Rejected == nil {
+			if !o.pending[ev.ID] {
+				return fmt.Errorf("%v accepted, not pending", ev)
+			}
+			delete(o.pending, ev.ID)
+			delete(o.aborted, ev.ID)
+			if ev.Err == nil {
+				o.good[ev.ID] = true
+				o.trim()
+			}
+		}
+	case RestoreDone:
+		if out.Rejected == nil {
+			ord, ok := o.orders[ev.Version]
+			if !ok || ord.Snapshot != ev.Snapshot || !slices.Contains(ord.Shards, ev.Shard) || o.published != ev.Version {
+				return fmt.Errorf("%v accepted, not ordered", ev)
+			}
+			if ev.Err != nil {
+				delete(o.good, ev.Snapshot)
+			} else {
+				if o.restored[ev.Version] == nil {
+					o.restored[ev.Version] = map[string]bool{}
+				}
+				if o.restored[ev.Version][ev.Shard] {
+					return fmt.Errorf("%v accepted twice", ev)
+				}
+				o.restored[ev.Version][ev.Shard] = true
+			}
+		}
+	}
+	if out.Rejected != nil && len(out.Actions) > 0 {
+		return fmt.Errorf("rejected (%v) with actions", out.Rejected)
+	}
+	if prev.Phase == Failed && len(out.Actions) > 0 {
+		return fmt.Errorf("actions after FAILED")
+	}
+	cur := prev
+	needPause := false // left SERVING, workers not yet paused
+	for _, a := range out.Actions {
+		switch a := a.(type) {
+		case Transition:
+			if a.From != cur {
+				return fmt.Errorf("%v: from %v, was %v", a, a.From, cur)
+			}
+			if a.From.Phase == Serving {
+				needPause = true
+			}
+			if a.To.Version < cur.Version {
+				return fmt.Errorf("%v: version goes down", a)
+			}
+			if a.To == cur {
+				return fmt.Errorf("%v: no change", a)
+			}
+			cur = a.To
+		case PublishShardMap:
+			if a.Version <= o.published {
+				return fmt.Errorf("%v: not above v%d", a, o.published)
+			}
+			if len(a.Shards) != o.opts.Shards || len(slices.Compact(slices.Sorted(slices.Values(a.Shards)))) != len(a.Shards) {
+				return fmt.Errorf("%v: not %d distinct shards", a, o.opts.Shards)
+			}
+			if !o.allLive(a.Shards) {
+				return fmt.Errorf("%v: a shard is not live", a)
+			}
+			if a.Version != cur.Version {
+				return fmt.Errorf("%v: state is %v", a, cur)
+			}
+			o.published = a.Version
+			o.maps[a.Version] = slices.Clone(a.Shards)
+		case Restore:
+			if a.Version != o.published || !slices.Equal(a.Shards, o.maps[a.Version]) {
+				return fmt.Errorf("%v: not the map just published", a)
+			}
+			if a.Snapshot != o.newestGood() {
+				return fmt.Errorf("%v: newest good snapshot is %v", a, o.newestGood())
+			}
+			if cur.Phase != Restoring || cur.Snapshot != a.Snapshot || cur.Version != a.Version {
+				return fmt.Errorf("%v: state is %v", a, cur)
+			}
+			o.orders[a.Version] = a
+		case Resume:
+			if cur.Phase != Serving || a.Version != cur.Version {
+				return fmt.Errorf("%v: state is %v", a, cur)
+			}
+			if a.Version < o.resumed || a.Version != o.published {
+				return fmt.Errorf("%v: last resumed v%d, last published v%d", a, o.resumed, o.published)
+			}
+			if !o.allLive(o.maps[a.Version]) {
+				return fmt.Errorf("%v: a shard of %v is gone", a, o.maps[a.Version])
+			}
+			if ord, ok := o.orders[a.Version]; ok {
+				for _, s := range ord.Shards {
+					if !o.restored[a.Version][s] {
+						return fmt.Errorf("%v: %s has not restored %v", a, s, ord.Snapshot)
+					}
+				}
+			}
+			o.resumed = a.Version
+		case TakeSnapshot:
+			if cur.Phase != Serving || a.Version != cur.Version {
+				return fmt.Errorf("%v: state is %v", a, cur)
+			}
+			if len(o.pending) > 0 {
+				return fmt.Errorf("%v: %v still pending", a, o.pending)
+			}
+			if a.ID <= o.lastSnap {
+				return fmt.Errorf("%v: not above %v", a, o.lastSnap)
+			}
+			o.lastSnap = a.ID
+			o.pending[a.ID] = true
+		case AbortSnapshot:
+			if !o.pending[a.ID] || cur.Phase == Serving {
+				return fmt.Errorf("%v: pending %v, state %v", a, o.pending, cur)
+			}
+			o.aborted[a.ID] = true
+		case PauseWorkers:
+			if a.Version != cur.Version {
+				return fmt.Errorf("%v: state is %v", a, cur)
+			}
+			needPause = false
+			// While SERVING, a pause is a new deal of the data: never
+			// during a snapshot, which pauses and resumes workers itself.
+			if cur.Phase == Serving && len(o.pending) > len(o.aborted) {
+				return fmt.Errorf("%v: during snapshot %v", a, o.pending)
+			}
+		case AssignReaders:
+			if cur.Phase != Serving || a.Version != cur.Version {
+				return fmt.Errorf("%v: state is %v", a, cur)
+			}
+			if w := o.liveIDs(KindWorker); !slices.Equal(a.Workers, w) && !(len(w) == 0 && len(a.Workers) == 0) {
+				return fmt.Errorf("%v: live workers are %v", a, w)
+			}
+		case GiveUp:
+			if cur.Phase != Failed {
+				return fmt.Errorf("%v: state is %v", a, cur)
+			}
+			if len(o.good) > 0 || len(o.pending) > 0 {
+				return fmt.Errorf("%v: good %v, pending %v", a, o.good, o.pending)
+			}
+		default:
+			return fmt.Errorf("unknown action %T", a)
+		}
+	}
+	if needPause {
+		return fmt.Errorf("left SERVING without pausing workers")
+	}
+	if cur.Phase != Serving && len(o.pending) > len(o.aborted) {
+		return fmt.Errorf("%v with snapshot %v pending, not aborted", cur, o.pending)
+	}
+	// Liveness: the core waits only when there is something to wait for.
+	shards, workers := len(o.liveIDs(KindAMS)), len(o.liveIDs(KindWorker))
+	switch cur.Phase {
+	case Forming:
+		if shards >= o.opts.Shards && workers >= o.opts.Workers {
+			return fmt.Errorf("still FORMING with %d shards and %d workers live", shards, workers)
+		}
+	case Degraded:
+		if shards >= o.opts.Shards && (len(o.good) > 0 || len(o.pending) == 0) {
+			return fmt.Errorf("still DEGRADED with %d shards live, good %v, pending %v", shards, o.good, o.pending)
+		}
+	}
+	st := c.State()
+	if st != cur {
+		return fmt.Errorf("state %v, transitions end at %v", st, cur)
+	}
+	if out.Rejected != nil && st != prev {
+		return fmt.Errorf("rejected (%v) but state changed", out.Rejected)
+	}
+	switch st.Phase {
+	case Serving, Restoring:
+		if st.Version != o.published || !o.allLive(o.maps[o.published]) {
+			return fmt.Errorf("%v with map v%d %v not all live", st, o.published, o.maps[o.published])
+		}
+	}
+	if st.Phase == Serving && o.resumed != st.Version {
+		return fmt.Errorf("%v but last resumed v%d", st, o.resumed)
+	}
+	o.state = st
+	return nil
+}
+
+// runRandom feeds n events chosen by r to a Core with random options and
+// checks every step. It counts the phases met and the actions asked in
+// stats, when not nil.
+func runRandom(t *testing.T, r chooser, n int, stats map[string]int) {
+	opts := randomOptions(r)
+	c, err := New(opts)
+	if err != nil {
+		t.Fatalf("options %+v: %v", opts, err)
+	}
+	o := newObserver(opts)
+	now := scriptEpoch
+	var trace []string
+	for range n {
+		ev := randomEvent(r, c, &now, opts.Shards)
+		out := c.Step(ev)
+		trace = append(trace, fmt.Sprintf("%v\n%s", ev, out))
+		if err := o.check(ev, out, c); err != nil {
+			if len(trace) > 40 {
+				trace = trace[len(trace)-40:]
+			}
+			t.Fatalf("options %+v\n%s\nbroken: %v", opts, trace, err)
+		}
+		if stats != nil {
+			stats[c.State().Phase.String()]++
+			for _, a := range out.Actions {
+				stats[fmt.Sprintf("%T", a)]++
+				if t, ok := a.(Transition); ok && t.From.Phase == Restoring && t.To.Phase == Restoring {
+					stats["fallback"]++
+				}
+			}
+		}
+	}
+}
+
+// TestRandomSequences checks the invariants over random event sequences:
+// versions never go down, maps are published once per version with N live
+// shards, workers resume only when every shard of the map is live and has
+// restored, snapshots only start while SERVING and one at a time, restores
+// pick the newest good snapshot, the core gives up only with none left.
+func TestRandomSequences(t *testing.T) {
+	stats := map[string]int{}
+	for seed := range uint64(500) {
+		r := rand.New(rand.NewPCG(seed, 0x5eed))
+		runRandom(t, r, 200, stats)
+		if t.Failed() {
+			t.Fatalf("seed %d", seed)
+		}
+	}
+	t.Logf("%v", stats)
+	// The generator must reach every phase and every action, often.
+	for _, k := range []string{"FORMING", "SERVING", "DEGRADED", "RESTORING", "FAILED",
+		"clusterfsm.Resume", "clusterfsm.Restore", "clusterfsm.TakeSnapshot", "clusterfsm.AbortSnapshot",
+		"clusterfsm.AssignReaders", "clusterfsm.GiveUp", "fallback"} {
+		if stats[k] < 50 {
+			t.Errorf("the generator reached %s only %d times", k, stats[k])
+		}
+	}
+}
+
+// FuzzCore drives the core with events chosen by the fuzzer's bytes.
+func FuzzCore(f *testing.F) {
+	for seed := range uint64(8) {
+		r := rand.New(rand.NewPCG(seed, 7))
+		b := make([]byte, 400)
+		for i := range b {
+			b[i] = byte(r.IntN(256))
+		}
+		f.Add(b)
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		runRandom(t, &byteChooser{b: b}, len(b)/2, nil)
+	})
+}

@@ -1,0 +1,453 @@
+package clusterfsm
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// The scenario scripts under testdata/ drive a Core with one command per
+// line (several may share a line, separated by ";"). A block is one or
+// more command lines, a line "----", and the expected output: every
+// command's Output, one action per line, then "state: <state>". A blank
+// line ends the block; lines starting with "#" between blocks are
+// comments. Run with -rewrite to regenerate the expected output.
+//
+//	new shards=N [workers=M] [every=DUR] [keep=K] [snapshots=3,5]
+//	    [last-snapshot=S] [last-version=V] [no-initial-snapshot]
+//	                            a new Core with these Options
+//	join MEMBER...              Joined, one per member
+//	expire MEMBER...            Left (lease expired), one per member
+//	leave MEMBER...             Left (graceful), one per member
+//	tick DUR                    Tick at the script's epoch plus DUR
+//	snapshot                    SnapshotRequested
+//	done snap-N [fail]          SnapshotDone, failed with "injected" if fail
+//	restored SHARD... snap-N [vV] [fail]
+//	                            RestoreDone, one per shard; without vV at
+//	                            the Core's current version
+//	show                        print slots, live members, good snapshots,
+//	                            the pending snapshot
+//
+// MEMBER is [KIND/]ID[#INCARNATION]; without KIND it comes from the ID's
+// prefix: ams..., worker..., sched... (so ams-0, worker-1, sched-a).
+
+// errInjected is the error of a "fail" in a script.
+var errInjected = errors.New("injected failure")
+
+// scriptEpoch is the time "tick 0s" stands for.
+var scriptEpoch = time.Date(2026, 1, 2, 3, 0, 0, 0, time.UTC)
+
+type cmd struct {
+	verb    string
+	opts    Options
+	members []Member
+	shards  []string
+	dur     time.Duration
+	snap    SnapshotID
+	version uint64
+	fail    bool
+}
+
+type block struct {
+	line  int    // line number of the first command line
+	pre   string // comments and blank lines before the block
+	input string // the command lines as written
+	cmds  []cmd
+	want  string // expected output, lines joined by "\n"
+}
+
+type script struct {
+	blocks  []block
+	trailer string // comments and blank lines after the last block
+}
+
+func isBlank(l string) bool { return strings.TrimSpace(l) == "" }
+
+func isComment(l string) bool { return strings.HasPrefix(strings.TrimSpace(l), "#") }
+
+func parseScript(src string) (script, error) {
+	var sc script
+	lines := strings.Split(src, "\n")
+	if lines[len(lines)-1] == "" {
+		lines = lines[:len(lines)-1]
+	}
+	i := 0
+	for {
+		var pre strings.Builder
+		for i < len(lines) && (isBlank(lines[i]) || isComment(lines[i])) {
+			pre.WriteString(lines[i] + "\n")
+			i++
+		}
+		if i == len(lines) {
+			sc.trailer = pre.String()
+			return sc, nil
+		}
+		b := block{line: i + 1, pre: pre.String()}
+		var input strings.Builder
+		for ; i < len(lines) && lines[i] != "----"; i++ {
+			input.WriteString(lines[i] + "\n")
+			if isComment(lines[i]) {
+				continue
+			}
+			for _, part := range strings.Split(lines[i], ";") {
+				if isBlank(part) {
+					continue
+				}
+				c, err := parseCmd(part)
+				if err != nil {
+					return sc, fmt.Errorf("line %d: %w", i+1, err)
+				}
+				b.cmds = append(b.cmds, c)
+			}
+		}
+		if i == len(lines) {
+			return sc, fmt.Errorf("line %d: block has no ----", b.line)
+		}
+		if len(b.cmds) == 0 {
+			return sc, fmt.Errorf("line %d: block has no command", b.line)
+		}
+		i++ // ----
+		var want []string
+		for ; i < len(lines) && !isBlank(lines[i]); i++ {
+			want = append(want, lines[i])
+		}
+		b.input, b.want = input.String(), strings.Join(want, "\n")
+		sc.blocks = append(sc.blocks, b)
+	}
+}
+
+func parseCmd(s string) (cmd, error) {
+	f := strings.Fields(s)
+	c := cmd{verb: f[0]}
+	args := f[1:]
+	switch c.verb {
+	case "new":
+		return c, parseOptions(&c.opts, args)
+	case "join", "expire", "leave":
+		if len(args) == 0 {
+			return c, fmt.Errorf("%s: no member", c.verb)
+		}
+		for _, a := range args {
+			m, err := parseMember(a)
+			if err != nil {
+				return c, err
+			}
+			c.members = append(c.members, m)
+		}
+	case "tick":
+		if len(args) != 1 {
+			return c, errors.New("tick: want one duration")
+		}
+		d, err := time.ParseDuration(args[0])
+		if err != nil {
+			return c, fmt.Errorf("tick: %w", err)
+		}
+		c.dur = d
+	case "snapshot", "show":
+		if len(args) != 0 {
+			return c, fmt.Errorf("%s: takes no argument", c.verb)
+		}
+	case "done", "restored":
+		for _, a := range args {
+			switch {
+			case strings.HasPrefix(a, "snap-"):
+				if c.snap != 0 {
+					return c, fmt.Errorf("%s: two snapshots", c.verb)
+				}
+				n, err := strconv.ParseUint(a[len("snap-"):], 10, 64)
+				if err != nil || n == 0 {
+					return c, fmt.Errorf("%s: bad snapshot %q", c.verb, a)
+				}
+				c.snap = SnapshotID(n)
+			case a == "fail":
+				if c.fail {
+					return c, fmt.Errorf("%s: two fails", c.verb)
+				}
+				c.fail = true
+			case c.verb == "restored" && isVersion(a):
+				if c.version != 0 {
+					return c, errors.New("restored: two versions")
+				}
+				n, err := strconv.ParseUint(a[1:], 10, 64)
+				if err != nil || n == 0 {
+					return c, fmt.Errorf("restored: bad version %q", a)
+				}
+				c.version = n
+			case c.verb == "restored" && validName(a):
+				c.shards = append(c.shards, a)
+			default:
+				return c, fmt.Errorf("%s: bad argument %q", c.verb, a)
+			}
+		}
+		if c.snap == 0 {
+			return c, fmt.Errorf("%s: no snapshot", c.verb)
+		}
+		if c.verb == "restored" && len(c.shards) == 0 {
+			return c, errors.New("restored: no shard")
+		}
+	default:
+		return c, fmt.Errorf("unknown command %q", c.verb)
+	}
+	return c, nil
+}
+
+func isVersion(a string) bool {
+	if len(a) < 2 || a[0] != 'v' {
+		return false
+	}
+	for _, r := range a[1:] {
+		if r < '0' || r > '9' {
+			return false
+		}
+	}
+	return true
+}
+
+func validName(s string) bool { return s != "" && !strings.ContainsAny(s, "/#;") }
+
+func kindOf(id string) (Kind, bool) {
+	switch {
+	case strings.HasPrefix(id, "ams"):
+		return KindAMS, true
+	case strings.HasPrefix(id, "worker"):
+		return KindWorker, true
+	case strings.HasPrefix(id, "sched"):
+		return KindScheduler, true
+	}
+	return "", false
+}
+
+func parseMember(s string) (Member, error) {
+	var m Member
+	rest := s
+	if k, id, ok := strings.Cut(rest, "/"); ok {
+		m.Kind, rest = Kind(k), id
+		if !m.Kind.valid() {
+			return m, fmt.Errorf("member %q: unknown kind", s)
+		}
+	}
+	if id, inc, ok := strings.Cut(rest, "#"); ok {
+		n, err := strconv.ParseInt(inc, 10, 64)
+		if err != nil || n < 0 {
+			return m, fmt.Errorf("member %q: bad incarnation", s)
+		}
+		m.Incarnation, rest = n, id
+	}
+	if !validName(rest) {
+		return m, fmt.Errorf("member %q: bad id", s)
+	}
+	m.ID = rest
+	if m.Kind == "" {
+		k, ok := kindOf(m.ID)
+		if !ok {
+			return m, fmt.Errorf("member %q: no kind", s)
+		}
+		m.Kind = k
+	}
+	return m, nil
+}
+
+func formatMember(m Member) string {
+	s := m.ID
+	if k, ok := kindOf(m.ID); !ok || k != m.Kind {
+		s = string(m.Kind) + "/" + s
+	}
+	if m.Incarnation != 0 {
+		s += "#" + strconv.FormatInt(m.Incarnation, 10)
+	}
+	return s
+}
+
+func parseOptions(o *Options, args []string) error {
+	for _, a := range args {
+		if a == "no-initial-snapshot" {
+			o.SkipInitialSnapshot = true
+			continue
+		}
+		k, v, ok := strings.Cut(a, "=")
+		if !ok {
+			return fmt.Errorf("new: bad argument %q", a)
+		}
+		var err error
+		switch k {
+		case "shards":
+			o.Shards, err = strconv.Atoi(v)
+		case "workers":
+			o.Workers, err = strconv.Atoi(v)
+		case "keep":
+			o.Keep, err = strconv.Atoi(v)
+		case "every":
+			o.SnapshotEvery, err = time.ParseDuration(v)
+		case "last-version":
+			o.LastVersion, err = strconv.ParseUint(v, 10, 64)
+		case "last-snapshot":
+			var n uint64
+			n, err = strconv.ParseUint(v, 10, 64)
+			o.LastSnapshot = SnapshotID(n)
+		case "snapshots":
+			o.Snapshots = nil
+			for _, s := range strings.Split(v, ",") {
+				var n uint64
+				if n, err = strconv.ParseUint(s, 10, 64); err != nil {
+					break
+				}
+				o.Snapshots = append(o.Snapshots, SnapshotID(n))
+			}
+		default:
+			return fmt.Errorf("new: unknown option %q", k)
+		}
+		if err != nil {
+			return fmt.Errorf("new: %s: %w", k, err)
+		}
+	}
+	return nil
+}
+
+func formatCmd(c cmd) string {
+	f := []string{c.verb}
+	switch c.verb {
+	case "new":
+		o := c.opts
+		if o.Shards != 0 {
+			f = append(f, "shards="+strconv.Itoa(o.Shards))
+		}
+		if o.Workers != 0 {
+			f = append(f, "workers="+strconv.Itoa(o.Workers))
+		}
+		if o.SnapshotEvery != 0 {
+			f = append(f, "every="+o.SnapshotEvery.String())
+		}
+		if o.Keep != 0 {
+			f = append(f, "keep="+strconv.Itoa(o.Keep))
+		}
+		if o.Snapshots != nil {
+			s := make([]string, len(o.Snapshots))
+			for i, id := range o.Snapshots {
+				s[i] = strconv.FormatUint(uint64(id), 10)
+			}
+			f = append(f, "snapshots="+strings.Join(s, ","))
+		}
+		if o.LastSnapshot != 0 {
+			f = append(f, "last-snapshot="+strconv.FormatUint(uint64(o.LastSnapshot), 10))
+		}
+		if o.LastVersion != 0 {
+			f = append(f, "last-version="+strconv.FormatUint(o.LastVersion, 10))
+		}
+		if o.SkipInitialSnapshot {
+			f = append(f, "no-initial-snapshot")
+		}
+	case "join", "expire", "leave":
+		for _, m := range c.members {
+			f = append(f, formatMember(m))
+		}
+	case "tick":
+		f = append(f, c.dur.String())
+	case "done", "restored":
+		f = append(f, c.shards...)
+		f = append(f, c.snap.String())
+		if c.version != 0 {
+			f = append(f, "v"+strconv.FormatUint(c.version, 10))
+		}
+		if c.fail {
+			f = append(f, "fail")
+		}
+	}
+	return strings.Join(f, " ")
+}
+
+// formatScript renders sc canonically: one command per line, no comments.
+func formatScript(sc script) string {
+	var b strings.Builder
+	for _, bl := range sc.blocks {
+		for _, c := range bl.cmds {
+			b.WriteString(formatCmd(c) + "\n")
+		}
+		b.WriteString("----\n")
+		if bl.want != "" {
+			b.WriteString(bl.want + "\n")
+		}
+		b.WriteString("\n")
+	}
+	return b.String()
+}
+
+// runner runs script commands against a Core.
+type runner struct {
+	core *Core
+}
+
+// run runs b's commands and returns their output.
+func (r *runner) run(b block) string {
+	var out strings.Builder
+	for _, c := range b.cmds {
+		r.runCmd(&out, c)
+	}
+	if r.core != nil {
+		fmt.Fprintf(&out, "state: %v\n", r.core.State())
+	}
+	return strings.TrimSuffix(out.String(), "\n")
+}
+
+func (r *runner) step(out *strings.Builder, ev Event) {
+	out.WriteString(r.core.Step(ev).String())
+}
+
+func (r *runner) runCmd(out *strings.Builder, c cmd) {
+	if c.verb == "new" {
+		core, err := New(c.opts)
+		if err != nil {
+			fmt.Fprintf(out, "error: %v\n", err)
+			r.core = nil
+			return
+		}
+		r.core = core
+		return
+	}
+	if r.core == nil {
+		out.WriteString("error: no core: start with new\n")
+		return
+	}
+	var errOf = func(fail bool) error {
+		if fail {
+			return errInjected
+		}
+		return nil
+	}
+	switch c.verb {
+	case "join":
+		for _, m := range c.members {
+			r.step(out, Joined{Member: m})
+		}
+	case "expire", "leave":
+		for _, m := range c.members {
+			r.step(out, Left{Member: m, Graceful: c.verb == "leave"})
+		}
+	case "tick":
+		r.step(out, Tick{Now: scriptEpoch.Add(c.dur)})
+	case "snapshot":
+		r.step(out, SnapshotRequested{})
+	case "done":
+		r.step(out, SnapshotDone{ID: c.snap, Err: errOf(c.fail)})
+	case "restored":
+		for _, s := range c.shards {
+			v := c.version
+			if v == 0 {
+				v = r.core.State().Version
+			}
+			r.step(out, RestoreDone{Shard: s, Snapshot: c.snap, Version: v, Err: errOf(c.fail)})
+		}
+	case "show":
+		var ms []string
+		for _, m := range r.core.Members("") {
+			ms = append(ms, formatMember(m))
+		}
+		fmt.Fprintf(out, "slots: [%s]\n", strings.Join(r.core.Slots(), " "))
+		fmt.Fprintf(out, "members: [%s]\n", strings.Join(ms, " "))
+		fmt.Fprintf(out, "snapshots: %v\n", r.core.Snapshots())
+		if p := r.core.Pending(); p != 0 {
+			fmt.Fprintf(out, "pending: %v\n", p)
+		}
+	}
+}

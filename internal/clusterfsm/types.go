@@ -1,0 +1,340 @@
+package clusterfsm
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+)
+
+var (
+	// ErrBadOptions is returned (wrapped) by Options.Validate and New.
+	ErrBadOptions = errors.New("clusterfsm: bad options")
+	// ErrBadEvent is the Output.Rejected cause of a malformed event: an
+	// unknown kind, an empty id, a zero snapshot id, an unknown event type.
+	ErrBadEvent = errors.New("clusterfsm: bad event")
+	// ErrStale is the Output.Rejected cause of an event that no longer
+	// means anything: a leave of a member that is not live (or of another
+	// incarnation), a replayed join, a SnapshotDone for a snapshot that is
+	// not in progress, a RestoreDone of another attempt, a tick older than
+	// the last one.
+	ErrStale = errors.New("clusterfsm: stale event")
+	// ErrNotServing is the Output.Rejected cause of a snapshot requested
+	// while the cluster is not SERVING.
+	ErrNotServing = errors.New("clusterfsm: cluster is not serving")
+	// ErrSnapshotBusy is the Output.Rejected cause of a snapshot requested
+	// while another one is in progress.
+	ErrSnapshotBusy = errors.New("clusterfsm: a snapshot is in progress")
+	// ErrFailed is the Output.Rejected cause of every event (ticks aside)
+	// after the core gave up.
+	ErrFailed = errors.New("clusterfsm: cluster has failed")
+	// ErrNoSnapshot is carried by GiveUp when the cluster lost state and no
+	// good snapshot is left to roll back to.
+	ErrNoSnapshot = errors.New("clusterfsm: no good snapshot to restore")
+)
+
+// Kind is a member's kind. The values equal package cluster's KindAMS,
+// KindWorker and KindScheduler, so a driver converts with Kind(m.Kind).
+type Kind string
+
+// Member kinds.
+const (
+	KindAMS       Kind = "ams"
+	KindWorker    Kind = "worker"
+	KindScheduler Kind = "scheduler"
+)
+
+func (k Kind) valid() bool { return k == KindAMS || k == KindWorker || k == KindScheduler }
+
+// Member names one incarnation of a process.
+type Member struct {
+	// Kind is KindAMS, KindWorker or KindScheduler.
+	Kind Kind
+	// ID is unique among live members of the same kind; a restarted process
+	// usually comes back under the same ID.
+	ID string
+	// Incarnation tells apart the lives of one ID. The driver uses the etcd
+	// create revision of the member key; any value works as long as a new
+	// life gets a new one. A Left must carry the incarnation of the live
+	// member, or it is stale.
+	Incarnation int64
+}
+
+// String returns "kind/id", with "#incarnation" when it is not zero.
+func (m Member) String() string {
+	s := string(m.Kind) + "/" + m.ID
+	if m.Incarnation != 0 {
+		s += "#" + strconv.FormatInt(m.Incarnation, 10)
+	}
+	return s
+}
+
+func (m Member) key() string { return string(m.Kind) + "/" + m.ID }
+
+func (m Member) validate() error {
+	if !m.Kind.valid() {
+		return fmt.Errorf("%w: unknown member kind %q", ErrBadEvent, m.Kind)
+	}
+	if m.ID == "" {
+		return fmt.Errorf("%w: empty %s id", ErrBadEvent, m.Kind)
+	}
+	return nil
+}
+
+// SnapshotID is a snapshot's sequence number, the seq of package
+// snapshot's Dir(seq). Zero means none.
+type SnapshotID uint64
+
+// String returns "snap-<n>".
+func (s SnapshotID) String() string { return "snap-" + strconv.FormatUint(uint64(s), 10) }
+
+// Phase is the kind of a cluster state.
+type Phase uint8
+
+// Phases, in the order a healthy cluster meets them.
+const (
+	// Forming: waiting for Options.Shards AMS shards and Options.Workers
+	// workers.
+	Forming Phase = iota + 1
+	// Serving: every shard of the published map is live and workers train
+	// at State.Version.
+	Serving
+	// Degraded: state was lost (a mapped shard, or a worker, died); workers
+	// are paused; waiting for every slot of the map to hold a live shard.
+	Degraded
+	// Restoring: every shard was ordered to restore State.Snapshot at
+	// State.Version; waiting for each to report.
+	Restoring
+	// Failed: state was lost and no good snapshot is left. Terminal.
+	Failed
+)
+
+func (p Phase) String() string {
+	switch p {
+	case Forming:
+		return "FORMING"
+	case Serving:
+		return "SERVING"
+	case Degraded:
+		return "DEGRADED"
+	case Restoring:
+		return "RESTORING"
+	case Failed:
+		return "FAILED"
+	}
+	return fmt.Sprintf("Phase(%d)", int(p))
+}
+
+// State is the cluster state.
+type State struct {
+	Phase Phase
+	// Version is the highest cluster version the core has issued (0 while
+	// FORMING a new cluster): the serving version while SERVING, the
+	// version of the restore attempt while RESTORING. It never decreases.
+	Version uint64
+	// Snapshot is the snapshot being restored while RESTORING, else zero.
+	Snapshot SnapshotID
+}
+
+// String renders the state as in the design notes: FORMING, SERVING(v1),
+// DEGRADED(v1), RESTORING(snap-3 v2), FAILED.
+func (s State) String() string {
+	switch s.Phase {
+	case Serving, Degraded:
+		return fmt.Sprintf("%s(v%d)", s.Phase, s.Version)
+	case Restoring:
+		return fmt.Sprintf("%s(%s v%d)", s.Phase, s.Snapshot, s.Version)
+	}
+	return s.Phase.String()
+}
+
+// Event is an input of Core.Step: Joined, Left, Tick, SnapshotRequested,
+// SnapshotDone or RestoreDone.
+type Event interface {
+	isEvent()
+	String() string
+}
+
+// Joined: a member registered (its key appeared in etcd).
+type Joined struct{ Member Member }
+
+// Left: a member is gone. Graceful is true when it left on purpose (its
+// left marker was written); otherwise its lease expired. Only a worker's
+// graceful leave is treated differently: it stored its reader positions
+// before leaving, so its data is dealt to the others without a rollback.
+type Left struct {
+	Member   Member
+	Graceful bool
+}
+
+// LeaseExpired returns the event of m's lease expiring.
+func LeaseExpired(m Member) Left { return Left{Member: m} }
+
+// Tick: time passed. Now is the driver's clock; the core reads no other.
+type Tick struct{ Now time.Time }
+
+// SnapshotRequested: someone (CLI, RPC) asked for a snapshot now.
+type SnapshotRequested struct{}
+
+// SnapshotDone answers a TakeSnapshot (or its AbortSnapshot): Err nil
+// means the manifest of snapshot ID was committed.
+type SnapshotDone struct {
+	ID  SnapshotID
+	Err error
+}
+
+// RestoreDone answers a Restore for one shard: Err nil means Shard now
+// holds Snapshot's rows of its partitions and serves at Version.
+type RestoreDone struct {
+	Shard    string
+	Snapshot SnapshotID
+	Version  uint64
+	Err      error
+}
+
+func (Joined) isEvent()            {}
+func (Left) isEvent()              {}
+func (Tick) isEvent()              {}
+func (SnapshotRequested) isEvent() {}
+func (SnapshotDone) isEvent()      {}
+func (RestoreDone) isEvent()       {}
+
+func (e Joined) String() string { return "joined " + e.Member.String() }
+
+func (e Left) String() string {
+	if e.Graceful {
+		return "left " + e.Member.String()
+	}
+	return "lease expired " + e.Member.String()
+}
+
+func (e Tick) String() string            { return "tick " + e.Now.UTC().Format(time.RFC3339Nano) }
+func (SnapshotRequested) String() string { return "snapshot requested" }
+
+func (e SnapshotDone) String() string {
+	if e.Err != nil {
+		return fmt.Sprintf("%s failed: %v", e.ID, e.Err)
+	}
+	return e.ID.String() + " done"
+}
+
+func (e RestoreDone) String() string {
+	if e.Err != nil {
+		return fmt.Sprintf("restore of %s v%d failed on %s: %v", e.Snapshot, e.Version, e.Shard, e.Err)
+	}
+	return fmt.Sprintf("%s restored %s v%d", e.Shard, e.Snapshot, e.Version)
+}
+
+// Action is an output of Core.Step, for the driver to carry out in order.
+type Action interface {
+	isAction()
+	String() string
+}
+
+// Transition: the state changed. The driver records it (log, etcd event,
+// status page); there is nothing else to do for it.
+type Transition struct {
+	From, To State
+	// Cause says which event caused it, for humans.
+	Cause string
+}
+
+// PublishShardMap: publish the shard map of Version, with Shards[i] the
+// shard of slot i (partitions go to slots round-robin, as
+// ams.NewShardMap does, so a slot keeps its partitions across versions).
+type PublishShardMap struct {
+	Version uint64
+	Shards  []string
+}
+
+// PauseWorkers: every worker stops training at its next batch boundary
+// and waits for Resume; what it had not pushed at Version is dropped.
+type PauseWorkers struct{ Version uint64 }
+
+// AbortSnapshot: the cluster left SERVING while snapshot ID was being
+// taken. Do not commit its manifest if that has not happened yet, do not
+// resume workers on its behalf, and answer with a SnapshotDone (nil Err
+// only if the manifest had already been committed).
+type AbortSnapshot struct{ ID SnapshotID }
+
+// TakeSnapshot: take consistent snapshot ID at Version: pause workers at a
+// batch boundary, have every shard write its part (rows, dense
+// parameters, reader positions), commit the manifest last, resume the
+// workers, and answer with exactly one SnapshotDone.
+type TakeSnapshot struct {
+	ID      SnapshotID
+	Version uint64
+}
+
+// Restore: order every shard of Shards (slot order, as published at
+// Version) to restore Snapshot as version Version, refusing any request
+// of an older version from then on, and answer each with a RestoreDone.
+type Restore struct {
+	Snapshot SnapshotID
+	Version  uint64
+	Shards   []string
+}
+
+// AssignReaders: deal the training data (file splits, Kafka partitions)
+// among Workers; each reloads the reader positions of its share from the
+// AMS (where a restore or a pause left them) before reading at Version.
+// Workers not listed read nothing.
+type AssignReaders struct {
+	Version uint64
+	Workers []string
+}
+
+// Resume: workers train again, at Version.
+type Resume struct{ Version uint64 }
+
+// GiveUp: the cluster cannot recover; stop the job with Err.
+type GiveUp struct{ Err error }
+
+func (Transition) isAction()      {}
+func (PublishShardMap) isAction() {}
+func (PauseWorkers) isAction()    {}
+func (AbortSnapshot) isAction()   {}
+func (TakeSnapshot) isAction()    {}
+func (Restore) isAction()         {}
+func (AssignReaders) isAction()   {}
+func (Resume) isAction()          {}
+func (GiveUp) isAction()          {}
+
+func (a Transition) String() string { return fmt.Sprintf("%s -> %s: %s", a.From, a.To, a.Cause) }
+func (a PublishShardMap) String() string {
+	return fmt.Sprintf("publish v%d [%s]", a.Version, strings.Join(a.Shards, " "))
+}
+func (a PauseWorkers) String() string  { return fmt.Sprintf("pause v%d", a.Version) }
+func (a AbortSnapshot) String() string { return "abort " + a.ID.String() }
+func (a TakeSnapshot) String() string  { return fmt.Sprintf("snapshot %s v%d", a.ID, a.Version) }
+func (a Restore) String() string {
+	return fmt.Sprintf("restore %s v%d [%s]", a.Snapshot, a.Version, strings.Join(a.Shards, " "))
+}
+func (a AssignReaders) String() string {
+	return fmt.Sprintf("assign v%d [%s]", a.Version, strings.Join(a.Workers, " "))
+}
+func (a Resume) String() string { return fmt.Sprintf("resume v%d", a.Version) }
+func (a GiveUp) String() string { return fmt.Sprintf("give up: %v", a.Err) }
+
+// Output is what one Step asks of the driver: the Actions, in order. When
+// the event changed nothing, Rejected says why (wrapping ErrBadEvent,
+// ErrStale, ErrNotServing, ErrSnapshotBusy or ErrFailed); the driver logs
+// it, or returns it to whoever requested a snapshot.
+type Output struct {
+	Actions  []Action
+	Rejected error
+}
+
+// String renders o one action per line, then "rejected: <err>" if any.
+func (o Output) String() string {
+	var b strings.Builder
+	for _, a := range o.Actions {
+		b.WriteString(a.String())
+		b.WriteByte('\n')
+	}
+	if o.Rejected != nil {
+		fmt.Fprintf(&b, "rejected: %v\n", o.Rejected)
+	}
+	return b.String()
+}
