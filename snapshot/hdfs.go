@@ -71,55 +71,17 @@ func (h *HDFSStore) Create(name string) (Writer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("snapshot: create %s: %w", name, err)
 	}
-	return &hdfsWriter{h: h, w: w, tmp: tmp, dst: p, name: name}, nil
-}
-
-type hdfsWriter struct {
-	h    *HDFSStore
-	w    *hdfs.FileWriter
-	tmp  string
-	dst  string
-	name string
-	done bool
-}
-
-func (w *hdfsWriter) Write(b []byte) (int, error) {
-	if w.done {
-		return 0, fmt.Errorf("snapshot: write %s: %w", w.name, fs.ErrClosed)
-	}
-	n, err := w.w.Write(b)
-	if err != nil {
-		err = fmt.Errorf("snapshot: write %s: %w", w.name, err)
-	}
-	return n, err
-}
-
-func (w *hdfsWriter) Commit() error {
-	if w.done {
-		return fmt.Errorf("snapshot: commit %s: %w", w.name, fs.ErrClosed)
-	}
-	w.done = true
-	err := w.w.Close() // completes the file: every block acknowledged by the pipeline
-	if err == nil {
-		err = w.h.c.Rename(w.tmp, w.dst)
-	}
-	if err != nil {
-		w.h.c.Remove(w.tmp)
-		return fmt.Errorf("snapshot: commit %s: %w", w.name, err)
-	}
-	return nil
-}
-
-func (w *hdfsWriter) Abort() error {
-	if w.done {
-		return nil
-	}
-	w.done = true
-	w.w.Close()
-	if err := w.h.c.Remove(w.tmp); err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return fmt.Errorf("snapshot: abort %s: %w", w.name, err)
-	}
-	return nil
+	return &tempWriter{w: w, name: name,
+		commit: func() error {
+			if err := w.Close(); err != nil { // completes the file: every block acknowledged
+				return err
+			}
+			return h.c.Rename(tmp, p)
+		},
+		discard: func() error {
+			w.Close()
+			return h.c.Remove(tmp)
+		}}, nil
 }
 
 // Open implements Store.

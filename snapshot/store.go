@@ -125,61 +125,79 @@ func (d *DirStore) Create(name string) (Writer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("snapshot: create %s: %w", name, err)
 	}
-	return &dirWriter{f: f, dst: p, name: name}, nil
+	return &tempWriter{w: f, name: name,
+		commit: func() error {
+			err := f.Sync()
+			if cerr := f.Close(); err == nil {
+				err = cerr
+			}
+			if err == nil {
+				err = os.Rename(f.Name(), p)
+			}
+			if err == nil { // make the rename durable
+				err = syncDir(filepath.Dir(p))
+			}
+			return err
+		},
+		discard: func() error {
+			f.Close()
+			return os.Remove(f.Name())
+		}}, nil
 }
 
-type dirWriter struct {
-	f    *os.File
-	dst  string
-	name string
-	done bool
+// tempWriter is a Writer over a temporary file: commit makes it the real
+// one (rename), discard removes it. Both stores use it.
+type tempWriter struct {
+	w       io.Writer
+	name    string
+	commit  func() error
+	discard func() error
+	done    bool
 }
 
-func (w *dirWriter) Write(b []byte) (int, error) {
+func (w *tempWriter) Write(b []byte) (int, error) {
 	if w.done {
-		return 0, fmt.Errorf("snapshot: write %s: %w", w.name, os.ErrClosed)
+		return 0, fmt.Errorf("snapshot: write %s: %w", w.name, fs.ErrClosed)
 	}
-	n, err := w.f.Write(b)
+	n, err := w.w.Write(b)
 	if err != nil {
 		err = fmt.Errorf("snapshot: write %s: %w", w.name, err)
 	}
 	return n, err
 }
 
-func (w *dirWriter) Commit() error {
+func (w *tempWriter) Commit() error {
 	if w.done {
-		return fmt.Errorf("snapshot: commit %s: %w", w.name, os.ErrClosed)
+		return fmt.Errorf("snapshot: commit %s: %w", w.name, fs.ErrClosed)
 	}
 	w.done = true
-	err := w.f.Sync()
-	if cerr := w.f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(w.f.Name(), w.dst)
-	}
-	if err != nil {
-		os.Remove(w.f.Name())
+	if err := w.commit(); err != nil {
+		w.discard()
 		return fmt.Errorf("snapshot: commit %s: %w", w.name, err)
-	}
-	if dir, err := os.Open(filepath.Dir(w.dst)); err == nil { // make the rename durable
-		err = dir.Sync()
-		dir.Close()
-		if err != nil {
-			return fmt.Errorf("snapshot: commit %s: sync directory: %w", w.name, err)
-		}
 	}
 	return nil
 }
 
-func (w *dirWriter) Abort() error {
+func (w *tempWriter) Abort() error {
 	if w.done {
 		return nil
 	}
 	w.done = true
-	w.f.Close()
-	if err := os.Remove(w.f.Name()); err != nil && !errors.Is(err, fs.ErrNotExist) {
+	if err := w.discard(); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("snapshot: abort %s: %w", w.name, err)
+	}
+	return nil
+}
+
+// syncDir fsyncs a directory, so that a rename in it survives a crash.
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	if err := d.Sync(); err != nil {
+		return fmt.Errorf("sync directory %s: %w", dir, err)
 	}
 	return nil
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 
@@ -50,11 +51,7 @@ func (s *Shard) WriteSnapshot(store snapshot.Store, seq uint64, index int) (snap
 
 func (s *Shard) writeParts(store snapshot.Store, seq uint64, index int) ([]snapshot.TableEntry, []snapshot.DenseEntry, error) {
 	cat := s.cat.Load()
-	names := make([]string, 0, len(cat.tables))
-	for name := range cat.tables {
-		names = append(names, name)
-	}
-	slices.Sort(names)
+	names := slices.Sorted(maps.Keys(cat.tables))
 	var tables []snapshot.TableEntry
 	for _, name := range names {
 		ti := cat.tables[name]
@@ -154,11 +151,7 @@ func denseFileName(name string, index int) string {
 // writeDense writes each dense range as lo, hi (uint64), the values and
 // the optimizer state (float32), little-endian.
 func (s *Shard) writeDense(store snapshot.Store, seq uint64, index int, cat *catalog) ([]snapshot.DenseEntry, error) {
-	names := make([]string, 0, len(cat.dense))
-	for name := range cat.dense {
-		names = append(names, name)
-	}
-	slices.Sort(names)
+	names := slices.Sorted(maps.Keys(cat.dense))
 	var out []snapshot.DenseEntry
 	for _, name := range names {
 		di := cat.dense[name]
