@@ -41,6 +41,11 @@
 //	-snapshot-now          instead of running a scheduler, ask the running
 //	                       one for a snapshot, wait and print its result.
 //
+// Several schedulers may run on one cluster: they hold an etcd election
+// (under /xps/<name>/leader) and only the leader drives the cluster; a
+// standby takes over when the leader stops or its lease expires, resuming
+// from etcd.
+//
 // SIGINT or SIGTERM stops the scheduler gracefully: it leaves the cluster
 // (writing its left marker) and exits 0. It exits 1 if it cannot start or if
 // its lease is lost.

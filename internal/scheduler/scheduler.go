@@ -11,6 +11,7 @@ import (
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.etcd.io/etcd/client/v3/concurrency"
 
 	"github.com/xdlgo/xps/ams"
 	"github.com/xdlgo/xps/internal/cluster"
@@ -189,6 +190,7 @@ type Scheduler struct {
 		sync.Mutex
 		state   State
 		version uint64
+		leader  bool
 	}
 
 	// Owned by the run goroutine.
@@ -254,13 +256,6 @@ func New(cli *clientv3.Client, opts Options) (*Scheduler, error) {
 	stopAfter := context.AfterFunc(cli.Ctx(), func() {
 		stop(fmt.Errorf("%w: etcd client closed", ErrLostRegistration))
 	})
-	if opts.SnapshotStore != "" {
-		s.snapWG.Add(1)
-		go func() {
-			defer s.snapWG.Done()
-			s.snapshotter(runCtx)
-		}()
-	}
 	go func() {
 		defer stopAfter()
 		s.run(runCtx)
@@ -296,19 +291,80 @@ func (s *Scheduler) Err() error {
 func (s *Scheduler) Close() error {
 	s.cancel(nil)
 	<-s.done
-	s.snapWG.Wait()
+	s.snapWG.Wait() // started by the run goroutine, which has returned
 	return errors.Join(s.err, s.reg.Close())
 }
 
 func (s *Scheduler) run(ctx context.Context) {
 	defer close(s.done)
-	s.err = s.loop(ctx)
+	s.err = s.lead(ctx)
 	if cause := context.Cause(ctx); s.err == nil && !errors.Is(cause, context.Canceled) {
 		s.err = cause
 	}
 	if s.err != nil {
 		s.log.Error("scheduler stopped", "err", s.err)
 	}
+}
+
+// LeaderKey is the election prefix of a cluster's schedulers.
+func LeaderKey(prefix string) string { return prefix + "/leader" }
+
+// lead waits to be elected leader of the cluster's schedulers (an etcd
+// election on the registration's lease, so leadership ends with the
+// lease), then drives the cluster until ctx ends. A standby scheduler
+// waits here and takes over, resuming from etcd, when the leader leaves or
+// dies.
+func (s *Scheduler) lead(ctx context.Context) error {
+	sctx, stopSession := context.WithCancel(ctx)
+	sess, err := concurrency.NewSession(s.cli, concurrency.WithLease(s.reg.Lease()), concurrency.WithContext(sctx))
+	if err != nil {
+		stopSession()
+		return fmt.Errorf("scheduler: election session: %w", err)
+	}
+	defer func() {
+		stopSession() // never sess.Close: it would revoke the registration's lease
+		<-sess.Done()
+	}()
+	el := concurrency.NewElection(sess, LeaderKey(s.opts.Prefix))
+	s.log.Info("campaigning to lead the cluster", "id", s.opts.ID)
+	if err := el.Campaign(ctx, s.opts.ID); err != nil {
+		if ctx.Err() != nil {
+			return nil
+		}
+		return fmt.Errorf("scheduler: campaign: %w", err)
+	}
+	defer func() {
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), opTimeout)
+		defer cancel()
+		el.Resign(rctx)
+	}()
+	s.mu.Lock()
+	s.mu.leader = true
+	s.mu.Unlock()
+	s.log.Info("leading the cluster", "id", s.opts.ID)
+	if s.opts.KafkaTopic != "" { // the last leader may have dealt since New looked
+		d, err := startDeal(ctx, s.cli, s.opts)
+		if err != nil {
+			return err
+		}
+		s.deal = d
+	}
+	if s.opts.SnapshotStore != "" {
+		s.snapWG.Add(1)
+		go func() {
+			defer s.snapWG.Done()
+			s.snapshotter(ctx)
+		}()
+	}
+	return s.loop(ctx)
+}
+
+// Leader reports whether this scheduler leads the cluster (a standby does
+// not, until the leader goes away).
+func (s *Scheduler) Leader() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.mu.leader
 }
 
 // loop syncs with etcd, then watches from the synced revision; a broken

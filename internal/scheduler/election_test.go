@@ -1,0 +1,73 @@
+package scheduler_test
+
+import (
+	"testing"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/xdlgo/xps/internal/cluster"
+	"github.com/xdlgo/xps/internal/scheduler"
+)
+
+// TestStandbyTakesOver runs two schedulers: one leads and forms the
+// cluster, the other waits; when the leader stops (cleanly, then by losing
+// its etcd client as a killed process would), the standby takes over and
+// keeps serving.
+func TestStandbyTakesOver(t *testing.T) {
+	srv := startEtcd(t)
+	cli := newClient(t, srv)
+	const p = "/xps/election"
+	clients := map[*scheduler.Scheduler]*clientv3.Client{}
+	start := func(id string) *scheduler.Scheduler {
+		c := newClient(t, srv) // its own client: closing it kills this scheduler alone
+		s, err := scheduler.New(c, scheduler.Options{Prefix: p, ID: id, Shards: 1, Partitions: 8,
+			LeaseTTL: time.Second, TickInterval: 50 * time.Millisecond, Logger: testLogger(t)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { s.Close(); c.Close() })
+		clients[s] = c
+		return s
+	}
+	a := start("sched-a")
+	eventually(t, 5*time.Second, "sched-a to lead", a.Leader)
+	b := start("sched-b")
+	reg := register(t, cli, p, cluster.KindAMS, "ams-0", "10.0.0.1:7000")
+	defer reg.Close()
+	if _, err := cluster.WaitShardMap(testCtx(t), cli, p); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(200 * time.Millisecond) // the standby stays a standby
+	if b.Leader() {
+		t.Fatal("two leaders")
+	}
+	if st, _ := b.Status(); st != scheduler.Forming {
+		t.Fatalf("the standby drives the cluster: %v", st)
+	}
+
+	// The leader leaves: the standby leads and serves.
+	if err := a.Close(); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 5*time.Second, "sched-b to lead", b.Leader)
+	eventually(t, 5*time.Second, "sched-b to serve", func() bool {
+		st, _ := b.Status()
+		return st == scheduler.Serving
+	})
+
+	// A third scheduler waits; the leader dies (its client goes away and
+	// its lease expires): the third takes over.
+	c := start("sched-c")
+	time.Sleep(200 * time.Millisecond)
+	if c.Leader() {
+		t.Fatal("sched-c leads while sched-b does")
+	}
+	clients[b].Close()
+	<-b.Done()
+	eventually(t, 10*time.Second, "sched-c to lead after sched-b died", c.Leader)
+	eventually(t, 5*time.Second, "sched-c to serve", func() bool {
+		st, _ := c.Status()
+		return st == scheduler.Serving
+	})
+}
