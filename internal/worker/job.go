@@ -457,9 +457,11 @@ func trainJob(ctx context.Context, opts JobOptions, reg *cluster.Registration, p
 		Name: name, Progress: progress, Logger: opts.Logger}
 	if kj != nil {
 		topts.Commit, topts.CommitEvery, topts.Reopen = kj.commit, opts.Config.Kafka.CommitEvery, kj.sync
-	} else if len(opts.Train) > 0 { // file positions go into the model too, for snapshots
+	} else if len(opts.Train) > 0 {
+		// File positions go into the model too, for snapshots: per worker,
+		// since workers may read byte ranges of one file.
 		topts.Commit = func(ctx context.Context, ps []reader.Position) error {
-			return storePositions(ctx, cl, ps, PositionKeyPrefix)
+			return storePositions(ctx, cl, PositionKeyPrefix+name+"/", ps)
 		}
 	}
 	// Pause at a batch boundary when the scheduler takes a snapshot.

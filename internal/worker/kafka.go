@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 
 	"github.com/xdlgo/xps/ams/client"
@@ -15,7 +16,9 @@ import (
 )
 
 // PositionKeyPrefix prefixes the AMS state keys of reader positions: a
-// stream's position lives under PositionKeyPrefix + stream name.
+// Kafka partition's position lives under PositionKeyPrefix + stream name
+// (kafka://TOPIC/P), a file's under PositionKeyPrefix + worker name + "/" +
+// path (workers may read byte ranges of one file).
 const PositionKeyPrefix = "reader/"
 
 // kafkaJob is the Kafka side of a worker job: which partitions it reads
@@ -65,22 +68,22 @@ func (k *kafkaJob) positions(ctx context.Context) ([]reader.Position, error) {
 
 // commit stores the positions of this topic's streams in the model.
 func (k *kafkaJob) commit(ctx context.Context, ps []reader.Position) error {
-	return storePositions(ctx, k.cl, ps, k.streamPrefix())
+	ps = slices.DeleteFunc(slices.Clone(ps), func(p reader.Position) bool {
+		return !strings.HasPrefix(PositionKeyPrefix+p.File, k.streamPrefix())
+	})
+	return storePositions(ctx, k.cl, PositionKeyPrefix, ps)
 }
 
-// storePositions stores in the model the positions whose key
-// (PositionKeyPrefix + stream) starts with prefix.
-func storePositions(ctx context.Context, cl *client.Client, ps []reader.Position, prefix string) error {
+// storePositions stores positions in the model, each under keyPrefix +
+// its stream name.
+func storePositions(ctx context.Context, cl *client.Client, keyPrefix string, ps []reader.Position) error {
 	var entries []client.StateEntry
 	for _, p := range ps {
-		if !strings.HasPrefix(PositionKeyPrefix+p.File, prefix) {
-			continue
-		}
 		b, err := json.Marshal(p)
 		if err != nil {
 			return err
 		}
-		entries = append(entries, client.StateEntry{Key: PositionKeyPrefix + p.File, Value: b})
+		entries = append(entries, client.StateEntry{Key: keyPrefix + p.File, Value: b})
 	}
 	if len(entries) == 0 {
 		return nil

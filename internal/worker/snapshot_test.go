@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -89,7 +90,8 @@ func TestPeriodicSnapshots(t *testing.T) {
 		}
 		for k, v := range man.Readers {
 			var p reader.Position
-			if err := json.Unmarshal(v, &p); err != nil || k != PositionKeyPrefix+p.File {
+			if err := json.Unmarshal(v, &p); err != nil || !strings.HasPrefix(k, PositionKeyPrefix+"worker-") ||
+				!strings.HasSuffix(k, "/"+p.File) {
 				t.Fatalf("snapshot %d: position %s = %s", seq, k, v)
 			}
 			withPositions++
