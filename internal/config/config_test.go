@@ -151,3 +151,62 @@ func TestKafkaConfig(t *testing.T) {
 		}
 	}
 }
+
+func TestOutputConfig(t *testing.T) {
+	for _, tc := range []struct {
+		name, yaml string
+		check      func(t *testing.T, c Config)
+		errs       []string
+	}{
+		{name: "default-logit", yaml: "", check: func(t *testing.T, c Config) {
+			o := c.Model.Output
+			if o.Kind != OutputLogit || o.Sparsity != 0.005 || o.InferSparsity != 0.005 || o.Hash != "dwta" ||
+				o.LR != 0.001 || o.Eval != "both" || *o.ProgressiveEvery != 4 || o.Hidden == nil || len(o.Hidden) != 0 {
+				t.Fatalf("output defaults %+v", o)
+			}
+		}},
+		{name: "slide", yaml: `
+model:
+  tables: [{name: emb, dim: 128}]
+  output: {kind: slide, labels: 670091, hidden: [256], sparsity: 0.01, hash: simhash, k: 12, l: 50, progressive_every: 0}
+train: {format: xml}
+`, check: func(t *testing.T, c Config) {
+			o := c.Model.Output
+			if o.Kind != OutputSLIDE || o.Labels != 670091 || o.Hidden[0] != 256 || o.InferSparsity != 0.01 ||
+				o.Hash != "simhash" || o.K != 12 || o.L != 50 || *o.ProgressiveEvery != 0 {
+				t.Fatalf("output %+v", o)
+			}
+		}},
+		{name: "slide-needs-xml", yaml: "model: {output: {kind: slide}}\n", errs: []string{`train.format is "libffm", want xml`}},
+		{name: "bad-kind", yaml: "model: {output: {kind: softmax}}\n", errs: []string{`model.output.kind "softmax"`}},
+		{name: "many-problems", yaml: `
+model:
+  tables: [{name: a, dim: 8}, {name: b, dim: 8}]
+  output: {kind: slide, labels: -1, hidden: [0], sparsity: 1.5, hash: md5, k: 30, lr: -1, rehash_base: -2,
+           threads: -1, eval: maybe, eval_limit: -1, progressive_every: -1}
+train: {format: xml}
+kafka: {brokers: [a:1], topic: t}
+`, errs: []string{"does not train from Kafka", "labels -1", "hidden[0] = 0", "sparsity 1.5", `hash "md5"`, "k 30",
+			"lr -1", "rehash_base -2", "threads -1", `eval "maybe"`, "eval_limit -1", "progressive_every -1",
+			"one embedding table"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := Parse([]byte(tc.yaml))
+			if len(tc.errs) > 0 {
+				if !errors.Is(err, ErrInvalid) {
+					t.Fatalf("err = %v, want ErrInvalid", err)
+				}
+				for _, s := range tc.errs {
+					if !strings.Contains(err.Error(), s) {
+						t.Errorf("error %q lacks %q", err, s)
+					}
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			tc.check(t, c)
+		})
+	}
+}

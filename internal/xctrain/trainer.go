@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"sync"
 	"time"
 
@@ -81,6 +82,14 @@ type Eval struct {
 	// sample in batches of train.eval_batch_size.
 	SparsePerSampleMs float64 `json:"sparse_batched_ms_per_sample,omitempty"`
 	DensePerSampleMs  float64 `json:"dense_batched_ms_per_sample,omitempty"`
+	// Recall1 and Recall5 are the fractions of the exact top-1 and top-5
+	// labels (dense inference) that the LSH candidate set of sparse
+	// inference contains, over the scored samples (with output.eval both
+	// and hash tables only; 0 otherwise). Candidates is the mean size of
+	// the candidate set.
+	Recall1    float64 `json:"recall_top1,omitempty"`
+	Recall5    float64 `json:"recall_top5,omitempty"`
+	Candidates float64 `json:"candidates,omitempty"`
 	// RehashSeconds is the time spent re-inserting every neuron into the
 	// hash tables before sparse inference.
 	RehashSeconds float64 `json:"rehash_seconds"`
@@ -120,6 +129,22 @@ type Result struct {
 	// batch; PushWaitSeconds waiting for a free push buffer.
 	FetchWaitSeconds float64 `json:"fetch_wait_seconds"`
 	PushWaitSeconds  float64 `json:"push_wait_seconds"`
+	// Phases splits the training time of the train stage.
+	Phases Phases `json:"phases"`
+}
+
+// Phases are the seconds the train stage spent in each part of a step.
+type Phases struct {
+	// Dense is pooling and the dense layers, forward and backward, and
+	// the scatter of the embedding gradients.
+	Dense float64 `json:"dense"`
+	// Progressive is the scoring of training batches before training.
+	Progressive float64 `json:"progressive"`
+	// Output is the SLIDE layer's TrainBatch (hashing, active sets,
+	// forward, backward, Adam).
+	Output float64 `json:"output"`
+	// Maintain is the hash-table upkeep (re-insertion, redraws).
+	Maintain float64 `json:"maintain"`
 }
 
 // Trainer trains "sparse features -> embedding sum -> hidden layers ->
@@ -379,6 +404,9 @@ func (r *run) evaluate(ctx context.Context, when string, final bool) error {
 		if e.RehashSeconds > 0 {
 			fmt.Fprintf(w, ", rehash %.1fs", e.RehashSeconds)
 		}
+		if e.Candidates > 0 {
+			fmt.Fprintf(w, "; the LSH candidates (%.0f) hold %.3f of the exact top-1, %.3f of the top-5", e.Candidates, e.Recall1, e.Recall5)
+		}
 		if e.SparseMs > 0 || e.DenseMs > 0 {
 			fmt.Fprintf(w, "; one-sample latency sparse %.2f ms, dense %.2f ms", e.SparseMs, e.DenseMs)
 		}
@@ -459,13 +487,14 @@ func (r *run) trainStage(ctx context.Context, ready <-chan *batch, free chan<- *
 		if err := t.step(ctx, r, b); err != nil {
 			return err
 		}
-		free <- b
+		n := b.n
+		free <- b // the pull stage owns b from here
 		d := time.Since(w0)
 		r.trainDur += d
 		r.lineDur += d
-		r.res.Samples += int64(b.n)
+		r.res.Samples += int64(n)
 		r.res.Batches++
-		r.lineSamples += int64(b.n)
+		r.lineSamples += int64(n)
 		if cfg.ProgressEvery > 0 && time.Since(r.lastLine) >= cfg.ProgressEvery {
 			r.progressLine()
 		}
@@ -502,15 +531,24 @@ func (r *run) progressLine() {
 // step trains on one pulled batch and starts its push.
 func (t *Trainer) step(ctx context.Context, r *run, b *batch) error {
 	n := b.n
+	ph := &r.res.Phases
+	t0 := time.Now()
 	h := t.hidden(b)
+	t1 := time.Now()
+	ph.Dense += t1.Sub(t0).Seconds()
 	if pe := *t.cfg.Model.Output.ProgressiveEvery; pe > 0 && r.res.Batches%int64(pe) == 0 {
 		pred := t.pred[:n*TopK]
 		t.out.PredictSparse(h, n, TopK, pred)
 		r.window.Add(pred, TopK, b.labels)
 		r.total.Add(pred, TopK, b.labels)
+		t2 := time.Now()
+		ph.Progressive += t2.Sub(t1).Seconds()
+		t1 = t2
 	}
 	dh := t.dh[:n*t.net.outWidth()]
 	loss, err := t.out.TrainBatch(h, n, b.labels, dh)
+	t2 := time.Now()
+	ph.Output += t2.Sub(t1).Seconds()
 	if err != nil {
 		return fmt.Errorf("xctrain: %w", err)
 	}
@@ -520,6 +558,7 @@ func (t *Trainer) step(ctx context.Context, r *run, b *batch) error {
 	r.lossSum += loss
 	r.lossN++
 	t.out.Maintain()
+	ph.Maintain += time.Since(t2).Seconds()
 	var pb *pushBuf
 	w0 := time.Now()
 	select {
@@ -527,12 +566,14 @@ func (t *Trainer) step(ctx context.Context, r *run, b *batch) error {
 	case <-ctx.Done():
 		return ctx.Err()
 	}
-	t.pushWait += time.Since(w0)
+	t0 = time.Now()
+	t.pushWait += t0.Sub(w0)
 	demb := t.net.backward(t.ws, b.params, n, dh, pb.dense)
 	ids := b.sb.IDs(0)
 	pb.ids = append(pb.ids[:0], ids...)
 	pb.grads = grow(pb.grads, len(ids)*t.table.Dim)
 	b.sb.Scatter(demb, [][]float32{pb.grads})
+	ph.Dense += time.Since(t0).Seconds()
 	t.pushWG.Add(1)
 	go func() {
 		defer t.pushWG.Done()
@@ -586,6 +627,8 @@ func (t *Trainer) Evaluate(ctx context.Context, latency bool) (Eval, error) {
 	}
 	var sp, dp slide.Precision
 	var spDur, dpDur time.Duration
+	var hit1, hit5, cands float64
+	var cand []int32
 	b := t.newBatch()
 	n := test.Len()
 	bs := t.cfg.Train.EvalBatchSize
@@ -612,6 +655,24 @@ func (t *Trainer) Evaluate(ctx context.Context, latency bool) (Eval, error) {
 			dpDur += time.Since(t0)
 			dp.Add(pred, TopK, b.labels)
 		}
+		if doSparse && doDense {
+			din := t.net.outWidth()
+			for i := 0; i < b.n; i++ {
+				cand = t.out.Candidates(h[i*din:(i+1)*din], cand)
+				cands += float64(len(cand))
+				for j, id := range pred[i*TopK : (i+1)*TopK] {
+					if id >= 0 && slices.Contains(cand, id) {
+						hit5++
+						if j == 0 {
+							hit1++
+						}
+					}
+				}
+			}
+		}
+	}
+	if doSparse && doDense {
+		e.Recall1, e.Recall5, e.Candidates = hit1/float64(n), hit5/float64(n*TopK), cands/float64(n)
 	}
 	ms := func(d time.Duration, n int) float64 { return d.Seconds() * 1000 / float64(n) }
 	if doSparse {

@@ -1,8 +1,12 @@
 package slide
 
 import (
+	"encoding/json"
 	"fmt"
+	"os"
 	"slices"
+	"strconv"
+	"strings"
 	"testing"
 )
 
@@ -13,6 +17,26 @@ type recallResult struct {
 	cut1, cut10     float64 // in the candidate set after the cut to s*d
 	unionSize       float64 // mean sizes
 	cands           float64
+}
+
+// recallRecord is one line of XPS_RECALL_OUT.
+type recallRecord struct {
+	Family     string  `json:"family"`
+	D          int     `json:"d"`
+	DIn        int     `json:"d_in"`
+	Sparsity   float64 `json:"sparsity"`
+	K          int     `json:"k"`
+	L          int     `json:"l"`
+	R          int     `json:"r"`
+	Inputs     string  `json:"inputs"`
+	Queries    int     `json:"queries"`
+	Top1       float64 `json:"recall_top1"`
+	Top10      float64 `json:"recall_top10"`
+	Candidates float64 `json:"candidates"`
+	UnionTop1  float64 `json:"union_recall_top1"`
+	UnionTop10 float64 `json:"union_recall_top10"`
+	UnionSize  float64 `json:"union_size"`
+	RandomTop1 float64 `json:"random_set_recall_top1"`
 }
 
 func (r recallResult) String() string {
@@ -81,8 +105,41 @@ func measureRecall(l *Layer, x []float32, n int) recallResult {
 // of that problem (sums of 1-3 prototypes plus noise) and isotropic random
 // inputs. It asserts only that the lookup beats a random candidate set of
 // the same size by a wide margin; the figures are for the log.
+//
+// XPS_RECALL_DIMS (comma-separated layer sizes) replaces d = 20,000, and
+// XPS_RECALL_OUT names a file that gets one JSON object (recallRecord) per
+// size, sparsity, family and kind of input, for BENCHMARKS.md:
+//
+//	XPS_RECALL_DIMS=20000,670091 XPS_RECALL_OUT=/tmp/recall.jsonl \
+//	    go test ./sparsenet/slide -run TestRecall -v -timeout 30m
 func TestRecall(t *testing.T) {
-	d, din, n := 20000, 128, 300
+	dims := []int{20000}
+	if env := os.Getenv("XPS_RECALL_DIMS"); env != "" {
+		dims = nil
+		for _, f := range strings.Split(env, ",") {
+			d, err := strconv.Atoi(strings.TrimSpace(f))
+			if err != nil || d < 100 {
+				t.Fatalf("XPS_RECALL_DIMS %q: %q is not a layer size >= 100", env, f)
+			}
+			dims = append(dims, d)
+		}
+	}
+	var out *json.Encoder
+	if path := os.Getenv("XPS_RECALL_OUT"); path != "" {
+		f, err := os.Create(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		out = json.NewEncoder(f)
+	}
+	for _, d := range dims {
+		testRecall(t, d, out)
+	}
+}
+
+func testRecall(t *testing.T, d int, out *json.Encoder) {
+	din, n := 128, 300
 	sparsities := []float64{0.005, 0.02}
 	if raceEnabled || testing.Short() {
 		d, n, sparsities = 4000, 30, sparsities[:1]
@@ -111,6 +168,20 @@ func TestRecall(t *testing.T) {
 			t.Logf("%-7s d=%d din=%d s=%v K=%d L=%d R=%d", fam, d, din, s, p.K, p.L, p.R)
 			t.Logf("    synthetic inputs: %v", rs)
 			t.Logf("    random inputs:    %v", rr)
+			if out != nil {
+				for _, in := range []struct {
+					name string
+					r    recallResult
+				}{{"synthetic", rs}, {"random", rr}} {
+					rec := recallRecord{Family: fam.String(), D: d, DIn: din, Sparsity: s, K: p.K, L: p.L, R: p.R,
+						Inputs: in.name, Queries: n, Top1: in.r.cut1, Top10: in.r.cut10, Candidates: in.r.cands,
+						UnionTop1: in.r.union1, UnionTop10: in.r.union10, UnionSize: in.r.unionSize,
+						RandomTop1: in.r.cands / float64(d)}
+					if err := out.Encode(rec); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
 			// A random set of the same size would hold cands/d of the top-k.
 			if base := rs.cands / float64(d); rs.cut1 < 10*base {
 				t.Errorf("%s: top-1 recall %.3f, random sets give %.3f", fam, rs.cut1, base)

@@ -1,0 +1,75 @@
+// Package xctrain is the extreme-classification job of a worker: it trains
+// "sparse features -> embedding sum -> hidden layers -> SLIDE output" on
+// XMLRepository files (Bibtex, Amazon-670K, or cmd/xcgen's generated data)
+// and reports precision at 1, 3 and 5. It is what `worker -output slide`
+// (config model.output.kind: slide) runs; internal/worker is the CTR job.
+//
+// # Model
+//
+//	a_0 = ReLU(Σ_k v_k E[id_k] + b_0)           E: model.tables[0], on the AMS shards
+//	a_l = ReLU(W_l a_{l-1} + b_l), l = 1..H      model.output.hidden (densenet kernels)
+//	p   = softmax over output.labels of a_H      a slide.Layer in this worker
+//
+// The embedding sum with its bias and ReLU is the first hidden layer (a
+// sparse input layer, as in SLIDE's network and PyTorch's
+// EmbeddingBag(sum) + bias + ReLU in the reference). The loss is the
+// cross-entropy against the uniform distribution on a sample's labels,
+// computed by the SLIDE layer over the sample's active set (its labels,
+// LSH candidates, random fill: output.sparsity of the labels) or over
+// every label (sparsity 1, dense mode). The embedding rows are updated by
+// the table's server-side optimizer, the dense vector (b_0, W_l, b_l) by
+// model.dense_optimizer on the shards, the SLIDE layer by its own lazy
+// Adam (output.lr) in this process.
+//
+// # Invariants
+//
+//  1. Each batch's feature ids are deduplicated (sparsenet.Batch): one row
+//     per unique id is pulled, with the dense vector, in one merged request
+//     per shard, and one summed gradient per unique id is pushed.
+//  2. Gradients are those of the batch's mean loss over the samples with
+//     labels (samples without labels contribute nothing), with the dense
+//     vector and rows as pulled for the batch and the SLIDE weights as
+//     they were before the batch (slide's invariant 4).
+//  3. Labels are in [0, output.labels); a label outside is an error before
+//     training starts (ErrBadData), never a panic. output.labels 0 takes
+//     the largest "N F L" header's L and 1 + the largest label seen.
+//  4. The SLIDE layer and the dense workspaces are touched by the train
+//     stage's goroutine only; the pull stage only fills batches it owns
+//     (a fixed ring of train.prefetch_batches+1 batches passed through
+//     channels); each push owns its buffer (a ring of
+//     train.max_inflight_pushes) until the shards applied it. Every
+//     goroutine is joined before Run returns.
+//  5. Evaluation after an epoch sees every push of the epoch applied;
+//     before sparse inference every neuron is re-inserted into the hash
+//     tables (slide.Layer.Rehash), so the tables match the weights.
+//
+// # Protocol
+//
+//  1. d, err := Load(ctx, files, policy) reads XMLRepository files into a
+//     compact in-memory Dataset (CSR of the reader's 64-bit feature ids,
+//     values and labels); a malformed line is an error naming file, line
+//     and reason (reader.ErrMalformed) or is skipped and counted.
+//  2. t, err := New(client, Options{Config, Train, Test}); defer t.Close()
+//     builds the layer (its goroutines stop in Close).
+//  3. t.Declare(ctx) declares the table and the dense vector on the shards.
+//  4. res, err := t.Run(ctx) trains train.epochs epochs (shuffled per
+//     epoch with model.seed unless train.shuffle is false) and evaluates
+//     after each (and every train.eval_every batches).
+//
+// RunJob does all of it for a worker process: it registers the worker in
+// etcd (a lost lease stops the job), waits for the shard map, loads the
+// data and trains. The SLIDE layer lives in one worker: RunJob refuses
+// more than one (sharding the layer is a later step).
+//
+// # Progress and metrics
+//
+// Every train.progress_every a line gives samples/s, the epoch's mean loss
+// and the P@1/3/5 of the training batches scored (with sparse inference,
+// before being trained on: progressive validation) since the last line;
+// every output.progressive_every-th batch is scored (0: none). An
+// evaluation gives P@1/3/5 with sparse and/or dense inference
+// (output.eval), the recall of the exact top-1 and top-5 by the LSH
+// candidates, the batched scoring time per sample, and after the last
+// epoch the latency of one prediction (pull, dense layers, top-5) over
+// the first 200 test samples. Result.Phases splits the train stage's time.
+package xctrain
