@@ -74,9 +74,12 @@ type TableEntry struct {
 
 // DenseEntry is a dense parameter vector stored as a raw file.
 type DenseEntry struct {
-	Name string   `json:"name"`
-	Len  int      `json:"len"`
-	File FileMeta `json:"file"`
+	Name string `json:"name"`
+	Len  int    `json:"len"`
+	// Spec is the vector's declaration (ams.DenseSpec as JSON), so that a
+	// restore onto fresh shards can declare it; absent in older snapshots.
+	Spec json.RawMessage `json:"spec,omitempty"`
+	File FileMeta        `json:"file"`
 }
 
 // Part is what one shard wrote of a snapshot, for the manifest: its table

@@ -102,7 +102,15 @@ func TestSnapshotOverGRPC(t *testing.T) {
 	if _, err := oc.WriteSnapshot(ctx, client.SnapshotOptions{Store: dir, Seq: 2}); !errors.Is(err, ams.ErrStaleVersion) {
 		t.Errorf("snapshot from a client of version 5 = %v, want ErrStaleVersion", err)
 	}
-	if _, err := oc.Restore(ctx, dir, 1); !errors.Is(err, ams.ErrStaleVersion) {
-		t.Errorf("restore from a client of version 5 = %v, want ErrStaleVersion", err)
+	// A restore at version 5 starts that version: the shards refuse
+	// version 1 from then on, and serve 5.
+	if _, err := oc.Restore(ctx, dir, 1); err != nil {
+		t.Fatalf("restore at version 5: %v", err)
+	}
+	if _, err := dst.Restore(ctx, dir, 1); !errors.Is(err, ams.ErrStaleVersion) {
+		t.Errorf("restore at version 1 after one at 5 = %v, want ErrStaleVersion", err)
+	}
+	if _, err := oc.GetState(ctx, "reader/"); err != nil {
+		t.Errorf("reading state at version 5 after its restore: %v", err)
 	}
 }

@@ -18,8 +18,13 @@
 // # Protocol
 //
 // Every request carries the cluster version; a request whose version is not
-// the shard's is refused with ErrStaleVersion (gRPC ABORTED; the client turns it back into ams.ErrStaleVersion) and
-// never applied.
+// the shard's is refused with ErrStaleVersion (gRPC ABORTED; the client
+// turns it back into ams.ErrStaleVersion) and never applied. The version
+// only moves forward, in two ways: a Restore starts the version it carries
+// (before it loads anything, so that no request of the version it replaces
+// is applied after it began), and a blank shard (nothing declared, no
+// state: a fresh process) takes the version of its first Declare, which is
+// how a new cluster formed above an old one's versions starts.
 //
 // # Snapshots
 //

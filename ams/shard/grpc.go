@@ -293,9 +293,6 @@ func (v *service) WriteSnapshot(_ context.Context, req *amspb.WriteSnapshotReque
 }
 
 func (v *service) Restore(_ context.Context, req *amspb.RestoreRequest) (*amspb.RestoreResponse, error) {
-	if err := v.s.checkVersion(req.ClusterVersion); err != nil {
-		return nil, toStatus(err)
-	}
 	m, err := ams.UnmarshalShardMap(req.ShardMap)
 	if err != nil {
 		return nil, toStatus(fmt.Errorf("%w: %w", ErrBadRequest, err))
@@ -303,6 +300,11 @@ func (v *service) Restore(_ context.Context, req *amspb.RestoreRequest) (*amspb.
 	i, n := int(req.Index), len(m.Shards)
 	if i >= n {
 		return nil, toStatus(fmt.Errorf("%w: shard index %d of a map of %d shards", ErrBadRequest, i, n))
+	}
+	// A restore starts a version: from here on, requests of older ones are
+	// refused, so nothing from before the restore leaks into it.
+	if err := v.s.advanceVersion(req.ClusterVersion); err != nil {
+		return nil, toStatus(err)
 	}
 	store, err := snapshot.OpenStore(req.Store, "")
 	if err != nil {
@@ -313,8 +315,9 @@ func (v *service) Restore(_ context.Context, req *amspb.RestoreRequest) (*amspb.
 	if err != nil {
 		return nil, toStatus(fmt.Errorf("%w: %w", ErrRestore, err))
 	}
-	err = v.s.Restore(store, man, func(table string, id uint64) bool { return m.ShardOf(table, id) == i },
-		func(key string) bool { return ams.StateShard(key, n) == i })
+	err = v.s.Restore(store, man, Ownership{Index: i, Shards: n,
+		Row:   func(table string, id uint64) bool { return m.ShardOf(table, id) == i },
+		State: func(key string) bool { return ams.StateShard(key, n) == i }})
 	if err != nil {
 		return nil, toStatus(err)
 	}

@@ -80,6 +80,10 @@ type Shard struct {
 	opts    Options
 	stripes []*stripe
 	cat     atomic.Pointer[catalog]
+	// version is the cluster version served: it starts at Options.Version,
+	// is raised by a restore (advanceVersion), and by the first Declare of
+	// a blank shard (see checkVersion).
+	version atomic.Uint64
 
 	declareMu sync.Mutex // serialises Declare; never taken by pull or push
 
@@ -97,6 +101,7 @@ type Shard struct {
 func New(opts Options) *Shard {
 	opts.EnsureDefaults()
 	s := &Shard{opts: opts, done: make(chan struct{})}
+	s.version.Store(opts.Version)
 	s.cat.Store(&catalog{tables: map[string]*tableInfo{}, dense: map[string]*denseInfo{}})
 	s.stripes = make([]*stripe, opts.Stripes)
 	for i := range s.stripes {
@@ -125,13 +130,53 @@ func (s *Shard) Close() error {
 func (s *Shard) ID() string { return s.opts.ID }
 
 // Version returns the cluster version the shard serves.
-func (s *Shard) Version() uint64 { return s.opts.Version }
+func (s *Shard) Version() uint64 { return s.version.Load() }
 
+// checkVersion refuses a request whose version is not the shard's.
 func (s *Shard) checkVersion(v uint64) error {
-	if v != s.opts.Version {
-		return fmt.Errorf("%w: request version %d, shard %s serves %d", ErrStaleVersion, v, s.opts.ID, s.opts.Version)
+	if cur := s.version.Load(); v != cur {
+		return fmt.Errorf("%w: request version %d, shard %s serves %d", ErrStaleVersion, v, s.opts.ID, cur)
 	}
 	return nil
+}
+
+// checkDeclareVersion is checkVersion for Declare, which also lets a blank
+// shard (nothing declared, no state: a fresh process) join a newer
+// version: a new cluster formed after an older one's map was published
+// serves above the shards' default version, and a blank shard has nothing
+// an older version could have written. The caller holds declareMu.
+func (s *Shard) checkDeclareVersion(v uint64) error {
+	if cur := s.version.Load(); v > cur && s.blank() {
+		s.version.CompareAndSwap(cur, v)
+	}
+	return s.checkVersion(v)
+}
+
+// blank reports whether nothing was ever declared or stored on the shard.
+func (s *Shard) blank() bool {
+	cat := s.cat.Load()
+	if len(cat.tables) > 0 || len(cat.dense) > 0 {
+		return false
+	}
+	s.stateMu.Lock()
+	defer s.stateMu.Unlock()
+	return len(s.state) == 0
+}
+
+// advanceVersion makes the shard serve version v from now on, refusing
+// every request of an older one; v below the current version is refused.
+// A restore calls it first, so that nothing of the version it replaces
+// is applied after it started.
+func (s *Shard) advanceVersion(v uint64) error {
+	for {
+		cur := s.version.Load()
+		if v < cur {
+			return fmt.Errorf("%w: request version %d, shard %s serves %d", ErrStaleVersion, v, s.opts.ID, cur)
+		}
+		if s.version.CompareAndSwap(cur, v) {
+			return nil
+		}
+	}
 }
 
 func (s *Shard) now() uint32 { return uint32(s.opts.Now().Unix()) }
@@ -197,11 +242,11 @@ type DenseDecl struct {
 // that differs from an existing one fails with ErrConflict. It returns the
 // names it created.
 func (s *Shard) Declare(version uint64, tables []ams.TableSpec, dense []DenseDecl) ([]string, error) {
-	if err := s.checkVersion(version); err != nil {
-		return nil, err
-	}
 	s.declareMu.Lock()
 	defer s.declareMu.Unlock()
+	if err := s.checkDeclareVersion(version); err != nil {
+		return nil, err
+	}
 	old := s.cat.Load()
 	next := &catalog{tables: make(map[string]*tableInfo, len(old.tables)+len(tables)),
 		dense: make(map[string]*denseInfo, len(old.dense)+len(dense))}
@@ -429,7 +474,7 @@ func (s *Shard) Stats() (Stats, error) {
 	if err := s.dispatch(tasks); err != nil {
 		return Stats{}, err
 	}
-	st := Stats{ID: s.opts.ID, Version: s.opts.Version, Tables: make([]TableStats, len(cat.tables)),
+	st := Stats{ID: s.opts.ID, Version: s.version.Load(), Tables: make([]TableStats, len(cat.tables)),
 		Pulls: s.pulls.Load(), Pushes: s.pushes.Load(), RowsPulled: s.rowsPulled.Load(), RowsPushed: s.rowsPushed.Load()}
 	for name, ti := range cat.tables {
 		ts := TableStats{Name: name}

@@ -62,3 +62,56 @@ func TestShardRefusals(t *testing.T) {
 	}
 	s.Close() // idempotent
 }
+
+// TestVersions: a blank shard joins the version of its first Declare; a
+// shard with declarations, or state, refuses any other version; a
+// restore's version only moves forward.
+func TestVersions(t *testing.T) {
+	spec := ams.TableSpec{Name: "emb", Dim: 2, Optimizer: ams.OptimizerSpec{Name: "sgd", LR: 1}}
+	for _, tc := range []struct {
+		name    string
+		prepare func(s *Shard) error
+		declare uint64
+		want    error
+		version uint64
+	}{
+		{name: "blank-joins-newer", declare: 7, version: 7},
+		{name: "blank-refuses-older", prepare: func(s *Shard) error { return s.advanceVersion(5) }, declare: 4, want: ErrStaleVersion, version: 5},
+		{name: "declared-refuses-newer", prepare: func(s *Shard) error { _, err := s.Declare(1, []ams.TableSpec{spec}, nil); return err },
+			declare: 2, want: ErrStaleVersion, version: 1},
+		{name: "state-refuses-newer", prepare: func(s *Shard) error { return s.PutState(1, []StateEntry{{Key: "reader/x", Value: []byte("1")}}) },
+			declare: 2, want: ErrStaleVersion, version: 1},
+		{name: "restore-moves-forward", prepare: func(s *Shard) error {
+			if _, err := s.Declare(1, []ams.TableSpec{spec}, nil); err != nil {
+				return err
+			}
+			return s.advanceVersion(3)
+		}, declare: 3, version: 3},
+		{name: "restore-never-back", prepare: func(s *Shard) error {
+			if err := s.advanceVersion(3); err != nil {
+				return err
+			}
+			if err := s.advanceVersion(2); !errors.Is(err, ErrStaleVersion) {
+				return errors.New("advanced back to 2")
+			}
+			return nil
+		}, declare: 1, want: ErrStaleVersion, version: 3},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := New(Options{ID: "t", Stripes: 2})
+			defer s.Close()
+			if tc.prepare != nil {
+				if err := tc.prepare(s); err != nil {
+					t.Fatal(err)
+				}
+			}
+			_, err := s.Declare(tc.declare, []ams.TableSpec{spec}, nil)
+			if (tc.want == nil) != (err == nil) || (tc.want != nil && !errors.Is(err, tc.want)) {
+				t.Fatalf("Declare(%d) = %v, want %v", tc.declare, err, tc.want)
+			}
+			if v := s.Version(); v != tc.version {
+				t.Fatalf("version %d, want %d", v, tc.version)
+			}
+		})
+	}
+}

@@ -177,7 +177,11 @@ func (s *Shard) writeDense(store snapshot.Store, seq uint64, index int, cat *cat
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, snapshot.DenseEntry{Name: name, Len: di.spec.Size, File: f})
+		spec, err := json.Marshal(di.spec)
+		if err != nil {
+			return nil, fmt.Errorf("ams: snapshot %d: dense %q: %w", seq, name, err)
+		}
+		out = append(out, snapshot.DenseEntry{Name: name, Len: di.spec.Size, Spec: spec, File: f})
 	}
 	return out, nil
 }
@@ -193,19 +197,33 @@ func appendFloats(b []byte, v []float32) []byte {
 // fit the shard.
 var ErrRestore = errors.New("ams: restore")
 
-// Restore loads snapshot m from store into the shard, keeping the rows
-// owns says belong to it: the shard reads every shard's file of every
-// table, so a snapshot written by N shards restores onto M. Tables of the
+// Ownership says which part of a snapshot a restoring shard takes.
+type Ownership struct {
+	// Row reports whether the shard owns a table's row.
+	Row func(table string, id uint64) bool
+	// State reports whether the shard owns a state entry (reader position).
+	State func(key string) bool
+	// Index and Shards place the shard in the map restored onto: a dense
+	// vector of the snapshot that the shard has not declared is declared
+	// with the range ams.DenseRange gives slot Index of Shards (when the
+	// snapshot carries its spec). Shards 0 declares none.
+	Index, Shards int
+}
+
+// Restore loads snapshot m from store into the shard, keeping what own
+// says belongs to it: the shard reads every shard's file of every table,
+// so a snapshot written by N shards restores onto M. Tables of the
 // snapshot are declared from their specs when missing (an existing table
 // must have the same spec); the shard's rows of those tables are replaced
-// (rows of ids the snapshot lacks are deleted). Dense ranges: each range
-// the shard holds (declared before Restore) takes its values from the
-// snapshot's ranges that overlap it, and its optimizer state when a saved
-// range has exactly its bounds (same shard count); otherwise the state
-// starts afresh. Nothing may pull or push while it runs; the caller
-// verifies m first (snapshot.Latest). The shard's state entries are
-// replaced by the manifest's Readers whose keys ownsState gives it.
-func (s *Shard) Restore(store snapshot.Store, m *snapshot.Manifest, owns func(table string, id uint64) bool, ownsState func(key string) bool) error {
+// (rows of ids the snapshot lacks are deleted). Dense vectors are declared
+// from their specs when missing (see Ownership); each range the shard
+// holds takes its values from the snapshot's ranges that overlap it, and
+// its optimizer state when a saved range has exactly its bounds (same
+// shard count); otherwise the state starts afresh. Nothing may pull or
+// push while it runs; the caller verifies m first (snapshot.Latest). The
+// shard's state entries are replaced by the manifest's Readers whose keys
+// own.State gives it.
+func (s *Shard) Restore(store snapshot.Store, m *snapshot.Manifest, own Ownership) error {
 	var specs []ams.TableSpec
 	for _, t := range m.Tables {
 		var spec ams.TableSpec
@@ -214,9 +232,25 @@ func (s *Shard) Restore(store snapshot.Store, m *snapshot.Manifest, owns func(ta
 		}
 		specs = append(specs, spec)
 	}
-	if _, err := s.Declare(s.opts.Version, specs, nil); err != nil {
+	var dense []DenseDecl
+	if own.Shards > 0 {
+		have := s.cat.Load().dense
+		for _, d := range m.Dense {
+			if _, ok := have[d.Name]; ok || len(d.Spec) == 0 || slices.ContainsFunc(dense, func(x DenseDecl) bool { return x.Spec.Name == d.Name }) {
+				continue
+			}
+			var spec ams.DenseSpec
+			if err := json.Unmarshal(d.Spec, &spec); err != nil || spec.Name != d.Name || spec.Size != d.Len {
+				return fmt.Errorf("%w: dense %q: bad spec in the manifest", ErrRestore, d.Name)
+			}
+			lo, hi := ams.DenseRange(spec.Size, own.Index, own.Shards)
+			dense = append(dense, DenseDecl{Spec: spec, Lo: lo, Hi: hi})
+		}
+	}
+	if _, err := s.Declare(s.Version(), specs, dense); err != nil {
 		return fmt.Errorf("%w: %w", ErrRestore, err)
 	}
+	owns, ownsState := own.Row, own.State
 	cat := s.cat.Load()
 	for _, t := range m.Tables {
 		if err := s.restoreTable(store, m.Seq, cat.tables[t.Name], t, owns); err != nil {

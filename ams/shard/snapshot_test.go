@@ -13,9 +13,12 @@ import (
 
 // testCluster is n in-process shards with a shard map, as the AMS runs them.
 type testCluster struct {
-	m      *ams.ShardMap
-	shards []*Shard
+	m       *ams.ShardMap
+	shards  []*Shard
+	version uint64 // of requests; 0 means 1
 }
+
+func (c *testCluster) v() uint64 { return max(c.version, 1) }
 
 const (
 	snapDenseSize  = 103
@@ -51,6 +54,14 @@ func newTestCluster(t *testing.T, n int) *testCluster {
 	return c
 }
 
+// ownership is what slot i of the cluster's map restores.
+func (c *testCluster) ownership(i int) Ownership {
+	n := len(c.shards)
+	return Ownership{Index: i, Shards: n,
+		Row:   func(table string, id uint64) bool { return c.m.ShardOf(table, id) == i },
+		State: func(key string) bool { return ams.StateShard(key, n) == i }}
+}
+
 // do pulls ids (creating missing rows) or pushes grads to them, each on
 // the shard the map routes it to; a pull returns the rows in ids' order.
 func (c *testCluster) do(t *testing.T, ids []uint64, grads []float32, push bool) []float32 {
@@ -70,12 +81,12 @@ func (c *testCluster) do(t *testing.T, ids []uint64, grads []float32, push bool)
 			for j, i := range pos {
 				copy(buf[j*d:(j+1)*d], grads[i*d:(i+1)*d])
 			}
-			if err := s.Push(1, []TableRequest{{Table: "emb", IDs: sid, Rows: buf}}); err != nil {
+			if err := s.Push(c.v(), []TableRequest{{Table: "emb", IDs: sid, Rows: buf}}); err != nil {
 				t.Fatal(err)
 			}
 			continue
 		}
-		if err := s.Pull(1, []TableRequest{{Table: "emb", IDs: sid, Rows: buf}}, true); err != nil {
+		if err := s.Pull(c.v(), []TableRequest{{Table: "emb", IDs: sid, Rows: buf}}, true); err != nil {
 			t.Fatal(err)
 		}
 		for j, i := range pos {
@@ -90,7 +101,7 @@ func (c *testCluster) dense(t *testing.T) []float32 {
 	t.Helper()
 	var values []float32
 	for _, s := range c.shards {
-		_, _, v, err := s.PullDense(1, "mlp")
+		_, _, v, err := s.PullDense(c.v(), "mlp")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -103,7 +114,7 @@ func (c *testCluster) pushDense(t *testing.T, grad []float32) {
 	t.Helper()
 	for i, s := range c.shards {
 		lo, hi := ams.DenseRange(snapDenseSize, i, len(c.shards))
-		if err := s.PushDense(1, "mlp", grad[lo:hi]); err != nil {
+		if err := s.PushDense(c.v(), "mlp", grad[lo:hi]); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -183,8 +194,7 @@ func TestSnapshotRestoreOntoMoreShards(t *testing.T) {
 		t.Run(fmt.Sprintf("onto-%d", n), func(t *testing.T) {
 			dst := newTestCluster(t, n)
 			for i, s := range dst.shards {
-				if err := s.Restore(store, got, func(table string, id uint64) bool { return dst.m.ShardOf(table, id) == i },
-					func(key string) bool { return ams.StateShard(key, n) == i }); err != nil {
+				if err := s.Restore(store, got, dst.ownership(i)); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -220,8 +230,7 @@ func TestSnapshotRestoreOntoMoreShards(t *testing.T) {
 	// optimizer state comes back too): the same pushes give the same model.
 	dst := newTestCluster(t, 2)
 	for i, s := range dst.shards {
-		if err := s.Restore(store, got, func(table string, id uint64) bool { return dst.m.ShardOf(table, id) == i },
-			func(key string) bool { return ams.StateShard(key, 2) == i }); err != nil {
+		if err := s.Restore(store, got, dst.ownership(i)); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -234,6 +243,42 @@ func TestSnapshotRestoreOntoMoreShards(t *testing.T) {
 		t.Fatal("training on after the restore gives another dense vector")
 	}
 
+	// Fresh shards (a replacement process: nothing declared) restore at a
+	// new version: tables and dense ranges come from the manifest, the
+	// older version is refused from then on, and training goes on alike.
+	blank := &testCluster{m: dst.m}
+	for i := range 2 {
+		s := New(Options{ID: fmt.Sprintf("ams-%d", i), Stripes: 2})
+		t.Cleanup(func() { s.Close() })
+		blank.shards = append(blank.shards, s)
+	}
+	for i, s := range blank.shards {
+		if err := s.advanceVersion(3); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Restore(store, got, blank.ownership(i)); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.advanceVersion(2); !errors.Is(err, ErrStaleVersion) {
+			t.Fatalf("going back to version 2 = %v, want ErrStaleVersion", err)
+		}
+	}
+	blank.version = 3
+	restored := newTestCluster(t, 2)
+	for i, s := range restored.shards {
+		if err := s.Restore(store, got, restored.ownership(i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	restored.train(t, ids, 2)
+	blank.train(t, ids, 2)
+	if a, b := restored.do(t, ids, nil, false), blank.do(t, ids, nil, false); !slices.Equal(a, b) {
+		t.Fatal("fresh shards restored and trained on hold other rows")
+	}
+	if !slices.Equal(restored.dense(t), blank.dense(t)) {
+		t.Fatal("fresh shards restored and trained on hold another dense vector")
+	}
+
 	// A snapshot whose table spec differs from the shard's is refused.
 	other := New(Options{ID: "x", Stripes: 2})
 	defer other.Close()
@@ -242,8 +287,8 @@ func TestSnapshotRestoreOntoMoreShards(t *testing.T) {
 	if _, err := other.Declare(1, []ams.TableSpec{bad}, nil); err != nil {
 		t.Fatal(err)
 	}
-	all := func(string, uint64) bool { return true }
-	if err := other.Restore(store, got, all, func(string) bool { return true }); !errors.Is(err, ErrRestore) {
+	all := Ownership{Row: func(string, uint64) bool { return true }, State: func(string) bool { return true }}
+	if err := other.Restore(store, got, all); !errors.Is(err, ErrRestore) {
 		t.Errorf("Restore over a table of another dim = %v, want ErrRestore", err)
 	}
 }
