@@ -16,11 +16,17 @@ func OpenFiles(splits []FileSplit, f Format, onError ErrorPolicy) (*FileSource, 
 // when nil) with a new Decoder for format f and the given error policy,
 // starting at the beginning.
 func OpenFilesFS(fsys FS, splits []FileSplit, f Format, onError ErrorPolicy) (*FileSource, error) {
+	return OpenFilesAtFS(fsys, splits, f, onError, Position{})
+}
+
+// OpenFilesAtFS is OpenFilesFS starting at start (see
+// FileSourceOptions.Start).
+func OpenFilesAtFS(fsys FS, splits []FileSplit, f Format, onError ErrorPolicy, start Position) (*FileSource, error) {
 	dec, err := NewDecoder(f)
 	if err != nil {
 		return nil, err
 	}
-	return NewFileSource(splits, FileSourceOptions{Decoder: dec, OnError: onError, FS: fsys})
+	return NewFileSource(splits, FileSourceOptions{Decoder: dec, OnError: onError, FS: fsys, Start: start})
 }
 
 // ReadAll reads src to its end and returns a copy of every group. It does

@@ -2,20 +2,29 @@ package cluster
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"math"
 	"strconv"
+	"strings"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
-// The snapshot pause protocol. To take a consistent snapshot, the
-// scheduler asks the workers to pause (PutPause with the snapshot's
-// sequence number); each worker stops at its next batch boundary, waits
-// until its pushes are applied, stores its reader positions in the model,
-// acknowledges (AckPause) and waits for the resume (WaitResume). A worker
-// that is not training acknowledges at once. The scheduler waits for the
-// acknowledgements of the live workers (WaitPauseAcks), writes the
-// snapshot, and resumes (PutResume) whether the snapshot succeeded or not.
+// The pause protocol. To take a consistent snapshot, or to roll the
+// cluster back to one, the scheduler asks the workers to pause (PutPause
+// with a new sequence number); each worker stops at its next batch
+// boundary, waits until its pushes are applied, stores its reader
+// positions in the model, acknowledges (AckPause) and waits for the resume
+// (WaitResume). A worker that is not training acknowledges at once. For a
+// snapshot the scheduler waits for the acknowledgements of the live
+// workers (WaitPauseAcks), writes the snapshot, and resumes (PutResume)
+// whether the snapshot succeeded or not. A resume carries the cluster
+// version training goes on at: a version above the one a worker trained
+// at means the cluster was restored from a snapshot meanwhile, so the
+// worker drops what it was doing and starts over from the reader positions
+// the restored model holds. When the cluster cannot recover, the resume
+// says so (PutFailed) and waiting workers stop with ErrClusterFailed.
 // Sequence numbers only grow.
 
 // PauseKey holds the sequence number of the latest pause request.
@@ -44,9 +53,58 @@ func PutPause(ctx context.Context, cli *clientv3.Client, prefix string, seq uint
 	return putSeq(ctx, cli, PauseKey(prefix), seq)
 }
 
-// PutResume lets workers paused for snapshots up to seq go on.
-func PutResume(ctx context.Context, cli *clientv3.Client, prefix string, seq uint64) error {
-	return putSeq(ctx, cli, ResumeKey(prefix), seq)
+// PutResume lets workers paused for requests up to seq go on, at cluster
+// version version (0: the version they trained at).
+func PutResume(ctx context.Context, cli *clientv3.Client, prefix string, seq, version uint64) error {
+	v := strconv.FormatUint(seq, 10)
+	if version > 0 {
+		v += " " + strconv.FormatUint(version, 10)
+	}
+	if _, err := cli.Put(ctx, ResumeKey(prefix), v); err != nil {
+		return fmt.Errorf("cluster: put %s: %w", ResumeKey(prefix), err)
+	}
+	return nil
+}
+
+// ErrClusterFailed is returned (wrapped) by WaitResume when the scheduler
+// gave up: the cluster lost state and had no snapshot to roll back to.
+var ErrClusterFailed = errors.New("cluster: the cluster failed and cannot recover")
+
+// PutFailed tells every waiting worker (and later ones) that the cluster
+// failed, with why.
+func PutFailed(ctx context.Context, cli *clientv3.Client, prefix string, why string) error {
+	if _, err := cli.Put(ctx, ResumeKey(prefix), "failed "+why); err != nil {
+		return fmt.Errorf("cluster: put %s: %w", ResumeKey(prefix), err)
+	}
+	return nil
+}
+
+// Resumed is a decoded resume: Seq, and Version (0: unchanged), or Failed
+// with Why.
+type Resumed struct {
+	Seq, Version uint64
+	Failed       bool
+	Why          string
+}
+
+// ParseResume decodes a ResumeKey value.
+func ParseResume(b []byte) (Resumed, bool) {
+	s := string(b)
+	if why, ok := strings.CutPrefix(s, "failed "); ok {
+		return Resumed{Failed: true, Why: why, Seq: math.MaxUint64}, true
+	}
+	seq, ver, two := strings.Cut(s, " ")
+	var r Resumed
+	var err error
+	if r.Seq, err = strconv.ParseUint(seq, 10, 64); err != nil {
+		return r, false
+	}
+	if two {
+		if r.Version, err = strconv.ParseUint(ver, 10, 64); err != nil {
+			return r, false
+		}
+	}
+	return r, true
 }
 
 // AckPause records that worker is paused for snapshot seq (or is not
@@ -101,15 +159,20 @@ func WaitPauseAcks(ctx context.Context, cli *clientv3.Client, prefix string, wor
 	}
 }
 
-// WaitResume waits for a resume of seq or later.
-func WaitResume(ctx context.Context, cli *clientv3.Client, prefix string, seq uint64) error {
-	if _, err := waitFor(ctx, cli, ResumeKey(prefix), func(b []byte) (struct{}, bool) {
-		n, ok := parseSeq(b)
-		return struct{}{}, ok && n >= seq
-	}); err != nil {
-		return fmt.Errorf("cluster: wait for the resume after snapshot %d: %w", seq, err)
+// WaitResume waits for a resume of seq or later and returns it; a failed
+// cluster's resume is returned with ErrClusterFailed.
+func WaitResume(ctx context.Context, cli *clientv3.Client, prefix string, seq uint64) (Resumed, error) {
+	r, err := waitFor(ctx, cli, ResumeKey(prefix), func(b []byte) (Resumed, bool) {
+		r, ok := ParseResume(b)
+		return r, ok && r.Seq >= seq
+	})
+	if err != nil {
+		return r, fmt.Errorf("cluster: wait for the resume after pause %d: %w", seq, err)
 	}
-	return nil
+	if r.Failed {
+		return r, fmt.Errorf("%w: %s", ErrClusterFailed, r.Why)
+	}
+	return r, nil
 }
 
 // WatchPauses calls fn with the sequence number of every pause request
@@ -130,4 +193,22 @@ func WatchPauses(ctx context.Context, cli *clientv3.Client, prefix string, after
 		}
 		last = seq
 	}
+}
+
+// WaitRestored waits for a resume at a version above after: the cluster
+// was restored from a snapshot (a worker whose requests failed waits here
+// for the recovery). A failed cluster's resume is returned with
+// ErrClusterFailed.
+func WaitRestored(ctx context.Context, cli *clientv3.Client, prefix string, after uint64) (Resumed, error) {
+	r, err := waitFor(ctx, cli, ResumeKey(prefix), func(b []byte) (Resumed, bool) {
+		r, ok := ParseResume(b)
+		return r, ok && (r.Failed || r.Version > after)
+	})
+	if err != nil {
+		return r, fmt.Errorf("cluster: wait for a restore above version %d: %w", after, err)
+	}
+	if r.Failed {
+		return r, fmt.Errorf("%w: %s", ErrClusterFailed, r.Why)
+	}
+	return r, nil
 }

@@ -33,11 +33,28 @@ type Core struct {
 	// redeal: a worker joined or left gracefully during a snapshot; deal
 	// the data anew when it is done.
 	redeal bool
+
+	// adopt is Options.Adopt until the first tick decides on it, then nil.
+	adopt *Adopted
+	// dealt is adopt.Workers, sorted, less those that left gracefully
+	// (adopt.Left, or a graceful leave since).
+	dealt []string
+	// adoptRedeal: a dealt worker left gracefully; deal the data anew.
+	adoptRedeal bool
+	// adoptLost says why the adopted state is lost, if a mapped shard or
+	// a dealt worker was lost before the first tick; else "".
+	adoptLost string
 }
 
 // New returns a Core in state FORMING, or an error wrapping ErrBadOptions.
+// It keeps no slice of opts.
 func New(opts Options) (*Core, error) {
 	opts.Snapshots = slices.Clone(opts.Snapshots)
+	if opts.Adopt != nil {
+		a := *opts.Adopt
+		a.Shards, a.Workers, a.Left = slices.Clone(a.Shards), slices.Clone(a.Workers), slices.Clone(a.Left)
+		opts.Adopt = &a
+	}
 	opts.EnsureDefaults()
 	if err := opts.Validate(); err != nil {
 		return nil, err
@@ -48,13 +65,25 @@ func New(opts Options) (*Core, error) {
 	if len(good) > opts.Keep {
 		good = good[len(good)-opts.Keep:]
 	}
-	return &Core{
+	c := &Core{
 		opts:     opts,
 		state:    State{Phase: Forming, Version: opts.LastVersion},
 		members:  make(map[string]Member),
 		good:     good,
 		lastSnap: opts.LastSnapshot,
-	}, nil
+		adopt:    opts.Adopt,
+	}
+	if a := c.adopt; a != nil {
+		for _, id := range a.Workers {
+			if slices.Contains(a.Left, id) {
+				c.adoptRedeal = true
+				continue
+			}
+			c.dealt = append(c.dealt, id)
+		}
+		slices.SortFunc(c.dealt, CompareIDs)
+	}
+	return c, nil
 }
 
 // State returns the current state.
@@ -64,7 +93,7 @@ func (c *Core) State() State { return c.state }
 func (c *Core) Now() time.Time { return c.now }
 
 // Slots returns the shard of each slot of the current map (nil while
-// FORMING). A slot whose shard is not live is waiting for a replacement.
+// FORMING, even when adopting). A slot whose shard is not live is waiting for a replacement.
 func (c *Core) Slots() []string { return slices.Clone(c.slots) }
 
 // Snapshots returns the good snapshots the core would fall back to,
@@ -147,6 +176,10 @@ func (c *Core) tick(o *Output, now time.Time) {
 		return
 	}
 	c.now = now
+	if c.adopt != nil {
+		c.decideAdoption(o)
+		return
+	}
 	if c.state.Phase != Serving || c.pending != 0 || c.opts.SnapshotEvery == 0 {
 		return
 	}
@@ -181,7 +214,7 @@ func (c *Core) join(o *Output, m Member) {
 	c.members[m.key()] = m
 	cause := "joined " + m.String()
 	switch {
-	case c.state.Phase == Forming && m.Kind != KindScheduler:
+	case c.state.Phase == Forming && c.adopt == nil && m.Kind != KindScheduler:
 		c.tryForm(o, cause)
 	case c.state.Phase == Degraded && m.Kind == KindAMS:
 		c.tryRestore(o, cause)
@@ -206,6 +239,10 @@ func (c *Core) leave(o *Output, ev Left) {
 
 // lost handles the loss of m, already removed from the live members.
 func (c *Core) lost(o *Output, m Member, graceful bool, cause string) {
+	if c.adopt != nil {
+		c.adoptionLoss(m, graceful, cause)
+		return
+	}
 	switch m.Kind {
 	case KindAMS:
 		if !slices.Contains(c.slots, m.ID) {

@@ -2,6 +2,7 @@ package clusterfsm
 
 import (
 	"errors"
+	"reflect"
 	"slices"
 	"testing"
 	"time"
@@ -152,11 +153,57 @@ func TestOptions(t *testing.T) {
 		{Options{Shards: 1, LastVersion: 1 << 63}, false},
 		{Options{Shards: 1, LastSnapshot: 1 << 63}, false},
 		{Options{Shards: 1, Keep: -2}, false},
+		{Options{Shards: 2, Adopt: &Adopted{Version: 3, Shards: []string{"b", "a"}}}, true},
+		{Options{Shards: 2, LastVersion: 3, Adopt: &Adopted{Version: 3, Shards: []string{"b", "a"}}}, true},
+		{Options{Shards: 2, LastVersion: 4, Adopt: &Adopted{Version: 3, Shards: []string{"b", "a"}}}, false},
+		{Options{Shards: 2, Adopt: &Adopted{Shards: []string{"b", "a"}}}, false},
+		{Options{Shards: 2, Adopt: &Adopted{Version: 1 << 63, Shards: []string{"b", "a"}}}, false},
+		{Options{Shards: 2, Adopt: &Adopted{Version: 3, Shards: []string{"a"}}}, false},
+		{Options{Shards: 2, Adopt: &Adopted{Version: 3, Shards: []string{"a", "a"}}}, false},
+		{Options{Shards: 2, Adopt: &Adopted{Version: 3, Shards: []string{"a", ""}}}, false},
+		{Options{Shards: 1, Adopt: &Adopted{Version: 3, Shards: []string{"a"}, Workers: []string{"w", "w"}}}, false},
+		{Options{Shards: 1, Adopt: &Adopted{Version: 3, Shards: []string{"a"}, Workers: []string{""}}}, false},
+		{Options{Shards: 1, Adopt: &Adopted{Version: 3, Shards: []string{"a"}, Left: []string{"x", ""}}}, false},
+		{Options{Shards: 1, Adopt: &Adopted{Version: 3, Shards: []string{"a"}, Left: []string{"x", "x"}}}, true},
+		{Options{Shards: 1, Adopt: &Adopted{Version: 3, Shards: []string{"a"}, MaxIncarnation: -1}}, false},
 	} {
 		_, err := New(tc.opts)
 		if (err == nil) != tc.ok || (err != nil && !errors.Is(err, ErrBadOptions)) {
 			t.Errorf("New(%+v): %v", tc.opts, err)
 		}
+	}
+}
+
+// TestAdoptOptions checks that New keeps none of Options.Adopt's slices
+// and raises the version to Adopt.Version.
+func TestAdoptOptions(t *testing.T) {
+	a := &Adopted{Version: 5, Shards: []string{"b", "a"}, Serving: true,
+		Workers: []string{"w1", "w0"}, Left: []string{"w1"}}
+	c, err := New(Options{Shards: 2, LastVersion: 2, Adopt: a})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.Shards[0], a.Workers[1], a.Left[0], a.Serving = "x", "x", "x", false
+	if got := c.State(); got != (State{Phase: Forming, Version: 5}) {
+		t.Errorf("state %v, want FORMING at v5", got)
+	}
+	for _, m := range []Member{ams("a"), ams("b"), worker("w0")} {
+		if out := c.Step(Joined{Member: m}); out.Rejected != nil || len(out.Actions) != 0 {
+			t.Fatalf("join %v before the first tick: %v", m, out)
+		}
+	}
+	out := c.Step(Tick{Now: scriptEpoch})
+	want := []Action{
+		Transition{From: State{Phase: Forming, Version: 5}, To: State{Phase: Serving, Version: 5}, Cause: "adopted v5"},
+		PauseWorkers{Version: 5},
+		AssignReaders{Version: 5, Workers: []string{"w0"}},
+		Resume{Version: 5},
+	}
+	if !reflect.DeepEqual(out.Actions, want) {
+		t.Errorf("first tick:\n%v\nwant:\n%v", out, Output{Actions: want})
+	}
+	if got := c.Slots(); !slices.Equal(got, []string{"b", "a"}) {
+		t.Errorf("slots %v, want [b a]", got)
 	}
 }
 

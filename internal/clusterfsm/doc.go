@@ -9,6 +9,8 @@
 //
 //	FORMING --N shards (and M workers) live--> SERVING(v)            new cluster
 //	FORMING --N shards (and M workers) live--> RESTORING(s)          known snapshots
+//	FORMING --first tick, adopted state intact--> SERVING(va)        adoption
+//	FORMING --first tick, adopted state lost--> DEGRADED(va)         adoption
 //	SERVING(v) --mapped shard lost, or worker died--> DEGRADED
 //	DEGRADED --every slot holds a live shard--> RESTORING(s) at v' > v
 //	RESTORING(s) --every shard restored s--> SERVING(v')
@@ -20,6 +22,7 @@
 // one, so a reply of an abandoned attempt is told apart from the current
 // one by its version alone; in the common case SERVING(v) resumes as
 // SERVING(v+1), and after a fallback or an abandoned attempt versions skip.
+// An adopted cluster (Options.Adopt) keeps the version va of its map.
 //
 // # Inputs (Event)
 //
@@ -86,28 +89,55 @@
 //     A Joined of a new incarnation of a live member counts as the old one
 //     dying first.
 //   - Scheduler members are tracked and change nothing.
+//   - Scheduler failover. A scheduler that takes over (a standby
+//     elected, or a lone one restarted) finds the cluster running at the
+//     version va of the map in etcd. With Options.Adopt it adopts that
+//     cluster instead of forming one: it stays FORMING while the driver
+//     feeds its initial sync, and the first Tick (the end of the sync)
+//     decides, knowing every live member. If the previous leader last
+//     recorded SERVING(va), every shard of the map is live in the life
+//     that held its rows, and every worker of the data deal is live, it
+//     serves on at va: no map is published (the map of va is the
+//     previous leader's), nothing is restored, no initial snapshot is
+//     taken, and periodic ones count from the adoption. The workers carry
+//     on with their shares (Resume(va) only releases those a dead leader
+//     left paused), unless the live workers are not the dealt ones or one
+//     of those left gracefully: then the data is dealt anew at va, as
+//     when a worker joins a serving cluster. Otherwise state was lost
+//     while no leader watched (a mapped shard died or restarted, a dealt
+//     worker died, or the cluster was not serving): DEGRADED(va), workers
+//     paused, the slots of the adopted map filled as after a loss, and
+//     the newest good snapshot restored at a version above va; with none,
+//     the core gives up. A loss before the first Tick counts, even when
+//     the member is back by then. Deciding at the first Tick rather than
+//     at the last shard's join keeps the decision from hanging on the
+//     order of the sync, and sees every worker.
 //
 // # Invariants
 //
 //  1. State.Version never decreases. Each PublishShardMap carries a
-//     version above every earlier one, and each version's map is
-//     published once; Restore goes with the map just published.
+//     version above every earlier one (and above an adopted map's), and
+//     each version's map is published once: an adopted map never again;
+//     Restore goes with the map just published.
 //  2. Every PublishShardMap lists N distinct live shards.
-//  3. Resume(v) is asked only when v is the newest published version,
-//     every shard of its map is live and, if v was a restore attempt,
-//     every one of them answered RestoreDone(s, v) without error.
+//  3. Resume(v) is asked only when v is the newest published version
+//     (the adopted one included), every shard of its map is live and, if
+//     v was a restore attempt, every one of them answered RestoreDone(s,
+//     v) without error.
 //  4. While SERVING or RESTORING every shard of the newest map is live.
 //  5. TakeSnapshot is asked only while SERVING, with no other snapshot
 //     unanswered, with ids strictly increasing above Options.LastSnapshot.
-//     Leaving SERVING aborts the snapshot in progress and pauses workers.
+//     Leaving SERVING aborts the snapshot in progress and pauses workers;
+//     so does finding the adopted state lost.
 //  6. Restore always targets the newest good snapshot: committed
 //     (SnapshotDone without error, or listed in Options.Snapshots), among
 //     the newest Options.Keep, and not refused by an earlier restore.
 //  7. GiveUp is asked only when no good snapshot is left and none is
 //     unanswered; after it (FAILED) no action is asked again.
 //  8. The core waits only for something: it stays FORMING only while too
-//     few shards or workers are live, DEGRADED only while fewer than N
-//     shards are live or it awaits an aborted snapshot's answer.
+//     few shards or workers are live or, adopting, until the first Tick;
+//     DEGRADED only while fewer than N shards are live or it awaits an
+//     aborted snapshot's answer.
 //
 // property_test.go checks all of these against random event sequences.
 //
@@ -115,14 +145,23 @@
 //
 //  1. Build the Options: Shards and Workers from the job; SnapshotEvery
 //     and Keep from the snapshot settings; Snapshots and LastSnapshot from
-//     the store (snapshot.Latest, directory listing); LastVersion from the
-//     shard map in etcd. Call New.
+//     the store (snapshot.Latest, directory listing, counting incomplete
+//     snapshots a dead leader left); LastVersion from the shard map in
+//     etcd. When a shard map is published (a previous leader ran the
+//     job), set Adopt: Version and Shards from the map, MaxIncarnation
+//     the mod revision of its key, Serving whether the last recorded
+//     state is SERVING at that version, Workers the workers of the data
+//     deal in etcd, Left the workers with a left marker. Call New.
 //  2. Feed every membership change (Joined, Left) in etcd revision order,
-//     with the member key's create revision as Incarnation; a Tick at a
-//     steady period; SnapshotRequested from the CLI or RPC, answering the
-//     requester with Output.Rejected; one SnapshotDone per TakeSnapshot;
-//     one RestoreDone per shard per Restore.
-//  3. Carry out each Output's actions in order. Step is not safe for
-//     concurrent use: one goroutine owns the Core; long operations
-//     (snapshot, restore) run elsewhere and report back as events.
+//     with the member key's create revision as Incarnation: first every
+//     member of the initial sync, then a Tick at once (when adopting, it
+//     ends the sync), then a Tick at a steady period; SnapshotRequested
+//     from the CLI or RPC, answering the requester with Output.Rejected;
+//     one SnapshotDone per TakeSnapshot; one RestoreDone per shard per
+//     Restore.
+//  3. Carry out each Output's actions in order, idempotently: a Resume
+//     or PauseWorkers of the version workers already run at, or are
+//     paused at, is harmless. Step is not safe for concurrent use: one
+//     goroutine owns the Core; long operations (snapshot, restore) run
+//     elsewhere and report back as events.
 package clusterfsm

@@ -49,18 +49,98 @@ type Options struct {
 	LastSnapshot SnapshotID
 	// LastVersion is the highest cluster version published before (read
 	// back from etcd by a restarted scheduler); every version the core
-	// issues is higher. The default value is 0 (the first version is 1).
+	// issues is higher, though an adopted cluster serves on at
+	// Adopt.Version. The default value is 0 (the first version is 1),
+	// raised to Adopt.Version when adopting; above it is an error.
 	LastVersion uint64
+	// Adopt, when not nil, is the cluster a previous leader left behind:
+	// a scheduler that takes over (a standby elected, or a lone scheduler
+	// restarted) adopts it instead of forming a new one. The core then
+	// waits in FORMING for the first Tick, which ends the driver's initial
+	// sync of the membership, and decides at that Tick: if the cluster was
+	// serving and nothing of it was lost, it serves on at Adopt.Version
+	// without publishing a map, restoring or snapshotting; otherwise its
+	// state is lost and it is restored (see Adopted). Workers is not
+	// waited for when adopting. The default value is nil: form a new
+	// cluster.
+	Adopt *Adopted
 }
 
-// EnsureDefaults fills zero fields with their default values, and raises
-// LastSnapshot to the highest of Snapshots.
+// Adopted describes the cluster a previous leader left behind, as the
+// driver reads it back from etcd: the published shard map, the last
+// recorded state and the data deal.
+//
+// At the first Tick the core serves on at Version (SERVING(Version),
+// then Resume(Version), or a new deal at Version when the live workers
+// are not the dealt ones) only if all of these hold:
+//
+//   - Serving is true;
+//   - every shard of Shards is live, under an Incarnation not above
+//     MaxIncarnation (when set), and none of them was lost (lease
+//     expired, left, or replaced by a new life) since the core started;
+//   - every worker of Workers that did not leave gracefully (listed in
+//     Left, or a graceful Left event since the core started) is live,
+//     and none of them died (lease expired, or replaced by a new life)
+//     since the core started.
+//
+// Otherwise the state at Version is lost: the core enters
+// DEGRADED(Version), pauses the workers, fills the slots of Shards (the
+// same id live, or a spare) and restores the newest good snapshot at a
+// version above Version, as after any loss; with no good snapshot it
+// gives up.
+type Adopted struct {
+	// Version is the version of the published shard map, at least 1.
+	Version uint64
+	// Shards is the shard of each slot of the map at Version, in slot
+	// order: Options.Shards distinct non-empty ids. (A scheduler restarted
+	// with another N does not adopt: it forms and restores the newest
+	// snapshot onto the new layout.)
+	Shards []string
+	// Serving says the last state the previous leader recorded was
+	// SERVING(Version). When false (it was DEGRADED or RESTORING, or the
+	// driver does not know), the state at Version is taken as lost and
+	// the newest good snapshot is restored.
+	Serving bool
+	// Workers lists the workers the data was last dealt among at Version
+	// (the assignments in etcd). A listed worker that is not live at the
+	// first Tick, and did not leave gracefully, died while no leader
+	// watched: its pushes may be half applied, so the cluster rolls back
+	// as when a worker dies while SERVING. When the live workers are not
+	// exactly the listed ones, or one of them left gracefully, the data
+	// is dealt anew at Version (pause, deal, resume: no rollback).
+	// Passing none when the deal is unknown is safe: the data is then
+	// dealt anew whenever workers are live, and no death is detected. A
+	// worker that died and came back under the same id while no leader
+	// watched is not detected either. Distinct non-empty ids; the
+	// default value is none.
+	Workers []string
+	// Left lists the workers whose last life left gracefully, as the
+	// left markers in etcd say (registering deletes a stale one): their
+	// reader positions are stored, so their share is dealt anew without a
+	// rollback. Ids not in Workers are ignored, so the driver may pass
+	// every worker left marker. The default value is none.
+	Left []string
+	// MaxIncarnation, when not zero, is the highest Incarnation a live
+	// shard of Shards may have to count as the life that holds its rows:
+	// a higher one registered after the map was published, so it
+	// restarted and holds no rows. The driver passes the etcd mod
+	// revision of the shard map key (member Incarnations being create
+	// revisions). The default value is 0: any incarnation counts.
+	MaxIncarnation int64
+}
+
+// EnsureDefaults fills zero fields with their default values, raises
+// LastSnapshot to the highest of Snapshots and LastVersion to
+// Adopt.Version.
 func (o *Options) EnsureDefaults() {
 	if o.Keep == 0 {
 		o.Keep = DefaultKeep
 	}
 	for _, s := range o.Snapshots {
 		o.LastSnapshot = max(o.LastSnapshot, s)
+	}
+	if o.Adopt != nil {
+		o.LastVersion = max(o.LastVersion, o.Adopt.Version)
 	}
 }
 
@@ -91,5 +171,57 @@ func (o *Options) Validate() error {
 	if o.LastVersion >= 1<<63 {
 		errs = append(errs, fmt.Errorf("%w: LastVersion %d is not below 2^63", ErrBadOptions, o.LastVersion))
 	}
+	if o.Adopt != nil {
+		errs = append(errs, o.validateAdopt()...)
+	}
 	return errors.Join(errs...)
+}
+
+func (o *Options) validateAdopt() []error {
+	a := o.Adopt
+	var errs []error
+	if a.Version == 0 {
+		errs = append(errs, fmt.Errorf("%w: Adopt.Version is 0", ErrBadOptions))
+	}
+	if a.Version >= 1<<63 {
+		errs = append(errs, fmt.Errorf("%w: Adopt.Version %d is not below 2^63", ErrBadOptions, a.Version))
+	}
+	// A newer version than the adopted map's was issued: the map is not
+	// the cluster's, and serving it would take the version back.
+	if o.LastVersion > a.Version {
+		errs = append(errs, fmt.Errorf("%w: LastVersion %d is above Adopt.Version %d", ErrBadOptions, o.LastVersion, a.Version))
+	}
+	if len(a.Shards) != o.Shards {
+		errs = append(errs, fmt.Errorf("%w: Adopt.Shards lists %d shards, not Shards %d", ErrBadOptions, len(a.Shards), o.Shards))
+	}
+	errs = append(errs, distinctIDs("Adopt.Shards", a.Shards)...)
+	errs = append(errs, distinctIDs("Adopt.Workers", a.Workers)...)
+	if slices.Contains(a.Left, "") {
+		errs = append(errs, fmt.Errorf("%w: Adopt.Left holds an empty id", ErrBadOptions))
+	}
+	if a.MaxIncarnation < 0 {
+		errs = append(errs, fmt.Errorf("%w: Adopt.MaxIncarnation %d is negative", ErrBadOptions, a.MaxIncarnation))
+	}
+	return errs
+}
+
+// distinctIDs reports, once each, an empty id and every repeated id of
+// field.
+func distinctIDs(field string, ids []string) []error {
+	var errs []error
+	empty := false
+	seen := make(map[string]int, len(ids))
+	for _, id := range ids {
+		if id == "" {
+			empty = true
+			continue
+		}
+		if seen[id]++; seen[id] == 2 {
+			errs = append(errs, fmt.Errorf("%w: %s lists %q more than once", ErrBadOptions, field, id))
+		}
+	}
+	if empty {
+		errs = append(errs, fmt.Errorf("%w: %s holds an empty id", ErrBadOptions, field))
+	}
+	return errs
 }

@@ -44,7 +44,65 @@ func randomOptions(r chooser) Options {
 	if r.IntN(3) == 0 {
 		o.LastVersion = uint64(r.IntN(10))
 	}
+	if r.IntN(3) == 0 {
+		o.Adopt = randomAdopted(r, o.Shards)
+		o.LastVersion = min(o.LastVersion, o.Adopt.Version)
+	}
 	return o
+}
+
+// randomAdopted returns a cluster to adopt: a map of shards ids among the
+// ids randomEvent uses, a deal among some workers, some of whom left.
+func randomAdopted(r chooser, shards int) *Adopted {
+	a := &Adopted{Version: uint64(1 + r.IntN(10)), Serving: r.IntN(4) != 0}
+	ids := make([]string, shards+2)
+	for i := range ids {
+		ids[i] = "ams-" + strconv.Itoa(i)
+	}
+	for i := len(ids) - 1; i > 0; i-- {
+		j := r.IntN(i + 1)
+		ids[i], ids[j] = ids[j], ids[i]
+	}
+	a.Shards = ids[:shards]
+	for w := range 3 {
+		id := "worker-" + strconv.Itoa(w)
+		if r.IntN(2) == 0 {
+			a.Workers = append(a.Workers, id)
+		}
+		if r.IntN(6) == 0 {
+			a.Left = append(a.Left, id)
+		}
+	}
+	if r.IntN(2) == 0 {
+		a.MaxIncarnation = int64(2 + r.IntN(3))
+	}
+	return a
+}
+
+// initialSync returns the joins a driver feeds before its first tick when
+// adopting a: most of the adopted shards and dealt workers, some others.
+func initialSync(r chooser, a *Adopted, shards int) []Event {
+	var evs []Event
+	join := func(kind Kind, id string) {
+		inc := int64(1)
+		if r.IntN(4) == 0 {
+			inc = int64(1 + r.IntN(4))
+		}
+		evs = append(evs, Joined{Member: Member{Kind: kind, ID: id, Incarnation: inc}})
+	}
+	for i := range shards + 2 {
+		id := "ams-" + strconv.Itoa(i)
+		if (slices.Contains(a.Shards, id) && r.IntN(10) != 0) || r.IntN(4) == 0 {
+			join(KindAMS, id)
+		}
+	}
+	for w := range 3 {
+		id := "worker-" + strconv.Itoa(w)
+		if (slices.Contains(a.Workers, id) && !slices.Contains(a.Left, id) && r.IntN(8) != 0) || r.IntN(4) == 0 {
+			join(KindWorker, id)
+		}
+	}
+	return evs
 }
 
 // randomEvent returns an event that is often, not always, meaningful for
@@ -141,6 +199,12 @@ type observer struct {
 	aborted   map[SnapshotID]bool // pending and aborted
 	lastSnap  SnapshotID
 	resumed   uint64 // version of the last Resume
+
+	// Adoption, until the first tick decides on it.
+	adopt     *Adopted        // nil once decided, or when not adopting
+	dealt     map[string]bool // adopt.Workers still owed, less graceful leaves
+	redeal    bool            // a dealt worker left gracefully
+	adoptLost bool            // a mapped shard or a dealt worker was lost
 }
 
 func newObserver(opts Options) *observer {
@@ -152,7 +216,84 @@ func newObserver(opts Options) *observer {
 		o.good[s] = true
 	}
 	o.trim()
+	if a := opts.Adopt; a != nil {
+		o.adopt = a
+		o.state.Version = max(opts.LastVersion, a.Version)
+		o.published = a.Version
+		o.maps[a.Version] = slices.Clone(a.Shards)
+		o.dealt = map[string]bool{}
+		for _, w := range a.Workers {
+			if slices.Contains(a.Left, w) {
+				o.redeal = true
+			} else {
+				o.dealt[w] = true
+			}
+		}
+	}
 	return o
+}
+
+// adoptionLoss notes the loss of m before the adoption is decided.
+func (o *observer) adoptionLoss(m Member, graceful bool) {
+	switch {
+	case m.Kind == KindAMS && slices.Contains(o.adopt.Shards, m.ID):
+		o.adoptLost = true
+	case m.Kind == KindWorker && o.dealt[m.ID]:
+		if graceful {
+			delete(o.dealt, m.ID)
+			o.redeal = true
+		} else {
+			o.adoptLost = true
+		}
+	}
+}
+
+// adoptable says whether the adopted cluster must serve on: it was
+// serving and none of its state is lost.
+func (o *observer) adoptable() bool {
+	a := o.adopt
+	if !a.Serving || o.adoptLost {
+		return false
+	}
+	for _, id := range a.Shards {
+		m, ok := o.live[string(KindAMS)+"/"+id]
+		if !ok || (a.MaxIncarnation != 0 && m.Incarnation > a.MaxIncarnation) {
+			return false
+		}
+	}
+	for w := range o.dealt {
+		if _, ok := o.live[string(KindWorker)+"/"+w]; !ok {
+			return false
+		}
+	}
+	return true
+}
+
+// checkAdoption checks the output of the tick that decides on adoption.
+func (o *observer) checkAdoption(out Output) error {
+	a := o.adopt
+	var kinds []string
+	for _, act := range out.Actions {
+		kinds = append(kinds, fmt.Sprintf("%T", act))
+	}
+	if !o.adoptable() {
+		t, ok := out.Actions[0].(Transition)
+		if !ok || t.To.Phase != Degraded || !slices.Contains(kinds, "clusterfsm.PauseWorkers") {
+			return fmt.Errorf("adoption of v%d, state lost: want DEGRADED and a pause, got %v", a.Version, out)
+		}
+		return nil
+	}
+	// Workers carry on with their shares when they are the dealt ones;
+	// otherwise the data is dealt anew, without a rollback.
+	want := []string{"clusterfsm.Transition", "clusterfsm.Resume"}
+	dealt := slices.SortedFunc(maps.Keys(o.dealt), CompareIDs)
+	if o.redeal || !slices.Equal(o.liveIDs(KindWorker), dealt) {
+		want = []string{"clusterfsm.Transition", "clusterfsm.PauseWorkers", "clusterfsm.AssignReaders", "clusterfsm.Resume"}
+	}
+	if !slices.Equal(kinds, want) || out.Actions[0].(Transition).To != (State{Phase: Serving, Version: a.Version}) {
+		return fmt.Errorf("adoption of v%d, dealt %v: want %v to SERVING(v%d), got %v", a.Version, o.dealt, want, a.Version, out)
+	}
+	return nil
 }
 
 // trim keeps the newest Keep good snapshots: older ones are pruned.
@@ -206,11 +347,17 @@ func (o *observer) check(ev Event, out Output, c *Core) error {
 	switch ev := ev.(type) {
 	case Joined:
 		if out.Rejected == nil {
+			if old, ok := o.live[ev.Member.key()]; ok && o.adopt != nil {
+				o.adoptionLoss(old, false)
+			}
 			o.live[ev.Member.key()] = ev.Member
 		}
 	case Left:
 		if cur, ok := o.live[ev.Member.key()]; ok && cur == ev.Member {
 			delete(o.live, ev.Member.key())
+			if o.adopt != nil {
+				o.adoptionLoss(ev.Member, ev.Graceful)
+			}
 		} else if out.Rejected == nil {
 			return fmt.Errorf("leave of %v, not live, accepted", ev.Member)
 		}
@@ -251,6 +398,19 @@ func (o *observer) check(ev Event, out Output, c *Core) error {
 	if prev.Phase == Failed && len(out.Actions) > 0 {
 		return fmt.Errorf("actions after FAILED")
 	}
+	if o.adopt != nil {
+		// Nothing happens before the first tick; it decides.
+		if _, ok := ev.(Tick); !ok {
+			if len(out.Actions) > 0 {
+				return fmt.Errorf("actions before the first tick when adopting")
+			}
+		} else {
+			if err := o.checkAdoption(out); err != nil {
+				return err
+			}
+			o.adopt = nil
+		}
+	}
 	cur := prev
 	needPause := false // left SERVING, workers not yet paused
 	for _, a := range out.Actions {
@@ -259,7 +419,9 @@ func (o *observer) check(ev Event, out Output, c *Core) error {
 			if a.From != cur {
 				return fmt.Errorf("%v: from %v, was %v", a, a.From, cur)
 			}
-			if a.From.Phase == Serving {
+			// Workers may be training when the adoption of a cluster
+			// finds its state lost, too.
+			if a.From.Phase == Serving || a.From.Phase == Forming && a.To.Phase == Degraded {
 				needPause = true
 			}
 			if a.To.Version < cur.Version {
@@ -368,7 +530,10 @@ func (o *observer) check(ev Event, out Output, c *Core) error {
 	shards, workers := len(o.liveIDs(KindAMS)), len(o.liveIDs(KindWorker))
 	switch cur.Phase {
 	case Forming:
-		if shards >= o.opts.Shards && workers >= o.opts.Workers {
+		if o.opts.Adopt != nil && o.adopt == nil {
+			return fmt.Errorf("still FORMING after the first tick when adopting")
+		}
+		if o.opts.Adopt == nil && shards >= o.opts.Shards && workers >= o.opts.Workers {
 			return fmt.Errorf("still FORMING with %d shards and %d workers live", shards, workers)
 		}
 	case Degraded:
@@ -407,9 +572,23 @@ func runRandom(t *testing.T, r chooser, n int, stats map[string]int) {
 	}
 	o := newObserver(opts)
 	now := scriptEpoch
+	// When adopting, the driver's initial sync comes first, then (often
+	// at once) the tick that ends it.
+	var sync []Event
+	if opts.Adopt != nil {
+		sync = initialSync(r, opts.Adopt, opts.Shards)
+		if r.IntN(4) != 0 {
+			sync = append(sync, Tick{Now: now})
+		}
+	}
 	var trace []string
-	for range n {
-		ev := randomEvent(r, c, &now, opts.Shards)
+	for i := range len(sync) + n {
+		var ev Event
+		if i < len(sync) {
+			ev = sync[i]
+		} else {
+			ev = randomEvent(r, c, &now, opts.Shards)
+		}
 		out := c.Step(ev)
 		trace = append(trace, fmt.Sprintf("%v\n%s", ev, out))
 		if err := o.check(ev, out, c); err != nil {
@@ -422,8 +601,13 @@ func runRandom(t *testing.T, r chooser, n int, stats map[string]int) {
 			stats[c.State().Phase.String()]++
 			for _, a := range out.Actions {
 				stats[fmt.Sprintf("%T", a)]++
-				if t, ok := a.(Transition); ok && t.From.Phase == Restoring && t.To.Phase == Restoring {
+				t, ok := a.(Transition)
+				switch {
+				case !ok:
+				case t.From.Phase == Restoring && t.To.Phase == Restoring:
 					stats["fallback"]++
+				case t.From.Phase == Forming && opts.Adopt != nil:
+					stats["adopt->"+t.To.Phase.String()]++
 				}
 			}
 		}
@@ -448,7 +632,7 @@ func TestRandomSequences(t *testing.T) {
 	// The generator must reach every phase and every action, often.
 	for _, k := range []string{"FORMING", "SERVING", "DEGRADED", "RESTORING", "FAILED",
 		"clusterfsm.Resume", "clusterfsm.Restore", "clusterfsm.TakeSnapshot", "clusterfsm.AbortSnapshot",
-		"clusterfsm.AssignReaders", "clusterfsm.GiveUp", "fallback"} {
+		"clusterfsm.AssignReaders", "clusterfsm.GiveUp", "fallback", "adopt->SERVING", "adopt->DEGRADED"} {
 		if stats[k] < 50 {
 			t.Errorf("the generator reached %s only %d times", k, stats[k])
 		}

@@ -65,6 +65,8 @@ func FuzzParseScript(f *testing.F) {
 		f.Add(string(src))
 	}
 	f.Add("new shards=2 workers=1 every=1m keep=2 snapshots=3,5 last-snapshot=9 last-version=4 no-initial-snapshot\n----\n")
+	f.Add("new shards=2 adopt=4 adopt-shards=ams-1,ams-0 adopt-workers=worker-0,worker-1 adopt-left=worker-1 adopt-serving adopt-max-incarnation=9\n----\n" +
+		"join ams-0#3 ams-1#9 worker-0#2; tick 0s\n----\n")
 	f.Add("join ams/x#2 worker/ams-0 sched-1; expire ams-0\n----\nfoo\n\n# c\n")
 	f.Add("restored ams-0 ams-1 snap-3 v2 fail; done snap-1 fail; tick -1h2m\n----\n")
 	f.Fuzz(func(t *testing.T, src string) {

@@ -17,7 +17,11 @@ import (
 //
 //	new shards=N [workers=M] [every=DUR] [keep=K] [snapshots=3,5]
 //	    [last-snapshot=S] [last-version=V] [no-initial-snapshot]
-//	                            a new Core with these Options
+//	    [adopt=V] [adopt-shards=ID,...] [adopt-workers=ID,...]
+//	    [adopt-left=ID,...] [adopt-serving] [adopt-max-incarnation=I]
+//	                            a new Core with these Options; any adopt
+//	                            option sets Options.Adopt, adopt=V its
+//	                            Version
 //	join MEMBER...              Joined, one per member
 //	expire MEMBER...            Left (lease expired), one per member
 //	leave MEMBER...             Left (graceful), one per member
@@ -261,9 +265,19 @@ func formatMember(m Member) string {
 }
 
 func parseOptions(o *Options, args []string) error {
+	adopt := func() *Adopted {
+		if o.Adopt == nil {
+			o.Adopt = &Adopted{}
+		}
+		return o.Adopt
+	}
 	for _, a := range args {
-		if a == "no-initial-snapshot" {
+		switch a {
+		case "no-initial-snapshot":
 			o.SkipInitialSnapshot = true
+			continue
+		case "adopt-serving":
+			adopt().Serving = true
 			continue
 		}
 		k, v, ok := strings.Cut(a, "=")
@@ -295,6 +309,16 @@ func parseOptions(o *Options, args []string) error {
 				}
 				o.Snapshots = append(o.Snapshots, SnapshotID(n))
 			}
+		case "adopt":
+			adopt().Version, err = strconv.ParseUint(v, 10, 64)
+		case "adopt-shards":
+			adopt().Shards = strings.Split(v, ",")
+		case "adopt-workers":
+			adopt().Workers = strings.Split(v, ",")
+		case "adopt-left":
+			adopt().Left = strings.Split(v, ",")
+		case "adopt-max-incarnation":
+			adopt().MaxIncarnation, err = strconv.ParseInt(v, 10, 64)
 		default:
 			return fmt.Errorf("new: unknown option %q", k)
 		}
@@ -337,6 +361,24 @@ func formatCmd(c cmd) string {
 		}
 		if o.SkipInitialSnapshot {
 			f = append(f, "no-initial-snapshot")
+		}
+		if a := o.Adopt; a != nil {
+			f = append(f, "adopt="+strconv.FormatUint(a.Version, 10))
+			if a.Shards != nil {
+				f = append(f, "adopt-shards="+strings.Join(a.Shards, ","))
+			}
+			if a.Workers != nil {
+				f = append(f, "adopt-workers="+strings.Join(a.Workers, ","))
+			}
+			if a.Left != nil {
+				f = append(f, "adopt-left="+strings.Join(a.Left, ","))
+			}
+			if a.Serving {
+				f = append(f, "adopt-serving")
+			}
+			if a.MaxIncarnation != 0 {
+				f = append(f, "adopt-max-incarnation="+strconv.FormatInt(a.MaxIncarnation, 10))
+			}
 		}
 	case "join", "expire", "leave":
 		for _, m := range c.members {

@@ -95,7 +95,7 @@ type Phase uint8
 // Phases, in the order a healthy cluster meets them.
 const (
 	// Forming: waiting for Options.Shards AMS shards and Options.Workers
-	// workers.
+	// workers or, adopting a cluster (Options.Adopt), for the first Tick.
 	Forming Phase = iota + 1
 	// Serving: every shard of the published map is live and workers train
 	// at State.Version.
@@ -130,8 +130,9 @@ func (p Phase) String() string {
 type State struct {
 	Phase Phase
 	// Version is the highest cluster version the core has issued (0 while
-	// FORMING a new cluster): the serving version while SERVING, the
-	// version of the restore attempt while RESTORING. It never decreases.
+	// FORMING a new cluster, Options.LastVersion for a restarted one): the
+	// serving version while SERVING, the version of the restore attempt
+	// while RESTORING. It never decreases.
 	Version uint64
 	// Snapshot is the snapshot being restored while RESTORING, else zero.
 	Snapshot SnapshotID
@@ -285,7 +286,9 @@ type AssignReaders struct {
 	Workers []string
 }
 
-// Resume: workers train again, at Version.
+// Resume: workers train again, at Version. Workers already training at
+// Version carry on: after adopting a cluster (Options.Adopt) the core
+// asks it to release workers that the dead leader left paused.
 type Resume struct{ Version uint64 }
 
 // GiveUp: the cluster cannot recover; stop the job with Err.

@@ -125,7 +125,7 @@ func (s *Scheduler) snapshotOnce(ctx context.Context, res *SnapshotResult) error
 		// Resume whatever happened, even when ctx is ending.
 		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), opTimeout)
 		defer cancel()
-		if err := cluster.PutResume(rctx, s.cli, prefix, seq); err != nil {
+		if err := cluster.PutResume(rctx, s.cli, prefix, seq, 0); err != nil {
 			s.log.Error("resuming the workers failed", "seq", seq, "err", err)
 		}
 	}()

@@ -2,6 +2,7 @@ package worker
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -13,7 +14,10 @@ import (
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
+	"github.com/xdlgo/xps/ams"
 	"github.com/xdlgo/xps/ams/client"
 	"github.com/xdlgo/xps/internal/cluster"
 	"github.com/xdlgo/xps/internal/config"
@@ -80,14 +84,19 @@ type JobResult struct {
 	BestAUC     *float64 `json:"best_auc,omitempty"`
 	LoadSeconds float64  `json:"load_seconds"`
 	// Stopped is set when a streaming job was stopped (it never ends by itself).
-	Stopped     bool    `json:"stopped,omitempty"`
+	Stopped bool `json:"stopped,omitempty"`
+	// Restores counts the times the job started over from a checkpoint
+	// because the cluster was restored from a snapshot.
+	Restores    int     `json:"restores,omitempty"`
 	WallSeconds float64 `json:"wall_seconds"`
 }
 
 // Data is a job's training and test data.
 type Data struct {
-	// Train opens the training data for an epoch.
-	Train func(epoch int) (reader.Source, error)
+	// Train opens the training data for an epoch, at start (the zero
+	// Position: the beginning; Kafka sources take their positions from the
+	// model and ignore it).
+	Train func(epoch int, start reader.Position) (reader.Source, error)
 	// Test is the test set in memory (nil for none).
 	Test []*reader.Group
 	// Shape is the model input shape found in the data and the config.
@@ -97,6 +106,12 @@ type Data struct {
 	// BestAUC is the best achievable test AUC (the hidden teacher's own),
 	// known for generated data only.
 	BestAUC *float64
+}
+
+// FromStart returns Train opening every epoch at its beginning, as
+// Options.Train takes it.
+func (d Data) FromStart() func(epoch int) (reader.Source, error) {
+	return func(epoch int) (reader.Source, error) { return d.Train(epoch, reader.Position{}) }
 }
 
 // peekSamples is how many training samples LoadData looks at to find the
@@ -114,13 +129,13 @@ func LoadData(opts JobOptions, splits []reader.FileSplit) (Data, error) {
 		if err != nil {
 			return Data{}, err
 		}
-		open := func(splits []reader.FileSplit) (reader.Source, error) {
-			return reader.OpenFilesFS(opts.FS, splits, format, policy)
+		open := func(splits []reader.FileSplit, start reader.Position) (reader.Source, error) {
+			return reader.OpenFilesAtFS(opts.FS, splits, format, policy, start)
 		}
-		d := Data{Train: func(int) (reader.Source, error) { return open(splits) },
+		d := Data{Train: func(_ int, start reader.Position) (reader.Source, error) { return open(splits, start) },
 			Desc: fmt.Sprintf("%d file splits of %s (%s, streamed in order)", len(splits), strings.Join(opts.Train, ","), format)}
 		if *cfg.Train.Shuffle {
-			src, err := open(splits)
+			src, err := open(splits, reader.Position{})
 			if err != nil {
 				return Data{}, err
 			}
@@ -131,8 +146,8 @@ func LoadData(opts JobOptions, splits []reader.FileSplit) (Data, error) {
 			skipped := src.Stats().Skipped
 			chunks := chunkGroups(all, cfg.Train.ShuffleChunk)
 			seed := cfg.Model.Seed
-			d.Train = func(epoch int) (reader.Source, error) {
-				m := newMemorySource(chunks, true, seed, uint64(epoch), reader.Position{})
+			d.Train = func(epoch int, start reader.Position) (reader.Source, error) {
+				m := newMemorySource(chunks, true, seed, uint64(epoch), start)
 				if epoch == 1 { // the groups skipped while reading the files into memory
 					m.stats.Skipped = skipped
 				}
@@ -190,8 +205,8 @@ func LoadData(opts JobOptions, splits []reader.FileSplit) (Data, error) {
 	}
 	shuffle, seed := *cfg.Train.Shuffle, cfg.Model.Seed
 	return Data{
-		Train: func(epoch int) (reader.Source, error) {
-			return newMemorySource(train, shuffle, seed, uint64(epoch), reader.Position{}), nil
+		Train: func(epoch int, start reader.Position) (reader.Source, error) {
+			return newMemorySource(train, shuffle, seed, uint64(epoch), start), nil
 		},
 		Test: test, Shape: shape, BestAUC: &bestAUC,
 		Desc: fmt.Sprintf("generated CTR data (%d fields, %d user fields, %d train samples, seed %d)",
@@ -242,8 +257,8 @@ func readAll(src reader.Source) ([]*reader.Group, error) {
 }
 
 // peek feeds the first peekSamples training samples to sh.
-func peek(open func(int) (reader.Source, error), sh *shapeFinder) error {
-	src, err := open(1)
+func peek(open func(int, reader.Position) (reader.Source, error), sh *shapeFinder) error {
+	src, err := open(1, reader.Position{})
 	if err != nil {
 		return err
 	}
@@ -391,19 +406,18 @@ func RunJob(ctx context.Context, opts JobOptions) (JobResult, error) {
 	return res, err
 }
 
-// trainJob is RunJob once the worker is registered.
+// trainJob is RunJob once the worker is registered: it loads the data,
+// then trains in attempts. An attempt ends when the cluster is restored
+// from a snapshot (a pause resumes at a higher version), or when a request
+// fails because the cluster lost a member (it waits for the restore);
+// the next attempt starts over, at the new version, from the checkpoint
+// (reader positions, epoch, samples applied) the restored model holds.
 func trainJob(ctx context.Context, opts JobOptions, reg *cluster.Registration, pz *pauser, res JobResult, say func(string, ...any)) (JobResult, error) {
-	name, progress := res.Worker, opts.Progress
 	say("waiting for the shard map")
 	m, err := cluster.WaitShardMap(ctx, opts.Etcd, opts.Prefix)
 	if err != nil {
 		return res, fmt.Errorf("worker: %w", err)
 	}
-	cl, err := client.New(m)
-	if err != nil {
-		return res, fmt.Errorf("worker: %w", err)
-	}
-	defer cl.Close()
 	if opts.FS == nil {
 		fsys, closer, err := hdfssrc.ForPaths(append(slices.Clone(opts.Train), opts.Test...), "")
 		if err != nil {
@@ -412,28 +426,20 @@ func trainJob(ctx context.Context, opts JobOptions, reg *cluster.Registration, p
 		defer closer.Close()
 		opts.FS = fsys
 	}
-	splits := opts.Splits
-	if len(opts.Train) > 0 && splits == nil {
-		if opts.Count > 1 {
-			say("waiting for the scheduler's file assignment (start the scheduler with -train and -workers %d)", opts.Count)
-			if splits, err = cluster.WaitAssignment(ctx, opts.Etcd, opts.Prefix, name); err != nil {
-				return res, fmt.Errorf("worker: %w", err)
-			}
-		} else {
-			paths, err := reader.ExpandPathsFS(opts.FS, opts.Train)
-			if err != nil {
-				return res, fmt.Errorf("worker: training data: %w", err)
-			}
-			for _, p := range paths {
-				splits = append(splits, reader.FileSplit{Path: p})
-			}
-		}
+	splits, err := jobSplits(ctx, opts, res.Worker, say)
+	if err != nil {
+		return res, err
 	}
+	cl, err := client.New(m)
+	if err != nil {
+		return res, fmt.Errorf("worker: %w", err)
+	}
+	defer func() { cl.Close() }()
 	loadStart := time.Now()
 	var data Data
 	var kj *kafkaJob
 	if opts.Config.Kafka.Enabled() {
-		if kj, err = newKafkaJob(opts, cl, name, say); err != nil {
+		if kj, err = newKafkaJob(opts, cl, res.Worker, say); err != nil {
 			return res, err
 		}
 		if err := kj.sync(ctx); err != nil {
@@ -453,26 +459,140 @@ func trainJob(ctx context.Context, opts JobOptions, reg *cluster.Registration, p
 	}
 	res.Data, res.BestAUC, res.LoadSeconds = data.Desc, data.BestAUC, time.Since(loadStart).Seconds()
 	say("training data: %s; %d test samples (prepared in %.1fs)", data.Desc, countSamples(data.Test), res.LoadSeconds)
-	topts := Options{Config: opts.Config, Shape: data.Shape, Train: data.Train, Test: data.Test,
-		Name: name, Progress: progress, Logger: opts.Logger}
+	stopAcks := func() {}
+	defer func() { stopAcks() }()
+	for attempt := 1; ; attempt++ {
+		if attempt > 1 {
+			if kj != nil {
+				kj.cl = cl
+				if err := kj.sync(ctx); err != nil {
+					return res, fmt.Errorf("worker: %w", err)
+				}
+			}
+		}
+		pz.version.Store(m.Version)
+		a := attemptState{opts: opts, cl: cl, data: data, kj: kj, name: res.Worker, stopAcks: &stopAcks}
+		r, err := a.run(ctx, reg, pz, &res, say)
+		res.Result = r
+		if err == nil || ctx.Err() != nil || !recoverable(err) {
+			if err == nil || kj == nil || !opts.Config.Kafka.Streaming || !errors.Is(ctx.Err(), context.Canceled) ||
+				errors.Is(context.Cause(ctx), ErrLeaseLost) {
+				return res, err
+			}
+			// A streaming job ends when it is told to: positions are committed.
+			res.Stopped = true
+			say("stopped: %d samples trained, positions %v stored in the model", r.Samples, r.Positions)
+			return res, nil
+		}
+		// The cluster lost state, or was rolled back: wait for the version
+		// it resumes at, then start over from the restored checkpoint.
+		say("%v; waiting for the cluster to be restored", err)
+		resumed, werr := cluster.WaitRestored(ctx, opts.Etcd, opts.Prefix, m.Version)
+		if werr != nil {
+			return res, fmt.Errorf("worker: %w (after %w)", werr, err)
+		}
+		next, werr := cluster.WaitShardMapVersion(ctx, opts.Etcd, opts.Prefix, resumed.Version)
+		if werr != nil {
+			return res, fmt.Errorf("worker: %w", werr)
+		}
+		ncl, werr := client.New(next)
+		if werr != nil {
+			return res, fmt.Errorf("worker: %w", werr)
+		}
+		cl.Close()
+		cl, m = ncl, next
+		res.Restores++
+		say("the cluster was restored at version %d; resuming from the checkpoint in the model", m.Version)
+	}
+}
+
+// jobSplits returns the worker's share of the training files: as given,
+// the scheduler's assignment (several workers), or every file.
+func jobSplits(ctx context.Context, opts JobOptions, name string, say func(string, ...any)) ([]reader.FileSplit, error) {
+	splits := opts.Splits
+	if len(opts.Train) == 0 || splits != nil || opts.Config.Kafka.Enabled() {
+		return splits, nil
+	}
+	if opts.Count > 1 {
+		say("waiting for the scheduler's file assignment (start the scheduler with -train and -workers %d)", opts.Count)
+		splits, err := cluster.WaitAssignment(ctx, opts.Etcd, opts.Prefix, name)
+		if err != nil {
+			return nil, fmt.Errorf("worker: %w", err)
+		}
+		return splits, nil
+	}
+	paths, err := reader.ExpandPathsFS(opts.FS, opts.Train)
+	if err != nil {
+		return nil, fmt.Errorf("worker: training data: %w", err)
+	}
+	for _, p := range paths {
+		splits = append(splits, reader.FileSplit{Path: p})
+	}
+	return splits, nil
+}
+
+// recoverable reports whether a failed attempt may go on after a restore:
+// the cluster was rolled back, or a request failed the way requests to a
+// dead, replaced or restored shard fail.
+func recoverable(err error) bool {
+	if errors.Is(err, ErrRestored) || errors.Is(err, ams.ErrStaleVersion) {
+		return true
+	}
+	switch status.Code(err) {
+	case codes.Unavailable, codes.DeadlineExceeded, codes.Aborted, codes.Canceled:
+		return true
+	}
+	return false
+}
+
+// attemptState is one training attempt of a job: at one cluster version,
+// from the checkpoint the model holds.
+type attemptState struct {
+	opts     JobOptions
+	cl       *client.Client
+	data     Data
+	kj       *kafkaJob
+	name     string
+	stopAcks *func()
+}
+
+func (a *attemptState) run(ctx context.Context, reg *cluster.Registration, pz *pauser, res *JobResult, say func(string, ...any)) (Result, error) {
+	opts, cl, kj, name := a.opts, a.cl, a.kj, a.name
+	start, err := loadCheckpoint(ctx, cl, name)
+	if err != nil {
+		return Result{}, err
+	}
+	if start.Applied > 0 {
+		say("resuming at epoch %d from %v (%d samples applied before)", start.Epoch, start.Positions, start.Applied)
+	}
+	var at reader.Position
+	if len(start.Positions) > 0 && kj == nil {
+		at = start.Positions[len(start.Positions)-1]
+	}
+	train := a.data.Train
+	topts := Options{Config: opts.Config, Shape: a.data.Shape, Test: a.data.Test, Start: start,
+		Train: func(epoch int) (reader.Source, error) {
+			if epoch == start.Epoch && !start.EpochDone {
+				return train(epoch, at)
+			}
+			return train(epoch, reader.Position{})
+		},
+		Name: name, Progress: opts.Progress, Logger: opts.Logger}
 	if kj != nil {
 		topts.Commit, topts.CommitEvery, topts.Reopen = kj.commit, opts.Config.Kafka.CommitEvery, kj.sync
-	} else if len(opts.Train) > 0 {
-		// File positions go into the model too, for snapshots: per worker,
-		// since workers may read byte ranges of one file.
-		topts.Commit = func(ctx context.Context, ps []reader.Position) error {
-			return storePositions(ctx, cl, PositionKeyPrefix+name+"/", ps)
-		}
+	} else {
+		// The checkpoint goes into the model, for snapshots.
+		topts.Commit = func(ctx context.Context, c Checkpoint) error { return storeCheckpoint(ctx, cl, name, c) }
 	}
-	// Pause at a batch boundary when the scheduler takes a snapshot.
+	// Pause at a batch boundary when the scheduler asks (a snapshot, a
+	// rollback).
 	topts.PauseRequested, topts.Pause = pz.isRequested, pz.pause
 	if opts.Count > 1 {
-		stopAcks := func() {}
-		defer func() { stopAcks() }()
 		topts.BeforeFinalEval = func(ctx context.Context) error {
 			pz.stopTraining(ctx) // no more batches: snapshots need not wait for us
 			if kj != nil {       // reading is over: let later partition deals go on without us
-				stopAcks = kj.ackFromNowOn(ctx)
+				(*a.stopAcks)()
+				*a.stopAcks = kj.ackFromNowOn(ctx)
 			}
 			say("waiting for all %d workers to finish training before the final evaluation", opts.Count)
 			return reg.Barrier(ctx, "final-eval", opts.Count)
@@ -480,28 +600,54 @@ func trainJob(ctx context.Context, opts JobOptions, reg *cluster.Registration, p
 	}
 	tr, err := New(cl, topts)
 	if err != nil {
-		return res, err
+		return Result{}, err
 	}
 	if err := tr.Declare(ctx); err != nil {
-		if opts.Count > 1 {
+		if opts.Count > 1 && !recoverable(err) {
 			err = fmt.Errorf("%w (with several workers, every worker must build the same model: set model.fields when a worker's share of the data may lack the highest field)", err)
 		}
-		return res, err
+		return Result{}, err
 	}
 	res.Shards, res.Fields, res.Levels, res.DenseParams = cl.NumShards(), tr.Fields(), tr.Levels(), tr.DenseParams()
-	say("training on %d shards: %d fields in %d levels, MLP %v, %d dense parameters", res.Shards, res.Fields,
-		res.Levels, opts.Config.Model.Hidden, res.DenseParams)
+	say("training on %d shards (version %d): %d fields in %d levels, MLP %v, %d dense parameters", res.Shards,
+		pz.version.Load(), res.Fields, res.Levels, opts.Config.Model.Hidden, res.DenseParams)
 	pz.startTraining()
 	r, err := tr.Run(ctx)
 	pz.stopTraining(ctx)
-	res.Result = r
-	if kj != nil && opts.Config.Kafka.Streaming && errors.Is(ctx.Err(), context.Canceled) && !errors.Is(context.Cause(ctx), ErrLeaseLost) {
-		// A streaming job ends when it is told to: positions are committed.
-		res.Stopped = true
-		say("stopped: %d samples trained, positions %v stored in the model", r.Samples, r.Positions)
-		return res, nil
+	return r, err
+}
+
+// checkpointKey is the AMS state key of a worker's checkpoint.
+func checkpointKey(worker string) string { return PositionKeyPrefix + worker + "/checkpoint" }
+
+// storeCheckpoint stores c in the model as worker's checkpoint.
+func storeCheckpoint(ctx context.Context, cl *client.Client, worker string, c Checkpoint) error {
+	b, err := json.Marshal(c)
+	if err != nil {
+		return err
 	}
-	return res, err
+	return cl.PutState(ctx, []client.StateEntry{{Key: checkpointKey(worker), Value: b}})
+}
+
+// loadCheckpoint returns worker's checkpoint in the model (the zero
+// Checkpoint when there is none: a new job).
+func loadCheckpoint(ctx context.Context, cl *client.Client, worker string) (Checkpoint, error) {
+	key := checkpointKey(worker)
+	entries, err := cl.GetState(ctx, key)
+	if err != nil {
+		return Checkpoint{}, fmt.Errorf("worker: read the checkpoint from the model: %w", err)
+	}
+	for _, e := range entries {
+		if e.Key != key {
+			continue
+		}
+		var c Checkpoint
+		if err := json.Unmarshal(e.Value, &c); err != nil {
+			return Checkpoint{}, fmt.Errorf("worker: bad checkpoint %s in the model: %q", key, e.Value)
+		}
+		return c, nil
+	}
+	return Checkpoint{}, nil
 }
 
 func countSamples(gs []*reader.Group) int {

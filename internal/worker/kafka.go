@@ -66,12 +66,16 @@ func (k *kafkaJob) positions(ctx context.Context) ([]reader.Position, error) {
 	return out, nil
 }
 
-// commit stores the positions of this topic's streams in the model.
-func (k *kafkaJob) commit(ctx context.Context, ps []reader.Position) error {
-	ps = slices.DeleteFunc(slices.Clone(ps), func(p reader.Position) bool {
+// commit stores the positions of this topic's streams in the model, and
+// the worker's count of applied samples.
+func (k *kafkaJob) commit(ctx context.Context, c Checkpoint) error {
+	ps := slices.DeleteFunc(slices.Clone(c.Positions), func(p reader.Position) bool {
 		return !strings.HasPrefix(PositionKeyPrefix+p.File, k.streamPrefix())
 	})
-	return storePositions(ctx, k.cl, PositionKeyPrefix, ps)
+	if err := storePositions(ctx, k.cl, PositionKeyPrefix, ps); err != nil {
+		return err
+	}
+	return storeCheckpoint(ctx, k.cl, k.name, Checkpoint{Applied: c.Applied})
 }
 
 // storePositions stores positions in the model, each under keyPrefix +
@@ -231,7 +235,7 @@ func (k *kafkaJob) data(ctx context.Context, sh *shapeFinder) (Data, error) {
 		mode = "streaming"
 	}
 	d := Data{
-		Train: func(int) (reader.Source, error) { return k.open(ctx, false) },
+		Train: func(int, reader.Position) (reader.Source, error) { return k.open(ctx, false) },
 		Desc:  fmt.Sprintf("Kafka topic %s on %s (%s, %s)", kc.Topic, strings.Join(kc.Brokers, ","), k.format, mode),
 	}
 	d.Shape, err = sh.shape(k.opts.Config, k.format == reader.SampleGroup)

@@ -2,8 +2,9 @@ package worker
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"log/slog"
-	"strconv"
 	"sync"
 	"sync/atomic"
 
@@ -23,6 +24,9 @@ type pauser struct {
 
 	requested atomic.Uint64 // the latest pause request seen
 	acked     atomic.Uint64 // the latest acknowledged; written under mu
+	// version is the cluster version the worker trains at (set by the job
+	// for each attempt); a resume at a higher one is a rollback.
+	version atomic.Uint64
 
 	mu       sync.Mutex
 	training bool
@@ -41,7 +45,9 @@ func startPauser(ctx context.Context, cli *clientv3.Client, prefix, worker strin
 	}
 	var after uint64
 	if len(resp.Kvs) > 0 {
-		after, _ = strconv.ParseUint(string(resp.Kvs[0].Value), 10, 64)
+		if r, ok := cluster.ParseResume(resp.Kvs[0].Value); ok && !r.Failed {
+			after = r.Seq
+		}
 	}
 	p := &pauser{cli: cli, prefix: prefix, worker: worker, log: log}
 	p.acked.Store(after)
@@ -86,6 +92,12 @@ func (p *pauser) startTraining() {
 // isRequested is Options.PauseRequested.
 func (p *pauser) isRequested() bool { return p.requested.Load() > p.acked.Load() }
 
+// ErrRestored is returned (wrapped) by a worker's pause when training
+// resumes at a higher cluster version: the model was rolled back to a
+// snapshot meanwhile, and the worker starts over from the reader
+// positions the restored model holds.
+var ErrRestored = errors.New("worker: the cluster was restored from a snapshot")
+
 // pause is Options.Pause: acknowledge the request, wait for the resume.
 func (p *pauser) pause(ctx context.Context) error {
 	p.mu.Lock()
@@ -95,7 +107,14 @@ func (p *pauser) pause(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	return cluster.WaitResume(ctx, p.cli, p.prefix, seq)
+	r, err := cluster.WaitResume(ctx, p.cli, p.prefix, seq)
+	if err != nil {
+		return err
+	}
+	if cur := p.version.Load(); r.Version > cur {
+		return fmt.Errorf("%w: version %d resumes, trained at %d", ErrRestored, r.Version, cur)
+	}
+	return nil
 }
 
 // stopTraining makes every later request, and one pending now, be

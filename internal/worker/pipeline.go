@@ -53,6 +53,10 @@ type run struct {
 	positions  map[string]reader.Position
 	lastCommit time.Time
 	dirty      bool // positions changed since the last commit
+	// applied counts the samples trained on over the job (Options.Start's
+	// and this run's); epochDone is set once the epoch's data has ended.
+	applied   int64
+	epochDone bool
 }
 
 // positionList returns the positions sorted by stream.
@@ -78,7 +82,8 @@ func (r *run) commit(ctx context.Context) error {
 	if err := t.takePushErr(); err != nil {
 		return err
 	}
-	if err := t.opts.Commit(ctx, r.positionList()); err != nil {
+	c := Checkpoint{Epoch: r.epoch, EpochDone: r.epochDone, Positions: r.positionList(), Applied: r.applied}
+	if err := t.opts.Commit(ctx, c); err != nil {
 		return fmt.Errorf("worker: commit reader positions: %w", err)
 	}
 	return nil
@@ -99,7 +104,7 @@ func (r *run) pause(ctx context.Context) error {
 	}
 	start := time.Now()
 	if err := t.opts.Pause(ctx); err != nil {
-		return fmt.Errorf("worker: pause for a snapshot: %w", err)
+		return fmt.Errorf("worker: pause: %w", err)
 	}
 	r.lastProgress = r.lastProgress.Add(time.Since(start)) // the pause is not training time
 	return nil
@@ -380,6 +385,7 @@ func (r *run) train(ctx context.Context, s *state, wait bool, start time.Time) e
 	r.trainDur += d
 	r.progDur += d
 	res.Samples += int64(b.N)
+	r.applied += int64(b.N)
 	r.progSamples += int64(b.N)
 	res.Batches++
 	for k := range res.Nodes {

@@ -383,7 +383,7 @@ func TestRunFilePositionIsSourceEnd(t *testing.T) {
 			}
 			var last reader.Source
 			open := func(epoch int) (reader.Source, error) {
-				src, err := data.Train(epoch)
+				src, err := data.Train(epoch, reader.Position{})
 				last = src
 				return src, err
 			}
@@ -531,7 +531,7 @@ func TestRunRejectsBadLabel(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				tr := newTrainer(t, cl, Options{Config: cfg, Shape: data.Shape, Train: data.Train})
+				tr := newTrainer(t, cl, Options{Config: cfg, Shape: data.Shape, Train: data.FromStart()})
 				res, err := tr.Run(testutil.Ctx(t, time.Minute))
 				if !errors.Is(err, ErrBadLabel) {
 					t.Fatalf("Run on a label of %s = %v (result %+v), want ErrBadLabel", label, err, res)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -13,7 +14,6 @@ import (
 	"github.com/xdlgo/xps/internal/datagen"
 	"github.com/xdlgo/xps/internal/local"
 	"github.com/xdlgo/xps/internal/scheduler"
-	"github.com/xdlgo/xps/reader"
 	"github.com/xdlgo/xps/snapshot"
 )
 
@@ -89,10 +89,11 @@ func TestPeriodicSnapshots(t *testing.T) {
 			t.Fatal(err)
 		}
 		for k, v := range man.Readers {
-			var p reader.Position
-			if err := json.Unmarshal(v, &p); err != nil || !strings.HasPrefix(k, PositionKeyPrefix+"worker-") ||
-				!strings.HasSuffix(k, "/"+p.File) {
-				t.Fatalf("snapshot %d: position %s = %s", seq, k, v)
+			var c Checkpoint
+			if err := json.Unmarshal(v, &c); err != nil || !strings.HasPrefix(k, PositionKeyPrefix+"worker-") ||
+				!strings.HasSuffix(k, "/checkpoint") || c.Epoch < 1 || c.Applied <= 0 || len(c.Positions) == 0 ||
+				!slices.Contains(train, c.Positions[len(c.Positions)-1].File) {
+				t.Fatalf("snapshot %d: checkpoint %s = %s", seq, k, v)
 			}
 			withPositions++
 		}

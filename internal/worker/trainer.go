@@ -72,13 +72,17 @@ type Options struct {
 	// waits there for the others, so that the final AUC is the whole
 	// model's). The default value is nil.
 	BeforeFinalEval func(ctx context.Context) error
-	// Commit, when set, stores the reader positions of the batches whose
-	// pushes have all been applied (one per stream, see Result.Positions):
-	// every CommitEvery while training, at the end of each epoch, and
-	// before a reopen. The default value is nil (positions are only
-	// reported).
-	Commit      func(ctx context.Context, positions []reader.Position) error
+	// Commit, when set, stores the checkpoint of the batches whose pushes
+	// have all been applied (reader positions, one per stream, see
+	// Result.Positions; the epoch; the samples applied): every CommitEvery
+	// while training, at the end of each epoch, before a reopen and at a
+	// pause. The default value is nil (positions are only reported).
+	Commit      func(ctx context.Context, c Checkpoint) error
 	CommitEvery time.Duration
+	// Start is where a run resumes: the epoch it starts in (Train opens
+	// that epoch's data from the position it resumes at) and the samples
+	// applied before. The default value is epoch 1, nothing applied.
+	Start Checkpoint
 	// Reopen, when set, runs when the epoch's source fails with an error
 	// wrapping ErrReopen (its partitions were reassigned), after every
 	// push has been applied and the positions committed; then the same
@@ -92,6 +96,21 @@ type Options struct {
 	// go on. Both must be set or neither.
 	PauseRequested func() bool
 	Pause          func(ctx context.Context) error
+}
+
+// Checkpoint is what a worker stores in the model with every commit, so
+// that a restore of the model (a snapshot) restores it too.
+type Checkpoint struct {
+	// Epoch is the epoch being read (1-based); EpochDone says it was read
+	// to its end (the next one starts from the beginning).
+	Epoch     int  `json:"epoch"`
+	EpochDone bool `json:"epoch_done,omitempty"`
+	// Positions are the reader positions after the last applied sample,
+	// one per stream.
+	Positions []reader.Position `json:"positions,omitempty"`
+	// Applied counts the samples applied to the model by this reader,
+	// over the whole job: the model's own history, rolled back with it.
+	Applied int64 `json:"applied"`
 }
 
 // ErrReopen is wrapped by a source's error to make the trainer commit its
@@ -132,6 +151,10 @@ type Result struct {
 	// Positions holds that position for every stream trained on (the
 	// partitions of a topic) since the last reopen, sorted by stream.
 	Positions []reader.Position `json:"positions,omitempty"`
+	// Applied counts the samples this reader has applied to the model over
+	// the whole job (see Checkpoint.Applied): after a rollback to a
+	// snapshot it counts what the restored model holds, not what was read.
+	Applied int64 `json:"applied"`
 	// Progressive is the progressive validation of the whole run: every
 	// training batch scored before it was trained on.
 	Progressive Progressive `json:"progressive"`
@@ -370,10 +393,16 @@ func (t *Trainer) Run(ctx context.Context) (res Result, err error) {
 		}
 		res.PushWaitSeconds = t.pushWait.Seconds()
 		res.Positions = r.positionList()
+		res.Applied = r.applied
 		res.Progressive = Progressive{Samples: r.stream.N(), AUC: r.stream.AUC(), LogLoss: r.stream.LogLoss()}
 	}()
-	for epoch := 1; epoch <= cfg.Epochs; epoch++ {
-		r.epoch, r.lossSum, r.lossN = epoch, 0, 0
+	first := max(t.opts.Start.Epoch, 1)
+	r.applied = t.opts.Start.Applied
+	if t.opts.Start.EpochDone {
+		first++
+	}
+	for epoch := first; epoch <= cfg.Epochs; epoch++ {
+		r.epoch, r.epochDone, r.lossSum, r.lossN = epoch, false, 0, 0
 		for {
 			err := r.runEpoch(ctx)
 			if err == nil {
@@ -401,6 +430,7 @@ func (t *Trainer) Run(ctx context.Context) (res Result, err error) {
 				return res, err
 			}
 		}
+		r.epochDone, r.dirty = true, true
 		if err := r.commit(ctx); err != nil {
 			return res, err
 		}
@@ -419,7 +449,17 @@ func (t *Trainer) Run(ctx context.Context) (res Result, err error) {
 			return res, err
 		}
 	}
-	res.Epochs = cfg.Epochs
+	if first > cfg.Epochs { // the checkpoint says every epoch was trained: only the final evaluation is left
+		if t.opts.BeforeFinalEval != nil {
+			if err := t.opts.BeforeFinalEval(ctx); err != nil {
+				return res, err
+			}
+		}
+		if _, err := t.evalAndReport(ctx, &res, "final"); err != nil {
+			return res, err
+		}
+	}
+	res.Epochs = max(cfg.Epochs-first+1, 0)
 	if k := len(res.Evals); k > 0 {
 		last := res.Evals[k-1]
 		res.TestAUC, res.TestLogLoss, res.TestSamples = last.AUC, last.LogLoss, last.Samples

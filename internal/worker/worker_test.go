@@ -91,7 +91,7 @@ func TestLoadDataBadLines(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	src, err := d.Train(1)
+	src, err := d.Train(1, reader.Position{})
 	if err != nil {
 		t.Fatal(err)
 	}
