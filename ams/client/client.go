@@ -20,6 +20,10 @@ import (
 // ErrDimMismatch: a caller's buffer does not match ids x dim.
 var ErrDimMismatch = errors.New("ams client: buffer does not match ids x dim")
 
+// ErrUnavailable is wrapped by the error of a request that did not reach
+// its shard (gRPC UNAVAILABLE: not listening, connection lost).
+var ErrUnavailable = errors.New("ams client: shard unavailable")
+
 // Client talks to every shard of one shard map.
 type Client struct {
 	m       *ams.ShardMap
@@ -87,6 +91,9 @@ func (c *Client) NumShards() int { return len(c.stubs) }
 // rpcError wraps an RPC error with context; a shard's refusal of a stale
 // cluster version becomes matchable as ams.ErrStaleVersion.
 func (c *Client) rpcError(op string, s int, err error) error {
+	if status.Code(err) == codes.Unavailable {
+		return fmt.Errorf("ams client: %s shard %s: %w: %w", op, c.m.Shards[s], ErrUnavailable, err)
+	}
 	if status.Code(err) == codes.Aborted {
 		return fmt.Errorf("ams client: %s shard %s: %w: %w", op, c.m.Shards[s], ams.ErrStaleVersion, err)
 	}

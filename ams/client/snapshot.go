@@ -3,6 +3,7 @@ package client
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 
 	"github.com/xdlgo/xps/ams/amspb"
@@ -64,27 +65,44 @@ func (c *Client) WriteSnapshot(ctx context.Context, o SnapshotOptions) (*snapsho
 
 // Restore asks every shard to replace its rows, dense values and state
 // with its share, under this client's shard map, of snapshot seq in the
-// store (which may have been written by another number of shards). It
-// returns the rows the shards hold afterwards. Verify the snapshot first
-// (snapshot.Latest); nothing may pull or push meanwhile.
+// store (which may have been written by another number of shards), at
+// this client's cluster version: each shard refuses older versions from
+// then on. It returns the rows the shards hold afterwards. Verify the
+// snapshot first (snapshot.Latest); nothing may pull or push meanwhile.
 func (c *Client) Restore(ctx context.Context, store string, seq uint64) (int64, error) {
-	shardMap, err := c.m.Marshal()
-	if err != nil {
-		return 0, err
-	}
-	rows := make([]uint64, len(c.stubs))
-	err = eachShard(len(c.stubs), func(s int) error {
-		resp, err := c.stubs[s].Restore(ctx, &amspb.RestoreRequest{ClusterVersion: c.version, Store: store, Seq: seq,
-			ShardMap: shardMap, Index: uint32(s)})
-		if err != nil {
-			return c.rpcError("restore", s, err)
-		}
-		rows[s] = resp.Rows
-		return nil
-	})
+	rows, errs := c.restore(ctx, store, seq)
 	var n int64
 	for _, r := range rows {
 		n += int64(r)
 	}
-	return n, err
+	return n, errors.Join(errs...)
+}
+
+// RestoreEach is Restore reporting one error per shard, in map order.
+func (c *Client) RestoreEach(ctx context.Context, store string, seq uint64) []error {
+	_, errs := c.restore(ctx, store, seq)
+	return errs
+}
+
+func (c *Client) restore(ctx context.Context, store string, seq uint64) ([]uint64, []error) {
+	rows := make([]uint64, len(c.stubs))
+	errs := make([]error, len(c.stubs))
+	shardMap, err := c.m.Marshal()
+	if err != nil {
+		for i := range errs {
+			errs[i] = err
+		}
+		return rows, errs
+	}
+	eachShard(len(c.stubs), func(s int) error {
+		resp, err := c.stubs[s].Restore(ctx, &amspb.RestoreRequest{ClusterVersion: c.version, Store: store, Seq: seq,
+			ShardMap: shardMap, Index: uint32(s)})
+		if err != nil {
+			errs[s] = c.rpcError("restore", s, err)
+			return nil
+		}
+		rows[s] = resp.Rows
+		return nil
+	})
+	return rows, errs
 }

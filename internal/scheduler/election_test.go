@@ -7,6 +7,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/xdlgo/xps/internal/cluster"
+	"github.com/xdlgo/xps/internal/clusterfsm"
 	"github.com/xdlgo/xps/internal/scheduler"
 )
 
@@ -42,7 +43,7 @@ func TestStandbyTakesOver(t *testing.T) {
 	if b.Leader() {
 		t.Fatal("two leaders")
 	}
-	if st, _ := b.Status(); st != scheduler.Forming {
+	if st := b.Status(); st.Phase != clusterfsm.Forming {
 		t.Fatalf("the standby drives the cluster: %v", st)
 	}
 
@@ -52,8 +53,7 @@ func TestStandbyTakesOver(t *testing.T) {
 	}
 	eventually(t, 5*time.Second, "sched-b to lead", b.Leader)
 	eventually(t, 5*time.Second, "sched-b to serve", func() bool {
-		st, _ := b.Status()
-		return st == scheduler.Serving
+		return b.Status().Phase == clusterfsm.Serving
 	})
 
 	// A third scheduler waits; the leader dies (its client goes away and
@@ -67,7 +67,6 @@ func TestStandbyTakesOver(t *testing.T) {
 	<-b.Done()
 	eventually(t, 10*time.Second, "sched-c to lead after sched-b died", c.Leader)
 	eventually(t, 5*time.Second, "sched-c to serve", func() bool {
-		st, _ := c.Status()
-		return st == scheduler.Serving
+		return c.Status().Phase == clusterfsm.Serving
 	})
 }

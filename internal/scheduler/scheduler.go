@@ -15,6 +15,7 @@ import (
 
 	"github.com/xdlgo/xps/ams"
 	"github.com/xdlgo/xps/internal/cluster"
+	"github.com/xdlgo/xps/internal/clusterfsm"
 	"github.com/xdlgo/xps/reader"
 	"github.com/xdlgo/xps/reader/hdfssrc"
 	"github.com/xdlgo/xps/reader/kafkasrc"
@@ -51,8 +52,10 @@ type Options struct {
 	// LeaseTTL is the TTL of the scheduler's own lease. The default value is
 	// cluster.DefaultTTL (5s).
 	LeaseTTL time.Duration
-	// TickInterval is how often the core gets a Tick and a failed shard map
-	// publication is retried. The default value is 1s.
+	// TickInterval is how often the core gets a Tick (periodic snapshots
+	// start on one) and a failed shard map publication is retried. The
+	// default value is 1s, or a quarter of SnapshotEvery when that is
+	// shorter (at least 10ms).
 	TickInterval time.Duration
 	// Logger receives the scheduler's logs. The default value is
 	// slog.Default().
@@ -112,6 +115,9 @@ func (o *Options) EnsureDefaults() {
 	}
 	if o.TickInterval == 0 {
 		o.TickInterval = time.Second
+		if o.SnapshotEvery > 0 { // periodic snapshots start on a tick
+			o.TickInterval = max(min(o.TickInterval, o.SnapshotEvery/4), 10*time.Millisecond)
+		}
 	}
 	if o.Logger == nil {
 		o.Logger = slog.Default()
@@ -156,15 +162,17 @@ func (o *Options) Validate() error {
 	if o.TickInterval < 0 {
 		errs = append(errs, fmt.Errorf("%w: TickInterval %v is negative", ErrBadConfig, o.TickInterval))
 	}
-	cfg := o.coreConfig()
-	cfg.EnsureDefaults()
-	errs = append(errs, cfg.Validate())
+	if o.Shards < 1 || o.Shards > 1<<16-1 {
+		errs = append(errs, fmt.Errorf("%w: Shards %d is not in [1, 65535]", ErrBadConfig, o.Shards))
+	}
+	if o.Partitions < 1 || o.Partitions < o.Shards {
+		errs = append(errs, fmt.Errorf("%w: Partitions %d is below 1 or below Shards %d", ErrBadConfig, o.Partitions, o.Shards))
+	}
 	return errors.Join(errs...)
 }
 
-func (o *Options) coreConfig() Config {
-	return Config{Shards: o.Shards, Partitions: o.Partitions, Version: 1}
-}
+// ErrBadConfig is returned (wrapped) for invalid Options.
+var ErrBadConfig = errors.New("scheduler: bad config")
 
 // tracked is a member key the driver has seen, with the revision that
 // created it (one per incarnation).
@@ -173,10 +181,13 @@ type tracked struct {
 	createRev int64
 }
 
-// Scheduler is the driver around Core: it registers itself as a member,
-// watches <prefix>/members/ and <prefix>/left/, feeds the Core and carries out
-// its Output (shard map and events in etcd, logs). One goroutine, started by
-// New and stopped by Close, does all of it.
+// Scheduler is the driver around the cluster state machine
+// (clusterfsm.Core): it registers itself as a member, campaigns to lead,
+// and once leader watches <prefix>/members/ and <prefix>/left/, feeds the
+// Core and carries out its actions (shard maps, pauses, snapshots,
+// restores, resumes; events in etcd, logs). One goroutine, started by New
+// and stopped by Close, owns the Core; snapshots and restores run in
+// goroutines of their own that report back to it as events.
 type Scheduler struct {
 	cli    *clientv3.Client
 	opts   Options
@@ -188,20 +199,24 @@ type Scheduler struct {
 
 	mu struct {
 		sync.Mutex
-		state   State
-		version uint64
-		leader  bool
+		state  clusterfsm.State
+		leader bool
 	}
 
 	// Owned by the run goroutine.
-	core    *Core
-	members map[string]tracked // by "kind/id"
-	left    map[string]bool    // left markers present, by "kind/id"
-	seq     uint64             // last event sequence number
-	pending *ams.ShardMap      // shard map not yet published
-	deal    partitionDeal      // Kafka partitions dealt to workers
+	fsm       *clusterfsm.Core
+	members   map[string]tracked // by "kind/id"
+	left      map[string]bool    // left markers present, by "kind/id"
+	seq       uint64             // last event sequence number
+	pending   *ams.ShardMap      // shard map not yet published
+	maps      map[uint64]*ams.ShardMap
+	deal      partitionDeal // Kafka partitions dealt to workers
+	pauseSeq  uint64        // last pause request
+	snap      *snapOp       // the snapshot in progress
+	requested bool          // a snapshot was asked for while another was in progress
+	done_     chan opDone   // background operations report here
 
-	snapWG sync.WaitGroup // the snapshotter goroutine
+	opsWG sync.WaitGroup // snapshot and restore goroutines
 }
 
 // partitionDeal is the scheduler's view of the partition assignment.
@@ -218,10 +233,6 @@ type partitionDeal struct {
 func New(cli *clientv3.Client, opts Options) (*Scheduler, error) {
 	opts.EnsureDefaults()
 	if err := opts.Validate(); err != nil {
-		return nil, err
-	}
-	core, err := NewCore(opts.coreConfig())
-	if err != nil {
 		return nil, err
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
@@ -249,10 +260,11 @@ func New(cli *clientv3.Client, opts Options) (*Scheduler, error) {
 	runCtx, stop := context.WithCancelCause(context.Background())
 	s := &Scheduler{
 		cli: cli, opts: opts, reg: reg, cancel: stop, done: make(chan struct{}),
-		log:  opts.Logger.With("component", "scheduler", "prefix", opts.Prefix),
-		core: core, members: make(map[string]tracked), left: make(map[string]bool), deal: deal,
+		log:     opts.Logger.With("component", "scheduler", "prefix", opts.Prefix),
+		members: make(map[string]tracked), left: make(map[string]bool), deal: deal,
+		maps: make(map[uint64]*ams.ShardMap), done_: make(chan opDone, 16),
 	}
-	s.mu.state, s.mu.version = core.State(), core.Version()
+	s.mu.state = clusterfsm.State{Phase: clusterfsm.Forming}
 	stopAfter := context.AfterFunc(cli.Ctx(), func() {
 		stop(fmt.Errorf("%w: etcd client closed", ErrLostRegistration))
 	})
@@ -263,11 +275,12 @@ func New(cli *clientv3.Client, opts Options) (*Scheduler, error) {
 	return s, nil
 }
 
-// Status returns the current cluster state and version.
-func (s *Scheduler) Status() (State, uint64) {
+// Status returns the cluster state as this scheduler sees it (FORMING
+// while it does not lead).
+func (s *Scheduler) Status() clusterfsm.State {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.mu.state, s.mu.version
+	return s.mu.state
 }
 
 // Done is closed when the scheduler stops: after Close, or on its own when
@@ -291,7 +304,7 @@ func (s *Scheduler) Err() error {
 func (s *Scheduler) Close() error {
 	s.cancel(nil)
 	<-s.done
-	s.snapWG.Wait() // started by the run goroutine, which has returned
+	s.opsWG.Wait() // started by the run goroutine, which has returned
 	return errors.Join(s.err, s.reg.Close())
 }
 
@@ -349,12 +362,9 @@ func (s *Scheduler) lead(ctx context.Context) error {
 		}
 		s.deal = d
 	}
-	if s.opts.SnapshotStore != "" {
-		s.snapWG.Add(1)
-		go func() {
-			defer s.snapWG.Done()
-			s.snapshotter(ctx)
-		}()
+	defer s.stopOps()
+	if err := s.newCore(ctx); err != nil {
+		return err
 	}
 	return s.loop(ctx)
 }
@@ -391,6 +401,7 @@ func (s *Scheduler) loop(ctx context.Context) error {
 			continue
 		}
 		retry = 100 * time.Millisecond
+		s.step(ctx, clusterfsm.Tick{Now: time.Now()}) // the initial sync is over (adoption decides here)
 		err = s.watch(ctx, rev+1, ticker.C)
 		if ctx.Err() != nil {
 			return nil
@@ -431,14 +442,14 @@ func (s *Scheduler) sync(ctx context.Context) (int64, error) {
 		}
 		delete(s.members, k)
 		_, stillThere := live[k]
-		s.step(ctx, MemberLeft{Member: old.member, Graceful: !stillThere && left[k]})
+		s.memberLeft(ctx, old, !stillThere && left[k])
 	}
 	for _, k := range sortedKeys(live) {
 		if _, ok := s.members[k]; ok {
 			continue
 		}
 		s.members[k] = live[k]
-		s.step(ctx, MemberJoined{Member: live[k].member})
+		s.memberJoined(ctx, live[k])
 	}
 	s.dealPartitions(ctx)
 	return resp.Header.Revision, nil
@@ -458,6 +469,7 @@ func (s *Scheduler) watch(ctx context.Context, rev int64, tick <-chan time.Time)
 	defer cancel()
 	wch := s.cli.Watch(wctx, cluster.LeftPrefix(s.opts.Prefix), s.watchRange(),
 		clientv3.WithRev(rev), clientv3.WithPrevKV())
+	requests := s.cli.Watch(wctx, SnapshotRequestKey(s.opts.Prefix), clientv3.WithRev(rev))
 	for {
 		select {
 		case <-ctx.Done():
@@ -465,9 +477,18 @@ func (s *Scheduler) watch(ctx context.Context, rev int64, tick <-chan time.Time)
 		case <-s.reg.Lost():
 			return fmt.Errorf("%w: %s", ErrLostRegistration, s.reg.Member())
 		case now := <-tick:
-			s.step(ctx, Tick{Now: now})
+			s.step(ctx, clusterfsm.Tick{Now: now})
 			s.publishPending(ctx)
 			s.dealPartitions(ctx)
+		case d := <-s.done_:
+			s.finish(ctx, d)
+		case resp, ok := <-requests:
+			if !ok || resp.Err() != nil {
+				return fmt.Errorf("scheduler: snapshot request watch broke: %v", resp.Err())
+			}
+			for range resp.Events {
+				s.requestSnapshot(ctx)
+			}
 		case resp, ok := <-wch:
 			if !ok {
 				return errors.New("scheduler: watch channel closed")
@@ -505,15 +526,21 @@ func (s *Scheduler) apply(ctx context.Context, ev *clientv3.Event) {
 			return
 		}
 		delete(s.members, k)
-		s.step(ctx, MemberLeft{Member: old.member, Graceful: s.left[k]})
+		s.memberLeft(ctx, old, s.left[k])
 		return
 	}
 	m, ok := s.decodeMember(key, ev.Kv.Value)
 	if !ok {
 		return
 	}
+	if old, ok := s.members[k]; ok && old.createRev != ev.Kv.CreateRevision { // a new life
+		s.memberLeft(ctx, old, false)
+	} else if ok {
+		s.members[k] = tracked{member: m, createRev: ev.Kv.CreateRevision} // an update of its record
+		return
+	}
 	s.members[k] = tracked{member: m, createRev: ev.Kv.CreateRevision}
-	s.step(ctx, MemberJoined{Member: m})
+	s.memberJoined(ctx, s.members[k])
 }
 
 func (s *Scheduler) decodeMember(key string, value []byte) (cluster.Member, bool) {
@@ -527,37 +554,6 @@ func (s *Scheduler) decodeMember(key string, value []byte) (cluster.Member, bool
 		return cluster.Member{}, false
 	}
 	return m, true
-}
-
-// step feeds the Core one event and carries out its Output.
-func (s *Scheduler) step(ctx context.Context, ev Event) {
-	out := s.core.Step(ev)
-	if out.Empty() {
-		return
-	}
-	for _, r := range out.Reports {
-		m := r.Member
-		switch r.Reason {
-		case ReasonLeaseExpired:
-			s.log.Warn("member lease expired", "member", m.String(), "addr", m.Addr, "pid", m.PID)
-		default:
-			s.log.Info("member "+string(r.Reason), "member", m.String(), "addr", m.Addr, "pid", m.PID)
-		}
-		s.putEvent(ctx, cluster.Event{Type: string(r.Reason), Member: &m})
-	}
-	if out.ShardMap != nil {
-		s.pending = out.ShardMap
-		s.publishPending(ctx)
-	}
-	if c := out.State; c != nil {
-		s.mu.Lock()
-		s.mu.state, s.mu.version = c.To, c.Version
-		s.mu.Unlock()
-		s.log.Info("cluster state changed", "from", c.From.String(), "to", c.To.String(),
-			"version", c.Version, "cause", c.Cause)
-		s.putEvent(ctx, cluster.Event{Type: cluster.EventState, State: c.To.String(), Version: c.Version,
-			Detail: fmt.Sprintf("%s -> %s (%s)", c.From, c.To, c.Cause)})
-	}
 }
 
 // publishPending publishes the pending shard map; on failure it stays

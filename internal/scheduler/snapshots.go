@@ -5,11 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
+	"github.com/xdlgo/xps/ams"
 	"github.com/xdlgo/xps/ams/client"
 	"github.com/xdlgo/xps/internal/cluster"
 	"github.com/xdlgo/xps/snapshot"
@@ -33,104 +33,20 @@ type SnapshotResult struct {
 	Error   string    `json:"error,omitempty"`
 }
 
-// snapshotter takes the cluster's snapshots: every Options.SnapshotEvery
-// and whenever SnapshotRequestKey changes. Its goroutine is started by New
-// and stopped by Close.
-func (s *Scheduler) snapshotter(ctx context.Context) {
-	var tick <-chan time.Time
-	if s.opts.SnapshotEvery > 0 {
-		t := time.NewTicker(s.opts.SnapshotEvery)
-		defer t.Stop()
-		tick = t.C
-	}
-	requests := s.cli.Watch(ctx, SnapshotRequestKey(s.opts.Prefix))
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-tick:
-		case _, ok := <-requests:
-			if !ok {
-				if ctx.Err() != nil {
-					return
-				}
-				requests = s.cli.Watch(ctx, SnapshotRequestKey(s.opts.Prefix))
-				continue
-			}
-		}
-		res := s.takeSnapshot(ctx)
-		if ctx.Err() != nil {
-			return
-		}
-		b, _ := json.Marshal(res)
-		pctx, cancel := context.WithTimeout(ctx, opTimeout)
-		if _, err := s.cli.Put(pctx, SnapshotLastKey(s.opts.Prefix), string(b)); err != nil {
-			s.log.Warn("recording the snapshot result failed", "err", err)
-		}
-		cancel()
-	}
-}
-
-// takeSnapshot pauses the workers, has every shard write its part, writes
-// the manifest, prunes old snapshots and resumes the workers.
-func (s *Scheduler) takeSnapshot(ctx context.Context) SnapshotResult {
-	start := time.Now()
-	res := SnapshotResult{Time: start.UTC()}
-	err := s.snapshotOnce(ctx, &res)
-	res.Seconds = time.Since(start).Seconds()
-	if err != nil {
-		res.Error = err.Error()
-		s.log.Warn("snapshot failed", "seq", res.Seq, "err", err)
-	} else {
-		s.log.Info("snapshot written", "seq", res.Seq, "rows", res.Rows, "workers", res.Workers,
-			"seconds", res.Seconds, "store", s.opts.SnapshotStore)
-	}
-	return res
-}
-
-func (s *Scheduler) snapshotOnce(ctx context.Context, res *SnapshotResult) error {
-	prefix := s.opts.Prefix
-	m, err := cluster.GetShardMap(ctx, s.cli, prefix)
-	if err != nil || m == nil {
-		return fmt.Errorf("no shard map yet: %v", err)
+// snapshotOnce waits for the workers to pause for op, has every shard of
+// m write its part of snapshot op.id, commits the manifest and prunes old
+// snapshots. The caller resumes the workers.
+func (s *Scheduler) snapshotOnce(ctx context.Context, m *ams.ShardMap, op *snapOp, workers []string, res *SnapshotResult) error {
+	if m == nil {
+		return errors.New("no shard map for the snapshot's version")
 	}
 	store, err := snapshot.OpenStore(s.opts.SnapshotStore, "")
 	if err != nil {
 		return err
 	}
 	defer store.Close()
-	seqs, err := snapshot.Snapshots(store)
-	if err != nil {
-		return err
-	}
-	seq := uint64(1)
-	if len(seqs) > 0 {
-		seq = seqs[0] + 1
-	}
-	if r, err := s.cli.Get(ctx, cluster.PauseKey(prefix)); err == nil && len(r.Kvs) > 0 {
-		var last uint64
-		fmt.Sscan(string(r.Kvs[0].Value), &last)
-		seq = max(seq, last+1)
-	}
-	res.Seq = seq
-	workers, err := liveWorkers(ctx, s.cli, prefix)
-	if err != nil {
-		return err
-	}
-	res.Workers = len(workers)
-	if err := cluster.PutPause(ctx, s.cli, prefix, seq); err != nil {
-		return err
-	}
-	defer func() {
-		// Resume whatever happened, even when ctx is ending.
-		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), opTimeout)
-		defer cancel()
-		if err := cluster.PutResume(rctx, s.cli, prefix, seq, 0); err != nil {
-			s.log.Error("resuming the workers failed", "seq", seq, "err", err)
-		}
-	}()
 	wctx, cancel := context.WithTimeout(ctx, s.opts.SnapshotPauseTimeout)
-	err = cluster.WaitPauseAcks(wctx, s.cli, prefix, workers, seq)
+	err = cluster.WaitPauseAcks(wctx, s.cli, s.opts.Prefix, workers, op.pauseSeq)
 	cancel()
 	if err != nil {
 		return fmt.Errorf("workers did not pause within %v: %w", s.opts.SnapshotPauseTimeout, err)
@@ -140,7 +56,7 @@ func (s *Scheduler) snapshotOnce(ctx context.Context, res *SnapshotResult) error
 		return err
 	}
 	defer cl.Close()
-	man, err := cl.WriteSnapshot(ctx, client.SnapshotOptions{Store: s.opts.SnapshotStore, Seq: seq})
+	man, err := cl.WriteSnapshot(ctx, client.SnapshotOptions{Store: s.opts.SnapshotStore, Seq: uint64(op.id)})
 	if err != nil {
 		return err
 	}
@@ -151,20 +67,6 @@ func (s *Scheduler) snapshotOnce(ctx context.Context, res *SnapshotResult) error
 	}
 	res.Removed, err = snapshot.Prune(store, s.opts.SnapshotKeep)
 	return err
-}
-
-// liveWorkers lists the registered workers.
-func liveWorkers(ctx context.Context, cli *clientv3.Client, prefix string) ([]string, error) {
-	p := cluster.MembersPrefix(prefix) + cluster.KindWorker + "/"
-	resp, err := cli.Get(ctx, p, clientv3.WithPrefix(), clientv3.WithKeysOnly())
-	if err != nil {
-		return nil, fmt.Errorf("list workers: %w", err)
-	}
-	var out []string
-	for _, kv := range resp.Kvs {
-		out = append(out, strings.TrimPrefix(string(kv.Key), p))
-	}
-	return out, nil
 }
 
 // RequestSnapshot asks the cluster's scheduler for a snapshot now and

@@ -400,6 +400,13 @@ func RunJob(ctx context.Context, opts JobOptions) (JobResult, error) {
 	defer pz.close()
 	res, err = trainJob(ctx, opts, reg, pz, res, say)
 	res.WallSeconds = time.Since(wall).Seconds()
+	select {
+	case <-reg.Lost(): // the first cause, whatever failed after it
+		if !errors.Is(err, ErrLeaseLost) && err != nil {
+			err = fmt.Errorf("%w (%s): %w", ErrLeaseLost, name, err)
+		}
+	default:
+	}
 	if cause := context.Cause(ctx); err != nil && cause != nil && cause != ctx.Err() {
 		err = fmt.Errorf("%w: %w", cause, err)
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/xdlgo/xps/internal/datagen"
 	"github.com/xdlgo/xps/internal/local"
 	"github.com/xdlgo/xps/internal/scheduler"
+	"github.com/xdlgo/xps/internal/testutil"
 	"github.com/xdlgo/xps/snapshot"
 )
 
@@ -64,48 +65,55 @@ func TestPeriodicSnapshots(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	seqs, err := snapshot.Snapshots(store)
-	if err != nil || len(seqs) == 0 {
-		t.Fatalf("no snapshots: %v", err)
-	}
-	complete := seqs[:0:0]
-	for _, seq := range seqs {
-		if _, err := snapshot.ReadManifest(store, seq); err == nil {
-			complete = append(complete, seq)
-		}
-	}
-	m, skipped, err := snapshot.Latest(store)
-	if err != nil {
-		t.Fatalf("Latest: %v", err)
-	}
-	for _, e := range skipped { // periodic snapshots go on: the newest may be in progress
-		t.Logf("passed over: %v", e)
-	}
-	// A snapshot taken while training: positions inside the files.
-	withPositions := 0
-	for _, seq := range complete {
-		man, err := snapshot.ReadManifest(store, seq)
+	// Periodic snapshots go on meanwhile (one may be in progress, an old
+	// one pruned under us): read each manifest once and check those read.
+	// On a loaded machine a snapshot's fsyncs may outlast training: wait
+	// for one taken after the first rows were trained.
+	var seqs []uint64
+	var complete []*snapshot.Manifest
+	testutil.Eventually(t, time.Minute, "a complete snapshot with rows", func() bool {
+		seqs, err = snapshot.Snapshots(store)
 		if err != nil {
 			t.Fatal(err)
 		}
+		complete = complete[:0]
+		rows := false
+		for _, seq := range seqs {
+			if man, err := snapshot.ReadManifest(store, seq); err == nil {
+				complete = append(complete, man)
+				rows = rows || len(man.Tables) > 0
+			}
+		}
+		return rows
+	})
+	// Snapshots taken while training: checkpoints inside the files.
+	withPositions := 0
+	var m *snapshot.Manifest // the newest with rows
+	for _, man := range complete {
 		for k, v := range man.Readers {
 			var c Checkpoint
 			if err := json.Unmarshal(v, &c); err != nil || !strings.HasPrefix(k, PositionKeyPrefix+"worker-") ||
 				!strings.HasSuffix(k, "/checkpoint") || c.Epoch < 1 || c.Applied <= 0 || len(c.Positions) == 0 ||
 				!slices.Contains(train, c.Positions[len(c.Positions)-1].File) {
-				t.Fatalf("snapshot %d: checkpoint %s = %s", seq, k, v)
+				t.Fatalf("snapshot %d: checkpoint %s = %s", man.Seq, k, v)
 			}
 			withPositions++
 		}
+		if len(man.Tables) > 0 && (m == nil || man.Seq > m.Seq) {
+			m = man
+		}
+	}
+	if m == nil || withPositions == 0 || len(complete) > 4 {
+		t.Fatalf("snapshots %v: %d complete, %d checkpoints, none with rows: %v", seqs, len(complete), withPositions, m == nil)
 	}
 	var rows int64
 	for _, f := range m.Tables[0].Files {
 		rows += f.Rows
 	}
-	t.Logf("%d snapshots kept (of seq up to %d), latest has %d rows, %d positions in all", len(seqs), m.Seq, rows,
+	t.Logf("%d snapshots kept (of seq up to %d), the newest with rows has %d, %d checkpoints in all", len(seqs), seqs[0], rows,
 		withPositions)
-	if rows == 0 || withPositions == 0 || len(complete) > 3 {
-		t.Fatalf("snapshots %v: latest has %d rows; %d positions", seqs, rows, withPositions)
+	if rows == 0 {
+		t.Fatalf("snapshot %d has no rows", m.Seq)
 	}
 	// On demand, with no worker left: it goes through at once.
 	res, err := scheduler.RequestSnapshot(ctx, lc.Etcd(), lc.Prefix())

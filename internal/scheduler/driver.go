@@ -1,0 +1,418 @@
+package scheduler
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/xdlgo/xps/ams"
+	"github.com/xdlgo/xps/ams/client"
+	"github.com/xdlgo/xps/internal/cluster"
+	"github.com/xdlgo/xps/internal/clusterfsm"
+	"github.com/xdlgo/xps/snapshot"
+)
+
+// StateKey holds the JSON StateRecord of the cluster state the leading
+// scheduler last entered; a new leader reads it to adopt a serving cluster.
+func StateKey(prefix string) string { return prefix + "/state" }
+
+// StateRecord is the value of StateKey.
+type StateRecord struct {
+	Phase   string    `json:"phase"`
+	Version uint64    `json:"version"`
+	Time    time.Time `json:"time"`
+}
+
+// ErrNoSnapshotStore is the error of a snapshot asked of a scheduler
+// without a snapshot store.
+var ErrNoSnapshotStore = errors.New("scheduler: no snapshot store (start the scheduler with -snapshot-store)")
+
+// opDone is what a background operation reports to the run goroutine.
+type opDone struct {
+	ev   clusterfsm.Event
+	snap *SnapshotResult // for a snapshot
+}
+
+// snapOp is the snapshot in progress.
+type snapOp struct {
+	id       clusterfsm.SnapshotID
+	pauseSeq uint64
+	version  uint64
+	cancel   context.CancelFunc
+}
+
+// newCore builds the state machine from what etcd and the snapshot store
+// hold: the snapshots to fall back to, the last version, and the map a
+// previous leader published (adopted if the cluster still serves it).
+func (s *Scheduler) newCore(ctx context.Context) error {
+	o := clusterfsm.Options{Shards: s.opts.Shards, SnapshotEvery: s.opts.SnapshotEvery, Keep: s.opts.SnapshotKeep,
+		SkipInitialSnapshot: s.opts.SnapshotStore == ""}
+	if s.opts.SnapshotStore != "" {
+		store, err := snapshot.OpenStore(s.opts.SnapshotStore, "")
+		if err != nil {
+			return fmt.Errorf("scheduler: snapshot store: %w", err)
+		}
+		seqs, err := snapshot.Snapshots(store)
+		if err == nil {
+			for _, seq := range seqs {
+				o.LastSnapshot = max(o.LastSnapshot, clusterfsm.SnapshotID(seq))
+				if _, rerr := snapshot.ReadManifest(store, seq); rerr == nil {
+					o.Snapshots = append(o.Snapshots, clusterfsm.SnapshotID(seq))
+				}
+			}
+		}
+		store.Close()
+		if err != nil {
+			return fmt.Errorf("scheduler: snapshot store: %w", err)
+		}
+	}
+	gctx, cancel := context.WithTimeout(ctx, opTimeout)
+	defer cancel()
+	resp, err := s.cli.Get(gctx, cluster.ShardMapKey(s.opts.Prefix))
+	if err != nil {
+		return fmt.Errorf("scheduler: read the shard map: %w", err)
+	}
+	if len(resp.Kvs) > 0 {
+		m, err := ams.UnmarshalShardMap(resp.Kvs[0].Value)
+		if err != nil {
+			return fmt.Errorf("scheduler: the published shard map: %w", err)
+		}
+		o.LastVersion = m.Version
+		s.maps[m.Version] = m
+		if len(m.Shards) == s.opts.Shards {
+			var st StateRecord
+			if r, err := s.cli.Get(gctx, StateKey(s.opts.Prefix)); err == nil && len(r.Kvs) > 0 {
+				_ = json.Unmarshal(r.Kvs[0].Value, &st)
+			}
+			o.Adopt = &clusterfsm.Adopted{Version: m.Version, Shards: m.Shards, MaxIncarnation: resp.Kvs[0].ModRevision,
+				Serving: st.Phase == clusterfsm.Serving.String() && st.Version == m.Version}
+		}
+	}
+	if r, err := s.cli.Get(gctx, cluster.PauseKey(s.opts.Prefix)); err == nil && len(r.Kvs) > 0 {
+		fmt.Sscan(string(r.Kvs[0].Value), &s.pauseSeq)
+	}
+	core, err := clusterfsm.New(o)
+	if err != nil {
+		return fmt.Errorf("scheduler: %w", err)
+	}
+	s.fsm = core
+	s.log.Info("cluster state machine ready", "last_version", o.LastVersion, "snapshots", o.Snapshots,
+		"adopting", o.Adopt != nil)
+	return nil
+}
+
+// memberJoined records a member's registration and feeds it to the core.
+func (s *Scheduler) memberJoined(ctx context.Context, t tracked) {
+	m := t.member
+	s.log.Info("member joined", "member", m.String(), "addr", m.Addr, "pid", m.PID)
+	s.putEvent(ctx, cluster.Event{Type: cluster.EventJoined, Member: &m})
+	s.step(ctx, clusterfsm.Joined{Member: fsmMember(t)})
+}
+
+// memberLeft records a member's end and feeds it to the core.
+func (s *Scheduler) memberLeft(ctx context.Context, t tracked, graceful bool) {
+	m := t.member
+	typ := cluster.EventLeft
+	if graceful {
+		s.log.Info("member left", "member", m.String(), "addr", m.Addr, "pid", m.PID)
+	} else {
+		typ = cluster.EventLeaseExpired
+		s.log.Warn("member lease expired", "member", m.String(), "addr", m.Addr, "pid", m.PID)
+	}
+	s.putEvent(ctx, cluster.Event{Type: typ, Member: &m})
+	s.step(ctx, clusterfsm.Left{Member: fsmMember(t), Graceful: graceful})
+}
+
+func fsmMember(t tracked) clusterfsm.Member {
+	return clusterfsm.Member{Kind: clusterfsm.Kind(t.member.Kind), ID: t.member.ID, Incarnation: t.createRev}
+}
+
+// step feeds the core one event and carries out its actions in order.
+func (s *Scheduler) step(ctx context.Context, ev clusterfsm.Event) error {
+	if s.fsm == nil {
+		return nil
+	}
+	out := s.fsm.Step(ev)
+	if out.Rejected != nil {
+		if _, tick := ev.(clusterfsm.Tick); !tick && !errors.Is(out.Rejected, clusterfsm.ErrStale) {
+			s.log.Info("event changed nothing", "event", ev.String(), "why", out.Rejected)
+		}
+		return out.Rejected
+	}
+	for _, a := range out.Actions {
+		s.do(ctx, a)
+	}
+	return nil
+}
+
+// do carries out one action of the core.
+func (s *Scheduler) do(ctx context.Context, a clusterfsm.Action) {
+	switch a := a.(type) {
+	case clusterfsm.Transition:
+		s.mu.Lock()
+		s.mu.state = a.To
+		s.mu.Unlock()
+		s.log.Info("cluster state changed", "from", a.From.String(), "to", a.To.String(), "cause", a.Cause)
+		s.putEvent(ctx, cluster.Event{Type: cluster.EventState, State: a.To.Phase.String(), Version: a.To.Version,
+			Detail: fmt.Sprintf("%s -> %s (%s)", a.From, a.To, a.Cause)})
+		b, _ := json.Marshal(StateRecord{Phase: a.To.Phase.String(), Version: a.To.Version, Time: time.Now().UTC()})
+		s.retry(ctx, "record the cluster state", func(ctx context.Context) error {
+			_, err := s.cli.Put(ctx, StateKey(s.opts.Prefix), string(b))
+			return err
+		})
+	case clusterfsm.PublishShardMap:
+		addrs := make([]string, len(a.Shards))
+		for i, id := range a.Shards {
+			addrs[i] = s.members[cluster.KindAMS+"/"+id].member.Addr
+		}
+		m, err := ams.NewShardMap(a.Version, s.opts.Partitions, a.Shards, addrs)
+		if err != nil { // the core lists distinct live shards: a bug
+			s.log.Error("building the shard map failed", "version", a.Version, "err", err)
+			return
+		}
+		s.maps[a.Version] = m
+		s.pending = m
+		s.publishPending(ctx)
+	case clusterfsm.PauseWorkers:
+		s.pauseSeq++
+		seq := s.pauseSeq
+		s.retry(ctx, "ask the workers to pause", func(ctx context.Context) error {
+			return cluster.PutPause(ctx, s.cli, s.opts.Prefix, seq)
+		})
+	case clusterfsm.TakeSnapshot:
+		s.startSnapshot(ctx, a)
+	case clusterfsm.AbortSnapshot:
+		if s.snap != nil && s.snap.id == a.ID {
+			s.snap.cancel()
+		}
+	case clusterfsm.Restore:
+		s.startRestore(ctx, a)
+	case clusterfsm.AssignReaders:
+		// Files stay with the worker of their index (a restarted worker
+		// takes its share back); Kafka partitions are dealt among the
+		// live workers whenever they change (dealPartitions). Both
+		// resume from the positions in the restored model.
+		s.deal.dirty = s.deal.partitions > 0
+		s.log.Info("readers assigned", "version", a.Version, "workers", a.Workers)
+	case clusterfsm.Resume:
+		seq := s.pauseSeq
+		s.retry(ctx, "resume the workers", func(ctx context.Context) error {
+			return cluster.PutResume(ctx, s.cli, s.opts.Prefix, seq, a.Version)
+		})
+		s.log.Info("workers resumed", "version", a.Version, "pause", seq)
+	case clusterfsm.GiveUp:
+		s.log.Error("the cluster cannot recover", "err", a.Err)
+		s.retry(ctx, "tell the workers the cluster failed", func(ctx context.Context) error {
+			return cluster.PutFailed(ctx, s.cli, s.opts.Prefix, a.Err.Error())
+		})
+	}
+}
+
+// retry runs an etcd write until it succeeds or ctx ends (a few seconds
+// of etcd trouble must not lose a pause or a resume).
+func (s *Scheduler) retry(ctx context.Context, what string, fn func(context.Context) error) {
+	wait := 100 * time.Millisecond
+	for {
+		cctx, cancel := context.WithTimeout(ctx, opTimeout)
+		err := fn(cctx)
+		cancel()
+		if err == nil || ctx.Err() != nil {
+			return
+		}
+		s.log.Warn("etcd write failed, retrying", "what", what, "err", err, "in", wait)
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(wait):
+		}
+		wait = min(2*wait, maxRetry)
+	}
+}
+
+// startSnapshot asks the workers to pause and starts the snapshot's
+// goroutine: it waits for their acknowledgements, has every shard write
+// its part, commits the manifest and prunes; finish resumes the workers.
+func (s *Scheduler) startSnapshot(ctx context.Context, a clusterfsm.TakeSnapshot) {
+	m := s.maps[a.Version]
+	s.pauseSeq++
+	op := &snapOp{id: a.ID, pauseSeq: s.pauseSeq, version: a.Version}
+	sctx, cancel := context.WithCancel(ctx)
+	op.cancel = cancel
+	s.snap = op
+	s.retry(ctx, "ask the workers to pause", func(ctx context.Context) error {
+		return cluster.PutPause(ctx, s.cli, s.opts.Prefix, op.pauseSeq)
+	})
+	workers := s.liveWorkers()
+	s.opsWG.Add(1)
+	go func() {
+		defer s.opsWG.Done()
+		defer cancel()
+		start := time.Now()
+		res := SnapshotResult{Seq: uint64(a.ID), Time: start.UTC(), Workers: len(workers)}
+		err := s.snapshotOnce(sctx, m, op, workers, &res)
+		res.Seconds = time.Since(start).Seconds()
+		if err != nil {
+			res.Error = err.Error()
+		}
+		s.report(ctx, opDone{ev: clusterfsm.SnapshotDone{ID: a.ID, Err: err}, snap: &res})
+	}()
+}
+
+// liveWorkers lists the live workers' ids.
+func (s *Scheduler) liveWorkers() []string {
+	var out []string
+	for _, k := range sortedKeys(s.members) {
+		if t := s.members[k]; t.member.Kind == cluster.KindWorker {
+			out = append(out, t.member.ID)
+		}
+	}
+	return out
+}
+
+// startRestore has every shard of a.Shards restore a.Snapshot at a.Version,
+// each reporting a RestoreDone.
+func (s *Scheduler) startRestore(ctx context.Context, a clusterfsm.Restore) {
+	m := s.maps[a.Version]
+	s.log.Info("restoring", "snapshot", a.Snapshot.String(), "version", a.Version, "shards", a.Shards)
+	s.opsWG.Add(1)
+	go func() {
+		defer s.opsWG.Done()
+		start := time.Now()
+		errs := s.restoreAll(ctx, m, uint64(a.Snapshot))
+		for i, id := range a.Shards {
+			if errs[i] != nil {
+				s.log.Warn("restore failed", "shard", id, "snapshot", a.Snapshot.String(), "err", errs[i])
+			}
+			s.report(ctx, opDone{ev: clusterfsm.RestoreDone{Shard: id, Snapshot: a.Snapshot, Version: a.Version, Err: errs[i]}})
+		}
+		s.log.Info("restore done", "snapshot", a.Snapshot.String(), "version", a.Version,
+			"seconds", time.Since(start).Seconds())
+	}()
+}
+
+// restoreAll verifies snapshot seq and has each shard of m restore it,
+// returning one error per shard. Transient failures are retried for a
+// while: a restore that fails is taken as a bad snapshot.
+func (s *Scheduler) restoreAll(ctx context.Context, m *ams.ShardMap, seq uint64) []error {
+	errs := make([]error, len(m.Shards))
+	fail := func(err error) []error {
+		for i := range errs {
+			errs[i] = err
+		}
+		return errs
+	}
+	if m == nil {
+		return fail(errors.New("scheduler: no shard map for the restore"))
+	}
+	store, err := snapshot.OpenStore(s.opts.SnapshotStore, "")
+	if err != nil {
+		return fail(err)
+	}
+	man, err := snapshot.ReadManifest(store, seq)
+	if err == nil {
+		err = snapshot.Verify(store, man)
+	}
+	store.Close()
+	if err != nil {
+		return fail(err)
+	}
+	cl, err := client.New(m)
+	if err != nil {
+		return fail(err)
+	}
+	defer cl.Close()
+	for attempt := 0; ; attempt++ {
+		rctx, cancel := context.WithTimeout(ctx, 10*time.Minute)
+		errs = cl.RestoreEach(rctx, s.opts.SnapshotStore, seq)
+		cancel()
+		if errors.Join(errs...) == nil || ctx.Err() != nil || attempt == 4 || !transient(errs) {
+			return errs
+		}
+		time.Sleep(time.Duration(attempt+1) * 200 * time.Millisecond)
+	}
+}
+
+// transient reports whether every error is one a retry may cure (a shard
+// that is not listening yet).
+func transient(errs []error) bool {
+	for _, err := range errs {
+		if err != nil && !errors.Is(err, client.ErrUnavailable) {
+			return false
+		}
+	}
+	return true
+}
+
+// report hands a background result to the run goroutine.
+func (s *Scheduler) report(ctx context.Context, d opDone) {
+	select {
+	case s.done_ <- d:
+	case <-ctx.Done():
+	}
+}
+
+// finish feeds a background result to the core; after a snapshot it
+// records the result and resumes the workers it paused, unless the
+// cluster left SERVING meanwhile (its recovery resumes them).
+func (s *Scheduler) finish(ctx context.Context, d opDone) {
+	if done, ok := d.ev.(clusterfsm.SnapshotDone); ok && s.snap != nil && s.snap.id == done.ID {
+		op := s.snap
+		s.snap = nil
+		if done.Err == nil {
+			s.log.Info("snapshot written", "seq", d.snap.Seq, "rows", d.snap.Rows, "workers", d.snap.Workers,
+				"seconds", d.snap.Seconds, "store", s.opts.SnapshotStore)
+		} else {
+			s.log.Warn("snapshot failed", "seq", d.snap.Seq, "err", done.Err)
+		}
+		s.step(ctx, d.ev)
+		if st := s.fsm.State(); st.Phase == clusterfsm.Serving && s.pauseSeq == op.pauseSeq {
+			s.retry(ctx, "resume the workers", func(ctx context.Context) error {
+				return cluster.PutResume(ctx, s.cli, s.opts.Prefix, op.pauseSeq, st.Version)
+			})
+		}
+		s.putSnapshotResult(ctx, *d.snap)
+		if s.requested {
+			s.requested = false
+			s.requestSnapshot(ctx)
+		}
+		return
+	}
+	s.step(ctx, d.ev)
+}
+
+// requestSnapshot feeds an on-demand snapshot request to the core; a
+// refused one is answered at once through SnapshotLastKey.
+func (s *Scheduler) requestSnapshot(ctx context.Context) {
+	var err error
+	if s.opts.SnapshotStore == "" {
+		err = ErrNoSnapshotStore
+	} else {
+		err = s.step(ctx, clusterfsm.SnapshotRequested{})
+	}
+	if errors.Is(err, clusterfsm.ErrSnapshotBusy) {
+		s.requested = true // asked again when the one in progress is done
+		return
+	}
+	if err != nil {
+		s.putSnapshotResult(ctx, SnapshotResult{Time: time.Now().UTC(), Error: err.Error()})
+	}
+}
+
+func (s *Scheduler) putSnapshotResult(ctx context.Context, res SnapshotResult) {
+	b, _ := json.Marshal(res)
+	pctx, cancel := context.WithTimeout(ctx, opTimeout)
+	defer cancel()
+	if _, err := s.cli.Put(pctx, SnapshotLastKey(s.opts.Prefix), string(b)); err != nil {
+		s.log.Warn("recording the snapshot result failed", "err", err)
+	}
+}
+
+// stopOps cancels the snapshot in progress; Close waits for the
+// goroutines.
+func (s *Scheduler) stopOps() {
+	if s.snap != nil {
+		s.snap.cancel()
+	}
+}
