@@ -133,6 +133,28 @@ func (r *Registration) keepAlive(ka <-chan *clientv3.LeaseKeepAliveResponse) {
 	}
 }
 
+
+// ErrNotRegistered is returned (wrapped) by CheckRegistered when the
+// member's key is gone or belongs to another lease: the cluster has
+// declared this incarnation dead, whether or not its lease loss has been
+// noticed yet.
+var ErrNotRegistered = errors.New("cluster: no longer registered")
+
+// CheckRegistered asks etcd whether the member's key still exists under
+// this registration's lease. A worker calls it before it resumes after a
+// rollback: the rollback may have been caused by its own death (a frozen
+// process whose lease expired), and such a worker must not train on.
+func (r *Registration) CheckRegistered(ctx context.Context) error {
+	resp, err := r.cli.Get(ctx, MemberKey(r.prefix, r.member.Kind, r.member.ID))
+	if err != nil {
+		return fmt.Errorf("cluster: check the registration of %s: %w", r.member, err)
+	}
+	if len(resp.Kvs) == 0 || clientv3.LeaseID(resp.Kvs[0].Lease) != r.lease {
+		return fmt.Errorf("%w: %s", ErrNotRegistered, r.member)
+	}
+	return nil
+}
+
 // Member returns the registered member, with PID and Started filled in.
 func (r *Registration) Member() Member { return r.member }
 

@@ -125,6 +125,26 @@ func (c *Cluster) Prefix() string { return c.opts.Prefix }
 // Nodes are the running shards.
 func (c *Cluster) Nodes() []*amsnode.Node { return c.nodes }
 
+// RestartShard stops shard i (its rows are lost, as when its process
+// dies) and starts a fresh one under the same ID on a new port, as a
+// supervisor restarting a crashed process would: the cluster restores it
+// from the latest snapshot.
+func (c *Cluster) RestartShard(ctx context.Context, i int) error {
+	if i < 0 || i >= len(c.nodes) {
+		return fmt.Errorf("local: no shard %d of %d", i, len(c.nodes))
+	}
+	if err := c.nodes[i].Close(); err != nil {
+		return fmt.Errorf("local: stop shard %d: %w", i, err)
+	}
+	n, err := amsnode.Start(ctx, c.cli, amsnode.Options{ID: fmt.Sprintf("ams-%d", i), Prefix: c.opts.Prefix,
+		Stripes: c.opts.Stripes, LeaseTTL: c.opts.LeaseTTL, Logger: c.opts.Logger})
+	if err != nil {
+		return fmt.Errorf("local: restart shard %d: %w", i, err)
+	}
+	c.nodes[i] = n
+	return nil
+}
+
 // Close stops the shards, the scheduler and etcd, and removes etcd's data.
 func (c *Cluster) Close() error {
 	var errs []error

@@ -498,6 +498,11 @@ func trainJob(ctx context.Context, opts JobOptions, reg *cluster.Registration, p
 		if werr != nil {
 			return res, fmt.Errorf("worker: %w (after %w)", werr, err)
 		}
+		// The rollback may be of this worker's own death (a frozen process
+		// whose lease expired): such a worker must not train on.
+		if werr := reg.CheckRegistered(ctx); werr != nil {
+			return res, fmt.Errorf("%w (%s): %w", ErrLeaseLost, res.Worker, werr)
+		}
 		next, werr := cluster.WaitShardMapVersion(ctx, opts.Etcd, opts.Prefix, resumed.Version)
 		if werr != nil {
 			return res, fmt.Errorf("worker: %w", werr)

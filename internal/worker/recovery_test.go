@@ -1,0 +1,162 @@
+package worker
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/xdlgo/xps/internal/cluster"
+	"github.com/xdlgo/xps/internal/datagen"
+	"github.com/xdlgo/xps/internal/local"
+	"github.com/xdlgo/xps/internal/scheduler"
+	"github.com/xdlgo/xps/internal/testutil"
+	"github.com/xdlgo/xps/snapshot"
+)
+
+// TestRecovery trains two workers on two files while a shard is restarted
+// (its rows lost) and then a worker dies (its lease revoked, as when its
+// process is killed) and is started again: each time the cluster rolls
+// back to the latest snapshot at a new version and the workers resume
+// from the checkpoints the restored model holds. The samples applied in
+// the final model's history are the dataset, once per epoch, exactly.
+func TestRecovery(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	dir := t.TempDir()
+	gen, err := datagen.New(genConfig(7))
+	if err != nil {
+		t.Fatal(err)
+	}
+	const perFile = 20000
+	var train []string
+	for i := range 2 {
+		p := filepath.Join(dir, fmt.Sprintf("part-%d.libffm", i))
+		f, err := os.Create(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := gen.WriteLibFFM(f, perFile); err != nil {
+			t.Fatal(err)
+		}
+		f.Close()
+		train = append(train, p)
+	}
+	snaps := filepath.Join(dir, "snapshots")
+	lc, err := local.Start(ctx, local.Options{Shards: 2, Prefix: "/xps/recovery-test", Train: train, Workers: 2,
+		SnapshotStore: snaps, SnapshotEvery: 150 * time.Millisecond, LeaseTTL: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lc.Close()
+	cfg := smallConfig()
+	cfg.Train.Format = "libffm"
+	cfg.Train.BatchSize = 32
+	cfg.Train.Epochs = 3
+	cfg.Model.Fields = genConfig(7).Fields
+	f := false
+	cfg.Train.Shuffle = &f
+
+	// Each worker runs under a supervisor that starts it again when it
+	// dies of a lost lease.
+	var wg sync.WaitGroup
+	results := make([]JobResult, 2)
+	errs := make([]error, 2)
+	restarts := make([]int, 2)
+	logs := make([]syncBuilder, 2)
+	for i := range 2 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				o := JobOptions{Config: cfg, Etcd: lc.Etcd(), Prefix: lc.Prefix(), Train: train, Index: i, Count: 2,
+					Progress: &logs[i], LeaseTTL: time.Second}
+				results[i], errs[i] = RunJob(ctx, o)
+				if !errors.Is(errs[i], ErrLeaseLost) || ctx.Err() != nil {
+					return
+				}
+				restarts[i]++
+				fmt.Fprintf(&logs[i], "-- restarted after: %v\n", errs[i])
+			}
+		}()
+	}
+
+	// The faults, each once the cluster serves and a snapshot with rows
+	// exists at the current version.
+	store, err := snapshot.OpenDir(snaps)
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitServing := func(minVersion uint64) uint64 {
+		var st scheduler.StateRecord
+		testutil.Eventually(t, time.Minute, fmt.Sprintf("SERVING at version %d or later", minVersion), func() bool {
+			resp, err := lc.Etcd().Get(ctx, scheduler.StateKey(lc.Prefix()))
+			if err != nil || len(resp.Kvs) == 0 {
+				return false
+			}
+			return json.Unmarshal(resp.Kvs[0].Value, &st) == nil && st.Phase == "SERVING" && st.Version >= minVersion
+		})
+		return st.Version
+	}
+	waitSnapshotWithRows := func(after uint64) uint64 {
+		var newest uint64
+		testutil.Eventually(t, time.Minute, "a snapshot with rows", func() bool {
+			seqs, _ := snapshot.Snapshots(store)
+			for _, seq := range seqs {
+				if m, err := snapshot.ReadManifest(store, seq); err == nil && seq > after && len(m.Tables) > 0 && len(m.Readers) > 0 {
+					newest = seq
+					return true
+				}
+			}
+			return false
+		})
+		return newest
+	}
+	v := waitServing(1)
+	seq := waitSnapshotWithRows(0)
+	t.Logf("restarting shard 1 at version %d after snapshot %d", v, seq)
+	if err := lc.RestartShard(ctx, 1); err != nil {
+		t.Fatal(err)
+	}
+	v = waitServing(v + 1)
+	seq = waitSnapshotWithRows(seq)
+	t.Logf("killing worker-0 at version %d after snapshot %d", v, seq)
+	resp, err := lc.Etcd().Get(ctx, cluster.MemberKey(lc.Prefix(), cluster.KindWorker, cluster.WorkerName(0)))
+	if err != nil || len(resp.Kvs) != 1 {
+		t.Fatalf("worker-0's registration: %v", err)
+	}
+	if _, err := lc.Etcd().Revoke(ctx, clientv3.LeaseID(resp.Kvs[0].Lease)); err != nil {
+		t.Fatal(err)
+	}
+	waitServing(v + 1)
+	wg.Wait()
+
+	for i := range 2 {
+		t.Logf("worker %d (%d restarts): %v\n%s", i, restarts[i], errs[i], logs[i].String())
+	}
+	for i, err := range errs {
+		if err != nil {
+			t.Fatalf("worker %d: %v", i, err)
+		}
+	}
+	if restarts[0] == 0 {
+		t.Error("worker-0 was never restarted")
+	}
+	restored := 0
+	for i, r := range results {
+		restored += r.Restores
+		if want := int64(cfg.Train.Epochs) * perFile; r.Applied != want {
+			t.Errorf("worker %d: the model's history holds %d of its samples, want %d (every sample once per epoch)", i, r.Applied, want)
+		}
+	}
+	if restored == 0 {
+		t.Error("no worker resumed after a restore")
+	}
+}
