@@ -607,7 +607,7 @@ func (a *attemptState) run(ctx context.Context, reg *cluster.Registration, pz *p
 				*a.stopAcks = kj.ackFromNowOn(ctx)
 			}
 			say("waiting for all %d workers to finish training before the final evaluation", opts.Count)
-			return reg.Barrier(ctx, "final-eval", opts.Count)
+			return finalBarrier(ctx, opts, reg, pz.version.Load())
 		}
 	}
 	tr, err := New(cl, topts)
@@ -627,6 +627,34 @@ func (a *attemptState) run(ctx context.Context, reg *cluster.Registration, pz *p
 	r, err := tr.Run(ctx)
 	pz.stopTraining(ctx)
 	return r, err
+}
+
+// finalBarrier waits until every worker has finished training at version
+// (a barrier per version), or returns ErrRestored when the cluster is
+// rolled back meanwhile: this worker's last samples may be gone from the
+// restored model, so it trains them again from its checkpoint.
+func finalBarrier(ctx context.Context, opts JobOptions, reg *cluster.Registration, version uint64) error {
+	bctx, cancel := context.WithCancelCause(ctx)
+	var wg sync.WaitGroup
+	defer func() {
+		cancel(nil)
+		wg.Wait()
+	}()
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		r, err := cluster.WaitRestored(bctx, opts.Etcd, opts.Prefix, version)
+		if err == nil {
+			cancel(fmt.Errorf("%w: version %d resumes, trained at %d", ErrRestored, r.Version, version))
+		} else if errors.Is(err, cluster.ErrClusterFailed) {
+			cancel(err)
+		}
+	}()
+	err := reg.Barrier(bctx, fmt.Sprintf("final-eval-v%d", version), opts.Count)
+	if cause := context.Cause(bctx); err != nil && ctx.Err() == nil && cause != nil {
+		return cause
+	}
+	return err
 }
 
 // checkpointKey is the AMS state key of a worker's checkpoint.
