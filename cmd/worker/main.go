@@ -60,6 +60,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/xdlgo/xps/internal/cli"
 	"github.com/xdlgo/xps/internal/cluster"
@@ -74,6 +75,7 @@ type flags struct {
 	shards, stripes, workers, index   int
 	etcd, clusterName, configFile     string
 	train, test, level, cpuProfile    string
+	leaseTTL                          time.Duration
 }
 
 func main() {
@@ -94,6 +96,7 @@ func main() {
 	fs.BoolVar(&f.quiet, "quiet", false, "no progress lines")
 	fs.StringVar(&f.level, "log-level", "warn", "log level: debug, info, warn, error")
 	fs.StringVar(&f.cpuProfile, "cpuprofile", "", "write a CPU profile of the whole run to this file")
+	fs.DurationVar(&f.leaseTTL, "lease-ttl", cluster.DefaultTTL, "TTL of the worker's etcd lease: a worker silent this long is declared dead and the cluster rolls back")
 	overrides := registerOverrides(fs)
 	flag.Parse()
 	if err := run(f, overrides); err != nil {
@@ -278,7 +281,7 @@ func run(f flags, overrides map[string]*override) error {
 		return err
 	}
 	opts := worker.JobOptions{Config: cfg, Prefix: prefix, Index: f.index, Count: f.workers,
-		Train: cli.SplitList(f.train), Test: cli.SplitList(f.test), Progress: progress, Logger: log}
+		Train: cli.SplitList(f.train), Test: cli.SplitList(f.test), Progress: progress, Logger: log, LeaseTTL: f.leaseTTL}
 	if cfg.Model.Output.Kind == config.OutputSLIDE && f.train == "" {
 		return errors.New("-output slide needs -train (XMLRepository files; cmd/xcgen generates some)")
 	}
@@ -357,5 +360,9 @@ func printSummary(w io.Writer, r worker.JobResult) {
 	if r.BytesRead > 0 && r.Samples > 0 {
 		fmt.Fprintf(w, "; %.0f bytes read per sample", float64(r.BytesRead)/float64(r.Samples))
 	}
-	fmt.Fprintf(w, "\n%s: last position %s\n", r.Worker, r.Position)
+	fmt.Fprintf(w, "\n%s: last position %s", r.Worker, r.Position)
+	if r.Restores > 0 {
+		fmt.Fprintf(w, "; resumed %d times after the cluster was restored from a snapshot", r.Restores)
+	}
+	fmt.Fprintf(w, "\n")
 }
