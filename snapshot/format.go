@@ -15,6 +15,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/cockroachdb/pebble/objstorage"
@@ -185,32 +187,94 @@ func (m *Manifest) sum() (string, error) {
 	return hex.EncodeToString(h[:]), nil
 }
 
+// tableBufferSize is the write buffer of a table file: pebble's writer
+// hands over each 32 KiB block and its 5-byte trailer as two writes, which
+// the buffer gathers into 1 MiB writes to the store.
+const tableBufferSize = 1 << 20
+
+// errAborted is what a checkedWriter's writes return after Abort.
+var errAborted = errors.New("snapshot: file aborted")
+
 // checkedWriter passes writes on to a Store Writer, counting and hashing
-// them; it is the objstorage.Writable pebble's sstable writer writes to.
+// them, through a buffer when it has one; it is the objstorage.Writable
+// pebble's sstable writer writes to. Write and Finish may run on pebble's
+// write goroutine (WriterOptions.Parallelism), Abort on the caller's: only
+// aborted is shared.
 type checkedWriter struct {
-	w    Writer
-	h    hash.Hash
-	n    int64
-	name string
+	w       Writer
+	h       hash.Hash
+	n       int64
+	buf     []byte // pending bytes, already counted and hashed; nil: unbuffered
+	name    string
+	aborted atomic.Bool
+	once    sync.Once // aborts or commits w exactly once
 }
 
-func newCheckedWriter(s Store, dir, name string) (*checkedWriter, error) {
+func newCheckedWriter(s Store, dir, name string, bufSize int) (*checkedWriter, error) {
 	w, err := s.Create(path.Join(dir, name))
 	if err != nil {
 		return nil, err
 	}
-	return &checkedWriter{w: w, h: sha256.New(), name: name}, nil
+	c := &checkedWriter{w: w, h: sha256.New(), name: name}
+	if bufSize > 0 {
+		c.buf = make([]byte, 0, bufSize)
+	}
+	return c, nil
 }
 
 func (c *checkedWriter) Write(p []byte) error {
+	if c.aborted.Load() {
+		return errAborted
+	}
 	c.h.Write(p)
 	c.n += int64(len(p))
-	_, err := c.w.Write(p)
+	if c.buf == nil {
+		_, err := c.w.Write(p)
+		return err
+	}
+	for len(p) > 0 {
+		if len(c.buf) == cap(c.buf) {
+			if err := c.flush(); err != nil {
+				return err
+			}
+		}
+		k := copy(c.buf[len(c.buf):cap(c.buf)], p)
+		c.buf, p = c.buf[:len(c.buf)+k], p[k:]
+	}
+	return nil
+}
+
+func (c *checkedWriter) flush() error {
+	if len(c.buf) == 0 {
+		return nil
+	}
+	_, err := c.w.Write(c.buf)
+	c.buf = c.buf[:0]
 	return err
 }
 
-func (c *checkedWriter) Finish() error { return c.w.Commit() }
-func (c *checkedWriter) Abort()        { c.w.Abort() }
+func (c *checkedWriter) Finish() error {
+	if c.aborted.Load() {
+		c.abortStore()
+		return errAborted
+	}
+	if err := c.flush(); err != nil {
+		c.abortStore()
+		return err
+	}
+	err := errAborted
+	c.once.Do(func() { err = c.w.Commit() })
+	return err
+}
+
+// Abort is the objstorage.Writable's Abort: pebble calls it on its write
+// goroutine when a write failed.
+func (c *checkedWriter) Abort() {
+	c.aborted.Store(true)
+	c.abortStore()
+}
+
+func (c *checkedWriter) abortStore() { c.once.Do(func() { c.w.Abort() }) }
 
 func (c *checkedWriter) meta() FileMeta {
 	return FileMeta{Name: c.name, Size: c.n, SHA256: hex.EncodeToString(c.h.Sum(nil))}
@@ -219,6 +283,18 @@ func (c *checkedWriter) meta() FileMeta {
 // TableName is the file name of shard's part of table: tables/NAME/shard-K.sst.
 func TableName(table string, shard int) string {
 	return fmt.Sprintf("tables/%s/shard-%05d.sst", table, shard)
+}
+
+// tableWriterOptions are the sstable options of table files: blocks of
+// 32 KiB, not compressed (rows are mostly float32 bits, which Snappy
+// barely shrinks, at a cost of about a fifth of the writer's CPU; readers
+// take either), written by pebble's own goroutine while the caller adds
+// the next block's rows (Parallelism).
+var tableWriterOptions = sstable.WriterOptions{
+	TableFormat: sstable.TableFormatPebblev2,
+	BlockSize:   32 << 10,
+	Compression: sstable.NoCompression,
+	Parallelism: true,
 }
 
 // TableWriter writes one shard's rows of a table as a sorted table (Pebble's
@@ -232,16 +308,17 @@ type TableWriter struct {
 	done bool
 }
 
-// CreateTable starts shard's file of table in snapshot seq of s.
+// CreateTable starts shard's file of table in snapshot seq of s. Close or
+// Abort must end it: until then the writer holds a goroutine of its own.
 func CreateTable(s Store, seq uint64, table string, shard int) (*TableWriter, error) {
 	if err := checkName(table, false); err != nil || strings.Contains(table, "/") {
 		return nil, fmt.Errorf("%w: table name %q", ErrBadName, table)
 	}
-	cw, err := newCheckedWriter(s, Dir(seq), TableName(table, shard))
+	cw, err := newCheckedWriter(s, Dir(seq), TableName(table, shard), tableBufferSize)
 	if err != nil {
 		return nil, err
 	}
-	sw := sstable.NewWriter(cw, sstable.WriterOptions{TableFormat: sstable.TableFormatPebblev2, BlockSize: 32 << 10})
+	sw := sstable.NewWriter(cw, tableWriterOptions)
 	return &TableWriter{cw: cw, sw: sw}, nil
 }
 
@@ -277,13 +354,19 @@ func (t *TableWriter) Close() (FileMeta, error) {
 func (t *TableWriter) Abort() {
 	if !t.done {
 		t.done = true
-		t.cw.Abort() // the sstable writer is dropped unfinished: it never commits
+		// Every write fails from here on, so Close never commits; it waits
+		// for the writer's goroutine, which may still be writing, and only
+		// then is the store's file aborted (the Writer is not safe for
+		// concurrent use).
+		t.cw.aborted.Store(true)
+		t.sw.Close()
+		t.cw.abortStore()
 	}
 }
 
 // WriteFile writes a raw file (dense parameters, say) into snapshot seq.
 func WriteFile(s Store, seq uint64, name string, data []byte) (FileMeta, error) {
-	cw, err := newCheckedWriter(s, Dir(seq), name)
+	cw, err := newCheckedWriter(s, Dir(seq), name, 0)
 	if err != nil {
 		return FileMeta{}, err
 	}
