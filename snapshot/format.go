@@ -94,8 +94,9 @@ type Part struct {
 
 // Add merges p into m: each table's files join its entry (in the order
 // the parts are added), dense entries and state entries are appended.
-// Two parts with one state key, or with specs that differ for one table,
-// are an error.
+// Two parts with one state key and different values (a key every shard
+// keeps, such as sync-mode progress, must be equal on all), or with specs
+// that differ for one table, are an error.
 func (m *Manifest) Add(p Part) error {
 	for _, t := range p.Tables {
 		i := slices.IndexFunc(m.Tables, func(e TableEntry) bool { return e.Name == t.Name })
@@ -112,8 +113,8 @@ func (m *Manifest) Add(p Part) error {
 		if m.Readers == nil {
 			m.Readers = map[string]json.RawMessage{}
 		}
-		if _, dup := m.Readers[k]; dup {
-			return fmt.Errorf("snapshot: state %q on two shards", k)
+		if old, dup := m.Readers[k]; dup && !bytes.Equal(old, v) {
+			return fmt.Errorf("snapshot: state %q differs on two shards", k)
 		}
 		m.Readers[k] = v
 	}

@@ -591,7 +591,11 @@ type PullRequest struct {
 	Create bool `protobuf:"varint,3,opt,name=create,proto3" json:"create,omitempty"`
 	// dense vectors whose shard range to return in the same reply, so that a
 	// training step needs one pull per shard.
-	Dense         []string `protobuf:"bytes,4,rep,name=dense,proto3" json:"dense,omitempty"`
+	Dense []string `protobuf:"bytes,4,rep,name=dense,proto3" json:"dense,omitempty"`
+	// synchronous training: wait (a bounded time) until every round before
+	// sync's round is applied, so that the rows and dense values returned
+	// are the model after those rounds; see PullResponse.round_pending.
+	Sync          *SyncRound `protobuf:"bytes,5,opt,name=sync,proto3" json:"sync,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -654,6 +658,96 @@ func (x *PullRequest) GetDense() []string {
 	return nil
 }
 
+func (x *PullRequest) GetSync() *SyncRound {
+	if x != nil {
+		return x.Sync
+	}
+	return nil
+}
+
+// SyncRound names one round of synchronous training (sync mode): the iter-th
+// batch of every worker in epoch epoch. A round is applied, with the
+// average of its workers' gradients, once each of the workers has pushed
+// its part or has left the epoch.
+type SyncRound struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Epoch uint32                 `protobuf:"varint,1,opt,name=epoch,proto3" json:"epoch,omitempty"`
+	Iter  uint32                 `protobuf:"varint,2,opt,name=iter,proto3" json:"iter,omitempty"`
+	// this worker's index in [0, workers), and the number of workers.
+	Worker  uint32 `protobuf:"varint,3,opt,name=worker,proto3" json:"worker,omitempty"`
+	Workers uint32 `protobuf:"varint,4,opt,name=workers,proto3" json:"workers,omitempty"`
+	// done: the worker has no batch for this round: it leaves the epoch (it
+	// takes part in no later round of it). A done push carries no gradients.
+	Done          bool `protobuf:"varint,5,opt,name=done,proto3" json:"done,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SyncRound) Reset() {
+	*x = SyncRound{}
+	mi := &file_ams_proto_msgTypes[9]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SyncRound) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SyncRound) ProtoMessage() {}
+
+func (x *SyncRound) ProtoReflect() protoreflect.Message {
+	mi := &file_ams_proto_msgTypes[9]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SyncRound.ProtoReflect.Descriptor instead.
+func (*SyncRound) Descriptor() ([]byte, []int) {
+	return file_ams_proto_rawDescGZIP(), []int{9}
+}
+
+func (x *SyncRound) GetEpoch() uint32 {
+	if x != nil {
+		return x.Epoch
+	}
+	return 0
+}
+
+func (x *SyncRound) GetIter() uint32 {
+	if x != nil {
+		return x.Iter
+	}
+	return 0
+}
+
+func (x *SyncRound) GetWorker() uint32 {
+	if x != nil {
+		return x.Worker
+	}
+	return 0
+}
+
+func (x *SyncRound) GetWorkers() uint32 {
+	if x != nil {
+		return x.Workers
+	}
+	return 0
+}
+
+func (x *SyncRound) GetDone() bool {
+	if x != nil {
+		return x.Done
+	}
+	return false
+}
+
 type DenseValues struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Name          string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
@@ -666,7 +760,7 @@ type DenseValues struct {
 
 func (x *DenseValues) Reset() {
 	*x = DenseValues{}
-	mi := &file_ams_proto_msgTypes[9]
+	mi := &file_ams_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -678,7 +772,7 @@ func (x *DenseValues) String() string {
 func (*DenseValues) ProtoMessage() {}
 
 func (x *DenseValues) ProtoReflect() protoreflect.Message {
-	mi := &file_ams_proto_msgTypes[9]
+	mi := &file_ams_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -691,7 +785,7 @@ func (x *DenseValues) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DenseValues.ProtoReflect.Descriptor instead.
 func (*DenseValues) Descriptor() ([]byte, []int) {
-	return file_ams_proto_rawDescGZIP(), []int{9}
+	return file_ams_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *DenseValues) GetName() string {
@@ -726,14 +820,17 @@ type PullResponse struct {
 	state  protoimpl.MessageState `protogen:"open.v1"`
 	Tables []*TableRows           `protobuf:"bytes,1,rep,name=tables,proto3" json:"tables,omitempty"`
 	// one per PullRequest.dense, in order.
-	Dense         []*DenseValues `protobuf:"bytes,2,rep,name=dense,proto3" json:"dense,omitempty"`
+	Dense []*DenseValues `protobuf:"bytes,2,rep,name=dense,proto3" json:"dense,omitempty"`
+	// the shard stopped waiting for PullRequest.sync's earlier rounds (other
+	// workers have not pushed yet): nothing else is set; ask again.
+	RoundPending  bool `protobuf:"varint,3,opt,name=round_pending,json=roundPending,proto3" json:"round_pending,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *PullResponse) Reset() {
 	*x = PullResponse{}
-	mi := &file_ams_proto_msgTypes[10]
+	mi := &file_ams_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -745,7 +842,7 @@ func (x *PullResponse) String() string {
 func (*PullResponse) ProtoMessage() {}
 
 func (x *PullResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_ams_proto_msgTypes[10]
+	mi := &file_ams_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -758,7 +855,7 @@ func (x *PullResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PullResponse.ProtoReflect.Descriptor instead.
 func (*PullResponse) Descriptor() ([]byte, []int) {
-	return file_ams_proto_rawDescGZIP(), []int{10}
+	return file_ams_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *PullResponse) GetTables() []*TableRows {
@@ -775,6 +872,13 @@ func (x *PullResponse) GetDense() []*DenseValues {
 	return nil
 }
 
+func (x *PullResponse) GetRoundPending() bool {
+	if x != nil {
+		return x.RoundPending
+	}
+	return false
+}
+
 type DenseGrad struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	Name  string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
@@ -786,7 +890,7 @@ type DenseGrad struct {
 
 func (x *DenseGrad) Reset() {
 	*x = DenseGrad{}
-	mi := &file_ams_proto_msgTypes[11]
+	mi := &file_ams_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -798,7 +902,7 @@ func (x *DenseGrad) String() string {
 func (*DenseGrad) ProtoMessage() {}
 
 func (x *DenseGrad) ProtoReflect() protoreflect.Message {
-	mi := &file_ams_proto_msgTypes[11]
+	mi := &file_ams_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -811,7 +915,7 @@ func (x *DenseGrad) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DenseGrad.ProtoReflect.Descriptor instead.
 func (*DenseGrad) Descriptor() ([]byte, []int) {
-	return file_ams_proto_rawDescGZIP(), []int{11}
+	return file_ams_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *DenseGrad) GetName() string {
@@ -839,7 +943,7 @@ type TableGrads struct {
 
 func (x *TableGrads) Reset() {
 	*x = TableGrads{}
-	mi := &file_ams_proto_msgTypes[12]
+	mi := &file_ams_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -851,7 +955,7 @@ func (x *TableGrads) String() string {
 func (*TableGrads) ProtoMessage() {}
 
 func (x *TableGrads) ProtoReflect() protoreflect.Message {
-	mi := &file_ams_proto_msgTypes[12]
+	mi := &file_ams_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -864,7 +968,7 @@ func (x *TableGrads) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TableGrads.ProtoReflect.Descriptor instead.
 func (*TableGrads) Descriptor() ([]byte, []int) {
-	return file_ams_proto_rawDescGZIP(), []int{12}
+	return file_ams_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *TableGrads) GetTable() string {
@@ -893,14 +997,20 @@ type PushRequest struct {
 	ClusterVersion uint64                 `protobuf:"varint,1,opt,name=cluster_version,json=clusterVersion,proto3" json:"cluster_version,omitempty"`
 	Tables         []*TableGrads          `protobuf:"bytes,2,rep,name=tables,proto3" json:"tables,omitempty"`
 	// dense gradients applied in the same request.
-	Dense         []*DenseGrad `protobuf:"bytes,3,rep,name=dense,proto3" json:"dense,omitempty"`
+	Dense []*DenseGrad `protobuf:"bytes,3,rep,name=dense,proto3" json:"dense,omitempty"`
+	// sync mode: the gradients are this worker's part of a round; they are
+	// applied (averaged over the round's workers) when the round is
+	// complete, together with state, which the shard stores then (the
+	// checkpoint that goes with the round).
+	Sync          *SyncRound    `protobuf:"bytes,4,opt,name=sync,proto3" json:"sync,omitempty"`
+	State         []*StateEntry `protobuf:"bytes,5,rep,name=state,proto3" json:"state,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *PushRequest) Reset() {
 	*x = PushRequest{}
-	mi := &file_ams_proto_msgTypes[13]
+	mi := &file_ams_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -912,7 +1022,7 @@ func (x *PushRequest) String() string {
 func (*PushRequest) ProtoMessage() {}
 
 func (x *PushRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_ams_proto_msgTypes[13]
+	mi := &file_ams_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -925,7 +1035,7 @@ func (x *PushRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PushRequest.ProtoReflect.Descriptor instead.
 func (*PushRequest) Descriptor() ([]byte, []int) {
-	return file_ams_proto_rawDescGZIP(), []int{13}
+	return file_ams_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *PushRequest) GetClusterVersion() uint64 {
@@ -949,6 +1059,20 @@ func (x *PushRequest) GetDense() []*DenseGrad {
 	return nil
 }
 
+func (x *PushRequest) GetSync() *SyncRound {
+	if x != nil {
+		return x.Sync
+	}
+	return nil
+}
+
+func (x *PushRequest) GetState() []*StateEntry {
+	if x != nil {
+		return x.State
+	}
+	return nil
+}
+
 type PushResponse struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	unknownFields protoimpl.UnknownFields
@@ -957,7 +1081,7 @@ type PushResponse struct {
 
 func (x *PushResponse) Reset() {
 	*x = PushResponse{}
-	mi := &file_ams_proto_msgTypes[14]
+	mi := &file_ams_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -969,7 +1093,7 @@ func (x *PushResponse) String() string {
 func (*PushResponse) ProtoMessage() {}
 
 func (x *PushResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_ams_proto_msgTypes[14]
+	mi := &file_ams_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -982,7 +1106,7 @@ func (x *PushResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PushResponse.ProtoReflect.Descriptor instead.
 func (*PushResponse) Descriptor() ([]byte, []int) {
-	return file_ams_proto_rawDescGZIP(), []int{14}
+	return file_ams_proto_rawDescGZIP(), []int{15}
 }
 
 type PullDenseRequest struct {
@@ -995,7 +1119,7 @@ type PullDenseRequest struct {
 
 func (x *PullDenseRequest) Reset() {
 	*x = PullDenseRequest{}
-	mi := &file_ams_proto_msgTypes[15]
+	mi := &file_ams_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1007,7 +1131,7 @@ func (x *PullDenseRequest) String() string {
 func (*PullDenseRequest) ProtoMessage() {}
 
 func (x *PullDenseRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_ams_proto_msgTypes[15]
+	mi := &file_ams_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1020,7 +1144,7 @@ func (x *PullDenseRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PullDenseRequest.ProtoReflect.Descriptor instead.
 func (*PullDenseRequest) Descriptor() ([]byte, []int) {
-	return file_ams_proto_rawDescGZIP(), []int{15}
+	return file_ams_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *PullDenseRequest) GetClusterVersion() uint64 {
@@ -1048,7 +1172,7 @@ type PullDenseResponse struct {
 
 func (x *PullDenseResponse) Reset() {
 	*x = PullDenseResponse{}
-	mi := &file_ams_proto_msgTypes[16]
+	mi := &file_ams_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1060,7 +1184,7 @@ func (x *PullDenseResponse) String() string {
 func (*PullDenseResponse) ProtoMessage() {}
 
 func (x *PullDenseResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_ams_proto_msgTypes[16]
+	mi := &file_ams_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1073,7 +1197,7 @@ func (x *PullDenseResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PullDenseResponse.ProtoReflect.Descriptor instead.
 func (*PullDenseResponse) Descriptor() ([]byte, []int) {
-	return file_ams_proto_rawDescGZIP(), []int{16}
+	return file_ams_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *PullDenseResponse) GetLo() uint64 {
@@ -1108,7 +1232,7 @@ type PushDenseRequest struct {
 
 func (x *PushDenseRequest) Reset() {
 	*x = PushDenseRequest{}
-	mi := &file_ams_proto_msgTypes[17]
+	mi := &file_ams_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1120,7 +1244,7 @@ func (x *PushDenseRequest) String() string {
 func (*PushDenseRequest) ProtoMessage() {}
 
 func (x *PushDenseRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_ams_proto_msgTypes[17]
+	mi := &file_ams_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1133,7 +1257,7 @@ func (x *PushDenseRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PushDenseRequest.ProtoReflect.Descriptor instead.
 func (*PushDenseRequest) Descriptor() ([]byte, []int) {
-	return file_ams_proto_rawDescGZIP(), []int{17}
+	return file_ams_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *PushDenseRequest) GetClusterVersion() uint64 {
@@ -1165,7 +1289,7 @@ type PushDenseResponse struct {
 
 func (x *PushDenseResponse) Reset() {
 	*x = PushDenseResponse{}
-	mi := &file_ams_proto_msgTypes[18]
+	mi := &file_ams_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1177,7 +1301,7 @@ func (x *PushDenseResponse) String() string {
 func (*PushDenseResponse) ProtoMessage() {}
 
 func (x *PushDenseResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_ams_proto_msgTypes[18]
+	mi := &file_ams_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1190,7 +1314,7 @@ func (x *PushDenseResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PushDenseResponse.ProtoReflect.Descriptor instead.
 func (*PushDenseResponse) Descriptor() ([]byte, []int) {
-	return file_ams_proto_rawDescGZIP(), []int{18}
+	return file_ams_proto_rawDescGZIP(), []int{19}
 }
 
 type StatsRequest struct {
@@ -1202,7 +1326,7 @@ type StatsRequest struct {
 
 func (x *StatsRequest) Reset() {
 	*x = StatsRequest{}
-	mi := &file_ams_proto_msgTypes[19]
+	mi := &file_ams_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1214,7 +1338,7 @@ func (x *StatsRequest) String() string {
 func (*StatsRequest) ProtoMessage() {}
 
 func (x *StatsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_ams_proto_msgTypes[19]
+	mi := &file_ams_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1227,7 +1351,7 @@ func (x *StatsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StatsRequest.ProtoReflect.Descriptor instead.
 func (*StatsRequest) Descriptor() ([]byte, []int) {
-	return file_ams_proto_rawDescGZIP(), []int{19}
+	return file_ams_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *StatsRequest) GetClusterVersion() uint64 {
@@ -1248,7 +1372,7 @@ type TableStats struct {
 
 func (x *TableStats) Reset() {
 	*x = TableStats{}
-	mi := &file_ams_proto_msgTypes[20]
+	mi := &file_ams_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1260,7 +1384,7 @@ func (x *TableStats) String() string {
 func (*TableStats) ProtoMessage() {}
 
 func (x *TableStats) ProtoReflect() protoreflect.Message {
-	mi := &file_ams_proto_msgTypes[20]
+	mi := &file_ams_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1273,7 +1397,7 @@ func (x *TableStats) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TableStats.ProtoReflect.Descriptor instead.
 func (*TableStats) Descriptor() ([]byte, []int) {
-	return file_ams_proto_rawDescGZIP(), []int{20}
+	return file_ams_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *TableStats) GetName() string {
@@ -1312,7 +1436,7 @@ type StatsResponse struct {
 
 func (x *StatsResponse) Reset() {
 	*x = StatsResponse{}
-	mi := &file_ams_proto_msgTypes[21]
+	mi := &file_ams_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1324,7 +1448,7 @@ func (x *StatsResponse) String() string {
 func (*StatsResponse) ProtoMessage() {}
 
 func (x *StatsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_ams_proto_msgTypes[21]
+	mi := &file_ams_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1337,7 +1461,7 @@ func (x *StatsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StatsResponse.ProtoReflect.Descriptor instead.
 func (*StatsResponse) Descriptor() ([]byte, []int) {
-	return file_ams_proto_rawDescGZIP(), []int{21}
+	return file_ams_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *StatsResponse) GetShardId() string {
@@ -1399,7 +1523,7 @@ type StateEntry struct {
 
 func (x *StateEntry) Reset() {
 	*x = StateEntry{}
-	mi := &file_ams_proto_msgTypes[22]
+	mi := &file_ams_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1411,7 +1535,7 @@ func (x *StateEntry) String() string {
 func (*StateEntry) ProtoMessage() {}
 
 func (x *StateEntry) ProtoReflect() protoreflect.Message {
-	mi := &file_ams_proto_msgTypes[22]
+	mi := &file_ams_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1424,7 +1548,7 @@ func (x *StateEntry) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StateEntry.ProtoReflect.Descriptor instead.
 func (*StateEntry) Descriptor() ([]byte, []int) {
-	return file_ams_proto_rawDescGZIP(), []int{22}
+	return file_ams_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *StateEntry) GetKey() string {
@@ -1451,7 +1575,7 @@ type PutStateRequest struct {
 
 func (x *PutStateRequest) Reset() {
 	*x = PutStateRequest{}
-	mi := &file_ams_proto_msgTypes[23]
+	mi := &file_ams_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1463,7 +1587,7 @@ func (x *PutStateRequest) String() string {
 func (*PutStateRequest) ProtoMessage() {}
 
 func (x *PutStateRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_ams_proto_msgTypes[23]
+	mi := &file_ams_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1476,7 +1600,7 @@ func (x *PutStateRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PutStateRequest.ProtoReflect.Descriptor instead.
 func (*PutStateRequest) Descriptor() ([]byte, []int) {
-	return file_ams_proto_rawDescGZIP(), []int{23}
+	return file_ams_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *PutStateRequest) GetClusterVersion() uint64 {
@@ -1501,7 +1625,7 @@ type PutStateResponse struct {
 
 func (x *PutStateResponse) Reset() {
 	*x = PutStateResponse{}
-	mi := &file_ams_proto_msgTypes[24]
+	mi := &file_ams_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1513,7 +1637,7 @@ func (x *PutStateResponse) String() string {
 func (*PutStateResponse) ProtoMessage() {}
 
 func (x *PutStateResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_ams_proto_msgTypes[24]
+	mi := &file_ams_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1526,7 +1650,7 @@ func (x *PutStateResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PutStateResponse.ProtoReflect.Descriptor instead.
 func (*PutStateResponse) Descriptor() ([]byte, []int) {
-	return file_ams_proto_rawDescGZIP(), []int{24}
+	return file_ams_proto_rawDescGZIP(), []int{25}
 }
 
 type GetStateRequest struct {
@@ -1539,7 +1663,7 @@ type GetStateRequest struct {
 
 func (x *GetStateRequest) Reset() {
 	*x = GetStateRequest{}
-	mi := &file_ams_proto_msgTypes[25]
+	mi := &file_ams_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1551,7 +1675,7 @@ func (x *GetStateRequest) String() string {
 func (*GetStateRequest) ProtoMessage() {}
 
 func (x *GetStateRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_ams_proto_msgTypes[25]
+	mi := &file_ams_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1564,7 +1688,7 @@ func (x *GetStateRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetStateRequest.ProtoReflect.Descriptor instead.
 func (*GetStateRequest) Descriptor() ([]byte, []int) {
-	return file_ams_proto_rawDescGZIP(), []int{25}
+	return file_ams_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *GetStateRequest) GetClusterVersion() uint64 {
@@ -1591,7 +1715,7 @@ type GetStateResponse struct {
 
 func (x *GetStateResponse) Reset() {
 	*x = GetStateResponse{}
-	mi := &file_ams_proto_msgTypes[26]
+	mi := &file_ams_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1603,7 +1727,7 @@ func (x *GetStateResponse) String() string {
 func (*GetStateResponse) ProtoMessage() {}
 
 func (x *GetStateResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_ams_proto_msgTypes[26]
+	mi := &file_ams_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1616,7 +1740,7 @@ func (x *GetStateResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetStateResponse.ProtoReflect.Descriptor instead.
 func (*GetStateResponse) Descriptor() ([]byte, []int) {
-	return file_ams_proto_rawDescGZIP(), []int{26}
+	return file_ams_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *GetStateResponse) GetEntries() []*StateEntry {
@@ -1640,7 +1764,7 @@ type WriteSnapshotRequest struct {
 
 func (x *WriteSnapshotRequest) Reset() {
 	*x = WriteSnapshotRequest{}
-	mi := &file_ams_proto_msgTypes[27]
+	mi := &file_ams_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1652,7 +1776,7 @@ func (x *WriteSnapshotRequest) String() string {
 func (*WriteSnapshotRequest) ProtoMessage() {}
 
 func (x *WriteSnapshotRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_ams_proto_msgTypes[27]
+	mi := &file_ams_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1665,7 +1789,7 @@ func (x *WriteSnapshotRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WriteSnapshotRequest.ProtoReflect.Descriptor instead.
 func (*WriteSnapshotRequest) Descriptor() ([]byte, []int) {
-	return file_ams_proto_rawDescGZIP(), []int{27}
+	return file_ams_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *WriteSnapshotRequest) GetClusterVersion() uint64 {
@@ -1707,7 +1831,7 @@ type WriteSnapshotResponse struct {
 
 func (x *WriteSnapshotResponse) Reset() {
 	*x = WriteSnapshotResponse{}
-	mi := &file_ams_proto_msgTypes[28]
+	mi := &file_ams_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1719,7 +1843,7 @@ func (x *WriteSnapshotResponse) String() string {
 func (*WriteSnapshotResponse) ProtoMessage() {}
 
 func (x *WriteSnapshotResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_ams_proto_msgTypes[28]
+	mi := &file_ams_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1732,7 +1856,7 @@ func (x *WriteSnapshotResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WriteSnapshotResponse.ProtoReflect.Descriptor instead.
 func (*WriteSnapshotResponse) Descriptor() ([]byte, []int) {
-	return file_ams_proto_rawDescGZIP(), []int{28}
+	return file_ams_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *WriteSnapshotResponse) GetPart() []byte {
@@ -1757,7 +1881,7 @@ type RestoreRequest struct {
 
 func (x *RestoreRequest) Reset() {
 	*x = RestoreRequest{}
-	mi := &file_ams_proto_msgTypes[29]
+	mi := &file_ams_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1769,7 +1893,7 @@ func (x *RestoreRequest) String() string {
 func (*RestoreRequest) ProtoMessage() {}
 
 func (x *RestoreRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_ams_proto_msgTypes[29]
+	mi := &file_ams_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1782,7 +1906,7 @@ func (x *RestoreRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RestoreRequest.ProtoReflect.Descriptor instead.
 func (*RestoreRequest) Descriptor() ([]byte, []int) {
-	return file_ams_proto_rawDescGZIP(), []int{29}
+	return file_ams_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *RestoreRequest) GetClusterVersion() uint64 {
@@ -1830,7 +1954,7 @@ type RestoreResponse struct {
 
 func (x *RestoreResponse) Reset() {
 	*x = RestoreResponse{}
-	mi := &file_ams_proto_msgTypes[30]
+	mi := &file_ams_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1842,7 +1966,7 @@ func (x *RestoreResponse) String() string {
 func (*RestoreResponse) ProtoMessage() {}
 
 func (x *RestoreResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_ams_proto_msgTypes[30]
+	mi := &file_ams_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1855,7 +1979,7 @@ func (x *RestoreResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RestoreResponse.ProtoReflect.Descriptor instead.
 func (*RestoreResponse) Descriptor() ([]byte, []int) {
-	return file_ams_proto_rawDescGZIP(), []int{30}
+	return file_ams_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *RestoreResponse) GetRows() uint64 {
@@ -1911,20 +2035,28 @@ const file_ams_proto_rawDesc = "" +
 	"\x03ids\x18\x02 \x01(\fR\x03ids\"5\n" +
 	"\tTableRows\x12\x14\n" +
 	"\x05table\x18\x01 \x01(\tR\x05table\x12\x12\n" +
-	"\x04rows\x18\x02 \x01(\fR\x04rows\"\x92\x01\n" +
+	"\x04rows\x18\x02 \x01(\fR\x04rows\"\xbd\x01\n" +
 	"\vPullRequest\x12'\n" +
 	"\x0fcluster_version\x18\x01 \x01(\x04R\x0eclusterVersion\x12,\n" +
 	"\x06tables\x18\x02 \x03(\v2\x14.xps.ams.v1.TableIDsR\x06tables\x12\x16\n" +
 	"\x06create\x18\x03 \x01(\bR\x06create\x12\x14\n" +
-	"\x05dense\x18\x04 \x03(\tR\x05dense\"Y\n" +
+	"\x05dense\x18\x04 \x03(\tR\x05dense\x12)\n" +
+	"\x04sync\x18\x05 \x01(\v2\x15.xps.ams.v1.SyncRoundR\x04sync\"{\n" +
+	"\tSyncRound\x12\x14\n" +
+	"\x05epoch\x18\x01 \x01(\rR\x05epoch\x12\x12\n" +
+	"\x04iter\x18\x02 \x01(\rR\x04iter\x12\x16\n" +
+	"\x06worker\x18\x03 \x01(\rR\x06worker\x12\x18\n" +
+	"\aworkers\x18\x04 \x01(\rR\aworkers\x12\x12\n" +
+	"\x04done\x18\x05 \x01(\bR\x04done\"Y\n" +
 	"\vDenseValues\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x0e\n" +
 	"\x02lo\x18\x02 \x01(\x04R\x02lo\x12\x0e\n" +
 	"\x02hi\x18\x03 \x01(\x04R\x02hi\x12\x16\n" +
-	"\x06values\x18\x04 \x01(\fR\x06values\"l\n" +
+	"\x06values\x18\x04 \x01(\fR\x06values\"\x91\x01\n" +
 	"\fPullResponse\x12-\n" +
 	"\x06tables\x18\x01 \x03(\v2\x15.xps.ams.v1.TableRowsR\x06tables\x12-\n" +
-	"\x05dense\x18\x02 \x03(\v2\x17.xps.ams.v1.DenseValuesR\x05dense\"3\n" +
+	"\x05dense\x18\x02 \x03(\v2\x17.xps.ams.v1.DenseValuesR\x05dense\x12#\n" +
+	"\rround_pending\x18\x03 \x01(\bR\froundPending\"3\n" +
 	"\tDenseGrad\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x12\n" +
 	"\x04grad\x18\x02 \x01(\fR\x04grad\"J\n" +
@@ -1932,11 +2064,13 @@ const file_ams_proto_rawDesc = "" +
 	"TableGrads\x12\x14\n" +
 	"\x05table\x18\x01 \x01(\tR\x05table\x12\x10\n" +
 	"\x03ids\x18\x02 \x01(\fR\x03ids\x12\x14\n" +
-	"\x05grads\x18\x03 \x01(\fR\x05grads\"\x93\x01\n" +
+	"\x05grads\x18\x03 \x01(\fR\x05grads\"\xec\x01\n" +
 	"\vPushRequest\x12'\n" +
 	"\x0fcluster_version\x18\x01 \x01(\x04R\x0eclusterVersion\x12.\n" +
 	"\x06tables\x18\x02 \x03(\v2\x16.xps.ams.v1.TableGradsR\x06tables\x12+\n" +
-	"\x05dense\x18\x03 \x03(\v2\x15.xps.ams.v1.DenseGradR\x05dense\"\x0e\n" +
+	"\x05dense\x18\x03 \x03(\v2\x15.xps.ams.v1.DenseGradR\x05dense\x12)\n" +
+	"\x04sync\x18\x04 \x01(\v2\x15.xps.ams.v1.SyncRoundR\x04sync\x12,\n" +
+	"\x05state\x18\x05 \x03(\v2\x16.xps.ams.v1.StateEntryR\x05state\"\x0e\n" +
 	"\fPushResponse\"O\n" +
 	"\x10PullDenseRequest\x12'\n" +
 	"\x0fcluster_version\x18\x01 \x01(\x04R\x0eclusterVersion\x12\x12\n" +
@@ -2019,7 +2153,7 @@ func file_ams_proto_rawDescGZIP() []byte {
 	return file_ams_proto_rawDescData
 }
 
-var file_ams_proto_msgTypes = make([]protoimpl.MessageInfo, 31)
+var file_ams_proto_msgTypes = make([]protoimpl.MessageInfo, 32)
 var file_ams_proto_goTypes = []any{
 	(*OptimizerSpec)(nil),         // 0: xps.ams.v1.OptimizerSpec
 	(*InitSpec)(nil),              // 1: xps.ams.v1.InitSpec
@@ -2030,28 +2164,29 @@ var file_ams_proto_goTypes = []any{
 	(*TableIDs)(nil),              // 6: xps.ams.v1.TableIDs
 	(*TableRows)(nil),             // 7: xps.ams.v1.TableRows
 	(*PullRequest)(nil),           // 8: xps.ams.v1.PullRequest
-	(*DenseValues)(nil),           // 9: xps.ams.v1.DenseValues
-	(*PullResponse)(nil),          // 10: xps.ams.v1.PullResponse
-	(*DenseGrad)(nil),             // 11: xps.ams.v1.DenseGrad
-	(*TableGrads)(nil),            // 12: xps.ams.v1.TableGrads
-	(*PushRequest)(nil),           // 13: xps.ams.v1.PushRequest
-	(*PushResponse)(nil),          // 14: xps.ams.v1.PushResponse
-	(*PullDenseRequest)(nil),      // 15: xps.ams.v1.PullDenseRequest
-	(*PullDenseResponse)(nil),     // 16: xps.ams.v1.PullDenseResponse
-	(*PushDenseRequest)(nil),      // 17: xps.ams.v1.PushDenseRequest
-	(*PushDenseResponse)(nil),     // 18: xps.ams.v1.PushDenseResponse
-	(*StatsRequest)(nil),          // 19: xps.ams.v1.StatsRequest
-	(*TableStats)(nil),            // 20: xps.ams.v1.TableStats
-	(*StatsResponse)(nil),         // 21: xps.ams.v1.StatsResponse
-	(*StateEntry)(nil),            // 22: xps.ams.v1.StateEntry
-	(*PutStateRequest)(nil),       // 23: xps.ams.v1.PutStateRequest
-	(*PutStateResponse)(nil),      // 24: xps.ams.v1.PutStateResponse
-	(*GetStateRequest)(nil),       // 25: xps.ams.v1.GetStateRequest
-	(*GetStateResponse)(nil),      // 26: xps.ams.v1.GetStateResponse
-	(*WriteSnapshotRequest)(nil),  // 27: xps.ams.v1.WriteSnapshotRequest
-	(*WriteSnapshotResponse)(nil), // 28: xps.ams.v1.WriteSnapshotResponse
-	(*RestoreRequest)(nil),        // 29: xps.ams.v1.RestoreRequest
-	(*RestoreResponse)(nil),       // 30: xps.ams.v1.RestoreResponse
+	(*SyncRound)(nil),             // 9: xps.ams.v1.SyncRound
+	(*DenseValues)(nil),           // 10: xps.ams.v1.DenseValues
+	(*PullResponse)(nil),          // 11: xps.ams.v1.PullResponse
+	(*DenseGrad)(nil),             // 12: xps.ams.v1.DenseGrad
+	(*TableGrads)(nil),            // 13: xps.ams.v1.TableGrads
+	(*PushRequest)(nil),           // 14: xps.ams.v1.PushRequest
+	(*PushResponse)(nil),          // 15: xps.ams.v1.PushResponse
+	(*PullDenseRequest)(nil),      // 16: xps.ams.v1.PullDenseRequest
+	(*PullDenseResponse)(nil),     // 17: xps.ams.v1.PullDenseResponse
+	(*PushDenseRequest)(nil),      // 18: xps.ams.v1.PushDenseRequest
+	(*PushDenseResponse)(nil),     // 19: xps.ams.v1.PushDenseResponse
+	(*StatsRequest)(nil),          // 20: xps.ams.v1.StatsRequest
+	(*TableStats)(nil),            // 21: xps.ams.v1.TableStats
+	(*StatsResponse)(nil),         // 22: xps.ams.v1.StatsResponse
+	(*StateEntry)(nil),            // 23: xps.ams.v1.StateEntry
+	(*PutStateRequest)(nil),       // 24: xps.ams.v1.PutStateRequest
+	(*PutStateResponse)(nil),      // 25: xps.ams.v1.PutStateResponse
+	(*GetStateRequest)(nil),       // 26: xps.ams.v1.GetStateRequest
+	(*GetStateResponse)(nil),      // 27: xps.ams.v1.GetStateResponse
+	(*WriteSnapshotRequest)(nil),  // 28: xps.ams.v1.WriteSnapshotRequest
+	(*WriteSnapshotResponse)(nil), // 29: xps.ams.v1.WriteSnapshotResponse
+	(*RestoreRequest)(nil),        // 30: xps.ams.v1.RestoreRequest
+	(*RestoreResponse)(nil),       // 31: xps.ams.v1.RestoreResponse
 }
 var file_ams_proto_depIdxs = []int32{
 	0,  // 0: xps.ams.v1.TableSpec.optimizer:type_name -> xps.ams.v1.OptimizerSpec
@@ -2060,38 +2195,41 @@ var file_ams_proto_depIdxs = []int32{
 	2,  // 3: xps.ams.v1.DeclareRequest.tables:type_name -> xps.ams.v1.TableSpec
 	3,  // 4: xps.ams.v1.DeclareRequest.dense:type_name -> xps.ams.v1.DenseSpec
 	6,  // 5: xps.ams.v1.PullRequest.tables:type_name -> xps.ams.v1.TableIDs
-	7,  // 6: xps.ams.v1.PullResponse.tables:type_name -> xps.ams.v1.TableRows
-	9,  // 7: xps.ams.v1.PullResponse.dense:type_name -> xps.ams.v1.DenseValues
-	12, // 8: xps.ams.v1.PushRequest.tables:type_name -> xps.ams.v1.TableGrads
-	11, // 9: xps.ams.v1.PushRequest.dense:type_name -> xps.ams.v1.DenseGrad
-	20, // 10: xps.ams.v1.StatsResponse.tables:type_name -> xps.ams.v1.TableStats
-	22, // 11: xps.ams.v1.PutStateRequest.entries:type_name -> xps.ams.v1.StateEntry
-	22, // 12: xps.ams.v1.GetStateResponse.entries:type_name -> xps.ams.v1.StateEntry
-	4,  // 13: xps.ams.v1.AMS.Declare:input_type -> xps.ams.v1.DeclareRequest
-	8,  // 14: xps.ams.v1.AMS.Pull:input_type -> xps.ams.v1.PullRequest
-	13, // 15: xps.ams.v1.AMS.Push:input_type -> xps.ams.v1.PushRequest
-	15, // 16: xps.ams.v1.AMS.PullDense:input_type -> xps.ams.v1.PullDenseRequest
-	17, // 17: xps.ams.v1.AMS.PushDense:input_type -> xps.ams.v1.PushDenseRequest
-	19, // 18: xps.ams.v1.AMS.Stats:input_type -> xps.ams.v1.StatsRequest
-	23, // 19: xps.ams.v1.AMS.PutState:input_type -> xps.ams.v1.PutStateRequest
-	25, // 20: xps.ams.v1.AMS.GetState:input_type -> xps.ams.v1.GetStateRequest
-	27, // 21: xps.ams.v1.AMS.WriteSnapshot:input_type -> xps.ams.v1.WriteSnapshotRequest
-	29, // 22: xps.ams.v1.AMS.Restore:input_type -> xps.ams.v1.RestoreRequest
-	5,  // 23: xps.ams.v1.AMS.Declare:output_type -> xps.ams.v1.DeclareResponse
-	10, // 24: xps.ams.v1.AMS.Pull:output_type -> xps.ams.v1.PullResponse
-	14, // 25: xps.ams.v1.AMS.Push:output_type -> xps.ams.v1.PushResponse
-	16, // 26: xps.ams.v1.AMS.PullDense:output_type -> xps.ams.v1.PullDenseResponse
-	18, // 27: xps.ams.v1.AMS.PushDense:output_type -> xps.ams.v1.PushDenseResponse
-	21, // 28: xps.ams.v1.AMS.Stats:output_type -> xps.ams.v1.StatsResponse
-	24, // 29: xps.ams.v1.AMS.PutState:output_type -> xps.ams.v1.PutStateResponse
-	26, // 30: xps.ams.v1.AMS.GetState:output_type -> xps.ams.v1.GetStateResponse
-	28, // 31: xps.ams.v1.AMS.WriteSnapshot:output_type -> xps.ams.v1.WriteSnapshotResponse
-	30, // 32: xps.ams.v1.AMS.Restore:output_type -> xps.ams.v1.RestoreResponse
-	23, // [23:33] is the sub-list for method output_type
-	13, // [13:23] is the sub-list for method input_type
-	13, // [13:13] is the sub-list for extension type_name
-	13, // [13:13] is the sub-list for extension extendee
-	0,  // [0:13] is the sub-list for field type_name
+	9,  // 6: xps.ams.v1.PullRequest.sync:type_name -> xps.ams.v1.SyncRound
+	7,  // 7: xps.ams.v1.PullResponse.tables:type_name -> xps.ams.v1.TableRows
+	10, // 8: xps.ams.v1.PullResponse.dense:type_name -> xps.ams.v1.DenseValues
+	13, // 9: xps.ams.v1.PushRequest.tables:type_name -> xps.ams.v1.TableGrads
+	12, // 10: xps.ams.v1.PushRequest.dense:type_name -> xps.ams.v1.DenseGrad
+	9,  // 11: xps.ams.v1.PushRequest.sync:type_name -> xps.ams.v1.SyncRound
+	23, // 12: xps.ams.v1.PushRequest.state:type_name -> xps.ams.v1.StateEntry
+	21, // 13: xps.ams.v1.StatsResponse.tables:type_name -> xps.ams.v1.TableStats
+	23, // 14: xps.ams.v1.PutStateRequest.entries:type_name -> xps.ams.v1.StateEntry
+	23, // 15: xps.ams.v1.GetStateResponse.entries:type_name -> xps.ams.v1.StateEntry
+	4,  // 16: xps.ams.v1.AMS.Declare:input_type -> xps.ams.v1.DeclareRequest
+	8,  // 17: xps.ams.v1.AMS.Pull:input_type -> xps.ams.v1.PullRequest
+	14, // 18: xps.ams.v1.AMS.Push:input_type -> xps.ams.v1.PushRequest
+	16, // 19: xps.ams.v1.AMS.PullDense:input_type -> xps.ams.v1.PullDenseRequest
+	18, // 20: xps.ams.v1.AMS.PushDense:input_type -> xps.ams.v1.PushDenseRequest
+	20, // 21: xps.ams.v1.AMS.Stats:input_type -> xps.ams.v1.StatsRequest
+	24, // 22: xps.ams.v1.AMS.PutState:input_type -> xps.ams.v1.PutStateRequest
+	26, // 23: xps.ams.v1.AMS.GetState:input_type -> xps.ams.v1.GetStateRequest
+	28, // 24: xps.ams.v1.AMS.WriteSnapshot:input_type -> xps.ams.v1.WriteSnapshotRequest
+	30, // 25: xps.ams.v1.AMS.Restore:input_type -> xps.ams.v1.RestoreRequest
+	5,  // 26: xps.ams.v1.AMS.Declare:output_type -> xps.ams.v1.DeclareResponse
+	11, // 27: xps.ams.v1.AMS.Pull:output_type -> xps.ams.v1.PullResponse
+	15, // 28: xps.ams.v1.AMS.Push:output_type -> xps.ams.v1.PushResponse
+	17, // 29: xps.ams.v1.AMS.PullDense:output_type -> xps.ams.v1.PullDenseResponse
+	19, // 30: xps.ams.v1.AMS.PushDense:output_type -> xps.ams.v1.PushDenseResponse
+	22, // 31: xps.ams.v1.AMS.Stats:output_type -> xps.ams.v1.StatsResponse
+	25, // 32: xps.ams.v1.AMS.PutState:output_type -> xps.ams.v1.PutStateResponse
+	27, // 33: xps.ams.v1.AMS.GetState:output_type -> xps.ams.v1.GetStateResponse
+	29, // 34: xps.ams.v1.AMS.WriteSnapshot:output_type -> xps.ams.v1.WriteSnapshotResponse
+	31, // 35: xps.ams.v1.AMS.Restore:output_type -> xps.ams.v1.RestoreResponse
+	26, // [26:36] is the sub-list for method output_type
+	16, // [16:26] is the sub-list for method input_type
+	16, // [16:16] is the sub-list for extension type_name
+	16, // [16:16] is the sub-list for extension extendee
+	0,  // [0:16] is the sub-list for field type_name
 }
 
 func init() { file_ams_proto_init() }
@@ -2105,7 +2243,7 @@ func file_ams_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_ams_proto_rawDesc), len(file_ams_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   31,
+			NumMessages:   32,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

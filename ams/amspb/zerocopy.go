@@ -105,6 +105,9 @@ func marshalPullResponse(m *PullResponse) mem.BufferSlice {
 		w.varint(3, d.Hi)
 		w.bytes(4, d.Values)
 	}
+	if m.RoundPending {
+		w.varint(3, 1)
+	}
 	w.flush()
 	return w.out
 }
@@ -123,6 +126,24 @@ func marshalPushRequest(m *PushRequest) mem.BufferSlice {
 		w.message(3, sizeStr(1, d.Name)+sizeBytes(2, d.Grad))
 		w.str(1, d.Name)
 		w.bytes(2, d.Grad)
+	}
+	if r := m.Sync; r != nil {
+		done := uint64(0)
+		if r.Done {
+			done = 1
+		}
+		w.message(4, sizeVarint(1, uint64(r.Epoch))+sizeVarint(2, uint64(r.Iter))+sizeVarint(3, uint64(r.Worker))+
+			sizeVarint(4, uint64(r.Workers))+sizeVarint(5, done))
+		w.varint(1, uint64(r.Epoch))
+		w.varint(2, uint64(r.Iter))
+		w.varint(3, uint64(r.Worker))
+		w.varint(4, uint64(r.Workers))
+		w.varint(5, done)
+	}
+	for _, e := range m.State {
+		w.message(5, sizeStr(1, e.Key)+sizeBytes(2, e.Value))
+		w.str(1, e.Key)
+		w.bytes(2, e.Value)
 	}
 	w.flush()
 	return w.out

@@ -25,6 +25,11 @@ func TestZeroCopyEncodings(t *testing.T) {
 		&PushRequest{},
 		&PushRequest{ClusterVersion: 3, Tables: []*TableGrads{{Table: "emb", Ids: big(8*600, 4), Grads: big(4*600*16, 5)}, {Table: "x"}},
 			Dense: []*DenseGrad{{Name: "mlp", Grad: big(400000, 6)}, {Name: "", Grad: big(3, 7)}}},
+		&PullResponse{RoundPending: true},
+		&PushRequest{ClusterVersion: 4, Tables: []*TableGrads{{Table: "emb", Ids: big(8, 1), Grads: big(4, 2)}},
+			Sync:  &SyncRound{Epoch: 2, Iter: 1 << 20, Worker: 1, Workers: 3, Done: true},
+			State: []*StateEntry{{Key: "reader/w/checkpoint", Value: big(50, 3)}, {Key: "k", Value: big(bulkMin+1, 4)}}},
+		&PushRequest{Sync: &SyncRound{}},
 	}
 	c := Codec{Pool: &BufferPool{}}
 	for i, m := range msgs {

@@ -217,12 +217,21 @@ type Vector struct {
 // parallel. With create, missing rows are created by the tables'
 // initializers (training); without it they read as zeros (evaluation).
 func (c *Client) Pull(ctx context.Context, tables []Table, dense []Vector, create bool) error {
+	_, err := c.pull(ctx, tables, dense, create, nil)
+	return err
+}
+
+// pull is Pull, for sync mode with round set: it asks every shard to wait
+// until the rounds before round are applied, and reports pending when one
+// stopped waiting first (the values are then not all filled).
+func (c *Client) pull(ctx context.Context, tables []Table, dense []Vector, create bool, round *amspb.SyncRound) (pending bool, err error) {
 	r, err := c.route(tables)
 	if err != nil {
-		return err
+		return false, err
 	}
-	return eachShard(len(c.stubs), func(s int) error {
-		req := &amspb.PullRequest{ClusterVersion: c.version, Create: create}
+	var pend atomic.Bool
+	err = eachShard(len(c.stubs), func(s int) error {
+		req := &amspb.PullRequest{ClusterVersion: c.version, Create: create, Sync: round}
 		var which []int
 		for ti, t := range tables {
 			if len(r.ids[s][ti]) == 0 {
@@ -240,6 +249,10 @@ func (c *Client) Pull(ctx context.Context, tables []Table, dense []Vector, creat
 		resp, err := c.stubs[s].Pull(ctx, req)
 		if err != nil {
 			return c.rpcError("pull from", s, err)
+		}
+		if resp.RoundPending {
+			pend.Store(true)
+			return nil
 		}
 		if len(resp.Tables) != len(which) {
 			return fmt.Errorf("ams client: pull from shard %s: %d tables in reply, want %d", c.m.Shards[s], len(resp.Tables), len(which))
@@ -268,6 +281,7 @@ func (c *Client) Pull(ctx context.Context, tables []Table, dense []Vector, creat
 		}
 		return nil
 	})
+	return pend.Load(), err
 }
 
 // putDense copies one shard's range of a dense vector into d.Values.
@@ -285,12 +299,24 @@ func (c *Client) putDense(s int, d Vector, lo64, hi64 uint64, b []byte) error {
 // shard, all shards in parallel. It returns when every shard has applied
 // its part.
 func (c *Client) Push(ctx context.Context, tables []Table, dense []Vector) error {
+	return c.push(ctx, tables, dense, nil, nil)
+}
+
+// push is Push, for sync mode with round set: then every shard gets a
+// request (its part of the round, empty or not), and each state entry goes
+// with the part of the shard that keeps its key.
+func (c *Client) push(ctx context.Context, tables []Table, dense []Vector, round *amspb.SyncRound, state []StateEntry) error {
 	r, err := c.route(tables)
 	if err != nil {
 		return err
 	}
 	return eachShard(len(c.stubs), func(s int) error {
-		req := &amspb.PushRequest{ClusterVersion: c.version}
+		req := &amspb.PushRequest{ClusterVersion: c.version, Sync: round}
+		for _, e := range state {
+			if c.stateShard(e.Key) == s {
+				req.State = append(req.State, &amspb.StateEntry{Key: e.Key, Value: e.Value})
+			}
+		}
 		for ti, t := range tables {
 			ids := r.ids[s][ti]
 			if len(ids) == 0 {
@@ -308,7 +334,7 @@ func (c *Client) Push(ctx context.Context, tables []Table, dense []Vector) error
 			lo, hi := ams.DenseRange(len(d.Values), s, len(c.stubs))
 			req.Dense = append(req.Dense, &amspb.DenseGrad{Name: d.Name, Grad: ams.FloatsPayload(d.Values[lo:hi])})
 		}
-		if len(req.Tables) == 0 && len(req.Dense) == 0 {
+		if len(req.Tables) == 0 && len(req.Dense) == 0 && round == nil {
 			return nil
 		}
 		if _, err := c.stubs[s].Push(ctx, req); err != nil {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"time"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -53,7 +54,7 @@ func toStatus(err error) error {
 	switch {
 	case errors.Is(err, ams.ErrStaleVersion):
 		code = codes.Aborted
-	case errors.Is(err, ErrConflict), errors.Is(err, ams.ErrNotInitialized), errors.Is(err, ErrRestore):
+	case errors.Is(err, ErrConflict), errors.Is(err, ams.ErrNotInitialized), errors.Is(err, ErrRestore), errors.Is(err, ErrRoundApplied):
 		code = codes.FailedPrecondition
 	case errors.Is(err, ams.ErrUnknownTable), errors.Is(err, ErrUnknownDense):
 		code = codes.NotFound
@@ -154,9 +155,22 @@ func (v *service) decodePush(tables []*amspb.TableGrads) ([]TableRequest, error)
 	return reqs, nil
 }
 
-func (v *service) Pull(_ context.Context, req *amspb.PullRequest) (*amspb.PullResponse, error) {
+// roundWait bounds a sync-mode pull's wait for the earlier rounds: the
+// worker checks for a pause before it asks again.
+const roundWait = 200 * time.Millisecond
+
+func (v *service) Pull(ctx context.Context, req *amspb.PullRequest) (*amspb.PullResponse, error) {
 	if err := v.s.checkVersion(req.ClusterVersion); err != nil {
 		return nil, toStatus(err)
+	}
+	if r := req.Sync; r != nil {
+		pending, err := v.s.WaitRound(ctx, req.ClusterVersion, Round{Epoch: r.Epoch, Iter: r.Iter}, roundWait)
+		if err != nil {
+			return nil, toStatus(err)
+		}
+		if pending {
+			return &amspb.PullResponse{RoundPending: true}, nil
+		}
 	}
 	reqs, out, inPlace, err := v.decodePull(req.Tables)
 	if err != nil {
@@ -200,6 +214,16 @@ func (v *service) Push(_ context.Context, req *amspb.PushRequest) (*amspb.PushRe
 		if err != nil {
 			return nil, toStatus(errors.Join(ErrBadRequest, err))
 		}
+	}
+	if r := req.Sync; r != nil {
+		p := RoundPart{Round: Round{Epoch: r.Epoch, Iter: r.Iter}, Worker: int(r.Worker), Workers: int(r.Workers), Done: r.Done, Tables: reqs}
+		for i, d := range req.Dense {
+			p.Dense = append(p.Dense, DenseGrad{Name: d.Name, Grad: dense[i]})
+		}
+		for _, e := range req.State {
+			p.State = append(p.State, StateEntry{Key: e.Key, Value: e.Value})
+		}
+		return &amspb.PushResponse{}, toStatus(v.s.PushRound(req.ClusterVersion, p))
 	}
 	if len(reqs) > 0 {
 		if err := v.s.Push(req.ClusterVersion, reqs); err != nil {

@@ -90,6 +90,11 @@ type Shard struct {
 	stateMu sync.Mutex        // guards state; never taken by pull or push
 	state   map[string][]byte // PutState's entries
 
+	// syncMu guards sync (sync mode's rounds; see syncround.go); it is
+	// taken before stateMu, never after, and never by async pull or push.
+	syncMu sync.Mutex
+	sync   *syncRounds
+
 	pulls, pushes, rowsPulled, rowsPushed atomic.Uint64
 
 	done    chan struct{}

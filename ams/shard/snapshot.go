@@ -362,7 +362,7 @@ func (s *Shard) Restore(store snapshot.Store, m *snapshot.Manifest, own Ownershi
 	}
 	state := map[string][]byte{}
 	for k, v := range m.Readers {
-		if ownsState(k) {
+		if ownsState(k) || k == SyncStateKey { // every shard has its own sync progress
 			state[k] = slices.Clone([]byte(v))
 		}
 	}

@@ -27,13 +27,8 @@ func (s *Shard) PutState(version uint64, entries []StateEntry) error {
 	if err := s.checkVersion(version); err != nil {
 		return err
 	}
-	for _, e := range entries {
-		switch {
-		case e.Key == "" || len(e.Key) > MaxStateKey:
-			return fmt.Errorf("%w: state key of %d bytes (1 to %d)", ErrBadRequest, len(e.Key), MaxStateKey)
-		case len(e.Value) > MaxStateValue:
-			return fmt.Errorf("%w: state value of %q has %d bytes, more than %d", ErrBadRequest, e.Key, len(e.Value), MaxStateValue)
-		}
+	if err := checkStateEntries(entries); err != nil {
+		return err
 	}
 	s.stateMu.Lock()
 	defer s.stateMu.Unlock()
@@ -74,4 +69,17 @@ func (s *Shard) GetState(version uint64, prefix string) ([]StateEntry, error) {
 	}
 	slices.SortFunc(out, func(a, b StateEntry) int { return strings.Compare(a.Key, b.Key) })
 	return out, nil
+}
+
+// checkStateEntries checks every entry's key and value against the limits.
+func checkStateEntries(entries []StateEntry) error {
+	for _, e := range entries {
+		switch {
+		case e.Key == "" || len(e.Key) > MaxStateKey:
+			return fmt.Errorf("%w: state key of %d bytes (1 to %d)", ErrBadRequest, len(e.Key), MaxStateKey)
+		case len(e.Value) > MaxStateValue:
+			return fmt.Errorf("%w: state value of %q has %d bytes, more than %d", ErrBadRequest, e.Key, len(e.Value), MaxStateValue)
+		}
+	}
+	return nil
 }

@@ -133,7 +133,6 @@ func (r *Registration) keepAlive(ka <-chan *clientv3.LeaseKeepAliveResponse) {
 	}
 }
 
-
 // ErrNotRegistered is returned (wrapped) by CheckRegistered when the
 // member's key is gone or belongs to another lease: the cluster has
 // declared this incarnation dead, whether or not its lease loss has been

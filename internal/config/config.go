@@ -248,6 +248,17 @@ type TrainConfig struct {
 	//
 	// The default value is true.
 	Pipeline *bool `yaml:"pipeline"`
+	// Sync trains in sync mode: every batch is a round shared by all
+	// workers; the shards apply a round, with its workers' gradients
+	// averaged, once every worker has pushed its part (or has run out of
+	// data for the epoch), and no worker pulls the next round's rows
+	// before that (a barrier per iteration). Batches run one after
+	// another (no pipeline, no prefetching). Not with kafka (a stream has
+	// no common rounds); the job must be in sync mode from its start.
+	//
+	// The default value is false (asynchronous: each push is applied on
+	// its own, workers never wait for one another).
+	Sync bool `yaml:"sync"`
 	// Format is the format of -train/-test files: libffm, libfm (libsvm is
 	// an alias), group (the sample-group format), xml (XMLRepository) or
 	// criteo (Criteo TSV).
@@ -612,6 +623,9 @@ func (c *Config) Validate() error {
 		}
 		if t.Epochs != 1 {
 			bad("train.epochs %d with kafka: a topic is read once, from the positions in the model (use 1)", t.Epochs)
+		}
+		if t.Sync {
+			bad("train.sync with kafka: a stream has no rounds common to all workers (use asynchronous training)")
 		}
 		if k.CommitEvery < 0 || k.MaxWait < 0 {
 			bad("kafka.commit_every %v and kafka.max_wait %v must not be negative", k.CommitEvery, k.MaxWait)

@@ -596,6 +596,9 @@ func (a *attemptState) run(ctx context.Context, reg *cluster.Registration, pz *p
 		// The checkpoint goes into the model, for snapshots.
 		topts.Commit = func(ctx context.Context, c Checkpoint) error { return storeCheckpoint(ctx, cl, name, c) }
 	}
+	if opts.Config.Train.Sync {
+		topts.Sync = &SyncOptions{Worker: opts.Index, Workers: max(opts.Count, 1), Key: checkpointKey(name)}
+	}
 	// Pause at a batch boundary when the scheduler asks (a snapshot, a
 	// rollback).
 	topts.PauseRequested, topts.Pause = pz.isRequested, pz.pause

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -57,24 +56,20 @@ type run struct {
 	// and this run's); epochDone is set once the epoch's data has ended.
 	applied   int64
 	epochDone bool
+	// syncIter is the round of the epoch this worker pushes next (sync
+	// mode).
+	syncIter uint32
 }
 
 // positionList returns the positions sorted by stream.
-func (r *run) positionList() []reader.Position {
-	out := make([]reader.Position, 0, len(r.positions))
-	for _, p := range r.positions {
-		out = append(out, p)
-	}
-	slices.SortFunc(out, func(a, b reader.Position) int { return strings.Compare(a.File, b.File) })
-	return out
-}
+func (r *run) positionList() []reader.Position { return sortedPositions(r.positions) }
 
 // commit waits until every push has been applied, then hands the
 // positions to Options.Commit.
 func (r *run) commit(ctx context.Context) error {
 	t := r.t
 	r.lastCommit = time.Now()
-	if t.opts.Commit == nil || !r.dirty {
+	if t.opts.Commit == nil || !r.dirty || t.opts.Sync != nil { // sync mode: checkpoints go with the rounds
 		return nil
 	}
 	r.dirty = false
@@ -139,7 +134,7 @@ func (r *run) runEpoch(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("worker: %w", err)
 	}
-	if !*t.cfg.Train.Pipeline {
+	if !*t.cfg.Train.Pipeline || t.opts.Sync != nil {
 		err := r.sequential(ctx, src, builder)
 		if err != nil && ctx.Err() != nil {
 			return context.Cause(ctx)
@@ -158,7 +153,7 @@ func (r *run) sequential(ctx context.Context, src reader.Source, builder *compre
 		for b := builder.Take(); b != nil; b = builder.Take() {
 			start := time.Now()
 			s.cb = b
-			if err := r.t.pull(ctx, s, true); err != nil {
+			if err := r.pullStep(ctx, s); err != nil {
 				return err
 			}
 			if err := r.train(ctx, s, true, start); err != nil {
@@ -376,9 +371,15 @@ func (r *run) pipelined(parent context.Context, src reader.Source, builder *comp
 // batch was first waited for.
 func (r *run) train(ctx context.Context, s *state, wait bool, start time.Time) error {
 	t, res := r.t, r.res
+	if err := r.joinRound(s); err != nil {
+		return err
+	}
 	loss, err := t.step(ctx, s, wait)
 	if err != nil {
 		return err
+	}
+	if s.round != nil {
+		r.syncIter++
 	}
 	b := s.cb
 	d := time.Since(start)

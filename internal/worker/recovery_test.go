@@ -27,7 +27,15 @@ import (
 // back to the latest snapshot at a new version and the workers resume
 // from the checkpoints the restored model holds. The samples applied in
 // the final model's history are the dataset, once per epoch, exactly.
+// It runs in both modes: asynchronous, and sync mode, where the rounds'
+// progress is restored with the model.
 func TestRecovery(t *testing.T) {
+	for _, mode := range []string{"async", "sync"} {
+		t.Run(mode, func(t *testing.T) { testRecovery(t, mode == "sync") })
+	}
+}
+
+func testRecovery(t *testing.T, syncMode bool) {
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 	dir := t.TempDir()
@@ -50,7 +58,11 @@ func TestRecovery(t *testing.T) {
 		train = append(train, p)
 	}
 	snaps := filepath.Join(dir, "snapshots")
-	lc, err := local.Start(ctx, local.Options{Shards: 2, Prefix: "/xps/recovery-test", Train: train, Workers: 2,
+	prefix := "/xps/recovery-test"
+	if syncMode {
+		prefix += "-sync"
+	}
+	lc, err := local.Start(ctx, local.Options{Shards: 2, Prefix: prefix, Train: train, Workers: 2,
 		SnapshotStore: snaps, SnapshotEvery: 150 * time.Millisecond, LeaseTTL: time.Second})
 	if err != nil {
 		t.Fatal(err)
@@ -63,6 +75,7 @@ func TestRecovery(t *testing.T) {
 	cfg.Model.Fields = genConfig(7).Fields
 	f := false
 	cfg.Train.Shuffle = &f
+	cfg.Train.Sync = syncMode
 
 	// Each worker runs under a supervisor that starts it again when it
 	// dies of a lost lease.

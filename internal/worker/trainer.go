@@ -96,6 +96,29 @@ type Options struct {
 	// go on. Both must be set or neither.
 	PauseRequested func() bool
 	Pause          func(ctx context.Context) error
+	// Sync, when set, trains in sync mode (train.sync): see SyncOptions.
+	// The default value (nil) is asynchronous training.
+	Sync *SyncOptions
+}
+
+// SyncOptions configure sync mode: every batch is a round shared with the
+// other workers. The worker pulls the round's rows once every shard has
+// applied the previous round (the barrier per iteration), then pushes its
+// gradients as its part of the round; each shard applies a round with the
+// average of its workers' parts when the last part arrives (see the
+// shard's PushRound). When its epoch's data ends, the worker leaves the
+// epoch (the others' rounds go on without it), and the next epoch starts
+// on every shard once all have left. Batches run one after another (the
+// pipeline and prefetching are off: the next round's rows exist only
+// after the round). The worker's checkpoint travels with its part and
+// enters the model when the round is applied, so Commit is not used; a
+// snapshot therefore holds each worker's checkpoint of exactly the rounds
+// applied.
+type SyncOptions struct {
+	// Worker and Workers: this is worker Worker of Workers.
+	Worker, Workers int
+	// Key is the state key of this worker's checkpoint in the model.
+	Key string
 }
 
 // Checkpoint is what a worker stores in the model with every commit, so
@@ -111,6 +134,11 @@ type Checkpoint struct {
 	// Applied counts the samples applied to the model by this reader,
 	// over the whole job: the model's own history, rolled back with it.
 	Applied int64 `json:"applied"`
+	// Sync marks a checkpoint of sync mode; Round is then the round (the
+	// batch of the epoch, from 0) the worker pushes next, when the epoch
+	// is not done.
+	Sync  bool   `json:"sync,omitempty"`
+	Round uint32 `json:"round,omitempty"`
 }
 
 // ErrReopen is wrapped by a source's error to make the trainer commit its
@@ -323,6 +351,10 @@ type state struct {
 	dlogits []float32
 	pulls   []client.Table
 	tree    densenet.Tree
+	// round and roundState: in sync mode, the round the batch is this
+	// worker's part of and the checkpoint that goes with it.
+	round      *client.Round
+	roundState []client.StateEntry
 }
 
 func (t *Trainer) newState() *state {
@@ -351,12 +383,17 @@ func (t *Trainer) prepare(s *state) {
 // pull fetches the batch's unique rows and the dense parameters, in one
 // request per shard.
 func (t *Trainer) pull(ctx context.Context, s *state, create bool) error {
+	t.setPulls(s)
+	return t.cl.Pull(ctx, s.pulls, []client.Vector{{Name: DenseName, Values: s.params}}, create)
+}
+
+// setPulls points s's pull requests at the batch's unique ids and s's rows.
+func (t *Trainer) setPulls(s *state) {
 	for ti := range s.rows {
 		ids := s.cb.Sparse.IDs(ti)
 		s.rows[ti] = grow(s.rows[ti], len(ids)*t.layout.Dim(ti))
 		s.pulls[ti] = client.Table{Name: t.tables[ti].Name, IDs: ids, Rows: s.rows[ti]}
 	}
-	return t.cl.Pull(ctx, s.pulls, []client.Vector{{Name: DenseName, Values: s.params}}, create)
 }
 
 func grow[T any](b []T, n int) []T {
@@ -401,8 +438,19 @@ func (t *Trainer) Run(ctx context.Context) (res Result, err error) {
 	if t.opts.Start.EpochDone {
 		first++
 	}
+	if t.opts.Sync != nil {
+		if t.opts.Start.Applied > 0 && !t.opts.Start.Sync {
+			return res, fmt.Errorf("%w: the model holds an asynchronous checkpoint (%d samples applied): sync mode must be on from the job's start", ErrSync, t.opts.Start.Applied)
+		}
+		if !t.opts.Start.EpochDone {
+			r.syncIter = t.opts.Start.Round
+		}
+	}
 	for epoch := first; epoch <= cfg.Epochs; epoch++ {
 		r.epoch, r.epochDone, r.lossSum, r.lossN = epoch, false, 0, 0
+		if epoch > first {
+			r.syncIter = 0
+		}
 		for {
 			err := r.runEpoch(ctx)
 			if err == nil {
@@ -432,6 +480,9 @@ func (t *Trainer) Run(ctx context.Context) (res Result, err error) {
 		}
 		r.epochDone, r.dirty = true, true
 		if err := r.commit(ctx); err != nil {
+			return res, err
+		}
+		if err := r.leaveRound(ctx); err != nil {
 			return res, err
 		}
 		if epoch == cfg.Epochs {
@@ -523,7 +574,12 @@ func (t *Trainer) step(ctx context.Context, s *state, wait bool) (float64, error
 	}
 	s.cb.Sparse.ScatterTree(s.dxs, pb.grads)
 	if wait {
-		err := t.push(ctx, pb)
+		var err error
+		if s.round != nil {
+			err = t.pushRound(ctx, pb, *s.round, s.roundState)
+		} else {
+			err = t.push(ctx, pb)
+		}
 		t.free <- pb
 		return loss, err
 	}
@@ -540,11 +596,16 @@ func (t *Trainer) step(ctx context.Context, s *state, wait bool) (float64, error
 }
 
 func (t *Trainer) push(ctx context.Context, pb *pushBuf) error {
+	return t.cl.Push(ctx, t.pushTables(pb), []client.Vector{{Name: DenseName, Values: pb.dense}})
+}
+
+// pushTables are pb's sparse gradients as push requests.
+func (t *Trainer) pushTables(pb *pushBuf) []client.Table {
 	tables := make([]client.Table, len(pb.ids))
 	for ti := range tables {
 		tables[ti] = client.Table{Name: t.tables[ti].Name, IDs: pb.ids[ti], Rows: pb.grads[ti]}
 	}
-	return t.cl.Push(ctx, tables, []client.Vector{{Name: DenseName, Values: pb.dense}})
+	return tables
 }
 
 func (t *Trainer) setPushErr(err error) {

@@ -1,0 +1,218 @@
+package shard
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/xdlgo/xps/ams"
+	"github.com/xdlgo/xps/snapshot"
+)
+
+// newSyncShard declares table emb (dim 2, SGD lr 1, zeros) and shard i of
+// n's range of dense vector d (2 values, SGD lr 1, zeros).
+func newSyncShard(t *testing.T, i, n int) *Shard {
+	t.Helper()
+	s := New(Options{ID: "t", Stripes: 2})
+	t.Cleanup(func() { s.Close() })
+	sgd := ams.OptimizerSpec{Name: "sgd", LR: 1}
+	spec := ams.TableSpec{Name: "emb", Dim: 2, Optimizer: sgd, Init: ams.InitSpec{Kind: "zeros"}}
+	lo, hi := ams.DenseRange(2, i, n)
+	dense := DenseDecl{Spec: ams.DenseSpec{Name: "d", Size: 2, Optimizer: sgd}, Lo: lo, Hi: hi, Init: make([]float32, hi-lo)}
+	if _, err := s.Declare(1, []ams.TableSpec{spec}, []DenseDecl{dense}); err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func rowsOf(t *testing.T, s *Shard, ids ...uint64) []float32 {
+	t.Helper()
+	out := make([]float32, 2*len(ids))
+	if err := s.Pull(s.Version(), []TableRequest{{Table: "emb", IDs: ids, Rows: out}}, false); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+func denseOf(t *testing.T, s *Shard) []float32 {
+	t.Helper()
+	_, _, v, err := s.PullDense(s.Version(), "d")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
+
+func roundPart(e, i uint32, w, n int, ids []uint64, grads []float32, dense []float32) RoundPart {
+	p := RoundPart{Round: Round{e, i}, Worker: w, Workers: n}
+	if ids != nil {
+		p.Tables = []TableRequest{{Table: "emb", IDs: ids, Rows: grads}}
+	}
+	if dense != nil {
+		p.Dense = []DenseGrad{{Name: "d", Grad: dense}}
+	}
+	return p
+}
+
+func pending(t *testing.T, s *Shard, r Round) bool {
+	t.Helper()
+	p, err := s.WaitRound(context.Background(), s.Version(), r, time.Millisecond)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// TestSyncRounds: a round is applied only when every worker's part is in,
+// with the average of the parts; rounds apply in order; workers that leave
+// an epoch stop counting; the epoch moves on when all have left; the
+// parts' state entries enter the model with their round.
+func TestSyncRounds(t *testing.T) {
+	s := newSyncShard(t, 0, 1)
+	v := s.Version()
+	// Round (0,0): worker 0 touches id 1, worker 1 ids 1 and 2.
+	if err := s.PushRound(v, roundPart(0, 0, 0, 2, []uint64{1}, []float32{2, 2}, []float32{1, 0})); err != nil {
+		t.Fatal(err)
+	}
+	if got := rowsOf(t, s, 1); !slices.Equal(got, []float32{0, 0}) {
+		t.Fatalf("a round was applied with one of two parts: %v", got)
+	}
+	if !pending(t, s, Round{0, 1}) {
+		t.Fatal("round (0,1) may start before (0,0) is complete")
+	}
+	if pending(t, s, Round{0, 0}) {
+		t.Fatal("round (0,0) waits for itself")
+	}
+	// Worker 0 runs ahead into round (0,1): kept apart from (0,0).
+	p := roundPart(0, 1, 0, 2, []uint64{2}, []float32{10, 10}, nil)
+	p.State = []StateEntry{{Key: "reader/w0/checkpoint", Value: []byte(`{"iter":2}`)}}
+	if err := s.PushRound(v, p); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.PushRound(v, roundPart(0, 0, 1, 2, []uint64{1, 2}, []float32{4, 4, 2, 0}, []float32{3, 2})); err != nil {
+		t.Fatal(err)
+	}
+	// (0,0) applied: id 1 = -(2+4)/2, id 2 = -(0+2)/2, dense = -(1+3)/2, -(0+2)/2.
+	if got := rowsOf(t, s, 1, 2); !slices.Equal(got, []float32{-3, -3, -1, 0}) {
+		t.Fatalf("rows after round (0,0) = %v, want [-3 -3 -1 0]", got)
+	}
+	if got := denseOf(t, s); !slices.Equal(got, []float32{-2, -1}) {
+		t.Fatalf("dense after round (0,0) = %v, want [-2 -1]", got)
+	}
+	if pending(t, s, Round{0, 1}) {
+		t.Fatal("round (0,1) still waits after (0,0) was applied")
+	}
+	// The state of round (0,1) is not in before the round is applied.
+	if st, _ := s.GetState(v, "reader/"); len(st) != 0 {
+		t.Fatalf("state of an unapplied round is visible: %v", st)
+	}
+	// Refusals: a part of an applied round, a second part, another worker
+	// count, a bad worker index, a done part with gradients.
+	for _, tc := range []struct {
+		p    RoundPart
+		want error
+	}{
+		{roundPart(0, 0, 1, 2, nil, nil, nil), ErrRoundApplied},
+		{roundPart(0, 1, 0, 2, nil, nil, nil), ErrRoundApplied},
+		{roundPart(0, 1, 1, 3, nil, nil, nil), ErrBadRequest},
+		{roundPart(0, 1, 2, 2, nil, nil, nil), ErrBadRequest},
+		{RoundPart{Round: Round{0, 1}, Worker: 1, Workers: 2, Done: true, Dense: []DenseGrad{{Name: "d", Grad: []float32{1, 1}}}}, ErrBadRequest},
+		{roundPart(0, 1, 1, 2, []uint64{1}, []float32{1}, nil), ErrBadRequest},
+		{roundPart(0, 1, 1, 2, nil, nil, []float32{1}), ErrBadRequest},
+	} {
+		if err := s.PushRound(v, tc.p); !errors.Is(err, tc.want) {
+			t.Errorf("part %+v = %v, want %v", tc.p, err, tc.want)
+		}
+	}
+	if err := s.PushRound(v+1, roundPart(0, 1, 1, 2, nil, nil, nil)); !errors.Is(err, ErrStaleVersion) {
+		t.Fatalf("part of another version = %v, want ErrStaleVersion", err)
+	}
+	// Worker 1 has no batch for (0,1): it leaves the epoch; (0,1) is
+	// applied with worker 0's part alone (the average of one part).
+	if err := s.PushRound(v, RoundPart{Round: Round{0, 1}, Worker: 1, Workers: 2, Done: true}); err != nil {
+		t.Fatal(err)
+	}
+	if got := rowsOf(t, s, 2); !slices.Equal(got, []float32{-11, -10}) {
+		t.Fatalf("id 2 after round (0,1) = %v, want [-11 -10]", got)
+	}
+	if st, _ := s.GetState(v, "reader/"); len(st) != 1 || string(st[0].Value) != `{"iter":2}` {
+		t.Fatalf("state after round (0,1) = %v", st)
+	}
+	// Worker 0 leaves at (0,2): every worker has left epoch 0, so epoch 1
+	// starts, and nobody's part from epoch 0 is taken any more.
+	if !pending(t, s, Round{1, 0}) {
+		t.Fatal("epoch 1 started while worker 0 was still in epoch 0")
+	}
+	if err := s.PushRound(v, RoundPart{Round: Round{0, 2}, Worker: 0, Workers: 2, Done: true}); err != nil {
+		t.Fatal(err)
+	}
+	if pending(t, s, Round{1, 0}) {
+		t.Fatal("epoch 1 did not start after every worker left epoch 0")
+	}
+	if err := s.PushRound(v, roundPart(0, 3, 0, 2, nil, nil, nil)); !errors.Is(err, ErrRoundApplied) {
+		t.Fatalf("part of a finished epoch = %v, want ErrRoundApplied", err)
+	}
+	var rec syncRecord
+	st, _ := s.GetState(v, SyncStateKey)
+	if len(st) != 1 || json.Unmarshal(st[0].Value, &rec) != nil || rec.Next != (Round{1, 0}) || rec.Workers != 2 || len(rec.Left) != 0 {
+		t.Fatalf("sync progress in the state = %v", st)
+	}
+}
+
+// TestSyncRoundsRestore: the progress is in snapshots and every shard a
+// snapshot is restored onto takes it; unfinished rounds are not (their
+// workers push them again after the restore).
+func TestSyncRoundsRestore(t *testing.T) {
+	store, err := snapshot.OpenDir(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	srcs := []*Shard{newSyncShard(t, 0, 2), newSyncShard(t, 1, 2)}
+	m := &snapshot.Manifest{Seq: 1, Version: 1, Shards: 2}
+	for i, s := range srcs {
+		for w := range 2 {
+			if err := s.PushRound(1, roundPart(0, 0, w, 2, []uint64{uint64(i)}, []float32{1, 1}, nil)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		// Worker 0's part of (0,1) is in, worker 1's not: unfinished.
+		if err := s.PushRound(1, roundPart(0, 1, 0, 2, []uint64{uint64(i)}, []float32{5, 5}, nil)); err != nil {
+			t.Fatal(err)
+		}
+		p, err := s.WriteSnapshot(store, 1, i)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := m.Add(p); err != nil { // the equal progress of both shards merges
+			t.Fatal(err)
+		}
+	}
+	if err := snapshot.Commit(store, m); err != nil {
+		t.Fatal(err)
+	}
+	dsts := []*Shard{New(Options{ID: "a", Stripes: 2}), New(Options{ID: "b", Stripes: 2}), New(Options{ID: "c", Stripes: 2})}
+	for i, s := range dsts {
+		defer s.Close()
+		own := Ownership{Index: i, Shards: 3, Row: func(string, uint64) bool { return true }, State: func(string) bool { return i == 0 }}
+		m.Version = 2
+		if err := s.Restore(store, m, own); err != nil {
+			t.Fatal(err)
+		}
+		if !pending(t, s, Round{0, 2}) || pending(t, s, Round{0, 1}) {
+			t.Fatalf("shard %d after the restore is not at round (0,1)", i)
+		}
+		// Worker 0 pushes (0,1) again; worker 1 pushes it: applied, the
+		// unfinished part from before the restore is gone.
+		for w := range 2 {
+			if err := s.PushRound(s.Version(), roundPart(0, 1, w, 2, []uint64{7}, []float32{2, 2}, nil)); err != nil {
+				t.Fatalf("shard %d: %v", i, err)
+			}
+		}
+		if got := rowsOf(t, s, 7); !slices.Equal(got, []float32{-2, -2}) {
+			t.Fatalf("shard %d: id 7 after round (0,1) = %v, want [-2 -2]", i, got)
+		}
+	}
+}

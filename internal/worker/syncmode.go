@@ -1,0 +1,109 @@
+package worker
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+
+	"github.com/xdlgo/xps/ams/client"
+	"github.com/xdlgo/xps/reader"
+)
+
+// ErrSync reports a job that cannot run in sync mode.
+var ErrSync = errors.New("worker: sync mode")
+
+// round returns this worker's round iter of the current epoch (rounds
+// count epochs from 0).
+func (r *run) round(done bool) client.Round {
+	so := r.t.opts.Sync
+	return client.Round{Epoch: uint32(r.epoch - 1), Iter: r.syncIter, Worker: so.Worker, Workers: so.Workers, Done: done}
+}
+
+// pullStep pulls s's batch: in sync mode for the next round, once every
+// shard has applied the previous one. While the round waits for other
+// workers the worker still pauses when asked (a worker the round waits
+// for may be paused for a snapshot).
+func (r *run) pullStep(ctx context.Context, s *state) error {
+	t := r.t
+	if t.opts.Sync == nil {
+		return t.pull(ctx, s, true)
+	}
+	t.setPulls(s)
+	for {
+		pending, err := t.cl.PullRound(ctx, r.round(false), s.pulls, []client.Vector{{Name: DenseName, Values: s.params}})
+		if err != nil || !pending {
+			return err
+		}
+		if t.opts.PauseRequested != nil && t.opts.PauseRequested() {
+			if err := r.pause(ctx); err != nil {
+				return err
+			}
+		}
+	}
+}
+
+// joinRound marks s's batch, in sync mode, as this worker's part of the
+// next round, with the checkpoint of the model once the round is applied.
+func (r *run) joinRound(s *state) error {
+	if r.t.opts.Sync == nil {
+		s.round, s.roundState = nil, nil
+		return nil
+	}
+	b := s.cb
+	pos := maps.Clone(r.positions)
+	for _, p := range b.Ends {
+		pos[p.File] = p
+	}
+	rd := r.round(false)
+	c := Checkpoint{Epoch: r.epoch, Positions: sortedPositions(pos), Applied: r.applied + int64(b.N), Sync: true, Round: rd.Iter + 1}
+	e, err := r.t.checkpointEntry(c)
+	if err != nil {
+		return err
+	}
+	s.round, s.roundState = &rd, e
+	return nil
+}
+
+// leaveRound ends this worker's epoch in sync mode: its part of the next
+// round is done, with the checkpoint of the finished epoch.
+func (r *run) leaveRound(ctx context.Context) error {
+	t := r.t
+	if t.opts.Sync == nil {
+		return nil
+	}
+	c := Checkpoint{Epoch: r.epoch, EpochDone: true, Positions: r.positionList(), Applied: r.applied, Sync: true}
+	e, err := t.checkpointEntry(c)
+	if err != nil {
+		return err
+	}
+	if err := t.cl.PushRound(ctx, r.round(true), nil, nil, e); err != nil {
+		return fmt.Errorf("worker: leave sync epoch %d: %w", r.epoch, err)
+	}
+	return nil
+}
+
+// checkpointEntry encodes c as the state entry of this worker's
+// checkpoint.
+func (t *Trainer) checkpointEntry(c Checkpoint) ([]client.StateEntry, error) {
+	b, err := json.Marshal(c)
+	if err != nil {
+		return nil, fmt.Errorf("worker: encode checkpoint: %w", err)
+	}
+	return []client.StateEntry{{Key: t.opts.Sync.Key, Value: b}}, nil
+}
+
+// pushRound pushes pb as this worker's part of round rd.
+func (t *Trainer) pushRound(ctx context.Context, pb *pushBuf, rd client.Round, state []client.StateEntry) error {
+	return t.cl.PushRound(ctx, rd, t.pushTables(pb), []client.Vector{{Name: DenseName, Values: pb.dense}}, state)
+}
+
+// sortedPositions returns the positions sorted by stream.
+func sortedPositions(m map[string]reader.Position) []reader.Position {
+	out := slices.Collect(maps.Values(m))
+	slices.SortFunc(out, func(a, b reader.Position) int { return strings.Compare(a.File, b.File) })
+	return out
+}
