@@ -36,6 +36,8 @@
 //	-workers        number of workers W sharing the training data (default 1)
 //	-worker-index   this worker's index i in [0, W); with W > 1 and -train, the
 //	                worker reads the share the scheduler assigns (scheduler -train -workers)
+//	-sync           true: sync mode (train.sync): a barrier per batch, gradients
+//	                averaged across the workers
 //	-epochs, -batch-size, -seed, -eval-every, -hidden, -dim, -lr, -dense-lr
 //	                override the config's values
 //	-train-samples  generated training samples (override data.train_samples)
@@ -147,6 +149,11 @@ func registerOverrides(fs *flag.FlagSet) map[string]*override {
 	add("streaming", "true: train on the Kafka topic forever, waiting for new messages (progressive validation)", func(c *config.Config, v string) error {
 		b, err := strconv.ParseBool(v)
 		c.Kafka.Streaming = b
+		return err
+	})
+	add("sync", "true: sync mode, a barrier per batch with the gradients averaged across workers (train.sync; files only)", func(c *config.Config, v string) error {
+		b, err := strconv.ParseBool(v)
+		c.Train.Sync = b
 		return err
 	})
 	add("epochs", "training epochs", intField(func(c *config.Config) *int { return &c.Train.Epochs }))

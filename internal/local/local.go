@@ -145,14 +145,16 @@ func (c *Cluster) RestartShard(ctx context.Context, i int) error {
 	return nil
 }
 
-// Close stops the shards, the scheduler and etcd, and removes etcd's data.
+// Close stops the scheduler, the shards and etcd, and removes etcd's data.
+// The scheduler goes first: it would take the shards' leaving for a
+// failure.
 func (c *Cluster) Close() error {
 	var errs []error
-	for i := len(c.nodes) - 1; i >= 0; i-- {
-		errs = append(errs, c.nodes[i].Close())
-	}
 	if c.sched != nil {
 		errs = append(errs, c.sched.Close())
+	}
+	for i := len(c.nodes) - 1; i >= 0; i-- {
+		errs = append(errs, c.nodes[i].Close())
 	}
 	if c.cli != nil {
 		errs = append(errs, c.cli.Close())
