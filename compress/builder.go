@@ -62,6 +62,9 @@ type Batch struct {
 	Ends []reader.Position
 	// Groups is the number of groups that contributed samples.
 	Groups int
+	// Digest is the sum of the samples' reader.SampleDigest (their
+	// positions in their sources), mod 2^64.
+	Digest uint64
 }
 
 // setEnd records p as the end of the batch and of p's stream.
@@ -81,7 +84,7 @@ func (bt *Batch) reset() {
 	for k := range bt.Parent {
 		bt.Parent[k] = bt.Parent[k][:0]
 	}
-	bt.N, bt.Groups, bt.End = 0, 0, reader.Position{}
+	bt.N, bt.Groups, bt.End, bt.Digest = 0, 0, reader.Position{}, 0
 	bt.Ends = bt.Ends[:0]
 	bt.Labels, bt.AllLabels = bt.Labels[:0], bt.AllLabels[:0]
 	bt.LabelOffsets = append(bt.LabelOffsets[:0], 0)
@@ -338,6 +341,7 @@ func (b *Builder) Add(g *reader.Group) error {
 	b.prevInGroup = false
 	b.stats.Groups++
 	counted := false
+	stream := reader.StreamHash(g.Pos.File)
 	for j := g.Pos.Index; j < n; j++ {
 		if b.open == nil {
 			b.open = b.newBatch()
@@ -399,6 +403,7 @@ func (b *Builder) Add(g *reader.Group) error {
 		}
 		b.addNode(bt, 0, &cur)
 		bt.N++
+		bt.Digest += reader.SampleDigest(stream, g.Pos.Offset, j)
 		bt.Labels = append(bt.Labels, g.Label(j))
 		bt.AllLabels = append(bt.AllLabels, g.SampleLabels(j)...)
 		bt.LabelOffsets = append(bt.LabelOffsets, int32(len(bt.AllLabels)))

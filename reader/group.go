@@ -4,6 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"hash/fnv"
+
+	"github.com/xdlgo/xps/internal/hashmix"
 )
 
 // Group is one sample group: feature lines arranged in levels. Levels[0]
@@ -301,6 +304,25 @@ type Position struct {
 
 // String formats p as file@offset#index.
 func (p Position) String() string { return fmt.Sprintf("%s@%d#%d", p.File, p.Offset, p.Index) }
+
+// StreamHash is the hash of a stream's name (Position.File) that
+// SampleDigest takes.
+func StreamHash(file string) uint64 {
+	h := fnv.New64a()
+	h.Write([]byte(file))
+	return h.Sum64()
+}
+
+// SampleDigest is a 64-bit identity of the sample at index of the group
+// that starts at offset in the stream whose StreamHash is stream: the
+// position the sample has in its source, hashed. Sums of digests (mod
+// 2^64) stand for multisets of samples, so a model that adds up the
+// digests of the samples it applied can show that they are a dataset's,
+// each once per epoch, and not merely as many (a lost sample and a
+// repeated one would leave a count unchanged, not the sum).
+func SampleDigest(stream uint64, offset int64, index int) uint64 {
+	return hashmix.Hash3(stream, uint64(offset), uint64(index))
+}
 
 // Source yields sample groups in order. It is used by one goroutine.
 type Source interface {

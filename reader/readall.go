@@ -45,3 +45,25 @@ func ReadAll(ctx context.Context, src Source) ([]*Group, error) {
 		out = append(out, g.Clone())
 	}
 }
+
+// Digest reads src to its end and returns its number of samples and the
+// sum (mod 2^64) of their SampleDigest: what a model that applied each
+// sample of src once holds in its checkpoints (see compress.Batch.Digest).
+// It does not close src.
+func Digest(ctx context.Context, src Source) (samples int64, digest uint64, err error) {
+	g := new(Group)
+	for {
+		err := src.Next(ctx, g)
+		if errors.Is(err, io.EOF) {
+			return samples, digest, nil
+		}
+		if err != nil {
+			return samples, digest, err
+		}
+		stream := StreamHash(g.Pos.File)
+		for j := g.Pos.Index; j < g.NumSamples(); j++ {
+			digest += SampleDigest(stream, g.Pos.Offset, j)
+			samples++
+		}
+	}
+}

@@ -352,6 +352,30 @@ func TestFileSourceRandomSplits(t *testing.T) {
 		if !slices.Equal(all, got) {
 			t.Fatalf("seed %d: one source read %d samples, split by split %d", seed, len(all), len(got))
 		}
+		// The samples' digests: the splits' sums add up to the whole's,
+		// and differ from those of a dataset with a sample missing.
+		digest := func(splits []FileSplit) (int64, uint64) {
+			src, err := NewFileSource(splits, FileSourceOptions{Decoder: srcDecoder(grouped)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer src.Close()
+			n, d, err := Digest(context.Background(), src)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return n, d
+		}
+		wholeN, wholeD := digest(splits)
+		var sumN int64
+		var sumD uint64
+		for _, sp := range splits {
+			n, d := digest([]FileSplit{sp})
+			sumN, sumD = sumN+n, sumD+d
+		}
+		if wholeN != int64(len(all)) || sumN != wholeN || sumD != wholeD {
+			t.Fatalf("seed %d: digests: whole %d samples %x, split by split %d samples %x", seed, wholeN, wholeD, sumN, sumD)
+		}
 		slices.Sort(got)
 		slices.Sort(want)
 		if !slices.Equal(got, want) {

@@ -55,6 +55,7 @@ type run struct {
 	// applied counts the samples trained on over the job (Options.Start's
 	// and this run's); epochDone is set once the epoch's data has ended.
 	applied   int64
+	digest    uint64 // the applied samples' digests, summed
 	epochDone bool
 	// syncIter is the round of the epoch this worker pushes next (sync
 	// mode).
@@ -77,7 +78,7 @@ func (r *run) commit(ctx context.Context) error {
 	if err := t.takePushErr(); err != nil {
 		return err
 	}
-	c := Checkpoint{Epoch: r.epoch, EpochDone: r.epochDone, Positions: r.positionList(), Applied: r.applied}
+	c := Checkpoint{Epoch: r.epoch, EpochDone: r.epochDone, Positions: r.positionList(), Applied: r.applied, Digest: r.digest}
 	if err := t.opts.Commit(ctx, c); err != nil {
 		return fmt.Errorf("worker: commit reader positions: %w", err)
 	}
@@ -387,6 +388,7 @@ func (r *run) train(ctx context.Context, s *state, wait bool, start time.Time) e
 	r.progDur += d
 	res.Samples += int64(b.N)
 	r.applied += int64(b.N)
+	r.digest += b.Digest
 	r.progSamples += int64(b.N)
 	res.Batches++
 	for k := range res.Nodes {

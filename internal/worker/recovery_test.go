@@ -18,6 +18,7 @@ import (
 	"github.com/xdlgo/xps/internal/local"
 	"github.com/xdlgo/xps/internal/scheduler"
 	"github.com/xdlgo/xps/internal/testutil"
+	"github.com/xdlgo/xps/reader"
 	"github.com/xdlgo/xps/snapshot"
 )
 
@@ -166,13 +167,40 @@ func testRecovery(t *testing.T, syncMode bool) {
 		t.Error("worker-0 was never restarted")
 	}
 	restored := 0
+	var digest uint64
 	for i, r := range results {
 		restored += r.Restores
+		digest += r.Digest
 		if want := int64(cfg.Train.Epochs * perFile); r.Applied != want {
 			t.Errorf("worker %d: the model's history holds %d of its samples, want %d (every sample once per epoch)", i, r.Applied, want)
 		}
 	}
+	// Which samples: the digests of the model's history are the dataset's,
+	// once per epoch.
+	if want := datasetDigest(t, train) * uint64(cfg.Train.Epochs); digest != want {
+		t.Errorf("the model's history has sample digest %x, the dataset %d times %x: other samples than the dataset's", digest, cfg.Train.Epochs, want)
+	}
 	if restored == 0 {
 		t.Error("no worker resumed after a restore")
 	}
+}
+
+// datasetDigest is the sum of the samples' digests of libFFM files (see
+// reader.Digest).
+func datasetDigest(t *testing.T, files []string) uint64 {
+	t.Helper()
+	var splits []reader.FileSplit
+	for _, f := range files {
+		splits = append(splits, reader.FileSplit{Path: f})
+	}
+	src, err := reader.OpenFiles(splits, reader.LibFFM, reader.StopOnBad)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer src.Close()
+	_, d, err := reader.Digest(context.Background(), src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
 }

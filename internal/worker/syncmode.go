@@ -59,7 +59,7 @@ func (r *run) joinRound(s *state) error {
 		pos[p.File] = p
 	}
 	rd := r.round(false)
-	c := Checkpoint{Epoch: r.epoch, Positions: sortedPositions(pos), Applied: r.applied + int64(b.N), Sync: true, Round: rd.Iter + 1}
+	c := Checkpoint{Epoch: r.epoch, Positions: sortedPositions(pos), Applied: r.applied + int64(b.N), Digest: r.digest + b.Digest, Sync: true, Round: rd.Iter + 1}
 	e, err := r.t.checkpointEntry(c)
 	if err != nil {
 		return err
@@ -75,7 +75,7 @@ func (r *run) leaveRound(ctx context.Context) error {
 	if t.opts.Sync == nil {
 		return nil
 	}
-	c := Checkpoint{Epoch: r.epoch, EpochDone: true, Positions: r.positionList(), Applied: r.applied, Sync: true}
+	c := Checkpoint{Epoch: r.epoch, EpochDone: true, Positions: r.positionList(), Applied: r.applied, Digest: r.digest, Sync: true}
 	e, err := t.checkpointEntry(c)
 	if err != nil {
 		return err

@@ -134,6 +134,10 @@ type Checkpoint struct {
 	// Applied counts the samples applied to the model by this reader,
 	// over the whole job: the model's own history, rolled back with it.
 	Applied int64 `json:"applied"`
+	// Digest is the sum (mod 2^64) of the applied samples'
+	// reader.SampleDigest: with Applied, it shows which samples the model
+	// holds, not only how many.
+	Digest uint64 `json:"digest,omitempty"`
 	// Sync marks a checkpoint of sync mode; Round is then the round (the
 	// batch of the epoch, from 0) the worker pushes next, when the epoch
 	// is not done.
@@ -183,6 +187,8 @@ type Result struct {
 	// the whole job (see Checkpoint.Applied): after a rollback to a
 	// snapshot it counts what the restored model holds, not what was read.
 	Applied int64 `json:"applied"`
+	// Digest sums the applied samples' digests, as Checkpoint.Digest.
+	Digest uint64 `json:"digest,omitempty"`
 	// Progressive is the progressive validation of the whole run: every
 	// training batch scored before it was trained on.
 	Progressive Progressive `json:"progressive"`
@@ -430,11 +436,11 @@ func (t *Trainer) Run(ctx context.Context) (res Result, err error) {
 		}
 		res.PushWaitSeconds = t.pushWait.Seconds()
 		res.Positions = r.positionList()
-		res.Applied = r.applied
+		res.Applied, res.Digest = r.applied, r.digest
 		res.Progressive = Progressive{Samples: r.stream.N(), AUC: r.stream.AUC(), LogLoss: r.stream.LogLoss()}
 	}()
 	first := max(t.opts.Start.Epoch, 1)
-	r.applied = t.opts.Start.Applied
+	r.applied, r.digest = t.opts.Start.Applied, t.opts.Start.Digest
 	if t.opts.Start.EpochDone {
 		first++
 	}
