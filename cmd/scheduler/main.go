@@ -37,6 +37,10 @@
 //	-snapshot-every d      take a consistent snapshot every d (workers
 //	                       pause at a batch boundary). Default 0: on
 //	                       request only.
+//	-snapshot-every-samples N
+//	                       also take one once the workers' checkpoints in
+//	                       the model count N more samples applied. Default
+//	                       0: off.
 //	-snapshot-keep K       complete snapshots to keep. Default 3.
 //	-snapshot-now          instead of running a scheduler, ask the running
 //	                       one for a snapshot, wait and print its result.
@@ -102,6 +106,7 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 		topic     = fs.String("topic", "", "Kafka topic whose partitions are dealt to the workers")
 		snapStore = fs.String("snapshot-store", "", "snapshot store: a directory every AMS shard can reach, or hdfs://NAMENODE:PORT/PATH (empty: no snapshots)")
 		snapEvery = fs.Duration("snapshot-every", 0, "take a consistent snapshot at this interval (0: only on request)")
+		snapN     = fs.Int64("snapshot-every-samples", 0, "also take a snapshot once the workers have applied this many more samples (as their checkpoints in the model count them; 0: off)")
 		snapKeep  = fs.Int("snapshot-keep", 3, "complete snapshots to keep")
 		snapNow   = fs.Bool("snapshot-now", false, "do not run a scheduler: ask the cluster's running scheduler for a snapshot, wait for it and print the result")
 	)
@@ -147,7 +152,7 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 	}
 
 	s, err := scheduler.New(cli, scheduler.Options{
-		SnapshotStore: *snapStore, SnapshotEvery: *snapEvery, SnapshotKeep: *snapKeep,
+		SnapshotStore: *snapStore, SnapshotEvery: *snapEvery, SnapshotEverySamples: *snapN, SnapshotKeep: *snapKeep,
 		Prefix: prefix, ID: *id, Shards: *shards, Partitions: *parts, LeaseTTL: *ttl, Logger: log,
 		Train: xcli.SplitList(*train), Workers: *workers, SplitBytes: *split, Unsplittable: f == reader.XML,
 		KafkaBrokers: xcli.SplitList(*kafka), KafkaTopic: *topic,

@@ -43,10 +43,11 @@ type Options struct {
 	Train      []string
 	Workers    int
 	SplitBytes int64
-	// SnapshotStore and SnapshotEvery make the scheduler take snapshots
-	// (scheduler.Options). Default: none.
-	SnapshotStore string
-	SnapshotEvery time.Duration
+	// SnapshotStore, SnapshotEvery and SnapshotEverySamples make the
+	// scheduler take snapshots (scheduler.Options). Default: none.
+	SnapshotStore        string
+	SnapshotEvery        time.Duration
+	SnapshotEverySamples int64
 }
 
 // Cluster is a running local cluster.
@@ -96,7 +97,7 @@ func Start(ctx context.Context, opts Options) (c *Cluster, err error) {
 	if c.sched, err = scheduler.New(c.cli, scheduler.Options{Prefix: opts.Prefix, Shards: opts.Shards,
 		LeaseTTL: opts.LeaseTTL, Logger: opts.Logger, KafkaBrokers: opts.KafkaBrokers, KafkaTopic: opts.KafkaTopic,
 		Train: opts.Train, Workers: opts.Workers, SplitBytes: opts.SplitBytes,
-		SnapshotStore: opts.SnapshotStore, SnapshotEvery: opts.SnapshotEvery}); err != nil {
+		SnapshotStore: opts.SnapshotStore, SnapshotEvery: opts.SnapshotEvery, SnapshotEverySamples: opts.SnapshotEverySamples}); err != nil {
 		return nil, fmt.Errorf("local: %w", err)
 	}
 	for i := 0; i < opts.Shards; i++ {

@@ -409,10 +409,11 @@ func (s *Scheduler) putSnapshotResult(ctx context.Context, res SnapshotResult) {
 	}
 }
 
-// stopOps cancels the snapshot in progress; Close waits for the
-// goroutines.
+// stopOps cancels the snapshot in progress (Close waits for the
+// goroutines) and closes the sample counter's client.
 func (s *Scheduler) stopOps() {
 	if s.snap != nil {
 		s.snap.cancel()
 	}
+	s.samples.close()
 }

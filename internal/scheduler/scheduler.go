@@ -55,7 +55,7 @@ type Options struct {
 	// TickInterval is how often the core gets a Tick (periodic snapshots
 	// start on one) and a failed shard map publication is retried. The
 	// default value is 1s, or a quarter of SnapshotEvery when that is
-	// shorter (at least 10ms).
+	// shorter (at least 10ms), and at most 250ms with SnapshotEverySamples.
 	TickInterval time.Duration
 	// Logger receives the scheduler's logs. The default value is
 	// slog.Default().
@@ -86,6 +86,11 @@ type Options struct {
 	// SnapshotEvery takes a snapshot at this interval (0: only on
 	// request, see RequestSnapshot).
 	SnapshotEvery time.Duration
+	// SnapshotEverySamples takes a snapshot once the workers' checkpoints
+	// in the model count this many more samples applied than when the
+	// last one was taken for this reason (checked on every tick; the
+	// checkpoints are as fresh as the workers' commits). 0: off.
+	SnapshotEverySamples int64
 	// SnapshotKeep is how many complete snapshots to keep. The default
 	// value is 3.
 	SnapshotKeep int
@@ -117,6 +122,9 @@ func (o *Options) EnsureDefaults() {
 		o.TickInterval = time.Second
 		if o.SnapshotEvery > 0 { // periodic snapshots start on a tick
 			o.TickInterval = max(min(o.TickInterval, o.SnapshotEvery/4), 10*time.Millisecond)
+		}
+		if o.SnapshotEverySamples > 0 { // so are those every N samples
+			o.TickInterval = min(o.TickInterval, 250*time.Millisecond)
 		}
 	}
 	if o.Logger == nil {
@@ -155,6 +163,12 @@ func (o *Options) Validate() error {
 	if o.SnapshotEvery < 0 || o.SnapshotKeep < 0 || o.SnapshotPauseTimeout < 0 {
 		errs = append(errs, fmt.Errorf("%w: negative snapshot setting (every %v, keep %d, pause timeout %v)",
 			ErrBadConfig, o.SnapshotEvery, o.SnapshotKeep, o.SnapshotPauseTimeout))
+	}
+	if o.SnapshotEverySamples < 0 {
+		errs = append(errs, fmt.Errorf("%w: SnapshotEverySamples %d is negative", ErrBadConfig, o.SnapshotEverySamples))
+	}
+	if o.SnapshotEverySamples > 0 && o.SnapshotStore == "" {
+		errs = append(errs, fmt.Errorf("%w: SnapshotEverySamples without a SnapshotStore", ErrBadConfig))
 	}
 	if o.SnapshotEvery > 0 && o.SnapshotStore == "" {
 		errs = append(errs, fmt.Errorf("%w: SnapshotEvery without a SnapshotStore", ErrBadConfig))
@@ -214,6 +228,7 @@ type Scheduler struct {
 	pauseSeq  uint64        // last pause request
 	snap      *snapOp       // the snapshot in progress
 	requested bool          // a snapshot was asked for while another was in progress
+	samples   sampleCount   // snapshots every SnapshotEverySamples
 	done_     chan opDone   // background operations report here
 
 	opsWG sync.WaitGroup // snapshot and restore goroutines
@@ -478,6 +493,7 @@ func (s *Scheduler) watch(ctx context.Context, rev int64, tick <-chan time.Time)
 			return fmt.Errorf("%w: %s", ErrLostRegistration, s.reg.Member())
 		case now := <-tick:
 			s.step(ctx, clusterfsm.Tick{Now: now})
+			s.checkSamples(ctx)
 			s.publishPending(ctx)
 			s.dealPartitions(ctx)
 		case d := <-s.done_:

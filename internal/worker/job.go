@@ -593,8 +593,11 @@ func (a *attemptState) run(ctx context.Context, reg *cluster.Registration, pz *p
 	if kj != nil {
 		topts.Commit, topts.CommitEvery, topts.Reopen = kj.commit, opts.Config.Kafka.CommitEvery, kj.sync
 	} else {
-		// The checkpoint goes into the model, for snapshots.
+		// The checkpoint goes into the model, for snapshots (a pause
+		// commits it too), and every second, so that the count of samples
+		// applied there is fresh (scheduler -snapshot-every-samples).
 		topts.Commit = func(ctx context.Context, c Checkpoint) error { return storeCheckpoint(ctx, cl, name, c) }
+		topts.CommitEvery = time.Second
 	}
 	if opts.Config.Train.Sync {
 		topts.Sync = &SyncOptions{Worker: opts.Index, Workers: max(opts.Count, 1), Key: checkpointKey(name)}

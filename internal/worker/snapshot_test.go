@@ -121,3 +121,85 @@ func TestPeriodicSnapshots(t *testing.T) {
 		t.Fatalf("RequestSnapshot = %+v, %v; want a snapshot after %d with %d rows", res, err, m.Seq, rows)
 	}
 }
+
+// TestSnapshotEverySamples: with snapshots every N samples (and none
+// every interval) the scheduler takes them as the workers' checkpoints
+// count N more samples applied: several while training, each holding
+// more samples than the one before.
+func TestSnapshotEverySamples(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	dir := t.TempDir()
+	gen, err := datagen.New(genConfig(6))
+	if err != nil {
+		t.Fatal(err)
+	}
+	perFile := 20000
+	if raceEnabled {
+		perFile = 6000
+	}
+	var train []string
+	for i := range 2 {
+		p := filepath.Join(dir, fmt.Sprintf("part-%d.libffm", i))
+		f, err := os.Create(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := gen.WriteLibFFM(f, perFile); err != nil {
+			t.Fatal(err)
+		}
+		f.Close()
+		train = append(train, p)
+	}
+	snaps := filepath.Join(dir, "snapshots")
+	every := int64(perFile / 2)
+	lc, err := local.Start(ctx, local.Options{Shards: 2, Prefix: "/xps/snap-samples-test", Train: train, Workers: 2,
+		SnapshotStore: snaps, SnapshotEverySamples: every})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lc.Close()
+	cfg := smallConfig()
+	cfg.Train.Format = "libffm"
+	cfg.Train.BatchSize = 32
+	cfg.Train.Epochs = 3
+	cfg.Model.Fields = genConfig(6).Fields
+	f := false
+	cfg.Train.Shuffle = &f
+	runWorkers(t, ctx, 2, 0, JobOptions{Config: cfg, Etcd: lc.Etcd(), Prefix: lc.Prefix(), Train: train})
+	store, err := snapshot.OpenDir(snaps)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The kept snapshots (the newest 3): each counts at least `every` more
+	// samples applied than the one before.
+	var applied []int64
+	testutil.Eventually(t, time.Minute, "two snapshots with checkpoints", func() bool {
+		seqs, err := snapshot.Snapshots(store)
+		if err != nil {
+			t.Fatal(err)
+		}
+		applied = applied[:0]
+		for _, seq := range slices.Backward(seqs) { // oldest first
+			m, err := snapshot.ReadManifest(store, seq)
+			if err != nil {
+				continue
+			}
+			var sum int64
+			for k, v := range m.Readers {
+				var c Checkpoint
+				if strings.HasSuffix(k, "/checkpoint") && json.Unmarshal(v, &c) == nil {
+					sum += c.Applied
+				}
+			}
+			applied = append(applied, sum)
+		}
+		return len(applied) >= 2
+	})
+	t.Logf("samples applied in the kept snapshots: %v (every %d)", applied, every)
+	for i := 1; i < len(applied); i++ {
+		if applied[i]-applied[i-1] < every {
+			t.Errorf("snapshots %v: %d and %d are less than %d samples apart", applied, applied[i-1], applied[i], every)
+		}
+	}
+}

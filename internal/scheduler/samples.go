@@ -1,0 +1,90 @@
+package scheduler
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"time"
+
+	"github.com/xdlgo/xps/ams/client"
+	"github.com/xdlgo/xps/internal/clusterfsm"
+)
+
+// checkpointSuffix ends the AMS state key of a worker's checkpoint
+// (reader/<worker>/checkpoint), whose JSON counts the samples the worker
+// has applied to the model ("applied").
+const checkpointSuffix = "/checkpoint"
+
+// sampleCount is the state of snapshots every N samples
+// (Options.SnapshotEverySamples), owned by the run goroutine.
+type sampleCount struct {
+	cl      *client.Client // for the version below
+	version uint64
+	base    int64 // the samples applied when the last snapshot was asked for
+	known   bool  // base was read
+}
+
+// close releases the client.
+func (c *sampleCount) close() {
+	if c.cl != nil {
+		c.cl.Close()
+		c.cl = nil
+	}
+}
+
+// checkSamples asks for a snapshot when the workers' checkpoints count at
+// least SnapshotEverySamples more samples applied than when the last one
+// was asked for (called on ticks while no snapshot runs). The count is
+// read from the shards with a short timeout: a shard that does not answer
+// skips this tick.
+func (s *Scheduler) checkSamples(ctx context.Context) {
+	n := s.opts.SnapshotEverySamples
+	if n <= 0 || s.fsm == nil || s.snap != nil {
+		return
+	}
+	st := s.fsm.State()
+	if st.Phase != clusterfsm.Serving {
+		return
+	}
+	c := &s.samples
+	if c.cl == nil || c.version != st.Version {
+		c.close()
+		m := s.maps[st.Version]
+		if m == nil {
+			return
+		}
+		cl, err := client.New(m)
+		if err != nil {
+			s.log.Warn("counting samples: no client", "err", err)
+			return
+		}
+		c.cl, c.version = cl, st.Version
+	}
+	cctx, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
+	defer cancel()
+	entries, err := c.cl.GetState(cctx, "reader/")
+	if err != nil {
+		return
+	}
+	var applied int64
+	for _, e := range entries {
+		if !strings.HasSuffix(e.Key, checkpointSuffix) {
+			continue
+		}
+		var cp struct {
+			Applied int64 `json:"applied"`
+		}
+		if json.Unmarshal(e.Value, &cp) == nil {
+			applied += cp.Applied
+		}
+	}
+	if !c.known || applied < c.base { // the first count, or a rollback
+		c.base, c.known = applied, true
+		return
+	}
+	if applied-c.base >= n {
+		s.log.Info("snapshot every samples", "applied", applied, "since", applied-c.base)
+		c.base = applied
+		s.requestSnapshot(ctx)
+	}
+}
