@@ -1,6 +1,8 @@
 package scheduler_test
 
 import (
+	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -69,4 +71,47 @@ func TestStandbyTakesOver(t *testing.T) {
 	eventually(t, 5*time.Second, "sched-c to serve", func() bool {
 		return c.Status().Phase == clusterfsm.Serving
 	})
+}
+
+// TestLoneSchedulerRestarts: the only scheduler stops and a new one starts:
+// it adopts the serving cluster from etcd (the same shard map, the same
+// version) instead of forming a new one.
+func TestLoneSchedulerRestarts(t *testing.T) {
+	srv := startEtcd(t)
+	cli := newClient(t, srv)
+	const p = "/xps/lone-restart"
+	start := func(id string) *scheduler.Scheduler {
+		s, err := scheduler.New(cli, scheduler.Options{Prefix: p, ID: id, Shards: 2, Partitions: 8,
+			LeaseTTL: time.Second, TickInterval: 50 * time.Millisecond, Logger: testLogger(t)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { s.Close() })
+		return s
+	}
+	a := start("sched-a")
+	for i, addr := range []string{"10.0.0.1:7000", "10.0.0.2:7000"} {
+		reg := register(t, cli, p, cluster.KindAMS, fmt.Sprintf("ams-%d", i), addr)
+		defer reg.Close()
+	}
+	m, err := cluster.WaitShardMap(testCtx(t), cli, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 5*time.Second, "sched-a to serve", func() bool { return a.Status().Phase == clusterfsm.Serving })
+	if err := a.Close(); err != nil {
+		t.Fatal(err)
+	}
+	b := start("sched-b")
+	eventually(t, 5*time.Second, "sched-b to serve", func() bool { return b.Status().Phase == clusterfsm.Serving })
+	if st := b.Status(); st.Version != m.Version {
+		t.Fatalf("the restarted scheduler serves version %d; the cluster served %d", st.Version, m.Version)
+	}
+	got, err := cluster.GetShardMap(testCtx(t), cli, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Version != m.Version || !slices.Equal(got.Shards, m.Shards) || !slices.Equal(got.Addrs, m.Addrs) {
+		t.Fatalf("shard map after the restart %+v, before %+v", got, m)
+	}
 }
