@@ -381,3 +381,22 @@ func TestBarrier(t *testing.T) {
 		t.Fatal("a barrier with a cancelled context returned nil")
 	}
 }
+
+// TestRegisterAfterKill: a member whose process died (its client gone, its
+// lease not revoked) and is started again at once registers as soon as the
+// dead run's lease expires, rather than failing with ErrMemberExists.
+func TestRegisterAfterKill(t *testing.T) {
+	dying := newClient(t)
+	p := newPrefix(t)
+	old, err := cluster.Register(testCtx(t), dying, p, cluster.Member{Kind: "ams", ID: "k"}, time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dying.Close() // as kill -9: the lease is left to expire
+	<-old.Lost()
+	r, err := cluster.Register(testCtx(t), newClient(t), p, cluster.Member{Kind: "ams", ID: "k"}, time.Second)
+	if err != nil {
+		t.Fatalf("restart within the lease TTL: %v", err)
+	}
+	r.Close()
+}

@@ -53,7 +53,10 @@ type Registration struct {
 //
 // A zero m.PID is replaced by the current process id, a zero m.Started by the
 // current time. Register fails with ErrMemberExists if a live member with the
-// same kind and id is registered.
+// same kind and id is registered. When the key is taken it first waits, up to
+// the holder's lease TTL and a second, for the key to go: the
+// holder may be an earlier run of this member, killed and restarted by a
+// supervisor before its lease expired.
 func Register(ctx context.Context, cli *clientv3.Client, prefix string, m Member, ttl time.Duration) (*Registration, error) {
 	if err := checkPrefix(prefix); err != nil {
 		return nil, err
@@ -76,9 +79,57 @@ func Register(ctx context.Context, cli *clientv3.Client, prefix string, m Member
 		return nil, fmt.Errorf("cluster: register %s: %w", m, err)
 	}
 
+	r, held, err := register(ctx, cli, prefix, m, val, secs)
+	if errors.Is(err, ErrMemberExists) && waitExpiry(ctx, cli, MemberKey(prefix, m.Kind, m.ID), held) {
+		// An earlier run of this member (a process restarted within its
+		// lease TTL, as supervisors do) held the key until its lease
+		// expired: register now.
+		r, _, err = register(ctx, cli, prefix, m, val, secs)
+	}
+	return r, err
+}
+
+// waitExpiry waits until key, held under lease, is gone: at most the
+// lease's TTL and a second. It reports false when the key is
+// still there (its holder is alive and renews its lease) or held under
+// another lease.
+func waitExpiry(ctx context.Context, cli *clientv3.Client, key string, lease clientv3.LeaseID) bool {
+	if lease == clientv3.NoLease {
+		return false
+	}
+	ttl, err := cli.TimeToLive(ctx, lease)
+	if err != nil {
+		return false
+	}
+	// The granted TTL, not the remaining one (whole seconds, rounded
+	// down), and a second for etcd's expiry checks.
+	deadline := time.Now().Add(time.Duration(max(ttl.TTL, ttl.GrantedTTL))*time.Second + time.Second)
+	for time.Now().Before(deadline) {
+		select {
+		case <-ctx.Done():
+			return false
+		case <-time.After(200 * time.Millisecond):
+		}
+		resp, err := cli.Get(ctx, key)
+		if err != nil {
+			return false
+		}
+		if len(resp.Kvs) == 0 {
+			return true
+		}
+		if clientv3.LeaseID(resp.Kvs[0].Lease) != lease {
+			return false
+		}
+	}
+	return false
+}
+
+// register is one attempt of Register; on ErrMemberExists it also returns
+// the lease the key is held under.
+func register(ctx context.Context, cli *clientv3.Client, prefix string, m Member, val []byte, secs int64) (*Registration, clientv3.LeaseID, error) {
 	grant, err := cli.Grant(ctx, secs)
 	if err != nil {
-		return nil, fmt.Errorf("cluster: register %s: grant lease: %w", m, err)
+		return nil, 0, fmt.Errorf("cluster: register %s: grant lease: %w", m, err)
 	}
 	lease := grant.ID
 	revoke := func() {
@@ -96,15 +147,15 @@ func Register(ctx context.Context, cli *clientv3.Client, prefix string, m Member
 		Commit()
 	if err != nil {
 		revoke()
-		return nil, fmt.Errorf("cluster: register %s: %w", m, err)
+		return nil, 0, fmt.Errorf("cluster: register %s: %w", m, err)
 	}
 	if !txn.Succeeded {
 		revoke()
-		held := ""
+		held, heldLease := "", clientv3.NoLease
 		if r := txn.Responses[0].GetResponseRange(); r != nil && len(r.Kvs) > 0 {
-			held = ": " + string(r.Kvs[0].Value)
+			held, heldLease = ": "+string(r.Kvs[0].Value), clientv3.LeaseID(r.Kvs[0].Lease)
 		}
-		return nil, fmt.Errorf("%w: %s%s", ErrMemberExists, m, held)
+		return nil, heldLease, fmt.Errorf("%w: %s%s", ErrMemberExists, m, held)
 	}
 
 	kaCtx, cancel := context.WithCancel(context.Background())
@@ -112,14 +163,14 @@ func Register(ctx context.Context, cli *clientv3.Client, prefix string, m Member
 	if err != nil {
 		cancel()
 		revoke()
-		return nil, fmt.Errorf("cluster: register %s: keep-alive: %w", m, err)
+		return nil, 0, fmt.Errorf("cluster: register %s: keep-alive: %w", m, err)
 	}
 	r := &Registration{
 		cli: cli, prefix: prefix, member: m, lease: lease, ttl: grant.TTL,
 		cancel: cancel, lost: make(chan struct{}), done: make(chan struct{}),
 	}
 	go r.keepAlive(ka)
-	return r, nil
+	return r, lease, nil
 }
 
 // keepAlive drains keep-alive responses until the channel closes: on Close,
