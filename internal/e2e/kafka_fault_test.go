@@ -1,0 +1,66 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"os/exec"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/xdlgo/xps/internal/testutil"
+	"github.com/xdlgo/xps/reader"
+	"github.com/xdlgo/xps/reader/kafkasrc"
+)
+
+// TestFaultInjectionKafka is TestFaultInjection over a Kafka topic: a
+// kafkad broker process (not under fault) serves topic ctr with 4
+// partitions, into which kafkaput writes the generated training file once
+// per epoch before the job starts; the scheduler deals the partitions to
+// the two workers, which read them in bounded mode (up to the end offsets,
+// then evaluate and end) with their positions kept in the model. The
+// checks are those of the files variant: the final model's history holds
+// every message once (epochs x samples), and the test AUC is within 0.01
+// of the same job over the same topic without faults. The same XPS_FAULT_*
+// settings apply.
+func TestFaultInjectionKafka(t *testing.T) {
+	var kafkaAddr string // the broker's, once started
+	faultTest(t, faultSource{
+		name: "kafka",
+		// A topic is read once, from the positions in the model: the
+		// epochs are in the topic.
+		epochs: func(int64) int64 { return 1 },
+		start: func(t *testing.T, env faultEnv) (sched, worker []string) {
+			buildInto(t, env.bin, "./cmd/kafkad", "./cmd/kafkaput")
+			kd := start(t, "kafkad", filepath.Join(env.bin, "kafkad"), "-port", "0", "-topics", "ctr:4")
+			var addr string
+			defer func() { kafkaAddr = addr }()
+			testutil.Eventually(t, 30*time.Second, "kafkad's address line", func() bool {
+				_, err := fmt.Sscanf(kd.output(), "kafkad serving on %s", &addr)
+				return err == nil
+			})
+			for i := range env.epochs {
+				start(t, fmt.Sprintf("kafkaput#%d", i+1), filepath.Join(env.bin, "kafkaput"),
+					"-brokers", addr, "-topic", "ctr", env.train).wait(t, 5*time.Minute)
+			}
+			data := []string{"-kafka", addr, "-topic", "ctr"}
+			return data, data
+		},
+		digest: func(t *testing.T, env faultEnv) uint64 {
+			// The topic read whole, as the job reads it (the epochs are
+			// in it): its positions are what the checkpoints sum.
+			src, err := kafkasrc.Open(context.Background(), kafkasrc.Options{Brokers: []string{kafkaAddr}, Topic: "ctr", Format: reader.LibFFM})
+			return sourceDigest(t, src, err)
+		},
+	})
+}
+
+// buildInto compiles more commands into the directory of build.
+func buildInto(t *testing.T, dir string, pkgs ...string) {
+	t.Helper()
+	cmd := exec.Command("go", append([]string{"build", "-o", dir}, pkgs...)...)
+	cmd.Dir = moduleRoot(t)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+}
