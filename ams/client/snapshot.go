@@ -70,7 +70,7 @@ func (c *Client) WriteSnapshot(ctx context.Context, o SnapshotOptions) (*snapsho
 // then on. It returns the rows the shards hold afterwards. Verify the
 // snapshot first (snapshot.Latest); nothing may pull or push meanwhile.
 func (c *Client) Restore(ctx context.Context, store string, seq uint64) (int64, error) {
-	rows, errs := c.restore(ctx, store, seq)
+	rows, errs := c.restore(ctx, store, seq, nil)
 	var n int64
 	for _, r := range rows {
 		n += int64(r)
@@ -78,13 +78,15 @@ func (c *Client) Restore(ctx context.Context, store string, seq uint64) (int64, 
 	return n, errors.Join(errs...)
 }
 
-// RestoreEach is Restore reporting one error per shard, in map order.
-func (c *Client) RestoreEach(ctx context.Context, store string, seq uint64) []error {
-	_, errs := c.restore(ctx, store, seq)
+// RestoreEach is Restore reporting one error per shard, in map order; with
+// only set, it restores just the shards whose only[i] is true (a retry of
+// those that failed) and reports nil for the others.
+func (c *Client) RestoreEach(ctx context.Context, store string, seq uint64, only []bool) []error {
+	_, errs := c.restore(ctx, store, seq, only)
 	return errs
 }
 
-func (c *Client) restore(ctx context.Context, store string, seq uint64) ([]uint64, []error) {
+func (c *Client) restore(ctx context.Context, store string, seq uint64, only []bool) ([]uint64, []error) {
 	rows := make([]uint64, len(c.stubs))
 	errs := make([]error, len(c.stubs))
 	shardMap, err := c.m.Marshal()
@@ -95,6 +97,9 @@ func (c *Client) restore(ctx context.Context, store string, seq uint64) ([]uint6
 		return rows, errs
 	}
 	eachShard(len(c.stubs), func(s int) error {
+		if only != nil && (s >= len(only) || !only[s]) {
+			return nil
+		}
 		resp, err := c.stubs[s].Restore(ctx, &amspb.RestoreRequest{ClusterVersion: c.version, Store: store, Seq: seq,
 			ShardMap: shardMap, Index: uint32(s)})
 		if err != nil {

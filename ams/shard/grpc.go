@@ -325,6 +325,11 @@ func (v *service) Restore(_ context.Context, req *amspb.RestoreRequest) (*amspb.
 	if i >= n {
 		return nil, toStatus(fmt.Errorf("%w: shard index %d of a map of %d shards", ErrBadRequest, i, n))
 	}
+	// One restore at a time: a late retry of an abandoned attempt must not
+	// mix its rows into a newer one's (it waits, then finds its version
+	// stale).
+	v.s.restoreMu.Lock()
+	defer v.s.restoreMu.Unlock()
 	// A restore starts a version: from here on, requests of older ones are
 	// refused, so nothing from before the restore leaks into it.
 	if err := v.s.advanceVersion(req.ClusterVersion); err != nil {

@@ -86,6 +86,7 @@ type Shard struct {
 	version atomic.Uint64
 
 	declareMu sync.Mutex // serialises Declare; never taken by pull or push
+	restoreMu sync.Mutex // serialises restores (the Restore RPC)
 
 	stateMu sync.Mutex        // guards state; never taken by pull or push
 	state   map[string][]byte // PutState's entries

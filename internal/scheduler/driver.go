@@ -323,12 +323,25 @@ func (s *Scheduler) restoreAll(ctx context.Context, m *ams.ShardMap, seq uint64)
 		return fail(err)
 	}
 	defer cl.Close()
+	var retry []bool // the shards to restore again: nil, all
 	for attempt := 0; ; attempt++ {
 		rctx, cancel := context.WithTimeout(ctx, 10*time.Minute)
-		errs = cl.RestoreEach(rctx, s.opts.SnapshotStore, seq)
+		got := cl.RestoreEach(rctx, s.opts.SnapshotStore, seq, retry)
 		cancel()
+		for i := range errs {
+			if retry == nil || retry[i] {
+				errs[i] = got[i]
+			}
+		}
 		if errors.Join(errs...) == nil || ctx.Err() != nil || attempt == 4 || !transient(errs) {
 			return errs
+		}
+		retry = make([]bool, len(errs))
+		for i, err := range errs {
+			retry[i] = err != nil
+			if err != nil {
+				s.log.Info("restore: retrying a shard", "shard", m.Shards[i], "snapshot", seq, "attempt", attempt+2, "err", err)
+			}
 		}
 		time.Sleep(time.Duration(attempt+1) * 200 * time.Millisecond)
 	}
