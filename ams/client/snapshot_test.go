@@ -89,6 +89,28 @@ func TestSnapshotOverGRPC(t *testing.T) {
 	if err != nil || len(got) != 2 || string(got[0].Value) != `{"offset":1}` || string(got[1].Value) != `{"offset":2}` {
 		t.Fatalf("positions after the restore: %v, %v", got, err)
 	}
+	// Onto the same layout at the next version (a rollback: each shard
+	// reads only its own file): the rows the shards had at the snapshot.
+	if err := src.Push(ctx, []client.Table{{Name: "emb", IDs: ids, Rows: a}}, nil); err != nil { // changes after the snapshot
+		t.Fatal(err)
+	}
+	next, err := ams.NewShardMap(m2.Version+1, m2.Partitions, m2.Shards, m2.Addrs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	again := newClient(t, next)
+	if n, err := again.Restore(ctx, dir, 1); err != nil || n != int64(len(ids)) {
+		t.Fatalf("Restore onto the same layout = %d rows, %v; want %d", n, err, len(ids))
+	}
+	if err := again.Declare(ctx, []ams.TableSpec{spec}, dense); err != nil { // the client learns the dims
+		t.Fatal(err)
+	}
+	if err := again.Pull(ctx, []client.Table{{Name: "emb", IDs: ids, Rows: b}}, nil, false); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(a, b) {
+		t.Fatal("rows restored onto the same layout differ from the snapshot's")
+	}
 	// A snapshot that does not exist is refused.
 	if _, err := dst.Restore(ctx, dir, 9); err == nil {
 		t.Error("Restore of a missing snapshot succeeded")

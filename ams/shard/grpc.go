@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"google.golang.org/grpc"
@@ -344,7 +345,7 @@ func (v *service) Restore(_ context.Context, req *amspb.RestoreRequest) (*amspb.
 	if err != nil {
 		return nil, toStatus(fmt.Errorf("%w: %w", ErrRestore, err))
 	}
-	err = v.s.Restore(store, man, Ownership{Index: i, Shards: n,
+	err = v.s.Restore(store, man, Ownership{Index: i, Shards: n, SameLayout: sameLayout(m, man),
 		Row:   func(table string, id uint64) bool { return m.ShardOf(table, id) == i },
 		State: func(key string) bool { return ams.StateShard(key, n) == i }})
 	if err != nil {
@@ -359,4 +360,15 @@ func (v *service) Restore(_ context.Context, req *amspb.RestoreRequest) (*amspb.
 		rows += uint64(t.Rows)
 	}
 	return &amspb.RestoreResponse{Rows: rows}, nil
+}
+
+// sameLayout reports whether snapshot man was written by shards laid out
+// as m: as many, with the same partition assignment (shard index k wrote
+// the file of slot k).
+func sameLayout(m *ams.ShardMap, man *snapshot.Manifest) bool {
+	if len(man.ShardMap) == 0 || man.Shards != len(m.Shards) {
+		return false
+	}
+	old, err := ams.UnmarshalShardMap(man.ShardMap)
+	return err == nil && old.Partitions == m.Partitions && slices.Equal(old.Assign, m.Assign)
 }

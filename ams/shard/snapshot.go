@@ -308,6 +308,16 @@ type Ownership struct {
 	// with the range ams.DenseRange gives slot Index of Shards (when the
 	// snapshot carries its spec). Shards 0 declares none.
 	Index, Shards int
+	// SameLayout says the snapshot was written under the map restored
+	// onto (same shards, same partition assignment): the rows Row gives
+	// the shard are all in the file the shard of slot Index wrote, and it
+	// reads only that one, not every shard's.
+	SameLayout bool
+}
+
+// reads reports whether the shard reads file f of table t.
+func (own Ownership) reads(table string, f snapshot.FileMeta) bool {
+	return !own.SameLayout || f.Name == snapshot.TableName(table, own.Index)
 }
 
 // Restore loads snapshot m from store into the shard, keeping what own
@@ -398,9 +408,11 @@ func (s *Shard) restoreTable(store snapshot.Store, seq uint64, ti *tableInfo, t 
 	// sizes allow), split over the shards restored onto.
 	var rows int64
 	for _, f := range t.Files {
-		rows += min(f.Rows, f.Size/int64(n+8))
+		if own.reads(t.Name, f) {
+			rows += min(f.Rows, f.Size/int64(n+8))
+		}
 	}
-	if own.Shards > 1 {
+	if own.Shards > 1 && !own.SameLayout {
 		rows /= int64(own.Shards)
 	}
 	reserve := int(rows/int64(len(s.stripes))) * 17 / 16 // and some imbalance
@@ -486,6 +498,9 @@ func (s *Shard) restoreTable(store snapshot.Store, seq uint64, ti *tableInfo, t 
 	}
 	var err error
 	for _, f := range t.Files {
+		if !own.reads(t.Name, f) {
+			continue
+		}
 		if err = read(f); err != nil {
 			break
 		}
