@@ -18,8 +18,14 @@ type SnapshotOptions struct {
 	// Seq numbers the snapshot; it must be above every earlier one.
 	Seq uint64
 	// Config is the job's configuration, kept in the manifest (optional).
+	// The default value is the state entry ConfigStateKey, where workers
+	// store theirs.
 	Config json.RawMessage
 }
+
+// ConfigStateKey is the state entry holding the job's configuration
+// (JSON): a snapshot keeps it as its manifest's Config.
+const ConfigStateKey = "job/config"
 
 // WriteSnapshot asks every shard to write its part of a snapshot (rows,
 // dense ranges, state entries such as reader positions) into the store,
@@ -47,6 +53,14 @@ func (c *Client) WriteSnapshot(ctx context.Context, o SnapshotOptions) (*snapsho
 		return nil, err
 	}
 	m := &snapshot.Manifest{Seq: o.Seq, Version: c.version, Shards: len(c.stubs), Config: o.Config, ShardMap: shardMap}
+	for i := range parts {
+		if v, ok := parts[i].State[ConfigStateKey]; ok {
+			if m.Config == nil {
+				m.Config = v
+			}
+			delete(parts[i].State, ConfigStateKey)
+		}
+	}
 	for _, p := range parts {
 		if err := m.Add(p); err != nil {
 			return nil, err

@@ -2,6 +2,7 @@ package worker
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -341,6 +342,14 @@ func (t *Trainer) Declare(ctx context.Context) error {
 	d := client.Dense{Spec: ams.DenseSpec{Name: DenseName, Size: len(init), Optimizer: t.cfg.Model.DenseOptimizer}, Init: init}
 	if err := t.cl.Declare(ctx, t.tables, []client.Dense{d}); err != nil {
 		return fmt.Errorf("worker: declare model: %w", err)
+	}
+	// The job's configuration, for the snapshots' manifests.
+	cfg, err := json.Marshal(t.cfg)
+	if err != nil {
+		return fmt.Errorf("worker: encode the config: %w", err)
+	}
+	if err := t.cl.PutState(ctx, []client.StateEntry{{Key: client.ConfigStateKey, Value: cfg}}); err != nil {
+		return fmt.Errorf("worker: store the config in the model: %w", err)
 	}
 	return nil
 }
