@@ -34,9 +34,23 @@
 // and merged in id order, and one file per dense range. Restore reads
 // every shard's files of a snapshot and keeps the ids the caller's owns
 // function gives it, so a snapshot written by N shards restores onto M
-// (the scheduler passes the new shard map's ShardOf). Both run on the
-// owners too, so they need no lock, but a consistent snapshot needs the
-// pushes paused: the scheduler's job, not the shard's.
+// (the scheduler passes the new shard map's ShardOf); onto the layout it
+// was written under (Ownership.SameLayout) a shard reads only its own
+// file. Both run on the owners too, so they need no lock, but a
+// consistent snapshot needs the pushes paused: the scheduler's job, not
+// the shard's. The Restore RPC runs one restore at a time.
+//
+// # Sync mode
+//
+// PushRound keeps a worker's part of a round instead of applying it; a
+// round is applied, in round order and once only, when every worker has
+// its part in or has left the epoch, with the parts' gradients averaged,
+// and the state entries of its parts are stored with it. WaitRound
+// returns once every earlier round is applied. The progress is the state
+// entry SyncStateKey, equal on every shard whenever the workers are
+// paused, kept in snapshots and given to every shard by a restore;
+// unfinished rounds are not kept (see syncround.go). syncMu guards it and
+// is taken before stateMu, never by the asynchronous paths.
 //
 // # Time
 //

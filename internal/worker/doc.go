@@ -34,6 +34,15 @@
 // the same stages run one after another for each batch on one goroutine,
 // and every push is waited for (the comparison point of the pipeline).
 //
+// # Sync mode
+//
+// With train.sync (Options.Sync) batches run one after another and every
+// batch is a round shared with the other workers (see SyncOptions): the
+// pull waits until every shard has applied the previous round, pausing in
+// between when the scheduler asks; the push is the worker's part of the
+// round, carrying the checkpoint that enters the model with it; at the end
+// of its data the worker leaves the epoch.
+//
 // # Positions
 //
 // Result.Position is the reader position right after the last sample of
