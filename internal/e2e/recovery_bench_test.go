@@ -100,9 +100,9 @@ func TestRecoveryTime(t *testing.T) {
 		sizes = append(sizes, n)
 	}
 	o := recOptions{
-		nShards:   int(recEnvInt(t, "XPS_RECOVERY_SHARDS", 3)),
-		kills:     int(recEnvInt(t, "XPS_RECOVERY_KILLS", 3)),
-		snapshots: int(recEnvInt(t, "XPS_RECOVERY_SNAPSHOTS", 2)),
+		nShards:   int(envInt(t, "XPS_RECOVERY_SHARDS", 3)),
+		kills:     int(envInt(t, "XPS_RECOVERY_KILLS", 3)),
+		snapshots: int(envInt(t, "XPS_RECOVERY_SNAPSHOTS", 2)),
 		ttl:       2 * time.Second,
 	}
 	if v := os.Getenv("XPS_RECOVERY_TTL"); v != "" {
@@ -164,18 +164,6 @@ data: {train_samples: 100000, test_samples: 2000, fields: 8, user_fields: 3, voc
 // data's ids are 64-bit hashes (reader.FeatureID), so a collision, which
 // would only make one fill row fewer, is unlikely.
 const recFillBase = uint64(1) << 48
-
-func recEnvInt(t *testing.T, name string, def int64) int64 {
-	v := os.Getenv(name)
-	if v == "" {
-		return def
-	}
-	n, err := strconv.ParseInt(v, 10, 64)
-	if err != nil {
-		t.Fatalf("%s=%q: not an integer", name, v)
-	}
-	return n
-}
 
 // recOptions is what every size's cluster shares.
 type recOptions struct {

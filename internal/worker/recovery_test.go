@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"sync"
 	"testing"
@@ -14,7 +13,6 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/xdlgo/xps/internal/cluster"
-	"github.com/xdlgo/xps/internal/datagen"
 	"github.com/xdlgo/xps/internal/local"
 	"github.com/xdlgo/xps/internal/scheduler"
 	"github.com/xdlgo/xps/internal/testutil"
@@ -40,27 +38,11 @@ func testRecovery(t *testing.T, syncMode bool) {
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 	dir := t.TempDir()
-	gen, err := datagen.New(genConfig(7))
-	if err != nil {
-		t.Fatal(err)
-	}
 	perFile := 20000
 	if raceEnabled { // about 20 times slower: fewer samples, the same faults
 		perFile = 4000
 	}
-	var train []string
-	for i := range 2 {
-		p := filepath.Join(dir, fmt.Sprintf("part-%d.libffm", i))
-		f, err := os.Create(p)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := gen.WriteLibFFM(f, perFile); err != nil {
-			t.Fatal(err)
-		}
-		f.Close()
-		train = append(train, p)
-	}
+	train := writeGenFiles(t, dir, 7, 2, perFile)
 	snaps := filepath.Join(dir, "snapshots")
 	prefix := "/xps/recovery-test"
 	if syncMode {

@@ -29,23 +29,7 @@ func TestPeriodicSnapshots(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	dir := t.TempDir()
-	gen, err := datagen.New(genConfig(5))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var train []string
-	for i := range 2 {
-		p := filepath.Join(dir, fmt.Sprintf("part-%d.libffm", i))
-		f, err := os.Create(p)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := gen.WriteLibFFM(f, 6000); err != nil {
-			t.Fatal(err)
-		}
-		f.Close()
-		train = append(train, p)
-	}
+	train := writeGenFiles(t, dir, 5, 2, 6000)
 	snaps := filepath.Join(dir, "snapshots")
 	lc, err := local.Start(ctx, local.Options{Shards: 2, Prefix: "/xps/snap-test", Train: train, Workers: 2,
 		SnapshotStore: snaps, SnapshotEvery: 100 * time.Millisecond})
@@ -140,27 +124,11 @@ func TestSnapshotEverySamples(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	dir := t.TempDir()
-	gen, err := datagen.New(genConfig(6))
-	if err != nil {
-		t.Fatal(err)
-	}
 	perFile := 20000
 	if raceEnabled {
 		perFile = 6000
 	}
-	var train []string
-	for i := range 2 {
-		p := filepath.Join(dir, fmt.Sprintf("part-%d.libffm", i))
-		f, err := os.Create(p)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := gen.WriteLibFFM(f, perFile); err != nil {
-			t.Fatal(err)
-		}
-		f.Close()
-		train = append(train, p)
-	}
+	train := writeGenFiles(t, dir, 6, 2, perFile)
 	snaps := filepath.Join(dir, "snapshots")
 	every := int64(perFile / 2)
 	lc, err := local.Start(ctx, local.Options{Shards: 2, Prefix: "/xps/snap-samples-test", Train: train, Workers: 2,
@@ -220,4 +188,30 @@ func TestSnapshotEverySamples(t *testing.T) {
 	if max := uint64(total/every + 2); newest > max {
 		t.Errorf("%d snapshots taken; at most %d for one every %d of %d samples", newest, max, every, total)
 	}
+}
+
+// writeGenFiles writes n libFFM files of perFile samples each, drawn from
+// datagen with genConfig(seed), into dir and returns their paths.
+func writeGenFiles(t *testing.T, dir string, seed uint64, n, perFile int) []string {
+	t.Helper()
+	gen, err := datagen.New(genConfig(seed))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var paths []string
+	for i := range n {
+		p := filepath.Join(dir, fmt.Sprintf("part-%d.libffm", i))
+		f, err := os.Create(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := gen.WriteLibFFM(f, perFile); err != nil {
+			t.Fatal(err)
+		}
+		if err := f.Close(); err != nil {
+			t.Fatal(err)
+		}
+		paths = append(paths, p)
+	}
+	return paths
 }
