@@ -142,3 +142,16 @@ func BenchmarkRehash_D100K(b *testing.B) {
 		})
 	}
 }
+
+// The Amazon-670K shape of the speed figure (hidden 128, batch
+// 128, s = 0.005): TrainBatch alone, and with the default upkeep.
+func cfg670K() Config {
+	return Config{Dim: 670091, InputDim: 128, Sparsity: 0.005, Family: KindSimHash, Seed: 1}
+}
+func BenchmarkTrainSparse_D670K_SimHash(b *testing.B)         { benchTrain(b, cfg670K(), false) }
+func BenchmarkTrainMaintainSparse_D670K_SimHash(b *testing.B) { benchTrain(b, cfg670K(), true) }
+func BenchmarkTrainMaintainSparse_D670K_DWTA(b *testing.B) {
+	c := cfg670K()
+	c.Family = KindDWTA
+	benchTrain(b, c, true)
+}

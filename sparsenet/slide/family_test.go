@@ -2,6 +2,7 @@ package slide
 
 import (
 	"errors"
+	"math"
 	"slices"
 	"testing"
 )
@@ -253,6 +254,23 @@ func TestSimHashBatch(t *testing.T) {
 		f.HashBatch(x[(n-1)*dim:n*dim], 1, single)
 		if !slices.Equal(single, batch[(n-1)*10:n*10]) {
 			t.Fatalf("dim %d: last row alone %v, in the batch %v", dim, single, batch[(n-1)*10:n*10])
+		}
+	}
+}
+
+// nonNegative is the bit SimHash stores for a projection: 1 exactly when
+// v >= 0, as the branch it replaced.
+func TestNonNegative(t *testing.T) {
+	negZero := float32(math.Copysign(0, -1))
+	for _, tc := range []struct {
+		v    float32
+		want uint32
+	}{
+		{0, 1}, {negZero, 1}, {1e-30, 1}, {3, 1}, {float32(math.Inf(1)), 1},
+		{-1e-30, 0}, {-3, 0}, {float32(math.Inf(-1)), 0}, {float32(math.NaN()), 0},
+	} {
+		if got := nonNegative(tc.v); got != tc.want {
+			t.Errorf("nonNegative(%v) = %d, want %d", tc.v, got, tc.want)
 		}
 	}
 }

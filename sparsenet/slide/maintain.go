@@ -191,6 +191,9 @@ func (l *Layer) insertRows(tabs *Tables, fam Family, at []uint32, rows []int32) 
 	l.pool.run(func(q int) {
 		for tb := q; tb < L; tb += P {
 			for j, row := range rows {
+				if a := j + prefetchAhead; a < len(rows) {
+					tabs.prefetchInsert(tb, rows[a], codes[a*L+tb])
+				}
 				tabs.InsertTable(tb, row, codes[j*L+tb])
 			}
 		}

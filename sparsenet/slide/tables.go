@@ -3,6 +3,8 @@ package slide
 import (
 	"errors"
 	"fmt"
+
+	"github.com/xdlgo/xps/internal/prefetch"
 )
 
 // noBucket marks a neuron that is assigned to no bucket of a table.
@@ -170,6 +172,27 @@ func (t *Tables) InsertTable(tb int, id int32, code uint32) {
 	if j := hash3(t.seed, uint64(i)<<32|uint64(n), uint64(id)) % uint64(n+1); j < uint64(t.r) {
 		slots[j] = id
 	}
+}
+
+// prefetchInsert hints the CPU to load what InsertTable(tb, id, code) will
+// touch: the new bucket's counters and slots and, when id is assigned to
+// a bucket already, that bucket's. See package prefetch.
+func (t *Tables) prefetchInsert(tb int, id int32, code uint32) {
+	if code >= uint32(t.nb) {
+		return // InsertTable will panic
+	}
+	t.prefetchBucket(tb*t.nb + int(code))
+	if old := t.code[tb*t.d+int(id)]; old != noBucket && old != code {
+		t.prefetchBucket(tb*t.nb + int(old))
+	}
+}
+
+// prefetchBucket hints that bucket i (table-major index) will be updated.
+func (t *Tables) prefetchBucket(i int) {
+	prefetch.Uint32(&t.seen[i])
+	prefetch.Uint32(&t.cnt[i])
+	ids := t.ids[i*t.r : (i+1)*t.r]
+	prefetch.Int32s(ids)
 }
 
 // ForceTable assigns neuron id to bucket code of table tb and makes sure it
