@@ -382,6 +382,77 @@ func WriteFile(s Store, seq uint64, name string, data []byte) (FileMeta, error) 
 	return cw.meta(), nil
 }
 
+// FileWriter streams a raw file into a snapshot (a file too large to hold
+// in memory, such as a worker's SLIDE layer); Close commits it and returns
+// its FileMeta, Abort drops it. Not safe for concurrent use.
+type FileWriter struct{ cw *checkedWriter }
+
+// CreateFile starts raw file name (a valid name, see "Names") in snapshot
+// seq. Until Close returns nil the file does not exist under its name.
+func CreateFile(s Store, seq uint64, name string) (*FileWriter, error) {
+	cw, err := newCheckedWriter(s, Dir(seq), name, 1<<20)
+	if err != nil {
+		return nil, err
+	}
+	return &FileWriter{cw: cw}, nil
+}
+
+// Write implements io.Writer.
+func (f *FileWriter) Write(p []byte) (int, error) {
+	if err := f.cw.Write(p); err != nil {
+		return 0, err
+	}
+	return len(p), nil
+}
+
+// Close commits the file and returns its size and SHA-256.
+func (f *FileWriter) Close() (FileMeta, error) {
+	if err := f.cw.Finish(); err != nil {
+		return FileMeta{}, err
+	}
+	return f.cw.meta(), nil
+}
+
+// Abort drops the file; it is a no-op after Close.
+func (f *FileWriter) Abort() { f.cw.abortStore() }
+
+// OpenFile opens raw file f of snapshot seq for a sequential read that
+// checks f's size and SHA-256: the reader's Read returns an error wrapping
+// ErrCorrupt instead of io.EOF when the bytes do not match. The caller
+// closes it.
+func OpenFile(s Store, seq uint64, f FileMeta) (io.ReadCloser, error) {
+	r, err := s.Open(path.Join(Dir(seq), f.Name))
+	if err != nil {
+		return nil, err
+	}
+	if r.Size() != f.Size {
+		r.Close()
+		return nil, fmt.Errorf("%w: %s: %d bytes, manifest says %d", ErrCorrupt, f.Name, r.Size(), f.Size)
+	}
+	return &verifiedFile{r: r, sec: io.NewSectionReader(r, 0, f.Size), h: sha256.New(), meta: f}, nil
+}
+
+// verifiedFile hashes what it reads and checks the sum at the end.
+type verifiedFile struct {
+	r    Reader
+	sec  *io.SectionReader
+	h    hash.Hash
+	meta FileMeta
+}
+
+func (v *verifiedFile) Read(p []byte) (int, error) {
+	n, err := v.sec.Read(p)
+	v.h.Write(p[:n])
+	if err == io.EOF {
+		if got := hex.EncodeToString(v.h.Sum(nil)); got != v.meta.SHA256 {
+			return n, fmt.Errorf("%w: %s: SHA-256 %s, manifest says %s", ErrCorrupt, v.meta.Name, got, v.meta.SHA256)
+		}
+	}
+	return n, err
+}
+
+func (v *verifiedFile) Close() error { return v.r.Close() }
+
 // Commit writes m's manifest (with Format and Checksum filled) into its
 // snapshot's directory: the snapshot then exists. Every file m names must
 // already be committed.

@@ -1,14 +1,17 @@
 package snapshot_test
 
 import (
+	"bytes"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"math/rand/v2"
 	"path"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/xdlgo/xps/snapshot"
@@ -246,4 +249,63 @@ func TestSnapshotFormat(t *testing.T) {
 func ExampleDir() {
 	fmt.Println(snapshot.Dir(42))
 	// Output: snap-00000000000000000042
+}
+
+// A streamed raw file reads back through OpenFile, which refuses a file
+// whose size or bytes differ from its FileMeta; an aborted one is absent.
+func TestStreamedFile(t *testing.T) {
+	for kind, s := range stores(t) {
+		t.Run(kind, func(t *testing.T) {
+			data := bytes.Repeat([]byte("slide layer bytes "), 200000) // 3.6 MB, several buffers
+			w, err := snapshot.CreateFile(s, 7, "output/layer")
+			if err != nil {
+				t.Fatal(err)
+			}
+			for rest := data; len(rest) > 0; {
+				k := min(len(rest), 77777)
+				if _, err := w.Write(rest[:k]); err != nil {
+					t.Fatal(err)
+				}
+				rest = rest[k:]
+			}
+			meta, err := w.Close()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if meta.Size != int64(len(data)) || meta.Name != "output/layer" {
+				t.Fatalf("meta %+v", meta)
+			}
+			read := func(f snapshot.FileMeta) ([]byte, error) {
+				r, err := snapshot.OpenFile(s, 7, f)
+				if err != nil {
+					return nil, err
+				}
+				defer r.Close()
+				return io.ReadAll(r)
+			}
+			got, err := read(meta)
+			if err != nil || !bytes.Equal(got, data) {
+				t.Fatalf("read back %d bytes, err %v", len(got), err)
+			}
+			bad := meta
+			bad.SHA256 = strings.Repeat("0", 64)
+			if _, err := read(bad); !errors.Is(err, snapshot.ErrCorrupt) {
+				t.Fatalf("read with another checksum: %v, want ErrCorrupt", err)
+			}
+			bad = meta
+			bad.Size--
+			if _, err := read(bad); !errors.Is(err, snapshot.ErrCorrupt) {
+				t.Fatalf("read with another size: %v, want ErrCorrupt", err)
+			}
+			w, err = snapshot.CreateFile(s, 7, "output/dropped")
+			if err != nil {
+				t.Fatal(err)
+			}
+			w.Write(data[:100])
+			w.Abort()
+			if _, err := read(snapshot.FileMeta{Name: "output/dropped"}); !errors.Is(err, fs.ErrNotExist) {
+				t.Fatalf("aborted file: %v, want fs.ErrNotExist", err)
+			}
+		})
+	}
 }
