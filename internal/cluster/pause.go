@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -211,4 +212,47 @@ func WaitRestored(ctx context.Context, cli *clientv3.Client, prefix string, afte
 		return r, fmt.Errorf("%w: %s", ErrClusterFailed, r.Why)
 	}
 	return r, nil
+}
+
+// SnapshotTarget says which snapshot pause request Pause is for and where
+// it is written. A worker that keeps model state of its own (the SLIDE
+// output layer of an extreme-classification job) writes that state into
+// the snapshot before it acknowledges the pause.
+type SnapshotTarget struct {
+	Pause uint64 `json:"pause"` // the pause request's sequence number
+	Seq   uint64 `json:"seq"`   // the snapshot's sequence number
+	Store string `json:"store"` // the snapshot store's location
+}
+
+// SnapshotTargetKey holds the SnapshotTarget of the latest snapshot pause.
+func SnapshotTargetKey(prefix string) string { return prefix + "/snapshot/target" }
+
+// PutSnapshotTarget records t; the scheduler puts it before the pause
+// request it describes.
+func PutSnapshotTarget(ctx context.Context, cli *clientv3.Client, prefix string, t SnapshotTarget) error {
+	b, err := json.Marshal(t)
+	if err != nil {
+		return err
+	}
+	if _, err := cli.Put(ctx, SnapshotTargetKey(prefix), string(b)); err != nil {
+		return fmt.Errorf("cluster: put %s: %w", SnapshotTargetKey(prefix), err)
+	}
+	return nil
+}
+
+// GetSnapshotTarget returns the latest SnapshotTarget, and false when
+// there is none.
+func GetSnapshotTarget(ctx context.Context, cli *clientv3.Client, prefix string) (SnapshotTarget, bool, error) {
+	resp, err := cli.Get(ctx, SnapshotTargetKey(prefix))
+	if err != nil {
+		return SnapshotTarget{}, false, fmt.Errorf("cluster: get %s: %w", SnapshotTargetKey(prefix), err)
+	}
+	if len(resp.Kvs) == 0 {
+		return SnapshotTarget{}, false, nil
+	}
+	var t SnapshotTarget
+	if err := json.Unmarshal(resp.Kvs[0].Value, &t); err != nil {
+		return SnapshotTarget{}, false, fmt.Errorf("cluster: %s: %w", SnapshotTargetKey(prefix), err)
+	}
+	return t, true, nil
 }

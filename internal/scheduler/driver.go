@@ -242,6 +242,12 @@ func (s *Scheduler) startSnapshot(ctx context.Context, a clusterfsm.TakeSnapshot
 	op.cancel = cancel
 	s.snap = op
 	s.retry(ctx, "ask the workers to pause", func(ctx context.Context) error {
+		// Workers with state of their own write it into the snapshot
+		// before they acknowledge: tell them which one, first.
+		t := cluster.SnapshotTarget{Pause: op.pauseSeq, Seq: uint64(op.id), Store: s.opts.SnapshotStore}
+		if err := cluster.PutSnapshotTarget(ctx, s.cli, s.opts.Prefix, t); err != nil {
+			return err
+		}
 		return cluster.PutPause(ctx, s.cli, s.opts.Prefix, op.pauseSeq)
 	})
 	workers := s.liveWorkers()

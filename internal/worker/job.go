@@ -393,11 +393,11 @@ func RunJob(ctx context.Context, opts JobOptions) (JobResult, error) {
 	}()
 	// Snapshot pauses are acknowledged from now on (at once until training
 	// starts), so that a worker loading its data holds up no snapshot.
-	pz, err := startPauser(ctx, opts.Etcd, opts.Prefix, name, opts.Logger)
+	pz, err := cluster.StartPauser(ctx, opts.Etcd, opts.Prefix, name, opts.Logger)
 	if err != nil {
 		return res, fmt.Errorf("worker: %w", err)
 	}
-	defer pz.close()
+	defer pz.Close()
 	res, err = trainJob(ctx, opts, reg, pz, res, say)
 	res.WallSeconds = time.Since(wall).Seconds()
 	select {
@@ -419,7 +419,7 @@ func RunJob(ctx context.Context, opts JobOptions) (JobResult, error) {
 // fails because the cluster lost a member (it waits for the restore);
 // the next attempt starts over, at the new version, from the checkpoint
 // (reader positions, epoch, samples applied) the restored model holds.
-func trainJob(ctx context.Context, opts JobOptions, reg *cluster.Registration, pz *pauser, res JobResult, say func(string, ...any)) (JobResult, error) {
+func trainJob(ctx context.Context, opts JobOptions, reg *cluster.Registration, pz *cluster.Pauser, res JobResult, say func(string, ...any)) (JobResult, error) {
 	say("waiting for the shard map")
 	m, err := cluster.WaitShardMap(ctx, opts.Etcd, opts.Prefix)
 	if err != nil {
@@ -477,7 +477,7 @@ func trainJob(ctx context.Context, opts JobOptions, reg *cluster.Registration, p
 				}
 			}
 		}
-		pz.version.Store(m.Version)
+		pz.SetVersion(m.Version)
 		a := attemptState{opts: opts, cl: cl, data: data, kj: kj, name: res.Worker, stopAcks: &stopAcks}
 		r, err := a.run(ctx, reg, pz, &res, say)
 		res.Result = r
@@ -568,7 +568,7 @@ type attemptState struct {
 	stopAcks *func()
 }
 
-func (a *attemptState) run(ctx context.Context, reg *cluster.Registration, pz *pauser, res *JobResult, say func(string, ...any)) (Result, error) {
+func (a *attemptState) run(ctx context.Context, reg *cluster.Registration, pz *cluster.Pauser, res *JobResult, say func(string, ...any)) (Result, error) {
 	opts, cl, kj, name := a.opts, a.cl, a.kj, a.name
 	start, err := loadCheckpoint(ctx, cl, name)
 	if err != nil {
@@ -604,16 +604,16 @@ func (a *attemptState) run(ctx context.Context, reg *cluster.Registration, pz *p
 	}
 	// Pause at a batch boundary when the scheduler asks (a snapshot, a
 	// rollback).
-	topts.PauseRequested, topts.Pause = pz.isRequested, pz.pause
+	topts.PauseRequested, topts.Pause = pz.Requested, pz.Pause
 	if opts.Count > 1 {
 		topts.BeforeFinalEval = func(ctx context.Context) error {
-			pz.stopTraining(ctx) // no more batches: snapshots need not wait for us
+			pz.StopTraining(ctx) // no more batches: snapshots need not wait for us
 			if kj != nil {       // reading is over: let later partition deals go on without us
 				(*a.stopAcks)()
 				*a.stopAcks = kj.ackFromNowOn(ctx)
 			}
 			say("waiting for all %d workers to finish training before the final evaluation", opts.Count)
-			return finalBarrier(ctx, opts, reg, pz.version.Load())
+			return finalBarrier(ctx, opts, reg, pz.Version())
 		}
 	}
 	tr, err := New(cl, topts)
@@ -628,10 +628,10 @@ func (a *attemptState) run(ctx context.Context, reg *cluster.Registration, pz *p
 	}
 	res.Shards, res.Fields, res.Levels, res.DenseParams = cl.NumShards(), tr.Fields(), tr.Levels(), tr.DenseParams()
 	say("training on %d shards (version %d): %d fields in %d levels, MLP %v, %d dense parameters", res.Shards,
-		pz.version.Load(), res.Fields, res.Levels, opts.Config.Model.Hidden, res.DenseParams)
-	pz.startTraining()
+		pz.Version(), res.Fields, res.Levels, opts.Config.Model.Hidden, res.DenseParams)
+	pz.StartTraining()
 	r, err := tr.Run(ctx)
-	pz.stopTraining(ctx)
+	pz.StopTraining(ctx)
 	return r, err
 }
 

@@ -159,8 +159,14 @@ func trainJob(ctx context.Context, opts JobOptions, res JobResult) (JobResult, e
 		res.SkippedSamples += test.Skipped
 	}
 	say("training data: %s; %d test samples (read in %.1fs)", train.Desc, res.TestSamples, res.LoadSeconds)
+	pz, err := cluster.StartPauser(ctx, opts.Etcd, opts.Prefix, res.Worker, opts.Logger)
+	if err != nil {
+		return res, fmt.Errorf("xctrain: %w", err)
+	}
+	defer pz.Close()
+	pz.SetVersion(m.Version)
 	tr, err := New(cl, Options{Config: opts.Config, Train: train, Test: test, Name: res.Worker,
-		Progress: opts.Progress, Logger: opts.Logger})
+		Progress: opts.Progress, Logger: opts.Logger, Pauser: pz, Etcd: opts.Etcd, Prefix: opts.Prefix})
 	if err != nil {
 		return res, err
 	}
@@ -168,14 +174,37 @@ func trainJob(ctx context.Context, opts JobOptions, res JobResult) (JobResult, e
 	if err := tr.Declare(ctx); err != nil {
 		return res, err
 	}
+	cp, ok, err := readCheckpoint(ctx, cl)
+	if err != nil {
+		return res, err
+	}
+	switch {
+	case ok && cp.Done:
+		say("the model's checkpoint says its job finished (%d samples); training again from the start", cp.Samples)
+	case ok:
+		say("resuming from snapshot %d: epoch %d, batch %d (%d samples trained before)", cp.Seq, cp.Epoch, cp.Batch, cp.Samples)
+		if err := tr.resume(cp); err != nil {
+			return res, err
+		}
+	}
 	oc := opts.Config.Model.Output
 	p := tr.out.Params()
 	res.Shards, res.EmbeddingDim, res.Hidden, res.DenseParams = cl.NumShards(), tr.table.Dim, oc.Hidden, tr.net.numParams
 	say("training on %d shards: embedding dim %d, hidden %v, SLIDE output of %d labels (sparsity %v, %s, K=%d L=%d R=%d), %.0f MB in the layer",
 		res.Shards, tr.table.Dim, oc.Hidden, tr.out.Config().Dim, oc.Sparsity, oc.Hash, p.K, p.L, p.R,
 		float64(tr.out.ParamBytes()+tablesBytes(tr))/1e6)
+	pz.StartTraining()
 	r, err := tr.Run(ctx)
+	pz.StopTraining(ctx)
 	res.Result = r
+	if err == nil {
+		done := Checkpoint{Done: true, Epoch: r.Epochs, Samples: r.Samples, Batches: r.Batches}
+		if r.Resumed != nil {
+			done.Samples += r.Resumed.Samples
+			done.Batches += r.Resumed.Batches
+		}
+		err = putCheckpoint(ctx, cl, done)
+	}
 	return res, err
 }
 

@@ -11,8 +11,11 @@ import (
 	"sync"
 	"time"
 
+	clientv3 "go.etcd.io/etcd/client/v3"
+
 	"github.com/xdlgo/xps/ams"
 	"github.com/xdlgo/xps/ams/client"
+	"github.com/xdlgo/xps/internal/cluster"
 	"github.com/xdlgo/xps/internal/config"
 	"github.com/xdlgo/xps/sparsenet"
 	"github.com/xdlgo/xps/sparsenet/slide"
@@ -44,6 +47,13 @@ type Options struct {
 	Progress io.Writer
 	// Logger receives structured logs. The default value discards them.
 	Logger *slog.Logger
+	// Pauser, Etcd and Prefix take the trainer into the cluster's snapshot
+	// pauses (see snapshot.go): at a requested pause it writes the layer
+	// into the snapshot and waits for the resume. The default value (nil)
+	// never pauses.
+	Pauser *cluster.Pauser
+	Etcd   *clientv3.Client
+	Prefix string
 }
 
 // PAtK is precision at 1, 3 and 5.
@@ -122,6 +132,9 @@ type Result struct {
 	K        int     `json:"k"`
 	L        int     `json:"l"`
 	R        int     `json:"r"`
+	// Resumed is the checkpoint this run started from (nil: the
+	// beginning); Samples and Batches count this run's only.
+	Resumed *Checkpoint `json:"resumed,omitempty"`
 	// LayerBytes is the memory of the layer's parameters, optimizer state
 	// and hash tables.
 	LayerBytes int64 `json:"layer_bytes"`
@@ -166,6 +179,8 @@ type Trainer struct {
 	pushWait time.Duration
 	errMu    sync.Mutex
 	pushErr  error // first asynchronous push error; guarded by errMu
+
+	start *Checkpoint // where Run starts (resume), nil: the beginning
 }
 
 // pushBuf holds one batch's gradients while its push is in flight.
@@ -360,12 +375,16 @@ func (t *Trainer) Run(ctx context.Context) (res Result, err error) {
 		res.Progressive, res.ProgressiveSamples = patk(&r.total), r.total.N()
 		res.FetchWaitSeconds, res.PushWaitSeconds = r.fetch.Seconds(), t.pushWait.Seconds()
 	}()
-	for epoch := 1; epoch <= t.cfg.Train.Epochs; epoch++ {
+	first, firstBatch := 1, 0
+	if t.start != nil {
+		first, firstBatch, res.Resumed = t.start.Epoch, t.start.Batch, t.start
+	}
+	for epoch := first; epoch <= t.cfg.Train.Epochs; epoch++ {
 		r.epoch, r.lossSum, r.lossN = epoch, 0, 0
-		if err := r.runEpoch(ctx); err != nil {
+		if err := r.runEpoch(ctx, firstBatch); err != nil {
 			return res, err
 		}
-		res.Epochs = epoch
+		res.Epochs, firstBatch = epoch, 0
 		if r.lossN > 0 {
 			res.TrainLoss = r.lossSum / float64(r.lossN)
 		}
@@ -418,7 +437,7 @@ func (r *run) evaluate(ctx context.Context, when string, final bool) error {
 // runEpoch trains one pass: a pull stage (its own goroutine, up to
 // train.prefetch_batches batches ahead) feeds the training stage (this
 // goroutine), which pushes asynchronously.
-func (r *run) runEpoch(ctx context.Context) error {
+func (r *run) runEpoch(ctx context.Context, firstBatch int) error {
 	t := r.t
 	cfg := t.cfg.Train
 	n := t.opts.Train.Len()
@@ -446,7 +465,7 @@ func (r *run) runEpoch(ctx context.Context) error {
 	go func() {
 		defer wg.Done()
 		defer close(ready)
-		for lo := 0; lo < n; lo += bs {
+		for lo := firstBatch * bs; lo < n; lo += bs {
 			var b *batch
 			select {
 			case b = <-free:
@@ -460,7 +479,7 @@ func (r *run) runEpoch(ctx context.Context) error {
 			ready <- b // capacity: never blocks
 		}
 	}()
-	err := r.trainStage(ctx, ready, free)
+	err := r.trainStage(ctx, ready, free, firstBatch)
 	cancel()
 	wg.Wait()
 	if err == nil && pullErr != nil && ctx.Err() == nil {
@@ -472,10 +491,10 @@ func (r *run) runEpoch(ctx context.Context) error {
 	return err
 }
 
-func (r *run) trainStage(ctx context.Context, ready <-chan *batch, free chan<- *batch) error {
+func (r *run) trainStage(ctx context.Context, ready <-chan *batch, free chan<- *batch, firstBatch int) error {
 	t := r.t
 	cfg := t.cfg.Train
-	for r.batch = 0; ; r.batch++ {
+	for r.batch = firstBatch; ; r.batch++ {
 		w0 := time.Now()
 		b, ok := <-ready
 		if !ok {
@@ -498,12 +517,31 @@ func (r *run) trainStage(ctx context.Context, ready <-chan *batch, free chan<- *
 		if cfg.ProgressEvery > 0 && time.Since(r.lastLine) >= cfg.ProgressEvery {
 			r.progressLine()
 		}
+		if pz := t.opts.Pauser; pz != nil && pz.Requested() {
+			if err := t.snapshotPause(ctx, r.next()); err != nil {
+				return err
+			}
+		}
 		if cfg.EvalEvery > 0 && r.res.Batches%int64(cfg.EvalEvery) == 0 {
 			if err := r.evaluate(ctx, fmt.Sprintf("batch %d", r.res.Batches), false); err != nil {
 				return err
 			}
 		}
 	}
+}
+
+// next is the position after the batch just trained, with the samples
+// and batches the model has seen (those of a run it resumed included).
+func (r *run) next() Checkpoint {
+	cp := Checkpoint{Epoch: r.epoch, Batch: r.batch + 1, Samples: r.res.Samples, Batches: r.res.Batches}
+	if cp.Batch >= r.nbatches {
+		cp.Epoch, cp.Batch = cp.Epoch+1, 0
+	}
+	if s := r.t.start; s != nil {
+		cp.Samples += s.Samples
+		cp.Batches += s.Batches
+	}
+	return cp
 }
 
 func (r *run) progressLine() {

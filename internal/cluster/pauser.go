@@ -1,0 +1,147 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+)
+
+// Pauser is the worker's side of the snapshot pause protocol (see package
+// cluster): a goroutine follows the scheduler's pause requests; while the
+// trainer runs, it pauses at its next batch boundary (requested, pause);
+// when it does not, the request is acknowledged at once.
+type Pauser struct {
+	cli            *clientv3.Client
+	prefix, worker string
+	log            *slog.Logger
+
+	requested atomic.Uint64 // the latest pause request seen
+	acked     atomic.Uint64 // the latest acknowledged; written under mu
+	// version is the cluster version the worker trains at (SetVersion, for
+	// each attempt); a resume at a higher one is a rollback.
+	version atomic.Uint64
+
+	mu       sync.Mutex
+	training bool
+
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+}
+
+// StartPauser follows pause requests newer than the last resume until
+// close. Until StartTraining, requests are acknowledged at once (the
+// worker pushes nothing yet).
+func StartPauser(ctx context.Context, cli *clientv3.Client, prefix, worker string, log *slog.Logger) (*Pauser, error) {
+	resp, err := cli.Get(ctx, ResumeKey(prefix))
+	if err != nil {
+		return nil, err
+	}
+	var after uint64
+	if len(resp.Kvs) > 0 {
+		if r, ok := ParseResume(resp.Kvs[0].Value); ok && !r.Failed {
+			after = r.Seq
+		}
+	}
+	p := &Pauser{cli: cli, prefix: prefix, worker: worker, log: log}
+	p.acked.Store(after)
+	p.requested.Store(after)
+	ctx, p.cancel = context.WithCancel(ctx)
+	p.wg.Add(1)
+	go func() {
+		defer p.wg.Done()
+		WatchPauses(ctx, cli, prefix, after, func(seq uint64) error {
+			p.requested.Store(seq)
+			p.mu.Lock()
+			defer p.mu.Unlock()
+			if !p.training {
+				p.ack(ctx, seq)
+			}
+			return nil
+		})
+	}()
+	return p, nil
+}
+
+// ack acknowledges seq; the caller holds mu.
+func (p *Pauser) ack(ctx context.Context, seq uint64) error {
+	if seq <= p.acked.Load() {
+		return nil
+	}
+	if err := AckPause(ctx, p.cli, p.prefix, p.worker, seq); err != nil {
+		p.log.Warn("acknowledging a snapshot pause failed", "seq", seq, "err", err)
+		return err
+	}
+	p.acked.Store(seq)
+	return nil
+}
+
+// StartTraining makes later requests wait for the trainer's pause.
+func (p *Pauser) StartTraining() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.training = true
+}
+
+// Requested reports whether a pause request waits for the trainer.
+func (p *Pauser) Requested() bool { return p.requested.Load() > p.acked.Load() }
+
+// ErrRestored is returned (wrapped) by a worker's pause when training
+// resumes at a higher cluster version: the model was rolled back to a
+// snapshot meanwhile, and the worker starts over from the reader
+// positions the restored model holds.
+var ErrRestored = errors.New("cluster: restored from a snapshot")
+
+// Pending returns the latest pause request seen (0: none).
+func (p *Pauser) Pending() uint64 { return p.requested.Load() }
+
+// Pause acknowledges the latest request and waits for its resume (see
+// PauseFor).
+func (p *Pauser) Pause(ctx context.Context) error { return p.PauseFor(ctx, p.requested.Load()) }
+
+// PauseFor acknowledges request seq, once the trainer has done what that
+// pause asks of it (a worker that keeps state of its own writes it into
+// the snapshot first), and waits for its resume. It returns an error
+// wrapping ErrRestored when training resumes at a higher cluster version
+// than SetVersion gave. A request newer than seq stays pending.
+func (p *Pauser) PauseFor(ctx context.Context, seq uint64) error {
+	p.mu.Lock()
+	err := p.ack(ctx, seq)
+	p.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	r, err := WaitResume(ctx, p.cli, p.prefix, seq)
+	if err != nil {
+		return err
+	}
+	if cur := p.version.Load(); r.Version > cur {
+		return fmt.Errorf("%w: version %d resumes, trained at %d", ErrRestored, r.Version, cur)
+	}
+	return nil
+}
+
+// StopTraining makes every later request, and one pending now, be
+// acknowledged at once.
+func (p *Pauser) StopTraining(ctx context.Context) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.training = false
+	p.ack(ctx, p.requested.Load())
+}
+
+// SetVersion sets the cluster version the worker trains at.
+func (p *Pauser) SetVersion(v uint64) { p.version.Store(v) }
+
+// Version returns the version SetVersion gave.
+func (p *Pauser) Version() uint64 { return p.version.Load() }
+
+// Close stops following requests.
+func (p *Pauser) Close() {
+	p.cancel()
+	p.wg.Wait()
+}
