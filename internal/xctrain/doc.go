@@ -61,6 +61,27 @@
 // data and trains. The SLIDE layer lives in one worker: RunJob refuses
 // more than one (sharding the layer is a later step).
 //
+// # Snapshots
+//
+// The SLIDE layer lives in the worker, so the job takes part in the
+// cluster's snapshots (package cluster's pause protocol; the scheduler
+// names the snapshot a pause is for with cluster.SnapshotTarget). At a
+// snapshot pause the train stage stops at a batch boundary, waits until
+// every push it made is applied, writes the layer (slide.Layer.Save) into
+// the snapshot as LayerFile through the snapshot package, and stores a
+// Checkpoint (the file's size and SHA-256, the next epoch and batch, the
+// samples trained) under the AMS state key CheckpointKey; then it
+// acknowledges and waits for the resume. The shards write that state into
+// the same snapshot, so the snapshot's rows, layer and position belong
+// together. A job that starts on a model holding a Checkpoint (the
+// scheduler restored the cluster from that snapshot after a failure)
+// loads the layer, verified, and trains from its epoch and batch; a
+// resume at a higher cluster version while paused (a rollback) ends the
+// job with cluster.ErrRestored, to be restarted. A finished job stores a
+// Checkpoint marked Done, which a later job ignores. The embedding rows
+// pulled ahead for the next batches (train.prefetch_batches) were pulled
+// before the pause: asynchronous training's usual staleness.
+//
 // # Progress and metrics
 //
 // Every train.progress_every a line gives samples/s, the epoch's mean loss
