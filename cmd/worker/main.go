@@ -22,6 +22,10 @@
 //	-local          run an embedded cluster in this process
 //	-shards         AMS shards of the embedded cluster (default 2)
 //	-stripes        stripe owners per shard of the embedded cluster (default GOMAXPROCS/shards, at least 1)
+//	-snapshot-store, -snapshot-every
+//	                the embedded cluster's scheduler takes a snapshot into this
+//	                directory (or hdfs:// URI) at this interval (default 10m when
+//	                a store is given; see cmd/scheduler)
 //	-etcd           etcd endpoints of an external cluster, comma-separated
 //	-cluster        cluster name; keys live under /xps/<cluster> (default "default")
 //	-config         YAML model/training config file
@@ -77,7 +81,8 @@ type flags struct {
 	shards, stripes, workers, index   int
 	etcd, clusterName, configFile     string
 	train, test, level, cpuProfile    string
-	leaseTTL                          time.Duration
+	snapStore                         string
+	leaseTTL, snapEvery               time.Duration
 }
 
 func main() {
@@ -86,6 +91,8 @@ func main() {
 	fs.BoolVar(&f.local, "local", false, "run an embedded cluster (etcd, AMS shards, scheduler) in this process")
 	fs.IntVar(&f.shards, "shards", 2, "AMS shards of the embedded cluster")
 	fs.IntVar(&f.stripes, "stripes", 0, "stripe owners per AMS shard of the embedded cluster (default GOMAXPROCS/shards, at least 1)")
+	fs.StringVar(&f.snapStore, "snapshot-store", "", "with -local: the embedded scheduler's snapshot store, a directory or hdfs://NAMENODE:PORT/PATH (default: no snapshots)")
+	fs.DurationVar(&f.snapEvery, "snapshot-every", 10*time.Minute, "with -local and -snapshot-store: the interval between snapshots")
 	fs.StringVar(&f.etcd, "etcd", "", "etcd endpoints of an external cluster, comma-separated host:port")
 	fs.StringVar(&f.clusterName, "cluster", "default", "cluster name")
 	fs.StringVar(&f.configFile, "config", "", "YAML model/training config file")
@@ -289,6 +296,9 @@ func run(f flags, overrides map[string]*override) error {
 	}
 	opts := worker.JobOptions{Config: cfg, Prefix: prefix, Index: f.index, Count: f.workers,
 		Train: cli.SplitList(f.train), Test: cli.SplitList(f.test), Progress: progress, Logger: log, LeaseTTL: f.leaseTTL}
+	if f.snapStore != "" && !f.local {
+		return errors.New("-snapshot-store needs -local: a running cluster's snapshots are its scheduler's (scheduler -snapshot-store)")
+	}
 	if cfg.Model.Output.Kind == config.OutputSLIDE && f.train == "" {
 		return errors.New("-output slide needs -train (XMLRepository files; cmd/xcgen generates some)")
 	}
@@ -296,7 +306,11 @@ func run(f flags, overrides map[string]*override) error {
 		if progress != nil {
 			fmt.Fprintf(progress, "starting embedded cluster: etcd, %d AMS shards, scheduler\n", f.shards)
 		}
-		lc, err := local.Start(ctx, local.Options{Shards: f.shards, Stripes: f.stripes, Prefix: prefix, Logger: log})
+		lo := local.Options{Shards: f.shards, Stripes: f.stripes, Prefix: prefix, Logger: log}
+		if f.snapStore != "" {
+			lo.SnapshotStore, lo.SnapshotEvery = f.snapStore, f.snapEvery
+		}
+		lc, err := local.Start(ctx, lo)
 		if err != nil {
 			return err
 		}
