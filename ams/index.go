@@ -1,6 +1,10 @@
 package ams
 
-import "math/bits"
+import (
+	"math/bits"
+
+	"github.com/xdlgo/xps/internal/prefetch"
+)
 
 // emptySlot marks a free bucket of the index. It is never a valid slot, so
 // every uint64 (0 included) is a valid feature ID.
@@ -91,21 +95,19 @@ func (x *index) find(id uint64) (uint, bool) {
 	}
 }
 
-// warm loads the home bucket of each of ids and returns a value that
-// depends on every load (callers keep it, so the loads are not dropped).
-// The loads have no branch on their result, so their cache misses are all
-// in flight at once; get's probe loop branches on each bucket it reads,
-// which on a misprediction serialises the misses of consecutive gets.
-func (x *index) warm(ids []uint64) uint32 {
+// prefetch hints the CPU to load the home bucket of each of ids (see
+// package prefetch), so that the gets that follow find them in cache: the
+// hints have no branch on their result, so their misses are all in flight
+// at once, while get's probe loop branches on each bucket it reads, which
+// on a misprediction serialises the misses of consecutive gets.
+func (x *index) prefetch(ids []uint64) {
 	if x.n == 0 {
-		return 0
+		return
 	}
 	b, shift := x.b, x.shift
-	var sink uint32
 	for _, id := range ids {
-		sink ^= b[3*hashIndex(id, shift)+2]
+		prefetch.Uint32(&b[3*hashIndex(id, shift)+2])
 	}
-	return sink
 }
 
 // insert adds id -> slot. id must not be present (the caller looked it up).
