@@ -178,6 +178,11 @@ type OutputConfig struct {
 	//
 	// The default value is false.
 	InsertLabels bool `yaml:"insert_labels"`
+	// NoCenter hashes the layer's weight rows as they are instead of minus
+	// the mean row (slide.Config.NoCenter).
+	//
+	// The default value is false (centred).
+	NoCenter bool `yaml:"no_center"`
 	// RehashBase is the first period, in batches, of the re-insertion of
 	// updated neurons into the hash tables (it grows by 1.5x per period up
 	// to 2000).

@@ -33,6 +33,7 @@
 //	    r: 0
 //	    lr: 0.001               # slide: the layer's Adam learning rate
 //	    insert_labels: false    # slide: BOLT's "adding label neurons"
+//	    no_center: false        # slide: hash weight rows as they are, not minus the mean row
 //	    rehash_base: 50         # slide: first re-insertion period in batches
 //	    redraw_period: 20000    # slide: batches between redraws of the hash functions (negative: never)
 //	    threads: 0              # slide: the layer's goroutines (0: every core)

@@ -246,7 +246,7 @@ func New(cl *client.Client, opts Options) (*Trainer, error) {
 	}
 	out, err := slide.New(slide.Config{Dim: labels, InputDim: net.outWidth(), Sparsity: oc.Sparsity,
 		InferSparsity: oc.InferSparsity, Family: family, K: oc.K, L: oc.L, R: oc.R, LearningRate: oc.LR,
-		InsertLabels: oc.InsertLabels, Threads: oc.Threads, Seed: cfg.Model.Seed,
+		InsertLabels: oc.InsertLabels, NoCenter: oc.NoCenter, Threads: oc.Threads, Seed: cfg.Model.Seed,
 		Schedule: slide.Schedule{RehashBase: oc.RehashBase, RedrawPeriod: oc.RedrawPeriod}})
 	if err != nil {
 		return nil, fmt.Errorf("xctrain: %w", err)

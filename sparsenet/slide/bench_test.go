@@ -2,7 +2,10 @@ package slide
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
 	"testing"
+	"time"
 )
 
 // benchBatch returns a batch of n ReLU-like inputs (half zeros) and 1-5
@@ -154,4 +157,41 @@ func BenchmarkTrainMaintainSparse_D670K_DWTA(b *testing.B) {
 	c := cfg670K()
 	c.Family = KindDWTA
 	benchTrain(b, c, true)
+}
+
+// Saving and loading the 670K-shape layer (what the extreme-classification
+// job writes into a snapshot), through a file in the test's temporary
+// directory. Load includes rebuilding the hash tables.
+func BenchmarkSaveLoad_D670K(b *testing.B) {
+	l, err := New(cfg670K())
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer l.Close()
+	path := filepath.Join(b.TempDir(), "layer")
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		t0 := time.Now()
+		f, err := os.Create(path)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := l.Save(f); err != nil {
+			b.Fatal(err)
+		}
+		if err := f.Close(); err != nil {
+			b.Fatal(err)
+		}
+		t1 := time.Now()
+		if f, err = os.Open(path); err != nil {
+			b.Fatal(err)
+		}
+		if err := l.Load(f); err != nil {
+			b.Fatal(err)
+		}
+		f.Close()
+		b.ReportMetric(t1.Sub(t0).Seconds(), "save-s")
+		b.ReportMetric(time.Since(t1).Seconds(), "load-s")
+	}
+	b.ReportMetric(float64(l.SaveSize())/1e6, "MB")
 }

@@ -82,6 +82,15 @@ type Config struct {
 	// hash tables leave below their target size. The default value, false,
 	// fills.
 	NoFill bool
+	// NoCenter hashes the weight rows as they are. By default (false) a row
+	// is hashed minus the mean of all rows (computed when the tables are
+	// built, by New, Rehash and each redraw; re-insertion sweeps use the
+	// mean of their generation of tables): that mean adds the same w̄·x to every neuron's score for an
+	// input x, so the ranking of the candidates is unchanged, while the
+	// direction trained rows share (every row is pushed away from the
+	// common direction of the ReLU inputs they were negatives for) no
+	// longer crowds them into the same buckets.
+	NoCenter bool
 	// InsertLabels moves a true label that the lookup missed into the
 	// buckets the sample hashed to (BOLT's "adding label neurons"). The
 	// default value is false.

@@ -52,6 +52,7 @@ type Layer struct {
 	mcodes  []uint32
 	mrows   []int32
 	mrowbuf []float32 // rows gathered for a BatchHasher
+	center  []float32 // subtracted from rows before hashing (nil: NoCenter)
 	icodes  []uint32  // the codes of a batch's inputs (n x L)
 
 	pool  *pool
@@ -73,6 +74,7 @@ type worker struct {
 	out       [][]contrib // phase 1: this worker's contributions, by owner
 	moves     []int32     // labels to move into the buckets of their sample
 	moveCodes []uint32
+	hrow      []float32 // a centred row to hash
 	loss      float64
 	own       ownerScratch // phase 2: the rows this worker owns
 }
@@ -147,6 +149,10 @@ func New(cfg Config) (*Layer, error) {
 		}
 	})
 	if l.tables != nil {
+		if !cfg.NoCenter {
+			l.center = make([]float32, din)
+			l.updateCenter()
+		}
 		all := make([]int32, 0, min(d, cfg.Schedule.SliceNeurons))
 		for lo := 0; lo < d; lo += cfg.Schedule.SliceNeurons {
 			all = all[:0]
@@ -475,6 +481,7 @@ func (l *Layer) Rehash() {
 	if l.tables == nil {
 		return
 	}
+	l.updateCenter()
 	slice := l.cfg.Schedule.SliceNeurons
 	for lo := 0; lo < l.d; lo += slice {
 		rows := l.mrows[:0]
@@ -484,4 +491,46 @@ func (l *Layer) Rehash() {
 		l.mrows = rows
 		l.insertRows(l.tables, l.fam, l.hashedAt, rows)
 	}
+}
+
+// updateCenter sets center to the mean of the rows of W (in parallel,
+// summed in float64 per goroutine, then in goroutine order, so the result
+// does not depend on timing). It does nothing with NoCenter.
+func (l *Layer) updateCenter() {
+	if l.center == nil {
+		return
+	}
+	din, P := l.din, len(l.ws)
+	sums := make([][]float64, P)
+	l.pool.run(func(q int) {
+		acc := make([]float64, din)
+		lo, hi := span(q, P, l.d)
+		for r := lo; r < hi; r++ {
+			for i, v := range l.w[r*din : (r+1)*din] {
+				acc[i] += float64(v)
+			}
+		}
+		sums[q] = acc
+	})
+	for i := range l.center {
+		var t float64
+		for q := range sums {
+			t += sums[q][i]
+		}
+		l.center[i] = float32(t / float64(l.d))
+	}
+}
+
+// hashRow is the vector row r is hashed as: its weights minus the center
+// (see Config.NoCenter), written to buf, or the weights themselves.
+func (l *Layer) hashRow(r int32, buf []float32) []float32 {
+	w := l.w[int(r)*l.din : (int(r)+1)*l.din]
+	if l.center == nil {
+		return w
+	}
+	buf = buf[:l.din]
+	for i, v := range w {
+		buf[i] = v - l.center[i]
+	}
+	return buf
 }

@@ -123,6 +123,7 @@ func (l *Layer) Maintain() MaintainStats {
 	l.mrows = st.rows
 	ms := MaintainStats{Started: st.start, Swapped: st.swap, SweepDone: st.sweepDone, Period: l.sched.period}
 	if st.start {
+		l.updateCenter() // the rebuilt tables hash every row against it
 		l.gen++
 		fam, err := l.newFamily(l.gen)
 		if err != nil {
@@ -176,15 +177,19 @@ func (l *Layer) insertRows(tabs *Tables, fam Family, at []uint32, rows []int32) 
 		}
 		buf := l.mrowbuf[:len(rows)*din]
 		for j, r := range rows {
-			copy(buf[j*din:(j+1)*din], l.w[int(r)*din:(int(r)+1)*din])
+			dst := buf[j*din : (j+1)*din]
+			copy(dst, l.hashRow(r, dst))
 		}
 		bh.HashBatch(buf, len(rows), codes)
 	} else {
 		l.pool.run(func(q int) {
 			lo, hi := span(q, P, len(rows))
+			w := l.ws[q]
+			if cap(w.hrow) < din {
+				w.hrow = make([]float32, din)
+			}
 			for j := lo; j < hi; j++ {
-				o := int(rows[j]) * din
-				fam.Hash(l.w[o:o+din], codes[j*L:(j+1)*L])
+				fam.Hash(l.hashRow(rows[j], w.hrow), codes[j*L:(j+1)*L])
 			}
 		})
 	}

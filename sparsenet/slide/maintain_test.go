@@ -103,8 +103,9 @@ func TestMaintainKeepsTablesFresh(t *testing.T) {
 	stale := func() int {
 		n := 0
 		codes := make([]uint32, l.par.L)
+		buf := make([]float32, din)
 		for row := 0; row < d; row++ {
-			l.fam.Hash(l.w[row*din:(row+1)*din], codes)
+			l.fam.Hash(l.hashRow(int32(row), buf), codes)
 			for tb, c := range codes {
 				if got, _ := l.tables.Code(int32(row), tb); got != c {
 					n++
