@@ -154,19 +154,8 @@ func (t *Table) pull(ids []uint64, pos []int32, out []float32, create bool, now 
 	created := 0
 	t.idx.prefetch(ids[:min(rowGroup, len(ids))])
 	for lo := 0; lo < len(ids); lo += rowGroup {
-		grp := ids[lo:min(lo+rowGroup, len(ids))]
-		// Software pipeline: this group's index lines were asked for one
-		// group ago; ask for its rows now and for the next group's index
-		// lines, then copy, so that the misses of two groups overlap.
-		t.lookupPrefetched(grp, &slots)
-		for k := range grp {
-			if slot := slots[k]; slot != emptySlot {
-				prefetch.Float32s(t.rows.row(slot)[:d])
-			}
-		}
-		if next := lo + rowGroup; next < len(ids) {
-			t.idx.prefetch(ids[next:min(next+rowGroup, len(ids))])
-		}
+		// Only the values are read: the rows' first d words.
+		grp := t.lookupGroup(ids, lo, d, &slots)
 		for k, id := range grp {
 			dst := rowAt(out, pos, lo+k, d)
 			slot := slots[k]
@@ -200,6 +189,25 @@ func rowAt(buf []float32, pos []int32, k, d int) []float32 {
 	}
 	o := k * d
 	return buf[o : o+d : o+d]
+}
+
+// lookupGroup is one step of the software pipeline of pull and push: it
+// looks up the group of ids starting at lo (its index lines were
+// prefetched a group earlier) into slots, prefetches the first words of
+// each row found, and prefetches the next group's index lines, so that the
+// misses of two groups overlap. It returns the group.
+func (t *Table) lookupGroup(ids []uint64, lo, words int, slots *[rowGroup]uint32) []uint64 {
+	grp := ids[lo:min(lo+rowGroup, len(ids))]
+	t.lookupPrefetched(grp, slots)
+	for k := range grp {
+		if slot := slots[k]; slot != emptySlot {
+			prefetch.Float32s(t.rows.row(slot)[:words])
+		}
+	}
+	if next := lo + rowGroup; next < len(ids) {
+		t.idx.prefetch(ids[next:min(next+rowGroup, len(ids))])
+	}
+	return grp
 }
 
 // lookupPrefetched writes the slot of each of ids (at most rowGroup) into
@@ -250,16 +258,7 @@ func (t *Table) push(ids []uint64, pos []int32, grads []float32, now uint32) int
 	created := 0
 	t.idx.prefetch(ids[:min(rowGroup, len(ids))])
 	for lo := 0; lo < len(ids); lo += rowGroup {
-		grp := ids[lo:min(lo+rowGroup, len(ids))]
-		t.lookupPrefetched(grp, &slots) // pipelined as in pull
-		for k := range grp {
-			if slot := slots[k]; slot != emptySlot {
-				prefetch.Float32s(t.rows.row(slot))
-			}
-		}
-		if next := lo + rowGroup; next < len(ids) {
-			t.idx.prefetch(ids[next:min(next+rowGroup, len(ids))])
-		}
+		grp := t.lookupGroup(ids, lo, t.rows.width, &slots) // the whole row
 		for k := range grp {
 			if slot := slots[k]; slot != emptySlot {
 				touch(statsOf(t.rows.row(slot)), now)
