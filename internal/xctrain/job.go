@@ -198,11 +198,8 @@ func trainJob(ctx context.Context, opts JobOptions, res JobResult) (JobResult, e
 	pz.StopTraining(ctx)
 	res.Result = r
 	if err == nil {
-		done := Checkpoint{Done: true, Epoch: r.Epochs, Samples: r.Samples, Batches: r.Batches}
-		if r.Resumed != nil {
-			done.Samples += r.Resumed.Samples
-			done.Batches += r.Resumed.Batches
-		}
+		done := tr.modelCheckpoint(r)
+		done.Done, done.Epoch = true, r.Epochs
 		err = putCheckpoint(ctx, cl, done)
 	}
 	return res, err

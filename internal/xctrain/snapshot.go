@@ -103,8 +103,7 @@ func (t *Trainer) resume(cp Checkpoint) error {
 // cluster.ErrRestored: the job is restarted and resumes from the model.
 func (t *Trainer) snapshotPause(ctx context.Context, next Checkpoint) error {
 	pz := t.opts.Pauser
-	t.pushWG.Wait()
-	if err := t.takePushErr(); err != nil {
+	if err := t.waitPushes(); err != nil {
 		return err
 	}
 	seq := pz.Pending()

@@ -364,9 +364,8 @@ func (t *Trainer) Run(ctx context.Context) (res Result, err error) {
 		res.LayerBytes += tb.Bytes()
 	}
 	defer func() {
-		t.pushWG.Wait()
-		if err == nil {
-			err = t.takePushErr()
+		if perr := t.waitPushes(); err == nil {
+			err = perr
 		}
 		res.Seconds = r.trainDur.Seconds()
 		if res.Seconds > 0 {
@@ -388,8 +387,7 @@ func (t *Trainer) Run(ctx context.Context) (res Result, err error) {
 		if r.lossN > 0 {
 			res.TrainLoss = r.lossSum / float64(r.lossN)
 		}
-		t.pushWG.Wait() // the evaluation sees every update of the epoch
-		if err := t.takePushErr(); err != nil {
+		if err := t.waitPushes(); err != nil { // the evaluation sees every update of the epoch
 			return res, err
 		}
 		if err := r.evaluate(ctx, fmt.Sprintf("epoch %d", epoch), epoch == t.cfg.Train.Epochs); err != nil {
@@ -533,11 +531,19 @@ func (r *run) trainStage(ctx context.Context, ready <-chan *batch, free chan<- *
 // next is the position after the batch just trained, with the samples
 // and batches the model has seen (those of a run it resumed included).
 func (r *run) next() Checkpoint {
-	cp := Checkpoint{Epoch: r.epoch, Batch: r.batch + 1, Samples: r.res.Samples, Batches: r.res.Batches}
+	cp := r.t.modelCheckpoint(*r.res)
+	cp.Epoch, cp.Batch = r.epoch, r.batch+1
 	if cp.Batch >= r.nbatches {
 		cp.Epoch, cp.Batch = cp.Epoch+1, 0
 	}
-	if s := r.t.start; s != nil {
+	return cp
+}
+
+// modelCheckpoint is a Checkpoint counting the samples and batches the
+// model has seen: res's, and those of the run it resumed, if any.
+func (t *Trainer) modelCheckpoint(res Result) Checkpoint {
+	cp := Checkpoint{Samples: res.Samples, Batches: res.Batches}
+	if s := t.start; s != nil {
 		cp.Samples += s.Samples
 		cp.Batches += s.Batches
 	}
@@ -623,6 +629,13 @@ func (t *Trainer) step(ctx context.Context, r *run, b *batch) error {
 		}
 	}()
 	return nil
+}
+
+// waitPushes waits until every push started so far is done and returns
+// the first error of one (and forgets it).
+func (t *Trainer) waitPushes() error {
+	t.pushWG.Wait()
+	return t.takePushErr()
 }
 
 func (t *Trainer) setPushErr(err error) {
