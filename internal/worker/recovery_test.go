@@ -54,13 +54,8 @@ func testRecovery(t *testing.T, syncMode bool) {
 		t.Fatal(err)
 	}
 	defer lc.Close()
-	cfg := smallConfig()
-	cfg.Train.Format = "libffm"
-	cfg.Train.BatchSize = 32
+	cfg := streamedConfig(7)
 	cfg.Train.Epochs = 3
-	cfg.Model.Fields = genConfig(7).Fields
-	f := false
-	cfg.Train.Shuffle = &f
 	cfg.Train.Sync = syncMode
 
 	// Each worker runs under a supervisor that starts it again when it

@@ -37,12 +37,7 @@ func TestPeriodicSnapshots(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer lc.Close()
-	cfg := smallConfig()
-	cfg.Train.Format = "libffm"
-	cfg.Train.BatchSize = 32
-	cfg.Model.Fields = genConfig(5).Fields
-	f := false
-	cfg.Train.Shuffle = &f // stream the files: positions are file offsets
+	cfg := streamedConfig(5) // positions are file offsets
 	results := runWorkers(t, ctx, 2, 0, JobOptions{Config: cfg, Etcd: lc.Etcd(), Prefix: lc.Prefix(), Train: train})
 	if got := results[0].Samples + results[1].Samples; got != int64(cfg.Train.Epochs)*12000 {
 		t.Fatalf("trained %d samples, want %d", got, cfg.Train.Epochs*12000)
@@ -137,13 +132,8 @@ func TestSnapshotEverySamples(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer lc.Close()
-	cfg := smallConfig()
-	cfg.Train.Format = "libffm"
-	cfg.Train.BatchSize = 32
+	cfg := streamedConfig(6)
 	cfg.Train.Epochs = 3
-	cfg.Model.Fields = genConfig(6).Fields
-	f := false
-	cfg.Train.Shuffle = &f
 	runWorkers(t, ctx, 2, 0, JobOptions{Config: cfg, Etcd: lc.Etcd(), Prefix: lc.Prefix(), Train: train})
 	store, err := snapshot.OpenDir(snaps)
 	if err != nil {

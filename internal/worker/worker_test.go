@@ -31,6 +31,19 @@ func smallConfig() config.Config {
 	return c
 }
 
+// streamedConfig is smallConfig for libFFM files written by writeGenFiles
+// with genConfig(seed)'s fields, in batches of 32, the files streamed in
+// order (no shuffle), so that reader positions are file offsets.
+func streamedConfig(seed uint64) config.Config {
+	c := smallConfig()
+	c.Train.Format = "libffm"
+	c.Train.BatchSize = 32
+	c.Model.Fields = genConfig(seed).Fields
+	f := false
+	c.Train.Shuffle = &f
+	return c
+}
+
 // TestTrainsGeneratedData runs a whole job on the one-process cluster and
 // checks that the model learns the hidden teacher.
 func TestTrainsGeneratedData(t *testing.T) {
