@@ -20,22 +20,34 @@ done
 echo "load: $(cat /proc/loadavg)"
 /usr/bin/python3 - "$out/gemm_ours.txt" "$out/gemm_blas.txt" <<'PY'
 import json, re, sys
-ours = {}
+ours, kernels = {}, []
 for line in open(sys.argv[1]):
-    m = re.match(r"BenchmarkGemmShapes/shape=(\S+)/layout=(\w+)(?:-(\d+))?\s.*?([\d.]+) GFLOP/s", line)
+    m = re.match(r"BenchmarkGemmShapes/shape=(\S+)/layout=(\w+)/kernel=(\w+)(?:-(\d+))?\s.*?([\d.]+) GFLOP/s", line)
     if m:
-        ours[(m[1], m[2], m[3] or "1")] = float(m[4])
+        ours[(m[1], m[2], m[4] or "1", m[3])] = float(m[5])
+        if m[3] not in kernels:
+            kernels.append(m[3])
 blas = {}
 for line in open(sys.argv[2]):
     d = json.loads(line)
     blas[(f"{d['m']}x{d['k']}x{d['n']}", d["layout"], str(d["threads"]))] = d["gflops"]
-print("| shape MxKxN | layout | threads | ours GFLOP/s | OpenBLAS GFLOP/s | ours/OpenBLAS |")
-print("|---|---|---|---|---|---|")
-worst = None
+head = "| shape MxKxN | layout | threads | OpenBLAS GFLOP/s |"
+for kn in kernels:
+    head += f" {kn} GFLOP/s | ratio |"
+print(head)
+print("|---" * (4 + 2 * len(kernels)) + "|")
+worst = {}
 for key in sorted(blas, key=lambda k: (k[2], [int(x) for x in k[0].split("x")], k[1])):
-    if key in ours:
-        r = ours[key] / blas[key]
-        worst = r if worst is None else min(worst, r)
-        print(f"| {key[0]} | {key[1]} | {key[2]} | {ours[key]:.1f} | {blas[key]:.1f} | {r:.2f} |")
-print(f"lowest ratio {worst:.2f} (target 0.50)")
+    row = f"| {key[0]} | {key[1]} | {key[2]} | {blas[key]:.1f} |"
+    for kn in kernels:
+        g = ours.get(key + (kn,))
+        if g is None:
+            row += " - | - |"
+            continue
+        r = g / blas[key]
+        worst[kn] = min(worst.get(kn, r), r)
+        row += f" {g:.1f} | {r:.2f} |"
+    print(row)
+for kn in kernels:
+    print(f"lowest ratio, {kn}: {worst[kn]:.2f} (target 0.50)")
 PY

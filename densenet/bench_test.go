@@ -108,18 +108,27 @@ func BenchmarkMLP_ForwardBackward_Batch256(b *testing.B) {
 
 // BenchmarkGemmShapes runs the GEMM shapes (M x K x N) in the three
 // layouts of blas_gemm.py: nn = A·B, tn = Aᵀ·B (A stored K x M), nt = A·Bᵀ
-// (B stored N x K), with GOMAXPROCS goroutines (set with -cpu). bench/gemm.sh
-// sets them beside OpenBLAS.
+// (B stored N x K), with GOMAXPROCS goroutines (set with -cpu), once with
+// every micro-kernel this CPU runs (the last one listed is the one Gemm
+// uses; the generic kernel is left out when a faster one exists, so that
+// an AVX-512 machine also measures the AVX2+FMA path that CPUs without
+// AVX-512 get). bench/gemm.sh sets them beside OpenBLAS.
 func BenchmarkGemmShapes(b *testing.B) {
 	layouts := []struct {
 		name   string
 		tA, tB Transpose
 	}{{"nn", NoTrans, NoTrans}, {"tn", Trans, NoTrans}, {"nt", NoTrans, Trans}}
+	kernels := gemmKernels
+	if len(kernels) > 1 {
+		kernels = kernels[1:]
+	}
 	for _, s := range [][3]int{{256, 414, 200}, {256, 200, 80}, {5000, 414, 200}, {5000, 200, 80}, {128, 128, 4096}} {
 		for _, l := range layouts {
-			b.Run(fmt.Sprintf("shape=%dx%dx%d/layout=%s", s[0], s[1], s[2], l.name), func(b *testing.B) {
-				benchGemm(b, l.tA, l.tB, s[0], s[1], s[2])
-			})
+			for _, kn := range kernels {
+				b.Run(fmt.Sprintf("shape=%dx%dx%d/layout=%s/kernel=%s", s[0], s[1], s[2], l.name, kn.name), func(b *testing.B) {
+					benchGemmWith(b, kn, l.tA, l.tB, s[0], s[1], s[2])
+				})
+			}
 		}
 	}
 }
