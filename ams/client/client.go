@@ -30,6 +30,7 @@ type Client struct {
 	version uint64
 	conns   []*grpc.ClientConn
 	stubs   []amspb.AMSClient
+	local   Resolver // shards served in this process (NewLocal), or nil
 
 	declareMu sync.Mutex // serialises Declare's copy-on-write of dims
 	// dims maps table -> dim, learned from Declare: an immutable map
@@ -246,7 +247,7 @@ func (c *Client) pull(ctx context.Context, tables []Table, dense []Vector, creat
 		if len(which) == 0 && len(dense) == 0 {
 			return nil
 		}
-		resp, err := c.stubs[s].Pull(ctx, req)
+		resp, err := c.plane(s).Pull(ctx, req)
 		if err != nil {
 			return c.rpcError("pull from", s, err)
 		}
@@ -337,7 +338,7 @@ func (c *Client) push(ctx context.Context, tables []Table, dense []Vector, round
 		if len(req.Tables) == 0 && len(req.Dense) == 0 && round == nil {
 			return nil
 		}
-		if _, err := c.stubs[s].Push(ctx, req); err != nil {
+		if _, err := c.plane(s).Push(ctx, req); err != nil {
 			return c.rpcError("push to", s, err)
 		}
 		return nil

@@ -36,9 +36,15 @@ func ServerOptions() []grpc.ServerOption {
 // shard.
 func NewGRPCServer(s *Shard, extra ...grpc.ServerOption) *grpc.Server {
 	gs := grpc.NewServer(append(ServerOptions(), extra...)...)
-	amspb.RegisterAMSServer(gs, &service{s: s})
+	amspb.RegisterAMSServer(gs, NewService(s))
 	return gs
 }
+
+// NewService returns the shard's AMS service, the one NewGRPCServer
+// registers. A client in the same process may call its Pull and Push
+// directly (client.NewLocal): they read the request's payloads in place
+// during the call and reply with fresh buffers.
+func NewService(s *Shard) amspb.AMSServer { return &service{s: s} }
 
 // service adapts a Shard to amspb.AMSServer.
 type service struct {

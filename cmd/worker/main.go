@@ -19,7 +19,10 @@
 //
 // Flags (flags override the -config file; see README.md for the config):
 //
-//	-local          run an embedded cluster in this process
+//	-local          run an embedded cluster in this process; the worker pulls and
+//	                pushes rows by calling the embedded shards directly
+//	-local-grpc     with -local: pull and push over loopback gRPC instead, as a
+//	                separate process would
 //	-shards         AMS shards of the embedded cluster (default 2)
 //	-stripes        stripe owners per shard of the embedded cluster (default GOMAXPROCS/shards, at least 1)
 //	-snapshot-store, -snapshot-every
@@ -77,18 +80,20 @@ import (
 )
 
 type flags struct {
-	local, asJSON, printConfig, quiet bool
-	shards, stripes, workers, index   int
-	etcd, clusterName, configFile     string
-	train, test, level, cpuProfile    string
-	snapStore                         string
-	leaseTTL, snapEvery               time.Duration
+	local, localGRPC                bool
+	asJSON, printConfig, quiet      bool
+	shards, stripes, workers, index int
+	etcd, clusterName, configFile   string
+	train, test, level, cpuProfile  string
+	snapStore                       string
+	leaseTTL, snapEvery             time.Duration
 }
 
 func main() {
 	var f flags
 	fs := flag.CommandLine
 	fs.BoolVar(&f.local, "local", false, "run an embedded cluster (etcd, AMS shards, scheduler) in this process")
+	fs.BoolVar(&f.localGRPC, "local-grpc", false, "with -local: pull and push over loopback gRPC like a separate process, instead of calling the embedded shards directly")
 	fs.IntVar(&f.shards, "shards", 2, "AMS shards of the embedded cluster")
 	fs.IntVar(&f.stripes, "stripes", 0, "stripe owners per AMS shard of the embedded cluster (default GOMAXPROCS/shards, at least 1)")
 	fs.StringVar(&f.snapStore, "snapshot-store", "", "with -local: the embedded scheduler's snapshot store, a directory or hdfs://NAMENODE:PORT/PATH (default: no snapshots)")
@@ -316,6 +321,9 @@ func run(f flags, overrides map[string]*override) error {
 		}
 		defer lc.Close()
 		opts.Etcd = lc.Etcd()
+		if !f.localGRPC {
+			opts.Local = lc
+		}
 	} else {
 		cl, err := cluster.Dial(ctx, cli.Endpoints(f.etcd), log)
 		if err != nil {
@@ -327,7 +335,7 @@ func run(f flags, overrides map[string]*override) error {
 	var res any
 	if cfg.Model.Output.Kind == config.OutputSLIDE {
 		r, err := xctrain.RunJob(ctx, xctrain.JobOptions{Config: cfg, Etcd: opts.Etcd, Prefix: prefix, Index: f.index,
-			Count: f.workers, Train: opts.Train, Test: opts.Test, Progress: progress, Logger: log})
+			Count: f.workers, Train: opts.Train, Test: opts.Test, Progress: progress, Logger: log, Local: opts.Local})
 		if err != nil {
 			return err
 		}

@@ -4,6 +4,14 @@
 // separate processes would (etcd client, gRPC over TCP); only the process
 // boundary is missing. It backs `worker -local` and integration tests.
 //
+// The one shortcut is opt-in: a Cluster is a client.Resolver, and a worker
+// given it (worker.JobOptions.Local, the default of `worker -local`) pulls
+// and pushes rows by calling the shards' services directly, skipping
+// HTTP/2 framing, the loopback socket and the copies on both sides. Every
+// other call (declare, state, snapshots, restores) still goes through
+// gRPC, and a shard that is stopped or restarted drops out of the resolver,
+// so failures look the same on both paths.
+//
 // Start starts everything; Close stops it in reverse order and removes the
 // temporary etcd directory it created.
 package local

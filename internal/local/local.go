@@ -5,12 +5,16 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"os"
 	"runtime"
+	"sync/atomic"
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
+	"github.com/xdlgo/xps/ams/client"
+	"github.com/xdlgo/xps/ams/shard"
 	"github.com/xdlgo/xps/internal/amsnode"
 	"github.com/xdlgo/xps/internal/cluster"
 	"github.com/xdlgo/xps/internal/etcdembed"
@@ -58,6 +62,10 @@ type Cluster struct {
 	cli   *clientv3.Client
 	nodes []*amsnode.Node
 	sched *scheduler.Scheduler
+	// direct maps the address of each running shard to its service, for
+	// workers in this process (Local). It is replaced whole (copy on
+	// write) when a shard starts or stops, and read without a lock.
+	direct atomic.Pointer[map[string]client.DataPlane]
 }
 
 // Start starts etcd, the shards and the scheduler, and waits until the
@@ -107,6 +115,7 @@ func Start(ctx context.Context, opts Options) (c *Cluster, err error) {
 			return nil, fmt.Errorf("local: %w", err)
 		}
 		c.nodes = append(c.nodes, n)
+		c.setDirect(n, nil)
 	}
 	if _, err := cluster.WaitShardMap(ctx, c.cli, opts.Prefix); err != nil {
 		return nil, fmt.Errorf("local: %w", err)
@@ -134,7 +143,9 @@ func (c *Cluster) RestartShard(ctx context.Context, i int) error {
 	if i < 0 || i >= len(c.nodes) {
 		return fmt.Errorf("local: no shard %d of %d", i, len(c.nodes))
 	}
-	if err := c.nodes[i].Close(); err != nil {
+	old := c.nodes[i]
+	c.setDirect(nil, old)
+	if err := old.Close(); err != nil {
 		return fmt.Errorf("local: stop shard %d: %w", i, err)
 	}
 	n, err := amsnode.Start(ctx, c.cli, amsnode.Options{ID: fmt.Sprintf("ams-%d", i), Prefix: c.opts.Prefix,
@@ -143,7 +154,39 @@ func (c *Cluster) RestartShard(ctx context.Context, i int) error {
 		return fmt.Errorf("local: restart shard %d: %w", i, err)
 	}
 	c.nodes[i] = n
+	c.setDirect(n, nil)
 	return nil
+}
+
+// Local returns the service of the shard of this cluster that listens on
+// addr, or nil when none does (any more): it makes the cluster a
+// client.Resolver, so that a worker in this process pulls and pushes by
+// direct calls (worker.JobOptions.Local). A stopped shard answers its
+// direct calls as its closed server would: unavailable.
+func (c *Cluster) Local(addr string) client.DataPlane {
+	if c == nil {
+		return nil
+	}
+	if m := c.direct.Load(); m != nil {
+		return (*m)[addr]
+	}
+	return nil
+}
+
+// setDirect adds the service of started (when not nil) to the direct map
+// and removes that of stopped (when not nil).
+func (c *Cluster) setDirect(started, stopped *amsnode.Node) {
+	m := map[string]client.DataPlane{}
+	if old := c.direct.Load(); old != nil {
+		maps.Copy(m, *old)
+	}
+	if stopped != nil {
+		delete(m, stopped.Addr())
+	}
+	if started != nil {
+		m[started.Addr()] = shard.NewService(started.Shard())
+	}
+	c.direct.Store(&m)
 }
 
 // Close stops the scheduler, the shards and etcd, and removes etcd's data.
@@ -154,6 +197,7 @@ func (c *Cluster) Close() error {
 	if c.sched != nil {
 		errs = append(errs, c.sched.Close())
 	}
+	c.direct.Store(nil)
 	for i := len(c.nodes) - 1; i >= 0; i-- {
 		errs = append(errs, c.nodes[i].Close())
 	}

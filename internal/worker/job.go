@@ -68,6 +68,11 @@ type JobOptions struct {
 	Progress io.Writer
 	// Logger receives structured logs. The default value discards them.
 	Logger *slog.Logger
+	// Local resolves the shards that serve in this process (the embedded
+	// local cluster: local.Cluster): pulls and pushes to them are direct
+	// calls of their service instead of loopback gRPC (client.NewLocal).
+	// The default value (nil) sends everything through gRPC.
+	Local client.Resolver
 }
 
 // JobResult is what a job prints as its summary (and as JSON with -json).
@@ -437,7 +442,7 @@ func trainJob(ctx context.Context, opts JobOptions, reg *cluster.Registration, p
 	if err != nil {
 		return res, err
 	}
-	cl, err := client.New(m)
+	cl, err := client.NewLocal(m, opts.Local)
 	if err != nil {
 		return res, fmt.Errorf("worker: %w", err)
 	}
@@ -507,7 +512,7 @@ func trainJob(ctx context.Context, opts JobOptions, reg *cluster.Registration, p
 		if werr != nil {
 			return res, fmt.Errorf("worker: %w", werr)
 		}
-		ncl, werr := client.New(next)
+		ncl, werr := client.NewLocal(next, opts.Local)
 		if werr != nil {
 			return res, fmt.Errorf("worker: %w", werr)
 		}

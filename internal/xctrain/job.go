@@ -45,6 +45,11 @@ type JobOptions struct {
 	Progress io.Writer
 	// Logger receives structured logs. The default value discards them.
 	Logger *slog.Logger
+	// Local resolves the shards that serve in this process (the embedded
+	// local cluster: local.Cluster): pulls and pushes to them are direct
+	// calls of their service instead of loopback gRPC (client.NewLocal).
+	// The default value (nil) sends everything through gRPC.
+	Local client.Resolver
 }
 
 // JobResult is what a job prints as its summary (and as JSON).
@@ -136,7 +141,7 @@ func trainJob(ctx context.Context, opts JobOptions, res JobResult) (JobResult, e
 	if err != nil {
 		return res, fmt.Errorf("xctrain: %w", err)
 	}
-	cl, err := client.New(m)
+	cl, err := client.NewLocal(m, opts.Local)
 	if err != nil {
 		return res, fmt.Errorf("xctrain: %w", err)
 	}

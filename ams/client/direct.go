@@ -1,0 +1,88 @@
+package client
+
+import (
+	"context"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/status"
+
+	"github.com/xdlgo/xps/ams"
+	"github.com/xdlgo/xps/ams/amspb"
+)
+
+// DataPlane is the part of a shard's service that pulls and pushes rows:
+// the signatures of amspb.AMSServer's Pull and Push, which a shard's
+// service (shard.NewService) implements.
+type DataPlane interface {
+	Pull(context.Context, *amspb.PullRequest) (*amspb.PullResponse, error)
+	Push(context.Context, *amspb.PushRequest) (*amspb.PushResponse, error)
+}
+
+// Resolver finds the shard that serves a shard-map address inside this
+// process. Local returns nil when no shard of this process serves addr
+// (any more); the client then goes through gRPC. It is called on every
+// pull and push, so it must be cheap and safe for concurrent use.
+type Resolver interface {
+	Local(addr string) DataPlane
+}
+
+// NewLocal is New for a worker that shares its process with some or all
+// of the shards (the embedded local cluster): pulls and pushes to a shard
+// that r resolves are calls of its service, with no gRPC framing, no
+// socket and no copy of the request or the reply between the two; every
+// other call, and the data plane of a shard r does not resolve, goes
+// through gRPC as with New. The shard's checks, status codes and errors
+// are the same on both paths.
+//
+// On the direct path the shard reads the request's payloads in place
+// while it serves the call and keeps none of them (it copies what a
+// sync-mode round holds until it is applied), and the reply's payloads
+// are the shard's fresh buffers, which the client only reads.
+func NewLocal(m *ams.ShardMap, r Resolver, extra ...grpc.DialOption) (*Client, error) {
+	c, err := New(m, extra...)
+	if err != nil {
+		return nil, err
+	}
+	c.local = r
+	return c, nil
+}
+
+// plane returns the data plane of shard s: its service in this process
+// when the resolver has it, else the gRPC stub.
+func (c *Client) plane(s int) DataPlane {
+	if c.local != nil {
+		if d := c.local.Local(c.m.Addrs[s]); d != nil {
+			return directPlane{d}
+		}
+	}
+	return grpcPlane{c.stubs[s]}
+}
+
+// grpcPlane adapts a gRPC stub to DataPlane.
+type grpcPlane struct{ stub amspb.AMSClient }
+
+func (g grpcPlane) Pull(ctx context.Context, req *amspb.PullRequest) (*amspb.PullResponse, error) {
+	return g.stub.Pull(ctx, req)
+}
+
+func (g grpcPlane) Push(ctx context.Context, req *amspb.PushRequest) (*amspb.PushResponse, error) {
+	return g.stub.Push(ctx, req)
+}
+
+// directPlane calls a shard's service in this process. It honours a
+// context that has already ended, as gRPC would.
+type directPlane struct{ d DataPlane }
+
+func (p directPlane) Pull(ctx context.Context, req *amspb.PullRequest) (*amspb.PullResponse, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, status.FromContextError(err).Err()
+	}
+	return p.d.Pull(ctx, req)
+}
+
+func (p directPlane) Push(ctx context.Context, req *amspb.PushRequest) (*amspb.PushResponse, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, status.FromContextError(err).Err()
+	}
+	return p.d.Push(ctx, req)
+}
