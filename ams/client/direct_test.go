@@ -138,7 +138,9 @@ func TestDirectErrors(t *testing.T) {
 	if err := c.Declare(ctx, []ams.TableSpec{{Name: "emb", Dim: 2}}, nil); err != nil {
 		t.Fatal(err)
 	}
-	one := func() []client.Table { return []client.Table{{Name: "emb", IDs: []uint64{1, 2, 3}, Rows: make([]float32, 6)}} }
+	one := func() []client.Table {
+		return []client.Table{{Name: "emb", IDs: []uint64{1, 2, 3}, Rows: make([]float32, 6)}}
+	}
 
 	stale := *m
 	stale.Version = 2
