@@ -213,9 +213,16 @@ func (v *service) Push(_ context.Context, req *amspb.PushRequest) (*amspb.PushRe
 	}
 	// Check every dense gradient before applying anything, so that a bad
 	// payload refuses the whole request.
+	// The gradients are read in place where the machine allows: the
+	// request is ours until we reply, and a sync-mode round sums them into
+	// its own buffers.
 	dense := make([][]float32, len(req.Dense))
 	for i, d := range req.Dense {
-		if dense[i], err = ams.UnpackFloats(nil, d.Grad); err == nil {
+		var ok bool
+		if dense[i], ok = ams.FloatsView(d.Grad); !ok {
+			dense[i], err = ams.UnpackFloats(nil, d.Grad)
+		}
+		if err == nil {
 			err = v.s.checkDense(d.Name, len(dense[i]))
 		}
 		if err != nil {
