@@ -232,6 +232,16 @@ func (c *Client) pull(ctx context.Context, tables []Table, dense []Vector, creat
 	}
 	var pend atomic.Bool
 	err = eachShard(len(c.stubs), func(s int) error {
+		if ls := c.localShard(s); ls != nil && round == nil {
+			reqs, bufs := localRequests(r, s, tables, dense)
+			if len(reqs) == 0 && len(bufs) == 0 {
+				return nil
+			}
+			if err := ls.PullRows(ctx, c.version, reqs, bufs, create); err != nil {
+				return c.rpcError("pull from", s, err)
+			}
+			return nil
+		}
 		req := &amspb.PullRequest{ClusterVersion: c.version, Create: create, Sync: round}
 		var which []int
 		for ti, t := range tables {
@@ -312,6 +322,16 @@ func (c *Client) push(ctx context.Context, tables []Table, dense []Vector, round
 		return err
 	}
 	return eachShard(len(c.stubs), func(s int) error {
+		if ls := c.localShard(s); ls != nil && round == nil {
+			reqs, bufs := localRequests(r, s, tables, dense)
+			if len(reqs) == 0 && len(bufs) == 0 {
+				return nil
+			}
+			if err := ls.PushRows(ctx, c.version, reqs, bufs); err != nil {
+				return c.rpcError("push to", s, err)
+			}
+			return nil
+		}
 		req := &amspb.PushRequest{ClusterVersion: c.version, Sync: round}
 		for _, e := range state {
 			if c.stateShard(e.Key) == s {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/xdlgo/xps/ams"
 	"github.com/xdlgo/xps/ams/amspb"
+	"github.com/xdlgo/xps/ams/shard"
 )
 
 // DataPlane is the part of a shard's service that pulls and pushes rows:
@@ -16,6 +17,16 @@ import (
 type DataPlane interface {
 	Pull(context.Context, *amspb.PullRequest) (*amspb.PullResponse, error)
 	Push(context.Context, *amspb.PushRequest) (*amspb.PushResponse, error)
+}
+
+// LocalShard is a DataPlane that also pulls into and pushes from the
+// caller's own batch buffers (shard.Local): a resolver that returns one
+// saves the request payloads and the reply's copies altogether. Sync-mode
+// rounds still go through Pull and Push.
+type LocalShard interface {
+	DataPlane
+	PullRows(ctx context.Context, version uint64, tables []shard.TableRequest, dense []shard.DenseBuf, create bool) error
+	PushRows(ctx context.Context, version uint64, tables []shard.TableRequest, dense []shard.DenseBuf) error
 }
 
 // Resolver finds the shard that serves a shard-map address inside this
@@ -45,6 +56,32 @@ func NewLocal(m *ams.ShardMap, r Resolver, extra ...grpc.DialOption) (*Client, e
 	}
 	c.local = r
 	return c, nil
+}
+
+// localShard returns shard s when it serves in this process and takes
+// the caller's buffers, else nil.
+func (c *Client) localShard(s int) LocalShard {
+	if c.local == nil {
+		return nil
+	}
+	ls, _ := c.local.Local(c.m.Addrs[s]).(LocalShard)
+	return ls
+}
+
+// localRequests returns shard s's part of tables as requests on the
+// caller's buffers (rows at their positions), and dense as whole vectors.
+func localRequests(r *route, s int, tables []Table, dense []Vector) ([]shard.TableRequest, []shard.DenseBuf) {
+	var reqs []shard.TableRequest
+	for ti, t := range tables {
+		if len(r.ids[s][ti]) > 0 {
+			reqs = append(reqs, shard.TableRequest{Table: t.Name, IDs: r.ids[s][ti], Pos: r.pos[s][ti], Rows: t.Rows})
+		}
+	}
+	var bufs []shard.DenseBuf
+	for _, d := range dense {
+		bufs = append(bufs, shard.DenseBuf{Name: d.Name, Values: d.Values})
+	}
+	return reqs, bufs
 }
 
 // plane returns the data plane of shard s: its service in this process

@@ -33,19 +33,49 @@ func (p countingPlane) Push(ctx context.Context, req *amspb.PushRequest) (*amspb
 	return p.DataPlane.Push(ctx, req)
 }
 
+// countingLocal is a shard's real in-process data plane (shard.Local),
+// counting the calls that reach it; it takes the caller's buffers.
+type countingLocal struct {
+	countingPlane
+	l *shard.Local
+}
+
+func (p countingLocal) PullRows(ctx context.Context, v uint64, t []shard.TableRequest, d []shard.DenseBuf, create bool) error {
+	p.pulls.Add(1)
+	return p.l.PullRows(ctx, v, t, d, create)
+}
+
+func (p countingLocal) PushRows(ctx context.Context, v uint64, t []shard.TableRequest, d []shard.DenseBuf) error {
+	p.pushes.Add(1)
+	return p.l.PushRows(ctx, v, t, d)
+}
+
 // resolver resolves the shards it was given by address.
 type resolver map[string]client.DataPlane
 
 func (r resolver) Local(addr string) client.DataPlane { return r[addr] }
 
+// Kinds of direct calls a resolver offers.
+const (
+	messages = "messages" // the service's Pull and Push (client.DataPlane)
+	buffers  = "buffers"  // shard.Local: on the caller's buffers (client.LocalShard)
+)
+
 // localClient returns a NewLocal client of m that calls the shards whose
-// index is in direct by their service, and the counters of those calls.
-func localClient(t *testing.T, m *ams.ShardMap, shards []*shard.Shard, direct ...int) (*client.Client, *atomic.Int64, *atomic.Int64) {
+// index is in direct in this process (kind messages or buffers), and the
+// counters of those calls.
+func localClient(t *testing.T, m *ams.ShardMap, shards []*shard.Shard, kind string, direct ...int) (*client.Client, *atomic.Int64, *atomic.Int64) {
 	t.Helper()
 	var pulls, pushes atomic.Int64
 	r := resolver{}
 	for _, i := range direct {
-		r[m.Addrs[i]] = countingPlane{DataPlane: shard.NewService(shards[i]), pulls: &pulls, pushes: &pushes}
+		cp := countingPlane{DataPlane: shard.NewService(shards[i]), pulls: &pulls, pushes: &pushes}
+		if kind == buffers {
+			l := shard.NewLocal(shards[i])
+			r[m.Addrs[i]] = countingLocal{countingPlane: countingPlane{DataPlane: l, pulls: &pulls, pushes: &pushes}, l: l}
+		} else {
+			r[m.Addrs[i]] = cp
+		}
 	}
 	c, err := client.NewLocal(m, r)
 	if err != nil {
@@ -61,17 +91,20 @@ func localClient(t *testing.T, m *ams.ShardMap, shards []*shard.Shard, direct ..
 func TestDirectMatchesGRPC(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
+		kind   string
 		direct []int
 	}{
-		{"all shards direct", []int{0, 1}},
-		{"shard 1 direct, shard 0 over gRPC", []int{1}},
+		{"messages, all shards direct", messages, []int{0, 1}},
+		{"messages, shard 1 direct, shard 0 over gRPC", messages, []int{1}},
+		{"buffers, all shards direct", buffers, []int{0, 1}},
+		{"buffers, shard 0 direct, shard 1 over gRPC", buffers, []int{0}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx := context.Background()
 			m1, _ := startShards(t, 2, 1)
 			m2, shards2 := startShards(t, 2, 1)
 			viaGRPC := newClient(t, m1)
-			viaDirect, pulls, pushes := localClient(t, m2, shards2, tc.direct...)
+			viaDirect, pulls, pushes := localClient(t, m2, shards2, tc.kind, tc.direct...)
 			specs := []ams.TableSpec{
 				{Name: "emb", Dim: 5, Optimizer: ams.OptimizerSpec{Name: "adagrad", LR: 0.1}, Init: ams.InitSpec{Kind: "uniform", Scale: 0.1, Seed: 7}},
 				{Name: "user", Dim: 2, Optimizer: ams.OptimizerSpec{Name: "sgd", LR: 1}, Init: ams.InitSpec{Kind: "uniform", Scale: 1, Seed: 9}},
@@ -132,9 +165,15 @@ func TestDirectMatchesGRPC(t *testing.T) {
 // TestDirectErrors checks that the direct path fails as gRPC does: a stale
 // version, a closed shard and an ended context.
 func TestDirectErrors(t *testing.T) {
+	for _, kind := range []string{messages, buffers} {
+		t.Run(kind, func(t *testing.T) { testDirectErrors(t, kind) })
+	}
+}
+
+func testDirectErrors(t *testing.T, kind string) {
 	ctx := context.Background()
 	m, shards := startShards(t, 2, 1)
-	c, _, _ := localClient(t, m, shards, 0, 1)
+	c, _, _ := localClient(t, m, shards, kind, 0, 1)
 	if err := c.Declare(ctx, []ams.TableSpec{{Name: "emb", Dim: 2}}, nil); err != nil {
 		t.Fatal(err)
 	}
@@ -144,7 +183,7 @@ func TestDirectErrors(t *testing.T) {
 
 	stale := *m
 	stale.Version = 2
-	sc, _, _ := localClient(t, &stale, shards, 0, 1)
+	sc, _, _ := localClient(t, &stale, shards, kind, 0, 1)
 	vec := []client.Vector{{Name: "x", Values: make([]float32, 1)}}
 	if err := sc.Pull(ctx, nil, vec, true); !errors.Is(err, ams.ErrStaleVersion) {
 		t.Fatalf("stale pull = %v, want ams.ErrStaleVersion", err)
@@ -177,7 +216,7 @@ func TestDirectErrors(t *testing.T) {
 func TestDirectSyncRound(t *testing.T) {
 	ctx := context.Background()
 	m, shards := startShards(t, 1, 1)
-	c, pulls, pushes := localClient(t, m, shards, 0)
+	c, pulls, pushes := localClient(t, m, shards, buffers, 0)
 	if err := c.Declare(ctx, []ams.TableSpec{{Name: "emb", Dim: 2, Optimizer: ams.OptimizerSpec{Name: "sgd", LR: 1}}}, nil); err != nil {
 		t.Fatal(err)
 	}
@@ -209,5 +248,49 @@ func TestDirectSyncRound(t *testing.T) {
 	}
 	if pulls.Load() != 2 || pushes.Load() != 1 {
 		t.Fatalf("%d pulls and %d pushes went direct, want 2 and 1", pulls.Load(), pushes.Load())
+	}
+}
+
+// TestLocalRefuses calls shard.Local with buffers that do not fit: each
+// call is refused as a bad request and changes nothing.
+func TestLocalRefuses(t *testing.T) {
+	ctx := context.Background()
+	m, shards := startShards(t, 1, 1)
+	c := newClient(t, m)
+	if err := c.Declare(ctx, []ams.TableSpec{{Name: "emb", Dim: 2}},
+		[]client.Dense{{Spec: ams.DenseSpec{Name: "mlp", Size: 3}, Init: make([]float32, 3)}}); err != nil {
+		t.Fatal(err)
+	}
+	l := shard.NewLocal(shards[0])
+	for _, tc := range []struct {
+		name   string
+		tables []shard.TableRequest
+		dense  []shard.DenseBuf
+	}{
+		{"position past the buffer", []shard.TableRequest{{Table: "emb", IDs: []uint64{1, 2}, Pos: []int32{0, 2}, Rows: make([]float32, 4)}}, nil},
+		{"negative position", []shard.TableRequest{{Table: "emb", IDs: []uint64{1}, Pos: []int32{-1}, Rows: make([]float32, 4)}}, nil},
+		{"fewer positions than ids", []shard.TableRequest{{Table: "emb", IDs: []uint64{1, 2}, Pos: []int32{0}, Rows: make([]float32, 4)}}, nil},
+		{"buffer not whole rows", []shard.TableRequest{{Table: "emb", IDs: []uint64{1}, Pos: []int32{0}, Rows: make([]float32, 3)}}, nil},
+		{"rows without positions, wrong length", []shard.TableRequest{{Table: "emb", IDs: []uint64{1}, Rows: make([]float32, 4)}}, nil},
+		{"dense buffer not the whole vector", nil, []shard.DenseBuf{{Name: "mlp", Values: make([]float32, 2)}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if err := l.PullRows(ctx, 1, tc.tables, tc.dense, true); !isCode(err, codes.InvalidArgument) {
+				t.Errorf("pull = %v, want InvalidArgument", err)
+			}
+			if err := l.PushRows(ctx, 1, tc.tables, tc.dense); !isCode(err, codes.InvalidArgument) {
+				t.Errorf("push = %v, want InvalidArgument", err)
+			}
+		})
+	}
+	st, err := c.Stats(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st[0].Tables[0].Rows != 0 {
+		t.Fatalf("refused calls created %d rows", st[0].Tables[0].Rows)
+	}
+	if err := l.PullRows(ctx, 1, nil, []shard.DenseBuf{{Name: "nope", Values: make([]float32, 3)}}, false); !isCode(err, codes.NotFound) {
+		t.Fatalf("pull of an unknown vector = %v, want NotFound", err)
 	}
 }

@@ -323,6 +323,33 @@ type TableRequest struct {
 	IDs   []uint64
 	// Rows receives (pull) or holds (push) len(IDs)*dim values, in id order.
 	Rows []float32
+	// Pos, when set (len(Pos) == len(IDs)), places the row of IDs[k] at
+	// Rows[Pos[k]*dim : (Pos[k]+1)*dim] instead of at row k, so that a
+	// caller in this process pulls into, or pushes from, its own batch
+	// buffer where its ids for this shard are scattered; Rows is then any
+	// whole number of rows that every Pos[k] falls inside. A pull's
+	// positions must be distinct.
+	Pos []int32
+}
+
+// checkRows checks that r's Rows and Pos fit its IDs at dim.
+func (r *TableRequest) checkRows(dim int) error {
+	if r.Pos == nil {
+		if len(r.Rows) != len(r.IDs)*dim {
+			return fmt.Errorf("%w: table %q: %d values for %d ids of dim %d", ErrBadRequest, r.Table, len(r.Rows), len(r.IDs), dim)
+		}
+		return nil
+	}
+	if len(r.Pos) != len(r.IDs) || dim == 0 || len(r.Rows)%dim != 0 {
+		return fmt.Errorf("%w: table %q: %d positions and %d values for %d ids of dim %d", ErrBadRequest, r.Table, len(r.Pos), len(r.Rows), len(r.IDs), dim)
+	}
+	n := int32(len(r.Rows) / dim)
+	for _, p := range r.Pos {
+		if p < 0 || p >= n {
+			return fmt.Errorf("%w: table %q: position %d outside a buffer of %d rows", ErrBadRequest, r.Table, p, n)
+		}
+	}
+	return nil
 }
 
 // split builds one task per stripe that has ids, for the given op.
@@ -336,8 +363,8 @@ func (s *Shard) split(op opKind, reqs []TableRequest, create bool) ([]*task, int
 		if !ok {
 			return nil, 0, fmt.Errorf("%w: %q", ams.ErrUnknownTable, r.Table)
 		}
-		if len(r.Rows) != len(r.IDs)*ti.spec.Dim {
-			return nil, 0, fmt.Errorf("%w: table %q: %d values for %d ids of dim %d", ErrBadRequest, r.Table, len(r.Rows), len(r.IDs), ti.spec.Dim)
+		if err := r.checkRows(ti.spec.Dim); err != nil {
+			return nil, 0, err
 		}
 		rows += len(r.IDs)
 		for k, id := range r.IDs {
@@ -356,7 +383,11 @@ func (s *Shard) split(op opKind, reqs []TableRequest, create bool) ([]*task, int
 				p.pos = make([]int32, 0, hint)
 			}
 			p.ids = append(p.ids, id)
-			p.pos = append(p.pos, int32(k))
+			if r.Pos != nil {
+				p.pos = append(p.pos, r.Pos[k])
+			} else {
+				p.pos = append(p.pos, int32(k))
+			}
 		}
 	}
 	return tasks, rows, nil

@@ -184,7 +184,7 @@ func (c *Cluster) setDirect(started, stopped *amsnode.Node) {
 		delete(m, stopped.Addr())
 	}
 	if started != nil {
-		m[started.Addr()] = shard.NewService(started.Shard())
+		m[started.Addr()] = shard.NewLocal(started.Shard())
 	}
 	c.direct.Store(&m)
 }

@@ -27,10 +27,10 @@ import (
 // from the checkpoints the restored model holds. The samples applied in
 // the final model's history are the dataset, once per epoch, exactly.
 // It runs in both modes: asynchronous, and sync mode, where the rounds'
-// progress is restored with the model. The asynchronous workers pull and
-// push over loopback gRPC; the sync-mode ones call the shards directly
-// (JobOptions.Local, the default of worker -local), so both data paths
-// meet a restarted shard.
+// progress is restored with the model. The asynchronous workers call the
+// shards directly on their batch buffers (JobOptions.Local, the default
+// of worker -local); the sync-mode ones pull and push over loopback gRPC,
+// so both data paths meet a restarted shard.
 func TestRecovery(t *testing.T) {
 	for _, mode := range []string{"async", "sync"} {
 		t.Run(mode, func(t *testing.T) { testRecovery(t, mode == "sync") })
@@ -75,7 +75,7 @@ func testRecovery(t *testing.T, syncMode bool) {
 			for {
 				o := JobOptions{Config: cfg, Etcd: lc.Etcd(), Prefix: lc.Prefix(), Train: train, Index: i, Count: 2,
 					Progress: &logs[i], LeaseTTL: time.Second}
-				if syncMode {
+				if !syncMode {
 					o.Local = lc
 				}
 				results[i], errs[i] = RunJob(ctx, o)

@@ -1,0 +1,105 @@
+package shard
+
+import (
+	"context"
+	"fmt"
+
+	"google.golang.org/grpc/status"
+
+	"github.com/xdlgo/xps/ams/amspb"
+)
+
+// DenseBuf is a whole dense vector in a caller's buffer (len(Values) is
+// the vector's size): a pull writes the shard's range of it, a push reads
+// the shard's range of the gradient.
+type DenseBuf struct {
+	Name   string
+	Values []float32
+}
+
+// Local is a shard's data plane for a worker in the same process (see
+// client.NewLocal): the service's Pull and Push on protobuf messages
+// (sync-mode rounds use them), and PullRows and PushRows, which read and
+// write the caller's own batch buffers, with no request payloads and no
+// reply to copy. Every method checks what the service checks and fails
+// with the same gRPC status codes, so the caller handles both paths
+// alike; the one check it leaves out is the message size limit, as
+// nothing is sent.
+type Local struct {
+	service
+}
+
+// NewLocal returns s's data plane for callers in this process.
+func NewLocal(s *Shard) *Local { return &Local{service{s: s}} }
+
+// PullRows fills each table request's rows (at its positions) and the
+// shard's range of each dense vector, as Pull does.
+func (l *Local) PullRows(ctx context.Context, version uint64, tables []TableRequest, dense []DenseBuf, create bool) error {
+	if err := ctx.Err(); err != nil {
+		return status.FromContextError(err).Err()
+	}
+	if err := l.s.checkVersion(version); err != nil {
+		return toStatus(err)
+	}
+	ranges, err := l.denseRanges(dense)
+	if err != nil {
+		return toStatus(err)
+	}
+	if len(tables) > 0 {
+		if err := l.s.Pull(version, tables, create); err != nil {
+			return toStatus(err)
+		}
+	}
+	for i, d := range dense {
+		if err := l.s.denseTask(ranges[i], opDensePull, d.Values[ranges[i].lo:ranges[i].hi]); err != nil {
+			return toStatus(err)
+		}
+	}
+	return nil
+}
+
+// PushRows applies each table request's rows (at its positions) as
+// gradients, and the shard's range of each dense gradient, as Push does.
+// A bad dense vector refuses the whole request before anything is applied.
+func (l *Local) PushRows(ctx context.Context, version uint64, tables []TableRequest, dense []DenseBuf) error {
+	if err := ctx.Err(); err != nil {
+		return status.FromContextError(err).Err()
+	}
+	if err := l.s.checkVersion(version); err != nil {
+		return toStatus(err)
+	}
+	ranges, err := l.denseRanges(dense)
+	if err != nil {
+		return toStatus(err)
+	}
+	if len(tables) > 0 {
+		if err := l.s.Push(version, tables); err != nil {
+			return toStatus(err)
+		}
+	}
+	for i, d := range dense {
+		if err := l.s.denseTask(ranges[i], opDensePush, d.Values[ranges[i].lo:ranges[i].hi]); err != nil {
+			return toStatus(err)
+		}
+	}
+	return nil
+}
+
+// denseRanges looks up each vector and checks that its buffer is the
+// whole vector.
+func (l *Local) denseRanges(dense []DenseBuf) ([]*denseInfo, error) {
+	out := make([]*denseInfo, len(dense))
+	for i, d := range dense {
+		di, err := l.s.denseInfo(d.Name, -1)
+		if err != nil {
+			return nil, err
+		}
+		if len(d.Values) != di.spec.Size {
+			return nil, fmt.Errorf("%w: dense %q: a buffer of %d values for a vector of %d", ErrBadRequest, d.Name, len(d.Values), di.spec.Size)
+		}
+		out[i] = di
+	}
+	return out, nil
+}
+
+var _ amspb.AMSServer = (*Local)(nil)
