@@ -2,6 +2,13 @@
 // every sparse table and the shard's ranges of the dense parameters, the
 // split of requests across stripes, and the gRPC service (amspb.AMS).
 //
+// A worker in the same process (the embedded local cluster) may skip gRPC:
+// NewService is the service itself, and Local adds PullRows and PushRows,
+// which read and write the worker's batch buffers in place (TableRequest.Pos
+// scatters a shard's rows among the batch's, and DenseBuf is a whole dense
+// vector of which the shard touches its range). They check and fail as the
+// service does, with the same gRPC status codes.
+//
 // # Concurrency model
 //
 // A shard's rows are split into S stripes by a hash of (table, id). Each
