@@ -232,9 +232,10 @@ func (c *Client) pull(ctx context.Context, tables []Table, dense []Vector, creat
 	}
 	var pend atomic.Bool
 	err = eachShard(len(c.stubs), func(s int) error {
-		if ls := c.localShard(s); ls != nil && round == nil {
-			reqs, bufs := localRequests(r, s, tables, dense)
-			if len(reqs) == 0 && len(bufs) == 0 {
+		d := c.direct(s)
+		if ls, ok := d.(LocalShard); ok && round == nil {
+			reqs, bufs, some := localRequests(r, s, tables, dense)
+			if !some {
 				return nil
 			}
 			if err := ls.PullRows(ctx, c.version, reqs, bufs, create); err != nil {
@@ -257,7 +258,7 @@ func (c *Client) pull(ctx context.Context, tables []Table, dense []Vector, creat
 		if len(which) == 0 && len(dense) == 0 {
 			return nil
 		}
-		resp, err := c.plane(s).Pull(ctx, req)
+		resp, err := c.plane(s, d).Pull(ctx, req)
 		if err != nil {
 			return c.rpcError("pull from", s, err)
 		}
@@ -322,9 +323,10 @@ func (c *Client) push(ctx context.Context, tables []Table, dense []Vector, round
 		return err
 	}
 	return eachShard(len(c.stubs), func(s int) error {
-		if ls := c.localShard(s); ls != nil && round == nil {
-			reqs, bufs := localRequests(r, s, tables, dense)
-			if len(reqs) == 0 && len(bufs) == 0 {
+		d := c.direct(s)
+		if ls, ok := d.(LocalShard); ok && round == nil {
+			reqs, bufs, some := localRequests(r, s, tables, dense)
+			if !some {
 				return nil
 			}
 			if err := ls.PushRows(ctx, c.version, reqs, bufs); err != nil {
@@ -358,7 +360,7 @@ func (c *Client) push(ctx context.Context, tables []Table, dense []Vector, round
 		if len(req.Tables) == 0 && len(req.Dense) == 0 && round == nil {
 			return nil
 		}
-		if _, err := c.plane(s).Push(ctx, req); err != nil {
+		if _, err := c.plane(s, d).Push(ctx, req); err != nil {
 			return c.rpcError("push to", s, err)
 		}
 		return nil

@@ -58,39 +58,36 @@ func NewLocal(m *ams.ShardMap, r Resolver, extra ...grpc.DialOption) (*Client, e
 	return c, nil
 }
 
-// localShard returns shard s when it serves in this process and takes
-// the caller's buffers, else nil.
-func (c *Client) localShard(s int) LocalShard {
+// direct returns the data plane of shard s in this process, or nil when
+// the shard is not resolved here. The callers look it up once per call
+// and pass it to plane.
+func (c *Client) direct(s int) DataPlane {
 	if c.local == nil {
 		return nil
 	}
-	ls, _ := c.local.Local(c.m.Addrs[s]).(LocalShard)
-	return ls
+	return c.local.Local(c.m.Addrs[s])
 }
 
 // localRequests returns shard s's part of tables as requests on the
-// caller's buffers (rows at their positions), and dense as whole vectors.
-func localRequests(r *route, s int, tables []Table, dense []Vector) ([]shard.TableRequest, []shard.DenseBuf) {
-	var reqs []shard.TableRequest
+// caller's buffers (rows at their positions), and dense as whole vectors;
+// ok is false when the shard has no part in the call.
+func localRequests(r *route, s int, tables []Table, dense []Vector) (reqs []shard.TableRequest, bufs []shard.DenseBuf, ok bool) {
 	for ti, t := range tables {
 		if len(r.ids[s][ti]) > 0 {
 			reqs = append(reqs, shard.TableRequest{Table: t.Name, IDs: r.ids[s][ti], Pos: r.pos[s][ti], Rows: t.Rows})
 		}
 	}
-	var bufs []shard.DenseBuf
 	for _, d := range dense {
 		bufs = append(bufs, shard.DenseBuf{Name: d.Name, Values: d.Values})
 	}
-	return reqs, bufs
+	return reqs, bufs, len(reqs) > 0 || len(bufs) > 0
 }
 
-// plane returns the data plane of shard s: its service in this process
-// when the resolver has it, else the gRPC stub.
-func (c *Client) plane(s int) DataPlane {
-	if c.local != nil {
-		if d := c.local.Local(c.m.Addrs[s]); d != nil {
-			return directPlane{d}
-		}
+// plane returns the data plane of shard s given its direct one d (from
+// direct): a direct call when d is set, else the gRPC stub.
+func (c *Client) plane(s int, d DataPlane) DataPlane {
+	if d != nil {
+		return directPlane{d}
 	}
 	return grpcPlane{c.stubs[s]}
 }

@@ -212,10 +212,9 @@ func (v *service) Push(_ context.Context, req *amspb.PushRequest) (*amspb.PushRe
 		return nil, toStatus(err)
 	}
 	// Check every dense gradient before applying anything, so that a bad
-	// payload refuses the whole request.
-	// The gradients are read in place where the machine allows: the
-	// request is ours until we reply, and a sync-mode round sums them into
-	// its own buffers.
+	// payload refuses the whole request. The gradients are read in place
+	// where the machine allows: the request is ours until we reply, and a
+	// sync-mode round sums them into its own buffers.
 	dense := make([][]float32, len(req.Dense))
 	for i, d := range req.Dense {
 		var ok bool

@@ -35,33 +35,19 @@ func NewLocal(s *Shard) *Local { return &Local{service{s: s}} }
 // PullRows fills each table request's rows (at its positions) and the
 // shard's range of each dense vector, as Pull does.
 func (l *Local) PullRows(ctx context.Context, version uint64, tables []TableRequest, dense []DenseBuf, create bool) error {
-	if err := ctx.Err(); err != nil {
-		return status.FromContextError(err).Err()
-	}
-	if err := l.s.checkVersion(version); err != nil {
-		return toStatus(err)
-	}
-	ranges, err := l.denseRanges(dense)
-	if err != nil {
-		return toStatus(err)
-	}
-	if len(tables) > 0 {
-		if err := l.s.Pull(version, tables, create); err != nil {
-			return toStatus(err)
-		}
-	}
-	for i, d := range dense {
-		if err := l.s.denseTask(ranges[i], opDensePull, d.Values[ranges[i].lo:ranges[i].hi]); err != nil {
-			return toStatus(err)
-		}
-	}
-	return nil
+	return l.rows(ctx, version, opPull, tables, dense, create)
 }
 
 // PushRows applies each table request's rows (at its positions) as
 // gradients, and the shard's range of each dense gradient, as Push does.
 // A bad dense vector refuses the whole request before anything is applied.
 func (l *Local) PushRows(ctx context.Context, version uint64, tables []TableRequest, dense []DenseBuf) error {
+	return l.rows(ctx, version, opPush, tables, dense, true)
+}
+
+// rows serves PullRows (op opPull) and PushRows (opPush): every check
+// first, then the tables, then each vector's range.
+func (l *Local) rows(ctx context.Context, version uint64, op opKind, tables []TableRequest, dense []DenseBuf, create bool) error {
 	if err := ctx.Err(); err != nil {
 		return status.FromContextError(err).Err()
 	}
@@ -72,13 +58,22 @@ func (l *Local) PushRows(ctx context.Context, version uint64, tables []TableRequ
 	if err != nil {
 		return toStatus(err)
 	}
+	denseOp := opDensePull
+	if op == opPush {
+		denseOp = opDensePush
+	}
 	if len(tables) > 0 {
-		if err := l.s.Push(version, tables); err != nil {
+		if op == opPull {
+			err = l.s.Pull(version, tables, create)
+		} else {
+			err = l.s.Push(version, tables)
+		}
+		if err != nil {
 			return toStatus(err)
 		}
 	}
 	for i, d := range dense {
-		if err := l.s.denseTask(ranges[i], opDensePush, d.Values[ranges[i].lo:ranges[i].hi]); err != nil {
+		if err := l.s.denseTask(ranges[i], denseOp, d.Values[ranges[i].lo:ranges[i].hi]); err != nil {
 			return toStatus(err)
 		}
 	}
