@@ -31,7 +31,7 @@ import (
 
 	"github.com/xdlgo/xps/internal/amsnode"
 	"github.com/xdlgo/xps/internal/cli"
-	"github.com/xdlgo/xps/internal/cluster"
+	"github.com/xdlgo/xps/internal/membership"
 )
 
 func main() {
@@ -42,7 +42,7 @@ func main() {
 		listen    = flag.String("listen", "127.0.0.1:0", "gRPC listen address")
 		advertise = flag.String("advertise", "", "address published for workers (default: the listen address)")
 		stripes   = flag.Int("stripes", 0, "stripe owner goroutines (default GOMAXPROCS)")
-		ttl       = flag.Duration("lease-ttl", cluster.DefaultTTL, "registration lease TTL (heartbeat timeout)")
+		ttl       = flag.Duration("lease-ttl", membership.DefaultTTL, "registration lease TTL (heartbeat timeout)")
 		level     = flag.String("log-level", "info", "log level: debug, info, warn, error")
 	)
 	flag.Parse()
@@ -61,13 +61,13 @@ func run(etcd, name, id, listen, advertise string, stripes int, ttl time.Duratio
 		flag.Usage()
 		return errors.New("-etcd and -id are required")
 	}
-	prefix, err := cluster.Prefix(name)
+	prefix, err := membership.Prefix(name)
 	if err != nil {
 		return err
 	}
 	ctx, stop := cli.SignalContext()
 	defer stop()
-	cl, err := cluster.Dial(ctx, endpoints, log)
+	cl, err := membership.Dial(ctx, endpoints, log)
 	if err != nil {
 		return err
 	}

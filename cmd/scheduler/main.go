@@ -71,7 +71,8 @@ import (
 
 	"github.com/xdlgo/xps/ams"
 	xcli "github.com/xdlgo/xps/internal/cli"
-	"github.com/xdlgo/xps/internal/cluster"
+	"github.com/xdlgo/xps/internal/controlplane"
+	"github.com/xdlgo/xps/internal/membership"
 	"github.com/xdlgo/xps/internal/scheduler"
 	"github.com/xdlgo/xps/reader"
 )
@@ -96,7 +97,7 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 		id        = fs.String("id", "", "member id of this scheduler (default <hostname>-<pid>)")
 		shards    = fs.Int("shards", 2, "number of AMS shards the cluster forms with")
 		parts     = fs.Int("partitions", ams.DefaultPartitions, "number of virtual partitions")
-		ttl       = fs.Duration("lease-ttl", cluster.DefaultTTL, "TTL of the scheduler's etcd lease")
+		ttl       = fs.Duration("lease-ttl", membership.DefaultTTL, "TTL of the scheduler's etcd lease")
 		level     = fs.String("log-level", "info", "log level: debug, info, warn or error")
 		train     = fs.String("train", "", "training data to hand out to the workers: files, directories or globs, comma-separated; local or all hdfs://NAMENODE:PORT/PATH")
 		workers   = fs.Int("workers", 1, "number of workers sharing -train")
@@ -129,20 +130,24 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 		return fmt.Errorf("-log-level: %w", err)
 	}
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: lvl}))
-	prefix, err := cluster.Prefix(*name)
+	prefix, err := membership.Prefix(*name)
 	if err != nil {
 		return fmt.Errorf("-cluster: %w", err)
 	}
 
 	dctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	cli, err := cluster.Dial(dctx, strings.Split(*endpoints, ","), log)
+	cli, err := membership.Dial(dctx, strings.Split(*endpoints, ","), log)
 	cancel()
 	if err != nil {
 		return err
 	}
 	defer cli.Close()
 	if *snapNow {
-		res, err := scheduler.RequestSnapshot(ctx, cli, prefix)
+		conn, err := controlplane.New(cli, prefix)
+		if err != nil {
+			return err
+		}
+		res, err := conn.RequestSnapshot(ctx)
 		if err != nil {
 			return err
 		}

@@ -14,8 +14,8 @@ import (
 	"go.uber.org/goleak"
 	"go.uber.org/zap"
 
-	"github.com/xdlgo/xps/internal/cluster"
 	"github.com/xdlgo/xps/internal/etcdembed"
+	"github.com/xdlgo/xps/internal/membership"
 	"github.com/xdlgo/xps/internal/testutil"
 )
 
@@ -61,12 +61,12 @@ func TestRun(t *testing.T) {
 			"-id", "s1", "-shards", "1", "-partitions", "8", "-lease-ttl", "2s", "-log-level", "debug"}, &logs)
 	}()
 
-	reg, err := cluster.Register(ctx, cli, "/xps/c1", cluster.Member{Kind: cluster.KindAMS, ID: "a", Addr: "h:1"}, time.Second)
+	reg, err := membership.Register(ctx, cli, "/xps/c1", membership.Member{Kind: membership.KindAMS, ID: "a", Addr: "h:1"}, time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer reg.Close()
-	m, err := cluster.WaitShardMap(ctx, cli, "/xps/c1")
+	m, err := testutil.Conn(cli, "/xps/c1").WaitShardMap(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -82,7 +82,7 @@ func TestRun(t *testing.T) {
 	if err := <-done; err != nil {
 		t.Fatalf("run: %v\n%s", err, logs.String())
 	}
-	resp, err := cli.Get(ctx, cluster.LeftKey("/xps/c1", cluster.KindScheduler, "s1"))
+	resp, err := cli.Get(ctx, membership.LeftKey("/xps/c1", membership.KindScheduler, "s1"))
 	if err != nil || len(resp.Kvs) != 1 {
 		t.Fatalf("no left marker after shutdown: %v %v\n%s", resp, err, logs.String())
 	}

@@ -72,9 +72,9 @@ import (
 	"time"
 
 	"github.com/xdlgo/xps/internal/cli"
-	"github.com/xdlgo/xps/internal/cluster"
 	"github.com/xdlgo/xps/internal/config"
 	"github.com/xdlgo/xps/internal/local"
+	"github.com/xdlgo/xps/internal/membership"
 	"github.com/xdlgo/xps/internal/worker"
 	"github.com/xdlgo/xps/internal/xctrain"
 )
@@ -110,7 +110,7 @@ func main() {
 	fs.BoolVar(&f.quiet, "quiet", false, "no progress lines")
 	fs.StringVar(&f.level, "log-level", "warn", "log level: debug, info, warn, error")
 	fs.StringVar(&f.cpuProfile, "cpuprofile", "", "write a CPU profile of the whole run to this file")
-	fs.DurationVar(&f.leaseTTL, "lease-ttl", cluster.DefaultTTL, "TTL of the worker's etcd lease: a worker silent this long is declared dead and the cluster rolls back")
+	fs.DurationVar(&f.leaseTTL, "lease-ttl", membership.DefaultTTL, "TTL of the worker's etcd lease: a worker silent this long is declared dead and the cluster rolls back")
 	overrides := registerOverrides(fs)
 	flag.Parse()
 	if err := run(f, overrides); err != nil {
@@ -295,7 +295,7 @@ func run(f flags, overrides map[string]*override) error {
 	if f.quiet {
 		progress = nil
 	}
-	prefix, err := cluster.Prefix(f.clusterName)
+	prefix, err := membership.Prefix(f.clusterName)
 	if err != nil {
 		return err
 	}
@@ -325,7 +325,7 @@ func run(f flags, overrides map[string]*override) error {
 			opts.Local = lc
 		}
 	} else {
-		cl, err := cluster.Dial(ctx, cli.Endpoints(f.etcd), log)
+		cl, err := membership.Dial(ctx, cli.Endpoints(f.etcd), log)
 		if err != nil {
 			return err
 		}

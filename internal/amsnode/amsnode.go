@@ -14,7 +14,7 @@ import (
 	"google.golang.org/grpc"
 
 	"github.com/xdlgo/xps/ams/shard"
-	"github.com/xdlgo/xps/internal/cluster"
+	"github.com/xdlgo/xps/internal/membership"
 )
 
 // Options configure a node.
@@ -22,7 +22,7 @@ type Options struct {
 	// ID is the shard's member ID, unique in the cluster. Required.
 	ID string
 	// Prefix is the cluster's etcd key prefix. The default value is
-	// cluster.DefaultPrefix.
+	// membership.DefaultPrefix.
 	Prefix string
 	// Listen is the TCP address to serve gRPC on. The default value is
 	// "127.0.0.1:0" (a free loopback port).
@@ -34,7 +34,7 @@ type Options struct {
 	// runtime.GOMAXPROCS(0).
 	Stripes int
 	// LeaseTTL is the registration lease's time to live. The default value
-	// is cluster.DefaultTTL.
+	// is membership.DefaultTTL.
 	LeaseTTL time.Duration
 	// Logger receives structured logs. The default value discards them.
 	Logger *slog.Logger
@@ -46,7 +46,7 @@ type Node struct {
 	shard *shard.Shard
 	gs    *grpc.Server
 	lis   net.Listener
-	reg   *cluster.Registration
+	reg   *membership.Registration
 	addr  string
 
 	wg       sync.WaitGroup
@@ -60,13 +60,13 @@ func Start(ctx context.Context, cli *clientv3.Client, opts Options) (*Node, erro
 		return nil, errors.New("amsnode: an ID is required")
 	}
 	if opts.Prefix == "" {
-		opts.Prefix = cluster.DefaultPrefix
+		opts.Prefix = membership.DefaultPrefix
 	}
 	if opts.Listen == "" {
 		opts.Listen = "127.0.0.1:0"
 	}
 	if opts.LeaseTTL == 0 {
-		opts.LeaseTTL = cluster.DefaultTTL
+		opts.LeaseTTL = membership.DefaultTTL
 	}
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
@@ -86,7 +86,7 @@ func Start(ctx context.Context, cli *clientv3.Client, opts Options) (*Node, erro
 		defer n.wg.Done()
 		n.serveErr = n.gs.Serve(lis)
 	}()
-	reg, err := cluster.Register(ctx, cli, opts.Prefix, cluster.Member{Kind: cluster.KindAMS, ID: opts.ID,
+	reg, err := membership.Register(ctx, cli, opts.Prefix, membership.Member{Kind: membership.KindAMS, ID: opts.ID,
 		Addr: n.addr, PID: os.Getpid(), Started: time.Now()}, opts.LeaseTTL)
 	if err != nil {
 		n.Close()

@@ -34,7 +34,7 @@ var (
 	ErrNoSnapshot = errors.New("clusterfsm: no good snapshot to restore")
 )
 
-// Kind is a member's kind. The values equal package cluster's KindAMS,
+// Kind is a member's kind. The values equal package membership's KindAMS,
 // KindWorker and KindScheduler, so a driver converts with Kind(m.Kind).
 type Kind string
 

@@ -14,8 +14,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/xdlgo/xps/internal/cluster"
+	"github.com/xdlgo/xps/internal/controlplane"
 	"github.com/xdlgo/xps/internal/etcdembed"
+	"github.com/xdlgo/xps/internal/membership"
 	"github.com/xdlgo/xps/internal/testutil"
 )
 
@@ -195,20 +196,20 @@ func TestMultiProcessCluster(t *testing.T) {
 	}
 
 	// Kill a shard without a clean leave: the scheduler reports its lease expiry.
-	cli, err := cluster.Dial(ctx, etcd.Endpoints(), nil)
+	cli, err := membership.Dial(ctx, etcd.Endpoints(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer cli.Close()
 	shards[1].cmd.Process.Kill()
-	prefix, _ := cluster.Prefix("two")
+	prefix, _ := membership.Prefix("two")
 	testutil.Eventually(t, 30*time.Second, "the scheduler's lease-expiry event for ams-1", func() bool {
-		events, err := cluster.ListEvents(ctx, cli, prefix)
+		events, err := testutil.Conn(cli, prefix).ListEvents(ctx)
 		if err != nil {
 			t.Fatal(err)
 		}
 		for _, e := range events {
-			if e.Type == cluster.EventLeaseExpired && e.Member != nil && e.Member.Kind == cluster.KindAMS && e.Member.ID == "ams-1" {
+			if e.Type == controlplane.EventLeaseExpired && e.Member != nil && e.Member.Kind == membership.KindAMS && e.Member.ID == "ams-1" {
 				return true
 			}
 		}

@@ -19,9 +19,10 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
-	"github.com/xdlgo/xps/internal/cluster"
+	"github.com/xdlgo/xps/internal/controlplane"
 	"github.com/xdlgo/xps/internal/etcdembed"
-	"github.com/xdlgo/xps/internal/scheduler"
+	"github.com/xdlgo/xps/internal/membership"
+	"github.com/xdlgo/xps/internal/testutil"
 	"github.com/xdlgo/xps/reader"
 	"github.com/xdlgo/xps/snapshot"
 )
@@ -88,7 +89,7 @@ func envInt(t *testing.T, name string, def int64) int64 {
 // progress keeps them inside the job however fast the machine trains. A
 // killed process is restarted 300ms later; a new life that finds its
 // predecessor's lease still live waits for it to expire (or, should it
-// exit with cluster.ErrMemberExists, is restarted too, as a supervisor
+// exit with membership.ErrMemberExists, is restarted too, as a supervisor
 // restarting a failed service would); any other
 // exit of a shard or scheduler, or a worker's failure, fails the test.
 //
@@ -167,7 +168,7 @@ func faultTest(t *testing.T, src faultSource) {
 		t.Fatal(err)
 	}
 	defer etcd.Close()
-	cli, err := cluster.Dial(ctx, etcd.Endpoints(), nil)
+	cli, err := membership.Dial(ctx, etcd.Endpoints(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -246,7 +247,7 @@ type slot struct {
 // supervise starts s and restarts it, as a supervisor restarting a failed
 // service would, when the test killed it or when, after a kill, a new life
 // exits because its predecessor's registration is still live (its lease
-// has not expired yet: cluster.ErrMemberExists). Any other exit ends s.
+// has not expired yet: membership.ErrMemberExists). Any other exit ends s.
 func (fc *faultCluster) supervise(s *slot, wg *sync.WaitGroup) {
 	t := fc.t
 	s.exited = make(chan error, 1)
@@ -276,7 +277,7 @@ func (fc *faultCluster) supervise(s *slot, wg *sync.WaitGroup) {
 			stop, lives := s.stop, s.lives
 			s.mu.Unlock()
 			restart := s.killed.Swap(false) ||
-				err != nil && lives > 1 && strings.Contains(p.output(), cluster.ErrMemberExists.Error())
+				err != nil && lives > 1 && strings.Contains(p.output(), membership.ErrMemberExists.Error())
 			if stop || !restart || fc.ctx.Err() != nil {
 				s.exited <- err
 				return
@@ -314,7 +315,7 @@ func (s *slot) exit() (exited bool, err error) {
 func (fc *faultCluster) run(name string, kills int, rng *rand.Rand) faultRun {
 	t := fc.t
 	began := time.Now()
-	prefix, err := cluster.Prefix(name)
+	prefix, err := membership.Prefix(name)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -365,7 +366,7 @@ func (fc *faultCluster) run(name string, kills int, rng *rand.Rand) faultRun {
 			}
 		}
 	}
-	// waitFor polls cond until it holds, failing on an unhealthy cluster.
+	// waitFor polls cond until it holds, failing on an unhealthy controlplane.
 	waitFor := func(d time.Duration, what string, cond func() bool) {
 		t.Helper()
 		deadline := time.Now().Add(d)
@@ -386,9 +387,9 @@ func (fc *faultCluster) run(name string, kills int, rng *rand.Rand) faultRun {
 	if err != nil {
 		t.Fatal(err)
 	}
-	state := func() scheduler.StateRecord {
-		var st scheduler.StateRecord
-		if resp, err := fc.cli.Get(fc.ctx, scheduler.StateKey(prefix)); err == nil && len(resp.Kvs) > 0 {
+	state := func() controlplane.ClusterState {
+		var st controlplane.ClusterState
+		if resp, err := fc.cli.Get(fc.ctx, controlplane.StateKey(prefix)); err == nil && len(resp.Kvs) > 0 {
 			json.Unmarshal(resp.Kvs[0].Value, &st)
 		}
 		return st
@@ -488,7 +489,7 @@ func (fc *faultCluster) run(name string, kills int, rng *rand.Rand) faultRun {
 
 	// The model's own history: the workers' checkpoints in a snapshot of
 	// the final model.
-	r, err := scheduler.RequestSnapshot(fc.ctx, fc.cli, prefix)
+	r, err := testutil.Conn(fc.cli, prefix).RequestSnapshot(fc.ctx)
 	if err != nil {
 		t.Fatalf("%s: final snapshot: %v", name, err)
 	}
@@ -539,7 +540,7 @@ func sourceDigest(t *testing.T, src reader.Source, err error) uint64 {
 // leader returns the slot of the leading scheduler (the election key with
 // the lowest create revision).
 func (fc *faultCluster) leader(prefix string, scheds []*slot) *slot {
-	resp, err := fc.cli.Get(fc.ctx, scheduler.LeaderKey(prefix)+"/", clientv3.WithPrefix(),
+	resp, err := fc.cli.Get(fc.ctx, controlplane.LeaderKey(prefix)+"/", clientv3.WithPrefix(),
 		clientv3.WithSort(clientv3.SortByCreateRevision, clientv3.SortAscend))
 	if err != nil || len(resp.Kvs) == 0 {
 		return scheds[0]

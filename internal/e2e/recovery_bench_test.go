@@ -20,10 +20,11 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/xdlgo/xps/ams/client"
-	"github.com/xdlgo/xps/internal/cluster"
 	"github.com/xdlgo/xps/internal/config"
+	"github.com/xdlgo/xps/internal/controlplane"
 	"github.com/xdlgo/xps/internal/etcdembed"
-	"github.com/xdlgo/xps/internal/scheduler"
+	"github.com/xdlgo/xps/internal/membership"
+	"github.com/xdlgo/xps/internal/testutil"
 	"github.com/xdlgo/xps/snapshot"
 )
 
@@ -55,7 +56,7 @@ import (
 // process from t0, just before the kill, on one clock:
 //
 //	expired    etcd deletes the killed shard's member key (its lease expired)
-//	degraded   the scheduler records DEGRADED (scheduler.StateKey)
+//	degraded   the scheduler records DEGRADED (controlplane.StateKey)
 //	rejoined   the restarted shard's member key is created
 //	restoring  the scheduler records RESTORING (the slot is filled again)
 //	serving    the scheduler records SERVING at the new version v: every
@@ -122,7 +123,7 @@ func TestRecoveryTime(t *testing.T) {
 	}
 	defer etcd.Close()
 	o.endpoints = strings.Join(etcd.Endpoints(), ",")
-	o.cli, err = cluster.Dial(ctx, etcd.Endpoints(), nil)
+	o.cli, err = membership.Dial(ctx, etcd.Endpoints(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -213,7 +214,7 @@ func (rc *recCluster) run() {
 	t := rc.t
 	rc.name = fmt.Sprintf("recovery-%d", rc.rows)
 	var err error
-	if rc.prefix, err = cluster.Prefix(rc.name); err != nil {
+	if rc.prefix, err = membership.Prefix(rc.name); err != nil {
 		t.Fatal(err)
 	}
 	if rc.watch, err = startRecWatch(rc.ctx, rc.cli, rc.prefix); err != nil {
@@ -286,7 +287,7 @@ func (rc *recCluster) run() {
 	// One pass over every row of the snapshot with the ownership test a
 	// shard's restore applies to each row: every shard makes this pass
 	// (it reads every shard's file and keeps its own rows).
-	sm, err := cluster.GetShardMap(rc.ctx, rc.cli, rc.prefix)
+	sm, err := testutil.Conn(rc.cli, rc.prefix).GetShardMap(rc.ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -317,12 +318,12 @@ func (rc *recCluster) run() {
 
 // isState matches a scheduler state record of phase.
 func (rc *recCluster) isState(phase string) func(recEvent) bool {
-	key := scheduler.StateKey(rc.prefix)
+	key := controlplane.StateKey(rc.prefix)
 	return func(e recEvent) bool {
 		if !e.put || e.key != key {
 			return false
 		}
-		var st scheduler.StateRecord
+		var st controlplane.ClusterState
 		return json.Unmarshal(e.val, &st) == nil && st.Phase == phase
 	}
 }
@@ -334,7 +335,7 @@ func (rc *recCluster) fill() {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m, err := cluster.GetShardMap(rc.ctx, rc.cli, rc.prefix)
+	m, err := testutil.Conn(rc.cli, rc.prefix).GetShardMap(rc.ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -403,7 +404,7 @@ func (rc *recCluster) fill() {
 func (rc *recCluster) snapshot(k int) uint64 {
 	t := rc.t
 	before := time.Now()
-	res, err := scheduler.RequestSnapshot(rc.ctx, rc.cli, rc.prefix)
+	res, err := testutil.Conn(rc.cli, rc.prefix).RequestSnapshot(rc.ctx)
 	if err != nil {
 		rc.fatalf("snapshot %d: %v", k, err)
 	}
@@ -414,14 +415,14 @@ func (rc *recCluster) snapshot(k int) uint64 {
 		"load1": recLoad()}
 	// The pause: the pause request, the worker's acknowledgement (it
 	// stops at a batch boundary), the resume of the same sequence number.
-	pauseKey, ackKey := cluster.PauseKey(rc.prefix), cluster.PauseAckKey(rc.prefix, cluster.WorkerName(0))
+	pauseKey, ackKey := controlplane.PauseKey(rc.prefix), controlplane.PauseAckKey(rc.prefix, membership.WorkerName(0))
 	pause, ok := rc.watch.first(before, func(e recEvent) bool { return e.put && e.key == pauseKey })
 	if ok {
 		seq := string(pause.val)
 		ack, ok1 := rc.watch.first(before, func(e recEvent) bool { return e.put && e.key == ackKey && string(e.val) == seq })
 		resume, ok2 := rc.watch.await(rc.ctx, before, 10*time.Second, func(e recEvent) bool {
-			r, ok := cluster.ParseResume(e.val)
-			return e.put && e.key == cluster.ResumeKey(rc.prefix) && ok && strconv.FormatUint(r.Seq, 10) == seq
+			r, ok := controlplane.ParseResume(e.val)
+			return e.put && e.key == controlplane.ResumeKey(rc.prefix) && ok && strconv.FormatUint(r.Seq, 10) == seq
 		})
 		if ok1 && ok2 {
 			out["worker_pause_s"] = resume.at.Sub(ack.at).Seconds()
@@ -469,7 +470,7 @@ func (rc *recCluster) killOnce(k, victim int) {
 		}
 		return e
 	}
-	memberKey := cluster.MemberKey(rc.prefix, cluster.KindAMS, id)
+	memberKey := membership.MemberKey(rc.prefix, membership.KindAMS, id)
 	expired := must("lease expiry", t0, func(e recEvent) bool { return !e.put && e.key == memberKey })
 	degraded := must("DEGRADED", t0, rc.isState("DEGRADED"))
 	rejoined := must("rejoin", t0, func(e recEvent) bool { return e.put && e.key == memberKey })
@@ -488,7 +489,7 @@ func (rc *recCluster) killOnce(k, victim int) {
 		if i == victim {
 			continue
 		}
-		other := cluster.MemberKey(rc.prefix, cluster.KindAMS, fmt.Sprintf("ams-%d", i))
+		other := membership.MemberKey(rc.prefix, membership.KindAMS, fmt.Sprintf("ams-%d", i))
 		gone, ok := rc.watch.first(t0, func(e recEvent) bool { return !e.put && e.key == other && e.at.Before(serving.at) })
 		if !ok {
 			continue
@@ -519,15 +520,15 @@ func (rc *recCluster) killOnce(k, victim int) {
 			cpu[id] = recCPU(rc.shard(i).cmd.Process.Pid) - cpu0[id]
 		}
 	}
-	var st scheduler.StateRecord
+	var st controlplane.ClusterState
 	json.Unmarshal(serving.val, &st)
 	resumeKey := must("resume", t0, func(e recEvent) bool {
-		r, ok := cluster.ParseResume(e.val)
-		return e.put && e.key == cluster.ResumeKey(rc.prefix) && ok && r.Version == st.Version
+		r, ok := controlplane.ParseResume(e.val)
+		return e.put && e.key == controlplane.ResumeKey(rc.prefix) && ok && r.Version == st.Version
 	})
 	// Training resumed: the restarted shard applied a push (it accepts
 	// only pushes of the new version).
-	m, err := cluster.WaitShardMapVersion(rc.ctx, rc.cli, rc.prefix, st.Version)
+	m, err := testutil.Conn(rc.cli, rc.prefix).WaitShardMapVersion(rc.ctx, st.Version)
 	if err != nil || m.Version != st.Version {
 		rc.fatalf("kill %d: shard map of version %d: %v", k, st.Version, err)
 	}

@@ -27,7 +27,7 @@ import (
 
 	"go.etcd.io/etcd/server/v3/embed"
 
-	"github.com/xdlgo/xps/internal/cluster"
+	"github.com/xdlgo/xps/internal/membership"
 )
 
 // ErrStart is returned (wrapped) when the server fails to start or to become
@@ -122,7 +122,7 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 	if logger != nil {
 		logger = slog.New(gateHandler{h: logger.Handler(), closing: closing})
 	}
-	cfg.ZapLoggerBuilder = embed.NewZapLoggerBuilder(cluster.ZapLogger(logger, opts.LogLevel.Level()))
+	cfg.ZapLoggerBuilder = embed.NewZapLoggerBuilder(membership.ZapLogger(logger, opts.LogLevel.Level()))
 
 	e, err := embed.StartEtcd(cfg)
 	if err != nil {

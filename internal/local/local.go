@@ -16,8 +16,9 @@ import (
 	"github.com/xdlgo/xps/ams/client"
 	"github.com/xdlgo/xps/ams/shard"
 	"github.com/xdlgo/xps/internal/amsnode"
-	"github.com/xdlgo/xps/internal/cluster"
+	"github.com/xdlgo/xps/internal/controlplane"
 	"github.com/xdlgo/xps/internal/etcdembed"
+	"github.com/xdlgo/xps/internal/membership"
 	"github.com/xdlgo/xps/internal/scheduler"
 )
 
@@ -31,10 +32,10 @@ type Options struct {
 	// about 4% more training throughput than GOMAXPROCS owners each).
 	Stripes int
 	// Prefix is the cluster's etcd key prefix. The default value is
-	// cluster.DefaultPrefix.
+	// membership.DefaultPrefix.
 	Prefix string
 	// LeaseTTL is every member's lease TTL. The default value is
-	// cluster.DefaultTTL.
+	// membership.DefaultTTL.
 	LeaseTTL time.Duration
 	// Logger receives structured logs. The default value discards them.
 	Logger *slog.Logger
@@ -60,6 +61,7 @@ type Cluster struct {
 	dir   string
 	etcd  *etcdembed.Server
 	cli   *clientv3.Client
+	conn  *controlplane.Conn
 	nodes []*amsnode.Node
 	sched *scheduler.Scheduler
 	// direct maps the address of each running shard to its service, for
@@ -78,10 +80,10 @@ func Start(ctx context.Context, opts Options) (c *Cluster, err error) {
 		opts.Stripes = max(1, runtime.GOMAXPROCS(0)/opts.Shards)
 	}
 	if opts.Prefix == "" {
-		opts.Prefix = cluster.DefaultPrefix
+		opts.Prefix = membership.DefaultPrefix
 	}
 	if opts.LeaseTTL == 0 {
-		opts.LeaseTTL = cluster.DefaultTTL
+		opts.LeaseTTL = membership.DefaultTTL
 	}
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
@@ -99,7 +101,7 @@ func Start(ctx context.Context, opts Options) (c *Cluster, err error) {
 	if c.etcd, err = etcdembed.Start(ctx, etcdembed.Options{Dir: c.dir, Logger: opts.Logger, UnsafeNoFsync: true}); err != nil {
 		return nil, fmt.Errorf("local: %w", err)
 	}
-	if c.cli, err = cluster.Dial(ctx, c.etcd.Endpoints(), opts.Logger); err != nil {
+	if c.cli, err = membership.Dial(ctx, c.etcd.Endpoints(), opts.Logger); err != nil {
 		return nil, fmt.Errorf("local: %w", err)
 	}
 	if c.sched, err = scheduler.New(c.cli, scheduler.Options{Prefix: opts.Prefix, Shards: opts.Shards,
@@ -117,7 +119,10 @@ func Start(ctx context.Context, opts Options) (c *Cluster, err error) {
 		c.nodes = append(c.nodes, n)
 		c.setDirect(n, nil)
 	}
-	if _, err := cluster.WaitShardMap(ctx, c.cli, opts.Prefix); err != nil {
+	if c.conn, err = controlplane.New(c.cli, opts.Prefix); err != nil {
+		return nil, fmt.Errorf("local: %w", err)
+	}
+	if _, err := c.conn.WaitShardMap(ctx); err != nil {
 		return nil, fmt.Errorf("local: %w", err)
 	}
 	return c, nil
@@ -131,6 +136,9 @@ func (c *Cluster) Etcd() *clientv3.Client { return c.cli }
 
 // Prefix is the cluster's etcd key prefix.
 func (c *Cluster) Prefix() string { return c.opts.Prefix }
+
+// Conn is the cluster's control plane, on Etcd.
+func (c *Cluster) Conn() *controlplane.Conn { return c.conn }
 
 // Nodes are the running shards.
 func (c *Cluster) Nodes() []*amsnode.Node { return c.nodes }

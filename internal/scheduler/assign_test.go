@@ -6,8 +6,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/xdlgo/xps/internal/cluster"
+	"github.com/xdlgo/xps/internal/membership"
 	"github.com/xdlgo/xps/internal/scheduler"
+	"github.com/xdlgo/xps/internal/testutil"
 )
 
 // TestSchedulerAssignsFiles checks that the scheduler publishes one share
@@ -36,7 +37,7 @@ func TestSchedulerAssignsFiles(t *testing.T) {
 	defer s.Close()
 	covered := map[string]int64{}
 	for i := 0; i < workers; i++ {
-		splits, err := cluster.WaitAssignment(testCtx(t), cli, cluster.DefaultPrefix, cluster.WorkerName(i))
+		splits, err := testutil.Conn(cli, membership.DefaultPrefix).WaitAssignment(testCtx(t), membership.WorkerName(i))
 		if err != nil {
 			t.Fatal(err)
 		}

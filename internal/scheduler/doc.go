@@ -1,51 +1,41 @@
-// Package scheduler drives an xps cluster: it watches membership in etcd,
-// runs the cluster state machine and publishes the shard map.
-//
-// It has two layers (the raft RawNode / node split):
-//
-//   - [Core], an I/O-free state machine. Inputs are events: [MemberJoined],
-//     [MemberLeft] (Graceful false is a lease expiry, see [LeaseExpired]) and
-//     [Tick]. [Core.Step] returns an [Output]: membership [Report]s, a shard
-//     map to publish, a [StateChange]. It reads no clock and does no I/O, so
-//     tests drive it with scripted event sequences.
-//   - [Scheduler], the driver: one goroutine that watches etcd, feeds the
-//     Core and carries out its Output.
-//
-// # States
-//
-//	FORMING --N AMS shards live--> SERVING(v=1) --a mapped shard lost--> DEGRADED
-//
-// RESTORING (a later change) will lead from DEGRADED back to SERVING(v+1).
-//
-// # Invariants
-//
-//  1. The Core asks to publish a shard map exactly once per version, when it
-//     enters SERVING; the map lists the N live AMS shards ordered by ID
-//     (digit runs compared as numbers), partitions spread round-robin.
-//  2. The state leaves SERVING only when an AMS shard of the published map
-//     goes away, gracefully or not: its rows are lost either way. Workers,
-//     schedulers and spare AMS shards are reported and never change it.
-//  3. Every membership change is reported exactly once, in etcd revision
-//     order; a leave is graceful iff the member's left marker existed when
-//     its member key was deleted (see package cluster).
+// Package scheduler is the driver of an xps cluster: the I/O around the
+// cluster state machine (package clusterfsm), in the raft RawNode / node
+// split. It watches membership in etcd, feeds the state machine its events
+// and carries out the actions it returns through the control plane
+// (package controlplane): shard maps, pauses, snapshots, restores,
+// resumes, data assignments, events.
 //
 // # Driver protocol
 //
-//  1. [New] validates [Options], registers the scheduler (kind "scheduler")
-//     and starts the goroutine.
-//  2. The goroutine reads <prefix>/left/ and <prefix>/members/ at one
-//     revision, reconciles them with what it knew (joins and leaves into the
-//     Core), then watches both from the next revision. A broken watch
-//     (compaction, lost connection) starts this step over.
-//  3. Each Output is carried out in order: reports are logged and written as
-//     events under <prefix>/events/, the shard map is put under
-//     <prefix>/shardmap (retried every tick until it succeeds), the state
-//     change is logged and written as an event.
-//  4. If the scheduler's own lease is lost it stops (Done is closed, Err
-//     wraps [ErrLostRegistration]); [Scheduler.Close] stops it otherwise and
-//     leaves the cluster gracefully.
+//  1. [New] validates [Options], registers the scheduler (kind
+//     "scheduler"), divides the training files among the workers
+//     (Options.Train, published once) or reads the Kafka topic's partitions
+//     (Options.KafkaTopic), and starts the run goroutine.
+//  2. The run goroutine campaigns to lead the cluster (an election on its
+//     registration's lease; a standby waits here). Once elected it builds
+//     the state machine from what etcd and the snapshot store hold (the
+//     published shard map, the recorded state, the last pause, the good
+//     snapshots), so a new leader adopts a running cluster.
+//  3. It reads <prefix>/left/ and <prefix>/members/ at one revision,
+//     reconciles them with what it knew (joins and leaves into the state
+//     machine), then watches both, and the snapshot request key, from the
+//     next revision; ticks drive periodic snapshots and the
+//     snapshots-every-samples count. A broken watch starts this step over.
+//  4. Each action is carried out in order on the run goroutine, except
+//     snapshots and restores, which run in goroutines of their own and
+//     report back as events. Writes that must land (the recorded state, a
+//     resume, a failure) are retried until they do.
+//  5. If the scheduler's own lease is lost it stops (Done is closed, Err
+//     wraps [ErrLostRegistration]); [Scheduler.Close] stops it otherwise,
+//     waits for its goroutines and leaves the cluster gracefully.
 //
-// A restarted scheduler starts FORMING again and, once N shards are live,
-// publishes version 1 again; reading back the published map and leader
-// election between schedulers come with the RESTORING work.
+// # Invariants
+//
+//  1. One goroutine owns the state machine and every field it drives;
+//     background operations only send it events.
+//  2. Every membership change is fed exactly once, in etcd revision order;
+//     a leave is graceful iff the member's left marker existed when its
+//     member key was deleted (package membership).
+//  3. Only the leader writes the control plane's scheduler keys; a standby
+//     writes nothing but its own registration and election key.
 package scheduler

@@ -2,28 +2,17 @@ package scheduler
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
 
 	"github.com/xdlgo/xps/ams"
 	"github.com/xdlgo/xps/ams/client"
-	"github.com/xdlgo/xps/internal/cluster"
 	"github.com/xdlgo/xps/internal/clusterfsm"
+	"github.com/xdlgo/xps/internal/controlplane"
+	"github.com/xdlgo/xps/internal/membership"
 	"github.com/xdlgo/xps/snapshot"
 )
-
-// StateKey holds the JSON StateRecord of the cluster state the leading
-// scheduler last entered; a new leader reads it to adopt a serving cluster.
-func StateKey(prefix string) string { return prefix + "/state" }
-
-// StateRecord is the value of StateKey.
-type StateRecord struct {
-	Phase   string    `json:"phase"`
-	Version uint64    `json:"version"`
-	Time    time.Time `json:"time"`
-}
 
 // ErrNoSnapshotStore is the error of a snapshot asked of a scheduler
 // without a snapshot store.
@@ -32,7 +21,7 @@ var ErrNoSnapshotStore = errors.New("scheduler: no snapshot store (start the sch
 // opDone is what a background operation reports to the run goroutine.
 type opDone struct {
 	ev   clusterfsm.Event
-	snap *SnapshotResult // for a snapshot
+	snap *controlplane.SnapshotResult // for a snapshot
 }
 
 // snapOp is the snapshot in progress.
@@ -70,28 +59,21 @@ func (s *Scheduler) newCore(ctx context.Context) error {
 	}
 	gctx, cancel := context.WithTimeout(ctx, opTimeout)
 	defer cancel()
-	resp, err := s.cli.Get(gctx, cluster.ShardMapKey(s.opts.Prefix))
+	m, rev, err := s.conn.LatestShardMap(gctx)
 	if err != nil {
-		return fmt.Errorf("scheduler: read the shard map: %w", err)
+		return fmt.Errorf("scheduler: the published shard map: %w", err)
 	}
-	if len(resp.Kvs) > 0 {
-		m, err := ams.UnmarshalShardMap(resp.Kvs[0].Value)
-		if err != nil {
-			return fmt.Errorf("scheduler: the published shard map: %w", err)
-		}
+	if m != nil {
 		o.LastVersion = m.Version
 		s.maps[m.Version] = m
 		if len(m.Shards) == s.opts.Shards {
-			var st StateRecord
-			if r, err := s.cli.Get(gctx, StateKey(s.opts.Prefix)); err == nil && len(r.Kvs) > 0 {
-				_ = json.Unmarshal(r.Kvs[0].Value, &st)
-			}
-			o.Adopt = &clusterfsm.Adopted{Version: m.Version, Shards: m.Shards, MaxIncarnation: resp.Kvs[0].ModRevision,
+			st, _, _ := s.conn.GetClusterState(gctx) // none, or unreadable: not known to serve
+			o.Adopt = &clusterfsm.Adopted{Version: m.Version, Shards: m.Shards, MaxIncarnation: rev,
 				Serving: st.Phase == clusterfsm.Serving.String() && st.Version == m.Version}
 		}
 	}
-	if r, err := s.cli.Get(gctx, cluster.PauseKey(s.opts.Prefix)); err == nil && len(r.Kvs) > 0 {
-		fmt.Sscan(string(r.Kvs[0].Value), &s.pauseSeq)
+	if seq, err := s.conn.LastPause(gctx); err == nil {
+		s.pauseSeq = seq
 	}
 	core, err := clusterfsm.New(o)
 	if err != nil {
@@ -107,21 +89,21 @@ func (s *Scheduler) newCore(ctx context.Context) error {
 func (s *Scheduler) memberJoined(ctx context.Context, t tracked) {
 	m := t.member
 	s.log.Info("member joined", "member", m.String(), "addr", m.Addr, "pid", m.PID)
-	s.putEvent(ctx, cluster.Event{Type: cluster.EventJoined, Member: &m})
+	s.putEvent(ctx, controlplane.Event{Type: controlplane.EventJoined, Member: &m})
 	s.step(ctx, clusterfsm.Joined{Member: fsmMember(t)})
 }
 
 // memberLeft records a member's end and feeds it to the core.
 func (s *Scheduler) memberLeft(ctx context.Context, t tracked, graceful bool) {
 	m := t.member
-	typ := cluster.EventLeft
+	typ := controlplane.EventLeft
 	if graceful {
 		s.log.Info("member left", "member", m.String(), "addr", m.Addr, "pid", m.PID)
 	} else {
-		typ = cluster.EventLeaseExpired
+		typ = controlplane.EventLeaseExpired
 		s.log.Warn("member lease expired", "member", m.String(), "addr", m.Addr, "pid", m.PID)
 	}
-	s.putEvent(ctx, cluster.Event{Type: typ, Member: &m})
+	s.putEvent(ctx, controlplane.Event{Type: typ, Member: &m})
 	s.step(ctx, clusterfsm.Left{Member: fsmMember(t), Graceful: graceful})
 }
 
@@ -155,17 +137,16 @@ func (s *Scheduler) do(ctx context.Context, a clusterfsm.Action) {
 		s.mu.state = a.To
 		s.mu.Unlock()
 		s.log.Info("cluster state changed", "from", a.From.String(), "to", a.To.String(), "cause", a.Cause)
-		s.putEvent(ctx, cluster.Event{Type: cluster.EventState, State: a.To.Phase.String(), Version: a.To.Version,
+		s.putEvent(ctx, controlplane.Event{Type: controlplane.EventState, State: a.To.Phase.String(), Version: a.To.Version,
 			Detail: fmt.Sprintf("%s -> %s (%s)", a.From, a.To, a.Cause)})
-		b, _ := json.Marshal(StateRecord{Phase: a.To.Phase.String(), Version: a.To.Version, Time: time.Now().UTC()})
+		st := controlplane.ClusterState{Phase: a.To.Phase.String(), Version: a.To.Version, Time: time.Now().UTC()}
 		s.retry(ctx, "record the cluster state", func(ctx context.Context) error {
-			_, err := s.cli.Put(ctx, StateKey(s.opts.Prefix), string(b))
-			return err
+			return s.conn.PutClusterState(ctx, st)
 		})
 	case clusterfsm.PublishShardMap:
 		addrs := make([]string, len(a.Shards))
 		for i, id := range a.Shards {
-			addrs[i] = s.members[cluster.KindAMS+"/"+id].member.Addr
+			addrs[i] = s.members[membership.KindAMS+"/"+id].member.Addr
 		}
 		m, err := ams.NewShardMap(a.Version, s.opts.Partitions, a.Shards, addrs)
 		if err != nil { // the core lists distinct live shards: a bug
@@ -179,7 +160,7 @@ func (s *Scheduler) do(ctx context.Context, a clusterfsm.Action) {
 		s.pauseSeq++
 		seq := s.pauseSeq
 		s.retry(ctx, "ask the workers to pause", func(ctx context.Context) error {
-			return cluster.PutPause(ctx, s.cli, s.opts.Prefix, seq)
+			return s.conn.PutPause(ctx, seq)
 		})
 	case clusterfsm.TakeSnapshot:
 		s.startSnapshot(ctx, a)
@@ -199,13 +180,13 @@ func (s *Scheduler) do(ctx context.Context, a clusterfsm.Action) {
 	case clusterfsm.Resume:
 		seq := s.pauseSeq
 		s.retry(ctx, "resume the workers", func(ctx context.Context) error {
-			return cluster.PutResume(ctx, s.cli, s.opts.Prefix, seq, a.Version)
+			return s.conn.PutResume(ctx, seq, a.Version)
 		})
 		s.log.Info("workers resumed", "version", a.Version, "pause", seq)
 	case clusterfsm.GiveUp:
 		s.log.Error("the cluster cannot recover", "err", a.Err)
 		s.retry(ctx, "tell the workers the cluster failed", func(ctx context.Context) error {
-			return cluster.PutFailed(ctx, s.cli, s.opts.Prefix, a.Err.Error())
+			return s.conn.PutFailed(ctx, a.Err.Error())
 		})
 	}
 }
@@ -244,11 +225,11 @@ func (s *Scheduler) startSnapshot(ctx context.Context, a clusterfsm.TakeSnapshot
 	s.retry(ctx, "ask the workers to pause", func(ctx context.Context) error {
 		// Workers with state of their own write it into the snapshot
 		// before they acknowledge: tell them which one, first.
-		t := cluster.SnapshotTarget{Pause: op.pauseSeq, Seq: uint64(op.id), Store: s.opts.SnapshotStore}
-		if err := cluster.PutSnapshotTarget(ctx, s.cli, s.opts.Prefix, t); err != nil {
+		t := controlplane.SnapshotTarget{Pause: op.pauseSeq, Seq: uint64(op.id), Store: s.opts.SnapshotStore}
+		if err := s.conn.PutSnapshotTarget(ctx, t); err != nil {
 			return err
 		}
-		return cluster.PutPause(ctx, s.cli, s.opts.Prefix, op.pauseSeq)
+		return s.conn.PutPause(ctx, op.pauseSeq)
 	})
 	workers := s.liveWorkers()
 	s.opsWG.Add(1)
@@ -256,7 +237,7 @@ func (s *Scheduler) startSnapshot(ctx context.Context, a clusterfsm.TakeSnapshot
 		defer s.opsWG.Done()
 		defer cancel()
 		start := time.Now()
-		res := SnapshotResult{Seq: uint64(a.ID), Time: start.UTC(), Workers: len(workers)}
+		res := controlplane.SnapshotResult{Seq: uint64(a.ID), Time: start.UTC(), Workers: len(workers)}
 		err := s.snapshotOnce(sctx, m, op, workers, &res)
 		res.Seconds = time.Since(start).Seconds()
 		if err != nil {
@@ -270,7 +251,7 @@ func (s *Scheduler) startSnapshot(ctx context.Context, a clusterfsm.TakeSnapshot
 func (s *Scheduler) liveWorkers() []string {
 	var out []string
 	for _, k := range sortedKeys(s.members) {
-		if t := s.members[k]; t.member.Kind == cluster.KindWorker {
+		if t := s.members[k]; t.member.Kind == membership.KindWorker {
 			out = append(out, t.member.ID)
 		}
 	}
@@ -388,7 +369,7 @@ func (s *Scheduler) finish(ctx context.Context, d opDone) {
 		s.step(ctx, d.ev)
 		if st := s.fsm.State(); st.Phase == clusterfsm.Serving && s.pauseSeq == op.pauseSeq {
 			s.retry(ctx, "resume the workers", func(ctx context.Context) error {
-				return cluster.PutResume(ctx, s.cli, s.opts.Prefix, op.pauseSeq, st.Version)
+				return s.conn.PutResume(ctx, op.pauseSeq, st.Version)
 			})
 		}
 		s.putSnapshotResult(ctx, *d.snap)
@@ -402,7 +383,7 @@ func (s *Scheduler) finish(ctx context.Context, d opDone) {
 }
 
 // requestSnapshot feeds an on-demand snapshot request to the core; a
-// refused one is answered at once through SnapshotLastKey.
+// refused one is answered at once through the snapshot result (controlplane.RequestSnapshot).
 func (s *Scheduler) requestSnapshot(ctx context.Context) {
 	var err error
 	if s.opts.SnapshotStore == "" {
@@ -415,15 +396,14 @@ func (s *Scheduler) requestSnapshot(ctx context.Context) {
 		return
 	}
 	if err != nil {
-		s.putSnapshotResult(ctx, SnapshotResult{Time: time.Now().UTC(), Error: err.Error()})
+		s.putSnapshotResult(ctx, controlplane.SnapshotResult{Time: time.Now().UTC(), Error: err.Error()})
 	}
 }
 
-func (s *Scheduler) putSnapshotResult(ctx context.Context, res SnapshotResult) {
-	b, _ := json.Marshal(res)
+func (s *Scheduler) putSnapshotResult(ctx context.Context, res controlplane.SnapshotResult) {
 	pctx, cancel := context.WithTimeout(ctx, opTimeout)
 	defer cancel()
-	if _, err := s.cli.Put(pctx, SnapshotLastKey(s.opts.Prefix), string(b)); err != nil {
+	if err := s.conn.PutSnapshotResult(pctx, res); err != nil {
 		s.log.Warn("recording the snapshot result failed", "err", err)
 	}
 }

@@ -8,9 +8,10 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
-	"github.com/xdlgo/xps/internal/cluster"
 	"github.com/xdlgo/xps/internal/clusterfsm"
+	"github.com/xdlgo/xps/internal/membership"
 	"github.com/xdlgo/xps/internal/scheduler"
+	"github.com/xdlgo/xps/internal/testutil"
 )
 
 // TestStandbyTakesOver runs two schedulers: one leads and forms the
@@ -36,9 +37,9 @@ func TestStandbyTakesOver(t *testing.T) {
 	a := start("sched-a")
 	eventually(t, 5*time.Second, "sched-a to lead", a.Leader)
 	b := start("sched-b")
-	reg := register(t, cli, p, cluster.KindAMS, "ams-0", "10.0.0.1:7000")
+	reg := register(t, cli, p, membership.KindAMS, "ams-0", "10.0.0.1:7000")
 	defer reg.Close()
-	if _, err := cluster.WaitShardMap(testCtx(t), cli, p); err != nil {
+	if _, err := testutil.Conn(cli, p).WaitShardMap(testCtx(t)); err != nil {
 		t.Fatal(err)
 	}
 	time.Sleep(200 * time.Millisecond) // the standby stays a standby
@@ -91,10 +92,10 @@ func TestLoneSchedulerRestarts(t *testing.T) {
 	}
 	a := start("sched-a")
 	for i, addr := range []string{"10.0.0.1:7000", "10.0.0.2:7000"} {
-		reg := register(t, cli, p, cluster.KindAMS, fmt.Sprintf("ams-%d", i), addr)
+		reg := register(t, cli, p, membership.KindAMS, fmt.Sprintf("ams-%d", i), addr)
 		defer reg.Close()
 	}
-	m, err := cluster.WaitShardMap(testCtx(t), cli, p)
+	m, err := testutil.Conn(cli, p).WaitShardMap(testCtx(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -107,7 +108,7 @@ func TestLoneSchedulerRestarts(t *testing.T) {
 	if st := b.Status(); st.Version != m.Version {
 		t.Fatalf("the restarted scheduler serves version %d; the cluster served %d", st.Version, m.Version)
 	}
-	got, err := cluster.GetShardMap(testCtx(t), cli, p)
+	got, err := testutil.Conn(cli, p).GetShardMap(testCtx(t))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,11 +11,11 @@ import (
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
-	"go.etcd.io/etcd/client/v3/concurrency"
 
 	"github.com/xdlgo/xps/ams"
-	"github.com/xdlgo/xps/internal/cluster"
 	"github.com/xdlgo/xps/internal/clusterfsm"
+	"github.com/xdlgo/xps/internal/controlplane"
+	"github.com/xdlgo/xps/internal/membership"
 	"github.com/xdlgo/xps/reader"
 	"github.com/xdlgo/xps/reader/hdfssrc"
 	"github.com/xdlgo/xps/reader/kafkasrc"
@@ -34,8 +34,8 @@ const (
 
 // Options configures a Scheduler.
 type Options struct {
-	// Prefix is the cluster's etcd key prefix (see cluster.Prefix). The
-	// default value is cluster.DefaultPrefix.
+	// Prefix is the cluster's etcd key prefix (see membership.Prefix). The
+	// default value is membership.DefaultPrefix.
 	Prefix string
 	// ID is the scheduler's member id. The default value is
 	// "<hostname>-<pid>".
@@ -50,7 +50,7 @@ type Options struct {
 	// ams.DefaultPartitions.
 	Partitions int
 	// LeaseTTL is the TTL of the scheduler's own lease. The default value is
-	// cluster.DefaultTTL (5s).
+	// membership.DefaultTTL (5s).
 	LeaseTTL time.Duration
 	// TickInterval is how often the core gets a Tick (periodic snapshots
 	// start on one) and a failed shard map publication is retried. The
@@ -63,7 +63,7 @@ type Options struct {
 	// Train lists the training files (files, directories, globs; local, or
 	// all on one HDFS namenode as hdfs://HOST:PORT/PATH) to hand
 	// out to Workers workers: New publishes each worker's share under
-	// cluster.AssignKey(prefix, "worker-<i>") (see reader.Assign). The
+	// controlplane.AssignKey(prefix, "worker-<i>") (see reader.Assign). The
 	// default value (empty) hands out nothing.
 	Train []string
 	// Workers is the number of workers sharing Train. The default value is 1.
@@ -75,7 +75,7 @@ type Options struct {
 	// XMLRepository). The default value is false.
 	Unsplittable bool
 	// KafkaBrokers and KafkaTopic make the scheduler deal the topic's
-	// partitions to the live workers (cluster.DealPartitions), anew
+	// partitions to the live workers (controlplane.DealPartitions), anew
 	// whenever a worker joins or leaves. The default value (empty) deals
 	// nothing.
 	KafkaBrokers []string
@@ -103,7 +103,7 @@ type Options struct {
 // EnsureDefaults fills zero fields with their default values.
 func (o *Options) EnsureDefaults() {
 	if o.Prefix == "" {
-		o.Prefix = cluster.DefaultPrefix
+		o.Prefix = membership.DefaultPrefix
 	}
 	if o.ID == "" {
 		host, err := os.Hostname()
@@ -116,7 +116,7 @@ func (o *Options) EnsureDefaults() {
 		o.Partitions = ams.DefaultPartitions
 	}
 	if o.LeaseTTL == 0 {
-		o.LeaseTTL = cluster.DefaultTTL
+		o.LeaseTTL = membership.DefaultTTL
 	}
 	if o.TickInterval == 0 {
 		o.TickInterval = time.Second
@@ -148,10 +148,10 @@ func (o *Options) EnsureDefaults() {
 // first: New does.
 func (o *Options) Validate() error {
 	var errs []error
-	if err := cluster.ValidatePrefix(o.Prefix); err != nil {
+	if err := membership.ValidatePrefix(o.Prefix); err != nil {
 		errs = append(errs, fmt.Errorf("%w: %w", ErrBadConfig, err))
 	}
-	if err := (cluster.Member{Kind: cluster.KindScheduler, ID: o.ID}).Validate(); err != nil {
+	if err := (membership.Member{Kind: membership.KindScheduler, ID: o.ID}).Validate(); err != nil {
 		errs = append(errs, fmt.Errorf("%w: %w", ErrBadConfig, err))
 	}
 	if o.LeaseTTL < 0 {
@@ -191,7 +191,7 @@ var ErrBadConfig = errors.New("scheduler: bad config")
 // tracked is a member key the driver has seen, with the revision that
 // created it (one per incarnation).
 type tracked struct {
-	member    cluster.Member
+	member    membership.Member
 	createRev int64
 }
 
@@ -204,9 +204,10 @@ type tracked struct {
 // goroutines of their own that report back to it as events.
 type Scheduler struct {
 	cli    *clientv3.Client
+	conn   *controlplane.Conn
 	opts   Options
 	log    *slog.Logger
-	reg    *cluster.Registration
+	reg    *membership.Registration
 	cancel context.CancelCauseFunc
 	done   chan struct{}
 	err    error // why run stopped; written before done is closed
@@ -250,22 +251,26 @@ func New(cli *clientv3.Client, opts Options) (*Scheduler, error) {
 	if err := opts.Validate(); err != nil {
 		return nil, err
 	}
+	conn, err := controlplane.New(cli, opts.Prefix)
+	if err != nil {
+		return nil, err
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
 	defer cancel()
-	reg, err := cluster.Register(ctx, cli, opts.Prefix,
-		cluster.Member{Kind: cluster.KindScheduler, ID: opts.ID, Addr: opts.Addr}, opts.LeaseTTL)
+	reg, err := membership.Register(ctx, cli, opts.Prefix,
+		membership.Member{Kind: membership.KindScheduler, ID: opts.ID, Addr: opts.Addr}, opts.LeaseTTL)
 	if err != nil {
 		return nil, fmt.Errorf("scheduler: %w", err)
 	}
 	if len(opts.Train) > 0 {
-		if err := assign(ctx, cli, opts); err != nil {
+		if err := assign(ctx, conn, opts); err != nil {
 			reg.Close()
 			return nil, err
 		}
 	}
 	var deal partitionDeal
 	if opts.KafkaTopic != "" {
-		if deal, err = startDeal(ctx, cli, opts); err != nil {
+		if deal, err = startDeal(ctx, conn, opts); err != nil {
 			reg.Close()
 			return nil, err
 		}
@@ -274,7 +279,7 @@ func New(cli *clientv3.Client, opts Options) (*Scheduler, error) {
 	// no etcd call can succeed and the lease is as good as lost).
 	runCtx, stop := context.WithCancelCause(context.Background())
 	s := &Scheduler{
-		cli: cli, opts: opts, reg: reg, cancel: stop, done: make(chan struct{}),
+		cli: cli, conn: conn, opts: opts, reg: reg, cancel: stop, done: make(chan struct{}),
 		log:     opts.Logger.With("component", "scheduler", "prefix", opts.Prefix),
 		members: make(map[string]tracked), left: make(map[string]bool), deal: deal,
 		maps: make(map[uint64]*ams.ShardMap), done_: make(chan opDone, 16),
@@ -334,44 +339,31 @@ func (s *Scheduler) run(ctx context.Context) {
 	}
 }
 
-// LeaderKey is the election prefix of a cluster's schedulers.
-func LeaderKey(prefix string) string { return prefix + "/leader" }
-
 // lead waits to be elected leader of the cluster's schedulers (an etcd
 // election on the registration's lease, so leadership ends with the
 // lease), then drives the cluster until ctx ends. A standby scheduler
 // waits here and takes over, resuming from etcd, when the leader leaves or
 // dies.
 func (s *Scheduler) lead(ctx context.Context) error {
-	sctx, stopSession := context.WithCancel(ctx)
-	sess, err := concurrency.NewSession(s.cli, concurrency.WithLease(s.reg.Lease()), concurrency.WithContext(sctx))
-	if err != nil {
-		stopSession()
-		return fmt.Errorf("scheduler: election session: %w", err)
-	}
-	defer func() {
-		stopSession() // never sess.Close: it would revoke the registration's lease
-		<-sess.Done()
-	}()
-	el := concurrency.NewElection(sess, LeaderKey(s.opts.Prefix))
 	s.log.Info("campaigning to lead the cluster", "id", s.opts.ID)
-	if err := el.Campaign(ctx, s.opts.ID); err != nil {
+	l, err := s.conn.Elect(ctx, s.reg, s.opts.ID)
+	if err != nil {
 		if ctx.Err() != nil {
 			return nil
 		}
-		return fmt.Errorf("scheduler: campaign: %w", err)
+		return fmt.Errorf("scheduler: %w", err)
 	}
 	defer func() {
 		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), opTimeout)
 		defer cancel()
-		el.Resign(rctx)
+		l.Resign(rctx)
 	}()
 	s.mu.Lock()
 	s.mu.leader = true
 	s.mu.Unlock()
 	s.log.Info("leading the cluster", "id", s.opts.ID)
 	if s.opts.KafkaTopic != "" { // the last leader may have dealt since New looked
-		d, err := startDeal(ctx, s.cli, s.opts)
+		d, err := startDeal(ctx, s.conn, s.opts)
 		if err != nil {
 			return err
 		}
@@ -432,7 +424,7 @@ func (s *Scheduler) loop(ctx context.Context) error {
 // them (feeding the Core joins and leaves), and returns the revision read.
 func (s *Scheduler) sync(ctx context.Context) (int64, error) {
 	gctx, cancel := context.WithTimeout(ctx, opTimeout)
-	resp, err := s.cli.Get(gctx, cluster.LeftPrefix(s.opts.Prefix), s.watchRange())
+	resp, err := s.cli.Get(gctx, membership.LeftPrefix(s.opts.Prefix), s.watchRange())
 	cancel()
 	if err != nil {
 		return 0, fmt.Errorf("scheduler: sync: %w", err)
@@ -441,7 +433,7 @@ func (s *Scheduler) sync(ctx context.Context) (int64, error) {
 	live := make(map[string]tracked)
 	for _, kv := range resp.Kvs {
 		key := string(kv.Key)
-		if kind, id, ok := cluster.ParseLeftKey(s.opts.Prefix, key); ok {
+		if kind, id, ok := membership.ParseLeftKey(s.opts.Prefix, key); ok {
 			left[kind+"/"+id] = true
 			continue
 		}
@@ -474,7 +466,7 @@ func (s *Scheduler) sync(ctx context.Context) (int64, error) {
 // too ("left/" sorts before "members/"; nothing else of the layout sorts
 // between them).
 func (s *Scheduler) watchRange() clientv3.OpOption {
-	return clientv3.WithRange(clientv3.GetPrefixRangeEnd(cluster.MembersPrefix(s.opts.Prefix)))
+	return clientv3.WithRange(clientv3.GetPrefixRangeEnd(membership.MembersPrefix(s.opts.Prefix)))
 }
 
 // watch applies membership changes from rev on, and ticks, until the watch
@@ -482,9 +474,9 @@ func (s *Scheduler) watchRange() clientv3.OpOption {
 func (s *Scheduler) watch(ctx context.Context, rev int64, tick <-chan time.Time) error {
 	wctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	wch := s.cli.Watch(wctx, cluster.LeftPrefix(s.opts.Prefix), s.watchRange(),
+	wch := s.cli.Watch(wctx, membership.LeftPrefix(s.opts.Prefix), s.watchRange(),
 		clientv3.WithRev(rev), clientv3.WithPrevKV())
-	requests := s.cli.Watch(wctx, SnapshotRequestKey(s.opts.Prefix), clientv3.WithRev(rev))
+	requests := s.cli.Watch(wctx, controlplane.SnapshotRequestKey(s.opts.Prefix), clientv3.WithRev(rev))
 	for {
 		select {
 		case <-ctx.Done():
@@ -523,7 +515,7 @@ func (s *Scheduler) watch(ctx context.Context, rev int64, tick <-chan time.Time)
 // apply turns one etcd event into Core events.
 func (s *Scheduler) apply(ctx context.Context, ev *clientv3.Event) {
 	key := string(ev.Kv.Key)
-	if kind, id, ok := cluster.ParseLeftKey(s.opts.Prefix, key); ok {
+	if kind, id, ok := membership.ParseLeftKey(s.opts.Prefix, key); ok {
 		if ev.Type == clientv3.EventTypePut {
 			s.left[kind+"/"+id] = true
 		} else {
@@ -531,7 +523,7 @@ func (s *Scheduler) apply(ctx context.Context, ev *clientv3.Event) {
 		}
 		return
 	}
-	kind, id, ok := cluster.ParseMemberKey(s.opts.Prefix, key)
+	kind, id, ok := membership.ParseMemberKey(s.opts.Prefix, key)
 	if !ok {
 		return
 	}
@@ -559,15 +551,15 @@ func (s *Scheduler) apply(ctx context.Context, ev *clientv3.Event) {
 	s.memberJoined(ctx, s.members[k])
 }
 
-func (s *Scheduler) decodeMember(key string, value []byte) (cluster.Member, bool) {
-	kind, id, ok := cluster.ParseMemberKey(s.opts.Prefix, key)
+func (s *Scheduler) decodeMember(key string, value []byte) (membership.Member, bool) {
+	kind, id, ok := membership.ParseMemberKey(s.opts.Prefix, key)
 	if !ok {
-		return cluster.Member{}, false
+		return membership.Member{}, false
 	}
-	m, err := cluster.DecodeMember(kind, id, value)
+	m, err := membership.DecodeMember(kind, id, value)
 	if err != nil {
 		s.log.Warn("ignoring bad member record", "key", key, "err", err)
-		return cluster.Member{}, false
+		return membership.Member{}, false
 	}
 	return m, true
 }
@@ -580,7 +572,7 @@ func (s *Scheduler) publishPending(ctx context.Context) {
 		return
 	}
 	pctx, cancel := context.WithTimeout(ctx, opTimeout)
-	err := cluster.PublishShardMap(pctx, s.cli, s.opts.Prefix, m)
+	err := s.conn.PublishShardMap(pctx, m)
 	cancel()
 	if err != nil {
 		if ctx.Err() == nil {
@@ -590,18 +582,18 @@ func (s *Scheduler) publishPending(ctx context.Context) {
 	}
 	s.pending = nil
 	s.log.Info("shard map published", "version", m.Version, "partitions", m.Partitions, "shards", m.Shards)
-	s.putEvent(ctx, cluster.Event{Type: cluster.EventShardMap, Version: m.Version,
+	s.putEvent(ctx, controlplane.Event{Type: controlplane.EventShardMap, Version: m.Version,
 		Detail: fmt.Sprintf("%d partitions over %v", m.Partitions, m.Shards)})
 }
 
 // putEvent records e (best effort: a failure is logged).
-func (s *Scheduler) putEvent(ctx context.Context, e cluster.Event) {
+func (s *Scheduler) putEvent(ctx context.Context, e controlplane.Event) {
 	now := time.Now()
 	e.Time = now
 	s.seq = max(s.seq+1, uint64(now.UnixNano()))
 	pctx, cancel := context.WithTimeout(ctx, opTimeout)
 	defer cancel()
-	if err := cluster.PutEvent(pctx, s.cli, s.opts.Prefix, s.seq, e); err != nil && ctx.Err() == nil {
+	if err := s.conn.PutEvent(pctx, s.seq, e); err != nil && ctx.Err() == nil {
 		s.log.Warn("recording event failed", "type", e.Type, "err", err)
 	}
 }
@@ -617,7 +609,7 @@ func sortedKeys[V any](m map[string]V) []string {
 
 // assign divides opts.Train among opts.Workers workers and publishes each
 // worker's share.
-func assign(ctx context.Context, cli *clientv3.Client, opts Options) error {
+func assign(ctx context.Context, conn *controlplane.Conn, opts Options) error {
 	fsys, closer, err := hdfssrc.ForPaths(opts.Train, "")
 	if err != nil {
 		return fmt.Errorf("scheduler: training data: %w", err)
@@ -636,8 +628,8 @@ func assign(ctx context.Context, cli *clientv3.Client, opts Options) error {
 		return fmt.Errorf("scheduler: assign training data: %w", err)
 	}
 	for i, splits := range shares {
-		worker := cluster.WorkerName(i)
-		if err := cluster.PutAssignment(ctx, cli, opts.Prefix, worker, splits); err != nil {
+		worker := membership.WorkerName(i)
+		if err := conn.PutAssignment(ctx, worker, splits); err != nil {
 			return fmt.Errorf("scheduler: %w", err)
 		}
 		opts.Logger.Info("assigned training data", "worker", worker, "splits", len(splits))
@@ -647,13 +639,13 @@ func assign(ctx context.Context, cli *clientv3.Client, opts Options) error {
 
 // startDeal looks up the topic's partitions and the last published
 // generation, so that a restarted scheduler continues the numbering.
-func startDeal(ctx context.Context, cli *clientv3.Client, opts Options) (partitionDeal, error) {
+func startDeal(ctx context.Context, conn *controlplane.Conn, opts Options) (partitionDeal, error) {
 	offs, err := kafkasrc.PartitionOffsets(ctx, opts.KafkaBrokers, opts.KafkaTopic)
 	if err != nil {
 		return partitionDeal{}, fmt.Errorf("scheduler: %w", err)
 	}
 	d := partitionDeal{partitions: len(offs), dirty: true}
-	cur, ok, err := cluster.GetPartitionAssignment(ctx, cli, opts.Prefix)
+	cur, ok, err := conn.GetPartitionAssignment(ctx)
 	if err != nil {
 		return d, fmt.Errorf("scheduler: %w", err)
 	}
@@ -672,7 +664,7 @@ func (s *Scheduler) dealPartitions(ctx context.Context) {
 	}
 	var live []string
 	for _, t := range s.members {
-		if t.member.Kind == cluster.KindWorker {
+		if t.member.Kind == membership.KindWorker {
 			live = append(live, t.member.ID)
 		}
 	}
@@ -685,9 +677,9 @@ func (s *Scheduler) dealPartitions(ctx context.Context) {
 		d.workers, d.dirty = live, false // nothing to deal: keep the last deal
 		return
 	}
-	a := cluster.DealPartitions(d.gen+1, s.opts.KafkaTopic, d.partitions, live)
+	a := controlplane.DealPartitions(d.gen+1, s.opts.KafkaTopic, d.partitions, live)
 	pctx, cancel := context.WithTimeout(ctx, opTimeout)
-	err := cluster.PutPartitionAssignment(pctx, s.cli, s.opts.Prefix, a)
+	err := s.conn.PutPartitionAssignment(pctx, a)
 	cancel()
 	if err != nil {
 		if ctx.Err() == nil {
@@ -697,6 +689,6 @@ func (s *Scheduler) dealPartitions(ctx context.Context) {
 	}
 	d.gen, d.workers, d.dirty = a.Generation, live, false
 	s.log.Info("partitions dealt", "topic", a.Topic, "generation", a.Generation, "workers", live)
-	s.putEvent(ctx, cluster.Event{Type: "partitions", Version: uint64(a.Generation),
+	s.putEvent(ctx, controlplane.Event{Type: "partitions", Version: uint64(a.Generation),
 		Detail: fmt.Sprintf("%d partitions of %s over %v", a.Partitions, a.Topic, live)})
 }

@@ -12,9 +12,10 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/goleak"
 
-	"github.com/xdlgo/xps/internal/cluster"
 	"github.com/xdlgo/xps/internal/clusterfsm"
+	"github.com/xdlgo/xps/internal/controlplane"
 	"github.com/xdlgo/xps/internal/etcdembed"
+	"github.com/xdlgo/xps/internal/membership"
 	"github.com/xdlgo/xps/internal/scheduler"
 	"github.com/xdlgo/xps/internal/testutil"
 )
@@ -46,7 +47,7 @@ var eventually = testutil.Eventually
 // events renders the recorded events as "type member" or "state STATE".
 func events(t *testing.T, cli *clientv3.Client, prefix string) []string {
 	t.Helper()
-	evs, err := cluster.ListEvents(testCtx(t), cli, prefix)
+	evs, err := testutil.Conn(cli, prefix).ListEvents(testCtx(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -55,7 +56,7 @@ func events(t *testing.T, cli *clientv3.Client, prefix string) []string {
 		switch {
 		case e.Member != nil:
 			out = append(out, e.Type+" "+e.Member.String())
-		case e.Type == cluster.EventState:
+		case e.Type == controlplane.EventState:
 			out = append(out, "state "+e.State)
 		default:
 			out = append(out, e.Type)
@@ -73,9 +74,9 @@ func hasEvent(t *testing.T, cli *clientv3.Client, prefix, want string) bool {
 	return false
 }
 
-func register(t *testing.T, cli *clientv3.Client, prefix, kind, id, addr string) *cluster.Registration {
+func register(t *testing.T, cli *clientv3.Client, prefix, kind, id, addr string) *membership.Registration {
 	t.Helper()
-	r, err := cluster.Register(testCtx(t), cli, prefix, cluster.Member{Kind: kind, ID: id, Addr: addr}, 2*time.Second)
+	r, err := membership.Register(testCtx(t), cli, prefix, membership.Member{Kind: kind, ID: id, Addr: addr}, 2*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -105,11 +106,11 @@ func TestScheduler(t *testing.T) {
 	})
 	// Two fake shards, each with its own client so that one can die alone.
 	cliA, cliB := newClient(t, srv), newClient(t, srv)
-	regA := register(t, cliA, p, cluster.KindAMS, "ams-1", "10.0.0.1:7000")
-	regB := register(t, cliB, p, cluster.KindAMS, "ams-0", "10.0.0.2:7000")
+	regA := register(t, cliA, p, membership.KindAMS, "ams-1", "10.0.0.1:7000")
+	regB := register(t, cliB, p, membership.KindAMS, "ams-0", "10.0.0.2:7000")
 	defer regB.Close()
 
-	m, err := cluster.WaitShardMap(testCtx(t), cli, p)
+	m, err := testutil.Conn(cli, p).WaitShardMap(testCtx(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -126,7 +127,7 @@ func TestScheduler(t *testing.T) {
 	})
 
 	// A worker that leaves gracefully is reported as a clean leave.
-	w := register(t, cli, p, cluster.KindWorker, "w1", "")
+	w := register(t, cli, p, membership.KindWorker, "w1", "")
 	if err := w.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -179,7 +180,7 @@ func TestScheduler(t *testing.T) {
 	if s.Err() != nil {
 		t.Fatalf("Err after Close: %v", s.Err())
 	}
-	resp, err := cli.Get(testCtx(t), cluster.LeftKey(p, cluster.KindScheduler, "sched-1"))
+	resp, err := cli.Get(testCtx(t), membership.LeftKey(p, membership.KindScheduler, "sched-1"))
 	if err != nil || len(resp.Kvs) != 1 {
 		t.Fatalf("scheduler left no marker: %v %v", resp, err)
 	}
@@ -192,9 +193,9 @@ func TestScheduler(t *testing.T) {
 func TestSchedulerSyncAndLoss(t *testing.T) {
 	srv := startEtcd(t)
 	cli := newClient(t, srv)
-	p := cluster.DefaultPrefix
+	p := membership.DefaultPrefix
 	for _, id := range []string{"b", "a", "c"} {
-		r := register(t, cli, p, cluster.KindAMS, id, id+":1")
+		r := register(t, cli, p, membership.KindAMS, id, id+":1")
 		defer r.Close()
 	}
 	schedCli := newClient(t, srv)
@@ -204,7 +205,7 @@ func TestSchedulerSyncAndLoss(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	m, err := cluster.WaitShardMap(testCtx(t), cli, p)
+	m, err := testutil.Conn(cli, p).WaitShardMap(testCtx(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -243,7 +244,7 @@ func TestOptionsValidate(t *testing.T) {
 	if err := ok.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	if ok.Prefix != cluster.DefaultPrefix || ok.Partitions != 4096 || ok.LeaseTTL != 5*time.Second || ok.ID == "" {
+	if ok.Prefix != membership.DefaultPrefix || ok.Partitions != 4096 || ok.LeaseTTL != 5*time.Second || ok.ID == "" {
 		t.Fatalf("defaults %+v", ok)
 	}
 	if _, err := scheduler.New(nil, scheduler.Options{}); !errors.Is(err, scheduler.ErrBadConfig) {

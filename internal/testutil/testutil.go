@@ -5,12 +5,17 @@ package testutil
 
 import (
 	"context"
+	"fmt"
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/goleak"
 	"go.uber.org/zap"
 
+	"github.com/xdlgo/xps/internal/controlplane"
 	"github.com/xdlgo/xps/internal/etcdembed"
 )
 
@@ -54,4 +59,44 @@ func EtcdClient(t testing.TB, endpoints []string) *clientv3.Client {
 	}
 	t.Cleanup(func() { cli.Close() })
 	return cli
+}
+
+// RunWithEtcd is a TestMain body for packages whose tests share one etcd
+// server, each test under a prefix of its own: it starts an embedded etcd,
+// stores its endpoints in *endpoints, runs the tests, stops the server and,
+// when they passed, checks for leaked goroutines. It returns the exit code.
+func RunWithEtcd(m *testing.M, endpoints *[]string) int {
+	dir, err := os.MkdirTemp("", "etcd-test")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer os.RemoveAll(dir)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	srv, err := etcdembed.Start(ctx, etcdembed.Options{Dir: filepath.Join(dir, "etcd"), UnsafeNoFsync: true})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	*endpoints = srv.Endpoints()
+	code := m.Run()
+	srv.Close()
+	if code == 0 {
+		if err := goleak.Find(); err != nil {
+			fmt.Fprintln(os.Stderr, "goleak:", err)
+			return 1
+		}
+	}
+	return code
+}
+
+// Conn returns the control plane of the cluster under prefix on cli. A bad
+// prefix is a broken test and panics.
+func Conn(cli *clientv3.Client, prefix string) *controlplane.Conn {
+	c, err := controlplane.New(cli, prefix)
+	if err != nil {
+		panic(err)
+	}
+	return c
 }

@@ -19,9 +19,10 @@ import (
 
 	"github.com/xdlgo/xps/ams"
 	"github.com/xdlgo/xps/ams/client"
-	"github.com/xdlgo/xps/internal/cluster"
 	"github.com/xdlgo/xps/internal/config"
+	"github.com/xdlgo/xps/internal/controlplane"
 	"github.com/xdlgo/xps/internal/datagen"
+	"github.com/xdlgo/xps/internal/membership"
 	"github.com/xdlgo/xps/internal/metrics"
 	"github.com/xdlgo/xps/reader"
 	"github.com/xdlgo/xps/reader/hdfssrc"
@@ -39,7 +40,7 @@ type JobOptions struct {
 	// map through. Required.
 	Etcd *clientv3.Client
 	// Prefix is the cluster's etcd key prefix. The default value is
-	// cluster.DefaultPrefix.
+	// membership.DefaultPrefix.
 	Prefix string
 	// Index and Count: this is worker Index of Count. The default value of
 	// Count is 1.
@@ -62,7 +63,7 @@ type JobOptions struct {
 	// local one.
 	FS reader.FS
 	// LeaseTTL is the worker's registration lease TTL. The default value is
-	// cluster.DefaultTTL.
+	// membership.DefaultTTL.
 	LeaseTTL time.Duration
 	// Progress receives progress lines. The default value (nil) prints none.
 	Progress io.Writer
@@ -356,19 +357,23 @@ func RunJob(ctx context.Context, opts JobOptions) (JobResult, error) {
 		return JobResult{}, fmt.Errorf("worker: an etcd client is required")
 	}
 	if opts.Prefix == "" {
-		opts.Prefix = cluster.DefaultPrefix
+		opts.Prefix = membership.DefaultPrefix
 	}
 	opts.Count = max(opts.Count, 1)
 	if opts.Index < 0 || opts.Index >= opts.Count {
 		return JobResult{}, fmt.Errorf("worker: index %d is not in [0, %d)", opts.Index, opts.Count)
 	}
 	if opts.LeaseTTL == 0 {
-		opts.LeaseTTL = cluster.DefaultTTL
+		opts.LeaseTTL = membership.DefaultTTL
 	}
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
-	name := cluster.WorkerName(opts.Index)
+	conn, err := controlplane.New(opts.Etcd, opts.Prefix)
+	if err != nil {
+		return JobResult{}, fmt.Errorf("worker: %w", err)
+	}
+	name := membership.WorkerName(opts.Index)
 	progress := opts.Progress
 	say := func(format string, args ...any) {
 		if progress != nil {
@@ -376,7 +381,7 @@ func RunJob(ctx context.Context, opts JobOptions) (JobResult, error) {
 		}
 	}
 	res := JobResult{Worker: name, Index: opts.Index, Count: opts.Count}
-	reg, err := cluster.Register(ctx, opts.Etcd, opts.Prefix, cluster.Member{Kind: cluster.KindWorker, ID: name,
+	reg, err := membership.Register(ctx, opts.Etcd, opts.Prefix, membership.Member{Kind: membership.KindWorker, ID: name,
 		PID: os.Getpid(), Started: time.Now()}, opts.LeaseTTL)
 	if err != nil {
 		return res, fmt.Errorf("worker: %w", err)
@@ -398,12 +403,12 @@ func RunJob(ctx context.Context, opts JobOptions) (JobResult, error) {
 	}()
 	// Snapshot pauses are acknowledged from now on (at once until training
 	// starts), so that a worker loading its data holds up no snapshot.
-	pz, err := cluster.StartPauser(ctx, opts.Etcd, opts.Prefix, name, opts.Logger)
+	pz, err := conn.StartPauser(ctx, name, opts.Logger)
 	if err != nil {
 		return res, fmt.Errorf("worker: %w", err)
 	}
 	defer pz.Close()
-	res, err = trainJob(ctx, opts, reg, pz, res, say)
+	res, err = trainJob(ctx, opts, conn, reg, pz, res, say)
 	res.WallSeconds = time.Since(wall).Seconds()
 	select {
 	case <-reg.Lost(): // the first cause, whatever failed after it
@@ -424,9 +429,9 @@ func RunJob(ctx context.Context, opts JobOptions) (JobResult, error) {
 // fails because the cluster lost a member (it waits for the restore);
 // the next attempt starts over, at the new version, from the checkpoint
 // (reader positions, epoch, samples applied) the restored model holds.
-func trainJob(ctx context.Context, opts JobOptions, reg *cluster.Registration, pz *cluster.Pauser, res JobResult, say func(string, ...any)) (JobResult, error) {
+func trainJob(ctx context.Context, opts JobOptions, conn *controlplane.Conn, reg *membership.Registration, pz *controlplane.Pauser, res JobResult, say func(string, ...any)) (JobResult, error) {
 	say("waiting for the shard map")
-	m, err := cluster.WaitShardMap(ctx, opts.Etcd, opts.Prefix)
+	m, err := conn.WaitShardMap(ctx)
 	if err != nil {
 		return res, fmt.Errorf("worker: %w", err)
 	}
@@ -438,7 +443,7 @@ func trainJob(ctx context.Context, opts JobOptions, reg *cluster.Registration, p
 		defer closer.Close()
 		opts.FS = fsys
 	}
-	splits, err := jobSplits(ctx, opts, res.Worker, say)
+	splits, err := jobSplits(ctx, opts, conn, res.Worker, say)
 	if err != nil {
 		return res, err
 	}
@@ -451,7 +456,7 @@ func trainJob(ctx context.Context, opts JobOptions, reg *cluster.Registration, p
 	var data Data
 	var kj *kafkaJob
 	if opts.Config.Kafka.Enabled() {
-		if kj, err = newKafkaJob(opts, cl, res.Worker, say); err != nil {
+		if kj, err = newKafkaJob(opts, conn, cl, res.Worker, say); err != nil {
 			return res, err
 		}
 		if err := kj.sync(ctx); err != nil {
@@ -483,7 +488,7 @@ func trainJob(ctx context.Context, opts JobOptions, reg *cluster.Registration, p
 			}
 		}
 		pz.SetVersion(m.Version)
-		a := attemptState{opts: opts, cl: cl, data: data, kj: kj, name: res.Worker, stopAcks: &stopAcks}
+		a := attemptState{opts: opts, conn: conn, cl: cl, data: data, kj: kj, name: res.Worker, stopAcks: &stopAcks}
 		r, err := a.run(ctx, reg, pz, &res, say)
 		res.Result = r
 		if err == nil || ctx.Err() != nil || !recoverable(err) {
@@ -499,7 +504,7 @@ func trainJob(ctx context.Context, opts JobOptions, reg *cluster.Registration, p
 		// The cluster lost state, or was rolled back: wait for the version
 		// it resumes at, then start over from the restored checkpoint.
 		say("%v; waiting for the cluster to be restored", err)
-		resumed, werr := cluster.WaitRestored(ctx, opts.Etcd, opts.Prefix, m.Version)
+		resumed, werr := conn.WaitRestored(ctx, m.Version)
 		if werr != nil {
 			return res, fmt.Errorf("worker: %w (after %w)", werr, err)
 		}
@@ -508,7 +513,7 @@ func trainJob(ctx context.Context, opts JobOptions, reg *cluster.Registration, p
 		if werr := reg.CheckRegistered(ctx); werr != nil {
 			return res, fmt.Errorf("%w (%s): %w", ErrLeaseLost, res.Worker, werr)
 		}
-		next, werr := cluster.WaitShardMapVersion(ctx, opts.Etcd, opts.Prefix, resumed.Version)
+		next, werr := conn.WaitShardMapVersion(ctx, resumed.Version)
 		if werr != nil {
 			return res, fmt.Errorf("worker: %w", werr)
 		}
@@ -525,14 +530,14 @@ func trainJob(ctx context.Context, opts JobOptions, reg *cluster.Registration, p
 
 // jobSplits returns the worker's share of the training files: as given,
 // the scheduler's assignment (several workers), or every file.
-func jobSplits(ctx context.Context, opts JobOptions, name string, say func(string, ...any)) ([]reader.FileSplit, error) {
+func jobSplits(ctx context.Context, opts JobOptions, conn *controlplane.Conn, name string, say func(string, ...any)) ([]reader.FileSplit, error) {
 	splits := opts.Splits
 	if len(opts.Train) == 0 || splits != nil || opts.Config.Kafka.Enabled() {
 		return splits, nil
 	}
 	if opts.Count > 1 {
 		say("waiting for the scheduler's file assignment (start the scheduler with -train and -workers %d)", opts.Count)
-		splits, err := cluster.WaitAssignment(ctx, opts.Etcd, opts.Prefix, name)
+		splits, err := conn.WaitAssignment(ctx, name)
 		if err != nil {
 			return nil, fmt.Errorf("worker: %w", err)
 		}
@@ -566,6 +571,7 @@ func recoverable(err error) bool {
 // from the checkpoint the model holds.
 type attemptState struct {
 	opts     JobOptions
+	conn     *controlplane.Conn
 	cl       *client.Client
 	data     Data
 	kj       *kafkaJob
@@ -573,7 +579,7 @@ type attemptState struct {
 	stopAcks *func()
 }
 
-func (a *attemptState) run(ctx context.Context, reg *cluster.Registration, pz *cluster.Pauser, res *JobResult, say func(string, ...any)) (Result, error) {
+func (a *attemptState) run(ctx context.Context, reg *membership.Registration, pz *controlplane.Pauser, res *JobResult, say func(string, ...any)) (Result, error) {
 	opts, cl, kj, name := a.opts, a.cl, a.kj, a.name
 	start, err := loadCheckpoint(ctx, cl, name)
 	if err != nil {
@@ -618,7 +624,7 @@ func (a *attemptState) run(ctx context.Context, reg *cluster.Registration, pz *c
 				*a.stopAcks = kj.ackFromNowOn(ctx)
 			}
 			say("waiting for all %d workers to finish training before the final evaluation", opts.Count)
-			return finalBarrier(ctx, opts, reg, pz.Version())
+			return finalBarrier(ctx, a.conn, reg, opts.Count, pz.Version())
 		}
 	}
 	tr, err := New(cl, topts)
@@ -644,7 +650,7 @@ func (a *attemptState) run(ctx context.Context, reg *cluster.Registration, pz *c
 // (a barrier per version), or returns ErrRestored when the cluster is
 // rolled back meanwhile: this worker's last samples may be gone from the
 // restored model, so it trains them again from its checkpoint.
-func finalBarrier(ctx context.Context, opts JobOptions, reg *cluster.Registration, version uint64) error {
+func finalBarrier(ctx context.Context, conn *controlplane.Conn, reg *membership.Registration, workers int, version uint64) error {
 	bctx, cancel := context.WithCancelCause(ctx)
 	var wg sync.WaitGroup
 	defer func() {
@@ -654,14 +660,14 @@ func finalBarrier(ctx context.Context, opts JobOptions, reg *cluster.Registratio
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		r, err := cluster.WaitRestored(bctx, opts.Etcd, opts.Prefix, version)
+		r, err := conn.WaitRestored(bctx, version)
 		if err == nil {
 			cancel(fmt.Errorf("%w: version %d resumes, trained at %d", ErrRestored, r.Version, version))
-		} else if errors.Is(err, cluster.ErrClusterFailed) {
+		} else if errors.Is(err, controlplane.ErrClusterFailed) {
 			cancel(err)
 		}
 	}()
-	err := reg.Barrier(bctx, fmt.Sprintf("final-eval-v%d", version), opts.Count)
+	err := conn.Barrier(bctx, reg, fmt.Sprintf("final-eval-v%d", version), workers)
 	if cause := context.Cause(bctx); err != nil && ctx.Err() == nil && cause != nil {
 		return cause
 	}

@@ -10,7 +10,7 @@ import (
 	"strings"
 
 	"github.com/xdlgo/xps/ams/client"
-	"github.com/xdlgo/xps/internal/cluster"
+	"github.com/xdlgo/xps/internal/controlplane"
 	"github.com/xdlgo/xps/reader"
 	"github.com/xdlgo/xps/reader/kafkasrc"
 )
@@ -26,21 +26,22 @@ const PositionKeyPrefix = "reader/"
 // and the hand-over of partitions when the deal changes.
 type kafkaJob struct {
 	opts   JobOptions
+	conn   *controlplane.Conn
 	cl     *client.Client
 	format reader.Format
 	policy reader.ErrorPolicy
 	name   string
-	dealt  bool                        // partitions come from the scheduler's deal
-	assign cluster.PartitionAssignment // the current deal (when dealt)
+	dealt  bool                             // partitions come from the scheduler's deal
+	assign controlplane.PartitionAssignment // the current deal (when dealt)
 	say    func(string, ...any)
 }
 
-func newKafkaJob(opts JobOptions, cl *client.Client, name string, say func(string, ...any)) (*kafkaJob, error) {
+func newKafkaJob(opts JobOptions, conn *controlplane.Conn, cl *client.Client, name string, say func(string, ...any)) (*kafkaJob, error) {
 	format, policy, err := inputFormat(opts.Config)
 	if err != nil {
 		return nil, err
 	}
-	return &kafkaJob{opts: opts, cl: cl, format: format, policy: policy, name: name, dealt: opts.Count > 1, say: say}, nil
+	return &kafkaJob{opts: opts, conn: conn, cl: cl, format: format, policy: policy, name: name, dealt: opts.Count > 1, say: say}, nil
 }
 
 // streamPrefix is the state key prefix of this topic's positions.
@@ -103,25 +104,24 @@ func (k *kafkaJob) sync(ctx context.Context) error {
 	if !k.dealt {
 		return nil
 	}
-	etcd, prefix := k.opts.Etcd, k.opts.Prefix
 	for {
-		cur, _, err := cluster.GetPartitionAssignment(ctx, etcd, prefix)
+		cur, _, err := k.conn.GetPartitionAssignment(ctx)
 		if err != nil {
 			return err
 		}
-		if err := cluster.AckPartitions(ctx, etcd, prefix, k.name, cur.Generation); err != nil {
+		if err := k.conn.AckPartitions(ctx, k.name, cur.Generation); err != nil {
 			return err
 		}
 		k.say("waiting for the scheduler's partition deal (start it with -kafka and -topic)")
-		a, err := cluster.WaitPartitionAssignment(ctx, etcd, prefix, k.name, cur.Generation)
+		a, err := k.conn.WaitPartitionAssignment(ctx, k.name, cur.Generation)
 		if err != nil {
 			return err
 		}
-		if err := cluster.AckPartitions(ctx, etcd, prefix, k.name, a.Generation); err != nil {
+		if err := k.conn.AckPartitions(ctx, k.name, a.Generation); err != nil {
 			return err
 		}
-		err = cluster.WaitPartitionAcks(ctx, etcd, prefix, a)
-		if errors.Is(err, cluster.ErrReassigned) {
+		err = k.conn.WaitPartitionAcks(ctx, a)
+		if errors.Is(err, controlplane.ErrReassigned) {
 			continue
 		}
 		if err != nil {
@@ -147,12 +147,12 @@ func (k *kafkaJob) ackFromNowOn(ctx context.Context) (stop func()) {
 		defer close(done)
 		gen := k.assign.Generation
 		for {
-			a, err := cluster.WaitPartitionAssignment(ctx, k.opts.Etcd, k.opts.Prefix, k.name, gen+1)
+			a, err := k.conn.WaitPartitionAssignment(ctx, k.name, gen+1)
 			if err != nil {
 				return // ctx ended
 			}
 			gen = a.Generation
-			if cluster.AckPartitions(ctx, k.opts.Etcd, k.opts.Prefix, k.name, gen) != nil {
+			if k.conn.AckPartitions(ctx, k.name, gen) != nil {
 				return
 			}
 		}
@@ -178,7 +178,7 @@ func (k *kafkaJob) open(ctx context.Context, bounded bool) (reader.Source, error
 		o.Partitions = []int{}
 	}
 	wctx, cancel := context.WithCancel(context.Background())
-	o.Stop = cluster.WatchReassigned(wctx, k.opts.Etcd, k.opts.Prefix, k.assign.Generation)
+	o.Stop = k.conn.WatchReassigned(wctx, k.assign.Generation)
 	src, err := kafkasrc.Open(ctx, o)
 	if err != nil {
 		cancel()

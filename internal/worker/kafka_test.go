@@ -11,7 +11,6 @@ import (
 
 	"github.com/xdlgo/xps/ams"
 	"github.com/xdlgo/xps/ams/client"
-	"github.com/xdlgo/xps/internal/cluster"
 	"github.com/xdlgo/xps/internal/config"
 	"github.com/xdlgo/xps/internal/kafkatest"
 	"github.com/xdlgo/xps/internal/local"
@@ -244,5 +243,5 @@ func (s *syncBuilder) String() string {
 }
 
 func clusterShardMap(ctx context.Context, lc *local.Cluster) (*ams.ShardMap, error) {
-	return cluster.WaitShardMap(ctx, lc.Etcd(), lc.Prefix())
+	return lc.Conn().WaitShardMap(ctx)
 }

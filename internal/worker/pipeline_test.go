@@ -15,7 +15,6 @@ import (
 	"github.com/xdlgo/xps/ams"
 	"github.com/xdlgo/xps/ams/client"
 	"github.com/xdlgo/xps/compress"
-	"github.com/xdlgo/xps/internal/cluster"
 	"github.com/xdlgo/xps/internal/config"
 	"github.com/xdlgo/xps/internal/datagen"
 	"github.com/xdlgo/xps/internal/local"
@@ -34,7 +33,7 @@ func startCluster(t *testing.T, shards int) (*local.Cluster, *client.Client) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { lc.Close() })
-	m, err := cluster.WaitShardMap(ctx, lc.Etcd(), lc.Prefix())
+	m, err := lc.Conn().WaitShardMap(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,9 +12,9 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
-	"github.com/xdlgo/xps/internal/cluster"
+	"github.com/xdlgo/xps/internal/controlplane"
 	"github.com/xdlgo/xps/internal/local"
-	"github.com/xdlgo/xps/internal/scheduler"
+	"github.com/xdlgo/xps/internal/membership"
 	"github.com/xdlgo/xps/internal/testutil"
 	"github.com/xdlgo/xps/reader"
 	"github.com/xdlgo/xps/snapshot"
@@ -95,9 +95,9 @@ func testRecovery(t *testing.T, syncMode bool) {
 		t.Fatal(err)
 	}
 	waitServing := func(minVersion uint64) uint64 {
-		var st scheduler.StateRecord
+		var st controlplane.ClusterState
 		testutil.Eventually(t, time.Minute, fmt.Sprintf("SERVING at version %d or later", minVersion), func() bool {
-			resp, err := lc.Etcd().Get(ctx, scheduler.StateKey(lc.Prefix()))
+			resp, err := lc.Etcd().Get(ctx, controlplane.StateKey(lc.Prefix()))
 			if err != nil || len(resp.Kvs) == 0 {
 				return false
 			}
@@ -128,7 +128,7 @@ func testRecovery(t *testing.T, syncMode bool) {
 	v = waitServing(v + 1)
 	seq = waitSnapshotWithRows(seq)
 	t.Logf("killing worker-0 at version %d after snapshot %d", v, seq)
-	resp, err := lc.Etcd().Get(ctx, cluster.MemberKey(lc.Prefix(), cluster.KindWorker, cluster.WorkerName(0)))
+	resp, err := lc.Etcd().Get(ctx, membership.MemberKey(lc.Prefix(), membership.KindWorker, membership.WorkerName(0)))
 	if err != nil || len(resp.Kvs) != 1 {
 		t.Fatalf("worker-0's registration: %v", err)
 	}

@@ -15,7 +15,6 @@ import (
 	"github.com/xdlgo/xps/internal/config"
 	"github.com/xdlgo/xps/internal/datagen"
 	"github.com/xdlgo/xps/internal/local"
-	"github.com/xdlgo/xps/internal/scheduler"
 	"github.com/xdlgo/xps/internal/testutil"
 	"github.com/xdlgo/xps/snapshot"
 )
@@ -105,7 +104,7 @@ func TestPeriodicSnapshots(t *testing.T) {
 		t.Fatalf("snapshot %d keeps the config among the readers too", m.Seq)
 	}
 	// On demand, with no worker left: it goes through at once.
-	res, err := scheduler.RequestSnapshot(ctx, lc.Etcd(), lc.Prefix())
+	res, err := lc.Conn().RequestSnapshot(ctx)
 	if err != nil || res.Seq <= m.Seq || res.Rows != rows {
 		t.Fatalf("RequestSnapshot = %+v, %v; want a snapshot after %d with %d rows", res, err, m.Seq, rows)
 	}

@@ -12,8 +12,8 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
-	"github.com/xdlgo/xps/internal/cluster"
 	"github.com/xdlgo/xps/internal/config"
+	"github.com/xdlgo/xps/internal/controlplane"
 	"github.com/xdlgo/xps/internal/local"
 	"github.com/xdlgo/xps/internal/testutil"
 	"github.com/xdlgo/xps/reader"
@@ -185,7 +185,7 @@ func TestStopsWhenLeaseLost(t *testing.T) {
 	case err := <-done:
 		// The cluster also rolls back, and without a snapshot gives up:
 		// either may stop the worker first.
-		if err == nil || (!errors.Is(err, ErrLeaseLost) && !errors.Is(err, cluster.ErrClusterFailed)) {
+		if err == nil || (!errors.Is(err, ErrLeaseLost) && !errors.Is(err, controlplane.ErrClusterFailed)) {
 			t.Fatalf("RunJob after its lease was revoked = %v, want an error about the lost lease", err)
 		}
 	case <-ctx.Done():

@@ -64,8 +64,8 @@
 // # Snapshots
 //
 // The SLIDE layer lives in the worker, so the job takes part in the
-// cluster's snapshots (package cluster's pause protocol; the scheduler
-// names the snapshot a pause is for with cluster.SnapshotTarget). At a
+// cluster's snapshots (package controlplane's pause protocol; the scheduler
+// names the snapshot a pause is for with controlplane.SnapshotTarget). At a
 // snapshot pause the train stage stops at a batch boundary, waits until
 // every push it made is applied, writes the layer (slide.Layer.Save) into
 // the snapshot as LayerFile through the snapshot package, and stores a
@@ -77,7 +77,7 @@
 // scheduler restored the cluster from that snapshot after a failure)
 // loads the layer, verified, and trains from its epoch and batch; a
 // resume at a higher cluster version while paused (a rollback) ends the
-// job with cluster.ErrRestored, to be restarted. A finished job stores a
+// job with controlplane.ErrRestored, to be restarted. A finished job stores a
 // Checkpoint marked Done, which a later job ignores. The embedding rows
 // pulled ahead for the next batches (train.prefetch_batches) were pulled
 // before the pause: asynchronous training's usual staleness.

@@ -13,8 +13,9 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/xdlgo/xps/ams/client"
-	"github.com/xdlgo/xps/internal/cluster"
 	"github.com/xdlgo/xps/internal/config"
+	"github.com/xdlgo/xps/internal/controlplane"
+	"github.com/xdlgo/xps/internal/membership"
 	"github.com/xdlgo/xps/reader"
 )
 
@@ -30,7 +31,7 @@ type JobOptions struct {
 	// shard map through. Required.
 	Etcd *clientv3.Client
 	// Prefix is the cluster's etcd key prefix. The default value is
-	// cluster.DefaultPrefix.
+	// membership.DefaultPrefix.
 	Prefix string
 	// Index and Count: this is worker Index of Count. The SLIDE layer lives
 	// in one worker, so Count must be 1 (the default).
@@ -39,7 +40,7 @@ type JobOptions struct {
 	// is required; Test empty skips evaluation.
 	Train, Test []string
 	// LeaseTTL is the worker's registration lease TTL. The default value is
-	// cluster.DefaultTTL.
+	// membership.DefaultTTL.
 	LeaseTTL time.Duration
 	// Progress receives progress lines. The default value (nil) prints none.
 	Progress io.Writer
@@ -76,7 +77,7 @@ func RunJob(ctx context.Context, opts JobOptions) (JobResult, error) {
 		return JobResult{}, errors.New("xctrain: an etcd client is required")
 	}
 	if opts.Prefix == "" {
-		opts.Prefix = cluster.DefaultPrefix
+		opts.Prefix = membership.DefaultPrefix
 	}
 	opts.Count = max(opts.Count, 1)
 	if opts.Count != 1 || opts.Index != 0 {
@@ -92,14 +93,18 @@ func RunJob(ctx context.Context, opts JobOptions) (JobResult, error) {
 	}
 	opts.Config = cfg
 	if opts.LeaseTTL == 0 {
-		opts.LeaseTTL = cluster.DefaultTTL
+		opts.LeaseTTL = membership.DefaultTTL
 	}
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
-	name := cluster.WorkerName(opts.Index)
+	conn, err := controlplane.New(opts.Etcd, opts.Prefix)
+	if err != nil {
+		return JobResult{}, fmt.Errorf("xctrain: %w", err)
+	}
+	name := membership.WorkerName(opts.Index)
 	res := JobResult{Worker: name}
-	reg, err := cluster.Register(ctx, opts.Etcd, opts.Prefix, cluster.Member{Kind: cluster.KindWorker, ID: name,
+	reg, err := membership.Register(ctx, opts.Etcd, opts.Prefix, membership.Member{Kind: membership.KindWorker, ID: name,
 		PID: os.Getpid(), Started: time.Now()}, opts.LeaseTTL)
 	if err != nil {
 		return res, fmt.Errorf("xctrain: %w", err)
@@ -118,7 +123,7 @@ func RunJob(ctx context.Context, opts JobOptions) (JobResult, error) {
 		case <-ctx.Done():
 		}
 	}()
-	res, err = trainJob(ctx, opts, res)
+	res, err = trainJob(ctx, opts, conn, res)
 	res.WallSeconds = time.Since(wall).Seconds()
 	if cause := context.Cause(ctx); err != nil && cause != nil && cause != ctx.Err() {
 		err = fmt.Errorf("%w: %w", cause, err)
@@ -126,7 +131,7 @@ func RunJob(ctx context.Context, opts JobOptions) (JobResult, error) {
 	return res, err
 }
 
-func trainJob(ctx context.Context, opts JobOptions, res JobResult) (JobResult, error) {
+func trainJob(ctx context.Context, opts JobOptions, conn *controlplane.Conn, res JobResult) (JobResult, error) {
 	say := func(format string, args ...any) {
 		if opts.Progress != nil {
 			fmt.Fprintf(opts.Progress, res.Worker+": "+format+"\n", args...)
@@ -137,7 +142,7 @@ func trainJob(ctx context.Context, opts JobOptions, res JobResult) (JobResult, e
 		return res, fmt.Errorf("xctrain: %w", err)
 	}
 	say("waiting for the shard map")
-	m, err := cluster.WaitShardMap(ctx, opts.Etcd, opts.Prefix)
+	m, err := conn.WaitShardMap(ctx)
 	if err != nil {
 		return res, fmt.Errorf("xctrain: %w", err)
 	}
@@ -164,14 +169,14 @@ func trainJob(ctx context.Context, opts JobOptions, res JobResult) (JobResult, e
 		res.SkippedSamples += test.Skipped
 	}
 	say("training data: %s; %d test samples (read in %.1fs)", train.Desc, res.TestSamples, res.LoadSeconds)
-	pz, err := cluster.StartPauser(ctx, opts.Etcd, opts.Prefix, res.Worker, opts.Logger)
+	pz, err := conn.StartPauser(ctx, res.Worker, opts.Logger)
 	if err != nil {
 		return res, fmt.Errorf("xctrain: %w", err)
 	}
 	defer pz.Close()
 	pz.SetVersion(m.Version)
 	tr, err := New(cl, Options{Config: opts.Config, Train: train, Test: test, Name: res.Worker,
-		Progress: opts.Progress, Logger: opts.Logger, Pauser: pz, Etcd: opts.Etcd, Prefix: opts.Prefix})
+		Progress: opts.Progress, Logger: opts.Logger, Pauser: pz, Conn: conn})
 	if err != nil {
 		return res, err
 	}

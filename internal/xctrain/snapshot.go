@@ -7,14 +7,14 @@ import (
 	"fmt"
 
 	"github.com/xdlgo/xps/ams/client"
-	"github.com/xdlgo/xps/internal/cluster"
+	"github.com/xdlgo/xps/internal/controlplane"
 	"github.com/xdlgo/xps/snapshot"
 )
 
 // The SLIDE layer lives in the worker, not on the shards, so the job takes
 // part in the cluster's snapshots itself (see "Snapshots" in the package
 // documentation): at a snapshot pause it waits for its pushes, writes the
-// layer into the snapshot the scheduler named (cluster.SnapshotTarget) as
+// layer into the snapshot the scheduler named (controlplane.SnapshotTarget) as
 // raw file LayerFile, and records a Checkpoint under CheckpointKey in the
 // AMS state, which the shards then write into the same snapshot. A job
 // that starts on a model holding a Checkpoint (the cluster was restored
@@ -100,14 +100,14 @@ func (t *Trainer) resume(cp Checkpoint) error {
 // state; then the pause is acknowledged and the resume awaited. next is
 // the position of the next batch. A resume at a higher cluster version
 // (the cluster was rolled back) ends the run with an error wrapping
-// cluster.ErrRestored: the job is restarted and resumes from the model.
+// controlplane.ErrRestored: the job is restarted and resumes from the model.
 func (t *Trainer) snapshotPause(ctx context.Context, next Checkpoint) error {
 	pz := t.opts.Pauser
 	if err := t.waitPushes(); err != nil {
 		return err
 	}
 	seq := pz.Pending()
-	tgt, ok, err := cluster.GetSnapshotTarget(ctx, t.opts.Etcd, t.opts.Prefix)
+	tgt, ok, err := t.opts.Conn.GetSnapshotTarget(ctx)
 	if err != nil {
 		return fmt.Errorf("xctrain: snapshot pause %d: %w", seq, err)
 	}
@@ -117,7 +117,7 @@ func (t *Trainer) snapshotPause(ctx context.Context, next Checkpoint) error {
 		}
 	}
 	if err := pz.PauseFor(ctx, seq); err != nil {
-		if errors.Is(err, cluster.ErrRestored) {
+		if errors.Is(err, controlplane.ErrRestored) {
 			return fmt.Errorf("xctrain: %w; restart the job to resume from the restored model", err)
 		}
 		return fmt.Errorf("xctrain: snapshot pause %d: %w", seq, err)
@@ -127,7 +127,7 @@ func (t *Trainer) snapshotPause(ctx context.Context, next Checkpoint) error {
 
 // writeLayer saves the layer as LayerFile of snapshot tgt.Seq and stores
 // the Checkpoint naming it.
-func (t *Trainer) writeLayer(ctx context.Context, tgt cluster.SnapshotTarget, cp Checkpoint) error {
+func (t *Trainer) writeLayer(ctx context.Context, tgt controlplane.SnapshotTarget, cp Checkpoint) error {
 	store, err := snapshot.OpenStore(tgt.Store, "")
 	if err != nil {
 		return err

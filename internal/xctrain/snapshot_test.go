@@ -11,9 +11,7 @@ import (
 	"time"
 
 	"github.com/xdlgo/xps/ams/client"
-	"github.com/xdlgo/xps/internal/cluster"
 	"github.com/xdlgo/xps/internal/local"
-	"github.com/xdlgo/xps/internal/scheduler"
 	"github.com/xdlgo/xps/internal/testutil"
 	"github.com/xdlgo/xps/snapshot"
 )
@@ -85,7 +83,7 @@ func TestSnapshotAndResume(t *testing.T) {
 	case o := <-done:
 		t.Fatalf("the job ended before epoch 2: %+v, %v\n%s", o.res, o.err, w)
 	}
-	snap, err := scheduler.RequestSnapshot(ctx, lc.Etcd(), lc.Prefix())
+	snap, err := lc.Conn().RequestSnapshot(ctx)
 	if err != nil || snap.Error != "" {
 		t.Fatalf("snapshot: %+v, %v", snap, err)
 	}
@@ -134,14 +132,14 @@ func TestSnapshotAndResume(t *testing.T) {
 	}
 
 	// Lose a shard: the scheduler restores every shard from the snapshot.
-	m0, err := cluster.WaitShardMap(ctx, lc.Etcd(), lc.Prefix())
+	m0, err := lc.Conn().WaitShardMap(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if err := lc.RestartShard(ctx, 0); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := cluster.WaitShardMapVersion(ctx, lc.Etcd(), lc.Prefix(), m0.Version+1); err != nil {
+	if _, err := lc.Conn().WaitShardMapVersion(ctx, m0.Version+1); err != nil {
 		t.Fatal(err)
 	}
 
@@ -173,7 +171,7 @@ func TestSnapshotAndResume(t *testing.T) {
 
 // readLiveCheckpoint reads the checkpoint the cluster's model holds now.
 func readLiveCheckpoint(ctx context.Context, lc *local.Cluster) (Checkpoint, error) {
-	m, err := cluster.WaitShardMap(ctx, lc.Etcd(), lc.Prefix())
+	m, err := lc.Conn().WaitShardMap(ctx)
 	if err != nil {
 		return Checkpoint{}, err
 	}

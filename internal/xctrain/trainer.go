@@ -11,12 +11,10 @@ import (
 	"sync"
 	"time"
 
-	clientv3 "go.etcd.io/etcd/client/v3"
-
 	"github.com/xdlgo/xps/ams"
 	"github.com/xdlgo/xps/ams/client"
-	"github.com/xdlgo/xps/internal/cluster"
 	"github.com/xdlgo/xps/internal/config"
+	"github.com/xdlgo/xps/internal/controlplane"
 	"github.com/xdlgo/xps/sparsenet"
 	"github.com/xdlgo/xps/sparsenet/slide"
 )
@@ -47,13 +45,12 @@ type Options struct {
 	Progress io.Writer
 	// Logger receives structured logs. The default value discards them.
 	Logger *slog.Logger
-	// Pauser, Etcd and Prefix take the trainer into the cluster's snapshot
+	// Pauser and Conn take the trainer into the cluster's snapshot
 	// pauses (see snapshot.go): at a requested pause it writes the layer
 	// into the snapshot and waits for the resume. The default value (nil)
 	// never pauses.
-	Pauser *cluster.Pauser
-	Etcd   *clientv3.Client
-	Prefix string
+	Pauser *controlplane.Pauser
+	Conn   *controlplane.Conn
 }
 
 // PAtK is precision at 1, 3 and 5.

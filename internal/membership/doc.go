@@ -1,11 +1,14 @@
-// Package cluster is the membership layer of an xps cluster: how processes
-// announce themselves in etcd, how they leave, and where the scheduler
-// publishes the shard map.
+// Package membership is how the processes of an xps cluster (AMS shards,
+// workers, schedulers) announce themselves in etcd, keep themselves alive
+// and leave. It knows nothing of what the processes do: the protocols
+// between them (shard map, pauses, assignments, barriers, leadership) are
+// package controlplane, built on the registrations made here.
 //
 // # Key layout
 //
 // Every key of one cluster lives under a prefix, "/xps/<cluster>" (see
-// [Prefix]; [DefaultPrefix] is "/xps/default"):
+// [Prefix]; [DefaultPrefix] is "/xps/default"). This package owns two key
+// families (controlplane/keys.go lists every key of a cluster):
 //
 //	<prefix>/members/<kind>/<id>  Member JSON {kind, id, addr, pid, started},
 //	                              attached to the member's lease. The lease's
@@ -15,11 +18,6 @@
 //	                              Written by a graceful [Registration.Close] in
 //	                              the same transaction that deletes the member
 //	                              key, before the lease is revoked.
-//	<prefix>/shardmap             ams.ShardMap JSON, published by the scheduler.
-//	<prefix>/events/<seq>         [Event] JSON, written by the scheduler: joins,
-//	                              clean leaves, lease expiries, state changes.
-//	                              <seq> is a 20-digit zero-padded number, so
-//	                              keys sort in the order they were written.
 //
 // Kinds are [KindAMS], [KindWorker] and [KindScheduler]. An id is 1 to 128
 // bytes of letters, digits and ".-_:"; a cluster name likewise.
@@ -38,7 +36,6 @@
 //     the member key, so a left marker always belongs to the latest
 //     incarnation. Left markers are not otherwise removed; they are small and
 //     one per member id.
-//  4. Events are a log: the scheduler only appends; nothing expires them.
 //
 // # Usage
 //
@@ -50,5 +47,6 @@
 //     the cluster considers it dead, and it must stop serving;
 //  4. on shutdown calls [Registration.Close], which leaves cleanly.
 //
-// A worker calls [WaitShardMap] to learn where the shards are.
-package cluster
+// Keys that must die with a member (a barrier arrival, a scheduler's
+// election key) are put under [Registration.Lease].
+package membership

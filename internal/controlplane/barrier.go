@@ -1,28 +1,32 @@
-package cluster
+package controlplane
 
 import (
 	"context"
 	"fmt"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/xdlgo/xps/internal/membership"
 )
 
-// BarrierPrefix is the directory of one named barrier:
-// <prefix>/barriers/<name>/.
-func BarrierPrefix(prefix, name string) string { return prefix + "/barriers/" + name + "/" }
+// The barrier protocol: members that must all reach a point before any
+// goes on (the workers before their final evaluation) each put a key
+// under the barrier's directory, under their own lease, and wait until n
+// keys are there.
 
-// Barrier marks the registered member as arrived at the barrier name (a key
-// under the member's lease, so a member that dies stops counting) and blocks
-// until n members have arrived or ctx ends.
-func (r *Registration) Barrier(ctx context.Context, name string, n int) error {
-	if err := checkName("barrier", name); err != nil {
+// Barrier marks the registered member reg as arrived at the barrier name (a
+// key under the member's lease, so a member that dies stops counting) and
+// blocks until n members have arrived or ctx ends.
+func (c *Conn) Barrier(ctx context.Context, reg *membership.Registration, name string, n int) error {
+	if err := membership.ValidateName("barrier", name); err != nil {
 		return err
 	}
-	dir := BarrierPrefix(r.prefix, name)
-	key := dir + r.member.Kind + "." + r.member.ID
-	put, err := r.cli.Put(ctx, key, r.member.String(), clientv3.WithLease(r.lease))
+	m := reg.Member()
+	dir := BarrierPrefix(c.prefix, name)
+	key := dir + m.Kind + "." + m.ID
+	put, err := c.cli.Put(ctx, key, m.String(), clientv3.WithLease(reg.Lease()))
 	if err != nil {
-		return fmt.Errorf("cluster: barrier %s: %w", name, err)
+		return fmt.Errorf("controlplane: barrier %s: %w", name, err)
 	}
 	// arrived counts the members at the barrier at revision rev. Counting
 	// at an arrival's revision matters: members that passed the barrier
@@ -32,9 +36,9 @@ func (r *Registration) Barrier(ctx context.Context, name string, n int) error {
 		if rev > 0 {
 			opts = append(opts, clientv3.WithRev(rev))
 		}
-		resp, err := r.cli.Get(ctx, dir, opts...)
+		resp, err := c.cli.Get(ctx, dir, opts...)
 		if err != nil {
-			return false, fmt.Errorf("cluster: barrier %s: %w", name, err)
+			return false, fmt.Errorf("controlplane: barrier %s: %w", name, err)
 		}
 		return int(resp.Count) >= n, nil
 	}
@@ -49,9 +53,9 @@ func (r *Registration) Barrier(ctx context.Context, name string, n int) error {
 	rev := put.Header.Revision
 	wctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	for wr := range r.cli.Watch(wctx, dir, clientv3.WithPrefix(), clientv3.WithRev(rev+1)) {
+	for wr := range c.cli.Watch(wctx, dir, clientv3.WithPrefix(), clientv3.WithRev(rev+1)) {
 		if err := wr.Err(); err != nil {
-			return fmt.Errorf("cluster: barrier %s: %w", name, err)
+			return fmt.Errorf("controlplane: barrier %s: %w", name, err)
 		}
 		// Count at each arrival's own revision: a response's header
 		// revision may be later, after members that passed have left.
@@ -65,7 +69,7 @@ func (r *Registration) Barrier(ctx context.Context, name string, n int) error {
 		}
 	}
 	if err := ctx.Err(); err != nil {
-		return fmt.Errorf("cluster: barrier %s: %w", name, err)
+		return fmt.Errorf("controlplane: barrier %s: %w", name, err)
 	}
-	return fmt.Errorf("cluster: barrier %s: watch closed", name)
+	return fmt.Errorf("controlplane: barrier %s: watch closed", name)
 }

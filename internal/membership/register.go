@@ -1,4 +1,4 @@
-package cluster
+package membership
 
 import (
 	"context"
@@ -76,7 +76,7 @@ func Register(ctx context.Context, cli *clientv3.Client, prefix string, m Member
 	secs := int64((ttl + time.Second - 1) / time.Second)
 	val, err := json.Marshal(m)
 	if err != nil {
-		return nil, fmt.Errorf("cluster: register %s: %w", m, err)
+		return nil, fmt.Errorf("membership: register %s: %w", m, err)
 	}
 
 	r, held, err := register(ctx, cli, prefix, m, val, secs)
@@ -129,7 +129,7 @@ func waitExpiry(ctx context.Context, cli *clientv3.Client, key string, lease cli
 func register(ctx context.Context, cli *clientv3.Client, prefix string, m Member, val []byte, secs int64) (*Registration, clientv3.LeaseID, error) {
 	grant, err := cli.Grant(ctx, secs)
 	if err != nil {
-		return nil, 0, fmt.Errorf("cluster: register %s: grant lease: %w", m, err)
+		return nil, 0, fmt.Errorf("membership: register %s: grant lease: %w", m, err)
 	}
 	lease := grant.ID
 	revoke := func() {
@@ -147,7 +147,7 @@ func register(ctx context.Context, cli *clientv3.Client, prefix string, m Member
 		Commit()
 	if err != nil {
 		revoke()
-		return nil, 0, fmt.Errorf("cluster: register %s: %w", m, err)
+		return nil, 0, fmt.Errorf("membership: register %s: %w", m, err)
 	}
 	if !txn.Succeeded {
 		revoke()
@@ -163,7 +163,7 @@ func register(ctx context.Context, cli *clientv3.Client, prefix string, m Member
 	if err != nil {
 		cancel()
 		revoke()
-		return nil, 0, fmt.Errorf("cluster: register %s: keep-alive: %w", m, err)
+		return nil, 0, fmt.Errorf("membership: register %s: keep-alive: %w", m, err)
 	}
 	r := &Registration{
 		cli: cli, prefix: prefix, member: m, lease: lease, ttl: grant.TTL,
@@ -188,7 +188,7 @@ func (r *Registration) keepAlive(ka <-chan *clientv3.LeaseKeepAliveResponse) {
 // member's key is gone or belongs to another lease: the cluster has
 // declared this incarnation dead, whether or not its lease loss has been
 // noticed yet.
-var ErrNotRegistered = errors.New("cluster: no longer registered")
+var ErrNotRegistered = errors.New("membership: no longer registered")
 
 // CheckRegistered asks etcd whether the member's key still exists under
 // this registration's lease. A worker calls it before it resumes after a
@@ -197,7 +197,7 @@ var ErrNotRegistered = errors.New("cluster: no longer registered")
 func (r *Registration) CheckRegistered(ctx context.Context) error {
 	resp, err := r.cli.Get(ctx, MemberKey(r.prefix, r.member.Kind, r.member.ID))
 	if err != nil {
-		return fmt.Errorf("cluster: check the registration of %s: %w", r.member, err)
+		return fmt.Errorf("membership: check the registration of %s: %w", r.member, err)
 	}
 	if len(resp.Kvs) == 0 || clientv3.LeaseID(resp.Kvs[0].Lease) != r.lease {
 		return fmt.Errorf("%w: %s", ErrNotRegistered, r.member)
@@ -236,14 +236,14 @@ func (r *Registration) Close() error {
 		if err := r.cli.Ctx().Err(); err != nil {
 			// The client is closed: nothing can be written, the lease will
 			// expire and the leave will be seen as not graceful.
-			r.closeErr = fmt.Errorf("cluster: close %s: client closed: %w", r.member, err)
+			r.closeErr = fmt.Errorf("membership: close %s: client closed: %w", r.member, err)
 			return
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), closeTimeout)
 		defer cancel()
 		r.closeErr = r.leave(ctx)
 		if _, err := r.cli.Revoke(ctx, r.lease); err != nil && !errors.Is(err, rpctypes.ErrLeaseNotFound) && r.closeErr == nil {
-			r.closeErr = fmt.Errorf("cluster: close %s: revoke lease: %w", r.member, err)
+			r.closeErr = fmt.Errorf("membership: close %s: revoke lease: %w", r.member, err)
 		}
 	})
 	return r.closeErr
@@ -252,7 +252,7 @@ func (r *Registration) Close() error {
 func (r *Registration) leave(ctx context.Context) error {
 	val, err := json.Marshal(leftRecord{Member: r.member, Left: time.Now()})
 	if err != nil {
-		return fmt.Errorf("cluster: close %s: %w", r.member, err)
+		return fmt.Errorf("membership: close %s: %w", r.member, err)
 	}
 	key := MemberKey(r.prefix, r.member.Kind, r.member.ID)
 	_, err = r.cli.Txn(ctx).
@@ -261,7 +261,7 @@ func (r *Registration) leave(ctx context.Context) error {
 			clientv3.OpDelete(key)).
 		Commit()
 	if err != nil {
-		return fmt.Errorf("cluster: close %s: write left marker: %w", r.member, err)
+		return fmt.Errorf("membership: close %s: write left marker: %w", r.member, err)
 	}
 	return nil
 }
@@ -281,7 +281,7 @@ func ListMembers(ctx context.Context, cli *clientv3.Client, prefix, kind string)
 	}
 	resp, err := cli.Get(ctx, dir, clientv3.WithPrefix())
 	if err != nil {
-		return nil, fmt.Errorf("cluster: list members: %w", err)
+		return nil, fmt.Errorf("membership: list members: %w", err)
 	}
 	out := make([]Member, 0, len(resp.Kvs))
 	for _, kv := range resp.Kvs {

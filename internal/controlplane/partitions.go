@@ -1,4 +1,4 @@
-package cluster
+package controlplane
 
 import (
 	"context"
@@ -11,9 +11,18 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
+// The partition deal protocol: with several workers reading one Kafka
+// topic, the leading scheduler deals its partitions to the live workers
+// (PutPartitionAssignment) and deals again, at a higher generation, when
+// a worker joins or leaves. A worker that sees a newer deal
+// (WatchReassigned) stores the positions of what it trained on, gives up
+// its old partitions and acknowledges the generation (AckPartitions); the
+// scheduler waits for every acknowledgement (WaitPartitionAcks) before
+// anyone reads under the new deal, so no partition is read twice.
+
 // ErrReassigned is returned by WaitPartitionAcks when a newer partition
 // assignment replaced the one waited for.
-var ErrReassigned = errors.New("cluster: partitions reassigned")
+var ErrReassigned = errors.New("controlplane: partitions reassigned")
 
 // PartitionAssignment is the scheduler's deal of a topic's partitions to
 // the live workers. Every partition belongs to exactly one worker. A new
@@ -45,46 +54,22 @@ func DealPartitions(gen int64, topic string, n int, workers []string) PartitionA
 	return a
 }
 
-// PartitionsKey is the key of the current partition assignment.
-func PartitionsKey(prefix string) string { return prefix + "/partitions" }
-
-// PartitionsAckKey is the key where worker acknowledges the generation it
-// has stopped reading for: it has stored the positions of everything it
-// trained on and released every partition of earlier generations.
-func PartitionsAckKey(prefix, worker string) string { return prefix + "/partitions-ack/" + worker }
-
 // PutPartitionAssignment publishes a.
-func PutPartitionAssignment(ctx context.Context, cli *clientv3.Client, prefix string, a PartitionAssignment) error {
-	b, err := json.Marshal(a)
-	if err != nil {
-		return fmt.Errorf("cluster: partition assignment: %w", err)
-	}
-	if _, err := cli.Put(ctx, PartitionsKey(prefix), string(b)); err != nil {
-		return fmt.Errorf("cluster: publish partition assignment: %w", err)
-	}
-	return nil
+func (c *Conn) PutPartitionAssignment(ctx context.Context, a PartitionAssignment) error {
+	return c.putJSON(ctx, PartitionsKey(c.prefix), "partition assignment", a)
 }
 
 // GetPartitionAssignment returns the current assignment, if any.
-func GetPartitionAssignment(ctx context.Context, cli *clientv3.Client, prefix string) (PartitionAssignment, bool, error) {
-	resp, err := cli.Get(ctx, PartitionsKey(prefix))
-	if err != nil {
-		return PartitionAssignment{}, false, fmt.Errorf("cluster: get partition assignment: %w", err)
-	}
-	if len(resp.Kvs) == 0 {
-		return PartitionAssignment{}, false, nil
-	}
+func (c *Conn) GetPartitionAssignment(ctx context.Context) (PartitionAssignment, bool, error) {
 	var a PartitionAssignment
-	if err := json.Unmarshal(resp.Kvs[0].Value, &a); err != nil {
-		return a, false, fmt.Errorf("cluster: bad partition assignment: %w", err)
-	}
-	return a, true, nil
+	ok, err := c.getJSON(ctx, PartitionsKey(c.prefix), "partition assignment", &a)
+	return a, ok, err
 }
 
 // WaitPartitionAssignment waits for an assignment of generation >= gen
 // that names worker.
-func WaitPartitionAssignment(ctx context.Context, cli *clientv3.Client, prefix, worker string, gen int64) (PartitionAssignment, error) {
-	a, err := waitFor(ctx, cli, PartitionsKey(prefix), func(b []byte) (PartitionAssignment, bool) {
+func (c *Conn) WaitPartitionAssignment(ctx context.Context, worker string, gen int64) (PartitionAssignment, error) {
+	a, err := waitFor(ctx, c.cli, PartitionsKey(c.prefix), func(b []byte) (PartitionAssignment, bool) {
 		var a PartitionAssignment
 		if json.Unmarshal(b, &a) != nil || a.Generation < gen {
 			return a, false
@@ -93,17 +78,17 @@ func WaitPartitionAssignment(ctx context.Context, cli *clientv3.Client, prefix, 
 		return a, named
 	})
 	if err != nil {
-		return a, fmt.Errorf("cluster: wait for a partition assignment naming %s: %w", worker, err)
+		return a, fmt.Errorf("controlplane: wait for a partition assignment naming %s: %w", worker, err)
 	}
 	return a, nil
 }
 
 // WatchReassigned returns a channel closed when an assignment of a
 // generation above gen is published; it is watched until ctx ends.
-func WatchReassigned(ctx context.Context, cli *clientv3.Client, prefix string, gen int64) <-chan struct{} {
+func (c *Conn) WatchReassigned(ctx context.Context, gen int64) <-chan struct{} {
 	ch := make(chan struct{})
 	go func() {
-		_, err := waitFor(ctx, cli, PartitionsKey(prefix), func(b []byte) (struct{}, bool) {
+		_, err := waitFor(ctx, c.cli, PartitionsKey(c.prefix), func(b []byte) (struct{}, bool) {
 			var a PartitionAssignment
 			return struct{}{}, json.Unmarshal(b, &a) == nil && a.Generation > gen
 		})
@@ -116,9 +101,9 @@ func WatchReassigned(ctx context.Context, cli *clientv3.Client, prefix string, g
 
 // AckPartitions records that worker has released its partitions of
 // generations before gen.
-func AckPartitions(ctx context.Context, cli *clientv3.Client, prefix, worker string, gen int64) error {
-	if _, err := cli.Put(ctx, PartitionsAckKey(prefix, worker), strconv.FormatInt(gen, 10)); err != nil {
-		return fmt.Errorf("cluster: acknowledge partitions: %w", err)
+func (c *Conn) AckPartitions(ctx context.Context, worker string, gen int64) error {
+	if _, err := c.cli.Put(ctx, PartitionsAckKey(c.prefix, worker), strconv.FormatInt(gen, 10)); err != nil {
+		return fmt.Errorf("controlplane: acknowledge partitions: %w", err)
 	}
 	return nil
 }
@@ -126,16 +111,18 @@ func AckPartitions(ctx context.Context, cli *clientv3.Client, prefix, worker str
 // WaitPartitionAcks waits until every worker of a has acknowledged a's
 // generation, so that no partition of a is still read under an older
 // deal. It returns ErrReassigned when a newer assignment appears first.
-func WaitPartitionAcks(ctx context.Context, cli *clientv3.Client, prefix string, a PartitionAssignment) error {
+func (c *Conn) WaitPartitionAcks(ctx context.Context, a PartitionAssignment) error {
+	// One range holds the assignment and the acknowledgements.
+	dir := PartitionsKey(c.prefix)
 	for {
-		resp, err := cli.Get(ctx, prefix+"/partitions", clientv3.WithPrefix())
+		resp, err := c.cli.Get(ctx, dir, clientv3.WithPrefix())
 		if err != nil {
-			return fmt.Errorf("cluster: wait for partition acks: %w", err)
+			return fmt.Errorf("controlplane: wait for partition acks: %w", err)
 		}
 		acked := map[string]bool{}
 		for _, kv := range resp.Kvs {
 			key := string(kv.Key)
-			if key == PartitionsKey(prefix) {
+			if key == dir {
 				var cur PartitionAssignment
 				if json.Unmarshal(kv.Value, &cur) == nil && cur.Generation > a.Generation {
 					return ErrReassigned
@@ -143,7 +130,7 @@ func WaitPartitionAcks(ctx context.Context, cli *clientv3.Client, prefix string,
 				continue
 			}
 			for w := range a.Workers {
-				if key == PartitionsAckKey(prefix, w) {
+				if key == PartitionsAckKey(c.prefix, w) {
 					g, err := strconv.ParseInt(string(kv.Value), 10, 64)
 					acked[w] = err == nil && g >= a.Generation
 				}
@@ -156,16 +143,8 @@ func WaitPartitionAcks(ctx context.Context, cli *clientv3.Client, prefix string,
 		if all {
 			return nil
 		}
-		// Wait for the next change under the prefix.
-		wctx, cancel := context.WithCancel(ctx)
-		wch := cli.Watch(wctx, prefix+"/partitions", clientv3.WithPrefix(), clientv3.WithRev(resp.Header.Revision+1))
-		select {
-		case <-wch:
-		case <-ctx.Done():
-		}
-		cancel()
-		if ctx.Err() != nil {
-			return fmt.Errorf("cluster: wait for partition acks: %w", ctx.Err())
+		if err := c.waitChange(ctx, dir, resp.Header.Revision); err != nil {
+			return fmt.Errorf("controlplane: wait for partition acks: %w", err)
 		}
 	}
 }

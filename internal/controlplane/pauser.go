@@ -1,24 +1,20 @@
-package cluster
+package controlplane
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"sync"
 	"sync/atomic"
-
-	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
-// Pauser is the worker's side of the snapshot pause protocol (see package
-// cluster): a goroutine follows the scheduler's pause requests; while the
+// Pauser is the worker's side of the pause protocol (pause.go): a goroutine follows the scheduler's pause requests; while the
 // trainer runs, it pauses at its next batch boundary (requested, pause);
 // when it does not, the request is acknowledged at once.
 type Pauser struct {
-	cli            *clientv3.Client
-	prefix, worker string
-	log            *slog.Logger
+	conn   *Conn
+	worker string
+	log    *slog.Logger
 
 	requested atomic.Uint64 // the latest pause request seen
 	acked     atomic.Uint64 // the latest acknowledged; written under mu
@@ -36,25 +32,26 @@ type Pauser struct {
 // StartPauser follows pause requests newer than the last resume until
 // close. Until StartTraining, requests are acknowledged at once (the
 // worker pushes nothing yet).
-func StartPauser(ctx context.Context, cli *clientv3.Client, prefix, worker string, log *slog.Logger) (*Pauser, error) {
-	resp, err := cli.Get(ctx, ResumeKey(prefix))
+func (c *Conn) StartPauser(ctx context.Context, worker string, log *slog.Logger) (*Pauser, error) {
+	r, ok, err := c.LastResume(ctx)
 	if err != nil {
 		return nil, err
 	}
 	var after uint64
-	if len(resp.Kvs) > 0 {
-		if r, ok := ParseResume(resp.Kvs[0].Value); ok && !r.Failed {
-			after = r.Seq
-		}
+	if ok && !r.Failed {
+		after = r.Seq
 	}
-	p := &Pauser{cli: cli, prefix: prefix, worker: worker, log: log}
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	p := &Pauser{conn: c, worker: worker, log: log}
 	p.acked.Store(after)
 	p.requested.Store(after)
 	ctx, p.cancel = context.WithCancel(ctx)
 	p.wg.Add(1)
 	go func() {
 		defer p.wg.Done()
-		WatchPauses(ctx, cli, prefix, after, func(seq uint64) error {
+		c.WatchPauses(ctx, after, func(seq uint64) error {
 			p.requested.Store(seq)
 			p.mu.Lock()
 			defer p.mu.Unlock()
@@ -72,7 +69,7 @@ func (p *Pauser) ack(ctx context.Context, seq uint64) error {
 	if seq <= p.acked.Load() {
 		return nil
 	}
-	if err := AckPause(ctx, p.cli, p.prefix, p.worker, seq); err != nil {
+	if err := p.conn.AckPause(ctx, p.worker, seq); err != nil {
 		p.log.Warn("acknowledging a snapshot pause failed", "seq", seq, "err", err)
 		return err
 	}
@@ -89,12 +86,6 @@ func (p *Pauser) StartTraining() {
 
 // Requested reports whether a pause request waits for the trainer.
 func (p *Pauser) Requested() bool { return p.requested.Load() > p.acked.Load() }
-
-// ErrRestored is returned (wrapped) by a worker's pause when training
-// resumes at a higher cluster version: the model was rolled back to a
-// snapshot meanwhile, and the worker starts over from the reader
-// positions the restored model holds.
-var ErrRestored = errors.New("cluster: restored from a snapshot")
 
 // Pending returns the latest pause request seen (0: none).
 func (p *Pauser) Pending() uint64 { return p.requested.Load() }
@@ -115,7 +106,7 @@ func (p *Pauser) PauseFor(ctx context.Context, seq uint64) error {
 	if err != nil {
 		return err
 	}
-	r, err := WaitResume(ctx, p.cli, p.prefix, seq)
+	r, err := p.conn.WaitResume(ctx, seq)
 	if err != nil {
 		return err
 	}

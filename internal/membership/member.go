@@ -1,4 +1,4 @@
-package cluster
+package membership
 
 import (
 	"encoding/json"
@@ -24,18 +24,13 @@ const maxNameLen = 128
 var (
 	// ErrBadName is returned (wrapped) for an invalid cluster name, prefix,
 	// kind or id.
-	ErrBadName = errors.New("cluster: bad name")
+	ErrBadName = errors.New("membership: bad name")
 	// ErrBadMember is returned (wrapped) for an invalid Member or an
 	// undecodable member value.
-	ErrBadMember = errors.New("cluster: bad member")
+	ErrBadMember = errors.New("membership: bad member")
 	// ErrMemberExists is returned (wrapped) by Register when a live member
 	// with the same kind and id is registered.
-	ErrMemberExists = errors.New("cluster: member already registered")
-	// ErrNoShardMap is returned (wrapped) by GetShardMap when none has been
-	// published.
-	ErrNoShardMap = errors.New("cluster: no shard map")
-	// ErrBadEvent is returned (wrapped) for an undecodable event.
-	ErrBadEvent = errors.New("cluster: bad event")
+	ErrMemberExists = errors.New("membership: member already registered")
 )
 
 // Member describes one process of the cluster, as stored under
@@ -88,17 +83,6 @@ func LeftPrefix(prefix string) string { return prefix + "/left/" }
 // LeftKey returns "<prefix>/left/<kind>/<id>".
 func LeftKey(prefix, kind, id string) string { return LeftPrefix(prefix) + kind + "/" + id }
 
-// ShardMapKey returns "<prefix>/shardmap".
-func ShardMapKey(prefix string) string { return prefix + "/shardmap" }
-
-// EventsPrefix returns "<prefix>/events/".
-func EventsPrefix(prefix string) string { return prefix + "/events/" }
-
-// EventKey returns "<prefix>/events/<seq as 20 zero-padded digits>".
-func EventKey(prefix string, seq uint64) string {
-	return fmt.Sprintf("%s%020d", EventsPrefix(prefix), seq)
-}
-
 // ParseMemberKey splits "<prefix>/members/<kind>/<id>" into kind and id. It
 // reports false for any other key.
 func ParseMemberKey(prefix, key string) (kind, id string, ok bool) {
@@ -141,6 +125,15 @@ func DecodeMember(kind, id string, value []byte) (Member, error) {
 
 // ValidatePrefix checks that prefix starts and does not end with '/'.
 func ValidatePrefix(prefix string) error { return checkPrefix(prefix) }
+
+// ValidateName checks a name used in keys (an id, a cluster or barrier
+// name): 1 to 128 bytes of letters, digits and ".-_:". what names it in
+// the error, which wraps ErrBadName.
+func ValidateName(what, s string) error { return checkName(what, s) }
+
+// WorkerName is the member id of worker i of a job: the worker registers
+// under it and the scheduler publishes its assignment under it.
+func WorkerName(i int) string { return fmt.Sprintf("worker-%d", i) }
 
 func checkPrefix(prefix string) error {
 	if !strings.HasPrefix(prefix, "/") || strings.HasSuffix(prefix, "/") {

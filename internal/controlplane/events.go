@@ -1,13 +1,23 @@
-package cluster
+package controlplane
 
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/xdlgo/xps/internal/membership"
 )
+
+// The event log: the leading scheduler appends a report of every join,
+// leave, lease expiry, state change and shard map (PutEvent); nothing
+// expires them. Operators and tests read them in order (ListEvents).
+
+// ErrBadEvent is returned (wrapped) for an undecodable event.
+var ErrBadEvent = errors.New("controlplane: bad event")
 
 // Event types written by the scheduler.
 const (
@@ -30,7 +40,7 @@ type Event struct {
 	// Type is one of the Event* constants.
 	Type string `json:"type"`
 	// Member is the member concerned, for joined, left and lease-expired.
-	Member *Member `json:"member,omitempty"`
+	Member *membership.Member `json:"member,omitempty"`
 	// State is the cluster state after the event (e.g. "SERVING").
 	State string `json:"state,omitempty"`
 	// Version is the cluster version after the event.
@@ -42,29 +52,16 @@ type Event struct {
 // PutEvent stores e under <prefix>/events/<seq>. The caller picks seq so
 // that keys are unique and increasing (the scheduler uses a counter seeded
 // from the clock).
-func PutEvent(ctx context.Context, cli *clientv3.Client, prefix string, seq uint64, e Event) error {
-	if err := checkPrefix(prefix); err != nil {
-		return err
-	}
-	b, err := json.Marshal(e)
-	if err != nil {
-		return fmt.Errorf("cluster: put event: %w", err)
-	}
-	if _, err := cli.Put(ctx, EventKey(prefix, seq), string(b)); err != nil {
-		return fmt.Errorf("cluster: put event %s: %w", e.Type, err)
-	}
-	return nil
+func (c *Conn) PutEvent(ctx context.Context, seq uint64, e Event) error {
+	return c.putJSON(ctx, EventKey(c.prefix, seq), "event "+e.Type, e)
 }
 
 // ListEvents returns the stored events in the order they were written.
-func ListEvents(ctx context.Context, cli *clientv3.Client, prefix string) ([]Event, error) {
-	if err := checkPrefix(prefix); err != nil {
-		return nil, err
-	}
-	resp, err := cli.Get(ctx, EventsPrefix(prefix), clientv3.WithPrefix(),
+func (c *Conn) ListEvents(ctx context.Context) ([]Event, error) {
+	resp, err := c.cli.Get(ctx, EventsPrefix(c.prefix), clientv3.WithPrefix(),
 		clientv3.WithSort(clientv3.SortByKey, clientv3.SortAscend))
 	if err != nil {
-		return nil, fmt.Errorf("cluster: list events: %w", err)
+		return nil, fmt.Errorf("controlplane: list events: %w", err)
 	}
 	out := make([]Event, 0, len(resp.Kvs))
 	for _, kv := range resp.Kvs {

@@ -1,8 +1,7 @@
-package cluster
+package controlplane
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -10,6 +9,8 @@ import (
 	"strings"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/xdlgo/xps/internal/membership"
 )
 
 // The pause protocol. To take a consistent snapshot, or to roll the
@@ -26,20 +27,24 @@ import (
 // worker drops what it was doing and starts over from the reader positions
 // the restored model holds. When the cluster cannot recover, the resume
 // says so (PutFailed) and waiting workers stop with ErrClusterFailed.
-// Sequence numbers only grow.
+// Sequence numbers only grow. Before a snapshot's pause the scheduler
+// names the snapshot (PutSnapshotTarget), so that a worker keeping model
+// state of its own writes it into that snapshot before it acknowledges.
 
-// PauseKey holds the sequence number of the latest pause request.
-func PauseKey(prefix string) string { return prefix + "/snapshot/pause" }
+// ErrClusterFailed is returned (wrapped) by WaitResume and WaitRestored
+// when the scheduler gave up: the cluster lost state and had no snapshot
+// to roll back to.
+var ErrClusterFailed = errors.New("controlplane: the cluster failed and cannot recover")
 
-// PauseAckKey holds the latest pause a worker has acknowledged.
-func PauseAckKey(prefix, worker string) string { return prefix + "/snapshot/paused/" + worker }
+// ErrRestored is returned (wrapped) by a worker's pause when training
+// resumes at a higher cluster version: the model was rolled back to a
+// snapshot meanwhile, and the worker starts over from the reader
+// positions the restored model holds.
+var ErrRestored = errors.New("controlplane: restored from a snapshot")
 
-// ResumeKey holds the sequence number of the latest resume.
-func ResumeKey(prefix string) string { return prefix + "/snapshot/resume" }
-
-func putSeq(ctx context.Context, cli *clientv3.Client, key string, seq uint64) error {
-	if _, err := cli.Put(ctx, key, strconv.FormatUint(seq, 10)); err != nil {
-		return fmt.Errorf("cluster: put %s: %w", key, err)
+func (c *Conn) putSeq(ctx context.Context, key string, seq uint64) error {
+	if _, err := c.cli.Put(ctx, key, strconv.FormatUint(seq, 10)); err != nil {
+		return fmt.Errorf("controlplane: put %s: %w", key, err)
 	}
 	return nil
 }
@@ -49,33 +54,46 @@ func parseSeq(b []byte) (uint64, bool) {
 	return n, err == nil
 }
 
-// PutPause asks the workers to pause for snapshot seq.
-func PutPause(ctx context.Context, cli *clientv3.Client, prefix string, seq uint64) error {
-	return putSeq(ctx, cli, PauseKey(prefix), seq)
+// PutPause asks the workers to pause for request seq.
+func (c *Conn) PutPause(ctx context.Context, seq uint64) error {
+	return c.putSeq(ctx, PauseKey(c.prefix), seq)
+}
+
+// LastPause returns the sequence number of the latest pause request (0:
+// none), from which a new leading scheduler numbers its own.
+func (c *Conn) LastPause(ctx context.Context) (uint64, error) {
+	resp, err := c.cli.Get(ctx, PauseKey(c.prefix))
+	if err != nil {
+		return 0, fmt.Errorf("controlplane: get the last pause: %w", err)
+	}
+	if len(resp.Kvs) == 0 {
+		return 0, nil
+	}
+	seq, ok := parseSeq(resp.Kvs[0].Value)
+	if !ok {
+		return 0, fmt.Errorf("%w: pause %q", ErrBadValue, resp.Kvs[0].Value)
+	}
+	return seq, nil
 }
 
 // PutResume lets workers paused for requests up to seq go on, at cluster
 // version version (0: the version they trained at).
-func PutResume(ctx context.Context, cli *clientv3.Client, prefix string, seq, version uint64) error {
+func (c *Conn) PutResume(ctx context.Context, seq, version uint64) error {
 	v := strconv.FormatUint(seq, 10)
 	if version > 0 {
 		v += " " + strconv.FormatUint(version, 10)
 	}
-	if _, err := cli.Put(ctx, ResumeKey(prefix), v); err != nil {
-		return fmt.Errorf("cluster: put %s: %w", ResumeKey(prefix), err)
+	if _, err := c.cli.Put(ctx, ResumeKey(c.prefix), v); err != nil {
+		return fmt.Errorf("controlplane: put %s: %w", ResumeKey(c.prefix), err)
 	}
 	return nil
 }
 
-// ErrClusterFailed is returned (wrapped) by WaitResume when the scheduler
-// gave up: the cluster lost state and had no snapshot to roll back to.
-var ErrClusterFailed = errors.New("cluster: the cluster failed and cannot recover")
-
 // PutFailed tells every waiting worker (and later ones) that the cluster
 // failed, with why.
-func PutFailed(ctx context.Context, cli *clientv3.Client, prefix string, why string) error {
-	if _, err := cli.Put(ctx, ResumeKey(prefix), "failed "+why); err != nil {
-		return fmt.Errorf("cluster: put %s: %w", ResumeKey(prefix), err)
+func (c *Conn) PutFailed(ctx context.Context, why string) error {
+	if _, err := c.cli.Put(ctx, ResumeKey(c.prefix), "failed "+why); err != nil {
+		return fmt.Errorf("controlplane: put %s: %w", ResumeKey(c.prefix), err)
 	}
 	return nil
 }
@@ -108,19 +126,32 @@ func ParseResume(b []byte) (Resumed, bool) {
 	return r, true
 }
 
-// AckPause records that worker is paused for snapshot seq (or is not
+// LastResume returns the latest resume, and false when there is none.
+func (c *Conn) LastResume(ctx context.Context) (Resumed, bool, error) {
+	resp, err := c.cli.Get(ctx, ResumeKey(c.prefix))
+	if err != nil {
+		return Resumed{}, false, fmt.Errorf("controlplane: get the last resume: %w", err)
+	}
+	if len(resp.Kvs) == 0 {
+		return Resumed{}, false, nil
+	}
+	r, ok := ParseResume(resp.Kvs[0].Value)
+	return r, ok, nil
+}
+
+// AckPause records that worker is paused for request seq (or is not
 // training).
-func AckPause(ctx context.Context, cli *clientv3.Client, prefix, worker string, seq uint64) error {
-	return putSeq(ctx, cli, PauseAckKey(prefix, worker), seq)
+func (c *Conn) AckPause(ctx context.Context, worker string, seq uint64) error {
+	return c.putSeq(ctx, PauseAckKey(c.prefix, worker), seq)
 }
 
 // WaitPauseAcks waits until each of workers has acknowledged pause seq or
 // is no longer a member (it left or its lease expired: it pushes nothing).
-func WaitPauseAcks(ctx context.Context, cli *clientv3.Client, prefix string, workers []string, seq uint64) error {
+func (c *Conn) WaitPauseAcks(ctx context.Context, workers []string, seq uint64) error {
 	for {
-		resp, err := cli.Get(ctx, prefix+"/", clientv3.WithPrefix(), clientv3.WithKeysOnly())
+		resp, err := c.cli.Get(ctx, c.prefix+"/", clientv3.WithPrefix(), clientv3.WithKeysOnly())
 		if err != nil {
-			return fmt.Errorf("cluster: wait for the workers to pause for snapshot %d: %w", seq, err)
+			return fmt.Errorf("controlplane: wait for the workers to pause for snapshot %d: %w", seq, err)
 		}
 		keys := map[string]bool{}
 		for _, kv := range resp.Kvs {
@@ -128,12 +159,12 @@ func WaitPauseAcks(ctx context.Context, cli *clientv3.Client, prefix string, wor
 		}
 		var waiting []string
 		for _, w := range workers {
-			if !keys[MemberKey(prefix, KindWorker, w)] {
+			if !keys[MemberKey(c.prefix, membership.KindWorker, w)] {
 				continue
 			}
-			r, err := cli.Get(ctx, PauseAckKey(prefix, w))
+			r, err := c.cli.Get(ctx, PauseAckKey(c.prefix, w))
 			if err != nil {
-				return fmt.Errorf("cluster: wait for %s to pause for snapshot %d: %w", w, seq, err)
+				return fmt.Errorf("controlplane: wait for %s to pause for snapshot %d: %w", w, seq, err)
 			}
 			if len(r.Kvs) == 0 {
 				waiting = append(waiting, w)
@@ -147,28 +178,21 @@ func WaitPauseAcks(ctx context.Context, cli *clientv3.Client, prefix string, wor
 			return nil
 		}
 		// Wait for the next change in the cluster's keys.
-		wctx, cancel := context.WithCancel(ctx)
-		wch := cli.Watch(wctx, prefix+"/", clientv3.WithPrefix(), clientv3.WithRev(resp.Header.Revision+1))
-		select {
-		case <-wch:
-		case <-ctx.Done():
-		}
-		cancel()
-		if ctx.Err() != nil {
-			return fmt.Errorf("cluster: %v did not pause for snapshot %d: %w", waiting, seq, ctx.Err())
+		if err := c.waitChange(ctx, c.prefix+"/", resp.Header.Revision); err != nil {
+			return fmt.Errorf("controlplane: %v did not pause for snapshot %d: %w", waiting, seq, err)
 		}
 	}
 }
 
 // WaitResume waits for a resume of seq or later and returns it; a failed
 // cluster's resume is returned with ErrClusterFailed.
-func WaitResume(ctx context.Context, cli *clientv3.Client, prefix string, seq uint64) (Resumed, error) {
-	r, err := waitFor(ctx, cli, ResumeKey(prefix), func(b []byte) (Resumed, bool) {
+func (c *Conn) WaitResume(ctx context.Context, seq uint64) (Resumed, error) {
+	r, err := waitFor(ctx, c.cli, ResumeKey(c.prefix), func(b []byte) (Resumed, bool) {
 		r, ok := ParseResume(b)
 		return r, ok && r.Seq >= seq
 	})
 	if err != nil {
-		return r, fmt.Errorf("cluster: wait for the resume after pause %d: %w", seq, err)
+		return r, fmt.Errorf("controlplane: wait for the resume after pause %d: %w", seq, err)
 	}
 	if r.Failed {
 		return r, fmt.Errorf("%w: %s", ErrClusterFailed, r.Why)
@@ -179,10 +203,10 @@ func WaitResume(ctx context.Context, cli *clientv3.Client, prefix string, seq ui
 // WatchPauses calls fn with the sequence number of every pause request
 // above after (the current one first, if any), in order, until ctx ends
 // or fn fails; it returns fn's error or ctx's.
-func WatchPauses(ctx context.Context, cli *clientv3.Client, prefix string, after uint64, fn func(seq uint64) error) error {
+func (c *Conn) WatchPauses(ctx context.Context, after uint64, fn func(seq uint64) error) error {
 	last := after
 	for {
-		seq, err := waitFor(ctx, cli, PauseKey(prefix), func(b []byte) (uint64, bool) {
+		seq, err := waitFor(ctx, c.cli, PauseKey(c.prefix), func(b []byte) (uint64, bool) {
 			n, ok := parseSeq(b)
 			return n, ok && n > last
 		})
@@ -200,13 +224,13 @@ func WatchPauses(ctx context.Context, cli *clientv3.Client, prefix string, after
 // was restored from a snapshot (a worker whose requests failed waits here
 // for the recovery). A failed cluster's resume is returned with
 // ErrClusterFailed.
-func WaitRestored(ctx context.Context, cli *clientv3.Client, prefix string, after uint64) (Resumed, error) {
-	r, err := waitFor(ctx, cli, ResumeKey(prefix), func(b []byte) (Resumed, bool) {
+func (c *Conn) WaitRestored(ctx context.Context, after uint64) (Resumed, error) {
+	r, err := waitFor(ctx, c.cli, ResumeKey(c.prefix), func(b []byte) (Resumed, bool) {
 		r, ok := ParseResume(b)
 		return r, ok && (r.Failed || r.Version > after)
 	})
 	if err != nil {
-		return r, fmt.Errorf("cluster: wait for a restore above version %d: %w", after, err)
+		return r, fmt.Errorf("controlplane: wait for a restore above version %d: %w", after, err)
 	}
 	if r.Failed {
 		return r, fmt.Errorf("%w: %s", ErrClusterFailed, r.Why)
@@ -224,35 +248,16 @@ type SnapshotTarget struct {
 	Store string `json:"store"` // the snapshot store's location
 }
 
-// SnapshotTargetKey holds the SnapshotTarget of the latest snapshot pause.
-func SnapshotTargetKey(prefix string) string { return prefix + "/snapshot/target" }
-
 // PutSnapshotTarget records t; the scheduler puts it before the pause
 // request it describes.
-func PutSnapshotTarget(ctx context.Context, cli *clientv3.Client, prefix string, t SnapshotTarget) error {
-	b, err := json.Marshal(t)
-	if err != nil {
-		return err
-	}
-	if _, err := cli.Put(ctx, SnapshotTargetKey(prefix), string(b)); err != nil {
-		return fmt.Errorf("cluster: put %s: %w", SnapshotTargetKey(prefix), err)
-	}
-	return nil
+func (c *Conn) PutSnapshotTarget(ctx context.Context, t SnapshotTarget) error {
+	return c.putJSON(ctx, SnapshotTargetKey(c.prefix), "snapshot target", t)
 }
 
 // GetSnapshotTarget returns the latest SnapshotTarget, and false when
 // there is none.
-func GetSnapshotTarget(ctx context.Context, cli *clientv3.Client, prefix string) (SnapshotTarget, bool, error) {
-	resp, err := cli.Get(ctx, SnapshotTargetKey(prefix))
-	if err != nil {
-		return SnapshotTarget{}, false, fmt.Errorf("cluster: get %s: %w", SnapshotTargetKey(prefix), err)
-	}
-	if len(resp.Kvs) == 0 {
-		return SnapshotTarget{}, false, nil
-	}
+func (c *Conn) GetSnapshotTarget(ctx context.Context) (SnapshotTarget, bool, error) {
 	var t SnapshotTarget
-	if err := json.Unmarshal(resp.Kvs[0].Value, &t); err != nil {
-		return SnapshotTarget{}, false, fmt.Errorf("cluster: %s: %w", SnapshotTargetKey(prefix), err)
-	}
-	return t, true, nil
+	ok, err := c.getJSON(ctx, SnapshotTargetKey(c.prefix), "snapshot target", &t)
+	return t, ok, err
 }

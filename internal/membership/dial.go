@@ -1,4 +1,4 @@
-package cluster
+package membership
 
 import (
 	"context"
@@ -20,7 +20,7 @@ const dialTimeout = 5 * time.Second
 // warnings and errors to logger (nil: nowhere). The caller closes the client.
 func Dial(ctx context.Context, endpoints []string, logger *slog.Logger) (*clientv3.Client, error) {
 	if len(endpoints) == 0 {
-		return nil, fmt.Errorf("cluster: dial: no etcd endpoints")
+		return nil, fmt.Errorf("membership: dial: no etcd endpoints")
 	}
 	cli, err := clientv3.New(clientv3.Config{
 		Endpoints:   endpoints,
@@ -29,11 +29,11 @@ func Dial(ctx context.Context, endpoints []string, logger *slog.Logger) (*client
 		Context:     context.WithoutCancel(ctx),
 	})
 	if err != nil {
-		return nil, fmt.Errorf("cluster: dial %v: %w", endpoints, err)
+		return nil, fmt.Errorf("membership: dial %v: %w", endpoints, err)
 	}
 	if _, err := cli.Get(ctx, "/xps", clientv3.WithCountOnly()); err != nil {
 		cli.Close()
-		return nil, fmt.Errorf("cluster: dial %v: %w", endpoints, err)
+		return nil, fmt.Errorf("membership: dial %v: %w", endpoints, err)
 	}
 	return cli, nil
 }

@@ -1,0 +1,45 @@
+// Package controlplane is the typed etcd protocol between the processes of
+// an xps cluster: the leading scheduler, the workers and anyone who asks
+// for a snapshot. Membership (leases, heartbeats, clean leaves) is package
+// membership, on which this one builds; the AMS shards take part only
+// through membership, so the AMS binary links neither this package nor
+// the sample reader it names.
+//
+// A [Conn] is an etcd client and the cluster's key prefix; each protocol
+// is a set of methods on it, in a file of its own:
+//
+//	shardmap.go    the versioned shard map: published by the scheduler,
+//	               waited for by workers (after a restore, of a new version)
+//	pause.go       pause, resume and failure: consistent snapshots and
+//	               rollbacks stop the workers at a batch boundary; the
+//	               snapshot target names where worker-held state goes
+//	pauser.go      the worker's side of pause.go
+//	snapshots.go   snapshot requests and their results
+//	assign.go      training files divided among the workers
+//	partitions.go  Kafka partitions dealt to the live workers
+//	barrier.go     barriers of members (the final evaluation)
+//	leadership.go  the schedulers' election and the state a new leader adopts
+//	events.go      the scheduler's event log
+//
+// keys.go lists every key of a cluster with the process that writes it and
+// those that read it; no other package builds a key.
+//
+// # Invariants
+//
+//  1. Sequence numbers of pauses and resumes only grow; a resume of seq
+//     releases every pause up to seq.
+//  2. A resume at a cluster version above the one a worker trains at means
+//     the model was restored meanwhile: the worker drops its attempt
+//     ([ErrRestored]) and starts over from the checkpoint the model holds.
+//  3. A failed resume is final: every later wait returns
+//     [ErrClusterFailed].
+//  4. Partition deals and file assignments are published only by the
+//     leading scheduler; a deal's generation only grows, and no worker reads
+//     under a new deal before every worker has acknowledged it.
+//  5. Keys that must vanish with a process (barrier arrivals, election
+//     keys) live under that process's lease.
+//
+// Waits (WaitShardMap, WaitResume, ...) read the key, then watch it from
+// the next revision, so no write between the two is missed; a broken watch
+// starts over with a read. Every wait ends with its context.
+package controlplane

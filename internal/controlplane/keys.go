@@ -1,0 +1,105 @@
+package controlplane
+
+import (
+	"fmt"
+
+	"github.com/xdlgo/xps/internal/membership"
+)
+
+// Every etcd key of a cluster, under its prefix P ("/xps/<cluster>"), with
+// the process that writes it and those that read it. No other package
+// builds a key; a new protocol adds its keys here.
+//
+//	key                              written by                       read by
+//	P/members/<kind>/<id>            every process, under its lease   scheduler (watch: joins, expiries),
+//	                                 (membership.Register)            WaitPauseAcks (is a worker alive)
+//	P/left/<kind>/<id>               a process leaving cleanly        scheduler (a leave, not an expiry)
+//	                                 (membership.Registration.Close)
+//	P/shardmap                       leading scheduler                workers, embedded cluster, a new
+//	                                 (PublishShardMap)                leader (adoption), WaitShardMap*
+//	P/events/<seq>                   leading scheduler (PutEvent)     operators and tests (ListEvents)
+//	P/state                          leading scheduler                a new leader (adoption)
+//	                                 (PutClusterState)
+//	P/leader/<lease>                 every scheduler, under its lease schedulers (Elect)
+//	P/snapshot/pause                 leading scheduler (PutPause)     workers (Pauser)
+//	P/snapshot/paused/<worker>       worker (AckPause)                leading scheduler (WaitPauseAcks)
+//	P/snapshot/resume                leading scheduler (PutResume,    workers (WaitResume, WaitRestored)
+//	                                 PutFailed)
+//	P/snapshot/target                leading scheduler                workers that keep model state of
+//	                                 (PutSnapshotTarget)              their own (GetSnapshotTarget)
+//	P/snapshot/request               anyone (RequestSnapshot)         leading scheduler (watch)
+//	P/snapshot/last                  leading scheduler                RequestSnapshot
+//	                                 (PutSnapshotResult)
+//	P/assign/<worker>                leading scheduler                worker (WaitAssignment)
+//	                                 (PutAssignment)
+//	P/partitions                     leading scheduler                workers (WaitPartitionAssignment,
+//	                                 (PutPartitionAssignment)         WatchReassigned), scheduler
+//	P/partitions-ack/<worker>        worker (AckPartitions)           leading scheduler (WaitPartitionAcks)
+//	P/barriers/<name>/<kind>.<id>    a member at the barrier, under   the members at the barrier (Barrier)
+//	                                 its lease
+
+// MembersPrefix returns "P/members/" (package membership owns the family).
+func MembersPrefix(prefix string) string { return membership.MembersPrefix(prefix) }
+
+// MemberKey returns "P/members/<kind>/<id>".
+func MemberKey(prefix, kind, id string) string { return membership.MemberKey(prefix, kind, id) }
+
+// LeftPrefix returns "P/left/".
+func LeftPrefix(prefix string) string { return membership.LeftPrefix(prefix) }
+
+// LeftKey returns "P/left/<kind>/<id>".
+func LeftKey(prefix, kind, id string) string { return membership.LeftKey(prefix, kind, id) }
+
+// ShardMapKey returns "P/shardmap".
+func ShardMapKey(prefix string) string { return prefix + "/shardmap" }
+
+// EventsPrefix returns "P/events/".
+func EventsPrefix(prefix string) string { return prefix + "/events/" }
+
+// EventKey returns "P/events/<seq as 20 zero-padded digits>", so that
+// keys sort in the order they were written.
+func EventKey(prefix string, seq uint64) string {
+	return fmt.Sprintf("%s%020d", EventsPrefix(prefix), seq)
+}
+
+// StateKey returns "P/state".
+func StateKey(prefix string) string { return prefix + "/state" }
+
+// LeaderKey returns "P/leader", the election prefix of the schedulers.
+func LeaderKey(prefix string) string { return prefix + "/leader" }
+
+// PauseKey returns "P/snapshot/pause": the latest pause request's
+// sequence number.
+func PauseKey(prefix string) string { return prefix + "/snapshot/pause" }
+
+// PauseAckKey returns "P/snapshot/paused/<worker>": the latest pause the
+// worker has acknowledged.
+func PauseAckKey(prefix, worker string) string { return prefix + "/snapshot/paused/" + worker }
+
+// ResumeKey returns "P/snapshot/resume": the latest resume ("seq",
+// "seq version") or "failed why".
+func ResumeKey(prefix string) string { return prefix + "/snapshot/resume" }
+
+// SnapshotTargetKey returns "P/snapshot/target".
+func SnapshotTargetKey(prefix string) string { return prefix + "/snapshot/target" }
+
+// SnapshotRequestKey returns "P/snapshot/request".
+func SnapshotRequestKey(prefix string) string { return prefix + "/snapshot/request" }
+
+// SnapshotLastKey returns "P/snapshot/last".
+func SnapshotLastKey(prefix string) string { return prefix + "/snapshot/last" }
+
+// AssignPrefix returns "P/assign/".
+func AssignPrefix(prefix string) string { return prefix + "/assign/" }
+
+// AssignKey returns "P/assign/<worker>".
+func AssignKey(prefix, worker string) string { return AssignPrefix(prefix) + worker }
+
+// PartitionsKey returns "P/partitions".
+func PartitionsKey(prefix string) string { return prefix + "/partitions" }
+
+// PartitionsAckKey returns "P/partitions-ack/<worker>".
+func PartitionsAckKey(prefix, worker string) string { return prefix + "/partitions-ack/" + worker }
+
+// BarrierPrefix returns "P/barriers/<name>/".
+func BarrierPrefix(prefix, name string) string { return prefix + "/barriers/" + name + "/" }

@@ -1,0 +1,61 @@
+package controlplane
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+)
+
+// The snapshot request protocol: anyone asks the leading scheduler for a
+// snapshot now by writing the request key (RequestSnapshot, as
+// `scheduler -snapshot-now` does); the leader watches it, and records the
+// outcome of every attempt, asked for or periodic (PutSnapshotResult),
+// which the asker waits for.
+
+// SnapshotResult is the outcome of one snapshot attempt.
+type SnapshotResult struct {
+	Seq     uint64    `json:"seq"`
+	Time    time.Time `json:"time"`
+	Seconds float64   `json:"seconds"`
+	Rows    int64     `json:"rows"`
+	Workers int       `json:"workers"` // paused for it
+	Removed []uint64  `json:"removed,omitempty"`
+	Error   string    `json:"error,omitempty"`
+}
+
+// PutSnapshotResult records the outcome of the latest attempt.
+func (c *Conn) PutSnapshotResult(ctx context.Context, r SnapshotResult) error {
+	return c.putJSON(ctx, SnapshotLastKey(c.prefix), "snapshot result", r)
+}
+
+// RequestSnapshot asks the cluster's scheduler for a snapshot now and
+// waits for its result; a failed attempt is returned with its error.
+func (c *Conn) RequestSnapshot(ctx context.Context) (SnapshotResult, error) {
+	before, err := c.cli.Get(ctx, SnapshotLastKey(c.prefix))
+	if err != nil {
+		return SnapshotResult{}, fmt.Errorf("controlplane: request a snapshot: %w", err)
+	}
+	rev := before.Header.Revision
+	if _, err := c.cli.Put(ctx, SnapshotRequestKey(c.prefix), time.Now().UTC().Format(time.RFC3339Nano)); err != nil {
+		return SnapshotResult{}, fmt.Errorf("controlplane: request a snapshot: %w", err)
+	}
+	wctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	for resp := range c.cli.Watch(wctx, SnapshotLastKey(c.prefix), clientv3.WithRev(rev+1)) {
+		for _, ev := range resp.Events {
+			var r SnapshotResult
+			if json.Unmarshal(ev.Kv.Value, &r) != nil {
+				continue
+			}
+			if r.Error != "" {
+				return r, errors.New("controlplane: snapshot: " + r.Error)
+			}
+			return r, nil
+		}
+	}
+	return SnapshotResult{}, fmt.Errorf("controlplane: waiting for the snapshot: %w", context.Cause(ctx))
+}
