@@ -1,0 +1,216 @@
+package archtest
+
+import (
+	"bufio"
+	"go/parser"
+	"go/token"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+const module = "github.com/xdlgo/xps"
+
+// root is the module's directory, from this package's.
+const root = "../.."
+
+// graph maps each package of the module (its path under the module, "."
+// for none) to the import paths of its non-test files.
+type graph map[string][]string
+
+// loadGraph parses the imports of every non-test .go file under root,
+// skipping testdata, hidden directories and nested modules (examples/).
+func loadGraph(t *testing.T) graph {
+	t.Helper()
+	g := graph{}
+	fset := token.NewFileSet()
+	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(root, path)
+		if d.IsDir() {
+			name := d.Name()
+			if rel != "." && (name == "testdata" || strings.HasPrefix(name, ".") || strings.HasPrefix(name, "_")) {
+				return filepath.SkipDir
+			}
+			if rel != "." {
+				if _, err := os.Stat(filepath.Join(path, "go.mod")); err == nil {
+					return filepath.SkipDir // another module
+				}
+			}
+			return nil
+		}
+		if !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
+			return nil
+		}
+		f, err := parser.ParseFile(fset, path, nil, parser.ImportsOnly)
+		if err != nil {
+			return err
+		}
+		pkg := filepath.ToSlash(filepath.Dir(rel))
+		for _, im := range f.Imports {
+			p, _ := strconv.Unquote(im.Path.Value)
+			if !slices.Contains(g[pkg], p) {
+				g[pkg] = append(g[pkg], p)
+			}
+		}
+		if _, ok := g[pkg]; !ok {
+			g[pkg] = nil
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return g
+}
+
+// local returns the package path under the module of import path p, and
+// false for imports from outside the module.
+func local(p string) (string, bool) {
+	if p == module {
+		return ".", true
+	}
+	rest, ok := strings.CutPrefix(p, module+"/")
+	return rest, ok
+}
+
+var row = regexp.MustCompile("^\\| *([0-9]+) *\\| *`([^`]+)` *\\| *(.+?) *\\|$")
+
+// loadLayers reads the table of ARCHITECTURE.md.
+func loadLayers(t *testing.T) map[string]int {
+	t.Helper()
+	f, err := os.Open(filepath.Join(root, "ARCHITECTURE.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	layers := map[string]int{}
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		m := row.FindStringSubmatch(sc.Text())
+		if m == nil {
+			continue
+		}
+		n, _ := strconv.Atoi(m[1])
+		if _, dup := layers[m[2]]; dup {
+			t.Errorf("ARCHITECTURE.md lists %s twice", m[2])
+		}
+		if strings.TrimSpace(m[3]) == "" {
+			t.Errorf("ARCHITECTURE.md: %s has no sentence", m[2])
+		}
+		layers[m[2]] = n
+	}
+	if err := sc.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if len(layers) == 0 {
+		t.Fatal("ARCHITECTURE.md has no layer table")
+	}
+	return layers
+}
+
+func TestEveryPackageListed(t *testing.T) {
+	g, layers := loadGraph(t), loadLayers(t)
+	for pkg := range g {
+		if _, ok := layers[pkg]; !ok {
+			t.Errorf("package %s is not in ARCHITECTURE.md's table: give it a layer and a sentence", pkg)
+		}
+	}
+	for pkg := range layers {
+		if _, ok := g[pkg]; !ok {
+			t.Errorf("ARCHITECTURE.md lists %s, which has no Go files", pkg)
+		}
+	}
+}
+
+func TestNoImportUp(t *testing.T) {
+	g, layers := loadGraph(t), loadLayers(t)
+	for pkg, imports := range g {
+		from, ok := layers[pkg]
+		if !ok {
+			continue // TestEveryPackageListed reports it
+		}
+		for _, p := range imports {
+			to, ok := local(p)
+			if !ok {
+				continue
+			}
+			if l, ok := layers[to]; ok && l > from {
+				t.Errorf("%s (layer %d) imports %s (layer %d)", pkg, from, to, l)
+			}
+		}
+	}
+}
+
+// deps returns every package of the module that pkg links, pkg included.
+func (g graph) deps(pkg string) map[string]bool {
+	seen := map[string]bool{}
+	var walk func(string)
+	walk = func(p string) {
+		if seen[p] {
+			return
+		}
+		seen[p] = true
+		for _, im := range g[p] {
+			if l, ok := local(im); ok {
+				walk(l)
+			}
+		}
+	}
+	walk(pkg)
+	return seen
+}
+
+func under(pkg, dir string) bool { return pkg == dir || strings.HasPrefix(pkg, dir+"/") }
+
+func TestDesignRules(t *testing.T) {
+	g := loadGraph(t)
+	for pkg, imports := range g {
+		for _, p := range imports {
+			to, isLocal := local(p)
+			switch {
+			case under(pkg, "ams") && isLocal && (under(to, "reader") || under(to, "compress") || under(to, "sparsenet") || under(to, "densenet")):
+				t.Errorf("%s imports the worker side (%s): ams talks to workers only through its protocol", pkg, to)
+			case pkg == "snapshot" && isLocal && under(to, "ams"):
+				t.Errorf("snapshot imports %s: snapshot defines formats and stores and never imports ams", to)
+			case pkg == "densenet" && (isLocal || strings.Contains(p, "grpc") || strings.Contains(p, "etcd")):
+				t.Errorf("densenet imports %s: it is math only", p)
+			case isLocal && under(to, "cmd"):
+				t.Errorf("%s imports the command %s", pkg, to)
+			}
+		}
+	}
+	for p := range g.deps("cmd/ams") {
+		if under(p, "reader") {
+			t.Errorf("cmd/ams links %s: the AMS binary must not link the sample reader", p)
+		}
+	}
+}
+
+// TestRulesCatchViolations feeds the checks a graph that breaks each rule
+// once, so that a check that cannot fail is noticed.
+func TestRulesCatchViolations(t *testing.T) {
+	g := graph{"cmd/ams": {module + "/internal/x"}, "internal/x": {module + "/reader"}, "reader": nil}
+	if !g.deps("cmd/ams")["reader"] {
+		t.Fatal("deps misses a transitive import")
+	}
+	if to, ok := local(module + "/ams/shard"); !ok || to != "ams/shard" {
+		t.Fatalf("local = %q, %v", to, ok)
+	}
+	if _, ok := local("github.com/xdlgo/xpsother/x"); ok {
+		t.Fatal("local took another module's path for ours")
+	}
+	if !under("ams/client", "ams") || under("amsx", "ams") {
+		t.Fatal("under")
+	}
+	if m := row.FindStringSubmatch("| 3 | `internal/controlplane` | the control plane |"); m == nil || m[2] != "internal/controlplane" {
+		t.Fatalf("row does not parse a table line: %v", m)
+	}
+}
