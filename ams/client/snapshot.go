@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/xdlgo/xps/ams"
 	"github.com/xdlgo/xps/ams/amspb"
 	"github.com/xdlgo/xps/snapshot"
 )
@@ -25,7 +26,7 @@ type SnapshotOptions struct {
 
 // ConfigStateKey is the state entry holding the job's configuration
 // (JSON): a snapshot keeps it as its manifest's Config.
-const ConfigStateKey = "job/config"
+const ConfigStateKey = ams.StateJobConfig
 
 // WriteSnapshot asks every shard to write its part of a snapshot (rows,
 // dense ranges, state entries such as reader positions) into the store,

@@ -34,7 +34,7 @@ import (
 // checkpoints.
 
 // SyncStateKey is the state entry of a shard's sync-mode progress.
-const SyncStateKey = "sync/rounds"
+const SyncStateKey = ams.StateSyncRounds
 
 // ErrRoundApplied: a part for a round the shard has already applied (or a
 // second part of one worker for one round).

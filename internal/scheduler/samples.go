@@ -2,18 +2,13 @@ package scheduler
 
 import (
 	"context"
-	"encoding/json"
-	"strings"
 	"time"
 
+	"github.com/xdlgo/xps/ams"
 	"github.com/xdlgo/xps/ams/client"
+	"github.com/xdlgo/xps/internal/checkpoint"
 	"github.com/xdlgo/xps/internal/clusterfsm"
 )
-
-// checkpointSuffix ends the AMS state key of a worker's checkpoint
-// (reader/<worker>/checkpoint), whose JSON counts the samples the worker
-// has applied to the model ("applied").
-const checkpointSuffix = "/checkpoint"
 
 // sampleCount is the state of snapshots every N samples
 // (Options.SnapshotEverySamples), owned by the run goroutine.
@@ -62,22 +57,11 @@ func (s *Scheduler) checkSamples(ctx context.Context) {
 	}
 	cctx, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
 	defer cancel()
-	entries, err := c.cl.GetState(cctx, "reader/")
+	entries, err := c.cl.GetState(cctx, ams.StateReaderPrefix)
 	if err != nil {
 		return
 	}
-	var applied int64
-	for _, e := range entries {
-		if !strings.HasSuffix(e.Key, checkpointSuffix) {
-			continue
-		}
-		var cp struct {
-			Applied int64 `json:"applied"`
-		}
-		if json.Unmarshal(e.Value, &cp) == nil {
-			applied += cp.Applied
-		}
-	}
+	applied := checkpoint.Applied(entries)
 	if !c.known || applied < c.base { // the first count, or a rollback
 		c.base, c.known = applied, true
 		return

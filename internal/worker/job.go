@@ -2,7 +2,6 @@ package worker
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -19,6 +18,7 @@ import (
 
 	"github.com/xdlgo/xps/ams"
 	"github.com/xdlgo/xps/ams/client"
+	"github.com/xdlgo/xps/internal/checkpoint"
 	"github.com/xdlgo/xps/internal/config"
 	"github.com/xdlgo/xps/internal/controlplane"
 	"github.com/xdlgo/xps/internal/datagen"
@@ -581,7 +581,7 @@ type attemptState struct {
 
 func (a *attemptState) run(ctx context.Context, reg *membership.Registration, pz *controlplane.Pauser, res *JobResult, say func(string, ...any)) (Result, error) {
 	opts, cl, kj, name := a.opts, a.cl, a.kj, a.name
-	start, err := loadCheckpoint(ctx, cl, name)
+	start, _, err := checkpoint.Load(ctx, cl, name)
 	if err != nil {
 		return Result{}, err
 	}
@@ -607,11 +607,11 @@ func (a *attemptState) run(ctx context.Context, reg *membership.Registration, pz
 		// The checkpoint goes into the model, for snapshots (a pause
 		// commits it too), and every second, so that the count of samples
 		// applied there is fresh (scheduler -snapshot-every-samples).
-		topts.Commit = func(ctx context.Context, c Checkpoint) error { return storeCheckpoint(ctx, cl, name, c) }
+		topts.Commit = func(ctx context.Context, c Checkpoint) error { return checkpoint.Store(ctx, cl, name, c) }
 		topts.CommitEvery = time.Second
 	}
 	if opts.Config.Train.Sync {
-		topts.Sync = &SyncOptions{Worker: opts.Index, Workers: max(opts.Count, 1), Key: checkpointKey(name)}
+		topts.Sync = &SyncOptions{Worker: opts.Index, Workers: max(opts.Count, 1), Key: ams.CheckpointKey(name)}
 	}
 	// Pause at a batch boundary when the scheduler asks (a snapshot, a
 	// rollback).
@@ -672,39 +672,6 @@ func finalBarrier(ctx context.Context, conn *controlplane.Conn, reg *membership.
 		return cause
 	}
 	return err
-}
-
-// checkpointKey is the AMS state key of a worker's checkpoint.
-func checkpointKey(worker string) string { return PositionKeyPrefix + worker + "/checkpoint" }
-
-// storeCheckpoint stores c in the model as worker's checkpoint.
-func storeCheckpoint(ctx context.Context, cl *client.Client, worker string, c Checkpoint) error {
-	b, err := json.Marshal(c)
-	if err != nil {
-		return err
-	}
-	return cl.PutState(ctx, []client.StateEntry{{Key: checkpointKey(worker), Value: b}})
-}
-
-// loadCheckpoint returns worker's checkpoint in the model (the zero
-// Checkpoint when there is none: a new job).
-func loadCheckpoint(ctx context.Context, cl *client.Client, worker string) (Checkpoint, error) {
-	key := checkpointKey(worker)
-	entries, err := cl.GetState(ctx, key)
-	if err != nil {
-		return Checkpoint{}, fmt.Errorf("worker: read the checkpoint from the model: %w", err)
-	}
-	for _, e := range entries {
-		if e.Key != key {
-			continue
-		}
-		var c Checkpoint
-		if err := json.Unmarshal(e.Value, &c); err != nil {
-			return Checkpoint{}, fmt.Errorf("worker: bad checkpoint %s in the model: %q", key, e.Value)
-		}
-		return c, nil
-	}
-	return Checkpoint{}, nil
 }
 
 func countSamples(gs []*reader.Group) int {

@@ -9,7 +9,9 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/xdlgo/xps/ams"
 	"github.com/xdlgo/xps/ams/client"
+	"github.com/xdlgo/xps/internal/checkpoint"
 	"github.com/xdlgo/xps/internal/controlplane"
 	"github.com/xdlgo/xps/reader"
 	"github.com/xdlgo/xps/reader/kafkasrc"
@@ -17,9 +19,8 @@ import (
 
 // PositionKeyPrefix prefixes the AMS state keys of reader positions: a
 // Kafka partition's position lives under PositionKeyPrefix + stream name
-// (kafka://TOPIC/P), a file's under PositionKeyPrefix + worker name + "/" +
-// path (workers may read byte ranges of one file).
-const PositionKeyPrefix = "reader/"
+// (kafka://TOPIC/P) (ams.StreamPositionKey).
+const PositionKeyPrefix = ams.StateReaderPrefix
 
 // kafkaJob is the Kafka side of a worker job: which partitions it reads
 // (all of them, or the scheduler's deal), the positions kept in the model,
@@ -76,7 +77,7 @@ func (k *kafkaJob) commit(ctx context.Context, c Checkpoint) error {
 	if err := storePositions(ctx, k.cl, PositionKeyPrefix, ps); err != nil {
 		return err
 	}
-	return storeCheckpoint(ctx, k.cl, k.name, Checkpoint{Applied: c.Applied, Digest: c.Digest})
+	return checkpoint.Store(ctx, k.cl, k.name, Checkpoint{Applied: c.Applied, Digest: c.Digest})
 }
 
 // storePositions stores positions in the model, each under keyPrefix +

@@ -15,6 +15,7 @@ import (
 	"github.com/xdlgo/xps/ams/client"
 	"github.com/xdlgo/xps/compress"
 	"github.com/xdlgo/xps/densenet"
+	"github.com/xdlgo/xps/internal/checkpoint"
 	"github.com/xdlgo/xps/internal/config"
 	"github.com/xdlgo/xps/internal/metrics"
 	"github.com/xdlgo/xps/reader"
@@ -124,27 +125,7 @@ type SyncOptions struct {
 
 // Checkpoint is what a worker stores in the model with every commit, so
 // that a restore of the model (a snapshot) restores it too.
-type Checkpoint struct {
-	// Epoch is the epoch being read (1-based); EpochDone says it was read
-	// to its end (the next one starts from the beginning).
-	Epoch     int  `json:"epoch"`
-	EpochDone bool `json:"epoch_done,omitempty"`
-	// Positions are the reader positions after the last applied sample,
-	// one per stream.
-	Positions []reader.Position `json:"positions,omitempty"`
-	// Applied counts the samples applied to the model by this reader,
-	// over the whole job: the model's own history, rolled back with it.
-	Applied int64 `json:"applied"`
-	// Digest is the sum (mod 2^64) of the applied samples'
-	// reader.SampleDigest: with Applied, it shows which samples the model
-	// holds, not only how many.
-	Digest uint64 `json:"digest,omitempty"`
-	// Sync marks a checkpoint of sync mode; Round is then the round (the
-	// batch of the epoch, from 0) the worker pushes next, when the epoch
-	// is not done.
-	Sync  bool   `json:"sync,omitempty"`
-	Round uint32 `json:"round,omitempty"`
-}
+type Checkpoint = checkpoint.Checkpoint
 
 // ErrReopen is wrapped by a source's error to make the trainer commit its
 // positions, run Options.Reopen and reopen the epoch's data.

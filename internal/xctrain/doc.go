@@ -68,17 +68,22 @@
 // names the snapshot a pause is for with controlplane.SnapshotTarget). At a
 // snapshot pause the train stage stops at a batch boundary, waits until
 // every push it made is applied, writes the layer (slide.Layer.Save) into
-// the snapshot as LayerFile through the snapshot package, and stores a
-// Checkpoint (the file's size and SHA-256, the next epoch and batch, the
-// samples trained) under the AMS state key CheckpointKey; then it
-// acknowledges and waits for the resume. The shards write that state into
+// the snapshot as LayerFile through the snapshot package, and stores its
+// Checkpoint (internal/checkpoint: the file's size and SHA-256, the next
+// epoch and batch, the samples applied) under the worker's AMS state key
+// (ams.CheckpointKey), the key every job uses; then it acknowledges and
+// waits for the resume. Between snapshots it stores its progress (no file)
+// every second, so the scheduler's -snapshot-every-samples counts its
+// samples as it counts the CTR job's. The shards write that state into
 // the same snapshot, so the snapshot's rows, layer and position belong
 // together. A job that starts on a model holding a Checkpoint (the
 // scheduler restored the cluster from that snapshot after a failure)
 // loads the layer, verified, and trains from its epoch and batch; a
 // resume at a higher cluster version while paused (a rollback) ends the
 // job with controlplane.ErrRestored, to be restarted. A finished job stores a
-// Checkpoint marked Done, which a later job ignores. The embedding rows
+// Checkpoint marked Done, which a later job ignores; a Checkpoint naming
+// no layer (the model was not restored from a snapshot, so the layer is
+// gone) is ignored too, with a message saying why. The embedding rows
 // pulled ahead for the next batches (train.prefetch_batches) were pulled
 // before the pause: asynchronous training's usual staleness.
 //

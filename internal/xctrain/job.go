@@ -13,6 +13,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/xdlgo/xps/ams/client"
+	"github.com/xdlgo/xps/internal/checkpoint"
 	"github.com/xdlgo/xps/internal/config"
 	"github.com/xdlgo/xps/internal/controlplane"
 	"github.com/xdlgo/xps/internal/membership"
@@ -184,15 +185,19 @@ func trainJob(ctx context.Context, opts JobOptions, conn *controlplane.Conn, res
 	if err := tr.Declare(ctx); err != nil {
 		return res, err
 	}
-	cp, ok, err := readCheckpoint(ctx, cl)
+	cp, ok, err := checkpoint.Load(ctx, cl, res.Worker)
 	if err != nil {
 		return res, err
 	}
+	_, hasLayer := cp.File(LayerFile)
 	switch {
 	case ok && cp.Done:
-		say("the model's checkpoint says its job finished (%d samples); training again from the start", cp.Samples)
+		say("the model's checkpoint says its job finished (%d samples); training again from the start", cp.Applied)
+	case ok && !hasLayer:
+		say("the model's checkpoint (epoch %d, batch %d, %d samples) names no SLIDE layer: the model was not restored from a snapshot, so the layer it trained with is gone; training again from the start",
+			cp.Epoch, cp.Batch, cp.Applied)
 	case ok:
-		say("resuming from snapshot %d: epoch %d, batch %d (%d samples trained before)", cp.Seq, cp.Epoch, cp.Batch, cp.Samples)
+		say("resuming from the snapshot's checkpoint: epoch %d, batch %d (%d samples trained before)", cp.Epoch, cp.Batch, cp.Applied)
 		if err := tr.resume(cp); err != nil {
 			return res, err
 		}
@@ -210,7 +215,7 @@ func trainJob(ctx context.Context, opts JobOptions, conn *controlplane.Conn, res
 	if err == nil {
 		done := tr.modelCheckpoint(r)
 		done.Done, done.Epoch = true, r.Epochs
-		err = putCheckpoint(ctx, cl, done)
+		err = checkpoint.Store(ctx, cl, res.Worker, done)
 	}
 	return res, err
 }

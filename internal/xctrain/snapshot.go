@@ -2,11 +2,11 @@ package xctrain
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
+	"time"
 
-	"github.com/xdlgo/xps/ams/client"
+	"github.com/xdlgo/xps/internal/checkpoint"
 	"github.com/xdlgo/xps/internal/controlplane"
 	"github.com/xdlgo/xps/snapshot"
 )
@@ -14,84 +14,58 @@ import (
 // The SLIDE layer lives in the worker, not on the shards, so the job takes
 // part in the cluster's snapshots itself (see "Snapshots" in the package
 // documentation): at a snapshot pause it waits for its pushes, writes the
-// layer into the snapshot the scheduler named (controlplane.SnapshotTarget) as
-// raw file LayerFile, and records a Checkpoint under CheckpointKey in the
-// AMS state, which the shards then write into the same snapshot. A job
-// that starts on a model holding a Checkpoint (the cluster was restored
-// from that snapshot) loads the layer and goes on from its position.
-
-// CheckpointKey is the AMS state entry of the job's Checkpoint.
-const CheckpointKey = "xc/checkpoint"
+// layer into the snapshot the scheduler named (controlplane.SnapshotTarget)
+// as raw file LayerFile, and stores its Checkpoint, naming the file, in
+// the AMS state (ams.CheckpointKey of the worker), which the shards then
+// write into the same snapshot. Between snapshots it stores its progress
+// (the samples applied, no file) every second, for the scheduler's
+// snapshots every N samples. A job that starts on a model holding a
+// Checkpoint with the layer (the cluster was restored from that snapshot)
+// loads the layer and goes on from its position.
 
 // LayerFile is the SLIDE layer's file in a snapshot.
 const LayerFile = "output/slide.layer"
 
-// Checkpoint is where a snapshot's layer is and how far training had got
-// when it was written.
-type Checkpoint struct {
-	// Store and Seq locate the snapshot; Layer is the layer's file in it.
-	Store string            `json:"store,omitempty"`
-	Seq   uint64            `json:"seq,omitempty"`
-	Layer snapshot.FileMeta `json:"layer"`
-	// Epoch (from 1) and Batch (from 0, within the epoch) are the next
-	// batch to train; Samples and Batches count those trained before it.
-	Epoch   int   `json:"epoch"`
-	Batch   int   `json:"batch"`
-	Samples int64 `json:"samples"`
-	Batches int64 `json:"batches"`
-	// Done marks a job that finished: there is nothing to resume.
-	Done bool `json:"done,omitempty"`
-}
+// Checkpoint is the job's record in the model: the next epoch and batch,
+// the samples and batches applied and, when stored for a snapshot, the
+// layer's file in it.
+type Checkpoint = checkpoint.Checkpoint
 
-// readCheckpoint returns the Checkpoint the model holds, if any.
-func readCheckpoint(ctx context.Context, cl *client.Client) (Checkpoint, bool, error) {
-	es, err := cl.GetState(ctx, CheckpointKey)
-	if err != nil {
-		return Checkpoint{}, false, fmt.Errorf("xctrain: reading the checkpoint: %w", err)
-	}
-	for _, e := range es {
-		if e.Key != CheckpointKey {
-			continue
-		}
-		var cp Checkpoint
-		if err := json.Unmarshal(e.Value, &cp); err != nil {
-			return Checkpoint{}, false, fmt.Errorf("xctrain: the model's checkpoint %s: %w", CheckpointKey, err)
-		}
-		return cp, true, nil
-	}
-	return Checkpoint{}, false, nil
-}
-
-// putCheckpoint stores cp in the AMS state.
-func putCheckpoint(ctx context.Context, cl *client.Client, cp Checkpoint) error {
-	b, err := json.Marshal(cp)
-	if err != nil {
-		return err
-	}
-	if err := cl.PutState(ctx, []client.StateEntry{{Key: CheckpointKey, Value: b}}); err != nil {
-		return fmt.Errorf("xctrain: storing the checkpoint: %w", err)
-	}
-	return nil
-}
+// commitEvery is how often the job stores its progress between snapshots.
+const commitEvery = time.Second
 
 // resume loads the layer of cp (verified against its size and SHA-256)
 // and makes Run start at cp's position.
 func (t *Trainer) resume(cp Checkpoint) error {
-	store, err := snapshot.OpenStore(cp.Store, "")
+	lf, ok := cp.File(LayerFile)
+	if !ok {
+		return fmt.Errorf("xctrain: the model's checkpoint (epoch %d, batch %d) names no SLIDE layer", cp.Epoch, cp.Batch)
+	}
+	store, err := snapshot.OpenStore(lf.Store, "")
 	if err != nil {
 		return fmt.Errorf("xctrain: the checkpoint's snapshot store: %w", err)
 	}
 	defer store.Close()
-	f, err := snapshot.OpenFile(store, cp.Seq, cp.Layer)
+	f, err := snapshot.OpenFile(store, lf.Seq, lf.Meta)
 	if err != nil {
-		return fmt.Errorf("xctrain: the layer of snapshot %d: %w", cp.Seq, err)
+		return fmt.Errorf("xctrain: the layer of snapshot %d: %w", lf.Seq, err)
 	}
 	defer f.Close()
 	if err := t.out.Load(f); err != nil {
-		return fmt.Errorf("xctrain: the layer of snapshot %d: %w", cp.Seq, err)
+		return fmt.Errorf("xctrain: the layer of snapshot %d: %w", lf.Seq, err)
 	}
 	t.start = &cp
 	return nil
+}
+
+// commitProgress stores the job's progress (no layer file) once every push
+// of the batches it counts is applied, so that the scheduler's count of
+// samples applied stays fresh between snapshots.
+func (t *Trainer) commitProgress(ctx context.Context, next Checkpoint) error {
+	if err := t.waitPushes(); err != nil {
+		return err
+	}
+	return checkpoint.Store(ctx, t.cl, t.opts.Name, next)
 }
 
 // snapshotPause serves a pause request at a batch boundary: every push of
@@ -145,8 +119,8 @@ func (t *Trainer) writeLayer(ctx context.Context, tgt controlplane.SnapshotTarge
 	if err != nil {
 		return err
 	}
-	cp.Store, cp.Seq, cp.Layer = tgt.Store, tgt.Seq, meta
-	if err := putCheckpoint(ctx, t.cl, cp); err != nil {
+	cp.Files = []checkpoint.File{{Store: tgt.Store, Seq: tgt.Seq, Meta: meta}}
+	if err := checkpoint.Store(ctx, t.cl, t.opts.Name, cp); err != nil {
 		return err
 	}
 	t.opts.Logger.Info("SLIDE layer written into the snapshot", "seq", tgt.Seq, "bytes", meta.Size,

@@ -2,15 +2,18 @@ package xctrain
 
 import (
 	"context"
-	"encoding/json"
+	"errors"
 	"io"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/xdlgo/xps/ams"
 	"github.com/xdlgo/xps/ams/client"
+	"github.com/xdlgo/xps/internal/checkpoint"
 	"github.com/xdlgo/xps/internal/local"
 	"github.com/xdlgo/xps/internal/testutil"
 	"github.com/xdlgo/xps/snapshot"
@@ -105,29 +108,30 @@ func TestSnapshotAndResume(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var cp Checkpoint
-	if err := json.Unmarshal(m.Readers[CheckpointKey], &cp); err != nil {
+	cp, err := checkpoint.Decode(m.Readers[ams.CheckpointKey("worker-0")])
+	if err != nil {
 		t.Fatalf("snapshot %d has no checkpoint: %v (readers %v)", snap.Seq, err, m.Readers)
 	}
 	nb := (nTrain + bs - 1) / bs
 	wantSamples := int64((cp.Epoch-1)*nTrain + cp.Batch*bs)
-	if cp.Seq != snap.Seq || cp.Layer.Name != LayerFile || cp.Done || cp.Epoch < 2 || cp.Epoch > cfg.Train.Epochs ||
-		cp.Batch >= nb || cp.Samples != wantSamples || cp.Batches != int64((cp.Epoch-1)*nb+cp.Batch) || len(m.Tables) == 0 {
+	lf, _ := cp.File(LayerFile)
+	if lf.Seq != snap.Seq || lf.Meta.Name != LayerFile || len(cp.Files) != 1 || cp.Done || cp.Epoch < 2 || cp.Epoch > cfg.Train.Epochs ||
+		cp.Batch >= nb || cp.Applied != wantSamples || cp.Batches != int64((cp.Epoch-1)*nb+cp.Batch) || len(m.Tables) == 0 {
 		t.Fatalf("snapshot %d: checkpoint %+v (want %d samples), %d tables", snap.Seq, cp, wantSamples, len(m.Tables))
 	}
-	f, err := snapshot.OpenFile(store, cp.Seq, cp.Layer)
+	f, err := snapshot.OpenFile(store, lf.Seq, lf.Meta)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n, err := io.Copy(io.Discard, f); err != nil || n != cp.Layer.Size {
+	if n, err := io.Copy(io.Discard, f); err != nil || n != lf.Meta.Size {
 		t.Fatalf("reading the layer: %d bytes, %v", n, err)
 	}
 	f.Close()
-	t.Logf("snapshot %d: layer %d bytes, epoch %d batch %d, %d samples", cp.Seq, cp.Layer.Size, cp.Epoch, cp.Batch, cp.Samples)
+	t.Logf("snapshot %d: layer %d bytes, epoch %d batch %d, %d samples", lf.Seq, lf.Meta.Size, cp.Epoch, cp.Batch, cp.Applied)
 
 	// A finished job says so in the live model.
 	st, err := readLiveCheckpoint(ctx, lc)
-	if err != nil || !st.Done || st.Samples != first.Samples {
+	if err != nil || !st.Done || st.Applied != first.Samples {
 		t.Fatalf("live checkpoint after run 1: %+v, %v", st, err)
 	}
 
@@ -151,8 +155,8 @@ func TestSnapshotAndResume(t *testing.T) {
 	if err != nil {
 		t.Fatalf("run 2: %v\n%s", err, progress.String())
 	}
-	if res.Resumed == nil || res.Resumed.Seq != cp.Seq || res.Samples != first.Samples-cp.Samples ||
-		!strings.Contains(progress.String(), "resuming from snapshot") {
+	if res.Resumed == nil || !reflect.DeepEqual(res.Resumed.Files, cp.Files) || res.Samples != first.Samples-cp.Applied ||
+		!strings.Contains(progress.String(), "resuming from the snapshot's checkpoint") {
 		t.Fatalf("run 2 did not resume from %+v: resumed %+v, %d samples\n%s", cp, res.Resumed, res.Samples, progress.String())
 	}
 	// The resumed run goes on from the snapshot's model: 5 batches after
@@ -180,6 +184,65 @@ func readLiveCheckpoint(ctx context.Context, lc *local.Cluster) (Checkpoint, err
 		return Checkpoint{}, err
 	}
 	defer cl.Close()
-	cp, _, err := readCheckpoint(ctx, cl)
+	cp, _, err := checkpoint.Load(ctx, cl, "worker-0")
 	return cp, err
+}
+
+// TestSnapshotEverySamples: the scheduler's snapshots every N samples
+// fire for the SLIDE job as for the CTR job (the job stores its progress
+// under the checkpoint key every job uses), and each holds the layer. The
+// job has far more epochs than the test waits for, so it cannot end
+// before the snapshots; the test stops it.
+func TestSnapshotEverySamples(t *testing.T) {
+	ctx := testutil.Ctx(t, 4*time.Minute)
+	dir := t.TempDir()
+	train := writeXC(t, dir, "train.txt", smallWorld, 0, 2000)
+	snaps := filepath.Join(dir, "snapshots")
+	lc, err := local.Start(ctx, local.Options{Shards: 2, Prefix: "/xps/xctrain-every-test", SnapshotStore: snaps,
+		SnapshotEverySamples: 3000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lc.Close()
+	cfg := smallConfig()
+	cfg.Train.Epochs = 100000
+	jctx, stop := context.WithCancel(ctx)
+	defer stop()
+	done := make(chan error, 1)
+	go func() {
+		_, err := RunJob(jctx, JobOptions{Config: cfg, Etcd: lc.Etcd(), Prefix: lc.Prefix(), Train: []string{train}})
+		done <- err
+	}()
+	store, err := snapshot.OpenDir(snaps)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Two snapshots holding the layer, the second further into training.
+	var seen []checkpoint.Checkpoint
+	testutil.Eventually(t, 3*time.Minute, "two snapshots every 3000 samples", func() bool {
+		seqs, _ := snapshot.Snapshots(store)
+		seen = seen[:0]
+		for _, seq := range seqs {
+			m, err := snapshot.ReadManifest(store, seq)
+			if err != nil {
+				continue
+			}
+			cp, err := checkpoint.Decode(m.Readers[ams.CheckpointKey("worker-0")])
+			if _, ok := cp.File(LayerFile); err == nil && ok {
+				seen = append(seen, cp)
+			}
+		}
+		return len(seen) >= 2
+	})
+	stop()
+	if err := <-done; !errors.Is(err, context.Canceled) {
+		t.Fatalf("the stopped job: %v", err)
+	}
+	lo, hi := seen[0].Applied, seen[0].Applied
+	for _, cp := range seen {
+		lo, hi = min(lo, cp.Applied), max(hi, cp.Applied)
+	}
+	if a, b := lo, hi; b-a < 3000 {
+		t.Fatalf("snapshots at %d and %d samples applied, want at least 3000 apart", a, b)
+	}
 }

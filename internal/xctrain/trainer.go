@@ -329,15 +329,16 @@ func grow[T any](b []T, n int) []T {
 
 // run is the state of one Run.
 type run struct {
-	t        *Trainer
-	res      *Result
-	epoch    int
-	nbatches int
-	batch    int // within the epoch
-	lossSum  float64
-	lossN    int
-	trainDur time.Duration
-	fetch    time.Duration
+	t          *Trainer
+	res        *Result
+	epoch      int
+	nbatches   int
+	batch      int // within the epoch
+	lossSum    float64
+	lossN      int
+	trainDur   time.Duration
+	fetch      time.Duration
+	lastCommit time.Time // the last progress stored in the model
 	// progress window
 	lastLine    time.Time
 	lineSamples int64
@@ -351,7 +352,7 @@ type run struct {
 // train.eval_every batches and after each epoch, and returns the summary.
 // Evaluations after an epoch see every push of the epoch applied.
 func (t *Trainer) Run(ctx context.Context) (res Result, err error) {
-	r := &run{t: t, res: &res, lastLine: time.Now()}
+	r := &run{t: t, res: &res, lastLine: time.Now(), lastCommit: time.Now()}
 	p := t.out.Params()
 	oc := t.cfg.Model.Output
 	res.Labels, res.InputDim, res.Sparsity, res.Hash = t.out.Config().Dim, t.net.outWidth(), oc.Sparsity, oc.Hash
@@ -516,6 +517,11 @@ func (r *run) trainStage(ctx context.Context, ready <-chan *batch, free chan<- *
 			if err := t.snapshotPause(ctx, r.next()); err != nil {
 				return err
 			}
+		} else if pz != nil && time.Since(r.lastCommit) >= commitEvery {
+			if err := t.commitProgress(ctx, r.next()); err != nil {
+				return err
+			}
+			r.lastCommit = time.Now()
 		}
 		if cfg.EvalEvery > 0 && r.res.Batches%int64(cfg.EvalEvery) == 0 {
 			if err := r.evaluate(ctx, fmt.Sprintf("batch %d", r.res.Batches), false); err != nil {
@@ -539,9 +545,9 @@ func (r *run) next() Checkpoint {
 // modelCheckpoint is a Checkpoint counting the samples and batches the
 // model has seen: res's, and those of the run it resumed, if any.
 func (t *Trainer) modelCheckpoint(res Result) Checkpoint {
-	cp := Checkpoint{Samples: res.Samples, Batches: res.Batches}
+	cp := Checkpoint{Applied: res.Samples, Batches: res.Batches}
 	if s := t.start; s != nil {
-		cp.Samples += s.Samples
+		cp.Applied += s.Applied
 		cp.Batches += s.Batches
 	}
 	return cp

@@ -1,0 +1,44 @@
+package ams
+
+import "strings"
+
+// The model-state keys: every AMS state entry (shard.PutState) that a
+// process of the cluster writes, in one list. State entries live on the
+// shard that hashes their key (StateShard) and go into every snapshot with
+// the rows, so a restore rolls them back together with the model.
+//
+//	key                          written by                          read by
+//	job/config                   the job's first worker (Declare)    ams/client.WriteSnapshot (the manifest's
+//	                                                                 config), workers joining the job
+//	sync/rounds                  every shard, its own (sync mode)    that shard, after a restore
+//	reader/<worker>/checkpoint   worker <worker>: its Checkpoint     the worker, resuming; the scheduler
+//	                             (internal/checkpoint)               (samples applied, -snapshot-every-samples)
+//	reader/kafka://<topic>/<p>   the worker reading partition p      the next worker to read partition p
+const (
+	// StateJobConfig holds the job's configuration (YAML).
+	StateJobConfig = "job/config"
+	// StateSyncRounds holds a shard's sync-mode progress; every shard has
+	// its own entry, kept by every shard on a restore.
+	StateSyncRounds = "sync/rounds"
+	// StateReaderPrefix prefixes every reader's entries: worker checkpoints
+	// and stream positions.
+	StateReaderPrefix = "reader/"
+)
+
+// checkpointSuffix ends the key of a worker's checkpoint.
+const checkpointSuffix = "/checkpoint"
+
+// CheckpointKey returns the key of worker's checkpoint,
+// "reader/<worker>/checkpoint".
+func CheckpointKey(worker string) string { return StateReaderPrefix + worker + checkpointSuffix }
+
+// IsCheckpointKey reports whether key is a worker's checkpoint.
+func IsCheckpointKey(key string) bool {
+	rest, ok := strings.CutPrefix(key, StateReaderPrefix)
+	worker, ok2 := strings.CutSuffix(rest, checkpointSuffix)
+	return ok && ok2 && worker != "" && !strings.Contains(worker, "/")
+}
+
+// StreamPositionKey returns the key of a stream's position,
+// "reader/<stream>" (stream: kafka://<topic>/<partition>).
+func StreamPositionKey(stream string) string { return StateReaderPrefix + stream }
