@@ -19,6 +19,11 @@
 //
 // Flags (flags override the -config file; see README.md for the config):
 //
+//	-set path=value set any config key as the YAML file would, repeatable:
+//	                -set train.batch_size=512 -set model.tables[*].optimizer.lr=0.02
+//	                (lists: -set model.hidden=64,32); the short flags below that
+//	                name config keys (-epochs, -dim, ...) are aliases of -set
+//	                (config.Aliases), applied in command-line order
 //	-local          run an embedded cluster in this process; the worker pulls and
 //	                pushes rows by calling the embedded shards directly
 //	-local-grpc     with -local: pull and push over loopback gRPC instead, as a
@@ -67,8 +72,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/xdlgo/xps/internal/cli"
@@ -111,152 +114,16 @@ func main() {
 	fs.StringVar(&f.level, "log-level", "warn", "log level: debug, info, warn, error")
 	fs.StringVar(&f.cpuProfile, "cpuprofile", "", "write a CPU profile of the whole run to this file")
 	fs.DurationVar(&f.leaseTTL, "lease-ttl", membership.DefaultTTL, "TTL of the worker's etcd lease: a worker silent this long is declared dead and the cluster rolls back")
-	overrides := registerOverrides(fs)
+	var overrides config.Overrides
+	overrides.Bind(fs)
 	flag.Parse()
-	if err := run(f, overrides); err != nil {
+	if err := run(f, &overrides); err != nil {
 		cli.Fatal("worker", err)
 	}
 }
 
-// override is a flag that, when set, changes one config value.
-type override struct {
-	value string
-	apply func(c *config.Config, v string) error
-}
-
-func registerOverrides(fs *flag.FlagSet) map[string]*override {
-	o := map[string]*override{}
-	add := func(name, usage string, apply func(c *config.Config, v string) error) {
-		ov := &override{apply: apply}
-		o[name] = ov
-		fs.StringVar(&ov.value, name, "", usage)
-	}
-	intField := func(p func(c *config.Config) *int) func(c *config.Config, v string) error {
-		return func(c *config.Config, v string) error {
-			n, err := strconv.Atoi(v)
-			if err != nil {
-				return err
-			}
-			*p(c) = n
-			return nil
-		}
-	}
-	floatField := func(p func(c *config.Config) *float32) func(c *config.Config, v string) error {
-		return func(c *config.Config, v string) error {
-			x, err := strconv.ParseFloat(v, 32)
-			if err != nil {
-				return err
-			}
-			*p(c) = float32(x)
-			return nil
-		}
-	}
-	add("format", "data format: libffm, libfm, libsvm, group, xml or criteo", func(c *config.Config, v string) error { c.Train.Format = v; return nil })
-	add("on-error", "malformed lines: stop or skip", func(c *config.Config, v string) error { c.Train.OnError = v; return nil })
-	add("kafka", "train from Kafka: bootstrap brokers, comma-separated (with -topic; see kafka in README.md)", func(c *config.Config, v string) error {
-		c.Kafka.Brokers = cli.SplitList(v)
-		return nil
-	})
-	add("topic", "Kafka topic to train from", func(c *config.Config, v string) error { c.Kafka.Topic = v; return nil })
-	add("streaming", "true: train on the Kafka topic forever, waiting for new messages (progressive validation)", func(c *config.Config, v string) error {
-		b, err := strconv.ParseBool(v)
-		c.Kafka.Streaming = b
-		return err
-	})
-	add("sync", "true: sync mode, a barrier per batch with the gradients averaged across workers (train.sync; files only)", func(c *config.Config, v string) error {
-		b, err := strconv.ParseBool(v)
-		c.Train.Sync = b
-		return err
-	})
-	add("epochs", "training epochs", intField(func(c *config.Config) *int { return &c.Train.Epochs }))
-	add("batch-size", "mini-batch size", intField(func(c *config.Config) *int { return &c.Train.BatchSize }))
-	add("eval-every", "also evaluate every N batches", intField(func(c *config.Config) *int { return &c.Train.EvalEvery }))
-	add("train-samples", "generated training samples", intField(func(c *config.Config) *int { return &c.Data.TrainSamples }))
-	add("dim", "embedding dim of every table", func(c *config.Config, v string) error {
-		n, err := strconv.Atoi(v)
-		for i := range c.Model.Tables {
-			c.Model.Tables[i].Dim = n
-		}
-		return err
-	})
-	add("lr", "learning rate of every sparse table", func(c *config.Config, v string) error {
-		x, err := strconv.ParseFloat(v, 32)
-		for i := range c.Model.Tables {
-			c.Model.Tables[i].Optimizer.LR = float32(x)
-		}
-		return err
-	})
-	add("dense-lr", "learning rate of the MLP", floatField(func(c *config.Config) *float32 { return &c.Model.DenseOptimizer.LR }))
-	add("seed", "model seed: MLP initialisation, shuffling and every table's initializer seed", func(c *config.Config, v string) error {
-		n, err := strconv.ParseUint(v, 10, 64)
-		c.Model.Seed = n
-		for i := range c.Model.Tables {
-			c.Model.Tables[i].Init.Seed = n
-		}
-		return err
-	})
-	add("hidden", "MLP hidden sizes, comma-separated (e.g. 200,80)", func(c *config.Config, v string) (err error) {
-		c.Model.Hidden, err = parseSizes(v)
-		return err
-	})
-	add("output", "model output: logit (CTR) or slide (extreme multi-label classification on XMLRepository files, with -format xml)",
-		func(c *config.Config, v string) error { c.Model.Output.Kind = v; return nil })
-	add("sparsity", "slide output: fraction of the labels active per training sample (1: dense training)", func(c *config.Config, v string) error {
-		x, err := strconv.ParseFloat(v, 64)
-		c.Model.Output.Sparsity, c.Model.Output.InferSparsity = x, 0
-		return err
-	})
-	add("hash", "slide output: LSH family, dwta or simhash", func(c *config.Config, v string) error { c.Model.Output.Hash = v; return nil })
-	add("output-lr", "slide output: the layer's Adam learning rate", floatField(func(c *config.Config) *float32 { return &c.Model.Output.LR }))
-	add("output-hidden", "slide output: dense hidden sizes between the embedding sum and the layer, comma-separated (empty: none)",
-		func(c *config.Config, v string) (err error) {
-			c.Model.Output.Hidden, err = parseSizes(v)
-			return err
-		})
-	return o
-}
-
-// parseSizes parses comma-separated layer sizes ("" gives none).
-func parseSizes(v string) ([]int, error) {
-	sizes := []int{}
-	for _, s := range strings.Split(v, ",") {
-		if s = strings.TrimSpace(s); s == "" {
-			continue
-		}
-		n, err := strconv.Atoi(s)
-		if err != nil {
-			return nil, err
-		}
-		sizes = append(sizes, n)
-	}
-	return sizes, nil
-}
-
-func loadConfig(file string, overrides map[string]*override) (config.Config, error) {
-	cfg := config.Default()
-	if file != "" {
-		var err error
-		if cfg, err = config.Load(file); err != nil {
-			return cfg, err
-		}
-	}
-	var errs []error
-	flag.Visit(func(fl *flag.Flag) {
-		if o, ok := overrides[fl.Name]; ok {
-			if err := o.apply(&cfg, o.value); err != nil {
-				errs = append(errs, fmt.Errorf("-%s %q: %w", fl.Name, o.value, err))
-			}
-		}
-	})
-	if err := errors.Join(errs...); err != nil {
-		return cfg, err
-	}
-	cfg.EnsureDefaults()
-	return cfg, cfg.Validate()
-}
-
-func run(f flags, overrides map[string]*override) error {
-	cfg, err := loadConfig(f.configFile, overrides)
+func run(f flags, overrides *config.Overrides) error {
+	cfg, err := config.LoadWith(f.configFile, overrides)
 	if err != nil {
 		return err
 	}

@@ -1,0 +1,124 @@
+package config
+
+import (
+	"errors"
+	"flag"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestSet(t *testing.T) {
+	c := Default()
+	c.Model.Tables = append(c.Model.Tables, c.Model.Tables[0])
+	c.Model.Tables[1].Name = "emb2"
+	for _, s := range [][2]string{
+		{"train.batch_size", "512"},
+		{"train.shuffle", "false"},
+		{"train.progress_every", "10s"},
+		{"model.hidden", "64,32"},
+		{"model.output.hidden", ""},
+		{"kafka.brokers", "[a:1, b:2]"},
+		{"model.tables[*].optimizer.lr", "0.02"},
+		{"model.tables[1].dim", "8"},
+		{"model.output.progressive_every", "3"},
+		{"model.dense_optimizer.name", "sgd"},
+	} {
+		if err := c.Set(s[0], s[1]); err != nil {
+			t.Fatalf("Set(%s, %s): %v", s[0], s[1], err)
+		}
+	}
+	if c.Train.BatchSize != 512 || *c.Train.Shuffle || c.Train.ProgressEvery != 10*time.Second ||
+		!reflect.DeepEqual(c.Model.Hidden, []int{64, 32}) || len(c.Model.Output.Hidden) != 0 ||
+		!reflect.DeepEqual(c.Kafka.Brokers, []string{"a:1", "b:2"}) || *c.Model.Output.ProgressiveEvery != 3 ||
+		c.Model.Tables[0].Optimizer.LR != 0.02 || c.Model.Tables[1].Optimizer.LR != 0.02 ||
+		c.Model.Tables[0].Dim != 18 || c.Model.Tables[1].Dim != 8 || c.Model.DenseOptimizer.Name != "sgd" {
+		t.Fatalf("after Set: %+v", c)
+	}
+	for _, bad := range [][2]string{
+		{"train.batch_sise", "1"},         // no such key
+		{"train", "1"},                    // a section
+		{"train.batch_size.x", "1"},       // not a section
+		{"model.tables[5].dim", "1"},      // out of range
+		{"model.tables[x].dim", "1"},      // bad index
+		{"model.hidden[0", "1"},           // bad brackets
+		{"train.batch_size", "many"},      // not a number
+		{"model.pooling[0]", "sum"},       // not a list
+		{"train.progress_every", "often"}, // not a duration
+	} {
+		if err := c.Set(bad[0], bad[1]); err == nil {
+			t.Errorf("Set(%s, %s) succeeded", bad[0], bad[1])
+		} else if !strings.Contains(err.Error(), bad[0]) {
+			t.Errorf("Set(%s, %s): error %q does not name the path", bad[0], bad[1], err)
+		}
+	}
+	if err := c.Set("train.batch_sise", "1"); !errors.Is(err, ErrBadPath) || !strings.Contains(err.Error(), "batch_size") {
+		t.Errorf("a misspelt key: %v (want ErrBadPath listing the keys)", err)
+	}
+}
+
+// TestOverrides: -set and the aliases apply in command-line order, an
+// alias may set several keys and fixed values, and every failure is
+// reported at once.
+func TestOverrides(t *testing.T) {
+	var o Overrides
+	fs := flag.NewFlagSet("t", flag.ContinueOnError)
+	o.Bind(fs)
+	err := fs.Parse([]string{"-set", "model.output.infer_sparsity=0.5", "-sparsity", "0.1", "-seed", "7",
+		"-dim", "4", "-set", "model.tables[0].dim=6", "-epochs", "3"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := Default()
+	if err := o.Apply(&c); err != nil {
+		t.Fatal(err)
+	}
+	if c.Model.Output.Sparsity != 0.1 || c.Model.Output.InferSparsity != 0 || c.Model.Seed != 7 ||
+		c.Model.Tables[0].Init.Seed != 7 || c.Model.Tables[0].Dim != 6 || c.Train.Epochs != 3 {
+		t.Fatalf("after the overrides: %+v", c)
+	}
+	var bad Overrides
+	fs = flag.NewFlagSet("t", flag.ContinueOnError)
+	bad.Bind(fs)
+	if err := fs.Parse([]string{"-set", "novalue"}); err == nil {
+		t.Fatal("-set without = accepted")
+	}
+	if err := fs.Parse([]string{"-epochs", "x", "-set", "a.b=1"}); err != nil {
+		t.Fatal(err)
+	}
+	err = bad.Apply(&c)
+	if err == nil || !strings.Contains(err.Error(), "-epochs") || !strings.Contains(err.Error(), "-set: a.b=1") {
+		t.Fatalf("Apply of two bad changes: %v", err)
+	}
+}
+
+// TestAliasesName every alias's keys exist, so a renamed key breaks this
+// test rather than a user's command line.
+func TestAliasesNameKeys(t *testing.T) {
+	for _, a := range Aliases {
+		for _, p := range a.Paths {
+			path, fixed, isFixed := strings.Cut(p, "=")
+			v := fixed
+			if !isFixed {
+				v = sample(t, path)
+			}
+			c := Default()
+			if err := c.Set(path, v); err != nil {
+				t.Errorf("-%s: %v", a.Flag, err)
+			}
+		}
+	}
+}
+
+// sample returns a value of the right type for the key at path.
+func sample(t *testing.T, path string) string {
+	c := Default()
+	for _, v := range []string{"1", "true", "x", "1s"} {
+		if c.Set(path, v) == nil {
+			return v
+		}
+	}
+	t.Errorf("no sample value fits %s", path)
+	return ""
+}
