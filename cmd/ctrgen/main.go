@@ -70,8 +70,7 @@ func run(train, test string, nTrain, nTest int, cfgFile, format string) error {
 	if nTest > 0 {
 		d.TestSamples = nTest
 	}
-	gen, err := datagen.New(datagen.Config{Fields: d.Fields, UserFields: d.UserFields, MeanBag: d.MeanBag,
-		Vocab: d.Vocab, ZipfS: d.ZipfS, SamplesPerUser: d.SamplesPerUser, Seed: d.Seed})
+	gen, err := datagen.New(d.Config)
 	if err != nil {
 		return err
 	}

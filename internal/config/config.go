@@ -11,6 +11,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/xdlgo/xps/ams"
+	"github.com/xdlgo/xps/internal/datagen"
 )
 
 // MaxLevels bounds the levels of model.field_levels (as the sample-group
@@ -320,35 +321,11 @@ type DataConfig struct {
 	//
 	// The default value is 40000.
 	TestSamples int `yaml:"test_samples"`
-	// Fields is the number of feature fields.
-	//
-	// The default value is 23 (the XDL paper's model).
-	Fields int `yaml:"fields"`
-	// UserFields is the number of leading fields that describe the user and
-	// repeat across a user's consecutive samples.
-	//
-	// The default value is 10.
-	UserFields int `yaml:"user_fields"`
-	// MeanBag is the mean number of ids per field.
-	//
-	// The default value is 3.
-	MeanBag float64 `yaml:"mean_bag"`
-	// Vocab is the number of distinct ids per field.
-	//
-	// The default value is 100000.
-	Vocab int `yaml:"vocab"`
-	// ZipfS is the Zipf exponent of id popularity.
-	//
-	// The default value is 1.1.
-	ZipfS float64 `yaml:"zipf_s"`
-	// SamplesPerUser is the mean number of consecutive samples per user.
-	//
-	// The default value is 20.
-	SamplesPerUser float64 `yaml:"samples_per_user"`
-	// Seed selects the generated data and its hidden teacher.
-	//
-	// The default value is 1.
-	Seed uint64 `yaml:"seed"`
+	// Config is the generator's own configuration (package
+	// internal/datagen: fields, user_fields, mean_bag, vocab, zipf_s,
+	// samples_per_user, users, seed, world_seed, ctr, logit_std,
+	// rank_scale, interaction_share), with its defaults.
+	datagen.Config `yaml:",inline"`
 }
 
 // Default returns a Config with every default filled in.
@@ -428,21 +405,7 @@ func (c *Config) EnsureDefaults() {
 	d := &c.Data
 	setInt(&d.TrainSamples, 500000)
 	setInt(&d.TestSamples, 40000)
-	setInt(&d.Fields, 23)
-	setInt(&d.UserFields, 10)
-	setInt(&d.Vocab, 100000)
-	if d.MeanBag == 0 {
-		d.MeanBag = 3
-	}
-	if d.ZipfS == 0 {
-		d.ZipfS = 1.1
-	}
-	if d.SamplesPerUser == 0 {
-		d.SamplesPerUser = 20
-	}
-	if d.Seed == 0 {
-		d.Seed = 1
-	}
+	d.Config.EnsureDefaults()
 }
 
 func setInt(p *int, v int) {
@@ -642,12 +605,8 @@ func (c *Config) Validate() error {
 	if d.TrainSamples <= 0 || d.TestSamples <= 0 {
 		bad("data: train_samples %d and test_samples %d must be positive", d.TrainSamples, d.TestSamples)
 	}
-	if d.Fields <= 0 || d.UserFields < 0 || d.UserFields > d.Fields {
-		bad("data: fields %d, user_fields %d: need 0 <= user_fields <= fields, fields > 0", d.Fields, d.UserFields)
-	}
-	if d.Vocab <= 0 || d.MeanBag < 1 || d.ZipfS <= 1 || d.SamplesPerUser < 1 {
-		bad("data: vocab %d > 0, mean_bag %v >= 1, zipf_s %v > 1, samples_per_user %v >= 1 are required",
-			d.Vocab, d.MeanBag, d.ZipfS, d.SamplesPerUser)
+	if err := d.Config.Validate(); err != nil {
+		bad("data: %v", err)
 	}
 	return errors.Join(errs...)
 }

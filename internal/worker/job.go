@@ -172,9 +172,7 @@ func LoadData(opts JobOptions, splits []reader.FileSplit) (Data, error) {
 		return d, err
 	}
 	dc := cfg.Data
-	gcfg := datagen.Config{Fields: dc.Fields, UserFields: dc.UserFields, MeanBag: dc.MeanBag,
-		Vocab: dc.Vocab, ZipfS: dc.ZipfS, SamplesPerUser: dc.SamplesPerUser, Seed: dc.Seed}
-	gen, err := datagen.New(gcfg)
+	gen, err := datagen.New(dc.Config)
 	if err != nil {
 		return Data{}, fmt.Errorf("worker: generator: %w", err)
 	}
