@@ -20,28 +20,38 @@
 //	                       of a model. Default 4096.
 //	-lease-ttl d           TTL of the scheduler's lease. Default 5s.
 //	-log-level level       debug, info, warn or error. Default info.
-//	-train paths           training files, directories or globs (comma-
-//	                       separated) to divide among the workers; each
+//	-config file           the job's YAML config (the one the workers read):
+//	                       the scheduler reads its job section (train,
+//	                       workers, split_bytes), snapshot section (store,
+//	                       every, every_samples, keep), kafka section and
+//	                       train.format. Default: the defaults.
+//	-set path=value        set a key of those sections, as in the file
+//	                       (repeatable), e.g. -set snapshot.keep=5.
+//	-train paths           job.train: training files, directories or globs
+//	                       (comma-separated) to divide among the workers; each
 //	                       worker-<i> finds its share under
 //	                       /xps/<name>/assign/worker-<i>. Default none.
-//	-workers W             number of workers sharing -train. Default 1.
-//	-split-bytes N         files larger than a worker's share are cut into
-//	                       byte ranges of about N bytes. Default 64 MiB.
-//	-format f              format of -train; xml files are never cut.
+//	-workers W             job.workers sharing -train. Default 1.
+//	-split-bytes N         job.split_bytes: files larger than a worker's share
+//	                       are cut into byte ranges of about N bytes. Default
+//	                       64 MiB.
+//	-format f              train.format of -train; xml files are never cut.
 //	                       Default libffm.
-//	-kafka brokers         with -topic: deal the topic's partitions to the
-//	-topic name            live workers (under /xps/<name>/partitions), anew
-//	                       whenever a worker joins or leaves. Default none.
-//	-snapshot-store loc    where snapshots go: a directory every shard can
-//	                       reach, or hdfs://NAMENODE:PORT/PATH. Default none.
-//	-snapshot-every d      take a consistent snapshot every d (workers
-//	                       pause at a batch boundary). Default 0: on
-//	                       request only.
+//	-kafka brokers         kafka.brokers, with -topic: deal the topic's
+//	-topic name            partitions to the live workers (under
+//	                       /xps/<name>/partitions), anew whenever a worker
+//	                       joins or leaves. Default none.
+//	-snapshot-store loc    snapshot.store: where snapshots go, a directory
+//	                       every shard can reach, or hdfs://NAMENODE:PORT/PATH.
+//	                       Default none.
+//	-snapshot-every d      snapshot.every: take a consistent snapshot every d
+//	                       (workers pause at a batch boundary). Default 10m;
+//	                       negative: on request only.
 //	-snapshot-every-samples N
-//	                       also take one once the workers' checkpoints in
-//	                       the model count N more samples applied. Default
-//	                       0: off.
-//	-snapshot-keep K       complete snapshots to keep. Default 3.
+//	                       snapshot.every_samples: also take one once the
+//	                       workers' checkpoints in the model count N more
+//	                       samples applied. Default 0: off.
+//	-snapshot-keep K       snapshot.keep: complete snapshots to keep. Default 3.
 //	-snapshot-now          instead of running a scheduler, ask the running
 //	                       one for a snapshot, wait and print its result.
 //
@@ -70,7 +80,7 @@ import (
 	"time"
 
 	"github.com/xdlgo/xps/ams"
-	xcli "github.com/xdlgo/xps/internal/cli"
+	"github.com/xdlgo/xps/internal/config"
 	"github.com/xdlgo/xps/internal/controlplane"
 	"github.com/xdlgo/xps/internal/membership"
 	"github.com/xdlgo/xps/internal/scheduler"
@@ -99,31 +109,25 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 		parts     = fs.Int("partitions", ams.DefaultPartitions, "number of virtual partitions")
 		ttl       = fs.Duration("lease-ttl", membership.DefaultTTL, "TTL of the scheduler's etcd lease")
 		level     = fs.String("log-level", "info", "log level: debug, info, warn or error")
-		train     = fs.String("train", "", "training data to hand out to the workers: files, directories or globs, comma-separated; local or all hdfs://NAMENODE:PORT/PATH")
-		workers   = fs.Int("workers", 1, "number of workers sharing -train")
-		split     = fs.Int64("split-bytes", 64<<20, "cut files larger than a worker's share into byte ranges of about this size")
-		format    = fs.String("format", "libffm", "format of -train (xml files are never cut: they start with a header)")
-		kafka     = fs.String("kafka", "", "Kafka bootstrap brokers, comma-separated: deal -topic's partitions to the workers")
-		topic     = fs.String("topic", "", "Kafka topic whose partitions are dealt to the workers")
-		snapStore = fs.String("snapshot-store", "", "snapshot store: a directory every AMS shard can reach, or hdfs://NAMENODE:PORT/PATH (empty: no snapshots)")
-		snapEvery = fs.Duration("snapshot-every", 0, "take a consistent snapshot at this interval (0: only on request)")
-		snapN     = fs.Int64("snapshot-every-samples", 0, "also take a snapshot once the workers have applied this many more samples (as their checkpoints in the model count them; 0: off)")
-		snapKeep  = fs.Int("snapshot-keep", 3, "complete snapshots to keep")
+		cfgFile   = fs.String("config", "", "the job's YAML config; the scheduler reads its job, snapshot and kafka sections and train.format")
 		snapNow   = fs.Bool("snapshot-now", false, "do not run a scheduler: ask the cluster's running scheduler for a snapshot, wait for it and print the result")
+		overrides config.Overrides
 	)
+	overrides.Bind(fs, "job", "snapshot", "kafka", "train.format")
 	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	cfg, err := config.LoadWith(*cfgFile, &overrides)
+	if err != nil {
 		return err
 	}
 	if *endpoints == "" {
 		fs.Usage()
 		return errors.New("-etcd is required")
 	}
-	if (*kafka == "") != (*topic == "") {
-		return errors.New("-kafka and -topic go together")
-	}
-	f, err := reader.ParseFormat(*format)
+	f, err := reader.ParseFormat(cfg.Train.Format)
 	if err != nil {
-		return fmt.Errorf("-format: %w", err)
+		return err
 	}
 	var lvl slog.Level
 	if err := lvl.UnmarshalText([]byte(*level)); err != nil {
@@ -156,11 +160,10 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 		return nil
 	}
 
-	s, err := scheduler.New(cli, scheduler.Options{
-		SnapshotStore: *snapStore, SnapshotEvery: *snapEvery, SnapshotEverySamples: *snapN, SnapshotKeep: *snapKeep,
+	s, err := scheduler.New(cli, scheduler.Options{Snapshot: cfg.Snapshot,
 		Prefix: prefix, ID: *id, Shards: *shards, Partitions: *parts, LeaseTTL: *ttl, Logger: log,
-		Train: xcli.SplitList(*train), Workers: *workers, SplitBytes: *split, Unsplittable: f == reader.XML,
-		KafkaBrokers: xcli.SplitList(*kafka), KafkaTopic: *topic,
+		Train: cfg.Job.Train, Workers: cfg.Job.Workers, SplitBytes: cfg.Job.SplitBytes, Unsplittable: f == reader.XML,
+		KafkaBrokers: cfg.Kafka.Brokers, KafkaTopic: cfg.Kafka.Topic,
 	})
 	if err != nil {
 		return err

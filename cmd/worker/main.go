@@ -83,13 +83,12 @@ import (
 )
 
 type flags struct {
-	local, localGRPC                bool
-	asJSON, printConfig, quiet      bool
-	shards, stripes, workers, index int
-	etcd, clusterName, configFile   string
-	train, test, level, cpuProfile  string
-	snapStore                       string
-	leaseTTL, snapEvery             time.Duration
+	local, localGRPC              bool
+	asJSON, printConfig, quiet    bool
+	shards, stripes, index        int
+	etcd, clusterName, configFile string
+	level, cpuProfile             string
+	leaseTTL                      time.Duration
 }
 
 func main() {
@@ -99,14 +98,9 @@ func main() {
 	fs.BoolVar(&f.localGRPC, "local-grpc", false, "with -local: pull and push over loopback gRPC like a separate process, instead of calling the embedded shards directly")
 	fs.IntVar(&f.shards, "shards", 2, "AMS shards of the embedded cluster")
 	fs.IntVar(&f.stripes, "stripes", 0, "stripe owners per AMS shard of the embedded cluster (default GOMAXPROCS/shards, at least 1)")
-	fs.StringVar(&f.snapStore, "snapshot-store", "", "with -local: the embedded scheduler's snapshot store, a directory or hdfs://NAMENODE:PORT/PATH (default: no snapshots)")
-	fs.DurationVar(&f.snapEvery, "snapshot-every", 10*time.Minute, "with -local and -snapshot-store: the interval between snapshots")
 	fs.StringVar(&f.etcd, "etcd", "", "etcd endpoints of an external cluster, comma-separated host:port")
 	fs.StringVar(&f.clusterName, "cluster", "default", "cluster name")
 	fs.StringVar(&f.configFile, "config", "", "YAML model/training config file")
-	fs.StringVar(&f.train, "train", "", "training data: files, directories or globs, comma-separated; local or all hdfs://NAMENODE:PORT/PATH (default: the built-in generated dataset)")
-	fs.StringVar(&f.test, "test", "", "test data: files, directories or globs, comma-separated; local or hdfs://NAMENODE:PORT/PATH")
-	fs.IntVar(&f.workers, "workers", 1, "number of workers sharing the training data")
 	fs.IntVar(&f.index, "worker-index", 0, "this worker's index in [0, workers)")
 	fs.BoolVar(&f.asJSON, "json", false, "print the summary as one JSON object on the last line of stdout")
 	fs.BoolVar(&f.printConfig, "print-config", false, "print the effective config as YAML and exit")
@@ -150,12 +144,6 @@ func run(f flags, overrides *config.Overrides) error {
 		flag.Usage()
 		return errors.New("give exactly one of -local and -etcd")
 	}
-	if f.test != "" && f.train == "" && !cfg.Kafka.Enabled() {
-		return errors.New("-test needs -train or -kafka")
-	}
-	if f.train != "" && cfg.Kafka.Enabled() {
-		return errors.New("give -train or -kafka, not both")
-	}
 	ctx, stop := cli.SignalContext()
 	defer stop()
 	var progress io.Writer = os.Stderr
@@ -166,23 +154,16 @@ func run(f flags, overrides *config.Overrides) error {
 	if err != nil {
 		return err
 	}
-	opts := worker.JobOptions{Config: cfg, Prefix: prefix, Index: f.index, Count: f.workers,
-		Train: cli.SplitList(f.train), Test: cli.SplitList(f.test), Progress: progress, Logger: log, LeaseTTL: f.leaseTTL}
-	if f.snapStore != "" && !f.local {
-		return errors.New("-snapshot-store needs -local: a running cluster's snapshots are its scheduler's (scheduler -snapshot-store)")
-	}
-	if cfg.Model.Output.Kind == config.OutputSLIDE && f.train == "" {
+	opts := worker.JobOptions{Config: cfg, Prefix: prefix, Index: f.index, Count: cfg.Job.Workers,
+		Train: cfg.Job.Train, Test: cfg.Job.Test, Progress: progress, Logger: log, LeaseTTL: f.leaseTTL}
+	if cfg.Model.Output.Kind == config.OutputSLIDE && len(cfg.Job.Train) == 0 {
 		return errors.New("-output slide needs -train (XMLRepository files; cmd/xcgen generates some)")
 	}
 	if f.local {
 		if progress != nil {
 			fmt.Fprintf(progress, "starting embedded cluster: etcd, %d AMS shards, scheduler\n", f.shards)
 		}
-		lo := local.Options{Shards: f.shards, Stripes: f.stripes, Prefix: prefix, Logger: log}
-		if f.snapStore != "" {
-			lo.SnapshotStore, lo.SnapshotEvery = f.snapStore, f.snapEvery
-		}
-		lc, err := local.Start(ctx, lo)
+		lc, err := local.Start(ctx, local.Options{Shards: f.shards, Stripes: f.stripes, Prefix: prefix, Logger: log, Snapshot: cfg.Snapshot})
 		if err != nil {
 			return err
 		}
@@ -202,7 +183,7 @@ func run(f flags, overrides *config.Overrides) error {
 	var res any
 	if cfg.Model.Output.Kind == config.OutputSLIDE {
 		r, err := xctrain.RunJob(ctx, xctrain.JobOptions{Config: cfg, Etcd: opts.Etcd, Prefix: prefix, Index: f.index,
-			Count: f.workers, Train: opts.Train, Test: opts.Test, Progress: progress, Logger: log, Local: opts.Local})
+			Count: cfg.Job.Workers, Train: opts.Train, Test: opts.Test, Progress: progress, Logger: log, Local: opts.Local})
 		if err != nil {
 			return err
 		}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/xdlgo/xps/ams"
 	"github.com/xdlgo/xps/internal/datagen"
+	"github.com/xdlgo/xps/snapshot"
 )
 
 // MaxLevels bounds the levels of model.field_levels (as the sample-group
@@ -23,10 +24,39 @@ var ErrInvalid = errors.New("config: invalid")
 
 // Config is a whole job.
 type Config struct {
+	Job   JobConfig   `yaml:"job"`
 	Model ModelConfig `yaml:"model"`
 	Train TrainConfig `yaml:"train"`
 	Data  DataConfig  `yaml:"data"`
 	Kafka KafkaConfig `yaml:"kafka"`
+	// Snapshot is the scheduler's snapshot policy (package snapshot), read
+	// by the scheduler and by the embedded cluster of worker -local.
+	Snapshot snapshot.Policy `yaml:"snapshot"`
+}
+
+// JobConfig is what every process of a job reads: the data and how many
+// workers share it. The scheduler divides Train among Workers workers;
+// each worker reads its share and evaluates on Test.
+type JobConfig struct {
+	// Train lists the training data: files, directories or globs, local or
+	// all on one HDFS namenode (hdfs://HOST:PORT/PATH).
+	//
+	// The default value is empty: the built-in generated dataset (data).
+	Train []string `yaml:"train"`
+	// Test lists the test data, read into memory by every worker.
+	//
+	// The default value is empty: no test set (for file data).
+	Test []string `yaml:"test"`
+	// Workers is the number of workers sharing the training data.
+	//
+	// The default value is 1.
+	Workers int `yaml:"workers"`
+	// SplitBytes lets the scheduler cut files larger than a worker's share
+	// into byte ranges of about this size (never for xml, whose files
+	// start with a header).
+	//
+	// The default value is 64 MiB.
+	SplitBytes int64 `yaml:"split_bytes"`
 }
 
 // KafkaConfig makes a job train from a Kafka topic instead of files (see
@@ -402,6 +432,11 @@ func (c *Config) EnsureDefaults() {
 			k.MaxWait = 200 * time.Millisecond
 		}
 	}
+	setInt(&c.Job.Workers, 1)
+	if c.Job.SplitBytes == 0 {
+		c.Job.SplitBytes = 64 << 20
+	}
+	c.Snapshot.EnsureDefaults()
 	d := &c.Data
 	setInt(&d.TrainSamples, 500000)
 	setInt(&d.TestSamples, 40000)
@@ -600,6 +635,18 @@ func (c *Config) Validate() error {
 		}
 	} else if c.Kafka.Topic != "" || c.Kafka.Streaming {
 		bad("kafka.topic or kafka.streaming without kafka.brokers")
+	}
+	if c.Job.Workers < 1 || c.Job.SplitBytes < 0 {
+		bad("job: workers %d must be at least 1 and split_bytes %d not negative", c.Job.Workers, c.Job.SplitBytes)
+	}
+	if len(c.Job.Test) > 0 && len(c.Job.Train) == 0 && !c.Kafka.Enabled() {
+		bad("job.test needs job.train or kafka")
+	}
+	if len(c.Job.Train) > 0 && c.Kafka.Enabled() {
+		bad("job.train and kafka: train from files or from Kafka, not both")
+	}
+	if err := c.Snapshot.Validate(); err != nil {
+		bad("%v", err)
 	}
 	d := &c.Data
 	if d.TrainSamples <= 0 || d.TestSamples <= 0 {

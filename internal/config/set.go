@@ -180,6 +180,14 @@ type Alias struct {
 
 // Aliases are the short flags of the common keys.
 var Aliases = []Alias{
+	{"train", []string{"job.train"}},
+	{"test", []string{"job.test"}},
+	{"workers", []string{"job.workers"}},
+	{"split-bytes", []string{"job.split_bytes"}},
+	{"snapshot-store", []string{"snapshot.store"}},
+	{"snapshot-every", []string{"snapshot.every"}},
+	{"snapshot-every-samples", []string{"snapshot.every_samples"}},
+	{"snapshot-keep", []string{"snapshot.keep"}},
 	{"format", []string{"train.format"}},
 	{"on-error", []string{"train.on_error"}},
 	{"epochs", []string{"train.epochs"}},
@@ -202,8 +210,10 @@ var Aliases = []Alias{
 	{"output-hidden", []string{"model.output.hidden"}},
 }
 
-// Bind registers -set and the Aliases on fs.
-func (o *Overrides) Bind(fs *flag.FlagSet) {
+// Bind registers -set and the Aliases on fs; with sections, only the
+// aliases whose keys all lie in those sections ("job", "snapshot",
+// "train.format", ...), for a command that reads only part of the config.
+func (o *Overrides) Bind(fs *flag.FlagSet, sections ...string) {
 	fs.Func("set", "set a config key, as the YAML file would: -set path=value, repeatable (e.g. -set train.batch_size=512 -set model.tables[*].optimizer.lr=0.02)",
 		func(s string) error {
 			path, value, ok := strings.Cut(s, "=")
@@ -214,6 +224,9 @@ func (o *Overrides) Bind(fs *flag.FlagSet) {
 			return nil
 		})
 	for _, a := range Aliases {
+		if !a.within(sections) {
+			continue
+		}
 		fs.Func(a.Flag, "sets "+strings.Join(a.Paths, ", "), func(v string) error {
 			for _, p := range a.Paths {
 				path, fixed, isFixed := strings.Cut(p, "=")
@@ -225,6 +238,24 @@ func (o *Overrides) Bind(fs *flag.FlagSet) {
 			return nil
 		})
 	}
+}
+
+// within reports whether every key of a lies in one of sections (none:
+// every alias does).
+func (a Alias) within(sections []string) bool {
+	if len(sections) == 0 {
+		return true
+	}
+	for _, p := range a.Paths {
+		in := false
+		for _, s := range sections {
+			in = in || p == s || strings.HasPrefix(p, s+".") || strings.HasPrefix(p, s+"=")
+		}
+		if !in {
+			return false
+		}
+	}
+	return true
 }
 
 // Apply makes the changes to c in the order they were given and reports

@@ -20,6 +20,7 @@ import (
 	"github.com/xdlgo/xps/internal/etcdembed"
 	"github.com/xdlgo/xps/internal/membership"
 	"github.com/xdlgo/xps/internal/scheduler"
+	"github.com/xdlgo/xps/snapshot"
 )
 
 // Options configure a local cluster.
@@ -48,11 +49,9 @@ type Options struct {
 	Train      []string
 	Workers    int
 	SplitBytes int64
-	// SnapshotStore, SnapshotEvery and SnapshotEverySamples make the
-	// scheduler take snapshots (scheduler.Options). Default: none.
-	SnapshotStore        string
-	SnapshotEvery        time.Duration
-	SnapshotEverySamples int64
+	// Snapshot makes the scheduler take snapshots (scheduler.Options).
+	// The default value (no store) takes none.
+	Snapshot snapshot.Policy
 }
 
 // Cluster is a running local cluster.
@@ -107,7 +106,7 @@ func Start(ctx context.Context, opts Options) (c *Cluster, err error) {
 	if c.sched, err = scheduler.New(c.cli, scheduler.Options{Prefix: opts.Prefix, Shards: opts.Shards,
 		LeaseTTL: opts.LeaseTTL, Logger: opts.Logger, KafkaBrokers: opts.KafkaBrokers, KafkaTopic: opts.KafkaTopic,
 		Train: opts.Train, Workers: opts.Workers, SplitBytes: opts.SplitBytes,
-		SnapshotStore: opts.SnapshotStore, SnapshotEvery: opts.SnapshotEvery, SnapshotEverySamples: opts.SnapshotEverySamples}); err != nil {
+		Snapshot: opts.Snapshot}); err != nil {
 		return nil, fmt.Errorf("local: %w", err)
 	}
 	for i := 0; i < opts.Shards; i++ {

@@ -11,7 +11,7 @@ import (
 )
 
 // sampleCount is the state of snapshots every N samples
-// (Options.SnapshotEverySamples), owned by the run goroutine.
+// (Options.Snapshot.EverySamples), owned by the run goroutine.
 type sampleCount struct {
 	cl      *client.Client // for the version below
 	version uint64
@@ -28,12 +28,12 @@ func (c *sampleCount) close() {
 }
 
 // checkSamples asks for a snapshot when the workers' checkpoints count at
-// least SnapshotEverySamples more samples applied than when the last one
+// least Snapshot.EverySamples more samples applied than when the last one
 // was asked for (called on ticks while no snapshot runs). The count is
 // read from the shards with a short timeout: a shard that does not answer
 // skips this tick.
 func (s *Scheduler) checkSamples(ctx context.Context) {
-	n := s.opts.SnapshotEverySamples
+	n := s.opts.Snapshot.EverySamples
 	if n <= 0 || s.fsm == nil || s.snap != nil {
 		return
 	}

@@ -19,6 +19,7 @@ import (
 	"github.com/xdlgo/xps/reader"
 	"github.com/xdlgo/xps/reader/hdfssrc"
 	"github.com/xdlgo/xps/reader/kafkasrc"
+	"github.com/xdlgo/xps/snapshot"
 )
 
 // ErrLostRegistration is returned (wrapped) by Err when the scheduler's own
@@ -54,8 +55,9 @@ type Options struct {
 	LeaseTTL time.Duration
 	// TickInterval is how often the core gets a Tick (periodic snapshots
 	// start on one) and a failed shard map publication is retried. The
-	// default value is 1s, or a quarter of SnapshotEvery when that is
-	// shorter (at least 10ms), and at most 250ms with SnapshotEverySamples.
+	// default value is 1s, or a quarter of the snapshot interval when that
+	// is shorter (at least 10ms), and at most 250ms with snapshots every N
+	// samples.
 	TickInterval time.Duration
 	// Logger receives the scheduler's logs. The default value is
 	// slog.Default().
@@ -80,20 +82,12 @@ type Options struct {
 	// nothing.
 	KafkaBrokers []string
 	KafkaTopic   string
-	// SnapshotStore is where snapshots go: a directory every shard can
-	// reach, or hdfs://HOST:PORT/PATH. Empty: no snapshots.
-	SnapshotStore string
-	// SnapshotEvery takes a snapshot at this interval (0: only on
-	// request, see RequestSnapshot).
-	SnapshotEvery time.Duration
-	// SnapshotEverySamples takes a snapshot once the workers' checkpoints
-	// in the model count this many more samples applied than when the
-	// last one was taken for this reason (checked on every tick; the
-	// checkpoints are as fresh as the workers' commits). 0: off.
-	SnapshotEverySamples int64
-	// SnapshotKeep is how many complete snapshots to keep. The default
-	// value is 3.
-	SnapshotKeep int
+	// Snapshot says where snapshots go and when they are taken (the job
+	// config's snapshot section); snapshots are also taken on request
+	// (controlplane.RequestSnapshot). The samples of EverySamples are
+	// counted on every tick from the workers' checkpoints in the model, as
+	// fresh as the workers' commits. Its defaults are the Policy's.
+	Snapshot snapshot.Policy
 	// SnapshotPauseTimeout bounds the wait for the workers to pause; a
 	// snapshot whose workers do not all pause in time is abandoned. The
 	// default value is 1 minute.
@@ -105,6 +99,7 @@ func (o *Options) EnsureDefaults() {
 	if o.Prefix == "" {
 		o.Prefix = membership.DefaultPrefix
 	}
+	o.Snapshot.EnsureDefaults()
 	if o.ID == "" {
 		host, err := os.Hostname()
 		if err != nil || host == "" {
@@ -120,10 +115,10 @@ func (o *Options) EnsureDefaults() {
 	}
 	if o.TickInterval == 0 {
 		o.TickInterval = time.Second
-		if o.SnapshotEvery > 0 { // periodic snapshots start on a tick
-			o.TickInterval = max(min(o.TickInterval, o.SnapshotEvery/4), 10*time.Millisecond)
+		if every := o.Snapshot.Periodic(); every > 0 { // periodic snapshots start on a tick
+			o.TickInterval = max(min(o.TickInterval, every/4), 10*time.Millisecond)
 		}
-		if o.SnapshotEverySamples > 0 { // so are those every N samples
+		if o.Snapshot.EverySamples > 0 { // so are those every N samples
 			o.TickInterval = min(o.TickInterval, 250*time.Millisecond)
 		}
 	}
@@ -135,9 +130,6 @@ func (o *Options) EnsureDefaults() {
 	}
 	if o.SplitBytes == 0 {
 		o.SplitBytes = 64 << 20
-	}
-	if o.SnapshotKeep == 0 {
-		o.SnapshotKeep = 3
 	}
 	if o.SnapshotPauseTimeout == 0 {
 		o.SnapshotPauseTimeout = time.Minute
@@ -160,18 +152,11 @@ func (o *Options) Validate() error {
 	if o.Workers < 0 {
 		errs = append(errs, fmt.Errorf("%w: Workers %d is negative", ErrBadConfig, o.Workers))
 	}
-	if o.SnapshotEvery < 0 || o.SnapshotKeep < 0 || o.SnapshotPauseTimeout < 0 {
-		errs = append(errs, fmt.Errorf("%w: negative snapshot setting (every %v, keep %d, pause timeout %v)",
-			ErrBadConfig, o.SnapshotEvery, o.SnapshotKeep, o.SnapshotPauseTimeout))
+	if err := o.Snapshot.Validate(); err != nil {
+		errs = append(errs, fmt.Errorf("%w: %w", ErrBadConfig, err))
 	}
-	if o.SnapshotEverySamples < 0 {
-		errs = append(errs, fmt.Errorf("%w: SnapshotEverySamples %d is negative", ErrBadConfig, o.SnapshotEverySamples))
-	}
-	if o.SnapshotEverySamples > 0 && o.SnapshotStore == "" {
-		errs = append(errs, fmt.Errorf("%w: SnapshotEverySamples without a SnapshotStore", ErrBadConfig))
-	}
-	if o.SnapshotEvery > 0 && o.SnapshotStore == "" {
-		errs = append(errs, fmt.Errorf("%w: SnapshotEvery without a SnapshotStore", ErrBadConfig))
+	if o.SnapshotPauseTimeout < 0 {
+		errs = append(errs, fmt.Errorf("%w: SnapshotPauseTimeout %v is negative", ErrBadConfig, o.SnapshotPauseTimeout))
 	}
 	if o.TickInterval < 0 {
 		errs = append(errs, fmt.Errorf("%w: TickInterval %v is negative", ErrBadConfig, o.TickInterval))
@@ -229,7 +214,7 @@ type Scheduler struct {
 	pauseSeq  uint64        // last pause request
 	snap      *snapOp       // the snapshot in progress
 	requested bool          // a snapshot was asked for while another was in progress
-	samples   sampleCount   // snapshots every SnapshotEverySamples
+	samples   sampleCount   // snapshots every Snapshot.EverySamples
 	done_     chan opDone   // background operations report here
 
 	opsWG sync.WaitGroup // snapshot and restore goroutines

@@ -52,7 +52,7 @@ func testRecovery(t *testing.T, syncMode bool) {
 		prefix += "-sync"
 	}
 	lc, err := local.Start(ctx, local.Options{Shards: 2, Prefix: prefix, Train: train, Workers: 2,
-		SnapshotStore: snaps, SnapshotEvery: 150 * time.Millisecond, LeaseTTL: time.Second})
+		Snapshot: snapshot.Policy{Store: snaps, Every: 150 * time.Millisecond}, LeaseTTL: time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -31,7 +31,7 @@ func TestPeriodicSnapshots(t *testing.T) {
 	train := writeGenFiles(t, dir, 5, 2, 6000)
 	snaps := filepath.Join(dir, "snapshots")
 	lc, err := local.Start(ctx, local.Options{Shards: 2, Prefix: "/xps/snap-test", Train: train, Workers: 2,
-		SnapshotStore: snaps, SnapshotEvery: 100 * time.Millisecond})
+		Snapshot: snapshot.Policy{Store: snaps, Every: 100 * time.Millisecond}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -126,7 +126,7 @@ func TestSnapshotEverySamples(t *testing.T) {
 	snaps := filepath.Join(dir, "snapshots")
 	every := int64(perFile / 2)
 	lc, err := local.Start(ctx, local.Options{Shards: 2, Prefix: "/xps/snap-samples-test", Train: train, Workers: 2,
-		SnapshotStore: snaps, SnapshotEverySamples: every})
+		Snapshot: snapshot.Policy{Store: snaps, EverySamples: every}})
 	if err != nil {
 		t.Fatal(err)
 	}

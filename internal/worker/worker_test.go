@@ -14,6 +14,7 @@ import (
 
 	"github.com/xdlgo/xps/internal/config"
 	"github.com/xdlgo/xps/internal/controlplane"
+	"github.com/xdlgo/xps/internal/datagen"
 	"github.com/xdlgo/xps/internal/local"
 	"github.com/xdlgo/xps/internal/testutil"
 	"github.com/xdlgo/xps/reader"
@@ -25,7 +26,8 @@ func smallConfig() config.Config {
 	c.Model.Hidden = []int{16, 8}
 	c.Train.BatchSize = 64
 	c.Train.Epochs = 2
-	c.Data = config.DataConfig{TrainSamples: 8000, TestSamples: 2000, Fields: 6, UserFields: 2, Vocab: 300, MeanBag: 2}
+	c.Data = config.DataConfig{TrainSamples: 8000, TestSamples: 2000,
+		Config: datagen.Config{Fields: 6, UserFields: 2, Vocab: 300, MeanBag: 2}}
 	c.EnsureDefaults()
 	c.Model.Tables[0].Dim = 4
 	return c

@@ -58,7 +58,7 @@ func TestSnapshotAndResume(t *testing.T) {
 	train := writeXC(t, dir, "train.txt", smallWorld, 0, nTrain)
 	test := writeXC(t, dir, "test.txt", smallWorld, 1, 1000)
 	snaps := filepath.Join(dir, "snapshots")
-	lc, err := local.Start(ctx, local.Options{Shards: 2, Prefix: "/xps/xctrain-snap-test", SnapshotStore: snaps})
+	lc, err := local.Start(ctx, local.Options{Shards: 2, Prefix: "/xps/xctrain-snap-test", Snapshot: snapshot.Policy{Store: snaps}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -198,8 +198,7 @@ func TestSnapshotEverySamples(t *testing.T) {
 	dir := t.TempDir()
 	train := writeXC(t, dir, "train.txt", smallWorld, 0, 2000)
 	snaps := filepath.Join(dir, "snapshots")
-	lc, err := local.Start(ctx, local.Options{Shards: 2, Prefix: "/xps/xctrain-every-test", SnapshotStore: snaps,
-		SnapshotEverySamples: 3000})
+	lc, err := local.Start(ctx, local.Options{Shards: 2, Prefix: "/xps/xctrain-every-test", Snapshot: snapshot.Policy{Store: snaps, EverySamples: 3000}})
 	if err != nil {
 		t.Fatal(err)
 	}
