@@ -12,6 +12,7 @@ import (
 
 	"github.com/xdlgo/xps/ams"
 	"github.com/xdlgo/xps/internal/datagen"
+	"github.com/xdlgo/xps/reader"
 	"github.com/xdlgo/xps/snapshot"
 )
 
@@ -591,13 +592,11 @@ func (c *Config) Validate() error {
 	if t.Epochs <= 0 {
 		bad("train.epochs %d is not positive", t.Epochs)
 	}
-	switch t.Format {
-	case "libffm", "libfm", "libsvm", "group", "xml", "criteo":
-	default:
-		bad("train.format %q is not libffm, libfm, libsvm, group, xml or criteo", t.Format)
+	if _, err := reader.ParseFormat(t.Format); err != nil {
+		bad("train.format: %v", err)
 	}
-	if t.OnError != "stop" && t.OnError != "skip" {
-		bad("train.on_error %q is not stop or skip", t.OnError)
+	if _, err := reader.ParseErrorPolicy(t.OnError); err != nil {
+		bad("train.on_error: %v", err)
 	}
 	if t.ShuffleChunk < 0 {
 		bad("train.shuffle_chunk %d is negative", t.ShuffleChunk)

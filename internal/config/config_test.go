@@ -65,7 +65,7 @@ model:
   pooling: max
   hidden: [0]
 train: {batch_size: -1, format: csv, on_error: maybe}
-`, errs: []string{"dim 0", "declared twice", `unknown table "zz"`, `pooling "max"`, "hidden[0]", "batch_size -1", `format "csv"`, `on_error "maybe"`}},
+`, errs: []string{"dim 0", "declared twice", `unknown table "zz"`, `pooling "max"`, "hidden[0]", "batch_size -1", `format "csv"`, `on_error: reader: unknown error policy "maybe"`}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c, err := Parse([]byte(tc.yaml))

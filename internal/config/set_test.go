@@ -3,6 +3,7 @@ package config
 import (
 	"errors"
 	"flag"
+	"io"
 	"reflect"
 	"strings"
 	"testing"
@@ -64,6 +65,7 @@ func TestSet(t *testing.T) {
 func TestOverrides(t *testing.T) {
 	var o Overrides
 	fs := flag.NewFlagSet("t", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
 	o.Bind(fs)
 	err := fs.Parse([]string{"-set", "model.output.infer_sparsity=0.5", "-sparsity", "0.1", "-seed", "7",
 		"-dim", "4", "-set", "model.tables[0].dim=6", "-epochs", "3"})
@@ -80,6 +82,7 @@ func TestOverrides(t *testing.T) {
 	}
 	var bad Overrides
 	fs = flag.NewFlagSet("t", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
 	bad.Bind(fs)
 	if err := fs.Parse([]string{"-set", "novalue"}); err == nil {
 		t.Fatal("-set without = accepted")
