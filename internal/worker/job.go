@@ -719,3 +719,25 @@ func sliceGroup(g *reader.Group, lo, hi int) *reader.Group {
 	c.Pos = reader.Position{File: g.Pos.File, Offset: g.Pos.Offset, Index: 0}
 	return c
 }
+
+// WriteSummary writes the summary lines a worker prints at the end.
+func (r JobResult) WriteSummary(w io.Writer) {
+	fmt.Fprintf(w, "%s: trained %d samples (%d epochs) in %.1fs: %.0f samples/s on %d AMS shards\n",
+		r.Worker, r.Samples, r.Epochs, r.Seconds, r.SamplesPerSecond, r.Shards)
+	fmt.Fprintf(w, "%s: test AUC %.4f, logloss %.4f on %d samples", r.Worker, r.TestAUC, r.TestLogLoss, r.TestSamples)
+	if r.BestAUC != nil {
+		fmt.Fprintf(w, " (best achievable AUC %.4f)", *r.BestAUC)
+	}
+	fmt.Fprintf(w, "\n%s: wall time %.1fs (data %.1fs)", r.Worker, r.WallSeconds, r.LoadSeconds)
+	if len(r.Nodes) > 1 && r.Nodes[1] > 0 {
+		fmt.Fprintf(w, "; compression %.1f samples per level-1 node", float64(r.Nodes[0])/float64(r.Nodes[1]))
+	}
+	if r.BytesRead > 0 && r.Samples > 0 {
+		fmt.Fprintf(w, "; %.0f bytes read per sample", float64(r.BytesRead)/float64(r.Samples))
+	}
+	fmt.Fprintf(w, "\n%s: last position %s", r.Worker, r.Position)
+	if r.Restores > 0 {
+		fmt.Fprintf(w, "; resumed %d times after the cluster was restored from a snapshot", r.Restores)
+	}
+	fmt.Fprintf(w, "\n")
+}

@@ -226,3 +226,20 @@ func tablesBytes(t *Trainer) int64 {
 	}
 	return 0
 }
+
+// WriteSummary writes the summary lines a worker prints at the end.
+func (r JobResult) WriteSummary(w io.Writer) {
+	fmt.Fprintf(w, "%s: trained %d samples (%d epochs) in %.1fs: %.0f samples/s on %d AMS shards\n",
+		r.Worker, r.Samples, r.Epochs, r.Seconds, r.SamplesPerSecond, r.Shards)
+	fmt.Fprintf(w, "%s: SLIDE output of %d labels over %d inputs, sparsity %v, %s K=%d L=%d R=%d, %.0f MB\n",
+		r.Worker, r.Labels, r.InputDim, r.Sparsity, r.Hash, r.K, r.L, r.R, float64(r.LayerBytes)/1e6)
+	if e := r.Test; e.Samples > 0 {
+		if e.Sparse != nil {
+			fmt.Fprintf(w, "%s: test %v with sparse inference (%.2f ms for one sample)\n", r.Worker, *e.Sparse, e.SparseMs)
+		}
+		if e.Dense != nil {
+			fmt.Fprintf(w, "%s: test %v with dense inference (%.2f ms for one sample)\n", r.Worker, *e.Dense, e.DenseMs)
+		}
+	}
+	fmt.Fprintf(w, "%s: wall time %.1fs (data %.1fs)\n", r.Worker, r.WallSeconds, r.LoadSeconds)
+}
