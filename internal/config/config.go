@@ -14,6 +14,7 @@ import (
 	"github.com/xdlgo/xps/internal/datagen"
 	"github.com/xdlgo/xps/reader"
 	"github.com/xdlgo/xps/snapshot"
+	"github.com/xdlgo/xps/sparsenet/slide"
 )
 
 // MaxLevels bounds the levels of model.field_levels (as the sample-group
@@ -177,59 +178,18 @@ type OutputConfig struct {
 	// The default value is empty: the embedding sum (with its bias and
 	// ReLU) feeds the SLIDE layer, as in SLIDE's Amazon-670K network.
 	Hidden []int `yaml:"hidden"`
-	// Sparsity is the fraction of the labels active per training sample
-	// (the true labels always are); 1 trains densely (every label, with
-	// matrix products, no hashing), the comparison point.
+	// Hash is the LSH family, slide.Config.Family by name: dwta
+	// (densified winner-take-all) or simhash (signed random projections).
 	//
-	// The default value is 0.005.
-	Sparsity float64 `yaml:"sparsity"`
-	// InferSparsity is the most labels sparse inference scores per sample,
-	// as a fraction of the labels.
-	//
-	// The default value is 0: Sparsity.
-	InferSparsity float64 `yaml:"infer_sparsity"`
-	// Hash is the LSH family: dwta (densified winner-take-all) or simhash
-	// (signed random projections).
-	//
-	// The default value is "dwta".
+	// The default value is the layer's default family (dwta).
 	Hash string `yaml:"hash"`
-	// K, L and R override the autotuned hash tables (bits per code,
-	// tables, bucket capacity); see slide.Tune.
-	//
-	// The default value is 0 for each: autotuned.
-	K int `yaml:"k"`
-	L int `yaml:"l"`
-	R int `yaml:"r"`
-	// LR is the learning rate of the layer's Adam (it lives in the
-	// worker, not on the AMS shards).
-	//
-	// The default value is 0.001.
-	LR float32 `yaml:"lr"`
-	// InsertLabels moves true labels the lookup missed into the sample's
-	// buckets (BOLT's "adding label neurons").
-	//
-	// The default value is false.
-	InsertLabels bool `yaml:"insert_labels"`
-	// NoCenter hashes the layer's weight rows as they are instead of minus
-	// the mean row (slide.Config.NoCenter).
-	//
-	// The default value is false (centred).
-	NoCenter bool `yaml:"no_center"`
-	// RehashBase is the first period, in batches, of the re-insertion of
-	// updated neurons into the hash tables (it grows by 1.5x per period up
-	// to 2000).
-	//
-	// The default value is 50.
-	RehashBase int `yaml:"rehash_base"`
-	// RedrawPeriod is the number of batches between redraws of the hash
-	// functions; negative: never.
-	//
-	// The default value is 20000.
-	RedrawPeriod int `yaml:"redraw_period"`
-	// Threads is the number of goroutines of the SLIDE layer.
-	//
-	// The default value is 0: every core (GOMAXPROCS).
-	Threads int `yaml:"threads"`
+	// Config is the SLIDE layer's own configuration (package
+	// sparsenet/slide, its keys and defaults): sparsity, infer_sparsity,
+	// k, l, r, tune, lr, insert_labels, no_center, threads, the rehash
+	// schedule (rehash_base, rehash_growth, rehash_max, redraw_period,
+	// slice_neurons) and the rest. The layer's Dim is Labels, its input
+	// width the job's, its seed model.seed, its Family Hash.
+	slide.Config `yaml:",inline"`
 	// Eval says which inference the test evaluation runs: sparse (the LSH
 	// candidates), dense (every label) or both.
 	//
@@ -444,6 +404,14 @@ func (c *Config) EnsureDefaults() {
 	d.Config.EnsureDefaults()
 }
 
+// unjoin returns the errors joined in err (err itself if none are).
+func unjoin(err error) []error {
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		return j.Unwrap()
+	}
+	return []error{err}
+}
+
 func setInt(p *int, v int) {
 	if *p == 0 {
 		*p = v
@@ -458,20 +426,13 @@ func (o *OutputConfig) EnsureDefaults() {
 	if o.Hidden == nil {
 		o.Hidden = []int{}
 	}
-	if o.Sparsity == 0 {
-		o.Sparsity = 0.005
+	if k, err := slide.ParseKind(o.Hash); err == nil {
+		o.Family = k
 	}
-	if o.InferSparsity == 0 {
-		o.InferSparsity = o.Sparsity
-	}
+	o.Config.EnsureDefaults()
 	if o.Hash == "" {
-		o.Hash = "dwta"
+		o.Hash = o.Family.String()
 	}
-	if o.LR == 0 {
-		o.LR = 0.001
-	}
-	setInt(&o.RehashBase, 50)
-	setInt(&o.RedrawPeriod, 20000)
 	if o.Eval == "" {
 		o.Eval = "both"
 	}
@@ -505,23 +466,17 @@ func (o *OutputConfig) validate(c *Config, bad func(string, ...any)) {
 			bad("model.output.hidden[%d] = %d is not positive", i, h)
 		}
 	}
-	if !(o.Sparsity > 0 && o.Sparsity <= 1) || !(o.InferSparsity > 0 && o.InferSparsity <= 1) {
-		bad("model.output.sparsity %v and infer_sparsity %v must be in (0, 1]", o.Sparsity, o.InferSparsity)
+	// The layer's own checks, with the sizes the job learns from the data
+	// stood in for.
+	if _, err := slide.ParseKind(o.Hash); err != nil {
+		bad("model.output.hash: %v", err)
 	}
-	if o.Hash != "dwta" && o.Hash != "simhash" {
-		bad("model.output.hash %q is not dwta or simhash", o.Hash)
-	}
-	if o.K < 0 || o.K > 24 || o.L < 0 || o.L > 4096 || o.R < 0 || o.R > 1<<16 {
-		bad("model.output: k %d, l %d, r %d must be in [0, 24], [0, 4096], [0, 65536]", o.K, o.L, o.R)
-	}
-	if !(o.LR > 0) || o.LR > 1e6 {
-		bad("model.output.lr %v is not positive and finite", o.LR)
-	}
-	if o.RehashBase < 1 {
-		bad("model.output.rehash_base %d is not positive", o.RehashBase)
-	}
-	if o.Threads < 0 || o.Threads > 1024 {
-		bad("model.output.threads %d is not in [0, 1024]", o.Threads)
+	sc := o.Config
+	sc.Dim, sc.InputDim = max(o.Labels, 1), 1
+	if err := sc.Validate(); err != nil {
+		for _, e := range unjoin(err) {
+			bad("model.output: %v", e)
+		}
 	}
 	if o.Eval != "sparse" && o.Eval != "dense" && o.Eval != "both" {
 		bad("model.output.eval %q is not sparse, dense or both", o.Eval)

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/xdlgo/xps/ams"
+	"github.com/xdlgo/xps/sparsenet/slide"
 )
 
 func TestDefaultsAreValid(t *testing.T) {
@@ -160,8 +161,8 @@ func TestOutputConfig(t *testing.T) {
 	}{
 		{name: "default-logit", yaml: "", check: func(t *testing.T, c Config) {
 			o := c.Model.Output
-			if o.Kind != OutputLogit || o.Sparsity != 0.005 || o.InferSparsity != 0.005 || o.Hash != "dwta" ||
-				o.LR != 0.001 || o.Eval != "both" || *o.ProgressiveEvery != 4 || o.Hidden == nil || len(o.Hidden) != 0 {
+			if o.Kind != OutputLogit || o.Sparsity != 0.005 || o.InferSparsity != 0.005 || o.Family != slide.KindDWTA ||
+				o.LearningRate != 0.001 || o.Eval != "both" || *o.ProgressiveEvery != 4 || o.Hidden == nil || len(o.Hidden) != 0 {
 				t.Fatalf("output defaults %+v", o)
 			}
 		}},
@@ -173,7 +174,7 @@ train: {format: xml}
 `, check: func(t *testing.T, c Config) {
 			o := c.Model.Output
 			if o.Kind != OutputSLIDE || o.Labels != 670091 || o.Hidden[0] != 256 || o.InferSparsity != 0.01 ||
-				o.Hash != "simhash" || o.K != 12 || o.L != 50 || *o.ProgressiveEvery != 0 {
+				o.Family != slide.KindSimHash || o.K != 12 || o.L != 50 || *o.ProgressiveEvery != 0 {
 				t.Fatalf("output %+v", o)
 			}
 		}},
@@ -186,8 +187,8 @@ model:
            threads: -1, eval: maybe, eval_limit: -1, progressive_every: -1}
 train: {format: xml}
 kafka: {brokers: [a:1], topic: t}
-`, errs: []string{"does not train from Kafka", "labels -1", "hidden[0] = 0", "sparsity 1.5", `hash "md5"`, "k 30",
-			"lr -1", "rehash_base -2", "threads -1", `eval "maybe"`, "eval_limit -1", "progressive_every -1",
+`, errs: []string{"does not train from Kafka", "labels -1", "hidden[0] = 0", "Sparsity 1.5", `hash: slide: bad config: hash family "md5"`, "K 30",
+			"LearningRate -1", "RehashBase -2", "Threads -1", `eval "maybe"`, "eval_limit -1", "progressive_every -1",
 			"one embedding table"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -237,14 +237,9 @@ func New(cl *client.Client, opts Options) (*Trainer, error) {
 	if err != nil {
 		return nil, err
 	}
-	family := slide.KindDWTA
-	if oc.Hash == "simhash" {
-		family = slide.KindSimHash
-	}
-	out, err := slide.New(slide.Config{Dim: labels, InputDim: net.outWidth(), Sparsity: oc.Sparsity,
-		InferSparsity: oc.InferSparsity, Family: family, K: oc.K, L: oc.L, R: oc.R, LearningRate: oc.LR,
-		InsertLabels: oc.InsertLabels, NoCenter: oc.NoCenter, Threads: oc.Threads, Seed: cfg.Model.Seed,
-		Schedule: slide.Schedule{RehashBase: oc.RehashBase, RedrawPeriod: oc.RedrawPeriod}})
+	sc := oc.Config
+	sc.Dim, sc.InputDim, sc.Seed = labels, net.outWidth(), cfg.Model.Seed
+	out, err := slide.New(sc)
 	if err != nil {
 		return nil, fmt.Errorf("xctrain: %w", err)
 	}
@@ -355,7 +350,7 @@ func (t *Trainer) Run(ctx context.Context) (res Result, err error) {
 	r := &run{t: t, res: &res, lastLine: time.Now(), lastCommit: time.Now()}
 	p := t.out.Params()
 	oc := t.cfg.Model.Output
-	res.Labels, res.InputDim, res.Sparsity, res.Hash = t.out.Config().Dim, t.net.outWidth(), oc.Sparsity, oc.Hash
+	res.Labels, res.InputDim, res.Sparsity, res.Hash = t.out.Config().Dim, t.net.outWidth(), oc.Sparsity, oc.Family.String()
 	res.K, res.L, res.R = p.K, p.L, p.R
 	res.LayerBytes = t.out.ParamBytes()
 	if tb := t.out.Tables(); tb != nil {

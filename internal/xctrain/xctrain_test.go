@@ -19,6 +19,7 @@ import (
 	"github.com/xdlgo/xps/internal/testutil"
 	"github.com/xdlgo/xps/internal/xcgen"
 	"github.com/xdlgo/xps/reader"
+	"github.com/xdlgo/xps/sparsenet/slide"
 )
 
 // smallWorld is a generated extreme-classification problem small enough for
@@ -54,7 +55,7 @@ func smallConfig() config.Config {
 		Optimizer: ams.OptimizerSpec{Name: "adam", LR: 0.005},
 		Init:      ams.InitSpec{Kind: "normal", Scale: 0.05}}}
 	c.Model.DenseOptimizer = ams.OptimizerSpec{Name: "adam", LR: 0.005}
-	c.Model.Output = config.OutputConfig{Kind: config.OutputSLIDE, Sparsity: 0.05, LR: 0.005}
+	c.Model.Output = config.OutputConfig{Kind: config.OutputSLIDE, Config: slide.Config{Sparsity: 0.05, LearningRate: 0.005}}
 	c.Train.Format = "xml"
 	c.Train.BatchSize = 64
 	c.Train.Epochs = 3
@@ -204,7 +205,7 @@ func TestBibtex(t *testing.T) {
 	cfg.Model.Tables[0].Dim = 128
 	cfg.Model.Tables[0].Optimizer.LR = 0.001
 	cfg.Model.DenseOptimizer.LR = 0.001
-	cfg.Model.Output.LR = 0.001
+	cfg.Model.Output.LearningRate = 0.001
 	cfg.Model.Output.Sparsity = 1
 	cfg.Train.BatchSize = 128
 	cfg.Train.Epochs = 8
@@ -265,7 +266,7 @@ func TestBadInput(t *testing.T) {
 			wantIs: config.ErrInvalid, wantStrings: []string{"train.format", "want xml"}},
 		{name: "bad-output", train: []string{good}, edit: func(c *config.Config) {
 			c.Model.Output.Sparsity, c.Model.Output.Hash, c.Model.Output.Hidden = 2, "md5", []int{0}
-		}, wantIs: config.ErrInvalid, wantStrings: []string{"sparsity 2", `hash "md5"`, "hidden[0] = 0"}},
+		}, wantIs: config.ErrInvalid, wantStrings: []string{"Sparsity 2", `hash family "md5"`, "hidden[0] = 0"}},
 		{name: "two-workers", train: []string{good}, count: 2, wantStrings: []string{"one worker"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -48,40 +48,42 @@ func (s Selection) String() string {
 // EnsureDefaults; Validate reports every problem at once.
 type Config struct {
 	// Dim is d, the number of output neurons (labels). Required.
-	Dim int
+	Dim int `yaml:"-"`
 	// InputDim is d_prev, the length of an input activation vector.
 	// Required.
-	InputDim int
+	InputDim int `yaml:"-"`
 	// Sparsity is s, the fraction of the neurons active for a training
 	// sample: the active set has round(s*d) neurons (but never fewer than
 	// the sample's labels). 1 trains densely (every neuron, with GEMMs and
 	// no hashing). 0 < Sparsity <= 1. The default value is 0.005.
-	Sparsity float64
+	Sparsity float64 `yaml:"sparsity"`
 	// InferSparsity is the fraction of the neurons PredictSparse scores
 	// per sample (at most round(InferSparsity*d) candidates). 0 <
 	// InferSparsity <= 1. The default value is Sparsity. Hash tables are
 	// built when Sparsity < 1 or InferSparsity < 1; autotuning uses the
 	// smaller of the two.
-	InferSparsity float64
+	InferSparsity float64 `yaml:"infer_sparsity"`
 	// Family is the hash family. The default value is KindDWTA.
-	Family Kind
+	Family Kind `yaml:"-"`
 	// K, L and R override the autotuned table shape (see Tune) field by
 	// field: bits per code, number of tables and bucket capacity. The
 	// default value 0 takes Tune's choice; R defaults to Tune's rule for
 	// the K in use.
-	K, L, R int
+	K int `yaml:"k"`
+	L int `yaml:"l"`
+	R int `yaml:"r"`
 	// Tune are the autotuning constants.
-	Tune TuneOptions
+	Tune TuneOptions `yaml:"tune"`
 	// SimHashDensity is the fraction of the input coordinates each SimHash
 	// projection reads. The default value is 1/3 (SLIDE's).
-	SimHashDensity float64
+	SimHashDensity float64 `yaml:"simhash_density"`
 	// DWTABinSize is the number of coordinates of a DWTA bin, a power of two
 	// in [2, 256]. The default value is 8 (SLIDE's and BOLT's).
-	DWTABinSize int
+	DWTABinSize int `yaml:"dwta_bin_size"`
 	// NoFill turns off the random filling of training active sets that the
 	// hash tables leave below their target size. The default value, false,
 	// fills.
-	NoFill bool
+	NoFill bool `yaml:"no_fill"`
 	// NoCenter hashes the weight rows as they are. By default (false) a row
 	// is hashed minus the mean of all rows (computed when the tables are
 	// built, by New, Rehash and each redraw; re-insertion sweeps use the
@@ -90,31 +92,34 @@ type Config struct {
 	// direction trained rows share (every row is pushed away from the
 	// common direction of the ReLU inputs they were negatives for) no
 	// longer crowds them into the same buckets.
-	NoCenter bool
+	NoCenter bool `yaml:"no_center"`
 	// InsertLabels moves a true label that the lookup missed into the
 	// buckets the sample hashed to (BOLT's "adding label neurons"). The
 	// default value is false.
-	InsertLabels bool
+	InsertLabels bool `yaml:"insert_labels"`
 	// TrainSelection and InferSelection say how over-full candidate sets
 	// are cut down in training and in PredictSparse. The default values
 	// are SelectRandom and SelectByCount.
-	TrainSelection, InferSelection Selection
+	TrainSelection Selection `yaml:"-"`
+	InferSelection Selection `yaml:"-"`
 	// LearningRate is Adam's step size. The default value is 0.001.
-	LearningRate float32
+	LearningRate float32 `yaml:"lr"`
 	// Beta1, Beta2 and Epsilon are Adam's constants. The default values
 	// are 0.9, 0.999 and 1e-8.
-	Beta1, Beta2, Epsilon float32
+	Beta1   float32 `yaml:"beta1"`
+	Beta2   float32 `yaml:"beta2"`
+	Epsilon float32 `yaml:"epsilon"`
 	// InitStd is the standard deviation of the normal initial weights
 	// (biases start at 0). The default value is 0.01.
-	InitStd float32
+	InitStd float32 `yaml:"init_std"`
 	// Threads is the number of goroutines the layer runs on (its own, one
 	// of them the caller's). The default value is runtime.GOMAXPROCS(0).
-	Threads int
+	Threads int `yaml:"threads"`
 	// Seed makes everything deterministic: weights, hash functions,
 	// reservoirs and sampling. The default value is 1.
-	Seed uint64
+	Seed uint64 `yaml:"-"`
 	// Schedule is the rehash schedule.
-	Schedule Schedule
+	Schedule Schedule `yaml:",inline"`
 }
 
 // Schedule says when Maintain refreshes the hash tables. See "Rehashing" in
@@ -124,22 +129,22 @@ type Schedule struct {
 	// all neurons that re-inserts those updated since they were last
 	// hashed takes this many calls to Maintain. The default value is 50
 	// (SLIDE's).
-	RehashBase int
+	RehashBase int `yaml:"rehash_base"`
 	// RehashGrowth multiplies the period after each period, so that
 	// re-insertion gets rarer as training settles. RehashGrowth >= 1. The
 	// default value is 1.5.
-	RehashGrowth float64
+	RehashGrowth float64 `yaml:"rehash_growth"`
 	// RehashMax caps the period. The default value is 2000.
-	RehashMax int
+	RehashMax int `yaml:"rehash_max"`
 	// RedrawPeriod is the number of batches between redraws of the hash
 	// functions (new functions, new tables built in the background of
 	// training by Maintain's slices, then swapped in). Negative: never.
 	// The default value is 20000.
-	RedrawPeriod int
+	RedrawPeriod int `yaml:"redraw_period"`
 	// SliceNeurons caps the neurons hashed by one Maintain call. A sweep
 	// whose share per call would exceed it takes longer than its period.
 	// The default value is 16384.
-	SliceNeurons int
+	SliceNeurons int `yaml:"slice_neurons"`
 }
 
 // Default values of Config and Schedule.

@@ -17,19 +17,19 @@ type TuneOptions struct {
 	// C1 sets the number of tables per bucket fraction: L = C1*s*2^K, so
 	// that the L buckets of a query hold about C1*s*d neurons. The default
 	// value is 1.
-	C1 float64
+	C1 float64 `yaml:"c1"`
 	// C2 bounds the cost: K*L + s*d <= C2*d. The default value is 0.1.
-	C2 float64
+	C2 float64 `yaml:"c2"`
 	// MaxL is the most tables. The default value is 256.
-	MaxL int
+	MaxL int `yaml:"max_l"`
 	// MaxK is the most bits per code. The default value is 20
 	// (2^20 buckets per table); it must be at most 24.
-	MaxK int
+	MaxK int `yaml:"max_k"`
 	// MinR is the smallest bucket capacity. The default value is 8.
-	MinR int
+	MinR int `yaml:"min_r"`
 	// RFactor sets the bucket capacity to RFactor times the expected
 	// bucket size d/2^K. The default value is 2.
-	RFactor float64
+	RFactor float64 `yaml:"r_factor"`
 }
 
 // Default values of TuneOptions.
