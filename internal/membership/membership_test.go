@@ -4,11 +4,9 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"fmt"
 	"log/slog"
 	"os"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -19,20 +17,15 @@ import (
 	"github.com/xdlgo/xps/internal/testutil"
 )
 
-// endpoints of the etcd server shared by the tests of this package; each
-// test works under its own prefix.
-var endpoints []string
+// etcd is the server shared by the tests of this package; each test works
+// under its own prefix.
+var etcd testutil.SharedEtcd
 
-func TestMain(m *testing.M) { os.Exit(testutil.RunWithEtcd(m, &endpoints)) }
+func TestMain(m *testing.M) { os.Exit(etcd.Run(m)) }
 
-var prefixSeq atomic.Int64
+func newPrefix(*testing.T) string { return etcd.Prefix() }
 
-// newPrefix returns a prefix no other test uses.
-func newPrefix(t *testing.T) string {
-	return fmt.Sprintf("/xps/test-%d", prefixSeq.Add(1))
-}
-
-func newClient(t *testing.T) *clientv3.Client { return testutil.EtcdClient(t, endpoints) }
+func newClient(t *testing.T) *clientv3.Client { return etcd.Client(t) }
 
 func testCtx(t *testing.T) context.Context { return testutil.Ctx(t, 20*time.Second) }
 
@@ -202,7 +195,7 @@ func TestLost(t *testing.T) {
 }
 
 func TestDial(t *testing.T) {
-	cli, err := membership.Dial(testCtx(t), endpoints, nil)
+	cli, err := membership.Dial(testCtx(t), etcd.Endpoints(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -61,11 +62,21 @@ func EtcdClient(t testing.TB, endpoints []string) *clientv3.Client {
 	return cli
 }
 
-// RunWithEtcd is a TestMain body for packages whose tests share one etcd
-// server, each test under a prefix of its own: it starts an embedded etcd,
-// stores its endpoints in *endpoints, runs the tests, stops the server and,
-// when they passed, checks for leaked goroutines. It returns the exit code.
-func RunWithEtcd(m *testing.M, endpoints *[]string) int {
+// SharedEtcd is one embedded etcd server for all the tests of a package,
+// each test under a prefix of its own:
+//
+//	var etcd testutil.SharedEtcd
+//
+//	func TestMain(m *testing.M) { os.Exit(etcd.Run(m)) }
+type SharedEtcd struct {
+	endpoints []string
+	prefixes  atomic.Int64
+}
+
+// Run is a TestMain body: it starts the server, runs the tests, stops the
+// server and, when they passed, checks for leaked goroutines. It returns
+// the exit code.
+func (e *SharedEtcd) Run(m *testing.M) int {
 	dir, err := os.MkdirTemp("", "etcd-test")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -79,7 +90,7 @@ func RunWithEtcd(m *testing.M, endpoints *[]string) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	*endpoints = srv.Endpoints()
+	e.endpoints = srv.Endpoints()
 	code := m.Run()
 	srv.Close()
 	if code == 0 {
@@ -90,6 +101,15 @@ func RunWithEtcd(m *testing.M, endpoints *[]string) int {
 	}
 	return code
 }
+
+// Endpoints returns the server's client endpoints.
+func (e *SharedEtcd) Endpoints() []string { return e.endpoints }
+
+// Client returns a client of the server, closed when the test ends.
+func (e *SharedEtcd) Client(t testing.TB) *clientv3.Client { return EtcdClient(t, e.endpoints) }
+
+// Prefix returns a cluster prefix no other test of the package uses.
+func (e *SharedEtcd) Prefix() string { return fmt.Sprintf("/xps/test-%d", e.prefixes.Add(1)) }
 
 // Conn returns the control plane of the cluster under prefix on cli. A bad
 // prefix is a broken test and panics.
