@@ -119,6 +119,15 @@
 // row starts with the same values on any shard, stripe or shard count, in
 // any creation order, and again when an expired ID comes back.
 //
+// # Requests to a shard
+//
+// TableRequest and DenseRequest name the ids and buffers of a pull or push
+// for one shard: its stripe owners take them, and so does a shard in the
+// worker's process, which the client calls on the worker's own batch
+// buffers. They live here, on the floor below both, so that the client
+// (which defines the interface it calls, client.LocalShard) and the shard
+// (which satisfies it, shard.Local) never import each other.
+//
 // # Specs and errors
 //
 // TableSpec, DenseSpec, OptimizerSpec and InitSpec back the YAML config,

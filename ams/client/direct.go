@@ -8,7 +8,6 @@ import (
 
 	"github.com/xdlgo/xps/ams"
 	"github.com/xdlgo/xps/ams/amspb"
-	"github.com/xdlgo/xps/ams/shard"
 )
 
 // DataPlane is the part of a shard's service that pulls and pushes rows:
@@ -20,13 +19,14 @@ type DataPlane interface {
 }
 
 // LocalShard is a DataPlane that also pulls into and pushes from the
-// caller's own batch buffers (shard.Local): a resolver that returns one
-// saves the request payloads and the reply's copies altogether. Sync-mode
-// rounds still go through Pull and Push.
+// caller's own batch buffers, named by requests in package ams types
+// (shard.Local implements it; the client does not import the shard): a
+// resolver that returns one saves the request payloads and the reply's
+// copies altogether. Sync-mode rounds still go through Pull and Push.
 type LocalShard interface {
 	DataPlane
-	PullRows(ctx context.Context, version uint64, tables []shard.TableRequest, dense []shard.DenseBuf, create bool) error
-	PushRows(ctx context.Context, version uint64, tables []shard.TableRequest, dense []shard.DenseBuf) error
+	PullRows(ctx context.Context, version uint64, tables []ams.TableRequest, dense []ams.DenseRequest, create bool) error
+	PushRows(ctx context.Context, version uint64, tables []ams.TableRequest, dense []ams.DenseRequest) error
 }
 
 // Resolver finds the shard that serves a shard-map address inside this
@@ -71,14 +71,14 @@ func (c *Client) direct(s int) DataPlane {
 // localRequests returns shard s's part of tables as requests on the
 // caller's buffers (rows at their positions), and dense as whole vectors;
 // ok is false when the shard has no part in the call.
-func localRequests(r *route, s int, tables []Table, dense []Vector) (reqs []shard.TableRequest, bufs []shard.DenseBuf, ok bool) {
+func localRequests(r *route, s int, tables []Table, dense []Vector) (reqs []ams.TableRequest, bufs []ams.DenseRequest, ok bool) {
 	for ti, t := range tables {
 		if len(r.ids[s][ti]) > 0 {
-			reqs = append(reqs, shard.TableRequest{Table: t.Name, IDs: r.ids[s][ti], Pos: r.pos[s][ti], Rows: t.Rows})
+			reqs = append(reqs, ams.TableRequest{Table: t.Name, IDs: r.ids[s][ti], Pos: r.pos[s][ti], Rows: t.Rows})
 		}
 	}
 	for _, d := range dense {
-		bufs = append(bufs, shard.DenseBuf{Name: d.Name, Values: d.Values})
+		bufs = append(bufs, ams.DenseRequest{Name: d.Name, Values: d.Values})
 	}
 	return reqs, bufs, len(reqs) > 0 || len(bufs) > 0
 }

@@ -40,12 +40,12 @@ type countingLocal struct {
 	l *shard.Local
 }
 
-func (p countingLocal) PullRows(ctx context.Context, v uint64, t []shard.TableRequest, d []shard.DenseBuf, create bool) error {
+func (p countingLocal) PullRows(ctx context.Context, v uint64, t []ams.TableRequest, d []ams.DenseRequest, create bool) error {
 	p.pulls.Add(1)
 	return p.l.PullRows(ctx, v, t, d, create)
 }
 
-func (p countingLocal) PushRows(ctx context.Context, v uint64, t []shard.TableRequest, d []shard.DenseBuf) error {
+func (p countingLocal) PushRows(ctx context.Context, v uint64, t []ams.TableRequest, d []ams.DenseRequest) error {
 	p.pushes.Add(1)
 	return p.l.PushRows(ctx, v, t, d)
 }
@@ -264,15 +264,15 @@ func TestLocalRefuses(t *testing.T) {
 	l := shard.NewLocal(shards[0])
 	for _, tc := range []struct {
 		name   string
-		tables []shard.TableRequest
-		dense  []shard.DenseBuf
+		tables []ams.TableRequest
+		dense  []ams.DenseRequest
 	}{
-		{"position past the buffer", []shard.TableRequest{{Table: "emb", IDs: []uint64{1, 2}, Pos: []int32{0, 2}, Rows: make([]float32, 4)}}, nil},
-		{"negative position", []shard.TableRequest{{Table: "emb", IDs: []uint64{1}, Pos: []int32{-1}, Rows: make([]float32, 4)}}, nil},
-		{"fewer positions than ids", []shard.TableRequest{{Table: "emb", IDs: []uint64{1, 2}, Pos: []int32{0}, Rows: make([]float32, 4)}}, nil},
-		{"buffer not whole rows", []shard.TableRequest{{Table: "emb", IDs: []uint64{1}, Pos: []int32{0}, Rows: make([]float32, 3)}}, nil},
-		{"rows without positions, wrong length", []shard.TableRequest{{Table: "emb", IDs: []uint64{1}, Rows: make([]float32, 4)}}, nil},
-		{"dense buffer not the whole vector", nil, []shard.DenseBuf{{Name: "mlp", Values: make([]float32, 2)}}},
+		{"position past the buffer", []ams.TableRequest{{Table: "emb", IDs: []uint64{1, 2}, Pos: []int32{0, 2}, Rows: make([]float32, 4)}}, nil},
+		{"negative position", []ams.TableRequest{{Table: "emb", IDs: []uint64{1}, Pos: []int32{-1}, Rows: make([]float32, 4)}}, nil},
+		{"fewer positions than ids", []ams.TableRequest{{Table: "emb", IDs: []uint64{1, 2}, Pos: []int32{0}, Rows: make([]float32, 4)}}, nil},
+		{"buffer not whole rows", []ams.TableRequest{{Table: "emb", IDs: []uint64{1}, Pos: []int32{0}, Rows: make([]float32, 3)}}, nil},
+		{"rows without positions, wrong length", []ams.TableRequest{{Table: "emb", IDs: []uint64{1}, Rows: make([]float32, 4)}}, nil},
+		{"dense buffer not the whole vector", nil, []ams.DenseRequest{{Name: "mlp", Values: make([]float32, 2)}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if err := l.PullRows(ctx, 1, tc.tables, tc.dense, true); !isCode(err, codes.InvalidArgument) {
@@ -290,7 +290,7 @@ func TestLocalRefuses(t *testing.T) {
 	if st[0].Tables[0].Rows != 0 {
 		t.Fatalf("refused calls created %d rows", st[0].Tables[0].Rows)
 	}
-	if err := l.PullRows(ctx, 1, nil, []shard.DenseBuf{{Name: "nope", Values: make([]float32, 3)}}, false); !isCode(err, codes.NotFound) {
+	if err := l.PullRows(ctx, 1, nil, []ams.DenseRequest{{Name: "nope", Values: make([]float32, 3)}}, false); !isCode(err, codes.NotFound) {
 		t.Fatalf("pull of an unknown vector = %v, want NotFound", err)
 	}
 }

@@ -4,10 +4,12 @@
 //
 // A worker in the same process (the embedded local cluster) may skip gRPC:
 // NewService is the service itself, and Local adds PullRows and PushRows,
-// which read and write the worker's batch buffers in place (TableRequest.Pos
-// scatters a shard's rows among the batch's, and DenseBuf is a whole dense
-// vector of which the shard touches its range). They check and fail as the
-// service does, with the same gRPC status codes.
+// which read and write the worker's batch buffers in place
+// (ams.TableRequest.Pos scatters a shard's rows among the batch's, and
+// ams.DenseRequest is a whole dense vector of which the shard touches its
+// range). They check and fail as the service does, with the same gRPC
+// status codes. Local satisfies client.LocalShard, an interface on ams
+// types, and neither package imports the other.
 //
 // # Concurrency model
 //

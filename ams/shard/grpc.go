@@ -104,7 +104,7 @@ func (v *service) Declare(_ context.Context, req *amspb.DeclareRequest) (*amspb.
 // table's reply payload; where the machine allows (inPlace), the stripes
 // write rows straight into it. A reply that could not be sent (over
 // ams.MaxMessageBytes) is refused before anything is allocated.
-func (v *service) decodePull(tables []*amspb.TableIDs) (reqs []TableRequest, out [][]byte, inPlace bool, err error) {
+func (v *service) decodePull(tables []*amspb.TableIDs) (reqs []ams.TableRequest, out [][]byte, inPlace bool, err error) {
 	cat := v.s.cat.Load()
 	total := 0
 	for _, t := range tables {
@@ -117,7 +117,7 @@ func (v *service) decodePull(tables []*amspb.TableIDs) (reqs []TableRequest, out
 			return nil, nil, false, fmt.Errorf("%w: the reply would exceed %d bytes", ErrBadRequest, ams.MaxMessageBytes)
 		}
 	}
-	reqs = make([]TableRequest, len(tables))
+	reqs = make([]ams.TableRequest, len(tables))
 	out = make([][]byte, len(tables))
 	inPlace = true
 	for i, t := range tables {
@@ -131,15 +131,15 @@ func (v *service) decodePull(tables []*amspb.TableIDs) (reqs []TableRequest, out
 		if !ok {
 			view, inPlace = make([]float32, n), false
 		}
-		reqs[i] = TableRequest{Table: t.Table, IDs: idv, Rows: view}
+		reqs[i] = ams.TableRequest{Table: t.Table, IDs: idv, Rows: view}
 	}
 	return reqs, out, inPlace, nil
 }
 
 // decodePush unpacks the ids and gradients of each table of a push.
-func (v *service) decodePush(tables []*amspb.TableGrads) ([]TableRequest, error) {
+func (v *service) decodePush(tables []*amspb.TableGrads) ([]ams.TableRequest, error) {
 	cat := v.s.cat.Load()
-	reqs := make([]TableRequest, len(tables))
+	reqs := make([]ams.TableRequest, len(tables))
 	for i, t := range tables {
 		ti, ok := cat.tables[t.Table]
 		if !ok {
@@ -152,7 +152,7 @@ func (v *service) decodePush(tables []*amspb.TableGrads) ([]TableRequest, error)
 		if len(t.Grads) != 4*len(idv)*ti.spec.Dim {
 			return nil, fmt.Errorf("%w: table %q: %d gradient bytes for %d ids of dim %d", ErrBadRequest, t.Table, len(t.Grads), len(idv), ti.spec.Dim)
 		}
-		reqs[i] = TableRequest{Table: t.Table, IDs: idv}
+		reqs[i] = ams.TableRequest{Table: t.Table, IDs: idv}
 		if view, ok := ams.FloatsView(t.Grads); ok {
 			reqs[i].Rows = view // the request is ours until we reply
 		} else {

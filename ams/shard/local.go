@@ -6,16 +6,9 @@ import (
 
 	"google.golang.org/grpc/status"
 
+	"github.com/xdlgo/xps/ams"
 	"github.com/xdlgo/xps/ams/amspb"
 )
-
-// DenseBuf is a whole dense vector in a caller's buffer (len(Values) is
-// the vector's size): a pull writes the shard's range of it, a push reads
-// the shard's range of the gradient.
-type DenseBuf struct {
-	Name   string
-	Values []float32
-}
 
 // Local is a shard's data plane for a worker in the same process (see
 // client.NewLocal): the service's Pull and Push on protobuf messages
@@ -34,20 +27,20 @@ func NewLocal(s *Shard) *Local { return &Local{service{s: s}} }
 
 // PullRows fills each table request's rows (at its positions) and the
 // shard's range of each dense vector, as Pull does.
-func (l *Local) PullRows(ctx context.Context, version uint64, tables []TableRequest, dense []DenseBuf, create bool) error {
+func (l *Local) PullRows(ctx context.Context, version uint64, tables []ams.TableRequest, dense []ams.DenseRequest, create bool) error {
 	return l.rows(ctx, version, opPull, tables, dense, create)
 }
 
 // PushRows applies each table request's rows (at its positions) as
 // gradients, and the shard's range of each dense gradient, as Push does.
 // A bad dense vector refuses the whole request before anything is applied.
-func (l *Local) PushRows(ctx context.Context, version uint64, tables []TableRequest, dense []DenseBuf) error {
+func (l *Local) PushRows(ctx context.Context, version uint64, tables []ams.TableRequest, dense []ams.DenseRequest) error {
 	return l.rows(ctx, version, opPush, tables, dense, true)
 }
 
 // rows serves PullRows (op opPull) and PushRows (opPush): every check
 // first, then the tables, then each vector's range.
-func (l *Local) rows(ctx context.Context, version uint64, op opKind, tables []TableRequest, dense []DenseBuf, create bool) error {
+func (l *Local) rows(ctx context.Context, version uint64, op opKind, tables []ams.TableRequest, dense []ams.DenseRequest, create bool) error {
 	if err := ctx.Err(); err != nil {
 		return status.FromContextError(err).Err()
 	}
@@ -82,7 +75,7 @@ func (l *Local) rows(ctx context.Context, version uint64, op opKind, tables []Ta
 
 // denseRanges looks up each vector and checks that its buffer is the
 // whole vector.
-func (l *Local) denseRanges(dense []DenseBuf) ([]*denseInfo, error) {
+func (l *Local) denseRanges(dense []ams.DenseRequest) ([]*denseInfo, error) {
 	out := make([]*denseInfo, len(dense))
 	for i, d := range dense {
 		di, err := l.s.denseInfo(d.Name, -1)

@@ -317,23 +317,8 @@ func (s *Shard) Declare(version uint64, tables []ams.TableSpec, dense []DenseDec
 	return created, nil
 }
 
-// TableRequest names the ids of one table in a pull or push.
-type TableRequest struct {
-	Table string
-	IDs   []uint64
-	// Rows receives (pull) or holds (push) len(IDs)*dim values, in id order.
-	Rows []float32
-	// Pos, when set (len(Pos) == len(IDs)), places the row of IDs[k] at
-	// Rows[Pos[k]*dim : (Pos[k]+1)*dim] instead of at row k, so that a
-	// caller in this process pulls into, or pushes from, its own batch
-	// buffer where its ids for this shard are scattered; Rows is then any
-	// whole number of rows that every Pos[k] falls inside. A pull's
-	// positions must be distinct.
-	Pos []int32
-}
-
 // checkRows checks that r's Rows and Pos fit its IDs at dim.
-func (r *TableRequest) checkRows(dim int) error {
+func checkRows(r *ams.TableRequest, dim int) error {
 	if r.Pos == nil {
 		if len(r.Rows) != len(r.IDs)*dim {
 			return fmt.Errorf("%w: table %q: %d values for %d ids of dim %d", ErrBadRequest, r.Table, len(r.Rows), len(r.IDs), dim)
@@ -353,7 +338,7 @@ func (r *TableRequest) checkRows(dim int) error {
 }
 
 // split builds one task per stripe that has ids, for the given op.
-func (s *Shard) split(op opKind, reqs []TableRequest, create bool) ([]*task, int, error) {
+func (s *Shard) split(op opKind, reqs []ams.TableRequest, create bool) ([]*task, int, error) {
 	cat := s.cat.Load()
 	tasks := make([]*task, len(s.stripes))
 	now := s.now()
@@ -363,7 +348,7 @@ func (s *Shard) split(op opKind, reqs []TableRequest, create bool) ([]*task, int
 		if !ok {
 			return nil, 0, fmt.Errorf("%w: %q", ams.ErrUnknownTable, r.Table)
 		}
-		if err := r.checkRows(ti.spec.Dim); err != nil {
+		if err := checkRows(&reqs[ri], ti.spec.Dim); err != nil {
 			return nil, 0, err
 		}
 		rows += len(r.IDs)
@@ -396,7 +381,7 @@ func (s *Shard) split(op opKind, reqs []TableRequest, create bool) ([]*task, int
 // Pull fills each request's Rows with the rows of its IDs. With create,
 // missing rows are created by the table's initializer; without it they
 // read as zeros and are not created.
-func (s *Shard) Pull(version uint64, reqs []TableRequest, create bool) error {
+func (s *Shard) Pull(version uint64, reqs []ams.TableRequest, create bool) error {
 	if err := s.checkVersion(version); err != nil {
 		return err
 	}
@@ -414,7 +399,7 @@ func (s *Shard) Pull(version uint64, reqs []TableRequest, create bool) error {
 
 // Push applies each request's Rows as gradients of its IDs with the table's
 // optimizer. Missing rows are created first.
-func (s *Shard) Push(version uint64, reqs []TableRequest) error {
+func (s *Shard) Push(version uint64, reqs []ams.TableRequest) error {
 	if err := s.checkVersion(version); err != nil {
 		return err
 	}

@@ -16,7 +16,7 @@ func TestShardRefusals(t *testing.T) {
 	}
 	grad := []float32{1, 1}
 	// A request of another cluster version is refused and not applied.
-	if err := s.Push(2, []TableRequest{{Table: "emb", IDs: []uint64{7}, Rows: grad}}); !errors.Is(err, ErrStaleVersion) {
+	if err := s.Push(2, []ams.TableRequest{{Table: "emb", IDs: []uint64{7}, Rows: grad}}); !errors.Is(err, ErrStaleVersion) {
 		t.Fatalf("stale push = %v, want ErrStaleVersion", err)
 	}
 	st, _ := s.Stats()
@@ -24,21 +24,21 @@ func TestShardRefusals(t *testing.T) {
 		t.Fatalf("a stale push was applied: %+v", st)
 	}
 	// Lengths that do not match ids x dim.
-	if err := s.Pull(1, []TableRequest{{Table: "emb", IDs: []uint64{7}, Rows: make([]float32, 3)}}, true); !errors.Is(err, ErrBadRequest) {
+	if err := s.Pull(1, []ams.TableRequest{{Table: "emb", IDs: []uint64{7}, Rows: make([]float32, 3)}}, true); !errors.Is(err, ErrBadRequest) {
 		t.Fatalf("bad length = %v, want ErrBadRequest", err)
 	}
-	if err := s.Pull(1, []TableRequest{{Table: "nope", IDs: []uint64{7}, Rows: grad}}, true); !errors.Is(err, ams.ErrUnknownTable) {
+	if err := s.Pull(1, []ams.TableRequest{{Table: "nope", IDs: []uint64{7}, Rows: grad}}, true); !errors.Is(err, ams.ErrUnknownTable) {
 		t.Fatalf("unknown table = %v, want ErrUnknownTable", err)
 	}
 	if _, err := s.Declare(1, nil, []DenseDecl{{Spec: ams.DenseSpec{Name: "d", Size: 4}, Lo: 2, Hi: 6}}); !errors.Is(err, ErrBadRequest) {
 		t.Fatalf("dense range past its size = %v, want ErrBadRequest", err)
 	}
 	// A valid push is applied: SGD from zeros.
-	if err := s.Push(1, []TableRequest{{Table: "emb", IDs: []uint64{7, 7}, Rows: []float32{1, 2, 3, 4}}}); err != nil {
+	if err := s.Push(1, []ams.TableRequest{{Table: "emb", IDs: []uint64{7, 7}, Rows: []float32{1, 2, 3, 4}}}); err != nil {
 		t.Fatal(err)
 	}
 	out := make([]float32, 2)
-	if err := s.Pull(1, []TableRequest{{Table: "emb", IDs: []uint64{7}, Rows: out}}, false); err != nil {
+	if err := s.Pull(1, []ams.TableRequest{{Table: "emb", IDs: []uint64{7}, Rows: out}}, false); err != nil {
 		t.Fatal(err)
 	}
 	if out[0] != -4 || out[1] != -6 {
@@ -57,7 +57,7 @@ func TestShardRefusals(t *testing.T) {
 		t.Fatalf("dense push of the wrong length = %v, want ErrBadRequest", err)
 	}
 	s.Close()
-	if err := s.Pull(1, []TableRequest{{Table: "emb", IDs: []uint64{7}, Rows: out}}, false); !errors.Is(err, ErrClosed) {
+	if err := s.Pull(1, []ams.TableRequest{{Table: "emb", IDs: []uint64{7}, Rows: out}}, false); !errors.Is(err, ErrClosed) {
 		t.Fatalf("pull after Close = %v, want ErrClosed", err)
 	}
 	s.Close() // idempotent

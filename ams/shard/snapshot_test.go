@@ -81,12 +81,12 @@ func (c *testCluster) do(t *testing.T, ids []uint64, grads []float32, push bool)
 			for j, i := range pos {
 				copy(buf[j*d:(j+1)*d], grads[i*d:(i+1)*d])
 			}
-			if err := s.Push(c.v(), []TableRequest{{Table: "emb", IDs: sid, Rows: buf}}); err != nil {
+			if err := s.Push(c.v(), []ams.TableRequest{{Table: "emb", IDs: sid, Rows: buf}}); err != nil {
 				t.Fatal(err)
 			}
 			continue
 		}
-		if err := s.Pull(c.v(), []TableRequest{{Table: "emb", IDs: sid, Rows: buf}}, true); err != nil {
+		if err := s.Pull(c.v(), []ams.TableRequest{{Table: "emb", IDs: sid, Rows: buf}}, true); err != nil {
 			t.Fatal(err)
 		}
 		for j, i := range pos {

@@ -82,7 +82,7 @@ type RoundPart struct {
 	// Done: the worker has no batch for this round and leaves the epoch;
 	// a done part carries no gradients.
 	Done   bool
-	Tables []TableRequest // gradients in Rows
+	Tables []ams.TableRequest // gradients in Rows
 	Dense  []DenseGrad
 	State  []StateEntry
 }
@@ -317,13 +317,13 @@ func (s *Shard) applyRound(version uint64, a *roundAcc) error {
 		return nil
 	}
 	scale := 1 / float32(a.parts)
-	var reqs []TableRequest
+	var reqs []ams.TableRequest
 	for _, name := range a.order {
 		t := a.tables[name]
 		for i := range t.sum {
 			t.sum[i] *= scale
 		}
-		reqs = append(reqs, TableRequest{Table: name, IDs: t.ids, Rows: t.sum})
+		reqs = append(reqs, ams.TableRequest{Table: name, IDs: t.ids, Rows: t.sum})
 	}
 	if len(reqs) > 0 {
 		if err := s.Push(version, reqs); err != nil {

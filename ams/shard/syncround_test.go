@@ -31,7 +31,7 @@ func newSyncShard(t *testing.T, i, n int) *Shard {
 func rowsOf(t *testing.T, s *Shard, ids ...uint64) []float32 {
 	t.Helper()
 	out := make([]float32, 2*len(ids))
-	if err := s.Pull(s.Version(), []TableRequest{{Table: "emb", IDs: ids, Rows: out}}, false); err != nil {
+	if err := s.Pull(s.Version(), []ams.TableRequest{{Table: "emb", IDs: ids, Rows: out}}, false); err != nil {
 		t.Fatal(err)
 	}
 	return out
@@ -49,7 +49,7 @@ func denseOf(t *testing.T, s *Shard) []float32 {
 func roundPart(e, i uint32, w, n int, ids []uint64, grads []float32, dense []float32) RoundPart {
 	p := RoundPart{Round: Round{e, i}, Worker: w, Workers: n}
 	if ids != nil {
-		p.Tables = []TableRequest{{Table: "emb", IDs: ids, Rows: grads}}
+		p.Tables = []ams.TableRequest{{Table: "emb", IDs: ids, Rows: grads}}
 	}
 	if dense != nil {
 		p.Dense = []DenseGrad{{Name: "d", Grad: dense}}
