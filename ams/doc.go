@@ -133,11 +133,14 @@
 // TableSpec, DenseSpec, OptimizerSpec and InitSpec back the YAML config,
 // flags and the Go API. Zero fields mean "default" (EnsureDefaults fills
 // them; every field's doc states its default); Validate reports every
-// problem at once, each wrapping ErrBadSpec. Errors are package-prefixed
-// sentinels (ErrUnknownTable, ErrBadSpec, ErrDimMismatch,
-// ErrNotInitialized) wrapped with context: match them with errors.Is. Input
-// from outside is checked and reported as an error (DenseVar.Set and Apply,
-// Table.Load; the shard server checks batch lengths before it calls a
-// Table, see ams/shard); a Table batch call whose lengths disagree panics,
-// because the caller must have checked them.
+// problem at once, each wrapping ErrBadSpec. Input from outside is
+// checked and reported as an error (DenseVar.Set and Apply, Table.Load;
+// the shard server checks batch lengths before it calls a Table, see
+// ams/shard); a Table batch call whose lengths disagree panics, because
+// the caller must have checked them.
+//
+// Every error sentinel of the AMS packages (the core's, the shard's and
+// the client's) is declared in errors.go, package-prefixed and wrapped
+// with context: match them with errors.Is. ErrClosed is a case of
+// ErrUnavailable.
 package ams

@@ -17,13 +17,6 @@ import (
 	"github.com/xdlgo/xps/ams/amspb"
 )
 
-// ErrDimMismatch: a caller's buffer does not match ids x dim.
-var ErrDimMismatch = errors.New("ams client: buffer does not match ids x dim")
-
-// ErrUnavailable is wrapped by the error of a request that did not reach
-// its shard (gRPC UNAVAILABLE: not listening, connection lost).
-var ErrUnavailable = errors.New("ams client: shard unavailable")
-
 // Client talks to every shard of one shard map.
 type Client struct {
 	m       *ams.ShardMap
@@ -93,7 +86,7 @@ func (c *Client) NumShards() int { return len(c.stubs) }
 // cluster version becomes matchable as ams.ErrStaleVersion.
 func (c *Client) rpcError(op string, s int, err error) error {
 	if status.Code(err) == codes.Unavailable {
-		return fmt.Errorf("ams client: %s shard %s: %w: %w", op, c.m.Shards[s], ErrUnavailable, err)
+		return fmt.Errorf("ams client: %s shard %s: %w: %w", op, c.m.Shards[s], ams.ErrUnavailable, err)
 	}
 	if status.Code(err) == codes.Aborted {
 		return fmt.Errorf("ams client: %s shard %s: %w: %w", op, c.m.Shards[s], ams.ErrStaleVersion, err)
@@ -190,7 +183,7 @@ func (c *Client) route(tables []Table) (*route, error) {
 			return nil, fmt.Errorf("%w: %q (declare it first)", ams.ErrUnknownTable, t.Name)
 		}
 		if len(t.Rows) != len(t.IDs)*dim {
-			return nil, fmt.Errorf("%w: table %q: %d values for %d ids of dim %d", ErrDimMismatch, t.Name, len(t.Rows), len(t.IDs), dim)
+			return nil, fmt.Errorf("%w: table %q: %d values for %d ids of dim %d", ams.ErrDimMismatch, t.Name, len(t.Rows), len(t.IDs), dim)
 		}
 		hint := len(t.IDs)/n + 8
 		for s := 0; s < n; s++ {

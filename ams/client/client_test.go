@@ -245,7 +245,7 @@ func TestRefusals(t *testing.T) {
 		t.Fatalf("pull unknown table = %v, want ErrUnknownTable", err)
 	}
 	// Buffers that do not match ids x dim.
-	if err := c.Pull(ctx, []client.Table{{Name: "emb", IDs: []uint64{1}, Rows: make([]float32, 3)}}, nil, true); !errors.Is(err, client.ErrDimMismatch) {
+	if err := c.Pull(ctx, []client.Table{{Name: "emb", IDs: []uint64{1}, Rows: make([]float32, 3)}}, nil, true); !errors.Is(err, ams.ErrDimMismatch) {
 		t.Fatalf("pull with bad buffer = %v, want ErrDimMismatch", err)
 	}
 	// A push whose dense part is bad applies nothing, its rows included.

@@ -202,10 +202,10 @@ func testDirectErrors(t *testing.T, kind string) {
 	}
 
 	shards[1].Close()
-	if err := c.Pull(ctx, one(), nil, true); !errors.Is(err, client.ErrUnavailable) {
+	if err := c.Pull(ctx, one(), nil, true); !errors.Is(err, ams.ErrUnavailable) {
 		t.Fatalf("pull from a closed shard = %v, want ErrUnavailable", err)
 	}
-	if err := c.Push(ctx, one(), nil); !errors.Is(err, client.ErrUnavailable) {
+	if err := c.Push(ctx, one(), nil); !errors.Is(err, ams.ErrUnavailable) {
 		t.Fatalf("push to a closed shard = %v, want ErrUnavailable", err)
 	}
 }

@@ -27,7 +27,7 @@
 // # Protocol
 //
 // Every request carries the cluster version; a request whose version is not
-// the shard's is refused with ErrStaleVersion (gRPC ABORTED; the client
+// the shard's is refused with ams.ErrStaleVersion (gRPC ABORTED; the client
 // turns it back into ams.ErrStaleVersion) and never applied. The version
 // only moves forward, in two ways: a Restore starts the version it carries
 // (before it loads anything, so that no request of the version it replaces

@@ -61,13 +61,13 @@ func toStatus(err error) error {
 	switch {
 	case errors.Is(err, ams.ErrStaleVersion):
 		code = codes.Aborted
-	case errors.Is(err, ErrConflict), errors.Is(err, ams.ErrNotInitialized), errors.Is(err, ErrRestore), errors.Is(err, ErrRoundApplied):
+	case errors.Is(err, ams.ErrConflict), errors.Is(err, ams.ErrNotInitialized), errors.Is(err, ams.ErrRestore), errors.Is(err, ams.ErrRoundApplied):
 		code = codes.FailedPrecondition
-	case errors.Is(err, ams.ErrUnknownTable), errors.Is(err, ErrUnknownDense):
+	case errors.Is(err, ams.ErrUnknownTable), errors.Is(err, ams.ErrUnknownDense):
 		code = codes.NotFound
-	case errors.Is(err, ErrBadRequest), errors.Is(err, ams.ErrBadSpec):
+	case errors.Is(err, ams.ErrBadRequest), errors.Is(err, ams.ErrBadSpec):
 		code = codes.InvalidArgument
-	case errors.Is(err, ErrClosed):
+	case errors.Is(err, ams.ErrClosed):
 		code = codes.Unavailable
 	}
 	return status.Error(code, err.Error())
@@ -81,14 +81,14 @@ func (v *service) Declare(_ context.Context, req *amspb.DeclareRequest) (*amspb.
 	dense := make([]DenseDecl, len(req.Dense))
 	for i, d := range req.Dense {
 		if d.Hi < d.Lo || d.Hi-d.Lo > ams.MaxMessageBytes/4 || d.Size > 1<<40 {
-			return nil, toStatus(fmt.Errorf("%w: dense %q range [%d,%d) of %d does not fit one message", ErrBadRequest, d.Name, d.Lo, d.Hi, d.Size))
+			return nil, toStatus(fmt.Errorf("%w: dense %q range [%d,%d) of %d does not fit one message", ams.ErrBadRequest, d.Name, d.Lo, d.Hi, d.Size))
 		}
 		dense[i] = DenseDecl{Spec: ams.DenseSpec{Name: d.Name, Size: int(d.Size), Optimizer: amspb.ToOptimizerSpec(d.Optimizer)},
 			Lo: int(d.Lo), Hi: int(d.Hi)}
 		if len(d.Init) > 0 {
 			init, err := ams.UnpackFloats(nil, d.Init)
 			if err != nil {
-				return nil, toStatus(errors.Join(ErrBadRequest, err))
+				return nil, toStatus(errors.Join(ams.ErrBadRequest, err))
 			}
 			dense[i].Init = init
 		}
@@ -114,7 +114,7 @@ func (v *service) decodePull(tables []*amspb.TableIDs) (reqs []ams.TableRequest,
 		}
 		total += len(t.Ids) / 8 * ti.spec.Dim * 4
 		if total > ams.MaxMessageBytes {
-			return nil, nil, false, fmt.Errorf("%w: the reply would exceed %d bytes", ErrBadRequest, ams.MaxMessageBytes)
+			return nil, nil, false, fmt.Errorf("%w: the reply would exceed %d bytes", ams.ErrBadRequest, ams.MaxMessageBytes)
 		}
 	}
 	reqs = make([]ams.TableRequest, len(tables))
@@ -123,7 +123,7 @@ func (v *service) decodePull(tables []*amspb.TableIDs) (reqs []ams.TableRequest,
 	for i, t := range tables {
 		idv, err := ams.UnpackIDs(nil, t.Ids)
 		if err != nil {
-			return nil, nil, false, errors.Join(ErrBadRequest, err)
+			return nil, nil, false, errors.Join(ams.ErrBadRequest, err)
 		}
 		n := len(idv) * cat.tables[t.Table].spec.Dim
 		out[i] = make([]byte, 4*n)
@@ -147,10 +147,10 @@ func (v *service) decodePush(tables []*amspb.TableGrads) ([]ams.TableRequest, er
 		}
 		idv, err := ams.UnpackIDs(nil, t.Ids)
 		if err != nil {
-			return nil, errors.Join(ErrBadRequest, err)
+			return nil, errors.Join(ams.ErrBadRequest, err)
 		}
 		if len(t.Grads) != 4*len(idv)*ti.spec.Dim {
-			return nil, fmt.Errorf("%w: table %q: %d gradient bytes for %d ids of dim %d", ErrBadRequest, t.Table, len(t.Grads), len(idv), ti.spec.Dim)
+			return nil, fmt.Errorf("%w: table %q: %d gradient bytes for %d ids of dim %d", ams.ErrBadRequest, t.Table, len(t.Grads), len(idv), ti.spec.Dim)
 		}
 		reqs[i] = ams.TableRequest{Table: t.Table, IDs: idv}
 		if view, ok := ams.FloatsView(t.Grads); ok {
@@ -225,7 +225,7 @@ func (v *service) Push(_ context.Context, req *amspb.PushRequest) (*amspb.PushRe
 			err = v.s.checkDense(d.Name, len(dense[i]))
 		}
 		if err != nil {
-			return nil, toStatus(errors.Join(ErrBadRequest, err))
+			return nil, toStatus(errors.Join(ams.ErrBadRequest, err))
 		}
 	}
 	if r := req.Sync; r != nil {
@@ -262,7 +262,7 @@ func (v *service) PullDense(_ context.Context, req *amspb.PullDenseRequest) (*am
 func (v *service) PushDense(_ context.Context, req *amspb.PushDenseRequest) (*amspb.PushDenseResponse, error) {
 	grad, err := ams.UnpackFloats(nil, req.Grad)
 	if err != nil {
-		return nil, toStatus(errors.Join(ErrBadRequest, err))
+		return nil, toStatus(errors.Join(ams.ErrBadRequest, err))
 	}
 	if err := v.s.PushDense(req.ClusterVersion, req.Name, grad); err != nil {
 		return nil, toStatus(err)
@@ -315,7 +315,7 @@ func (v *service) WriteSnapshot(_ context.Context, req *amspb.WriteSnapshotReque
 	}
 	store, err := snapshot.OpenStore(req.Store, "")
 	if err != nil {
-		return nil, toStatus(fmt.Errorf("%w: %w", ErrBadRequest, err))
+		return nil, toStatus(fmt.Errorf("%w: %w", ams.ErrBadRequest, err))
 	}
 	defer store.Close()
 	part, err := v.s.WriteSnapshot(store, req.Seq, int(req.Index))
@@ -332,11 +332,11 @@ func (v *service) WriteSnapshot(_ context.Context, req *amspb.WriteSnapshotReque
 func (v *service) Restore(_ context.Context, req *amspb.RestoreRequest) (*amspb.RestoreResponse, error) {
 	m, err := ams.UnmarshalShardMap(req.ShardMap)
 	if err != nil {
-		return nil, toStatus(fmt.Errorf("%w: %w", ErrBadRequest, err))
+		return nil, toStatus(fmt.Errorf("%w: %w", ams.ErrBadRequest, err))
 	}
 	i, n := int(req.Index), len(m.Shards)
 	if i >= n {
-		return nil, toStatus(fmt.Errorf("%w: shard index %d of a map of %d shards", ErrBadRequest, i, n))
+		return nil, toStatus(fmt.Errorf("%w: shard index %d of a map of %d shards", ams.ErrBadRequest, i, n))
 	}
 	// One restore at a time: a late retry of an abandoned attempt must not
 	// mix its rows into a newer one's (it waits, then finds its version
@@ -350,12 +350,12 @@ func (v *service) Restore(_ context.Context, req *amspb.RestoreRequest) (*amspb.
 	}
 	store, err := snapshot.OpenStore(req.Store, "")
 	if err != nil {
-		return nil, toStatus(fmt.Errorf("%w: %w", ErrBadRequest, err))
+		return nil, toStatus(fmt.Errorf("%w: %w", ams.ErrBadRequest, err))
 	}
 	defer store.Close()
 	man, err := snapshot.ReadManifest(store, req.Seq)
 	if err != nil {
-		return nil, toStatus(fmt.Errorf("%w: %w", ErrRestore, err))
+		return nil, toStatus(fmt.Errorf("%w: %w", ams.ErrRestore, err))
 	}
 	err = v.s.Restore(store, man, Ownership{Index: i, Shards: n, SameLayout: sameLayout(m, man),
 		Row:   func(table string, id uint64) bool { return m.ShardOf(table, id) == i },

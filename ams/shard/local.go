@@ -83,7 +83,7 @@ func (l *Local) denseRanges(dense []ams.DenseRequest) ([]*denseInfo, error) {
 			return nil, err
 		}
 		if len(d.Values) != di.spec.Size {
-			return nil, fmt.Errorf("%w: dense %q: a buffer of %d values for a vector of %d", ErrBadRequest, d.Name, len(d.Values), di.spec.Size)
+			return nil, fmt.Errorf("%w: dense %q: a buffer of %d values for a vector of %d", ams.ErrBadRequest, d.Name, len(d.Values), di.spec.Size)
 		}
 		out[i] = di
 	}

@@ -259,8 +259,8 @@ func TestSnapshotRestoreOntoMoreShards(t *testing.T) {
 		if err := s.Restore(store, got, blank.ownership(i)); err != nil {
 			t.Fatal(err)
 		}
-		if err := s.advanceVersion(2); !errors.Is(err, ErrStaleVersion) {
-			t.Fatalf("going back to version 2 = %v, want ErrStaleVersion", err)
+		if err := s.advanceVersion(2); !errors.Is(err, ams.ErrStaleVersion) {
+			t.Fatalf("going back to version 2 = %v, want ams.ErrStaleVersion", err)
 		}
 	}
 	blank.version = 3
@@ -288,7 +288,7 @@ func TestSnapshotRestoreOntoMoreShards(t *testing.T) {
 		t.Fatal(err)
 	}
 	all := Ownership{Row: func(string, uint64) bool { return true }, State: func(string) bool { return true }}
-	if err := other.Restore(store, got, all); !errors.Is(err, ErrRestore) {
-		t.Errorf("Restore over a table of another dim = %v, want ErrRestore", err)
+	if err := other.Restore(store, got, all); !errors.Is(err, ams.ErrRestore) {
+		t.Errorf("Restore over a table of another dim = %v, want ams.ErrRestore", err)
 	}
 }
