@@ -9,9 +9,7 @@ import (
 	"sync/atomic"
 
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
-	"google.golang.org/grpc/status"
 
 	"github.com/xdlgo/xps/ams"
 	"github.com/xdlgo/xps/ams/amspb"
@@ -82,16 +80,11 @@ func (c *Client) ShardMap() *ams.ShardMap { return c.m }
 // NumShards returns the number of shards.
 func (c *Client) NumShards() int { return len(c.stubs) }
 
-// rpcError wraps an RPC error with context; a shard's refusal of a stale
-// cluster version becomes matchable as ams.ErrStaleVersion.
+// rpcError wraps the error of a call to shard s with context. A status
+// from gRPC becomes an error that wraps the sentinels it names
+// (amspb.FromStatus); a shard in this process fails with them already.
 func (c *Client) rpcError(op string, s int, err error) error {
-	if status.Code(err) == codes.Unavailable {
-		return fmt.Errorf("ams client: %s shard %s: %w: %w", op, c.m.Shards[s], ams.ErrUnavailable, err)
-	}
-	if status.Code(err) == codes.Aborted {
-		return fmt.Errorf("ams client: %s shard %s: %w: %w", op, c.m.Shards[s], ams.ErrStaleVersion, err)
-	}
-	return fmt.Errorf("ams client: %s shard %s: %w", op, c.m.Shards[s], err)
+	return fmt.Errorf("ams client: %s shard %s: %w", op, c.m.Shards[s], amspb.FromStatus(err))
 }
 
 // eachShard runs fn for every shard index in parallel and joins the errors.

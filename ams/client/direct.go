@@ -4,7 +4,6 @@ import (
 	"context"
 
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/status"
 
 	"github.com/xdlgo/xps/ams"
 	"github.com/xdlgo/xps/ams/amspb"
@@ -42,8 +41,10 @@ type Resolver interface {
 // that r resolves are calls of its service, with no gRPC framing, no
 // socket and no copy of the request or the reply between the two; every
 // other call, and the data plane of a shard r does not resolve, goes
-// through gRPC as with New. The shard's checks, status codes and errors
-// are the same on both paths.
+// through gRPC as with New. The shard's checks and errors are the same on
+// both paths: a call in this process fails with the shard's own errors,
+// one over gRPC with an error that wraps the same sentinels (the error
+// table, amspb.Errors).
 //
 // On the direct path the shard reads the request's payloads in place
 // while it serves the call and keeps none of them (it copies what a
@@ -104,19 +105,20 @@ func (g grpcPlane) Push(ctx context.Context, req *amspb.PushRequest) (*amspb.Pus
 }
 
 // directPlane calls a shard's service in this process. It honours a
-// context that has already ended, as gRPC would.
+// context that has already ended, as gRPC would, with the context's
+// error.
 type directPlane struct{ d DataPlane }
 
 func (p directPlane) Pull(ctx context.Context, req *amspb.PullRequest) (*amspb.PullResponse, error) {
 	if err := ctx.Err(); err != nil {
-		return nil, status.FromContextError(err).Err()
+		return nil, err
 	}
 	return p.d.Pull(ctx, req)
 }
 
 func (p directPlane) Push(ctx context.Context, req *amspb.PushRequest) (*amspb.PushResponse, error) {
 	if err := ctx.Err(); err != nil {
-		return nil, status.FromContextError(err).Err()
+		return nil, err
 	}
 	return p.d.Push(ctx, req)
 }

@@ -8,8 +8,6 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"google.golang.org/grpc/codes"
-
 	"github.com/xdlgo/xps/ams"
 	"github.com/xdlgo/xps/ams/amspb"
 	"github.com/xdlgo/xps/ams/client"
@@ -197,8 +195,8 @@ func testDirectErrors(t *testing.T, kind string) {
 
 	cctx, cancel := context.WithCancel(ctx)
 	cancel()
-	if err := c.Pull(cctx, one(), nil, true); !isCode(err, codes.Canceled) {
-		t.Fatalf("pull with a cancelled context = %v, want Canceled", err)
+	if err := c.Pull(cctx, one(), nil, true); !errors.Is(err, context.Canceled) {
+		t.Fatalf("pull with a cancelled context = %v, want context.Canceled", err)
 	}
 
 	shards[1].Close()
@@ -252,7 +250,8 @@ func TestDirectSyncRound(t *testing.T) {
 }
 
 // TestLocalRefuses calls shard.Local with buffers that do not fit: each
-// call is refused as a bad request and changes nothing.
+// call is refused as a bad request (ams.ErrBadRequest, no gRPC status)
+// and changes nothing.
 func TestLocalRefuses(t *testing.T) {
 	ctx := context.Background()
 	m, shards := startShards(t, 1, 1)
@@ -275,11 +274,11 @@ func TestLocalRefuses(t *testing.T) {
 		{"dense buffer not the whole vector", nil, []ams.DenseRequest{{Name: "mlp", Values: make([]float32, 2)}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if err := l.PullRows(ctx, 1, tc.tables, tc.dense, true); !isCode(err, codes.InvalidArgument) {
-				t.Errorf("pull = %v, want InvalidArgument", err)
+			if err := l.PullRows(ctx, 1, tc.tables, tc.dense, true); !errors.Is(err, ams.ErrBadRequest) {
+				t.Errorf("pull = %v, want ams.ErrBadRequest", err)
 			}
-			if err := l.PushRows(ctx, 1, tc.tables, tc.dense); !isCode(err, codes.InvalidArgument) {
-				t.Errorf("push = %v, want InvalidArgument", err)
+			if err := l.PushRows(ctx, 1, tc.tables, tc.dense); !errors.Is(err, ams.ErrBadRequest) {
+				t.Errorf("push = %v, want ams.ErrBadRequest", err)
 			}
 		})
 	}
@@ -290,7 +289,7 @@ func TestLocalRefuses(t *testing.T) {
 	if st[0].Tables[0].Rows != 0 {
 		t.Fatalf("refused calls created %d rows", st[0].Tables[0].Rows)
 	}
-	if err := l.PullRows(ctx, 1, nil, []ams.DenseRequest{{Name: "nope", Values: make([]float32, 3)}}, false); !isCode(err, codes.NotFound) {
-		t.Fatalf("pull of an unknown vector = %v, want NotFound", err)
+	if err := l.PullRows(ctx, 1, nil, []ams.DenseRequest{{Name: "nope", Values: make([]float32, 3)}}, false); !errors.Is(err, ams.ErrUnknownDense) {
+		t.Fatalf("pull of an unknown vector = %v, want ams.ErrUnknownDense", err)
 	}
 }

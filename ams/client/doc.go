@@ -5,8 +5,22 @@
 //
 // NewLocal adds a Resolver for shards that serve in the same process: the
 // data plane to those is a direct call, on the caller's own buffers when
-// the shard offers it (LocalShard, shard.Local), and gRPC stays for the
-// rest; errors match on both paths.
+// the shard offers it (LocalShard, an interface on package ams's request
+// types that shard.Local satisfies; the client never imports the shard),
+// and gRPC stays for the rest.
+//
+// # Errors
+//
+// A call's error wraps, with the operation and the shard, the errors the
+// shard failed with, so that errors.Is matches the same sentinels of
+// package ams on either path: over gRPC the status names them (the error
+// table, amspb.Errors, turned back by amspb.FromStatus), in this process
+// they are the shard's own. A shard that cannot be reached, or that
+// closed, is ams.ErrUnavailable (ams.ErrClosed is a case of it); a call
+// whose context ended fails with context.Canceled or
+// context.DeadlineExceeded; a buffer that does not hold ids x dim values
+// is ams.ErrDimMismatch, a table never declared through the client
+// ams.ErrUnknownTable.
 //
 // A Client is safe for concurrent use; each call allocates its own routing
 // state. Buffers passed in are owned by the caller and are not retained

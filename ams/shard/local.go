@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 
-	"google.golang.org/grpc/status"
-
 	"github.com/xdlgo/xps/ams"
 	"github.com/xdlgo/xps/ams/amspb"
 )
@@ -15,9 +13,10 @@ import (
 // (sync-mode rounds use them), and PullRows and PushRows, which read and
 // write the caller's own batch buffers, with no request payloads and no
 // reply to copy. Every method checks what the service checks and fails
-// with the same gRPC status codes, so the caller handles both paths
-// alike; the one check it leaves out is the message size limit, as
-// nothing is sent.
+// with the same errors (sentinels of package ams, never a gRPC status),
+// which match as a client's errors over gRPC do, so the caller handles
+// both paths alike; the one check it leaves out is the message size
+// limit, as nothing is sent.
 type Local struct {
 	service
 }
@@ -42,14 +41,14 @@ func (l *Local) PushRows(ctx context.Context, version uint64, tables []ams.Table
 // first, then the tables, then each vector's range.
 func (l *Local) rows(ctx context.Context, version uint64, op opKind, tables []ams.TableRequest, dense []ams.DenseRequest, create bool) error {
 	if err := ctx.Err(); err != nil {
-		return status.FromContextError(err).Err()
+		return err
 	}
 	if err := l.s.checkVersion(version); err != nil {
-		return toStatus(err)
+		return err
 	}
 	ranges, err := l.denseRanges(dense)
 	if err != nil {
-		return toStatus(err)
+		return err
 	}
 	denseOp := opDensePull
 	if op == opPush {
@@ -62,12 +61,12 @@ func (l *Local) rows(ctx context.Context, version uint64, op opKind, tables []am
 			err = l.s.Push(version, tables)
 		}
 		if err != nil {
-			return toStatus(err)
+			return err
 		}
 	}
 	for i, d := range dense {
 		if err := l.s.denseTask(ranges[i], denseOp, d.Values[ranges[i].lo:ranges[i].hi]); err != nil {
-			return toStatus(err)
+			return err
 		}
 	}
 	return nil
