@@ -69,19 +69,20 @@ func (c *Client) direct(s int) DataPlane {
 	return c.local.Local(c.m.Addrs[s])
 }
 
-// localRequests returns shard s's part of tables as requests on the
-// caller's buffers (rows at their positions), and dense as whole vectors;
-// ok is false when the shard has no part in the call.
-func localRequests(r *route, s int, tables []Table, dense []Vector) (reqs []ams.TableRequest, bufs []ams.DenseRequest, ok bool) {
-	for ti, t := range tables {
+// localRequests returns shard s's part of route r as requests on the
+// caller's buffers bufs (one per table of r; rows at their positions),
+// and dense as whole vectors; ok is false when the shard has no part in
+// the call.
+func localRequests(r *Route, s int, bufs [][]float32, dense []Vector) (reqs []ams.TableRequest, vecs []ams.DenseRequest, ok bool) {
+	for ti, t := range r.tables {
 		if len(r.ids[s][ti]) > 0 {
-			reqs = append(reqs, ams.TableRequest{Table: t.Name, IDs: r.ids[s][ti], Pos: r.pos[s][ti], Rows: t.Rows})
+			reqs = append(reqs, ams.TableRequest{Table: t.name, IDs: r.ids[s][ti], Pos: r.pos[s][ti], Rows: bufs[ti]})
 		}
 	}
 	for _, d := range dense {
-		bufs = append(bufs, ams.DenseRequest{Name: d.Name, Values: d.Values})
+		vecs = append(vecs, ams.DenseRequest{Name: d.Name, Values: d.Values})
 	}
-	return reqs, bufs, len(reqs) > 0 || len(bufs) > 0
+	return reqs, vecs, len(reqs) > 0 || len(vecs) > 0
 }
 
 // plane returns the data plane of shard s given its direct one d (from

@@ -219,23 +219,26 @@ func TestDirectSyncRound(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := client.Round{Epoch: 0, Iter: 0, Worker: 0, Workers: 1}
-	rows := []client.Table{{Name: "emb", IDs: []uint64{5}, Rows: make([]float32, 2)}}
-	if pending, err := c.PullRound(ctx, r, rows, nil); err != nil || pending {
+	route := c.NewRoute()
+	if err := route.Add("emb", []uint64{5}); err != nil {
+		t.Fatal(err)
+	}
+	rows := [][]float32{make([]float32, 2)}
+	if pending, err := c.PullRound(ctx, r, route, rows, nil); err != nil || pending {
 		t.Fatalf("pull round 0: pending %v, %v", pending, err)
 	}
-	before := slices.Clone(rows[0].Rows)
+	before := slices.Clone(rows[0])
 	val := []byte("checkpoint-a")
-	if err := c.PushRound(ctx, r, []client.Table{{Name: "emb", IDs: []uint64{5}, Rows: []float32{1, -1}}}, nil,
-		[]client.StateEntry{{Key: "ckpt/w0", Value: val}}); err != nil {
+	if err := c.PushRound(ctx, r, route, [][]float32{{1, -1}}, nil, []client.StateEntry{{Key: "ckpt/w0", Value: val}}); err != nil {
 		t.Fatal(err)
 	}
 	copy(val, "XXXXXXXXXXXX") // the caller reuses its buffer
 	r.Iter = 1
-	if pending, err := c.PullRound(ctx, r, rows, nil); err != nil || pending {
+	if pending, err := c.PullRound(ctx, r, route, rows, nil); err != nil || pending {
 		t.Fatalf("pull round 1: pending %v, %v", pending, err)
 	}
-	if want := []float32{before[0] - 1, before[1] + 1}; !slices.Equal(rows[0].Rows, want) {
-		t.Fatalf("row after round 0 = %v, want %v", rows[0].Rows, want)
+	if want := []float32{before[0] - 1, before[1] + 1}; !slices.Equal(rows[0], want) {
+		t.Fatalf("row after round 0 = %v, want %v", rows[0], want)
 	}
 	got, err := c.GetState(ctx, "ckpt/")
 	if err != nil {

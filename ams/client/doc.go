@@ -22,7 +22,20 @@
 // is ams.ErrDimMismatch, a table never declared through the client
 // ams.ErrUnknownTable.
 //
-// A Client is safe for concurrent use; each call allocates its own routing
-// state. Buffers passed in are owned by the caller and are not retained
-// after a call returns.
+// # Routes
+//
+// A Route is a batch's ids split by shard, computed once (NewRoute, Add)
+// and reused: a worker pulls a batch's rows through it (PullRoute, or
+// PullRound in sync mode) and pushes the batch's gradients through the
+// same route (PushRoute, PushRound), so the push does not route again.
+// A route keeps its own copies of the ids and reuses its buffers from
+// batch to batch (Reset), allocating nothing once they have grown. Pull
+// and Push take tables with their ids and route each call anew. The
+// client routes only to shards; each shard splits its part by stripe
+// itself.
+//
+// A Client is safe for concurrent use. Pull and Push allocate their own
+// routing state; a Route is read, not written, by the calls that use it,
+// which may share it. Buffers passed in are owned by the caller and are
+// not retained after a call returns.
 package client
