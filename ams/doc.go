@@ -119,16 +119,28 @@
 // row starts with the same values on any shard, stripe or shard count, in
 // any creation order, and again when an expired ID comes back.
 //
+// # Requests to a shard
+//
+// TableRequest and DenseRequest name the ids and buffers of a pull or push
+// for one shard: its stripe owners take them, and so does a shard in the
+// worker's process, which the client calls on the worker's own batch
+// buffers. They live here, on the floor below both, so that the client
+// (which defines the interface it calls, client.LocalShard) and the shard
+// (which satisfies it, shard.Local) never import each other.
+//
 // # Specs and errors
 //
 // TableSpec, DenseSpec, OptimizerSpec and InitSpec back the YAML config,
 // flags and the Go API. Zero fields mean "default" (EnsureDefaults fills
 // them; every field's doc states its default); Validate reports every
-// problem at once, each wrapping ErrBadSpec. Errors are package-prefixed
-// sentinels (ErrUnknownTable, ErrBadSpec, ErrDimMismatch,
-// ErrNotInitialized) wrapped with context: match them with errors.Is. Input
-// from outside is checked and reported as an error (DenseVar.Set and Apply,
-// Table.Load; the shard server checks batch lengths before it calls a
-// Table, see ams/shard); a Table batch call whose lengths disagree panics,
-// because the caller must have checked them.
+// problem at once, each wrapping ErrBadSpec. Input from outside is
+// checked and reported as an error (DenseVar.Set and Apply, Table.Load;
+// the shard server checks batch lengths before it calls a Table, see
+// ams/shard); a Table batch call whose lengths disagree panics, because
+// the caller must have checked them.
+//
+// Every error sentinel of the AMS packages (the core's, the shard's and
+// the client's) is declared in errors.go, package-prefixed and wrapped
+// with context: match them with errors.Is. ErrClosed is a case of
+// ErrUnavailable.
 package ams

@@ -2,7 +2,6 @@ package ams
 
 import (
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"math"
 	"unsafe"
@@ -14,10 +13,6 @@ const MaxMessageBytes = 1 << 30
 // DefaultVersion is the cluster version of a cluster that was never
 // restored; every request carries the version it was made for.
 const DefaultVersion = 1
-
-// ErrStaleVersion is returned (wrapped) for a request made for another
-// cluster version than the shard serves: it is refused, never applied.
-var ErrStaleVersion = errors.New("ams: stale cluster version")
 
 // nativeLittle is true on little-endian machines, where a packed float32
 // payload has the same bytes as the []float32 in memory, so packing is a

@@ -3,7 +3,6 @@ package ams
 import (
 	"encoding/binary"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"hash/fnv"
 
@@ -14,9 +13,6 @@ import (
 // configured. It is fixed for the life of a model: a snapshot written with P
 // partitions is restored with the same P onto any number of shards.
 const DefaultPartitions = 4096
-
-// ErrBadShardMap is returned (wrapped) when a shard map fails validation.
-var ErrBadShardMap = errors.New("ams: bad shard map")
 
 // Partition returns the virtual partition of feature id in table:
 // a 64-bit mix of FNV-1a(table) and id, reduced modulo partitions.

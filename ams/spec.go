@@ -6,22 +6,6 @@ import (
 	"math"
 )
 
-// Errors of the storage core. They are returned wrapped with context;
-// match them with errors.Is.
-var (
-	// ErrUnknownTable reports a request for a table the shard does not hold.
-	ErrUnknownTable = errors.New("ams: unknown table")
-	// ErrBadSpec reports an invalid TableSpec, DenseSpec, OptimizerSpec or
-	// InitSpec. Validate joins one wrapped ErrBadSpec per problem.
-	ErrBadSpec = errors.New("ams: bad spec")
-	// ErrDimMismatch reports values or gradients whose length does not fit
-	// the table's dim or the dense variable's range.
-	ErrDimMismatch = errors.New("ams: dimension mismatch")
-	// ErrNotInitialized reports an update of a dense variable whose initial
-	// values were never set.
-	ErrNotInitialized = errors.New("ams: dense variable not initialized")
-)
-
 // Optimizer names accepted by OptimizerSpec.Name.
 const (
 	OptSGD      = "sgd"

@@ -58,10 +58,13 @@ func (c Codec) Unmarshal(data mem.BufferSlice, v any) error {
 // Name is "proto": the codec speaks the standard protobuf content type.
 func (Codec) Name() string { return "proto" }
 
-// ServerOptions install a BufferPool and a Codec on a gRPC server.
+// ServerOptions install a BufferPool and a Codec on a gRPC server, and an
+// interceptor that answers every error as a status of the error table
+// (ToStatus), so that the service returns the shard's own errors.
 func ServerOptions() []grpc.ServerOption {
 	p := &BufferPool{}
-	return []grpc.ServerOption{ServerOption(p), grpc.ForceServerCodecV2(Codec{Pool: p})}
+	return []grpc.ServerOption{ServerOption(p), grpc.ForceServerCodecV2(Codec{Pool: p}),
+		grpc.ChainUnaryInterceptor(errorInterceptor)}
 }
 
 // DialOptions install a BufferPool and a Codec on a gRPC client connection.

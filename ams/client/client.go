@@ -9,20 +9,11 @@ import (
 	"sync/atomic"
 
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
-	"google.golang.org/grpc/status"
 
 	"github.com/xdlgo/xps/ams"
 	"github.com/xdlgo/xps/ams/amspb"
 )
-
-// ErrDimMismatch: a caller's buffer does not match ids x dim.
-var ErrDimMismatch = errors.New("ams client: buffer does not match ids x dim")
-
-// ErrUnavailable is wrapped by the error of a request that did not reach
-// its shard (gRPC UNAVAILABLE: not listening, connection lost).
-var ErrUnavailable = errors.New("ams client: shard unavailable")
 
 // Client talks to every shard of one shard map.
 type Client struct {
@@ -89,16 +80,11 @@ func (c *Client) ShardMap() *ams.ShardMap { return c.m }
 // NumShards returns the number of shards.
 func (c *Client) NumShards() int { return len(c.stubs) }
 
-// rpcError wraps an RPC error with context; a shard's refusal of a stale
-// cluster version becomes matchable as ams.ErrStaleVersion.
+// rpcError wraps the error of a call to shard s with context. A status
+// from gRPC becomes an error that wraps the sentinels it names
+// (amspb.FromStatus); a shard in this process fails with them already.
 func (c *Client) rpcError(op string, s int, err error) error {
-	if status.Code(err) == codes.Unavailable {
-		return fmt.Errorf("ams client: %s shard %s: %w: %w", op, c.m.Shards[s], ErrUnavailable, err)
-	}
-	if status.Code(err) == codes.Aborted {
-		return fmt.Errorf("ams client: %s shard %s: %w: %w", op, c.m.Shards[s], ams.ErrStaleVersion, err)
-	}
-	return fmt.Errorf("ams client: %s shard %s: %w", op, c.m.Shards[s], err)
+	return fmt.Errorf("ams client: %s shard %s: %w", op, c.m.Shards[s], amspb.FromStatus(err))
 }
 
 // eachShard runs fn for every shard index in parallel and joins the errors.
@@ -169,43 +155,6 @@ type Table struct {
 	Rows []float32
 }
 
-// route is the split of a request by shard: for each shard and table, the
-// ids and their positions in the caller's list.
-type route struct {
-	ids [][][]uint64 // [shard][table]
-	pos [][][]int32  // [shard][table]
-}
-
-func (c *Client) route(tables []Table) (*route, error) {
-	n := len(c.stubs)
-	r := &route{ids: make([][][]uint64, n), pos: make([][][]int32, n)}
-	for s := 0; s < n; s++ {
-		r.ids[s] = make([][]uint64, len(tables))
-		r.pos[s] = make([][]int32, len(tables))
-	}
-	dims := *c.dims.Load()
-	for ti, t := range tables {
-		dim, ok := dims[t.Name]
-		if !ok {
-			return nil, fmt.Errorf("%w: %q (declare it first)", ams.ErrUnknownTable, t.Name)
-		}
-		if len(t.Rows) != len(t.IDs)*dim {
-			return nil, fmt.Errorf("%w: table %q: %d values for %d ids of dim %d", ErrDimMismatch, t.Name, len(t.Rows), len(t.IDs), dim)
-		}
-		hint := len(t.IDs)/n + 8
-		for s := 0; s < n; s++ {
-			r.ids[s][ti] = make([]uint64, 0, hint)
-			r.pos[s][ti] = make([]int32, 0, hint)
-		}
-		for k, id := range t.IDs {
-			s := c.m.ShardOf(t.Name, id)
-			r.ids[s][ti] = append(r.ids[s][ti], id)
-			r.pos[s][ti] = append(r.pos[s][ti], int32(k))
-		}
-	}
-	return r, nil
-}
-
 // Vector is a whole dense vector (all shards' ranges together) in a pull,
 // or its gradient in a push.
 type Vector struct {
@@ -217,24 +166,51 @@ type Vector struct {
 // vector into its Values: one merged request per shard, all shards in
 // parallel. With create, missing rows are created by the tables'
 // initializers (training); without it they read as zeros (evaluation).
+// It routes the ids anew; PullRoute reuses a batch's route.
 func (c *Client) Pull(ctx context.Context, tables []Table, dense []Vector, create bool) error {
-	_, err := c.pull(ctx, tables, dense, create, nil)
+	r, rows, err := c.routeTables(tables)
+	if err != nil {
+		return err
+	}
+	return c.PullRoute(ctx, r, rows, dense, create)
+}
+
+// PullRoute is Pull on a batch's route (nil: no tables): rows[t] receives
+// the rows of the route's table t, len(rows[t]) == its ids x dim, row k
+// belonging to its k-th id.
+func (c *Client) PullRoute(ctx context.Context, r *Route, rows [][]float32, dense []Vector, create bool) error {
+	_, err := c.pull(ctx, r, rows, dense, create, nil)
 	return err
 }
 
-// pull is Pull, for sync mode with round set: it asks every shard to wait
-// until the rounds before round are applied, and reports pending when one
-// stopped waiting first (the values are then not all filled).
-func (c *Client) pull(ctx context.Context, tables []Table, dense []Vector, create bool, round *amspb.SyncRound) (pending bool, err error) {
-	r, err := c.route(tables)
-	if err != nil {
+// routeTables routes tables anew, and returns their buffers in order.
+func (c *Client) routeTables(tables []Table) (*Route, [][]float32, error) {
+	r := c.NewRoute()
+	bufs := make([][]float32, len(tables))
+	for i, t := range tables {
+		if err := r.Add(t.Name, t.IDs); err != nil {
+			return nil, nil, err
+		}
+		bufs[i] = t.Rows
+	}
+	return r, bufs, nil
+}
+
+// pull is PullRoute, for sync mode with round set: it asks every shard to
+// wait until the rounds before round are applied, and reports pending
+// when one stopped waiting first (the values are then not all filled).
+func (c *Client) pull(ctx context.Context, r *Route, rows [][]float32, dense []Vector, create bool, round *amspb.SyncRound) (pending bool, err error) {
+	if err := c.check(r, rows); err != nil {
 		return false, err
+	}
+	if r == nil {
+		r = c.NewRoute()
 	}
 	var pend atomic.Bool
 	err = eachShard(len(c.stubs), func(s int) error {
 		d := c.direct(s)
 		if ls, ok := d.(LocalShard); ok && round == nil {
-			reqs, bufs, some := localRequests(r, s, tables, dense)
+			reqs, bufs, some := localRequests(r, s, rows, dense)
 			if !some {
 				return nil
 			}
@@ -243,57 +219,72 @@ func (c *Client) pull(ctx context.Context, tables []Table, dense []Vector, creat
 			}
 			return nil
 		}
-		req := &amspb.PullRequest{ClusterVersion: c.version, Create: create, Sync: round}
-		var which []int
-		for ti, t := range tables {
-			if len(r.ids[s][ti]) == 0 {
-				continue
-			}
-			which = append(which, ti)
-			req.Tables = append(req.Tables, &amspb.TableIDs{Table: t.Name, Ids: ams.IDsPayload(r.ids[s][ti])})
-		}
-		for _, d := range dense {
-			req.Dense = append(req.Dense, d.Name)
-		}
-		if len(which) == 0 && len(dense) == 0 {
-			return nil
-		}
-		resp, err := c.plane(s, d).Pull(ctx, req)
-		if err != nil {
-			return c.rpcError("pull from", s, err)
-		}
-		if resp.RoundPending {
+		p, err := c.pullMessage(ctx, s, c.plane(s, d), r, rows, dense, create, round)
+		if p {
 			pend.Store(true)
-			return nil
 		}
-		if len(resp.Tables) != len(which) {
-			return fmt.Errorf("ams client: pull from shard %s: %d tables in reply, want %d", c.m.Shards[s], len(resp.Tables), len(which))
-		}
-		for j, ti := range which {
-			t := tables[ti]
-			dim := len(t.Rows) / max(len(t.IDs), 1)
-			pos := r.pos[s][ti]
-			b := resp.Tables[j].Rows
-			if len(b) != 4*len(pos)*dim {
-				return fmt.Errorf("ams client: pull from shard %s: table %q: %d bytes for %d ids of dim %d",
-					c.m.Shards[s], t.Name, len(b), len(pos), dim)
-			}
-			w := 4 * dim
-			for k, p := range pos {
-				ams.UnpackFloatsInto(t.Rows[int(p)*dim:int(p+1)*dim], b[k*w:(k+1)*w])
-			}
-		}
-		if len(resp.Dense) != len(dense) {
-			return fmt.Errorf("ams client: pull from shard %s: %d dense vectors in reply, want %d", c.m.Shards[s], len(resp.Dense), len(dense))
-		}
-		for j, d := range dense {
-			if err := c.putDense(s, d, resp.Dense[j].Lo, resp.Dense[j].Hi, resp.Dense[j].Values); err != nil {
-				return err
-			}
-		}
-		return nil
+		return err
 	})
 	return pend.Load(), err
+}
+
+// pullMessage pulls shard s's part of a pull through plane, with
+// messages, and scatters the reply into rows and dense.
+func (c *Client) pullMessage(ctx context.Context, s int, plane DataPlane, r *Route, rows [][]float32, dense []Vector,
+	create bool, round *amspb.SyncRound) (pending bool, err error) {
+	req := &amspb.PullRequest{ClusterVersion: c.version, Create: create, Sync: round}
+	var which []int
+	for ti, t := range r.tables {
+		if len(r.ids[s][ti]) == 0 {
+			continue
+		}
+		which = append(which, ti)
+		req.Tables = append(req.Tables, &amspb.TableIDs{Table: t.name, Ids: ams.IDsPayload(r.ids[s][ti])})
+	}
+	for _, d := range dense {
+		req.Dense = append(req.Dense, d.Name)
+	}
+	if len(which) == 0 && len(dense) == 0 {
+		return false, nil
+	}
+	resp, err := plane.Pull(ctx, req)
+	if err != nil {
+		return false, c.rpcError("pull from", s, err)
+	}
+	if resp.RoundPending {
+		return true, nil
+	}
+	return false, c.scatterPull(s, r, rows, dense, which, resp)
+}
+
+// scatterPull copies shard s's reply to a pull of the route's tables
+// which (and of dense) into the caller's buffers.
+func (c *Client) scatterPull(s int, r *Route, rows [][]float32, dense []Vector, which []int, resp *amspb.PullResponse) error {
+	if len(resp.Tables) != len(which) {
+		return fmt.Errorf("ams client: pull from shard %s: %d tables in reply, want %d", c.m.Shards[s], len(resp.Tables), len(which))
+	}
+	for j, ti := range which {
+		t := r.tables[ti]
+		pos := r.pos[s][ti]
+		b := resp.Tables[j].Rows
+		if len(b) != 4*len(pos)*t.dim {
+			return fmt.Errorf("ams client: pull from shard %s: table %q: %d bytes for %d ids of dim %d",
+				c.m.Shards[s], t.name, len(b), len(pos), t.dim)
+		}
+		w := 4 * t.dim
+		for k, p := range pos {
+			ams.UnpackFloatsInto(rows[ti][int(p)*t.dim:int(p+1)*t.dim], b[k*w:(k+1)*w])
+		}
+	}
+	if len(resp.Dense) != len(dense) {
+		return fmt.Errorf("ams client: pull from shard %s: %d dense vectors in reply, want %d", c.m.Shards[s], len(resp.Dense), len(dense))
+	}
+	for j, d := range dense {
+		if err := c.putDense(s, d, resp.Dense[j].Lo, resp.Dense[j].Hi, resp.Dense[j].Values); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // putDense copies one shard's range of a dense vector into d.Values.
@@ -309,23 +300,36 @@ func (c *Client) putDense(s int, d Vector, lo64, hi64 uint64, b []byte) error {
 // Push sends the gradients in every table's Rows for its ids and every dense
 // vector's gradient (each shard gets its range): one merged request per
 // shard, all shards in parallel. It returns when every shard has applied
-// its part.
+// its part. It routes the ids anew; PushRoute reuses a batch's route.
 func (c *Client) Push(ctx context.Context, tables []Table, dense []Vector) error {
-	return c.push(ctx, tables, dense, nil, nil)
-}
-
-// push is Push, for sync mode with round set: then every shard gets a
-// request (its part of the round, empty or not), and each state entry goes
-// with the part of the shard that keeps its key.
-func (c *Client) push(ctx context.Context, tables []Table, dense []Vector, round *amspb.SyncRound, state []StateEntry) error {
-	r, err := c.route(tables)
+	r, grads, err := c.routeTables(tables)
 	if err != nil {
 		return err
+	}
+	return c.PushRoute(ctx, r, grads, dense)
+}
+
+// PushRoute is Push on a batch's route (nil: no tables), typically the one
+// its pull used: grads[t] holds the gradients of the route's table t,
+// len(grads[t]) == its ids x dim, row k belonging to its k-th id.
+func (c *Client) PushRoute(ctx context.Context, r *Route, grads [][]float32, dense []Vector) error {
+	return c.push(ctx, r, grads, dense, nil, nil)
+}
+
+// push is PushRoute, for sync mode with round set: then every shard gets
+// a request (its part of the round, empty or not), and each state entry
+// goes with the part of the shard that keeps its key.
+func (c *Client) push(ctx context.Context, r *Route, grads [][]float32, dense []Vector, round *amspb.SyncRound, state []StateEntry) error {
+	if err := c.check(r, grads); err != nil {
+		return err
+	}
+	if r == nil {
+		r = c.NewRoute()
 	}
 	return eachShard(len(c.stubs), func(s int) error {
 		d := c.direct(s)
 		if ls, ok := d.(LocalShard); ok && round == nil {
-			reqs, bufs, some := localRequests(r, s, tables, dense)
+			reqs, bufs, some := localRequests(r, s, grads, dense)
 			if !some {
 				return nil
 			}
@@ -334,29 +338,7 @@ func (c *Client) push(ctx context.Context, tables []Table, dense []Vector, round
 			}
 			return nil
 		}
-		req := &amspb.PushRequest{ClusterVersion: c.version, Sync: round}
-		for _, e := range state {
-			if c.stateShard(e.Key) == s {
-				req.State = append(req.State, &amspb.StateEntry{Key: e.Key, Value: e.Value})
-			}
-		}
-		for ti, t := range tables {
-			ids := r.ids[s][ti]
-			if len(ids) == 0 {
-				continue
-			}
-			dim := len(t.Rows) / len(t.IDs)
-			w := 4 * dim
-			buf := make([]byte, len(ids)*w)
-			for k, p := range r.pos[s][ti] {
-				ams.PutFloats(buf[k*w:(k+1)*w], t.Rows[int(p)*dim:int(p+1)*dim])
-			}
-			req.Tables = append(req.Tables, &amspb.TableGrads{Table: t.Name, Ids: ams.IDsPayload(ids), Grads: buf})
-		}
-		for _, d := range dense {
-			lo, hi := ams.DenseRange(len(d.Values), s, len(c.stubs))
-			req.Dense = append(req.Dense, &amspb.DenseGrad{Name: d.Name, Grad: ams.FloatsPayload(d.Values[lo:hi])})
-		}
+		req := c.pushMessage(s, r, grads, dense, round, state)
 		if len(req.Tables) == 0 && len(req.Dense) == 0 && round == nil {
 			return nil
 		}
@@ -365,6 +347,33 @@ func (c *Client) push(ctx context.Context, tables []Table, dense []Vector, round
 		}
 		return nil
 	})
+}
+
+// pushMessage returns shard s's part of a push as a message.
+func (c *Client) pushMessage(s int, r *Route, grads [][]float32, dense []Vector, round *amspb.SyncRound, state []StateEntry) *amspb.PushRequest {
+	req := &amspb.PushRequest{ClusterVersion: c.version, Sync: round}
+	for _, e := range state {
+		if c.stateShard(e.Key) == s {
+			req.State = append(req.State, &amspb.StateEntry{Key: e.Key, Value: e.Value})
+		}
+	}
+	for ti, t := range r.tables {
+		ids := r.ids[s][ti]
+		if len(ids) == 0 {
+			continue
+		}
+		w := 4 * t.dim
+		buf := make([]byte, len(ids)*w)
+		for k, p := range r.pos[s][ti] {
+			ams.PutFloats(buf[k*w:(k+1)*w], grads[ti][int(p)*t.dim:int(p+1)*t.dim])
+		}
+		req.Tables = append(req.Tables, &amspb.TableGrads{Table: t.name, Ids: ams.IDsPayload(ids), Grads: buf})
+	}
+	for _, d := range dense {
+		lo, hi := ams.DenseRange(len(d.Values), s, len(c.stubs))
+		req.Dense = append(req.Dense, &amspb.DenseGrad{Name: d.Name, Grad: ams.FloatsPayload(d.Values[lo:hi])})
+	}
+	return req
 }
 
 // PullDense fetches a whole dense vector (len(out) == its size) from the

@@ -8,9 +8,6 @@ import (
 	"net"
 	"testing"
 
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
-
 	"github.com/xdlgo/xps/ams"
 	"github.com/xdlgo/xps/ams/client"
 	"github.com/xdlgo/xps/ams/shard"
@@ -69,8 +66,8 @@ func TestPullPushRoundTrip(t *testing.T) {
 	}
 	bad := spec
 	bad.Dim = 8
-	if err := c.Declare(ctx, []ams.TableSpec{bad}, nil); !isCode(err, codes.FailedPrecondition) {
-		t.Fatalf("conflicting declare = %v, want FailedPrecondition", err)
+	if err := c.Declare(ctx, []ams.TableSpec{bad}, nil); !errors.Is(err, ams.ErrConflict) {
+		t.Fatalf("conflicting declare = %v, want ams.ErrConflict", err)
 	}
 
 	ids := make([]uint64, 200)
@@ -148,15 +145,6 @@ func TestPullPushRoundTrip(t *testing.T) {
 	}
 }
 
-func isCode(err error, code codes.Code) bool {
-	for e := err; e != nil; e = errors.Unwrap(e) {
-		if s, ok := status.FromError(e); ok && s.Code() == code {
-			return true
-		}
-	}
-	return false
-}
-
 func TestDenseSplitAcrossShards(t *testing.T) {
 	ctx := context.Background()
 	m, _ := startShards(t, 3, 1)
@@ -214,8 +202,8 @@ func TestDenseSplitAcrossShards(t *testing.T) {
 		}
 	}
 	// A merged pull of an unknown vector fails.
-	if err := c.Pull(ctx, nil, []client.Vector{{Name: "nope", Values: merged}}, false); !isCode(err, codes.NotFound) {
-		t.Fatalf("merged pull of an unknown vector = %v, want NotFound", err)
+	if err := c.Pull(ctx, nil, []client.Vector{{Name: "nope", Values: merged}}, false); !errors.Is(err, ams.ErrUnknownDense) {
+		t.Fatalf("merged pull of an unknown vector = %v, want ams.ErrUnknownDense", err)
 	}
 }
 
@@ -245,7 +233,7 @@ func TestRefusals(t *testing.T) {
 		t.Fatalf("pull unknown table = %v, want ErrUnknownTable", err)
 	}
 	// Buffers that do not match ids x dim.
-	if err := c.Pull(ctx, []client.Table{{Name: "emb", IDs: []uint64{1}, Rows: make([]float32, 3)}}, nil, true); !errors.Is(err, client.ErrDimMismatch) {
+	if err := c.Pull(ctx, []client.Table{{Name: "emb", IDs: []uint64{1}, Rows: make([]float32, 3)}}, nil, true); !errors.Is(err, ams.ErrDimMismatch) {
 		t.Fatalf("pull with bad buffer = %v, want ErrDimMismatch", err)
 	}
 	// A push whose dense part is bad applies nothing, its rows included.
@@ -257,8 +245,8 @@ func TestRefusals(t *testing.T) {
 	if rows := stats[0].Tables[0].Rows + stats[1].Tables[0].Rows; rows != 0 {
 		t.Fatalf("a refused push created %d rows", rows)
 	}
-	if err := c.PullDense(ctx, "nope", make([]float32, 4)); !isCode(err, codes.NotFound) {
-		t.Fatalf("pull unknown dense = %v, want NotFound", err)
+	if err := c.PullDense(ctx, "nope", make([]float32, 4)); !errors.Is(err, ams.ErrUnknownDense) {
+		t.Fatalf("pull unknown dense = %v, want ams.ErrUnknownDense", err)
 	}
 }
 

@@ -4,11 +4,9 @@ import (
 	"context"
 
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/status"
 
 	"github.com/xdlgo/xps/ams"
 	"github.com/xdlgo/xps/ams/amspb"
-	"github.com/xdlgo/xps/ams/shard"
 )
 
 // DataPlane is the part of a shard's service that pulls and pushes rows:
@@ -20,13 +18,14 @@ type DataPlane interface {
 }
 
 // LocalShard is a DataPlane that also pulls into and pushes from the
-// caller's own batch buffers (shard.Local): a resolver that returns one
-// saves the request payloads and the reply's copies altogether. Sync-mode
-// rounds still go through Pull and Push.
+// caller's own batch buffers, named by requests in package ams types
+// (shard.Local implements it; the client does not import the shard): a
+// resolver that returns one saves the request payloads and the reply's
+// copies altogether. Sync-mode rounds still go through Pull and Push.
 type LocalShard interface {
 	DataPlane
-	PullRows(ctx context.Context, version uint64, tables []shard.TableRequest, dense []shard.DenseBuf, create bool) error
-	PushRows(ctx context.Context, version uint64, tables []shard.TableRequest, dense []shard.DenseBuf) error
+	PullRows(ctx context.Context, version uint64, tables []ams.TableRequest, dense []ams.DenseRequest, create bool) error
+	PushRows(ctx context.Context, version uint64, tables []ams.TableRequest, dense []ams.DenseRequest) error
 }
 
 // Resolver finds the shard that serves a shard-map address inside this
@@ -42,8 +41,10 @@ type Resolver interface {
 // that r resolves are calls of its service, with no gRPC framing, no
 // socket and no copy of the request or the reply between the two; every
 // other call, and the data plane of a shard r does not resolve, goes
-// through gRPC as with New. The shard's checks, status codes and errors
-// are the same on both paths.
+// through gRPC as with New. The shard's checks and errors are the same on
+// both paths: a call in this process fails with the shard's own errors,
+// one over gRPC with an error that wraps the same sentinels (the error
+// table, amspb.Errors).
 //
 // On the direct path the shard reads the request's payloads in place
 // while it serves the call and keeps none of them (it copies what a
@@ -68,19 +69,20 @@ func (c *Client) direct(s int) DataPlane {
 	return c.local.Local(c.m.Addrs[s])
 }
 
-// localRequests returns shard s's part of tables as requests on the
-// caller's buffers (rows at their positions), and dense as whole vectors;
-// ok is false when the shard has no part in the call.
-func localRequests(r *route, s int, tables []Table, dense []Vector) (reqs []shard.TableRequest, bufs []shard.DenseBuf, ok bool) {
-	for ti, t := range tables {
+// localRequests returns shard s's part of route r as requests on the
+// caller's buffers bufs (one per table of r; rows at their positions),
+// and dense as whole vectors; ok is false when the shard has no part in
+// the call.
+func localRequests(r *Route, s int, bufs [][]float32, dense []Vector) (reqs []ams.TableRequest, vecs []ams.DenseRequest, ok bool) {
+	for ti, t := range r.tables {
 		if len(r.ids[s][ti]) > 0 {
-			reqs = append(reqs, shard.TableRequest{Table: t.Name, IDs: r.ids[s][ti], Pos: r.pos[s][ti], Rows: t.Rows})
+			reqs = append(reqs, ams.TableRequest{Table: t.name, IDs: r.ids[s][ti], Pos: r.pos[s][ti], Rows: bufs[ti]})
 		}
 	}
 	for _, d := range dense {
-		bufs = append(bufs, shard.DenseBuf{Name: d.Name, Values: d.Values})
+		vecs = append(vecs, ams.DenseRequest{Name: d.Name, Values: d.Values})
 	}
-	return reqs, bufs, len(reqs) > 0 || len(bufs) > 0
+	return reqs, vecs, len(reqs) > 0 || len(vecs) > 0
 }
 
 // plane returns the data plane of shard s given its direct one d (from
@@ -104,19 +106,20 @@ func (g grpcPlane) Push(ctx context.Context, req *amspb.PushRequest) (*amspb.Pus
 }
 
 // directPlane calls a shard's service in this process. It honours a
-// context that has already ended, as gRPC would.
+// context that has already ended, as gRPC would, with the context's
+// error.
 type directPlane struct{ d DataPlane }
 
 func (p directPlane) Pull(ctx context.Context, req *amspb.PullRequest) (*amspb.PullResponse, error) {
 	if err := ctx.Err(); err != nil {
-		return nil, status.FromContextError(err).Err()
+		return nil, err
 	}
 	return p.d.Pull(ctx, req)
 }
 
 func (p directPlane) Push(ctx context.Context, req *amspb.PushRequest) (*amspb.PushResponse, error) {
 	if err := ctx.Err(); err != nil {
-		return nil, status.FromContextError(err).Err()
+		return nil, err
 	}
 	return p.d.Push(ctx, req)
 }

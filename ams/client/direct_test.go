@@ -8,8 +8,6 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"google.golang.org/grpc/codes"
-
 	"github.com/xdlgo/xps/ams"
 	"github.com/xdlgo/xps/ams/amspb"
 	"github.com/xdlgo/xps/ams/client"
@@ -40,12 +38,12 @@ type countingLocal struct {
 	l *shard.Local
 }
 
-func (p countingLocal) PullRows(ctx context.Context, v uint64, t []shard.TableRequest, d []shard.DenseBuf, create bool) error {
+func (p countingLocal) PullRows(ctx context.Context, v uint64, t []ams.TableRequest, d []ams.DenseRequest, create bool) error {
 	p.pulls.Add(1)
 	return p.l.PullRows(ctx, v, t, d, create)
 }
 
-func (p countingLocal) PushRows(ctx context.Context, v uint64, t []shard.TableRequest, d []shard.DenseBuf) error {
+func (p countingLocal) PushRows(ctx context.Context, v uint64, t []ams.TableRequest, d []ams.DenseRequest) error {
 	p.pushes.Add(1)
 	return p.l.PushRows(ctx, v, t, d)
 }
@@ -197,15 +195,15 @@ func testDirectErrors(t *testing.T, kind string) {
 
 	cctx, cancel := context.WithCancel(ctx)
 	cancel()
-	if err := c.Pull(cctx, one(), nil, true); !isCode(err, codes.Canceled) {
-		t.Fatalf("pull with a cancelled context = %v, want Canceled", err)
+	if err := c.Pull(cctx, one(), nil, true); !errors.Is(err, context.Canceled) {
+		t.Fatalf("pull with a cancelled context = %v, want context.Canceled", err)
 	}
 
 	shards[1].Close()
-	if err := c.Pull(ctx, one(), nil, true); !errors.Is(err, client.ErrUnavailable) {
+	if err := c.Pull(ctx, one(), nil, true); !errors.Is(err, ams.ErrUnavailable) {
 		t.Fatalf("pull from a closed shard = %v, want ErrUnavailable", err)
 	}
-	if err := c.Push(ctx, one(), nil); !errors.Is(err, client.ErrUnavailable) {
+	if err := c.Push(ctx, one(), nil); !errors.Is(err, ams.ErrUnavailable) {
 		t.Fatalf("push to a closed shard = %v, want ErrUnavailable", err)
 	}
 }
@@ -221,23 +219,26 @@ func TestDirectSyncRound(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := client.Round{Epoch: 0, Iter: 0, Worker: 0, Workers: 1}
-	rows := []client.Table{{Name: "emb", IDs: []uint64{5}, Rows: make([]float32, 2)}}
-	if pending, err := c.PullRound(ctx, r, rows, nil); err != nil || pending {
+	route := c.NewRoute()
+	if err := route.Add("emb", []uint64{5}); err != nil {
+		t.Fatal(err)
+	}
+	rows := [][]float32{make([]float32, 2)}
+	if pending, err := c.PullRound(ctx, r, route, rows, nil); err != nil || pending {
 		t.Fatalf("pull round 0: pending %v, %v", pending, err)
 	}
-	before := slices.Clone(rows[0].Rows)
+	before := slices.Clone(rows[0])
 	val := []byte("checkpoint-a")
-	if err := c.PushRound(ctx, r, []client.Table{{Name: "emb", IDs: []uint64{5}, Rows: []float32{1, -1}}}, nil,
-		[]client.StateEntry{{Key: "ckpt/w0", Value: val}}); err != nil {
+	if err := c.PushRound(ctx, r, route, [][]float32{{1, -1}}, nil, []client.StateEntry{{Key: "ckpt/w0", Value: val}}); err != nil {
 		t.Fatal(err)
 	}
 	copy(val, "XXXXXXXXXXXX") // the caller reuses its buffer
 	r.Iter = 1
-	if pending, err := c.PullRound(ctx, r, rows, nil); err != nil || pending {
+	if pending, err := c.PullRound(ctx, r, route, rows, nil); err != nil || pending {
 		t.Fatalf("pull round 1: pending %v, %v", pending, err)
 	}
-	if want := []float32{before[0] - 1, before[1] + 1}; !slices.Equal(rows[0].Rows, want) {
-		t.Fatalf("row after round 0 = %v, want %v", rows[0].Rows, want)
+	if want := []float32{before[0] - 1, before[1] + 1}; !slices.Equal(rows[0], want) {
+		t.Fatalf("row after round 0 = %v, want %v", rows[0], want)
 	}
 	got, err := c.GetState(ctx, "ckpt/")
 	if err != nil {
@@ -252,7 +253,8 @@ func TestDirectSyncRound(t *testing.T) {
 }
 
 // TestLocalRefuses calls shard.Local with buffers that do not fit: each
-// call is refused as a bad request and changes nothing.
+// call is refused as a bad request (ams.ErrBadRequest, no gRPC status)
+// and changes nothing.
 func TestLocalRefuses(t *testing.T) {
 	ctx := context.Background()
 	m, shards := startShards(t, 1, 1)
@@ -264,22 +266,22 @@ func TestLocalRefuses(t *testing.T) {
 	l := shard.NewLocal(shards[0])
 	for _, tc := range []struct {
 		name   string
-		tables []shard.TableRequest
-		dense  []shard.DenseBuf
+		tables []ams.TableRequest
+		dense  []ams.DenseRequest
 	}{
-		{"position past the buffer", []shard.TableRequest{{Table: "emb", IDs: []uint64{1, 2}, Pos: []int32{0, 2}, Rows: make([]float32, 4)}}, nil},
-		{"negative position", []shard.TableRequest{{Table: "emb", IDs: []uint64{1}, Pos: []int32{-1}, Rows: make([]float32, 4)}}, nil},
-		{"fewer positions than ids", []shard.TableRequest{{Table: "emb", IDs: []uint64{1, 2}, Pos: []int32{0}, Rows: make([]float32, 4)}}, nil},
-		{"buffer not whole rows", []shard.TableRequest{{Table: "emb", IDs: []uint64{1}, Pos: []int32{0}, Rows: make([]float32, 3)}}, nil},
-		{"rows without positions, wrong length", []shard.TableRequest{{Table: "emb", IDs: []uint64{1}, Rows: make([]float32, 4)}}, nil},
-		{"dense buffer not the whole vector", nil, []shard.DenseBuf{{Name: "mlp", Values: make([]float32, 2)}}},
+		{"position past the buffer", []ams.TableRequest{{Table: "emb", IDs: []uint64{1, 2}, Pos: []int32{0, 2}, Rows: make([]float32, 4)}}, nil},
+		{"negative position", []ams.TableRequest{{Table: "emb", IDs: []uint64{1}, Pos: []int32{-1}, Rows: make([]float32, 4)}}, nil},
+		{"fewer positions than ids", []ams.TableRequest{{Table: "emb", IDs: []uint64{1, 2}, Pos: []int32{0}, Rows: make([]float32, 4)}}, nil},
+		{"buffer not whole rows", []ams.TableRequest{{Table: "emb", IDs: []uint64{1}, Pos: []int32{0}, Rows: make([]float32, 3)}}, nil},
+		{"rows without positions, wrong length", []ams.TableRequest{{Table: "emb", IDs: []uint64{1}, Rows: make([]float32, 4)}}, nil},
+		{"dense buffer not the whole vector", nil, []ams.DenseRequest{{Name: "mlp", Values: make([]float32, 2)}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if err := l.PullRows(ctx, 1, tc.tables, tc.dense, true); !isCode(err, codes.InvalidArgument) {
-				t.Errorf("pull = %v, want InvalidArgument", err)
+			if err := l.PullRows(ctx, 1, tc.tables, tc.dense, true); !errors.Is(err, ams.ErrBadRequest) {
+				t.Errorf("pull = %v, want ams.ErrBadRequest", err)
 			}
-			if err := l.PushRows(ctx, 1, tc.tables, tc.dense); !isCode(err, codes.InvalidArgument) {
-				t.Errorf("push = %v, want InvalidArgument", err)
+			if err := l.PushRows(ctx, 1, tc.tables, tc.dense); !errors.Is(err, ams.ErrBadRequest) {
+				t.Errorf("push = %v, want ams.ErrBadRequest", err)
 			}
 		})
 	}
@@ -290,7 +292,7 @@ func TestLocalRefuses(t *testing.T) {
 	if st[0].Tables[0].Rows != 0 {
 		t.Fatalf("refused calls created %d rows", st[0].Tables[0].Rows)
 	}
-	if err := l.PullRows(ctx, 1, nil, []shard.DenseBuf{{Name: "nope", Values: make([]float32, 3)}}, false); !isCode(err, codes.NotFound) {
-		t.Fatalf("pull of an unknown vector = %v, want NotFound", err)
+	if err := l.PullRows(ctx, 1, nil, []ams.DenseRequest{{Name: "nope", Values: make([]float32, 3)}}, false); !errors.Is(err, ams.ErrUnknownDense) {
+		t.Fatalf("pull of an unknown vector = %v, want ams.ErrUnknownDense", err)
 	}
 }

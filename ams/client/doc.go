@@ -5,10 +5,37 @@
 //
 // NewLocal adds a Resolver for shards that serve in the same process: the
 // data plane to those is a direct call, on the caller's own buffers when
-// the shard offers it (LocalShard, shard.Local), and gRPC stays for the
-// rest; errors match on both paths.
+// the shard offers it (LocalShard, an interface on package ams's request
+// types that shard.Local satisfies; the client never imports the shard),
+// and gRPC stays for the rest.
 //
-// A Client is safe for concurrent use; each call allocates its own routing
-// state. Buffers passed in are owned by the caller and are not retained
-// after a call returns.
+// # Errors
+//
+// A call's error wraps, with the operation and the shard, the errors the
+// shard failed with, so that errors.Is matches the same sentinels of
+// package ams on either path: over gRPC the status names them (the error
+// table, amspb.Errors, turned back by amspb.FromStatus), in this process
+// they are the shard's own. A shard that cannot be reached, or that
+// closed, is ams.ErrUnavailable (ams.ErrClosed is a case of it); a call
+// whose context ended fails with context.Canceled or
+// context.DeadlineExceeded; a buffer that does not hold ids x dim values
+// is ams.ErrDimMismatch, a table never declared through the client
+// ams.ErrUnknownTable.
+//
+// # Routes
+//
+// A Route is a batch's ids split by shard, computed once (NewRoute, Add)
+// and reused: a worker pulls a batch's rows through it (PullRoute, or
+// PullRound in sync mode) and pushes the batch's gradients through the
+// same route (PushRoute, PushRound), so the push does not route again.
+// A route keeps its own copies of the ids and reuses its buffers from
+// batch to batch (Reset), allocating nothing once they have grown. Pull
+// and Push take tables with their ids and route each call anew. The
+// client routes only to shards; each shard splits its part by stripe
+// itself.
+//
+// A Client is safe for concurrent use. Pull and Push allocate their own
+// routing state; a Route is read, not written, by the calls that use it,
+// which may share it. Buffers passed in are owned by the caller and are
+// not retained after a call returns.
 package client

@@ -2,12 +2,12 @@ package client_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
 
-	"google.golang.org/grpc/codes"
-
+	"github.com/xdlgo/xps/ams"
 	"github.com/xdlgo/xps/ams/client"
 )
 
@@ -60,8 +60,8 @@ func TestState(t *testing.T) {
 	// Refusals: bad keys and values, and an old cluster version.
 	for _, e := range []client.StateEntry{{Key: "", Value: []byte("x")}, {Key: strings.Repeat("k", 2000), Value: []byte("x")},
 		{Key: "big", Value: make([]byte, 2<<20)}} {
-		if err := c.PutState(ctx, []client.StateEntry{e}); !isCode(err, codes.InvalidArgument) {
-			t.Errorf("put of key %.10q (%d bytes) = %v, want InvalidArgument", e.Key, len(e.Value), err)
+		if err := c.PutState(ctx, []client.StateEntry{e}); !errors.Is(err, ams.ErrBadRequest) {
+			t.Errorf("put of key %.10q (%d bytes) = %v, want ams.ErrBadRequest", e.Key, len(e.Value), err)
 		}
 	}
 	m2 := *m

@@ -26,33 +26,33 @@ func (r Round) proto() (*amspb.SyncRound, error) {
 	return &amspb.SyncRound{Epoch: r.Epoch, Iter: r.Iter, Worker: uint32(r.Worker), Workers: uint32(r.Workers), Done: r.Done}, nil
 }
 
-// PullRound is Pull (creating missing rows) for round r of sync mode: each
-// shard first waits until every round before r is applied there. A shard
-// waits a bounded time; when one stopped waiting first, PullRound returns
-// pending, with tables and dense not (all) filled, and the caller asks
-// again (a worker checks for a pause in between: the round may wait for a
-// worker that paused).
-func (c *Client) PullRound(ctx context.Context, r Round, tables []Table, dense []Vector) (pending bool, err error) {
+// PullRound is PullRoute (creating missing rows) for round r of sync
+// mode: each shard first waits until every round before r is applied
+// there. A shard waits a bounded time; when one stopped waiting first,
+// PullRound returns pending, with rows and dense not (all) filled, and
+// the caller asks again (a worker checks for a pause in between: the
+// round may wait for a worker that paused).
+func (c *Client) PullRound(ctx context.Context, r Round, route *Route, rows [][]float32, dense []Vector) (pending bool, err error) {
 	pr, err := r.proto()
 	if err != nil {
 		return false, err
 	}
-	return c.pull(ctx, tables, dense, true, pr)
+	return c.pull(ctx, route, rows, dense, true, pr)
 }
 
 // PushRound sends this worker's part of round r to every shard: gradients
-// as Push does (a Done round carries none), and state, which the shard
-// that keeps each key stores when it applies the round (a checkpoint that
-// is in the model exactly when the round's gradients are). It returns
-// when every shard has taken the part; the round is applied later, when
-// its last part arrives.
-func (c *Client) PushRound(ctx context.Context, r Round, tables []Table, dense []Vector, state []StateEntry) error {
+// as PushRoute does (a Done round carries none: route nil), and state,
+// which the shard that keeps each key stores when it applies the round (a
+// checkpoint that is in the model exactly when the round's gradients
+// are). It returns when every shard has taken the part; the round is
+// applied later, when its last part arrives.
+func (c *Client) PushRound(ctx context.Context, r Round, route *Route, grads [][]float32, dense []Vector, state []StateEntry) error {
 	pr, err := r.proto()
 	if err != nil {
 		return err
 	}
-	if r.Done && (len(tables) > 0 || len(dense) > 0) {
+	if r.Done && (route.Tables() > 0 || len(dense) > 0) {
 		return fmt.Errorf("ams client: sync round %d/%d: a done part carries gradients", r.Epoch, r.Iter)
 	}
-	return c.push(ctx, tables, dense, pr, state)
+	return c.push(ctx, route, grads, dense, pr, state)
 }

@@ -4,10 +4,22 @@
 //
 // A worker in the same process (the embedded local cluster) may skip gRPC:
 // NewService is the service itself, and Local adds PullRows and PushRows,
-// which read and write the worker's batch buffers in place (TableRequest.Pos
-// scatters a shard's rows among the batch's, and DenseBuf is a whole dense
-// vector of which the shard touches its range). They check and fail as the
-// service does, with the same gRPC status codes.
+// which read and write the worker's batch buffers in place
+// (ams.TableRequest.Pos scatters a shard's rows among the batch's, and
+// ams.DenseRequest is a whole dense vector of which the shard touches its
+// range). They check and fail as the service does. Local satisfies
+// client.LocalShard, an interface on ams types, and neither package
+// imports the other.
+//
+// # Errors
+//
+// The service's methods and Local's fail with the shard's own errors:
+// sentinels of package ams (ams.ErrStaleVersion, ams.ErrBadRequest,
+// ams.ErrClosed, ...) wrapped with context, never a gRPC status. The
+// server NewGRPCServer builds (ServerOptions) answers each as a status of
+// the error table, amspb.Errors: the code of the first entry the error
+// matches and an ErrorInfo detail naming every entry it matches, which
+// the client turns back into an error that matches the same sentinels.
 //
 // # Concurrency model
 //
@@ -25,8 +37,8 @@
 // # Protocol
 //
 // Every request carries the cluster version; a request whose version is not
-// the shard's is refused with ErrStaleVersion (gRPC ABORTED; the client
-// turns it back into ams.ErrStaleVersion) and never applied. The version
+// the shard's is refused with ams.ErrStaleVersion (gRPC ABORTED over the
+// wire) and never applied. The version
 // only moves forward, in two ways: a Restore starts the version it carries
 // (before it loads anything, so that no request of the version it replaces
 // is applied after it began), and a blank shard (nothing declared, no

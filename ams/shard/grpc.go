@@ -9,8 +9,6 @@ import (
 	"time"
 
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
 
 	"github.com/xdlgo/xps/ams"
 	"github.com/xdlgo/xps/ams/amspb"
@@ -41,36 +39,18 @@ func NewGRPCServer(s *Shard, extra ...grpc.ServerOption) *grpc.Server {
 }
 
 // NewService returns the shard's AMS service, the one NewGRPCServer
-// registers. A client in the same process may call its Pull and Push
-// directly (client.NewLocal): they read the request's payloads in place
-// during the call and reply with fresh buffers.
+// registers. Its methods fail with the shard's own errors (sentinels of
+// package ams), which the server answers as statuses of the error table
+// (amspb.ToStatus, installed by ServerOptions). A client in the same
+// process may call its Pull and Push directly (client.NewLocal): they
+// read the request's payloads in place during the call and reply with
+// fresh buffers.
 func NewService(s *Shard) amspb.AMSServer { return &service{s: s} }
 
 // service adapts a Shard to amspb.AMSServer.
 type service struct {
 	amspb.UnimplementedAMSServer
 	s *Shard
-}
-
-// toStatus maps shard errors to gRPC codes.
-func toStatus(err error) error {
-	if err == nil {
-		return nil
-	}
-	code := codes.Internal
-	switch {
-	case errors.Is(err, ams.ErrStaleVersion):
-		code = codes.Aborted
-	case errors.Is(err, ErrConflict), errors.Is(err, ams.ErrNotInitialized), errors.Is(err, ErrRestore), errors.Is(err, ErrRoundApplied):
-		code = codes.FailedPrecondition
-	case errors.Is(err, ams.ErrUnknownTable), errors.Is(err, ErrUnknownDense):
-		code = codes.NotFound
-	case errors.Is(err, ErrBadRequest), errors.Is(err, ams.ErrBadSpec):
-		code = codes.InvalidArgument
-	case errors.Is(err, ErrClosed):
-		code = codes.Unavailable
-	}
-	return status.Error(code, err.Error())
 }
 
 func (v *service) Declare(_ context.Context, req *amspb.DeclareRequest) (*amspb.DeclareResponse, error) {
@@ -81,21 +61,21 @@ func (v *service) Declare(_ context.Context, req *amspb.DeclareRequest) (*amspb.
 	dense := make([]DenseDecl, len(req.Dense))
 	for i, d := range req.Dense {
 		if d.Hi < d.Lo || d.Hi-d.Lo > ams.MaxMessageBytes/4 || d.Size > 1<<40 {
-			return nil, toStatus(fmt.Errorf("%w: dense %q range [%d,%d) of %d does not fit one message", ErrBadRequest, d.Name, d.Lo, d.Hi, d.Size))
+			return nil, fmt.Errorf("%w: dense %q range [%d,%d) of %d does not fit one message", ams.ErrBadRequest, d.Name, d.Lo, d.Hi, d.Size)
 		}
 		dense[i] = DenseDecl{Spec: ams.DenseSpec{Name: d.Name, Size: int(d.Size), Optimizer: amspb.ToOptimizerSpec(d.Optimizer)},
 			Lo: int(d.Lo), Hi: int(d.Hi)}
 		if len(d.Init) > 0 {
 			init, err := ams.UnpackFloats(nil, d.Init)
 			if err != nil {
-				return nil, toStatus(errors.Join(ErrBadRequest, err))
+				return nil, errors.Join(ams.ErrBadRequest, err)
 			}
 			dense[i].Init = init
 		}
 	}
 	created, err := v.s.Declare(req.ClusterVersion, tables, dense)
 	if err != nil {
-		return nil, toStatus(err)
+		return nil, err
 	}
 	return &amspb.DeclareResponse{Created: created}, nil
 }
@@ -104,7 +84,7 @@ func (v *service) Declare(_ context.Context, req *amspb.DeclareRequest) (*amspb.
 // table's reply payload; where the machine allows (inPlace), the stripes
 // write rows straight into it. A reply that could not be sent (over
 // ams.MaxMessageBytes) is refused before anything is allocated.
-func (v *service) decodePull(tables []*amspb.TableIDs) (reqs []TableRequest, out [][]byte, inPlace bool, err error) {
+func (v *service) decodePull(tables []*amspb.TableIDs) (reqs []ams.TableRequest, out [][]byte, inPlace bool, err error) {
 	cat := v.s.cat.Load()
 	total := 0
 	for _, t := range tables {
@@ -114,16 +94,16 @@ func (v *service) decodePull(tables []*amspb.TableIDs) (reqs []TableRequest, out
 		}
 		total += len(t.Ids) / 8 * ti.spec.Dim * 4
 		if total > ams.MaxMessageBytes {
-			return nil, nil, false, fmt.Errorf("%w: the reply would exceed %d bytes", ErrBadRequest, ams.MaxMessageBytes)
+			return nil, nil, false, fmt.Errorf("%w: the reply would exceed %d bytes", ams.ErrBadRequest, ams.MaxMessageBytes)
 		}
 	}
-	reqs = make([]TableRequest, len(tables))
+	reqs = make([]ams.TableRequest, len(tables))
 	out = make([][]byte, len(tables))
 	inPlace = true
 	for i, t := range tables {
 		idv, err := ams.UnpackIDs(nil, t.Ids)
 		if err != nil {
-			return nil, nil, false, errors.Join(ErrBadRequest, err)
+			return nil, nil, false, errors.Join(ams.ErrBadRequest, err)
 		}
 		n := len(idv) * cat.tables[t.Table].spec.Dim
 		out[i] = make([]byte, 4*n)
@@ -131,15 +111,15 @@ func (v *service) decodePull(tables []*amspb.TableIDs) (reqs []TableRequest, out
 		if !ok {
 			view, inPlace = make([]float32, n), false
 		}
-		reqs[i] = TableRequest{Table: t.Table, IDs: idv, Rows: view}
+		reqs[i] = ams.TableRequest{Table: t.Table, IDs: idv, Rows: view}
 	}
 	return reqs, out, inPlace, nil
 }
 
 // decodePush unpacks the ids and gradients of each table of a push.
-func (v *service) decodePush(tables []*amspb.TableGrads) ([]TableRequest, error) {
+func (v *service) decodePush(tables []*amspb.TableGrads) ([]ams.TableRequest, error) {
 	cat := v.s.cat.Load()
-	reqs := make([]TableRequest, len(tables))
+	reqs := make([]ams.TableRequest, len(tables))
 	for i, t := range tables {
 		ti, ok := cat.tables[t.Table]
 		if !ok {
@@ -147,12 +127,12 @@ func (v *service) decodePush(tables []*amspb.TableGrads) ([]TableRequest, error)
 		}
 		idv, err := ams.UnpackIDs(nil, t.Ids)
 		if err != nil {
-			return nil, errors.Join(ErrBadRequest, err)
+			return nil, errors.Join(ams.ErrBadRequest, err)
 		}
 		if len(t.Grads) != 4*len(idv)*ti.spec.Dim {
-			return nil, fmt.Errorf("%w: table %q: %d gradient bytes for %d ids of dim %d", ErrBadRequest, t.Table, len(t.Grads), len(idv), ti.spec.Dim)
+			return nil, fmt.Errorf("%w: table %q: %d gradient bytes for %d ids of dim %d", ams.ErrBadRequest, t.Table, len(t.Grads), len(idv), ti.spec.Dim)
 		}
-		reqs[i] = TableRequest{Table: t.Table, IDs: idv}
+		reqs[i] = ams.TableRequest{Table: t.Table, IDs: idv}
 		if view, ok := ams.FloatsView(t.Grads); ok {
 			reqs[i].Rows = view // the request is ours until we reply
 		} else {
@@ -168,12 +148,12 @@ const roundWait = 200 * time.Millisecond
 
 func (v *service) Pull(ctx context.Context, req *amspb.PullRequest) (*amspb.PullResponse, error) {
 	if err := v.s.checkVersion(req.ClusterVersion); err != nil {
-		return nil, toStatus(err)
+		return nil, err
 	}
 	if r := req.Sync; r != nil {
 		pending, err := v.s.WaitRound(ctx, req.ClusterVersion, Round{Epoch: r.Epoch, Iter: r.Iter}, roundWait)
 		if err != nil {
-			return nil, toStatus(err)
+			return nil, err
 		}
 		if pending {
 			return &amspb.PullResponse{RoundPending: true}, nil
@@ -181,10 +161,10 @@ func (v *service) Pull(ctx context.Context, req *amspb.PullRequest) (*amspb.Pull
 	}
 	reqs, out, inPlace, err := v.decodePull(req.Tables)
 	if err != nil {
-		return nil, toStatus(err)
+		return nil, err
 	}
 	if err := v.s.Pull(req.ClusterVersion, reqs, req.Create); err != nil {
-		return nil, toStatus(err)
+		return nil, err
 	}
 	resp := &amspb.PullResponse{Tables: make([]*amspb.TableRows, len(reqs))}
 	for i, r := range reqs {
@@ -196,7 +176,7 @@ func (v *service) Pull(ctx context.Context, req *amspb.PullRequest) (*amspb.Pull
 	for _, name := range req.Dense {
 		lo, hi, vals, err := v.s.PullDense(req.ClusterVersion, name)
 		if err != nil {
-			return nil, toStatus(err)
+			return nil, err
 		}
 		resp.Dense = append(resp.Dense, &amspb.DenseValues{Name: name, Lo: uint64(lo), Hi: uint64(hi), Values: ams.FloatsPayload(vals)})
 	}
@@ -205,11 +185,11 @@ func (v *service) Pull(ctx context.Context, req *amspb.PullRequest) (*amspb.Pull
 
 func (v *service) Push(_ context.Context, req *amspb.PushRequest) (*amspb.PushResponse, error) {
 	if err := v.s.checkVersion(req.ClusterVersion); err != nil {
-		return nil, toStatus(err)
+		return nil, err
 	}
 	reqs, err := v.decodePush(req.Tables)
 	if err != nil {
-		return nil, toStatus(err)
+		return nil, err
 	}
 	// Check every dense gradient before applying anything, so that a bad
 	// payload refuses the whole request. The gradients are read in place
@@ -225,7 +205,7 @@ func (v *service) Push(_ context.Context, req *amspb.PushRequest) (*amspb.PushRe
 			err = v.s.checkDense(d.Name, len(dense[i]))
 		}
 		if err != nil {
-			return nil, toStatus(errors.Join(ErrBadRequest, err))
+			return nil, errors.Join(ams.ErrBadRequest, err)
 		}
 	}
 	if r := req.Sync; r != nil {
@@ -236,16 +216,16 @@ func (v *service) Push(_ context.Context, req *amspb.PushRequest) (*amspb.PushRe
 		for _, e := range req.State {
 			p.State = append(p.State, StateEntry{Key: e.Key, Value: e.Value})
 		}
-		return &amspb.PushResponse{}, toStatus(v.s.PushRound(req.ClusterVersion, p))
+		return &amspb.PushResponse{}, v.s.PushRound(req.ClusterVersion, p)
 	}
 	if len(reqs) > 0 {
 		if err := v.s.Push(req.ClusterVersion, reqs); err != nil {
-			return nil, toStatus(err)
+			return nil, err
 		}
 	}
 	for i, d := range req.Dense {
 		if err := v.s.PushDense(req.ClusterVersion, d.Name, dense[i]); err != nil {
-			return nil, toStatus(err)
+			return nil, err
 		}
 	}
 	return &amspb.PushResponse{}, nil
@@ -254,7 +234,7 @@ func (v *service) Push(_ context.Context, req *amspb.PushRequest) (*amspb.PushRe
 func (v *service) PullDense(_ context.Context, req *amspb.PullDenseRequest) (*amspb.PullDenseResponse, error) {
 	lo, hi, vals, err := v.s.PullDense(req.ClusterVersion, req.Name)
 	if err != nil {
-		return nil, toStatus(err)
+		return nil, err
 	}
 	return &amspb.PullDenseResponse{Lo: uint64(lo), Hi: uint64(hi), Values: ams.FloatsPayload(vals)}, nil
 }
@@ -262,21 +242,21 @@ func (v *service) PullDense(_ context.Context, req *amspb.PullDenseRequest) (*am
 func (v *service) PushDense(_ context.Context, req *amspb.PushDenseRequest) (*amspb.PushDenseResponse, error) {
 	grad, err := ams.UnpackFloats(nil, req.Grad)
 	if err != nil {
-		return nil, toStatus(errors.Join(ErrBadRequest, err))
+		return nil, errors.Join(ams.ErrBadRequest, err)
 	}
 	if err := v.s.PushDense(req.ClusterVersion, req.Name, grad); err != nil {
-		return nil, toStatus(err)
+		return nil, err
 	}
 	return &amspb.PushDenseResponse{}, nil
 }
 
 func (v *service) Stats(_ context.Context, req *amspb.StatsRequest) (*amspb.StatsResponse, error) {
 	if err := v.s.checkVersion(req.ClusterVersion); err != nil {
-		return nil, toStatus(err)
+		return nil, err
 	}
 	st, err := v.s.Stats()
 	if err != nil {
-		return nil, toStatus(err)
+		return nil, err
 	}
 	resp := &amspb.StatsResponse{ShardId: st.ID, ClusterVersion: st.Version, PullRequests: st.Pulls,
 		PushRequests: st.Pushes, RowsPulled: st.RowsPulled, RowsPushed: st.RowsPushed}
@@ -292,7 +272,7 @@ func (v *service) PutState(_ context.Context, req *amspb.PutStateRequest) (*amsp
 		entries[i] = StateEntry{Key: e.Key, Value: e.Value}
 	}
 	if err := v.s.PutState(req.ClusterVersion, entries); err != nil {
-		return nil, toStatus(err)
+		return nil, err
 	}
 	return &amspb.PutStateResponse{}, nil
 }
@@ -300,7 +280,7 @@ func (v *service) PutState(_ context.Context, req *amspb.PutStateRequest) (*amsp
 func (v *service) GetState(_ context.Context, req *amspb.GetStateRequest) (*amspb.GetStateResponse, error) {
 	entries, err := v.s.GetState(req.ClusterVersion, req.Prefix)
 	if err != nil {
-		return nil, toStatus(err)
+		return nil, err
 	}
 	resp := &amspb.GetStateResponse{Entries: make([]*amspb.StateEntry, len(entries))}
 	for i, e := range entries {
@@ -311,20 +291,20 @@ func (v *service) GetState(_ context.Context, req *amspb.GetStateRequest) (*amsp
 
 func (v *service) WriteSnapshot(_ context.Context, req *amspb.WriteSnapshotRequest) (*amspb.WriteSnapshotResponse, error) {
 	if err := v.s.checkVersion(req.ClusterVersion); err != nil {
-		return nil, toStatus(err)
+		return nil, err
 	}
 	store, err := snapshot.OpenStore(req.Store, "")
 	if err != nil {
-		return nil, toStatus(fmt.Errorf("%w: %w", ErrBadRequest, err))
+		return nil, fmt.Errorf("%w: %w", ams.ErrBadRequest, err)
 	}
 	defer store.Close()
 	part, err := v.s.WriteSnapshot(store, req.Seq, int(req.Index))
 	if err != nil {
-		return nil, toStatus(err)
+		return nil, err
 	}
 	b, err := json.Marshal(part)
 	if err != nil {
-		return nil, toStatus(err)
+		return nil, err
 	}
 	return &amspb.WriteSnapshotResponse{Part: b}, nil
 }
@@ -332,11 +312,11 @@ func (v *service) WriteSnapshot(_ context.Context, req *amspb.WriteSnapshotReque
 func (v *service) Restore(_ context.Context, req *amspb.RestoreRequest) (*amspb.RestoreResponse, error) {
 	m, err := ams.UnmarshalShardMap(req.ShardMap)
 	if err != nil {
-		return nil, toStatus(fmt.Errorf("%w: %w", ErrBadRequest, err))
+		return nil, fmt.Errorf("%w: %w", ams.ErrBadRequest, err)
 	}
 	i, n := int(req.Index), len(m.Shards)
 	if i >= n {
-		return nil, toStatus(fmt.Errorf("%w: shard index %d of a map of %d shards", ErrBadRequest, i, n))
+		return nil, fmt.Errorf("%w: shard index %d of a map of %d shards", ams.ErrBadRequest, i, n)
 	}
 	// One restore at a time: a late retry of an abandoned attempt must not
 	// mix its rows into a newer one's (it waits, then finds its version
@@ -346,26 +326,26 @@ func (v *service) Restore(_ context.Context, req *amspb.RestoreRequest) (*amspb.
 	// A restore starts a version: from here on, requests of older ones are
 	// refused, so nothing from before the restore leaks into it.
 	if err := v.s.advanceVersion(req.ClusterVersion); err != nil {
-		return nil, toStatus(err)
+		return nil, err
 	}
 	store, err := snapshot.OpenStore(req.Store, "")
 	if err != nil {
-		return nil, toStatus(fmt.Errorf("%w: %w", ErrBadRequest, err))
+		return nil, fmt.Errorf("%w: %w", ams.ErrBadRequest, err)
 	}
 	defer store.Close()
 	man, err := snapshot.ReadManifest(store, req.Seq)
 	if err != nil {
-		return nil, toStatus(fmt.Errorf("%w: %w", ErrRestore, err))
+		return nil, fmt.Errorf("%w: %w", ams.ErrRestore, err)
 	}
 	err = v.s.Restore(store, man, Ownership{Index: i, Shards: n, SameLayout: sameLayout(m, man),
 		Row:   func(table string, id uint64) bool { return m.ShardOf(table, id) == i },
 		State: func(key string) bool { return ams.StateShard(key, n) == i }})
 	if err != nil {
-		return nil, toStatus(err)
+		return nil, err
 	}
 	st, err := v.s.Stats()
 	if err != nil {
-		return nil, toStatus(err)
+		return nil, err
 	}
 	var rows uint64
 	for _, t := range st.Tables {

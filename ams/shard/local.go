@@ -4,27 +4,19 @@ import (
 	"context"
 	"fmt"
 
-	"google.golang.org/grpc/status"
-
+	"github.com/xdlgo/xps/ams"
 	"github.com/xdlgo/xps/ams/amspb"
 )
-
-// DenseBuf is a whole dense vector in a caller's buffer (len(Values) is
-// the vector's size): a pull writes the shard's range of it, a push reads
-// the shard's range of the gradient.
-type DenseBuf struct {
-	Name   string
-	Values []float32
-}
 
 // Local is a shard's data plane for a worker in the same process (see
 // client.NewLocal): the service's Pull and Push on protobuf messages
 // (sync-mode rounds use them), and PullRows and PushRows, which read and
 // write the caller's own batch buffers, with no request payloads and no
 // reply to copy. Every method checks what the service checks and fails
-// with the same gRPC status codes, so the caller handles both paths
-// alike; the one check it leaves out is the message size limit, as
-// nothing is sent.
+// with the same errors (sentinels of package ams, never a gRPC status),
+// which match as a client's errors over gRPC do, so the caller handles
+// both paths alike; the one check it leaves out is the message size
+// limit, as nothing is sent.
 type Local struct {
 	service
 }
@@ -34,29 +26,29 @@ func NewLocal(s *Shard) *Local { return &Local{service{s: s}} }
 
 // PullRows fills each table request's rows (at its positions) and the
 // shard's range of each dense vector, as Pull does.
-func (l *Local) PullRows(ctx context.Context, version uint64, tables []TableRequest, dense []DenseBuf, create bool) error {
+func (l *Local) PullRows(ctx context.Context, version uint64, tables []ams.TableRequest, dense []ams.DenseRequest, create bool) error {
 	return l.rows(ctx, version, opPull, tables, dense, create)
 }
 
 // PushRows applies each table request's rows (at its positions) as
 // gradients, and the shard's range of each dense gradient, as Push does.
 // A bad dense vector refuses the whole request before anything is applied.
-func (l *Local) PushRows(ctx context.Context, version uint64, tables []TableRequest, dense []DenseBuf) error {
+func (l *Local) PushRows(ctx context.Context, version uint64, tables []ams.TableRequest, dense []ams.DenseRequest) error {
 	return l.rows(ctx, version, opPush, tables, dense, true)
 }
 
 // rows serves PullRows (op opPull) and PushRows (opPush): every check
 // first, then the tables, then each vector's range.
-func (l *Local) rows(ctx context.Context, version uint64, op opKind, tables []TableRequest, dense []DenseBuf, create bool) error {
+func (l *Local) rows(ctx context.Context, version uint64, op opKind, tables []ams.TableRequest, dense []ams.DenseRequest, create bool) error {
 	if err := ctx.Err(); err != nil {
-		return status.FromContextError(err).Err()
+		return err
 	}
 	if err := l.s.checkVersion(version); err != nil {
-		return toStatus(err)
+		return err
 	}
 	ranges, err := l.denseRanges(dense)
 	if err != nil {
-		return toStatus(err)
+		return err
 	}
 	denseOp := opDensePull
 	if op == opPush {
@@ -69,12 +61,12 @@ func (l *Local) rows(ctx context.Context, version uint64, op opKind, tables []Ta
 			err = l.s.Push(version, tables)
 		}
 		if err != nil {
-			return toStatus(err)
+			return err
 		}
 	}
 	for i, d := range dense {
 		if err := l.s.denseTask(ranges[i], denseOp, d.Values[ranges[i].lo:ranges[i].hi]); err != nil {
-			return toStatus(err)
+			return err
 		}
 	}
 	return nil
@@ -82,7 +74,7 @@ func (l *Local) rows(ctx context.Context, version uint64, op opKind, tables []Ta
 
 // denseRanges looks up each vector and checks that its buffer is the
 // whole vector.
-func (l *Local) denseRanges(dense []DenseBuf) ([]*denseInfo, error) {
+func (l *Local) denseRanges(dense []ams.DenseRequest) ([]*denseInfo, error) {
 	out := make([]*denseInfo, len(dense))
 	for i, d := range dense {
 		di, err := l.s.denseInfo(d.Name, -1)
@@ -90,7 +82,7 @@ func (l *Local) denseRanges(dense []DenseBuf) ([]*denseInfo, error) {
 			return nil, err
 		}
 		if len(d.Values) != di.spec.Size {
-			return nil, fmt.Errorf("%w: dense %q: a buffer of %d values for a vector of %d", ErrBadRequest, d.Name, len(d.Values), di.spec.Size)
+			return nil, fmt.Errorf("%w: dense %q: a buffer of %d values for a vector of %d", ams.ErrBadRequest, d.Name, len(d.Values), di.spec.Size)
 		}
 		out[i] = di
 	}

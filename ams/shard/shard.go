@@ -11,21 +11,6 @@ import (
 	"github.com/xdlgo/xps/ams"
 )
 
-// Errors returned by the shard, matched with errors.Is.
-var (
-	// ErrStaleVersion is ams.ErrStaleVersion: the request's cluster version
-	// is not the shard's.
-	ErrStaleVersion = ams.ErrStaleVersion
-	// ErrBadRequest: a malformed payload (lengths that do not match).
-	ErrBadRequest = errors.New("ams: bad request")
-	// ErrConflict: a declaration that contradicts an existing one.
-	ErrConflict = errors.New("ams: declaration conflicts with existing")
-	// ErrUnknownDense: a dense vector that was never declared.
-	ErrUnknownDense = errors.New("ams: unknown dense vector")
-	// ErrClosed: the shard was closed.
-	ErrClosed = errors.New("ams: shard closed")
-)
-
 // Options configure a Shard. The zero value is usable.
 type Options struct {
 	// ID names the shard in stats and logs. The default value is "ams".
@@ -125,7 +110,7 @@ func New(opts Options) *Shard {
 }
 
 // Close stops the stripe owners and waits for them. Requests in flight
-// fail with ErrClosed.
+// fail with ams.ErrClosed.
 func (s *Shard) Close() error {
 	s.closing.Do(func() { close(s.done) })
 	s.wg.Wait()
@@ -141,7 +126,7 @@ func (s *Shard) Version() uint64 { return s.version.Load() }
 // checkVersion refuses a request whose version is not the shard's.
 func (s *Shard) checkVersion(v uint64) error {
 	if cur := s.version.Load(); v != cur {
-		return fmt.Errorf("%w: request version %d, shard %s serves %d", ErrStaleVersion, v, s.opts.ID, cur)
+		return fmt.Errorf("%w: request version %d, shard %s serves %d", ams.ErrStaleVersion, v, s.opts.ID, cur)
 	}
 	return nil
 }
@@ -177,7 +162,7 @@ func (s *Shard) advanceVersion(v uint64) error {
 	for {
 		cur := s.version.Load()
 		if v < cur {
-			return fmt.Errorf("%w: request version %d, shard %s serves %d", ErrStaleVersion, v, s.opts.ID, cur)
+			return fmt.Errorf("%w: request version %d, shard %s serves %d", ams.ErrStaleVersion, v, s.opts.ID, cur)
 		}
 		if s.version.CompareAndSwap(cur, v) {
 			return nil
@@ -199,7 +184,7 @@ func (s *Shard) dispatch(tasks []*task) error {
 	var wg sync.WaitGroup
 	select {
 	case <-s.done:
-		return ErrClosed
+		return ams.ErrClosed
 	default:
 	}
 	for i, t := range tasks {
@@ -213,7 +198,7 @@ func (s *Shard) dispatch(tasks []*task) error {
 		case <-s.done:
 			wg.Done()
 			wg.Wait()
-			return ErrClosed
+			return ams.ErrClosed
 		}
 	}
 	wg.Wait()
@@ -245,7 +230,7 @@ type DenseDecl struct {
 
 // Declare creates tables and dense ranges. Existing identical declarations
 // are kept as they are (their rows and values untouched); a declaration
-// that differs from an existing one fails with ErrConflict. It returns the
+// that differs from an existing one fails with ams.ErrConflict. It returns the
 // names it created.
 func (s *Shard) Declare(version uint64, tables []ams.TableSpec, dense []DenseDecl) ([]string, error) {
 	s.declareMu.Lock()
@@ -271,7 +256,7 @@ func (s *Shard) Declare(version uint64, tables []ams.TableSpec, dense []DenseDec
 		}
 		if ti, ok := next.tables[spec.Name]; ok {
 			if ti.spec != spec {
-				return nil, fmt.Errorf("%w: table %q is %+v, declared again as %+v", ErrConflict, spec.Name, ti.spec, spec)
+				return nil, fmt.Errorf("%w: table %q is %+v, declared again as %+v", ams.ErrConflict, spec.Name, ti.spec, spec)
 			}
 			continue
 		}
@@ -291,14 +276,14 @@ func (s *Shard) Declare(version uint64, tables []ams.TableSpec, dense []DenseDec
 			return nil, fmt.Errorf("ams: declare dense %q: %w", d.Spec.Name, err)
 		}
 		if d.Lo < 0 || d.Hi < d.Lo || d.Hi > d.Spec.Size {
-			return nil, fmt.Errorf("%w: dense %q range [%d,%d) of size %d", ErrBadRequest, d.Spec.Name, d.Lo, d.Hi, d.Spec.Size)
+			return nil, fmt.Errorf("%w: dense %q range [%d,%d) of size %d", ams.ErrBadRequest, d.Spec.Name, d.Lo, d.Hi, d.Spec.Size)
 		}
 		if d.Init != nil && len(d.Init) != d.Hi-d.Lo {
-			return nil, fmt.Errorf("%w: dense %q: %d initial values for range [%d,%d)", ErrBadRequest, d.Spec.Name, len(d.Init), d.Lo, d.Hi)
+			return nil, fmt.Errorf("%w: dense %q: %d initial values for range [%d,%d)", ams.ErrBadRequest, d.Spec.Name, len(d.Init), d.Lo, d.Hi)
 		}
 		if di, ok := next.dense[d.Spec.Name]; ok {
 			if di.spec != d.Spec || di.lo != d.Lo || di.hi != d.Hi {
-				return nil, fmt.Errorf("%w: dense %q", ErrConflict, d.Spec.Name)
+				return nil, fmt.Errorf("%w: dense %q", ams.ErrConflict, d.Spec.Name)
 			}
 			continue
 		}
@@ -317,43 +302,28 @@ func (s *Shard) Declare(version uint64, tables []ams.TableSpec, dense []DenseDec
 	return created, nil
 }
 
-// TableRequest names the ids of one table in a pull or push.
-type TableRequest struct {
-	Table string
-	IDs   []uint64
-	// Rows receives (pull) or holds (push) len(IDs)*dim values, in id order.
-	Rows []float32
-	// Pos, when set (len(Pos) == len(IDs)), places the row of IDs[k] at
-	// Rows[Pos[k]*dim : (Pos[k]+1)*dim] instead of at row k, so that a
-	// caller in this process pulls into, or pushes from, its own batch
-	// buffer where its ids for this shard are scattered; Rows is then any
-	// whole number of rows that every Pos[k] falls inside. A pull's
-	// positions must be distinct.
-	Pos []int32
-}
-
 // checkRows checks that r's Rows and Pos fit its IDs at dim.
-func (r *TableRequest) checkRows(dim int) error {
+func checkRows(r *ams.TableRequest, dim int) error {
 	if r.Pos == nil {
 		if len(r.Rows) != len(r.IDs)*dim {
-			return fmt.Errorf("%w: table %q: %d values for %d ids of dim %d", ErrBadRequest, r.Table, len(r.Rows), len(r.IDs), dim)
+			return fmt.Errorf("%w: table %q: %d values for %d ids of dim %d", ams.ErrBadRequest, r.Table, len(r.Rows), len(r.IDs), dim)
 		}
 		return nil
 	}
 	if len(r.Pos) != len(r.IDs) || dim == 0 || len(r.Rows)%dim != 0 {
-		return fmt.Errorf("%w: table %q: %d positions and %d values for %d ids of dim %d", ErrBadRequest, r.Table, len(r.Pos), len(r.Rows), len(r.IDs), dim)
+		return fmt.Errorf("%w: table %q: %d positions and %d values for %d ids of dim %d", ams.ErrBadRequest, r.Table, len(r.Pos), len(r.Rows), len(r.IDs), dim)
 	}
 	n := int32(len(r.Rows) / dim)
 	for _, p := range r.Pos {
 		if p < 0 || p >= n {
-			return fmt.Errorf("%w: table %q: position %d outside a buffer of %d rows", ErrBadRequest, r.Table, p, n)
+			return fmt.Errorf("%w: table %q: position %d outside a buffer of %d rows", ams.ErrBadRequest, r.Table, p, n)
 		}
 	}
 	return nil
 }
 
 // split builds one task per stripe that has ids, for the given op.
-func (s *Shard) split(op opKind, reqs []TableRequest, create bool) ([]*task, int, error) {
+func (s *Shard) split(op opKind, reqs []ams.TableRequest, create bool) ([]*task, int, error) {
 	cat := s.cat.Load()
 	tasks := make([]*task, len(s.stripes))
 	now := s.now()
@@ -363,7 +333,7 @@ func (s *Shard) split(op opKind, reqs []TableRequest, create bool) ([]*task, int
 		if !ok {
 			return nil, 0, fmt.Errorf("%w: %q", ams.ErrUnknownTable, r.Table)
 		}
-		if err := r.checkRows(ti.spec.Dim); err != nil {
+		if err := checkRows(&reqs[ri], ti.spec.Dim); err != nil {
 			return nil, 0, err
 		}
 		rows += len(r.IDs)
@@ -396,7 +366,7 @@ func (s *Shard) split(op opKind, reqs []TableRequest, create bool) ([]*task, int
 // Pull fills each request's Rows with the rows of its IDs. With create,
 // missing rows are created by the table's initializer; without it they
 // read as zeros and are not created.
-func (s *Shard) Pull(version uint64, reqs []TableRequest, create bool) error {
+func (s *Shard) Pull(version uint64, reqs []ams.TableRequest, create bool) error {
 	if err := s.checkVersion(version); err != nil {
 		return err
 	}
@@ -414,7 +384,7 @@ func (s *Shard) Pull(version uint64, reqs []TableRequest, create bool) error {
 
 // Push applies each request's Rows as gradients of its IDs with the table's
 // optimizer. Missing rows are created first.
-func (s *Shard) Push(version uint64, reqs []TableRequest) error {
+func (s *Shard) Push(version uint64, reqs []ams.TableRequest) error {
 	if err := s.checkVersion(version); err != nil {
 		return err
 	}
@@ -440,10 +410,10 @@ func (s *Shard) checkDense(name string, n int) error {
 func (s *Shard) denseInfo(name string, n int) (*denseInfo, error) {
 	di, ok := s.cat.Load().dense[name]
 	if !ok {
-		return nil, fmt.Errorf("%w: %q", ErrUnknownDense, name)
+		return nil, fmt.Errorf("%w: %q", ams.ErrUnknownDense, name)
 	}
 	if n >= 0 && n != di.hi-di.lo {
-		return nil, fmt.Errorf("%w: dense %q: %d values for range [%d,%d)", ErrBadRequest, name, n, di.lo, di.hi)
+		return nil, fmt.Errorf("%w: dense %q: %d values for range [%d,%d)", ams.ErrBadRequest, name, n, di.lo, di.hi)
 	}
 	return di, nil
 }

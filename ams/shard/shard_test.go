@@ -16,29 +16,29 @@ func TestShardRefusals(t *testing.T) {
 	}
 	grad := []float32{1, 1}
 	// A request of another cluster version is refused and not applied.
-	if err := s.Push(2, []TableRequest{{Table: "emb", IDs: []uint64{7}, Rows: grad}}); !errors.Is(err, ErrStaleVersion) {
-		t.Fatalf("stale push = %v, want ErrStaleVersion", err)
+	if err := s.Push(2, []ams.TableRequest{{Table: "emb", IDs: []uint64{7}, Rows: grad}}); !errors.Is(err, ams.ErrStaleVersion) {
+		t.Fatalf("stale push = %v, want ams.ErrStaleVersion", err)
 	}
 	st, _ := s.Stats()
 	if st.Tables[0].Rows != 0 || st.Pushes != 0 {
 		t.Fatalf("a stale push was applied: %+v", st)
 	}
 	// Lengths that do not match ids x dim.
-	if err := s.Pull(1, []TableRequest{{Table: "emb", IDs: []uint64{7}, Rows: make([]float32, 3)}}, true); !errors.Is(err, ErrBadRequest) {
-		t.Fatalf("bad length = %v, want ErrBadRequest", err)
+	if err := s.Pull(1, []ams.TableRequest{{Table: "emb", IDs: []uint64{7}, Rows: make([]float32, 3)}}, true); !errors.Is(err, ams.ErrBadRequest) {
+		t.Fatalf("bad length = %v, want ams.ErrBadRequest", err)
 	}
-	if err := s.Pull(1, []TableRequest{{Table: "nope", IDs: []uint64{7}, Rows: grad}}, true); !errors.Is(err, ams.ErrUnknownTable) {
+	if err := s.Pull(1, []ams.TableRequest{{Table: "nope", IDs: []uint64{7}, Rows: grad}}, true); !errors.Is(err, ams.ErrUnknownTable) {
 		t.Fatalf("unknown table = %v, want ErrUnknownTable", err)
 	}
-	if _, err := s.Declare(1, nil, []DenseDecl{{Spec: ams.DenseSpec{Name: "d", Size: 4}, Lo: 2, Hi: 6}}); !errors.Is(err, ErrBadRequest) {
-		t.Fatalf("dense range past its size = %v, want ErrBadRequest", err)
+	if _, err := s.Declare(1, nil, []DenseDecl{{Spec: ams.DenseSpec{Name: "d", Size: 4}, Lo: 2, Hi: 6}}); !errors.Is(err, ams.ErrBadRequest) {
+		t.Fatalf("dense range past its size = %v, want ams.ErrBadRequest", err)
 	}
 	// A valid push is applied: SGD from zeros.
-	if err := s.Push(1, []TableRequest{{Table: "emb", IDs: []uint64{7, 7}, Rows: []float32{1, 2, 3, 4}}}); err != nil {
+	if err := s.Push(1, []ams.TableRequest{{Table: "emb", IDs: []uint64{7, 7}, Rows: []float32{1, 2, 3, 4}}}); err != nil {
 		t.Fatal(err)
 	}
 	out := make([]float32, 2)
-	if err := s.Pull(1, []TableRequest{{Table: "emb", IDs: []uint64{7}, Rows: out}}, false); err != nil {
+	if err := s.Pull(1, []ams.TableRequest{{Table: "emb", IDs: []uint64{7}, Rows: out}}, false); err != nil {
 		t.Fatal(err)
 	}
 	if out[0] != -4 || out[1] != -6 {
@@ -53,12 +53,12 @@ func TestShardRefusals(t *testing.T) {
 	if _, _, _, err := s.PullDense(1, "noinit"); !errors.Is(err, ams.ErrNotInitialized) {
 		t.Fatalf("pull of a dense vector without initial values = %v, want ErrNotInitialized", err)
 	}
-	if err := s.PushDense(1, "noinit", make([]float32, 3)); !errors.Is(err, ErrBadRequest) {
-		t.Fatalf("dense push of the wrong length = %v, want ErrBadRequest", err)
+	if err := s.PushDense(1, "noinit", make([]float32, 3)); !errors.Is(err, ams.ErrBadRequest) {
+		t.Fatalf("dense push of the wrong length = %v, want ams.ErrBadRequest", err)
 	}
 	s.Close()
-	if err := s.Pull(1, []TableRequest{{Table: "emb", IDs: []uint64{7}, Rows: out}}, false); !errors.Is(err, ErrClosed) {
-		t.Fatalf("pull after Close = %v, want ErrClosed", err)
+	if err := s.Pull(1, []ams.TableRequest{{Table: "emb", IDs: []uint64{7}, Rows: out}}, false); !errors.Is(err, ams.ErrClosed) {
+		t.Fatalf("pull after Close = %v, want ams.ErrClosed", err)
 	}
 	s.Close() // idempotent
 }
@@ -76,11 +76,11 @@ func TestVersions(t *testing.T) {
 		version uint64
 	}{
 		{name: "blank-joins-newer", declare: 7, version: 7},
-		{name: "blank-refuses-older", prepare: func(s *Shard) error { return s.advanceVersion(5) }, declare: 4, want: ErrStaleVersion, version: 5},
+		{name: "blank-refuses-older", prepare: func(s *Shard) error { return s.advanceVersion(5) }, declare: 4, want: ams.ErrStaleVersion, version: 5},
 		{name: "declared-refuses-newer", prepare: func(s *Shard) error { _, err := s.Declare(1, []ams.TableSpec{spec}, nil); return err },
-			declare: 2, want: ErrStaleVersion, version: 1},
+			declare: 2, want: ams.ErrStaleVersion, version: 1},
 		{name: "state-refuses-newer", prepare: func(s *Shard) error { return s.PutState(1, []StateEntry{{Key: "reader/x", Value: []byte("1")}}) },
-			declare: 2, want: ErrStaleVersion, version: 1},
+			declare: 2, want: ams.ErrStaleVersion, version: 1},
 		{name: "restore-moves-forward", prepare: func(s *Shard) error {
 			if _, err := s.Declare(1, []ams.TableSpec{spec}, nil); err != nil {
 				return err
@@ -91,11 +91,11 @@ func TestVersions(t *testing.T) {
 			if err := s.advanceVersion(3); err != nil {
 				return err
 			}
-			if err := s.advanceVersion(2); !errors.Is(err, ErrStaleVersion) {
+			if err := s.advanceVersion(2); !errors.Is(err, ams.ErrStaleVersion) {
 				return errors.New("advanced back to 2")
 			}
 			return nil
-		}, declare: 1, want: ErrStaleVersion, version: 3},
+		}, declare: 1, want: ams.ErrStaleVersion, version: 3},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s := New(Options{ID: "t", Stripes: 2})

@@ -3,7 +3,6 @@ package shard
 import (
 	"encoding/binary"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"maps"
 	"math"
@@ -293,10 +292,6 @@ func appendFloats(b []byte, v []float32) []byte {
 	return b
 }
 
-// ErrRestore is wrapped by Restore's errors about a snapshot that does not
-// fit the shard.
-var ErrRestore = errors.New("ams: restore")
-
 // Ownership says which part of a snapshot a restoring shard takes.
 type Ownership struct {
 	// Row reports whether the shard owns a table's row.
@@ -338,7 +333,7 @@ func (s *Shard) Restore(store snapshot.Store, m *snapshot.Manifest, own Ownershi
 	for _, t := range m.Tables {
 		var spec ams.TableSpec
 		if err := json.Unmarshal(t.Spec, &spec); err != nil {
-			return fmt.Errorf("%w: table %q: bad spec in the manifest: %v", ErrRestore, t.Name, err)
+			return fmt.Errorf("%w: table %q: bad spec in the manifest: %v", ams.ErrRestore, t.Name, err)
 		}
 		specs = append(specs, spec)
 	}
@@ -351,20 +346,20 @@ func (s *Shard) Restore(store snapshot.Store, m *snapshot.Manifest, own Ownershi
 			}
 			var spec ams.DenseSpec
 			if err := json.Unmarshal(d.Spec, &spec); err != nil || spec.Name != d.Name || spec.Size != d.Len {
-				return fmt.Errorf("%w: dense %q: bad spec in the manifest", ErrRestore, d.Name)
+				return fmt.Errorf("%w: dense %q: bad spec in the manifest", ams.ErrRestore, d.Name)
 			}
 			lo, hi := ams.DenseRange(spec.Size, own.Index, own.Shards)
 			dense = append(dense, DenseDecl{Spec: spec, Lo: lo, Hi: hi})
 		}
 	}
 	if _, err := s.Declare(s.Version(), specs, dense); err != nil {
-		return fmt.Errorf("%w: %w", ErrRestore, err)
+		return fmt.Errorf("%w: %w", ams.ErrRestore, err)
 	}
 	ownsState := own.State
 	cat := s.cat.Load()
 	for _, t := range m.Tables {
 		if err := s.restoreTable(store, m.Seq, cat.tables[t.Name], t, own); err != nil {
-			return fmt.Errorf("%w: snapshot %d table %q: %w", ErrRestore, m.Seq, t.Name, err)
+			return fmt.Errorf("%w: snapshot %d table %q: %w", ams.ErrRestore, m.Seq, t.Name, err)
 		}
 	}
 	if err := s.restoreDense(store, m, cat); err != nil {
@@ -535,7 +530,7 @@ func (s *Shard) restoreDense(store snapshot.Store, m *snapshot.Manifest, cat *ca
 			}
 		}
 		if len(saved) == 0 {
-			return fmt.Errorf("%w: snapshot %d has no dense vector %q", ErrRestore, m.Seq, name)
+			return fmt.Errorf("%w: snapshot %d has no dense vector %q", ams.ErrRestore, m.Seq, name)
 		}
 		lo, hi := di.lo, di.hi
 		values := make([]float32, hi-lo)
@@ -543,19 +538,19 @@ func (s *Shard) restoreDense(store snapshot.Store, m *snapshot.Manifest, cat *ca
 		covered := 0
 		for _, d := range saved {
 			if d.Len != di.spec.Size {
-				return fmt.Errorf("%w: dense %q has %d values in snapshot %d, %d declared", ErrRestore, name, d.Len, m.Seq, di.spec.Size)
+				return fmt.Errorf("%w: dense %q has %d values in snapshot %d, %d declared", ams.ErrRestore, name, d.Len, m.Seq, di.spec.Size)
 			}
 			b, err := readAll(store, m.Seq, d.File.Name)
 			if err != nil {
-				return fmt.Errorf("%w: dense %q: %w", ErrRestore, name, err)
+				return fmt.Errorf("%w: dense %q: %w", ams.ErrRestore, name, err)
 			}
 			if len(b) < 16 {
-				return fmt.Errorf("%w: dense %q: %s is short", ErrRestore, name, d.File.Name)
+				return fmt.Errorf("%w: dense %q: %s is short", ams.ErrRestore, name, d.File.Name)
 			}
 			slo, shi := int(binary.LittleEndian.Uint64(b)), int(binary.LittleEndian.Uint64(b[8:]))
 			b = b[16:]
 			if slo < 0 || slo > shi || shi > d.Len || len(b) < 4*(shi-slo) || len(b)%4 != 0 {
-				return fmt.Errorf("%w: dense %q: %s holds a bad range [%d, %d)", ErrRestore, name, d.File.Name, slo, shi)
+				return fmt.Errorf("%w: dense %q: %s holds a bad range [%d, %d)", ams.ErrRestore, name, d.File.Name, slo, shi)
 			}
 			vals := make([]float32, len(b)/4)
 			for i := range vals {
@@ -570,7 +565,7 @@ func (s *Shard) restoreDense(store snapshot.Store, m *snapshot.Manifest, cat *ca
 			}
 		}
 		if covered != hi-lo {
-			return fmt.Errorf("%w: dense %q: the snapshot covers %d of the %d values of [%d, %d)", ErrRestore, name, covered, hi-lo, lo, hi)
+			return fmt.Errorf("%w: dense %q: the snapshot covers %d of the %d values of [%d, %d)", ams.ErrRestore, name, covered, hi-lo, lo, hi)
 		}
 		if err := s.onStripes(func(i int, st *stripe) error {
 			if i != di.stripe {
@@ -582,7 +577,7 @@ func (s *Shard) restoreDense(store snapshot.Store, m *snapshot.Manifest, cat *ca
 			}
 			return v.Load(values, state)
 		}); err != nil {
-			return fmt.Errorf("%w: dense %q: %w", ErrRestore, name, err)
+			return fmt.Errorf("%w: dense %q: %w", ams.ErrRestore, name, err)
 		}
 	}
 	return nil

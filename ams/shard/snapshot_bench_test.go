@@ -211,7 +211,7 @@ func fillSnapBenchShard(b *testing.B, s *Shard, rows int) {
 				ids = append(ids, id)
 			}
 		}
-		if err := s.Push(1, []TableRequest{{Table: "emb", IDs: ids, Rows: grads[:len(ids)*snapBenchDim]}}); err != nil {
+		if err := s.Push(1, []ams.TableRequest{{Table: "emb", IDs: ids, Rows: grads[:len(ids)*snapBenchDim]}}); err != nil {
 			b.Fatal(err)
 		}
 		done += len(ids)

@@ -81,12 +81,12 @@ func (c *testCluster) do(t *testing.T, ids []uint64, grads []float32, push bool)
 			for j, i := range pos {
 				copy(buf[j*d:(j+1)*d], grads[i*d:(i+1)*d])
 			}
-			if err := s.Push(c.v(), []TableRequest{{Table: "emb", IDs: sid, Rows: buf}}); err != nil {
+			if err := s.Push(c.v(), []ams.TableRequest{{Table: "emb", IDs: sid, Rows: buf}}); err != nil {
 				t.Fatal(err)
 			}
 			continue
 		}
-		if err := s.Pull(c.v(), []TableRequest{{Table: "emb", IDs: sid, Rows: buf}}, true); err != nil {
+		if err := s.Pull(c.v(), []ams.TableRequest{{Table: "emb", IDs: sid, Rows: buf}}, true); err != nil {
 			t.Fatal(err)
 		}
 		for j, i := range pos {
@@ -259,8 +259,8 @@ func TestSnapshotRestoreOntoMoreShards(t *testing.T) {
 		if err := s.Restore(store, got, blank.ownership(i)); err != nil {
 			t.Fatal(err)
 		}
-		if err := s.advanceVersion(2); !errors.Is(err, ErrStaleVersion) {
-			t.Fatalf("going back to version 2 = %v, want ErrStaleVersion", err)
+		if err := s.advanceVersion(2); !errors.Is(err, ams.ErrStaleVersion) {
+			t.Fatalf("going back to version 2 = %v, want ams.ErrStaleVersion", err)
 		}
 	}
 	blank.version = 3
@@ -288,7 +288,7 @@ func TestSnapshotRestoreOntoMoreShards(t *testing.T) {
 		t.Fatal(err)
 	}
 	all := Ownership{Row: func(string, uint64) bool { return true }, State: func(string) bool { return true }}
-	if err := other.Restore(store, got, all); !errors.Is(err, ErrRestore) {
-		t.Errorf("Restore over a table of another dim = %v, want ErrRestore", err)
+	if err := other.Restore(store, got, all); !errors.Is(err, ams.ErrRestore) {
+		t.Errorf("Restore over a table of another dim = %v, want ams.ErrRestore", err)
 	}
 }

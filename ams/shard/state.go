@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+
+	"github.com/xdlgo/xps/ams"
 )
 
 // Limits on the state entries a shard keeps beside the model.
@@ -42,7 +44,7 @@ func (s *Shard) PutState(version uint64, entries []StateEntry) error {
 		}
 	}
 	if len(s.state)+added > MaxStateKeys {
-		return fmt.Errorf("%w: more than %d state keys", ErrBadRequest, MaxStateKeys)
+		return fmt.Errorf("%w: more than %d state keys", ams.ErrBadRequest, MaxStateKeys)
 	}
 	for _, e := range entries {
 		if len(e.Value) == 0 {
@@ -76,9 +78,9 @@ func checkStateEntries(entries []StateEntry) error {
 	for _, e := range entries {
 		switch {
 		case e.Key == "" || len(e.Key) > MaxStateKey:
-			return fmt.Errorf("%w: state key of %d bytes (1 to %d)", ErrBadRequest, len(e.Key), MaxStateKey)
+			return fmt.Errorf("%w: state key of %d bytes (1 to %d)", ams.ErrBadRequest, len(e.Key), MaxStateKey)
 		case len(e.Value) > MaxStateValue:
-			return fmt.Errorf("%w: state value of %q has %d bytes, more than %d", ErrBadRequest, e.Key, len(e.Value), MaxStateValue)
+			return fmt.Errorf("%w: state value of %q has %d bytes, more than %d", ams.ErrBadRequest, e.Key, len(e.Value), MaxStateValue)
 		}
 	}
 	return nil

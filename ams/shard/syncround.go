@@ -3,7 +3,6 @@ package shard
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"slices"
 	"time"
@@ -35,10 +34,6 @@ import (
 
 // SyncStateKey is the state entry of a shard's sync-mode progress.
 const SyncStateKey = ams.StateSyncRounds
-
-// ErrRoundApplied: a part for a round the shard has already applied (or a
-// second part of one worker for one round).
-var ErrRoundApplied = errors.New("ams: sync round already applied")
 
 // maxSyncWorkers bounds the workers of a sync round.
 const maxSyncWorkers = 1 << 12
@@ -82,7 +77,7 @@ type RoundPart struct {
 	// Done: the worker has no batch for this round and leaves the epoch;
 	// a done part carries no gradients.
 	Done   bool
-	Tables []TableRequest // gradients in Rows
+	Tables []ams.TableRequest // gradients in Rows
 	Dense  []DenseGrad
 	State  []StateEntry
 }
@@ -153,10 +148,10 @@ func (s *Shard) syncFor(version uint64) (*syncRounds, error) {
 // checkPart validates p against the catalog before anything is kept.
 func (s *Shard) checkPart(p *RoundPart) error {
 	if p.Workers < 1 || p.Workers > maxSyncWorkers || p.Worker < 0 || p.Worker >= p.Workers {
-		return fmt.Errorf("%w: sync round: worker %d of %d", ErrBadRequest, p.Worker, p.Workers)
+		return fmt.Errorf("%w: sync round: worker %d of %d", ams.ErrBadRequest, p.Worker, p.Workers)
 	}
 	if p.Done && (len(p.Tables) > 0 || len(p.Dense) > 0) {
-		return fmt.Errorf("%w: sync %s: a done part carries gradients", ErrBadRequest, p.Round)
+		return fmt.Errorf("%w: sync %s: a done part carries gradients", ams.ErrBadRequest, p.Round)
 	}
 	cat := s.cat.Load()
 	for _, r := range p.Tables {
@@ -165,7 +160,7 @@ func (s *Shard) checkPart(p *RoundPart) error {
 			return fmt.Errorf("%w: %q", ams.ErrUnknownTable, r.Table)
 		}
 		if len(r.Rows) != len(r.IDs)*ti.spec.Dim {
-			return fmt.Errorf("%w: table %q: %d values for %d ids of dim %d", ErrBadRequest, r.Table, len(r.Rows), len(r.IDs), ti.spec.Dim)
+			return fmt.Errorf("%w: table %q: %d values for %d ids of dim %d", ams.ErrBadRequest, r.Table, len(r.Rows), len(r.IDs), ti.spec.Dim)
 		}
 	}
 	for _, d := range p.Dense {
@@ -196,10 +191,10 @@ func (s *Shard) PushRound(version uint64, p RoundPart) error {
 	case rec.Workers == 0:
 		rec.Workers = p.Workers
 	case rec.Workers != p.Workers:
-		return fmt.Errorf("%w: sync %s: %d workers, the rounds so far had %d", ErrBadRequest, p.Round, p.Workers, rec.Workers)
+		return fmt.Errorf("%w: sync %s: %d workers, the rounds so far had %d", ams.ErrBadRequest, p.Round, p.Workers, rec.Workers)
 	}
 	if p.Round.Compare(rec.Next) < 0 || (p.Round.Epoch == rec.Next.Epoch && rec.left(p.Worker)) {
-		return fmt.Errorf("%w: worker %d's part of %s (the shard is at %s)", ErrRoundApplied, p.Worker, p.Round, rec.Next)
+		return fmt.Errorf("%w: worker %d's part of %s (the shard is at %s)", ams.ErrRoundApplied, p.Worker, p.Round, rec.Next)
 	}
 	a := sr.acc[p.Round]
 	if a == nil {
@@ -207,7 +202,7 @@ func (s *Shard) PushRound(version uint64, p RoundPart) error {
 		sr.acc[p.Round] = a
 	}
 	if a.from[p.Worker] {
-		return fmt.Errorf("%w: worker %d's part of %s came twice", ErrRoundApplied, p.Worker, p.Round)
+		return fmt.Errorf("%w: worker %d's part of %s came twice", ams.ErrRoundApplied, p.Worker, p.Round)
 	}
 	a.add(&p, s.cat.Load())
 	return s.advance(version, sr)
@@ -317,13 +312,13 @@ func (s *Shard) applyRound(version uint64, a *roundAcc) error {
 		return nil
 	}
 	scale := 1 / float32(a.parts)
-	var reqs []TableRequest
+	var reqs []ams.TableRequest
 	for _, name := range a.order {
 		t := a.tables[name]
 		for i := range t.sum {
 			t.sum[i] *= scale
 		}
-		reqs = append(reqs, TableRequest{Table: name, IDs: t.ids, Rows: t.sum})
+		reqs = append(reqs, ams.TableRequest{Table: name, IDs: t.ids, Rows: t.sum})
 	}
 	if len(reqs) > 0 {
 		if err := s.Push(version, reqs); err != nil {
@@ -370,7 +365,7 @@ func (s *Shard) WaitRound(ctx context.Context, version uint64, r Round, maxWait 
 		case <-ctx.Done():
 			return false, ctx.Err()
 		case <-s.done:
-			return false, ErrClosed
+			return false, ams.ErrClosed
 		}
 	}
 }

@@ -31,7 +31,7 @@ func newSyncShard(t *testing.T, i, n int) *Shard {
 func rowsOf(t *testing.T, s *Shard, ids ...uint64) []float32 {
 	t.Helper()
 	out := make([]float32, 2*len(ids))
-	if err := s.Pull(s.Version(), []TableRequest{{Table: "emb", IDs: ids, Rows: out}}, false); err != nil {
+	if err := s.Pull(s.Version(), []ams.TableRequest{{Table: "emb", IDs: ids, Rows: out}}, false); err != nil {
 		t.Fatal(err)
 	}
 	return out
@@ -49,7 +49,7 @@ func denseOf(t *testing.T, s *Shard) []float32 {
 func roundPart(e, i uint32, w, n int, ids []uint64, grads []float32, dense []float32) RoundPart {
 	p := RoundPart{Round: Round{e, i}, Worker: w, Workers: n}
 	if ids != nil {
-		p.Tables = []TableRequest{{Table: "emb", IDs: ids, Rows: grads}}
+		p.Tables = []ams.TableRequest{{Table: "emb", IDs: ids, Rows: grads}}
 	}
 	if dense != nil {
 		p.Dense = []DenseGrad{{Name: "d", Grad: dense}}
@@ -115,20 +115,20 @@ func TestSyncRounds(t *testing.T) {
 		p    RoundPart
 		want error
 	}{
-		{roundPart(0, 0, 1, 2, nil, nil, nil), ErrRoundApplied},
-		{roundPart(0, 1, 0, 2, nil, nil, nil), ErrRoundApplied},
-		{roundPart(0, 1, 1, 3, nil, nil, nil), ErrBadRequest},
-		{roundPart(0, 1, 2, 2, nil, nil, nil), ErrBadRequest},
-		{RoundPart{Round: Round{0, 1}, Worker: 1, Workers: 2, Done: true, Dense: []DenseGrad{{Name: "d", Grad: []float32{1, 1}}}}, ErrBadRequest},
-		{roundPart(0, 1, 1, 2, []uint64{1}, []float32{1}, nil), ErrBadRequest},
-		{roundPart(0, 1, 1, 2, nil, nil, []float32{1}), ErrBadRequest},
+		{roundPart(0, 0, 1, 2, nil, nil, nil), ams.ErrRoundApplied},
+		{roundPart(0, 1, 0, 2, nil, nil, nil), ams.ErrRoundApplied},
+		{roundPart(0, 1, 1, 3, nil, nil, nil), ams.ErrBadRequest},
+		{roundPart(0, 1, 2, 2, nil, nil, nil), ams.ErrBadRequest},
+		{RoundPart{Round: Round{0, 1}, Worker: 1, Workers: 2, Done: true, Dense: []DenseGrad{{Name: "d", Grad: []float32{1, 1}}}}, ams.ErrBadRequest},
+		{roundPart(0, 1, 1, 2, []uint64{1}, []float32{1}, nil), ams.ErrBadRequest},
+		{roundPart(0, 1, 1, 2, nil, nil, []float32{1}), ams.ErrBadRequest},
 	} {
 		if err := s.PushRound(v, tc.p); !errors.Is(err, tc.want) {
 			t.Errorf("part %+v = %v, want %v", tc.p, err, tc.want)
 		}
 	}
-	if err := s.PushRound(v+1, roundPart(0, 1, 1, 2, nil, nil, nil)); !errors.Is(err, ErrStaleVersion) {
-		t.Fatalf("part of another version = %v, want ErrStaleVersion", err)
+	if err := s.PushRound(v+1, roundPart(0, 1, 1, 2, nil, nil, nil)); !errors.Is(err, ams.ErrStaleVersion) {
+		t.Fatalf("part of another version = %v, want ams.ErrStaleVersion", err)
 	}
 	// Worker 1 has no batch for (0,1): it leaves the epoch; (0,1) is
 	// applied with worker 0's part alone (the average of one part).
@@ -152,8 +152,8 @@ func TestSyncRounds(t *testing.T) {
 	if pending(t, s, Round{1, 0}) {
 		t.Fatal("epoch 1 did not start after every worker left epoch 0")
 	}
-	if err := s.PushRound(v, roundPart(0, 3, 0, 2, nil, nil, nil)); !errors.Is(err, ErrRoundApplied) {
-		t.Fatalf("part of a finished epoch = %v, want ErrRoundApplied", err)
+	if err := s.PushRound(v, roundPart(0, 3, 0, 2, nil, nil, nil)); !errors.Is(err, ams.ErrRoundApplied) {
+		t.Fatalf("part of a finished epoch = %v, want ams.ErrRoundApplied", err)
 	}
 	var rec syncRecord
 	st, _ := s.GetState(v, SyncStateKey)

@@ -219,3 +219,7 @@ func (c *Cluster) Close() error {
 	}
 	return errors.Join(errs...)
 }
+
+// A shard's in-process data plane is what the client takes for a shard
+// in this process; the two packages do not import each other.
+var _ client.LocalShard = (*shard.Local)(nil)

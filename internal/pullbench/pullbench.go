@@ -71,7 +71,7 @@ func Start(opts ServerOptions) (*Server, error) {
 		for i := range n {
 			ids[i] = uint64(lo + i)
 		}
-		req := []shard.TableRequest{{Table: Table, IDs: ids[:n], Rows: rows[:n*opts.Dim]}}
+		req := []ams.TableRequest{{Table: Table, IDs: ids[:n], Rows: rows[:n*opts.Dim]}}
 		if err := sh.Pull(ams.DefaultVersion, req, true); err != nil {
 			sh.Close()
 			return nil, fmt.Errorf("pullbench: fill: %w", err)

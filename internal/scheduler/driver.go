@@ -338,7 +338,7 @@ func (s *Scheduler) restoreAll(ctx context.Context, m *ams.ShardMap, seq uint64)
 // that is not listening yet).
 func transient(errs []error) bool {
 	for _, err := range errs {
-		if err != nil && !errors.Is(err, client.ErrUnavailable) {
+		if err != nil && !errors.Is(err, ams.ErrUnavailable) {
 			return false
 		}
 	}

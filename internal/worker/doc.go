@@ -16,15 +16,18 @@
 //     train.batch_size samples, consecutive samples sharing their
 //     upper-level features sharing one node per level; each batch holds
 //     the unique ids per table (queue of batchQueue batches);
-//  3. pull: one merged request per shard, all shards in parallel, for the
-//     batch's rows and the dense parameters; it runs train.prefetch_batches
-//     batches (at least 1) ahead of training, from a fixed set of
-//     prefetch+1 batch states;
+//  3. pull: the batch's unique ids routed to shards once (a client.Route
+//     in the batch's state), then one merged request per shard, all shards
+//     in parallel, for the batch's rows and the dense parameters; it runs
+//     train.prefetch_batches batches (at least 1) ahead of training, from
+//     a fixed set of prefetch+1 batch states;
 //  4. train/push (Run's goroutine): pool embeddings once per tree node,
 //     compute each level's share of the first layer once per node, MLP
 //     forward, sigmoid + binary cross-entropy, backward (the user part's
 //     weight gradient once per user), scatter gradients per unique id, and
-//     push asynchronously with at most train.max_inflight_pushes pushes in
+//     push asynchronously, through the route of the batch's pull (handed
+//     from the batch's state to the push buffer, which gives the state its
+//     idle route back), with at most train.max_inflight_pushes pushes in
 //     flight.
 //
 // Cancellation (the caller's context, a lost lease, or any stage's error)
@@ -64,9 +67,10 @@
 //
 // A Trainer is used by one goroutine. The stage goroutines are owned by the
 // epoch that starts them; push goroutines each own one push buffer from a
-// fixed ring until their push completes, and are joined before Run
-// returns, on success and on error. RunJob also cancels training when the
-// worker's etcd lease is lost.
+// fixed ring (with its gradients and the route of its batch) until their
+// push completes, and are joined before Run returns, on success and on
+// error. RunJob also cancels training when the worker's etcd lease is
+// lost.
 //
 // # Timing
 //

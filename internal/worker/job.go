@@ -553,11 +553,21 @@ func jobSplits(ctx context.Context, opts JobOptions, conn *controlplane.Conn, na
 
 // recoverable reports whether a failed attempt may go on after a restore:
 // the cluster was rolled back, or a request failed the way requests to a
-// dead, replaced or restored shard fail.
+// dead, replaced or restored shard fail. The AMS client's errors wrap the
+// same sentinels over gRPC and on direct calls (see amspb.Errors).
 func recoverable(err error) bool {
-	if errors.Is(err, ErrRestored) || errors.Is(err, ams.ErrStaleVersion) {
-		return true
+	for _, target := range []error{ErrRestored, ams.ErrStaleVersion, ams.ErrUnavailable, context.Canceled, context.DeadlineExceeded} {
+		if errors.Is(err, target) {
+			return true
+		}
 	}
+	return etcdTransient(err)
+}
+
+// etcdTransient reports an etcd request (a pause, a barrier) that failed
+// as the AMS requests above do: etcd's client reports it as a gRPC status
+// of one of their codes, which recoverable has always taken as such.
+func etcdTransient(err error) bool {
 	switch status.Code(err) {
 	case codes.Unavailable, codes.DeadlineExceeded, codes.Aborted, codes.Canceled:
 		return true

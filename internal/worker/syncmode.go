@@ -32,9 +32,11 @@ func (r *run) pullStep(ctx context.Context, s *state) error {
 	if t.opts.Sync == nil {
 		return t.pull(ctx, s, true)
 	}
-	t.setPulls(s)
+	if err := t.route(s); err != nil {
+		return err
+	}
 	for {
-		pending, err := t.cl.PullRound(ctx, r.round(false), s.pulls, []client.Vector{{Name: DenseName, Values: s.params}})
+		pending, err := t.cl.PullRound(ctx, r.round(false), s.route, s.rows, []client.Vector{{Name: DenseName, Values: s.params}})
 		if err != nil || !pending {
 			return err
 		}
@@ -80,7 +82,7 @@ func (r *run) leaveRound(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := t.cl.PushRound(ctx, r.round(true), nil, nil, e); err != nil {
+	if err := t.cl.PushRound(ctx, r.round(true), nil, nil, nil, e); err != nil {
 		return fmt.Errorf("worker: leave sync epoch %d: %w", r.epoch, err)
 	}
 	return nil
@@ -96,9 +98,10 @@ func (t *Trainer) checkpointEntry(c Checkpoint) ([]client.StateEntry, error) {
 	return []client.StateEntry{{Key: t.opts.Sync.Key, Value: b}}, nil
 }
 
-// pushRound pushes pb as this worker's part of round rd.
+// pushRound pushes pb as this worker's part of round rd, through the
+// route of its batch's pull.
 func (t *Trainer) pushRound(ctx context.Context, pb *pushBuf, rd client.Round, state []client.StateEntry) error {
-	return t.cl.PushRound(ctx, rd, t.pushTables(pb), []client.Vector{{Name: DenseName, Values: pb.dense}}, state)
+	return t.cl.PushRound(ctx, rd, pb.route, pb.grads, []client.Vector{{Name: DenseName, Values: pb.dense}}, state)
 }
 
 // sortedPositions returns the positions sorted by stream.

@@ -208,9 +208,10 @@ type Trainer struct {
 	pushErr  error // first asynchronous push error; guarded by errMu
 }
 
-// pushBuf holds one batch's gradients while its push is in flight.
+// pushBuf holds one batch's gradients while its push is in flight, and
+// the route its pull used (swapped in from the batch's state).
 type pushBuf struct {
-	ids   [][]uint64
+	route *client.Route
 	grads [][]float32
 	dense []float32
 }
@@ -256,7 +257,7 @@ func New(cl *client.Client, opts Options) (*Trainer, error) {
 	t.ws = mlp.NewWorkspace(cfg.Train.BatchSize)
 	t.ws.Threads = cfg.Train.DenseThreads
 	for i := 0; i < cfg.Train.MaxInflightPushes; i++ {
-		t.free <- &pushBuf{ids: make([][]uint64, layout.Tables()), grads: make([][]float32, layout.Tables()),
+		t.free <- &pushBuf{route: cl.NewRoute(), grads: make([][]float32, layout.Tables()),
 			dense: make([]float32, mlp.NumParams())}
 	}
 	return t, nil
@@ -345,8 +346,10 @@ type state struct {
 	logits  []float32
 	probs   []float32
 	dlogits []float32
-	pulls   []client.Table
-	tree    densenet.Tree
+	// route is the batch's ids split by shard, made by its pull and used
+	// by its push (step hands it to the push buffer).
+	route *client.Route
+	tree  densenet.Tree
 	// round and roundState: in sync mode, the round the batch is this
 	// worker's part of and the checkpoint that goes with it.
 	round      *client.Round
@@ -356,7 +359,7 @@ type state struct {
 func (t *Trainer) newState() *state {
 	L := t.layout.Levels()
 	return &state{rows: make([][]float32, t.layout.Tables()), params: make([]float32, t.mlp.NumParams()),
-		xs: make([][]float32, L), dxs: make([][]float32, L), pulls: make([]client.Table, t.layout.Tables()),
+		xs: make([][]float32, L), dxs: make([][]float32, L), route: t.cl.NewRoute(),
 		tree: densenet.Tree{Cols: t.cols, Count: make([]int, L), X: make([][]float32, L)}}
 }
 
@@ -379,17 +382,24 @@ func (t *Trainer) prepare(s *state) {
 // pull fetches the batch's unique rows and the dense parameters, in one
 // request per shard.
 func (t *Trainer) pull(ctx context.Context, s *state, create bool) error {
-	t.setPulls(s)
-	return t.cl.Pull(ctx, s.pulls, []client.Vector{{Name: DenseName, Values: s.params}}, create)
+	if err := t.route(s); err != nil {
+		return err
+	}
+	return t.cl.PullRoute(ctx, s.route, s.rows, []client.Vector{{Name: DenseName, Values: s.params}}, create)
 }
 
-// setPulls points s's pull requests at the batch's unique ids and s's rows.
-func (t *Trainer) setPulls(s *state) {
+// route routes the batch's unique ids into s's route, once for its pull
+// and its push, and sizes s's rows for them.
+func (t *Trainer) route(s *state) error {
+	s.route.Reset()
 	for ti := range s.rows {
 		ids := s.cb.Sparse.IDs(ti)
 		s.rows[ti] = grow(s.rows[ti], len(ids)*t.layout.Dim(ti))
-		s.pulls[ti] = client.Table{Name: t.tables[ti].Name, IDs: ids, Rows: s.rows[ti]}
+		if err := s.route.Add(t.tables[ti].Name, ids); err != nil {
+			return fmt.Errorf("worker: %w", err)
+		}
 	}
+	return nil
 }
 
 func grow[T any](b []T, n int) []T {
@@ -563,10 +573,11 @@ func (t *Trainer) step(ctx context.Context, s *state, wait bool) (float64, error
 	}
 	t.pushWait += time.Since(w0)
 	t.mlp.BackwardTree(t.ws, s.params, s.tree, s.dlogits[:n], pb.dense, s.dxs)
+	// The push reuses the pull's route; s takes the push buffer's idle one
+	// for its next batch.
+	pb.route, s.route = s.route, pb.route
 	for ti := range pb.grads {
-		ids := s.cb.Sparse.IDs(ti)
-		pb.ids[ti] = append(pb.ids[ti][:0], ids...)
-		pb.grads[ti] = grow(pb.grads[ti], len(ids)*t.layout.Dim(ti))
+		pb.grads[ti] = grow(pb.grads[ti], len(s.cb.Sparse.IDs(ti))*t.layout.Dim(ti))
 	}
 	s.cb.Sparse.ScatterTree(s.dxs, pb.grads)
 	if wait {
@@ -591,17 +602,9 @@ func (t *Trainer) step(ctx context.Context, s *state, wait bool) (float64, error
 	return loss, nil
 }
 
+// push sends pb's gradients through the route of their batch's pull.
 func (t *Trainer) push(ctx context.Context, pb *pushBuf) error {
-	return t.cl.Push(ctx, t.pushTables(pb), []client.Vector{{Name: DenseName, Values: pb.dense}})
-}
-
-// pushTables are pb's sparse gradients as push requests.
-func (t *Trainer) pushTables(pb *pushBuf) []client.Table {
-	tables := make([]client.Table, len(pb.ids))
-	for ti := range tables {
-		tables[ti] = client.Table{Name: t.tables[ti].Name, IDs: pb.ids[ti], Rows: pb.grads[ti]}
-	}
-	return tables
+	return t.cl.PushRoute(ctx, pb.route, pb.grads, []client.Vector{{Name: DenseName, Values: pb.dense}})
 }
 
 func (t *Trainer) setPushErr(err error) {

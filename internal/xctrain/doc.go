@@ -23,9 +23,10 @@
 //
 // # Invariants
 //
-//  1. Each batch's feature ids are deduplicated (sparsenet.Batch): one row
-//     per unique id is pulled, with the dense vector, in one merged request
-//     per shard, and one summed gradient per unique id is pushed.
+//  1. Each batch's feature ids are deduplicated (sparsenet.Batch) and
+//     routed to shards once (a client.Route): one row per unique id is
+//     pulled, with the dense vector, in one merged request per shard, and
+//     one summed gradient per unique id is pushed through the same route.
 //  2. Gradients are those of the batch's mean loss over the samples with
 //     labels (samples without labels contribute nothing), with the dense
 //     vector and rows as pulled for the batch and the SLIDE weights as
@@ -37,7 +38,8 @@
 //     stage's goroutine only; the pull stage only fills batches it owns
 //     (a fixed ring of train.prefetch_batches+1 batches passed through
 //     channels); each push owns its buffer (a ring of
-//     train.max_inflight_pushes) until the shards applied it. Every
+//     train.max_inflight_pushes), with the route of its batch's pull
+//     swapped in from the batch, until the shards applied it. Every
 //     goroutine is joined before Run returns.
 //  5. Evaluation after an epoch sees every push of the epoch applied;
 //     before sparse inference every neuron is re-inserted into the hash

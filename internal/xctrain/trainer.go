@@ -180,10 +180,11 @@ type Trainer struct {
 	start *Checkpoint // where Run starts (resume), nil: the beginning
 }
 
-// pushBuf holds one batch's gradients while its push is in flight.
+// pushBuf holds one batch's gradients while its push is in flight, and
+// the route its pull used (swapped in from the batch).
 type pushBuf struct {
-	ids   []uint64
-	grads []float32
+	route *client.Route
+	grads [][]float32 // one buffer: the table's
 	dense []float32
 }
 
@@ -248,7 +249,7 @@ func New(cl *client.Client, opts Options) (*Trainer, error) {
 		ws: net.newWS(bs), dh: make([]float32, bs*net.outWidth()), pred: make([]int32, bs*TopK),
 		free: make(chan *pushBuf, cfg.Train.MaxInflightPushes)}
 	for i := 0; i < cfg.Train.MaxInflightPushes; i++ {
-		t.free <- &pushBuf{dense: make([]float32, net.numParams)}
+		t.free <- &pushBuf{route: cl.NewRoute(), grads: make([][]float32, 1), dense: make([]float32, net.numParams)}
 	}
 	return t, nil
 }
@@ -276,13 +277,17 @@ type batch struct {
 	sb     *sparsenet.Batch
 	n      int
 	labels [][]int32
-	rows   []float32
+	rows   [][]float32 // one buffer: the table's
 	params []float32
 	zeros  []uint32
+	// route is the batch's ids split by shard, made by its pull and used
+	// by its push (train hands it to the push buffer).
+	route *client.Route
 }
 
 func (t *Trainer) newBatch() *batch {
-	return &batch{sb: t.layout.NewBatch(), params: make([]float32, t.net.numParams)}
+	return &batch{sb: t.layout.NewBatch(), rows: make([][]float32, 1), params: make([]float32, t.net.numParams),
+		route: t.cl.NewRoute()}
 }
 
 // fill loads samples idx of d into b and pulls their rows and the dense
@@ -302,16 +307,19 @@ func (t *Trainer) fill(ctx context.Context, b *batch, d *Dataset, idx []int32, c
 	}
 	b.n = len(idx)
 	ids := b.sb.IDs(0)
-	b.rows = grow(b.rows, len(ids)*t.table.Dim)
-	return t.cl.Pull(ctx, []client.Table{{Name: t.table.Name, IDs: ids, Rows: b.rows}},
-		[]client.Vector{{Name: DenseName, Values: b.params}}, create)
+	b.rows[0] = grow(b.rows[0], len(ids)*t.table.Dim)
+	b.route.Reset()
+	if err := b.route.Add(t.table.Name, ids); err != nil {
+		return fmt.Errorf("xctrain: %w", err)
+	}
+	return t.cl.PullRoute(ctx, b.route, b.rows, []client.Vector{{Name: DenseName, Values: b.params}}, create)
 }
 
 // hidden pools b's rows and runs the dense layers; it returns the SLIDE
 // layer's input (n x InputDim, a view into t.ws).
 func (t *Trainer) hidden(b *batch) []float32 {
 	x := t.ws.input(t.net, b.n)
-	b.sb.Pool([][]float32{b.rows}, x)
+	b.sb.Pool(b.rows, x)
 	return t.net.forward(t.ws, b.params, b.n)
 }
 
@@ -611,16 +619,16 @@ func (t *Trainer) step(ctx context.Context, r *run, b *batch) error {
 	t0 = time.Now()
 	t.pushWait += t0.Sub(w0)
 	demb := t.net.backward(t.ws, b.params, n, dh, pb.dense)
-	ids := b.sb.IDs(0)
-	pb.ids = append(pb.ids[:0], ids...)
-	pb.grads = grow(pb.grads, len(ids)*t.table.Dim)
-	b.sb.Scatter(demb, [][]float32{pb.grads})
+	// The push reuses the pull's route; b takes the push buffer's idle one
+	// for its next pull.
+	pb.route, b.route = b.route, pb.route
+	pb.grads[0] = grow(pb.grads[0], len(b.sb.IDs(0))*t.table.Dim)
+	b.sb.Scatter(demb, pb.grads)
 	ph.Dense += time.Since(t0).Seconds()
 	t.pushWG.Add(1)
 	go func() {
 		defer t.pushWG.Done()
-		err := t.cl.Push(ctx, []client.Table{{Name: t.table.Name, IDs: pb.ids, Rows: pb.grads}},
-			[]client.Vector{{Name: DenseName, Values: pb.dense}})
+		err := t.cl.PushRoute(ctx, pb.route, pb.grads, []client.Vector{{Name: DenseName, Values: pb.dense}})
 		t.free <- pb // capacity equals the ring size: never blocks
 		if err != nil {
 			t.setPushErr(err)

@@ -1,0 +1,52 @@
+package ams
+
+import (
+	"errors"
+	"fmt"
+)
+
+// The errors of the AMS packages (this one, shard and client), all
+// declared here. They are returned wrapped with context; match them with
+// errors.Is. Each one survives a gRPC round trip: the shard's server sends
+// it as a status that names it (amspb.Errors is the table) and the client
+// turns that back into an error that wraps it, so a caller matches the
+// same sentinels whether a shard answered over gRPC or in its process.
+var (
+	// ErrStaleVersion: a request made for another cluster version than the
+	// shard serves. It is refused, never applied.
+	ErrStaleVersion = errors.New("ams: stale cluster version")
+	// ErrBadShardMap: a shard map that fails validation.
+	ErrBadShardMap = errors.New("ams: bad shard map")
+	// ErrUnknownTable: a request for a table the shard does not hold (or,
+	// on the client, one that was never declared through it).
+	ErrUnknownTable = errors.New("ams: unknown table")
+	// ErrBadSpec: an invalid TableSpec, DenseSpec, OptimizerSpec or
+	// InitSpec. Validate joins one wrapped ErrBadSpec per problem.
+	ErrBadSpec = errors.New("ams: bad spec")
+	// ErrDimMismatch: values or gradients whose length does not fit the
+	// table's dim or the dense variable's range, or a caller's buffer that
+	// does not hold ids x dim values.
+	ErrDimMismatch = errors.New("ams: dimension mismatch")
+	// ErrNotInitialized: an update of a dense variable whose initial values
+	// were never set.
+	ErrNotInitialized = errors.New("ams: dense variable not initialized")
+	// ErrBadRequest: a malformed request to a shard (lengths that do not
+	// match, a payload that does not decode, a bad snapshot store).
+	ErrBadRequest = errors.New("ams: bad request")
+	// ErrConflict: a declaration that contradicts an existing one.
+	ErrConflict = errors.New("ams: declaration conflicts with existing")
+	// ErrUnknownDense: a dense vector that was never declared.
+	ErrUnknownDense = errors.New("ams: unknown dense vector")
+	// ErrRestore: a snapshot that does not fit the restoring shard.
+	ErrRestore = errors.New("ams: restore")
+	// ErrRoundApplied: a sync-mode part for a round the shard has already
+	// applied (or a second part of one worker for one round).
+	ErrRoundApplied = errors.New("ams: sync round already applied")
+	// ErrUnavailable: a request that did not reach its shard, or that the
+	// shard could not serve because it stopped: not listening, connection
+	// lost, closed.
+	ErrUnavailable = errors.New("ams: shard unavailable")
+	// ErrClosed: the shard was closed. It is a case of ErrUnavailable,
+	// which errors.Is matches too.
+	ErrClosed = fmt.Errorf("%w: shard closed", ErrUnavailable)
+)
