@@ -192,6 +192,9 @@ func TestDesignRules(t *testing.T) {
 			t.Errorf("cmd/ams links %s: the AMS binary must not link the sample reader", p)
 		}
 	}
+	if g.deps("ams/client")["ams/shard"] {
+		t.Errorf("ams/client reaches ams/shard: the client never imports the shard (server) package; in-process calls go through an interface the client defines")
+	}
 }
 
 // TestRulesCatchViolations feeds the checks a graph that breaks each rule

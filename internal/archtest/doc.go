@@ -7,8 +7,8 @@
 //  2. when a package imports one on a higher layer;
 //  3. when one of the dependency rules of DESIGN.md that layers do not
 //     express is broken (listed at the end of ARCHITECTURE.md): the AMS
-//     packages import no worker-side package, the AMS binary does not link
-//     the reader, snapshot does not import ams, densenet imports neither the
+//     packages import no worker-side package, the client does not reach the
+//     shard, the AMS binary does not link the reader, snapshot does not import ams, densenet imports neither the
 //     module nor RPC or etcd, and nothing imports a cmd/ package.
 //
 // The package holds no code: it is only its test.
