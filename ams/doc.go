@@ -126,7 +126,9 @@
 // worker's process, which the client calls on the worker's own batch
 // buffers. They live here, on the floor below both, so that the client
 // (which defines the interface it calls, client.LocalShard) and the shard
-// (which satisfies it, shard.Local) never import each other.
+// (which satisfies it, shard.Local) never import each other. The client
+// splits a batch's ids by shard once (client.Route) for the batch's pull
+// and its push; a shard splits its part by stripe.
 //
 // # Specs and errors
 //
@@ -142,5 +144,8 @@
 // Every error sentinel of the AMS packages (the core's, the shard's and
 // the client's) is declared in errors.go, package-prefixed and wrapped
 // with context: match them with errors.Is. ErrClosed is a case of
-// ErrUnavailable.
+// ErrUnavailable. The error table amspb.Errors gives each its gRPC code
+// and the reason that names it on the wire, so that a client's error
+// matches the same sentinel whether the shard answered over gRPC or in
+// the worker's process; a test fails on a sentinel without an entry.
 package ams

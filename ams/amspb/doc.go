@@ -1,4 +1,15 @@
 // Package amspb holds the generated protobuf and gRPC code of the AMS shard
 // protocol (ams.proto). The generated files are committed so that builds
 // need no code generator; the regeneration command is in ams.proto.
+//
+// Beside them: the codec and buffer pool of AMS traffic (ServerOptions,
+// DialOptions), and the error table, Errors, which carries every sentinel
+// of package ams across a call. A server built with ServerOptions answers
+// an error with the code of the first entry it matches and one
+// google.rpc.ErrorInfo (domain ErrorDomain) naming each entry it matches
+// (ToStatus); the client wraps the named sentinels, the message and the
+// status (FromStatus), so errors.Is matches on both sides. A status that
+// names none, from gRPC itself, is matched by its code to a Bare entry:
+// UNAVAILABLE is ams.ErrUnavailable, CANCELED and DEADLINE_EXCEEDED the
+// context's errors.
 package amspb
