@@ -12,24 +12,26 @@ import (
 	"time"
 
 	"github.com/xdlgo/xps/ams/client"
+	"github.com/xdlgo/xps/internal/cluster"
 	"github.com/xdlgo/xps/internal/config"
 	"github.com/xdlgo/xps/internal/datagen"
 	"github.com/xdlgo/xps/internal/local"
-	"github.com/xdlgo/xps/internal/scheduler"
 	"github.com/xdlgo/xps/internal/testutil"
+	"github.com/xdlgo/xps/reader"
 	"github.com/xdlgo/xps/snapshot"
 )
 
 // TestPeriodicSnapshots trains two workers on files while the scheduler
-// takes a snapshot every 100ms, pausing them at batch boundaries: training
-// ends with every sample trained once per epoch, snapshots hold rows and
-// the workers' file positions, and an on-demand snapshot works after
-// training too.
+// takes a snapshot every 100ms, pausing them at batch boundaries: a
+// snapshot taken while they train holds rows and both workers' file
+// positions, training ends with every sample trained once per epoch, and
+// an on-demand snapshot works after training too.
 func TestPeriodicSnapshots(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	dir := t.TempDir()
-	train := writeGenFiles(t, dir, 5, 2, 6000)
+	const perFile = 6000
+	train := writeGenFiles(t, dir, 5, 2, perFile)
 	snaps := filepath.Join(dir, "snapshots")
 	lc, err := local.Start(ctx, local.Options{Shards: 2, Prefix: "/xps/snap-test", Train: train, Workers: 2,
 		SnapshotStore: snaps, SnapshotEvery: 100 * time.Millisecond})
@@ -38,61 +40,104 @@ func TestPeriodicSnapshots(t *testing.T) {
 	}
 	defer lc.Close()
 	cfg := streamedConfig(5) // positions are file offsets
-	results := runWorkers(t, ctx, 2, 0, JobOptions{Config: cfg, Etcd: lc.Etcd(), Prefix: lc.Prefix(), Train: train})
-	if got := results[0].Samples + results[1].Samples; got != int64(cfg.Train.Epochs)*12000 {
-		t.Fatalf("trained %d samples, want %d", got, cfg.Train.Epochs*12000)
+	// Each worker reads through a gate holding it in the middle of epoch 1
+	// (LoadData reads its file whole first: perFile <= peekSamples) until a
+	// periodic snapshot holds its checkpoint: training cannot end first.
+	var gates [2]*gateFS
+	for i := range gates {
+		gates[i] = newGateFS(ctx, lc, cluster.WorkerName(i), perFile+perFile/2)
 	}
+	wait := startWorkers(t, ctx, 2, 0, JobOptions{Config: cfg, Etcd: lc.Etcd(), Prefix: lc.Prefix(), Train: train},
+		func(i int) reader.FS { return gates[i] })
 	store, err := snapshot.OpenDir(snaps)
 	if err != nil {
 		t.Fatal(err)
 	}
 	// Periodic snapshots go on meanwhile (one may be in progress, an old
 	// one pruned under us): read each manifest once and check those read.
-	// On a loaded machine a snapshot's fsyncs may outlast training: wait
-	// for one taken after the first rows were trained.
+	var during *snapshot.Manifest
+	testutil.Eventually(t, time.Minute, "a periodic snapshot with rows and both workers' checkpoints", func() bool {
+		seqs, err := snapshot.Snapshots(store)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, seq := range seqs {
+			if man, err := snapshot.ReadManifest(store, seq); err == nil && len(man.Tables) > 0 && len(checkpoints(t, man)) == 2 {
+				during = man
+				return true
+			}
+		}
+		return false
+	})
+	for _, g := range gates {
+		g.Release()
+	}
+	results := wait()
+	if got := results[0].Samples + results[1].Samples; got != int64(cfg.Train.Epochs)*2*perFile {
+		t.Fatalf("trained %d samples, want %d", got, cfg.Train.Epochs*2*perFile)
+	}
+	// The snapshot taken while training: checkpoints inside the files.
+	validCheckpoint := func(man *snapshot.Manifest, k string, v []byte) Checkpoint {
+		var c Checkpoint
+		if err := json.Unmarshal(v, &c); err != nil || !strings.HasPrefix(k, PositionKeyPrefix+"worker-") ||
+			!strings.HasSuffix(k, "/checkpoint") || c.Epoch < 1 || c.Applied <= 0 || len(c.Positions) == 0 ||
+			!slices.Contains(train, c.Positions[len(c.Positions)-1].File) {
+			t.Fatalf("snapshot %d: checkpoint %s = %s", man.Seq, k, v)
+		}
+		return c
+	}
+	for k, v := range during.Readers {
+		if c := validCheckpoint(during, k, v); c.EpochDone && c.Epoch == cfg.Train.Epochs {
+			t.Fatalf("snapshot %d, taken while training, holds the final checkpoint %s = %s", during.Seq, k, v)
+		}
+	}
+	// Snapshots after training: wait for one holding the final
+	// checkpoints (a snapshot's fsyncs may outlast training on a loaded
+	// machine), the newest with rows.
 	var seqs []uint64
 	var complete []*snapshot.Manifest
-	testutil.Eventually(t, time.Minute, "a complete snapshot with rows", func() bool {
+	var m *snapshot.Manifest
+	testutil.Eventually(t, time.Minute, "a complete snapshot taken after training", func() bool {
 		seqs, err = snapshot.Snapshots(store)
 		if err != nil {
 			t.Fatal(err)
 		}
-		complete = complete[:0]
-		rows := false
+		complete, m = complete[:0], nil
 		for _, seq := range seqs {
 			if man, err := snapshot.ReadManifest(store, seq); err == nil {
 				complete = append(complete, man)
-				rows = rows || len(man.Tables) > 0
+				if len(man.Tables) > 0 && (m == nil || man.Seq > m.Seq) {
+					m = man
+				}
 			}
 		}
-		return rows
+		if m == nil {
+			return false
+		}
+		final := 0
+		for _, c := range checkpoints(t, m) {
+			if c.EpochDone && c.Epoch == cfg.Train.Epochs {
+				final++
+			}
+		}
+		return final == 2
 	})
-	// Snapshots taken while training: checkpoints inside the files.
 	withPositions := 0
-	var m *snapshot.Manifest // the newest with rows
 	for _, man := range complete {
 		for k, v := range man.Readers {
-			var c Checkpoint
-			if err := json.Unmarshal(v, &c); err != nil || !strings.HasPrefix(k, PositionKeyPrefix+"worker-") ||
-				!strings.HasSuffix(k, "/checkpoint") || c.Epoch < 1 || c.Applied <= 0 || len(c.Positions) == 0 ||
-				!slices.Contains(train, c.Positions[len(c.Positions)-1].File) {
-				t.Fatalf("snapshot %d: checkpoint %s = %s", man.Seq, k, v)
-			}
+			validCheckpoint(man, k, v)
 			withPositions++
 		}
-		if len(man.Tables) > 0 && (m == nil || man.Seq > m.Seq) {
-			m = man
-		}
 	}
-	if m == nil || withPositions == 0 || len(complete) > 4 {
-		t.Fatalf("snapshots %v: %d complete, %d checkpoints, none with rows: %v", seqs, len(complete), withPositions, m == nil)
+	if withPositions == 0 || len(complete) > 4 {
+		t.Fatalf("snapshots %v: %d complete, %d checkpoints", seqs, len(complete), withPositions)
 	}
 	var rows int64
 	for _, f := range m.Tables[0].Files {
 		rows += f.Rows
 	}
-	t.Logf("%d snapshots kept (of seq up to %d), the newest with rows has %d, %d checkpoints in all", len(seqs), seqs[0], rows,
-		withPositions)
+	t.Logf("snapshot %d taken while training; %d snapshots kept (of seq up to %d), the newest with rows has %d, %d checkpoints in all",
+		during.Seq, len(seqs), seqs[0], rows, withPositions)
 	if rows == 0 {
 		t.Fatalf("snapshot %d has no rows", m.Seq)
 	}
@@ -105,9 +150,9 @@ func TestPeriodicSnapshots(t *testing.T) {
 		t.Fatalf("snapshot %d keeps the config among the readers too", m.Seq)
 	}
 	// On demand, with no worker left: it goes through at once.
-	res, err := scheduler.RequestSnapshot(ctx, lc.Etcd(), lc.Prefix())
-	if err != nil || res.Seq <= m.Seq || res.Rows != rows {
-		t.Fatalf("RequestSnapshot = %+v, %v; want a snapshot after %d with %d rows", res, err, m.Seq, rows)
+	res, _ := requestSnapshot(t, ctx, lc, store, func(n *snapshot.Manifest) bool { return n.Seq > m.Seq })
+	if res.Rows != rows {
+		t.Fatalf("RequestSnapshot = %+v; want a snapshot after %d with %d rows", res, m.Seq, rows)
 	}
 }
 
