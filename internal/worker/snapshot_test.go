@@ -179,11 +179,84 @@ func TestSnapshotEverySamples(t *testing.T) {
 	defer lc.Close()
 	cfg := streamedConfig(6)
 	cfg.Train.Epochs = 3
-	runWorkers(t, ctx, 2, 0, JobOptions{Config: cfg, Etcd: lc.Etcd(), Prefix: lc.Prefix(), Train: train})
+	// Each worker reads through a gate: LoadData's read of its file first
+	// (perFile <= peekSamples), then steps of 3/4 `every` lines, 1.5 `every`
+	// samples in all, so that a step from where the last snapshot was asked
+	// for makes the scheduler ask for the next (the checkpoints are
+	// committed at least every second, also while a worker waits at the
+	// gate). The job needs 6 `every` lines per worker after LoadData's.
+	names := []string{cluster.WorkerName(0), cluster.WorkerName(1)}
+	var gates [2]*gateFS
+	for i := range gates {
+		gates[i] = newGateFS(ctx, lc, names[i], int64(perFile))
+	}
+	wait := startWorkers(t, ctx, 2, 0, JobOptions{Config: cfg, Etcd: lc.Etcd(), Prefix: lc.Prefix(), Train: train},
+		func(i int) reader.FS { return gates[i] })
 	store, err := snapshot.OpenDir(snaps)
 	if err != nil {
 		t.Fatal(err)
 	}
+	// kept returns the samples applied in each complete snapshot kept,
+	// oldest first, and the newest one's number.
+	kept := func() (applied []int64, newest uint64) {
+		seqs, err := snapshot.Snapshots(store)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, seq := range slices.Backward(seqs) { // oldest first
+			m, err := snapshot.ReadManifest(store, seq)
+			if err != nil {
+				continue
+			}
+			var sum int64
+			for _, c := range checkpoints(t, m) {
+				sum += c.Applied
+			}
+			applied = append(applied, sum)
+			newest = seq
+		}
+		return applied, newest
+	}
+	withCheckpoints := func() int {
+		applied, _ := kept()
+		n := 0
+		for _, a := range applied {
+			if a > 0 {
+				n++
+			}
+		}
+		return n
+	}
+	step, raised := 3*every/4, int64(0)
+	raiseStep := func() {
+		if raised+step > 5*every {
+			t.Fatalf("%d samples trained per worker and %d snapshots by samples; the job must stay short of its end (%d)",
+				raised, withCheckpoints(), 6*every)
+		}
+		raised += step
+		for _, g := range gates {
+			g.Raise(step)
+		}
+		waitLiveApplied(t, ctx, lc, names, raised-int64(cfg.Train.BatchSize)-1) // all trained but a partial batch
+	}
+	// The scheduler counts from its first look at the checkpoints (a tick
+	// after the first snapshot), so the step that makes the first snapshot
+	// by samples is not known: step until one is taken. From then on
+	// every step asks for one more, until three are kept and the first
+	// snapshot, taken at the start and holding nothing, is gone.
+	for withCheckpoints() == 0 {
+		raiseStep()
+	}
+	for n := withCheckpoints(); n < 3; n = withCheckpoints() {
+		raiseStep()
+		testutil.Eventually(t, time.Minute, fmt.Sprintf("%d kept snapshots with checkpoints", n+1), func() bool {
+			return withCheckpoints() > n
+		})
+	}
+	for _, g := range gates {
+		g.Release()
+	}
+	wait()
 	// Snapshots were taken while training (the first, at the start, holds
 	// nothing), each kept one with more samples than the one before, and
 	// no more of them than one per `every` samples (the checkpoints are
@@ -193,30 +266,12 @@ func TestSnapshotEverySamples(t *testing.T) {
 	var applied []int64
 	var newest uint64
 	testutil.Eventually(t, time.Minute, "two snapshots with checkpoints", func() bool {
-		seqs, err := snapshot.Snapshots(store)
-		if err != nil {
-			t.Fatal(err)
-		}
-		applied = applied[:0]
-		for _, seq := range slices.Backward(seqs) { // oldest first
-			m, err := snapshot.ReadManifest(store, seq)
-			if err != nil {
-				continue
-			}
-			var sum int64
-			for k, v := range m.Readers {
-				var c Checkpoint
-				if strings.HasSuffix(k, "/checkpoint") && json.Unmarshal(v, &c) == nil {
-					sum += c.Applied
-				}
-			}
-			applied = append(applied, sum)
-			newest = seq
-		}
+		applied, newest = kept()
 		return len(applied) >= 2 && applied[0] > 0
 	})
 	total := int64(cfg.Train.Epochs * 2 * perFile)
-	t.Logf("samples applied in the kept snapshots: %v, the newest is number %d (every %d of %d samples)", applied, newest, every, total)
+	t.Logf("samples applied in the kept snapshots: %v, the newest is number %d (every %d of %d samples; the gates held the workers %d times)",
+		applied, newest, every, total, raised/step)
 	if !slices.IsSorted(applied) {
 		t.Errorf("kept snapshots hold %v samples: not increasing", applied)
 	}
