@@ -51,8 +51,10 @@ func testRecovery(t *testing.T, syncMode bool) {
 	if syncMode {
 		prefix += "-sync"
 	}
+	// Snapshots are the test's own (RequestSnapshot), each taken once the
+	// workers have trained far enough.
 	lc, err := local.Start(ctx, local.Options{Shards: 2, Prefix: prefix, Train: train, Workers: 2,
-		Snapshot: snapshot.Policy{Store: snaps, Every: 150 * time.Millisecond}, LeaseTTL: time.Second})
+		Snapshot: snapshot.Policy{Store: snaps, Every: -1}, LeaseTTL: time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -60,6 +62,23 @@ func testRecovery(t *testing.T, syncMode bool) {
 	cfg := streamedConfig(7)
 	cfg.Train.Epochs = 3
 	cfg.Train.Sync = syncMode
+
+	// Every worker reads through a gate (budgets in lines of its file, L):
+	// the job needs 4L per worker at least (LoadData reads the file whole
+	// first, perFile <= peekSamples, then 3 epochs), and the budget stays
+	// below that until the last fault is done, so no worker can finish
+	// before it, however fast the machine.
+	L := int64(perFile)
+	names := []string{membership.WorkerName(0), membership.WorkerName(1)}
+	var gates [2]*gateFS
+	for i := range gates {
+		gates[i] = newGateFS(ctx, lc, names[i], L+L/2) // half of epoch 1
+	}
+	raise := func(n int64) {
+		for _, g := range gates {
+			g.Raise(n)
+		}
+	}
 
 	// Each worker runs under a supervisor that starts it again when it
 	// dies of a lost lease.
@@ -74,7 +93,7 @@ func testRecovery(t *testing.T, syncMode bool) {
 			defer wg.Done()
 			for {
 				o := JobOptions{Config: cfg, Etcd: lc.Etcd(), Prefix: lc.Prefix(), Train: train, Index: i, Count: 2,
-					Progress: &logs[i], LeaseTTL: time.Second}
+					Progress: &logs[i], LeaseTTL: time.Second, FS: gates[i]}
 				if !syncMode {
 					o.Local = lc
 				}
@@ -87,9 +106,24 @@ func testRecovery(t *testing.T, syncMode bool) {
 			}
 		}()
 	}
+	logWorkers := func() {
+		for i := range 2 {
+			read, leaked := gates[i].Lines()
+			t.Logf("worker %d (%d restarts; %d lines read, %d of them past the gate's budget): %v\n%s", i, restarts[i], read, leaked,
+				errs[i], logs[i].String())
+		}
+	}
+	defer func() { // a failed test releases its workers
+		cancel()
+		wg.Wait()
+		if t.Failed() {
+			logWorkers()
+		}
+	}()
 
-	// The faults, each once the cluster serves and a snapshot with rows
-	// exists at the current version.
+	// The faults, each once the cluster serves and a snapshot at the
+	// current version holds rows and checkpoints with enough samples
+	// applied.
 	store, err := snapshot.OpenDir(snaps)
 	if err != nil {
 		t.Fatal(err)
@@ -105,42 +139,46 @@ func testRecovery(t *testing.T, syncMode bool) {
 		})
 		return st.Version
 	}
-	waitSnapshotWithRows := func(after uint64) uint64 {
-		var newest uint64
-		testutil.Eventually(t, time.Minute, "a snapshot with rows", func() bool {
-			seqs, _ := snapshot.Snapshots(store)
-			for _, seq := range seqs {
-				if m, err := snapshot.ReadManifest(store, seq); err == nil && seq > after && len(m.Tables) > 0 && len(m.Readers) > 0 {
-					newest = seq
-					return true
-				}
-			}
-			return false
+	snapshotWithApplied := func(version uint64, min int64) uint64 {
+		waitLiveApplied(t, ctx, lc, names, min)
+		_, m := requestSnapshot(t, ctx, lc, store, func(m *snapshot.Manifest) bool {
+			cps := checkpoints(t, m)
+			return m.Version == version && len(m.Tables) > 0 && cps[names[0]].Applied >= min && cps[names[1]].Applied >= min
 		})
-		return newest
+		return m.Seq
 	}
+	// Fault 1: a shard loses its rows once a snapshot holds the workers a
+	// quarter into epoch 1 (the gates hold them at half of it); then they
+	// may train on until they notice.
 	v := waitServing(1)
-	seq := waitSnapshotWithRows(0)
+	seq := snapshotWithApplied(v, L/4)
 	t.Logf("restarting shard 1 at version %d after snapshot %d", v, seq)
 	if err := lc.RestartShard(ctx, 1); err != nil {
 		t.Fatal(err)
 	}
+	raise(L / 2)
 	v = waitServing(v + 1)
-	seq = waitSnapshotWithRows(seq)
+	// Fault 2: worker-0 dies once a snapshot holds the restored workers
+	// three quarters into epoch 1, past the checkpoints restored (taken
+	// at most half into it): they trained at the new version.
+	raise(L)
+	seq = snapshotWithApplied(v, 3*L/4)
 	t.Logf("killing worker-0 at version %d after snapshot %d", v, seq)
 	resp, err := lc.Etcd().Get(ctx, membership.MemberKey(lc.Prefix(), membership.KindWorker, membership.WorkerName(0)))
 	if err != nil || len(resp.Kvs) != 1 {
 		t.Fatalf("worker-0's registration: %v", err)
 	}
+	raise(L / 2) // 3.5L: still short of the end
 	if _, err := lc.Etcd().Revoke(ctx, clientv3.LeaseID(resp.Kvs[0].Lease)); err != nil {
 		t.Fatal(err)
 	}
 	waitServing(v + 1)
+	for _, g := range gates {
+		g.Release()
+	}
 	wg.Wait()
 
-	for i := range 2 {
-		t.Logf("worker %d (%d restarts): %v\n%s", i, restarts[i], errs[i], logs[i].String())
-	}
+	logWorkers()
 	for i, err := range errs {
 		if err != nil {
 			t.Fatalf("worker %d: %v", i, err)

@@ -15,20 +15,23 @@ import (
 	"github.com/xdlgo/xps/internal/config"
 	"github.com/xdlgo/xps/internal/datagen"
 	"github.com/xdlgo/xps/internal/local"
+	"github.com/xdlgo/xps/internal/membership"
 	"github.com/xdlgo/xps/internal/testutil"
+	"github.com/xdlgo/xps/reader"
 	"github.com/xdlgo/xps/snapshot"
 )
 
 // TestPeriodicSnapshots trains two workers on files while the scheduler
-// takes a snapshot every 100ms, pausing them at batch boundaries: training
-// ends with every sample trained once per epoch, snapshots hold rows and
-// the workers' file positions, and an on-demand snapshot works after
-// training too.
+// takes a snapshot every 100ms, pausing them at batch boundaries: a
+// snapshot taken while they train holds rows and both workers' file
+// positions, training ends with every sample trained once per epoch, and
+// an on-demand snapshot works after training too.
 func TestPeriodicSnapshots(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	dir := t.TempDir()
-	train := writeGenFiles(t, dir, 5, 2, 6000)
+	const perFile = 6000
+	train := writeGenFiles(t, dir, 5, 2, perFile)
 	snaps := filepath.Join(dir, "snapshots")
 	lc, err := local.Start(ctx, local.Options{Shards: 2, Prefix: "/xps/snap-test", Train: train, Workers: 2,
 		Snapshot: snapshot.Policy{Store: snaps, Every: 100 * time.Millisecond}})
@@ -37,61 +40,104 @@ func TestPeriodicSnapshots(t *testing.T) {
 	}
 	defer lc.Close()
 	cfg := streamedConfig(5) // positions are file offsets
-	results := runWorkers(t, ctx, 2, 0, JobOptions{Config: cfg, Etcd: lc.Etcd(), Prefix: lc.Prefix(), Train: train})
-	if got := results[0].Samples + results[1].Samples; got != int64(cfg.Train.Epochs)*12000 {
-		t.Fatalf("trained %d samples, want %d", got, cfg.Train.Epochs*12000)
+	// Each worker reads through a gate holding it in the middle of epoch 1
+	// (LoadData reads its file whole first: perFile <= peekSamples) until a
+	// periodic snapshot holds its checkpoint: training cannot end first.
+	var gates [2]*gateFS
+	for i := range gates {
+		gates[i] = newGateFS(ctx, lc, membership.WorkerName(i), perFile+perFile/2)
 	}
+	wait := startWorkers(t, ctx, 2, 0, JobOptions{Config: cfg, Etcd: lc.Etcd(), Prefix: lc.Prefix(), Train: train},
+		func(i int) reader.FS { return gates[i] })
 	store, err := snapshot.OpenDir(snaps)
 	if err != nil {
 		t.Fatal(err)
 	}
 	// Periodic snapshots go on meanwhile (one may be in progress, an old
 	// one pruned under us): read each manifest once and check those read.
-	// On a loaded machine a snapshot's fsyncs may outlast training: wait
-	// for one taken after the first rows were trained.
+	var during *snapshot.Manifest
+	testutil.Eventually(t, time.Minute, "a periodic snapshot with rows and both workers' checkpoints", func() bool {
+		seqs, err := snapshot.Snapshots(store)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, seq := range seqs {
+			if man, err := snapshot.ReadManifest(store, seq); err == nil && len(man.Tables) > 0 && len(checkpoints(t, man)) == 2 {
+				during = man
+				return true
+			}
+		}
+		return false
+	})
+	for _, g := range gates {
+		g.Release()
+	}
+	results := wait()
+	if got := results[0].Samples + results[1].Samples; got != int64(cfg.Train.Epochs)*2*perFile {
+		t.Fatalf("trained %d samples, want %d", got, cfg.Train.Epochs*2*perFile)
+	}
+	// The snapshot taken while training: checkpoints inside the files.
+	validCheckpoint := func(man *snapshot.Manifest, k string, v []byte) Checkpoint {
+		var c Checkpoint
+		if err := json.Unmarshal(v, &c); err != nil || !strings.HasPrefix(k, PositionKeyPrefix+"worker-") ||
+			!strings.HasSuffix(k, "/checkpoint") || c.Epoch < 1 || c.Applied <= 0 || len(c.Positions) == 0 ||
+			!slices.Contains(train, c.Positions[len(c.Positions)-1].File) {
+			t.Fatalf("snapshot %d: checkpoint %s = %s", man.Seq, k, v)
+		}
+		return c
+	}
+	for k, v := range during.Readers {
+		if c := validCheckpoint(during, k, v); c.EpochDone && c.Epoch == cfg.Train.Epochs {
+			t.Fatalf("snapshot %d, taken while training, holds the final checkpoint %s = %s", during.Seq, k, v)
+		}
+	}
+	// Snapshots after training: wait for one holding the final
+	// checkpoints (a snapshot's fsyncs may outlast training on a loaded
+	// machine), the newest with rows.
 	var seqs []uint64
 	var complete []*snapshot.Manifest
-	testutil.Eventually(t, time.Minute, "a complete snapshot with rows", func() bool {
+	var m *snapshot.Manifest
+	testutil.Eventually(t, time.Minute, "a complete snapshot taken after training", func() bool {
 		seqs, err = snapshot.Snapshots(store)
 		if err != nil {
 			t.Fatal(err)
 		}
-		complete = complete[:0]
-		rows := false
+		complete, m = complete[:0], nil
 		for _, seq := range seqs {
 			if man, err := snapshot.ReadManifest(store, seq); err == nil {
 				complete = append(complete, man)
-				rows = rows || len(man.Tables) > 0
+				if len(man.Tables) > 0 && (m == nil || man.Seq > m.Seq) {
+					m = man
+				}
 			}
 		}
-		return rows
+		if m == nil {
+			return false
+		}
+		final := 0
+		for _, c := range checkpoints(t, m) {
+			if c.EpochDone && c.Epoch == cfg.Train.Epochs {
+				final++
+			}
+		}
+		return final == 2
 	})
-	// Snapshots taken while training: checkpoints inside the files.
 	withPositions := 0
-	var m *snapshot.Manifest // the newest with rows
 	for _, man := range complete {
 		for k, v := range man.Readers {
-			var c Checkpoint
-			if err := json.Unmarshal(v, &c); err != nil || !strings.HasPrefix(k, PositionKeyPrefix+"worker-") ||
-				!strings.HasSuffix(k, "/checkpoint") || c.Epoch < 1 || c.Applied <= 0 || len(c.Positions) == 0 ||
-				!slices.Contains(train, c.Positions[len(c.Positions)-1].File) {
-				t.Fatalf("snapshot %d: checkpoint %s = %s", man.Seq, k, v)
-			}
+			validCheckpoint(man, k, v)
 			withPositions++
 		}
-		if len(man.Tables) > 0 && (m == nil || man.Seq > m.Seq) {
-			m = man
-		}
 	}
-	if m == nil || withPositions == 0 || len(complete) > 4 {
-		t.Fatalf("snapshots %v: %d complete, %d checkpoints, none with rows: %v", seqs, len(complete), withPositions, m == nil)
+	if withPositions == 0 || len(complete) > 4 {
+		t.Fatalf("snapshots %v: %d complete, %d checkpoints", seqs, len(complete), withPositions)
 	}
 	var rows int64
 	for _, f := range m.Tables[0].Files {
 		rows += f.Rows
 	}
-	t.Logf("%d snapshots kept (of seq up to %d), the newest with rows has %d, %d checkpoints in all", len(seqs), seqs[0], rows,
-		withPositions)
+	t.Logf("snapshot %d taken while training; %d snapshots kept (of seq up to %d), the newest with rows has %d, %d checkpoints in all",
+		during.Seq, len(seqs), seqs[0], rows, withPositions)
 	if rows == 0 {
 		t.Fatalf("snapshot %d has no rows", m.Seq)
 	}
@@ -104,9 +150,9 @@ func TestPeriodicSnapshots(t *testing.T) {
 		t.Fatalf("snapshot %d keeps the config among the readers too", m.Seq)
 	}
 	// On demand, with no worker left: it goes through at once.
-	res, err := lc.Conn().RequestSnapshot(ctx)
-	if err != nil || res.Seq <= m.Seq || res.Rows != rows {
-		t.Fatalf("RequestSnapshot = %+v, %v; want a snapshot after %d with %d rows", res, err, m.Seq, rows)
+	res, _ := requestSnapshot(t, ctx, lc, store, func(n *snapshot.Manifest) bool { return n.Seq > m.Seq })
+	if res.Rows != rows {
+		t.Fatalf("RequestSnapshot = %+v; want a snapshot after %d with %d rows", res, m.Seq, rows)
 	}
 }
 
@@ -126,18 +172,91 @@ func TestSnapshotEverySamples(t *testing.T) {
 	snaps := filepath.Join(dir, "snapshots")
 	every := int64(perFile / 2)
 	lc, err := local.Start(ctx, local.Options{Shards: 2, Prefix: "/xps/snap-samples-test", Train: train, Workers: 2,
-		Snapshot: snapshot.Policy{Store: snaps, EverySamples: every}})
+		Snapshot: snapshot.Policy{Store: snaps, Every: -1, EverySamples: every}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer lc.Close()
 	cfg := streamedConfig(6)
 	cfg.Train.Epochs = 3
-	runWorkers(t, ctx, 2, 0, JobOptions{Config: cfg, Etcd: lc.Etcd(), Prefix: lc.Prefix(), Train: train})
+	// Each worker reads through a gate: LoadData's read of its file first
+	// (perFile <= peekSamples), then steps of 3/4 `every` lines, 1.5 `every`
+	// samples in all, so that a step from where the last snapshot was asked
+	// for makes the scheduler ask for the next (the checkpoints are
+	// committed at least every second, also while a worker waits at the
+	// gate). The job needs 6 `every` lines per worker after LoadData's.
+	names := []string{membership.WorkerName(0), membership.WorkerName(1)}
+	var gates [2]*gateFS
+	for i := range gates {
+		gates[i] = newGateFS(ctx, lc, names[i], int64(perFile))
+	}
+	wait := startWorkers(t, ctx, 2, 0, JobOptions{Config: cfg, Etcd: lc.Etcd(), Prefix: lc.Prefix(), Train: train},
+		func(i int) reader.FS { return gates[i] })
 	store, err := snapshot.OpenDir(snaps)
 	if err != nil {
 		t.Fatal(err)
 	}
+	// kept returns the samples applied in each complete snapshot kept,
+	// oldest first, and the newest one's number.
+	kept := func() (applied []int64, newest uint64) {
+		seqs, err := snapshot.Snapshots(store)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, seq := range slices.Backward(seqs) { // oldest first
+			m, err := snapshot.ReadManifest(store, seq)
+			if err != nil {
+				continue
+			}
+			var sum int64
+			for _, c := range checkpoints(t, m) {
+				sum += c.Applied
+			}
+			applied = append(applied, sum)
+			newest = seq
+		}
+		return applied, newest
+	}
+	withCheckpoints := func() int {
+		applied, _ := kept()
+		n := 0
+		for _, a := range applied {
+			if a > 0 {
+				n++
+			}
+		}
+		return n
+	}
+	step, raised := 3*every/4, int64(0)
+	raiseStep := func() {
+		if raised+step > 5*every {
+			t.Fatalf("%d samples trained per worker and %d snapshots by samples; the job must stay short of its end (%d)",
+				raised, withCheckpoints(), 6*every)
+		}
+		raised += step
+		for _, g := range gates {
+			g.Raise(step)
+		}
+		waitLiveApplied(t, ctx, lc, names, raised-int64(cfg.Train.BatchSize)-1) // all trained but a partial batch
+	}
+	// The scheduler counts from its first look at the checkpoints (a tick
+	// after the first snapshot), so the step that makes the first snapshot
+	// by samples is not known: step until one is taken. From then on
+	// every step asks for one more, until three are kept and the first
+	// snapshot, taken at the start and holding nothing, is gone.
+	for withCheckpoints() == 0 {
+		raiseStep()
+	}
+	for n := withCheckpoints(); n < 3; n = withCheckpoints() {
+		raiseStep()
+		testutil.Eventually(t, time.Minute, fmt.Sprintf("%d kept snapshots with checkpoints", n+1), func() bool {
+			return withCheckpoints() > n
+		})
+	}
+	for _, g := range gates {
+		g.Release()
+	}
+	wait()
 	// Snapshots were taken while training (the first, at the start, holds
 	// nothing), each kept one with more samples than the one before, and
 	// no more of them than one per `every` samples (the checkpoints are
@@ -147,30 +266,12 @@ func TestSnapshotEverySamples(t *testing.T) {
 	var applied []int64
 	var newest uint64
 	testutil.Eventually(t, time.Minute, "two snapshots with checkpoints", func() bool {
-		seqs, err := snapshot.Snapshots(store)
-		if err != nil {
-			t.Fatal(err)
-		}
-		applied = applied[:0]
-		for _, seq := range slices.Backward(seqs) { // oldest first
-			m, err := snapshot.ReadManifest(store, seq)
-			if err != nil {
-				continue
-			}
-			var sum int64
-			for k, v := range m.Readers {
-				var c Checkpoint
-				if strings.HasSuffix(k, "/checkpoint") && json.Unmarshal(v, &c) == nil {
-					sum += c.Applied
-				}
-			}
-			applied = append(applied, sum)
-			newest = seq
-		}
+		applied, newest = kept()
 		return len(applied) >= 2 && applied[0] > 0
 	})
 	total := int64(cfg.Train.Epochs * 2 * perFile)
-	t.Logf("samples applied in the kept snapshots: %v, the newest is number %d (every %d of %d samples)", applied, newest, every, total)
+	t.Logf("samples applied in the kept snapshots: %v, the newest is number %d (every %d of %d samples; the gates held the workers %d times)",
+		applied, newest, every, total, raised/step)
 	if !slices.IsSorted(applied) {
 		t.Errorf("kept snapshots hold %v samples: not increasing", applied)
 	}

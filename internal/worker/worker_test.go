@@ -200,10 +200,21 @@ func TestStopsWhenLeaseLost(t *testing.T) {
 // workers' progress, if any fails.
 func runWorkers(t *testing.T, ctx context.Context, n int, stagger time.Duration, opts JobOptions) []JobResult {
 	t.Helper()
+	return startWorkers(t, ctx, n, stagger, opts, nil)()
+}
+
+// startWorkers starts n worker jobs of opts (Index and Count set for each;
+// FS fsys(i) when fsys is set), worker i after i*stagger, and returns a
+// function that waits for them and fails the test, with the workers'
+// progress, if any failed. The test's end waits for them too (cancel ctx
+// first).
+func startWorkers(t *testing.T, ctx context.Context, n int, stagger time.Duration, opts JobOptions, fsys func(i int) reader.FS) func() []JobResult {
+	t.Helper()
 	var wg sync.WaitGroup
+	t.Cleanup(wg.Wait)
 	results := make([]JobResult, n)
 	errs := make([]error, n)
-	progress := make([]strings.Builder, n)
+	progress := make([]syncBuilder, n)
 	for i := range n {
 		wg.Add(1)
 		go func() {
@@ -211,17 +222,23 @@ func runWorkers(t *testing.T, ctx context.Context, n int, stagger time.Duration,
 			time.Sleep(time.Duration(i) * stagger)
 			o := opts
 			o.Index, o.Count, o.Progress = i, n, &progress[i]
+			if fsys != nil {
+				o.FS = fsys(i)
+			}
 			results[i], errs[i] = RunJob(ctx, o)
 		}()
 	}
-	wg.Wait()
-	for i, err := range errs {
-		if err != nil {
-			for j := range progress {
-				t.Logf("worker %d: %v\n%s", j, errs[j], progress[j].String())
+	return func() []JobResult {
+		t.Helper()
+		wg.Wait()
+		for i, err := range errs {
+			if err != nil {
+				for j := range progress {
+					t.Logf("worker %d: %v\n%s", j, errs[j], progress[j].String())
+				}
+				t.Fatalf("worker %d: %v", i, err)
 			}
-			t.Fatalf("worker %d: %v", i, err)
 		}
+		return results
 	}
-	return results
 }
