@@ -29,6 +29,22 @@ func newClient(t *testing.T) *clientv3.Client { return etcd.Client(t) }
 
 func testCtx(t *testing.T) context.Context { return testutil.Ctx(t, 20*time.Second) }
 
+// register registers members of kind with ids in c's cluster; they leave
+// when the test ends.
+func register(t *testing.T, cli *clientv3.Client, c *controlplane.Conn, kind string, ids ...string) []*membership.Registration {
+	t.Helper()
+	var regs []*membership.Registration
+	for _, id := range ids {
+		r, err := membership.Register(testCtx(t), cli, c.Prefix(), membership.Member{Kind: kind, ID: id}, 5*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { r.Close() })
+		regs = append(regs, r)
+	}
+	return regs
+}
+
 // newConn returns a Conn of a cluster no other test uses.
 func newConn(t *testing.T) (*controlplane.Conn, *clientv3.Client) {
 	cli := newClient(t)
@@ -141,15 +157,7 @@ func TestEvents(t *testing.T) {
 func TestBarrier(t *testing.T) {
 	ctx := testCtx(t)
 	c, cli := newConn(t)
-	var regs []*membership.Registration
-	for _, id := range []string{"w0", "w1"} {
-		r, err := membership.Register(ctx, cli, c.Prefix(), membership.Member{Kind: membership.KindWorker, ID: id}, 5*time.Second)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer r.Close()
-		regs = append(regs, r)
-	}
+	regs := register(t, cli, c, membership.KindWorker, "w0", "w1")
 	arrived := make(chan error, 1)
 	go func() { arrived <- c.Barrier(ctx, regs[0], "final", 2) }()
 	select {

@@ -22,11 +22,7 @@ import (
 func TestPauseResume(t *testing.T) {
 	c, cli := newConn(t)
 	ctx := testCtx(t)
-	reg, err := membership.Register(ctx, cli, c.Prefix(), membership.Member{Kind: membership.KindWorker, ID: "w0"}, 5*time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer reg.Close()
+	register(t, cli, c, membership.KindWorker, "w0")
 	if seq, err := c.LastPause(ctx); err != nil || seq != 0 {
 		t.Fatalf("LastPause on a new cluster = %d, %v", seq, err)
 	}
@@ -186,15 +182,7 @@ func TestPartitionDeal(t *testing.T) {
 func TestElect(t *testing.T) {
 	c, cli := newConn(t)
 	ctx := testCtx(t)
-	var regs []*membership.Registration
-	for _, id := range []string{"s0", "s1"} {
-		r, err := membership.Register(ctx, cli, c.Prefix(), membership.Member{Kind: membership.KindScheduler, ID: id}, 5*time.Second)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer r.Close()
-		regs = append(regs, r)
-	}
+	regs := register(t, cli, c, membership.KindScheduler, "s0", "s1")
 	l0, err := c.Elect(ctx, regs[0], "s0")
 	if err != nil {
 		t.Fatal(err)
