@@ -1,6 +1,6 @@
 // Command worker trains a model against the AMS shards of a cluster: a CTR
 // model, or with -output slide an extreme multi-label classifier whose
-// SLIDE output layer lives in this worker (package internal/xctrain).
+// SLIDE output layer lives in this worker (package internal/xctrain; the job itself is xps.Train).
 // `go run ./cmd/worker -local` runs everything in one process (embedded
 // etcd, two AMS shards, the scheduler and this worker); `worker -etcd
 // HOST:PORT -train FILES -workers 2 -worker-index 0` joins a running
@@ -31,12 +31,12 @@ import (
 	"os"
 	"time"
 
+	"github.com/xdlgo/xps"
 	"github.com/xdlgo/xps/internal/cli"
 	"github.com/xdlgo/xps/internal/config"
 	"github.com/xdlgo/xps/internal/local"
 	"github.com/xdlgo/xps/internal/membership"
-	"github.com/xdlgo/xps/internal/worker"
-	"github.com/xdlgo/xps/internal/xctrain"
+	"github.com/xdlgo/xps/job"
 )
 
 type flags struct {
@@ -114,20 +114,13 @@ func run(f flags, overrides *config.Overrides) error {
 	if err != nil {
 		return err
 	}
-	opts := worker.JobOptions{Config: cfg, Prefix: prefix, Index: f.index, Count: cfg.Job.Workers,
-		Train: cfg.Job.Train, Test: cfg.Job.Test, Progress: progress, Logger: log, LeaseTTL: f.leaseTTL}
+	opts := job.Options{Config: cfg, Prefix: prefix, Index: f.index, Progress: progress, Logger: log, LeaseTTL: f.leaseTTL}
 	closeCluster, err := connect(ctx, f, &opts)
 	if err != nil {
 		return err
 	}
 	defer closeCluster()
-	var res interface{ WriteSummary(io.Writer) }
-	if cfg.Model.Output.Kind == config.OutputSLIDE {
-		res, err = xctrain.RunJob(ctx, xctrain.JobOptions{Config: cfg, Etcd: opts.Etcd, Prefix: prefix, Index: f.index,
-			Count: cfg.Job.Workers, Train: opts.Train, Test: opts.Test, Progress: progress, Logger: log, Local: opts.Local})
-	} else {
-		res, err = worker.RunJob(ctx, opts)
-	}
+	res, err := xps.Train(ctx, opts)
 	if err != nil {
 		return err
 	}
@@ -144,7 +137,7 @@ func run(f flags, overrides *config.Overrides) error {
 
 // connect starts the embedded cluster (-local) or dials etcd (-etcd) and
 // sets opts' etcd client and local shards; the returned func closes them.
-func connect(ctx context.Context, f flags, opts *worker.JobOptions) (func(), error) {
+func connect(ctx context.Context, f flags, opts *job.Options) (func(), error) {
 	if !f.local {
 		cl, err := membership.Dial(ctx, cli.Endpoints(f.etcd), opts.Logger)
 		if err != nil {

@@ -22,7 +22,7 @@ import (
 )
 
 // gateFS is the local file system with a gate on reading, given to one
-// worker as JobOptions.FS by the tests whose fault points are tied to
+// worker as job.Options.FS by the tests whose fault points are tied to
 // training progress: the worker's reads deliver at most Budget lines in
 // all (every open counts, LoadData's look at the data and re-reads after a
 // rollback too) until the test raises the budget. However fast the machine,

@@ -11,6 +11,7 @@ import (
 	"github.com/xdlgo/xps/internal/hdfsconn"
 	"github.com/xdlgo/xps/internal/hdfstest"
 	"github.com/xdlgo/xps/internal/local"
+	"github.com/xdlgo/xps/job"
 	"github.com/xdlgo/xps/reader/hdfssrc"
 )
 
@@ -70,7 +71,7 @@ func TestTrainsFromHDFS(t *testing.T) {
 	cfg := smallConfig()
 	cfg.Train.Format = "libffm"
 	cfg.Model.Fields = genConfig(11).Fields
-	results := runWorkers(t, ctx, 2, 0, JobOptions{Config: cfg, Etcd: lc.Etcd(), Prefix: lc.Prefix(), Train: train, Test: test})
+	results := runWorkers(t, ctx, 2, 0, job.Options{Config: withJob(cfg, train, test), Etcd: lc.Etcd(), Prefix: lc.Prefix()})
 	epochs := int64(cfg.Train.Epochs)
 	if got := results[0].Samples + results[1].Samples; got != epochs*perFile*files {
 		t.Fatalf("workers trained %d + %d samples, want %d epochs of %d", results[0].Samples, results[1].Samples,

@@ -12,7 +12,9 @@ import (
 	"github.com/xdlgo/xps/ams"
 	"github.com/xdlgo/xps/ams/client"
 	"github.com/xdlgo/xps/internal/checkpoint"
+	"github.com/xdlgo/xps/internal/config"
 	"github.com/xdlgo/xps/internal/controlplane"
+	"github.com/xdlgo/xps/job"
 	"github.com/xdlgo/xps/reader"
 	"github.com/xdlgo/xps/reader/kafkasrc"
 )
@@ -26,7 +28,7 @@ const PositionKeyPrefix = ams.StateReaderPrefix
 // (all of them, or the scheduler's deal), the positions kept in the model,
 // and the hand-over of partitions when the deal changes.
 type kafkaJob struct {
-	opts   JobOptions
+	cfg    config.Config
 	conn   *controlplane.Conn
 	cl     *client.Client
 	format reader.Format
@@ -37,17 +39,18 @@ type kafkaJob struct {
 	say    func(string, ...any)
 }
 
-func newKafkaJob(opts JobOptions, conn *controlplane.Conn, cl *client.Client, name string, say func(string, ...any)) (*kafkaJob, error) {
-	format, policy, err := inputFormat(opts.Config)
+func newKafkaJob(env *job.Env) (*kafkaJob, error) {
+	format, policy, err := inputFormat(env.Config)
 	if err != nil {
 		return nil, err
 	}
-	return &kafkaJob{opts: opts, conn: conn, cl: cl, format: format, policy: policy, name: name, dealt: opts.Count > 1, say: say}, nil
+	return &kafkaJob{cfg: env.Config, conn: env.Conn, cl: env.Client, format: format, policy: policy, name: env.Name,
+		dealt: env.Workers() > 1, say: env.Say}, nil
 }
 
 // streamPrefix is the state key prefix of this topic's positions.
 func (k *kafkaJob) streamPrefix() string {
-	return PositionKeyPrefix + kafkasrc.Scheme + k.opts.Config.Kafka.Topic + "/"
+	return PositionKeyPrefix + kafkasrc.Scheme + k.cfg.Kafka.Topic + "/"
 }
 
 // positions returns the positions of the topic's partitions stored in the
@@ -164,7 +167,7 @@ func (k *kafkaJob) ackFromNowOn(ctx context.Context) (stop func()) {
 // open opens this worker's partitions from the positions in the model.
 // With a deal, the source stops (ErrReopen) when a newer deal appears.
 func (k *kafkaJob) open(ctx context.Context, bounded bool) (reader.Source, error) {
-	kc := k.opts.Config.Kafka
+	kc := k.cfg.Kafka
 	start, err := k.positions(ctx)
 	if err != nil {
 		return nil, err
@@ -213,7 +216,7 @@ func (d *dealtSource) Close() error {
 // from sh (the test set), the first messages after the stored positions,
 // and the config.
 func (k *kafkaJob) data(ctx context.Context, sh *shapeFinder) (Data, error) {
-	kc := k.opts.Config.Kafka
+	kc := k.cfg.Kafka
 	src, err := k.open(ctx, true)
 	if err != nil {
 		return Data{}, err
@@ -239,7 +242,7 @@ func (k *kafkaJob) data(ctx context.Context, sh *shapeFinder) (Data, error) {
 		Train: func(int, reader.Position) (reader.Source, error) { return k.open(ctx, false) },
 		Desc:  fmt.Sprintf("Kafka topic %s on %s (%s, %s)", kc.Topic, strings.Join(kc.Brokers, ","), k.format, mode),
 	}
-	d.Shape, err = sh.shape(k.opts.Config, k.format == reader.SampleGroup)
+	d.Shape, err = sh.shape(k.cfg, k.format == reader.SampleGroup)
 	if errors.Is(err, ErrNoData) {
 		err = fmt.Errorf("%w (the topic has no messages after the stored positions: set model.fields, and model.field_levels for grouped data)", err)
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/xdlgo/xps/internal/config"
 	"github.com/xdlgo/xps/internal/kafkatest"
 	"github.com/xdlgo/xps/internal/local"
+	"github.com/xdlgo/xps/job"
 	"github.com/xdlgo/xps/reader"
 	"github.com/xdlgo/xps/reader/kafkasrc"
 )
@@ -67,7 +68,7 @@ func storedPositions(t testing.TB, lc *local.Cluster, ctx context.Context) map[s
 		t.Fatal(err)
 	}
 	defer cl.Close()
-	kj := &kafkaJob{cl: cl, opts: JobOptions{Config: config.Config{Kafka: config.KafkaConfig{Topic: "ctr"}}}}
+	kj := &kafkaJob{cl: cl, cfg: config.Config{Kafka: config.KafkaConfig{Topic: "ctr"}}}
 	ps, err := kj.positions(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -98,7 +99,7 @@ func TestKafkaBoundedResumesFromTheModel(t *testing.T) {
 	msgs := ctrMessages(6000, 1)
 	produceMessages(t, b.Addrs(), "ctr", msgs[:4000])
 	cfg := kafkaConfig(b.Addrs(), "ctr")
-	res, err := RunJob(ctx, JobOptions{Config: cfg, Etcd: lc.Etcd(), Prefix: lc.Prefix()})
+	res, err := RunJob(ctx, job.Options{Config: cfg, Etcd: lc.Etcd(), Prefix: lc.Prefix()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -117,7 +118,7 @@ func TestKafkaBoundedResumesFromTheModel(t *testing.T) {
 		t.Fatalf("progressive validation %+v: want 4000 samples and a learned model", res.Progressive)
 	}
 	produceMessages(t, b.Addrs(), "ctr", msgs[4000:])
-	res, err = RunJob(ctx, JobOptions{Config: cfg, Etcd: lc.Etcd(), Prefix: lc.Prefix()})
+	res, err = RunJob(ctx, job.Options{Config: cfg, Etcd: lc.Etcd(), Prefix: lc.Prefix()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -146,7 +147,7 @@ func TestKafkaPartitionsDealtAcrossWorkers(t *testing.T) {
 	cfg := kafkaConfig(b.Addrs(), "ctr")
 	cfg.Train.BatchSize = 32
 	// Worker 1 joins while worker 0 is training: a re-deal.
-	results := runWorkers(t, ctx, 2, 300*time.Millisecond, JobOptions{Config: cfg, Etcd: lc.Etcd(), Prefix: lc.Prefix()})
+	results := runWorkers(t, ctx, 2, 300*time.Millisecond, job.Options{Config: cfg, Etcd: lc.Etcd(), Prefix: lc.Prefix()})
 	if total := results[0].Samples + results[1].Samples; total != 8000 {
 		t.Fatalf("workers trained %d + %d samples, want 8000 in all", results[0].Samples, results[1].Samples)
 	}
@@ -189,7 +190,7 @@ func TestKafkaStreaming(t *testing.T) {
 	var jobErr error
 	go func() {
 		defer close(done)
-		res, jobErr = RunJob(jobCtx, JobOptions{Config: cfg, Etcd: lc.Etcd(), Prefix: lc.Prefix(), Progress: &progress})
+		res, jobErr = RunJob(jobCtx, job.Options{Config: cfg, Etcd: lc.Etcd(), Prefix: lc.Prefix(), Progress: &progress})
 	}()
 	for i := 500; i < len(msgs); i += 500 {
 		produceMessages(t, b.Addrs(), "ctr", msgs[i:i+500])

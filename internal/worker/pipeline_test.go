@@ -19,6 +19,7 @@ import (
 	"github.com/xdlgo/xps/internal/datagen"
 	"github.com/xdlgo/xps/internal/local"
 	"github.com/xdlgo/xps/internal/testutil"
+	"github.com/xdlgo/xps/job"
 	"github.com/xdlgo/xps/reader"
 )
 
@@ -376,7 +377,7 @@ func TestRunFilePositionIsSourceEnd(t *testing.T) {
 			cfg.Train.Format = "group"
 			inOrder := false // stream the file (shuffling reads it into memory)
 			cfg.Train.Shuffle = &inOrder
-			data, err := LoadData(JobOptions{Config: cfg, Train: []string{path}}, []reader.FileSplit{{Path: path}})
+			data, err := LoadData(job.Options{Config: withJob(cfg, []string{path}, nil)}, []reader.FileSplit{{Path: path}})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -526,7 +527,7 @@ func TestRunRejectsBadLabel(t *testing.T) {
 			t.Run(m.name+"-label"+label, func(t *testing.T) {
 				cfg := pipelineConfig(m.pipeline)
 				cfg.Train.Format = "group"
-				data, err := LoadData(JobOptions{Config: cfg, Train: []string{path}}, []reader.FileSplit{{Path: path}})
+				data, err := LoadData(job.Options{Config: withJob(cfg, []string{path}, nil)}, []reader.FileSplit{{Path: path}})
 				if err != nil {
 					t.Fatal(err)
 				}

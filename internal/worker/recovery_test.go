@@ -16,6 +16,7 @@ import (
 	"github.com/xdlgo/xps/internal/local"
 	"github.com/xdlgo/xps/internal/membership"
 	"github.com/xdlgo/xps/internal/testutil"
+	"github.com/xdlgo/xps/job"
 	"github.com/xdlgo/xps/reader"
 	"github.com/xdlgo/xps/snapshot"
 )
@@ -28,7 +29,7 @@ import (
 // the final model's history are the dataset, once per epoch, exactly.
 // It runs in both modes: asynchronous, and sync mode, where the rounds'
 // progress is restored with the model. The asynchronous workers call the
-// shards directly on their batch buffers (JobOptions.Local, the default
+// shards directly on their batch buffers (job.Options.Local, the default
 // of worker -local); the sync-mode ones pull and push over loopback gRPC,
 // so both data paths meet a restarted shard.
 func TestRecovery(t *testing.T) {
@@ -92,7 +93,7 @@ func testRecovery(t *testing.T, syncMode bool) {
 		go func() {
 			defer wg.Done()
 			for {
-				o := JobOptions{Config: cfg, Etcd: lc.Etcd(), Prefix: lc.Prefix(), Train: train, Index: i, Count: 2,
+				o := job.Options{Config: withJob(withWorkers(cfg, 2), train, nil), Etcd: lc.Etcd(), Prefix: lc.Prefix(), Index: i,
 					Progress: &logs[i], LeaseTTL: time.Second, FS: gates[i]}
 				if !syncMode {
 					o.Local = lc

@@ -17,6 +17,7 @@ import (
 	"github.com/xdlgo/xps/internal/local"
 	"github.com/xdlgo/xps/internal/membership"
 	"github.com/xdlgo/xps/internal/testutil"
+	"github.com/xdlgo/xps/job"
 	"github.com/xdlgo/xps/reader"
 	"github.com/xdlgo/xps/snapshot"
 )
@@ -47,7 +48,7 @@ func TestPeriodicSnapshots(t *testing.T) {
 	for i := range gates {
 		gates[i] = newGateFS(ctx, lc, membership.WorkerName(i), perFile+perFile/2)
 	}
-	wait := startWorkers(t, ctx, 2, 0, JobOptions{Config: cfg, Etcd: lc.Etcd(), Prefix: lc.Prefix(), Train: train},
+	wait := startWorkers(t, ctx, 2, 0, job.Options{Config: withJob(cfg, train, nil), Etcd: lc.Etcd(), Prefix: lc.Prefix()},
 		func(i int) reader.FS { return gates[i] })
 	store, err := snapshot.OpenDir(snaps)
 	if err != nil {
@@ -190,7 +191,7 @@ func TestSnapshotEverySamples(t *testing.T) {
 	for i := range gates {
 		gates[i] = newGateFS(ctx, lc, names[i], int64(perFile))
 	}
-	wait := startWorkers(t, ctx, 2, 0, JobOptions{Config: cfg, Etcd: lc.Etcd(), Prefix: lc.Prefix(), Train: train},
+	wait := startWorkers(t, ctx, 2, 0, job.Options{Config: withJob(cfg, train, nil), Etcd: lc.Etcd(), Prefix: lc.Prefix()},
 		func(i int) reader.FS { return gates[i] })
 	store, err := snapshot.OpenDir(snaps)
 	if err != nil {

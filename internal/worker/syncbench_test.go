@@ -10,6 +10,7 @@ import (
 
 	"github.com/xdlgo/xps/internal/config"
 	"github.com/xdlgo/xps/internal/local"
+	"github.com/xdlgo/xps/job"
 )
 
 // TestSyncThroughput measures sync mode against asynchronous training in
@@ -48,7 +49,7 @@ func TestSyncThroughput(t *testing.T) {
 				wg.Add(1)
 				go func() {
 					defer wg.Done()
-					res[i], errs[i] = RunJob(ctx, JobOptions{Config: cfg, Etcd: lc.Etcd(), Prefix: lc.Prefix(), Index: i, Count: 2})
+					res[i], errs[i] = RunJob(ctx, job.Options{Config: withWorkers(cfg, 2), Etcd: lc.Etcd(), Prefix: lc.Prefix(), Index: i})
 				}()
 			}
 			wg.Wait()

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/xdlgo/xps/internal/local"
+	"github.com/xdlgo/xps/job"
 )
 
 // TestSyncMode trains two workers in sync mode: every shard applies one
@@ -34,7 +35,7 @@ func TestSyncMode(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			results[i], errs[i] = RunJob(ctx, JobOptions{Config: cfg, Etcd: lc.Etcd(), Prefix: lc.Prefix(), Index: i, Count: 2, Progress: &logs[i]})
+			results[i], errs[i] = RunJob(ctx, job.Options{Config: withWorkers(cfg, 2), Etcd: lc.Etcd(), Prefix: lc.Prefix(), Index: i, Progress: &logs[i]})
 		}()
 	}
 	wg.Wait()

@@ -17,6 +17,7 @@ import (
 	"github.com/xdlgo/xps/internal/datagen"
 	"github.com/xdlgo/xps/internal/local"
 	"github.com/xdlgo/xps/internal/testutil"
+	"github.com/xdlgo/xps/job"
 	"github.com/xdlgo/xps/reader"
 )
 
@@ -59,7 +60,7 @@ func TestTrainsGeneratedData(t *testing.T) {
 	var progress strings.Builder
 	cfg := smallConfig()
 	cfg.Train.EvalEvery = 50
-	res, err := RunJob(ctx, JobOptions{Config: cfg, Etcd: lc.Etcd(), Prefix: lc.Prefix(), Progress: &progress})
+	res, err := RunJob(ctx, job.Options{Config: cfg, Etcd: lc.Etcd(), Prefix: lc.Prefix(), Progress: &progress})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -97,13 +98,13 @@ func TestLoadDataBadLines(t *testing.T) {
 	cfg := smallConfig()
 	whole := []reader.FileSplit{{Path: train}}
 	// Stop (the default): the error names file, line and reason.
-	_, err := LoadData(JobOptions{Config: cfg, Train: []string{train}}, whole)
+	_, err := LoadData(job.Options{Config: withJob(cfg, []string{train}, nil)}, whole)
 	if !errors.Is(err, reader.ErrMalformed) || !strings.Contains(err.Error(), "train.libffm:2") || !strings.Contains(err.Error(), "oops") {
 		t.Fatalf("stop policy: err = %v, want a malformed-line error naming train.libffm:2", err)
 	}
 	// Skip: the line is counted and the rest is read.
 	cfg.Train.OnError = "skip"
-	d, err := LoadData(JobOptions{Config: cfg, Train: []string{train}}, whole)
+	d, err := LoadData(job.Options{Config: withJob(cfg, []string{train}, nil)}, whole)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -118,7 +119,7 @@ func TestLoadDataBadLines(t *testing.T) {
 	if d.Shape.Fields != 2 {
 		t.Fatalf("shape %+v, want 2 fields", d.Shape)
 	}
-	d, err = LoadData(JobOptions{Config: cfg, Train: []string{train}}, []reader.FileSplit{{Path: filepath.Join(dir, "missing")}})
+	d, err = LoadData(job.Options{Config: withJob(cfg, []string{train}, nil)}, []reader.FileSplit{{Path: filepath.Join(dir, "missing")}})
 	if err == nil {
 		t.Fatalf("a missing file loaded without error: %+v", d)
 	}
@@ -165,7 +166,7 @@ func TestStopsWhenLeaseLost(t *testing.T) {
 	cfg.Train.Epochs = 1000 // far more than the test lets it train
 	done := make(chan error, 1)
 	go func() {
-		_, err := RunJob(ctx, JobOptions{Config: cfg, Etcd: lc.Etcd(), Prefix: lc.Prefix()})
+		_, err := RunJob(ctx, job.Options{Config: cfg, Etcd: lc.Etcd(), Prefix: lc.Prefix()})
 		done <- err
 	}()
 	key := lc.Prefix() + "/members/worker/worker-0"
@@ -198,7 +199,7 @@ func TestStopsWhenLeaseLost(t *testing.T) {
 // runWorkers runs n worker jobs of opts (Index and Count set for each) at
 // once, worker i starting after i*stagger, and fails the test, with the
 // workers' progress, if any fails.
-func runWorkers(t *testing.T, ctx context.Context, n int, stagger time.Duration, opts JobOptions) []JobResult {
+func runWorkers(t *testing.T, ctx context.Context, n int, stagger time.Duration, opts job.Options) []JobResult {
 	t.Helper()
 	return startWorkers(t, ctx, n, stagger, opts, nil)()
 }
@@ -208,7 +209,7 @@ func runWorkers(t *testing.T, ctx context.Context, n int, stagger time.Duration,
 // function that waits for them and fails the test, with the workers'
 // progress, if any failed. The test's end waits for them too (cancel ctx
 // first).
-func startWorkers(t *testing.T, ctx context.Context, n int, stagger time.Duration, opts JobOptions, fsys func(i int) reader.FS) func() []JobResult {
+func startWorkers(t *testing.T, ctx context.Context, n int, stagger time.Duration, opts job.Options, fsys func(i int) reader.FS) func() []JobResult {
 	t.Helper()
 	var wg sync.WaitGroup
 	t.Cleanup(wg.Wait)
@@ -221,7 +222,7 @@ func startWorkers(t *testing.T, ctx context.Context, n int, stagger time.Duratio
 			defer wg.Done()
 			time.Sleep(time.Duration(i) * stagger)
 			o := opts
-			o.Index, o.Count, o.Progress = i, n, &progress[i]
+			o.Index, o.Config.Job.Workers, o.Progress = i, n, &progress[i]
 			if fsys != nil {
 				o.FS = fsys(i)
 			}
@@ -241,4 +242,16 @@ func startWorkers(t *testing.T, ctx context.Context, n int, stagger time.Duratio
 		}
 		return results
 	}
+}
+
+// withJob returns cfg with the job's training and test files set.
+func withJob(cfg config.Config, train, test []string) config.Config {
+	cfg.Job.Train, cfg.Job.Test = train, test
+	return cfg
+}
+
+// withWorkers returns cfg for a job of n workers.
+func withWorkers(cfg config.Config, n int) config.Config {
+	cfg.Job.Workers = n
+	return cfg
 }

@@ -2,222 +2,129 @@ package xctrain
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
-	"log/slog"
-	"os"
-	"sync"
-	"time"
 
-	clientv3 "go.etcd.io/etcd/client/v3"
-
-	"github.com/xdlgo/xps/ams/client"
 	"github.com/xdlgo/xps/internal/checkpoint"
-	"github.com/xdlgo/xps/internal/config"
-	"github.com/xdlgo/xps/internal/controlplane"
-	"github.com/xdlgo/xps/internal/membership"
+	"github.com/xdlgo/xps/job"
 	"github.com/xdlgo/xps/reader"
 )
 
 // ErrLeaseLost is the cause of a job's end when its etcd lease was lost
-// (the cluster declared the worker dead).
-var ErrLeaseLost = errors.New("xctrain: lost its etcd lease")
-
-// JobOptions configure a whole extreme-classification worker job.
-type JobOptions struct {
-	// Config is the job's configuration (Model.Output.Kind "slide").
-	Config config.Config
-	// Etcd is the etcd client the worker registers with and finds the
-	// shard map through. Required.
-	Etcd *clientv3.Client
-	// Prefix is the cluster's etcd key prefix. The default value is
-	// membership.DefaultPrefix.
-	Prefix string
-	// Index and Count: this is worker Index of Count. The SLIDE layer lives
-	// in one worker, so Count must be 1 (the default).
-	Index, Count int
-	// Train and Test list XMLRepository files, directories or globs. Train
-	// is required; Test empty skips evaluation.
-	Train, Test []string
-	// LeaseTTL is the worker's registration lease TTL. The default value is
-	// membership.DefaultTTL.
-	LeaseTTL time.Duration
-	// Progress receives progress lines. The default value (nil) prints none.
-	Progress io.Writer
-	// Logger receives structured logs. The default value discards them.
-	Logger *slog.Logger
-	// Local resolves the shards that serve in this process (the embedded
-	// local cluster: local.Cluster): pulls and pushes to them are direct
-	// calls of their service instead of loopback gRPC (client.NewLocal).
-	// The default value (nil) sends everything through gRPC.
-	Local client.Resolver
-}
+// (the cluster declared the worker dead). It is job.ErrLeaseLost.
+var ErrLeaseLost = job.ErrLeaseLost
 
 // JobResult is what a job prints as its summary (and as JSON).
 type JobResult struct {
 	Result
-	Worker         string  `json:"worker"`
-	Shards         int     `json:"shards"`
-	Data           string  `json:"data"`
-	TrainSamples   int     `json:"train_samples"`
-	TestSamples    int     `json:"test_samples"`
-	EmbeddingDim   int     `json:"embedding_dim"`
-	Hidden         []int   `json:"hidden"`
-	DenseParams    int     `json:"dense_params"`
-	LoadSeconds    float64 `json:"load_seconds"`
-	WallSeconds    float64 `json:"wall_seconds"`
-	SkippedSamples int64   `json:"skipped"`
+	job.Summary
+	Data           string `json:"data"`
+	TrainSamples   int    `json:"train_samples"`
+	TestSamples    int    `json:"test_samples"`
+	EmbeddingDim   int    `json:"embedding_dim"`
+	Hidden         []int  `json:"hidden"`
+	DenseParams    int    `json:"dense_params"`
+	SkippedSamples int64  `json:"skipped"`
 }
 
-// RunJob loads the data, registers the worker in etcd, waits for the
-// scheduler's shard map, declares the model on the shards and trains.
-func RunJob(ctx context.Context, opts JobOptions) (JobResult, error) {
-	wall := time.Now()
-	if opts.Etcd == nil {
-		return JobResult{}, errors.New("xctrain: an etcd client is required")
-	}
-	if opts.Prefix == "" {
-		opts.Prefix = membership.DefaultPrefix
-	}
-	opts.Count = max(opts.Count, 1)
-	if opts.Count != 1 || opts.Index != 0 {
-		return JobResult{}, fmt.Errorf("xctrain: the SLIDE output layer lives in one worker: run 1 worker (got index %d of %d)", opts.Index, opts.Count)
-	}
-	if len(opts.Train) == 0 {
-		return JobResult{}, fmt.Errorf("%w: model.output.kind slide needs training files (-train, XMLRepository format; cmd/xcgen writes some)", ErrNoData)
-	}
-	cfg := opts.Config
-	cfg.EnsureDefaults()
-	if err := cfg.Validate(); err != nil {
-		return JobResult{}, fmt.Errorf("xctrain: %w", err)
-	}
-	opts.Config = cfg
-	if opts.LeaseTTL == 0 {
-		opts.LeaseTTL = membership.DefaultTTL
-	}
-	if opts.Logger == nil {
-		opts.Logger = slog.New(slog.DiscardHandler)
-	}
-	conn, err := controlplane.New(opts.Etcd, opts.Prefix)
-	if err != nil {
-		return JobResult{}, fmt.Errorf("xctrain: %w", err)
-	}
-	name := membership.WorkerName(opts.Index)
-	res := JobResult{Worker: name}
-	reg, err := membership.Register(ctx, opts.Etcd, opts.Prefix, membership.Member{Kind: membership.KindWorker, ID: name,
-		PID: os.Getpid(), Started: time.Now()}, opts.LeaseTTL)
-	if err != nil {
-		return res, fmt.Errorf("xctrain: %w", err)
-	}
-	defer reg.Close()
-	var lostWG sync.WaitGroup
-	defer lostWG.Wait() // runs after cancel (deferred calls run last-in first-out)
-	ctx, cancel := context.WithCancelCause(ctx)
-	defer cancel(nil)
-	lostWG.Add(1)
-	go func() {
-		defer lostWG.Done()
-		select {
-		case <-reg.Lost():
-			cancel(fmt.Errorf("%w (%s)", ErrLeaseLost, name))
-		case <-ctx.Done():
-		}
-	}()
-	res, err = trainJob(ctx, opts, conn, res)
-	res.WallSeconds = time.Since(wall).Seconds()
-	if cause := context.Cause(ctx); err != nil && cause != nil && cause != ctx.Err() {
-		err = fmt.Errorf("%w: %w", cause, err)
-	}
-	return res, err
+// RunJob runs the SLIDE model's job (see package job): it registers the
+// worker, waits for the shard map, reads the XMLRepository files of
+// Config.Job.Train and Test, declares the model on the shards and trains,
+// in attempts from the checkpoint (and the layer it names) the model
+// holds. The SLIDE layer lives in one worker: job.workers must be 1.
+func RunJob(ctx context.Context, opts job.Options) (JobResult, error) {
+	m := &model{}
+	err := job.Run(ctx, opts, m)
+	return m.res, err
 }
 
-func trainJob(ctx context.Context, opts JobOptions, conn *controlplane.Conn, res JobResult) (JobResult, error) {
-	say := func(format string, args ...any) {
-		if opts.Progress != nil {
-			fmt.Fprintf(opts.Progress, res.Worker+": "+format+"\n", args...)
+// model is the SLIDE model as the lifecycle's job.Model.
+type model struct {
+	res         JobResult
+	train, test *Dataset
+}
+
+func (m *model) Summary() *job.Summary { return &m.res.Summary }
+
+// Prepare reads the training and test files into memory.
+func (m *model) Prepare(ctx context.Context, env *job.Env) error {
+	cfg := env.Config
+	if env.Workers() != 1 {
+		return fmt.Errorf("xctrain: the SLIDE output layer lives in one worker: run 1 worker (job.workers is %d)", env.Workers())
+	}
+	if len(cfg.Job.Train) == 0 {
+		return fmt.Errorf("%w: model.output.kind slide needs training files (-train, XMLRepository format; cmd/xcgen writes some)", ErrNoData)
+	}
+	policy, err := reader.ParseErrorPolicy(cfg.Train.OnError)
+	if err != nil {
+		return fmt.Errorf("xctrain: %w", err)
+	}
+	if m.train, err = Load(ctx, cfg.Job.Train, policy); err != nil {
+		return fmt.Errorf("training data: %w", err)
+	}
+	m.res.Data, m.res.TrainSamples, m.res.SkippedSamples = m.train.Desc, m.train.Len(), m.train.Skipped
+	if len(cfg.Job.Test) > 0 {
+		if m.test, err = Load(ctx, cfg.Job.Test, policy); err != nil {
+			return fmt.Errorf("test data: %w", err)
 		}
+		m.res.TestSamples = m.test.Len()
+		m.res.SkippedSamples += m.test.Skipped
 	}
-	policy, err := reader.ParseErrorPolicy(opts.Config.Train.OnError)
+	env.Say("training data: %s; %d test samples", m.train.Desc, m.res.TestSamples)
+	return nil
+}
+
+// Train runs one attempt: a trainer for the attempt's client, resumed from
+// the layer the checkpoint names when there is one.
+func (m *model) Train(ctx context.Context, env *job.Env, start *checkpoint.Checkpoint) error {
+	tr, err := New(env.Client, Options{Config: env.Config, Train: m.train, Test: m.test, Name: env.Name,
+		Progress: env.Progress, Logger: env.Logger, Pauser: env.Pauser, Conn: env.Conn})
 	if err != nil {
-		return res, fmt.Errorf("xctrain: %w", err)
-	}
-	say("waiting for the shard map")
-	m, err := conn.WaitShardMap(ctx)
-	if err != nil {
-		return res, fmt.Errorf("xctrain: %w", err)
-	}
-	cl, err := client.NewLocal(m, opts.Local)
-	if err != nil {
-		return res, fmt.Errorf("xctrain: %w", err)
-	}
-	defer cl.Close()
-	loadStart := time.Now()
-	train, err := Load(ctx, opts.Train, policy)
-	if err != nil {
-		return res, fmt.Errorf("training data: %w", err)
-	}
-	var test *Dataset
-	if len(opts.Test) > 0 {
-		if test, err = Load(ctx, opts.Test, policy); err != nil {
-			return res, fmt.Errorf("test data: %w", err)
-		}
-		res.TestSamples = test.Len()
-	}
-	res.LoadSeconds = time.Since(loadStart).Seconds()
-	res.Data, res.TrainSamples, res.SkippedSamples = train.Desc, train.Len(), train.Skipped
-	if test != nil {
-		res.SkippedSamples += test.Skipped
-	}
-	say("training data: %s; %d test samples (read in %.1fs)", train.Desc, res.TestSamples, res.LoadSeconds)
-	pz, err := conn.StartPauser(ctx, res.Worker, opts.Logger)
-	if err != nil {
-		return res, fmt.Errorf("xctrain: %w", err)
-	}
-	defer pz.Close()
-	pz.SetVersion(m.Version)
-	tr, err := New(cl, Options{Config: opts.Config, Train: train, Test: test, Name: res.Worker,
-		Progress: opts.Progress, Logger: opts.Logger, Pauser: pz, Conn: conn})
-	if err != nil {
-		return res, err
+		return err
 	}
 	defer tr.Close()
 	if err := tr.Declare(ctx); err != nil {
-		return res, err
+		return err
 	}
-	cp, ok, err := checkpoint.Load(ctx, cl, res.Worker)
+	if err := m.resume(env, tr, start); err != nil {
+		return err
+	}
+	oc := env.Config.Model.Output
+	p := tr.out.Params()
+	m.res.EmbeddingDim, m.res.Hidden, m.res.DenseParams = tr.table.Dim, oc.Hidden, tr.net.numParams
+	env.Say("training on %d shards: embedding dim %d, hidden %v, SLIDE output of %d labels (sparsity %v, %s, K=%d L=%d R=%d), %.0f MB in the layer",
+		env.Client.NumShards(), tr.table.Dim, oc.Hidden, tr.out.Config().Dim, oc.Sparsity, oc.Family, p.K, p.L, p.R,
+		float64(tr.out.ParamBytes()+tablesBytes(tr))/1e6)
+	env.Pauser.StartTraining()
+	r, err := tr.Run(ctx)
+	env.Pauser.StopTraining(ctx)
+	m.res.Result = r
 	if err != nil {
-		return res, err
+		return err
+	}
+	done := tr.modelCheckpoint(r)
+	done.Done, done.Epoch = true, r.Epochs
+	return checkpoint.Store(ctx, env.Client, env.Name, done)
+}
+
+// resume makes tr go on from the checkpoint the model holds, when it
+// names the layer it was trained with.
+func (m *model) resume(env *job.Env, tr *Trainer, cp *checkpoint.Checkpoint) error {
+	if cp == nil {
+		return nil
 	}
 	_, hasLayer := cp.File(LayerFile)
 	switch {
-	case ok && cp.Done:
-		say("the model's checkpoint says its job finished (%d samples); training again from the start", cp.Applied)
-	case ok && !hasLayer:
-		say("the model's checkpoint (epoch %d, batch %d, %d samples) names no SLIDE layer: the model was not restored from a snapshot, so the layer it trained with is gone; training again from the start",
+	case cp.Done:
+		env.Say("the model's checkpoint says its job finished (%d samples); training again from the start", cp.Applied)
+	case !hasLayer:
+		env.Say("the model's checkpoint (epoch %d, batch %d, %d samples) names no SLIDE layer: the model was not restored from a snapshot, so the layer it trained with is gone; training again from the start",
 			cp.Epoch, cp.Batch, cp.Applied)
-	case ok:
-		say("resuming from the snapshot's checkpoint: epoch %d, batch %d (%d samples trained before)", cp.Epoch, cp.Batch, cp.Applied)
-		if err := tr.resume(cp); err != nil {
-			return res, err
-		}
+	default:
+		env.Say("resuming from the snapshot's checkpoint: epoch %d, batch %d (%d samples trained before)", cp.Epoch, cp.Batch, cp.Applied)
+		return tr.resume(*cp)
 	}
-	oc := opts.Config.Model.Output
-	p := tr.out.Params()
-	res.Shards, res.EmbeddingDim, res.Hidden, res.DenseParams = cl.NumShards(), tr.table.Dim, oc.Hidden, tr.net.numParams
-	say("training on %d shards: embedding dim %d, hidden %v, SLIDE output of %d labels (sparsity %v, %s, K=%d L=%d R=%d), %.0f MB in the layer",
-		res.Shards, tr.table.Dim, oc.Hidden, tr.out.Config().Dim, oc.Sparsity, oc.Family, p.K, p.L, p.R,
-		float64(tr.out.ParamBytes()+tablesBytes(tr))/1e6)
-	pz.StartTraining()
-	r, err := tr.Run(ctx)
-	pz.StopTraining(ctx)
-	res.Result = r
-	if err == nil {
-		done := tr.modelCheckpoint(r)
-		done.Done, done.Epoch = true, r.Epochs
-		err = checkpoint.Store(ctx, cl, res.Worker, done)
-	}
-	return res, err
+	return nil
 }
 
 func tablesBytes(t *Trainer) int64 {

@@ -92,7 +92,7 @@ func (t *Trainer) snapshotPause(ctx context.Context, next Checkpoint) error {
 	}
 	if err := pz.PauseFor(ctx, seq); err != nil {
 		if errors.Is(err, controlplane.ErrRestored) {
-			return fmt.Errorf("xctrain: %w; restart the job to resume from the restored model", err)
+			return fmt.Errorf("xctrain: %w", err) // the job resumes from the restored model
 		}
 		return fmt.Errorf("xctrain: snapshot pause %d: %w", seq, err)
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/xdlgo/xps/internal/checkpoint"
 	"github.com/xdlgo/xps/internal/local"
 	"github.com/xdlgo/xps/internal/testutil"
+	"github.com/xdlgo/xps/job"
 	"github.com/xdlgo/xps/snapshot"
 )
 
@@ -67,7 +68,7 @@ func TestSnapshotAndResume(t *testing.T) {
 	cfg.Train.Epochs = 5
 	const bs = 64
 	cfg.Train.BatchSize = bs
-	opts := JobOptions{Config: cfg, Etcd: lc.Etcd(), Prefix: lc.Prefix(), Train: []string{train}, Test: []string{test}}
+	opts := job.Options{Config: withJob(cfg, []string{train}, []string{test}, 1), Etcd: lc.Etcd(), Prefix: lc.Prefix()}
 
 	// Run 1, with a snapshot during epoch 2.
 	w := &watchWriter{want: "epoch 2 batch 10/", hit: make(chan struct{})}
@@ -209,7 +210,7 @@ func TestSnapshotEverySamples(t *testing.T) {
 	defer stop()
 	done := make(chan error, 1)
 	go func() {
-		_, err := RunJob(jctx, JobOptions{Config: cfg, Etcd: lc.Etcd(), Prefix: lc.Prefix(), Train: []string{train}})
+		_, err := RunJob(jctx, job.Options{Config: withJob(cfg, []string{train}, nil, 1), Etcd: lc.Etcd(), Prefix: lc.Prefix()})
 		done <- err
 	}()
 	store, err := snapshot.OpenDir(snaps)

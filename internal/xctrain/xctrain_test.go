@@ -18,6 +18,7 @@ import (
 	"github.com/xdlgo/xps/internal/local"
 	"github.com/xdlgo/xps/internal/testutil"
 	"github.com/xdlgo/xps/internal/xcgen"
+	"github.com/xdlgo/xps/job"
 	"github.com/xdlgo/xps/reader"
 	"github.com/xdlgo/xps/sparsenet/slide"
 )
@@ -133,8 +134,8 @@ func TestTrainsGeneratedData(t *testing.T) {
 				cfg.Model.Output.Hash = tc.hash
 			}
 			var progress strings.Builder
-			res, err := RunJob(testutil.Ctx(t, 2*time.Minute), JobOptions{Config: cfg, Etcd: lc.Etcd(), Prefix: lc.Prefix(),
-				Train: []string{train}, Test: []string{test}, Progress: &progress})
+			res, err := RunJob(testutil.Ctx(t, 2*time.Minute), job.Options{Config: withJob(cfg, []string{train}, []string{test}, 1), Etcd: lc.Etcd(),
+				Prefix: lc.Prefix(), Progress: &progress})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -212,8 +213,8 @@ func TestBibtex(t *testing.T) {
 	if raceEnabled {
 		cfg.Train.Epochs = 2
 	}
-	res, err := RunJob(testutil.Ctx(t, 2*time.Minute), JobOptions{Config: cfg, Etcd: lc.Etcd(), Prefix: lc.Prefix(),
-		Train: []string{train}, Test: []string{test}})
+	res, err := RunJob(testutil.Ctx(t, 2*time.Minute), job.Options{Config: withJob(cfg, []string{train}, []string{test}, 1), Etcd: lc.Etcd(),
+		Prefix: lc.Prefix()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -275,8 +276,8 @@ func TestBadInput(t *testing.T) {
 			if tc.edit != nil {
 				tc.edit(&cfg)
 			}
-			_, err := RunJob(testutil.Ctx(t, time.Minute), JobOptions{Config: cfg, Etcd: lc.Etcd(), Prefix: lc.Prefix(),
-				Train: tc.train, Test: []string{good}, Count: tc.count})
+			_, err := RunJob(testutil.Ctx(t, time.Minute), job.Options{Config: withJob(cfg, tc.train, []string{good}, tc.count), Etcd: lc.Etcd(),
+				Prefix: lc.Prefix()})
 			if err == nil {
 				t.Fatal("no error")
 			}
@@ -396,4 +397,14 @@ func TestDenseGradients(t *testing.T) {
 			}
 		})
 	}
+}
+
+// withJob returns cfg with the job section's files and workers set (test
+// files only with training files, as the config requires).
+func withJob(cfg config.Config, train, test []string, workers int) config.Config {
+	if len(train) == 0 {
+		test = nil
+	}
+	cfg.Job.Train, cfg.Job.Test, cfg.Job.Workers = train, test, workers
+	return cfg
 }

@@ -1,4 +1,4 @@
-package worker
+package job
 
 import (
 	"context"
@@ -37,18 +37,18 @@ func TestRecoverable(t *testing.T) {
 		{errors.New("disk full"), false},
 	} {
 		for path, wrap := range map[string]func(error) error{"grpc": overGRPC, "direct": direct} {
-			if got := recoverable(wrap(tc.err)); got != tc.want {
-				t.Errorf("%s: recoverable(%v) = %v, want %v", path, tc.err, got, tc.want)
+			if got := Recoverable(wrap(tc.err)); got != tc.want {
+				t.Errorf("%s: Recoverable(%v) = %v, want %v", path, tc.err, got, tc.want)
 			}
 		}
 	}
-	if !recoverable(fmt.Errorf("worker: pause: %w", ErrRestored)) {
+	if !Recoverable(fmt.Errorf("job: pause: %w", ErrRestored)) {
 		t.Error("a rollback is not recoverable")
 	}
-	if !recoverable(fmt.Errorf("worker: pause: %w", status.Error(codes.Unavailable, "etcd: no leader"))) {
+	if !Recoverable(fmt.Errorf("job: pause: %w", status.Error(codes.Unavailable, "etcd: no leader"))) {
 		t.Error("an etcd request that failed as unavailable is not recoverable")
 	}
-	if recoverable(status.Error(codes.PermissionDenied, "etcd: denied")) {
+	if Recoverable(status.Error(codes.PermissionDenied, "etcd: denied")) {
 		t.Error("an etcd request that was denied is recoverable")
 	}
 }

@@ -1,0 +1,351 @@
+package worker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/xdlgo/xps/internal/config"
+	"github.com/xdlgo/xps/internal/datagen"
+	"github.com/xdlgo/xps/internal/metrics"
+	"github.com/xdlgo/xps/job"
+	"github.com/xdlgo/xps/reader"
+)
+
+// Data is a job's training and test data.
+type Data struct {
+	// Train opens the training data for an epoch, at start (the zero
+	// Position: the beginning; Kafka sources take their positions from the
+	// model and ignore it).
+	Train func(epoch int, start reader.Position) (reader.Source, error)
+	// Test is the test set in memory (nil for none).
+	Test []*reader.Group
+	// Shape is the model input shape found in the data and the config.
+	Shape Shape
+	// Desc describes where the data came from, for humans.
+	Desc string
+	// BestAUC is the best achievable test AUC (the hidden teacher's own),
+	// known for generated data only.
+	BestAUC *float64
+}
+
+// FromStart returns Train opening every epoch at its beginning, as
+// Options.Train takes it.
+func (d Data) FromStart() func(epoch int) (reader.Source, error) {
+	return func(epoch int) (reader.Source, error) { return d.Train(epoch, reader.Position{}) }
+}
+
+// peekSamples is how many training samples LoadData looks at to find the
+// fields, their levels and dense widths.
+const peekSamples = 20000
+
+// LoadData prepares the job's training and test data: the job's own
+// Source when set, files when opts.Config.Job.Train is set (splits as
+// given), otherwise the generated dataset.
+func LoadData(opts job.Options, splits []reader.FileSplit) (Data, error) {
+	var sh shapeFinder
+	switch {
+	case opts.Source != nil:
+		return sourceData(opts, &sh)
+	case len(opts.Config.Job.Train) > 0:
+		return fileData(opts, splits, &sh)
+	}
+	return generatedData(opts, &sh)
+}
+
+// sourceData is the job's own Source, and its TestSource read into memory.
+func sourceData(opts job.Options, sh *shapeFinder) (Data, error) {
+	d := Data{Train: opts.Source, Desc: "the job's own sample source"}
+	if err := peek(d.Train, sh); err != nil {
+		return Data{}, err
+	}
+	if opts.TestSource != nil {
+		src, err := opts.TestSource()
+		if err != nil {
+			return Data{}, fmt.Errorf("worker: test data: %w", err)
+		}
+		if d.Test, err = readAll(src); err != nil {
+			return Data{}, fmt.Errorf("worker: test data: %w", err)
+		}
+		for _, g := range d.Test {
+			sh.add(g)
+		}
+	}
+	var err error
+	d.Shape, err = sh.shape(opts.Config, true)
+	return d, err
+}
+
+// fileData is the job's files: streamed in order, or held in memory and
+// shuffled per epoch (train.shuffle).
+func fileData(opts job.Options, splits []reader.FileSplit, sh *shapeFinder) (Data, error) {
+	cfg := opts.Config
+	format, policy, err := inputFormat(cfg)
+	if err != nil {
+		return Data{}, err
+	}
+	open := func(splits []reader.FileSplit, start reader.Position) (reader.Source, error) {
+		return reader.OpenFilesAtFS(opts.FS, splits, format, policy, start)
+	}
+	train := strings.Join(cfg.Job.Train, ",")
+	d := Data{Train: func(_ int, start reader.Position) (reader.Source, error) { return open(splits, start) },
+		Desc: fmt.Sprintf("%d file splits of %s (%s, streamed in order)", len(splits), train, format)}
+	if *cfg.Train.Shuffle {
+		src, err := open(splits, reader.Position{})
+		if err != nil {
+			return Data{}, err
+		}
+		all, err := readAll(src)
+		if err != nil {
+			return Data{}, fmt.Errorf("worker: training data: %w", err)
+		}
+		skipped := src.Stats().Skipped
+		chunks := chunkGroups(all, cfg.Train.ShuffleChunk)
+		seed := cfg.Model.Seed
+		d.Train = func(epoch int, start reader.Position) (reader.Source, error) {
+			m := newMemorySource(chunks, true, seed, uint64(epoch), start)
+			if epoch == 1 { // the groups skipped while reading the files into memory
+				m.stats.Skipped = skipped
+			}
+			return m, nil
+		}
+		d.Desc = fmt.Sprintf("%d file splits of %s (%s, in memory, %d chunks of up to %d samples shuffled per epoch)",
+			len(splits), train, format, len(chunks), cfg.Train.ShuffleChunk)
+	}
+	if err := peek(d.Train, sh); err != nil {
+		return Data{}, err
+	}
+	if d.Test, err = loadTest(opts.FS, cfg.Job.Test, format, policy, sh); err != nil {
+		return Data{}, err
+	}
+	d.Shape, err = sh.shape(cfg, format == reader.SampleGroup)
+	return d, err
+}
+
+// generatedData is the generated dataset: worker i of W takes groups i,
+// i+W, ...; the test set is every worker's.
+func generatedData(opts job.Options, sh *shapeFinder) (Data, error) {
+	cfg := opts.Config
+	dc := cfg.Data
+	gen, err := datagen.New(dc.Config)
+	if err != nil {
+		return Data{}, fmt.Errorf("worker: generator: %w", err)
+	}
+	var train []*reader.Group
+	g := new(reader.Group)
+	chunk := 1 << 30
+	if *cfg.Train.Shuffle {
+		chunk = cfg.Train.ShuffleChunk
+	}
+	count := opts.Workers()
+	for i, n := 0, 0; n < dc.TrainSamples; i++ {
+		gen.NextGroup(g, min(dc.TrainSamples-n, chunk), nil)
+		n += g.NumSamples()
+		if i%count == opts.Index {
+			train = append(train, g.Clone())
+			sh.add(g)
+		}
+	}
+	var test []*reader.Group
+	var probs, labels []float32
+	for n := 0; n < dc.TestSamples; n += g.NumSamples() {
+		probs = gen.NextGroup(g, dc.TestSamples-n, probs)
+		test = append(test, g.Clone())
+		for i := 0; i < g.NumSamples(); i++ {
+			labels = append(labels, g.Label(i))
+		}
+	}
+	bestAUC := metrics.AUC(labels, probs)
+	shape, err := sh.shape(cfg, true)
+	if err != nil {
+		return Data{}, err
+	}
+	shuffle, seed := *cfg.Train.Shuffle, cfg.Model.Seed
+	return Data{
+		Train: func(epoch int, start reader.Position) (reader.Source, error) {
+			return newMemorySource(train, shuffle, seed, uint64(epoch), start), nil
+		},
+		Test: test, Shape: shape, BestAUC: &bestAUC,
+		Desc: fmt.Sprintf("generated CTR data (%d fields, %d user fields, %d train samples, seed %d)",
+			dc.Fields, dc.UserFields, dc.TrainSamples, dc.Seed)}, nil
+}
+
+// inputFormat returns the format and malformed-input policy of cfg.Train.
+func inputFormat(cfg config.Config) (reader.Format, reader.ErrorPolicy, error) {
+	format, err := reader.ParseFormat(cfg.Train.Format)
+	if err != nil {
+		return 0, 0, err
+	}
+	policy, err := reader.ParseErrorPolicy(cfg.Train.OnError)
+	return format, policy, err
+}
+
+// loadTest reads the test files into memory and adds them to sh.
+func loadTest(fsys reader.FS, patterns []string, format reader.Format, policy reader.ErrorPolicy, sh *shapeFinder) ([]*reader.Group, error) {
+	if len(patterns) == 0 {
+		return nil, nil
+	}
+	paths, err := reader.ExpandPathsFS(fsys, patterns)
+	if err != nil {
+		return nil, fmt.Errorf("worker: test data: %w", err)
+	}
+	ts := make([]reader.FileSplit, len(paths))
+	for i, p := range paths {
+		ts[i] = reader.FileSplit{Path: p}
+	}
+	src, err := reader.OpenFilesFS(fsys, ts, format, policy)
+	if err != nil {
+		return nil, err
+	}
+	test, err := readAll(src)
+	if err != nil {
+		return nil, fmt.Errorf("worker: test data: %w", err)
+	}
+	for _, g := range test {
+		sh.add(g)
+	}
+	return test, nil
+}
+
+// readAll reads a source to its end into memory and closes it.
+func readAll(src reader.Source) ([]*reader.Group, error) {
+	defer src.Close()
+	return reader.ReadAll(context.Background(), src)
+}
+
+// peek feeds the first peekSamples training samples to sh.
+func peek(open func(int, reader.Position) (reader.Source, error), sh *shapeFinder) error {
+	src, err := open(1, reader.Position{})
+	if err != nil {
+		return err
+	}
+	defer src.Close()
+	g := new(reader.Group)
+	for n := 0; n < peekSamples; n += g.NumSamples() {
+		err := src.Next(context.Background(), g)
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("worker: training data: %w", err)
+		}
+		sh.add(g)
+	}
+	return nil
+}
+
+// shapeFinder collects the fields of sample groups: the largest field, the
+// level of the line each field is first seen on, and dense widths.
+type shapeFinder struct {
+	fields int
+	level  map[uint32]int
+	dense  map[uint32]int
+	err    error
+}
+
+func (s *shapeFinder) add(g *reader.Group) {
+	if s.level == nil {
+		s.level, s.dense = map[uint32]int{}, map[uint32]int{}
+	}
+	for k := range g.Levels {
+		l := &g.Levels[k]
+		for _, f := range l.Fields {
+			s.fields = max(s.fields, int(min(f, MaxFields))+1)
+			if _, ok := s.level[f]; !ok {
+				s.level[f] = k
+			}
+		}
+		for i := 0; i < l.Len(); i++ {
+			l.Dense(i, func(f uint32, v []float32) {
+				s.fields = max(s.fields, int(min(f, MaxFields))+1)
+				if _, ok := s.level[f]; !ok {
+					s.level[f] = k
+				}
+				if w, ok := s.dense[f]; ok && w != len(v) && s.err == nil {
+					s.err = fmt.Errorf("worker: dense field %d has vectors of %d and %d values", f, w, len(v))
+				}
+				s.dense[f] = len(v)
+			})
+		}
+	}
+}
+
+// shape returns the model shape: config values win over what the data
+// shows; data levels are used when useLevels.
+func (s *shapeFinder) shape(cfg config.Config, useLevels bool) (Shape, error) {
+	if s.err != nil {
+		return Shape{}, s.err
+	}
+	m := cfg.Model
+	n := max(m.Fields, len(m.FieldTables), len(m.FieldLevels))
+	if m.Fields == 0 {
+		n = max(n, s.fields)
+	}
+	if n == 0 {
+		return Shape{}, fmt.Errorf("%w: the data has no features", ErrNoData)
+	}
+	if n > MaxFields {
+		return Shape{}, fmt.Errorf("worker: the model would have %d fields (1 + the largest field in the data), more than %d: check the data format (libFM fields are positions in the line) or set model.fields", n, MaxFields)
+	}
+	sh := Shape{Fields: n, Levels: make([]int, n), DenseWidths: make([]int, n)}
+	for f := 0; f < n; f++ {
+		switch {
+		case f < len(m.FieldLevels):
+			sh.Levels[f] = m.FieldLevels[f]
+		case useLevels:
+			sh.Levels[f] = s.level[uint32(f)]
+		}
+		sh.DenseWidths[f] = s.dense[uint32(f)]
+	}
+	return sh, nil
+}
+
+func countSamples(gs []*reader.Group) int {
+	n := 0
+	for _, g := range gs {
+		n += g.NumSamples() - g.Pos.Index
+	}
+	return n
+}
+
+// chunkGroups cuts every group into groups of at most size consecutive
+// samples (each with the group's upper-level lines).
+func chunkGroups(gs []*reader.Group, size int) []*reader.Group {
+	var out []*reader.Group
+	for _, g := range gs {
+		n := g.NumSamples()
+		if n-g.Pos.Index <= size {
+			out = append(out, g)
+			continue
+		}
+		for lo := g.Pos.Index; lo < n; lo += size {
+			out = append(out, sliceGroup(g, lo, min(lo+size, n)))
+		}
+	}
+	return out
+}
+
+// sliceGroup returns a copy of g holding only its samples [lo, hi) (and
+// every upper-level line).
+func sliceGroup(g *reader.Group, lo, hi int) *reader.Group {
+	c := new(reader.Group)
+	c.Reset(len(g.Levels))
+	for k := 1; k < len(g.Levels); k++ {
+		c.Levels[k].CopyFrom(&g.Levels[k])
+	}
+	l0 := &g.Levels[0]
+	for i := lo; i < hi; i++ {
+		f, id, v := l0.Line(i)
+		parent := int32(0)
+		if l0.Parent != nil {
+			parent = l0.Parent[i]
+		}
+		c.AddLine(0, parent, f, id, v)
+		l0.Dense(i, func(field uint32, vals []float32) { c.AddDense(0, field, vals) })
+		c.AddLabels(g.SampleLabels(i)...)
+	}
+	c.Pos = reader.Position{File: g.Pos.File, Offset: g.Pos.Offset, Index: 0}
+	return c
+}

@@ -1,0 +1,40 @@
+// Package job is the one lifecycle of a worker's job, whatever the model:
+// register in etcd, watch the lease, follow the scheduler's pauses, find
+// the shard map and build the AMS client, load the model's data, train in
+// attempts, and meet the other workers at barriers. A model (the CTR
+// model of internal/worker, the SLIDE model of internal/xctrain)
+// implements Model and is given an Env; everything that is the same for
+// every model lives here, once.
+//
+// # Lifecycle
+//
+//  1. Register the worker (membership.Register) under Options.Index; a
+//     lost lease cancels the job with ErrLeaseLost as the cause.
+//  2. Follow pause requests (controlplane.Pauser): acknowledged at once
+//     until the model's attempt says training has started.
+//  3. Wait for the scheduler's shard map; build the client (direct calls
+//     to the shards of Options.Local, gRPC to the others).
+//  4. Model.Prepare: the model loads its data (once per job).
+//  5. Attempts: each attempt reads the worker's checkpoint from the model
+//     (checkpoint.Load) and calls Model.Train at one cluster version. An
+//     attempt that fails in a recoverable way (Recoverable: the cluster
+//     was rolled back, or a request failed as requests to a dead or
+//     replaced shard fail) waits for the cluster to be restored, checks
+//     that this worker is still registered (a frozen worker declared
+//     dead must not train on), builds a client for the new shard map and
+//     starts the next attempt from the restored checkpoint.
+//
+// # Invariants
+//
+//  1. One attempt trains at one cluster version (Env.Version); the
+//     Pauser's version is set before the attempt starts.
+//  2. The lifecycle owns registration, the pauser and every client it
+//     builds, and closes them before Run returns, whatever happened.
+//  3. Every attempt starts from the checkpoint the model holds: nothing a
+//     failed attempt read but did not apply survives into the next one.
+//  4. The first cause wins: a job whose lease was lost fails with an
+//     error wrapping ErrLeaseLost, whatever failed after it.
+//
+// The job's summary common to every model (Summary) is filled by the
+// lifecycle; the model's own figures are its business.
+package job

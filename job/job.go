@@ -1,0 +1,205 @@
+package job
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/xdlgo/xps/ams/client"
+	"github.com/xdlgo/xps/internal/checkpoint"
+	"github.com/xdlgo/xps/internal/controlplane"
+	"github.com/xdlgo/xps/internal/membership"
+)
+
+// ErrLeaseLost is the cause of a job's end when its etcd lease was lost
+// (the cluster declared the worker dead).
+var ErrLeaseLost = errors.New("job: the worker lost its etcd lease")
+
+// ErrRestored is returned (wrapped) when training resumes at a higher
+// cluster version: the model was rolled back to a snapshot meanwhile. It
+// is controlplane.ErrRestored.
+var ErrRestored = controlplane.ErrRestored
+
+// Model is one kind of model trained by the lifecycle.
+type Model interface {
+	// Prepare loads the job's data, once, after the worker is registered
+	// and the shard map is known (env.Client is ready).
+	Prepare(ctx context.Context, env *Env) error
+	// Train runs one attempt at env.Version from start, the worker's
+	// checkpoint in the model (nil when the model holds none). It
+	// returns nil when the job is done; an error for which Recoverable
+	// holds starts another attempt once the cluster is restored.
+	Train(ctx context.Context, env *Env, start *checkpoint.Checkpoint) error
+	// Summary returns the model's record of the lifecycle's figures, which
+	// Run fills.
+	Summary() *Summary
+}
+
+// Summary is the part of a job's result that is the same for every model.
+type Summary struct {
+	Worker string `json:"worker"`
+	Index  int    `json:"index"`
+	Count  int    `json:"count"`
+	Shards int    `json:"shards"`
+	// Restores counts the times the job started over from a checkpoint
+	// because the cluster was restored from a snapshot.
+	Restores    int     `json:"restores,omitempty"`
+	LoadSeconds float64 `json:"load_seconds"`
+	WallSeconds float64 `json:"wall_seconds"`
+}
+
+// Env is what the lifecycle gives a model.
+type Env struct {
+	// Options are the job's, defaults filled and config validated.
+	Options
+	// Name is the worker's member name (membership.WorkerName(Index)).
+	Name string
+	// Conn is the worker's connection to the control plane.
+	Conn *controlplane.Conn
+	// Registration is the worker's membership.
+	Registration *membership.Registration
+	// Pauser follows the scheduler's pauses: an attempt calls
+	// StartTraining once it pushes, and pauses at batch boundaries while
+	// Requested.
+	Pauser *controlplane.Pauser
+	// Client reaches the shards of the current shard map, at Version.
+	Client  *client.Client
+	Version uint64
+	// Attempt counts the attempts, from 1.
+	Attempt int
+}
+
+// Say prints one progress line, prefixed with the worker's name.
+func (e *Env) Say(format string, args ...any) {
+	if e.Progress != nil {
+		fmt.Fprintf(e.Progress, e.Name+": "+format+"\n", args...)
+	}
+}
+
+// Run runs the job of model m: see the package documentation.
+func Run(ctx context.Context, opts Options, m Model) error {
+	wall := time.Now()
+	opts, err := opts.withDefaults()
+	if err != nil {
+		return err
+	}
+	conn, err := controlplane.New(opts.Etcd, opts.Prefix)
+	if err != nil {
+		return fmt.Errorf("job: %w", err)
+	}
+	env := &Env{Options: opts, Name: membership.WorkerName(opts.Index), Conn: conn}
+	s := m.Summary()
+	s.Worker, s.Index, s.Count = env.Name, opts.Index, opts.Workers()
+	defer func() { s.WallSeconds = time.Since(wall).Seconds() }()
+	env.Registration, err = membership.Register(ctx, opts.Etcd, opts.Prefix, membership.Member{Kind: membership.KindWorker,
+		ID: env.Name, PID: os.Getpid(), Started: time.Now()}, opts.LeaseTTL)
+	if err != nil {
+		return fmt.Errorf("job: %w", err)
+	}
+	defer env.Registration.Close()
+	// A worker whose lease is lost has been declared dead: stop training.
+	var lostWG sync.WaitGroup
+	defer lostWG.Wait() // runs after cancel: deferred calls run last-in first-out
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	lostWG.Add(1)
+	go func() {
+		defer lostWG.Done()
+		select {
+		case <-env.Registration.Lost():
+			cancel(fmt.Errorf("%w (%s)", ErrLeaseLost, env.Name))
+		case <-ctx.Done():
+		}
+	}()
+	// Pauses are acknowledged from now on (at once until training starts),
+	// so that a worker loading its data holds up no snapshot.
+	if env.Pauser, err = conn.StartPauser(ctx, env.Name, opts.Logger); err != nil {
+		return fmt.Errorf("job: %w", err)
+	}
+	defer env.Pauser.Close()
+	err = env.attempts(ctx, m)
+	select {
+	case <-env.Registration.Lost(): // the first cause, whatever failed after it
+		if err != nil && !errors.Is(err, ErrLeaseLost) {
+			err = fmt.Errorf("%w (%s): %w", ErrLeaseLost, env.Name, err)
+		}
+	default:
+	}
+	if cause := context.Cause(ctx); err != nil && cause != nil && cause != ctx.Err() && !errors.Is(err, cause) {
+		err = fmt.Errorf("%w: %w", cause, err)
+	}
+	return err
+}
+
+// attempts prepares the model, then trains it in attempts until one ends
+// the job.
+func (e *Env) attempts(ctx context.Context, m Model) error {
+	s := m.Summary()
+	e.Say("waiting for the shard map")
+	sm, err := e.Conn.WaitShardMap(ctx)
+	if err != nil {
+		return fmt.Errorf("job: %w", err)
+	}
+	if e.Client, err = client.NewLocal(sm, e.Local); err != nil {
+		return fmt.Errorf("job: %w", err)
+	}
+	defer func() { e.Client.Close() }()
+	e.Version = sm.Version
+	s.Shards = e.Client.NumShards()
+	load := time.Now()
+	if err := m.Prepare(ctx, e); err != nil {
+		return err
+	}
+	s.LoadSeconds = time.Since(load).Seconds()
+	for e.Attempt = 1; ; e.Attempt++ {
+		e.Pauser.SetVersion(e.Version)
+		start, ok, err := checkpoint.Load(ctx, e.Client, e.Name)
+		if err == nil {
+			if !ok {
+				err = m.Train(ctx, e, nil)
+			} else {
+				err = m.Train(ctx, e, &start)
+			}
+		}
+		if err == nil || ctx.Err() != nil || !Recoverable(err) {
+			return err
+		}
+		if err := e.restored(ctx, err); err != nil {
+			return err
+		}
+		s.Restores++
+		s.Shards = e.Client.NumShards()
+		e.Say("the cluster was restored at version %d; resuming from the checkpoint in the model", e.Version)
+	}
+}
+
+// restored waits, after an attempt failed with cause, until the cluster is
+// restored, and moves e to the shard map it resumes with.
+func (e *Env) restored(ctx context.Context, cause error) error {
+	// The cluster lost state, or was rolled back: wait for the version it
+	// resumes at, then start over from the restored checkpoint.
+	e.Say("%v; waiting for the cluster to be restored", cause)
+	resumed, err := e.Conn.WaitRestored(ctx, e.Version)
+	if err != nil {
+		return fmt.Errorf("job: %w (after %w)", err, cause)
+	}
+	// The rollback may be of this worker's own death (a frozen process
+	// whose lease expired): such a worker must not train on.
+	if err := e.Registration.CheckRegistered(ctx); err != nil {
+		return fmt.Errorf("%w (%s): %w", ErrLeaseLost, e.Name, err)
+	}
+	next, err := e.Conn.WaitShardMapVersion(ctx, resumed.Version)
+	if err != nil {
+		return fmt.Errorf("job: %w", err)
+	}
+	cl, err := client.NewLocal(next, e.Local)
+	if err != nil {
+		return fmt.Errorf("job: %w", err)
+	}
+	e.Client.Close()
+	e.Client, e.Version = cl, next.Version
+	return nil
+}

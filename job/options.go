@@ -1,0 +1,83 @@
+package job
+
+import (
+	"fmt"
+	"io"
+	"log/slog"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/xdlgo/xps/ams/client"
+	"github.com/xdlgo/xps/internal/config"
+	"github.com/xdlgo/xps/internal/membership"
+	"github.com/xdlgo/xps/reader"
+)
+
+// Options configure a worker's job, for every model. The job's data,
+// workers and model come from Config (its job and model sections).
+type Options struct {
+	// Config is the job's configuration. Required: Run fills its defaults
+	// and validates it.
+	Config config.Config
+	// Etcd is the etcd client the worker registers with and finds the
+	// shard map through. Required.
+	Etcd *clientv3.Client
+	// Prefix is the cluster's etcd key prefix. The default value is
+	// membership.DefaultPrefix.
+	Prefix string
+	// Index is this worker's index in [0, Config.Job.Workers).
+	Index int
+	// Source, when set, is the training data instead of Config.Job.Train
+	// (files) or the generated dataset: it opens the samples of an epoch
+	// (1-based) at a position (the zero Position: the beginning; else a
+	// position the job saw in a Group's Pos and stored in the model). The
+	// CTR model reads it; the SLIDE model takes files only.
+	Source func(epoch int, at reader.Position) (reader.Source, error)
+	// TestSource, when set, opens the test data instead of
+	// Config.Job.Test; it is read into memory once.
+	TestSource func() (reader.Source, error)
+	// FS is the file system the data files are on. The default value (nil)
+	// is the one their names are on (hdfssrc.ForPaths).
+	FS reader.FS
+	// LeaseTTL is the worker's registration lease TTL. The default value
+	// is membership.DefaultTTL.
+	LeaseTTL time.Duration
+	// Progress receives progress lines. The default value (nil) prints
+	// none.
+	Progress io.Writer
+	// Logger receives structured logs. The default value discards them.
+	Logger *slog.Logger
+	// Local resolves the shards that serve in this process (an embedded
+	// cluster): pulls and pushes to them are direct calls of their
+	// service instead of loopback gRPC. The default value (nil) sends
+	// everything through gRPC.
+	Local client.Resolver
+}
+
+// Workers returns the number of workers of the job (at least 1).
+func (o *Options) Workers() int { return max(o.Config.Job.Workers, 1) }
+
+// withDefaults fills the defaults and checks what has none.
+func (o Options) withDefaults() (Options, error) {
+	if o.Etcd == nil {
+		return o, fmt.Errorf("job: an etcd client is required")
+	}
+	if o.Prefix == "" {
+		o.Prefix = membership.DefaultPrefix
+	}
+	o.Config.EnsureDefaults()
+	if err := o.Config.Validate(); err != nil {
+		return o, fmt.Errorf("job: %w", err)
+	}
+	if o.Index < 0 || o.Index >= o.Workers() {
+		return o, fmt.Errorf("job: worker index %d is not in [0, %d) (job.workers)", o.Index, o.Workers())
+	}
+	if o.LeaseTTL == 0 {
+		o.LeaseTTL = membership.DefaultTTL
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	return o, nil
+}
