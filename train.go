@@ -5,7 +5,7 @@ import (
 	"encoding/json"
 	"io"
 
-	"github.com/xdlgo/xps/internal/config"
+	"github.com/xdlgo/xps/config"
 	"github.com/xdlgo/xps/internal/worker"
 	"github.com/xdlgo/xps/internal/xctrain"
 	"github.com/xdlgo/xps/job"

@@ -80,7 +80,7 @@ import (
 	"time"
 
 	"github.com/xdlgo/xps/ams"
-	"github.com/xdlgo/xps/internal/config"
+	"github.com/xdlgo/xps/config"
 	"github.com/xdlgo/xps/internal/controlplane"
 	"github.com/xdlgo/xps/internal/membership"
 	"github.com/xdlgo/xps/internal/scheduler"

@@ -33,8 +33,8 @@ import (
 
 	"github.com/xdlgo/xps"
 	"github.com/xdlgo/xps/internal/cli"
-	"github.com/xdlgo/xps/internal/config"
-	"github.com/xdlgo/xps/internal/local"
+	"github.com/xdlgo/xps/config"
+	"github.com/xdlgo/xps/cluster"
 	"github.com/xdlgo/xps/internal/membership"
 	"github.com/xdlgo/xps/job"
 )
@@ -149,7 +149,7 @@ func connect(ctx context.Context, f flags, opts *job.Options) (func(), error) {
 	if opts.Progress != nil {
 		fmt.Fprintf(opts.Progress, "starting embedded cluster: etcd, %d AMS shards, scheduler\n", f.shards)
 	}
-	lc, err := local.Start(ctx, local.Options{Shards: f.shards, Stripes: f.stripes, Prefix: opts.Prefix,
+	lc, err := cluster.Start(ctx, cluster.Options{Shards: f.shards, Stripes: f.stripes, Prefix: opts.Prefix,
 		Logger: opts.Logger, Snapshot: opts.Config.Snapshot})
 	if err != nil {
 		return nil, err

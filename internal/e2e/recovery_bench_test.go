@@ -20,7 +20,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/xdlgo/xps/ams/client"
-	"github.com/xdlgo/xps/internal/config"
+	"github.com/xdlgo/xps/config"
 	"github.com/xdlgo/xps/internal/controlplane"
 	"github.com/xdlgo/xps/internal/etcdembed"
 	"github.com/xdlgo/xps/internal/membership"

@@ -15,7 +15,7 @@ import (
 type sampleCount struct {
 	cl      *client.Client // for the version below
 	version uint64
-	base    int64 // the samples applied when the last snapshot was asked for
+	base    int64 // the samples applied when counting started
 	known   bool  // base was read
 }
 
@@ -28,8 +28,11 @@ func (c *sampleCount) close() {
 }
 
 // checkSamples asks for a snapshot when the workers' checkpoints count at
-// least Snapshot.EverySamples more samples applied than when the last one
-// was asked for (called on ticks while no snapshot runs). The count is
+// least Snapshot.EverySamples more samples applied than the base: the
+// count read on the first tick after the last snapshot ended (ticks skip
+// while one runs), so that the samples applied of two snapshots are at
+// least EverySamples apart, however long a snapshot takes to pause the
+// workers (called on ticks while no snapshot runs). The count is
 // read from the shards with a short timeout: a shard that does not answer
 // skips this tick.
 func (s *Scheduler) checkSamples(ctx context.Context) {
@@ -68,7 +71,7 @@ func (s *Scheduler) checkSamples(ctx context.Context) {
 	}
 	if applied-c.base >= n {
 		s.log.Info("snapshot every samples", "applied", applied, "since", applied-c.base)
-		c.base = applied
+		c.known = false // counted anew once this snapshot is done
 		s.requestSnapshot(ctx)
 	}
 }

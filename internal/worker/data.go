@@ -7,7 +7,7 @@ import (
 	"io"
 	"strings"
 
-	"github.com/xdlgo/xps/internal/config"
+	"github.com/xdlgo/xps/config"
 	"github.com/xdlgo/xps/internal/datagen"
 	"github.com/xdlgo/xps/internal/metrics"
 	"github.com/xdlgo/xps/job"

@@ -16,7 +16,7 @@ import (
 
 	"github.com/xdlgo/xps/ams/client"
 	"github.com/xdlgo/xps/internal/controlplane"
-	"github.com/xdlgo/xps/internal/local"
+	"github.com/xdlgo/xps/cluster"
 	"github.com/xdlgo/xps/reader"
 	"github.com/xdlgo/xps/snapshot"
 )
@@ -55,7 +55,7 @@ const leakLines = 4
 // newGateFS returns a gate for worker's reads holding them at budget lines
 // until raised; reads fail once ctx ends (a failed test releases its
 // workers that way). The worker's pauses are looked up in lc's etcd.
-func newGateFS(ctx context.Context, lc *local.Cluster, worker string, budget int64) *gateFS {
+func newGateFS(ctx context.Context, lc *cluster.Cluster, worker string, budget int64) *gateFS {
 	return &gateFS{ctx: ctx, budget: budget, changed: make(chan struct{}),
 		owes: func(ctx context.Context) bool { return owesPause(ctx, lc.Etcd(), lc.Prefix(), worker) }}
 }
@@ -209,7 +209,7 @@ func checkpoints(t *testing.T, m *snapshot.Manifest) map[string]Checkpoint {
 // liveApplied returns the samples each worker's checkpoint in the live
 // model counts as applied (by worker name), at the latest shard map; ok is
 // false when the model cannot be read now (a restore in progress).
-func liveApplied(ctx context.Context, lc *local.Cluster) (map[string]int64, bool) {
+func liveApplied(ctx context.Context, lc *cluster.Cluster) (map[string]int64, bool) {
 	m, err := lc.Conn().WaitShardMap(ctx)
 	if err != nil {
 		return nil, false
@@ -235,7 +235,7 @@ func liveApplied(ctx context.Context, lc *local.Cluster) (map[string]int64, bool
 
 // waitLiveApplied waits until the live model's checkpoint of every one of
 // workers counts at least min samples applied.
-func waitLiveApplied(t *testing.T, ctx context.Context, lc *local.Cluster, workers []string, min int64) {
+func waitLiveApplied(t *testing.T, ctx context.Context, lc *cluster.Cluster, workers []string, min int64) {
 	t.Helper()
 	var last map[string]int64
 	deadline := time.Now().Add(time.Minute)
@@ -263,7 +263,7 @@ func waitLiveApplied(t *testing.T, ctx context.Context, lc *local.Cluster, worke
 // RequestSnapshot returns the result of the next snapshot to finish, which
 // is not the one it asked for when another was in progress (a periodic one,
 // or the first, taken at the start): the asked-for one finishes after it.
-func requestSnapshot(t *testing.T, ctx context.Context, lc *local.Cluster, store snapshot.Store, ok func(*snapshot.Manifest) bool) (controlplane.SnapshotResult, *snapshot.Manifest) {
+func requestSnapshot(t *testing.T, ctx context.Context, lc *cluster.Cluster, store snapshot.Store, ok func(*snapshot.Manifest) bool) (controlplane.SnapshotResult, *snapshot.Manifest) {
 	t.Helper()
 	for attempt := 1; ; attempt++ {
 		res, err := lc.Conn().RequestSnapshot(ctx)

@@ -10,7 +10,7 @@ import (
 	"github.com/xdlgo/xps/internal/datagen"
 	"github.com/xdlgo/xps/internal/hdfsconn"
 	"github.com/xdlgo/xps/internal/hdfstest"
-	"github.com/xdlgo/xps/internal/local"
+	"github.com/xdlgo/xps/cluster"
 	"github.com/xdlgo/xps/job"
 	"github.com/xdlgo/xps/reader/hdfssrc"
 )
@@ -62,7 +62,7 @@ func TestTrainsFromHDFS(t *testing.T) {
 
 	train := []string{hdfsconn.FormatURI(srv.NamenodeAddr(), "/ctr/train/part-*")}
 	test := []string{hdfsconn.FormatURI(srv.NamenodeAddr(), "/ctr/test")}
-	lc, err := local.Start(ctx, local.Options{Shards: 2, Prefix: "/xps/hdfs-test", Train: train, Workers: 2, SplitBytes: 50 << 10})
+	lc, err := cluster.Start(ctx, cluster.Options{Shards: 2, Prefix: "/xps/hdfs-test", Train: train, Workers: 2, SplitBytes: 50 << 10})
 	if err != nil {
 		t.Fatal(err)
 	}

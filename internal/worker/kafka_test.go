@@ -11,9 +11,9 @@ import (
 
 	"github.com/xdlgo/xps/ams"
 	"github.com/xdlgo/xps/ams/client"
-	"github.com/xdlgo/xps/internal/config"
+	"github.com/xdlgo/xps/config"
 	"github.com/xdlgo/xps/internal/kafkatest"
-	"github.com/xdlgo/xps/internal/local"
+	"github.com/xdlgo/xps/cluster"
 	"github.com/xdlgo/xps/job"
 	"github.com/xdlgo/xps/reader"
 	"github.com/xdlgo/xps/reader/kafkasrc"
@@ -57,7 +57,7 @@ func kafkaConfig(addrs []string, topic string) config.Config {
 }
 
 // storedPositions reads the positions kept in the model.
-func storedPositions(t testing.TB, lc *local.Cluster, ctx context.Context) map[string]reader.Position {
+func storedPositions(t testing.TB, lc *cluster.Cluster, ctx context.Context) map[string]reader.Position {
 	t.Helper()
 	m, err := clusterShardMap(ctx, lc)
 	if err != nil {
@@ -91,7 +91,7 @@ func TestKafkaBoundedResumesFromTheModel(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer b.Close()
-	lc, err := local.Start(ctx, local.Options{Shards: 2, Prefix: "/xps/kafka-resume"})
+	lc, err := cluster.Start(ctx, cluster.Options{Shards: 2, Prefix: "/xps/kafka-resume"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -139,7 +139,7 @@ func TestKafkaPartitionsDealtAcrossWorkers(t *testing.T) {
 	}
 	defer b.Close()
 	produceMessages(t, b.Addrs(), "ctr", ctrMessages(8000, 2))
-	lc, err := local.Start(ctx, local.Options{Shards: 2, Prefix: "/xps/kafka-deal", KafkaBrokers: b.Addrs(), KafkaTopic: "ctr"})
+	lc, err := cluster.Start(ctx, cluster.Options{Shards: 2, Prefix: "/xps/kafka-deal", KafkaBrokers: b.Addrs(), KafkaTopic: "ctr"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -173,7 +173,7 @@ func TestKafkaStreaming(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer b.Close()
-	lc, err := local.Start(ctx, local.Options{Shards: 2, Prefix: "/xps/kafka-stream"})
+	lc, err := cluster.Start(ctx, cluster.Options{Shards: 2, Prefix: "/xps/kafka-stream"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -243,6 +243,6 @@ func (s *syncBuilder) String() string {
 	return s.b.String()
 }
 
-func clusterShardMap(ctx context.Context, lc *local.Cluster) (*ams.ShardMap, error) {
+func clusterShardMap(ctx context.Context, lc *cluster.Cluster) (*ams.ShardMap, error) {
 	return lc.Conn().WaitShardMap(ctx)
 }

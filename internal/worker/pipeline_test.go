@@ -15,9 +15,9 @@ import (
 	"github.com/xdlgo/xps/ams"
 	"github.com/xdlgo/xps/ams/client"
 	"github.com/xdlgo/xps/compress"
-	"github.com/xdlgo/xps/internal/config"
+	"github.com/xdlgo/xps/config"
 	"github.com/xdlgo/xps/internal/datagen"
-	"github.com/xdlgo/xps/internal/local"
+	"github.com/xdlgo/xps/cluster"
 	"github.com/xdlgo/xps/internal/testutil"
 	"github.com/xdlgo/xps/job"
 	"github.com/xdlgo/xps/reader"
@@ -25,11 +25,11 @@ import (
 
 // startCluster starts a local cluster of shards under a prefix unique to the
 // test, and a client of it; both are closed when the test ends.
-func startCluster(t *testing.T, shards int) (*local.Cluster, *client.Client) {
+func startCluster(t *testing.T, shards int) (*cluster.Cluster, *client.Client) {
 	t.Helper()
 	ctx := testutil.Ctx(t, time.Minute)
 	prefix := "/xps/" + strings.NewReplacer("/", "-", " ", "-").Replace(t.Name())
-	lc, err := local.Start(ctx, local.Options{Shards: shards, Prefix: prefix})
+	lc, err := cluster.Start(ctx, cluster.Options{Shards: shards, Prefix: prefix})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -289,7 +289,7 @@ func tagSamples(groups []*reader.Group, field uint32) []*reader.Group {
 }
 
 // tableRows sums the rows of a table over the shards.
-func tableRows(t *testing.T, lc *local.Cluster, table string) int {
+func tableRows(t *testing.T, lc *cluster.Cluster, table string) int {
 	t.Helper()
 	rows := 0
 	for _, n := range lc.Nodes() {

@@ -13,7 +13,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/xdlgo/xps/internal/controlplane"
-	"github.com/xdlgo/xps/internal/local"
+	"github.com/xdlgo/xps/cluster"
 	"github.com/xdlgo/xps/internal/membership"
 	"github.com/xdlgo/xps/internal/testutil"
 	"github.com/xdlgo/xps/job"
@@ -54,7 +54,7 @@ func testRecovery(t *testing.T, syncMode bool) {
 	}
 	// Snapshots are the test's own (RequestSnapshot), each taken once the
 	// workers have trained far enough.
-	lc, err := local.Start(ctx, local.Options{Shards: 2, Prefix: prefix, Train: train, Workers: 2,
+	lc, err := cluster.Start(ctx, cluster.Options{Shards: 2, Prefix: prefix, Train: train, Workers: 2,
 		Snapshot: snapshot.Policy{Store: snaps, Every: -1}, LeaseTTL: time.Second})
 	if err != nil {
 		t.Fatal(err)

@@ -12,9 +12,9 @@ import (
 	"time"
 
 	"github.com/xdlgo/xps/ams/client"
-	"github.com/xdlgo/xps/internal/config"
+	"github.com/xdlgo/xps/config"
 	"github.com/xdlgo/xps/internal/datagen"
-	"github.com/xdlgo/xps/internal/local"
+	"github.com/xdlgo/xps/cluster"
 	"github.com/xdlgo/xps/internal/membership"
 	"github.com/xdlgo/xps/internal/testutil"
 	"github.com/xdlgo/xps/job"
@@ -34,7 +34,7 @@ func TestPeriodicSnapshots(t *testing.T) {
 	const perFile = 6000
 	train := writeGenFiles(t, dir, 5, 2, perFile)
 	snaps := filepath.Join(dir, "snapshots")
-	lc, err := local.Start(ctx, local.Options{Shards: 2, Prefix: "/xps/snap-test", Train: train, Workers: 2,
+	lc, err := cluster.Start(ctx, cluster.Options{Shards: 2, Prefix: "/xps/snap-test", Train: train, Workers: 2,
 		Snapshot: snapshot.Policy{Store: snaps, Every: 100 * time.Millisecond}})
 	if err != nil {
 		t.Fatal(err)
@@ -172,7 +172,7 @@ func TestSnapshotEverySamples(t *testing.T) {
 	train := writeGenFiles(t, dir, 6, 2, perFile)
 	snaps := filepath.Join(dir, "snapshots")
 	every := int64(perFile / 2)
-	lc, err := local.Start(ctx, local.Options{Shards: 2, Prefix: "/xps/snap-samples-test", Train: train, Workers: 2,
+	lc, err := cluster.Start(ctx, cluster.Options{Shards: 2, Prefix: "/xps/snap-samples-test", Train: train, Workers: 2,
 		Snapshot: snapshot.Policy{Store: snaps, Every: -1, EverySamples: every}})
 	if err != nil {
 		t.Fatal(err)

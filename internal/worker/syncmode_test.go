@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/xdlgo/xps/internal/local"
+	"github.com/xdlgo/xps/cluster"
 	"github.com/xdlgo/xps/job"
 )
 
@@ -19,7 +19,7 @@ import (
 func TestSyncMode(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	lc, err := local.Start(ctx, local.Options{Shards: 2, Prefix: "/xps/sync-test", Workers: 2})
+	lc, err := cluster.Start(ctx, cluster.Options{Shards: 2, Prefix: "/xps/sync-test", Workers: 2})
 	if err != nil {
 		t.Fatal(err)
 	}

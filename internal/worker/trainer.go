@@ -16,7 +16,7 @@ import (
 	"github.com/xdlgo/xps/compress"
 	"github.com/xdlgo/xps/densenet"
 	"github.com/xdlgo/xps/internal/checkpoint"
-	"github.com/xdlgo/xps/internal/config"
+	"github.com/xdlgo/xps/config"
 	"github.com/xdlgo/xps/internal/metrics"
 	"github.com/xdlgo/xps/reader"
 	"github.com/xdlgo/xps/sparsenet"

@@ -12,10 +12,10 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
-	"github.com/xdlgo/xps/internal/config"
+	"github.com/xdlgo/xps/config"
 	"github.com/xdlgo/xps/internal/controlplane"
 	"github.com/xdlgo/xps/internal/datagen"
-	"github.com/xdlgo/xps/internal/local"
+	"github.com/xdlgo/xps/cluster"
 	"github.com/xdlgo/xps/internal/testutil"
 	"github.com/xdlgo/xps/job"
 	"github.com/xdlgo/xps/reader"
@@ -52,7 +52,7 @@ func streamedConfig(seed uint64) config.Config {
 func TestTrainsGeneratedData(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	lc, err := local.Start(ctx, local.Options{Shards: 2, Prefix: "/xps/worker-test"})
+	lc, err := cluster.Start(ctx, cluster.Options{Shards: 2, Prefix: "/xps/worker-test"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -157,7 +157,7 @@ func TestNewRefusesBadInput(t *testing.T) {
 func TestStopsWhenLeaseLost(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	lc, err := local.Start(ctx, local.Options{Shards: 1, Prefix: "/xps/lease-test"})
+	lc, err := cluster.Start(ctx, cluster.Options{Shards: 1, Prefix: "/xps/lease-test"})
 	if err != nil {
 		t.Fatal(err)
 	}

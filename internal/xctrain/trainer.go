@@ -13,7 +13,7 @@ import (
 
 	"github.com/xdlgo/xps/ams"
 	"github.com/xdlgo/xps/ams/client"
-	"github.com/xdlgo/xps/internal/config"
+	"github.com/xdlgo/xps/config"
 	"github.com/xdlgo/xps/internal/controlplane"
 	"github.com/xdlgo/xps/sparsenet"
 	"github.com/xdlgo/xps/sparsenet/slide"

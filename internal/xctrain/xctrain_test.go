@@ -14,8 +14,8 @@ import (
 	"time"
 
 	"github.com/xdlgo/xps/ams"
-	"github.com/xdlgo/xps/internal/config"
-	"github.com/xdlgo/xps/internal/local"
+	"github.com/xdlgo/xps/config"
+	"github.com/xdlgo/xps/cluster"
 	"github.com/xdlgo/xps/internal/testutil"
 	"github.com/xdlgo/xps/internal/xcgen"
 	"github.com/xdlgo/xps/job"
@@ -67,9 +67,9 @@ func smallConfig() config.Config {
 
 // startCluster starts a one-process cluster (etcd, 2 AMS shards, the
 // scheduler on loopback gRPC), closed when the test ends.
-func startCluster(t *testing.T) *local.Cluster {
+func startCluster(t *testing.T) *cluster.Cluster {
 	t.Helper()
-	lc, err := local.Start(testutil.Ctx(t, time.Minute), local.Options{Shards: 2, Prefix: "/xps/xctrain-test"})
+	lc, err := cluster.Start(testutil.Ctx(t, time.Minute), cluster.Options{Shards: 2, Prefix: "/xps/xctrain-test"})
 	if err != nil {
 		t.Fatal(err)
 	}

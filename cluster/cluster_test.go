@@ -1,10 +1,10 @@
-package local_test
+package cluster_test
 
 import (
 	"testing"
 	"time"
 
-	"github.com/xdlgo/xps/internal/local"
+	"github.com/xdlgo/xps/cluster"
 	"github.com/xdlgo/xps/internal/testutil"
 )
 
@@ -13,7 +13,7 @@ import (
 // none once closed.
 func TestResolver(t *testing.T) {
 	ctx := testutil.Ctx(t, time.Minute)
-	lc, err := local.Start(ctx, local.Options{Shards: 2, Prefix: "/xps/local-resolver-test"})
+	lc, err := cluster.Start(ctx, cluster.Options{Shards: 2, Prefix: "/xps/local-resolver-test"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -50,7 +50,7 @@ func TestResolver(t *testing.T) {
 	if lc.Local(after[1]) != nil {
 		t.Fatal("a closed cluster still resolves its shards")
 	}
-	var none *local.Cluster
+	var none *cluster.Cluster
 	if none.Local(after[1]) != nil {
 		t.Fatal("a nil cluster resolved a shard")
 	}

@@ -1,4 +1,4 @@
-package local_test
+package cluster_test
 
 import (
 	"testing"

@@ -1,11 +1,13 @@
-// Package local starts a whole cluster inside one process: an embedded etcd
+// Package cluster starts a whole cluster inside one process, as etcd's
+// embed package does for etcd: an embedded etcd
 // on loopback, N AMS shards each serving gRPC on its own loopback port and
 // registered under a lease, and the scheduler. The parts talk exactly as
 // separate processes would (etcd client, gRPC over TCP); only the process
-// boundary is missing. It backs `worker -local` and integration tests.
+// boundary is missing. It backs `worker -local`, integration tests and
+// programs that train in one process (examples/).
 //
 // The one shortcut is opt-in: a Cluster is a client.Resolver, and a worker
-// given it (worker.JobOptions.Local, the default of `worker -local`) pulls
+// given it (job.Options.Local, the default of `worker -local`) pulls
 // and pushes rows by calling the shards' services directly, skipping
 // HTTP/2 framing, the loopback socket and the copies on both sides. Every
 // other call (declare, state, snapshots, restores) still goes through
@@ -14,4 +16,4 @@
 //
 // Start starts everything; Close stops it in reverse order and removes the
 // temporary etcd directory it created.
-package local
+package cluster

@@ -1,4 +1,4 @@
-package local
+package cluster
 
 import (
 	"context"
@@ -95,34 +95,34 @@ func Start(ctx context.Context, opts Options) (c *Cluster, err error) {
 		}
 	}()
 	if c.dir, err = os.MkdirTemp("", "xps-etcd-"); err != nil {
-		return nil, fmt.Errorf("local: %w", err)
+		return nil, fmt.Errorf("cluster: %w", err)
 	}
 	if c.etcd, err = etcdembed.Start(ctx, etcdembed.Options{Dir: c.dir, Logger: opts.Logger, UnsafeNoFsync: true}); err != nil {
-		return nil, fmt.Errorf("local: %w", err)
+		return nil, fmt.Errorf("cluster: %w", err)
 	}
 	if c.cli, err = membership.Dial(ctx, c.etcd.Endpoints(), opts.Logger); err != nil {
-		return nil, fmt.Errorf("local: %w", err)
+		return nil, fmt.Errorf("cluster: %w", err)
 	}
 	if c.sched, err = scheduler.New(c.cli, scheduler.Options{Prefix: opts.Prefix, Shards: opts.Shards,
 		LeaseTTL: opts.LeaseTTL, Logger: opts.Logger, KafkaBrokers: opts.KafkaBrokers, KafkaTopic: opts.KafkaTopic,
 		Train: opts.Train, Workers: opts.Workers, SplitBytes: opts.SplitBytes,
 		Snapshot: opts.Snapshot}); err != nil {
-		return nil, fmt.Errorf("local: %w", err)
+		return nil, fmt.Errorf("cluster: %w", err)
 	}
 	for i := 0; i < opts.Shards; i++ {
 		n, err := amsnode.Start(ctx, c.cli, amsnode.Options{ID: fmt.Sprintf("ams-%d", i), Prefix: opts.Prefix,
 			Stripes: opts.Stripes, LeaseTTL: opts.LeaseTTL, Logger: opts.Logger})
 		if err != nil {
-			return nil, fmt.Errorf("local: %w", err)
+			return nil, fmt.Errorf("cluster: %w", err)
 		}
 		c.nodes = append(c.nodes, n)
 		c.setDirect(n, nil)
 	}
 	if c.conn, err = controlplane.New(c.cli, opts.Prefix); err != nil {
-		return nil, fmt.Errorf("local: %w", err)
+		return nil, fmt.Errorf("cluster: %w", err)
 	}
 	if _, err := c.conn.WaitShardMap(ctx); err != nil {
-		return nil, fmt.Errorf("local: %w", err)
+		return nil, fmt.Errorf("cluster: %w", err)
 	}
 	return c, nil
 }
@@ -148,17 +148,17 @@ func (c *Cluster) Nodes() []*amsnode.Node { return c.nodes }
 // from the latest snapshot.
 func (c *Cluster) RestartShard(ctx context.Context, i int) error {
 	if i < 0 || i >= len(c.nodes) {
-		return fmt.Errorf("local: no shard %d of %d", i, len(c.nodes))
+		return fmt.Errorf("cluster: no shard %d of %d", i, len(c.nodes))
 	}
 	old := c.nodes[i]
 	c.setDirect(nil, old)
 	if err := old.Close(); err != nil {
-		return fmt.Errorf("local: stop shard %d: %w", i, err)
+		return fmt.Errorf("cluster: stop shard %d: %w", i, err)
 	}
 	n, err := amsnode.Start(ctx, c.cli, amsnode.Options{ID: fmt.Sprintf("ams-%d", i), Prefix: c.opts.Prefix,
 		Stripes: c.opts.Stripes, LeaseTTL: c.opts.LeaseTTL, Logger: c.opts.Logger})
 	if err != nil {
-		return fmt.Errorf("local: restart shard %d: %w", i, err)
+		return fmt.Errorf("cluster: restart shard %d: %w", i, err)
 	}
 	c.nodes[i] = n
 	c.setDirect(n, nil)
@@ -168,7 +168,7 @@ func (c *Cluster) RestartShard(ctx context.Context, i int) error {
 // Local returns the service of the shard of this cluster that listens on
 // addr, or nil when none does (any more): it makes the cluster a
 // client.Resolver, so that a worker in this process pulls and pushes by
-// direct calls (worker.JobOptions.Local). A stopped shard answers its
+// direct calls (job.Options.Local). A stopped shard answers its
 // direct calls as its closed server would: unavailable.
 func (c *Cluster) Local(addr string) client.DataPlane {
 	if c == nil {
