@@ -28,8 +28,8 @@ import (
 
 	"context"
 
-	"github.com/xdlgo/xps/internal/cli"
 	"github.com/xdlgo/xps/config"
+	"github.com/xdlgo/xps/internal/cli"
 	"github.com/xdlgo/xps/internal/datagen"
 	"github.com/xdlgo/xps/internal/metrics"
 	"github.com/xdlgo/xps/reader"

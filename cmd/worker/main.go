@@ -32,9 +32,9 @@ import (
 	"time"
 
 	"github.com/xdlgo/xps"
-	"github.com/xdlgo/xps/internal/cli"
-	"github.com/xdlgo/xps/config"
 	"github.com/xdlgo/xps/cluster"
+	"github.com/xdlgo/xps/config"
+	"github.com/xdlgo/xps/internal/cli"
 	"github.com/xdlgo/xps/internal/membership"
 	"github.com/xdlgo/xps/job"
 )

@@ -9,8 +9,8 @@ import (
 
 	"github.com/xdlgo/xps/ams"
 	"github.com/xdlgo/xps/compress"
-	"github.com/xdlgo/xps/densenet"
 	"github.com/xdlgo/xps/config"
+	"github.com/xdlgo/xps/densenet"
 	"github.com/xdlgo/xps/reader"
 	"github.com/xdlgo/xps/sparsenet"
 )

@@ -7,10 +7,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/xdlgo/xps/cluster"
 	"github.com/xdlgo/xps/internal/datagen"
 	"github.com/xdlgo/xps/internal/hdfsconn"
 	"github.com/xdlgo/xps/internal/hdfstest"
-	"github.com/xdlgo/xps/cluster"
 	"github.com/xdlgo/xps/job"
 	"github.com/xdlgo/xps/reader/hdfssrc"
 )

@@ -14,10 +14,10 @@ import (
 
 	"github.com/xdlgo/xps/ams"
 	"github.com/xdlgo/xps/ams/client"
+	"github.com/xdlgo/xps/cluster"
 	"github.com/xdlgo/xps/compress"
 	"github.com/xdlgo/xps/config"
 	"github.com/xdlgo/xps/internal/datagen"
-	"github.com/xdlgo/xps/cluster"
 	"github.com/xdlgo/xps/internal/testutil"
 	"github.com/xdlgo/xps/job"
 	"github.com/xdlgo/xps/reader"

@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/xdlgo/xps/config"
 	"github.com/xdlgo/xps/cluster"
+	"github.com/xdlgo/xps/config"
 	"github.com/xdlgo/xps/job"
 )
 

@@ -14,8 +14,8 @@ import (
 	"time"
 
 	"github.com/xdlgo/xps/ams"
-	"github.com/xdlgo/xps/config"
 	"github.com/xdlgo/xps/cluster"
+	"github.com/xdlgo/xps/config"
 	"github.com/xdlgo/xps/internal/testutil"
 	"github.com/xdlgo/xps/internal/xcgen"
 	"github.com/xdlgo/xps/job"
