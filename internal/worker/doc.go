@@ -37,6 +37,17 @@
 // the same stages run one after another for each batch on one goroutine,
 // and every push is waited for (the comparison point of the pipeline).
 //
+// # The driver and its tracker
+//
+// What a run decides is not in the loop: Run feeds a tracker.Tracker (the
+// I/O-free core, scripted in internal/tracker/testdata) the run's events
+// — started, batch trained, tick, idle source, partitions re-dealt, epoch
+// ended, stopped — and executes the actions it returns: open an epoch,
+// commit a checkpoint (after every push is applied), pause for the
+// scheduler, reopen the source, evaluate, print progress, leave the sync
+// round, wait at the final barrier. The stages of a pass are separate
+// functions (pipeline.read, batch, pull, trainLoop).
+//
 // # Sync mode
 //
 // With train.sync (Options.Sync) batches run one after another and every

@@ -218,7 +218,7 @@ func (m *model) trainerOptions(env *job.Env, start checkpoint.Checkpoint) Option
 	// rollback).
 	o.PauseRequested, o.Pause = env.Pauser.Requested, env.Pauser.Pause
 	if env.Workers() > 1 {
-		o.BeforeFinalEval = func(ctx context.Context) error {
+		o.Barrier = func(ctx context.Context) error {
 			env.Pauser.StopTraining(ctx) // no more batches: snapshots need not wait for us
 			if m.kj != nil {             // reading is over: let later partition deals go on without us
 				if m.stopAcks != nil {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/xdlgo/xps/compress"
 	"github.com/xdlgo/xps/internal/metrics"
+	"github.com/xdlgo/xps/internal/tracker"
 	"github.com/xdlgo/xps/reader"
 )
 
@@ -26,11 +27,14 @@ const (
 // newest data they are (samples or messages not yet read).
 type Lagger interface{ Lag() int64 }
 
-// run is the state of one Trainer.Run, owned by Run's goroutine.
+// run is the state of one Trainer.Run, owned by Run's goroutine. What
+// the run decides (when to commit, pause, evaluate, open the next epoch)
+// is its tracker's; run executes the tracker's actions.
 type run struct {
 	t            *Trainer
 	res          *Result
-	epoch        int
+	tk           *tracker.Tracker
+	first        int // the first epoch of this run
 	trainDur     time.Duration
 	uniq         int64
 	lossSum      float64
@@ -47,38 +51,68 @@ type run struct {
 	hasLag   bool
 	// stream is the progressive validation of the whole run.
 	stream *metrics.Stream
-	// positions holds the position after the last trained sample of each
-	// stream; lastCommit is when they were last committed.
-	positions  map[string]reader.Position
-	lastCommit time.Time
-	dirty      bool // positions changed since the last commit
-	// applied counts the samples trained on over the job (Options.Start's
-	// and this run's); epochDone is set once the epoch's data has ended.
-	applied   int64
-	digest    uint64 // the applied samples' digests, summed
-	epochDone bool
 	// syncIter is the round of the epoch this worker pushes next (sync
 	// mode).
 	syncIter uint32
 }
 
-// positionList returns the positions sorted by stream.
-func (r *run) positionList() []reader.Position { return sortedPositions(r.positions) }
-
-// commit waits until every push has been applied, then hands the
-// positions to Options.Commit.
-func (r *run) commit(ctx context.Context) error {
-	t := r.t
-	r.lastCommit = time.Now()
-	if t.opts.Commit == nil || !r.dirty || t.opts.Sync != nil { // sync mode: checkpoints go with the rounds
-		return nil
+// step hands ev to the tracker and executes the actions it returns,
+// except Open (only the tracker's start and an epoch's end return one,
+// and Run executes those).
+func (r *run) step(ctx context.Context, ev tracker.Event) ([]tracker.Action, error) {
+	acts, err := r.tk.Step(ev)
+	if err != nil {
+		return nil, err
 	}
-	r.dirty = false
-	t.pushWG.Wait()
-	if err := t.takePushErr(); err != nil {
+	for i, a := range acts {
+		if _, ok := a.(tracker.Open); ok {
+			return acts[i:], nil
+		}
+		if err := r.exec(ctx, a); err != nil {
+			return nil, err
+		}
+	}
+	return nil, nil
+}
+
+// exec executes one action of the tracker.
+func (r *run) exec(ctx context.Context, a tracker.Action) error {
+	t := r.t
+	switch a := a.(type) {
+	case tracker.Commit:
+		return r.commit(ctx, a.Checkpoint)
+	case tracker.Pause:
+		return r.pause(ctx, a.Checkpoint)
+	case tracker.Evaluate:
+		when := a.When
+		_, err := t.evalAndReport(ctx, r.res, when)
+		return err
+	case tracker.Progress:
+		r.progress()
+	case tracker.LeaveRound:
+		return r.leaveRound(ctx, a.Checkpoint)
+	case tracker.Drain:
+		return t.drain()
+	case tracker.Barrier:
+		if t.opts.Barrier != nil {
+			return t.opts.Barrier(ctx)
+		}
+	case tracker.Reopen:
+		return t.opts.Reopen(ctx)
+	case tracker.Done:
+	default:
+		return fmt.Errorf("worker: unexpected action %T", a)
+	}
+	return nil
+}
+
+// commit waits until every push has been applied, then stores c
+// (Options.Commit).
+func (r *run) commit(ctx context.Context, c Checkpoint) error {
+	t := r.t
+	if err := t.drain(); err != nil {
 		return err
 	}
-	c := Checkpoint{Epoch: r.epoch, EpochDone: r.epochDone, Positions: r.positionList(), Applied: r.applied, Digest: r.digest}
 	if err := t.opts.Commit(ctx, c); err != nil {
 		return fmt.Errorf("worker: commit reader positions: %w", err)
 	}
@@ -86,17 +120,18 @@ func (r *run) commit(ctx context.Context) error {
 }
 
 // pause stops at this batch boundary for a snapshot: every push applied,
-// positions committed, then Options.Pause until the resume. Pulls already
-// in flight (read-ahead) may still run: they change no row's values.
-func (r *run) pause(ctx context.Context) error {
+// the checkpoint committed (when given), then Options.Pause until the
+// resume. Pulls already in flight (read-ahead) may still run: they change
+// no row's values.
+func (r *run) pause(ctx context.Context, c *Checkpoint) error {
 	t := r.t
-	t.pushWG.Wait()
-	if err := t.takePushErr(); err != nil {
+	if err := t.drain(); err != nil {
 		return err
 	}
-	r.dirty = r.dirty || len(r.positions) > 0
-	if err := r.commit(ctx); err != nil {
-		return err
+	if c != nil {
+		if err := r.commit(ctx, *c); err != nil {
+			return err
+		}
 	}
 	start := time.Now()
 	if err := t.opts.Pause(ctx); err != nil {
@@ -115,10 +150,42 @@ func (r *run) noteSource(src reader.Source) {
 	}
 }
 
-// runEpoch trains one pass over the epoch's source.
-func (r *run) runEpoch(ctx context.Context) error {
+// epoch trains one epoch: passes over its source, reopened when its
+// partitions are dealt anew, until the data ends. It returns the actions
+// of the epoch's end that remain (the next Open).
+func (r *run) epoch(ctx context.Context, epoch int) ([]tracker.Action, error) {
 	t := r.t
-	src, err := t.opts.Train(r.epoch)
+	r.lossSum, r.lossN = 0, 0
+	if epoch > r.first {
+		r.syncIter = 0
+	}
+	for {
+		err := r.pass(ctx, epoch)
+		switch {
+		case err == nil:
+			return r.step(ctx, tracker.EpochEnded{Now: time.Now()})
+		case ctx.Err() != nil:
+			// Stopped: store what was trained on, with a little time of its own.
+			cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+			_, cerr := r.step(cctx, tracker.Stopped{Now: time.Now()})
+			cancel()
+			return nil, errors.Join(err, cerr)
+		case !errors.Is(err, ErrReopen) || t.opts.Reopen == nil:
+			return nil, err
+		}
+		if t.opts.Progress != nil {
+			fmt.Fprintf(t.opts.Progress, "%s: %v; committing positions, reopening\n", t.opts.Name, err)
+		}
+		if _, err := r.step(ctx, tracker.Redealt{Now: time.Now()}); err != nil {
+			return nil, err
+		}
+	}
+}
+
+// pass trains one pass over the epoch's source, until it ends or fails.
+func (r *run) pass(ctx context.Context, epoch int) error {
+	t := r.t
+	src, err := t.opts.Train(epoch)
 	if err != nil {
 		return fmt.Errorf("worker: open training data: %w", err)
 	}
@@ -177,7 +244,7 @@ func (r *run) sequential(ctx context.Context, src reader.Source, builder *compre
 			if err := drain(); err != nil {
 				return err
 			}
-			if err := r.commit(ctx); err != nil {
+			if _, err := r.step(ctx, tracker.Idle{Now: time.Now()}); err != nil {
 				return err
 			}
 			continue
@@ -198,181 +265,208 @@ func (r *run) sequential(ctx context.Context, src reader.Source, builder *compre
 	return drain()
 }
 
-// pipelined runs read/parse, batch/compress and pull as goroutines joined by
-// bounded queues, and trains on this goroutine. Every stage returns when ctx
-// ends or a stage fails; all are joined before pipelined returns.
+// pipeline is one pass of the pipelined stages: read/parse, batch/compress
+// and pull run as goroutines joined by bounded queues; training runs on
+// the pass's goroutine. Every stage returns when ctx ends or a stage
+// fails; all are joined before the pass returns.
+type pipeline struct {
+	r       *run
+	ctx     context.Context
+	stop    context.CancelFunc
+	wg      sync.WaitGroup
+	errOnce sync.Once
+	err     error // the first stage failure; written once, read after wg.Wait
+
+	freeGroups, groups chan *reader.Group
+	batches, recycle   chan *compress.Batch
+	freeStates, ready  chan *state
+}
+
+// fail records the pass's first stage failure and stops every stage.
+func (p *pipeline) fail(err error) {
+	p.errOnce.Do(func() { p.err = err })
+	p.stop()
+}
+
+// pipelined runs one pass with the stages in parallel.
 func (r *run) pipelined(parent context.Context, src reader.Source, builder *compress.Builder) error {
-	t := r.t
-	depth := max(*t.cfg.Train.PrefetchBatches, 1)
-	ctx, stop := context.WithCancel(parent)
-	var wg sync.WaitGroup
-	var errOnce sync.Once
-	var firstErr error // the first stage failure; written once, read after wg.Wait
-	cancel := func(err error) {
-		errOnce.Do(func() { firstErr = err })
-		stop()
-	}
+	depth := max(*r.t.cfg.Train.PrefetchBatches, 1)
+	p := &pipeline{r: r, freeGroups: make(chan *reader.Group, groupQueue), groups: make(chan *reader.Group, groupQueue),
+		batches: make(chan *compress.Batch, batchQueue), recycle: make(chan *compress.Batch, batchQueue+depth+4),
+		freeStates: make(chan *state, depth+1), ready: make(chan *state, depth-1)} // + the one the pull stage holds = depth ahead
+	p.ctx, p.stop = context.WithCancel(parent)
 	defer func() {
-		stop()
-		wg.Wait()
+		p.stop()
+		p.wg.Wait()
 	}()
-	freeGroups := make(chan *reader.Group, groupQueue)
 	for i := 0; i < groupQueue; i++ {
-		freeGroups <- new(reader.Group)
+		p.freeGroups <- new(reader.Group)
 	}
-	groups := make(chan *reader.Group, groupQueue)
-	batches := make(chan *compress.Batch, batchQueue)
-	recycle := make(chan *compress.Batch, batchQueue+depth+4)
-	freeStates := make(chan *state, depth+1)
 	for i := 0; i < depth+1; i++ {
-		freeStates <- t.newState()
+		p.freeStates <- r.t.newState()
 	}
-	ready := make(chan *state, depth-1) // + the one the pull stage holds = depth ahead
-
-	wg.Add(3)
-	go func() { // read/parse
-		defer wg.Done()
-		defer close(groups)
-		for {
-			var g *reader.Group
-			select {
-			case g = <-freeGroups:
-			case <-ctx.Done():
-				return
-			}
-			err := src.Next(ctx, g)
-			r.noteSource(src)
-			if errors.Is(err, reader.ErrIdle) {
-				g.Reset(0) // a group without levels: the batch stage flushes
-			} else if err != nil {
-				if !errors.Is(err, io.EOF) {
-					cancel(err)
-				}
-				return
-			}
-			select {
-			case groups <- g:
-			case <-ctx.Done():
-				return
-			}
-		}
-	}()
-	go func() { // batch/compress
-		defer wg.Done()
-		defer close(batches)
-		emit := func() bool {
-			for b := builder.Take(); b != nil; b = builder.Take() {
-				select {
-				case batches <- b:
-				case <-ctx.Done():
-					return false
-				}
-			}
-			return true
-		}
-		for g := range groups {
-			for done := false; !done; {
-				select {
-				case b := <-recycle:
-					builder.Recycle(b)
-				default:
-					done = true
-				}
-			}
-			var err error
-			if len(g.Levels) == 0 { // the source was idle: close the partial batch
-				builder.Flush()
-			} else {
-				err = builder.Add(g)
-			}
-			freeGroups <- g // capacity holds every group: never blocks
-			if err != nil {
-				cancel(fmt.Errorf("worker: %w", err))
-				return
-			}
-			if !emit() {
-				return
-			}
-		}
-		if ctx.Err() == nil {
-			builder.Flush()
-			emit()
-		}
-	}()
-	go func() { // pull (prefetch)
-		defer wg.Done()
-		defer close(ready)
-		for b := range batches {
-			var s *state
-			select {
-			case s = <-freeStates:
-			case <-ctx.Done():
-				return
-			}
-			s.cb = b
-			if err := t.pull(ctx, s, true); err != nil {
-				cancel(err)
-				return
-			}
-			select {
-			case ready <- s:
-			case <-ctx.Done():
-				return
-			}
-		}
-	}()
-
-	var commitTick <-chan time.Time // commits positions while no batch comes
-	if t.opts.Commit != nil && t.opts.CommitEvery > 0 {
-		tk := time.NewTicker(t.opts.CommitEvery)
-		defer tk.Stop()
-		commitTick = tk.C
-	}
-	for {
-		start := time.Now()
-		var s *state
-		var ok bool
-	wait:
-		select {
-		case s, ok = <-ready:
-		case <-ctx.Done():
-		case <-commitTick:
-			if r.dirty && time.Since(r.lastCommit) >= t.opts.CommitEvery {
-				if err := r.commit(parent); err != nil {
-					cancel(err)
-					break
-				}
-			}
-			goto wait
-		}
-		r.res.FetchWaitSeconds += time.Since(start).Seconds()
-		if !ok {
-			break
-		}
-		if err := r.train(parent, s, false, start); err != nil {
-			cancel(err)
-			break
-		}
-		select {
-		case recycle <- s.cb:
-		default: // the builder allocates anew
-		}
-		s.cb = nil
-		freeStates <- s // capacity holds every state: never blocks
-	}
-	stop()
-	wg.Wait()
+	p.wg.Add(3)
+	go p.read(src)
+	go p.batch(builder)
+	go p.pull()
+	p.trainLoop(parent)
+	p.stop()
+	p.wg.Wait()
 	if parent.Err() != nil {
 		return context.Cause(parent)
 	}
-	return firstErr
+	return p.err
+}
+
+// read is the read/parse stage: it fills groups from the pool, an idle
+// source giving a group without levels (the batch stage flushes on it).
+func (p *pipeline) read(src reader.Source) {
+	defer p.wg.Done()
+	defer close(p.groups)
+	for {
+		var g *reader.Group
+		select {
+		case g = <-p.freeGroups:
+		case <-p.ctx.Done():
+			return
+		}
+		err := src.Next(p.ctx, g)
+		p.r.noteSource(src)
+		if errors.Is(err, reader.ErrIdle) {
+			g.Reset(0)
+		} else if err != nil {
+			if !errors.Is(err, io.EOF) {
+				p.fail(err)
+			}
+			return
+		}
+		select {
+		case p.groups <- g:
+		case <-p.ctx.Done():
+			return
+		}
+	}
+}
+
+// batch is the batch/compress stage: groups into batches, recycling the
+// batches training is done with.
+func (p *pipeline) batch(builder *compress.Builder) {
+	defer p.wg.Done()
+	defer close(p.batches)
+	emit := func() bool {
+		for b := builder.Take(); b != nil; b = builder.Take() {
+			select {
+			case p.batches <- b:
+			case <-p.ctx.Done():
+				return false
+			}
+		}
+		return true
+	}
+	for g := range p.groups {
+		for done := false; !done; {
+			select {
+			case b := <-p.recycle:
+				builder.Recycle(b)
+			default:
+				done = true
+			}
+		}
+		var err error
+		if len(g.Levels) == 0 { // the source was idle: close the partial batch
+			builder.Flush()
+		} else {
+			err = builder.Add(g)
+		}
+		p.freeGroups <- g // capacity holds every group: never blocks
+		if err != nil {
+			p.fail(fmt.Errorf("worker: %w", err))
+			return
+		}
+		if !emit() {
+			return
+		}
+	}
+	if p.ctx.Err() == nil {
+		builder.Flush()
+		emit()
+	}
+}
+
+// pull is the pull (prefetch) stage: each batch's rows and the dense
+// parameters into a free state.
+func (p *pipeline) pull() {
+	defer p.wg.Done()
+	defer close(p.ready)
+	for b := range p.batches {
+		var s *state
+		select {
+		case s = <-p.freeStates:
+		case <-p.ctx.Done():
+			return
+		}
+		s.cb = b
+		if err := p.r.t.pull(p.ctx, s, true); err != nil {
+			p.fail(err)
+			return
+		}
+		select {
+		case p.ready <- s:
+		case <-p.ctx.Done():
+			return
+		}
+	}
+}
+
+// trainLoop is the train/push stage, on the pass's goroutine: it trains
+// every pulled batch, and ticks the tracker while none comes (a quiet
+// stream's positions are committed on time).
+func (p *pipeline) trainLoop(parent context.Context) {
+	r := p.r
+	var commitTick <-chan time.Time
+	if every := r.t.opts.CommitEvery; r.t.opts.Commit != nil && every > 0 {
+		tk := time.NewTicker(every)
+		defer tk.Stop()
+		commitTick = tk.C
+	}
+	start := time.Now()
+	for {
+		select {
+		case s, ok := <-p.ready:
+			r.res.FetchWaitSeconds += time.Since(start).Seconds()
+			if !ok {
+				return
+			}
+			if err := r.train(parent, s, false, start); err != nil {
+				p.fail(err)
+				return
+			}
+			select {
+			case p.recycle <- s.cb:
+			default: // the builder allocates anew
+			}
+			s.cb = nil
+			p.freeStates <- s // capacity holds every state: never blocks
+			start = time.Now()
+		case now := <-commitTick:
+			if _, err := r.step(parent, tracker.Tick{Now: now}); err != nil {
+				p.fail(err)
+				return
+			}
+		case <-p.ctx.Done():
+			r.res.FetchWaitSeconds += time.Since(start).Seconds()
+			return
+		}
+	}
 }
 
 // train runs one step on s (pulled) and accounts for it; start is when the
 // batch was first waited for.
 func (r *run) train(ctx context.Context, s *state, wait bool, start time.Time) error {
 	t, res := r.t, r.res
-	if err := r.joinRound(s); err != nil {
+	b := s.cb
+	ev := tracker.BatchTrained{Samples: b.N, Digest: b.Digest, Ends: b.Ends}
+	if err := r.joinRound(s, ev); err != nil {
 		return err
 	}
 	loss, err := t.step(ctx, s, wait)
@@ -382,49 +476,26 @@ func (r *run) train(ctx context.Context, s *state, wait bool, start time.Time) e
 	if s.round != nil {
 		r.syncIter++
 	}
-	b := s.cb
 	d := time.Since(start)
 	r.trainDur += d
 	r.progDur += d
 	res.Samples += int64(b.N)
-	r.applied += int64(b.N)
-	r.digest += b.Digest
 	r.progSamples += int64(b.N)
 	res.Batches++
 	for k := range res.Nodes {
 		res.Nodes[k] += int64(b.Sparse.Nodes(k))
 	}
 	res.Position = b.End
-	for _, p := range b.Ends {
-		r.positions[p.File] = p
-	}
-	r.dirty = r.dirty || len(b.Ends) > 0
 	r.stream.Add(b.Labels[:b.N], s.probs[:b.N])
 	r.uniq += int64(b.Sparse.Unique())
 	r.lossSum += loss
 	r.lossN++
 	r.window.add(b.Labels[:b.N], s.probs[:b.N])
 	res.BytesRead = r.bytesBefore + r.srcBytes.Load()
-	cfg := t.cfg.Train
-	if t.opts.Progress != nil && time.Since(r.lastProgress) >= cfg.ProgressEvery {
-		r.progress()
-	}
-	if t.opts.Commit != nil && t.opts.CommitEvery > 0 && time.Since(r.lastCommit) >= t.opts.CommitEvery {
-		if err := r.commit(ctx); err != nil {
-			return err
-		}
-	}
-	if t.opts.PauseRequested != nil && t.opts.PauseRequested() {
-		if err := r.pause(ctx); err != nil {
-			return err
-		}
-	}
-	if cfg.EvalEvery > 0 && res.Batches%int64(cfg.EvalEvery) == 0 {
-		if _, err := t.evalAndReport(ctx, res, fmt.Sprintf("batch %d", res.Batches)); err != nil {
-			return err
-		}
-	}
-	return nil
+	ev.Now = time.Now()
+	ev.PauseRequested = t.opts.PauseRequested != nil && t.opts.PauseRequested()
+	_, err = r.step(ctx, ev)
+	return err
 }
 
 // progress prints one progress line: samples/s since the last line, the
@@ -434,7 +505,7 @@ func (r *run) train(ctx context.Context, s *state, wait bool, start time.Time) e
 func (r *run) progress() {
 	t, res := r.t, r.res
 	var b strings.Builder
-	fmt.Fprintf(&b, "%s: epoch %d/%d batch %d samples %d loss %.4f", t.opts.Name, r.epoch, t.cfg.Train.Epochs,
+	fmt.Fprintf(&b, "%s: epoch %d/%d batch %d samples %d loss %.4f", t.opts.Name, r.tk.Epoch(), t.cfg.Train.Epochs,
 		res.Batches, res.Samples, r.lossSum/float64(max(r.lossN, 1)))
 	if auc, ok := r.window.auc(); ok {
 		fmt.Fprintf(&b, " auc %.4f", auc)

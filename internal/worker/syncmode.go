@@ -10,17 +10,18 @@ import (
 	"strings"
 
 	"github.com/xdlgo/xps/ams/client"
+	"github.com/xdlgo/xps/internal/tracker"
 	"github.com/xdlgo/xps/reader"
 )
 
 // ErrSync reports a job that cannot run in sync mode.
 var ErrSync = errors.New("worker: sync mode")
 
-// round returns this worker's round iter of the current epoch (rounds
-// count epochs from 0).
-func (r *run) round(done bool) client.Round {
+// round returns this worker's round iter of epoch (rounds count epochs
+// from 0).
+func (r *run) round(epoch int, done bool) client.Round {
 	so := r.t.opts.Sync
-	return client.Round{Epoch: uint32(r.epoch - 1), Iter: r.syncIter, Worker: so.Worker, Workers: so.Workers, Done: done}
+	return client.Round{Epoch: uint32(epoch - 1), Iter: r.syncIter, Worker: so.Worker, Workers: so.Workers, Done: done}
 }
 
 // pullStep pulls s's batch: in sync mode for the next round, once every
@@ -36,12 +37,12 @@ func (r *run) pullStep(ctx context.Context, s *state) error {
 		return err
 	}
 	for {
-		pending, err := t.cl.PullRound(ctx, r.round(false), s.route, s.rows, []client.Vector{{Name: DenseName, Values: s.params}})
+		pending, err := t.cl.PullRound(ctx, r.round(r.tk.Epoch(), false), s.route, s.rows, []client.Vector{{Name: DenseName, Values: s.params}})
 		if err != nil || !pending {
 			return err
 		}
 		if t.opts.PauseRequested != nil && t.opts.PauseRequested() {
-			if err := r.pause(ctx); err != nil {
+			if err := r.pause(ctx, nil); err != nil { // sync mode: the checkpoint goes with the round
 				return err
 			}
 		}
@@ -50,18 +51,14 @@ func (r *run) pullStep(ctx context.Context, s *state) error {
 
 // joinRound marks s's batch, in sync mode, as this worker's part of the
 // next round, with the checkpoint of the model once the round is applied.
-func (r *run) joinRound(s *state) error {
+func (r *run) joinRound(s *state, ev tracker.BatchTrained) error {
 	if r.t.opts.Sync == nil {
 		s.round, s.roundState = nil, nil
 		return nil
 	}
-	b := s.cb
-	pos := maps.Clone(r.positions)
-	for _, p := range b.Ends {
-		pos[p.File] = p
-	}
-	rd := r.round(false)
-	c := Checkpoint{Epoch: r.epoch, Positions: sortedPositions(pos), Applied: r.applied + int64(b.N), Digest: r.digest + b.Digest, Sync: true, Round: rd.Iter + 1}
+	rd := r.round(r.tk.Epoch(), false)
+	c := r.tk.After(ev)
+	c.Sync, c.Round = true, rd.Iter+1
 	e, err := r.t.checkpointEntry(c)
 	if err != nil {
 		return err
@@ -71,19 +68,16 @@ func (r *run) joinRound(s *state) error {
 }
 
 // leaveRound ends this worker's epoch in sync mode: its part of the next
-// round is done, with the checkpoint of the finished epoch.
-func (r *run) leaveRound(ctx context.Context) error {
+// round is done, with c, the checkpoint of the finished epoch.
+func (r *run) leaveRound(ctx context.Context, c Checkpoint) error {
 	t := r.t
-	if t.opts.Sync == nil {
-		return nil
-	}
-	c := Checkpoint{Epoch: r.epoch, EpochDone: true, Positions: r.positionList(), Applied: r.applied, Digest: r.digest, Sync: true}
+	c.Sync = true
 	e, err := t.checkpointEntry(c)
 	if err != nil {
 		return err
 	}
-	if err := t.cl.PushRound(ctx, r.round(true), nil, nil, nil, e); err != nil {
-		return fmt.Errorf("worker: leave sync epoch %d: %w", r.epoch, err)
+	if err := t.cl.PushRound(ctx, r.round(c.Epoch, true), nil, nil, nil, e); err != nil {
+		return fmt.Errorf("worker: leave sync epoch %d: %w", c.Epoch, err)
 	}
 	return nil
 }

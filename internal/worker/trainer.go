@@ -18,6 +18,7 @@ import (
 	"github.com/xdlgo/xps/densenet"
 	"github.com/xdlgo/xps/internal/checkpoint"
 	"github.com/xdlgo/xps/internal/metrics"
+	"github.com/xdlgo/xps/internal/tracker"
 	"github.com/xdlgo/xps/reader"
 	"github.com/xdlgo/xps/sparsenet"
 )
@@ -69,11 +70,11 @@ type Options struct {
 	Progress io.Writer
 	// Logger receives structured logs. The default value discards them.
 	Logger *slog.Logger
-	// BeforeFinalEval, when set, runs after the last batch's push has been
+	// Barrier, when set, runs after the last batch's push has been
 	// applied and before the final evaluation (a job with several workers
 	// waits there for the others, so that the final AUC is the whole
 	// model's). The default value is nil.
-	BeforeFinalEval func(ctx context.Context) error
+	Barrier func(ctx context.Context) error
 	// Commit, when set, stores the checkpoint of the batches whose pushes
 	// have all been applied (reader positions, one per stream, see
 	// Result.Positions; the epoch; the samples applied): every CommitEvery
@@ -411,117 +412,96 @@ func grow[T any](b []T, n int) []T {
 
 // Run trains for Config.Train.Epochs epochs, evaluating on the test set
 // after each epoch (and every EvalEvery batches), and returns the summary.
-// The final evaluation runs after every push has been applied.
+// The final evaluation runs after every push has been applied. What to do
+// when is the run's tracker's (package tracker); Run executes it.
 func (t *Trainer) Run(ctx context.Context) (res Result, err error) {
-	cfg := t.cfg.Train
+	start := t.opts.Start
 	r := &run{t: t, res: &res, lastProgress: time.Now(), window: newWindow(), stream: metrics.NewStream(),
-		positions: map[string]reader.Position{}, lastCommit: time.Now()}
+		first: max(start.Epoch, 1)}
+	if start.EpochDone {
+		r.first++
+	}
+	r.tk = tracker.New(tracker.Options{Epochs: t.cfg.Train.Epochs, Start: start,
+		Commits: t.opts.Commit != nil && t.opts.Sync == nil, CommitEvery: t.opts.CommitEvery,
+		ProgressEvery: progressEvery(t), EvalEvery: t.cfg.Train.EvalEvery, Evaluate: len(t.opts.Test) > 0,
+		Sync: t.opts.Sync != nil, Barrier: t.opts.Barrier != nil})
 	res.Nodes = make([]int64, t.layout.Levels())
 	defer func() {
-		t.pushWG.Wait() // join every push goroutine, whatever happened
-		if err == nil {
-			err = t.takePushErr()
+		if derr := t.drain(); err == nil { // join every push goroutine, whatever happened
+			err = derr
 		}
 	}()
-	defer func() { // the summary, also of a run stopped early
-		res.Seconds = r.trainDur.Seconds()
-		if res.Seconds > 0 {
-			res.SamplesPerSecond = float64(res.Samples) / res.Seconds
-		}
-		if r.lossN > 0 {
-			res.TrainLoss = r.lossSum / float64(r.lossN)
-		}
-		if res.Batches > 0 {
-			res.UniquePerBatch = float64(r.uniq) / float64(res.Batches)
-		}
-		res.PushWaitSeconds = t.pushWait.Seconds()
-		res.Positions = r.positionList()
-		res.Applied, res.Digest = r.applied, r.digest
-		res.Progressive = Progressive{Samples: r.stream.N(), AUC: r.stream.AUC(), LogLoss: r.stream.LogLoss()}
-	}()
-	first := max(t.opts.Start.Epoch, 1)
-	r.applied, r.digest = t.opts.Start.Applied, t.opts.Start.Digest
-	if t.opts.Start.EpochDone {
-		first++
+	defer r.summarize() // also of a run stopped early
+	if err := r.startSync(); err != nil {
+		return res, err
 	}
-	if t.opts.Sync != nil {
-		if t.opts.Start.Applied > 0 && !t.opts.Start.Sync {
-			return res, fmt.Errorf("%w: the model holds an asynchronous checkpoint (%d samples applied): sync mode must be on from the job's start", ErrSync, t.opts.Start.Applied)
-		}
-		if !t.opts.Start.EpochDone {
-			r.syncIter = t.opts.Start.Round
+	acts, err := r.step(ctx, tracker.Started{Now: time.Now()})
+	for err == nil && len(acts) > 0 {
+		open := acts[0].(tracker.Open) // step returns only an Open and what follows it
+		if acts, err = r.epoch(ctx, open.Epoch); err == nil && len(acts) > 1 {
+			err = fmt.Errorf("worker: actions after opening epoch %d: %v", open.Epoch, acts[1:])
 		}
 	}
-	for epoch := first; epoch <= cfg.Epochs; epoch++ {
-		r.epoch, r.epochDone, r.lossSum, r.lossN = epoch, false, 0, 0
-		if epoch > first {
-			r.syncIter = 0
-		}
-		for {
-			err := r.runEpoch(ctx)
-			if err == nil {
-				break
-			}
-			if ctx.Err() != nil && t.opts.Commit != nil {
-				// Stopped: store what was trained on, with a little time of its own.
-				cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-				cerr := r.commit(cctx)
-				cancel()
-				return res, errors.Join(err, cerr)
-			}
-			if !errors.Is(err, ErrReopen) || t.opts.Reopen == nil {
-				return res, err
-			}
-			if err := r.commit(ctx); err != nil {
-				return res, err
-			}
-			// The streams may go to other readers now: never store them again.
-			clear(r.positions)
-			if t.opts.Progress != nil {
-				fmt.Fprintf(t.opts.Progress, "%s: %v; positions committed, reopening\n", t.opts.Name, err)
-			}
-			if err := t.opts.Reopen(ctx); err != nil {
-				return res, err
-			}
-		}
-		r.epochDone, r.dirty = true, true
-		if err := r.commit(ctx); err != nil {
-			return res, err
-		}
-		if err := r.leaveRound(ctx); err != nil {
-			return res, err
-		}
-		if epoch == cfg.Epochs {
-			t.pushWG.Wait() // the last evaluation sees every update
-			if err := t.takePushErr(); err != nil {
-				return res, err
-			}
-			if t.opts.BeforeFinalEval != nil {
-				if err := t.opts.BeforeFinalEval(ctx); err != nil {
-					return res, err
-				}
-			}
-		}
-		if _, err := t.evalAndReport(ctx, &res, fmt.Sprintf("epoch %d", epoch)); err != nil {
-			return res, err
-		}
+	if err != nil {
+		return res, err
 	}
-	if first > cfg.Epochs { // the checkpoint says every epoch was trained: only the final evaluation is left
-		if t.opts.BeforeFinalEval != nil {
-			if err := t.opts.BeforeFinalEval(ctx); err != nil {
-				return res, err
-			}
-		}
-		if _, err := t.evalAndReport(ctx, &res, "final"); err != nil {
-			return res, err
-		}
-	}
-	res.Epochs = max(cfg.Epochs-first+1, 0)
+	res.Epochs = r.tk.Epochs()
 	if k := len(res.Evals); k > 0 {
 		last := res.Evals[k-1]
 		res.TestAUC, res.TestLogLoss, res.TestSamples = last.AUC, last.LogLoss, last.Samples
 	}
 	return res, nil
+}
+
+// progressEvery is how often the run prints progress (never without a
+// writer).
+func progressEvery(t *Trainer) time.Duration {
+	if t.opts.Progress == nil {
+		return 0
+	}
+	return t.cfg.Train.ProgressEvery
+}
+
+// summarize fills the run's summary figures.
+func (r *run) summarize() {
+	res := r.res
+	res.Seconds = r.trainDur.Seconds()
+	if res.Seconds > 0 {
+		res.SamplesPerSecond = float64(res.Samples) / res.Seconds
+	}
+	if r.lossN > 0 {
+		res.TrainLoss = r.lossSum / float64(r.lossN)
+	}
+	if res.Batches > 0 {
+		res.UniquePerBatch = float64(r.uniq) / float64(res.Batches)
+	}
+	res.PushWaitSeconds = r.t.pushWait.Seconds()
+	res.Positions = r.tk.Positions()
+	res.Applied, res.Digest = r.tk.Applied()
+	res.Progressive = Progressive{Samples: r.stream.N(), AUC: r.stream.AUC(), LogLoss: r.stream.LogLoss()}
+}
+
+// startSync checks, in sync mode, that the run resumes a sync checkpoint,
+// and takes its round.
+func (r *run) startSync() error {
+	start := r.t.opts.Start
+	if r.t.opts.Sync == nil {
+		return nil
+	}
+	if start.Applied > 0 && !start.Sync {
+		return fmt.Errorf("%w: the model holds an asynchronous checkpoint (%d samples applied): sync mode must be on from the job's start", ErrSync, start.Applied)
+	}
+	if !start.EpochDone {
+		r.syncIter = start.Round
+	}
+	return nil
+}
+
+// drain waits until every push has been applied and returns the first
+// asynchronous push error.
+func (t *Trainer) drain() error {
+	t.pushWG.Wait()
+	return t.takePushErr()
 }
 
 func (t *Trainer) evalAndReport(ctx context.Context, res *Result, when string) (Eval, error) {

@@ -1,0 +1,254 @@
+package tracker
+
+import (
+	"errors"
+	"fmt"
+	"sort"
+	"time"
+
+	"github.com/xdlgo/xps/internal/checkpoint"
+	"github.com/xdlgo/xps/reader"
+)
+
+// Options configure a Tracker.
+type Options struct {
+	// Epochs is the number of epochs of the job (train.epochs), at least 1.
+	Epochs int
+	// Start is where the run resumes: the checkpoint the model holds (the
+	// zero Checkpoint: from the start).
+	Start checkpoint.Checkpoint
+	// Commits makes the tracker emit Commit actions (and checkpoints with
+	// Pause). Off in sync mode, where checkpoints go with the rounds.
+	Commits bool
+	// CommitEvery is the least time between two commits while training;
+	// 0 commits only at epoch ends, idle sources, re-deals and pauses.
+	CommitEvery time.Duration
+	// ProgressEvery is the least time between two Progress actions; 0
+	// prints none.
+	ProgressEvery time.Duration
+	// EvalEvery evaluates every that many batches (0: only after epochs);
+	// Evaluate is off altogether without a test set.
+	EvalEvery int
+	Evaluate  bool
+	// Sync marks sync mode: the end of an epoch leaves the epoch's round.
+	Sync bool
+	// Barrier waits for the other workers (a job of several) at the final
+	// barrier, before the final evaluation.
+	Barrier bool
+}
+
+// ErrDone is returned for an event after the run is done.
+var ErrDone = errors.New("tracker: the run is done")
+
+// Tracker is the state of one training run. It is used by one goroutine.
+type Tracker struct {
+	opts      Options
+	epoch     int
+	epochDone bool
+	batch     int   // the next batch of the epoch
+	batches   int64 // batches trained over the job
+	runBatch  int64 // batches trained in this run
+	applied   int64
+	digest    uint64
+	positions map[string]reader.Position
+	dirty     bool // the checkpoint changed since the last commit
+	lastCommit, lastProgress time.Time
+	started, done            bool
+}
+
+// New returns the tracker of a run with opts.
+func New(opts Options) *Tracker {
+	opts.Epochs = max(opts.Epochs, 1)
+	s := opts.Start
+	return &Tracker{opts: opts, applied: s.Applied, digest: s.Digest, batches: s.Batches,
+		positions: map[string]reader.Position{}}
+}
+
+// Step applies ev and returns the actions the driver must execute, in
+// order.
+func (t *Tracker) Step(ev Event) ([]Action, error) {
+	if t.done {
+		return nil, fmt.Errorf("%w: %T", ErrDone, ev)
+	}
+	if _, ok := ev.(Started); !ok && !t.started {
+		return nil, fmt.Errorf("tracker: %T before Started", ev)
+	}
+	switch ev := ev.(type) {
+	case Started:
+		return t.start(ev), nil
+	case BatchTrained:
+		return t.trained(ev), nil
+	case Tick:
+		if t.opts.CommitEvery > 0 && ev.Now.Sub(t.lastCommit) >= t.opts.CommitEvery {
+			return t.commit(ev.Now, nil), nil
+		}
+		return nil, nil
+	case Idle:
+		return t.commit(ev.Now, nil), nil
+	case Redealt:
+		acts := t.commit(ev.Now, nil)
+		clear(t.positions)
+		return append(acts, Reopen{}), nil
+	case Stopped:
+		return t.commit(ev.Now, nil), nil
+	case EpochEnded:
+		return t.epochEnded(ev.Now), nil
+	}
+	return nil, fmt.Errorf("tracker: unknown event %T", ev)
+}
+
+// start opens the first epoch to train, or goes straight to the final
+// evaluation when the checkpoint says every epoch was trained.
+func (t *Tracker) start(ev Started) []Action {
+	if t.started {
+		return nil
+	}
+	t.started, t.lastCommit, t.lastProgress = true, ev.Now, ev.Now
+	s := t.opts.Start
+	t.epoch = max(s.Epoch, 1)
+	if s.Epoch > 0 && !s.EpochDone {
+		t.batch = s.Batch
+	}
+	if s.EpochDone {
+		t.epoch++
+		t.batch = 0
+	}
+	if t.epoch > t.opts.Epochs {
+		return t.finish("final")
+	}
+	return []Action{Open{Epoch: t.epoch, Batch: t.batch}}
+}
+
+// trained accounts for a batch, then prints progress, commits, pauses and
+// evaluates as due.
+func (t *Tracker) trained(ev BatchTrained) []Action {
+	t.applied += int64(ev.Samples)
+	t.digest += ev.Digest
+	t.batch++
+	t.batches++
+	t.runBatch++
+	for _, p := range ev.Ends {
+		t.positions[p.File] = p
+	}
+	t.dirty = t.dirty || len(ev.Ends) > 0 || ev.Samples > 0
+	var acts []Action
+	if t.opts.ProgressEvery > 0 && ev.Now.Sub(t.lastProgress) >= t.opts.ProgressEvery {
+		t.lastProgress = ev.Now
+		acts = append(acts, Progress{})
+	}
+	if ev.PauseRequested {
+		var cp *checkpoint.Checkpoint
+		if t.opts.Commits {
+			c := t.checkpoint()
+			cp = &c
+		}
+		t.dirty, t.lastCommit = false, ev.Now
+		acts = append(acts, Pause{Checkpoint: cp})
+	} else if t.opts.CommitEvery > 0 && ev.Now.Sub(t.lastCommit) >= t.opts.CommitEvery {
+		acts = t.commit(ev.Now, acts)
+	}
+	if t.opts.Evaluate && t.opts.EvalEvery > 0 && t.runBatch%int64(t.opts.EvalEvery) == 0 {
+		acts = append(acts, Evaluate{When: fmt.Sprintf("batch %d", t.runBatch)})
+	}
+	return acts
+}
+
+// epochEnded commits the finished epoch, leaves its round, evaluates,
+// and opens the next epoch or finishes.
+func (t *Tracker) epochEnded(now time.Time) []Action {
+	t.epochDone, t.dirty = true, true
+	acts := t.commit(now, nil)
+	if t.opts.Sync {
+		acts = append(acts, LeaveRound{Checkpoint: t.checkpoint()})
+	}
+	when := fmt.Sprintf("epoch %d", t.epoch)
+	if t.epoch >= t.opts.Epochs {
+		return append(acts, t.finish(when)...)
+	}
+	if t.opts.Evaluate {
+		acts = append(acts, Evaluate{When: when})
+	}
+	t.epoch, t.epochDone, t.batch = t.epoch+1, false, 0
+	return append(acts, Open{Epoch: t.epoch})
+}
+
+// finish is the end of the run: every push applied, the final barrier,
+// the final evaluation.
+func (t *Tracker) finish(when string) []Action {
+	t.done = true
+	acts := []Action{Drain{}}
+	if t.opts.Barrier {
+		acts = append(acts, Barrier{})
+	}
+	if t.opts.Evaluate {
+		acts = append(acts, Evaluate{When: when, Final: true})
+	}
+	return append(acts, Done{})
+}
+
+// commit appends a Commit of the current checkpoint when it changed.
+func (t *Tracker) commit(now time.Time, acts []Action) []Action {
+	t.lastCommit = now
+	if !t.opts.Commits || !t.dirty {
+		return acts
+	}
+	t.dirty = false
+	return append(acts, Commit{Checkpoint: t.checkpoint()})
+}
+
+// checkpoint is the checkpoint of every batch reported so far.
+func (t *Tracker) checkpoint() checkpoint.Checkpoint {
+	return checkpoint.Checkpoint{Epoch: t.epoch, EpochDone: t.epochDone, Batch: t.batch, Positions: t.Positions(),
+		Applied: t.applied, Batches: t.batches, Digest: t.digest}
+}
+
+// After returns the checkpoint the model will hold once the batch of ev
+// is applied (sync mode sends it with the batch's round), without
+// accounting for the batch: BatchTrained does, once it is trained.
+func (t *Tracker) After(ev BatchTrained) checkpoint.Checkpoint {
+	c := t.checkpoint()
+	c.Applied += int64(ev.Samples)
+	c.Digest += ev.Digest
+	c.Batch++
+	c.Batches++
+	if len(ev.Ends) > 0 {
+		pos := make(map[string]reader.Position, len(t.positions)+len(ev.Ends))
+		for _, p := range c.Positions {
+			pos[p.File] = p
+		}
+		for _, p := range ev.Ends {
+			pos[p.File] = p
+		}
+		c.Positions = sortPositions(pos)
+	}
+	return c
+}
+
+// Positions returns the position after the last trained sample of every
+// stream trained on since the last reopen, sorted by stream.
+func (t *Tracker) Positions() []reader.Position { return sortPositions(t.positions) }
+
+func sortPositions(m map[string]reader.Position) []reader.Position {
+	out := make([]reader.Position, 0, len(m))
+	for _, p := range m {
+		out = append(out, p)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].File < out[j].File })
+	return out
+}
+
+// Epoch returns the epoch being trained.
+func (t *Tracker) Epoch() int { return t.epoch }
+
+// Applied returns the samples applied over the job and their digest sum.
+func (t *Tracker) Applied() (int64, uint64) { return t.applied, t.digest }
+
+// Epochs returns the epochs this run trained, or will have trained when it
+// is done.
+func (t *Tracker) Epochs() int {
+	first := max(t.opts.Start.Epoch, 1)
+	if t.opts.Start.EpochDone {
+		first++
+	}
+	return max(t.opts.Epochs-first+1, 0)
+}
