@@ -27,14 +27,41 @@ func layout3(t testing.TB) *sparsenet.Layout {
 		{Table: -1, Level: 1, DenseWidth: 2}, {Table: -1, DenseWidth: 1}}, []int{4, 3}, sparsenet.Sum)
 }
 
+// builderScenario is a stream of groups batched bs samples at a time
+// under layout2 or layout3, and the batches it must give, described.
+type builderScenario struct {
+	name   string
+	levels int // of the layout
+	bs     int
+	groups func(t *testing.T) []*reader.Group
+	want   []string
+}
+
 func TestBuilderScenarios(t *testing.T) {
-	for _, tc := range []struct {
-		name   string
-		levels int // of the layout
-		bs     int
-		groups func(t *testing.T) []*reader.Group
-		want   []string
-	}{{
+	for _, tc := range append(sharingScenarios(), hintAndResumeScenarios()...) {
+		t.Run(tc.name, func(t *testing.T) { checkScenario(t, tc) })
+	}
+}
+
+func checkScenario(t *testing.T, tc builderScenario) {
+	l := layout2(t)
+	if tc.levels == 3 {
+		l = layout3(t)
+	}
+	var got []string
+	for _, bt := range build(t, l, tc.bs, tc.groups(t)...) {
+		checkBatch(t, bt)
+		got = append(got, describe(bt))
+	}
+	if !slices.Equal(got, tc.want) {
+		t.Fatalf("batches\n got %s\nwant %s", strings.Join(got, "\n     "), strings.Join(tc.want, "\n     "))
+	}
+}
+
+// sharingScenarios: which samples share upper nodes, within a group and
+// across groups, and where batches split a tree.
+func sharingScenarios() []builderScenario {
+	return []builderScenario{{
 		name: "tree split at batch boundaries", levels: 2, bs: 2,
 		groups: func(t *testing.T) []*reader.Group {
 			return []*reader.Group{grp(t, 0, []string{"^0 0:1", "^0 0:2", "^0 0:3", "^0 0:4", "^0 0:5"}, []string{"1:7 2:8 3=1,2"})}
@@ -90,7 +117,13 @@ func TestBuilderScenarios(t *testing.T) {
 			"n=3 nodes=[3 2 1] parent=[[0 0 1] [0 0]] feats=6 groups=1 end=f@0#3 labels=[0 1 2]",
 			"n=2 nodes=[2 1 1] parent=[[0 0] [0]] feats=4 groups=1 end=f@1#0 labels=[3 4]",
 		},
-	}, {
+	}}
+}
+
+// hintAndResumeScenarios: line levels are hints, groups resumed inside or
+// consumed already, samples with no upper features.
+func hintAndResumeScenarios() []builderScenario {
+	return []builderScenario{{
 		name: "line levels are hints: 3-level data, 2-level layout", levels: 2, bs: 10,
 		groups: func(t *testing.T) []*reader.Group {
 			return []*reader.Group{grp(t, 0,
@@ -130,22 +163,7 @@ func TestBuilderScenarios(t *testing.T) {
 			return []*reader.Group{g, grp(t, 1, []string{"0:2"})}
 		},
 		want: []string{"n=1 nodes=[1 1] parent=[[0]] feats=1 groups=1 end=f@2#0 labels=[1000]"},
-	}} {
-		t.Run(tc.name, func(t *testing.T) {
-			l := layout2(t)
-			if tc.levels == 3 {
-				l = layout3(t)
-			}
-			var got []string
-			for _, bt := range build(t, l, tc.bs, tc.groups(t)...) {
-				checkBatch(t, bt)
-				got = append(got, describe(bt))
-			}
-			if !slices.Equal(got, tc.want) {
-				t.Fatalf("batches\n got %s\nwant %s", strings.Join(got, "\n     "), strings.Join(tc.want, "\n     "))
-			}
-		})
-	}
+	}}
 }
 
 // checkBatch checks the structural invariants of the package doc.

@@ -104,17 +104,21 @@ func closeTo(t *testing.T, what string, got []float32, want []float64) {
 	}
 }
 
+// treeFlatCase is an MLP's layer sizes and a tree's column offsets and
+// node counts per level.
+type treeFlatCase struct {
+	name  string
+	sizes []int
+	cols  []int
+	count []int
+}
+
 // TestTreeAgainstFlat checks ForwardTree and BackwardTree against Forward
 // and Backward on the flat expansion of the same batch: same logits, same
 // parameter gradients, and dX[k] the sum of the flat input gradient's
 // block k over the samples below each node.
 func TestTreeAgainstFlat(t *testing.T) {
-	tests := []struct {
-		name  string
-		sizes []int
-		cols  []int
-		count []int
-	}{
+	tests := []treeFlatCase{
 		{"1level", []int{7, 5, 1}, []int{0, 7}, []int{6}},
 		{"1level/nohidden", []int{4, 1}, []int{0, 4}, []int{3}},
 		{"2levels", []int{9, 6, 1}, []int{0, 3, 9}, []int{8, 3}},
@@ -132,68 +136,80 @@ func TestTreeAgainstFlat(t *testing.T) {
 		{"3levels/xdl/blocks", []int{414, 200, 80, 1}, []int{0, 54, 134, 414}, []int{300, 61, 7}},
 	}
 	for ti, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			rng := rand.New(rand.NewPCG(uint64(ti), 7))
-			m, err := NewMLP(tt.sizes)
-			if err != nil {
-				t.Fatal(err)
-			}
-			params := make([]float32, m.NumParams())
-			m.Init(params, uint64(ti))
-			tr := randTree(rng, tt.cols, tt.count)
-			n := tt.count[0]
-			x := expand(tr)
-			dl := randSlice(rng, n)
-			ws := m.NewWorkspace(n + 3)
+		t.Run(tt.name, func(t *testing.T) { checkTreeAgainstFlat(t, uint64(ti), tt) })
+	}
+}
 
-			tree := func() (logits, grad []float32, dX [][]float32) {
-				logits, grad = nanSlice(n), nanSlice(m.NumParams())
-				for k := range tt.count {
-					dX = append(dX, nanSlice(len(tr.X[k])))
-				}
-				m.ForwardTree(ws, params, tr, logits)
-				m.BackwardTree(ws, params, tr, dl, grad, dX)
-				return logits, grad, dX
-			}
-			logits, grad, dX := tree()
+// checkTreeAgainstFlat checks the tree passes on a random tree of tt
+// against the flat passes on its expansion, on one workspace, and that a
+// second tree pass after the flat one gives the same bits.
+func checkTreeAgainstFlat(t *testing.T, seed uint64, tt treeFlatCase) {
+	rng := rand.New(rand.NewPCG(seed, 7))
+	m, err := NewMLP(tt.sizes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	params := make([]float32, m.NumParams())
+	m.Init(params, seed)
+	tr := randTree(rng, tt.cols, tt.count)
+	n := tt.count[0]
+	x := expand(tr)
+	dl := randSlice(rng, n)
+	ws := m.NewWorkspace(n + 3)
 
-			// The flat pass on the same workspace, after the tree pass.
-			flatLogits, flatGrad, flatDx := make([]float32, n), make([]float32, m.NumParams()), make([]float32, len(x))
-			m.Forward(ws, params, x, n, flatLogits)
-			m.Backward(ws, params, x, n, dl, flatGrad, flatDx)
+	tree := func() (logits, grad []float32, dX [][]float32) {
+		logits, grad = nanSlice(n), nanSlice(m.NumParams())
+		for k := range tt.count {
+			dX = append(dX, nanSlice(len(tr.X[k])))
+		}
+		m.ForwardTree(ws, params, tr, logits)
+		m.BackwardTree(ws, params, tr, dl, grad, dX)
+		return logits, grad, dX
+	}
+	logits, grad, dX := tree()
 
-			closeTo(t, "logits", logits, f64(flatLogits))
-			closeTo(t, "grad", grad, f64(flatGrad))
-			for k, want := range sumBlocks(tr, flatDx) {
-				closeTo(t, fmt.Sprintf("dX[%d]", k), dX[k], want)
-			}
+	// The flat pass on the same workspace, after the tree pass.
+	flatLogits, flatGrad, flatDx := make([]float32, n), make([]float32, m.NumParams()), make([]float32, len(x))
+	m.Forward(ws, params, x, n, flatLogits)
+	m.Backward(ws, params, x, n, dl, flatGrad, flatDx)
 
-			// Again on the same workspace, after the flat pass: the same
-			// bits, nothing stale.
-			logits2, grad2, dX2 := tree()
-			if !slices.Equal(logits, logits2) || !slices.Equal(grad, grad2) {
-				t.Fatal("second tree pass differs from the first")
-			}
-			for k := range dX {
-				if !slices.Equal(dX[k], dX2[k]) {
-					t.Fatalf("second tree pass: dX[%d] differs", k)
-				}
-			}
+	closeTo(t, "logits", logits, f64(flatLogits))
+	closeTo(t, "grad", grad, f64(flatGrad))
+	for k, want := range sumBlocks(tr, flatDx) {
+		closeTo(t, fmt.Sprintf("dX[%d]", k), dX[k], want)
+	}
 
-			// dX nil, or some dX[k] nil, does not change grad.
-			grad3 := nanSlice(m.NumParams())
-			m.ForwardTree(ws, params, tr, logits2)
-			m.BackwardTree(ws, params, tr, dl, grad3, nil)
-			if !slices.Equal(grad, grad3) {
-				t.Fatal("grad depends on whether dX is asked for")
-			}
-			partial := make([][]float32, len(dX))
-			partial[len(dX)-1] = make([]float32, len(dX[len(dX)-1]))
-			m.BackwardTree(ws, params, tr, dl, grad3, partial)
-			if !slices.Equal(grad, grad3) || !slices.Equal(partial[len(dX)-1], dX[len(dX)-1]) {
-				t.Fatal("BackwardTree with some dX[k] nil differs")
-			}
-		})
+	// Again on the same workspace, after the flat pass: the same
+	// bits, nothing stale.
+	logits2, grad2, dX2 := tree()
+	if !slices.Equal(logits, logits2) || !slices.Equal(grad, grad2) {
+		t.Fatal("second tree pass differs from the first")
+	}
+	for k := range dX {
+		if !slices.Equal(dX[k], dX2[k]) {
+			t.Fatalf("second tree pass: dX[%d] differs", k)
+		}
+	}
+
+	checkTreeGradWithoutDX(t, m, ws, params, tr, dl, grad, dX)
+}
+
+// checkTreeGradWithoutDX checks that BackwardTree on the workspace ws of a
+// tree pass gives the same grad when dX is nil, and when some dX[k] are
+// nil; the others are the same as in dX.
+func checkTreeGradWithoutDX(t *testing.T, m *MLP, ws *Workspace, params []float32, tr Tree, dl, grad []float32, dX [][]float32) {
+	logits2 := make([]float32, tr.Count[0])
+	grad3 := nanSlice(m.NumParams())
+	m.ForwardTree(ws, params, tr, logits2)
+	m.BackwardTree(ws, params, tr, dl, grad3, nil)
+	if !slices.Equal(grad, grad3) {
+		t.Fatal("grad depends on whether dX is asked for")
+	}
+	partial := make([][]float32, len(dX))
+	partial[len(dX)-1] = make([]float32, len(dX[len(dX)-1]))
+	m.BackwardTree(ws, params, tr, dl, grad3, partial)
+	if !slices.Equal(grad, grad3) || !slices.Equal(partial[len(dX)-1], dX[len(dX)-1]) {
+		t.Fatal("BackwardTree with some dX[k] nil differs")
 	}
 }
 
@@ -245,36 +261,80 @@ func TestTreeNoAllocs(t *testing.T) {
 }
 
 func TestTreePanics(t *testing.T) {
+	f := newTreePanicFixture()
+	// Both tables draw their trees as they are built, in this order.
+	fwd, bwd := f.forwardCases(), f.backwardCases()
+	for _, tt := range append(fwd, bwd...) {
+		t.Run(tt.name, func(t *testing.T) {
+			defer func() {
+				r := recover()
+				if r == nil {
+					t.Fatal("no panic")
+				}
+				t.Log(r)
+			}()
+			tt.f()
+		})
+	}
+}
+
+// treePanicCase is a call that must panic.
+type treePanicCase struct {
+	name string
+	f    func()
+}
+
+// treePanicFixture is what the cases of TestTreePanics share: an MLP of
+// sizes 5, 3, 1 and another one alike, parameters p and a gradient g of
+// their size, and the source of random trees.
+type treePanicFixture struct {
+	m, other *MLP
+	p, g     []float32
+	rng      *rand.Rand
+}
+
+func newTreePanicFixture() *treePanicFixture {
 	m, _ := NewMLP([]int{5, 3, 1})
 	other, _ := NewMLP([]int{5, 3, 1})
-	p, g := make([]float32, m.NumParams()), make([]float32, m.NumParams())
-	rng := rand.New(rand.NewPCG(1, 2))
-	good := func() Tree { return randTree(rng, []int{0, 2, 5}, []int{4, 2}) }
-	with := func(f func(*Tree)) Tree {
-		tr := good()
-		f(&tr)
-		return tr
+	return &treePanicFixture{m: m, other: other, p: make([]float32, m.NumParams()), g: make([]float32, m.NumParams()),
+		rng: rand.New(rand.NewPCG(1, 2))}
+}
+
+// good returns a valid tree of 4 samples under 2 nodes.
+func (f *treePanicFixture) good() Tree { return randTree(f.rng, []int{0, 2, 5}, []int{4, 2}) }
+
+// with returns a good tree changed by edit.
+func (f *treePanicFixture) with(edit func(*Tree)) Tree {
+	tr := f.good()
+	edit(&tr)
+	return tr
+}
+
+// fwd returns a call of ForwardTree on tr.
+func (f *treePanicFixture) fwd(tr Tree) func() {
+	n := 0
+	if len(tr.Count) > 0 {
+		n = max(0, tr.Count[0])
 	}
-	fwd := func(tr Tree) func() {
-		n := 0
-		if len(tr.Count) > 0 {
-			n = max(0, tr.Count[0])
-		}
-		return func() { m.ForwardTree(m.NewWorkspace(4), p, tr, make([]float32, n)) }
+	return func() { f.m.ForwardTree(f.m.NewWorkspace(4), f.p, tr, make([]float32, n)) }
+}
+
+// bwd returns a call that runs ForwardTree on a good tree, then
+// BackwardTree as call says.
+func (f *treePanicFixture) bwd(call func(ws *Workspace, tr Tree)) func() {
+	return func() {
+		ws := f.m.NewWorkspace(4)
+		tr := f.good()
+		f.m.ForwardTree(ws, f.p, tr, make([]float32, 4))
+		call(ws, tr)
 	}
-	// bwd runs ForwardTree on a good tree, then BackwardTree as f says.
-	bwd := func(f func(ws *Workspace, tr Tree)) func() {
-		return func() {
-			ws := m.NewWorkspace(4)
-			tr := good()
-			m.ForwardTree(ws, p, tr, make([]float32, 4))
-			f(ws, tr)
-		}
-	}
-	tests := []struct {
-		name string
-		f    func()
-	}{
+}
+
+// forwardCases are bad trees, arguments and workspaces of ForwardTree.
+func (f *treePanicFixture) forwardCases() []treePanicCase {
+	m, other, p, rng := f.m, f.other, f.p, f.rng
+	fwd, with, good := f.fwd, f.with, f.good
+	return []treePanicCase{
 		{"parent too large", fwd(with(func(tr *Tree) { tr.Parent[0][3] = 2 }))},
 		{"parent negative", fwd(with(func(tr *Tree) { tr.Parent[0][0] = -1 }))},
 		{"count above n", fwd(Tree{Cols: []int{0, 2, 5}, Count: []int{2, 3},
@@ -296,6 +356,15 @@ func TestTreePanics(t *testing.T) {
 		{"short logits", func() { m.ForwardTree(m.NewWorkspace(4), p, good(), make([]float32, 3)) }},
 		{"short params", func() { m.ForwardTree(m.NewWorkspace(4), p[1:], good(), make([]float32, 4)) }},
 		{"foreign workspace", func() { m.ForwardTree(other.NewWorkspace(4), p, good(), make([]float32, 4)) }},
+	}
+}
+
+// backwardCases are calls of BackwardTree without its ForwardTree, or with
+// other trees or bad arguments, and of Backward after ForwardTree.
+func (f *treePanicFixture) backwardCases() []treePanicCase {
+	m, p, g, rng := f.m, f.p, f.g, f.rng
+	bwd, good := f.bwd, f.good
+	return []treePanicCase{
 		{"backward tree before forward", func() {
 			m.BackwardTree(m.NewWorkspace(4), p, good(), make([]float32, 4), g, nil)
 		}},
@@ -334,18 +403,6 @@ func TestTreePanics(t *testing.T) {
 			tr.Parent[0][1] = 7
 			m.BackwardTree(ws, p, tr, make([]float32, 4), g, nil)
 		})},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			defer func() {
-				r := recover()
-				if r == nil {
-					t.Fatal("no panic")
-				}
-				t.Log(r)
-			}()
-			tt.f()
-		})
 	}
 }
 

@@ -412,14 +412,22 @@ const movieLens = `group 2
 0 0 0 5:i302 6:Crime 6:Film-Noir 7=0.25,1.5
 `
 
-func TestDecodeGroups(t *testing.T) {
-	f := func(field uint32, token string) wantFeat { return wantFeat{field, token, 1} }
-	tests := []struct {
-		name string
-		text string
-		want []*Group
-		errs []string // parts of the errors, in order
-	}{
+// groupsCase is a text in the SampleGroup format, the groups it decodes
+// to and parts of the errors it gives, in order.
+type groupsCase struct {
+	name string
+	text string
+	want []*Group
+	errs []string
+}
+
+// unitFeat is a sparse feature of weight 1.
+func unitFeat(field uint32, token string) wantFeat { return wantFeat{field, token, 1} }
+
+// goodGroupsCases are texts of well-formed groups only.
+func goodGroupsCases() []groupsCase {
+	f := unitFeat
+	return []groupsCase{
 		{"movielens", movieLens, []*Group{buildGroup(2,
 			wantLine{level: 1, sparse: []wantFeat{f(0, "u196"), f(1, "age49"), f(2, "M"), f(3, "writer"), f(4, "55105")}},
 			wantLine{level: 0, labels: []float32{1}, sparse: []wantFeat{f(5, "i242"), f(6, "Comedy")}},
@@ -441,6 +449,14 @@ func TestDecodeGroups(t *testing.T) {
 			buildGroup(1, wantLine{labels: []float32{1}, sparse: []wantFeat{f(0, "a")}}),
 			buildGroup(1, wantLine{sparse: []wantFeat{f(0, "b")}}, wantLine{labels: []float32{2}}),
 		}, nil},
+	}
+}
+
+// badGroupsCases are texts with malformed groups, headers, lines and
+// features; the well-formed groups among them still decode.
+func badGroupsCases() []groupsCase {
+	f := unitFeat
+	return []groupsCase{
 		{"bad group skipped", "group 1\n0 - 1 0:a\ngroup 2\n0 0 1 0:b\n1 - - 1:c\ngroup 1\n0 - 0 0:d\n", []*Group{
 			buildGroup(1, wantLine{labels: []float32{1}, sparse: []wantFeat{f(0, "a")}}),
 			buildGroup(1, wantLine{labels: []float32{0}, sparse: []wantFeat{f(0, "d")}}),
@@ -488,26 +504,32 @@ func TestDecodeGroups(t *testing.T) {
 			`line 24: feature "0::1": empty token`,
 		}},
 	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			groups, errs := decodeText(t, SampleGroup, tc.text)
-			if len(groups) != len(tc.want) {
-				t.Fatalf("%d groups, want %d (errors %v)", len(groups), len(tc.want), errs)
-			}
-			for i := range groups {
-				if !sameGroup(groups[i], tc.want[i]) {
-					t.Errorf("group %d:\n got %+v\nwant %+v", i, groups[i], tc.want[i])
-				}
-			}
-			if len(errs) != len(tc.errs) {
-				t.Fatalf("errors %q, want %q", errs, tc.errs)
-			}
-			for i, err := range errs {
-				if !strings.Contains(err.Error(), tc.errs[i]) {
-					t.Errorf("error %d = %q, want it to contain %q", i, err, tc.errs[i])
-				}
-			}
-		})
+}
+
+// checkDecodedGroups decodes tc.text and checks the groups and errors.
+func checkDecodedGroups(t *testing.T, tc groupsCase) {
+	groups, errs := decodeText(t, SampleGroup, tc.text)
+	if len(groups) != len(tc.want) {
+		t.Fatalf("%d groups, want %d (errors %v)", len(groups), len(tc.want), errs)
+	}
+	for i := range groups {
+		if !sameGroup(groups[i], tc.want[i]) {
+			t.Errorf("group %d:\n got %+v\nwant %+v", i, groups[i], tc.want[i])
+		}
+	}
+	if len(errs) != len(tc.errs) {
+		t.Fatalf("errors %q, want %q", errs, tc.errs)
+	}
+	for i, err := range errs {
+		if !strings.Contains(err.Error(), tc.errs[i]) {
+			t.Errorf("error %d = %q, want it to contain %q", i, err, tc.errs[i])
+		}
+	}
+}
+
+func TestDecodeGroups(t *testing.T) {
+	for _, tc := range append(goodGroupsCases(), badGroupsCases()...) {
+		t.Run(tc.name, func(t *testing.T) { checkDecodedGroups(t, tc) })
 	}
 }
 

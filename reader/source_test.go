@@ -604,185 +604,230 @@ func TestFileSourceHeader(t *testing.T) {
 	}
 }
 
-func TestFileSourceErrors(t *testing.T) {
-	dir := t.TempDir()
-	ctx := context.Background()
-	path := filepath.Join(dir, "f")
-	// Lines: 1 "G 1", 2 "1 10", 3 "G 2", 4 "1 x" (bad), 5 "1 11", 6 "G 3", 7 "1 12".
-	c := "G 1\n1 10\nG 2\n1 x\n1 11\nG 3\n1 12\n"
-	srcWrite(t, path, c)
-	open := func(splits []FileSplit, opts FileSourceOptions) *FileSource {
-		t.Helper()
-		if opts.Decoder == nil {
-			opts.Decoder = &srcGroupDec{}
-		}
-		src, err := NewFileSource(splits, opts)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { src.Close() })
-		return src
-	}
-	drain := func(src *FileSource) ([]uint64, error) {
-		var out []uint64
-		var g Group
-		for {
-			err := src.Next(ctx, &g)
-			if err == io.EOF {
-				return out, nil
-			}
-			if err != nil {
-				return out, err
-			}
-			out = srcSids(&g, out)
-		}
-	}
+// errFile is the file TestFileSourceErrors reads, in its own directory.
+type errFile struct{ dir, path, content string }
 
-	t.Run("StopOnBad", func(t *testing.T) {
-		src := open([]FileSplit{{Path: path}}, FileSourceOptions{})
-		got, err := drain(src)
-		var le *LineError
-		if !errors.As(err, &le) || !errors.Is(err, ErrMalformed) || le.Source != path || le.Line != 4 ||
-			!strings.Contains(le.Reason, `token "x" is not a number`) {
-			t.Fatalf("err %v", err)
+// newErrFile writes the file with lines 1 "G 1", 2 "1 10", 3 "G 2",
+// 4 "1 x" (bad), 5 "1 11", 6 "G 3", 7 "1 12".
+func newErrFile(t *testing.T) errFile {
+	dir := t.TempDir()
+	f := errFile{dir: dir, path: filepath.Join(dir, "f"), content: "G 1\n1 10\nG 2\n1 x\n1 11\nG 3\n1 12\n"}
+	srcWrite(t, f.path, f.content)
+	return f
+}
+
+// srcOpen opens a FileSource of splits, with a srcGroupDec unless opts
+// names a decoder, and closes it when t ends.
+func srcOpen(t *testing.T, splits []FileSplit, opts FileSourceOptions) *FileSource {
+	t.Helper()
+	if opts.Decoder == nil {
+		opts.Decoder = &srcGroupDec{}
+	}
+	src, err := NewFileSource(splits, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { src.Close() })
+	return src
+}
+
+// srcDrain reads src up to io.EOF or its first error and returns the
+// sample ids read; io.EOF is returned as a nil error.
+func srcDrain(src *FileSource) ([]uint64, error) {
+	var out []uint64
+	var g Group
+	for {
+		err := src.Next(context.Background(), &g)
+		if err == io.EOF {
+			return out, nil
 		}
-		if !slices.Equal(got, []uint64{10}) || src.Position() != (Position{path, 9, 0}) {
-			t.Errorf("read %v, position %v", got, src.Position())
+		if err != nil {
+			return out, err
 		}
-		if err2 := src.Next(ctx, &Group{}); err2 != err {
-			t.Errorf("the error is not sticky: %v", err2)
+		out = srcSids(&g, out)
+	}
+}
+
+func TestFileSourceErrors(t *testing.T) {
+	f := newErrFile(t)
+	for _, tc := range []struct {
+		name string
+		test func(*testing.T, errFile)
+	}{
+		{"StopOnBad", testErrorsStopOnBad},
+		{"SkipBad", testErrorsSkipBad},
+		{"SkipBadKinds", testErrorsSkipBadKinds},
+		{"NotAtGroupBoundary", testErrorsNotAtGroupBoundary},
+		{"UnknownFile", testErrorsUnknownFile},
+		{"MissingFile", testErrorsMissingFile},
+		{"Cancelled", testErrorsCancelled},
+		{"Closed", testErrorsClosed},
+		{"BadOptions", testErrorsBadOptions},
+		{"NoSplits", testErrorsNoSplits},
+	} {
+		t.Run(tc.name, func(t *testing.T) { tc.test(t, f) })
+	}
+}
+
+func testErrorsStopOnBad(t *testing.T, f errFile) {
+	ctx := context.Background()
+	src := srcOpen(t, []FileSplit{{Path: f.path}}, FileSourceOptions{})
+	got, err := srcDrain(src)
+	var le *LineError
+	if !errors.As(err, &le) || !errors.Is(err, ErrMalformed) || le.Source != f.path || le.Line != 4 ||
+		!strings.Contains(le.Reason, `token "x" is not a number`) {
+		t.Fatalf("err %v", err)
+	}
+	if !slices.Equal(got, []uint64{10}) || src.Position() != (Position{f.path, 9, 0}) {
+		t.Errorf("read %v, position %v", got, src.Position())
+	}
+	if err2 := src.Next(ctx, &Group{}); err2 != err {
+		t.Errorf("the error is not sticky: %v", err2)
+	}
+	// A split not starting at 0 names the byte offset.
+	src = srcOpen(t, []FileSplit{{Path: f.path, Start: 5}}, FileSourceOptions{})
+	_, err = srcDrain(src)
+	if !errors.As(err, &le) || le.Line != 0 || !strings.Contains(le.Reason, "byte offset 13: ") {
+		t.Errorf("err %v", err)
+	}
+}
+
+func testErrorsSkipBad(t *testing.T, f errFile) {
+	src := srcOpen(t, []FileSplit{{Path: f.path}}, FileSourceOptions{OnError: SkipBad})
+	got, err := srcDrain(src)
+	if err != nil || !slices.Equal(got, []uint64{10, 12}) {
+		t.Fatalf("read %v, %v", got, err)
+	}
+	st := src.Stats()
+	if st.Skipped != 1 || len(st.Errors) != 1 || st.Groups != 2 || st.Samples != 2 || st.Bytes != int64(len(f.content)) {
+		t.Errorf("stats %+v", st)
+	}
+}
+
+// testErrorsSkipBadKinds checks that lines outside groups, long lines and
+// empty groups are skipped too, and that at most 10 errors are kept.
+func testErrorsSkipBadKinds(t *testing.T, f errFile) {
+	p := filepath.Join(f.dir, "g")
+	srcWrite(t, p, "1 1\n1 2\nG 1\n1 3\nG 2\nG 3\n1 4\n1 "+strings.Repeat("5", MaxLineBytes)+"\nG 4\n1 6")
+	src := srcOpen(t, []FileSplit{{Path: p}}, FileSourceOptions{OnError: SkipBad})
+	got, err := srcDrain(src)
+	if st := src.Stats(); err != nil || !slices.Equal(got, []uint64{3, 6}) || st.Skipped != 3 {
+		t.Fatalf("read %v, %v, stats %+v", got, err, st)
+	}
+	want := []string{"g:1: malformed line: line before the first group", "g:5: malformed line: group without samples",
+		"g:8: malformed line: line is longer than"}
+	for i, e := range src.Stats().Errors {
+		if !strings.Contains(e.Error(), want[i]) {
+			t.Errorf("error %d: %v, want %q", i, e, want[i])
 		}
-		// A split not starting at 0 names the byte offset.
-		src = open([]FileSplit{{Path: path, Start: 5}}, FileSourceOptions{})
-		_, err = drain(src)
-		if !errors.As(err, &le) || le.Line != 0 || !strings.Contains(le.Reason, "byte offset 13: ") {
-			t.Errorf("err %v", err)
+	}
+	// At most 10 errors are kept.
+	srcWrite(t, p, strings.Repeat("G 1\nx\n", 25)+"G 2\n1 7\n")
+	src = srcOpen(t, []FileSplit{{Path: p}}, FileSourceOptions{OnError: SkipBad})
+	got, err = srcDrain(src)
+	if st := src.Stats(); err != nil || !slices.Equal(got, []uint64{7}) || st.Skipped != 25 || len(st.Errors) != 10 {
+		t.Fatalf("read %v, %v, stats %+v", got, err, st)
+	}
+}
+
+func testErrorsNotAtGroupBoundary(t *testing.T, f errFile) {
+	n := int64(len(f.content))
+	for _, off := range []int64{2, 4, 9 + 4, n - 1, n + 1} {
+		_, err := NewFileSource([]FileSplit{{Path: f.path}}, FileSourceOptions{Decoder: &srcGroupDec{},
+			Start: Position{f.path, off, 0}})
+		if !errors.Is(err, ErrBadPosition) || (off <= n && !strings.Contains(err.Error(), "not at a group boundary")) {
+			t.Errorf("offset %d: %v", off, err)
 		}
-	})
-	t.Run("SkipBad", func(t *testing.T) {
-		src := open([]FileSplit{{Path: path}}, FileSourceOptions{OnError: SkipBad})
-		got, err := drain(src)
-		if err != nil || !slices.Equal(got, []uint64{10, 12}) {
-			t.Fatalf("read %v, %v", got, err)
+	}
+	// A position with Index > 0 at a split start that is not a group start.
+	src := srcOpen(t, []FileSplit{{Path: f.path, Start: 2}}, FileSourceOptions{Start: Position{f.path, 2, 1}})
+	if err := src.Next(context.Background(), &Group{}); !errors.Is(err, ErrBadPosition) {
+		t.Errorf("Next: %v", err)
+	}
+}
+
+func testErrorsUnknownFile(t *testing.T, f errFile) {
+	for _, p := range []Position{{"nope", 0, 0}, {"", 3, 0}, {f.path, -1, 0}, {f.path, 0, -1}} {
+		if _, err := NewFileSource([]FileSplit{{Path: f.path, End: 20}}, FileSourceOptions{Decoder: &srcGroupDec{},
+			Start: p}); !errors.Is(err, ErrBadPosition) {
+			t.Errorf("start %v: %v", p, err)
 		}
-		st := src.Stats()
-		if st.Skipped != 1 || len(st.Errors) != 1 || st.Groups != 2 || st.Samples != 2 || st.Bytes != int64(len(c)) {
-			t.Errorf("stats %+v", st)
+	}
+	if _, err := NewFileSource([]FileSplit{{Path: f.path, End: 10}}, FileSourceOptions{Decoder: &srcGroupDec{},
+		Start: Position{f.path, 12, 0}}); !errors.Is(err, ErrBadPosition) {
+		t.Errorf("offset outside the splits: %v", err)
+	}
+}
+
+func testErrorsMissingFile(t *testing.T, f errFile) {
+	missing := filepath.Join(f.dir, "missing")
+	src := srcOpen(t, []FileSplit{{Path: f.path}, {Path: missing}}, FileSourceOptions{OnError: SkipBad})
+	got, err := srcDrain(src)
+	if !errors.Is(err, fs.ErrNotExist) || !slices.Equal(got, []uint64{10, 12}) {
+		t.Fatalf("read %v, %v", got, err)
+	}
+	src = srcOpen(t, []FileSplit{{Path: missing}}, FileSourceOptions{})
+	_, err = srcDrain(src)
+	if !errors.Is(err, fs.ErrNotExist) || !strings.Contains(err.Error(), missing) {
+		t.Errorf("missing file: %v", err)
+	}
+	if _, err := NewFileSource([]FileSplit{{Path: missing}}, FileSourceOptions{Decoder: &srcGroupDec{},
+		Start: Position{missing, 5, 0}}); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("resume in a missing file: %v", err)
+	}
+}
+
+func testErrorsCancelled(t *testing.T, f errFile) {
+	src := srcOpen(t, []FileSplit{{Path: f.path}}, FileSourceOptions{OnError: SkipBad})
+	cctx, cancel := context.WithCancel(context.Background())
+	var g Group
+	if err := src.Next(cctx, &g); err != nil {
+		t.Fatal(err)
+	}
+	cancel()
+	if err := src.Next(cctx, &g); !errors.Is(err, context.Canceled) {
+		t.Fatalf("cancelled: %v", err)
+	}
+	if got, err := srcDrain(src); err != nil || !slices.Equal(got, []uint64{12}) {
+		t.Errorf("after the cancellation: %v, %v", got, err)
+	}
+}
+
+func testErrorsClosed(t *testing.T, f errFile) {
+	ctx := context.Background()
+	src := srcOpen(t, []FileSplit{{Path: f.path}}, FileSourceOptions{})
+	if err := src.Next(ctx, &Group{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := src.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := src.Next(ctx, &Group{}); !errors.Is(err, ErrSourceClosed) {
+		t.Errorf("Next after Close: %v", err)
+	}
+}
+
+func testErrorsBadOptions(t *testing.T, f errFile) {
+	_, err := NewFileSource([]FileSplit{{Path: f.path, Start: 5, End: 5}, {Path: "", End: 1}, {Path: f.path}, {Path: f.path},
+		{Path: "x", Start: -1}}, FileSourceOptions{OnError: 7})
+	if !errors.Is(err, ErrBadOptions) {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"no decoder", "error policy 7", "split 0", "split 1", "split 3", "split 4"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q lacks %q", err, want)
 		}
-		// Lines outside groups, long lines and empty groups are skipped too.
-		p := filepath.Join(dir, "g")
-		srcWrite(t, p, "1 1\n1 2\nG 1\n1 3\nG 2\nG 3\n1 4\n1 "+strings.Repeat("5", MaxLineBytes)+"\nG 4\n1 6")
-		src = open([]FileSplit{{Path: p}}, FileSourceOptions{OnError: SkipBad})
-		got, err = drain(src)
-		if st := src.Stats(); err != nil || !slices.Equal(got, []uint64{3, 6}) || st.Skipped != 3 {
-			t.Fatalf("read %v, %v, stats %+v", got, err, st)
-		}
-		want := []string{"g:1: malformed line: line before the first group", "g:5: malformed line: group without samples",
-			"g:8: malformed line: line is longer than"}
-		for i, e := range src.Stats().Errors {
-			if !strings.Contains(e.Error(), want[i]) {
-				t.Errorf("error %d: %v, want %q", i, e, want[i])
-			}
-		}
-		// At most 10 errors are kept.
-		srcWrite(t, p, strings.Repeat("G 1\nx\n", 25)+"G 2\n1 7\n")
-		src = open([]FileSplit{{Path: p}}, FileSourceOptions{OnError: SkipBad})
-		got, err = drain(src)
-		if st := src.Stats(); err != nil || !slices.Equal(got, []uint64{7}) || st.Skipped != 25 || len(st.Errors) != 10 {
-			t.Fatalf("read %v, %v, stats %+v", got, err, st)
-		}
-	})
-	t.Run("NotAtGroupBoundary", func(t *testing.T) {
-		for _, off := range []int64{2, 4, 9 + 4, int64(len(c)) - 1, int64(len(c)) + 1} {
-			_, err := NewFileSource([]FileSplit{{Path: path}}, FileSourceOptions{Decoder: &srcGroupDec{},
-				Start: Position{path, off, 0}})
-			if !errors.Is(err, ErrBadPosition) || (off <= int64(len(c)) && !strings.Contains(err.Error(), "not at a group boundary")) {
-				t.Errorf("offset %d: %v", off, err)
-			}
-		}
-		// A position with Index > 0 at a split start that is not a group start.
-		src := open([]FileSplit{{Path: path, Start: 2}}, FileSourceOptions{Start: Position{path, 2, 1}})
-		if err := src.Next(ctx, &Group{}); !errors.Is(err, ErrBadPosition) {
-			t.Errorf("Next: %v", err)
-		}
-	})
-	t.Run("UnknownFile", func(t *testing.T) {
-		for _, p := range []Position{{"nope", 0, 0}, {"", 3, 0}, {path, -1, 0}, {path, 0, -1}} {
-			if _, err := NewFileSource([]FileSplit{{Path: path, End: 20}}, FileSourceOptions{Decoder: &srcGroupDec{},
-				Start: p}); !errors.Is(err, ErrBadPosition) {
-				t.Errorf("start %v: %v", p, err)
-			}
-		}
-		if _, err := NewFileSource([]FileSplit{{Path: path, End: 10}}, FileSourceOptions{Decoder: &srcGroupDec{},
-			Start: Position{path, 12, 0}}); !errors.Is(err, ErrBadPosition) {
-			t.Errorf("offset outside the splits: %v", err)
-		}
-	})
-	t.Run("MissingFile", func(t *testing.T) {
-		missing := filepath.Join(dir, "missing")
-		src := open([]FileSplit{{Path: path}, {Path: missing}}, FileSourceOptions{OnError: SkipBad})
-		got, err := drain(src)
-		if !errors.Is(err, fs.ErrNotExist) || !slices.Equal(got, []uint64{10, 12}) {
-			t.Fatalf("read %v, %v", got, err)
-		}
-		src = open([]FileSplit{{Path: missing}}, FileSourceOptions{})
-		_, err = drain(src)
-		if !errors.Is(err, fs.ErrNotExist) || !strings.Contains(err.Error(), missing) {
-			t.Errorf("missing file: %v", err)
-		}
-		if _, err := NewFileSource([]FileSplit{{Path: missing}}, FileSourceOptions{Decoder: &srcGroupDec{},
-			Start: Position{missing, 5, 0}}); !errors.Is(err, fs.ErrNotExist) {
-			t.Errorf("resume in a missing file: %v", err)
-		}
-	})
-	t.Run("Cancelled", func(t *testing.T) {
-		src := open([]FileSplit{{Path: path}}, FileSourceOptions{OnError: SkipBad})
-		cctx, cancel := context.WithCancel(ctx)
-		var g Group
-		if err := src.Next(cctx, &g); err != nil {
-			t.Fatal(err)
-		}
-		cancel()
-		if err := src.Next(cctx, &g); !errors.Is(err, context.Canceled) {
-			t.Fatalf("cancelled: %v", err)
-		}
-		if got, err := drain(src); err != nil || !slices.Equal(got, []uint64{12}) {
-			t.Errorf("after the cancellation: %v, %v", got, err)
-		}
-	})
-	t.Run("Closed", func(t *testing.T) {
-		src := open([]FileSplit{{Path: path}}, FileSourceOptions{})
-		if err := src.Next(ctx, &Group{}); err != nil {
-			t.Fatal(err)
-		}
-		if err := src.Close(); err != nil {
-			t.Fatal(err)
-		}
-		if err := src.Next(ctx, &Group{}); !errors.Is(err, ErrSourceClosed) {
-			t.Errorf("Next after Close: %v", err)
-		}
-	})
-	t.Run("BadOptions", func(t *testing.T) {
-		_, err := NewFileSource([]FileSplit{{Path: path, Start: 5, End: 5}, {Path: "", End: 1}, {Path: path}, {Path: path},
-			{Path: "x", Start: -1}}, FileSourceOptions{OnError: 7})
-		if !errors.Is(err, ErrBadOptions) {
-			t.Fatal(err)
-		}
-		for _, want := range []string{"no decoder", "error policy 7", "split 0", "split 1", "split 3", "split 4"} {
-			if !strings.Contains(err.Error(), want) {
-				t.Errorf("error %q lacks %q", err, want)
-			}
-		}
-		if strings.Contains(err.Error(), "split 2") {
-			t.Errorf("error %q blames split 2", err)
-		}
-	})
-	t.Run("NoSplits", func(t *testing.T) {
-		src := open(nil, FileSourceOptions{})
-		if err := src.Next(ctx, &Group{}); err != io.EOF || src.Position() != (Position{}) {
-			t.Errorf("Next %v, position %v", err, src.Position())
-		}
-	})
+	}
+	if strings.Contains(err.Error(), "split 2") {
+		t.Errorf("error %q blames split 2", err)
+	}
+}
+
+func testErrorsNoSplits(t *testing.T, _ errFile) {
+	src := srcOpen(t, nil, FileSourceOptions{})
+	if err := src.Next(context.Background(), &Group{}); err != io.EOF || src.Position() != (Position{}) {
+		t.Errorf("Next %v, position %v", err, src.Position())
+	}
 }
 
 func TestFileSourceAllocs(t *testing.T) {

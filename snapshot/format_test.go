@@ -123,126 +123,153 @@ func overwrite(t *testing.T, s snapshot.Store, name string, edit func([]byte) []
 func TestSnapshotFormat(t *testing.T) {
 	for kind, s := range stores(t) {
 		t.Run(kind, func(t *testing.T) {
-			if _, _, err := snapshot.Latest(s); !errors.Is(err, snapshot.ErrNoSnapshot) {
-				t.Fatalf("Latest of an empty store = %v, want ErrNoSnapshot", err)
-			}
-			want := map[uint64]map[uint64][]byte{}
-			for seq := uint64(1); seq <= 4; seq++ {
-				want[seq] = writeSnapshot(t, s, seq, 2, 3000)
-			}
-			m, skipped, err := snapshot.Latest(s)
-			if err != nil || m.Seq != 4 || len(skipped) != 0 {
-				t.Fatalf("Latest = %v, %v, %v; want snapshot 4", m, skipped, err)
-			}
-			if m.Version != 5 || string(m.Readers["kafka://ctr/0"]) != `{"offset":42}` || m.Shards != 2 || len(m.Dense) != 1 {
-				t.Errorf("manifest read back: %+v", m)
-			}
-			got := readTable(t, s, m)
-			if len(got) != len(want[4]) {
-				t.Fatalf("read %d rows, wrote %d", len(got), len(want[4]))
-			}
-			for id, v := range want[4] {
-				if !slices.Equal(got[id], v) {
-					t.Fatalf("row %d: %x, want %x", id, got[id], v)
-				}
-			}
-
-			// A snapshot still being written (no manifest) is passed over.
-			tw, err := snapshot.CreateTable(s, 5, "emb", 0)
-			if err != nil {
-				t.Fatal(err)
-			}
-			tw.Add(1, []byte("x"))
-			if _, err := tw.Close(); err != nil {
-				t.Fatal(err)
-			}
-			// Snapshot 4 truncated, snapshot 3's manifest altered: Latest
-			// falls back to 2 and says why it passed over 5, 4 and 3.
-			m4, _ := snapshot.ReadManifest(s, 4)
-			overwrite(t, s, path.Join(snapshot.Dir(4), m4.Tables[0].Files[1].Name), func(b []byte) []byte { return b[:len(b)/2] })
-			overwrite(t, s, path.Join(snapshot.Dir(3), snapshot.ManifestName), func(b []byte) []byte {
-				var m snapshot.Manifest
-				json.Unmarshal(b, &m)
-				m.Version = 99 // valid JSON, wrong checksum
-				out, _ := json.Marshal(&m)
-				return out
-			})
-			m, skipped, err = snapshot.Latest(s)
-			if err != nil || m.Seq != 2 || len(skipped) != 3 {
-				t.Fatalf("Latest = %v, %v, %v; want snapshot 2 after passing over 3 snapshots", m, skipped, err)
-			}
-			for _, e := range skipped {
-				if !errors.Is(e, snapshot.ErrCorrupt) {
-					t.Errorf("skipped for %v: does not wrap ErrCorrupt", e)
-				}
-				t.Logf("passed over: %v", e)
-			}
-			if got := readTable(t, s, m); len(got) != len(want[2]) {
-				t.Errorf("snapshot 2: %d rows, want %d", len(got), len(want[2]))
-			}
-			// A damaged table is also caught by the sorted table's own
-			// checksums when read without Verify.
-			overwrite(t, s, path.Join(snapshot.Dir(2), m.Tables[0].Files[0].Name), func(b []byte) []byte {
-				b[100] ^= 0xff
-				return b
-			})
-			if err := snapshot.Verify(s, m); !errors.Is(err, snapshot.ErrCorrupt) {
-				t.Errorf("Verify of a damaged file = %v", err)
-			}
-			if r, err := snapshot.OpenTable(s, 2, m.Tables[0].Files[0]); err == nil {
-				for r.Next() {
-				}
-				if !errors.Is(r.Err(), snapshot.ErrCorrupt) {
-					t.Errorf("reading a damaged table ends with %v, want ErrCorrupt", r.Err())
-				}
-				r.Close()
-			}
-
-			// Keep the 2 newest complete snapshots (the manifest decides
-			// completeness, so 4 counts); incomplete ones (5, and 3 with its
-			// bad manifest) older than the newest complete one go too.
-			writeSnapshot(t, s, 6, 3, 100)
-			removed, err := snapshot.Prune(s, 2)
-			if err != nil {
-				t.Fatal(err)
-			}
-			seqs, _ := snapshot.Snapshots(s)
-			t.Logf("removed %v, left %v", removed, seqs)
-			if !slices.Equal(seqs, []uint64{6, 4}) || !slices.Equal(removed, []uint64{5, 3, 2, 1}) {
-				t.Errorf("after Prune(2): removed %v, left %v; want [5 3 2 1] removed, [6 4] left", removed, seqs)
-			}
-			// A snapshot being written, newer than every complete one, stays.
-			tw, err = snapshot.CreateTable(s, 8, "emb", 0)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if _, err := tw.Close(); err != nil {
-				t.Fatal(err)
-			}
-			if removed, err := snapshot.Prune(s, 2); err != nil || len(removed) != 0 {
-				t.Errorf("Prune with a snapshot in progress removed %v, %v", removed, err)
-			}
-			if _, err := snapshot.Prune(s, 0); err == nil {
-				t.Error("Prune(0) succeeded")
-			}
-
-			// Ids must strictly increase.
-			tw, err = snapshot.CreateTable(s, 7, "emb", 1)
-			if err != nil {
-				t.Fatal(err)
-			}
-			tw.Add(5, nil)
-			if err := tw.Add(5, nil); !errors.Is(err, snapshot.ErrOrder) {
-				t.Errorf("a repeated id = %v, want ErrOrder", err)
-			}
-			tw.Abort()
-			if ents, err := s.List(path.Join(snapshot.Dir(7), "tables/emb")); err != nil || len(ents) != 0 {
-				t.Errorf("after Abort: %v, %v", ents, err)
-			}
-			if _, err := snapshot.CreateTable(s, 7, "a/b", 0); !errors.Is(err, snapshot.ErrBadName) {
-				t.Errorf("table name with a slash = %v", err)
-			}
+			want := checkLatestReadsBack(t, s)
+			m := checkLatestFallsBack(t, s, want)
+			checkDamagedTable(t, s, m)
+			checkPrune(t, s)
+			checkTableWriterErrors(t, s)
 		})
+	}
+}
+
+// checkLatestReadsBack writes snapshots 1-4 of 2 shards into the empty
+// store s and reads the newest back. It returns the rows of each.
+func checkLatestReadsBack(t *testing.T, s snapshot.Store) map[uint64]map[uint64][]byte {
+	if _, _, err := snapshot.Latest(s); !errors.Is(err, snapshot.ErrNoSnapshot) {
+		t.Fatalf("Latest of an empty store = %v, want ErrNoSnapshot", err)
+	}
+	want := map[uint64]map[uint64][]byte{}
+	for seq := uint64(1); seq <= 4; seq++ {
+		want[seq] = writeSnapshot(t, s, seq, 2, 3000)
+	}
+	m, skipped, err := snapshot.Latest(s)
+	if err != nil || m.Seq != 4 || len(skipped) != 0 {
+		t.Fatalf("Latest = %v, %v, %v; want snapshot 4", m, skipped, err)
+	}
+	if m.Version != 5 || string(m.Readers["kafka://ctr/0"]) != `{"offset":42}` || m.Shards != 2 || len(m.Dense) != 1 {
+		t.Errorf("manifest read back: %+v", m)
+	}
+	got := readTable(t, s, m)
+	if len(got) != len(want[4]) {
+		t.Fatalf("read %d rows, wrote %d", len(got), len(want[4]))
+	}
+	for id, v := range want[4] {
+		if !slices.Equal(got[id], v) {
+			t.Fatalf("row %d: %x, want %x", id, got[id], v)
+		}
+	}
+	return want
+}
+
+// checkLatestFallsBack damages snapshots 4 and 3 of checkLatestReadsBack
+// and starts 5: Latest passes over them to snapshot 2, which it returns.
+func checkLatestFallsBack(t *testing.T, s snapshot.Store, want map[uint64]map[uint64][]byte) *snapshot.Manifest {
+	// A snapshot still being written (no manifest) is passed over.
+	tw, err := snapshot.CreateTable(s, 5, "emb", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tw.Add(1, []byte("x"))
+	if _, err := tw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	// Snapshot 4 truncated, snapshot 3's manifest altered: Latest
+	// falls back to 2 and says why it passed over 5, 4 and 3.
+	m4, _ := snapshot.ReadManifest(s, 4)
+	overwrite(t, s, path.Join(snapshot.Dir(4), m4.Tables[0].Files[1].Name), func(b []byte) []byte { return b[:len(b)/2] })
+	overwrite(t, s, path.Join(snapshot.Dir(3), snapshot.ManifestName), func(b []byte) []byte {
+		var m snapshot.Manifest
+		json.Unmarshal(b, &m)
+		m.Version = 99 // valid JSON, wrong checksum
+		out, _ := json.Marshal(&m)
+		return out
+	})
+	m, skipped, err := snapshot.Latest(s)
+	if err != nil || m.Seq != 2 || len(skipped) != 3 {
+		t.Fatalf("Latest = %v, %v, %v; want snapshot 2 after passing over 3 snapshots", m, skipped, err)
+	}
+	for _, e := range skipped {
+		if !errors.Is(e, snapshot.ErrCorrupt) {
+			t.Errorf("skipped for %v: does not wrap ErrCorrupt", e)
+		}
+		t.Logf("passed over: %v", e)
+	}
+	if got := readTable(t, s, m); len(got) != len(want[2]) {
+		t.Errorf("snapshot 2: %d rows, want %d", len(got), len(want[2]))
+	}
+	return m
+}
+
+// checkDamagedTable damages a table file of snapshot 2, m: Verify finds it,
+// and so do the sorted table's own checksums when read without Verify.
+func checkDamagedTable(t *testing.T, s snapshot.Store, m *snapshot.Manifest) {
+	overwrite(t, s, path.Join(snapshot.Dir(2), m.Tables[0].Files[0].Name), func(b []byte) []byte {
+		b[100] ^= 0xff
+		return b
+	})
+	if err := snapshot.Verify(s, m); !errors.Is(err, snapshot.ErrCorrupt) {
+		t.Errorf("Verify of a damaged file = %v", err)
+	}
+	if r, err := snapshot.OpenTable(s, 2, m.Tables[0].Files[0]); err == nil {
+		for r.Next() {
+		}
+		if !errors.Is(r.Err(), snapshot.ErrCorrupt) {
+			t.Errorf("reading a damaged table ends with %v, want ErrCorrupt", r.Err())
+		}
+		r.Close()
+	}
+}
+
+// checkPrune prunes the store of checkLatestFallsBack, after a complete
+// snapshot 6.
+func checkPrune(t *testing.T, s snapshot.Store) {
+	// Keep the 2 newest complete snapshots (the manifest decides
+	// completeness, so 4 counts); incomplete ones (5, and 3 with its
+	// bad manifest) older than the newest complete one go too.
+	writeSnapshot(t, s, 6, 3, 100)
+	removed, err := snapshot.Prune(s, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	seqs, _ := snapshot.Snapshots(s)
+	t.Logf("removed %v, left %v", removed, seqs)
+	if !slices.Equal(seqs, []uint64{6, 4}) || !slices.Equal(removed, []uint64{5, 3, 2, 1}) {
+		t.Errorf("after Prune(2): removed %v, left %v; want [5 3 2 1] removed, [6 4] left", removed, seqs)
+	}
+	// A snapshot being written, newer than every complete one, stays.
+	tw, err := snapshot.CreateTable(s, 8, "emb", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if removed, err := snapshot.Prune(s, 2); err != nil || len(removed) != 0 {
+		t.Errorf("Prune with a snapshot in progress removed %v, %v", removed, err)
+	}
+	if _, err := snapshot.Prune(s, 0); err == nil {
+		t.Error("Prune(0) succeeded")
+	}
+}
+
+// checkTableWriterErrors checks the refusals of a table writer: ids out of
+// order, a table name with a slash; Abort leaves nothing behind.
+func checkTableWriterErrors(t *testing.T, s snapshot.Store) {
+	// Ids must strictly increase.
+	tw, err := snapshot.CreateTable(s, 7, "emb", 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tw.Add(5, nil)
+	if err := tw.Add(5, nil); !errors.Is(err, snapshot.ErrOrder) {
+		t.Errorf("a repeated id = %v, want ErrOrder", err)
+	}
+	tw.Abort()
+	if ents, err := s.List(path.Join(snapshot.Dir(7), "tables/emb")); err != nil || len(ents) != 0 {
+		t.Errorf("after Abort: %v, %v", ents, err)
+	}
+	if _, err := snapshot.CreateTable(s, 7, "a/b", 0); !errors.Is(err, snapshot.ErrBadName) {
+		t.Errorf("table name with a slash = %v", err)
 	}
 }
 

@@ -222,134 +222,168 @@ func TestPoolTreeMatchesFlat(t *testing.T) {
 	rng := rand.New(rand.NewPCG(11, 12))
 	for it := 0; it < 300; it++ {
 		tc := randomTree(rng)
-		pooling := Pooling(it % 2)
-		l, err := NewLayoutFields(tc.specs, tc.dims, pooling)
-		if err != nil {
-			t.Fatal(err)
-		}
-		levels := l.Levels()
-		// the flat layout renumbers fields in (level, field) order
-		var order []int
-		for k := 0; k < levels; k++ {
-			for f, s := range tc.specs {
-				if s.Level == k {
-					order = append(order, f)
-				}
-			}
-		}
-		flatOf := make([]uint32, len(order))
-		flatSpecs := make([]FieldSpec, len(order))
-		for nf, f := range order {
-			flatOf[f] = uint32(nf)
-			flatSpecs[nf] = FieldSpec{Table: tc.specs[f].Table, DenseWidth: tc.specs[f].DenseWidth}
-		}
-		fl, err := NewLayoutFields(flatSpecs, tc.dims, pooling)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if fl.Width() != l.Width() {
-			t.Fatalf("widths %d vs %d", fl.Width(), l.Width())
-		}
-		tb, fb := l.NewBatch(), fl.NewBatch()
+		ls := newTreeLayouts(t, tc, Pooling(it%2))
+		tb, fb := ls.l.NewBatch(), ls.fl.NewBatch()
 		for round := 0; round < 2; round++ { // reuse after Reset
 			tb.Reset()
 			fb.Reset()
-			for k := levels - 1; k >= 0; k-- { // any order of levels works; top first as package compress does
-				for i, n := range tc.nodes[k] {
-					got, err := tb.AddNode(k, n.fields, n.ids, n.values)
-					if err != nil || got != i {
-						t.Fatalf("AddNode(%d) = %d, %v; want %d", k, got, err, i)
-					}
-					for f, v := range n.dense {
-						if err := tb.SetDense(k, i, f, v); err != nil {
-							t.Fatal(err)
-						}
-					}
-				}
-			}
-			for s := range tc.nodes[0] {
-				var fs []uint32
-				var ids []uint64
-				var vs []float32
-				dense := map[uint32][]float32{}
-				for k, i := 0, int32(s); k < levels; k++ {
-					n := tc.nodes[k][i]
-					for j, f := range n.fields {
-						fs, ids, vs = append(fs, flatOf[f]), append(ids, n.ids[j]), append(vs, n.values[j])
-					}
-					for f, v := range n.dense {
-						dense[flatOf[f]] = v
-					}
-					if k < levels-1 {
-						i = tc.parent[k][i]
-					}
-				}
-				if err := fb.Add(fs, ids, vs); err != nil {
-					t.Fatal(err)
-				}
-				for f, v := range dense {
-					if err := fb.SetDense(0, s, f, v); err != nil {
-						t.Fatal(err)
-					}
-				}
-			}
+			ls.fillTree(t, tb, tc)
+			ls.fillFlat(t, fb, tc)
 			if tb.N != fb.N || tb.Unique() != fb.Unique() || tb.Features() > fb.Features() {
 				t.Fatalf("N %d/%d unique %d/%d features %d/%d", tb.N, fb.N, tb.Unique(), fb.Unique(), tb.Features(), fb.Features())
 			}
-			w := l.Width()
-			flat := make([]float32, fb.N*w)
-			fb.Pool(rowsFor(fb, tc.dims), flat)
-			xs := make([][]float32, levels)
-			for k := range xs {
-				lo, hi := l.LevelCols(k)
-				xs[k] = make([]float32, tb.Nodes(k)*(hi-lo)+rng.IntN(3)) // longer buffers are fine
+			dx, dxs := ls.checkPoolTree(t, rng, it, tc, tb, fb)
+			ls.checkScatterTree(t, it, tc, tb, fb, dx, dxs)
+		}
+	}
+}
+
+// treeLayouts is the layout l of a treeCase and the flat layout fl of the
+// same fields, renumbered in (level, field) order.
+type treeLayouts struct {
+	l, fl  *Layout
+	levels int
+	flatOf []uint32 // the field of fl of each field of l
+}
+
+func newTreeLayouts(t *testing.T, tc treeCase, pooling Pooling) *treeLayouts {
+	l, err := NewLayoutFields(tc.specs, tc.dims, pooling)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ls := &treeLayouts{l: l, levels: l.Levels()}
+	var order []int
+	for k := 0; k < ls.levels; k++ {
+		for f, s := range tc.specs {
+			if s.Level == k {
+				order = append(order, f)
 			}
-			trows := rowsFor(tb, tc.dims)
-			tb.PoolTree(trows, xs)
-			// expand, and sum a random flat gradient per node
-			dx := make([]float32, len(flat))
-			for i := range dx {
-				dx[i] = float32(rng.NormFloat64())
+		}
+	}
+	ls.flatOf = make([]uint32, len(order))
+	flatSpecs := make([]FieldSpec, len(order))
+	for nf, f := range order {
+		ls.flatOf[f] = uint32(nf)
+		flatSpecs[nf] = FieldSpec{Table: tc.specs[f].Table, DenseWidth: tc.specs[f].DenseWidth}
+	}
+	if ls.fl, err = NewLayoutFields(flatSpecs, tc.dims, pooling); err != nil {
+		t.Fatal(err)
+	}
+	if ls.fl.Width() != l.Width() {
+		t.Fatalf("widths %d vs %d", ls.fl.Width(), l.Width())
+	}
+	return ls
+}
+
+// fillTree adds tc's nodes to tb, level by level, checking their indices.
+func (ls *treeLayouts) fillTree(t *testing.T, tb *Batch, tc treeCase) {
+	for k := ls.levels - 1; k >= 0; k-- { // any order of levels works; top first as package compress does
+		for i, n := range tc.nodes[k] {
+			got, err := tb.AddNode(k, n.fields, n.ids, n.values)
+			if err != nil || got != i {
+				t.Fatalf("AddNode(%d) = %d, %v; want %d", k, got, err, i)
 			}
-			dxs := make([][]float32, levels)
-			for k := range dxs {
-				dxs[k] = make([]float32, len(xs[k]))
-			}
-			for s := 0; s < fb.N; s++ {
-				for k, i := 0, int32(s); k < levels; k++ {
-					lo, hi := l.LevelCols(k)
-					c := hi - lo
-					for j := 0; j < c; j++ {
-						if got, want := xs[k][int(i)*c+j], flat[s*w+lo+j]; !close32(got, want) {
-							t.Fatalf("case %d: sample %d level %d col %d: tree %v, flat %v", it, s, k, j, got, want)
-						}
-						dxs[k][int(i)*c+j] += dx[s*w+lo+j]
-					}
-					if k < levels-1 {
-						i = tc.parent[k][i]
-					}
+			for f, v := range n.dense {
+				if err := tb.SetDense(k, i, f, v); err != nil {
+					t.Fatal(err)
 				}
 			}
-			fgrads, tgrads := make([][]float32, len(tc.dims)), make([][]float32, len(tc.dims))
-			for t, d := range tc.dims {
-				fgrads[t] = make([]float32, len(fb.IDs(t))*d)
-				tgrads[t] = make([]float32, len(tb.IDs(t))*d)
-				for i := range tgrads[t] {
-					tgrads[t][i] = 99 // overwritten
-				}
+		}
+	}
+}
+
+// fillFlat adds to fb one sample per level-0 node of tc, with the features
+// of the node and of its ancestors.
+func (ls *treeLayouts) fillFlat(t *testing.T, fb *Batch, tc treeCase) {
+	for s := range tc.nodes[0] {
+		var fs []uint32
+		var ids []uint64
+		var vs []float32
+		dense := map[uint32][]float32{}
+		for k, i := 0, int32(s); k < ls.levels; k++ {
+			n := tc.nodes[k][i]
+			for j, f := range n.fields {
+				fs, ids, vs = append(fs, ls.flatOf[f]), append(ids, n.ids[j]), append(vs, n.values[j])
 			}
-			fb.Scatter(dx, fgrads)
-			tb.ScatterTree(dxs, tgrads)
-			want, got := gradsByID(fb, tc.dims, fgrads), gradsByID(tb, tc.dims, tgrads)
-			if len(want) != len(got) {
-				t.Fatalf("case %d: %d ids in the tree, %d flat", it, len(got), len(want))
+			for f, v := range n.dense {
+				dense[ls.flatOf[f]] = v
 			}
-			for key, g := range got {
-				for j := range g {
-					if !close32(g[j], want[key][j]) {
-						t.Fatalf("case %d: grad of table %d id %d [%d]: tree %v, flat %v", it, key[0], key[1], j, g[j], want[key][j])
-					}
+			if k < ls.levels-1 {
+				i = tc.parent[k][i]
+			}
+		}
+		if err := fb.Add(fs, ids, vs); err != nil {
+			t.Fatal(err)
+		}
+		for f, v := range dense {
+			if err := fb.SetDense(0, s, f, v); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+}
+
+// checkPoolTree checks that PoolTree of tb, expanded per sample, equals
+// Pool of fb. It returns a random flat gradient dx and its sums per node
+// of tb, dxs.
+func (ls *treeLayouts) checkPoolTree(t *testing.T, rng *rand.Rand, it int, tc treeCase, tb, fb *Batch) (dx []float32, dxs [][]float32) {
+	l, w := ls.l, ls.l.Width()
+	flat := make([]float32, fb.N*w)
+	fb.Pool(rowsFor(fb, tc.dims), flat)
+	xs := make([][]float32, ls.levels)
+	for k := range xs {
+		lo, hi := l.LevelCols(k)
+		xs[k] = make([]float32, tb.Nodes(k)*(hi-lo)+rng.IntN(3)) // longer buffers are fine
+	}
+	tb.PoolTree(rowsFor(tb, tc.dims), xs)
+	// expand, and sum a random flat gradient per node
+	dx = make([]float32, len(flat))
+	for i := range dx {
+		dx[i] = float32(rng.NormFloat64())
+	}
+	dxs = make([][]float32, ls.levels)
+	for k := range dxs {
+		dxs[k] = make([]float32, len(xs[k]))
+	}
+	for s := 0; s < fb.N; s++ {
+		for k, i := 0, int32(s); k < ls.levels; k++ {
+			lo, hi := l.LevelCols(k)
+			c := hi - lo
+			for j := 0; j < c; j++ {
+				if got, want := xs[k][int(i)*c+j], flat[s*w+lo+j]; !close32(got, want) {
+					t.Fatalf("case %d: sample %d level %d col %d: tree %v, flat %v", it, s, k, j, got, want)
 				}
+				dxs[k][int(i)*c+j] += dx[s*w+lo+j]
+			}
+			if k < ls.levels-1 {
+				i = tc.parent[k][i]
+			}
+		}
+	}
+	return dx, dxs
+}
+
+// checkScatterTree checks that ScatterTree of dxs gives the gradient
+// Scatter of dx gives, id by id, overwriting its output.
+func (ls *treeLayouts) checkScatterTree(t *testing.T, it int, tc treeCase, tb, fb *Batch, dx []float32, dxs [][]float32) {
+	fgrads, tgrads := make([][]float32, len(tc.dims)), make([][]float32, len(tc.dims))
+	for t, d := range tc.dims {
+		fgrads[t] = make([]float32, len(fb.IDs(t))*d)
+		tgrads[t] = make([]float32, len(tb.IDs(t))*d)
+		for i := range tgrads[t] {
+			tgrads[t][i] = 99 // overwritten
+		}
+	}
+	fb.Scatter(dx, fgrads)
+	tb.ScatterTree(dxs, tgrads)
+	want, got := gradsByID(fb, tc.dims, fgrads), gradsByID(tb, tc.dims, tgrads)
+	if len(want) != len(got) {
+		t.Fatalf("case %d: %d ids in the tree, %d flat", it, len(got), len(want))
+	}
+	for key, g := range got {
+		for j := range g {
+			if !close32(g[j], want[key][j]) {
+				t.Fatalf("case %d: grad of table %d id %d [%d]: tree %v, flat %v", it, key[0], key[1], j, g[j], want[key][j])
 			}
 		}
 	}

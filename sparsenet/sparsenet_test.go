@@ -68,12 +68,7 @@ func randomSamples(rng *rand.Rand, n, fields int) []sample {
 // a map of rows, and Scatter as the adjoint of Pool:
 // <Pool(rows), dx> == <rows, Scatter(dx)>.
 func TestPoolScatterAgainstReference(t *testing.T) {
-	for _, tc := range []struct {
-		name    string
-		tables  []int
-		fields  []int
-		pooling Pooling
-	}{
+	for _, tc := range []poolCase{
 		{"one-table-sum", []int{4}, []int{0, 0, 0}, Sum},
 		{"two-tables-sum", []int{3, 5}, []int{0, 1, 1, 0}, Sum},
 		{"two-tables-mean", []int{3, 5}, []int{1, 0, 1}, Mean},
@@ -84,10 +79,6 @@ func TestPoolScatterAgainstReference(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			// hidden "true" rows per (table, id)
-			rowOf := func(tab int, id uint64, j int) float32 {
-				return float32(math.Sin(float64(tab*1000 + int(id)*10 + j)))
-			}
 			samples := randomSamples(rng, 9, len(tc.fields))
 			b := l.NewBatch()
 			for it := 0; it < 2; it++ { // reuse after Reset
@@ -97,65 +88,98 @@ func TestPoolScatterAgainstReference(t *testing.T) {
 						t.Fatal(err)
 					}
 				}
-				rows := make([][]float32, len(tc.tables))
-				for tab := range rows {
-					ids := b.IDs(tab)
-					rows[tab] = make([]float32, len(ids)*tc.tables[tab])
-					for k, id := range ids {
-						for j := 0; j < tc.tables[tab]; j++ {
-							rows[tab][k*tc.tables[tab]+j] = rowOf(tab, id, j)
-						}
-					}
-				}
+				rows := hiddenRows(b, tc.tables)
 				x := make([]float32, b.N*l.Width())
 				b.Pool(rows, x)
-				for si, s := range samples {
-					want := make([]float64, l.Width())
-					for k, f := range s.fields {
-						tab := tc.fields[f]
-						v := float64(s.values[k])
-						if tc.pooling == Mean {
-							n := 0
-							for _, g := range s.fields {
-								if g == f {
-									n++
-								}
-							}
-							v /= float64(n)
-						}
-						for j := 0; j < tc.tables[tab]; j++ {
-							want[l.offsets[f]+j] += v * float64(rowOf(tab, s.ids[k], j))
-						}
-					}
-					for j, w := range want {
-						if got := float64(x[si*l.Width()+j]); math.Abs(got-w) > 1e-5 {
-							t.Fatalf("sample %d col %d: pooled %v, want %v", si, j, got, w)
-						}
-					}
-				}
-				dx := make([]float32, len(x))
-				for i := range dx {
-					dx[i] = float32(rng.NormFloat64())
-				}
-				grads := make([][]float32, len(rows))
-				for tab := range grads {
-					grads[tab] = make([]float32, len(rows[tab]))
-				}
-				b.Scatter(dx, grads)
-				var lhs, rhs float64
-				for i := range x {
-					lhs += float64(x[i]) * float64(dx[i])
-				}
-				for tab := range rows {
-					for i := range rows[tab] {
-						rhs += float64(rows[tab][i]) * float64(grads[tab][i])
-					}
-				}
-				if math.Abs(lhs-rhs) > 1e-3*(1+math.Abs(lhs)) {
-					t.Fatalf("adjoint mismatch: <Pool(rows),dx> = %v, <rows,Scatter(dx)> = %v", lhs, rhs)
-				}
+				tc.checkPooled(t, l, samples, x)
+				checkScatterAdjoint(t, rng, b, rows, x)
 			}
 		})
+	}
+}
+
+// poolCase is a one-level layout: the dims of its tables, the table of
+// each field and its pooling.
+type poolCase struct {
+	name    string
+	tables  []int
+	fields  []int
+	pooling Pooling
+}
+
+// hiddenRow is value j of the hidden "true" row of id in table tab.
+func hiddenRow(tab int, id uint64, j int) float32 {
+	return float32(math.Sin(float64(tab*1000 + int(id)*10 + j)))
+}
+
+// hiddenRows returns the hidden rows of b's unique ids, table by table;
+// tables holds the tables' dims.
+func hiddenRows(b *Batch, tables []int) [][]float32 {
+	rows := make([][]float32, len(tables))
+	for tab := range rows {
+		ids := b.IDs(tab)
+		rows[tab] = make([]float32, len(ids)*tables[tab])
+		for k, id := range ids {
+			for j := 0; j < tables[tab]; j++ {
+				rows[tab][k*tables[tab]+j] = hiddenRow(tab, id, j)
+			}
+		}
+	}
+	return rows
+}
+
+// checkPooled checks x, the pooled samples, against a per-sample loop
+// over the hidden rows.
+func (tc poolCase) checkPooled(t *testing.T, l *Layout, samples []sample, x []float32) {
+	for si, s := range samples {
+		want := make([]float64, l.Width())
+		for k, f := range s.fields {
+			tab := tc.fields[f]
+			v := float64(s.values[k])
+			if tc.pooling == Mean {
+				n := 0
+				for _, g := range s.fields {
+					if g == f {
+						n++
+					}
+				}
+				v /= float64(n)
+			}
+			for j := 0; j < tc.tables[tab]; j++ {
+				want[l.offsets[f]+j] += v * float64(hiddenRow(tab, s.ids[k], j))
+			}
+		}
+		for j, w := range want {
+			if got := float64(x[si*l.Width()+j]); math.Abs(got-w) > 1e-5 {
+				t.Fatalf("sample %d col %d: pooled %v, want %v", si, j, got, w)
+			}
+		}
+	}
+}
+
+// checkScatterAdjoint checks Scatter as the adjoint of Pool, with x =
+// Pool(rows) and a random dx: <Pool(rows), dx> == <rows, Scatter(dx)>.
+func checkScatterAdjoint(t *testing.T, rng *rand.Rand, b *Batch, rows [][]float32, x []float32) {
+	dx := make([]float32, len(x))
+	for i := range dx {
+		dx[i] = float32(rng.NormFloat64())
+	}
+	grads := make([][]float32, len(rows))
+	for tab := range grads {
+		grads[tab] = make([]float32, len(rows[tab]))
+	}
+	b.Scatter(dx, grads)
+	var lhs, rhs float64
+	for i := range x {
+		lhs += float64(x[i]) * float64(dx[i])
+	}
+	for tab := range rows {
+		for i := range rows[tab] {
+			rhs += float64(rows[tab][i]) * float64(grads[tab][i])
+		}
+	}
+	if math.Abs(lhs-rhs) > 1e-3*(1+math.Abs(lhs)) {
+		t.Fatalf("adjoint mismatch: <Pool(rows),dx> = %v, <rows,Scatter(dx)> = %v", lhs, rhs)
 	}
 }
 

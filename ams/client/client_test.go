@@ -50,9 +50,23 @@ func newClient(t *testing.T, m *ams.ShardMap) *client.Client {
 }
 
 func TestPullPushRoundTrip(t *testing.T) {
-	ctx := context.Background()
 	m, shards := startShards(t, 2, 1)
 	c := newClient(t, m)
+	spec := declareRoundTrip(t, c)
+	ids := make([]uint64, 200)
+	for i := range ids {
+		ids[i] = uint64(i) * 7919
+	}
+	rows := checkPullCreates(t, c, shards, spec, ids)
+	checkSGDPush(t, c, ids, rows)
+	checkPullWithoutCreate(t, c, ids)
+}
+
+// declareRoundTrip declares tables emb (dim 4, SGD lr 0.5, uniform) and
+// user (dim 2, SGD lr 1, ones) through c, and checks that declaring again
+// is a no-op and a conflicting spec is refused. It returns emb's spec.
+func declareRoundTrip(t *testing.T, c *client.Client) ams.TableSpec {
+	ctx := context.Background()
 	spec := ams.TableSpec{Name: "emb", Dim: 4, Optimizer: ams.OptimizerSpec{Name: "sgd", LR: 0.5},
 		Init: ams.InitSpec{Kind: "uniform", Scale: 0.1, Seed: 3}}
 	other := ams.TableSpec{Name: "user", Dim: 2, Optimizer: ams.OptimizerSpec{Name: "sgd", LR: 1},
@@ -69,11 +83,14 @@ func TestPullPushRoundTrip(t *testing.T) {
 	if err := c.Declare(ctx, []ams.TableSpec{bad}, nil); !errors.Is(err, ams.ErrConflict) {
 		t.Fatalf("conflicting declare = %v, want ams.ErrConflict", err)
 	}
+	return spec
+}
 
-	ids := make([]uint64, 200)
-	for i := range ids {
-		ids[i] = uint64(i) * 7919
-	}
+// checkPullCreates pulls ids of emb and three ids of user with create: the
+// rows are the initializers' and spread over both shards. It returns emb's
+// rows.
+func checkPullCreates(t *testing.T, c *client.Client, shards []*shard.Shard, spec ams.TableSpec, ids []uint64) []float32 {
+	ctx := context.Background()
 	rows := make([]float32, len(ids)*4)
 	uids := []uint64{0, 1, 2}
 	urows := make([]float32, 6)
@@ -106,7 +123,13 @@ func TestPullPushRoundTrip(t *testing.T) {
 			t.Fatalf("shard %s holds no rows of emb", st.ID)
 		}
 	}
-	// SGD push: w -= lr*g.
+	return rows
+}
+
+// checkSGDPush pushes gradients g to ids of emb, whose rows were rows: SGD
+// moves them by -lr*g (lr 0.5).
+func checkSGDPush(t *testing.T, c *client.Client, ids []uint64, rows []float32) {
+	ctx := context.Background()
 	grads := make([]float32, len(rows))
 	for i := range grads {
 		grads[i] = float32(i%5) - 2
@@ -123,7 +146,12 @@ func TestPullPushRoundTrip(t *testing.T) {
 			t.Fatalf("value %d after push = %v, want %v", i, after[i], want)
 		}
 	}
-	// Without create, unknown ids read as zeros and are not created.
+}
+
+// checkPullWithoutCreate checks that, without create, an unknown id reads
+// as zeros and is not created: the shards still hold ids' rows only.
+func checkPullWithoutCreate(t *testing.T, c *client.Client, ids []uint64) {
+	ctx := context.Background()
 	zero := make([]float32, 4)
 	zero[0] = 9
 	if err := c.Pull(ctx, []client.Table{{Name: "emb", IDs: []uint64{123456789}, Rows: zero}}, nil, false); err != nil {

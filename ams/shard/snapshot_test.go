@@ -141,32 +141,43 @@ func (c *testCluster) train(t *testing.T, ids []uint64, seed uint64) {
 // values and optimizer state (the same further training gives the same
 // rows as on the original), and the dense vector too.
 func TestSnapshotRestoreOntoMoreShards(t *testing.T) {
+	ts := newTrainedSnapshot(t)
+	for _, n := range []int{3, 2, 1} {
+		t.Run(fmt.Sprintf("onto-%d", n), func(t *testing.T) { ts.checkRestoreOnto(t, n) })
+	}
+	ts.checkTrainOnAfterRestore(t)
+	ts.checkFreshShardsRestore(t)
+	ts.checkOtherSpecRefused(t)
+}
+
+// trainedSnapshot is a 2-shard cluster trained on ids, with reader
+// positions in its state, and the snapshot of it committed to store.
+type trainedSnapshot struct {
+	store     snapshot.Store
+	src       *testCluster
+	ids       []uint64
+	positions map[string]string // state key -> value
+	m         *snapshot.Manifest
+}
+
+func newTrainedSnapshot(t *testing.T) *trainedSnapshot {
 	store, err := snapshot.OpenDir(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
-	src := newTestCluster(t, 2)
-	ids := make([]uint64, 5000)
+	ts := &trainedSnapshot{store: store, src: newTestCluster(t, 2), ids: make([]uint64, 5000)}
 	rng := rand.New(rand.NewPCG(4, 4))
-	for i := range ids {
-		ids[i] = rng.Uint64()
+	for i := range ts.ids {
+		ts.ids[i] = rng.Uint64()
 	}
-	src.do(t, ids, nil, false) // create the rows
-	src.train(t, ids, 1)
-	src.train(t, ids[:2500], 2)
+	ts.src.do(t, ts.ids, nil, false) // create the rows
+	ts.src.train(t, ts.ids, 1)
+	ts.src.train(t, ts.ids[:2500], 2)
+	ts.positions = putReaderPositions(t, ts.src)
 
 	const seq = 7
 	m := &snapshot.Manifest{Seq: seq, Version: 1, Shards: 2}
-	positions := map[string]string{}
-	for p := range 20 {
-		key := fmt.Sprintf("reader/kafka://ctr/%d", p)
-		positions[key] = fmt.Sprintf(`{"file":"kafka://ctr/%d","offset":%d,"index":0}`, p, 100*p)
-		sh := src.shards[ams.StateShard(key, 2)]
-		if err := sh.PutState(1, []StateEntry{{Key: key, Value: []byte(positions[key])}}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	for i, s := range src.shards {
+	for i, s := range ts.src.shards {
 		part, err := s.WriteSnapshot(store, seq, i)
 		if err != nil {
 			t.Fatal(err)
@@ -178,75 +189,101 @@ func TestSnapshotRestoreOntoMoreShards(t *testing.T) {
 	if err := snapshot.Commit(store, m); err != nil {
 		t.Fatal(err)
 	}
-	got, _, err := snapshot.Latest(store)
-	if err != nil {
+	if ts.m, _, err = snapshot.Latest(store); err != nil {
 		t.Fatal(err)
 	}
 	var rows int64
-	for _, f := range got.Tables[0].Files {
+	for _, f := range ts.m.Tables[0].Files {
 		rows += f.Rows
 	}
-	if rows != int64(len(ids)) {
-		t.Fatalf("snapshot holds %d rows, trained %d", rows, len(ids))
+	if rows != int64(len(ts.ids)) {
+		t.Fatalf("snapshot holds %d rows, trained %d", rows, len(ts.ids))
 	}
+	return ts
+}
 
-	for _, n := range []int{3, 2, 1} {
-		t.Run(fmt.Sprintf("onto-%d", n), func(t *testing.T) {
-			dst := newTestCluster(t, n)
-			for i, s := range dst.shards {
-				if err := s.Restore(store, got, dst.ownership(i)); err != nil {
-					t.Fatal(err)
-				}
-			}
-			var total int
-			for _, s := range dst.shards {
-				st, err := s.Stats()
-				if err != nil {
-					t.Fatal(err)
-				}
-				total += st.Tables[0].Rows
-			}
-			if total != len(ids) {
-				t.Fatalf("restored %d rows onto %d shards, want %d", total, n, len(ids))
-			}
-			if a, b := src.do(t, ids, nil, false), dst.do(t, ids, nil, false); !slices.Equal(a, b) {
-				t.Fatal("restored rows differ from the snapshot's")
-			}
-			if !slices.Equal(src.dense(t), dst.dense(t)) {
-				t.Fatal("restored dense values differ")
-			}
-			// Every reader position is back, on the shard that owns its key now.
-			for key, want := range positions {
-				got, err := dst.shards[ams.StateShard(key, n)].GetState(1, key) // key is a prefix of others
-				i := slices.IndexFunc(got, func(e StateEntry) bool { return e.Key == key })
-				if err != nil || i < 0 || string(got[i].Value) != want {
-					t.Fatalf("state %s after the restore: %v; want %s", key, err, want)
-				}
-			}
-		})
-	}
-
-	// Train on after a restore onto 2 shards (same ranges: the dense
-	// optimizer state comes back too): the same pushes give the same model.
-	dst := newTestCluster(t, 2)
-	for i, s := range dst.shards {
-		if err := s.Restore(store, got, dst.ownership(i)); err != nil {
+// putReaderPositions puts 20 reader positions in c's state, each on the
+// shard that owns its key, and returns them by key.
+func putReaderPositions(t *testing.T, c *testCluster) map[string]string {
+	t.Helper()
+	positions := map[string]string{}
+	for p := range 20 {
+		key := fmt.Sprintf("reader/kafka://ctr/%d", p)
+		positions[key] = fmt.Sprintf(`{"file":"kafka://ctr/%d","offset":%d,"index":0}`, p, 100*p)
+		sh := c.shards[ams.StateShard(key, len(c.shards))]
+		if err := sh.PutState(1, []StateEntry{{Key: key, Value: []byte(positions[key])}}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	src.train(t, ids, 3)
-	dst.train(t, ids, 3)
-	if a, b := src.do(t, ids, nil, false), dst.do(t, ids, nil, false); !slices.Equal(a, b) {
+	return positions
+}
+
+// restoreFrom restores every shard of c from ts's snapshot, each with the
+// ownership of its slot.
+func (ts *trainedSnapshot) restoreFrom(t *testing.T, c *testCluster) {
+	t.Helper()
+	for i, s := range c.shards {
+		if err := s.Restore(ts.store, ts.m, c.ownership(i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// checkRestoreOnto restores the snapshot onto n shards: every row, the
+// dense vector and every reader position come back.
+func (ts *trainedSnapshot) checkRestoreOnto(t *testing.T, n int) {
+	dst := newTestCluster(t, n)
+	ts.restoreFrom(t, dst)
+	var total int
+	for _, s := range dst.shards {
+		st, err := s.Stats()
+		if err != nil {
+			t.Fatal(err)
+		}
+		total += st.Tables[0].Rows
+	}
+	if total != len(ts.ids) {
+		t.Fatalf("restored %d rows onto %d shards, want %d", total, n, len(ts.ids))
+	}
+	if a, b := ts.src.do(t, ts.ids, nil, false), dst.do(t, ts.ids, nil, false); !slices.Equal(a, b) {
+		t.Fatal("restored rows differ from the snapshot's")
+	}
+	if !slices.Equal(ts.src.dense(t), dst.dense(t)) {
+		t.Fatal("restored dense values differ")
+	}
+	// Every reader position is back, on the shard that owns its key now.
+	for key, want := range ts.positions {
+		got, err := dst.shards[ams.StateShard(key, n)].GetState(1, key) // key is a prefix of others
+		i := slices.IndexFunc(got, func(e StateEntry) bool { return e.Key == key })
+		if err != nil || i < 0 || string(got[i].Value) != want {
+			t.Fatalf("state %s after the restore: %v; want %s", key, err, want)
+		}
+	}
+}
+
+// checkTrainOnAfterRestore trains on after a restore onto 2 shards (same
+// ranges: the dense optimizer state comes back too): the same pushes give
+// the same model. It trains ts.src on.
+func (ts *trainedSnapshot) checkTrainOnAfterRestore(t *testing.T) {
+	dst := newTestCluster(t, 2)
+	ts.restoreFrom(t, dst)
+	ts.src.train(t, ts.ids, 3)
+	dst.train(t, ts.ids, 3)
+	if a, b := ts.src.do(t, ts.ids, nil, false), dst.do(t, ts.ids, nil, false); !slices.Equal(a, b) {
 		t.Fatal("training on after the restore gives other rows: the optimizer state was not restored")
 	}
-	if !slices.Equal(src.dense(t), dst.dense(t)) {
+	if !slices.Equal(ts.src.dense(t), dst.dense(t)) {
 		t.Fatal("training on after the restore gives another dense vector")
 	}
+}
 
-	// Fresh shards (a replacement process: nothing declared) restore at a
-	// new version: tables and dense ranges come from the manifest, the
-	// older version is refused from then on, and training goes on alike.
-	blank := &testCluster{m: dst.m}
+// checkFreshShardsRestore restores fresh shards (a replacement process:
+// nothing declared) at a new version: tables and dense ranges come from
+// the manifest, the older version is refused from then on, and training
+// goes on as on declared shards restored.
+func (ts *trainedSnapshot) checkFreshShardsRestore(t *testing.T) {
+	restored := newTestCluster(t, 2)
+	blank := &testCluster{m: restored.m}
 	for i := range 2 {
 		s := New(Options{ID: fmt.Sprintf("ams-%d", i), Stripes: 2})
 		t.Cleanup(func() { s.Close() })
@@ -256,7 +293,7 @@ func TestSnapshotRestoreOntoMoreShards(t *testing.T) {
 		if err := s.advanceVersion(3); err != nil {
 			t.Fatal(err)
 		}
-		if err := s.Restore(store, got, blank.ownership(i)); err != nil {
+		if err := s.Restore(ts.store, ts.m, blank.ownership(i)); err != nil {
 			t.Fatal(err)
 		}
 		if err := s.advanceVersion(2); !errors.Is(err, ams.ErrStaleVersion) {
@@ -264,22 +301,20 @@ func TestSnapshotRestoreOntoMoreShards(t *testing.T) {
 		}
 	}
 	blank.version = 3
-	restored := newTestCluster(t, 2)
-	for i, s := range restored.shards {
-		if err := s.Restore(store, got, restored.ownership(i)); err != nil {
-			t.Fatal(err)
-		}
-	}
-	restored.train(t, ids, 2)
-	blank.train(t, ids, 2)
-	if a, b := restored.do(t, ids, nil, false), blank.do(t, ids, nil, false); !slices.Equal(a, b) {
+	ts.restoreFrom(t, restored)
+	restored.train(t, ts.ids, 2)
+	blank.train(t, ts.ids, 2)
+	if a, b := restored.do(t, ts.ids, nil, false), blank.do(t, ts.ids, nil, false); !slices.Equal(a, b) {
 		t.Fatal("fresh shards restored and trained on hold other rows")
 	}
 	if !slices.Equal(restored.dense(t), blank.dense(t)) {
 		t.Fatal("fresh shards restored and trained on hold another dense vector")
 	}
+}
 
-	// A snapshot whose table spec differs from the shard's is refused.
+// checkOtherSpecRefused checks that a snapshot whose table spec differs
+// from the shard's is refused.
+func (ts *trainedSnapshot) checkOtherSpecRefused(t *testing.T) {
 	other := New(Options{ID: "x", Stripes: 2})
 	defer other.Close()
 	bad := snapSpec
@@ -288,7 +323,7 @@ func TestSnapshotRestoreOntoMoreShards(t *testing.T) {
 		t.Fatal(err)
 	}
 	all := Ownership{Row: func(string, uint64) bool { return true }, State: func(string) bool { return true }}
-	if err := other.Restore(store, got, all); !errors.Is(err, ams.ErrRestore) {
+	if err := other.Restore(ts.store, ts.m, all); !errors.Is(err, ams.ErrRestore) {
 		t.Errorf("Restore over a table of another dim = %v, want ams.ErrRestore", err)
 	}
 }

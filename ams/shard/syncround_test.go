@@ -73,6 +73,15 @@ func pending(t *testing.T, s *Shard, r Round) bool {
 func TestSyncRounds(t *testing.T) {
 	s := newSyncShard(t, 0, 1)
 	v := s.Version()
+	checkRoundWaitsForAllParts(t, s, v)
+	checkRoundPartsRefused(t, s, v)
+	checkLeavingEndsEpoch(t, s, v)
+}
+
+// checkRoundWaitsForAllParts pushes the two workers' parts of round (0,0),
+// with worker 0's part of (0,1) between them: (0,0) is applied with their
+// average once both are in, (0,1) waits, its state entry too.
+func checkRoundWaitsForAllParts(t *testing.T, s *Shard, v uint64) {
 	// Round (0,0): worker 0 touches id 1, worker 1 ids 1 and 2.
 	if err := s.PushRound(v, roundPart(0, 0, 0, 2, []uint64{1}, []float32{2, 2}, []float32{1, 0})); err != nil {
 		t.Fatal(err)
@@ -109,7 +118,12 @@ func TestSyncRounds(t *testing.T) {
 	if st, _ := s.GetState(v, "reader/"); len(st) != 0 {
 		t.Fatalf("state of an unapplied round is visible: %v", st)
 	}
-	// Refusals: a part of an applied round, a second part, another worker
+}
+
+// checkRoundPartsRefused checks the parts PushRound refuses, after
+// checkRoundWaitsForAllParts.
+func checkRoundPartsRefused(t *testing.T, s *Shard, v uint64) {
+	// A part of an applied round, a second part, another worker
 	// count, a bad worker index, a done part with gradients.
 	for _, tc := range []struct {
 		p    RoundPart
@@ -130,6 +144,12 @@ func TestSyncRounds(t *testing.T) {
 	if err := s.PushRound(v+1, roundPart(0, 1, 1, 2, nil, nil, nil)); !errors.Is(err, ams.ErrStaleVersion) {
 		t.Fatalf("part of another version = %v, want ams.ErrStaleVersion", err)
 	}
+}
+
+// checkLeavingEndsEpoch lets worker 1 and then worker 0 leave epoch 0,
+// after checkRoundWaitsForAllParts: round (0,1) is applied with worker 0's
+// part alone, then epoch 1 starts, and the progress is in the state.
+func checkLeavingEndsEpoch(t *testing.T, s *Shard, v uint64) {
 	// Worker 1 has no batch for (0,1): it leaves the epoch; (0,1) is
 	// applied with worker 0's part alone (the average of one part).
 	if err := s.PushRound(v, RoundPart{Round: Round{0, 1}, Worker: 1, Workers: 2, Done: true}); err != nil {

@@ -343,7 +343,39 @@ func (o *observer) allLive(shards []string) bool {
 // broken invariant.
 func (o *observer) check(ev Event, out Output, c *Core) error {
 	prev := o.state
-	// The observer's view of the event.
+	if err := o.noteEvent(ev, out); err != nil {
+		return err
+	}
+	if err := o.checkOutputShape(ev, out, prev); err != nil {
+		return err
+	}
+	step := actionCheck{cur: prev}
+	for _, a := range out.Actions {
+		if err := o.checkAction(a, &step); err != nil {
+			return err
+		}
+	}
+	cur := step.cur
+	if step.needPause {
+		return fmt.Errorf("left SERVING without pausing workers")
+	}
+	if cur.Phase != Serving && len(o.pending) > len(o.aborted) {
+		return fmt.Errorf("%v with snapshot %v pending, not aborted", cur, o.pending)
+	}
+	if err := o.checkLiveness(cur); err != nil {
+		return err
+	}
+	st := c.State()
+	if err := o.checkFinalState(st, prev, cur, out); err != nil {
+		return err
+	}
+	o.state = st
+	return nil
+}
+
+// noteEvent updates the observer's view with ev, as the core's answer out
+// accepted or rejected it, and checks that what was accepted could be.
+func (o *observer) noteEvent(ev Event, out Output) error {
 	switch ev := ev.(type) {
 	case Joined:
 		if out.Rejected == nil {
@@ -363,170 +395,238 @@ func (o *observer) check(ev Event, out Output, c *Core) error {
 		}
 	case SnapshotDone:
 		if out.Rejected == nil {
-			if !o.pending[ev.ID] {
-				return fmt.Errorf("%v accepted, not pending", ev)
-			}
-			delete(o.pending, ev.ID)
-			delete(o.aborted, ev.ID)
-			if ev.Err == nil {
-				o.good[ev.ID] = true
-				o.trim()
-			}
+			return o.noteSnapshotDone(ev)
 		}
 	case RestoreDone:
 		if out.Rejected == nil {
-			ord, ok := o.orders[ev.Version]
-			if !ok || ord.Snapshot != ev.Snapshot || !slices.Contains(ord.Shards, ev.Shard) || o.published != ev.Version {
-				return fmt.Errorf("%v accepted, not ordered", ev)
-			}
-			if ev.Err != nil {
-				delete(o.good, ev.Snapshot)
-			} else {
-				if o.restored[ev.Version] == nil {
-					o.restored[ev.Version] = map[string]bool{}
-				}
-				if o.restored[ev.Version][ev.Shard] {
-					return fmt.Errorf("%v accepted twice", ev)
-				}
-				o.restored[ev.Version][ev.Shard] = true
-			}
+			return o.noteRestoreDone(ev)
 		}
 	}
+	return nil
+}
+
+// noteSnapshotDone notes an accepted SnapshotDone: it must answer a pending
+// snapshot, which becomes good when it succeeded.
+func (o *observer) noteSnapshotDone(ev SnapshotDone) error {
+	if !o.pending[ev.ID] {
+		return fmt.Errorf("%v accepted, not pending", ev)
+	}
+	delete(o.pending, ev.ID)
+	delete(o.aborted, ev.ID)
+	if ev.Err == nil {
+		o.good[ev.ID] = true
+		o.trim()
+	}
+	return nil
+}
+
+// noteRestoreDone notes an accepted RestoreDone: it must answer a restore
+// order of the map last published, once per shard; a failure marks the
+// snapshot bad.
+func (o *observer) noteRestoreDone(ev RestoreDone) error {
+	ord, ok := o.orders[ev.Version]
+	if !ok || ord.Snapshot != ev.Snapshot || !slices.Contains(ord.Shards, ev.Shard) || o.published != ev.Version {
+		return fmt.Errorf("%v accepted, not ordered", ev)
+	}
+	if ev.Err != nil {
+		delete(o.good, ev.Snapshot)
+		return nil
+	}
+	if o.restored[ev.Version] == nil {
+		o.restored[ev.Version] = map[string]bool{}
+	}
+	if o.restored[ev.Version][ev.Shard] {
+		return fmt.Errorf("%v accepted twice", ev)
+	}
+	o.restored[ev.Version][ev.Shard] = true
+	return nil
+}
+
+// checkOutputShape checks when an output may carry actions at all: not
+// when rejected, not after FAILED, not before the first tick when
+// adopting; that tick's output must decide on the adoption.
+func (o *observer) checkOutputShape(ev Event, out Output, prev State) error {
 	if out.Rejected != nil && len(out.Actions) > 0 {
 		return fmt.Errorf("rejected (%v) with actions", out.Rejected)
 	}
 	if prev.Phase == Failed && len(out.Actions) > 0 {
 		return fmt.Errorf("actions after FAILED")
 	}
-	if o.adopt != nil {
-		// Nothing happens before the first tick; it decides.
-		if _, ok := ev.(Tick); !ok {
-			if len(out.Actions) > 0 {
-				return fmt.Errorf("actions before the first tick when adopting")
+	if o.adopt == nil {
+		return nil
+	}
+	// Nothing happens before the first tick; it decides.
+	if _, ok := ev.(Tick); !ok {
+		if len(out.Actions) > 0 {
+			return fmt.Errorf("actions before the first tick when adopting")
+		}
+		return nil
+	}
+	if err := o.checkAdoption(out); err != nil {
+		return err
+	}
+	o.adopt = nil
+	return nil
+}
+
+// actionCheck is what checking one output's actions in order carries from
+// one action to the next.
+type actionCheck struct {
+	cur       State // the state the transitions so far lead to
+	needPause bool  // left SERVING, workers not yet paused
+}
+
+// checkAction checks one action against the observer's view and the
+// state the output's earlier transitions lead to, and notes its effects.
+func (o *observer) checkAction(a Action, step *actionCheck) error {
+	cur := step.cur
+	switch a := a.(type) {
+	case Transition:
+		return o.checkTransition(a, step)
+	case PublishShardMap:
+		return o.checkPublish(a, cur)
+	case Restore:
+		return o.checkRestore(a, cur)
+	case Resume:
+		return o.checkResume(a, cur)
+	case TakeSnapshot:
+		return o.checkTakeSnapshot(a, cur)
+	case AbortSnapshot:
+		if !o.pending[a.ID] || cur.Phase == Serving {
+			return fmt.Errorf("%v: pending %v, state %v", a, o.pending, cur)
+		}
+		o.aborted[a.ID] = true
+	case PauseWorkers:
+		if a.Version != cur.Version {
+			return fmt.Errorf("%v: state is %v", a, cur)
+		}
+		step.needPause = false
+		// While SERVING, a pause is a new deal of the data: never
+		// during a snapshot, which pauses and resumes workers itself.
+		if cur.Phase == Serving && len(o.pending) > len(o.aborted) {
+			return fmt.Errorf("%v: during snapshot %v", a, o.pending)
+		}
+	case AssignReaders:
+		if cur.Phase != Serving || a.Version != cur.Version {
+			return fmt.Errorf("%v: state is %v", a, cur)
+		}
+		if w := o.liveIDs(KindWorker); !slices.Equal(a.Workers, w) && !(len(w) == 0 && len(a.Workers) == 0) {
+			return fmt.Errorf("%v: live workers are %v", a, w)
+		}
+	case GiveUp:
+		if cur.Phase != Failed {
+			return fmt.Errorf("%v: state is %v", a, cur)
+		}
+		if len(o.good) > 0 || len(o.pending) > 0 {
+			return fmt.Errorf("%v: good %v, pending %v", a, o.good, o.pending)
+		}
+	default:
+		return fmt.Errorf("unknown action %T", a)
+	}
+	return nil
+}
+
+// checkTransition checks that a starts where the earlier transitions
+// ended, changes something and never lowers the version.
+func (o *observer) checkTransition(a Transition, step *actionCheck) error {
+	cur := step.cur
+	if a.From != cur {
+		return fmt.Errorf("%v: from %v, was %v", a, a.From, cur)
+	}
+	// Workers may be training when the adoption of a cluster
+	// finds its state lost, too.
+	if a.From.Phase == Serving || a.From.Phase == Forming && a.To.Phase == Degraded {
+		step.needPause = true
+	}
+	if a.To.Version < cur.Version {
+		return fmt.Errorf("%v: version goes down", a)
+	}
+	if a.To == cur {
+		return fmt.Errorf("%v: no change", a)
+	}
+	step.cur = a.To
+	return nil
+}
+
+// checkPublish checks that a map is published once per version, of N
+// distinct live shards, at the state's version.
+func (o *observer) checkPublish(a PublishShardMap, cur State) error {
+	if a.Version <= o.published {
+		return fmt.Errorf("%v: not above v%d", a, o.published)
+	}
+	if len(a.Shards) != o.opts.Shards || len(slices.Compact(slices.Sorted(slices.Values(a.Shards)))) != len(a.Shards) {
+		return fmt.Errorf("%v: not %d distinct shards", a, o.opts.Shards)
+	}
+	if !o.allLive(a.Shards) {
+		return fmt.Errorf("%v: a shard is not live", a)
+	}
+	if a.Version != cur.Version {
+		return fmt.Errorf("%v: state is %v", a, cur)
+	}
+	o.published = a.Version
+	o.maps[a.Version] = slices.Clone(a.Shards)
+	return nil
+}
+
+// checkRestore checks that a restore order names the map just published
+// and the newest good snapshot, while RESTORING it.
+func (o *observer) checkRestore(a Restore, cur State) error {
+	if a.Version != o.published || !slices.Equal(a.Shards, o.maps[a.Version]) {
+		return fmt.Errorf("%v: not the map just published", a)
+	}
+	if a.Snapshot != o.newestGood() {
+		return fmt.Errorf("%v: newest good snapshot is %v", a, o.newestGood())
+	}
+	if cur.Phase != Restoring || cur.Snapshot != a.Snapshot || cur.Version != a.Version {
+		return fmt.Errorf("%v: state is %v", a, cur)
+	}
+	o.orders[a.Version] = a
+	return nil
+}
+
+// checkResume checks that workers resume only while SERVING the map last
+// published, every shard of it live and restored when a restore was ordered.
+func (o *observer) checkResume(a Resume, cur State) error {
+	if cur.Phase != Serving || a.Version != cur.Version {
+		return fmt.Errorf("%v: state is %v", a, cur)
+	}
+	if a.Version < o.resumed || a.Version != o.published {
+		return fmt.Errorf("%v: last resumed v%d, last published v%d", a, o.resumed, o.published)
+	}
+	if !o.allLive(o.maps[a.Version]) {
+		return fmt.Errorf("%v: a shard of %v is gone", a, o.maps[a.Version])
+	}
+	if ord, ok := o.orders[a.Version]; ok {
+		for _, s := range ord.Shards {
+			if !o.restored[a.Version][s] {
+				return fmt.Errorf("%v: %s has not restored %v", a, s, ord.Snapshot)
 			}
-		} else {
-			if err := o.checkAdoption(out); err != nil {
-				return err
-			}
-			o.adopt = nil
 		}
 	}
-	cur := prev
-	needPause := false // left SERVING, workers not yet paused
-	for _, a := range out.Actions {
-		switch a := a.(type) {
-		case Transition:
-			if a.From != cur {
-				return fmt.Errorf("%v: from %v, was %v", a, a.From, cur)
-			}
-			// Workers may be training when the adoption of a cluster
-			// finds its state lost, too.
-			if a.From.Phase == Serving || a.From.Phase == Forming && a.To.Phase == Degraded {
-				needPause = true
-			}
-			if a.To.Version < cur.Version {
-				return fmt.Errorf("%v: version goes down", a)
-			}
-			if a.To == cur {
-				return fmt.Errorf("%v: no change", a)
-			}
-			cur = a.To
-		case PublishShardMap:
-			if a.Version <= o.published {
-				return fmt.Errorf("%v: not above v%d", a, o.published)
-			}
-			if len(a.Shards) != o.opts.Shards || len(slices.Compact(slices.Sorted(slices.Values(a.Shards)))) != len(a.Shards) {
-				return fmt.Errorf("%v: not %d distinct shards", a, o.opts.Shards)
-			}
-			if !o.allLive(a.Shards) {
-				return fmt.Errorf("%v: a shard is not live", a)
-			}
-			if a.Version != cur.Version {
-				return fmt.Errorf("%v: state is %v", a, cur)
-			}
-			o.published = a.Version
-			o.maps[a.Version] = slices.Clone(a.Shards)
-		case Restore:
-			if a.Version != o.published || !slices.Equal(a.Shards, o.maps[a.Version]) {
-				return fmt.Errorf("%v: not the map just published", a)
-			}
-			if a.Snapshot != o.newestGood() {
-				return fmt.Errorf("%v: newest good snapshot is %v", a, o.newestGood())
-			}
-			if cur.Phase != Restoring || cur.Snapshot != a.Snapshot || cur.Version != a.Version {
-				return fmt.Errorf("%v: state is %v", a, cur)
-			}
-			o.orders[a.Version] = a
-		case Resume:
-			if cur.Phase != Serving || a.Version != cur.Version {
-				return fmt.Errorf("%v: state is %v", a, cur)
-			}
-			if a.Version < o.resumed || a.Version != o.published {
-				return fmt.Errorf("%v: last resumed v%d, last published v%d", a, o.resumed, o.published)
-			}
-			if !o.allLive(o.maps[a.Version]) {
-				return fmt.Errorf("%v: a shard of %v is gone", a, o.maps[a.Version])
-			}
-			if ord, ok := o.orders[a.Version]; ok {
-				for _, s := range ord.Shards {
-					if !o.restored[a.Version][s] {
-						return fmt.Errorf("%v: %s has not restored %v", a, s, ord.Snapshot)
-					}
-				}
-			}
-			o.resumed = a.Version
-		case TakeSnapshot:
-			if cur.Phase != Serving || a.Version != cur.Version {
-				return fmt.Errorf("%v: state is %v", a, cur)
-			}
-			if len(o.pending) > 0 {
-				return fmt.Errorf("%v: %v still pending", a, o.pending)
-			}
-			if a.ID <= o.lastSnap {
-				return fmt.Errorf("%v: not above %v", a, o.lastSnap)
-			}
-			o.lastSnap = a.ID
-			o.pending[a.ID] = true
-		case AbortSnapshot:
-			if !o.pending[a.ID] || cur.Phase == Serving {
-				return fmt.Errorf("%v: pending %v, state %v", a, o.pending, cur)
-			}
-			o.aborted[a.ID] = true
-		case PauseWorkers:
-			if a.Version != cur.Version {
-				return fmt.Errorf("%v: state is %v", a, cur)
-			}
-			needPause = false
-			// While SERVING, a pause is a new deal of the data: never
-			// during a snapshot, which pauses and resumes workers itself.
-			if cur.Phase == Serving && len(o.pending) > len(o.aborted) {
-				return fmt.Errorf("%v: during snapshot %v", a, o.pending)
-			}
-		case AssignReaders:
-			if cur.Phase != Serving || a.Version != cur.Version {
-				return fmt.Errorf("%v: state is %v", a, cur)
-			}
-			if w := o.liveIDs(KindWorker); !slices.Equal(a.Workers, w) && !(len(w) == 0 && len(a.Workers) == 0) {
-				return fmt.Errorf("%v: live workers are %v", a, w)
-			}
-		case GiveUp:
-			if cur.Phase != Failed {
-				return fmt.Errorf("%v: state is %v", a, cur)
-			}
-			if len(o.good) > 0 || len(o.pending) > 0 {
-				return fmt.Errorf("%v: good %v, pending %v", a, o.good, o.pending)
-			}
-		default:
-			return fmt.Errorf("unknown action %T", a)
-		}
+	o.resumed = a.Version
+	return nil
+}
+
+// checkTakeSnapshot checks that snapshots start only while SERVING, one at
+// a time, with ids that go up.
+func (o *observer) checkTakeSnapshot(a TakeSnapshot, cur State) error {
+	if cur.Phase != Serving || a.Version != cur.Version {
+		return fmt.Errorf("%v: state is %v", a, cur)
 	}
-	if needPause {
-		return fmt.Errorf("left SERVING without pausing workers")
+	if len(o.pending) > 0 {
+		return fmt.Errorf("%v: %v still pending", a, o.pending)
 	}
-	if cur.Phase != Serving && len(o.pending) > len(o.aborted) {
-		return fmt.Errorf("%v with snapshot %v pending, not aborted", cur, o.pending)
+	if a.ID <= o.lastSnap {
+		return fmt.Errorf("%v: not above %v", a, o.lastSnap)
 	}
-	// Liveness: the core waits only when there is something to wait for.
+	o.lastSnap = a.ID
+	o.pending[a.ID] = true
+	return nil
+}
+
+// checkLiveness checks that the core, ending a step in cur, waits only
+// when there is something to wait for.
+func (o *observer) checkLiveness(cur State) error {
 	shards, workers := len(o.liveIDs(KindAMS)), len(o.liveIDs(KindWorker))
 	switch cur.Phase {
 	case Forming:
@@ -541,7 +641,13 @@ func (o *observer) check(ev Event, out Output, c *Core) error {
 			return fmt.Errorf("still DEGRADED with %d shards live, good %v, pending %v", shards, o.good, o.pending)
 		}
 	}
-	st := c.State()
+	return nil
+}
+
+// checkFinalState checks the core's state st after the step: where the
+// transitions led (cur), unchanged from prev when rejected, and, while
+// SERVING or RESTORING, on the last map published with all its shards live.
+func (o *observer) checkFinalState(st, prev, cur State, out Output) error {
 	if st != cur {
 		return fmt.Errorf("state %v, transitions end at %v", st, cur)
 	}
@@ -557,7 +663,6 @@ func (o *observer) check(ev Event, out Output, c *Core) error {
 	if st.Phase == Serving && o.resumed != st.Version {
 		return fmt.Errorf("%v but last resumed v%d", st, o.resumed)
 	}
-	o.state = st
 	return nil
 }
 

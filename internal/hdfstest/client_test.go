@@ -705,53 +705,14 @@ func TestConcurrentClients(t *testing.T) {
 		wg.Add(1)
 		go func(c *hdfs.Client, seed int64) {
 			defer wg.Done()
-			errs <- func() error {
-				f, err := c.Open("/shared")
-				if err != nil {
-					return err
-				}
-				defer f.Close()
-				rng := rand.New(rand.NewSource(seed))
-				for range 20 {
-					off := rng.Intn(size)
-					buf := make([]byte, rng.Intn(size-off)+1)
-					if _, err := f.ReadAt(buf, int64(off)); err != nil {
-						return fmt.Errorf("ReadAt(%d, %d): %w", off, len(buf), err)
-					}
-					if !bytes.Equal(buf, data[off:off+len(buf)]) {
-						return fmt.Errorf("ReadAt(%d, %d): wrong bytes", off, len(buf))
-					}
-				}
-				return nil
-			}()
+			errs <- readRandomRanges(c, "/shared", data, seed)
 		}(clients[i], int64(i))
 	}
 	for i := range writers {
 		wg.Add(1)
 		go func(c *hdfs.Client, i int) {
 			defer wg.Done()
-			errs <- func() error {
-				name := fmt.Sprintf("/own/%d", i)
-				mine := randomBytes(int64(100+i), 100_000+i*1000)
-				w, err := c.Create(name)
-				if err != nil {
-					return err
-				}
-				if _, err := w.Write(mine); err != nil {
-					return err
-				}
-				if err := w.Close(); err != nil {
-					return err
-				}
-				got, err := c.ReadFile(name)
-				if err != nil {
-					return err
-				}
-				if !bytes.Equal(got, mine) {
-					return fmt.Errorf("%s: read back differs", name)
-				}
-				return nil
-			}()
+			errs <- writeReadBack(c, fmt.Sprintf("/own/%d", i), randomBytes(int64(100+i), 100_000+i*1000))
 		}(clients[readers+i], i)
 	}
 	wg.Wait()
@@ -765,6 +726,51 @@ func TestConcurrentClients(t *testing.T) {
 	if err != nil || len(fis) != writers {
 		t.Errorf("ReadDir(/own) = %d entries, %v", len(fis), err)
 	}
+}
+
+// readRandomRanges reads 20 random ranges of name, which holds data, with
+// ReadAt on one open file and checks their bytes.
+func readRandomRanges(c *hdfs.Client, name string, data []byte, seed int64) error {
+	f, err := c.Open(name)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	size := len(data)
+	rng := rand.New(rand.NewSource(seed))
+	for range 20 {
+		off := rng.Intn(size)
+		buf := make([]byte, rng.Intn(size-off)+1)
+		if _, err := f.ReadAt(buf, int64(off)); err != nil {
+			return fmt.Errorf("ReadAt(%d, %d): %w", off, len(buf), err)
+		}
+		if !bytes.Equal(buf, data[off:off+len(buf)]) {
+			return fmt.Errorf("ReadAt(%d, %d): wrong bytes", off, len(buf))
+		}
+	}
+	return nil
+}
+
+// writeReadBack creates name with data and checks that it reads back.
+func writeReadBack(c *hdfs.Client, name string, data []byte) error {
+	w, err := c.Create(name)
+	if err != nil {
+		return err
+	}
+	if _, err := w.Write(data); err != nil {
+		return err
+	}
+	if err := w.Close(); err != nil {
+		return err
+	}
+	got, err := c.ReadFile(name)
+	if err != nil {
+		return err
+	}
+	if !bytes.Equal(got, data) {
+		return fmt.Errorf("%s: read back differs", name)
+	}
+	return nil
 }
 
 func TestAttributes(t *testing.T) {

@@ -5,130 +5,163 @@ import (
 	"time"
 )
 
+// nsScript is what the steps of TestNamespaceScript act on: the I/O-free
+// namespace, the replicas the datanodes finalized, the blocks the
+// namespace dropped and the last block it allocated.
+type nsScript struct {
+	t        *testing.T
+	t0       time.Time
+	ns       *namespace
+	replicas map[uint64]uint64 // block id -> finalized length
+	dropped  []uint64
+	last     blockInfo
+}
+
+// nsStep is one step of the script: the Java exception class it must end
+// with ("" for success).
+type nsStep struct {
+	name string
+	do   func() error
+	want string
+}
+
+func (s *nsScript) replicaOK(id, n uint64) bool { l, ok := s.replicas[id]; return ok && l == n }
+
+func (s *nsScript) create(p, client string, flag uint32, createParent bool) func() error {
+	return func() error {
+		_, d, err := s.ns.create(createArgs{path: p, perm: 0o644, user: "u", clientName: client, flag: flag,
+			createParent: createParent, replication: 1, blockSize: 1024}, s.t0)
+		s.dropped = append(s.dropped, d...)
+		return err
+	}
+}
+
+func (s *nsScript) addBlock(p, client string, prev *blockInfo) func() error {
+	return func() error {
+		lb, err := s.ns.addBlock(p, 0, client, prev)
+		if err == nil {
+			s.last = lb.blockInfo
+		}
+		return err
+	}
+}
+
+// addBlockAfterLast adds a block after the last one allocated, as it is
+// when the step runs.
+func (s *nsScript) addBlockAfterLast(p, client string) func() error {
+	return func() error { prev := s.last; return s.addBlock(p, client, &prev)() }
+}
+
+// complete commits the last allocated block with n bytes, or no block if
+// n < 0; want is whether the file must then be complete.
+func (s *nsScript) complete(p, client string, n int64, want bool) func() error {
+	return func() error {
+		var l *blockInfo
+		if n >= 0 {
+			l = &blockInfo{id: s.last.id, genStamp: s.last.genStamp, numBytes: uint64(n)}
+		}
+		done, d, err := s.ns.complete(p, 0, client, l, s.replicaOK, s.t0)
+		s.dropped = append(s.dropped, d...)
+		if err == nil && done != want {
+			s.t.Errorf("complete(%s) = %v, want %v", p, done, want)
+		}
+		return err
+	}
+}
+
+// written says the datanode finalized the last block with n bytes.
+func (s *nsScript) written(n uint64) func() error {
+	return func() error { s.replicas[s.last.id] = n; s.last.numBytes = n; return nil }
+}
+
+func (s *nsScript) rename(src, dst string, overwrite bool) func() error {
+	return func() error {
+		d, err := s.ns.rename(src, dst, overwrite, s.t0)
+		s.dropped = append(s.dropped, d...)
+		return err
+	}
+}
+
+func (s *nsScript) del(p string, recursive, want bool) func() error {
+	return func() error {
+		ok, d, err := s.ns.delete(p, recursive, s.t0)
+		s.dropped = append(s.dropped, d...)
+		if err == nil && ok != want {
+			s.t.Errorf("delete(%s) = %v, want %v", p, ok, want)
+		}
+		return err
+	}
+}
+
+func (s *nsScript) mkdirs(p string, parents bool) func() error {
+	return func() error { return s.ns.mkdirs(p, 0o755, "u", parents, s.t0) }
+}
+
+func (s *nsScript) length(p string, want uint64) func() error {
+	return func() error {
+		st, ok, err := s.ns.stat(p)
+		if err == nil && (!ok || st.length != want) {
+			s.t.Errorf("stat(%s) = %+v, %v; want length %d", p, st, ok, want)
+		}
+		return err
+	}
+}
+
+// steps is the scenario: directories, files written block by block and
+// completed, renames and deletes, with the errors of each misuse.
+func (s *nsScript) steps() []nsStep {
+	return []nsStep{
+		{"mkdirs /a/b", s.mkdirs("/a/b", true), ""},
+		{"mkdirs existing", s.mkdirs("/a/b", false), ""},
+		{"mkdirs without parent", s.mkdirs("/x/y", false), excFileNotFound},
+		{"relative path", s.mkdirs("a", true), excInvalidPath},
+		{"dot-dot path", s.mkdirs("/a/../b", true), excInvalidPath},
+		{"create /a/f", s.create("/a/f", "c1", createFlagCreate, false), ""},
+		{"create again", s.create("/a/f", "c1", createFlagCreate|createFlagOverwrite, false), excAlreadyBeingCreated},
+		{"create over a directory", s.create("/a/b", "c1", createFlagCreate, false), excFileAlreadyExists},
+		{"create without parent", s.create("/n/f", "c1", createFlagCreate, false), excFileNotFound},
+		{"create with parents", s.create("/n/m/f", "c9", createFlagCreate, true), ""},
+		{"create under a file", s.create("/a/f/g", "c1", createFlagCreate, true), excParentNotDirectory},
+		{"mkdirs under a file", s.mkdirs("/a/f/g", true), excParentNotDirectory},
+		{"mkdirs over a file", s.mkdirs("/a/f", true), excFileAlreadyExists},
+		{"addBlock by another client", s.addBlock("/a/f", "c2", nil), excLeaseExpired},
+		{"addBlock 1", s.addBlock("/a/f", "c1", nil), ""},
+		{"block 1 written", s.written(1024), ""},
+		{"addBlock without previous", s.addBlock("/a/f", "c1", nil), excIO},
+		{"addBlock 2", s.addBlockAfterLast("/a/f", "c1"), ""},
+		{"complete before the replica exists", s.complete("/a/f", "c1", 10, false), ""},
+		{"still open", s.length("/a/f", 1034), ""},
+		{"block 2 written", s.written(10), ""},
+		{"complete", s.complete("/a/f", "c1", 10, true), ""},
+		{"complete again", s.complete("/a/f", "c1", -1, true), ""},
+		{"length", s.length("/a/f", 1034), ""},
+		{"addBlock after complete", s.addBlock("/a/f", "c1", nil), excLeaseExpired},
+		{"create existing", s.create("/a/f", "c1", createFlagCreate, false), excFileAlreadyExists},
+		{"create /a/e", s.create("/a/e", "c1", createFlagCreate, false), ""},
+		{"addBlock /a/e", s.addBlock("/a/e", "c1", nil), ""},
+		{"complete with an empty last block", s.complete("/a/e", "c1", 0, true), ""},
+		{"empty block dropped", s.length("/a/e", 0), ""},
+		{"rename onto existing file", s.rename("/a/e", "/a/f", false), excFileAlreadyExists},
+		{"rename onto itself", s.rename("/a/f", "/a/f", true), excFileAlreadyExists},
+		{"rename file onto directory", s.rename("/a/f", "/a/b", true), excIO},
+		{"rename into own subtree", s.rename("/a", "/a/b/c", true), excIO},
+		{"rename root", s.rename("/", "/z", true), excIO},
+		{"rename to missing parent", s.rename("/a/f", "/q/f", true), excFileNotFound},
+		{"rename missing", s.rename("/a/zz", "/a/yy", true), excFileNotFound},
+		{"rename with overwrite", s.rename("/a/e", "/a/f", true), ""},
+		{"overwritten length", s.length("/a/f", 0), ""},
+		{"delete non-empty", s.del("/a", false, false), excPathIsNotEmptyDir},
+		{"delete missing", s.del("/nope", false, false), ""},
+		{"delete recursive", s.del("/a", true, true), ""},
+	}
+}
+
 // TestNamespaceScript drives the I/O-free namespace through a scenario,
 // checking each step's Java exception class ("" for success).
 func TestNamespaceScript(t *testing.T) {
 	t0 := time.UnixMilli(1_000_000)
-	ns := newNamespace(t0, "hdfs", "supergroup")
-	replicas := map[uint64]uint64{} // block id -> finalized length
-	replicaOK := func(id, n uint64) bool { l, ok := replicas[id]; return ok && l == n }
-	var dropped []uint64
-
-	create := func(p, client string, flag uint32, createParent bool) func() error {
-		return func() error {
-			_, d, err := ns.create(createArgs{path: p, perm: 0o644, user: "u", clientName: client, flag: flag,
-				createParent: createParent, replication: 1, blockSize: 1024}, t0)
-			dropped = append(dropped, d...)
-			return err
-		}
-	}
-	var last blockInfo
-	addBlock := func(p, client string, prev *blockInfo) func() error {
-		return func() error {
-			lb, err := ns.addBlock(p, 0, client, prev)
-			if err == nil {
-				last = lb.blockInfo
-			}
-			return err
-		}
-	}
-	// complete commits the last allocated block with n bytes, or no block
-	// if n < 0.
-	complete := func(p, client string, n int64, want bool) func() error {
-		return func() error {
-			var l *blockInfo
-			if n >= 0 {
-				l = &blockInfo{id: last.id, genStamp: last.genStamp, numBytes: uint64(n)}
-			}
-			done, d, err := ns.complete(p, 0, client, l, replicaOK, t0)
-			dropped = append(dropped, d...)
-			if err == nil && done != want {
-				t.Errorf("complete(%s) = %v, want %v", p, done, want)
-			}
-			return err
-		}
-	}
-	written := func(n uint64) func() error { // the datanode finalized the last block with n bytes
-		return func() error { replicas[last.id] = n; last.numBytes = n; return nil }
-	}
-	rename := func(src, dst string, overwrite bool) func() error {
-		return func() error {
-			d, err := ns.rename(src, dst, overwrite, t0)
-			dropped = append(dropped, d...)
-			return err
-		}
-	}
-	del := func(p string, recursive, want bool) func() error {
-		return func() error {
-			ok, d, err := ns.delete(p, recursive, t0)
-			dropped = append(dropped, d...)
-			if err == nil && ok != want {
-				t.Errorf("delete(%s) = %v, want %v", p, ok, want)
-			}
-			return err
-		}
-	}
-	mkdirs := func(p string, parents bool) func() error {
-		return func() error { return ns.mkdirs(p, 0o755, "u", parents, t0) }
-	}
-	length := func(p string, want uint64) func() error {
-		return func() error {
-			st, ok, err := ns.stat(p)
-			if err == nil && (!ok || st.length != want) {
-				t.Errorf("stat(%s) = %+v, %v; want length %d", p, st, ok, want)
-			}
-			return err
-		}
-	}
-
-	for i, step := range []struct {
-		name string
-		do   func() error
-		want string
-	}{
-		{"mkdirs /a/b", mkdirs("/a/b", true), ""},
-		{"mkdirs existing", mkdirs("/a/b", false), ""},
-		{"mkdirs without parent", mkdirs("/x/y", false), excFileNotFound},
-		{"relative path", mkdirs("a", true), excInvalidPath},
-		{"dot-dot path", mkdirs("/a/../b", true), excInvalidPath},
-		{"create /a/f", create("/a/f", "c1", createFlagCreate, false), ""},
-		{"create again", create("/a/f", "c1", createFlagCreate|createFlagOverwrite, false), excAlreadyBeingCreated},
-		{"create over a directory", create("/a/b", "c1", createFlagCreate, false), excFileAlreadyExists},
-		{"create without parent", create("/n/f", "c1", createFlagCreate, false), excFileNotFound},
-		{"create with parents", create("/n/m/f", "c9", createFlagCreate, true), ""},
-		{"create under a file", create("/a/f/g", "c1", createFlagCreate, true), excParentNotDirectory},
-		{"mkdirs under a file", mkdirs("/a/f/g", true), excParentNotDirectory},
-		{"mkdirs over a file", mkdirs("/a/f", true), excFileAlreadyExists},
-		{"addBlock by another client", addBlock("/a/f", "c2", nil), excLeaseExpired},
-		{"addBlock 1", addBlock("/a/f", "c1", nil), ""},
-		{"block 1 written", written(1024), ""},
-		{"addBlock without previous", addBlock("/a/f", "c1", nil), excIO},
-		{"addBlock 2", func() error { prev := last; return addBlock("/a/f", "c1", &prev)() }, ""},
-		{"complete before the replica exists", complete("/a/f", "c1", 10, false), ""},
-		{"still open", length("/a/f", 1034), ""},
-		{"block 2 written", written(10), ""},
-		{"complete", complete("/a/f", "c1", 10, true), ""},
-		{"complete again", complete("/a/f", "c1", -1, true), ""},
-		{"length", length("/a/f", 1034), ""},
-		{"addBlock after complete", addBlock("/a/f", "c1", nil), excLeaseExpired},
-		{"create existing", create("/a/f", "c1", createFlagCreate, false), excFileAlreadyExists},
-		{"create /a/e", create("/a/e", "c1", createFlagCreate, false), ""},
-		{"addBlock /a/e", addBlock("/a/e", "c1", nil), ""},
-		{"complete with an empty last block", complete("/a/e", "c1", 0, true), ""},
-		{"empty block dropped", length("/a/e", 0), ""},
-		{"rename onto existing file", rename("/a/e", "/a/f", false), excFileAlreadyExists},
-		{"rename onto itself", rename("/a/f", "/a/f", true), excFileAlreadyExists},
-		{"rename file onto directory", rename("/a/f", "/a/b", true), excIO},
-		{"rename into own subtree", rename("/a", "/a/b/c", true), excIO},
-		{"rename root", rename("/", "/z", true), excIO},
-		{"rename to missing parent", rename("/a/f", "/q/f", true), excFileNotFound},
-		{"rename missing", rename("/a/zz", "/a/yy", true), excFileNotFound},
-		{"rename with overwrite", rename("/a/e", "/a/f", true), ""},
-		{"overwritten length", length("/a/f", 0), ""},
-		{"delete non-empty", del("/a", false, false), excPathIsNotEmptyDir},
-		{"delete missing", del("/nope", false, false), ""},
-		{"delete recursive", del("/a", true, true), ""},
-	} {
+	s := &nsScript{t: t, t0: t0, ns: newNamespace(t0, "hdfs", "supergroup"), replicas: map[uint64]uint64{}}
+	for i, step := range s.steps() {
 		err := step.do()
 		got := ""
 		if err != nil {
@@ -138,6 +171,7 @@ func TestNamespaceScript(t *testing.T) {
 			t.Fatalf("step %d %q: error %v, want exception %q", i, step.name, err, step.want)
 		}
 	}
+	ns, dropped := s.ns, s.dropped
 	if _, ok, _ := ns.stat("/a"); ok {
 		t.Error("/a survived its deletion")
 	}

@@ -108,6 +108,14 @@ func TestRegisterListClose(t *testing.T) {
 		t.Fatalf("duplicate Register: err %v, want ErrMemberExists", err)
 	}
 
+	checkListMembers(t, ctx, cli, p, a)
+	checkGracefulLeave(t, cli, p, a)
+	checkRegisterAgain(t, ctx, cli, p, w)
+}
+
+// checkListMembers checks the members under p: ams/a, registered as a,
+// and worker/w.
+func checkListMembers(t *testing.T, ctx context.Context, cli *clientv3.Client, p string, a *membership.Registration) {
 	all, err := membership.ListMembers(ctx, cli, p, "")
 	if err != nil {
 		t.Fatal(err)
@@ -125,8 +133,11 @@ func TestRegisterListClose(t *testing.T) {
 	if _, err := membership.ListMembers(ctx, cli, p, "bogus"); !errors.Is(err, membership.ErrBadName) {
 		t.Fatalf("ListMembers(bogus): err %v", err)
 	}
+}
 
-	// Graceful leave: member key gone, left marker written, Lost stays open.
+// checkGracefulLeave closes a, registered as ams/a at h:1: its member key
+// is gone, its left marker written, and Lost stays open.
+func checkGracefulLeave(t *testing.T, cli *clientv3.Client, p string, a *membership.Registration) {
 	if err := a.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -148,8 +159,11 @@ func TestRegisterListClose(t *testing.T) {
 		t.Fatal("Close closed Lost")
 	default:
 	}
+}
 
-	// Registering again clears the stale left marker.
+// checkRegisterAgain registers ams/a again after checkGracefulLeave: the
+// stale left marker is cleared. Then it closes it and w, the last member.
+func checkRegisterAgain(t *testing.T, ctx context.Context, cli *clientv3.Client, p string, w *membership.Registration) {
 	a2, err := membership.Register(ctx, cli, p, membership.Member{Kind: "ams", ID: "a", Addr: "h:2"}, time.Second)
 	if err != nil {
 		t.Fatal(err)

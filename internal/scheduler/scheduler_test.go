@@ -99,16 +99,27 @@ func TestScheduler(t *testing.T) {
 		t.Fatalf("initial status %v", st)
 	}
 
-	// Register the shards one by one once the scheduler watches, so that
-	// the events come in a known order.
+	cliA, regA, regB := checkTwoShardsServe(t, srv, s, cli, p)
+	defer regB.Close()
+	checkWorkerLeave(t, cli, p)
+	checkShardLossFails(t, s, cli, cliA, regA, p)
+	checkSchedulerClose(t, s, cli, p)
+	_ = regA.Close() // the lease is gone; only stops the goroutine
+}
+
+// checkTwoShardsServe registers two fake shards, ams-1 and ams-0, one by
+// one once the scheduler s watches (so that the events come in a known
+// order), each with its own client so that one can die alone: s publishes
+// a map of both and serves. It returns ams-1's client and both
+// registrations.
+func checkTwoShardsServe(t *testing.T, srv *etcdembed.Server, s *scheduler.Scheduler, cli *clientv3.Client, p string) (
+	cliA *clientv3.Client, regA, regB *membership.Registration) {
 	eventually(t, 5*time.Second, "the scheduler to see itself", func() bool {
 		return hasEvent(t, cli, p, "joined scheduler/sched-1")
 	})
-	// Two fake shards, each with its own client so that one can die alone.
 	cliA, cliB := newClient(t, srv), newClient(t, srv)
-	regA := register(t, cliA, p, membership.KindAMS, "ams-1", "10.0.0.1:7000")
-	regB := register(t, cliB, p, membership.KindAMS, "ams-0", "10.0.0.2:7000")
-	defer regB.Close()
+	regA = register(t, cliA, p, membership.KindAMS, "ams-1", "10.0.0.1:7000")
+	regB = register(t, cliB, p, membership.KindAMS, "ams-0", "10.0.0.2:7000")
 
 	m, err := testutil.Conn(cli, p).WaitShardMap(testCtx(t))
 	if err != nil {
@@ -125,15 +136,24 @@ func TestScheduler(t *testing.T) {
 	eventually(t, 5*time.Second, "SERVING", func() bool {
 		return s.Status().Phase == clusterfsm.Serving
 	})
+	return cliA, regA, regB
+}
 
-	// A worker that leaves gracefully is reported as a clean leave.
+// checkWorkerLeave checks that a worker that leaves gracefully is reported
+// as a clean leave.
+func checkWorkerLeave(t *testing.T, cli *clientv3.Client, p string) {
 	w := register(t, cli, p, membership.KindWorker, "w1", "")
 	if err := w.Close(); err != nil {
 		t.Fatal(err)
 	}
 	eventually(t, 5*time.Second, "the worker's leave", func() bool { return hasEvent(t, cli, p, "left worker/w1") })
+}
 
-	// Shard ams-1 dies: its client goes away without a left marker.
+// checkShardLossFails kills shard ams-1 (registered as regA): its client
+// cliA goes away without a left marker. Without a snapshot store its rows
+// cannot come back: the cluster goes DEGRADED, then gives up (FAILED). It
+// checks every event of TestScheduler.
+func checkShardLossFails(t *testing.T, s *scheduler.Scheduler, cli, cliA *clientv3.Client, regA *membership.Registration, p string) {
 	cliA.Close()
 	select {
 	case <-regA.Lost():
@@ -143,8 +163,6 @@ func TestScheduler(t *testing.T) {
 	eventually(t, 20*time.Second, "the lease expiry report", func() bool {
 		return hasEvent(t, cli, p, "lease-expired ams/ams-1")
 	})
-	// Without a snapshot store its rows cannot come back: the cluster
-	// goes DEGRADED, then gives up (FAILED).
 	eventually(t, 5*time.Second, "FAILED", func() bool {
 		return s.Status().Phase == clusterfsm.Failed
 	})
@@ -168,7 +186,11 @@ func TestScheduler(t *testing.T) {
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("events:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
+}
 
+// checkSchedulerClose closes s: Done is closed, Err is nil, and the
+// scheduler left its left marker.
+func checkSchedulerClose(t *testing.T, s *scheduler.Scheduler, cli *clientv3.Client, p string) {
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -184,7 +206,6 @@ func TestScheduler(t *testing.T) {
 	if err != nil || len(resp.Kvs) != 1 {
 		t.Fatalf("scheduler left no marker: %v %v", resp, err)
 	}
-	_ = regA.Close() // the lease is gone; only stops the goroutine
 }
 
 // TestSchedulerSyncAndLoss starts the scheduler after the shards registered

@@ -33,6 +33,31 @@ import (
 // with 128 MiB blocks (sharing the benchmark's cores).
 func BenchmarkRead(b *testing.B) {
 	const n = 100000
+	data := benchLibFFM(n)
+	local := filepath.Join(b.TempDir(), "train.libffm")
+	if err := os.WriteFile(local, data, 0o644); err != nil {
+		b.Fatal(err)
+	}
+	fsys, addr, remote := benchPutHDFS(b, local)
+	uri := hdfsconn.FormatURI(addr, remote)
+	size := int64(len(data))
+
+	b.Run("file", func(b *testing.B) { benchReadSamples(b, nil, local, n, size) })
+	b.Run("hdfs", func(b *testing.B) { benchReadSamples(b, fsys, uri, n, size) })
+	b.Run("file-bytes", func(b *testing.B) {
+		benchReadBytes(b, size, func() (io.ReadCloser, error) { return os.Open(local) })
+	})
+	b.Run("hdfs-bytes", func(b *testing.B) {
+		benchReadBytes(b, size, func() (io.ReadCloser, error) { return fsys.Open(uri) })
+	})
+	b.Run("hdfs-bytes-unverified", func(b *testing.B) {
+		benchReadBytes(b, size, func() (io.ReadCloser, error) { return fsys.Client().Open(remote) })
+	})
+}
+
+// benchLibFFM returns n CTR-shaped libFFM lines: a 0/1 label and 23
+// fields, about 330 bytes a line.
+func benchLibFFM(n int) []byte {
 	rng := rand.New(rand.NewPCG(1, 2))
 	var sb strings.Builder
 	for range n {
@@ -42,82 +67,79 @@ func BenchmarkRead(b *testing.B) {
 		}
 		sb.WriteByte('\n')
 	}
-	data := []byte(sb.String())
-	local := filepath.Join(b.TempDir(), "train.libffm")
-	if err := os.WriteFile(local, data, 0o644); err != nil {
-		b.Fatal(err)
-	}
-	addr := os.Getenv("XPS_HDFS_NAMENODE")
+	return []byte(sb.String())
+}
+
+// benchPutHDFS copies local to a new file on the namenode
+// $XPS_HDFS_NAMENODE, or on an in-process test server with 128 MiB blocks
+// when it is unset. It returns the file system, the namenode's address and
+// the remote path; b's cleanup removes the file and closes what it opened.
+func benchPutHDFS(b *testing.B, local string) (fsys *hdfssrc.FS, addr, remote string) {
+	addr = os.Getenv("XPS_HDFS_NAMENODE")
 	if addr == "" {
 		srv, err := hdfstest.Start(hdfstest.Options{BlockSize: 128 << 20})
 		if err != nil {
 			b.Fatal(err)
 		}
-		defer srv.Close()
+		b.Cleanup(func() { srv.Close() })
 		addr = srv.NamenodeAddr()
 	}
 	fsys, err := hdfssrc.Dial(addr, "bench")
 	if err != nil {
 		b.Fatal(err)
 	}
-	defer fsys.Close()
-	remote := fmt.Sprintf("/bench/train-%d.libffm", rand.Uint64())
+	b.Cleanup(func() { fsys.Close() })
+	remote = fmt.Sprintf("/bench/train-%d.libffm", rand.Uint64())
 	if _, err := hdfsconn.Put(fsys.Client(), local, remote, true); err != nil {
 		b.Fatal(err)
 	}
-	defer fsys.Client().Remove(remote)
-	uri := hdfsconn.FormatURI(addr, remote)
+	b.Cleanup(func() { fsys.Client().Remove(remote) })
+	return fsys, addr, remote
+}
 
-	samples := func(b *testing.B, fs reader.FS, path string) {
-		b.SetBytes(int64(len(data)))
-		for b.Loop() {
-			src, err := reader.OpenFilesFS(fs, []reader.FileSplit{{Path: path}}, reader.LibFFM, reader.StopOnBad)
+// benchReadSamples decodes the n libFFM samples (size bytes) of path on fs
+// with a FileSource, checking their number, and reports samples/s.
+func benchReadSamples(b *testing.B, fs reader.FS, path string, n int, size int64) {
+	b.SetBytes(size)
+	for b.Loop() {
+		src, err := reader.OpenFilesFS(fs, []reader.FileSplit{{Path: path}}, reader.LibFFM, reader.StopOnBad)
+		if err != nil {
+			b.Fatal(err)
+		}
+		var g reader.Group
+		got := 0
+		for {
+			err := src.Next(context.Background(), &g)
+			if errors.Is(err, io.EOF) {
+				break
+			}
 			if err != nil {
 				b.Fatal(err)
 			}
-			var g reader.Group
-			got := 0
-			for {
-				err := src.Next(context.Background(), &g)
-				if errors.Is(err, io.EOF) {
-					break
-				}
-				if err != nil {
-					b.Fatal(err)
-				}
-				got += g.NumSamples()
-			}
-			src.Close()
-			if got != n {
-				b.Fatalf("read %d samples, want %d", got, n)
-			}
+			got += g.NumSamples()
 		}
-		b.ReportMetric(float64(n)*float64(b.N)/b.Elapsed().Seconds(), "samples/s")
-	}
-	bytesOnly := func(b *testing.B, open func() (io.ReadCloser, error)) {
-		b.SetBytes(int64(len(data)))
-		buf := make([]byte, 256<<10)
-		for b.Loop() {
-			r, err := open()
-			if err != nil {
-				b.Fatal(err)
-			}
-			m, err := io.CopyBuffer(io.Discard, struct{ io.Reader }{r}, buf)
-			r.Close()
-			if err != nil || m != int64(len(data)) {
-				b.Fatalf("copied %d bytes, %v", m, err)
-			}
+		src.Close()
+		if got != n {
+			b.Fatalf("read %d samples, want %d", got, n)
 		}
 	}
-	b.Run("file", func(b *testing.B) { samples(b, nil, local) })
-	b.Run("hdfs", func(b *testing.B) { samples(b, fsys, uri) })
-	b.Run("file-bytes", func(b *testing.B) {
-		bytesOnly(b, func() (io.ReadCloser, error) { return os.Open(local) })
-	})
-	b.Run("hdfs-bytes", func(b *testing.B) {
-		bytesOnly(b, func() (io.ReadCloser, error) { return fsys.Open(uri) })
-	})
-	b.Run("hdfs-bytes-unverified", func(b *testing.B) {
-		bytesOnly(b, func() (io.ReadCloser, error) { return fsys.Client().Open(remote) })
-	})
+	b.ReportMetric(float64(n)*float64(b.N)/b.Elapsed().Seconds(), "samples/s")
+}
+
+// benchReadBytes copies what open returns to io.Discard, checking that it
+// is size bytes.
+func benchReadBytes(b *testing.B, size int64, open func() (io.ReadCloser, error)) {
+	b.SetBytes(size)
+	buf := make([]byte, 256<<10)
+	for b.Loop() {
+		r, err := open()
+		if err != nil {
+			b.Fatal(err)
+		}
+		m, err := io.CopyBuffer(io.Discard, struct{ io.Reader }{r}, buf)
+		r.Close()
+		if err != nil || m != size {
+			b.Fatalf("copied %d bytes, %v", m, err)
+		}
+	}
 }
