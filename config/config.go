@@ -643,3 +643,12 @@ func Load(path string) (Config, error) {
 
 // Marshal renders the config as YAML.
 func (c *Config) Marshal() ([]byte, error) { return yaml.Marshal(c) }
+
+// Write writes c as YAML to w (worker -print-config).
+func (c *Config) Write(w io.Writer) error {
+	b, err := c.Marshal()
+	if err == nil {
+		_, err = w.Write(b)
+	}
+	return err
+}

@@ -1,24 +1,11 @@
-// Command worker trains a model against the AMS shards of a cluster: a CTR
-// model, or with -output slide an extreme multi-label classifier whose
-// SLIDE output layer lives in this worker (package internal/xctrain; the job itself is xps.Train).
-// `go run ./cmd/worker -local` runs everything in one process (embedded
-// etcd, two AMS shards, the scheduler and this worker); `worker -etcd
-// HOST:PORT -train FILES -workers 2 -worker-index 0` joins a running
-// cluster (see cmd/ams, cmd/scheduler and README.md).
-//
-// Flags of the process: -local (with -shards, -stripes, -local-grpc: the
-// embedded cluster, whose shards the worker calls directly unless
-// -local-grpc), -etcd and -cluster (a running cluster), -worker-index,
-// -json, -quiet, -print-config, -log-level, -cpuprofile, -lease-ttl.
-//
-// The job is the -config YAML file (README.md, Configuration), changed by
-// -set path=value (any key, repeatable) and by the short flags that alias
-// common keys, applied in command-line order: -train, -test, -workers,
-// -format, -on-error, -kafka, -topic, -streaming, -sync, -epochs,
-// -batch-size, -eval-every, -train-samples, -dim, -lr, -dense-lr, -seed,
-// -hidden, -output (logit or slide), -sparsity, -hash, -output-lr,
-// -output-hidden, -snapshot-store, -snapshot-every, -snapshot-every-samples,
-// -snapshot-keep (config.Aliases; -h names the keys each sets).
+// Command worker runs a worker's job (xps.Train): a CTR model, or with
+// -output slide an extreme multi-label classifier whose SLIDE output
+// layer lives in this worker. `worker -local` runs everything in one
+// process (embedded etcd, AMS shards, scheduler, this worker); `worker
+// -etcd HOST:PORT -train FILES -workers 2 -worker-index 0` joins a running
+// cluster (README.md). The job is the -config YAML file, changed by -set
+// path=value (any key) and the short flags that alias common keys
+// (config.Aliases), in command-line order; -h lists every flag.
 package main
 
 import (
@@ -79,12 +66,7 @@ func run(f flags, overrides *config.Overrides) error {
 		return err
 	}
 	if f.printConfig {
-		b, err := cfg.Marshal()
-		if err != nil {
-			return err
-		}
-		_, err = os.Stdout.Write(b)
-		return err
+		return cfg.Write(os.Stdout)
 	}
 	log, err := cli.Logger(f.level)
 	if err != nil {
@@ -100,9 +82,6 @@ func run(f flags, overrides *config.Overrides) error {
 	if f.local == (f.etcd != "") {
 		flag.Usage()
 		return errors.New("give exactly one of -local and -etcd")
-	}
-	if cfg.Model.Output.Kind == config.OutputSLIDE && len(cfg.Job.Train) == 0 {
-		return errors.New("-output slide needs -train (XMLRepository files; cmd/xcgen generates some)")
 	}
 	ctx, stop := cli.SignalContext()
 	defer stop()
