@@ -333,7 +333,7 @@ func (b *Builder) Add(g *reader.Group) error {
 	if g.Pos.Index >= n {
 		return nil
 	}
-	G, L := len(g.Levels), b.levels
+	G := len(g.Levels)
 	if cap(b.path) < G {
 		b.path, b.prevPath = make([]int32, G), make([]int32, G)
 	}
@@ -352,64 +352,12 @@ func (b *Builder) Add(g *reader.Group) error {
 			bt.Groups++
 			counted = true
 		}
-		// the sample's lines, and whether they are all pure
-		b.path[0] = int32(j)
-		pure := b.pure[0][j]
-		for m := 1; m < G; m++ {
-			b.path[m] = g.Levels[m-1].Parent[b.path[m-1]]
-			pure = pure && b.pure[m][b.path[m]]
-		}
+		pure := b.samplePath(g, j)
 		if !pure {
 			b.gather(g)
 		}
-		// upper levels, top down
-		b.reused[L] = true
-		for k := L - 1; k >= 1; k-- {
-			last := &b.last[k]
-			reuse := last.node >= 0 && b.reused[k+1]
-			// The same pure line of the same group has the same features.
-			fast := reuse && pure && b.prevPure && b.prevInGroup && k < G && b.path[k] == b.prevPath[k]
-			var cur feats
-			if !fast {
-				switch {
-				case !pure:
-					cur = b.scr[k]
-				case k < G:
-					cur = lineFeats(&g.Levels[k], b.path[k])
-				}
-				reuse = reuse && cur.equal(&last.feats)
-			}
-			b.reused[k] = reuse
-			if reuse {
-				b.node[k] = last.node
-				continue
-			}
-			b.node[k] = b.addNode(bt, k, &cur)
-			last.node = b.node[k]
-			switch {
-			case !pure:
-				last.own, b.scr[k] = b.scr[k], last.own
-				last.feats, last.inGroup = last.own, false
-			default:
-				last.feats, last.inGroup = cur, k < G
-			}
-		}
-		// the sample
-		var cur feats
-		if pure {
-			cur = lineFeats(&g.Levels[0], int32(j))
-		} else {
-			cur = b.scr[0]
-		}
-		b.addNode(bt, 0, &cur)
-		bt.N++
-		bt.Digest += reader.SampleDigest(stream, g.Pos.Offset, j)
-		bt.Labels = append(bt.Labels, g.Label(j))
-		bt.AllLabels = append(bt.AllLabels, g.SampleLabels(j)...)
-		bt.LabelOffsets = append(bt.LabelOffsets, int32(len(bt.AllLabels)))
-		b.stats.Samples++
-		b.prevPure, b.prevInGroup = pure, true
-		copy(b.prevPath, b.path)
+		b.addUpper(bt, g, pure)
+		b.addSample(bt, g, j, pure, stream)
 		if bt.N == b.opts.BatchSize {
 			bt.setEnd(endAfter(g, j))
 			b.closeOpen()
@@ -418,15 +366,94 @@ func (b *Builder) Add(g *reader.Group) error {
 	if b.open != nil && b.open.N > 0 {
 		b.open.setEnd(g.Next)
 	}
-	// The caller may refill g: keep copies of the features we still compare.
+	b.ownLast()
+	b.prevInGroup = false
+	return nil
+}
+
+// samplePath sets b.path to the lines of sample j of g, one per group
+// level, and reports whether they are all pure.
+func (b *Builder) samplePath(g *reader.Group, j int) bool {
+	b.path[0] = int32(j)
+	pure := b.pure[0][j]
+	for m := 1; m < len(g.Levels); m++ {
+		b.path[m] = g.Levels[m-1].Parent[b.path[m-1]]
+		pure = pure && b.pure[m][b.path[m]]
+	}
+	return pure
+}
+
+// addUpper sets the current sample's nodes on the upper layout levels, top
+// down, into bt: a level reuses the previous sample's node when every level
+// above it did and its features are the same, and adds a node otherwise.
+// The features are the sample's lines of g when pure, else those gather
+// left in b.scr.
+func (b *Builder) addUpper(bt *Batch, g *reader.Group, pure bool) {
+	G, L := len(g.Levels), b.levels
+	b.reused[L] = true
+	for k := L - 1; k >= 1; k-- {
+		last := &b.last[k]
+		reuse := last.node >= 0 && b.reused[k+1]
+		// The same pure line of the same group has the same features.
+		fast := reuse && pure && b.prevPure && b.prevInGroup && k < G && b.path[k] == b.prevPath[k]
+		var cur feats
+		if !fast {
+			switch {
+			case !pure:
+				cur = b.scr[k]
+			case k < G:
+				cur = lineFeats(&g.Levels[k], b.path[k])
+			}
+			reuse = reuse && cur.equal(&last.feats)
+		}
+		b.reused[k] = reuse
+		if reuse {
+			b.node[k] = last.node
+			continue
+		}
+		b.node[k] = b.addNode(bt, k, &cur)
+		last.node = b.node[k]
+		switch {
+		case !pure:
+			last.own, b.scr[k] = b.scr[k], last.own
+			last.feats, last.inGroup = last.own, false
+		default:
+			last.feats, last.inGroup = cur, k < G
+		}
+	}
+}
+
+// addSample adds sample j of g to bt as a level-0 node, with its labels and
+// digest (stream is the hash of g.Pos.File), and makes it the previous
+// sample.
+func (b *Builder) addSample(bt *Batch, g *reader.Group, j int, pure bool, stream uint64) {
+	var cur feats
+	if pure {
+		cur = lineFeats(&g.Levels[0], int32(j))
+	} else {
+		cur = b.scr[0]
+	}
+	b.addNode(bt, 0, &cur)
+	bt.N++
+	bt.Digest += reader.SampleDigest(stream, g.Pos.Offset, j)
+	bt.Labels = append(bt.Labels, g.Label(j))
+	bt.AllLabels = append(bt.AllLabels, g.SampleLabels(j)...)
+	bt.LabelOffsets = append(bt.LabelOffsets, int32(len(bt.AllLabels)))
+	b.stats.Samples++
+	b.prevPure, b.prevInGroup = pure, true
+	copy(b.prevPath, b.path)
+}
+
+// ownLast copies the features of the previous sample's nodes that are
+// views into the current group into the Builder's own buffers: the caller
+// may refill the group, and the next one compares against them.
+func (b *Builder) ownLast() {
 	for k := range b.last {
 		if last := &b.last[k]; last.inGroup {
 			last.own.copyFrom(&last.feats)
 			last.feats, last.inGroup = last.own, false
 		}
 	}
-	b.prevInGroup = false
-	return nil
 }
 
 // endAfter is the position right after sample j of g.

@@ -498,11 +498,29 @@ func (c *Config) Validate() error {
 	bad := func(format string, args ...any) {
 		errs = append(errs, fmt.Errorf("%w: "+format, append([]any{ErrInvalid}, args...)...))
 	}
-	m := &c.Model
+	c.Model.validate(c, bad)
+	c.Train.validate(bad)
+	c.validateSources(bad)
+	if err := c.Snapshot.Validate(); err != nil {
+		bad("%v", err)
+	}
+	d := &c.Data
+	if d.TrainSamples <= 0 || d.TestSamples <= 0 {
+		bad("data: train_samples %d and test_samples %d must be positive", d.TrainSamples, d.TestSamples)
+	}
+	if err := d.Config.Validate(); err != nil {
+		bad("data: %v", err)
+	}
+	return errors.Join(errs...)
+}
+
+// validate appends the problems of the model section (c is the whole
+// config, which the output's checks read).
+func (m *ModelConfig) validate(c *Config, bad func(string, ...any)) {
 	names := map[string]bool{}
 	for _, t := range m.Tables {
 		if err := t.Validate(); err != nil {
-			errs = append(errs, fmt.Errorf("%w: model.tables: %w", ErrInvalid, err))
+			bad("model.tables: %w", err)
 		}
 		if names[t.Name] {
 			bad("model.tables: table %q declared twice", t.Name)
@@ -537,10 +555,13 @@ func (c *Config) Validate() error {
 		}
 	}
 	if err := m.DenseOptimizer.Validate(); err != nil {
-		errs = append(errs, fmt.Errorf("%w: model.dense_optimizer: %w", ErrInvalid, err))
+		bad("model.dense_optimizer: %w", err)
 	}
 	m.Output.validate(c, bad)
-	t := &c.Train
+}
+
+// validate appends the problems of the train section.
+func (t *TrainConfig) validate(bad func(string, ...any)) {
 	if t.BatchSize <= 0 {
 		bad("train.batch_size %d is not positive", t.BatchSize)
 	}
@@ -574,6 +595,12 @@ func (c *Config) Validate() error {
 	if t.ProgressEvery < 0 {
 		bad("train.progress_every %v is negative", t.ProgressEvery)
 	}
+}
+
+// validateSources appends the problems of where the job's data comes
+// from: the kafka and job sections, and how they combine with train.
+func (c *Config) validateSources(bad func(string, ...any)) {
+	t := &c.Train
 	if k := &c.Kafka; k.Enabled() {
 		if k.Topic == "" {
 			bad("kafka.topic is required with kafka.brokers")
@@ -599,17 +626,6 @@ func (c *Config) Validate() error {
 	if len(c.Job.Train) > 0 && c.Kafka.Enabled() {
 		bad("job.train and kafka: train from files or from Kafka, not both")
 	}
-	if err := c.Snapshot.Validate(); err != nil {
-		bad("%v", err)
-	}
-	d := &c.Data
-	if d.TrainSamples <= 0 || d.TestSamples <= 0 {
-		bad("data: train_samples %d and test_samples %d must be positive", d.TrainSamples, d.TestSamples)
-	}
-	if err := d.Config.Validate(); err != nil {
-		bad("data: %v", err)
-	}
-	return errors.Join(errs...)
 }
 
 // Parse decodes YAML (unknown keys are errors), fills defaults and

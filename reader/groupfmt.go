@@ -88,73 +88,101 @@ func (d *groupDecoder) decodeLine(line []byte, i, j int, g *Group) error {
 	if len(g.Levels) != d.levels {
 		return fmt.Errorf("the group of %d levels was replaced by one of %d: a line outside its group", d.levels, len(g.Levels))
 	}
-	top := d.levels - 1
-	// Level.
 	lv, ok := parseDecimal(line[i:j])
-	if !ok || lv > uint64(top) {
+	if !ok || lv > uint64(d.levels-1) {
 		return fmt.Errorf("level %q is not an integer in [0, %d)", clip(line[i:j]), d.levels)
 	}
 	level := int(lv)
-	// Parent.
 	i = skipBlank(line, j)
 	j = nextBlank(line, i)
 	if i == len(line) {
 		return fmt.Errorf("want `level parent labels feature...`, missing the parent")
 	}
-	tok := line[i:j]
-	var parent int32
-	switch {
-	case level == top && string(tok) != "-":
-		return fmt.Errorf("parent %q of a line of the top level %d: top-level lines have no parent, write -", clip(tok), level)
-	case level < top && string(tok) == "-":
-		return fmt.Errorf("parent - of a level-%d line: only top-level (level %d) lines have no parent", level, top)
-	case level < top:
-		p, ok := parseDecimal(tok)
-		if !ok {
-			return fmt.Errorf("parent %q is not a line index", clip(tok))
-		}
-		if n := g.Levels[level+1].Len(); p >= uint64(n) {
-			return fmt.Errorf("parent %d of a level-%d line: level %d has %d lines so far", p, level, level+1, n)
-		}
-		parent = int32(p)
+	parent, err := d.parent(line[i:j], level, g)
+	if err != nil {
+		return err
 	}
-	// Labels.
 	i = skipBlank(line, j)
 	j = nextBlank(line, i)
 	if i == len(line) {
 		return fmt.Errorf("want `level parent labels feature...`, missing the labels")
 	}
-	d.labels = d.labels[:0]
-	if tok = line[i:j]; string(tok) != "-" {
-		if level != 0 {
-			return fmt.Errorf("labels %q on a level-%d line: only level-0 lines (samples) have labels, write -", clip(tok), level)
-		}
-		for k := 0; k <= len(tok); {
-			e := k
-			for e < len(tok) && tok[e] != ',' {
-				e++
-			}
-			v, why := parseFinite32(tok[k:e])
-			if why != "" {
-				return fmt.Errorf("labels %q: label %q %s", clip(tok), clip(tok[k:e]), why)
-			}
-			d.labels = append(d.labels, v)
-			k = e + 1
-		}
+	if err := d.decodeLabels(line[i:j], level); err != nil {
+		return err
 	}
-	// Features.
+	if err := d.features(line, j); err != nil {
+		return err
+	}
+	return d.addLine(g, level, parent)
+}
+
+// parent decodes tok, the parent of a level-level line of g: "-" on the
+// top level (parent 0), else the index of a line of the level above.
+func (d *groupDecoder) parent(tok []byte, level int, g *Group) (int32, error) {
+	top := d.levels - 1
+	switch {
+	case level == top && string(tok) != "-":
+		return 0, fmt.Errorf("parent %q of a line of the top level %d: top-level lines have no parent, write -", clip(tok), level)
+	case level < top && string(tok) == "-":
+		return 0, fmt.Errorf("parent - of a level-%d line: only top-level (level %d) lines have no parent", level, top)
+	case level < top:
+		p, ok := parseDecimal(tok)
+		if !ok {
+			return 0, fmt.Errorf("parent %q is not a line index", clip(tok))
+		}
+		if n := g.Levels[level+1].Len(); p >= uint64(n) {
+			return 0, fmt.Errorf("parent %d of a level-%d line: level %d has %d lines so far", p, level, level+1, n)
+		}
+		return int32(p), nil
+	}
+	return 0, nil
+}
+
+// decodeLabels decodes tok, the labels of a level-level line ("-" for
+// none, else comma-separated values, only on level 0), into d.labels.
+func (d *groupDecoder) decodeLabels(tok []byte, level int) error {
+	d.labels = d.labels[:0]
+	if string(tok) == "-" {
+		return nil
+	}
+	if level != 0 {
+		return fmt.Errorf("labels %q on a level-%d line: only level-0 lines (samples) have labels, write -", clip(tok), level)
+	}
+	for k := 0; k <= len(tok); {
+		e := k
+		for e < len(tok) && tok[e] != ',' {
+			e++
+		}
+		v, why := parseFinite32(tok[k:e])
+		if why != "" {
+			return fmt.Errorf("labels %q: label %q %s", clip(tok), clip(tok[k:e]), why)
+		}
+		d.labels = append(d.labels, v)
+		k = e + 1
+	}
+	return nil
+}
+
+// features decodes the features of line, those after line[:j], into the
+// decoder's scratch.
+func (d *groupDecoder) features(line []byte, j int) error {
 	d.buf.reset()
 	d.denseFields, d.denseEnds, d.denseValues = d.denseFields[:0], d.denseEnds[:0], d.denseValues[:0]
 	for {
-		i = skipBlank(line, j)
+		i := skipBlank(line, j)
 		if i == len(line) {
-			break
+			return nil
 		}
 		j = nextBlank(line, i)
 		if err := d.feature(line[i:j]); err != nil {
 			return err
 		}
 	}
+}
+
+// addLine adds the decoded line (the decoder's scratch and labels) to
+// level of g, with parent.
+func (d *groupDecoder) addLine(g *Group, level int, parent int32) error {
 	// Offsets are int32: refuse a group that would overflow them.
 	l := &g.Levels[level]
 	if len(l.IDs)+len(d.buf.ids) > math.MaxInt32 || len(l.DenseValues)+len(d.denseValues) > math.MaxInt32 ||

@@ -77,79 +77,31 @@ type writeChunk struct {
 	bufs   [][]byte
 }
 
+// tableWrite is the state of one writeTable: each stripe's sorted ids and
+// how far the chunks have taken them.
+type tableWrite struct {
+	s    *Shard
+	ti   *tableInfo
+	n    int        // encoded row size
+	ids  [][]uint64 // per stripe: its ids, sorted
+	next []int      // per stripe: first id not yet in a chunk
+}
+
 // writeTable writes ti's rows in id order, a chunk at a time: the owners
 // encode the rows of one chunk (each its own, in parallel) while this
 // goroutine hands the previous chunk to the table writer, which writes
 // its blocks from a goroutine of its own.
 func (s *Shard) writeTable(store snapshot.Store, seq uint64, index int, ti *tableInfo) (snapshot.FileMeta, error) {
-	// Each owner lists its ids, sorted; ids are disjoint across stripes.
-	ids := make([][]uint64, len(s.stripes))
-	if err := s.onStripes(func(i int, st *stripe) error {
-		tab := st.tables[ti.idx]
-		ids[i] = tab.IDs(make([]uint64, 0, tab.Len()))
-		sortIDs(ids[i])
-		return nil
-	}); err != nil {
+	ids, err := s.sortedIDs(ti)
+	if err != nil {
 		return snapshot.FileMeta{}, err
 	}
-	n := s.rowBytes(ti)
+	w := &tableWrite{s: s, ti: ti, n: s.rowBytes(ti), ids: ids, next: make([]int, len(s.stripes))}
 	tw, err := snapshot.CreateTable(store, seq, ti.spec.Name, index)
 	if err != nil {
 		return snapshot.FileMeta{}, err
 	}
 	defer tw.Abort()
-	next := make([]int, len(s.stripes)) // per stripe: first id not yet in a chunk
-	// plan merges the stripes' lists into c's next snapChunk rows.
-	plan := func(c *writeChunk) bool {
-		c.from = c.from[:0]
-		copy(c.lo, next)
-		for len(c.from) < snapChunk {
-			best := -1
-			for i := range ids {
-				if next[i] < len(ids[i]) && (best < 0 || ids[i][next[i]] < ids[best][next[best]]) {
-					best = i
-				}
-			}
-			if best < 0 {
-				break
-			}
-			c.from = append(c.from, int32(best))
-			next[best]++
-		}
-		copy(c.hi, next)
-		return len(c.from) > 0
-	}
-	// encode has the owners encode c's rows; the result comes on the channel.
-	encode := func(c *writeChunk) <-chan error {
-		done := make(chan error, 1)
-		go func() {
-			done <- s.onStripes(func(i int, st *stripe) error {
-				tab := st.tables[ti.idx]
-				own := ids[i][c.lo[i]:c.hi[i]]
-				b := c.bufs[i][:0]
-				for _, id := range own {
-					var ok bool
-					if b, ok = tab.AppendSnapshotRow(b, id); !ok {
-						return fmt.Errorf("row %d vanished while being written (were pushes paused?)", id)
-					}
-				}
-				c.bufs[i] = b
-				return nil
-			})
-		}()
-		return done
-	}
-	add := func(c *writeChunk) error {
-		k := make([]int, len(s.stripes)) // per stripe: rows of c added
-		for _, i := range c.from {
-			j := k[i]
-			k[i]++
-			if err := tw.Add(ids[i][c.lo[i]+j], c.bufs[i][j*n:(j+1)*n]); err != nil {
-				return err
-			}
-		}
-		return nil
-	}
 	var chunks [2]writeChunk
 	for i := range chunks {
 		c := &chunks[i]
@@ -157,21 +109,21 @@ func (s *Shard) writeTable(store snapshot.Store, seq uint64, index int, ti *tabl
 		c.bufs = make([][]byte, len(s.stripes))
 	}
 	cur, other := &chunks[0], &chunks[1]
-	if !plan(cur) {
+	if !w.plan(cur) {
 		return tw.Close()
 	}
-	pending := encode(cur)
+	pending := w.encode(cur)
 	for {
 		err := <-pending
 		pending = nil
 		if err != nil {
 			return snapshot.FileMeta{}, err
 		}
-		more := plan(other)
+		more := w.plan(other)
 		if more {
-			pending = encode(other)
+			pending = w.encode(other)
 		}
-		if err := add(cur); err != nil {
+		if err := w.add(tw, cur); err != nil {
 			if pending != nil {
 				<-pending
 			}
@@ -182,6 +134,79 @@ func (s *Shard) writeTable(store snapshot.Store, seq uint64, index int, ti *tabl
 		}
 		cur, other = other, cur
 	}
+}
+
+// sortedIDs has each owner list the ids of its stripe of ti, sorted; ids
+// are disjoint across stripes.
+func (s *Shard) sortedIDs(ti *tableInfo) ([][]uint64, error) {
+	ids := make([][]uint64, len(s.stripes))
+	if err := s.onStripes(func(i int, st *stripe) error {
+		tab := st.tables[ti.idx]
+		ids[i] = tab.IDs(make([]uint64, 0, tab.Len()))
+		sortIDs(ids[i])
+		return nil
+	}); err != nil {
+		return nil, err
+	}
+	return ids, nil
+}
+
+// plan merges the stripes' lists into c's next snapChunk rows and reports
+// whether c has any.
+func (w *tableWrite) plan(c *writeChunk) bool {
+	ids, next := w.ids, w.next
+	c.from = c.from[:0]
+	copy(c.lo, next)
+	for len(c.from) < snapChunk {
+		best := -1
+		for i := range ids {
+			if next[i] < len(ids[i]) && (best < 0 || ids[i][next[i]] < ids[best][next[best]]) {
+				best = i
+			}
+		}
+		if best < 0 {
+			break
+		}
+		c.from = append(c.from, int32(best))
+		next[best]++
+	}
+	copy(c.hi, next)
+	return len(c.from) > 0
+}
+
+// encode has the owners encode c's rows; the result comes on the channel.
+func (w *tableWrite) encode(c *writeChunk) <-chan error {
+	done := make(chan error, 1)
+	go func() {
+		done <- w.s.onStripes(func(i int, st *stripe) error {
+			tab := st.tables[w.ti.idx]
+			own := w.ids[i][c.lo[i]:c.hi[i]]
+			b := c.bufs[i][:0]
+			for _, id := range own {
+				var ok bool
+				if b, ok = tab.AppendSnapshotRow(b, id); !ok {
+					return fmt.Errorf("row %d vanished while being written (were pushes paused?)", id)
+				}
+			}
+			c.bufs[i] = b
+			return nil
+		})
+	}()
+	return done
+}
+
+// add hands c's encoded rows to tw in id order.
+func (w *tableWrite) add(tw *snapshot.TableWriter, c *writeChunk) error {
+	n := w.n
+	k := make([]int, len(w.ids)) // per stripe: rows of c added
+	for _, i := range c.from {
+		j := k[i]
+		k[i]++
+		if err := tw.Add(w.ids[i][c.lo[i]+j], c.bufs[i][j*n:(j+1)*n]); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // warmIndex looks each of ids up in tab, so that loading their rows right
@@ -398,9 +423,38 @@ func (c *restoreChunk) reset() {
 // parallel) while this goroutine reads the next.
 func (s *Shard) restoreTable(store snapshot.Store, seq uint64, ti *tableInfo, t snapshot.TableEntry, own Ownership) error {
 	n := s.rowBytes(ti)
-	// The rows the shard should get, to size each stripe's index once
-	// rather than grow it by doubling: the files' rows (as far as their
-	// sizes allow), split over the shards restored onto.
+	if err := s.emptyTable(ti, s.restoreReserve(t, own, n)); err != nil {
+		return err
+	}
+	r := &tableRestore{s: s, store: store, seq: seq, ti: ti, table: t.Name, own: own, n: n}
+	for i := range r.chunks {
+		c := &r.chunks[i]
+		c.ids, c.bufs, c.sink = make([][]uint64, len(s.stripes)), make([][]byte, len(s.stripes)), make([]uint32, len(s.stripes))
+	}
+	r.cur, r.other = &r.chunks[0], &r.chunks[1]
+	var err error
+	for _, f := range t.Files {
+		if !own.reads(t.Name, f) {
+			continue
+		}
+		if err = r.read(f); err != nil {
+			break
+		}
+	}
+	if err == nil {
+		err = r.flush()
+	}
+	if werr := r.wait(); err == nil {
+		err = werr
+	}
+	return err
+}
+
+// restoreReserve is the number of rows each stripe should reserve room
+// for, to size each stripe's index once rather than grow it by doubling:
+// the rows of t's files the shard reads (as far as their sizes allow, rows
+// being n bytes), split over the shards restored onto, and some imbalance.
+func (s *Shard) restoreReserve(t snapshot.TableEntry, own Ownership, n int) int {
 	var rows int64
 	for _, f := range t.Files {
 		if own.reads(t.Name, f) {
@@ -410,103 +464,109 @@ func (s *Shard) restoreTable(store snapshot.Store, seq uint64, ti *tableInfo, t 
 	if own.Shards > 1 && !own.SameLayout {
 		rows /= int64(own.Shards)
 	}
-	reserve := int(rows/int64(len(s.stripes))) * 17 / 16 // and some imbalance
-	// Empty the table first: the snapshot replaces it.
-	if err := s.onStripes(func(_ int, st *stripe) error {
+	return int(rows/int64(len(s.stripes))) * 17 / 16
+}
+
+// emptyTable deletes every row of ti and reserves room for reserve rows
+// in each stripe: the snapshot replaces the table.
+func (s *Shard) emptyTable(ti *tableInfo, reserve int) error {
+	return s.onStripes(func(_ int, st *stripe) error {
 		tab := st.tables[ti.idx]
 		for _, id := range tab.IDs(nil) {
 			tab.Delete(id)
 		}
 		tab.Reserve(reserve)
 		return nil
-	}); err != nil {
-		return err
-	}
-	load := func(c *restoreChunk) <-chan error {
-		done := make(chan error, 1)
-		go func() {
-			done <- s.onStripes(func(i int, st *stripe) error {
-				tab := st.tables[ti.idx]
-				ids, b := c.ids[i], c.bufs[i]
-				c.sink[i] += warmIndex(tab, ids)
-				values, state := make([]float32, tab.Dim()), make([]float32, tab.StateWidth())
-				for j, id := range ids {
-					if err := tab.LoadSnapshotRow(id, b[j*n:(j+1)*n], values, state); err != nil {
-						return err
-					}
-				}
-				return nil
-			})
-		}()
-		return done
-	}
-	var chunks [2]restoreChunk
-	for i := range chunks {
-		c := &chunks[i]
-		c.ids, c.bufs, c.sink = make([][]uint64, len(s.stripes)), make([][]byte, len(s.stripes)), make([]uint32, len(s.stripes))
-	}
-	cur, other := &chunks[0], &chunks[1]
-	var pending <-chan error // the load of other, while it runs
-	wait := func() error {
-		if pending == nil {
-			return nil
-		}
-		err := <-pending
-		pending = nil
-		return err
-	}
-	flush := func() error {
-		if err := wait(); err != nil {
-			return err
-		}
-		if cur.n > 0 {
-			pending = load(cur)
-			cur, other = other, cur
-			cur.reset()
-		}
-		return nil
-	}
-	read := func(f snapshot.FileMeta) error {
-		tr, err := snapshot.OpenTable(store, seq, f)
-		if err != nil {
-			return err
-		}
-		defer tr.Close()
-		for tr.Next() {
-			id, v := tr.Row()
-			if !own.Row(t.Name, id) {
-				continue
-			}
-			if len(v) != n {
-				return fmt.Errorf("%s: row %d has %d bytes, want %d: %w", f.Name, id, len(v), n, ams.ErrDimMismatch)
-			}
-			i := s.stripeOf(ti.salt, id)
-			cur.ids[i] = append(cur.ids[i], id)
-			cur.bufs[i] = append(cur.bufs[i], v...)
-			if cur.n++; cur.n == snapChunk {
-				if err := flush(); err != nil {
+	})
+}
+
+// tableRestore is the state of one restoreTable: the chunk being read,
+// and the one being loaded by the owners.
+type tableRestore struct {
+	s     *Shard
+	store snapshot.Store
+	seq   uint64
+	ti    *tableInfo
+	table string
+	own   Ownership
+	n     int // encoded row size
+
+	chunks     [2]restoreChunk
+	cur, other *restoreChunk
+	pending    <-chan error // the load of other, while it runs
+}
+
+// load has the owners load c's rows; the result comes on the channel.
+func (r *tableRestore) load(c *restoreChunk) <-chan error {
+	n := r.n
+	done := make(chan error, 1)
+	go func() {
+		done <- r.s.onStripes(func(i int, st *stripe) error {
+			tab := st.tables[r.ti.idx]
+			ids, b := c.ids[i], c.bufs[i]
+			c.sink[i] += warmIndex(tab, ids)
+			values, state := make([]float32, tab.Dim()), make([]float32, tab.StateWidth())
+			for j, id := range ids {
+				if err := tab.LoadSnapshotRow(id, b[j*n:(j+1)*n], values, state); err != nil {
 					return err
 				}
 			}
-		}
-		return tr.Err()
+			return nil
+		})
+	}()
+	return done
+}
+
+// wait waits for the pending load, if any, and returns its error.
+func (r *tableRestore) wait() error {
+	if r.pending == nil {
+		return nil
 	}
-	var err error
-	for _, f := range t.Files {
-		if !own.reads(t.Name, f) {
+	err := <-r.pending
+	r.pending = nil
+	return err
+}
+
+// flush waits for the pending load and starts loading the current chunk,
+// if it has rows; reading goes on into the other chunk.
+func (r *tableRestore) flush() error {
+	if err := r.wait(); err != nil {
+		return err
+	}
+	if r.cur.n > 0 {
+		r.pending = r.load(r.cur)
+		r.cur, r.other = r.other, r.cur
+		r.cur.reset()
+	}
+	return nil
+}
+
+// read reads the rows of file f that the shard owns into chunks.
+func (r *tableRestore) read(f snapshot.FileMeta) error {
+	tr, err := snapshot.OpenTable(r.store, r.seq, f)
+	if err != nil {
+		return err
+	}
+	defer tr.Close()
+	for tr.Next() {
+		id, v := tr.Row()
+		if !r.own.Row(r.table, id) {
 			continue
 		}
-		if err = read(f); err != nil {
-			break
+		if len(v) != r.n {
+			return fmt.Errorf("%s: row %d has %d bytes, want %d: %w", f.Name, id, len(v), r.n, ams.ErrDimMismatch)
+		}
+		cur := r.cur
+		i := r.s.stripeOf(r.ti.salt, id)
+		cur.ids[i] = append(cur.ids[i], id)
+		cur.bufs[i] = append(cur.bufs[i], v...)
+		if cur.n++; cur.n == snapChunk {
+			if err := r.flush(); err != nil {
+				return err
+			}
 		}
 	}
-	if err == nil {
-		err = flush()
-	}
-	if werr := wait(); err == nil {
-		err = werr
-	}
-	return err
+	return tr.Err()
 }
 
 // rowBytes is the encoded row size of a table (from its spec).

@@ -67,33 +67,26 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
-	"log/slog"
 	"os"
-	"os/signal"
 	"strings"
-	"syscall"
 	"time"
 
-	"github.com/xdlgo/xps/ams"
 	"github.com/xdlgo/xps/config"
-	"github.com/xdlgo/xps/internal/controlplane"
+	"github.com/xdlgo/xps/internal/cli"
 	"github.com/xdlgo/xps/internal/membership"
 	"github.com/xdlgo/xps/internal/scheduler"
-	"github.com/xdlgo/xps/reader"
 )
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, stop := cli.SignalContext()
 	err := run(ctx, os.Args[1:], os.Stderr)
 	stop()
 	if err != nil && !errors.Is(err, flag.ErrHelp) {
-		fmt.Fprintln(os.Stderr, "scheduler:", err)
-		os.Exit(1)
+		cli.Fatal("scheduler", err)
 	}
 }
 
@@ -102,17 +95,15 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 	fs := flag.NewFlagSet("scheduler", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	var (
+		opts      scheduler.Options
 		endpoints = fs.String("etcd", "", "etcd client endpoints, host:port[,host:port] (required)")
 		name      = fs.String("cluster", "default", "cluster name; keys live under /xps/<name>")
-		id        = fs.String("id", "", "member id of this scheduler (default <hostname>-<pid>)")
-		shards    = fs.Int("shards", 2, "number of AMS shards the cluster forms with")
-		parts     = fs.Int("partitions", ams.DefaultPartitions, "number of virtual partitions")
-		ttl       = fs.Duration("lease-ttl", membership.DefaultTTL, "TTL of the scheduler's etcd lease")
 		level     = fs.String("log-level", "info", "log level: debug, info, warn or error")
 		cfgFile   = fs.String("config", "", "the job's YAML config; the scheduler reads its job, snapshot and kafka sections and train.format")
 		snapNow   = fs.Bool("snapshot-now", false, "do not run a scheduler: ask the cluster's running scheduler for a snapshot, wait for it and print the result")
 		overrides config.Overrides
 	)
+	opts.BindFlags(fs)
 	overrides.Bind(fs, "job", "snapshot", "kafka", "train.format")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -125,53 +116,33 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 		fs.Usage()
 		return errors.New("-etcd is required")
 	}
-	f, err := reader.ParseFormat(cfg.Train.Format)
-	if err != nil {
+	if err := opts.SetJob(&cfg); err != nil {
 		return err
 	}
-	var lvl slog.Level
-	if err := lvl.UnmarshalText([]byte(*level)); err != nil {
-		return fmt.Errorf("-log-level: %w", err)
+	if opts.Logger, err = cli.LoggerTo(stderr, *level); err != nil {
+		return err
 	}
-	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: lvl}))
-	prefix, err := membership.Prefix(*name)
-	if err != nil {
+	if opts.Prefix, err = membership.Prefix(*name); err != nil {
 		return fmt.Errorf("-cluster: %w", err)
 	}
-
 	dctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	cli, err := membership.Dial(dctx, strings.Split(*endpoints, ","), log)
+	etcd, err := membership.Dial(dctx, strings.Split(*endpoints, ","), opts.Logger)
 	cancel()
 	if err != nil {
 		return err
 	}
-	defer cli.Close()
+	defer etcd.Close()
 	if *snapNow {
-		conn, err := controlplane.New(cli, prefix)
-		if err != nil {
-			return err
-		}
-		res, err := conn.RequestSnapshot(ctx)
-		if err != nil {
-			return err
-		}
-		b, _ := json.Marshal(res)
-		fmt.Fprintln(stderr, string(b))
-		return nil
+		return scheduler.SnapshotNow(ctx, etcd, opts.Prefix, stderr)
 	}
-
-	s, err := scheduler.New(cli, scheduler.Options{Snapshot: cfg.Snapshot,
-		Prefix: prefix, ID: *id, Shards: *shards, Partitions: *parts, LeaseTTL: *ttl, Logger: log,
-		Train: cfg.Job.Train, Workers: cfg.Job.Workers, SplitBytes: cfg.Job.SplitBytes, Unsplittable: f == reader.XML,
-		KafkaBrokers: cfg.Kafka.Brokers, KafkaTopic: cfg.Kafka.Topic,
-	})
+	s, err := scheduler.New(etcd, opts)
 	if err != nil {
 		return err
 	}
-	log.Info("scheduler started", "etcd", *endpoints, "prefix", prefix, "shards", *shards, "partitions", *parts)
+	opts.Logger.Info("scheduler started", "etcd", *endpoints, "prefix", opts.Prefix, "shards", opts.Shards, "partitions", opts.Partitions)
 	select {
 	case <-ctx.Done():
-		log.Info("shutting down")
+		opts.Logger.Info("shutting down")
 	case <-s.Done():
 	}
 	return s.Close()

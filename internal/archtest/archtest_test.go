@@ -4,8 +4,8 @@ import (
 	"bufio"
 	"go/parser"
 	"go/token"
-	"io/fs"
 	"os"
+	"path"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -23,37 +23,21 @@ const root = "../.."
 // for none) to the import paths of its non-test files.
 type graph map[string][]string
 
-// loadGraph parses the imports of every non-test .go file under root,
-// skipping testdata, hidden directories and nested modules (examples/).
+// loadGraph parses the imports of every non-test .go file of the module
+// (goFiles: testdata, hidden directories and nested modules skipped).
 func loadGraph(t *testing.T) graph {
 	t.Helper()
 	g := graph{}
 	fset := token.NewFileSet()
-	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+	for _, rel := range goFiles(t) {
+		if strings.HasSuffix(rel, "_test.go") {
+			continue
+		}
+		f, err := parser.ParseFile(fset, filepath.Join(root, rel), nil, parser.ImportsOnly)
 		if err != nil {
-			return err
+			t.Fatal(err)
 		}
-		rel, _ := filepath.Rel(root, path)
-		if d.IsDir() {
-			name := d.Name()
-			if rel != "." && (name == "testdata" || strings.HasPrefix(name, ".") || strings.HasPrefix(name, "_")) {
-				return filepath.SkipDir
-			}
-			if rel != "." {
-				if _, err := os.Stat(filepath.Join(path, "go.mod")); err == nil {
-					return filepath.SkipDir // another module
-				}
-			}
-			return nil
-		}
-		if !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
-			return nil
-		}
-		f, err := parser.ParseFile(fset, path, nil, parser.ImportsOnly)
-		if err != nil {
-			return err
-		}
-		pkg := filepath.ToSlash(filepath.Dir(rel))
+		pkg := path.Dir(rel)
 		for _, im := range f.Imports {
 			p, _ := strconv.Unquote(im.Path.Value)
 			if !slices.Contains(g[pkg], p) {
@@ -63,10 +47,6 @@ func loadGraph(t *testing.T) graph {
 		if _, ok := g[pkg]; !ok {
 			g[pkg] = nil
 		}
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
 	}
 	return g
 }

@@ -11,5 +11,18 @@
 //     shard, the AMS binary does not link the reader, snapshot does not import ams, densenet imports neither the
 //     module nor RPC or etcd, and nothing imports a cmd/ package.
 //
-// The package holds no code: it is only its test.
+// Its size test (funclen_test.go) parses every hand-written .go file of the
+// module, tests included (generated files, testdata and nested modules are
+// skipped), and fails
+//
+//  4. when a function is longer than 80 lines, from its func line to its
+//     closing brace, unless funcExempt lists it with a reason (GEMM
+//     micro-kernels);
+//  5. when the non-test files of a cmd/ package total 150 lines or more:
+//     mains parse flags, wire and handle signals;
+//  6. when an entry of funcExempt, or of the temporary lists of what is
+//     being split now (funcSplitting, cmdSplitting), no longer exceeds its
+//     limit or is gone, so that the lists only shrink.
+//
+// The package holds no code: it is only its tests.
 package archtest

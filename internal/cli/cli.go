@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"os/signal"
@@ -13,12 +14,16 @@ import (
 
 // Logger returns a text logger on stderr at the named level (debug, info,
 // warn, error).
-func Logger(level string) (*slog.Logger, error) {
+func Logger(level string) (*slog.Logger, error) { return LoggerTo(os.Stderr, level) }
+
+// LoggerTo returns a text logger writing to w at the named level (debug,
+// info, warn, error).
+func LoggerTo(w io.Writer, level string) (*slog.Logger, error) {
 	var l slog.Level
 	if err := l.UnmarshalText([]byte(level)); err != nil {
 		return nil, fmt.Errorf("bad -log-level %q: %w", level, err)
 	}
-	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: l})), nil
+	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: l})), nil
 }
 
 // SignalContext returns a context cancelled on SIGINT or SIGTERM.

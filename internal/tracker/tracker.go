@@ -42,16 +42,16 @@ var ErrDone = errors.New("tracker: the run is done")
 
 // Tracker is the state of one training run. It is used by one goroutine.
 type Tracker struct {
-	opts      Options
-	epoch     int
-	epochDone bool
-	batch     int   // the next batch of the epoch
-	batches   int64 // batches trained over the job
-	runBatch  int64 // batches trained in this run
-	applied   int64
-	digest    uint64
-	positions map[string]reader.Position
-	dirty     bool // the checkpoint changed since the last commit
+	opts                     Options
+	epoch                    int
+	epochDone                bool
+	batch                    int   // the next batch of the epoch
+	batches                  int64 // batches trained over the job
+	runBatch                 int64 // batches trained in this run
+	applied                  int64
+	digest                   uint64
+	positions                map[string]reader.Position
+	dirty                    bool // the checkpoint changed since the last commit
 	lastCommit, lastProgress time.Time
 	started, done            bool
 }

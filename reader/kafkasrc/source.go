@@ -142,15 +142,7 @@ func Open(ctx context.Context, opts Options) (*Source, error) {
 	if err != nil {
 		return nil, fmt.Errorf("kafkasrc: %w", err)
 	}
-	if opts.MaxWait <= 0 {
-		opts.MaxWait = 200 * time.Millisecond
-	}
-	if opts.Queue <= 0 {
-		opts.Queue = 1024
-	}
-	if opts.MaxBytes <= 0 {
-		opts.MaxBytes = 8 << 20
-	}
+	opts.ensureDefaults()
 	offsets, err := PartitionOffsets(ctx, opts.Brokers, opts.Topic)
 	if err != nil {
 		return nil, err
@@ -174,30 +166,64 @@ func Open(ctx context.Context, opts Options) (*Source, error) {
 		if _, dup := s.byID[id]; dup {
 			return nil, fmt.Errorf("kafkasrc: partition %d listed twice", id)
 		}
-		o := offsets[k]
-		p := &partition{id: id, name: StreamName(opts.Topic, id), end: -1}
-		p.pos = reader.Position{File: p.name, Offset: o.First}
-		if st, ok := starts[p.name]; ok {
-			switch {
-			case st.Offset < o.First:
-				return nil, fmt.Errorf("%w: %s starts at offset %d, before the earliest offset %d: messages were deleted (retention), samples would be lost",
-					ErrBadPosition, p.name, st.Offset, o.First)
-			case st.Offset > o.Last:
-				return nil, fmt.Errorf("%w: %s starts at offset %d, after the end offset %d: the position belongs to another topic or the topic was recreated",
-					ErrBadPosition, p.name, st.Offset, o.Last)
-			case st.Index < 0:
-				return nil, fmt.Errorf("%w: %s: negative sample index %d", ErrBadPosition, p.name, st.Index)
-			}
-			p.pos = st
-		}
-		p.hwm.Store(o.Last)
-		if !opts.Streaming {
-			p.end = o.Last
-			p.remaining = p.pos.Offset < p.end
+		p, err := newPartition(&opts, offsets[k], starts)
+		if err != nil {
+			return nil, err
 		}
 		s.parts = append(s.parts, p)
 		s.byID[id] = p
 	}
+	if err := s.start(); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// ensureDefaults fills the zero fields that have defaults.
+func (o *Options) ensureDefaults() {
+	if o.MaxWait <= 0 {
+		o.MaxWait = 200 * time.Millisecond
+	}
+	if o.Queue <= 0 {
+		o.Queue = 1024
+	}
+	if o.MaxBytes <= 0 {
+		o.MaxBytes = 8 << 20
+	}
+}
+
+// newPartition returns the state of partition o.Partition, whose offsets
+// are o, starting at its position in starts (checked against o) or else
+// at its earliest offset.
+func newPartition(opts *Options, o Offsets, starts map[string]reader.Position) (*partition, error) {
+	p := &partition{id: o.Partition, name: StreamName(opts.Topic, o.Partition), end: -1}
+	p.pos = reader.Position{File: p.name, Offset: o.First}
+	if st, ok := starts[p.name]; ok {
+		switch {
+		case st.Offset < o.First:
+			return nil, fmt.Errorf("%w: %s starts at offset %d, before the earliest offset %d: messages were deleted (retention), samples would be lost",
+				ErrBadPosition, p.name, st.Offset, o.First)
+		case st.Offset > o.Last:
+			return nil, fmt.Errorf("%w: %s starts at offset %d, after the end offset %d: the position belongs to another topic or the topic was recreated",
+				ErrBadPosition, p.name, st.Offset, o.Last)
+		case st.Index < 0:
+			return nil, fmt.Errorf("%w: %s: negative sample index %d", ErrBadPosition, p.name, st.Index)
+		}
+		p.pos = st
+	}
+	p.hwm.Store(o.Last)
+	if !opts.Streaming {
+		p.end = o.Last
+		p.remaining = p.pos.Offset < p.end
+	}
+	return p, nil
+}
+
+// start starts a fetcher for every partition (bounded: every one with
+// messages left) and, when bounded, the goroutine that closes s.items once
+// they are all done. On an error it closes s.
+func (s *Source) start() error {
+	opts := &s.opts
 	s.items = make(chan item, opts.Queue)
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	for _, p := range s.parts {
@@ -209,7 +235,7 @@ func Open(ctx context.Context, opts Options) (*Source, error) {
 			ReadBatchTimeout: opts.MaxWait + 10*time.Second})
 		if err := p.r.SetOffset(p.pos.Offset); err != nil {
 			s.Close()
-			return nil, fmt.Errorf("kafkasrc: %s: %w", p.name, err)
+			return fmt.Errorf("kafkasrc: %s: %w", p.name, err)
 		}
 		s.wg.Add(1)
 		go s.fetch(p)
@@ -222,7 +248,7 @@ func Open(ctx context.Context, opts Options) (*Source, error) {
 			close(s.items)
 		}()
 	}
-	return s, nil
+	return nil
 }
 
 // fetch reads p's messages into s.items until its end (bounded), an error,
