@@ -15,12 +15,12 @@ import (
 
 	"github.com/xdlgo/xps/ams/client"
 	"github.com/xdlgo/xps/ams/shard"
+	"github.com/xdlgo/xps/config"
 	"github.com/xdlgo/xps/internal/amsnode"
 	"github.com/xdlgo/xps/internal/controlplane"
 	"github.com/xdlgo/xps/internal/etcdembed"
 	"github.com/xdlgo/xps/internal/membership"
 	"github.com/xdlgo/xps/internal/scheduler"
-	"github.com/xdlgo/xps/snapshot"
 )
 
 // Options configure a local cluster.
@@ -40,18 +40,11 @@ type Options struct {
 	LeaseTTL time.Duration
 	// Logger receives structured logs. The default value discards them.
 	Logger *slog.Logger
-	// KafkaBrokers and KafkaTopic make the scheduler deal the topic's
-	// partitions to the workers (scheduler.Options). Default: none.
-	KafkaBrokers []string
-	KafkaTopic   string
-	// Train, Workers and SplitBytes make the scheduler divide training
-	// files among the workers (scheduler.Options). Default: none.
-	Train      []string
-	Workers    int
-	SplitBytes int64
-	// Snapshot makes the scheduler take snapshots (scheduler.Options).
-	// The default value (no store) takes none.
-	Snapshot snapshot.Policy
+	// Config is the job's configuration: the scheduler reads its job,
+	// kafka and snapshot sections (scheduler.Options.Config), as the
+	// workers do. The default value (the zero Config) hands out no files,
+	// deals no partitions and takes no snapshot.
+	Config config.Config
 }
 
 // Cluster is a running local cluster.
@@ -104,9 +97,7 @@ func Start(ctx context.Context, opts Options) (c *Cluster, err error) {
 		return nil, fmt.Errorf("cluster: %w", err)
 	}
 	if c.sched, err = scheduler.New(c.cli, scheduler.Options{Prefix: opts.Prefix, Shards: opts.Shards,
-		LeaseTTL: opts.LeaseTTL, Logger: opts.Logger, KafkaBrokers: opts.KafkaBrokers, KafkaTopic: opts.KafkaTopic,
-		Train: opts.Train, Workers: opts.Workers, SplitBytes: opts.SplitBytes,
-		Snapshot: opts.Snapshot}); err != nil {
+		LeaseTTL: opts.LeaseTTL, Logger: opts.Logger, Config: opts.Config}); err != nil {
 		return nil, fmt.Errorf("cluster: %w", err)
 	}
 	for i := 0; i < opts.Shards; i++ {

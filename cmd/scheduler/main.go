@@ -116,9 +116,7 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 		fs.Usage()
 		return errors.New("-etcd is required")
 	}
-	if err := opts.SetJob(&cfg); err != nil {
-		return err
-	}
+	opts.Config = cfg
 	if opts.Logger, err = cli.LoggerTo(stderr, *level); err != nil {
 		return err
 	}

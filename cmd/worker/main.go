@@ -129,7 +129,7 @@ func connect(ctx context.Context, f flags, opts *job.Options) (func(), error) {
 		fmt.Fprintf(opts.Progress, "starting embedded cluster: etcd, %d AMS shards, scheduler\n", f.shards)
 	}
 	lc, err := cluster.Start(ctx, cluster.Options{Shards: f.shards, Stripes: f.stripes, Prefix: opts.Prefix,
-		Logger: opts.Logger, Snapshot: opts.Config.Snapshot})
+		Logger: opts.Logger, Config: opts.Config})
 	if err != nil {
 		return nil, err
 	}

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/xdlgo/xps/config"
 	"github.com/xdlgo/xps/internal/membership"
 	"github.com/xdlgo/xps/internal/scheduler"
 	"github.com/xdlgo/xps/internal/testutil"
@@ -29,8 +30,8 @@ func TestSchedulerAssignsFiles(t *testing.T) {
 		}
 	}
 	const workers = 3
-	s, err := scheduler.New(cli, scheduler.Options{Shards: 1, Logger: testLogger(t), Train: []string{dir},
-		Workers: workers, SplitBytes: 500})
+	s, err := scheduler.New(cli, scheduler.Options{Shards: 1, Logger: testLogger(t),
+		Config: config.Config{Job: config.JobConfig{Train: []string{dir}, Workers: workers, SplitBytes: 500}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -62,7 +63,7 @@ func TestSchedulerAssignsFiles(t *testing.T) {
 		}
 	}
 	if _, err := scheduler.New(cli, scheduler.Options{Shards: 1, Logger: testLogger(t), ID: "other",
-		Train: []string{filepath.Join(dir, "missing*")}}); err == nil || !strings.Contains(err.Error(), "training data") {
+		Config: config.Config{Job: config.JobConfig{Train: []string{filepath.Join(dir, "missing*")}}}}); err == nil || !strings.Contains(err.Error(), "training data") {
 		t.Fatalf("missing training data: %v, want an error about the training data", err)
 	}
 }

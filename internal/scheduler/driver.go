@@ -36,10 +36,10 @@ type snapOp struct {
 // hold: the snapshots to fall back to, the last version, and the map a
 // previous leader published (adopted if the cluster still serves it).
 func (s *Scheduler) newCore(ctx context.Context) error {
-	o := clusterfsm.Options{Shards: s.opts.Shards, SnapshotEvery: s.opts.Snapshot.Periodic(), Keep: s.opts.Snapshot.Keep,
-		SkipInitialSnapshot: s.opts.Snapshot.Store == ""}
-	if s.opts.Snapshot.Store != "" {
-		store, err := snapshot.OpenStore(s.opts.Snapshot.Store, "")
+	o := clusterfsm.Options{Shards: s.opts.Shards, SnapshotEvery: s.opts.Config.Snapshot.Periodic(), Keep: s.opts.Config.Snapshot.Keep,
+		SkipInitialSnapshot: s.opts.Config.Snapshot.Store == ""}
+	if s.opts.Config.Snapshot.Store != "" {
+		store, err := snapshot.OpenStore(s.opts.Config.Snapshot.Store, "")
 		if err != nil {
 			return fmt.Errorf("scheduler: snapshot store: %w", err)
 		}
@@ -225,7 +225,7 @@ func (s *Scheduler) startSnapshot(ctx context.Context, a clusterfsm.TakeSnapshot
 	s.retry(ctx, "ask the workers to pause", func(ctx context.Context) error {
 		// Workers with state of their own write it into the snapshot
 		// before they acknowledge: tell them which one, first.
-		t := controlplane.SnapshotTarget{Pause: op.pauseSeq, Seq: uint64(op.id), Store: s.opts.Snapshot.Store}
+		t := controlplane.SnapshotTarget{Pause: op.pauseSeq, Seq: uint64(op.id), Store: s.opts.Config.Snapshot.Store}
 		if err := s.conn.PutSnapshotTarget(ctx, t); err != nil {
 			return err
 		}
@@ -293,7 +293,7 @@ func (s *Scheduler) restoreAll(ctx context.Context, m *ams.ShardMap, seq uint64)
 	if m == nil {
 		return fail(errors.New("scheduler: no shard map for the restore"))
 	}
-	store, err := snapshot.OpenStore(s.opts.Snapshot.Store, "")
+	store, err := snapshot.OpenStore(s.opts.Config.Snapshot.Store, "")
 	if err != nil {
 		return fail(err)
 	}
@@ -313,7 +313,7 @@ func (s *Scheduler) restoreAll(ctx context.Context, m *ams.ShardMap, seq uint64)
 	var retry []bool // the shards to restore again: nil, all
 	for attempt := 0; ; attempt++ {
 		rctx, cancel := context.WithTimeout(ctx, 10*time.Minute)
-		got := cl.RestoreEach(rctx, s.opts.Snapshot.Store, seq, retry)
+		got := cl.RestoreEach(rctx, s.opts.Config.Snapshot.Store, seq, retry)
 		cancel()
 		for i := range errs {
 			if retry == nil || retry[i] {
@@ -362,7 +362,7 @@ func (s *Scheduler) finish(ctx context.Context, d opDone) {
 		s.snap = nil
 		if done.Err == nil {
 			s.log.Info("snapshot written", "seq", d.snap.Seq, "rows", d.snap.Rows, "workers", d.snap.Workers,
-				"seconds", d.snap.Seconds, "store", s.opts.Snapshot.Store)
+				"seconds", d.snap.Seconds, "store", s.opts.Config.Snapshot.Store)
 		} else {
 			s.log.Warn("snapshot failed", "seq", d.snap.Seq, "err", done.Err)
 		}
@@ -386,7 +386,7 @@ func (s *Scheduler) finish(ctx context.Context, d opDone) {
 // refused one is answered at once through the snapshot result (controlplane.RequestSnapshot).
 func (s *Scheduler) requestSnapshot(ctx context.Context) {
 	var err error
-	if s.opts.Snapshot.Store == "" {
+	if s.opts.Config.Snapshot.Store == "" {
 		err = ErrNoSnapshotStore
 	} else {
 		err = s.step(ctx, clusterfsm.SnapshotRequested{})

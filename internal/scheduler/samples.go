@@ -36,7 +36,7 @@ func (c *sampleCount) close() {
 // read from the shards with a short timeout: a shard that does not answer
 // skips this tick.
 func (s *Scheduler) checkSamples(ctx context.Context) {
-	n := s.opts.Snapshot.EverySamples
+	n := s.opts.Config.Snapshot.EverySamples
 	if n <= 0 || s.fsm == nil || s.snap != nil {
 		return
 	}

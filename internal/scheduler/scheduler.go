@@ -13,13 +13,13 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/xdlgo/xps/ams"
+	"github.com/xdlgo/xps/config"
 	"github.com/xdlgo/xps/internal/clusterfsm"
 	"github.com/xdlgo/xps/internal/controlplane"
 	"github.com/xdlgo/xps/internal/membership"
 	"github.com/xdlgo/xps/reader"
 	"github.com/xdlgo/xps/reader/hdfssrc"
 	"github.com/xdlgo/xps/reader/kafkasrc"
-	"github.com/xdlgo/xps/snapshot"
 )
 
 // ErrLostRegistration is returned (wrapped) by Err when the scheduler's own
@@ -62,32 +62,24 @@ type Options struct {
 	// Logger receives the scheduler's logs. The default value is
 	// slog.Default().
 	Logger *slog.Logger
-	// Train lists the training files (files, directories, globs; local, or
-	// all on one HDFS namenode as hdfs://HOST:PORT/PATH) to hand
-	// out to Workers workers: New publishes each worker's share under
-	// controlplane.AssignKey(prefix, "worker-<i>") (see reader.Assign). The
-	// default value (empty) hands out nothing.
-	Train []string
-	// Workers is the number of workers sharing Train. The default value is 1.
-	Workers int
-	// SplitBytes > 0 lets files larger than a worker's share be cut into
-	// byte ranges of about that size. The default value is 64 MiB.
-	SplitBytes int64
-	// Unsplittable keeps files whole (formats with a file header, such as
-	// XMLRepository). The default value is false.
-	Unsplittable bool
-	// KafkaBrokers and KafkaTopic make the scheduler deal the topic's
-	// partitions to the live workers (controlplane.DealPartitions), anew
-	// whenever a worker joins or leaves. The default value (empty) deals
-	// nothing.
-	KafkaBrokers []string
-	KafkaTopic   string
-	// Snapshot says where snapshots go and when they are taken (the job
-	// config's snapshot section); snapshots are also taken on request
-	// (controlplane.RequestSnapshot). The samples of EverySamples are
-	// counted on every tick from the workers' checkpoints in the model, as
-	// fresh as the workers' commits. Its defaults are the Policy's.
-	Snapshot snapshot.Policy
+	// Config is the job's configuration; the scheduler reads three of its
+	// sections, as the workers and the embedded cluster do:
+	//   - job: the training files (local, or all on one HDFS namenode as
+	//     hdfs://HOST:PORT/PATH), handed out to job.workers workers: New
+	//     publishes each worker's share under controlplane.AssignKey(prefix,
+	//     "worker-<i>") (see reader.Assign), files larger than a share cut
+	//     into ranges of job.split_bytes (never for train.format xml, whose
+	//     files start with a header);
+	//   - kafka: the topic whose partitions are dealt to the live workers
+	//     (controlplane.DealPartitions), anew whenever a worker joins or
+	//     leaves;
+	//   - snapshot: where snapshots go and when they are taken; snapshots
+	//     are also taken on request (controlplane.RequestSnapshot). The
+	//     samples of snapshot.every_samples are counted on ticks from the
+	//     workers' checkpoints in the model, as fresh as their commits.
+	// Their defaults are the config's; the zero Config hands out nothing,
+	// deals nothing and takes no snapshot.
+	Config config.Config
 	// SnapshotPauseTimeout bounds the wait for the workers to pause; a
 	// snapshot whose workers do not all pause in time is abandoned. The
 	// default value is 1 minute.
@@ -99,7 +91,7 @@ func (o *Options) EnsureDefaults() {
 	if o.Prefix == "" {
 		o.Prefix = membership.DefaultPrefix
 	}
-	o.Snapshot.EnsureDefaults()
+	o.Config.Snapshot.EnsureDefaults()
 	if o.ID == "" {
 		host, err := os.Hostname()
 		if err != nil || host == "" {
@@ -115,21 +107,21 @@ func (o *Options) EnsureDefaults() {
 	}
 	if o.TickInterval == 0 {
 		o.TickInterval = time.Second
-		if every := o.Snapshot.Periodic(); every > 0 { // periodic snapshots start on a tick
+		if every := o.Config.Snapshot.Periodic(); every > 0 { // periodic snapshots start on a tick
 			o.TickInterval = max(min(o.TickInterval, every/4), 10*time.Millisecond)
 		}
-		if o.Snapshot.EverySamples > 0 { // so are those every N samples
+		if o.Config.Snapshot.EverySamples > 0 { // so are those every N samples
 			o.TickInterval = min(o.TickInterval, 250*time.Millisecond)
 		}
 	}
 	if o.Logger == nil {
 		o.Logger = slog.Default()
 	}
-	if o.Workers == 0 {
-		o.Workers = 1
+	if o.Config.Job.Workers == 0 {
+		o.Config.Job.Workers = 1
 	}
-	if o.SplitBytes == 0 {
-		o.SplitBytes = 64 << 20
+	if o.Config.Job.SplitBytes == 0 {
+		o.Config.Job.SplitBytes = 64 << 20
 	}
 	if o.SnapshotPauseTimeout == 0 {
 		o.SnapshotPauseTimeout = time.Minute
@@ -149,10 +141,10 @@ func (o *Options) Validate() error {
 	if o.LeaseTTL < 0 {
 		errs = append(errs, fmt.Errorf("%w: LeaseTTL %v is negative", ErrBadConfig, o.LeaseTTL))
 	}
-	if o.Workers < 0 {
-		errs = append(errs, fmt.Errorf("%w: Workers %d is negative", ErrBadConfig, o.Workers))
+	if o.Config.Job.Workers < 0 {
+		errs = append(errs, fmt.Errorf("%w: job.workers %d is negative", ErrBadConfig, o.Config.Job.Workers))
 	}
-	if err := o.Snapshot.Validate(); err != nil {
+	if err := o.Config.Snapshot.Validate(); err != nil {
 		errs = append(errs, fmt.Errorf("%w: %w", ErrBadConfig, err))
 	}
 	if o.SnapshotPauseTimeout < 0 {
@@ -247,14 +239,14 @@ func New(cli *clientv3.Client, opts Options) (*Scheduler, error) {
 	if err != nil {
 		return nil, fmt.Errorf("scheduler: %w", err)
 	}
-	if len(opts.Train) > 0 {
+	if len(opts.Config.Job.Train) > 0 {
 		if err := assign(ctx, conn, opts); err != nil {
 			reg.Close()
 			return nil, err
 		}
 	}
 	var deal partitionDeal
-	if opts.KafkaTopic != "" {
+	if opts.Config.Kafka.Topic != "" {
 		if deal, err = startDeal(ctx, conn, opts); err != nil {
 			reg.Close()
 			return nil, err
@@ -347,7 +339,7 @@ func (s *Scheduler) lead(ctx context.Context) error {
 	s.mu.leader = true
 	s.mu.Unlock()
 	s.log.Info("leading the cluster", "id", s.opts.ID)
-	if s.opts.KafkaTopic != "" { // the last leader may have dealt since New looked
+	if s.opts.Config.Kafka.Topic != "" { // the last leader may have dealt since New looked
 		d, err := startDeal(ctx, s.conn, s.opts)
 		if err != nil {
 			return err
@@ -592,15 +584,15 @@ func sortedKeys[V any](m map[string]V) []string {
 	return keys
 }
 
-// assign divides opts.Train among opts.Workers workers and publishes each
+// assign divides the job's training files among its workers and publishes each
 // worker's share.
 func assign(ctx context.Context, conn *controlplane.Conn, opts Options) error {
-	fsys, closer, err := hdfssrc.ForPaths(opts.Train, "")
+	fsys, closer, err := hdfssrc.ForPaths(opts.Config.Job.Train, "")
 	if err != nil {
 		return fmt.Errorf("scheduler: training data: %w", err)
 	}
 	defer closer.Close()
-	paths, err := reader.ExpandPathsFS(fsys, opts.Train)
+	paths, err := reader.ExpandPathsFS(fsys, opts.Config.Job.Train)
 	if err != nil {
 		return fmt.Errorf("scheduler: training data: %w", err)
 	}
@@ -608,7 +600,7 @@ func assign(ctx context.Context, conn *controlplane.Conn, opts Options) error {
 	if err != nil {
 		return fmt.Errorf("scheduler: training data: %w", err)
 	}
-	shares, err := reader.Assign(files, opts.Workers, opts.SplitBytes, !opts.Unsplittable)
+	shares, err := reader.Assign(files, opts.Config.Job.Workers, opts.Config.Job.SplitBytes, opts.Config.Train.Format != "xml")
 	if err != nil {
 		return fmt.Errorf("scheduler: assign training data: %w", err)
 	}
@@ -625,7 +617,7 @@ func assign(ctx context.Context, conn *controlplane.Conn, opts Options) error {
 // startDeal looks up the topic's partitions and the last published
 // generation, so that a restarted scheduler continues the numbering.
 func startDeal(ctx context.Context, conn *controlplane.Conn, opts Options) (partitionDeal, error) {
-	offs, err := kafkasrc.PartitionOffsets(ctx, opts.KafkaBrokers, opts.KafkaTopic)
+	offs, err := kafkasrc.PartitionOffsets(ctx, opts.Config.Kafka.Brokers, opts.Config.Kafka.Topic)
 	if err != nil {
 		return partitionDeal{}, fmt.Errorf("scheduler: %w", err)
 	}
@@ -662,7 +654,7 @@ func (s *Scheduler) dealPartitions(ctx context.Context) {
 		d.workers, d.dirty = live, false // nothing to deal: keep the last deal
 		return
 	}
-	a := controlplane.DealPartitions(d.gen+1, s.opts.KafkaTopic, d.partitions, live)
+	a := controlplane.DealPartitions(d.gen+1, s.opts.Config.Kafka.Topic, d.partitions, live)
 	pctx, cancel := context.WithTimeout(ctx, opTimeout)
 	err := s.conn.PutPartitionAssignment(pctx, a)
 	cancel()

@@ -18,7 +18,7 @@ func (s *Scheduler) snapshotOnce(ctx context.Context, m *ams.ShardMap, op *snapO
 	if m == nil {
 		return errors.New("no shard map for the snapshot's version")
 	}
-	store, err := snapshot.OpenStore(s.opts.Snapshot.Store, "")
+	store, err := snapshot.OpenStore(s.opts.Config.Snapshot.Store, "")
 	if err != nil {
 		return err
 	}
@@ -34,7 +34,7 @@ func (s *Scheduler) snapshotOnce(ctx context.Context, m *ams.ShardMap, op *snapO
 		return err
 	}
 	defer cl.Close()
-	man, err := cl.WriteSnapshot(ctx, client.SnapshotOptions{Store: s.opts.Snapshot.Store, Seq: uint64(op.id)})
+	man, err := cl.WriteSnapshot(ctx, client.SnapshotOptions{Store: s.opts.Config.Snapshot.Store, Seq: uint64(op.id)})
 	if err != nil {
 		return err
 	}
@@ -43,6 +43,6 @@ func (s *Scheduler) snapshotOnce(ctx context.Context, m *ams.ShardMap, op *snapO
 			res.Rows += f.Rows
 		}
 	}
-	res.Removed, err = snapshot.Prune(store, s.opts.Snapshot.Keep)
+	res.Removed, err = snapshot.Prune(store, s.opts.Config.Snapshot.Keep)
 	return err
 }

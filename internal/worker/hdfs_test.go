@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/xdlgo/xps/cluster"
+	"github.com/xdlgo/xps/config"
 	"github.com/xdlgo/xps/internal/datagen"
 	"github.com/xdlgo/xps/internal/hdfsconn"
 	"github.com/xdlgo/xps/internal/hdfstest"
@@ -62,7 +63,8 @@ func TestTrainsFromHDFS(t *testing.T) {
 
 	train := []string{hdfsconn.FormatURI(srv.NamenodeAddr(), "/ctr/train/part-*")}
 	test := []string{hdfsconn.FormatURI(srv.NamenodeAddr(), "/ctr/test")}
-	lc, err := cluster.Start(ctx, cluster.Options{Shards: 2, Prefix: "/xps/hdfs-test", Train: train, Workers: 2, SplitBytes: 50 << 10})
+	lc, err := cluster.Start(ctx, cluster.Options{Shards: 2, Prefix: "/xps/hdfs-test",
+		Config: config.Config{Job: config.JobConfig{Train: train, Workers: 2, SplitBytes: 50 << 10}}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -139,7 +139,8 @@ func TestKafkaPartitionsDealtAcrossWorkers(t *testing.T) {
 	}
 	defer b.Close()
 	produceMessages(t, b.Addrs(), "ctr", ctrMessages(8000, 2))
-	lc, err := cluster.Start(ctx, cluster.Options{Shards: 2, Prefix: "/xps/kafka-deal", KafkaBrokers: b.Addrs(), KafkaTopic: "ctr"})
+	lc, err := cluster.Start(ctx, cluster.Options{Shards: 2, Prefix: "/xps/kafka-deal",
+		Config: config.Config{Kafka: config.KafkaConfig{Brokers: b.Addrs(), Topic: "ctr"}}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,6 +13,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/xdlgo/xps/cluster"
+	"github.com/xdlgo/xps/config"
 	"github.com/xdlgo/xps/internal/controlplane"
 	"github.com/xdlgo/xps/internal/membership"
 	"github.com/xdlgo/xps/internal/testutil"
@@ -54,8 +55,8 @@ func testRecovery(t *testing.T, syncMode bool) {
 	}
 	// Snapshots are the test's own (RequestSnapshot), each taken once the
 	// workers have trained far enough.
-	lc, err := cluster.Start(ctx, cluster.Options{Shards: 2, Prefix: prefix, Train: train, Workers: 2,
-		Snapshot: snapshot.Policy{Store: snaps, Every: -1}, LeaseTTL: time.Second})
+	lc, err := cluster.Start(ctx, cluster.Options{Shards: 2, Prefix: prefix, LeaseTTL: time.Second,
+		Config: config.Config{Job: config.JobConfig{Train: train, Workers: 2}, Snapshot: snapshot.Policy{Store: snaps, Every: -1}}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -34,8 +34,8 @@ func TestPeriodicSnapshots(t *testing.T) {
 	const perFile = 6000
 	train := writeGenFiles(t, dir, 5, 2, perFile)
 	snaps := filepath.Join(dir, "snapshots")
-	lc, err := cluster.Start(ctx, cluster.Options{Shards: 2, Prefix: "/xps/snap-test", Train: train, Workers: 2,
-		Snapshot: snapshot.Policy{Store: snaps, Every: 100 * time.Millisecond}})
+	lc, err := cluster.Start(ctx, cluster.Options{Shards: 2, Prefix: "/xps/snap-test",
+		Config: config.Config{Job: config.JobConfig{Train: train, Workers: 2}, Snapshot: snapshot.Policy{Store: snaps, Every: 100 * time.Millisecond}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -172,8 +172,8 @@ func TestSnapshotEverySamples(t *testing.T) {
 	train := writeGenFiles(t, dir, 6, 2, perFile)
 	snaps := filepath.Join(dir, "snapshots")
 	every := int64(perFile / 2)
-	lc, err := cluster.Start(ctx, cluster.Options{Shards: 2, Prefix: "/xps/snap-samples-test", Train: train, Workers: 2,
-		Snapshot: snapshot.Policy{Store: snaps, Every: -1, EverySamples: every}})
+	lc, err := cluster.Start(ctx, cluster.Options{Shards: 2, Prefix: "/xps/snap-samples-test",
+		Config: config.Config{Job: config.JobConfig{Train: train, Workers: 2}, Snapshot: snapshot.Policy{Store: snaps, Every: -1, EverySamples: every}}})
 	if err != nil {
 		t.Fatal(err)
 	}

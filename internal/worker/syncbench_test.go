@@ -32,7 +32,7 @@ func TestSyncThroughput(t *testing.T) {
 	for run := range runs {
 		for _, syncMode := range []bool{false, true} {
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
-			lc, err := cluster.Start(ctx, cluster.Options{Shards: 2, Prefix: "/xps/sync-bench", Workers: 2})
+			lc, err := cluster.Start(ctx, cluster.Options{Shards: 2, Prefix: "/xps/sync-bench", Config: config.Config{Job: config.JobConfig{Workers: 2}}})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/xdlgo/xps/cluster"
+	"github.com/xdlgo/xps/config"
 	"github.com/xdlgo/xps/job"
 )
 
@@ -19,7 +20,7 @@ import (
 func TestSyncMode(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	lc, err := cluster.Start(ctx, cluster.Options{Shards: 2, Prefix: "/xps/sync-test", Workers: 2})
+	lc, err := cluster.Start(ctx, cluster.Options{Shards: 2, Prefix: "/xps/sync-test", Config: config.Config{Job: config.JobConfig{Workers: 2}}})
 	if err != nil {
 		t.Fatal(err)
 	}

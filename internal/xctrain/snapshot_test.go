@@ -14,6 +14,7 @@ import (
 	"github.com/xdlgo/xps/ams"
 	"github.com/xdlgo/xps/ams/client"
 	"github.com/xdlgo/xps/cluster"
+	"github.com/xdlgo/xps/config"
 	"github.com/xdlgo/xps/internal/checkpoint"
 	"github.com/xdlgo/xps/internal/testutil"
 	"github.com/xdlgo/xps/job"
@@ -59,7 +60,7 @@ func TestSnapshotAndResume(t *testing.T) {
 	train := writeXC(t, dir, "train.txt", smallWorld, 0, nTrain)
 	test := writeXC(t, dir, "test.txt", smallWorld, 1, 1000)
 	snaps := filepath.Join(dir, "snapshots")
-	lc, err := cluster.Start(ctx, cluster.Options{Shards: 2, Prefix: "/xps/xctrain-snap-test", Snapshot: snapshot.Policy{Store: snaps}})
+	lc, err := cluster.Start(ctx, cluster.Options{Shards: 2, Prefix: "/xps/xctrain-snap-test", Config: config.Config{Snapshot: snapshot.Policy{Store: snaps}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -200,7 +201,8 @@ func TestSnapshotEverySamples(t *testing.T) {
 	dir := t.TempDir()
 	train := writeXC(t, dir, "train.txt", smallWorld, 0, 2000)
 	snaps := filepath.Join(dir, "snapshots")
-	lc, err := cluster.Start(ctx, cluster.Options{Shards: 2, Prefix: "/xps/xctrain-every-test", Snapshot: snapshot.Policy{Store: snaps, EverySamples: 3000}})
+	lc, err := cluster.Start(ctx, cluster.Options{Shards: 2, Prefix: "/xps/xctrain-every-test",
+		Config: config.Config{Snapshot: snapshot.Policy{Store: snaps, EverySamples: 3000}}})
 	if err != nil {
 		t.Fatal(err)
 	}
