@@ -105,9 +105,9 @@ func closeTo(t *testing.T, what string, got []float32, want []float64) {
 }
 
 // TestTreeAgainstFlat checks ForwardTree and BackwardTree against Forward
-// and Backward on the flat expansion of the same batch: same logits, same
-// parameter gradients, and dX[k] the sum of the flat input gradient's
-// block k over the samples below each node.
+// and Backward on the flat expansion of the same batch, with each of the
+// MLPOptions: same outputs, same parameter gradients, and dX[k] the sum of
+// the flat input gradient's block k over the samples below each node.
 func TestTreeAgainstFlat(t *testing.T) {
 	tests := []struct {
 		name  string
@@ -130,70 +130,79 @@ func TestTreeAgainstFlat(t *testing.T) {
 		{"3levels/single", []int{3, 1}, []int{0, 1, 2, 3}, []int{1, 1, 1}},
 		{"2levels/xdl", []int{414, 200, 80, 1}, []int{0, 54, 414}, []int{37, 5}},
 		{"3levels/xdl/blocks", []int{414, 200, 80, 1}, []int{0, 54, 134, 414}, []int{300, 61, 7}},
+		{"2levels/outputs3", []int{6, 4, 3}, []int{0, 2, 6}, []int{7, 3}},
+		{"3levels/outputs5/nohidden", []int{7, 5}, []int{0, 3, 3, 7}, []int{6, 2, 2}},
 	}
 	for ti, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			rng := rand.New(rand.NewPCG(uint64(ti), 7))
-			m, err := NewMLP(tt.sizes)
-			if err != nil {
-				t.Fatal(err)
-			}
-			params := make([]float32, m.NumParams())
-			m.Init(params, uint64(ti))
-			tr := randTree(rng, tt.cols, tt.count)
-			n := tt.count[0]
-			x := expand(tr)
-			dl := randSlice(rng, n)
-			ws := m.NewWorkspace(n + 3)
+		for _, o := range allOptions {
+			t.Run(tt.name+"/"+optName(o), func(t *testing.T) { testTreeAgainstFlat(t, uint64(ti), tt.sizes, o, tt.cols, tt.count) })
+		}
+	}
+}
 
-			tree := func() (logits, grad []float32, dX [][]float32) {
-				logits, grad = nanSlice(n), nanSlice(m.NumParams())
-				for k := range tt.count {
-					dX = append(dX, nanSlice(len(tr.X[k])))
-				}
-				m.ForwardTree(ws, params, tr, logits)
-				m.BackwardTree(ws, params, tr, dl, grad, dX)
-				return logits, grad, dX
-			}
-			logits, grad, dX := tree()
+func testTreeAgainstFlat(t *testing.T, seed uint64, sizes []int, o MLPOptions, cols, count []int) {
+	rng := rand.New(rand.NewPCG(seed, 7))
+	m, err := NewMLPWith(sizes, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	params := make([]float32, m.NumParams())
+	m.Init(params, seed)
+	for i := range m.InputBiasParams(params) {
+		params[i] = 0.5 * float32(rng.NormFloat64())
+	}
+	tr := randTree(rng, cols, count)
+	n := count[0]
+	x := expand(tr)
+	dl := randSlice(rng, n*m.OutputWidth())
+	ws := m.NewWorkspace(n + 3)
 
-			// The flat pass on the same workspace, after the tree pass.
-			flatLogits, flatGrad, flatDx := make([]float32, n), make([]float32, m.NumParams()), make([]float32, len(x))
-			m.Forward(ws, params, x, n, flatLogits)
-			m.Backward(ws, params, x, n, dl, flatGrad, flatDx)
+	tree := func() (logits, grad []float32, dX [][]float32) {
+		logits, grad = nanSlice(n*m.OutputWidth()), nanSlice(m.NumParams())
+		for k := range count {
+			dX = append(dX, nanSlice(len(tr.X[k])))
+		}
+		m.ForwardTree(ws, params, tr, logits)
+		m.BackwardTree(ws, params, tr, dl, grad, dX)
+		return logits, grad, dX
+	}
+	logits, grad, dX := tree()
 
-			closeTo(t, "logits", logits, f64(flatLogits))
-			closeTo(t, "grad", grad, f64(flatGrad))
-			for k, want := range sumBlocks(tr, flatDx) {
-				closeTo(t, fmt.Sprintf("dX[%d]", k), dX[k], want)
-			}
+	// The flat pass on the same workspace, after the tree pass.
+	flatLogits, flatGrad, flatDx := make([]float32, n*m.OutputWidth()), make([]float32, m.NumParams()), make([]float32, len(x))
+	m.Forward(ws, params, x, n, flatLogits)
+	m.Backward(ws, params, x, n, dl, flatGrad, flatDx)
 
-			// Again on the same workspace, after the flat pass: the same
-			// bits, nothing stale.
-			logits2, grad2, dX2 := tree()
-			if !slices.Equal(logits, logits2) || !slices.Equal(grad, grad2) {
-				t.Fatal("second tree pass differs from the first")
-			}
-			for k := range dX {
-				if !slices.Equal(dX[k], dX2[k]) {
-					t.Fatalf("second tree pass: dX[%d] differs", k)
-				}
-			}
+	closeTo(t, "logits", logits, f64(flatLogits))
+	closeTo(t, "grad", grad, f64(flatGrad))
+	for k, want := range sumBlocks(tr, flatDx) {
+		closeTo(t, fmt.Sprintf("dX[%d]", k), dX[k], want)
+	}
 
-			// dX nil, or some dX[k] nil, does not change grad.
-			grad3 := nanSlice(m.NumParams())
-			m.ForwardTree(ws, params, tr, logits2)
-			m.BackwardTree(ws, params, tr, dl, grad3, nil)
-			if !slices.Equal(grad, grad3) {
-				t.Fatal("grad depends on whether dX is asked for")
-			}
-			partial := make([][]float32, len(dX))
-			partial[len(dX)-1] = make([]float32, len(dX[len(dX)-1]))
-			m.BackwardTree(ws, params, tr, dl, grad3, partial)
-			if !slices.Equal(grad, grad3) || !slices.Equal(partial[len(dX)-1], dX[len(dX)-1]) {
-				t.Fatal("BackwardTree with some dX[k] nil differs")
-			}
-		})
+	// Again on the same workspace, after the flat pass: the same
+	// bits, nothing stale.
+	logits2, grad2, dX2 := tree()
+	if !slices.Equal(logits, logits2) || !slices.Equal(grad, grad2) {
+		t.Fatal("second tree pass differs from the first")
+	}
+	for k := range dX {
+		if !slices.Equal(dX[k], dX2[k]) {
+			t.Fatalf("second tree pass: dX[%d] differs", k)
+		}
+	}
+
+	// dX nil, or some dX[k] nil, does not change grad.
+	grad3 := nanSlice(m.NumParams())
+	m.ForwardTree(ws, params, tr, logits2)
+	m.BackwardTree(ws, params, tr, dl, grad3, nil)
+	if !slices.Equal(grad, grad3) {
+		t.Fatal("grad depends on whether dX is asked for")
+	}
+	partial := make([][]float32, len(dX))
+	partial[len(dX)-1] = make([]float32, len(dX[len(dX)-1]))
+	m.BackwardTree(ws, params, tr, dl, grad3, partial)
+	if !slices.Equal(grad, grad3) || !slices.Equal(partial[len(dX)-1], dX[len(dX)-1]) {
+		t.Fatal("BackwardTree with some dX[k] nil differs")
 	}
 }
 
@@ -223,24 +232,31 @@ func TestTreeThreads(t *testing.T) {
 }
 
 func TestTreeNoAllocs(t *testing.T) {
-	rng := rand.New(rand.NewPCG(4, 4))
-	m, _ := NewMLP([]int{414, 200, 80, 1})
-	params, grad := make([]float32, m.NumParams()), make([]float32, m.NumParams())
-	m.Init(params, 3)
-	tr := randTree(rng, []int{0, 54, 134, 414}, []int{64, 9, 2})
-	var dX [][]float32
-	for k := range tr.X {
-		dX = append(dX, make([]float32, len(tr.X[k])))
-	}
-	logits, dl := make([]float32, 64), randSlice(rng, 64)
-	ws := m.NewWorkspace(64)
-	ws.Threads = 1
-	allocs := testing.AllocsPerRun(3, func() { // the warm-up run grows the buffers
-		m.ForwardTree(ws, params, tr, logits)
-		m.BackwardTree(ws, params, tr, dl, grad, dX)
-	})
-	if allocs > 0 {
-		t.Fatalf("ForwardTree+BackwardTree allocate %v times per pass", allocs)
+	for _, o := range allOptions {
+		t.Run(optName(o), func(t *testing.T) {
+			rng := rand.New(rand.NewPCG(4, 4))
+			m, _ := NewMLPWith([]int{414, 200, 80, 1}, o)
+			params, grad := make([]float32, m.NumParams()), make([]float32, m.NumParams())
+			m.Init(params, 3)
+			tr := randTree(rng, []int{0, 54, 134, 414}, []int{64, 9, 2})
+			var dX [][]float32
+			for k := range tr.X {
+				dX = append(dX, make([]float32, len(tr.X[k])))
+			}
+			logits, dl := make([]float32, 64), randSlice(rng, 64)
+			ws := m.NewWorkspace(64)
+			ws.Threads = 1
+			// With dX[0] nil, an input bias's gradient needs a buffer of ws.
+			for _, dX := range [][][]float32{dX, append([][]float32{nil}, dX[1:]...)} {
+				allocs := testing.AllocsPerRun(3, func() { // the warm-up run grows the buffers
+					m.ForwardTree(ws, params, tr, logits)
+					m.BackwardTree(ws, params, tr, dl, grad, dX)
+				})
+				if allocs > 0 {
+					t.Fatalf("ForwardTree+BackwardTree (dX[0] nil: %v) allocate %v times per pass", dX[0] == nil, allocs)
+				}
+			}
+		})
 	}
 }
 
