@@ -204,7 +204,7 @@ func trainJob(ctx context.Context, opts JobOptions, conn *controlplane.Conn, res
 	}
 	oc := opts.Config.Model.Output
 	p := tr.out.Params()
-	res.Shards, res.EmbeddingDim, res.Hidden, res.DenseParams = cl.NumShards(), tr.table.Dim, oc.Hidden, tr.net.numParams
+	res.Shards, res.EmbeddingDim, res.Hidden, res.DenseParams = cl.NumShards(), tr.table.Dim, oc.Hidden, tr.net.NumParams()
 	say("training on %d shards: embedding dim %d, hidden %v, SLIDE output of %d labels (sparsity %v, %s, K=%d L=%d R=%d), %.0f MB in the layer",
 		res.Shards, tr.table.Dim, oc.Hidden, tr.out.Config().Dim, oc.Sparsity, oc.Family, p.K, p.L, p.R,
 		float64(tr.out.ParamBytes()+tablesBytes(tr))/1e6)
