@@ -42,8 +42,8 @@ type MLPOptions struct {
 // output o, as PyTorch's nn.Linear.weight), after the input bias b_in if
 // there is one. See LayerParams and InputBiasParams.
 //
-// An MLP is immutable after NewMLP and may be shared by any number of
-// goroutines.
+// An MLP is immutable after NewMLP or NewMLPWith and may be shared by any
+// number of goroutines.
 type MLP struct {
 	// Sizes are the layer widths. They must not be modified.
 	Sizes []int
