@@ -72,8 +72,12 @@ func BenchmarkGemm_NT_5000x414x200(b *testing.B) { benchGemm(b, NoTrans, Trans, 
 func BenchmarkGemm_TN_200x256x414(b *testing.B) { benchGemm(b, Trans, NoTrans, 200, 256, 414) }
 func BenchmarkGemm_NN_256x200x414(b *testing.B) { benchGemm(b, NoTrans, NoTrans, 256, 200, 414) }
 
-func benchMLP(b *testing.B, sizes []int, batch int) {
-	m, err := NewMLP(sizes)
+// benchMLP runs a training step (Forward, the loss's gradient, Backward
+// with the input gradients) of the MLP with sizes and opts on a batch:
+// SigmoidBCE for a network ending in one logit, a fixed output gradient
+// otherwise.
+func benchMLP(b *testing.B, sizes []int, opts MLPOptions, batch int) {
+	m, err := NewMLPWith(sizes, opts)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -81,11 +85,12 @@ func benchMLP(b *testing.B, sizes []int, batch int) {
 	params, grad := make([]float32, m.NumParams()), make([]float32, m.NumParams())
 	m.Init(params, 1)
 	x, dx := randSlice(rng, batch*m.InputWidth()), make([]float32, batch*m.InputWidth())
+	logit := m.OutputWidth() == 1 && !opts.OutputReLU
 	labels := make([]float32, batch)
 	for i := range labels {
 		labels[i] = float32(rng.IntN(2))
 	}
-	logits, probs, dl := make([]float32, batch), make([]float32, batch), make([]float32, batch)
+	out, probs, dout := make([]float32, batch*m.OutputWidth()), make([]float32, batch), randSlice(rng, batch*m.OutputWidth())
 	ws := m.NewWorkspace(batch)
 	var flops float64 // forward + weight gradients + input gradients
 	for l := 0; l+1 < len(sizes); l++ {
@@ -93,9 +98,11 @@ func benchMLP(b *testing.B, sizes []int, batch int) {
 	}
 	b.ResetTimer()
 	for b.Loop() {
-		m.Forward(ws, params, x, batch, logits)
-		SigmoidBCE(logits, labels, probs, dl)
-		m.Backward(ws, params, x, batch, dl, grad, dx)
+		m.Forward(ws, params, x, batch, out)
+		if logit {
+			SigmoidBCE(out, labels, probs, dout)
+		}
+		m.Backward(ws, params, x, batch, dout, grad, dx)
 	}
 	sec := b.Elapsed().Seconds()
 	b.ReportMetric(float64(batch)*float64(b.N)/sec, "samples/s")
@@ -103,7 +110,13 @@ func benchMLP(b *testing.B, sizes []int, batch int) {
 }
 
 func BenchmarkMLP_ForwardBackward_Batch256(b *testing.B) {
-	benchMLP(b, []int{414, 200, 80, 1}, 256)
+	benchMLP(b, []int{414, 200, 80, 1}, MLPOptions{}, 256)
+}
+
+// The dense part of the SLIDE model (internal/xctrain): the embedding
+// sum's bias and ReLU, one hidden layer, a ReLU output for the SLIDE layer.
+func BenchmarkMLP_SLIDE_Dim128_Hidden256_Batch128(b *testing.B) {
+	benchMLP(b, []int{128, 256}, MLPOptions{InputBias: true, OutputReLU: true}, 128)
 }
 
 // BenchmarkGemmShapes runs the GEMM shapes (M x K x N) in the three

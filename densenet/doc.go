@@ -1,24 +1,45 @@
 // Package densenet is the dense half of a CTR model: the math of a small
 // fully connected network (the "DenseNet" on top of the pooled embeddings),
-// a sigmoid cross-entropy loss, and the float32 kernels they run on. It is
+// a sigmoid cross-entropy loss, and the float32 kernels they run on. The
+// same network, with an input bias and a ReLU on its output, is the dense
+// part of the SLIDE extreme-classification model (internal/xctrain). It is
 // Go, with Go-assembly GEMM micro-kernels on amd64 (see Performance), and
 // depends only on golang.org/x/sys/cpu; it knows nothing of RPC, files or
 // etcd.
 //
 // # Parameter layout
 //
-// An MLP with Sizes s_0, s_1, ..., s_L (s_L = 1) has L layers; layer l maps
+// An MLP with Sizes s_0, s_1, ..., s_L has L weight layers; layer l maps
 // s_l inputs to s_{l+1} outputs, z = W_l·a + b_l, followed by a ReLU on all
-// layers but the last, whose single output is a logit. All parameters are
-// one flat []float32 of NumParams() values:
+// layers but the last. NewMLP's networks (the CTR model) have s_L = 1 and
+// no activation on the last layer, whose single output is a logit. All
+// parameters are one flat []float32 of NumParams() values:
 //
 //	W_0 (s_1 x s_0, row-major: W_0[o*s_0+i]), b_0 (s_1),
-//	W_1 (s_2 x s_1), b_1 (s_2), ..., W_{L-1} (1 x s_{L-1}), b_{L-1} (1)
+//	W_1 (s_2 x s_1), b_1 (s_2), ..., W_{L-1} (s_L x s_{L-1}), b_{L-1} (s_L)
 //
 // W_l is stored out x in like PyTorch's nn.Linear.weight, so a state dict's
 // tensors, flattened in order, are a parameter vector. The gradient vector
 // from Backward has the same layout, which lets a caller split both across
 // parameter-server shards by offset (LayerParams gives the slices).
+//
+// NewMLPWith takes MLPOptions for two variants, which NewMLP never uses
+// (its layout above is the CTR model's and does not change):
+//
+//   - InputBias: a_0 = ReLU(x + b_in) is the first layer's input instead
+//     of x, and b_in (s_0 values) comes first, before W_0; the layers
+//     follow at offset s_0 (InputBiasParams gives b_in). L may be 0: the
+//     output is then a_0. With x an embedding sum, this is a sparse input
+//     layer.
+//   - OutputReLU: the last layer has a ReLU too; its output is a hidden
+//     activation of width s_L for a layer outside this package.
+//
+// The SLIDE model (internal/xctrain) uses both: its dense vector on the
+// AMS shards, for embedding dim E and hidden widths h_1 .. h_H, is
+//
+//	b_in (E), W_0 (h_1 x E), b_0 (h_1), ..., W_{H-1} (h_H x h_{H-1}), b_{H-1} (h_H)
+//
+// (just b_in without hidden layers), initialised by Init with b_in = 0.
 //
 // The three layouts of the matrix product appear as follows (batch of n,
 // A = layer input, n x in; δ = dLoss/dz, n x out):
@@ -36,14 +57,17 @@
 //
 // # Protocol
 //
-//  1. m, err := NewMLP([]int{414, 200, 80, 1}) once; share m freely.
+//  1. m, err := NewMLP([]int{414, 200, 80, 1}) once (or NewMLPWith with
+//     MLPOptions); share m freely.
 //  2. Per goroutine: ws := m.NewWorkspace(maxBatch).
 //  3. Per batch of n samples: m.Forward(ws, params, x, n, logits);
 //     loss := SigmoidBCE(logits, labels, probs, dlogits);
 //     m.Backward(ws, params, x, n, dlogits, grad, dx).
 //     Backward must use the same ws, params, x and n as the Forward before
 //     it; it overwrites grad and dx (dx, the gradient for the embeddings,
-//     may be nil).
+//     may be nil). For a network whose output is not one logit, logits
+//     and dlogits are n x OutputWidth() outputs and the loss's gradient
+//     for them.
 //
 // # Compressed batches
 //
@@ -57,10 +81,14 @@
 // level-k blocks of dW_0 and the gradient dX[k] of the shared blocks from
 // the level-k nodes only. The layers above are as in Forward and
 // Backward, and results equal those of the flat expansion up to float32
-// rounding. The pairs do not mix: BackwardTree panics unless the last
-// pass on ws was a ForwardTree of a tree of the same shape, and Backward
-// panics after a ForwardTree. The Workspace grows its per-level buffers
-// on the first ForwardTree with that many levels and keeps them.
+// rounding. With InputBias the input bias and its ReLU act on each
+// node's block (they are per column, and each column is one level's);
+// the tree passes need at least one weight layer. The pairs do not mix:
+// BackwardTree panics unless the last pass on ws was a ForwardTree of a
+// tree of the same shape, and Backward panics after a ForwardTree. The
+// Workspace grows its per-level buffers on the first ForwardTree with
+// that many levels (with InputBias, on the first with that wide a level)
+// and keeps them.
 //
 // # Concurrency
 //
@@ -83,8 +111,8 @@
 // row-major float32.
 //
 // Aliasing: an output must not overlap an input, except where a kernel's
-// doc allows the same slice element-wise (Axpy's dst may be x,
-// ReLUBackward's dst may be grad, SigmoidBCE's outputs may share indices
+// doc allows the same slice element-wise (Axpy's and AddBiasReLUTo's dst
+// may be x, ReLUBackward's dst may be grad, SigmoidBCE's outputs may share indices
 // with its inputs). Gemm's C must not overlap A or B (not even where the
 // product would read and write the same element: the assembly kernels
 // read packed copies of A and B and write C in tiles, so overlap gives

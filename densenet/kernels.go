@@ -99,6 +99,39 @@ func AddBiasReLU(dst, bias []float32) {
 	}
 }
 
+// AddBiasReLUTo sets dst to the matrix x, which has len(bias) columns,
+// with bias added to every row and the ReLU applied:
+//
+//	for i := 0; i < len(x)/len(bias); i++ {
+//		for j := range bias {
+//			v := x[i*len(bias)+j] + bias[j]
+//			if v < 0 {
+//				v = 0
+//			}
+//			dst[i*len(bias)+j] = v
+//		}
+//	}
+//
+// NaN stays NaN. It panics unless len(dst) == len(x) and len(x) is a
+// multiple of len(bias). dst may be x (element-wise, same index).
+func AddBiasReLUTo(dst, x, bias []float32) {
+	if len(x) != len(dst) {
+		panic("densenet: AddBiasReLUTo length mismatch")
+	}
+	checkRows("AddBiasReLUTo", x, len(bias))
+	for len(dst) > 0 {
+		row, src := dst[:len(bias)], x[:len(bias)]
+		for j, b := range bias {
+			v := src[j] + b
+			if v < 0 {
+				v = 0
+			}
+			row[j] = v
+		}
+		dst, x = dst[len(bias):], x[len(bias):]
+	}
+}
+
 // ReLUBackward sets dst to the gradient grad passed back through a ReLU
 // whose output was act:
 //

@@ -79,6 +79,16 @@ func TestRowKernels(t *testing.T) {
 			if !slices.Equal(gotR, wantR) {
 				t.Errorf("AddBiasReLU = %v, want %v", gotR, wantR)
 			}
+			m0 := slices.Clone(m)
+			gotT := randSlice(rng, n) // overwritten
+			AddBiasReLUTo(gotT, m, bias)
+			if !slices.Equal(gotT, wantR) || !slices.Equal(m, m0) {
+				t.Errorf("AddBiasReLUTo = %v, want %v (x modified: %v)", gotT, wantR, !slices.Equal(m, m0))
+			}
+			AddBiasReLUTo(m0, m0, bias) // in place
+			if !slices.Equal(m0, wantR) {
+				t.Errorf("in-place AddBiasReLUTo = %v, want %v", m0, wantR)
+			}
 
 			grad, act := randSlice(rng, n), slices.Clone(wantR)
 			wantG := make([]float32, n)
@@ -118,6 +128,11 @@ func TestAddBiasReLUKeepsNaN(t *testing.T) {
 	if !math.IsNaN(float64(x[0])) || x[1] != 0 {
 		t.Fatalf("got %v, want [NaN 0]", x)
 	}
+	y := make([]float32, 2)
+	AddBiasReLUTo(y, []float32{float32(math.NaN()), -1}, []float32{0})
+	if !math.IsNaN(float64(y[0])) || y[1] != 0 {
+		t.Fatalf("AddBiasReLUTo: got %v, want [NaN 0]", y)
+	}
 }
 
 func TestVectorKernelPanics(t *testing.T) {
@@ -129,6 +144,8 @@ func TestVectorKernelPanics(t *testing.T) {
 		{"Dot", func() { Dot(make([]float32, 3), make([]float32, 4)) }},
 		{"AddBias", func() { AddBias(make([]float32, 5), make([]float32, 2)) }},
 		{"AddBiasReLU zero cols", func() { AddBiasReLU(make([]float32, 1), nil) }},
+		{"AddBiasReLUTo", func() { AddBiasReLUTo(make([]float32, 4), make([]float32, 6), make([]float32, 2)) }},
+		{"AddBiasReLUTo rows", func() { AddBiasReLUTo(make([]float32, 5), make([]float32, 5), make([]float32, 2)) }},
 		{"ReLUBackward", func() { ReLUBackward(make([]float32, 2), make([]float32, 2), make([]float32, 3)) }},
 		{"ColSums", func() { ColSums(make([]float32, 3), make([]float32, 4)) }},
 	}

@@ -95,16 +95,27 @@ func TestInit(t *testing.T) {
 
 // refMLP is a float64 reference of the network, written with plain loops.
 type refMLP struct {
-	sizes []int
-	w, b  [][]float64 // w[l] is out x in row-major
+	sizes   []int
+	bin     []float64   // the input bias, nil without MLPOptions.InputBias
+	outReLU bool        // MLPOptions.OutputReLU
+	w, b    [][]float64 // w[l] is out x in row-major
 }
 
 func newRefMLP(m *MLP, params []float32) *refMLP {
-	r := &refMLP{sizes: m.Sizes}
+	return refFromVector(m, f64(params))
+}
+
+// refFromVector returns the reference of m with the parameter vector p,
+// whose slices it shares.
+func refFromVector(m *MLP, p []float64) *refMLP {
+	r := &refMLP{sizes: m.Sizes, outReLU: m.Options().OutputReLU}
+	if m.Options().InputBias {
+		r.bin = p[:m.Sizes[0]]
+	}
 	for l := 0; l < m.NumLayers(); l++ {
-		w, b := m.LayerParams(params, l)
-		r.w = append(r.w, f64(w))
-		r.b = append(r.b, f64(b))
+		in, out := m.Sizes[l], m.Sizes[l+1]
+		r.w = append(r.w, p[m.wOff[l]:m.wOff[l]+in*out])
+		r.b = append(r.b, p[m.bOff[l]:m.bOff[l]+out])
 	}
 	return r
 }
@@ -117,10 +128,20 @@ func f64(s []float32) []float64 {
 	return d
 }
 
-// forward returns the activations of every layer; acts[0] is x and the
-// last is the logits.
+// forward returns the activations of every layer; acts[0] is the first
+// layer's input (x, or ReLU(x + bin)) and the last is the output.
 func (r *refMLP) forward(x []float64, n int) [][]float64 {
-	acts := [][]float64{x}
+	a0 := x
+	if r.bin != nil {
+		in := r.sizes[0]
+		a0 = make([]float64, len(x))
+		for s := 0; s < n; s++ {
+			for i := 0; i < in; i++ {
+				a0[s*in+i] = max(x[s*in+i]+r.bin[i], 0)
+			}
+		}
+	}
+	acts := [][]float64{a0}
 	L := len(r.sizes) - 1
 	for l := 0; l < L; l++ {
 		in, out := r.sizes[l], r.sizes[l+1]
@@ -132,7 +153,7 @@ func (r *refMLP) forward(x []float64, n int) [][]float64 {
 				for i := 0; i < in; i++ {
 					v += r.w[l][o*in+i] * a[s*in+i]
 				}
-				if l < L-1 {
+				if l < L-1 || r.outReLU {
 					v = max(v, 0)
 				}
 				z[s*out+o] = v
@@ -152,12 +173,19 @@ func refLoss(logits, labels []float64) float64 {
 	return sum / float64(len(logits))
 }
 
-// backward returns dLoss/dW_l, dLoss/db_l (flattened as the parameter
-// vector) and dLoss/dx for the given dLoss/dlogits.
-func (r *refMLP) backward(acts [][]float64, n int, dlogits []float64) (grad, dx []float64) {
+// backward returns dLoss/db_in, dLoss/dW_l, dLoss/db_l (flattened as the
+// parameter vector) and dLoss/dx for the given dLoss/dout.
+func (r *refMLP) backward(acts [][]float64, n int, dout []float64) (grad, dx []float64) {
 	L := len(r.sizes) - 1
 	gw, gb := make([][]float64, L), make([][]float64, L)
-	delta := dlogits
+	delta := slices.Clone(dout)
+	if L > 0 && r.outReLU {
+		for i, a := range acts[L] {
+			if !(a > 0) {
+				delta[i] = 0
+			}
+		}
+	}
 	for l := L - 1; l >= 0; l-- {
 		in, out := r.sizes[l], r.sizes[l+1]
 		a := acts[l]
@@ -181,6 +209,19 @@ func (r *refMLP) backward(acts [][]float64, n int, dlogits []float64) (grad, dx 
 			}
 		}
 		delta = da
+	}
+	if r.bin != nil { // through ReLU(x + bin)
+		for i, a := range acts[0] {
+			if !(a > 0) {
+				delta[i] = 0
+			}
+		}
+		in := r.sizes[0]
+		gbin := make([]float64, in)
+		for i, d := range delta {
+			gbin[i%in] += d
+		}
+		grad = append(grad, gbin...)
 	}
 	for l := 0; l < L; l++ {
 		grad = append(grad, gw[l]...)
@@ -226,15 +267,7 @@ func TestGradientsFiniteDifferences(t *testing.T) {
 
 			p64, x64, y64 := f64(params), f64(x), f64(labels)
 			lossAt := func(p, x []float64) float64 {
-				r := &refMLP{sizes: m.Sizes}
-				off := 0
-				for l := 0; l < m.NumLayers(); l++ {
-					in, out := m.Sizes[l], m.Sizes[l+1]
-					r.w = append(r.w, p[off:off+in*out])
-					r.b = append(r.b, p[off+in*out:off+in*out+out])
-					off += in*out + out
-				}
-				acts := r.forward(x, tt.n)
+				acts := refFromVector(m, p).forward(x, tt.n)
 				return refLoss(acts[len(acts)-1], y64)
 			}
 			const h = 1e-6

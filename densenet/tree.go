@@ -40,32 +40,31 @@ type Tree struct {
 	Parent [][]int32   // L-1 indicator arrays: level-k node to level-(k+1) node
 }
 
-// ForwardTree computes the logits of the samples of the compressed batch
+// ForwardTree computes the outputs of the samples of the compressed batch
 // t, the same (up to float32 rounding) as Forward on t's flat expansion.
 // The first layer is computed once per node rather than once per sample:
 //
-//	Y_k = X_k · W_0[:, Cols[k]:Cols[k+1]]ᵀ   (Count[k] x Sizes[1])
+//	Y_k = A_k · W_0[:, Cols[k]:Cols[k+1]]ᵀ   (Count[k] x Sizes[1])
 //	z_s = Y_0[s] + Σ_{k>=1} Y_k[a_k(s)] + b_0
 //
-// and the layers above run as in Forward. logits has length Count[0].
-// It keeps the activations and the ancestors in ws for BackwardTree and
-// reads params and t only. It panics on a workspace of another MLP, an
-// invalid tree (see Tree) or wrong lengths.
-func (m *MLP) ForwardTree(ws *Workspace, params []float32, t Tree, logits []float32) {
+// where A_k = X_k, or with InputBias A_k = ReLU(X_k + b_in[Cols[k]:Cols[k+1]])
+// (the input bias and its ReLU act on each column alone, so on each node's
+// block), and the layers above run as in Forward. out has length Count[0]
+// x OutputWidth() (the logits of a NewMLP network). It keeps the
+// activations and the ancestors in ws for BackwardTree and reads params
+// and t only. It panics on an MLP without weight layers, a workspace of
+// another MLP, an invalid tree (see Tree) or wrong lengths.
+func (m *MLP) ForwardTree(ws *Workspace, params []float32, t Tree, out []float32) {
 	m.checkTree(ws, params, t)
 	n, levels := t.Count[0], len(t.Count)
-	if len(logits) != n {
-		panic(fmt.Sprintf("densenet: len(logits) = %d, want Tree.Count[0] = %d", len(logits), n))
-	}
+	m.checkOut("out", out, n)
 	ws.n = -1 // until this pass completes
-	ws.growTree(levels)
+	ws.growTree(t)
 	threads := ws.threads()
 	inW, h1 := m.Sizes[0], m.Sizes[1]
 	w0, b0 := m.LayerParams(params, 0)
-	z := logits // layer 0's output, n x h1
-	if m.NumLayers() > 1 {
-		z = ws.acts[0][:n*h1]
-	}
+	bin := m.InputBiasParams(params)
+	z := m.layerOut(ws, 0, n, out) // layer 0's output, n x h1
 
 	// Y_0 goes straight into z (with a level-0 width of 0, Gemm zeroes z).
 	for k := 0; k < levels; k++ {
@@ -73,12 +72,17 @@ func (m *MLP) ForwardTree(ws *Workspace, params []float32, t Tree, logits []floa
 		if k > 0 && w == 0 {
 			continue
 		}
+		a := t.X[k]
+		if bin != nil && w > 0 {
+			a = ws.treeIn[k][:cnt*w]
+			AddBiasReLUTo(a, t.X[k], bin[c0:c0+w])
+		}
 		y := z
 		if k > 0 {
 			y = ws.treeBuf[k][:cnt*h1]
 		}
-		// Y_k (cnt x h1) = X_k (cnt x w) · W_0[:, c0:c0+w]ᵀ (w x h1)
-		gemm(threads, &ws.scratch, NoTrans, Trans, cnt, h1, w, 1, t.X[k], max(1, w), w0[c0:], inW, 0, y, h1)
+		// Y_k (cnt x h1) = A_k (cnt x w) · W_0[:, c0:c0+w]ᵀ (w x h1)
+		gemm(threads, &ws.scratch, NoTrans, Trans, cnt, h1, w, 1, a, max(1, w), w0[c0:], inW, 0, y, h1)
 	}
 	anc := []int32(nil) // a_k(s) for the current level k
 	for k := 1; k < levels; k++ {
@@ -104,12 +108,8 @@ func (m *MLP) ForwardTree(ws *Workspace, params []float32, t Tree, logits []floa
 			}
 		}
 	}
-	if m.NumLayers() > 1 {
-		AddBiasReLU(z, b0)
-	} else {
-		AddBias(z, b0)
-	}
-	m.forwardUpper(ws, threads, params, n, logits)
+	m.activate(0, z, b0)
+	m.forwardUpper(ws, threads, params, n, out)
 
 	ws.treeN = n
 	ws.treeCols = append(ws.treeCols[:0], t.Cols...)
@@ -118,34 +118,34 @@ func (m *MLP) ForwardTree(ws *Workspace, params []float32, t Tree, logits []floa
 }
 
 // BackwardTree computes the gradients of a loss after ForwardTree(ws,
-// params, t, ...) with the same ws, params and t, given dlogits (length
-// Count[0]). The layers above the first run as in Backward and give δ,
-// dLoss/dz of layer 0 (n x Sizes[1]); then, per level,
+// params, t, ...) with the same ws, params and t, given dout (Count[0] x
+// OutputWidth()). The layers above the first run as in Backward and give
+// δ, dLoss/dz of layer 0 (n x Sizes[1]); then, per level,
 //
 //	δ_0 = δ,  δ_k[i] = Σ_{j: Parent[k-1][j] = i} δ_{k-1}[j]
-//	dW_0[:, Cols[k]:Cols[k+1]] = δ_kᵀ · X_k,  db_0 = column sums of δ
+//	dW_0[:, Cols[k]:Cols[k+1]] = δ_kᵀ · A_k,  db_0 = column sums of δ
 //	dX[k] = δ_k · W_0[:, Cols[k]:Cols[k+1]]
 //
 // so dX[k][i] is the gradient with respect to the shared block of node i:
-// the sum over the samples below it of the flat gradient's block.
+// the sum over the samples below it of the flat gradient's block. With
+// InputBias, dX[k] is passed back through the ReLU (masked where A_k is
+// not positive) and db_in[Cols[k]:Cols[k+1]] is its column sums.
 //
 // It OVERWRITES grad (length NumParams()) with dLoss/dparams, the same (up
 // to float32 rounding) as Backward on t's flat expansion, and dX[k]
 // (Count[k] x width of level k) with dLoss/dX[k]. dX may be nil, and so
 // may any dX[k], to skip those input gradients; otherwise len(dX) = L.
-// grad and dX must not overlap params, t.X, dlogits or each other. It
+// grad and dX must not overlap params, t.X, dout or each other. It
 // panics if ForwardTree was not the last pass run on ws, or was run on a
 // tree of another shape (Cols, Count), on an invalid tree or wrong
 // lengths.
-func (m *MLP) BackwardTree(ws *Workspace, params []float32, t Tree, dlogits, grad []float32, dX [][]float32) {
+func (m *MLP) BackwardTree(ws *Workspace, params []float32, t Tree, dout, grad []float32, dX [][]float32) {
 	m.checkTree(ws, params, t)
 	n, levels := t.Count[0], len(t.Count)
 	if ws.n != treeDone || ws.treeN != n || !slices.Equal(ws.treeCols, t.Cols) || !slices.Equal(ws.treeCount, t.Count) {
 		panic("densenet: BackwardTree without a ForwardTree of a tree of this shape just before")
 	}
-	if len(dlogits) != n {
-		panic(fmt.Sprintf("densenet: len(dlogits) = %d, want Tree.Count[0] = %d", len(dlogits), n))
-	}
+	m.checkOut("dout", dout, n)
 	m.checkParams("grad", grad)
 	if dX != nil && len(dX) != levels {
 		panic(fmt.Sprintf("densenet: len(dX) = %d, want %d levels", len(dX), levels))
@@ -157,9 +157,10 @@ func (m *MLP) BackwardTree(ws *Workspace, params []float32, t Tree, dlogits, gra
 	}
 	threads := ws.threads()
 	inW, h1 := m.Sizes[0], m.Sizes[1]
-	delta := m.backwardUpper(ws, threads, params, n, dlogits, grad)
+	delta := m.backwardUpper(ws, threads, params, n, dout, grad)
 	w0, _ := m.LayerParams(params, 0)
 	gw, gb := m.LayerParams(grad, 0)
+	gbin := m.InputBiasParams(grad)
 	ColSums(gb, delta)
 	d := delta // δ_k, cnt x h1
 	for k := 0; k < levels; k++ {
@@ -179,42 +180,63 @@ func (m *MLP) BackwardTree(ws *Workspace, params []float32, t Tree, dlogits, gra
 		if w == 0 {
 			continue
 		}
-		// dW_0[:, c0:c0+w] (h1 x w) = δ_kᵀ (h1 x cnt) · X_k (cnt x w)
-		gemm(threads, &ws.scratch, Trans, NoTrans, h1, w, cnt, 1, d, h1, t.X[k], w, 0, gw[c0:], inW)
+		a := t.X[k]
+		if gbin != nil {
+			a = ws.treeIn[k][:cnt*w]
+		}
+		// dW_0[:, c0:c0+w] (h1 x w) = δ_kᵀ (h1 x cnt) · A_k (cnt x w)
+		gemm(threads, &ws.scratch, Trans, NoTrans, h1, w, cnt, 1, d, h1, a, w, 0, gw[c0:], inW)
+		var dx []float32
 		if dX != nil && dX[k] != nil {
-			// dX_k (cnt x w) = δ_k (cnt x h1) · W_0[:, c0:c0+w] (h1 x w)
-			gemm(threads, &ws.scratch, NoTrans, NoTrans, cnt, w, h1, 1, d, h1, w0[c0:], inW, 0, dX[k], w)
+			dx = dX[k]
+		} else if gbin != nil {
+			dx = ws.treeDIn[k][:cnt*w]
+		}
+		if dx == nil {
+			continue
+		}
+		// dX_k (cnt x w) = δ_k (cnt x h1) · W_0[:, c0:c0+w] (h1 x w)
+		gemm(threads, &ws.scratch, NoTrans, NoTrans, cnt, w, h1, 1, d, h1, w0[c0:], inW, 0, dx, w)
+		if gbin != nil {
+			ReLUBackward(dx, dx, a)
+			ColSums(gbin[c0:c0+w], dx)
 		}
 	}
 }
 
 // forwardUpper runs the layers 1 .. NumLayers()-1 of Forward on the n
-// rows of ws.acts[0], writing the logits.
-func (m *MLP) forwardUpper(ws *Workspace, threads int, params []float32, n int, logits []float32) {
+// rows of ws.acts[0], writing the outputs into out (with OutputReLU, the
+// last layer writes ws.acts[NumLayers()-1], which is copied into out).
+func (m *MLP) forwardUpper(ws *Workspace, threads int, params []float32, n int, out []float32) {
 	last := m.NumLayers() - 1
 	for l := 1; l <= last; l++ {
 		inW, outW := m.Sizes[l], m.Sizes[l+1]
 		w, b := m.LayerParams(params, l)
 		in := ws.acts[l-1][:n*inW]
-		out := logits
-		if l < last {
-			out = ws.acts[l][:n*outW]
-		}
-		gemm(threads, &ws.scratch, NoTrans, Trans, n, outW, inW, 1, in, inW, w, inW, 0, out, outW)
-		if l < last {
-			AddBiasReLU(out, b)
-		} else {
-			AddBias(out, b)
-		}
+		z := m.layerOut(ws, l, n, out)
+		gemm(threads, &ws.scratch, NoTrans, Trans, n, outW, inW, 1, in, inW, w, inW, 0, z, outW)
+		m.activate(l, z, b)
+	}
+	if m.opts.OutputReLU {
+		copy(out, ws.acts[last][:n*m.Sizes[last+1]])
 	}
 }
 
-// backwardUpper runs the layers NumLayers()-1 .. 1 of Backward, writing
-// their gradients into grad, and returns dLoss/dz of layer 0 (n x
-// Sizes[1]: dlogits itself without hidden layers, else a buffer of ws).
-func (m *MLP) backwardUpper(ws *Workspace, threads int, params []float32, n int, dlogits, grad []float32) []float32 {
-	delta := dlogits
-	for l := m.NumLayers() - 1; l >= 1; l-- {
+// backwardUpper runs the output's ReLU (with OutputReLU) and the layers
+// NumLayers()-1 .. 1 of Backward, writing their gradients into grad, and
+// returns dLoss/dz of layer 0 (n x Sizes[1]: dout itself when nothing
+// runs, else a buffer of ws, never ws.delta[0]). Without weight layers it
+// returns dout.
+func (m *MLP) backwardUpper(ws *Workspace, threads int, params []float32, n int, dout, grad []float32) []float32 {
+	L := m.NumLayers()
+	delta := dout
+	if L > 0 && m.opts.OutputReLU {
+		outW := m.Sizes[L]
+		next := ws.delta[L%2][:n*outW] // layer l's δ is in delta[(l+1)%2]
+		ReLUBackward(next, dout, ws.acts[L-1][:n*outW])
+		delta = next
+	}
+	for l := L - 1; l >= 1; l-- {
 		inW, outW := m.Sizes[l], m.Sizes[l+1]
 		w, _ := m.LayerParams(params, l)
 		gw, gb := m.LayerParams(grad, l)
@@ -229,14 +251,18 @@ func (m *MLP) backwardUpper(ws *Workspace, threads int, params []float32, n int,
 	return delta
 }
 
-// growTree makes sure ws has the per-level buffers of a tree with the
-// given number of levels: treeBuf[k] for k >= 1 and treeAnc[k] for k >= 2
-// (a_1 is Parent[0] itself). Buffers are allocated once, for maxBatch
-// nodes, and kept.
-func (ws *Workspace) growTree(levels int) {
+// growTree makes sure ws has the per-level buffers of the tree t:
+// treeBuf[k] for k >= 1 and treeAnc[k] for k >= 2 (a_1 is Parent[0]
+// itself), allocated once for maxBatch nodes and kept; with InputBias
+// also treeIn[k] and treeDIn[k] for maxBatch nodes of level k's width,
+// reallocated only for a wider level than before.
+func (ws *Workspace) growTree(t Tree) {
+	levels := len(t.Count)
 	for len(ws.treeBuf) < levels {
 		ws.treeBuf = append(ws.treeBuf, nil)
 		ws.treeAnc = append(ws.treeAnc, nil)
+		ws.treeIn = append(ws.treeIn, nil)
+		ws.treeDIn = append(ws.treeDIn, nil)
 	}
 	h1 := ws.mlp.Sizes[1]
 	for k := 1; k < levels; k++ {
@@ -247,6 +273,15 @@ func (ws *Workspace) growTree(levels int) {
 			ws.treeAnc[k] = make([]int32, ws.maxBatch)
 		}
 	}
+	if !ws.mlp.opts.InputBias {
+		return
+	}
+	for k := 0; k < levels; k++ {
+		if need := ws.maxBatch * (t.Cols[k+1] - t.Cols[k]); len(ws.treeIn[k]) < need {
+			ws.treeIn[k] = make([]float32, need)
+			ws.treeDIn[k] = make([]float32, need)
+		}
+	}
 }
 
 // checkTree panics unless ws and params fit m and t is a valid tree for
@@ -254,6 +289,9 @@ func (ws *Workspace) growTree(levels int) {
 func (m *MLP) checkTree(ws *Workspace, params []float32, t Tree) {
 	if ws.mlp != m {
 		panic("densenet: workspace belongs to another MLP")
+	}
+	if m.NumLayers() == 0 {
+		panic("densenet: tree pass of an MLP without weight layers")
 	}
 	m.checkParams("params", params)
 	levels := len(t.Count)

@@ -114,9 +114,9 @@ type treeFlatCase struct {
 }
 
 // TestTreeAgainstFlat checks ForwardTree and BackwardTree against Forward
-// and Backward on the flat expansion of the same batch: same logits, same
-// parameter gradients, and dX[k] the sum of the flat input gradient's
-// block k over the samples below each node.
+// and Backward on the flat expansion of the same batch, with each of the
+// MLPOptions: same outputs, same parameter gradients, and dX[k] the sum of
+// the flat input gradient's block k over the samples below each node.
 func TestTreeAgainstFlat(t *testing.T) {
 	tests := []treeFlatCase{
 		{"1level", []int{7, 5, 1}, []int{0, 7}, []int{6}},
@@ -134,31 +134,38 @@ func TestTreeAgainstFlat(t *testing.T) {
 		{"3levels/single", []int{3, 1}, []int{0, 1, 2, 3}, []int{1, 1, 1}},
 		{"2levels/xdl", []int{414, 200, 80, 1}, []int{0, 54, 414}, []int{37, 5}},
 		{"3levels/xdl/blocks", []int{414, 200, 80, 1}, []int{0, 54, 134, 414}, []int{300, 61, 7}},
+		{"2levels/outputs3", []int{6, 4, 3}, []int{0, 2, 6}, []int{7, 3}},
+		{"3levels/outputs5/nohidden", []int{7, 5}, []int{0, 3, 3, 7}, []int{6, 2, 2}},
 	}
 	for ti, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) { checkTreeAgainstFlat(t, uint64(ti), tt) })
+		for _, o := range allOptions {
+			t.Run(tt.name+"/"+optName(o), func(t *testing.T) { checkTreeAgainstFlat(t, uint64(ti), tt, o) })
+		}
 	}
 }
 
 // checkTreeAgainstFlat checks the tree passes on a random tree of tt
 // against the flat passes on its expansion, on one workspace, and that a
 // second tree pass after the flat one gives the same bits.
-func checkTreeAgainstFlat(t *testing.T, seed uint64, tt treeFlatCase) {
+func checkTreeAgainstFlat(t *testing.T, seed uint64, tt treeFlatCase, o MLPOptions) {
 	rng := rand.New(rand.NewPCG(seed, 7))
-	m, err := NewMLP(tt.sizes)
+	m, err := NewMLPWith(tt.sizes, o)
 	if err != nil {
 		t.Fatal(err)
 	}
 	params := make([]float32, m.NumParams())
 	m.Init(params, seed)
+	for i := range m.InputBiasParams(params) {
+		params[i] = 0.5 * float32(rng.NormFloat64())
+	}
 	tr := randTree(rng, tt.cols, tt.count)
 	n := tt.count[0]
 	x := expand(tr)
-	dl := randSlice(rng, n)
+	dl := randSlice(rng, n*m.OutputWidth())
 	ws := m.NewWorkspace(n + 3)
 
 	tree := func() (logits, grad []float32, dX [][]float32) {
-		logits, grad = nanSlice(n), nanSlice(m.NumParams())
+		logits, grad = nanSlice(n*m.OutputWidth()), nanSlice(m.NumParams())
 		for k := range tt.count {
 			dX = append(dX, nanSlice(len(tr.X[k])))
 		}
@@ -169,7 +176,7 @@ func checkTreeAgainstFlat(t *testing.T, seed uint64, tt treeFlatCase) {
 	logits, grad, dX := tree()
 
 	// The flat pass on the same workspace, after the tree pass.
-	flatLogits, flatGrad, flatDx := make([]float32, n), make([]float32, m.NumParams()), make([]float32, len(x))
+	flatLogits, flatGrad, flatDx := make([]float32, n*m.OutputWidth()), make([]float32, m.NumParams()), make([]float32, len(x))
 	m.Forward(ws, params, x, n, flatLogits)
 	m.Backward(ws, params, x, n, dl, flatGrad, flatDx)
 
@@ -198,7 +205,7 @@ func checkTreeAgainstFlat(t *testing.T, seed uint64, tt treeFlatCase) {
 // tree pass gives the same grad when dX is nil, and when some dX[k] are
 // nil; the others are the same as in dX.
 func checkTreeGradWithoutDX(t *testing.T, m *MLP, ws *Workspace, params []float32, tr Tree, dl, grad []float32, dX [][]float32) {
-	logits2 := make([]float32, tr.Count[0])
+	logits2 := make([]float32, tr.Count[0]*m.OutputWidth())
 	grad3 := nanSlice(m.NumParams())
 	m.ForwardTree(ws, params, tr, logits2)
 	m.BackwardTree(ws, params, tr, dl, grad3, nil)
@@ -239,24 +246,31 @@ func TestTreeThreads(t *testing.T) {
 }
 
 func TestTreeNoAllocs(t *testing.T) {
-	rng := rand.New(rand.NewPCG(4, 4))
-	m, _ := NewMLP([]int{414, 200, 80, 1})
-	params, grad := make([]float32, m.NumParams()), make([]float32, m.NumParams())
-	m.Init(params, 3)
-	tr := randTree(rng, []int{0, 54, 134, 414}, []int{64, 9, 2})
-	var dX [][]float32
-	for k := range tr.X {
-		dX = append(dX, make([]float32, len(tr.X[k])))
-	}
-	logits, dl := make([]float32, 64), randSlice(rng, 64)
-	ws := m.NewWorkspace(64)
-	ws.Threads = 1
-	allocs := testing.AllocsPerRun(3, func() { // the warm-up run grows the buffers
-		m.ForwardTree(ws, params, tr, logits)
-		m.BackwardTree(ws, params, tr, dl, grad, dX)
-	})
-	if allocs > 0 {
-		t.Fatalf("ForwardTree+BackwardTree allocate %v times per pass", allocs)
+	for _, o := range allOptions {
+		t.Run(optName(o), func(t *testing.T) {
+			rng := rand.New(rand.NewPCG(4, 4))
+			m, _ := NewMLPWith([]int{414, 200, 80, 1}, o)
+			params, grad := make([]float32, m.NumParams()), make([]float32, m.NumParams())
+			m.Init(params, 3)
+			tr := randTree(rng, []int{0, 54, 134, 414}, []int{64, 9, 2})
+			var dX [][]float32
+			for k := range tr.X {
+				dX = append(dX, make([]float32, len(tr.X[k])))
+			}
+			logits, dl := make([]float32, 64), randSlice(rng, 64)
+			ws := m.NewWorkspace(64)
+			ws.Threads = 1
+			// With dX[0] nil, an input bias's gradient needs a buffer of ws.
+			for _, dX := range [][][]float32{dX, append([][]float32{nil}, dX[1:]...)} {
+				allocs := testing.AllocsPerRun(3, func() { // the warm-up run grows the buffers
+					m.ForwardTree(ws, params, tr, logits)
+					m.BackwardTree(ws, params, tr, dl, grad, dX)
+				})
+				if allocs > 0 {
+					t.Fatalf("ForwardTree+BackwardTree (dX[0] nil: %v) allocate %v times per pass", dX[0] == nil, allocs)
+				}
+			}
+		})
 	}
 }
 

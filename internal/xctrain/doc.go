@@ -7,19 +7,25 @@
 // # Model
 //
 //	a_0 = ReLU(Σ_k v_k E[id_k] + b_0)           E: model.tables[0], on the AMS shards
-//	a_l = ReLU(W_l a_{l-1} + b_l), l = 1..H      model.output.hidden (densenet kernels)
+//	a_l = ReLU(W_l a_{l-1} + b_l), l = 1..H      model.output.hidden
 //	p   = softmax over output.labels of a_H      a slide.Layer in this worker
 //
 // The embedding sum with its bias and ReLU is the first hidden layer (a
 // sparse input layer, as in SLIDE's network and PyTorch's
-// EmbeddingBag(sum) + bias + ReLU in the reference). The loss is the
-// cross-entropy against the uniform distribution on a sample's labels,
-// computed by the SLIDE layer over the sample's active set (its labels,
-// LSH candidates, random fill: output.sparsity of the labels) or over
-// every label (sparsity 1, dense mode). The embedding rows are updated by
-// the table's server-side optimizer, the dense vector (b_0, W_l, b_l) by
-// model.dense_optimizer on the shards, the SLIDE layer by its own lazy
-// Adam (output.lr) in this process.
+// EmbeddingBag(sum) + bias + ReLU in the reference). b_0 and the layers
+// 1..H are one densenet.MLP, the CTR job's network made by NewMLPWith with
+// the options InputBias (b_0 is its input bias) and OutputReLU (a_H feeds
+// the SLIDE layer). Its parameter vector is the dense vector DenseName,
+// laid out as package densenet documents: b_0, then W_l and b_l layer by
+// layer (densenet numbers them from 0).
+//
+// The loss is the cross-entropy against the uniform distribution on a
+// sample's labels, computed by the SLIDE layer over the sample's active
+// set (its labels, LSH candidates, random fill: output.sparsity of the
+// labels) or over every label (sparsity 1, dense mode). The embedding
+// rows are updated by the table's server-side optimizer, the dense vector
+// (b_0, W_l, b_l) by model.dense_optimizer on the shards, the SLIDE layer
+// by its own lazy Adam (output.lr) in this process.
 //
 // # Invariants
 //

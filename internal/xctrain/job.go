@@ -91,7 +91,7 @@ func (m *model) Train(ctx context.Context, env *job.Env, start *checkpoint.Check
 	}
 	oc := env.Config.Model.Output
 	p := tr.out.Params()
-	m.res.EmbeddingDim, m.res.Hidden, m.res.DenseParams = tr.table.Dim, oc.Hidden, tr.net.numParams
+	m.res.EmbeddingDim, m.res.Hidden, m.res.DenseParams = tr.table.Dim, oc.Hidden, tr.net.NumParams()
 	env.Say("training on %d shards: embedding dim %d, hidden %v, SLIDE output of %d labels (sparsity %v, %s, K=%d L=%d R=%d), %.0f MB in the layer",
 		env.Client.NumShards(), tr.table.Dim, oc.Hidden, tr.out.Config().Dim, oc.Sparsity, oc.Family, p.K, p.L, p.R,
 		float64(tr.out.ParamBytes()+tablesBytes(tr))/1e6)

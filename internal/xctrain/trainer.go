@@ -14,6 +14,7 @@ import (
 	"github.com/xdlgo/xps/ams"
 	"github.com/xdlgo/xps/ams/client"
 	"github.com/xdlgo/xps/config"
+	"github.com/xdlgo/xps/densenet"
 	"github.com/xdlgo/xps/internal/controlplane"
 	"github.com/xdlgo/xps/sparsenet"
 	"github.com/xdlgo/xps/sparsenet/slide"
@@ -165,10 +166,13 @@ type Trainer struct {
 	opts   Options
 	table  ams.TableSpec
 	layout *sparsenet.Layout
-	net    *denseNet
+	net    *densenet.MLP // the embedding bias and the hidden layers
 	out    *slide.Layer
-	ws     *denseWS
+	ws     *densenet.Workspace
+	x      []float32 // the pooled embeddings, the MLP's input
+	h      []float32 // the MLP's output, the SLIDE layer's input
 	dh     []float32 // gradient of the loss for the SLIDE layer's input
+	dx     []float32 // gradient of the loss for the pooled embeddings
 	pred   []int32
 
 	free     chan *pushBuf
@@ -234,22 +238,26 @@ func New(cl *client.Client, opts Options) (*Trainer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("xctrain: %w", err)
 	}
-	net, err := newDenseNet(table.Dim, oc.Hidden)
+	// The embedding sum with a bias and a ReLU is a sparse input layer
+	// (b_0 in the package doc is the MLP's input bias); the last hidden
+	// layer's ReLU output feeds the SLIDE layer.
+	net, err := densenet.NewMLPWith(append([]int{table.Dim}, oc.Hidden...), densenet.MLPOptions{InputBias: true, OutputReLU: true})
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("xctrain: embedding dim %d, hidden layers %v: %w", table.Dim, oc.Hidden, err)
 	}
 	sc := oc.Config
-	sc.Dim, sc.InputDim, sc.Seed = labels, net.outWidth(), cfg.Model.Seed
+	sc.Dim, sc.InputDim, sc.Seed = labels, net.OutputWidth(), cfg.Model.Seed
 	out, err := slide.New(sc)
 	if err != nil {
 		return nil, fmt.Errorf("xctrain: %w", err)
 	}
 	bs := max(cfg.Train.BatchSize, cfg.Train.EvalBatchSize)
 	t := &Trainer{cl: cl, cfg: cfg, opts: opts, table: table, layout: layout, net: net, out: out,
-		ws: net.newWS(bs), dh: make([]float32, bs*net.outWidth()), pred: make([]int32, bs*TopK),
+		ws: net.NewWorkspace(bs), x: make([]float32, bs*net.InputWidth()), h: make([]float32, bs*net.OutputWidth()),
+		dh: make([]float32, bs*net.OutputWidth()), dx: make([]float32, bs*net.InputWidth()), pred: make([]int32, bs*TopK),
 		free: make(chan *pushBuf, cfg.Train.MaxInflightPushes)}
 	for i := 0; i < cfg.Train.MaxInflightPushes; i++ {
-		t.free <- &pushBuf{route: cl.NewRoute(), grads: make([][]float32, 1), dense: make([]float32, net.numParams)}
+		t.free <- &pushBuf{route: cl.NewRoute(), grads: make([][]float32, 1), dense: make([]float32, net.NumParams())}
 	}
 	return t, nil
 }
@@ -263,8 +271,8 @@ func (t *Trainer) Layer() *slide.Layer { return t.out }
 // Declare declares the embedding table and the dense vector on the shards
 // (idempotent).
 func (t *Trainer) Declare(ctx context.Context) error {
-	init := make([]float32, t.net.numParams)
-	t.net.init(init, t.cfg.Model.Seed)
+	init := make([]float32, t.net.NumParams())
+	t.net.Init(init, t.cfg.Model.Seed)
 	d := client.Dense{Spec: ams.DenseSpec{Name: DenseName, Size: len(init), Optimizer: t.cfg.Model.DenseOptimizer}, Init: init}
 	if err := t.cl.Declare(ctx, []ams.TableSpec{t.table}, []client.Dense{d}); err != nil {
 		return fmt.Errorf("xctrain: declare model: %w", err)
@@ -286,7 +294,7 @@ type batch struct {
 }
 
 func (t *Trainer) newBatch() *batch {
-	return &batch{sb: t.layout.NewBatch(), rows: make([][]float32, 1), params: make([]float32, t.net.numParams),
+	return &batch{sb: t.layout.NewBatch(), rows: make([][]float32, 1), params: make([]float32, t.net.NumParams()),
 		route: t.cl.NewRoute()}
 }
 
@@ -315,12 +323,13 @@ func (t *Trainer) fill(ctx context.Context, b *batch, d *Dataset, idx []int32, c
 	return t.cl.PullRoute(ctx, b.route, b.rows, []client.Vector{{Name: DenseName, Values: b.params}}, create)
 }
 
-// hidden pools b's rows and runs the dense layers; it returns the SLIDE
-// layer's input (n x InputDim, a view into t.ws).
+// hidden pools b's rows into t.x and runs the dense layers; it returns the
+// SLIDE layer's input (n x InputDim, a view into t.h).
 func (t *Trainer) hidden(b *batch) []float32 {
-	x := t.ws.input(t.net, b.n)
+	x, h := t.x[:b.n*t.net.InputWidth()], t.h[:b.n*t.net.OutputWidth()]
 	b.sb.Pool(b.rows, x)
-	return t.net.forward(t.ws, b.params, b.n)
+	t.net.Forward(t.ws, b.params, x, b.n, h)
+	return h
 }
 
 func grow[T any](b []T, n int) []T {
@@ -358,7 +367,7 @@ func (t *Trainer) Run(ctx context.Context) (res Result, err error) {
 	r := &run{t: t, res: &res, lastLine: time.Now(), lastCommit: time.Now()}
 	p := t.out.Params()
 	oc := t.cfg.Model.Output
-	res.Labels, res.InputDim, res.Sparsity, res.Hash = t.out.Config().Dim, t.net.outWidth(), oc.Sparsity, oc.Family.String()
+	res.Labels, res.InputDim, res.Sparsity, res.Hash = t.out.Config().Dim, t.net.OutputWidth(), oc.Sparsity, oc.Family.String()
 	res.K, res.L, res.R = p.K, p.L, p.R
 	res.LayerBytes = t.out.ParamBytes()
 	if tb := t.out.Tables(); tb != nil {
@@ -595,7 +604,7 @@ func (t *Trainer) step(ctx context.Context, r *run, b *batch) error {
 		ph.Progressive += t2.Sub(t1).Seconds()
 		t1 = t2
 	}
-	dh := t.dh[:n*t.net.outWidth()]
+	dh := t.dh[:n*t.net.OutputWidth()]
 	loss, err := t.out.TrainBatch(h, n, b.labels, dh)
 	t2 := time.Now()
 	ph.Output += t2.Sub(t1).Seconds()
@@ -618,7 +627,8 @@ func (t *Trainer) step(ctx context.Context, r *run, b *batch) error {
 	}
 	t0 = time.Now()
 	t.pushWait += t0.Sub(w0)
-	demb := t.net.backward(t.ws, b.params, n, dh, pb.dense)
+	demb := t.dx[:n*t.net.InputWidth()]
+	t.net.Backward(t.ws, b.params, t.x[:n*t.net.InputWidth()], n, dh, pb.dense, demb)
 	// The push reuses the pull's route; b takes the push buffer's idle one
 	// for its next pull.
 	pb.route, b.route = b.route, pb.route
@@ -713,7 +723,7 @@ func (t *Trainer) Evaluate(ctx context.Context, latency bool) (Eval, error) {
 			dp.Add(pred, TopK, b.labels)
 		}
 		if doSparse && doDense {
-			din := t.net.outWidth()
+			din := t.net.OutputWidth()
 			for i := 0; i < b.n; i++ {
 				cand = t.out.Candidates(h[i*din:(i+1)*din], cand)
 				cands += float64(len(cand))

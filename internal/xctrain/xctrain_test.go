@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math"
-	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"slices"
@@ -331,71 +329,6 @@ func TestLoad(t *testing.T) {
 	}
 	if q := d.Prefix(2); q.Len() != 2 || d.Prefix(5) != d {
 		t.Fatalf("Prefix: %d samples", q.Len())
-	}
-}
-
-// TestDenseGradients checks the dense layers' backward pass against
-// central finite differences of a random linear loss.
-func TestDenseGradients(t *testing.T) {
-	for _, tc := range []struct {
-		emb    int
-		hidden []int
-	}{{5, nil}, {5, []int{7}}, {4, []int{6, 3}}} {
-		t.Run(fmt.Sprint(tc.emb, tc.hidden), func(t *testing.T) {
-			m, err := newDenseNet(tc.emb, tc.hidden)
-			if err != nil {
-				t.Fatal(err)
-			}
-			const n = 3
-			rng := rand.New(rand.NewPCG(1, 2))
-			p := make([]float32, m.numParams)
-			m.init(p, 3)
-			for i := range p[:tc.emb] {
-				p[i] = float32(rng.NormFloat64()) * 0.1
-			}
-			x := make([]float32, n*tc.emb)
-			for i := range x {
-				x[i] = float32(rng.NormFloat64())
-			}
-			c := make([]float32, n*m.outWidth()) // loss = Σ c ⊙ out
-			for i := range c {
-				c[i] = float32(rng.NormFloat64())
-			}
-			loss := func(p, x []float32) float64 {
-				ws := m.newWS(n)
-				copy(ws.input(m, n), x)
-				out := m.forward(ws, p, n)
-				var s float64
-				for i, v := range out {
-					s += float64(c[i]) * float64(v)
-				}
-				return s
-			}
-			ws := m.newWS(n)
-			copy(ws.input(m, n), x)
-			m.forward(ws, p, n)
-			grad := make([]float32, m.numParams)
-			dx := m.backward(ws, p, n, slices.Clone(c), grad)
-			const h = 1e-3
-			check := func(what string, v []float32, i int, g float32, f func() float64) {
-				old := v[i]
-				v[i] = old + h
-				up := f()
-				v[i] = old - h
-				down := f()
-				v[i] = old
-				num := (up - down) / (2 * h)
-				if math.Abs(num-float64(g)) > 2e-2*(1+math.Abs(num)) {
-					t.Errorf("%s[%d]: backward %v, finite difference %v", what, i, g, num)
-				}
-			}
-			for i := range p {
-				check("param", p, i, grad[i], func() float64 { return loss(p, x) })
-			}
-			for i := range x {
-				check("x", x, i, dx[i], func() float64 { return loss(p, x) })
-			}
-		})
 	}
 }
 
