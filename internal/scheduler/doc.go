@@ -8,9 +8,9 @@
 // # Driver protocol
 //
 //  1. [New] validates [Options], registers the scheduler (kind
-//     "scheduler"), divides the training files among the workers
-//     (Options.Train, published once) or reads the Kafka topic's partitions
-//     (the kafka section of Options.Config), and starts the run goroutine.
+//     "scheduler"), divides the training files among the workers (the job
+//     section of Options.Config, published once) or reads the Kafka
+//     topic's partitions (its kafka section), and starts the run goroutine.
 //  2. The run goroutine campaigns to lead the cluster (an election on its
 //     registration's lease; a standby waits here). Once elected it builds
 //     the state machine from what etcd and the snapshot store hold (the

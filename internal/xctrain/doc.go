@@ -64,10 +64,11 @@
 //     epoch with model.seed unless train.shuffle is false) and evaluates
 //     after each (and every train.eval_every batches).
 //
-// RunJob does all of it for a worker process: it registers the worker in
-// etcd (a lost lease stops the job), waits for the shard map, loads the
-// data and trains. The SLIDE layer lives in one worker: RunJob refuses
-// more than one (sharding the layer is a later step).
+// RunJob does all of it for a worker process, as the SLIDE model of the
+// one job lifecycle (package job: registration, lease, pauses, shard map,
+// attempts): it loads the data once, then trains in attempts from the
+// checkpoint the model holds. The SLIDE layer lives in one worker: the
+// model refuses more than one (sharding the layer is a later step).
 //
 // # Snapshots
 //
@@ -88,7 +89,8 @@
 // scheduler restored the cluster from that snapshot after a failure)
 // loads the layer, verified, and trains from its epoch and batch; a
 // resume at a higher cluster version while paused (a rollback) ends the
-// job with controlplane.ErrRestored, to be restarted. A finished job stores a
+// attempt with controlplane.ErrRestored, and the lifecycle starts the next
+// attempt from the restored checkpoint and its layer. A finished job stores a
 // Checkpoint marked Done, which a later job ignores; a Checkpoint naming
 // no layer (the model was not restored from a snapshot, so the layer is
 // gone) is ignored too, with a message saying why. The embedding rows
