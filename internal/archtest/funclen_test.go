@@ -44,8 +44,6 @@ var funcSplitting = map[string]string{
 	"internal/worker/recovery_test.go:testRecovery":                      "being split in issue 19",
 	"internal/worker/snapshot_test.go:TestPeriodicSnapshots":             "being split in issue 19",
 	"internal/worker/snapshot_test.go:TestSnapshotEverySamples":          "being split in issue 19",
-	"internal/xctrain/snapshot_test.go:TestSnapshotAndResume":            "being split in issue 19",
-	"internal/xctrain/trainer.go:Trainer.Evaluate":                       "being split in issue 19",
 	"internal/xctrain/xctrain_test.go:TestTrainsGeneratedData":           "being split in issue 19",
 }
 
