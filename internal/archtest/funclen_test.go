@@ -44,7 +44,6 @@ var funcSplitting = map[string]string{
 	"internal/worker/recovery_test.go:testRecovery":                      "being split in issue 19",
 	"internal/worker/snapshot_test.go:TestPeriodicSnapshots":             "being split in issue 19",
 	"internal/worker/snapshot_test.go:TestSnapshotEverySamples":          "being split in issue 19",
-	"internal/xctrain/xctrain_test.go:TestTrainsGeneratedData":           "being split in issue 19",
 }
 
 // cmdSplitting is TEMPORARY, like funcSplitting: cmd/ packages at or over
