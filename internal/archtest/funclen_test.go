@@ -40,7 +40,6 @@ var funcSplitting = map[string]string{
 	"internal/e2e/fault_test.go:faultCluster.run":               "being split in issue 19",
 	"internal/e2e/recovery_bench_test.go:recCluster.killOnce":   "being split in issue 19",
 	"internal/e2e/recovery_bench_test.go:recCluster.run":        "being split in issue 19",
-	"internal/worker/recovery_test.go:testRecovery":             "being split in issue 19",
 	"internal/worker/snapshot_test.go:TestPeriodicSnapshots":    "being split in issue 19",
 	"internal/worker/snapshot_test.go:TestSnapshotEverySamples": "being split in issue 19",
 }
