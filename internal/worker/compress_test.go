@@ -222,6 +222,77 @@ func closeTo(a, b float32, tol float64) bool {
 	return math.Abs(float64(a)-float64(b)) <= tol*(1+math.Abs(float64(b)))
 }
 
+// equivLayouts returns the compressed layout of case c (c.levels levels)
+// and the flat one (one level) of the same model, failing t unless they
+// have those levels and the same width.
+func equivLayouts(t *testing.T, c equivCase) (tree, flat *sparsenet.Layout) {
+	t.Helper()
+	cfg, sh := equivModel(c.levels, c.pooling)
+	tree, err := NewLayout(cfg, sh)
+	if err != nil {
+		t.Fatal(err)
+	}
+	no := false
+	cfg.Train.Compress = &no
+	flat, err = NewLayout(cfg, sh)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tree.Levels() != c.levels || flat.Levels() != 1 || tree.Width() != flat.Width() {
+		t.Fatalf("layouts: %d and %d levels, widths %d and %d", tree.Levels(), flat.Levels(), tree.Width(), flat.Width())
+	}
+	return tree, flat
+}
+
+// equivMLP returns a small MLP over width inputs and its parameters,
+// initialised from seed.
+func equivMLP(t *testing.T, width int, seed uint64) (*densenet.MLP, []float32) {
+	t.Helper()
+	mlp, err := densenet.NewMLP([]int{width, 16, 8, 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	params := make([]float32, mlp.NumParams())
+	mlp.Init(params, seed)
+	return mlp, params
+}
+
+// checkStepsMatch fails t unless the step on compressed batch bi (tr) has
+// the loss, logits, dense gradient and per-id sparse gradients of the
+// step on the flat batch (fr).
+func checkStepsMatch(t *testing.T, bi int, tr, fr stepResult) {
+	t.Helper()
+	if math.Abs(tr.loss-fr.loss) > 1e-5*math.Abs(fr.loss) {
+		t.Fatalf("batch %d: loss %v compressed, %v flat", bi, tr.loss, fr.loss)
+	}
+	for i := range fr.logits {
+		if !closeTo(tr.logits[i], fr.logits[i], 1e-4) {
+			t.Fatalf("batch %d sample %d: logit %v compressed, %v flat", bi, i, tr.logits[i], fr.logits[i])
+		}
+	}
+	for i := range fr.dense {
+		if !closeTo(tr.dense[i], fr.dense[i], 1e-4) {
+			t.Fatalf("batch %d: dense gradient %d is %v compressed, %v flat", bi, i, tr.dense[i], fr.dense[i])
+		}
+	}
+	for ti := range fr.sparse {
+		if len(tr.sparse[ti]) != len(fr.sparse[ti]) {
+			t.Fatalf("batch %d table %d: %d unique ids compressed, %d flat", bi, ti, len(tr.sparse[ti]), len(fr.sparse[ti]))
+		}
+		for id, fg := range fr.sparse[ti] {
+			tg, ok := tr.sparse[ti][id]
+			if !ok {
+				t.Fatalf("batch %d table %d: id %#x only in the flat batch", bi, ti, id)
+			}
+			for j := range fg {
+				if !closeTo(tg[j], fg[j], 1e-4) {
+					t.Fatalf("batch %d table %d id %#x: gradient %v compressed, %v flat", bi, ti, id, tg, fg)
+				}
+			}
+		}
+	}
+}
+
 // TestCompressedMatchesUncompressed checks, on random 2- and 3-level
 // streams, that training on prefix-tree batches gives the same loss, logits,
 // dense gradient and per-id sparse gradients as training on the same samples
@@ -242,26 +313,8 @@ func TestCompressedMatchesUncompressed(t *testing.T) {
 			c.seed = seed
 			t.Run(fmt.Sprintf("seed%d_L%d_B%d_%s", c.seed, c.levels, c.batchSize, c.pooling), func(t *testing.T) {
 				rng := rand.New(rand.NewPCG(c.seed, 77))
-				cfg, sh := equivModel(c.levels, c.pooling)
-				tree, err := NewLayout(cfg, sh)
-				if err != nil {
-					t.Fatal(err)
-				}
-				no := false
-				cfg.Train.Compress = &no
-				flat, err := NewLayout(cfg, sh)
-				if err != nil {
-					t.Fatal(err)
-				}
-				if tree.Levels() != c.levels || flat.Levels() != 1 || tree.Width() != flat.Width() {
-					t.Fatalf("layouts: %d and %d levels, widths %d and %d", tree.Levels(), flat.Levels(), tree.Width(), flat.Width())
-				}
-				mlp, err := densenet.NewMLP([]int{tree.Width(), 16, 8, 1})
-				if err != nil {
-					t.Fatal(err)
-				}
-				params := make([]float32, mlp.NumParams())
-				mlp.Init(params, c.seed)
+				tree, flat := equivLayouts(t, c)
+				mlp, params := equivMLP(t, tree.Width(), c.seed)
 
 				groups := equivGroups(rng, c)
 				tbs, fbs := batchAll(t, tree, c.batchSize, groups), batchAll(t, flat, c.batchSize, groups)
@@ -285,35 +338,7 @@ func TestCompressedMatchesUncompressed(t *testing.T) {
 					if tr.nodes[1] > tb.N {
 						t.Fatalf("batch %d: %d level-1 nodes for %d samples", bi, tr.nodes[1], tb.N)
 					}
-					if math.Abs(tr.loss-fr.loss) > 1e-5*math.Abs(fr.loss) {
-						t.Fatalf("batch %d: loss %v compressed, %v flat", bi, tr.loss, fr.loss)
-					}
-					for i := range fr.logits {
-						if !closeTo(tr.logits[i], fr.logits[i], 1e-4) {
-							t.Fatalf("batch %d sample %d: logit %v compressed, %v flat", bi, i, tr.logits[i], fr.logits[i])
-						}
-					}
-					for i := range fr.dense {
-						if !closeTo(tr.dense[i], fr.dense[i], 1e-4) {
-							t.Fatalf("batch %d: dense gradient %d is %v compressed, %v flat", bi, i, tr.dense[i], fr.dense[i])
-						}
-					}
-					for ti := range fr.sparse {
-						if len(tr.sparse[ti]) != len(fr.sparse[ti]) {
-							t.Fatalf("batch %d table %d: %d unique ids compressed, %d flat", bi, ti, len(tr.sparse[ti]), len(fr.sparse[ti]))
-						}
-						for id, fg := range fr.sparse[ti] {
-							tg, ok := tr.sparse[ti][id]
-							if !ok {
-								t.Fatalf("batch %d table %d: id %#x only in the flat batch", bi, ti, id)
-							}
-							for j := range fg {
-								if !closeTo(tg[j], fg[j], 1e-4) {
-									t.Fatalf("batch %d table %d id %#x: gradient %v compressed, %v flat", bi, ti, id, tg, fg)
-								}
-							}
-						}
-					}
+					checkStepsMatch(t, bi, tr, fr)
 				}
 				if c.batchSize > 1 && (upper >= samples || (c.levels == 3 && top >= upper)) {
 					t.Fatalf("%d samples, %d level-1 nodes, %d top-level nodes: nothing was compressed", samples, upper, top)

@@ -72,54 +72,12 @@ func testRecovery(t *testing.T, syncMode bool) {
 	// before it, however fast the machine.
 	L := int64(perFile)
 	names := []string{membership.WorkerName(0), membership.WorkerName(1)}
-	var gates [2]*gateFS
-	for i := range gates {
-		gates[i] = newGateFS(ctx, lc, names[i], L+L/2) // half of epoch 1
-	}
-	raise := func(n int64) {
-		for _, g := range gates {
-			g.Raise(n)
-		}
-	}
-
-	// Each worker runs under a supervisor that starts it again when it
-	// dies of a lost lease.
-	var wg sync.WaitGroup
-	results := make([]JobResult, 2)
-	errs := make([]error, 2)
-	restarts := make([]int, 2)
-	logs := make([]syncBuilder, 2)
-	for i := range 2 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				o := job.Options{Config: withJob(withWorkers(cfg, 2), train, nil), Etcd: lc.Etcd(), Prefix: lc.Prefix(), Index: i,
-					Progress: &logs[i], LeaseTTL: time.Second, FS: gates[i]}
-				if !syncMode {
-					o.Local = lc
-				}
-				results[i], errs[i] = RunJob(ctx, o)
-				if !errors.Is(errs[i], ErrLeaseLost) || ctx.Err() != nil {
-					return
-				}
-				restarts[i]++
-				fmt.Fprintf(&logs[i], "-- restarted after: %v\n", errs[i])
-			}
-		}()
-	}
-	logWorkers := func() {
-		for i := range 2 {
-			read, leaked := gates[i].Lines()
-			t.Logf("worker %d (%d restarts; %d lines read, %d of them past the gate's budget): %v\n%s", i, restarts[i], read, leaked,
-				errs[i], logs[i].String())
-		}
-	}
-	defer func() { // a failed test releases its workers
-		cancel()
-		wg.Wait()
+	w := startRecoveryWorkers(ctx, lc, cfg, train, syncMode, names, L+L/2) // half of epoch 1
+	defer func() {
+		cancel() // a failed test releases its workers
+		w.wg.Wait()
 		if t.Failed() {
-			logWorkers()
+			w.log(t)
 		}
 	}()
 
@@ -130,78 +88,165 @@ func testRecovery(t *testing.T, syncMode bool) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	waitServing := func(minVersion uint64) uint64 {
-		var st controlplane.ClusterState
-		testutil.Eventually(t, time.Minute, fmt.Sprintf("SERVING at version %d or later", minVersion), func() bool {
-			resp, err := lc.Etcd().Get(ctx, controlplane.StateKey(lc.Prefix()))
-			if err != nil || len(resp.Kvs) == 0 {
-				return false
-			}
-			return json.Unmarshal(resp.Kvs[0].Value, &st) == nil && st.Phase == "SERVING" && st.Version >= minVersion
-		})
-		return st.Version
-	}
-	snapshotWithApplied := func(version uint64, min int64) uint64 {
-		waitLiveApplied(t, ctx, lc, names, min)
-		_, m := requestSnapshot(t, ctx, lc, store, func(m *snapshot.Manifest) bool {
-			cps := checkpoints(t, m)
-			return m.Version == version && len(m.Tables) > 0 && cps[names[0]].Applied >= min && cps[names[1]].Applied >= min
-		})
-		return m.Seq
-	}
 	// Fault 1: a shard loses its rows once a snapshot holds the workers a
 	// quarter into epoch 1 (the gates hold them at half of it); then they
 	// may train on until they notice.
-	v := waitServing(1)
-	seq := snapshotWithApplied(v, L/4)
+	v := waitServing(t, ctx, lc, 1)
+	seq := snapshotWithApplied(t, ctx, lc, store, names, v, L/4)
 	t.Logf("restarting shard 1 at version %d after snapshot %d", v, seq)
 	if err := lc.RestartShard(ctx, 1); err != nil {
 		t.Fatal(err)
 	}
-	raise(L / 2)
-	v = waitServing(v + 1)
+	w.raise(L / 2)
+	v = waitServing(t, ctx, lc, v+1)
 	// Fault 2: worker-0 dies once a snapshot holds the restored workers
 	// three quarters into epoch 1, past the checkpoints restored (taken
 	// at most half into it): they trained at the new version.
-	raise(L)
-	seq = snapshotWithApplied(v, 3*L/4)
+	w.raise(L)
+	seq = snapshotWithApplied(t, ctx, lc, store, names, v, 3*L/4)
 	t.Logf("killing worker-0 at version %d after snapshot %d", v, seq)
-	resp, err := lc.Etcd().Get(ctx, membership.MemberKey(lc.Prefix(), membership.KindWorker, membership.WorkerName(0)))
-	if err != nil || len(resp.Kvs) != 1 {
-		t.Fatalf("worker-0's registration: %v", err)
-	}
-	raise(L / 2) // 3.5L: still short of the end
-	if _, err := lc.Etcd().Revoke(ctx, clientv3.LeaseID(resp.Kvs[0].Lease)); err != nil {
+	lease := workerLease(t, ctx, lc, membership.WorkerName(0))
+	w.raise(L / 2) // 3.5L: still short of the end
+	if _, err := lc.Etcd().Revoke(ctx, lease); err != nil {
 		t.Fatal(err)
 	}
-	waitServing(v + 1)
-	for _, g := range gates {
+	waitServing(t, ctx, lc, v+1)
+	for _, g := range w.gates {
 		g.Release()
 	}
-	wg.Wait()
+	w.wg.Wait()
 
-	logWorkers()
-	for i, err := range errs {
+	w.log(t)
+	checkRecoveredHistory(t, w, train, cfg.Train.Epochs, perFile)
+}
+
+// recoveryWorkers are the two workers of testRecovery, each run under a
+// supervisor that starts it again when it dies of a lost lease, each
+// reading through its gate. The results, errors, restarts and logs are
+// each worker's, its last run's for the results and errors; read them
+// after wg.Wait.
+type recoveryWorkers struct {
+	wg       sync.WaitGroup
+	gates    [2]*gateFS
+	results  [2]JobResult
+	errs     [2]error
+	restarts [2]int
+	logs     [2]syncBuilder
+}
+
+// startRecoveryWorkers starts the two workers names of a job of cfg on
+// the files train on lc, with gates of the given budget; syncMode workers
+// call the shards over gRPC, the others directly (job.Options.Local).
+func startRecoveryWorkers(ctx context.Context, lc *cluster.Cluster, cfg config.Config, train []string, syncMode bool, names []string,
+	budget int64) *recoveryWorkers {
+	w := &recoveryWorkers{}
+	for i := range w.gates {
+		w.gates[i] = newGateFS(ctx, lc, names[i], budget)
+	}
+	for i := range 2 {
+		w.wg.Add(1)
+		go func() {
+			defer w.wg.Done()
+			for {
+				o := job.Options{Config: withJob(withWorkers(cfg, 2), train, nil), Etcd: lc.Etcd(), Prefix: lc.Prefix(), Index: i,
+					Progress: &w.logs[i], LeaseTTL: time.Second, FS: w.gates[i]}
+				if !syncMode {
+					o.Local = lc
+				}
+				w.results[i], w.errs[i] = RunJob(ctx, o)
+				if !errors.Is(w.errs[i], ErrLeaseLost) || ctx.Err() != nil {
+					return
+				}
+				w.restarts[i]++
+				fmt.Fprintf(&w.logs[i], "-- restarted after: %v\n", w.errs[i])
+			}
+		}()
+	}
+	return w
+}
+
+// raise raises every gate's budget to n lines.
+func (w *recoveryWorkers) raise(n int64) {
+	for _, g := range w.gates {
+		g.Raise(n)
+	}
+}
+
+// log logs each worker's restarts, reads, error and progress.
+func (w *recoveryWorkers) log(t *testing.T) {
+	for i := range 2 {
+		read, leaked := w.gates[i].Lines()
+		t.Logf("worker %d (%d restarts; %d lines read, %d of them past the gate's budget): %v\n%s", i, w.restarts[i], read, leaked,
+			w.errs[i], w.logs[i].String())
+	}
+}
+
+// waitServing waits until lc's cluster state is SERVING at minVersion or
+// later and returns its version.
+func waitServing(t *testing.T, ctx context.Context, lc *cluster.Cluster, minVersion uint64) uint64 {
+	t.Helper()
+	var st controlplane.ClusterState
+	testutil.Eventually(t, time.Minute, fmt.Sprintf("SERVING at version %d or later", minVersion), func() bool {
+		resp, err := lc.Etcd().Get(ctx, controlplane.StateKey(lc.Prefix()))
+		if err != nil || len(resp.Kvs) == 0 {
+			return false
+		}
+		return json.Unmarshal(resp.Kvs[0].Value, &st) == nil && st.Phase == "SERVING" && st.Version >= minVersion
+	})
+	return st.Version
+}
+
+// snapshotWithApplied waits until the live model holds at least min
+// samples applied by each of the two workers names, then requests
+// snapshots until one at version holds rows and checkpoints of both with
+// at least min applied; it returns that snapshot's sequence number.
+func snapshotWithApplied(t *testing.T, ctx context.Context, lc *cluster.Cluster, store snapshot.Store, names []string, version uint64, min int64) uint64 {
+	t.Helper()
+	waitLiveApplied(t, ctx, lc, names, min)
+	_, m := requestSnapshot(t, ctx, lc, store, func(m *snapshot.Manifest) bool {
+		cps := checkpoints(t, m)
+		return m.Version == version && len(m.Tables) > 0 && cps[names[0]].Applied >= min && cps[names[1]].Applied >= min
+	})
+	return m.Seq
+}
+
+// workerLease returns the lease of the worker's registration in lc.
+func workerLease(t *testing.T, ctx context.Context, lc *cluster.Cluster, worker string) clientv3.LeaseID {
+	t.Helper()
+	resp, err := lc.Etcd().Get(ctx, membership.MemberKey(lc.Prefix(), membership.KindWorker, worker))
+	if err != nil || len(resp.Kvs) != 1 {
+		t.Fatalf("%s's registration: %v", worker, err)
+	}
+	return clientv3.LeaseID(resp.Kvs[0].Lease)
+}
+
+// checkRecoveredHistory checks, once the workers w are done, that each
+// ended without error, that worker-0 was restarted and some worker
+// resumed after a restore, and that the model's history holds every
+// sample of the dataset train (perFile per file) once per epoch.
+func checkRecoveredHistory(t *testing.T, w *recoveryWorkers, train []string, epochs, perFile int) {
+	t.Helper()
+	for i, err := range w.errs {
 		if err != nil {
 			t.Fatalf("worker %d: %v", i, err)
 		}
 	}
-	if restarts[0] == 0 {
+	if w.restarts[0] == 0 {
 		t.Error("worker-0 was never restarted")
 	}
 	restored := 0
 	var digest uint64
-	for i, r := range results {
+	for i, r := range w.results {
 		restored += r.Restores
 		digest += r.Digest
-		if want := int64(cfg.Train.Epochs * perFile); r.Applied != want {
+		if want := int64(epochs * perFile); r.Applied != want {
 			t.Errorf("worker %d: the model's history holds %d of its samples, want %d (every sample once per epoch)", i, r.Applied, want)
 		}
 	}
 	// Which samples: the digests of the model's history are the dataset's,
 	// once per epoch.
-	if want := datasetDigest(t, train) * uint64(cfg.Train.Epochs); digest != want {
-		t.Errorf("the model's history has sample digest %x, the dataset %d times %x: other samples than the dataset's", digest, cfg.Train.Epochs, want)
+	if want := datasetDigest(t, train) * uint64(epochs); digest != want {
+		t.Errorf("the model's history has sample digest %x, the dataset %d times %x: other samples than the dataset's", digest, epochs, want)
 	}
 	if restored == 0 {
 		t.Error("no worker resumed after a restore")

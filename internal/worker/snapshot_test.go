@@ -54,8 +54,57 @@ func TestPeriodicSnapshots(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Periodic snapshots go on meanwhile (one may be in progress, an old
-	// one pruned under us): read each manifest once and check those read.
+	during := waitSnapshotWhileTraining(t, store)
+	for _, g := range gates {
+		g.Release()
+	}
+	results := wait()
+	if got := results[0].Samples + results[1].Samples; got != int64(cfg.Train.Epochs)*2*perFile {
+		t.Fatalf("trained %d samples, want %d", got, cfg.Train.Epochs*2*perFile)
+	}
+	// The snapshot taken while training: checkpoints inside the files.
+	for k, v := range during.Readers {
+		if c := validCheckpoint(t, during, k, v, train); c.EpochDone && c.Epoch == cfg.Train.Epochs {
+			t.Fatalf("snapshot %d, taken while training, holds the final checkpoint %s = %s", during.Seq, k, v)
+		}
+	}
+	// Snapshots after training: wait for one holding the final
+	// checkpoints (a snapshot's fsyncs may outlast training on a loaded
+	// machine), the newest with rows.
+	seqs, complete, m := waitFinalSnapshot(t, store, cfg.Train.Epochs)
+	withPositions := 0
+	for _, man := range complete {
+		for k, v := range man.Readers {
+			validCheckpoint(t, man, k, v, train)
+			withPositions++
+		}
+	}
+	if withPositions == 0 || len(complete) > 4 {
+		t.Fatalf("snapshots %v: %d complete, %d checkpoints", seqs, len(complete), withPositions)
+	}
+	var rows int64
+	for _, f := range m.Tables[0].Files {
+		rows += f.Rows
+	}
+	t.Logf("snapshot %d taken while training; %d snapshots kept (of seq up to %d), the newest with rows has %d, %d checkpoints in all",
+		during.Seq, len(seqs), seqs[0], rows, withPositions)
+	if rows == 0 {
+		t.Fatalf("snapshot %d has no rows", m.Seq)
+	}
+	checkManifestConfig(t, m, cfg)
+	// On demand, with no worker left: it goes through at once.
+	res, _ := requestSnapshot(t, ctx, lc, store, func(n *snapshot.Manifest) bool { return n.Seq > m.Seq })
+	if res.Rows != rows {
+		t.Fatalf("RequestSnapshot = %+v; want a snapshot after %d with %d rows", res, m.Seq, rows)
+	}
+}
+
+// waitSnapshotWhileTraining waits for a snapshot in store with rows and
+// both workers' checkpoints and returns its manifest. Periodic snapshots
+// go on meanwhile (one may be in progress, an old one pruned under us):
+// it reads each manifest once and checks those read.
+func waitSnapshotWhileTraining(t *testing.T, store snapshot.Store) *snapshot.Manifest {
+	t.Helper()
 	var during *snapshot.Manifest
 	testutil.Eventually(t, time.Minute, "a periodic snapshot with rows and both workers' checkpoints", func() bool {
 		seqs, err := snapshot.Snapshots(store)
@@ -70,35 +119,31 @@ func TestPeriodicSnapshots(t *testing.T) {
 		}
 		return false
 	})
-	for _, g := range gates {
-		g.Release()
+	return during
+}
+
+// validCheckpoint decodes the reader entry k = v of snapshot man, failing
+// t unless it is a worker's checkpoint inside the epochs at a position in
+// one of the files train.
+func validCheckpoint(t *testing.T, man *snapshot.Manifest, k string, v []byte, train []string) Checkpoint {
+	t.Helper()
+	var c Checkpoint
+	if err := json.Unmarshal(v, &c); err != nil || !strings.HasPrefix(k, PositionKeyPrefix+"worker-") ||
+		!strings.HasSuffix(k, "/checkpoint") || c.Epoch < 1 || c.Applied <= 0 || len(c.Positions) == 0 ||
+		!slices.Contains(train, c.Positions[len(c.Positions)-1].File) {
+		t.Fatalf("snapshot %d: checkpoint %s = %s", man.Seq, k, v)
 	}
-	results := wait()
-	if got := results[0].Samples + results[1].Samples; got != int64(cfg.Train.Epochs)*2*perFile {
-		t.Fatalf("trained %d samples, want %d", got, cfg.Train.Epochs*2*perFile)
-	}
-	// The snapshot taken while training: checkpoints inside the files.
-	validCheckpoint := func(man *snapshot.Manifest, k string, v []byte) Checkpoint {
-		var c Checkpoint
-		if err := json.Unmarshal(v, &c); err != nil || !strings.HasPrefix(k, PositionKeyPrefix+"worker-") ||
-			!strings.HasSuffix(k, "/checkpoint") || c.Epoch < 1 || c.Applied <= 0 || len(c.Positions) == 0 ||
-			!slices.Contains(train, c.Positions[len(c.Positions)-1].File) {
-			t.Fatalf("snapshot %d: checkpoint %s = %s", man.Seq, k, v)
-		}
-		return c
-	}
-	for k, v := range during.Readers {
-		if c := validCheckpoint(during, k, v); c.EpochDone && c.Epoch == cfg.Train.Epochs {
-			t.Fatalf("snapshot %d, taken while training, holds the final checkpoint %s = %s", during.Seq, k, v)
-		}
-	}
-	// Snapshots after training: wait for one holding the final
-	// checkpoints (a snapshot's fsyncs may outlast training on a loaded
-	// machine), the newest with rows.
-	var seqs []uint64
-	var complete []*snapshot.Manifest
-	var m *snapshot.Manifest
+	return c
+}
+
+// waitFinalSnapshot waits until the newest snapshot in store with rows, m,
+// holds both workers' final checkpoints (the end of epoch epochs); it
+// returns the snapshots' numbers, the manifests of the complete ones
+// (those it could read) and m.
+func waitFinalSnapshot(t *testing.T, store snapshot.Store, epochs int) (seqs []uint64, complete []*snapshot.Manifest, m *snapshot.Manifest) {
+	t.Helper()
 	testutil.Eventually(t, time.Minute, "a complete snapshot taken after training", func() bool {
+		var err error
 		seqs, err = snapshot.Snapshots(store)
 		if err != nil {
 			t.Fatal(err)
@@ -117,43 +162,25 @@ func TestPeriodicSnapshots(t *testing.T) {
 		}
 		final := 0
 		for _, c := range checkpoints(t, m) {
-			if c.EpochDone && c.Epoch == cfg.Train.Epochs {
+			if c.EpochDone && c.Epoch == epochs {
 				final++
 			}
 		}
 		return final == 2
 	})
-	withPositions := 0
-	for _, man := range complete {
-		for k, v := range man.Readers {
-			validCheckpoint(man, k, v)
-			withPositions++
-		}
-	}
-	if withPositions == 0 || len(complete) > 4 {
-		t.Fatalf("snapshots %v: %d complete, %d checkpoints", seqs, len(complete), withPositions)
-	}
-	var rows int64
-	for _, f := range m.Tables[0].Files {
-		rows += f.Rows
-	}
-	t.Logf("snapshot %d taken while training; %d snapshots kept (of seq up to %d), the newest with rows has %d, %d checkpoints in all",
-		during.Seq, len(seqs), seqs[0], rows, withPositions)
-	if rows == 0 {
-		t.Fatalf("snapshot %d has no rows", m.Seq)
-	}
-	// The job's configuration is in the manifest, not among the readers.
+	return seqs, complete, m
+}
+
+// checkManifestConfig checks that the job's configuration cfg is in
+// snapshot m's manifest, not among its readers.
+func checkManifestConfig(t *testing.T, m *snapshot.Manifest, cfg config.Config) {
+	t.Helper()
 	var got config.Config
 	if err := json.Unmarshal(m.Config, &got); err != nil || got.Train.BatchSize != cfg.Train.BatchSize || got.Train.Format != "libffm" {
 		t.Fatalf("snapshot %d: config %s (%v)", m.Seq, m.Config, err)
 	}
 	if _, ok := m.Readers[client.ConfigStateKey]; ok {
 		t.Fatalf("snapshot %d keeps the config among the readers too", m.Seq)
-	}
-	// On demand, with no worker left: it goes through at once.
-	res, _ := requestSnapshot(t, ctx, lc, store, func(n *snapshot.Manifest) bool { return n.Seq > m.Seq })
-	if res.Rows != rows {
-		t.Fatalf("RequestSnapshot = %+v; want a snapshot after %d with %d rows", res, m.Seq, rows)
 	}
 }
 
@@ -197,37 +224,7 @@ func TestSnapshotEverySamples(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// kept returns the samples applied in each complete snapshot kept,
-	// oldest first, and the newest one's number.
-	kept := func() (applied []int64, newest uint64) {
-		seqs, err := snapshot.Snapshots(store)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, seq := range slices.Backward(seqs) { // oldest first
-			m, err := snapshot.ReadManifest(store, seq)
-			if err != nil {
-				continue
-			}
-			var sum int64
-			for _, c := range checkpoints(t, m) {
-				sum += c.Applied
-			}
-			applied = append(applied, sum)
-			newest = seq
-		}
-		return applied, newest
-	}
-	withCheckpoints := func() int {
-		applied, _ := kept()
-		n := 0
-		for _, a := range applied {
-			if a > 0 {
-				n++
-			}
-		}
-		return n
-	}
+	withCheckpoints := func() int { return keptWithCheckpoints(t, store) }
 	step, raised := 3*every/4, int64(0)
 	raiseStep := func() {
 		if raised+step > 5*every {
@@ -264,15 +261,61 @@ func TestSnapshotEverySamples(t *testing.T) {
 	// committed every second, so a snapshot may hold more samples than
 	// were counted when it was asked for: the spacing of their contents is
 	// not exact).
+	checkSnapshotsBySamples(t, store, every, int64(cfg.Train.Epochs*2*perFile), raised/step)
+}
+
+// keptSnapshots returns the samples applied in each complete snapshot kept
+// in store, oldest first, and the newest one's number.
+func keptSnapshots(t *testing.T, store snapshot.Store) (applied []int64, newest uint64) {
+	t.Helper()
+	seqs, err := snapshot.Snapshots(store)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, seq := range slices.Backward(seqs) { // oldest first
+		m, err := snapshot.ReadManifest(store, seq)
+		if err != nil {
+			continue
+		}
+		var sum int64
+		for _, c := range checkpoints(t, m) {
+			sum += c.Applied
+		}
+		applied = append(applied, sum)
+		newest = seq
+	}
+	return applied, newest
+}
+
+// keptWithCheckpoints is the number of complete snapshots kept in store
+// that hold samples applied.
+func keptWithCheckpoints(t *testing.T, store snapshot.Store) int {
+	t.Helper()
+	applied, _ := keptSnapshots(t, store)
+	n := 0
+	for _, a := range applied {
+		if a > 0 {
+			n++
+		}
+	}
+	return n
+}
+
+// checkSnapshotsBySamples waits until store keeps two snapshots, the
+// oldest with checkpoints, and checks that each kept one holds more
+// samples than the one before and that no more were taken than one per
+// every samples of the job's total (held is how many times the gates held
+// the workers, for the log).
+func checkSnapshotsBySamples(t *testing.T, store snapshot.Store, every, total, held int64) {
+	t.Helper()
 	var applied []int64
 	var newest uint64
 	testutil.Eventually(t, time.Minute, "two snapshots with checkpoints", func() bool {
-		applied, newest = kept()
+		applied, newest = keptSnapshots(t, store)
 		return len(applied) >= 2 && applied[0] > 0
 	})
-	total := int64(cfg.Train.Epochs * 2 * perFile)
 	t.Logf("samples applied in the kept snapshots: %v, the newest is number %d (every %d of %d samples; the gates held the workers %d times)",
-		applied, newest, every, total, raised/step)
+		applied, newest, every, total, held)
 	if !slices.IsSorted(applied) {
 		t.Errorf("kept snapshots hold %v samples: not increasing", applied)
 	}

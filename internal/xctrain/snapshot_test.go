@@ -72,64 +72,13 @@ func TestSnapshotAndResume(t *testing.T) {
 	opts := job.Options{Config: withJob(cfg, []string{train}, []string{test}, 1), Etcd: lc.Etcd(), Prefix: lc.Prefix()}
 
 	// Run 1, with a snapshot during epoch 2.
-	w := &watchWriter{want: "epoch 2 batch 10/", hit: make(chan struct{})}
-	opts.Progress = w
-	type out struct {
-		res JobResult
-		err error
-	}
-	done := make(chan out, 1)
-	go func() {
-		res, err := RunJob(ctx, opts)
-		done <- out{res, err}
-	}()
-	select {
-	case <-w.hit:
-	case o := <-done:
-		t.Fatalf("the job ended before epoch 2: %+v, %v\n%s", o.res, o.err, w)
-	}
-	snap, err := lc.Conn().RequestSnapshot(ctx)
-	if err != nil || snap.Error != "" {
-		t.Fatalf("snapshot: %+v, %v", snap, err)
-	}
-	o := <-done
-	if o.err != nil {
-		t.Fatal(o.err)
-	}
-	first := o.res
+	first, seq := runWithSnapshotAt(t, ctx, lc, opts, "epoch 2 batch 10/")
 	if first.Samples != int64(cfg.Train.Epochs*nTrain) {
 		t.Fatalf("run 1 trained %d samples", first.Samples)
 	}
 
 	// The snapshot: the rows, and a checkpoint naming the layer's file.
-	store, err := snapshot.OpenDir(snaps)
-	if err != nil {
-		t.Fatal(err)
-	}
-	m, err := snapshot.ReadManifest(store, snap.Seq)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cp, err := checkpoint.Decode(m.Readers[ams.CheckpointKey("worker-0")])
-	if err != nil {
-		t.Fatalf("snapshot %d has no checkpoint: %v (readers %v)", snap.Seq, err, m.Readers)
-	}
-	nb := (nTrain + bs - 1) / bs
-	wantSamples := int64((cp.Epoch-1)*nTrain + cp.Batch*bs)
-	lf, _ := cp.File(LayerFile)
-	if lf.Seq != snap.Seq || lf.Meta.Name != LayerFile || len(cp.Files) != 1 || cp.Done || cp.Epoch < 2 || cp.Epoch > cfg.Train.Epochs ||
-		cp.Batch >= nb || cp.Applied != wantSamples || cp.Batches != int64((cp.Epoch-1)*nb+cp.Batch) || len(m.Tables) == 0 {
-		t.Fatalf("snapshot %d: checkpoint %+v (want %d samples), %d tables", snap.Seq, cp, wantSamples, len(m.Tables))
-	}
-	f, err := snapshot.OpenFile(store, lf.Seq, lf.Meta)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if n, err := io.Copy(io.Discard, f); err != nil || n != lf.Meta.Size {
-		t.Fatalf("reading the layer: %d bytes, %v", n, err)
-	}
-	f.Close()
-	t.Logf("snapshot %d: layer %d bytes, epoch %d batch %d, %d samples", lf.Seq, lf.Meta.Size, cp.Epoch, cp.Batch, cp.Applied)
+	cp := checkSnapshotHoldsLayer(t, snaps, seq, nTrain, bs, cfg.Train.Epochs)
 
 	// A finished job says so in the live model.
 	st, err := readLiveCheckpoint(ctx, lc)
@@ -138,16 +87,7 @@ func TestSnapshotAndResume(t *testing.T) {
 	}
 
 	// Lose a shard: the scheduler restores every shard from the snapshot.
-	m0, err := lc.Conn().WaitShardMap(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := lc.RestartShard(ctx, 0); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := lc.Conn().WaitShardMapVersion(ctx, m0.Version+1); err != nil {
-		t.Fatal(err)
-	}
+	restartShardZero(t, ctx, lc)
 
 	// Run 2 resumes from the snapshot's position.
 	var progress strings.Builder
@@ -173,6 +113,93 @@ func TestSnapshotAndResume(t *testing.T) {
 	if e2 < 0.4*e1 || p2 < p1-0.05 || p2 < 0.15 {
 		t.Fatalf("the resumed run scored P@1 %.4f after 5 batches and %.4f at the end; run 1 %.4f after epoch %d and %.4f at the end",
 			e2, p2, e1, cp.Epoch-1, p1)
+	}
+}
+
+// runWithSnapshotAt runs the job of opts to its end, asking lc for a
+// snapshot once its progress shows want; it returns the job's result and
+// the snapshot's sequence number, failing t if the job ends before want,
+// the snapshot fails or the job fails.
+func runWithSnapshotAt(t *testing.T, ctx context.Context, lc *cluster.Cluster, opts job.Options, want string) (JobResult, uint64) {
+	t.Helper()
+	w := &watchWriter{want: want, hit: make(chan struct{})}
+	opts.Progress = w
+	type out struct {
+		res JobResult
+		err error
+	}
+	done := make(chan out, 1)
+	go func() {
+		res, err := RunJob(ctx, opts)
+		done <- out{res, err}
+	}()
+	select {
+	case <-w.hit:
+	case o := <-done:
+		t.Fatalf("the job ended before %q: %+v, %v\n%s", want, o.res, o.err, w)
+	}
+	snap, err := lc.Conn().RequestSnapshot(ctx)
+	if err != nil || snap.Error != "" {
+		t.Fatalf("snapshot: %+v, %v", snap, err)
+	}
+	o := <-done
+	if o.err != nil {
+		t.Fatal(o.err)
+	}
+	return o.res, snap.Seq
+}
+
+// checkSnapshotHoldsLayer checks that snapshot seq of the store at snaps
+// holds rows and a checkpoint of worker-0 naming the layer's file (which
+// reads back whole) at a position in epoch 2 or later of a job of epochs
+// epochs over nTrain samples in batches of bs; it returns the checkpoint.
+func checkSnapshotHoldsLayer(t *testing.T, snaps string, seq uint64, nTrain, bs, epochs int) checkpoint.Checkpoint {
+	t.Helper()
+	store, err := snapshot.OpenDir(snaps)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := snapshot.ReadManifest(store, seq)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cp, err := checkpoint.Decode(m.Readers[ams.CheckpointKey("worker-0")])
+	if err != nil {
+		t.Fatalf("snapshot %d has no checkpoint: %v (readers %v)", seq, err, m.Readers)
+	}
+	nb := (nTrain + bs - 1) / bs
+	wantSamples := int64((cp.Epoch-1)*nTrain + cp.Batch*bs)
+	lf, _ := cp.File(LayerFile)
+	if lf.Seq != seq || lf.Meta.Name != LayerFile || len(cp.Files) != 1 || cp.Done || cp.Epoch < 2 || cp.Epoch > epochs ||
+		cp.Batch >= nb || cp.Applied != wantSamples || cp.Batches != int64((cp.Epoch-1)*nb+cp.Batch) || len(m.Tables) == 0 {
+		t.Fatalf("snapshot %d: checkpoint %+v (want %d samples), %d tables", seq, cp, wantSamples, len(m.Tables))
+	}
+	f, err := snapshot.OpenFile(store, lf.Seq, lf.Meta)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n, err := io.Copy(io.Discard, f); err != nil || n != lf.Meta.Size {
+		t.Fatalf("reading the layer: %d bytes, %v", n, err)
+	}
+	f.Close()
+	t.Logf("snapshot %d: layer %d bytes, epoch %d batch %d, %d samples", lf.Seq, lf.Meta.Size, cp.Epoch, cp.Batch, cp.Applied)
+	return cp
+}
+
+// restartShardZero restarts shard 0 of lc and waits for the shard map
+// that follows, the one the scheduler publishes after restoring the
+// shards.
+func restartShardZero(t *testing.T, ctx context.Context, lc *cluster.Cluster) {
+	t.Helper()
+	m0, err := lc.Conn().WaitShardMap(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := lc.RestartShard(ctx, 0); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := lc.Conn().WaitShardMapVersion(ctx, m0.Version+1); err != nil {
+		t.Fatal(err)
 	}
 }
 

@@ -694,8 +694,7 @@ func (t *Trainer) Evaluate(ctx context.Context, latency bool) (Eval, error) {
 	}
 	var sp, dp slide.Precision
 	var spDur, dpDur time.Duration
-	var hit1, hit5, cands float64
-	var cand []int32
+	var rc candidateRecall
 	b := t.newBatch()
 	n := test.Len()
 	bs := t.cfg.Train.EvalBatchSize
@@ -723,23 +722,11 @@ func (t *Trainer) Evaluate(ctx context.Context, latency bool) (Eval, error) {
 			dp.Add(pred, TopK, b.labels)
 		}
 		if doSparse && doDense {
-			din := t.net.OutputWidth()
-			for i := 0; i < b.n; i++ {
-				cand = t.out.Candidates(h[i*din:(i+1)*din], cand)
-				cands += float64(len(cand))
-				for j, id := range pred[i*TopK : (i+1)*TopK] {
-					if id >= 0 && slices.Contains(cand, id) {
-						hit5++
-						if j == 0 {
-							hit1++
-						}
-					}
-				}
-			}
+			rc.add(t, h, pred, b.n)
 		}
 	}
 	if doSparse && doDense {
-		e.Recall1, e.Recall5, e.Candidates = hit1/float64(n), hit5/float64(n*TopK), cands/float64(n)
+		e.Recall1, e.Recall5, e.Candidates = rc.hit1/float64(n), rc.hit5/float64(n*TopK), rc.cands/float64(n)
 	}
 	ms := func(d time.Duration, n int) float64 { return d.Seconds() * 1000 / float64(n) }
 	if doSparse {
@@ -751,21 +738,56 @@ func (t *Trainer) Evaluate(ctx context.Context, latency bool) (Eval, error) {
 		e.Dense, e.DensePerSampleMs = &p, ms(dpDur, n)
 	}
 	if latency {
-		m := min(latencySamples, n)
-		var err error
-		if doSparse {
-			if e.SparseMs, err = t.latency(ctx, b, test, m, t.out.PredictSparse); err != nil {
-				return e, err
-			}
-		}
-		if doDense {
-			if e.DenseMs, err = t.latency(ctx, b, test, m, t.out.PredictDense); err != nil {
-				return e, err
-			}
+		if err := t.evalLatency(ctx, b, test, min(latencySamples, n), doSparse, doDense, &e); err != nil {
+			return e, err
 		}
 	}
 	e.Seconds = time.Since(start).Seconds()
 	return e, nil
+}
+
+// candidateRecall counts, over the samples Evaluate scored with both
+// sparse and dense inference, how many dense top-k predictions are among
+// the sparse candidates (hit5; hit1 for the top prediction only) and how
+// many candidates there were (cands).
+type candidateRecall struct {
+	hit1, hit5, cands float64
+	cand              []int32 // scratch for Layer.Candidates
+}
+
+// add counts the n samples of a batch: h holds their hidden vectors
+// (t.net.OutputWidth() each), pred their dense top-TopK predictions.
+func (rc *candidateRecall) add(t *Trainer, h []float32, pred []int32, n int) {
+	din := t.net.OutputWidth()
+	for i := 0; i < n; i++ {
+		rc.cand = t.out.Candidates(h[i*din:(i+1)*din], rc.cand)
+		rc.cands += float64(len(rc.cand))
+		for j, id := range pred[i*TopK : (i+1)*TopK] {
+			if id >= 0 && slices.Contains(rc.cand, id) {
+				rc.hit5++
+				if j == 0 {
+					rc.hit1++
+				}
+			}
+		}
+	}
+}
+
+// evalLatency sets e.SparseMs and/or e.DenseMs (per doSparse, doDense) to
+// the mean single-sample latency over the first m samples of test.
+func (t *Trainer) evalLatency(ctx context.Context, b *batch, test *Dataset, m int, doSparse, doDense bool, e *Eval) error {
+	var err error
+	if doSparse {
+		if e.SparseMs, err = t.latency(ctx, b, test, m, t.out.PredictSparse); err != nil {
+			return err
+		}
+	}
+	if doDense {
+		if e.DenseMs, err = t.latency(ctx, b, test, m, t.out.PredictDense); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // latency returns the mean time in ms of predicting the first m samples of

@@ -104,13 +104,7 @@ func TestTrainsGeneratedData(t *testing.T) {
 		t.Fatal(err)
 	}
 	chance := mostFrequent(td)
-	for _, tc := range []struct {
-		name     string
-		sparsity float64
-		hash     string
-		epochs   int
-		minP1    float64 // with dense inference
-	}{
+	for _, tc := range []generatedCase{
 		{name: "sparse-dwta", sparsity: 0.05, hash: "dwta", epochs: 6, minP1: 0.2},
 		{name: "sparse-simhash", sparsity: 0.05, hash: "simhash", epochs: 6, minP1: 0.2},
 		{name: "dense", sparsity: 1, epochs: 4, minP1: 0.25},
@@ -120,19 +114,8 @@ func TestTrainsGeneratedData(t *testing.T) {
 				t.Skip("the race build runs one sparse family: the job is the same")
 			}
 			lc := startCluster(t)
-			cfg := smallConfig()
-			cfg.Train.Epochs = tc.epochs
-			cfg.Model.Output.Sparsity, cfg.Model.Output.InferSparsity = tc.sparsity, 0
-			if tc.sparsity < 1 {
-				// Autotuning gives d = 1,000 labels 6 tables of 7 bits:
-				// more tables and candidates lift sparse inference.
-				cfg.Model.Output.InferSparsity, cfg.Model.Output.L = 0.1, 24
-			}
-			if tc.hash != "" {
-				cfg.Model.Output.Hash = tc.hash
-			}
 			var progress strings.Builder
-			res, err := RunJob(testutil.Ctx(t, 2*time.Minute), job.Options{Config: withJob(cfg, []string{train}, []string{test}, 1), Etcd: lc.Etcd(),
+			res, err := RunJob(testutil.Ctx(t, 2*time.Minute), job.Options{Config: withJob(tc.config(), []string{train}, []string{test}, 1), Etcd: lc.Etcd(),
 				Prefix: lc.Prefix(), Progress: &progress})
 			if err != nil {
 				t.Fatal(err)
@@ -170,25 +153,66 @@ func TestTrainsGeneratedData(t *testing.T) {
 			if e.Dense.P3 <= 0 || e.Dense.P5 <= 0 || e.Dense.P1 > 1 {
 				t.Fatalf("P@k out of range: %v", e.Dense)
 			}
-			out := progress.String()
-			for _, want := range []string{"train P@1", "P@3", "P@5", fmt.Sprintf("eval after epoch %d", tc.epochs)} {
-				if tc.sparsity == 1 && want == "train P@1" {
-					want = "samples/s"
-				}
-				if !strings.Contains(out, want) {
-					t.Fatalf("progress lacks %q:\n%s", want, out)
-				}
-			}
-			for _, n := range lc.Nodes() {
-				st, err := n.Shard().Stats()
-				if err != nil {
-					t.Fatal(err)
-				}
-				if st.Tables[0].Rows == 0 || st.Pushes == 0 {
-					t.Fatalf("shard %s holds no rows or got no push: %+v", st.ID, st)
-				}
-			}
+			checkGeneratedProgress(t, progress.String(), tc)
+			checkShardsTrained(t, lc)
 		})
+	}
+}
+
+// generatedCase is a job of TestTrainsGeneratedData: the output layer's
+// sparsity (1 for dense training), its hash family ("" for the default),
+// the epochs and the least dense-inference P@1 it must reach.
+type generatedCase struct {
+	name     string
+	sparsity float64
+	hash     string
+	epochs   int
+	minP1    float64 // with dense inference
+}
+
+// config is smallConfig set up for the case.
+func (tc generatedCase) config() config.Config {
+	cfg := smallConfig()
+	cfg.Train.Epochs = tc.epochs
+	cfg.Model.Output.Sparsity, cfg.Model.Output.InferSparsity = tc.sparsity, 0
+	if tc.sparsity < 1 {
+		// Autotuning gives d = 1,000 labels 6 tables of 7 bits:
+		// more tables and candidates lift sparse inference.
+		cfg.Model.Output.InferSparsity, cfg.Model.Output.L = 0.1, 24
+	}
+	if tc.hash != "" {
+		cfg.Model.Output.Hash = tc.hash
+	}
+	return cfg
+}
+
+// checkGeneratedProgress checks that the progress out of the case's job
+// reports training figures (train P@1 for sparse training, samples/s for
+// dense), P@3 and P@5, and the evaluation after the last epoch.
+func checkGeneratedProgress(t *testing.T, out string, tc generatedCase) {
+	t.Helper()
+	for _, want := range []string{"train P@1", "P@3", "P@5", fmt.Sprintf("eval after epoch %d", tc.epochs)} {
+		if tc.sparsity == 1 && want == "train P@1" {
+			want = "samples/s"
+		}
+		if !strings.Contains(out, want) {
+			t.Fatalf("progress lacks %q:\n%s", want, out)
+		}
+	}
+}
+
+// checkShardsTrained checks that every shard of lc holds rows and got a
+// push.
+func checkShardsTrained(t *testing.T, lc *cluster.Cluster) {
+	t.Helper()
+	for _, n := range lc.Nodes() {
+		st, err := n.Shard().Stats()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.Tables[0].Rows == 0 || st.Pushes == 0 {
+			t.Fatalf("shard %s holds no rows or got no push: %+v", st.ID, st)
+		}
 	}
 }
 
