@@ -142,7 +142,6 @@ func TestMultiProcessCluster(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer etcd.Close()
-	ep := strings.Join(etcd.Endpoints(), ",")
 	cfg := filepath.Join(dir, "job.yaml")
 	if err := os.WriteFile(cfg, []byte(jobConfig), 0o644); err != nil {
 		t.Fatal(err)
@@ -151,31 +150,9 @@ func TestMultiProcessCluster(t *testing.T) {
 	gen := start(t, "ctrgen", filepath.Join(bin, "ctrgen"), "-config", cfg, "-train", train, "-test", test)
 	gen.wait(t, time.Minute)
 
-	runCluster := func(name string, workers int) ([]summary, []*proc) {
-		common := []string{"-etcd", ep, "-cluster", name}
-		start(t, name+"/scheduler", filepath.Join(bin, "scheduler"), append(common, "-shards", "2", "-lease-ttl", "2s",
-			"-train", train, "-workers", fmt.Sprint(workers), "-split-bytes", "4096")...)
-		var shards []*proc
-		for i := 0; i < 2; i++ {
-			shards = append(shards, start(t, fmt.Sprintf("%s/ams-%d", name, i), filepath.Join(bin, "ams"),
-				append(common, "-id", fmt.Sprintf("ams-%d", i), "-lease-ttl", "2s")...))
-		}
-		var ws []*proc
-		for i := 0; i < workers; i++ {
-			ws = append(ws, start(t, fmt.Sprintf("%s/worker-%d", name, i), filepath.Join(bin, "worker"),
-				append(common, "-config", cfg, "-train", train, "-test", test, "-json",
-					"-workers", fmt.Sprint(workers), "-worker-index", fmt.Sprint(i))...))
-		}
-		var out []summary
-		for _, w := range ws {
-			w.wait(t, 5*time.Minute)
-			out = append(out, lastJSON(t, w))
-		}
-		return out, shards
-	}
-
-	one, _ := runCluster("one", 1)
-	two, shards := runCluster("two", 2)
+	job := multiJob{bin: bin, etcd: strings.Join(etcd.Endpoints(), ","), cfg: cfg, train: train, test: test}
+	one, _ := job.run(t, "one", 1)
+	two, shards := job.run(t, "two", 2)
 	t.Logf("one worker: %+v", one[0])
 	t.Logf("two workers: %+v / %+v", two[0], two[1])
 	if one[0].Shards != 2 || one[0].Samples != 80000 {
@@ -196,20 +173,58 @@ func TestMultiProcessCluster(t *testing.T) {
 	}
 
 	// Kill a shard without a clean leave: the scheduler reports its lease expiry.
-	cli, err := membership.Dial(ctx, etcd.Endpoints(), nil)
+	shards[1].cmd.Process.Kill()
+	waitLeaseExpired(t, ctx, etcd.Endpoints(), "two", "ams-1")
+}
+
+// multiJob is the job TestMultiProcessCluster runs on two clusters.
+type multiJob struct {
+	bin, etcd        string // the built commands, the etcd endpoints
+	cfg, train, test string
+}
+
+// run runs the job on a fresh cluster, name, of 2 shards and workers
+// workers, and returns the workers' summaries and the shards' processes.
+func (j multiJob) run(t *testing.T, name string, workers int) ([]summary, []*proc) {
+	common := []string{"-etcd", j.etcd, "-cluster", name}
+	start(t, name+"/scheduler", filepath.Join(j.bin, "scheduler"), append(common, "-shards", "2", "-lease-ttl", "2s",
+		"-train", j.train, "-workers", fmt.Sprint(workers), "-split-bytes", "4096")...)
+	var shards []*proc
+	for i := 0; i < 2; i++ {
+		shards = append(shards, start(t, fmt.Sprintf("%s/ams-%d", name, i), filepath.Join(j.bin, "ams"),
+			append(common, "-id", fmt.Sprintf("ams-%d", i), "-lease-ttl", "2s")...))
+	}
+	var ws []*proc
+	for i := 0; i < workers; i++ {
+		ws = append(ws, start(t, fmt.Sprintf("%s/worker-%d", name, i), filepath.Join(j.bin, "worker"),
+			append(common, "-config", j.cfg, "-train", j.train, "-test", j.test, "-json",
+				"-workers", fmt.Sprint(workers), "-worker-index", fmt.Sprint(i))...))
+	}
+	var out []summary
+	for _, w := range ws {
+		w.wait(t, 5*time.Minute)
+		out = append(out, lastJSON(t, w))
+	}
+	return out, shards
+}
+
+// waitLeaseExpired waits for the scheduler of cluster name to report the
+// expired lease of shard id (controlplane.EventLeaseExpired).
+func waitLeaseExpired(t *testing.T, ctx context.Context, endpoints []string, name, id string) {
+	t.Helper()
+	cli, err := membership.Dial(ctx, endpoints, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer cli.Close()
-	shards[1].cmd.Process.Kill()
-	prefix, _ := membership.Prefix("two")
-	testutil.Eventually(t, 30*time.Second, "the scheduler's lease-expiry event for ams-1", func() bool {
+	prefix, _ := membership.Prefix(name)
+	testutil.Eventually(t, 30*time.Second, "the scheduler's lease-expiry event for "+id, func() bool {
 		events, err := testutil.Conn(cli, prefix).ListEvents(ctx)
 		if err != nil {
 			t.Fatal(err)
 		}
 		for _, e := range events {
-			if e.Type == controlplane.EventLeaseExpired && e.Member != nil && e.Member.Kind == membership.KindAMS && e.Member.ID == "ams-1" {
+			if e.Type == controlplane.EventLeaseExpired && e.Member != nil && e.Member.Kind == membership.KindAMS && e.Member.ID == id {
 				return true
 			}
 		}

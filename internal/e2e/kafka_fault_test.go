@@ -17,8 +17,9 @@ import (
 // kafkad broker process (not under fault) serves topic ctr with 4
 // partitions, into which kafkaput writes the generated training file once
 // per epoch before the job starts; the scheduler deals the partitions to
-// the two workers, which read them in bounded mode (up to the end offsets,
-// then evaluate and end) with their positions kept in the model. The
+// the live workers (the two trainers, then the gate worker too, anew when
+// it joins), which read them in bounded mode (up to the end offsets, then
+// evaluate and end) with their positions kept in the model. The
 // checks are those of the files variant: the final model's history holds
 // every message once (epochs x samples), and the test AUC is within 0.01
 // of the same job over the same topic without faults. The same XPS_FAULT_*
@@ -30,7 +31,7 @@ func TestFaultInjectionKafka(t *testing.T) {
 		// A topic is read once, from the positions in the model: the
 		// epochs are in the topic.
 		epochs: func(int64) int64 { return 1 },
-		start: func(t *testing.T, env faultEnv) (sched, worker []string) {
+		start: func(t *testing.T, env faultEnv) faultData {
 			buildInto(t, env.bin, "./cmd/kafkad", "./cmd/kafkaput")
 			kd := start(t, "kafkad", filepath.Join(env.bin, "kafkad"), "-port", "0", "-topics", "ctr:4")
 			var addr string
@@ -44,7 +45,7 @@ func TestFaultInjectionKafka(t *testing.T) {
 					"-brokers", addr, "-topic", "ctr", env.train).wait(t, 5*time.Minute)
 			}
 			data := []string{"-kafka", addr, "-topic", "ctr"}
-			return data, data
+			return faultData{sched: data, worker: data}
 		},
 		digest: func(t *testing.T, env faultEnv) uint64 {
 			// The topic read whole, as the job reads it (the epochs are

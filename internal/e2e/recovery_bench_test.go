@@ -47,12 +47,14 @@ import (
 // rows do), then asks for XPS_RECOVERY_SNAPSHOTS (default 2) snapshots
 // one after another (the same path as a periodic one: the workers pause
 // for it) and checks that the last holds the N rows. Then, for each of
-// XPS_RECOVERY_KILLS (default 3) kills, shard k mod shards in turn, after
-// 2s of training: SIGKILL. Every shard is supervised by the test as a
-// supervisor would: whenever its process exits it is started again with
-// the same arguments, at once, and after 100ms when the life that exited
-// never served (a restarted shard cannot register its id until the lease
-// of the killed process has expired, and exits). Times are taken by this
+// XPS_RECOVERY_KILLS (default 3) kills, shard k mod shards in turn, once
+// the worker's progress lines show it has trained 300000 more samples
+// (three passes over the data) since the previous step: SIGKILL. Every
+// shard is supervised by the test as a supervisor would: whenever its
+// process exits it is started again with the same arguments, at once, and
+// after 100ms when the life that exited never served (a restarted shard
+// cannot register its id until the lease of the killed process has
+// expired, and exits). Times are taken by this
 // process from t0, just before the kill, on one clock:
 //
 //	expired    etcd deletes the killed shard's member key (its lease expired)
@@ -222,33 +224,8 @@ func (rc *recCluster) run() {
 	}
 	defer rc.watch.stop()
 	snaps := filepath.Join(rc.dir, "snapshots")
-	start := func(name string, args ...string) *recProc {
-		p, err := recStart(t, name, filepath.Join(rc.bin, args[0]), args[1:]...)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return p
-	}
-	rc.sched = start("scheduler", append([]string{"scheduler"}, append(rc.common(), "-id", "sched-0",
-		"-shards", strconv.Itoa(rc.nShards), "-lease-ttl", rc.ttl.String(), "-train", rc.train, "-workers", "1",
-		"-snapshot-store", snaps, "-log-level", "info")...)...)
-	// Every shard is supervised: restarted whenever it exits.
-	sctx, stopSup := context.WithCancel(rc.ctx)
-	var supWG sync.WaitGroup
-	defer func() {
-		stopSup()
-		supWG.Wait()
-	}()
-	for i := range rc.nShards {
-		slot := &recSlot{t: t, id: fmt.Sprintf("ams-%d", i), bin: filepath.Join(rc.bin, "ams"), args: rc.shardArgs(i)}
-		if err := slot.start(); err != nil {
-			t.Fatal(err)
-		}
-		slot.supervise(sctx, &supWG)
-		rc.slots = append(rc.slots, slot)
-	}
-	rc.worker = start("worker", append([]string{"worker"}, append(rc.common(), "-config", rc.cfg, "-train", rc.train,
-		"-test", rc.test, "-workers", "1", "-worker-index", "0", "-lease-ttl", rc.ttl.String())...)...)
+	stopSup := rc.startProcs(snaps)
+	defer stopSup()
 
 	if _, ok := rc.watch.await(rc.ctx, time.Time{}, 2*time.Minute, rc.isState("SERVING")); !ok {
 		rc.fatalf("the cluster did not serve")
@@ -264,12 +241,57 @@ func (rc *recCluster) run() {
 	for k := 1; k <= rc.kills; k++ {
 		rc.killOnce(k, (k-1)%rc.nShards)
 	}
-	// The snapshot check the scheduler runs before each restore, alone.
+	rc.verify(snaps, lastSeq)
+}
+
+// startProcs starts the scheduler, the shards, each supervised (restarted
+// whenever it exits), and the worker; the returned func stops the
+// supervisors (before the processes are killed at the test's end).
+func (rc *recCluster) startProcs(snaps string) (stopSupervisors func()) {
+	t := rc.t
+	sctx, cancel := context.WithCancel(rc.ctx)
+	var wg sync.WaitGroup
+	stop := func() {
+		cancel()
+		wg.Wait()
+	}
+	start := func(name string, args ...string) *recProc {
+		p, err := recStart(t, name, filepath.Join(rc.bin, args[0]), args[1:]...)
+		if err != nil {
+			stop()
+			t.Fatal(err)
+		}
+		return p
+	}
+	rc.sched = start("scheduler", append([]string{"scheduler"}, append(rc.common(), "-id", "sched-0",
+		"-shards", strconv.Itoa(rc.nShards), "-lease-ttl", rc.ttl.String(), "-train", rc.train, "-workers", "1",
+		"-snapshot-store", snaps, "-log-level", "info")...)...)
+	for i := range rc.nShards {
+		slot := &recSlot{t: t, id: fmt.Sprintf("ams-%d", i), bin: filepath.Join(rc.bin, "ams"), args: rc.shardArgs(i)}
+		if err := slot.start(); err != nil {
+			stop()
+			t.Fatal(err)
+		}
+		slot.supervise(sctx, &wg)
+		rc.slots = append(rc.slots, slot)
+	}
+	rc.worker = start("worker", append([]string{"worker"}, append(rc.common(), "-config", rc.cfg, "-train", rc.train,
+		"-test", rc.test, "-workers", "1", "-worker-index", "0", "-lease-ttl", rc.ttl.String())...)...)
+	return stop
+}
+
+// verify times the snapshot check the scheduler runs before each restore
+// (snapshot.Verify of snapshot seq), alone, then one pass over every row
+// of the snapshot with the ownership test a shard's restore applies to
+// each row: every shard makes this pass (it reads every shard's file and
+// keeps its own rows).
+func (rc *recCluster) verify(snaps string, seq uint64) {
+	t := rc.t
 	store, err := snapshot.OpenDir(snaps)
 	if err != nil {
 		t.Fatal(err)
 	}
-	m, err := snapshot.ReadManifest(store, lastSeq)
+	m, err := snapshot.ReadManifest(store, seq)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -284,9 +306,6 @@ func (rc *recCluster) run() {
 		}
 	}
 	verify := time.Since(vstart).Seconds()
-	// One pass over every row of the snapshot with the ownership test a
-	// shard's restore applies to each row: every shard makes this pass
-	// (it reads every shard's file and keeps its own rows).
 	sm, err := testutil.Conn(rc.cli, rc.prefix).GetShardMap(rc.ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -295,7 +314,7 @@ func (rc *recCluster) run() {
 	var scanned, mine int64
 	for _, tab := range m.Tables {
 		for _, f := range tab.Files {
-			tr, err := snapshot.OpenTable(store, lastSeq, f)
+			tr, err := snapshot.OpenTable(store, seq, f)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -312,7 +331,7 @@ func (rc *recCluster) run() {
 			tr.Close()
 		}
 	}
-	recEmit(t, "RECOVERY_VERIFY_JSON", map[string]any{"rows": rc.rows, "seq": lastSeq, "bytes": size,
+	recEmit(t, "RECOVERY_VERIFY_JSON", map[string]any{"rows": rc.rows, "seq": seq, "bytes": size,
 		"verify_s": verify, "scan_rows": scanned, "scan_s": time.Since(sstart).Seconds(), "shard0_rows": mine})
 }
 
@@ -433,58 +452,140 @@ func (rc *recCluster) snapshot(k int) uint64 {
 	return res.Seq
 }
 
+// recSteadySamples is how much the worker trains before each kill: three
+// passes over the data of recoveryConfig (about 2s on a 2-core machine).
+const recSteadySamples = 300000
+
 // killOnce kills shard victim, restarts it as a supervisor would and
 // measures the recovery.
 func (rc *recCluster) killOnce(k, victim int) {
 	t := rc.t
 	id := fmt.Sprintf("ams-%d", victim)
-	// Training, steadily.
-	if _, ok := rc.worker.await(time.Now(), time.Minute, "samples/s"); !ok {
-		rc.fatalf("kill %d: the worker does not train", k)
-	}
-	time.Sleep(2 * time.Second)
-	p := rc.shard(victim)
-	rss := recRSS(p.cmd.Process.Pid)
-	// CPU time of the processes that live on, to count what the recovery
-	// costs each of them.
-	cpu0 := map[string]float64{"scheduler": recCPU(rc.sched.cmd.Process.Pid), "worker": recCPU(rc.worker.cmd.Process.Pid)}
-	cpu0pid := map[string]int{}
-	atT0 := make([]*recProc, rc.nShards) // every shard's life at the kill
-	for i := range rc.nShards {
-		atT0[i] = rc.shard(i)
-		if i != victim {
-			pid := rc.shard(i).cmd.Process.Pid
-			cpu0[fmt.Sprintf("ams-%d", i)], cpu0pid[fmt.Sprintf("ams-%d", i)] = recCPU(pid), pid
-		}
-	}
-	load := recLoad()
+	rc.awaitSteady(k)
+	b := rc.before(victim)
 	t0 := time.Now()
-	if err := p.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+	if err := b.lives[victim].cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		rc.fatalf("kill %s: %v", id, err)
 	}
-	timeout := 5 * time.Minute
-	must := func(what string, after time.Time, match func(recEvent) bool) recEvent {
-		e, ok := rc.watch.await(rc.ctx, after, timeout, match)
-		if !ok {
-			rc.fatalf("kill %d of %s: no %s within %v", k, id, what, timeout)
-		}
-		return e
-	}
-	memberKey := membership.MemberKey(rc.prefix, membership.KindAMS, id)
-	expired := must("lease expiry", t0, func(e recEvent) bool { return !e.put && e.key == memberKey })
-	degraded := must("DEGRADED", t0, rc.isState("DEGRADED"))
-	rejoined := must("rejoin", t0, func(e recEvent) bool { return e.put && e.key == memberKey })
-	restoring := must("RESTORING", t0, rc.isState("RESTORING"))
-	serving := must("SERVING", restoring.at, rc.isState("SERVING"))
+	const timeout = 5 * time.Minute
+	ev := rc.recoveryEvents(k, id, t0, timeout)
 	// The victim's life that serves now, and the lives it took.
 	np, attempts, ok := rc.slots[victim].servedSince(t0)
 	if !ok {
 		rc.fatalf("kill %d: %s serves again but no life of it since the kill says so", k, id)
 	}
-	// Other shards that lost their lease meanwhile (the recovery then
-	// restarts): the supervisor restarted them.
+	lost, lostDetail := rc.othersLost(victim, t0, ev.serving, b.lives)
+	cpu := rc.cpuUsed(b, victim, np)
+	var st controlplane.ClusterState
+	json.Unmarshal(ev.serving.val, &st)
+	resumeKey := rc.must(k, id, "resume", t0, timeout, func(e recEvent) bool {
+		r, ok := controlplane.ParseResume(e.val)
+		return e.put && e.key == controlplane.ResumeKey(rc.prefix) && ok && r.Version == st.Version
+	})
+	trained := rc.awaitPush(k, id, st.Version, timeout)
+	saw, ok := rc.worker.await(t0, time.Minute, fmt.Sprintf("the cluster was restored at version %d", st.Version))
+	if !ok {
+		rc.fatalf("kill %d: the worker did not report the restore at version %d", k, st.Version)
+	}
+	progress, _ := rc.worker.await(saw.at, time.Minute, "samples/s")
+	restoreLog, _ := rc.sched.await(t0, time.Minute, "restore done")
+
+	s := func(at time.Time) float64 { return at.Sub(t0).Seconds() }
+	out := map[string]any{
+		"rows": rc.rows, "kill": k, "victim": id, "shards": rc.nShards, "lease_ttl_s": rc.ttl.Seconds(),
+		"version": st.Version, "victim_rss_bytes": b.rss, "restart_attempts": attempts, "cpu_s": cpu,
+		"others_lost": lost, "others_lost_detail": lostDetail, "load1": b.load,
+		"expired_s": s(ev.expired.at), "degraded_s": s(ev.degraded.at), "rejoined_s": s(ev.rejoined.at),
+		"restoring_s": s(ev.restoring.at), "serving_s": s(ev.serving.at), "resumekey_s": s(resumeKey.at),
+		"worker_s": s(saw.at), "trained_s": s(trained), "progress_s": s(progress.at),
+		"detect_s":  s(ev.degraded.at),
+		"slot_s":    ev.restoring.at.Sub(ev.degraded.at).Seconds(),
+		"restore_s": ev.serving.at.Sub(ev.restoring.at).Seconds(),
+		"resume_s":  trained.Sub(ev.serving.at).Seconds(),
+		"total_s":   s(trained),
+	}
+	if v, ok := recLogFloat(restoreLog.text, "seconds"); ok {
+		out["scheduler_restore_s"] = v
+	}
+	recEmit(t, "RECOVERY_JSON", out)
+}
+
+// awaitSteady waits until the worker, training steadily, has reported
+// recSteadySamples more samples trained than it had when called (its
+// progress lines count the samples of its attempt).
+func (rc *recCluster) awaitSteady(k int) {
+	from := rc.worker.lastSamples()
+	if _, ok := rc.worker.awaitFunc(time.Now(), 5*time.Minute, func(text string) bool {
+		n, ok := progressSamples(text)
+		return ok && n >= from+recSteadySamples
+	}); !ok {
+		rc.fatalf("kill %d: the worker did not train %d samples after %d", k, recSteadySamples, from)
+	}
+}
+
+// recBefore is what killOnce notes of the cluster just before a kill.
+type recBefore struct {
+	rss   int64              // the victim's resident set
+	cpu   map[string]float64 // CPU seconds of the scheduler, the worker and the other shards
+	pids  map[string]int     // the other shards' processes cpu counts
+	lives []*recProc         // every shard's life at the kill
+	load  float64
+}
+
+// before notes the victim's RSS, the CPU time of the processes that live
+// on (to count what the recovery costs each of them), every shard's life
+// and the load.
+func (rc *recCluster) before(victim int) recBefore {
+	b := recBefore{rss: recRSS(rc.shard(victim).cmd.Process.Pid), pids: map[string]int{}, lives: make([]*recProc, rc.nShards),
+		cpu: map[string]float64{"scheduler": recCPU(rc.sched.cmd.Process.Pid), "worker": recCPU(rc.worker.cmd.Process.Pid)}}
+	for i := range rc.nShards {
+		b.lives[i] = rc.shard(i)
+		if i != victim {
+			pid := b.lives[i].cmd.Process.Pid
+			b.cpu[fmt.Sprintf("ams-%d", i)], b.pids[fmt.Sprintf("ams-%d", i)] = recCPU(pid), pid
+		}
+	}
+	b.load = recLoad()
+	return b
+}
+
+// recEvents are the etcd events of a shard's recovery.
+type recEvents struct {
+	expired   recEvent // the killed shard's member key deleted
+	degraded  recEvent
+	rejoined  recEvent // its member key created again
+	restoring recEvent
+	serving   recEvent
+}
+
+// recoveryEvents waits for the events of shard id's recovery after t0.
+func (rc *recCluster) recoveryEvents(k int, id string, t0 time.Time, timeout time.Duration) recEvents {
+	memberKey := membership.MemberKey(rc.prefix, membership.KindAMS, id)
+	var ev recEvents
+	ev.expired = rc.must(k, id, "lease expiry", t0, timeout, func(e recEvent) bool { return !e.put && e.key == memberKey })
+	ev.degraded = rc.must(k, id, "DEGRADED", t0, timeout, rc.isState("DEGRADED"))
+	ev.rejoined = rc.must(k, id, "rejoin", t0, timeout, func(e recEvent) bool { return e.put && e.key == memberKey })
+	ev.restoring = rc.must(k, id, "RESTORING", t0, timeout, rc.isState("RESTORING"))
+	ev.serving = rc.must(k, id, "SERVING", ev.restoring.at, timeout, rc.isState("SERVING"))
+	return ev
+}
+
+// must waits for an event after after, failing kill k of id without one.
+func (rc *recCluster) must(k int, id, what string, after time.Time, timeout time.Duration, match func(recEvent) bool) recEvent {
+	rc.t.Helper()
+	e, ok := rc.watch.await(rc.ctx, after, timeout, match)
+	if !ok {
+		rc.fatalf("kill %d of %s: no %s within %v", k, id, what, timeout)
+	}
+	return e
+}
+
+// othersLost lists the other shards whose leases expired between t0 and
+// serving (the recovery then restarts; the supervisor restarted them),
+// with the details of each; lives are the shards' lives at t0.
+func (rc *recCluster) othersLost(victim int, t0 time.Time, serving recEvent, lives []*recProc) ([]string, []map[string]any) {
 	var lost []string
-	var lostDetail []map[string]any
+	var detail []map[string]any
 	for i := range rc.nShards {
 		if i == victim {
 			continue
@@ -496,10 +597,10 @@ func (rc *recCluster) killOnce(k, victim int) {
 		}
 		lost = append(lost, fmt.Sprintf("ams-%d", i))
 		d := map[string]any{"id": fmt.Sprintf("ams-%d", i), "key_deleted_s": gone.at.Sub(t0).Seconds()}
-		if l, ok := atT0[i].await(t0, 0, "lost its etcd lease"); ok {
+		if l, ok := lives[i].await(t0, 0, "lost its etcd lease"); ok {
 			d["said_lost_s"] = l.at.Sub(t0).Seconds() // printed as it exits, after node.Close
 		}
-		if p := atT0[i]; p.exited() {
+		if p := lives[i]; p.exited() {
 			d["exited_s"] = p.exitAt.Sub(t0).Seconds()
 			if ls := strings.Split(strings.TrimSpace(p.output()), "\n"); len(ls) > 0 {
 				d["last_line"] = ls[len(ls)-1]
@@ -508,39 +609,44 @@ func (rc *recCluster) killOnce(k, victim int) {
 		if back, ok := rc.watch.first(gone.at, func(e recEvent) bool { return e.put && e.key == other }); ok {
 			d["rejoined_s"] = back.at.Sub(t0).Seconds()
 		}
-		lostDetail = append(lostDetail, d)
+		detail = append(detail, d)
 	}
-	cpu := map[string]float64{"scheduler": recCPU(rc.sched.cmd.Process.Pid) - cpu0["scheduler"],
-		"worker": recCPU(rc.worker.cmd.Process.Pid) - cpu0["worker"]}
+	return lost, detail
+}
+
+// cpuUsed returns the CPU seconds each process spent since b: the
+// scheduler, the worker, the other shards still in the life b saw, and
+// the victim's new life np, whole (up to SERVING).
+func (rc *recCluster) cpuUsed(b recBefore, victim int, np *recProc) map[string]float64 {
+	cpu := map[string]float64{"scheduler": recCPU(rc.sched.cmd.Process.Pid) - b.cpu["scheduler"],
+		"worker": recCPU(rc.worker.cmd.Process.Pid) - b.cpu["worker"]}
 	for i := range rc.nShards {
 		id := fmt.Sprintf("ams-%d", i)
 		if i == victim {
-			cpu[id] = recCPU(np.cmd.Process.Pid) // its whole life, up to SERVING
-		} else if _, ok := cpu0[id]; ok && rc.shard(i).cmd.Process.Pid == cpu0pid[id] {
-			cpu[id] = recCPU(rc.shard(i).cmd.Process.Pid) - cpu0[id]
+			cpu[id] = recCPU(np.cmd.Process.Pid)
+		} else if _, ok := b.cpu[id]; ok && rc.shard(i).cmd.Process.Pid == b.pids[id] {
+			cpu[id] = recCPU(rc.shard(i).cmd.Process.Pid) - b.cpu[id]
 		}
 	}
-	var st controlplane.ClusterState
-	json.Unmarshal(serving.val, &st)
-	resumeKey := must("resume", t0, func(e recEvent) bool {
-		r, ok := controlplane.ParseResume(e.val)
-		return e.put && e.key == controlplane.ResumeKey(rc.prefix) && ok && r.Version == st.Version
-	})
-	// Training resumed: the restarted shard applied a push (it accepts
-	// only pushes of the new version).
-	m, err := testutil.Conn(rc.cli, rc.prefix).WaitShardMapVersion(rc.ctx, st.Version)
-	if err != nil || m.Version != st.Version {
-		rc.fatalf("kill %d: shard map of version %d: %v", k, st.Version, err)
+	return cpu
+}
+
+// awaitPush returns when training resumed: the first time a poll of the
+// shards' Stats (every 10ms) finds a push applied by the restarted shard
+// id (it accepts only pushes of the new version).
+func (rc *recCluster) awaitPush(k int, id string, version uint64, timeout time.Duration) time.Time {
+	m, err := testutil.Conn(rc.cli, rc.prefix).WaitShardMapVersion(rc.ctx, version)
+	if err != nil || m.Version != version {
+		rc.fatalf("kill %d: shard map of version %d: %v", k, version, err)
 	}
 	cl, err := client.New(m)
 	if err != nil {
 		rc.fatalf("kill %d: %v", k, err)
 	}
 	defer cl.Close()
-	var trained time.Time
-	for deadline := time.Now().Add(timeout); trained.IsZero(); time.Sleep(10 * time.Millisecond) {
+	for deadline := time.Now().Add(timeout); ; time.Sleep(10 * time.Millisecond) {
 		if time.Now().After(deadline) {
-			rc.fatalf("kill %d of %s: no push on the restarted shard within %v of SERVING(v%d)", k, id, timeout, st.Version)
+			rc.fatalf("kill %d of %s: no push on the restarted shard within %v of SERVING(v%d)", k, id, timeout, version)
 		}
 		sctx, cancel := context.WithTimeout(rc.ctx, 2*time.Second)
 		sts, err := cl.Stats(sctx)
@@ -550,35 +656,10 @@ func (rc *recCluster) killOnce(k, victim int) {
 		}
 		for _, s := range sts {
 			if s.ShardId == id && s.PushRequests > 0 {
-				trained = time.Now()
+				return time.Now()
 			}
 		}
 	}
-	saw, ok := rc.worker.await(t0, time.Minute, fmt.Sprintf("the cluster was restored at version %d", st.Version))
-	if !ok {
-		rc.fatalf("kill %d: the worker did not report the restore at version %d", k, st.Version)
-	}
-	progress, _ := rc.worker.await(saw.at, time.Minute, "samples/s")
-	restoreLog, _ := rc.sched.await(t0, time.Minute, "restore done")
-
-	s := func(at time.Time) float64 { return at.Sub(t0).Seconds() }
-	out := map[string]any{
-		"rows": rc.rows, "kill": k, "victim": id, "shards": rc.nShards, "lease_ttl_s": rc.ttl.Seconds(),
-		"version": st.Version, "victim_rss_bytes": rss, "restart_attempts": attempts, "cpu_s": cpu,
-		"others_lost": lost, "others_lost_detail": lostDetail, "load1": load,
-		"expired_s": s(expired.at), "degraded_s": s(degraded.at), "rejoined_s": s(rejoined.at),
-		"restoring_s": s(restoring.at), "serving_s": s(serving.at), "resumekey_s": s(resumeKey.at),
-		"worker_s": s(saw.at), "trained_s": s(trained), "progress_s": s(progress.at),
-		"detect_s":  s(degraded.at),
-		"slot_s":    restoring.at.Sub(degraded.at).Seconds(),
-		"restore_s": serving.at.Sub(restoring.at).Seconds(),
-		"resume_s":  trained.Sub(serving.at).Seconds(),
-		"total_s":   s(trained),
-	}
-	if v, ok := recLogFloat(restoreLog.text, "seconds"); ok {
-		out["scheduler_restore_s"] = v
-	}
-	recEmit(t, "RECOVERY_JSON", out)
 }
 
 // recEmit logs one machine-readable line: tag, a space, JSON.
@@ -785,12 +866,17 @@ func (p *recProc) exited() bool {
 // await waits up to d for a line containing sub that arrived after
 // after, returning early with false when the process exits without one.
 func (p *recProc) await(after time.Time, d time.Duration, sub string) (recLine, bool) {
+	return p.awaitFunc(after, d, func(text string) bool { return strings.Contains(text, sub) })
+}
+
+// awaitFunc is await of a line that match accepts.
+func (p *recProc) awaitFunc(after time.Time, d time.Duration, match func(text string) bool) (recLine, bool) {
 	deadline := time.Now().Add(d)
 	for {
 		exited := p.exited()
 		p.mu.Lock()
 		for _, l := range p.lines {
-			if l.at.After(after) && strings.Contains(l.text, sub) {
+			if l.at.After(after) && match(l.text) {
 				p.mu.Unlock()
 				return l, true
 			}
@@ -801,6 +887,19 @@ func (p *recProc) await(after time.Time, d time.Duration, sub string) (recLine, 
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
+}
+
+// lastSamples returns the samples of the worker's latest progress line
+// (those of its attempt), 0 when it printed none.
+func (p *recProc) lastSamples() int64 {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for i := len(p.lines) - 1; i >= 0; i-- {
+		if n, ok := progressSamples(p.lines[i].text); ok {
+			return n
+		}
+	}
+	return 0
 }
 
 func (p *recProc) wait(d time.Duration) error {
