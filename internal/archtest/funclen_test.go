@@ -34,13 +34,7 @@ var funcExempt = map[string]string{
 // An entry must be removed once its function is split (or gone): the test
 // fails for an entry whose function no longer exceeds maxFuncLines, so
 // this list only shrinks. Do not add to it.
-var funcSplitting = map[string]string{
-	// TODO(issue 19): empty this list.
-	"internal/e2e/e2e_test.go:TestMultiProcessCluster":        "being split in issue 19",
-	"internal/e2e/fault_test.go:faultCluster.run":             "being split in issue 19",
-	"internal/e2e/recovery_bench_test.go:recCluster.killOnce": "being split in issue 19",
-	"internal/e2e/recovery_bench_test.go:recCluster.run":      "being split in issue 19",
-}
+var funcSplitting = map[string]string{} // empty since issue 19: keep it so
 
 // cmdSplitting is TEMPORARY, like funcSplitting: cmd/ packages at or over
 // cmdLineLimit that are being shrunk now.
