@@ -673,7 +673,7 @@ func (j *faultJob) kill(n int, rng *rand.Rand) *faultKill {
 // (newestSnapshot).
 func (j *faultJob) waitRecovered(k *faultKill) {
 	var mark *snapshot.Manifest // the newest snapshot once the victim was back
-	back, version, what := k == nil, uint64(0), "the first snapshot"
+	back, version, what := k == nil, uint64(0), "a snapshot holding the workers' checkpoints"
 	if k != nil {
 		version, what = k.version+1, fmt.Sprintf("the recovery from kill %d", k.n)
 		if k.victim.kind == membership.KindScheduler {
