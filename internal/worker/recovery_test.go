@@ -154,7 +154,7 @@ func startRecoveryWorkers(ctx context.Context, lc *cluster.Cluster, cfg config.C
 					o.Local = lc
 				}
 				w.results[i], w.errs[i] = RunJob(ctx, o)
-				if !errors.Is(w.errs[i], ErrLeaseLost) || ctx.Err() != nil {
+				if !errors.Is(w.errs[i], job.ErrLeaseLost) || ctx.Err() != nil {
 					return
 				}
 				w.restarts[i]++

@@ -5,13 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"maps"
-	"slices"
-	"strings"
 
 	"github.com/xdlgo/xps/ams/client"
 	"github.com/xdlgo/xps/internal/tracker"
-	"github.com/xdlgo/xps/reader"
 )
 
 // ErrSync reports a job that cannot run in sync mode.
@@ -96,11 +92,4 @@ func (t *Trainer) checkpointEntry(c Checkpoint) ([]client.StateEntry, error) {
 // route of its batch's pull.
 func (t *Trainer) pushRound(ctx context.Context, pb *pushBuf, rd client.Round, state []client.StateEntry) error {
 	return t.cl.PushRound(ctx, rd, pb.route, pb.grads, []client.Vector{{Name: DenseName, Values: pb.dense}}, state)
-}
-
-// sortedPositions returns the positions sorted by stream.
-func sortedPositions(m map[string]reader.Position) []reader.Position {
-	out := slices.Collect(maps.Values(m))
-	slices.SortFunc(out, func(a, b reader.Position) int { return strings.Compare(a.File, b.File) })
-	return out
 }

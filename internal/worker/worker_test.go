@@ -188,7 +188,7 @@ func TestStopsWhenLeaseLost(t *testing.T) {
 	case err := <-done:
 		// The cluster also rolls back, and without a snapshot gives up:
 		// either may stop the worker first.
-		if err == nil || (!errors.Is(err, ErrLeaseLost) && !errors.Is(err, controlplane.ErrClusterFailed)) {
+		if err == nil || (!errors.Is(err, job.ErrLeaseLost) && !errors.Is(err, controlplane.ErrClusterFailed)) {
 			t.Fatalf("RunJob after its lease was revoked = %v, want an error about the lost lease", err)
 		}
 	case <-ctx.Done():

@@ -10,10 +10,6 @@ import (
 	"github.com/xdlgo/xps/reader"
 )
 
-// ErrLeaseLost is the cause of a job's end when its etcd lease was lost
-// (the cluster declared the worker dead). It is job.ErrLeaseLost.
-var ErrLeaseLost = job.ErrLeaseLost
-
 // JobResult is what a job prints as its summary (and as JSON).
 type JobResult struct {
 	Result

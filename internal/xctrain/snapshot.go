@@ -2,7 +2,6 @@ package xctrain
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
@@ -74,7 +73,8 @@ func (t *Trainer) commitProgress(ctx context.Context, next Checkpoint) error {
 // state; then the pause is acknowledged and the resume awaited. next is
 // the position of the next batch. A resume at a higher cluster version
 // (the cluster was rolled back) ends the run with an error wrapping
-// controlplane.ErrRestored: the job is restarted and resumes from the model.
+// controlplane.ErrRestored: the lifecycle (package job) starts the next
+// attempt from the restored model.
 func (t *Trainer) snapshotPause(ctx context.Context, next Checkpoint) error {
 	pz := t.opts.Pauser
 	if err := t.waitPushes(); err != nil {
@@ -91,9 +91,6 @@ func (t *Trainer) snapshotPause(ctx context.Context, next Checkpoint) error {
 		}
 	}
 	if err := pz.PauseFor(ctx, seq); err != nil {
-		if errors.Is(err, controlplane.ErrRestored) {
-			return fmt.Errorf("xctrain: %w", err) // the job resumes from the restored model
-		}
 		return fmt.Errorf("xctrain: snapshot pause %d: %w", seq, err)
 	}
 	return nil
