@@ -105,13 +105,9 @@ func (t *Tracker) start(ev Started) []Action {
 	}
 	t.started, t.lastCommit, t.lastProgress = true, ev.Now, ev.Now
 	s := t.opts.Start
-	t.epoch = max(s.Epoch, 1)
+	t.epoch = t.First()
 	if s.Epoch > 0 && !s.EpochDone {
 		t.batch = s.Batch
-	}
-	if s.EpochDone {
-		t.epoch++
-		t.batch = 0
 	}
 	if t.epoch > t.opts.Epochs {
 		return t.finish("final")
@@ -243,12 +239,16 @@ func (t *Tracker) Epoch() int { return t.epoch }
 // Applied returns the samples applied over the job and their digest sum.
 func (t *Tracker) Applied() (int64, uint64) { return t.applied, t.digest }
 
+// First returns the first epoch of this run: the start checkpoint's, or
+// the one after it when that epoch was done.
+func (t *Tracker) First() int {
+	s := t.opts.Start
+	if s.EpochDone {
+		return max(s.Epoch, 1) + 1
+	}
+	return max(s.Epoch, 1)
+}
+
 // Epochs returns the epochs this run trained, or will have trained when it
 // is done.
-func (t *Tracker) Epochs() int {
-	first := max(t.opts.Start.Epoch, 1)
-	if t.opts.Start.EpochDone {
-		first++
-	}
-	return max(t.opts.Epochs-first+1, 0)
-}
+func (t *Tracker) Epochs() int { return max(t.opts.Epochs-t.First()+1, 0) }

@@ -34,7 +34,6 @@ type run struct {
 	t            *Trainer
 	res          *Result
 	tk           *tracker.Tracker
-	first        int // the first epoch of this run
 	trainDur     time.Duration
 	uniq         int64
 	lossSum      float64
@@ -84,8 +83,7 @@ func (r *run) exec(ctx context.Context, a tracker.Action) error {
 	case tracker.Pause:
 		return r.pause(ctx, a.Checkpoint)
 	case tracker.Evaluate:
-		when := a.When
-		_, err := t.evalAndReport(ctx, r.res, when)
+		_, err := t.evalAndReport(ctx, r.res, a.When)
 		return err
 	case tracker.Progress:
 		r.progress()
@@ -156,7 +154,7 @@ func (r *run) noteSource(src reader.Source) {
 func (r *run) epoch(ctx context.Context, epoch int) ([]tracker.Action, error) {
 	t := r.t
 	r.lossSum, r.lossN = 0, 0
-	if epoch > r.first {
+	if epoch > r.tk.First() {
 		r.syncIter = 0
 	}
 	for {

@@ -416,11 +416,7 @@ func grow[T any](b []T, n int) []T {
 // when is the run's tracker's (package tracker); Run executes it.
 func (t *Trainer) Run(ctx context.Context) (res Result, err error) {
 	start := t.opts.Start
-	r := &run{t: t, res: &res, lastProgress: time.Now(), window: newWindow(), stream: metrics.NewStream(),
-		first: max(start.Epoch, 1)}
-	if start.EpochDone {
-		r.first++
-	}
+	r := &run{t: t, res: &res, lastProgress: time.Now(), window: newWindow(), stream: metrics.NewStream()}
 	r.tk = tracker.New(tracker.Options{Epochs: t.cfg.Train.Epochs, Start: start,
 		Commits: t.opts.Commit != nil && t.opts.Sync == nil, CommitEvery: t.opts.CommitEvery,
 		ProgressEvery: progressEvery(t), EvalEvery: t.cfg.Train.EvalEvery, Evaluate: len(t.opts.Test) > 0,
