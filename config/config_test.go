@@ -22,12 +22,40 @@ func TestDefaultsAreValid(t *testing.T) {
 	}
 }
 
+// parseCase is a config to parse: check runs on the parsed config, or
+// errs are substrings the error must all hold (it wraps ErrInvalid).
+type parseCase struct {
+	name, yaml string
+	check      func(t *testing.T, c Config)
+	errs       []string
+}
+
+// runParseCases parses each case as a subtest.
+func runParseCases(t *testing.T, cases []parseCase) {
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := Parse([]byte(tc.yaml))
+			if len(tc.errs) > 0 {
+				if !errors.Is(err, ErrInvalid) {
+					t.Fatalf("err = %v, want ErrInvalid", err)
+				}
+				for _, s := range tc.errs {
+					if !strings.Contains(err.Error(), s) {
+						t.Errorf("error %q lacks %q", err, s)
+					}
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			tc.check(t, c)
+		})
+	}
+}
+
 func TestParse(t *testing.T) {
-	for _, tc := range []struct {
-		name, yaml string
-		check      func(t *testing.T, c Config)
-		errs       []string // substrings, all expected
-	}{
+	runParseCases(t, []parseCase{
 		{name: "empty", yaml: "", check: func(t *testing.T, c Config) {
 			if c.Model.Tables[0].Name != "emb" {
 				t.Fatal(c.Model.Tables)
@@ -67,26 +95,7 @@ model:
   hidden: [0]
 train: {batch_size: -1, format: csv, on_error: maybe}
 `, errs: []string{"dim 0", "declared twice", `unknown table "zz"`, `pooling "max"`, "hidden[0]", "batch_size -1", `format "csv"`, `on_error: reader: unknown error policy "maybe"`}},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			c, err := Parse([]byte(tc.yaml))
-			if len(tc.errs) > 0 {
-				if !errors.Is(err, ErrInvalid) {
-					t.Fatalf("err = %v, want ErrInvalid", err)
-				}
-				for _, s := range tc.errs {
-					if !strings.Contains(err.Error(), s) {
-						t.Errorf("error %q lacks %q", err, s)
-					}
-				}
-				return
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			tc.check(t, c)
-		})
-	}
+	})
 }
 
 func TestLoadRoundTrip(t *testing.T) {
@@ -154,11 +163,7 @@ func TestKafkaConfig(t *testing.T) {
 }
 
 func TestOutputConfig(t *testing.T) {
-	for _, tc := range []struct {
-		name, yaml string
-		check      func(t *testing.T, c Config)
-		errs       []string
-	}{
+	runParseCases(t, []parseCase{
 		{name: "default-logit", yaml: "", check: func(t *testing.T, c Config) {
 			o := c.Model.Output
 			if o.Kind != OutputLogit || o.Sparsity != 0.005 || o.InferSparsity != 0.005 || o.Family != slide.KindDWTA ||
@@ -190,24 +195,5 @@ kafka: {brokers: [a:1], topic: t}
 `, errs: []string{"does not train from Kafka", "labels -1", "hidden[0] = 0", "Sparsity 1.5", `hash: slide: bad config: hash family "md5"`, "K 30",
 			"LearningRate -1", "RehashBase -2", "Threads -1", `eval "maybe"`, "eval_limit -1", "progressive_every -1",
 			"one embedding table"}},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			c, err := Parse([]byte(tc.yaml))
-			if len(tc.errs) > 0 {
-				if !errors.Is(err, ErrInvalid) {
-					t.Fatalf("err = %v, want ErrInvalid", err)
-				}
-				for _, s := range tc.errs {
-					if !strings.Contains(err.Error(), s) {
-						t.Errorf("error %q lacks %q", err, s)
-					}
-				}
-				return
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			tc.check(t, c)
-		})
-	}
+	})
 }
