@@ -148,6 +148,18 @@ func (d *groupDecoder) decodeLabels(tok []byte, level int) error {
 	if level != 0 {
 		return fmt.Errorf("labels %q on a level-%d line: only level-0 lines (samples) have labels, write -", clip(tok), level)
 	}
+	var bad []byte
+	var why string
+	if d.labels, bad, why = appendFloats(d.labels, tok); why != "" {
+		return fmt.Errorf("labels %q: label %q %s", clip(tok), clip(bad), why)
+	}
+	return nil
+}
+
+// appendFloats appends the comma-separated values of tok to dst, each
+// finite (parseFinite32); at the first that is not, it stops and returns
+// that value and why.
+func appendFloats(dst []float32, tok []byte) (out []float32, bad []byte, why string) {
 	for k := 0; k <= len(tok); {
 		e := k
 		for e < len(tok) && tok[e] != ',' {
@@ -155,12 +167,12 @@ func (d *groupDecoder) decodeLabels(tok []byte, level int) error {
 		}
 		v, why := parseFinite32(tok[k:e])
 		if why != "" {
-			return fmt.Errorf("labels %q: label %q %s", clip(tok), clip(tok[k:e]), why)
+			return dst, tok[k:e], why
 		}
-		d.labels = append(d.labels, v)
+		dst = append(dst, v)
 		k = e + 1
 	}
-	return nil
+	return dst, nil, ""
 }
 
 // features decodes the features of line, those after line[:j], into the
@@ -265,17 +277,10 @@ func (d *groupDecoder) dense(tok []byte, eq int) error {
 	if len(vals) == 0 {
 		return fmt.Errorf("dense feature %q: no values", clip(tok))
 	}
-	for k := 0; k <= len(vals); {
-		e := k
-		for e < len(vals) && vals[e] != ',' {
-			e++
-		}
-		v, why := parseFinite32(vals[k:e])
-		if why != "" {
-			return fmt.Errorf("dense feature %q: value %q %s", clip(tok), clip(vals[k:e]), why)
-		}
-		d.denseValues = append(d.denseValues, v)
-		k = e + 1
+	var bad []byte
+	var why string
+	if d.denseValues, bad, why = appendFloats(d.denseValues, vals); why != "" {
+		return fmt.Errorf("dense feature %q: value %q %s", clip(tok), clip(bad), why)
 	}
 	d.denseFields = append(d.denseFields, field)
 	d.denseEnds = append(d.denseEnds, len(d.denseValues))
