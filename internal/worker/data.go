@@ -66,11 +66,8 @@ func sourceData(opts job.Options, sh *shapeFinder) (Data, error) {
 		if err != nil {
 			return Data{}, fmt.Errorf("worker: test data: %w", err)
 		}
-		if d.Test, err = readAll(src); err != nil {
-			return Data{}, fmt.Errorf("worker: test data: %w", err)
-		}
-		for _, g := range d.Test {
-			sh.add(g)
+		if d.Test, err = readTest(src, sh); err != nil {
+			return Data{}, err
 		}
 	}
 	var err error
@@ -199,6 +196,12 @@ func loadTest(fsys reader.FS, patterns []string, format reader.Format, policy re
 	if err != nil {
 		return nil, err
 	}
+	return readTest(src, sh)
+}
+
+// readTest reads the test set from src into memory, closes src and adds
+// the test groups to sh.
+func readTest(src reader.Source, sh *shapeFinder) ([]*reader.Group, error) {
 	test, err := readAll(src)
 	if err != nil {
 		return nil, fmt.Errorf("worker: test data: %w", err)
