@@ -130,12 +130,30 @@ func Decode(b []byte) (Checkpoint, error) {
 func Applied(entries []client.StateEntry) int64 {
 	var n int64
 	for _, e := range entries {
-		if !ams.IsCheckpointKey(e.Key) {
-			continue
-		}
-		if c, err := Decode(e.Value); err == nil {
-			n += c.Applied
-		}
+		n += applied(e.Key, e.Value)
 	}
 	return n
+}
+
+// AppliedIn sums Applied over the worker checkpoints among a snapshot
+// manifest's readers (snapshot.Manifest.Readers), as Applied does.
+func AppliedIn(readers map[string]json.RawMessage) int64 {
+	var n int64
+	for k, v := range readers {
+		n += applied(k, v)
+	}
+	return n
+}
+
+// applied is the samples applied of the checkpoint stored under key, 0
+// when key is no worker's checkpoint or its value does not decode.
+func applied(key string, value []byte) int64 {
+	if !ams.IsCheckpointKey(key) {
+		return 0
+	}
+	c, err := Decode(value)
+	if err != nil {
+		return 0
+	}
+	return c.Applied
 }

@@ -23,6 +23,9 @@ type SnapshotResult struct {
 	Seconds float64   `json:"seconds"`
 	Rows    int64     `json:"rows"`
 	Workers int       `json:"workers"` // paused for it
+	// Applied is the sum of the samples applied that the workers'
+	// checkpoints in the snapshot count.
+	Applied int64 `json:"applied"`
 	Removed []uint64  `json:"removed,omitempty"`
 	Error   string    `json:"error,omitempty"`
 }

@@ -361,6 +361,7 @@ func (s *Scheduler) finish(ctx context.Context, d opDone) {
 		op := s.snap
 		s.snap = nil
 		if done.Err == nil {
+			s.samples.snapshotTaken(d.snap.Applied)
 			s.log.Info("snapshot written", "seq", d.snap.Seq, "rows", d.snap.Rows, "workers", d.snap.Workers,
 				"seconds", d.snap.Seconds, "store", s.opts.Config.Snapshot.Store)
 		} else {

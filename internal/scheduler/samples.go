@@ -15,7 +15,7 @@ import (
 type sampleCount struct {
 	cl      *client.Client // for the version below
 	version uint64
-	base    int64 // the samples applied when counting started
+	base    int64 // the samples applied of the last snapshot, or when counting started
 	known   bool  // base was read
 }
 
@@ -29,12 +29,11 @@ func (c *sampleCount) close() {
 
 // checkSamples asks for a snapshot when the workers' checkpoints count at
 // least Snapshot.EverySamples more samples applied than the base: the
-// count read on the first tick after the last snapshot ended (ticks skip
-// while one runs), so that the samples applied of two snapshots are at
-// least EverySamples apart, however long a snapshot takes to pause the
-// workers (called on ticks while no snapshot runs). The count is
-// read from the shards with a short timeout: a shard that does not answer
-// skips this tick.
+// samples applied that the last snapshot holds (snapshotTaken), or, before
+// any, the count when the last snapshot was asked for or first read. So
+// the samples applied of two snapshots are at least EverySamples apart,
+// however long a snapshot takes to pause the workers (called on ticks
+// while no snapshot runs).
 func (s *Scheduler) checkSamples(ctx context.Context) {
 	n := s.opts.Config.Snapshot.EverySamples
 	if n <= 0 || s.fsm == nil || s.snap != nil {
@@ -71,7 +70,13 @@ func (s *Scheduler) checkSamples(ctx context.Context) {
 	}
 	if applied-c.base >= n {
 		s.log.Info("snapshot every samples", "applied", applied, "since", applied-c.base)
-		c.known = false // counted anew once this snapshot is done
+		c.base = applied
 		s.requestSnapshot(ctx)
 	}
+}
+
+// snapshotTaken counts the next snapshot by samples from the samples
+// applied that a snapshot just written holds.
+func (c *sampleCount) snapshotTaken(applied int64) {
+	c.base, c.known = applied, true
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/xdlgo/xps/ams"
 	"github.com/xdlgo/xps/ams/client"
+	"github.com/xdlgo/xps/internal/checkpoint"
 	"github.com/xdlgo/xps/internal/controlplane"
 	"github.com/xdlgo/xps/snapshot"
 )
@@ -43,6 +44,7 @@ func (s *Scheduler) snapshotOnce(ctx context.Context, m *ams.ShardMap, op *snapO
 			res.Rows += f.Rows
 		}
 	}
+	res.Applied = checkpoint.AppliedIn(man.Readers)
 	res.Removed, err = snapshot.Prune(store, s.opts.Config.Snapshot.Keep)
 	return err
 }
