@@ -62,7 +62,10 @@
 //  3. t.Declare(ctx) declares the table and the dense vector on the shards.
 //  4. res, err := t.Run(ctx) trains train.epochs epochs (shuffled per
 //     epoch with model.seed unless train.shuffle is false) and evaluates
-//     after each (and every train.eval_every batches).
+//     after each (and every train.eval_every batches). What the run does
+//     when (commit its progress, pause, evaluate, open the next epoch) is
+//     decided by a tracker.Tracker, the I/O-free core the CTR model's run
+//     uses too; Run feeds it the batches trained and executes its actions.
 //
 // RunJob does all of it for a worker process, as the SLIDE model of the
 // one job lifecycle (package job: registration, lease, pauses, shard map,

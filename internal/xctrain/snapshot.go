@@ -57,25 +57,24 @@ func (t *Trainer) resume(cp Checkpoint) error {
 	return nil
 }
 
-// commitProgress stores the job's progress (no layer file) once every push
-// of the batches it counts is applied, so that the scheduler's count of
-// samples applied stays fresh between snapshots.
-func (t *Trainer) commitProgress(ctx context.Context, next Checkpoint) error {
+// commitProgress stores the job's progress cp (no layer file) once every
+// push of the batches it counts is applied, so that the scheduler's count
+// of samples applied stays fresh between snapshots.
+func (t *Trainer) commitProgress(ctx context.Context, cp Checkpoint) error {
 	if err := t.waitPushes(); err != nil {
 		return err
 	}
-	return checkpoint.Store(ctx, t.cl, t.opts.Name, next)
+	return checkpoint.Store(ctx, t.cl, t.opts.Name, cp)
 }
 
 // snapshotPause serves a pause request at a batch boundary: every push of
-// the batches trained so far is applied first; when the pause is for a
-// snapshot, the layer goes into it and the position into the model's
-// state; then the pause is acknowledged and the resume awaited. next is
-// the position of the next batch. A resume at a higher cluster version
-// (the cluster was rolled back) ends the run with an error wrapping
-// controlplane.ErrRestored: the lifecycle (package job) starts the next
-// attempt from the restored model.
-func (t *Trainer) snapshotPause(ctx context.Context, next Checkpoint) error {
+// the batches trained so far is applied first; then cp, the position
+// after them, is stored, with the layer written into the snapshot when
+// the pause is for one; then the pause is acknowledged and the resume
+// awaited. A resume at a higher cluster version (the cluster was rolled
+// back) ends the run with an error wrapping controlplane.ErrRestored: the
+// lifecycle (package job) starts the next attempt from the restored model.
+func (t *Trainer) snapshotPause(ctx context.Context, cp *Checkpoint) error {
 	pz := t.opts.Pauser
 	if err := t.waitPushes(); err != nil {
 		return err
@@ -85,9 +84,15 @@ func (t *Trainer) snapshotPause(ctx context.Context, next Checkpoint) error {
 	if err != nil {
 		return fmt.Errorf("xctrain: snapshot pause %d: %w", seq, err)
 	}
-	if ok && tgt.Pause == seq && tgt.Store != "" {
-		if err := t.writeLayer(ctx, tgt, next); err != nil {
+	switch {
+	case cp == nil:
+	case ok && tgt.Pause == seq && tgt.Store != "":
+		if err := t.writeLayer(ctx, tgt, *cp); err != nil {
 			return fmt.Errorf("xctrain: writing the SLIDE layer into snapshot %d: %w", tgt.Seq, err)
+		}
+	default:
+		if err := checkpoint.Store(ctx, t.cl, t.opts.Name, *cp); err != nil {
+			return fmt.Errorf("xctrain: snapshot pause %d: %w", seq, err)
 		}
 	}
 	if err := pz.PauseFor(ctx, seq); err != nil {
@@ -123,4 +128,15 @@ func (t *Trainer) writeLayer(ctx context.Context, tgt controlplane.SnapshotTarge
 	t.opts.Logger.Info("SLIDE layer written into the snapshot", "seq", tgt.Seq, "bytes", meta.Size,
 		"epoch", cp.Epoch, "batch", cp.Batch)
 	return nil
+}
+
+// modelCheckpoint is a Checkpoint counting the samples and batches the
+// model has seen: res's, and those of the run it resumed, if any.
+func (t *Trainer) modelCheckpoint(res Result) Checkpoint {
+	cp := Checkpoint{Applied: res.Samples, Batches: res.Batches}
+	if s := t.start; s != nil {
+		cp.Applied += s.Applied
+		cp.Batches += s.Batches
+	}
+	return cp
 }

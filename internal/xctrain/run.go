@@ -1,0 +1,290 @@
+package xctrain
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"time"
+
+	"github.com/xdlgo/xps/internal/checkpoint"
+	"github.com/xdlgo/xps/internal/tracker"
+	"github.com/xdlgo/xps/sparsenet/slide"
+)
+
+// run is the state of one Run, owned by Run's goroutine. What the run
+// decides (when to commit, pause, evaluate, open the next epoch) is its
+// tracker's (package tracker); run executes the tracker's actions.
+type run struct {
+	t        *Trainer
+	res      *Result
+	tk       *tracker.Tracker
+	epoch    int
+	nbatches int
+	batch    int // within the epoch
+	lossSum  float64
+	lossN    int
+	trainDur time.Duration
+	fetch    time.Duration
+	// progress window
+	lineSamples int64
+	lineDur     time.Duration
+	window      slide.Precision
+	total       slide.Precision
+}
+
+// Run trains for train.epochs epochs over the training data (shuffled per
+// epoch when train.shuffle is set), evaluating on the test set every
+// train.eval_every batches and after each epoch, and returns the summary.
+// Evaluations see every push before them applied. In a cluster (a
+// Pauser) the run stores its progress every second and serves the
+// scheduler's pauses, writing the layer into the snapshots (snapshot.go).
+func (t *Trainer) Run(ctx context.Context) (res Result, err error) {
+	r := &run{t: t, res: &res}
+	r.describe()
+	var start checkpoint.Checkpoint
+	if t.start != nil {
+		start, res.Resumed = *t.start, t.start
+	}
+	cfg := t.cfg.Train
+	opts := tracker.Options{Epochs: cfg.Epochs, Start: start, Commits: t.opts.Pauser != nil,
+		EvalEvery: cfg.EvalEvery, Evaluate: t.opts.Test != nil}
+	if opts.Commits {
+		opts.CommitEvery = commitEvery
+	}
+	if t.opts.Progress != nil {
+		opts.ProgressEvery = cfg.ProgressEvery
+	}
+	r.tk = tracker.New(opts)
+	defer func() {
+		if perr := t.waitPushes(); err == nil {
+			err = perr
+		}
+		r.summarize()
+	}()
+	acts, err := r.step(ctx, tracker.Started{Now: time.Now()})
+	for err == nil && len(acts) > 0 {
+		open := acts[0].(tracker.Open) // step returns only an Open and what follows it
+		if acts, err = r.runEpoch(ctx, open); err == nil && len(acts) > 1 {
+			err = fmt.Errorf("xctrain: actions after opening epoch %d: %v", open.Epoch, acts[1:])
+		}
+	}
+	return res, err
+}
+
+// describe fills the layer's shape into the summary.
+func (r *run) describe() {
+	t, res := r.t, r.res
+	p := t.out.Params()
+	oc := t.cfg.Model.Output
+	res.Labels, res.InputDim, res.Sparsity, res.Hash = t.out.Config().Dim, t.net.OutputWidth(), oc.Sparsity, oc.Family.String()
+	res.K, res.L, res.R = p.K, p.L, p.R
+	res.LayerBytes = t.out.ParamBytes() + tablesBytes(t)
+}
+
+// summarize fills the run's figures into the summary (also of a run
+// stopped early).
+func (r *run) summarize() {
+	res := r.res
+	res.Seconds = r.trainDur.Seconds()
+	if res.Seconds > 0 {
+		res.SamplesPerSecond = float64(res.Samples) / res.Seconds
+	}
+	res.Progressive, res.ProgressiveSamples = patk(&r.total), r.total.N()
+	res.FetchWaitSeconds, res.PushWaitSeconds = r.fetch.Seconds(), r.t.pushWait.Seconds()
+}
+
+// step hands ev to the tracker and executes the actions it returns,
+// except Open (only the tracker's start and an epoch's end return one,
+// and Run executes those): it returns the Open and what follows it.
+func (r *run) step(ctx context.Context, ev tracker.Event) ([]tracker.Action, error) {
+	acts, err := r.tk.Step(ev)
+	if err != nil {
+		return nil, err
+	}
+	for i, a := range acts {
+		if _, ok := a.(tracker.Open); ok {
+			return acts[i:], nil
+		}
+		if err := r.exec(ctx, a); err != nil {
+			return nil, err
+		}
+	}
+	return nil, nil
+}
+
+// exec executes one action of the tracker.
+func (r *run) exec(ctx context.Context, a tracker.Action) error {
+	t := r.t
+	switch a := a.(type) {
+	case tracker.Commit:
+		return t.commitProgress(ctx, a.Checkpoint)
+	case tracker.Pause:
+		return t.snapshotPause(ctx, a.Checkpoint)
+	case tracker.Evaluate:
+		if err := t.waitPushes(); err != nil { // the evaluation sees every update before it
+			return err
+		}
+		return r.evaluate(ctx, a.When, a.Final)
+	case tracker.Progress:
+		r.progressLine()
+	case tracker.Drain:
+		return t.waitPushes()
+	case tracker.Done:
+	default: // LeaveRound, Barrier and Reopen: sync mode, several workers and streams are not the SLIDE job's
+		return fmt.Errorf("xctrain: unexpected action %T", a)
+	}
+	return nil
+}
+
+func (r *run) evaluate(ctx context.Context, when string, final bool) error {
+	t := r.t
+	e, err := t.Evaluate(ctx, final)
+	if err != nil {
+		return err
+	}
+	e.When = when
+	r.res.Evals = append(r.res.Evals, e)
+	r.res.Test = e
+	if w := t.opts.Progress; w != nil {
+		fmt.Fprintf(w, "%s: eval after %s on %d test samples:", t.opts.Name, when, e.Samples)
+		if e.Sparse != nil {
+			fmt.Fprintf(w, " sparse inference %v;", *e.Sparse)
+		}
+		if e.Dense != nil {
+			fmt.Fprintf(w, " dense inference %v;", *e.Dense)
+		}
+		fmt.Fprintf(w, " (%.1fs", e.Seconds)
+		if e.RehashSeconds > 0 {
+			fmt.Fprintf(w, ", rehash %.1fs", e.RehashSeconds)
+		}
+		if e.Candidates > 0 {
+			fmt.Fprintf(w, "; the LSH candidates (%.0f) hold %.3f of the exact top-1, %.3f of the top-5", e.Candidates, e.Recall1, e.Recall5)
+		}
+		if e.SparseMs > 0 || e.DenseMs > 0 {
+			fmt.Fprintf(w, "; one-sample latency sparse %.2f ms, dense %.2f ms", e.SparseMs, e.DenseMs)
+		}
+		fmt.Fprintln(w, ")")
+	}
+	return nil
+}
+
+// runEpoch trains the epoch open names, from its batch: a pull stage (its
+// own goroutine, up to train.prefetch_batches batches ahead) feeds the
+// training stage (this goroutine), which pushes asynchronously. It
+// returns the actions of the epoch's end that remain (the next Open).
+func (r *run) runEpoch(ctx context.Context, open tracker.Open) ([]tracker.Action, error) {
+	t := r.t
+	cfg := t.cfg.Train
+	r.epoch, r.lossSum, r.lossN = open.Epoch, 0, 0
+	n := t.opts.Train.Len()
+	order := make([]int32, n)
+	for i := range order {
+		order[i] = int32(i)
+	}
+	if *cfg.Shuffle {
+		rng := rand.New(rand.NewPCG(t.cfg.Model.Seed, uint64(r.epoch)))
+		rng.Shuffle(n, func(i, j int) { order[i], order[j] = order[j], order[i] })
+	}
+	bs := cfg.BatchSize
+	r.nbatches = (n + bs - 1) / bs
+	ahead := max(1, *cfg.PrefetchBatches)
+	free := make(chan *batch, ahead+1)
+	ready := make(chan *batch, ahead+1)
+	for i := 0; i < ahead+1; i++ {
+		free <- t.newBatch()
+	}
+	pctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var wg sync.WaitGroup
+	var pullErr error // written by the pull stage before it closes ready
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		defer close(ready)
+		for lo := open.Batch * bs; lo < n; lo += bs {
+			var b *batch
+			select {
+			case b = <-free:
+			case <-pctx.Done():
+				return
+			}
+			if err := t.fill(pctx, b, t.opts.Train, order[lo:min(lo+bs, n)], true); err != nil {
+				pullErr = err
+				return
+			}
+			ready <- b // capacity: never blocks
+		}
+	}()
+	err := r.trainStage(ctx, ready, free, open.Batch)
+	cancel()
+	wg.Wait()
+	if err == nil && pullErr != nil && ctx.Err() == nil {
+		err = pullErr
+	}
+	if err == nil {
+		err = ctx.Err()
+	}
+	if err != nil {
+		return nil, err
+	}
+	r.res.Epochs = r.epoch
+	if r.lossN > 0 {
+		r.res.TrainLoss = r.lossSum / float64(r.lossN)
+	}
+	return r.step(ctx, tracker.EpochEnded{Now: time.Now()})
+}
+
+// trainStage trains the pulled batches of the epoch, from its firstBatch,
+// and reports each to the tracker.
+func (r *run) trainStage(ctx context.Context, ready <-chan *batch, free chan<- *batch, firstBatch int) error {
+	t := r.t
+	for r.batch = firstBatch; ; r.batch++ {
+		w0 := time.Now()
+		b, ok := <-ready
+		if !ok {
+			r.trainDur += time.Since(w0)
+			r.fetch += time.Since(w0)
+			return nil
+		}
+		r.fetch += time.Since(w0)
+		if err := t.step(ctx, r, b); err != nil {
+			return err
+		}
+		n := b.n
+		free <- b // the pull stage owns b from here
+		d := time.Since(w0)
+		r.trainDur += d
+		r.lineDur += d
+		r.res.Samples += int64(n)
+		r.res.Batches++
+		r.lineSamples += int64(n)
+		pz := t.opts.Pauser
+		ev := tracker.BatchTrained{Now: time.Now(), Samples: n, PauseRequested: pz != nil && pz.Requested()}
+		if _, err := r.step(ctx, ev); err != nil {
+			return err
+		}
+	}
+}
+
+func (r *run) progressLine() {
+	t := r.t
+	if w := t.opts.Progress; w != nil {
+		sps := 0.0
+		if r.lineDur > 0 {
+			sps = float64(r.lineSamples) / r.lineDur.Seconds()
+		}
+		loss := 0.0
+		if r.lossN > 0 {
+			loss = r.lossSum / float64(r.lossN)
+		}
+		fmt.Fprintf(w, "%s: epoch %d batch %d/%d: %.0f samples/s, loss %.4f", t.opts.Name, r.epoch, r.batch+1, r.nbatches, sps, loss)
+		if r.window.N() > 0 {
+			fmt.Fprintf(w, ", train P@1 %.4f P@3 %.4f P@5 %.4f (%d samples scored before training)",
+				r.window.At(1), r.window.At(3), r.window.At(5), r.window.N())
+		}
+		fmt.Fprintln(w)
+	}
+	r.lineSamples, r.lineDur = 0, 0
+	r.window = slide.Precision{}
+}
