@@ -127,46 +127,7 @@ func TestTrainsGeneratedData(t *testing.T) {
 				res.Shards != 2 || len(res.Evals) != tc.epochs || res.TrainSamples != nTrain || res.TestSamples != 1000 {
 				t.Fatalf("result %+v", res)
 			}
-			// Chance is the P@1 of always predicting the most frequent label
-			// (8% here: labels are Zipf-distributed); a random label scores
-			// about 0.003.
-			minP1, times := tc.minP1, 2.5
-			if raceEnabled { // half the data, and the race run checks races
-				minP1, times = 0, 1.2
-			}
-			// Dense inference over a layer trained sparsely ranks every
-			// label, of which each batch trained only the active ones, and
-			// its P@1 swings from run to run with the asynchronous pushes'
-			// staleness, which follows the machine's timing: seen from
-			// 2.4x to 4.7x chance in the normal build, and from chance to
-			// 2.8x on the race build's half of the data. So sparse
-			// inference, the mode such a layer serves with, carries the
-			// quality bound of the sparse cases; their dense inference must
-			// beat chance clearly in the normal build, and exist in the race
-			// build.
-			denseMin := max(minP1, times*chance)
-			if tc.sparsity < 1 {
-				denseMin = 1.5 * chance
-				if raceEnabled {
-					denseMin = 0
-				}
-			}
-			if e.Dense == nil || e.Dense.P1 < denseMin {
-				t.Fatalf("dense-inference P@1 %v, want >= %.4f (>= %.2f and >= %vx chance %.4f)", e.Dense, denseMin, minP1, times, chance)
-			}
-			if tc.sparsity < 1 {
-				// Sparse inference scores at most 100 of 1,000 labels from
-				// 24 tables of 7-bit codes: it finds the best label less
-				// often than the dense scan.
-				if e.Sparse == nil || e.Sparse.P1 < times*0.72*chance || res.L != 24 {
-					t.Fatalf("sparse-inference P@1 %v, want >= %.2fx chance %.4f (tables L=%d)", e.Sparse, times*0.72, chance, res.L)
-				}
-				if e.SparseMs <= 0 || res.ProgressiveSamples == 0 {
-					t.Fatalf("no latency or progressive figures: %+v", res)
-				}
-			} else if e.Sparse != nil || res.L != 0 {
-				t.Fatalf("dense training has hash tables or sparse figures: L=%d, %v", res.L, e.Sparse)
-			}
+			tc.checkQuality(t, res, chance)
 			if e.Dense.P3 <= 0 || e.Dense.P5 <= 0 || e.Dense.P1 > 1 {
 				t.Fatalf("P@k out of range: %v", e.Dense)
 			}
@@ -185,6 +146,53 @@ type generatedCase struct {
 	hash     string
 	epochs   int
 	minP1    float64 // with dense inference
+}
+
+// checkQuality checks the precision of res against chance, the P@1 of
+// always predicting the most frequent label.
+func (tc generatedCase) checkQuality(t *testing.T, res JobResult, chance float64) {
+	t.Helper()
+	e := res.Test
+	// Chance is the P@1 of always predicting the most frequent label
+	// (8% here: labels are Zipf-distributed); a random label scores
+	// about 0.003.
+	minP1, times := tc.minP1, 2.5
+	if raceEnabled { // half the data, and the race run checks races
+		minP1, times = 0, 1.2
+	}
+	// Dense inference over a layer trained sparsely ranks every
+	// label, of which each batch trained only the active ones, and
+	// its P@1 swings from run to run with the asynchronous pushes'
+	// staleness, which follows the machine's timing: seen from
+	// 2.4x to 4.7x chance in the normal build, and from chance to
+	// 2.8x on the race build's half of the data. So sparse
+	// inference, the mode such a layer serves with, carries the
+	// quality bound of the sparse cases; their dense inference must
+	// beat chance clearly in the normal build, and exist in the race
+	// build.
+	denseMin := max(minP1, times*chance)
+	if tc.sparsity < 1 {
+		denseMin = 1.5 * chance
+		if raceEnabled {
+			denseMin = 0
+		}
+	}
+	if e.Dense == nil || e.Dense.P1 < denseMin {
+		t.Fatalf("dense-inference P@1 %v, want >= %.4f (>= %.2f and >= %vx chance %.4f)", e.Dense, denseMin, minP1, times, chance)
+	}
+	if tc.sparsity < 1 {
+		// Sparse inference scores at most 100 of 1,000 labels from
+		// 24 tables of 7-bit codes: it finds the best label less
+		// often than the dense scan.
+		if e.Sparse == nil || e.Sparse.P1 < times*0.72*chance || res.L != 24 {
+			t.Fatalf("sparse-inference P@1 %v, want >= %.2fx chance %.4f (tables L=%d)", e.Sparse, times*0.72, chance, res.L)
+		}
+		if e.SparseMs <= 0 || res.ProgressiveSamples == 0 {
+			t.Fatalf("no latency or progressive figures: %+v", res)
+		}
+	} else if e.Sparse != nil || res.L != 0 {
+		t.Fatalf("dense training has hash tables or sparse figures: L=%d, %v", res.L, e.Sparse)
+	}
 }
 
 // config is smallConfig set up for the case.
