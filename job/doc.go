@@ -12,8 +12,12 @@
 //     lost lease cancels the job with ErrLeaseLost as the cause.
 //  2. Follow pause requests (controlplane.Pauser): acknowledged at once
 //     until the model's attempt says training has started.
-//  3. Wait for the scheduler's shard map; build the client (direct calls
-//     to the shards of Options.Local, gRPC to the others).
+//  3. Wait for the scheduler's shard map and for the cluster to serve its
+//     version (a new cluster's shards serve none until the scheduler has
+//     begun them; a failed cluster ends the job with
+//     controlplane.ErrClusterFailed: no worker trains on it); build the
+//     client (direct calls to the shards of Options.Local, gRPC to the
+//     others).
 //  4. Model.Prepare: the model loads its data (once per job).
 //  5. Attempts: each attempt reads the worker's checkpoint from the model
 //     (checkpoint.Load) and calls Model.Train at one cluster version. An

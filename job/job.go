@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/xdlgo/xps/ams"
 	"github.com/xdlgo/xps/ams/client"
 	"github.com/xdlgo/xps/internal/checkpoint"
 	"github.com/xdlgo/xps/internal/controlplane"
@@ -138,10 +139,9 @@ func Run(ctx context.Context, opts Options, m Model) error {
 // the job.
 func (e *Env) attempts(ctx context.Context, m Model) error {
 	s := m.Summary()
-	e.Say("waiting for the shard map")
-	sm, err := e.Conn.WaitShardMap(ctx)
+	sm, err := e.serving(ctx)
 	if err != nil {
-		return fmt.Errorf("job: %w", err)
+		return err
 	}
 	if e.Client, err = client.NewLocal(sm, e.Local); err != nil {
 		return fmt.Errorf("job: %w", err)
@@ -174,6 +174,28 @@ func (e *Env) attempts(ctx context.Context, m Model) error {
 		s.Shards = e.Client.NumShards()
 		e.Say("the cluster was restored at version %d; resuming from the checkpoint in the model", e.Version)
 	}
+}
+
+// serving waits until the cluster serves a version (a new cluster's shards
+// serve none until the scheduler begins them; a failed cluster is an
+// error: no worker trains on it) and returns that version's shard map.
+func (e *Env) serving(ctx context.Context) (*ams.ShardMap, error) {
+	e.Say("waiting for the shard map")
+	sm, err := e.Conn.WaitShardMap(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("job: %w", err)
+	}
+	r, err := e.Conn.WaitRestored(ctx, sm.Version-1)
+	if err != nil {
+		return nil, fmt.Errorf("job: %w", err)
+	}
+	if r.Version == sm.Version {
+		return sm, nil
+	}
+	if sm, err = e.Conn.WaitShardMapVersion(ctx, r.Version); err != nil {
+		return nil, fmt.Errorf("job: %w", err)
+	}
+	return sm, nil
 }
 
 // restored waits, after an attempt failed with cause, until the cluster is

@@ -74,7 +74,8 @@ type AMSClient interface {
 	// Consistent only while nothing pushes (the scheduler pauses workers).
 	WriteSnapshot(ctx context.Context, in *WriteSnapshotRequest, opts ...grpc.CallOption) (*WriteSnapshotResponse, error)
 	// Restore replaces the shard's rows, dense values and state with its
-	// share (under the given shard map) of a snapshot.
+	// share (under the given shard map) of a snapshot; seq 0 restores
+	// nothing: the shard starts the version empty (a new cluster's birth).
 	Restore(ctx context.Context, in *RestoreRequest, opts ...grpc.CallOption) (*RestoreResponse, error)
 }
 
@@ -215,7 +216,8 @@ type AMSServer interface {
 	// Consistent only while nothing pushes (the scheduler pauses workers).
 	WriteSnapshot(context.Context, *WriteSnapshotRequest) (*WriteSnapshotResponse, error)
 	// Restore replaces the shard's rows, dense values and state with its
-	// share (under the given shard map) of a snapshot.
+	// share (under the given shard map) of a snapshot; seq 0 restores
+	// nothing: the shard starts the version empty (a new cluster's birth).
 	Restore(context.Context, *RestoreRequest) (*RestoreResponse, error)
 	mustEmbedUnimplementedAMSServer()
 }

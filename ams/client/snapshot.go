@@ -84,6 +84,8 @@ func (c *Client) WriteSnapshot(ctx context.Context, o SnapshotOptions) (*snapsho
 // this client's cluster version: each shard refuses older versions from
 // then on. It returns the rows the shards hold afterwards. Verify the
 // snapshot first (snapshot.Latest); nothing may pull or push meanwhile.
+// Seq 0 restores nothing: every shard starts the version empty, as the
+// scheduler begins a new cluster (shard.Begin).
 func (c *Client) Restore(ctx context.Context, store string, seq uint64) (int64, error) {
 	rows, errs := c.restore(ctx, store, seq, nil)
 	var n int64

@@ -38,12 +38,17 @@
 //
 // Every request carries the cluster version; a request whose version is not
 // the shard's is refused with ams.ErrStaleVersion (gRPC ABORTED over the
-// wire) and never applied. The version
-// only moves forward, in two ways: a Restore starts the version it carries
-// (before it loads anything, so that no request of the version it replaces
-// is applied after it began), and a blank shard (nothing declared, no
-// state: a fresh process) takes the version of its first Declare, which is
-// how a new cluster formed above an old one's versions starts.
+// wire) and never applied. The version only moves forward, and only by
+// the scheduler's order: a Restore starts the version it carries, and so
+// does Begin (a Restore of snapshot 0: a new cluster's birth), before
+// anything is loaded, so that no request of the version replaced is
+// applied after it began. Both empty the shard first and give the new
+// version to every stripe owner, which refuses a pull or push of another
+// version: a request that passed the shard's check just before the
+// restore is refused by the owners, not applied to the restored rows. A
+// shard started with Options.Blank (every cluster member is) serves no
+// version until then, so that a process restarted empty under the id of
+// a live shard takes no part in its predecessor's version.
 //
 // # Snapshots
 //

@@ -328,6 +328,12 @@ func (v *service) Restore(_ context.Context, req *amspb.RestoreRequest) (*amspb.
 	if err := v.s.advanceVersion(req.ClusterVersion); err != nil {
 		return nil, err
 	}
+	if req.Seq == 0 { // a restore of nothing: a new cluster's birth
+		if err := v.s.reset(req.ClusterVersion); err != nil {
+			return nil, fmt.Errorf("%w: %w", ams.ErrRestore, err)
+		}
+		return &amspb.RestoreResponse{}, nil
+	}
 	store, err := snapshot.OpenStore(req.Store, "")
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ams.ErrBadRequest, err)

@@ -65,7 +65,7 @@ func (l *Local) rows(ctx context.Context, version uint64, op opKind, tables []am
 		}
 	}
 	for i, d := range dense {
-		if err := l.s.denseTask(ranges[i], denseOp, d.Values[ranges[i].lo:ranges[i].hi]); err != nil {
+		if err := l.s.denseTask(ranges[i], denseOp, version, d.Values[ranges[i].lo:ranges[i].hi]); err != nil {
 			return err
 		}
 	}

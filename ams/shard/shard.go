@@ -18,8 +18,15 @@ type Options struct {
 	// Stripes is the number of stripe owners. The default value is
 	// runtime.GOMAXPROCS(0).
 	Stripes int
-	// Version is the cluster version the shard serves. The default value is 1.
+	// Version is the cluster version the shard serves. The default value is
+	// 1, or none with Blank.
 	Version uint64
+	// Blank starts the shard serving no version: it refuses every request
+	// (ams.ErrStaleVersion) until a restore starts one (Restore, or Begin
+	// at a new cluster's birth, both ordered by the scheduler). A cluster
+	// member starts blank, so that a process restarted under a live id,
+	// empty, takes no part in the version its predecessor served.
+	Blank bool
 	// Now is the clock for row statistics. The default value is time.Now.
 	Now func() time.Time
 }
@@ -32,7 +39,7 @@ func (o *Options) EnsureDefaults() {
 	if o.Stripes <= 0 {
 		o.Stripes = runtime.GOMAXPROCS(0)
 	}
-	if o.Version == 0 {
+	if o.Version == 0 && !o.Blank {
 		o.Version = ams.DefaultVersion
 	}
 	if o.Now == nil {
@@ -65,9 +72,9 @@ type Shard struct {
 	opts    Options
 	stripes []*stripe
 	cat     atomic.Pointer[catalog]
-	// version is the cluster version served: it starts at Options.Version,
-	// is raised by a restore (advanceVersion), and by the first Declare of
-	// a blank shard (see checkVersion).
+	// version is the cluster version served: it starts at Options.Version
+	// (0, none, when Blank) and is raised by a restore or a begin
+	// (advanceVersion, then reset, which gives it to every stripe).
 	version atomic.Uint64
 
 	declareMu sync.Mutex // serialises Declare; never taken by pull or push
@@ -98,7 +105,7 @@ func New(opts Options) *Shard {
 	for i := range s.stripes {
 		// Unbuffered: a send succeeds only when the owner takes the task,
 		// so every task sent is served even if Close races with it.
-		st := &stripe{in: make(chan *task), dense: map[string]*ams.DenseVar{}}
+		st := &stripe{in: make(chan *task), dense: map[string]*ams.DenseVar{}, version: s.version.Load()}
 		s.stripes[i] = st
 		s.wg.Add(1)
 		go func() {
@@ -129,29 +136,6 @@ func (s *Shard) checkVersion(v uint64) error {
 		return fmt.Errorf("%w: request version %d, shard %s serves %d", ams.ErrStaleVersion, v, s.opts.ID, cur)
 	}
 	return nil
-}
-
-// checkDeclareVersion is checkVersion for Declare, which also lets a blank
-// shard (nothing declared, no state: a fresh process) join a newer
-// version: a new cluster formed after an older one's map was published
-// serves above the shards' default version, and a blank shard has nothing
-// an older version could have written. The caller holds declareMu.
-func (s *Shard) checkDeclareVersion(v uint64) error {
-	if cur := s.version.Load(); v > cur && s.blank() {
-		s.version.CompareAndSwap(cur, v)
-	}
-	return s.checkVersion(v)
-}
-
-// blank reports whether nothing was ever declared or stored on the shard.
-func (s *Shard) blank() bool {
-	cat := s.cat.Load()
-	if len(cat.tables) > 0 || len(cat.dense) > 0 {
-		return false
-	}
-	s.stateMu.Lock()
-	defer s.stateMu.Unlock()
-	return len(s.state) == 0
 }
 
 // advanceVersion makes the shard serve version v from now on, refusing
@@ -235,7 +219,7 @@ type DenseDecl struct {
 func (s *Shard) Declare(version uint64, tables []ams.TableSpec, dense []DenseDecl) ([]string, error) {
 	s.declareMu.Lock()
 	defer s.declareMu.Unlock()
-	if err := s.checkDeclareVersion(version); err != nil {
+	if err := s.checkVersion(version); err != nil {
 		return nil, err
 	}
 	old := s.cat.Load()
@@ -323,7 +307,7 @@ func checkRows(r *ams.TableRequest, dim int) error {
 }
 
 // split builds one task per stripe that has ids, for the given op.
-func (s *Shard) split(op opKind, reqs []ams.TableRequest, create bool) ([]*task, int, error) {
+func (s *Shard) split(op opKind, version uint64, reqs []ams.TableRequest, create bool) ([]*task, int, error) {
 	cat := s.cat.Load()
 	tasks := make([]*task, len(s.stripes))
 	now := s.now()
@@ -341,7 +325,7 @@ func (s *Shard) split(op opKind, reqs []ams.TableRequest, create bool) ([]*task,
 			si := s.stripeOf(ti.salt, id)
 			t := tasks[si]
 			if t == nil {
-				t = &task{op: op, create: create, now: now, parts: make([]part, len(reqs))}
+				t = &task{op: op, version: version, create: create, now: now, parts: make([]part, len(reqs))}
 				tasks[si] = t
 			}
 			p := &t.parts[ri]
@@ -370,7 +354,7 @@ func (s *Shard) Pull(version uint64, reqs []ams.TableRequest, create bool) error
 	if err := s.checkVersion(version); err != nil {
 		return err
 	}
-	tasks, rows, err := s.split(opPull, reqs, create)
+	tasks, rows, err := s.split(opPull, version, reqs, create)
 	if err != nil {
 		return err
 	}
@@ -388,7 +372,7 @@ func (s *Shard) Push(version uint64, reqs []ams.TableRequest) error {
 	if err := s.checkVersion(version); err != nil {
 		return err
 	}
-	tasks, rows, err := s.split(opPush, reqs, true)
+	tasks, rows, err := s.split(opPush, version, reqs, true)
 	if err != nil {
 		return err
 	}
@@ -418,10 +402,11 @@ func (s *Shard) denseInfo(name string, n int) (*denseInfo, error) {
 	return di, nil
 }
 
-// denseTask sends op with buf (len hi-lo) to the stripe that owns the vector.
-func (s *Shard) denseTask(di *denseInfo, op opKind, buf []float32) error {
+// denseTask sends op of version with buf (len hi-lo) to the stripe that
+// owns the vector.
+func (s *Shard) denseTask(di *denseInfo, op opKind, version uint64, buf []float32) error {
 	tasks := make([]*task, len(s.stripes))
-	tasks[di.stripe] = &task{op: op, dense: di.spec.Name, denseBuf: buf}
+	tasks[di.stripe] = &task{op: op, version: version, dense: di.spec.Name, denseBuf: buf}
 	return s.dispatch(tasks)
 }
 
@@ -436,7 +421,7 @@ func (s *Shard) PullDense(version uint64, name string) (lo, hi int, values []flo
 		return 0, 0, nil, err
 	}
 	values = make([]float32, di.hi-di.lo)
-	if err := s.denseTask(di, opDensePull, values); err != nil {
+	if err := s.denseTask(di, opDensePull, version, values); err != nil {
 		return 0, 0, nil, err
 	}
 	return di.lo, di.hi, values, nil
@@ -452,7 +437,7 @@ func (s *Shard) PushDense(version uint64, name string, grad []float32) error {
 	if err != nil {
 		return err
 	}
-	return s.denseTask(di, opDensePush, grad)
+	return s.denseTask(di, opDensePush, version, grad)
 }
 
 // TableStats describes one table on the shard.

@@ -63,23 +63,24 @@ func TestShardRefusals(t *testing.T) {
 	s.Close() // idempotent
 }
 
-// TestVersions: a blank shard joins the version of its first Declare; a
-// shard with declarations, or state, refuses any other version; a
-// restore's version only moves forward.
+// TestVersions: a shard serves one version; a blank one (Options.Blank)
+// serves none until a Begin or a restore starts one; a restore's or a
+// begin's version only moves forward.
 func TestVersions(t *testing.T) {
 	spec := ams.TableSpec{Name: "emb", Dim: 2, Optimizer: ams.OptimizerSpec{Name: "sgd", LR: 1}}
 	for _, tc := range []struct {
 		name    string
+		blank   bool
 		prepare func(s *Shard) error
 		declare uint64
 		want    error
 		version uint64
 	}{
-		{name: "blank-joins-newer", declare: 7, version: 7},
-		{name: "blank-refuses-older", prepare: func(s *Shard) error { return s.advanceVersion(5) }, declare: 4, want: ams.ErrStaleVersion, version: 5},
+		{name: "default-serves-1", declare: 1, version: 1},
+		{name: "blank-serves-none", blank: true, declare: 1, want: ams.ErrStaleVersion, version: 0},
+		{name: "blank-begun", blank: true, prepare: func(s *Shard) error { return s.Begin(7) }, declare: 7, version: 7},
+		{name: "begun-refuses-older", blank: true, prepare: func(s *Shard) error { return s.Begin(5) }, declare: 4, want: ams.ErrStaleVersion, version: 5},
 		{name: "declared-refuses-newer", prepare: func(s *Shard) error { _, err := s.Declare(1, []ams.TableSpec{spec}, nil); return err },
-			declare: 2, want: ams.ErrStaleVersion, version: 1},
-		{name: "state-refuses-newer", prepare: func(s *Shard) error { return s.PutState(1, []StateEntry{{Key: "reader/x", Value: []byte("1")}}) },
 			declare: 2, want: ams.ErrStaleVersion, version: 1},
 		{name: "restore-moves-forward", prepare: func(s *Shard) error {
 			if _, err := s.Declare(1, []ams.TableSpec{spec}, nil); err != nil {
@@ -87,18 +88,18 @@ func TestVersions(t *testing.T) {
 			}
 			return s.advanceVersion(3)
 		}, declare: 3, version: 3},
-		{name: "restore-never-back", prepare: func(s *Shard) error {
-			if err := s.advanceVersion(3); err != nil {
+		{name: "begin-never-back", prepare: func(s *Shard) error {
+			if err := s.Begin(3); err != nil {
 				return err
 			}
-			if err := s.advanceVersion(2); !errors.Is(err, ams.ErrStaleVersion) {
-				return errors.New("advanced back to 2")
+			if err := s.Begin(2); !errors.Is(err, ams.ErrStaleVersion) {
+				return errors.New("began 2 after 3")
 			}
 			return nil
 		}, declare: 1, want: ams.ErrStaleVersion, version: 3},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			s := New(Options{ID: "t", Stripes: 2})
+			s := New(Options{ID: "t", Stripes: 2, Blank: tc.blank})
 			defer s.Close()
 			if tc.prepare != nil {
 				if err := tc.prepare(s); err != nil {
@@ -113,5 +114,48 @@ func TestVersions(t *testing.T) {
 				t.Fatalf("version %d, want %d", v, tc.version)
 			}
 		})
+	}
+}
+
+// TestBeginEmptiesAndFencesStripes: Begin drops every declaration and
+// state entry, and a push that passed the shard's version check just
+// before it (split, not yet served) is refused by the stripes rather than
+// applied to the new version's rows.
+func TestBeginEmptiesAndFencesStripes(t *testing.T) {
+	s := New(Options{ID: "t", Stripes: 2})
+	defer s.Close()
+	spec := ams.TableSpec{Name: "emb", Dim: 2, Optimizer: ams.OptimizerSpec{Name: "sgd", LR: 1}, Init: ams.InitSpec{Kind: "zeros"}}
+	if _, err := s.Declare(1, []ams.TableSpec{spec}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.PutState(1, []StateEntry{{Key: "reader/w", Value: []byte(`{}`)}}); err != nil {
+		t.Fatal(err)
+	}
+	ids := []uint64{1, 2, 3, 4, 5, 6, 7, 8}
+	late, _, err := s.split(opPush, 1, []ams.TableRequest{{Table: "emb", IDs: ids, Rows: make([]float32, 2*len(ids))}}, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Begin(2); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.TableSpec("emb"); !errors.Is(err, ams.ErrUnknownTable) {
+		t.Fatalf("table after Begin: %v, want ams.ErrUnknownTable", err)
+	}
+	if got, err := s.GetState(2, "reader/"); err != nil || len(got) != 0 {
+		t.Fatalf("state after Begin: %v, %v", got, err)
+	}
+	if _, err := s.Declare(2, []ams.TableSpec{spec}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.dispatch(late); !errors.Is(err, ams.ErrStaleVersion) {
+		t.Fatalf("a version-1 push served after Begin(2) = %v, want ams.ErrStaleVersion", err)
+	}
+	st, err := s.Stats()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Tables[0].Rows != 0 {
+		t.Fatalf("the stale push created %d rows", st.Tables[0].Rows)
 	}
 }

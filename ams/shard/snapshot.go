@@ -340,8 +340,45 @@ func (own Ownership) reads(table string, f snapshot.FileMeta) bool {
 	return !own.SameLayout || f.Name == snapshot.TableName(table, own.Index)
 }
 
-// Restore loads snapshot m from store into the shard, keeping what own
-// says belongs to it: the shard reads every shard's file of every table,
+// Begin starts version v on an empty shard: what a new cluster's
+// scheduler orders of every shard of its first map, as a restore of
+// nothing. A shard that was never begun or restored serves no version
+// (Options.Blank).
+func (s *Shard) Begin(v uint64) error {
+	s.restoreMu.Lock()
+	defer s.restoreMu.Unlock()
+	if err := s.advanceVersion(v); err != nil {
+		return err
+	}
+	return s.reset(v)
+}
+
+// reset empties the shard (tables, dense vectors, state entries) and has
+// every stripe serve version v from here on: a pull or push of another
+// version that reaches a stripe after the reset is refused, and one that
+// got there before is wiped. The caller advanced the shard's version to v
+// first, so no new request of an older one gets in.
+func (s *Shard) reset(v uint64) error {
+	s.declareMu.Lock()
+	defer s.declareMu.Unlock()
+	if err := s.onStripes(func(_ int, st *stripe) error {
+		st.version, st.tables, st.dense = v, nil, map[string]*ams.DenseVar{}
+		return nil
+	}); err != nil {
+		return err
+	}
+	s.cat.Store(&catalog{tables: map[string]*tableInfo{}, dense: map[string]*denseInfo{}})
+	s.stateMu.Lock()
+	s.state = map[string][]byte{}
+	s.stateMu.Unlock()
+	return nil
+}
+
+// Restore makes the shard hold snapshot m from store and nothing else:
+// it empties the shard (reset: every table, dense vector and state entry
+// goes, so a model declared after the snapshot was taken is not left
+// half there), then loads what own says belongs to it: the shard reads
+// every shard's file of every table,
 // so a snapshot written by N shards restores onto M. Tables of the
 // snapshot are declared from their specs when missing (an existing table
 // must have the same spec); the shard's rows of those tables are replaced
@@ -354,6 +391,9 @@ func (own Ownership) reads(table string, f snapshot.FileMeta) bool {
 // shard's state entries are replaced by the manifest's Readers whose keys
 // own.State gives it.
 func (s *Shard) Restore(store snapshot.Store, m *snapshot.Manifest, own Ownership) error {
+	if err := s.reset(s.Version()); err != nil {
+		return fmt.Errorf("%w: %w", ams.ErrRestore, err)
+	}
 	var specs []ams.TableSpec
 	for _, t := range m.Tables {
 		var spec ams.TableSpec

@@ -147,7 +147,7 @@ func TestSnapshotRestoreOntoMoreShards(t *testing.T) {
 	}
 	ts.checkTrainOnAfterRestore(t)
 	ts.checkFreshShardsRestore(t)
-	ts.checkOtherSpecRefused(t)
+	ts.checkRestoreReplaces(t)
 }
 
 // trainedSnapshot is a 2-shard cluster trained on ids, with reader
@@ -312,18 +312,38 @@ func (ts *trainedSnapshot) checkFreshShardsRestore(t *testing.T) {
 	}
 }
 
-// checkOtherSpecRefused checks that a snapshot whose table spec differs
-// from the shard's is refused.
-func (ts *trainedSnapshot) checkOtherSpecRefused(t *testing.T) {
+// checkRestoreReplaces checks that a restore leaves the shard holding
+// the snapshot and nothing else: a table declared with another spec takes
+// the snapshot's, and a table, a dense vector and a state entry the
+// snapshot lacks are gone (a rollback to a snapshot taken before the
+// model was declared leaves an empty shard, not a half-declared one).
+func (ts *trainedSnapshot) checkRestoreReplaces(t *testing.T) {
 	other := New(Options{ID: "x", Stripes: 2})
 	defer other.Close()
 	bad := snapSpec
 	bad.Dim = 7
-	if _, err := other.Declare(1, []ams.TableSpec{bad}, nil); err != nil {
+	late := ams.TableSpec{Name: "late", Dim: 3, Optimizer: ams.OptimizerSpec{Name: "sgd", LR: 1}}
+	lateDense := DenseDecl{Spec: ams.DenseSpec{Name: "late-dense", Size: 4, Optimizer: ams.OptimizerSpec{Name: "sgd", LR: 1}}, Lo: 0, Hi: 4}
+	if _, err := other.Declare(1, []ams.TableSpec{bad, late}, []DenseDecl{lateDense}); err != nil {
+		t.Fatal(err)
+	}
+	if err := other.PutState(1, []StateEntry{{Key: "reader/late", Value: []byte(`{}`)}}); err != nil {
 		t.Fatal(err)
 	}
 	all := Ownership{Row: func(string, uint64) bool { return true }, State: func(string) bool { return true }}
-	if err := other.Restore(ts.store, ts.m, all); !errors.Is(err, ams.ErrRestore) {
-		t.Errorf("Restore over a table of another dim = %v, want ams.ErrRestore", err)
+	if err := other.Restore(ts.store, ts.m, all); err != nil {
+		t.Fatalf("Restore over other declarations: %v", err)
+	}
+	if spec, err := other.TableSpec(snapSpec.Name); err != nil || spec.Dim != snapSpec.Dim {
+		t.Errorf("table %q after the restore: %+v, %v; want the snapshot's dim %d", snapSpec.Name, spec, err, snapSpec.Dim)
+	}
+	if _, err := other.TableSpec("late"); !errors.Is(err, ams.ErrUnknownTable) {
+		t.Errorf("a table the snapshot lacks, after the restore: %v, want ams.ErrUnknownTable", err)
+	}
+	if _, _, _, err := other.PullDense(1, "late-dense"); !errors.Is(err, ams.ErrUnknownDense) {
+		t.Errorf("a dense vector the snapshot lacks, after the restore: %v, want ams.ErrUnknownDense", err)
+	}
+	if got, err := other.GetState(1, "reader/late"); err != nil || len(got) != 0 {
+		t.Errorf("a state entry the snapshot lacks, after the restore: %v, %v", got, err)
 	}
 }

@@ -36,7 +36,10 @@ type denseDecl struct {
 // task is one stripe's share of a request. The sender owns it until it is
 // sent; the stripe owner owns it until it calls wg.Done.
 type task struct {
-	op     opKind
+	op opKind
+	// version is the cluster version of a pull or push: a stripe refuses
+	// a task of any version but its own (see stripe.version).
+	version uint64
 	parts  []part
 	create bool
 	now    uint32
@@ -60,6 +63,11 @@ type stripe struct {
 	in     chan *task
 	tables []*ams.Table // indexed by tableInfo.idx
 	dense  map[string]*ams.DenseVar
+	// version is the cluster version whose pulls and pushes the stripe
+	// serves, set with its rows by a reset (a restore or a begin): a
+	// request that passed the shard's version check just before a restore
+	// began is refused here rather than applied to the restored rows.
+	version uint64
 }
 
 func (st *stripe) run(done <-chan struct{}) {
@@ -75,6 +83,12 @@ func (st *stripe) run(done <-chan struct{}) {
 }
 
 func (st *stripe) serve(t *task) error {
+	switch t.op {
+	case opPull, opPush, opDensePull, opDensePush:
+		if t.version != st.version {
+			return fmt.Errorf("%w: request version %d, the shard's rows are of version %d", ams.ErrStaleVersion, t.version, st.version)
+		}
+	}
 	switch t.op {
 	case opDeclare:
 		for _, ti := range t.declTables {

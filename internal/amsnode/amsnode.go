@@ -79,7 +79,7 @@ func Start(ctx context.Context, cli *clientv3.Client, opts Options) (*Node, erro
 	if n.addr == "" {
 		n.addr = lis.Addr().String()
 	}
-	n.shard = shard.New(shard.Options{ID: opts.ID, Stripes: opts.Stripes})
+	n.shard = shard.New(shard.Options{ID: opts.ID, Stripes: opts.Stripes, Blank: true})
 	n.gs = shard.NewGRPCServer(n.shard)
 	n.wg.Add(1)
 	go func() {

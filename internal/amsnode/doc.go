@@ -4,6 +4,14 @@
 // local cluster both use it, so a shard in one process behaves exactly as a
 // shard in its own process.
 //
+// The shard starts blank (shard.Options.Blank): it serves no cluster
+// version, refusing every request, until the scheduler begins it (a new
+// cluster) or restores a snapshot onto it. A process restarted under the
+// id of a shard whose lease has not expired yet, empty, therefore takes
+// no part in the version its predecessor served: the workers' requests
+// and the scheduler's snapshot fail on it until the scheduler, having seen
+// the old lease expire, restores the cluster.
+//
 // Start starts the serving goroutine; Close deregisters (a clean leave),
 // stops the gRPC server and then the shard, in that order.
 package amsnode

@@ -34,6 +34,12 @@ type Core struct {
 	// the data anew when it is done.
 	redeal bool
 
+	// model: there is a model to lose, so no good snapshot left means
+	// FAILED: the cluster served, was adopted, or started with snapshots
+	// (of an earlier run). Without one a lost shard costs nothing: the
+	// cluster is begun again, empty.
+	model bool
+
 	// adopt is Options.Adopt until the first tick decides on it, then nil.
 	adopt *Adopted
 	// dealt is adopt.Workers, sorted, less those that left gracefully
@@ -72,6 +78,7 @@ func New(opts Options) (*Core, error) {
 		good:     good,
 		lastSnap: opts.LastSnapshot,
 		adopt:    opts.Adopt,
+		model:    opts.Adopt != nil || len(good) > 0,
 	}
 	if a := c.adopt; a != nil {
 		for _, id := range a.Workers {
@@ -293,20 +300,13 @@ func (c *Core) tryForm(o *Output, cause string) {
 		return
 	}
 	c.slots = shards[:c.opts.Shards:c.opts.Shards]
-	if len(c.good) > 0 {
-		c.startRestore(o, cause)
-		return
-	}
-	c.serve(o, c.state.Version+1, cause)
-	if !c.opts.SkipInitialSnapshot {
-		c.takeSnapshot(o)
-	}
+	c.startRestore(o, cause) // the newest good snapshot, or none: begin empty
 }
 
 // tryRestore fills the slots whose shard is gone with spare shards and
 // starts a restore once every slot is filled.
 func (c *Core) tryRestore(o *Output, cause string) {
-	if len(c.good) == 0 && c.pending == 0 {
+	if len(c.good) == 0 && c.pending == 0 && c.model {
 		c.fail(o, cause)
 		return
 	}
@@ -325,22 +325,28 @@ func (c *Core) tryRestore(o *Output, cause string) {
 		}
 		c.slots[i], spares = spares[0], spares[1:]
 	}
-	if len(c.good) == 0 {
+	if len(c.good) == 0 && c.model {
 		return // the aborted snapshot may yet have committed: wait for it
 	}
 	c.startRestore(o, cause)
 }
 
 // fail gives up: state was lost and no snapshot is left to restore.
-func (c *Core) fail(o *Output, cause string) {
+func (c *Core) fail(o *Output, cause string) { c.giveUp(o, ErrNoSnapshot, cause) }
+
+func (c *Core) giveUp(o *Output, err error, cause string) {
 	c.setState(o, State{Phase: Failed, Version: c.state.Version}, cause)
-	c.emit(o, GiveUp{Err: ErrNoSnapshot})
+	c.emit(o, GiveUp{Err: err})
 }
 
 // startRestore orders every slot to restore the newest good snapshot at a
-// new version. There must be one.
+// new version or, with none (a cluster without a model), to begin the
+// version empty (Restore of snapshot 0).
 func (c *Core) startRestore(o *Output, cause string) {
-	s := c.good[len(c.good)-1]
+	var s SnapshotID
+	if len(c.good) > 0 {
+		s = c.good[len(c.good)-1]
+	}
 	v := c.state.Version + 1
 	c.setState(o, State{Phase: Restoring, Version: v, Snapshot: s}, cause)
 	c.restored = make([]bool, len(c.slots))
@@ -356,6 +362,7 @@ func (c *Core) serve(o *Output, v uint64, cause string) {
 	if !fromRestore {
 		c.emit(o, PublishShardMap{Version: v, Shards: slices.Clone(c.slots)})
 	}
+	c.model = true
 	c.restored = nil
 	c.redeal = false
 	c.snapMark = c.now
@@ -422,7 +429,7 @@ func (c *Core) snapshotDone(o *Output, ev SnapshotDone) {
 }
 
 func (c *Core) restoreDone(o *Output, ev RestoreDone) {
-	if ev.Shard == "" || ev.Snapshot == 0 {
+	if ev.Shard == "" {
 		o.Rejected = fmt.Errorf("%w: %v", ErrBadEvent, ev)
 		return
 	}
@@ -430,6 +437,13 @@ func (c *Core) restoreDone(o *Output, ev RestoreDone) {
 	if c.state.Phase != Restoring || ev.Version != c.state.Version || ev.Snapshot != c.state.Snapshot ||
 		i < 0 || c.restored[i] {
 		o.Rejected = fmt.Errorf("%w: %v", ErrStale, ev)
+		return
+	}
+	begin := c.state.Snapshot == 0
+	if ev.Err != nil && begin {
+		// Emptying a shard cannot fail for its data: the shard is broken
+		// or unreachable at the address it registered.
+		c.giveUp(o, fmt.Errorf("%w: %w", ErrBegin, ev.Err), ev.String())
 		return
 	}
 	if ev.Err != nil {
@@ -447,7 +461,15 @@ func (c *Core) restoreDone(o *Output, ev RestoreDone) {
 		return
 	}
 	c.restored[i] = true
-	if !slices.Contains(c.restored, false) {
-		c.serve(o, c.state.Version, "every shard restored "+c.state.Snapshot.String())
+	if slices.Contains(c.restored, false) {
+		return
 	}
+	if begin {
+		c.serve(o, c.state.Version, "every shard began empty")
+		if !c.opts.SkipInitialSnapshot {
+			c.takeSnapshot(o)
+		}
+		return
+	}
+	c.serve(o, c.state.Version, "every shard restored "+c.state.Snapshot.String())
 }

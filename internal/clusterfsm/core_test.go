@@ -21,6 +21,9 @@ func serving(t *testing.T) *Core {
 	}
 	c.Step(Joined{Member: ams("ams-0")})
 	c.Step(Joined{Member: worker("worker-0")})
+	if out := c.Step(RestoreDone{Shard: "ams-0", Version: 1}); out.Rejected != nil {
+		t.Fatal(out.Rejected)
+	}
 	if out := c.Step(SnapshotDone{ID: 1}); out.Rejected != nil {
 		t.Fatal(out.Rejected)
 	}
@@ -43,7 +46,7 @@ func TestRejected(t *testing.T) {
 		{"leave with empty id", nil, Left{Member: Member{Kind: KindAMS}}, ErrBadEvent},
 		{"zero snapshot id", nil, SnapshotDone{}, ErrBadEvent},
 		{"restore without shard", nil, RestoreDone{Snapshot: 1, Version: 1}, ErrBadEvent},
-		{"restore of snapshot 0", nil, RestoreDone{Shard: "ams-0", Version: 1}, ErrBadEvent},
+		{"begun while serving", nil, RestoreDone{Shard: "ams-0", Version: 1}, ErrStale},
 		{"replayed join", nil, Joined{Member: ams("ams-0")}, ErrStale},
 		{"unknown member", nil, LeaseExpired(ams("ams-9")), ErrStale},
 		{"old incarnation", nil, LeaseExpired(Member{Kind: KindAMS, ID: "ams-0", Incarnation: 7}), ErrStale},
@@ -83,6 +86,7 @@ func TestTickAfterFailing(t *testing.T) {
 		t.Fatal(err)
 	}
 	c.Step(Joined{Member: ams("a")})
+	c.Step(RestoreDone{Shard: "a", Version: 1}) // begun: serving
 	out := c.Step(LeaseExpired(ams("a")))
 	if c.State().Phase != Failed || !slices.ContainsFunc(out.Actions, func(a Action) bool {
 		g, ok := a.(GiveUp)

@@ -7,16 +7,19 @@
 //
 // # States
 //
-//	FORMING --N shards (and M workers) live--> SERVING(v)            new cluster
+//	FORMING --N shards (and M workers) live--> RESTORING(empty v)    new cluster
 //	FORMING --N shards (and M workers) live--> RESTORING(s)          known snapshots
 //	FORMING --first tick, adopted state intact--> SERVING(va)        adoption
 //	FORMING --first tick, adopted state lost--> DEGRADED(va)         adoption
 //	SERVING(v) --mapped shard lost, or worker died--> DEGRADED
 //	DEGRADED --every slot holds a live shard--> RESTORING(s) at v' > v
 //	RESTORING(s) --every shard restored s--> SERVING(v')
+//	RESTORING(empty v) --every shard began v--> SERVING(v)           initial snapshot
+//	RESTORING(empty v) --a shard failed to begin--> FAILED           terminal
 //	RESTORING(s) --a shard failed to restore s--> RESTORING(s') at v'' > v'
 //	RESTORING(s) --a mapped shard lost--> DEGRADED
 //	DEGRADED or RESTORING --no good snapshot left--> FAILED          terminal
+//	DEGRADED, no model yet --every slot filled--> RESTORING(empty v')
 //
 // State.Version is the cluster version. Every restore attempt takes a new
 // one, so a reply of an abandoned attempt is told apart from the current
@@ -41,6 +44,16 @@
 //
 // # Design choices
 //
+//   - Birth. A new cluster's shards start blank, serving no version (a
+//     process restarted under a live id must not serve its predecessor's
+//     version empty), so the core begins them: RESTORING(empty v), a
+//     Restore of snapshot 0, each shard answering RestoreDone like any
+//     restore; then SERVING(v) and the initial snapshot. Until the
+//     cluster has a model (it served, was adopted, or started with
+//     snapshots) a lost shard loses nothing: once its slot is filled the
+//     cluster begins again at a new version instead of failing. A shard
+//     that fails to begin is broken or unreachable at the address it
+//     registered: the core gives up with ErrBegin.
 //   - Shard count. Options.Shards is the fixed number N of slots of the
 //     shard map. FORMING gives the slots to the first N live shards by id
 //     (digit runs as numbers); more are spares. A lost slot is filled by
@@ -131,9 +144,13 @@
 //     so does finding the adopted state lost.
 //  6. Restore always targets the newest good snapshot: committed
 //     (SnapshotDone without error, or listed in Options.Snapshots), among
-//     the newest Options.Keep, and not refused by an earlier restore.
+//     the newest Options.Keep, and not refused by an earlier restore; or,
+//     with none and no model yet, snapshot 0 (begin empty). A cluster with
+//     a model is never begun empty.
 //  7. GiveUp is asked only when no good snapshot is left and none is
-//     unanswered; after it (FAILED) no action is asked again.
+//     unanswered: with ErrNoSnapshot when there was a model to lose, with
+//     ErrBegin when a shard failed to begin; after it (FAILED) no action
+//     is asked again.
 //  8. The core waits only for something: it stays FORMING only while too
 //     few shards or workers are live or, adopting, until the first Tick;
 //     DEGRADED only while fewer than N shards are live or it awaits an

@@ -1,6 +1,7 @@
 package clusterfsm
 
 import (
+	"errors"
 	"fmt"
 	"maps"
 	"math/rand/v2"
@@ -199,6 +200,7 @@ type observer struct {
 	aborted   map[SnapshotID]bool // pending and aborted
 	lastSnap  SnapshotID
 	resumed   uint64 // version of the last Resume
+	model     bool   // served, adopted or with snapshots: a model to lose
 
 	// Adoption, until the first tick decides on it.
 	adopt     *Adopted        // nil once decided, or when not adopting
@@ -216,7 +218,9 @@ func newObserver(opts Options) *observer {
 		o.good[s] = true
 	}
 	o.trim()
+	o.model = len(o.good) > 0
 	if a := opts.Adopt; a != nil {
+		o.model = true
 		o.adopt = a
 		o.state.Version = max(opts.LastVersion, a.Version)
 		o.published = a.Version
@@ -514,6 +518,9 @@ func (o *observer) checkAction(a Action, step *actionCheck) error {
 			return fmt.Errorf("%v: live workers are %v", a, w)
 		}
 	case GiveUp:
+		if errors.Is(a.Err, ErrNoSnapshot) != o.model {
+			return fmt.Errorf("%v: the cluster has a model: %v", a, o.model)
+		}
 		if cur.Phase != Failed {
 			return fmt.Errorf("%v: state is %v", a, cur)
 		}
@@ -543,6 +550,9 @@ func (o *observer) checkTransition(a Transition, step *actionCheck) error {
 	}
 	if a.To == cur {
 		return fmt.Errorf("%v: no change", a)
+	}
+	if a.To.Phase == Serving {
+		o.model = true
 	}
 	step.cur = a.To
 	return nil
@@ -576,6 +586,11 @@ func (o *observer) checkRestore(a Restore, cur State) error {
 	}
 	if a.Snapshot != o.newestGood() {
 		return fmt.Errorf("%v: newest good snapshot is %v", a, o.newestGood())
+	}
+	// Beginning empty throws the model away: only a cluster that never
+	// served may.
+	if a.Snapshot == 0 && o.model {
+		return fmt.Errorf("%v: begins empty a cluster with a model", a)
 	}
 	if cur.Phase != Restoring || cur.Snapshot != a.Snapshot || cur.Version != a.Version {
 		return fmt.Errorf("%v: state is %v", a, cur)

@@ -28,9 +28,10 @@ import (
 //	tick DUR                    Tick at the script's epoch plus DUR
 //	snapshot                    SnapshotRequested
 //	done snap-N [fail]          SnapshotDone, failed with "injected" if fail
-//	restored SHARD... snap-N [vV] [fail]
-//	                            RestoreDone, one per shard; without vV at
-//	                            the Core's current version
+//	restored SHARD... snap-N|empty [vV] [fail]
+//	                            RestoreDone, one per shard (empty: of
+//	                            snapshot 0, a new cluster begun); without
+//	                            vV at the Core's current version
 //	show                        print slots, live members, good snapshots,
 //	                            the pending snapshot
 //
@@ -50,6 +51,7 @@ type cmd struct {
 	shards  []string
 	dur     time.Duration
 	snap    SnapshotID
+	empty   bool // restored empty: the shards began a new cluster
 	version uint64
 	fail    bool
 }
@@ -157,7 +159,7 @@ func parseCmd(s string) (cmd, error) {
 		for _, a := range args {
 			switch {
 			case strings.HasPrefix(a, "snap-"):
-				if c.snap != 0 {
+				if c.snap != 0 || c.empty {
 					return c, fmt.Errorf("%s: two snapshots", c.verb)
 				}
 				n, err := strconv.ParseUint(a[len("snap-"):], 10, 64)
@@ -179,13 +181,18 @@ func parseCmd(s string) (cmd, error) {
 					return c, fmt.Errorf("restored: bad version %q", a)
 				}
 				c.version = n
+			case c.verb == "restored" && a == "empty":
+				if c.empty || c.snap != 0 {
+					return c, errors.New("restored: two snapshots")
+				}
+				c.empty = true
 			case c.verb == "restored" && validName(a):
 				c.shards = append(c.shards, a)
 			default:
 				return c, fmt.Errorf("%s: bad argument %q", c.verb, a)
 			}
 		}
-		if c.snap == 0 {
+		if c.snap == 0 && !c.empty {
 			return c, fmt.Errorf("%s: no snapshot", c.verb)
 		}
 		if c.verb == "restored" && len(c.shards) == 0 {

@@ -32,6 +32,10 @@ var (
 	// ErrNoSnapshot is carried by GiveUp when the cluster lost state and no
 	// good snapshot is left to roll back to.
 	ErrNoSnapshot = errors.New("clusterfsm: no good snapshot to restore")
+	// ErrBegin is carried (wrapped) by GiveUp when a shard failed to begin
+	// a new cluster's version empty: it is broken, or unreachable at the
+	// address it registered.
+	ErrBegin = errors.New("clusterfsm: a shard failed to begin the new cluster")
 )
 
 // Kind is a member's kind. The values equal package membership's KindAMS,
@@ -87,7 +91,12 @@ func (m Member) validate() error {
 type SnapshotID uint64
 
 // String returns "snap-<n>".
-func (s SnapshotID) String() string { return "snap-" + strconv.FormatUint(uint64(s), 10) }
+func (s SnapshotID) String() string {
+	if s == 0 {
+		return "empty"
+	}
+	return "snap-" + strconv.FormatUint(uint64(s), 10)
+}
 
 // Phase is the kind of a cluster state.
 type Phase uint8
@@ -271,6 +280,8 @@ type TakeSnapshot struct {
 // Restore: order every shard of Shards (slot order, as published at
 // Version) to restore Snapshot as version Version, refusing any request
 // of an older version from then on, and answer each with a RestoreDone.
+// Snapshot 0 restores nothing: each shard begins Version empty (a new
+// cluster's birth; shards serve no version before).
 type Restore struct {
 	Snapshot SnapshotID
 	Version  uint64

@@ -267,7 +267,14 @@ func (s *Scheduler) startRestore(ctx context.Context, a clusterfsm.Restore) {
 	go func() {
 		defer s.opsWG.Done()
 		start := time.Now()
-		errs := s.restoreAll(ctx, m, uint64(a.Snapshot))
+		errs := make([]error, len(a.Shards))
+		if m == nil { // the core restores onto the map it just published: a bug
+			for i := range errs {
+				errs[i] = fmt.Errorf("scheduler: no shard map of version %d for the restore", a.Version)
+			}
+		} else {
+			errs = s.restoreAll(ctx, m, uint64(a.Snapshot))
+		}
 		for i, id := range a.Shards {
 			if errs[i] != nil {
 				s.log.Warn("restore failed", "shard", id, "snapshot", a.Snapshot.String(), "err", errs[i])
@@ -279,9 +286,10 @@ func (s *Scheduler) startRestore(ctx context.Context, a clusterfsm.Restore) {
 	}()
 }
 
-// restoreAll verifies snapshot seq and has each shard of m restore it,
-// returning one error per shard. Transient failures are retried for a
-// while: a restore that fails is taken as a bad snapshot.
+// restoreAll verifies snapshot seq and has each shard of m restore it
+// (seq 0: begin m's version empty), returning one error per shard.
+// Transient failures are retried for a while: a restore that fails is
+// taken as a bad snapshot.
 func (s *Scheduler) restoreAll(ctx context.Context, m *ams.ShardMap, seq uint64) []error {
 	errs := make([]error, len(m.Shards))
 	fail := func(err error) []error {
@@ -290,20 +298,10 @@ func (s *Scheduler) restoreAll(ctx context.Context, m *ams.ShardMap, seq uint64)
 		}
 		return errs
 	}
-	if m == nil {
-		return fail(errors.New("scheduler: no shard map for the restore"))
-	}
-	store, err := snapshot.OpenStore(s.opts.Config.Snapshot.Store, "")
-	if err != nil {
-		return fail(err)
-	}
-	man, err := snapshot.ReadManifest(store, seq)
-	if err == nil {
-		err = snapshot.Verify(store, man)
-	}
-	store.Close()
-	if err != nil {
-		return fail(err)
+	if seq != 0 {
+		if err := s.verifySnapshot(seq); err != nil {
+			return fail(err)
+		}
 	}
 	cl, err := client.New(m)
 	if err != nil {
@@ -332,6 +330,20 @@ func (s *Scheduler) restoreAll(ctx context.Context, m *ams.ShardMap, seq uint64)
 		}
 		time.Sleep(time.Duration(attempt+1) * 200 * time.Millisecond)
 	}
+}
+
+// verifySnapshot reads snapshot seq's manifest and checks its files.
+func (s *Scheduler) verifySnapshot(seq uint64) error {
+	store, err := snapshot.OpenStore(s.opts.Config.Snapshot.Store, "")
+	if err != nil {
+		return err
+	}
+	defer store.Close()
+	man, err := snapshot.ReadManifest(store, seq)
+	if err != nil {
+		return err
+	}
+	return snapshot.Verify(store, man)
 }
 
 // transient reports whether every error is one a retry may cure (a shard

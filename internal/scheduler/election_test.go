@@ -37,7 +37,7 @@ func TestStandbyTakesOver(t *testing.T) {
 	a := start("sched-a")
 	eventually(t, 5*time.Second, "sched-a to lead", a.Leader)
 	b := start("sched-b")
-	reg := register(t, cli, p, membership.KindAMS, "ams-0", "10.0.0.1:7000")
+	reg := register(t, cli, p, membership.KindAMS, "ams-0", startShard(t, "ams-0"))
 	defer reg.Close()
 	if _, err := testutil.Conn(cli, p).WaitShardMap(testCtx(t)); err != nil {
 		t.Fatal(err)
@@ -91,8 +91,9 @@ func TestLoneSchedulerRestarts(t *testing.T) {
 		return s
 	}
 	a := start("sched-a")
-	for i, addr := range []string{"10.0.0.1:7000", "10.0.0.2:7000"} {
-		reg := register(t, cli, p, membership.KindAMS, fmt.Sprintf("ams-%d", i), addr)
+	for i := range 2 {
+		id := fmt.Sprintf("ams-%d", i)
+		reg := register(t, cli, p, membership.KindAMS, id, startShard(t, id))
 		defer reg.Close()
 	}
 	m, err := testutil.Conn(cli, p).WaitShardMap(testCtx(t))

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"net"
 	"reflect"
 	"strings"
 	"testing"
@@ -12,6 +13,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/goleak"
 
+	"github.com/xdlgo/xps/ams/shard"
 	"github.com/xdlgo/xps/internal/clusterfsm"
 	"github.com/xdlgo/xps/internal/controlplane"
 	"github.com/xdlgo/xps/internal/etcdembed"
@@ -74,6 +76,29 @@ func hasEvent(t *testing.T, cli *clientv3.Client, prefix, want string) bool {
 	return false
 }
 
+// startShard serves a blank shard on loopback gRPC, as a shard process
+// does (the scheduler begins or restores it), and returns its address.
+func startShard(t *testing.T, id string) string {
+	t.Helper()
+	sh := shard.New(shard.Options{ID: id, Stripes: 1, Blank: true})
+	gs := shard.NewGRPCServer(sh)
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_ = gs.Serve(lis)
+	}()
+	t.Cleanup(func() {
+		gs.Stop()
+		<-done
+		sh.Close()
+	})
+	return lis.Addr().String()
+}
+
 func register(t *testing.T, cli *clientv3.Client, prefix, kind, id, addr string) *membership.Registration {
 	t.Helper()
 	r, err := membership.Register(testCtx(t), cli, prefix, membership.Member{Kind: kind, ID: id, Addr: addr}, 2*time.Second)
@@ -107,7 +132,7 @@ func TestScheduler(t *testing.T) {
 	_ = regA.Close() // the lease is gone; only stops the goroutine
 }
 
-// checkTwoShardsServe registers two fake shards, ams-1 and ams-0, one by
+// checkTwoShardsServe registers two shards, ams-1 and ams-0, one by
 // one once the scheduler s watches (so that the events come in a known
 // order), each with its own client so that one can die alone: s publishes
 // a map of both and serves. It returns ams-1's client and both
@@ -118,8 +143,9 @@ func checkTwoShardsServe(t *testing.T, srv *etcdembed.Server, s *scheduler.Sched
 		return hasEvent(t, cli, p, "joined scheduler/sched-1")
 	})
 	cliA, cliB := newClient(t, srv), newClient(t, srv)
-	regA = register(t, cliA, p, membership.KindAMS, "ams-1", "10.0.0.1:7000")
-	regB = register(t, cliB, p, membership.KindAMS, "ams-0", "10.0.0.2:7000")
+	addr1, addr0 := startShard(t, "ams-1"), startShard(t, "ams-0")
+	regA = register(t, cliA, p, membership.KindAMS, "ams-1", addr1)
+	regB = register(t, cliB, p, membership.KindAMS, "ams-0", addr0)
 
 	m, err := testutil.Conn(cli, p).WaitShardMap(testCtx(t))
 	if err != nil {
@@ -130,7 +156,7 @@ func checkTwoShardsServe(t *testing.T, srv *etcdembed.Server, s *scheduler.Sched
 	}
 	if m.Version != 1 || m.Partitions != 16 ||
 		!reflect.DeepEqual(m.Shards, []string{"ams-0", "ams-1"}) ||
-		!reflect.DeepEqual(m.Addrs, []string{"10.0.0.2:7000", "10.0.0.1:7000"}) {
+		!reflect.DeepEqual(m.Addrs, []string{addr0, addr1}) {
 		t.Fatalf("published map %+v", m)
 	}
 	eventually(t, 5*time.Second, "SERVING", func() bool {
@@ -175,8 +201,9 @@ func checkShardLossFails(t *testing.T, s *scheduler.Scheduler, cli, cliA *client
 		"joined scheduler/sched-1",
 		"joined ams/ams-1",
 		"joined ams/ams-0",
-		"state SERVING",
+		"state RESTORING", // the new cluster's shards begin empty
 		"shardmap",
+		"state SERVING",
 		"joined worker/w1",
 		"left worker/w1",
 		"lease-expired ams/ams-1",
@@ -216,7 +243,7 @@ func TestSchedulerSyncAndLoss(t *testing.T) {
 	cli := newClient(t, srv)
 	p := membership.DefaultPrefix
 	for _, id := range []string{"b", "a", "c"} {
-		r := register(t, cli, p, membership.KindAMS, id, id+":1")
+		r := register(t, cli, p, membership.KindAMS, id, startShard(t, id))
 		defer r.Close()
 	}
 	schedCli := newClient(t, srv)
