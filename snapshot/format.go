@@ -79,6 +79,10 @@ type TableEntry struct {
 type DenseEntry struct {
 	Name string `json:"name"`
 	Len  int    `json:"len"`
+	// Lo and Hi bound the range [Lo, Hi) of the vector the file holds
+	// (also in the file's header); both zero in older snapshots.
+	Lo int `json:"lo,omitempty"`
+	Hi int `json:"hi,omitempty"`
 	// Spec is the vector's declaration (ams.DenseSpec as JSON), so that a
 	// restore onto fresh shards can declare it; absent in older snapshots.
 	Spec json.RawMessage `json:"spec,omitempty"`
@@ -120,6 +124,73 @@ func (m *Manifest) Add(p Part) error {
 		m.Readers[k] = v
 	}
 	return nil
+}
+
+// ErrIncomplete is returned (wrapped) by CheckComplete: the parts do not
+// make a whole model.
+var ErrIncomplete = errors.New("snapshot: incomplete")
+
+// CheckComplete checks, before the manifest is committed, that its parts
+// make a whole model: every table has one file from each of the Shards
+// shards, the ranges of every dense vector cover it exactly, and every key
+// of require is among the state entries (Readers, or Config for
+// configKey). A shard that took part in a snapshot without the model's
+// rows (restarted empty) fails it here rather than being recorded as good.
+func (m *Manifest) CheckComplete(require []string, configKey string) error {
+	if m.Shards <= 0 {
+		return fmt.Errorf("%w: %d shards", ErrIncomplete, m.Shards)
+	}
+	for _, t := range m.Tables {
+		for i := range m.Shards {
+			if n := countFunc(t.Files, func(f FileMeta) bool { return f.Name == TableName(t.Name, i) }); n != 1 {
+				return fmt.Errorf("%w: table %q has %d files from shard %d of %d", ErrIncomplete, t.Name, n, i, m.Shards)
+			}
+		}
+	}
+	if err := m.checkDenseCover(); err != nil {
+		return err
+	}
+	for _, k := range require {
+		if _, ok := m.Readers[k]; !ok && !(k == configKey && len(m.Config) > 0) {
+			return fmt.Errorf("%w: state entry %q, in the model the cluster restored or last saved, is missing", ErrIncomplete, k)
+		}
+	}
+	return nil
+}
+
+// checkDenseCover checks that the ranges of each dense vector cover it
+// exactly (entries of older snapshots, without ranges, are not checked).
+func (m *Manifest) checkDenseCover() error {
+	byName := map[string][]DenseEntry{}
+	for _, d := range m.Dense {
+		if d.Hi > 0 {
+			byName[d.Name] = append(byName[d.Name], d)
+		}
+	}
+	for name, ds := range byName {
+		slices.SortFunc(ds, func(a, b DenseEntry) int { return a.Lo - b.Lo })
+		next := 0
+		for _, d := range ds {
+			if d.Lo != next || d.Hi < d.Lo || d.Len != ds[0].Len {
+				return fmt.Errorf("%w: dense %q: range [%d, %d) of %d after %d", ErrIncomplete, name, d.Lo, d.Hi, d.Len, next)
+			}
+			next = d.Hi
+		}
+		if next != ds[0].Len {
+			return fmt.Errorf("%w: dense %q: the ranges cover %d of its %d values", ErrIncomplete, name, next, ds[0].Len)
+		}
+	}
+	return nil
+}
+
+func countFunc[T any](s []T, f func(T) bool) int {
+	n := 0
+	for _, x := range s {
+		if f(x) {
+			n++
+		}
+	}
+	return n
 }
 
 // Manifest describes a complete snapshot. It is written last: a snapshot

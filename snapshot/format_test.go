@@ -336,3 +336,46 @@ func TestStreamedFile(t *testing.T) {
 		})
 	}
 }
+
+// TestCheckComplete: a manifest whose parts do not make a whole model is
+// refused before it is committed: a shard's table file or dense range
+// missing (a shard restarted empty wrote no rows), a required state entry
+// missing.
+func TestCheckComplete(t *testing.T) {
+	whole := func() *snapshot.Manifest {
+		return &snapshot.Manifest{Shards: 2,
+			Tables:  []snapshot.TableEntry{{Name: "emb", Files: []snapshot.FileMeta{{Name: snapshot.TableName("emb", 0)}, {Name: snapshot.TableName("emb", 1)}}}},
+			Dense:   []snapshot.DenseEntry{{Name: "mlp", Len: 10, Lo: 5, Hi: 10}, {Name: "mlp", Len: 10, Lo: 0, Hi: 5}},
+			Readers: map[string]json.RawMessage{"reader/worker-0/checkpoint": json.RawMessage(`{}`)},
+			Config:  json.RawMessage(`{}`)}
+	}
+	require := []string{"reader/worker-0/checkpoint", "job/config"}
+	for _, tc := range []struct {
+		name    string
+		edit    func(m *snapshot.Manifest)
+		require []string
+		ok      bool
+	}{
+		{name: "whole", edit: func(*snapshot.Manifest) {}, require: require, ok: true},
+		{name: "empty model", edit: func(m *snapshot.Manifest) { *m = snapshot.Manifest{Shards: 2} }, ok: true},
+		{name: "old dense entries without ranges", edit: func(m *snapshot.Manifest) {
+			m.Dense = []snapshot.DenseEntry{{Name: "mlp", Len: 10}}
+		}, ok: true},
+		{name: "no shards", edit: func(m *snapshot.Manifest) { m.Shards = 0 }},
+		{name: "a shard's table file missing", edit: func(m *snapshot.Manifest) { m.Tables[0].Files = m.Tables[0].Files[:1] }},
+		{name: "a table file twice", edit: func(m *snapshot.Manifest) { m.Tables[0].Files[1].Name = snapshot.TableName("emb", 0) }},
+		{name: "a dense range missing", edit: func(m *snapshot.Manifest) { m.Dense = m.Dense[:1] }},
+		{name: "dense ranges overlap", edit: func(m *snapshot.Manifest) { m.Dense[0].Lo = 4 }},
+		{name: "a checkpoint missing", edit: func(m *snapshot.Manifest) { m.Readers = nil }, require: require},
+		{name: "the config missing", edit: func(m *snapshot.Manifest) { m.Config = nil }, require: require},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			m := whole()
+			tc.edit(m)
+			err := m.CheckComplete(tc.require, "job/config")
+			if tc.ok != (err == nil) || (err != nil && !errors.Is(err, snapshot.ErrIncomplete)) {
+				t.Fatalf("CheckComplete = %v, want ok %v", err, tc.ok)
+			}
+		})
+	}
+}

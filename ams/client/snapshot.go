@@ -22,6 +22,10 @@ type SnapshotOptions struct {
 	// The default value is the state entry ConfigStateKey, where workers
 	// store theirs.
 	Config json.RawMessage
+	// Require lists state keys the snapshot must hold (those of the model
+	// the cluster restored or last saved: entries are never deleted), on
+	// top of the checks of snapshot.Manifest.CheckComplete.
+	Require []string
 }
 
 // ConfigStateKey is the state entry holding the job's configuration
@@ -30,8 +34,9 @@ const ConfigStateKey = ams.StateJobConfig
 
 // WriteSnapshot asks every shard to write its part of a snapshot (rows,
 // dense ranges, state entries such as reader positions) into the store,
-// then writes the manifest with the shard map: the snapshot exists once it
-// returns nil. It is consistent only if nothing pushes meanwhile; pausing
+// then, if the parts make a whole model (snapshot.Manifest.CheckComplete
+// with o.Require), writes the manifest with the shard map: the snapshot
+// exists once it returns nil. It is consistent only if nothing pushes meanwhile; pausing
 // the workers is the caller's (the scheduler's) job.
 func (c *Client) WriteSnapshot(ctx context.Context, o SnapshotOptions) (*snapshot.Manifest, error) {
 	parts := make([]snapshot.Part, len(c.stubs))
@@ -72,6 +77,9 @@ func (c *Client) WriteSnapshot(ctx context.Context, o SnapshotOptions) (*snapsho
 		return nil, err
 	}
 	defer store.Close()
+	if err := m.CheckComplete(o.Require, ConfigStateKey); err != nil {
+		return nil, err
+	}
 	if err := snapshot.Commit(store, m); err != nil {
 		return nil, err
 	}

@@ -305,7 +305,7 @@ func (s *Shard) writeDense(store snapshot.Store, seq uint64, index int, cat *cat
 		if err != nil {
 			return nil, fmt.Errorf("ams: snapshot %d: dense %q: %w", seq, name, err)
 		}
-		out = append(out, snapshot.DenseEntry{Name: name, Len: di.spec.Size, Spec: spec, File: f})
+		out = append(out, snapshot.DenseEntry{Name: name, Len: di.spec.Size, Lo: di.lo, Hi: di.hi, Spec: spec, File: f})
 	}
 	return out, nil
 }

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"time"
 
 	"github.com/xdlgo/xps/ams"
@@ -22,6 +24,9 @@ var ErrNoSnapshotStore = errors.New("scheduler: no snapshot store (start the sch
 type opDone struct {
 	ev   clusterfsm.Event
 	snap *controlplane.SnapshotResult // for a snapshot
+	// keys are the state keys of the model a successful snapshot wrote or
+	// a successful restore loaded (see Scheduler.modelKeys).
+	keys []string
 }
 
 // snapOp is the snapshot in progress.
@@ -232,18 +237,19 @@ func (s *Scheduler) startSnapshot(ctx context.Context, a clusterfsm.TakeSnapshot
 		return s.conn.PutPause(ctx, op.pauseSeq)
 	})
 	workers := s.liveWorkers()
+	require := slices.Clone(s.modelKeys)
 	s.opsWG.Add(1)
 	go func() {
 		defer s.opsWG.Done()
 		defer cancel()
 		start := time.Now()
 		res := controlplane.SnapshotResult{Seq: uint64(a.ID), Time: start.UTC(), Workers: len(workers)}
-		err := s.snapshotOnce(sctx, m, op, workers, &res)
+		keys, err := s.snapshotOnce(sctx, m, op, workers, require, &res)
 		res.Seconds = time.Since(start).Seconds()
 		if err != nil {
 			res.Error = err.Error()
 		}
-		s.report(ctx, opDone{ev: clusterfsm.SnapshotDone{ID: a.ID, Err: err}, snap: &res})
+		s.report(ctx, opDone{ev: clusterfsm.SnapshotDone{ID: a.ID, Err: err}, snap: &res, keys: keys})
 	}()
 }
 
@@ -268,18 +274,19 @@ func (s *Scheduler) startRestore(ctx context.Context, a clusterfsm.Restore) {
 		defer s.opsWG.Done()
 		start := time.Now()
 		errs := make([]error, len(a.Shards))
+		var keys []string
 		if m == nil { // the core restores onto the map it just published: a bug
 			for i := range errs {
 				errs[i] = fmt.Errorf("scheduler: no shard map of version %d for the restore", a.Version)
 			}
 		} else {
-			errs = s.restoreAll(ctx, m, uint64(a.Snapshot))
+			keys, errs = s.restoreAll(ctx, m, uint64(a.Snapshot))
 		}
 		for i, id := range a.Shards {
 			if errs[i] != nil {
 				s.log.Warn("restore failed", "shard", id, "snapshot", a.Snapshot.String(), "err", errs[i])
 			}
-			s.report(ctx, opDone{ev: clusterfsm.RestoreDone{Shard: id, Snapshot: a.Snapshot, Version: a.Version, Err: errs[i]}})
+			s.report(ctx, opDone{ev: clusterfsm.RestoreDone{Shard: id, Snapshot: a.Snapshot, Version: a.Version, Err: errs[i]}, keys: keys})
 		}
 		s.log.Info("restore done", "snapshot", a.Snapshot.String(), "version", a.Version,
 			"seconds", time.Since(start).Seconds())
@@ -287,21 +294,23 @@ func (s *Scheduler) startRestore(ctx context.Context, a clusterfsm.Restore) {
 }
 
 // restoreAll verifies snapshot seq and has each shard of m restore it
-// (seq 0: begin m's version empty), returning one error per shard.
-// Transient failures are retried for a while: a restore that fails is
-// taken as a bad snapshot.
-func (s *Scheduler) restoreAll(ctx context.Context, m *ams.ShardMap, seq uint64) []error {
+// (seq 0: begin m's version empty), returning the state keys of the
+// snapshot and one error per shard. Transient failures are retried for a
+// while: a restore that fails is taken as a bad snapshot.
+func (s *Scheduler) restoreAll(ctx context.Context, m *ams.ShardMap, seq uint64) (keys []string, _ []error) {
 	errs := make([]error, len(m.Shards))
-	fail := func(err error) []error {
+	fail := func(err error) ([]string, []error) {
 		for i := range errs {
 			errs[i] = err
 		}
-		return errs
+		return nil, errs
 	}
 	if seq != 0 {
-		if err := s.verifySnapshot(seq); err != nil {
+		man, err := s.verifySnapshot(seq)
+		if err != nil {
 			return fail(err)
 		}
+		keys = manifestKeys(man)
 	}
 	cl, err := client.New(m)
 	if err != nil {
@@ -319,7 +328,7 @@ func (s *Scheduler) restoreAll(ctx context.Context, m *ams.ShardMap, seq uint64)
 			}
 		}
 		if errors.Join(errs...) == nil || ctx.Err() != nil || attempt == 4 || !transient(errs) {
-			return errs
+			return keys, errs
 		}
 		retry = make([]bool, len(errs))
 		for i, err := range errs {
@@ -333,17 +342,27 @@ func (s *Scheduler) restoreAll(ctx context.Context, m *ams.ShardMap, seq uint64)
 }
 
 // verifySnapshot reads snapshot seq's manifest and checks its files.
-func (s *Scheduler) verifySnapshot(seq uint64) error {
+func (s *Scheduler) verifySnapshot(seq uint64) (*snapshot.Manifest, error) {
 	store, err := snapshot.OpenStore(s.opts.Config.Snapshot.Store, "")
 	if err != nil {
-		return err
+		return nil, err
 	}
 	defer store.Close()
 	man, err := snapshot.ReadManifest(store, seq)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	return snapshot.Verify(store, man)
+	return man, snapshot.Verify(store, man)
+}
+
+// manifestKeys lists the state keys of the model man holds: its
+// entries, and the job's config when it has one.
+func manifestKeys(man *snapshot.Manifest) []string {
+	keys := slices.Sorted(maps.Keys(man.Readers))
+	if len(man.Config) > 0 {
+		keys = append(keys, client.ConfigStateKey)
+	}
+	return keys
 }
 
 // transient reports whether every error is one a retry may cure (a shard
@@ -373,6 +392,7 @@ func (s *Scheduler) finish(ctx context.Context, d opDone) {
 		op := s.snap
 		s.snap = nil
 		if done.Err == nil {
+			s.modelKeys = d.keys
 			s.samples.snapshotTaken(d.snap.Applied)
 			s.log.Info("snapshot written", "seq", d.snap.Seq, "rows", d.snap.Rows, "workers", d.snap.Workers,
 				"seconds", d.snap.Seconds, "store", s.opts.Config.Snapshot.Store)
@@ -392,7 +412,11 @@ func (s *Scheduler) finish(ctx context.Context, d opDone) {
 		}
 		return
 	}
-	s.step(ctx, d.ev)
+	if s.step(ctx, d.ev) == nil {
+		if r, ok := d.ev.(clusterfsm.RestoreDone); ok && r.Err == nil {
+			s.modelKeys = d.keys // nil after a begin: an empty model
+		}
+	}
 }
 
 // requestSnapshot feeds an on-demand snapshot request to the core; a

@@ -196,12 +196,17 @@ type Scheduler struct {
 	}
 
 	// Owned by the run goroutine.
-	fsm       *clusterfsm.Core
-	members   map[string]tracked // by "kind/id"
-	left      map[string]bool    // left markers present, by "kind/id"
-	seq       uint64             // last event sequence number
-	pending   *ams.ShardMap      // shard map not yet published
-	maps      map[uint64]*ams.ShardMap
+	fsm     *clusterfsm.Core
+	members map[string]tracked // by "kind/id"
+	left    map[string]bool    // left markers present, by "kind/id"
+	seq     uint64             // last event sequence number
+	pending *ams.ShardMap      // shard map not yet published
+	maps    map[uint64]*ams.ShardMap
+	// modelKeys are the state keys of the model the cluster restored or
+	// last saved: state entries are never deleted, so every later snapshot
+	// must hold them all (a shard that lost its state fails it). Nil when
+	// unknown (a cluster begun empty or adopted).
+	modelKeys []string
 	deal      partitionDeal // Kafka partitions dealt to workers
 	pauseSeq  uint64        // last pause request
 	snap      *snapOp       // the snapshot in progress

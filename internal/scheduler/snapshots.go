@@ -13,31 +13,36 @@ import (
 )
 
 // snapshotOnce waits for the workers to pause for op, has every shard of
-// m write its part of snapshot op.id, commits the manifest and prunes old
-// snapshots. The caller resumes the workers.
-func (s *Scheduler) snapshotOnce(ctx context.Context, m *ams.ShardMap, op *snapOp, workers []string, res *controlplane.SnapshotResult) error {
+// m write its part of snapshot op.id, commits the manifest if the parts
+// make a whole model holding every state key of require, and prunes old
+// snapshots. It returns the snapshot's state keys. A failed attempt's
+// files are removed. The caller resumes the workers.
+func (s *Scheduler) snapshotOnce(ctx context.Context, m *ams.ShardMap, op *snapOp, workers, require []string, res *controlplane.SnapshotResult) ([]string, error) {
 	if m == nil {
-		return errors.New("no shard map for the snapshot's version")
+		return nil, errors.New("no shard map for the snapshot's version")
 	}
 	store, err := snapshot.OpenStore(s.opts.Config.Snapshot.Store, "")
 	if err != nil {
-		return err
+		return nil, err
 	}
 	defer store.Close()
 	wctx, cancel := context.WithTimeout(ctx, s.opts.SnapshotPauseTimeout)
 	err = s.conn.WaitPauseAcks(wctx, workers, op.pauseSeq)
 	cancel()
 	if err != nil {
-		return fmt.Errorf("workers did not pause within %v: %w", s.opts.SnapshotPauseTimeout, err)
+		return nil, fmt.Errorf("workers did not pause within %v: %w", s.opts.SnapshotPauseTimeout, err)
 	}
 	cl, err := client.New(m)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	defer cl.Close()
-	man, err := cl.WriteSnapshot(ctx, client.SnapshotOptions{Store: s.opts.Config.Snapshot.Store, Seq: uint64(op.id)})
+	man, err := cl.WriteSnapshot(ctx, client.SnapshotOptions{Store: s.opts.Config.Snapshot.Store, Seq: uint64(op.id), Require: require})
 	if err != nil {
-		return err
+		if rerr := store.Remove(snapshot.Dir(uint64(op.id))); rerr != nil {
+			s.log.Warn("removing the failed snapshot's files", "seq", op.id, "err", rerr)
+		}
+		return nil, err
 	}
 	for _, t := range man.Tables {
 		for _, f := range t.Files {
@@ -46,5 +51,5 @@ func (s *Scheduler) snapshotOnce(ctx context.Context, m *ams.ShardMap, op *snapO
 	}
 	res.Applied = checkpoint.AppliedIn(man.Readers)
 	res.Removed, err = snapshot.Prune(store, s.opts.Config.Snapshot.Keep)
-	return err
+	return manifestKeys(man), err
 }
