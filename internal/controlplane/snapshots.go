@@ -25,9 +25,13 @@ type SnapshotResult struct {
 	Workers int       `json:"workers"` // paused for it
 	// Applied is the sum of the samples applied that the workers'
 	// checkpoints in the snapshot count.
-	Applied int64 `json:"applied"`
-	Removed []uint64  `json:"removed,omitempty"`
-	Error   string    `json:"error,omitempty"`
+	Applied int64    `json:"applied"`
+	Removed []uint64 `json:"removed,omitempty"`
+	Error   string   `json:"error,omitempty"`
+	// Request is the etcd revision of the newest snapshot request the
+	// scheduler had seen when the attempt began: the attempt answers
+	// every request up to it.
+	Request int64 `json:"request,omitempty"`
 }
 
 // PutSnapshotResult records the outcome of the latest attempt.
@@ -36,22 +40,26 @@ func (c *Conn) PutSnapshotResult(ctx context.Context, r SnapshotResult) error {
 }
 
 // RequestSnapshot asks the cluster's scheduler for a snapshot now and
-// waits for its result; a failed attempt is returned with its error.
+// waits for the result of an attempt begun after the scheduler saw the
+// request (not one in progress before it); a failed attempt is returned
+// with its error.
 func (c *Conn) RequestSnapshot(ctx context.Context) (SnapshotResult, error) {
 	before, err := c.cli.Get(ctx, SnapshotLastKey(c.prefix))
 	if err != nil {
 		return SnapshotResult{}, fmt.Errorf("controlplane: request a snapshot: %w", err)
 	}
 	rev := before.Header.Revision
-	if _, err := c.cli.Put(ctx, SnapshotRequestKey(c.prefix), time.Now().UTC().Format(time.RFC3339Nano)); err != nil {
+	put, err := c.cli.Put(ctx, SnapshotRequestKey(c.prefix), time.Now().UTC().Format(time.RFC3339Nano))
+	if err != nil {
 		return SnapshotResult{}, fmt.Errorf("controlplane: request a snapshot: %w", err)
 	}
+	mine := put.Header.Revision // results of attempts begun earlier answer older requests
 	wctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	for resp := range c.cli.Watch(wctx, SnapshotLastKey(c.prefix), clientv3.WithRev(rev+1)) {
 		for _, ev := range resp.Events {
 			var r SnapshotResult
-			if json.Unmarshal(ev.Kv.Value, &r) != nil {
+			if json.Unmarshal(ev.Kv.Value, &r) != nil || r.Request < mine {
 				continue
 			}
 			if r.Error != "" {

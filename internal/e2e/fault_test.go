@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"net"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -455,8 +456,12 @@ func (fc *faultCluster) startJob(name string) *faultJob {
 				"-snapshot-store", snaps, "-snapshot-every", faultSnapEvery.String(), "-log-level", "info"}, fc.data.sched)))
 	}
 	for i := range 3 {
-		id := fmt.Sprintf("ams-%d", i)
-		j.shards = append(j.shards, j.slot(membership.KindAMS, id, id, slices.Concat([]string{"ams"}, common, []string{"-id", id})))
+		// A fixed address, as a StatefulSet's pod has: a shard restarted
+		// within its lease comes back, empty, where its predecessor
+		// served.
+		id, listen := fmt.Sprintf("ams-%d", i), freeAddr(t)
+		j.shards = append(j.shards, j.slot(membership.KindAMS, id, id,
+			slices.Concat([]string{"ams"}, common, []string{"-id", id, "-listen", listen})))
 	}
 	for i := range faultTrainers + 1 {
 		id := membership.WorkerName(i)
@@ -478,6 +483,16 @@ func (fc *faultCluster) startJob(name string) *faultJob {
 	}
 	j.checkGateShare()
 	return j
+}
+
+// freeAddr returns a loopback address with a port free now.
+func freeAddr(t *testing.T) string {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().String()
 }
 
 // slot adds the slot of a process: its member kind and id, a label for
@@ -640,9 +655,16 @@ type faultKill struct {
 }
 
 // kill kills a victim drawn from rng: a shard, a trainer or the leading
-// scheduler.
+// scheduler. The first kill is always a shard's: restarted 300ms later
+// at the same address, well within its lease, it comes back empty while
+// its predecessor's registration lives (issue 20's first item: such a
+// shard once took part in a snapshot, which then held a third of the
+// model and was recorded as good).
 func (j *faultJob) kill(n int, rng *rand.Rand) *faultKill {
 	kind, i := rng.IntN(3), rng.IntN(6)
+	if n == 1 {
+		kind = 0
+	}
 	victim := j.leader()
 	switch {
 	case kind == 0:

@@ -237,13 +237,13 @@ func (s *Scheduler) startSnapshot(ctx context.Context, a clusterfsm.TakeSnapshot
 		return s.conn.PutPause(ctx, op.pauseSeq)
 	})
 	workers := s.liveWorkers()
-	require := slices.Clone(s.modelKeys)
+	require, request := slices.Clone(s.modelKeys), s.lastRequest
 	s.opsWG.Add(1)
 	go func() {
 		defer s.opsWG.Done()
 		defer cancel()
 		start := time.Now()
-		res := controlplane.SnapshotResult{Seq: uint64(a.ID), Time: start.UTC(), Workers: len(workers)}
+		res := controlplane.SnapshotResult{Seq: uint64(a.ID), Time: start.UTC(), Workers: len(workers), Request: request}
 		keys, err := s.snapshotOnce(sctx, m, op, workers, require, &res)
 		res.Seconds = time.Since(start).Seconds()
 		if err != nil {
@@ -433,7 +433,7 @@ func (s *Scheduler) requestSnapshot(ctx context.Context) {
 		return
 	}
 	if err != nil {
-		s.putSnapshotResult(ctx, controlplane.SnapshotResult{Time: time.Now().UTC(), Error: err.Error()})
+		s.putSnapshotResult(ctx, controlplane.SnapshotResult{Time: time.Now().UTC(), Error: err.Error(), Request: s.lastRequest})
 	}
 }
 

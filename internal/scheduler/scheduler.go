@@ -202,6 +202,9 @@ type Scheduler struct {
 	seq     uint64             // last event sequence number
 	pending *ams.ShardMap      // shard map not yet published
 	maps    map[uint64]*ams.ShardMap
+	// lastRequest is the etcd revision of the newest snapshot request
+	// seen (SnapshotResult.Request).
+	lastRequest int64
 	// modelKeys are the state keys of the model the cluster restored or
 	// last saved: state entries are never deleted, so every later snapshot
 	// must hold them all (a shard that lost its state fails it). Nil when
@@ -476,7 +479,8 @@ func (s *Scheduler) watch(ctx context.Context, rev int64, tick <-chan time.Time)
 			if !ok || resp.Err() != nil {
 				return fmt.Errorf("scheduler: snapshot request watch broke: %v", resp.Err())
 			}
-			for range resp.Events {
+			for _, ev := range resp.Events {
+				s.lastRequest = ev.Kv.ModRevision
 				s.requestSnapshot(ctx)
 			}
 		case resp, ok := <-wch:
