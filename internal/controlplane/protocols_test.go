@@ -1,6 +1,8 @@
 package controlplane_test
 
 import (
+	"strings"
+
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"context"
@@ -223,7 +225,9 @@ func TestElect(t *testing.T) {
 }
 
 // TestRequestSnapshot plays the scheduler's side: it watches the request
-// key and answers with a result; a failed attempt comes back as an error.
+// key and answers with a result; a failed attempt comes back as an error,
+// and the result of an attempt begun before the request is not taken for
+// its answer.
 func TestRequestSnapshot(t *testing.T) {
 	c, cli := newConn(t)
 	ctx := testCtx(t)
@@ -238,9 +242,16 @@ func TestRequestSnapshot(t *testing.T) {
 		wch := cli.Watch(wctx, controlplane.SnapshotRequestKey(c.Prefix()), clientv3.WithRev(resp.Header.Revision+1))
 		go func() {
 			defer cancel()
-			for range wch {
-				if err := c.PutSnapshotResult(ctx, r); err != nil {
-					t.Error(err)
+			for resp := range wch {
+				// A stale result first (of an attempt begun before the
+				// request), which RequestSnapshot must skip; then r,
+				// naming the request's revision as the scheduler does.
+				stale := controlplane.SnapshotResult{Seq: 99, Error: "stale"}
+				r.Request = resp.Events[0].Kv.ModRevision
+				for _, x := range []controlplane.SnapshotResult{stale, r} {
+					if err := c.PutSnapshotResult(ctx, x); err != nil {
+						t.Error(err)
+					}
 				}
 				return
 			}
@@ -252,7 +263,7 @@ func TestRequestSnapshot(t *testing.T) {
 		t.Fatalf("RequestSnapshot = %+v, %v", res, err)
 	}
 	answer(controlplane.SnapshotResult{Error: "no snapshot store"})
-	if _, err := c.RequestSnapshot(ctx); err == nil {
-		t.Fatal("a failed snapshot returned no error")
+	if _, err := c.RequestSnapshot(ctx); err == nil || !strings.Contains(err.Error(), "no snapshot store") {
+		t.Fatalf("a failed snapshot returned %v", err)
 	}
 }
