@@ -63,7 +63,8 @@ type Cluster struct {
 }
 
 // Start starts etcd, the shards and the scheduler, and waits until the
-// scheduler has published the shard map.
+// cluster serves (the scheduler published the shard map and began its
+// shards).
 func Start(ctx context.Context, opts Options) (c *Cluster, err error) {
 	if opts.Shards <= 0 {
 		opts.Shards = 2
@@ -112,7 +113,7 @@ func Start(ctx context.Context, opts Options) (c *Cluster, err error) {
 	if c.conn, err = controlplane.New(c.cli, opts.Prefix); err != nil {
 		return nil, fmt.Errorf("cluster: %w", err)
 	}
-	if _, err := c.conn.WaitShardMap(ctx); err != nil {
+	if _, err := c.conn.WaitServing(ctx); err != nil {
 		return nil, fmt.Errorf("cluster: %w", err)
 	}
 	return c, nil

@@ -181,18 +181,8 @@ func (e *Env) attempts(ctx context.Context, m Model) error {
 // error: no worker trains on it) and returns that version's shard map.
 func (e *Env) serving(ctx context.Context) (*ams.ShardMap, error) {
 	e.Say("waiting for the shard map")
-	sm, err := e.Conn.WaitShardMap(ctx)
+	sm, err := e.Conn.WaitServing(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("job: %w", err)
-	}
-	r, err := e.Conn.WaitRestored(ctx, sm.Version-1)
-	if err != nil {
-		return nil, fmt.Errorf("job: %w", err)
-	}
-	if r.Version == sm.Version {
-		return sm, nil
-	}
-	if sm, err = e.Conn.WaitShardMapVersion(ctx, r.Version); err != nil {
 		return nil, fmt.Errorf("job: %w", err)
 	}
 	return sm, nil

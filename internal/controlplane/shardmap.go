@@ -69,6 +69,25 @@ func (c *Conn) WaitShardMap(ctx context.Context) (*ams.ShardMap, error) {
 	return c.WaitShardMapVersion(ctx, 0)
 }
 
+// WaitServing waits until the cluster serves a version and returns that
+// version's shard map: a map is published before its shards are begun
+// (a new cluster) or restored, and requests at its version fail until
+// then. A failed cluster's resume is returned with ErrClusterFailed.
+func (c *Conn) WaitServing(ctx context.Context) (*ams.ShardMap, error) {
+	sm, err := c.WaitShardMap(ctx)
+	if err != nil {
+		return nil, err
+	}
+	r, err := c.WaitRestored(ctx, sm.Version-1)
+	if err != nil {
+		return nil, err
+	}
+	if r.Version == sm.Version {
+		return sm, nil
+	}
+	return c.WaitShardMapVersion(ctx, r.Version)
+}
+
 // WaitShardMapVersion is WaitShardMap for a map whose Version is at least
 // minVersion: a worker that learns of a restore waits for the new map with it.
 func (c *Conn) WaitShardMapVersion(ctx context.Context, minVersion uint64) (*ams.ShardMap, error) {
