@@ -40,9 +40,9 @@ type task struct {
 	// version is the cluster version of a pull or push: a stripe refuses
 	// a task of any version but its own (see stripe.version).
 	version uint64
-	parts  []part
-	create bool
-	now    uint32
+	parts   []part
+	create  bool
+	now     uint32
 
 	declTables []*tableInfo
 	declDense  []denseDecl
