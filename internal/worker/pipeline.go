@@ -59,19 +59,7 @@ type run struct {
 // except Open (only the tracker's start and an epoch's end return one,
 // and Run executes those).
 func (r *run) step(ctx context.Context, ev tracker.Event) ([]tracker.Action, error) {
-	acts, err := r.tk.Step(ev)
-	if err != nil {
-		return nil, err
-	}
-	for i, a := range acts {
-		if _, ok := a.(tracker.Open); ok {
-			return acts[i:], nil
-		}
-		if err := r.exec(ctx, a); err != nil {
-			return nil, err
-		}
-	}
-	return nil, nil
+	return r.tk.StepExec(ev, func(a tracker.Action) error { return r.exec(ctx, a) })
 }
 
 // exec executes one action of the tracker.

@@ -432,11 +432,8 @@ func (t *Trainer) Run(ctx context.Context) (res Result, err error) {
 		return res, err
 	}
 	acts, err := r.step(ctx, tracker.Started{Now: time.Now()})
-	for err == nil && len(acts) > 0 {
-		open := acts[0].(tracker.Open) // step returns only an Open and what follows it
-		if acts, err = r.epoch(ctx, open.Epoch); err == nil && len(acts) > 1 {
-			err = fmt.Errorf("worker: actions after opening epoch %d: %v", open.Epoch, acts[1:])
-		}
+	if err == nil {
+		err = tracker.Epochs(acts, func(open tracker.Open) ([]tracker.Action, error) { return r.epoch(ctx, open.Epoch) })
 	}
 	if err != nil {
 		return res, err

@@ -63,11 +63,8 @@ func (t *Trainer) Run(ctx context.Context) (res Result, err error) {
 		r.summarize()
 	}()
 	acts, err := r.step(ctx, tracker.Started{Now: time.Now()})
-	for err == nil && len(acts) > 0 {
-		open := acts[0].(tracker.Open) // step returns only an Open and what follows it
-		if acts, err = r.runEpoch(ctx, open); err == nil && len(acts) > 1 {
-			err = fmt.Errorf("xctrain: actions after opening epoch %d: %v", open.Epoch, acts[1:])
-		}
+	if err == nil {
+		err = tracker.Epochs(acts, func(open tracker.Open) ([]tracker.Action, error) { return r.runEpoch(ctx, open) })
 	}
 	return res, err
 }
@@ -98,19 +95,7 @@ func (r *run) summarize() {
 // except Open (only the tracker's start and an epoch's end return one,
 // and Run executes those): it returns the Open and what follows it.
 func (r *run) step(ctx context.Context, ev tracker.Event) ([]tracker.Action, error) {
-	acts, err := r.tk.Step(ev)
-	if err != nil {
-		return nil, err
-	}
-	for i, a := range acts {
-		if _, ok := a.(tracker.Open); ok {
-			return acts[i:], nil
-		}
-		if err := r.exec(ctx, a); err != nil {
-			return nil, err
-		}
-	}
-	return nil, nil
+	return r.tk.StepExec(ev, func(a tracker.Action) error { return r.exec(ctx, a) })
 }
 
 // exec executes one action of the tracker.

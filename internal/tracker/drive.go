@@ -1,0 +1,41 @@
+package tracker
+
+import "fmt"
+
+// StepExec applies ev and has exec carry out the actions it returns, in
+// order, up to the first Open (only Started and EpochEnded return one):
+// it returns that Open and what follows it, for the driver to train the
+// epoch (see Epochs). The tracker stays free of I/O: exec is the driver's.
+func (t *Tracker) StepExec(ev Event, exec func(Action) error) ([]Action, error) {
+	acts, err := t.Step(ev)
+	if err != nil {
+		return nil, err
+	}
+	for i, a := range acts {
+		if _, ok := a.(Open); ok {
+			return acts[i:], nil
+		}
+		if err := exec(a); err != nil {
+			return nil, err
+		}
+	}
+	return nil, nil
+}
+
+// Epochs trains the epochs the run opens: acts is what StepExec returned
+// for Started, and epoch trains the epoch of one Open and returns what
+// StepExec returned for its end (EpochEnded). It returns once an epoch's
+// end opens no other (the run is done), or epoch's first error.
+func Epochs(acts []Action, epoch func(Open) ([]Action, error)) error {
+	for len(acts) > 0 {
+		open, ok := acts[0].(Open)
+		if !ok || len(acts) > 1 {
+			return fmt.Errorf("tracker: actions %v, want one Open", acts)
+		}
+		var err error
+		if acts, err = epoch(open); err != nil {
+			return err
+		}
+	}
+	return nil
+}
