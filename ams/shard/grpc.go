@@ -318,6 +318,12 @@ func (v *service) Restore(_ context.Context, req *amspb.RestoreRequest) (*amspb.
 	if i >= n {
 		return nil, fmt.Errorf("%w: shard index %d of a map of %d shards", ams.ErrBadRequest, i, n)
 	}
+	if req.Seq == 0 { // a restore of nothing: a new cluster's birth
+		if err := v.s.Begin(req.ClusterVersion); err != nil {
+			return nil, err
+		}
+		return &amspb.RestoreResponse{}, nil
+	}
 	// One restore at a time: a late retry of an abandoned attempt must not
 	// mix its rows into a newer one's (it waits, then finds its version
 	// stale).
@@ -327,12 +333,6 @@ func (v *service) Restore(_ context.Context, req *amspb.RestoreRequest) (*amspb.
 	// refused, so nothing from before the restore leaks into it.
 	if err := v.s.advanceVersion(req.ClusterVersion); err != nil {
 		return nil, err
-	}
-	if req.Seq == 0 { // a restore of nothing: a new cluster's birth
-		if err := v.s.reset(req.ClusterVersion); err != nil {
-			return nil, fmt.Errorf("%w: %w", ams.ErrRestore, err)
-		}
-		return &amspb.RestoreResponse{}, nil
 	}
 	store, err := snapshot.OpenStore(req.Store, "")
 	if err != nil {

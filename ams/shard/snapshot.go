@@ -350,7 +350,10 @@ func (s *Shard) Begin(v uint64) error {
 	if err := s.advanceVersion(v); err != nil {
 		return err
 	}
-	return s.reset(v)
+	if err := s.reset(v); err != nil {
+		return fmt.Errorf("%w: %w", ams.ErrRestore, err)
+	}
+	return nil
 }
 
 // reset empties the shard (tables, dense vectors, state entries) and has
