@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"log/slog"
-	"net"
 	"reflect"
 	"strings"
 	"testing"
@@ -13,7 +12,6 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/goleak"
 
-	"github.com/xdlgo/xps/ams/shard"
 	"github.com/xdlgo/xps/internal/clusterfsm"
 	"github.com/xdlgo/xps/internal/controlplane"
 	"github.com/xdlgo/xps/internal/etcdembed"
@@ -78,26 +76,7 @@ func hasEvent(t *testing.T, cli *clientv3.Client, prefix, want string) bool {
 
 // startShard serves a blank shard on loopback gRPC, as a shard process
 // does (the scheduler begins or restores it), and returns its address.
-func startShard(t *testing.T, id string) string {
-	t.Helper()
-	sh := shard.New(shard.Options{ID: id, Stripes: 1, Blank: true})
-	gs := shard.NewGRPCServer(sh)
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		_ = gs.Serve(lis)
-	}()
-	t.Cleanup(func() {
-		gs.Stop()
-		<-done
-		sh.Close()
-	})
-	return lis.Addr().String()
-}
+func startShard(t *testing.T, id string) string { return startRestartable(t, id).addr }
 
 func register(t *testing.T, cli *clientv3.Client, prefix, kind, id, addr string) *membership.Registration {
 	t.Helper()
