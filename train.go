@@ -45,6 +45,18 @@ func (r Result) WriteSummary(w io.Writer) {
 	}
 }
 
+// Summary returns the part of the result common to every model (nil
+// when neither field is set).
+func (r Result) Summary() *job.Summary {
+	switch {
+	case r.CTR != nil:
+		return &r.CTR.Summary
+	case r.SLIDE != nil:
+		return &r.SLIDE.Summary
+	}
+	return nil
+}
+
 // MarshalJSON encodes the model's result.
 func (r Result) MarshalJSON() ([]byte, error) {
 	if r.SLIDE != nil {

@@ -42,6 +42,10 @@ var (
 	// ErrRoundApplied: a sync-mode part for a round the shard has already
 	// applied (or a second part of one worker for one round).
 	ErrRoundApplied = errors.New("ams: sync round already applied")
+	// ErrDuplicatePush: a push of a worker's batch (ams.Origin) that the
+	// shard has already applied. It is refused and applied nowhere: the
+	// model is ahead of the checkpoint the worker resumed from.
+	ErrDuplicatePush = errors.New("ams: batch already applied")
 	// ErrUnavailable: a request that did not reach its shard, or that the
 	// shard could not serve because it stopped: not listening, connection
 	// lost, closed.

@@ -67,6 +67,9 @@ func NewShardMap(version uint64, partitions int, shards, addrs []string) (*Shard
 	if len(shards) > 1<<16-1 {
 		return nil, fmt.Errorf("%w: %d shards is too many", ErrBadShardMap, len(shards))
 	}
+	if partitions > MaxPartitions {
+		return nil, fmt.Errorf("%w: %d partitions, above the limit of %d", ErrBadShardMap, partitions, MaxPartitions)
+	}
 	m := &ShardMap{Version: version, Partitions: partitions,
 		Shards: append([]string(nil), shards...), Addrs: append([]string(nil), addrs...),
 		Assign: make([]uint16, partitions)}
@@ -76,8 +79,16 @@ func NewShardMap(version uint64, partitions int, shards, addrs []string) (*Shard
 	return m, nil
 }
 
+// MaxPartitions bounds a shard map's partitions: the map is one etcd
+// value (1.5 MiB by default) and every worker and shard holds it, and
+// partitions beyond a few thousand per shard only slow rebalancing.
+const MaxPartitions = 1 << 16
+
 // Validate checks the map's invariants.
 func (m *ShardMap) Validate() error {
+	if m.Partitions > MaxPartitions {
+		return fmt.Errorf("%w: %d partitions, above the limit of %d", ErrBadShardMap, m.Partitions, MaxPartitions)
+	}
 	if m.Partitions <= 0 || len(m.Assign) != m.Partitions {
 		return fmt.Errorf("%w: %d partitions, %d assignments", ErrBadShardMap, m.Partitions, len(m.Assign))
 	}

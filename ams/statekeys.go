@@ -1,6 +1,9 @@
 package ams
 
-import "strings"
+import (
+	"strconv"
+	"strings"
+)
 
 // The model-state keys: every AMS state entry (shard.PutState) that a
 // process of the cluster writes, in one list. State entries live on the
@@ -14,6 +17,9 @@ import "strings"
 //	reader/<worker>/checkpoint   worker <worker>: its Checkpoint     the worker, resuming; the scheduler
 //	                             (internal/checkpoint)               (samples applied, -snapshot-every-samples)
 //	reader/kafka://<topic>/<p>   the worker reading partition p      the next worker to read partition p
+//	applied/<index>              shard <index> of the map, into its  that shard (or every shard, onto another
+//	                             snapshot part (not PutState): its   layout) restoring the snapshot
+//	                             Applied records, JSON by worker
 const (
 	// StateJobConfig holds the job's configuration (YAML).
 	StateJobConfig = "job/config"
@@ -23,7 +29,14 @@ const (
 	// StateReaderPrefix prefixes every reader's entries: worker checkpoints
 	// and stream positions.
 	StateReaderPrefix = "reader/"
+	// StateAppliedPrefix prefixes the shards' records of applied pushes
+	// in a snapshot (AppliedKey).
+	StateAppliedPrefix = "applied/"
 )
+
+// AppliedKey returns the snapshot state key of the Applied records of the
+// shard at index of the map, "applied/<index>".
+func AppliedKey(index int) string { return StateAppliedPrefix + strconv.Itoa(index) }
 
 // checkpointSuffix ends the key of a worker's checkpoint.
 const checkpointSuffix = "/checkpoint"

@@ -69,7 +69,10 @@ func Start(ctx context.Context, opts Options) (c *Cluster, err error) {
 	if opts.Shards <= 0 {
 		opts.Shards = 2
 	}
-	if opts.Stripes <= 0 {
+	if err := (shard.Options{Stripes: opts.Stripes}).Validate(); err != nil {
+		return nil, fmt.Errorf("cluster: %w", err)
+	}
+	if opts.Stripes == 0 {
 		opts.Stripes = max(1, runtime.GOMAXPROCS(0)/opts.Shards)
 	}
 	if opts.Prefix == "" {

@@ -27,6 +27,15 @@
 //     that this worker is still registered (a frozen worker declared
 //     dead must not train on), builds a client for the new shard map and
 //     starts the next attempt from the restored checkpoint.
+//  6. The end, however the job ended (done, stopped by its context as
+//     SIGTERM does, failed): the shards' records of the worker's pushes
+//     (ams.Origin: a shard applies each of a worker's batches once) are
+//     checked against its checkpoint in the model (checkpoint.Verify) and
+//     the result is the Summary's ExactlyOnce. When they agree the worker
+//     leaves gracefully; when they do not, when the check cannot run, or
+//     when the cluster failed, Run fails with ErrNotExactlyOnce and the
+//     worker leaves as a dead one does (Registration.Abandon), so that the
+//     scheduler rolls the model back to its last snapshot.
 //
 // # Invariants
 //
@@ -36,7 +45,10 @@
 //     builds, and closes them before Run returns, whatever happened.
 //  3. Every attempt starts from the checkpoint the model holds: nothing a
 //     failed attempt read but did not apply survives into the next one.
-//  4. The first cause wins: a job whose lease was lost fails with an
+//  4. A push once sent is waited for (PushContext), even when the job is
+//     stopped: a stop drains the pushes in flight, then stores the
+//     checkpoint of exactly what was applied.
+//  5. The first cause wins: a job whose lease was lost fails with an
 //     error wrapping ErrLeaseLost, whatever failed after it.
 //
 // The job's summary common to every model (Summary) is filled by the

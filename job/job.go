@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"sync"
 	"time"
@@ -50,7 +51,54 @@ type Summary struct {
 	Restores    int     `json:"restores,omitempty"`
 	LoadSeconds float64 `json:"load_seconds"`
 	WallSeconds float64 `json:"wall_seconds"`
+	// ExactlyOnce is the shards' account of this worker's pushes at the
+	// end of the job (checkpoint.Verify): what the model holds, not what
+	// the worker believes. Nil when the job never reached the shards.
+	ExactlyOnce *checkpoint.Verified `json:"exactly_once,omitempty"`
 }
+
+// WriteExactlyOnce writes the summary's line on exactly-once: the shards'
+// account of the worker's pushes (nothing when there is none).
+func (s Summary) WriteExactlyOnce(w io.Writer) {
+	v := s.ExactlyOnce
+	switch {
+	case v == nil:
+	case v.Exact:
+		fmt.Fprintf(w, "%s: exactly-once, by the shards' records: each of %d batches (%d samples, digest %016x) applied once on every one of %d shards\n",
+			s.Worker, v.Batches, v.Samples, v.Digest, v.Shards)
+	case !v.Checked && v.Problem == "":
+		fmt.Fprintf(w, "%s: exactly-once not checked by batch (sync mode applies each round once by its number)\n", s.Worker)
+	default:
+		fmt.Fprintf(w, "%s: NOT exactly-once: %s\n", s.Worker, v.Problem)
+	}
+}
+
+// ErrNotExactlyOnce is returned (wrapped) by Run when the shards' records
+// show that the model does not hold exactly the batches the worker's
+// checkpoint counts (pushes applied that it does not count, or counted
+// ones missing), when the cluster failed, or when that could not be
+// checked. The worker then leaves the cluster as a dead worker does
+// (membership.Registration.Abandon), so that the scheduler rolls the
+// model back to its last snapshot.
+var ErrNotExactlyOnce = errors.New("job: the model does not hold exactly what this worker trained")
+
+// PushTimeout bounds one push of a batch (PushContext).
+const PushTimeout = time.Minute
+
+// PushContext returns the context of one push of a batch: not cancelled
+// with ctx, but ended after PushTimeout. A job that is stopped (SIGTERM)
+// waits for the pushes it sent and then stores its checkpoint: a push
+// cancelled halfway may be applied by some shards and not counted by the
+// checkpoint, which would then be applied again on resume. The timeout
+// keeps a push to a shard cut off from the network from holding the
+// worker forever; a push that fails so is not counted, and the shards'
+// records tell what was applied (Run's check).
+func PushContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.WithoutCancel(ctx), PushTimeout)
+}
+
+// verifyTimeout bounds the end-of-job check of the shards' records.
+const verifyTimeout = 30 * time.Second
 
 // Env is what the lifecycle gives a model.
 type Env struct {
@@ -122,6 +170,13 @@ func Run(ctx context.Context, opts Options, m Model) error {
 	}
 	defer env.Pauser.Close()
 	err = env.attempts(ctx, m)
+	if verr := env.verify(ctx, s, err); verr != nil {
+		err = errors.Join(err, verr)
+		env.Registration.Abandon() // a dead worker's leave: the model is rolled back
+	}
+	if env.Client != nil {
+		env.Client.Close()
+	}
 	select {
 	case <-env.Registration.Lost(): // the first cause, whatever failed after it
 		if err != nil && !errors.Is(err, ErrLeaseLost) {
@@ -146,7 +201,6 @@ func (e *Env) attempts(ctx context.Context, m Model) error {
 	if e.Client, err = client.NewLocal(sm, e.Local); err != nil {
 		return fmt.Errorf("job: %w", err)
 	}
-	defer func() { e.Client.Close() }()
 	e.Version = sm.Version
 	s.Shards = e.Client.NumShards()
 	load := time.Now()
@@ -174,6 +228,34 @@ func (e *Env) attempts(ctx context.Context, m Model) error {
 		s.Shards = e.Client.NumShards()
 		e.Say("the cluster was restored at version %d; resuming from the checkpoint in the model", e.Version)
 	}
+}
+
+// verify checks, at the end of the job (runErr is how it ended), the
+// shards' records of this worker's pushes against its checkpoint in the
+// model, and records the result in s. It returns an error wrapping
+// ErrNotExactlyOnce when they disagree, when the check cannot run, or
+// when the cluster failed. A job that never built a client pushed
+// nothing; one whose lease was lost is dead to the cluster already
+// (which rolls back), and its shards may serve another version.
+func (e *Env) verify(ctx context.Context, s *Summary, runErr error) error {
+	if e.Client == nil || errors.Is(context.Cause(ctx), ErrLeaseLost) || errors.Is(runErr, ErrLeaseLost) {
+		return nil
+	}
+	vctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), verifyTimeout)
+	defer cancel()
+	v, err := checkpoint.Verify(vctx, e.Client, e.Name)
+	if err != nil {
+		s.ExactlyOnce = &checkpoint.Verified{Problem: err.Error()}
+		return fmt.Errorf("%w: the shards' records could not be checked: %w", ErrNotExactlyOnce, err)
+	}
+	if r, ok, err := e.Conn.LastResume(vctx); err == nil && ok && r.Failed {
+		v.Exact, v.Problem = false, "the cluster failed and could not recover: "+r.Why
+	}
+	s.ExactlyOnce = &v
+	if !v.Exact && v.Checked || v.Problem != "" {
+		return fmt.Errorf("%w: %s", ErrNotExactlyOnce, v.Problem)
+	}
+	return nil
 }
 
 // serving waits until the cluster serves a version (a new cluster's shards

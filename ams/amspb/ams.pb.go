@@ -1002,8 +1002,13 @@ type PushRequest struct {
 	// applied (averaged over the round's workers) when the round is
 	// complete, together with state, which the shard stores then (the
 	// checkpoint that goes with the round).
-	Sync          *SyncRound    `protobuf:"bytes,4,opt,name=sync,proto3" json:"sync,omitempty"`
-	State         []*StateEntry `protobuf:"bytes,5,rep,name=state,proto3" json:"state,omitempty"`
+	Sync  *SyncRound    `protobuf:"bytes,4,opt,name=sync,proto3" json:"sync,omitempty"`
+	State []*StateEntry `protobuf:"bytes,5,rep,name=state,proto3" json:"state,omitempty"`
+	// origin names the worker's batch the push carries: a shard applies a
+	// batch once and refuses (ALREADY_EXISTS) a second push of it. Unset:
+	// a push of no batch, not recorded. Sync-mode pushes leave it unset
+	// (a round is applied once by its number).
+	Origin        *Origin `protobuf:"bytes,6,opt,name=origin,proto3" json:"origin,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1073,6 +1078,83 @@ func (x *PushRequest) GetState() []*StateEntry {
 	return nil
 }
 
+func (x *PushRequest) GetOrigin() *Origin {
+	if x != nil {
+		return x.Origin
+	}
+	return nil
+}
+
+// Origin is a worker's batch (ams.Origin): batch numbers the worker's
+// batches over its whole job, from 0.
+type Origin struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Worker        string                 `protobuf:"bytes,1,opt,name=worker,proto3" json:"worker,omitempty"`
+	Batch         uint64                 `protobuf:"varint,2,opt,name=batch,proto3" json:"batch,omitempty"`
+	Samples       uint32                 `protobuf:"varint,3,opt,name=samples,proto3" json:"samples,omitempty"`
+	Digest        uint64                 `protobuf:"varint,4,opt,name=digest,proto3" json:"digest,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Origin) Reset() {
+	*x = Origin{}
+	mi := &file_ams_proto_msgTypes[15]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Origin) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Origin) ProtoMessage() {}
+
+func (x *Origin) ProtoReflect() protoreflect.Message {
+	mi := &file_ams_proto_msgTypes[15]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Origin.ProtoReflect.Descriptor instead.
+func (*Origin) Descriptor() ([]byte, []int) {
+	return file_ams_proto_rawDescGZIP(), []int{15}
+}
+
+func (x *Origin) GetWorker() string {
+	if x != nil {
+		return x.Worker
+	}
+	return ""
+}
+
+func (x *Origin) GetBatch() uint64 {
+	if x != nil {
+		return x.Batch
+	}
+	return 0
+}
+
+func (x *Origin) GetSamples() uint32 {
+	if x != nil {
+		return x.Samples
+	}
+	return 0
+}
+
+func (x *Origin) GetDigest() uint64 {
+	if x != nil {
+		return x.Digest
+	}
+	return 0
+}
+
 type PushResponse struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	unknownFields protoimpl.UnknownFields
@@ -1081,7 +1163,7 @@ type PushResponse struct {
 
 func (x *PushResponse) Reset() {
 	*x = PushResponse{}
-	mi := &file_ams_proto_msgTypes[15]
+	mi := &file_ams_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1093,7 +1175,7 @@ func (x *PushResponse) String() string {
 func (*PushResponse) ProtoMessage() {}
 
 func (x *PushResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_ams_proto_msgTypes[15]
+	mi := &file_ams_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1106,7 +1188,7 @@ func (x *PushResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PushResponse.ProtoReflect.Descriptor instead.
 func (*PushResponse) Descriptor() ([]byte, []int) {
-	return file_ams_proto_rawDescGZIP(), []int{15}
+	return file_ams_proto_rawDescGZIP(), []int{16}
 }
 
 type PullDenseRequest struct {
@@ -1119,7 +1201,7 @@ type PullDenseRequest struct {
 
 func (x *PullDenseRequest) Reset() {
 	*x = PullDenseRequest{}
-	mi := &file_ams_proto_msgTypes[16]
+	mi := &file_ams_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1131,7 +1213,7 @@ func (x *PullDenseRequest) String() string {
 func (*PullDenseRequest) ProtoMessage() {}
 
 func (x *PullDenseRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_ams_proto_msgTypes[16]
+	mi := &file_ams_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1144,7 +1226,7 @@ func (x *PullDenseRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PullDenseRequest.ProtoReflect.Descriptor instead.
 func (*PullDenseRequest) Descriptor() ([]byte, []int) {
-	return file_ams_proto_rawDescGZIP(), []int{16}
+	return file_ams_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *PullDenseRequest) GetClusterVersion() uint64 {
@@ -1172,7 +1254,7 @@ type PullDenseResponse struct {
 
 func (x *PullDenseResponse) Reset() {
 	*x = PullDenseResponse{}
-	mi := &file_ams_proto_msgTypes[17]
+	mi := &file_ams_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1184,7 +1266,7 @@ func (x *PullDenseResponse) String() string {
 func (*PullDenseResponse) ProtoMessage() {}
 
 func (x *PullDenseResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_ams_proto_msgTypes[17]
+	mi := &file_ams_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1197,7 +1279,7 @@ func (x *PullDenseResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PullDenseResponse.ProtoReflect.Descriptor instead.
 func (*PullDenseResponse) Descriptor() ([]byte, []int) {
-	return file_ams_proto_rawDescGZIP(), []int{17}
+	return file_ams_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *PullDenseResponse) GetLo() uint64 {
@@ -1232,7 +1314,7 @@ type PushDenseRequest struct {
 
 func (x *PushDenseRequest) Reset() {
 	*x = PushDenseRequest{}
-	mi := &file_ams_proto_msgTypes[18]
+	mi := &file_ams_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1244,7 +1326,7 @@ func (x *PushDenseRequest) String() string {
 func (*PushDenseRequest) ProtoMessage() {}
 
 func (x *PushDenseRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_ams_proto_msgTypes[18]
+	mi := &file_ams_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1257,7 +1339,7 @@ func (x *PushDenseRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PushDenseRequest.ProtoReflect.Descriptor instead.
 func (*PushDenseRequest) Descriptor() ([]byte, []int) {
-	return file_ams_proto_rawDescGZIP(), []int{18}
+	return file_ams_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *PushDenseRequest) GetClusterVersion() uint64 {
@@ -1289,7 +1371,7 @@ type PushDenseResponse struct {
 
 func (x *PushDenseResponse) Reset() {
 	*x = PushDenseResponse{}
-	mi := &file_ams_proto_msgTypes[19]
+	mi := &file_ams_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1301,7 +1383,7 @@ func (x *PushDenseResponse) String() string {
 func (*PushDenseResponse) ProtoMessage() {}
 
 func (x *PushDenseResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_ams_proto_msgTypes[19]
+	mi := &file_ams_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1314,7 +1396,7 @@ func (x *PushDenseResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PushDenseResponse.ProtoReflect.Descriptor instead.
 func (*PushDenseResponse) Descriptor() ([]byte, []int) {
-	return file_ams_proto_rawDescGZIP(), []int{19}
+	return file_ams_proto_rawDescGZIP(), []int{20}
 }
 
 type StatsRequest struct {
@@ -1326,7 +1408,7 @@ type StatsRequest struct {
 
 func (x *StatsRequest) Reset() {
 	*x = StatsRequest{}
-	mi := &file_ams_proto_msgTypes[20]
+	mi := &file_ams_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1338,7 +1420,7 @@ func (x *StatsRequest) String() string {
 func (*StatsRequest) ProtoMessage() {}
 
 func (x *StatsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_ams_proto_msgTypes[20]
+	mi := &file_ams_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1351,7 +1433,7 @@ func (x *StatsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StatsRequest.ProtoReflect.Descriptor instead.
 func (*StatsRequest) Descriptor() ([]byte, []int) {
-	return file_ams_proto_rawDescGZIP(), []int{20}
+	return file_ams_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *StatsRequest) GetClusterVersion() uint64 {
@@ -1372,7 +1454,7 @@ type TableStats struct {
 
 func (x *TableStats) Reset() {
 	*x = TableStats{}
-	mi := &file_ams_proto_msgTypes[21]
+	mi := &file_ams_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1384,7 +1466,7 @@ func (x *TableStats) String() string {
 func (*TableStats) ProtoMessage() {}
 
 func (x *TableStats) ProtoReflect() protoreflect.Message {
-	mi := &file_ams_proto_msgTypes[21]
+	mi := &file_ams_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1397,7 +1479,7 @@ func (x *TableStats) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TableStats.ProtoReflect.Descriptor instead.
 func (*TableStats) Descriptor() ([]byte, []int) {
-	return file_ams_proto_rawDescGZIP(), []int{21}
+	return file_ams_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *TableStats) GetName() string {
@@ -1430,13 +1512,15 @@ type StatsResponse struct {
 	PushRequests   uint64                 `protobuf:"varint,5,opt,name=push_requests,json=pushRequests,proto3" json:"push_requests,omitempty"`
 	RowsPulled     uint64                 `protobuf:"varint,6,opt,name=rows_pulled,json=rowsPulled,proto3" json:"rows_pulled,omitempty"`
 	RowsPushed     uint64                 `protobuf:"varint,7,opt,name=rows_pushed,json=rowsPushed,proto3" json:"rows_pushed,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// the shard's records of applied pushes, one per worker, by worker name.
+	Applied       []*Applied `protobuf:"bytes,8,rep,name=applied,proto3" json:"applied,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *StatsResponse) Reset() {
 	*x = StatsResponse{}
-	mi := &file_ams_proto_msgTypes[22]
+	mi := &file_ams_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1448,7 +1532,7 @@ func (x *StatsResponse) String() string {
 func (*StatsResponse) ProtoMessage() {}
 
 func (x *StatsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_ams_proto_msgTypes[22]
+	mi := &file_ams_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1461,7 +1545,7 @@ func (x *StatsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StatsResponse.ProtoReflect.Descriptor instead.
 func (*StatsResponse) Descriptor() ([]byte, []int) {
-	return file_ams_proto_rawDescGZIP(), []int{22}
+	return file_ams_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *StatsResponse) GetShardId() string {
@@ -1513,6 +1597,93 @@ func (x *StatsResponse) GetRowsPushed() uint64 {
 	return 0
 }
 
+func (x *StatsResponse) GetApplied() []*Applied {
+	if x != nil {
+		return x.Applied
+	}
+	return nil
+}
+
+// Applied is a shard's record of one worker's applied pushes (ams.Applied).
+type Applied struct {
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	Worker string                 `protobuf:"bytes,1,opt,name=worker,proto3" json:"worker,omitempty"`
+	// ranges of batches [lo, hi), packed as pairs of little-endian uint64:
+	// lo0, hi0, lo1, hi1, ...
+	Ranges  []byte `protobuf:"bytes,2,opt,name=ranges,proto3" json:"ranges,omitempty"`
+	Samples int64  `protobuf:"varint,3,opt,name=samples,proto3" json:"samples,omitempty"`
+	Digest  uint64 `protobuf:"varint,4,opt,name=digest,proto3" json:"digest,omitempty"`
+	// pushes refused as duplicates since the shard began or restored.
+	Refused       uint64 `protobuf:"varint,5,opt,name=refused,proto3" json:"refused,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Applied) Reset() {
+	*x = Applied{}
+	mi := &file_ams_proto_msgTypes[24]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Applied) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Applied) ProtoMessage() {}
+
+func (x *Applied) ProtoReflect() protoreflect.Message {
+	mi := &file_ams_proto_msgTypes[24]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Applied.ProtoReflect.Descriptor instead.
+func (*Applied) Descriptor() ([]byte, []int) {
+	return file_ams_proto_rawDescGZIP(), []int{24}
+}
+
+func (x *Applied) GetWorker() string {
+	if x != nil {
+		return x.Worker
+	}
+	return ""
+}
+
+func (x *Applied) GetRanges() []byte {
+	if x != nil {
+		return x.Ranges
+	}
+	return nil
+}
+
+func (x *Applied) GetSamples() int64 {
+	if x != nil {
+		return x.Samples
+	}
+	return 0
+}
+
+func (x *Applied) GetDigest() uint64 {
+	if x != nil {
+		return x.Digest
+	}
+	return 0
+}
+
+func (x *Applied) GetRefused() uint64 {
+	if x != nil {
+		return x.Refused
+	}
+	return 0
+}
+
 type StateEntry struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Key           string                 `protobuf:"bytes,1,opt,name=key,proto3" json:"key,omitempty"`
@@ -1523,7 +1694,7 @@ type StateEntry struct {
 
 func (x *StateEntry) Reset() {
 	*x = StateEntry{}
-	mi := &file_ams_proto_msgTypes[23]
+	mi := &file_ams_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1535,7 +1706,7 @@ func (x *StateEntry) String() string {
 func (*StateEntry) ProtoMessage() {}
 
 func (x *StateEntry) ProtoReflect() protoreflect.Message {
-	mi := &file_ams_proto_msgTypes[23]
+	mi := &file_ams_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1548,7 +1719,7 @@ func (x *StateEntry) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StateEntry.ProtoReflect.Descriptor instead.
 func (*StateEntry) Descriptor() ([]byte, []int) {
-	return file_ams_proto_rawDescGZIP(), []int{23}
+	return file_ams_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *StateEntry) GetKey() string {
@@ -1575,7 +1746,7 @@ type PutStateRequest struct {
 
 func (x *PutStateRequest) Reset() {
 	*x = PutStateRequest{}
-	mi := &file_ams_proto_msgTypes[24]
+	mi := &file_ams_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1587,7 +1758,7 @@ func (x *PutStateRequest) String() string {
 func (*PutStateRequest) ProtoMessage() {}
 
 func (x *PutStateRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_ams_proto_msgTypes[24]
+	mi := &file_ams_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1600,7 +1771,7 @@ func (x *PutStateRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PutStateRequest.ProtoReflect.Descriptor instead.
 func (*PutStateRequest) Descriptor() ([]byte, []int) {
-	return file_ams_proto_rawDescGZIP(), []int{24}
+	return file_ams_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *PutStateRequest) GetClusterVersion() uint64 {
@@ -1625,7 +1796,7 @@ type PutStateResponse struct {
 
 func (x *PutStateResponse) Reset() {
 	*x = PutStateResponse{}
-	mi := &file_ams_proto_msgTypes[25]
+	mi := &file_ams_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1637,7 +1808,7 @@ func (x *PutStateResponse) String() string {
 func (*PutStateResponse) ProtoMessage() {}
 
 func (x *PutStateResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_ams_proto_msgTypes[25]
+	mi := &file_ams_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1650,7 +1821,7 @@ func (x *PutStateResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PutStateResponse.ProtoReflect.Descriptor instead.
 func (*PutStateResponse) Descriptor() ([]byte, []int) {
-	return file_ams_proto_rawDescGZIP(), []int{25}
+	return file_ams_proto_rawDescGZIP(), []int{27}
 }
 
 type GetStateRequest struct {
@@ -1663,7 +1834,7 @@ type GetStateRequest struct {
 
 func (x *GetStateRequest) Reset() {
 	*x = GetStateRequest{}
-	mi := &file_ams_proto_msgTypes[26]
+	mi := &file_ams_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1675,7 +1846,7 @@ func (x *GetStateRequest) String() string {
 func (*GetStateRequest) ProtoMessage() {}
 
 func (x *GetStateRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_ams_proto_msgTypes[26]
+	mi := &file_ams_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1688,7 +1859,7 @@ func (x *GetStateRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetStateRequest.ProtoReflect.Descriptor instead.
 func (*GetStateRequest) Descriptor() ([]byte, []int) {
-	return file_ams_proto_rawDescGZIP(), []int{26}
+	return file_ams_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *GetStateRequest) GetClusterVersion() uint64 {
@@ -1715,7 +1886,7 @@ type GetStateResponse struct {
 
 func (x *GetStateResponse) Reset() {
 	*x = GetStateResponse{}
-	mi := &file_ams_proto_msgTypes[27]
+	mi := &file_ams_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1727,7 +1898,7 @@ func (x *GetStateResponse) String() string {
 func (*GetStateResponse) ProtoMessage() {}
 
 func (x *GetStateResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_ams_proto_msgTypes[27]
+	mi := &file_ams_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1740,7 +1911,7 @@ func (x *GetStateResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetStateResponse.ProtoReflect.Descriptor instead.
 func (*GetStateResponse) Descriptor() ([]byte, []int) {
-	return file_ams_proto_rawDescGZIP(), []int{27}
+	return file_ams_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *GetStateResponse) GetEntries() []*StateEntry {
@@ -1764,7 +1935,7 @@ type WriteSnapshotRequest struct {
 
 func (x *WriteSnapshotRequest) Reset() {
 	*x = WriteSnapshotRequest{}
-	mi := &file_ams_proto_msgTypes[28]
+	mi := &file_ams_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1776,7 +1947,7 @@ func (x *WriteSnapshotRequest) String() string {
 func (*WriteSnapshotRequest) ProtoMessage() {}
 
 func (x *WriteSnapshotRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_ams_proto_msgTypes[28]
+	mi := &file_ams_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1789,7 +1960,7 @@ func (x *WriteSnapshotRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WriteSnapshotRequest.ProtoReflect.Descriptor instead.
 func (*WriteSnapshotRequest) Descriptor() ([]byte, []int) {
-	return file_ams_proto_rawDescGZIP(), []int{28}
+	return file_ams_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *WriteSnapshotRequest) GetClusterVersion() uint64 {
@@ -1831,7 +2002,7 @@ type WriteSnapshotResponse struct {
 
 func (x *WriteSnapshotResponse) Reset() {
 	*x = WriteSnapshotResponse{}
-	mi := &file_ams_proto_msgTypes[29]
+	mi := &file_ams_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1843,7 +2014,7 @@ func (x *WriteSnapshotResponse) String() string {
 func (*WriteSnapshotResponse) ProtoMessage() {}
 
 func (x *WriteSnapshotResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_ams_proto_msgTypes[29]
+	mi := &file_ams_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1856,7 +2027,7 @@ func (x *WriteSnapshotResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WriteSnapshotResponse.ProtoReflect.Descriptor instead.
 func (*WriteSnapshotResponse) Descriptor() ([]byte, []int) {
-	return file_ams_proto_rawDescGZIP(), []int{29}
+	return file_ams_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *WriteSnapshotResponse) GetPart() []byte {
@@ -1881,7 +2052,7 @@ type RestoreRequest struct {
 
 func (x *RestoreRequest) Reset() {
 	*x = RestoreRequest{}
-	mi := &file_ams_proto_msgTypes[30]
+	mi := &file_ams_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1893,7 +2064,7 @@ func (x *RestoreRequest) String() string {
 func (*RestoreRequest) ProtoMessage() {}
 
 func (x *RestoreRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_ams_proto_msgTypes[30]
+	mi := &file_ams_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1906,7 +2077,7 @@ func (x *RestoreRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RestoreRequest.ProtoReflect.Descriptor instead.
 func (*RestoreRequest) Descriptor() ([]byte, []int) {
-	return file_ams_proto_rawDescGZIP(), []int{30}
+	return file_ams_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *RestoreRequest) GetClusterVersion() uint64 {
@@ -1954,7 +2125,7 @@ type RestoreResponse struct {
 
 func (x *RestoreResponse) Reset() {
 	*x = RestoreResponse{}
-	mi := &file_ams_proto_msgTypes[31]
+	mi := &file_ams_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1966,7 +2137,7 @@ func (x *RestoreResponse) String() string {
 func (*RestoreResponse) ProtoMessage() {}
 
 func (x *RestoreResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_ams_proto_msgTypes[31]
+	mi := &file_ams_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1979,7 +2150,7 @@ func (x *RestoreResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RestoreResponse.ProtoReflect.Descriptor instead.
 func (*RestoreResponse) Descriptor() ([]byte, []int) {
-	return file_ams_proto_rawDescGZIP(), []int{31}
+	return file_ams_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *RestoreResponse) GetRows() uint64 {
@@ -2064,13 +2235,19 @@ const file_ams_proto_rawDesc = "" +
 	"TableGrads\x12\x14\n" +
 	"\x05table\x18\x01 \x01(\tR\x05table\x12\x10\n" +
 	"\x03ids\x18\x02 \x01(\fR\x03ids\x12\x14\n" +
-	"\x05grads\x18\x03 \x01(\fR\x05grads\"\xec\x01\n" +
+	"\x05grads\x18\x03 \x01(\fR\x05grads\"\x98\x02\n" +
 	"\vPushRequest\x12'\n" +
 	"\x0fcluster_version\x18\x01 \x01(\x04R\x0eclusterVersion\x12.\n" +
 	"\x06tables\x18\x02 \x03(\v2\x16.xps.ams.v1.TableGradsR\x06tables\x12+\n" +
 	"\x05dense\x18\x03 \x03(\v2\x15.xps.ams.v1.DenseGradR\x05dense\x12)\n" +
 	"\x04sync\x18\x04 \x01(\v2\x15.xps.ams.v1.SyncRoundR\x04sync\x12,\n" +
-	"\x05state\x18\x05 \x03(\v2\x16.xps.ams.v1.StateEntryR\x05state\"\x0e\n" +
+	"\x05state\x18\x05 \x03(\v2\x16.xps.ams.v1.StateEntryR\x05state\x12*\n" +
+	"\x06origin\x18\x06 \x01(\v2\x12.xps.ams.v1.OriginR\x06origin\"h\n" +
+	"\x06Origin\x12\x16\n" +
+	"\x06worker\x18\x01 \x01(\tR\x06worker\x12\x14\n" +
+	"\x05batch\x18\x02 \x01(\x04R\x05batch\x12\x18\n" +
+	"\asamples\x18\x03 \x01(\rR\asamples\x12\x16\n" +
+	"\x06digest\x18\x04 \x01(\x04R\x06digest\"\x0e\n" +
 	"\fPushResponse\"O\n" +
 	"\x10PullDenseRequest\x12'\n" +
 	"\x0fcluster_version\x18\x01 \x01(\x04R\x0eclusterVersion\x12\x12\n" +
@@ -2090,7 +2267,7 @@ const file_ams_proto_rawDesc = "" +
 	"TableStats\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x12\n" +
 	"\x04rows\x18\x02 \x01(\x04R\x04rows\x12!\n" +
-	"\fmemory_bytes\x18\x03 \x01(\x04R\vmemoryBytes\"\x8f\x02\n" +
+	"\fmemory_bytes\x18\x03 \x01(\x04R\vmemoryBytes\"\xbe\x02\n" +
 	"\rStatsResponse\x12\x19\n" +
 	"\bshard_id\x18\x01 \x01(\tR\ashardId\x12'\n" +
 	"\x0fcluster_version\x18\x02 \x01(\x04R\x0eclusterVersion\x12.\n" +
@@ -2100,7 +2277,14 @@ const file_ams_proto_rawDesc = "" +
 	"\vrows_pulled\x18\x06 \x01(\x04R\n" +
 	"rowsPulled\x12\x1f\n" +
 	"\vrows_pushed\x18\a \x01(\x04R\n" +
-	"rowsPushed\"4\n" +
+	"rowsPushed\x12-\n" +
+	"\aapplied\x18\b \x03(\v2\x13.xps.ams.v1.AppliedR\aapplied\"\x85\x01\n" +
+	"\aApplied\x12\x16\n" +
+	"\x06worker\x18\x01 \x01(\tR\x06worker\x12\x16\n" +
+	"\x06ranges\x18\x02 \x01(\fR\x06ranges\x12\x18\n" +
+	"\asamples\x18\x03 \x01(\x03R\asamples\x12\x16\n" +
+	"\x06digest\x18\x04 \x01(\x04R\x06digest\x12\x18\n" +
+	"\arefused\x18\x05 \x01(\x04R\arefused\"4\n" +
 	"\n" +
 	"StateEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
@@ -2153,7 +2337,7 @@ func file_ams_proto_rawDescGZIP() []byte {
 	return file_ams_proto_rawDescData
 }
 
-var file_ams_proto_msgTypes = make([]protoimpl.MessageInfo, 32)
+var file_ams_proto_msgTypes = make([]protoimpl.MessageInfo, 34)
 var file_ams_proto_goTypes = []any{
 	(*OptimizerSpec)(nil),         // 0: xps.ams.v1.OptimizerSpec
 	(*InitSpec)(nil),              // 1: xps.ams.v1.InitSpec
@@ -2170,23 +2354,25 @@ var file_ams_proto_goTypes = []any{
 	(*DenseGrad)(nil),             // 12: xps.ams.v1.DenseGrad
 	(*TableGrads)(nil),            // 13: xps.ams.v1.TableGrads
 	(*PushRequest)(nil),           // 14: xps.ams.v1.PushRequest
-	(*PushResponse)(nil),          // 15: xps.ams.v1.PushResponse
-	(*PullDenseRequest)(nil),      // 16: xps.ams.v1.PullDenseRequest
-	(*PullDenseResponse)(nil),     // 17: xps.ams.v1.PullDenseResponse
-	(*PushDenseRequest)(nil),      // 18: xps.ams.v1.PushDenseRequest
-	(*PushDenseResponse)(nil),     // 19: xps.ams.v1.PushDenseResponse
-	(*StatsRequest)(nil),          // 20: xps.ams.v1.StatsRequest
-	(*TableStats)(nil),            // 21: xps.ams.v1.TableStats
-	(*StatsResponse)(nil),         // 22: xps.ams.v1.StatsResponse
-	(*StateEntry)(nil),            // 23: xps.ams.v1.StateEntry
-	(*PutStateRequest)(nil),       // 24: xps.ams.v1.PutStateRequest
-	(*PutStateResponse)(nil),      // 25: xps.ams.v1.PutStateResponse
-	(*GetStateRequest)(nil),       // 26: xps.ams.v1.GetStateRequest
-	(*GetStateResponse)(nil),      // 27: xps.ams.v1.GetStateResponse
-	(*WriteSnapshotRequest)(nil),  // 28: xps.ams.v1.WriteSnapshotRequest
-	(*WriteSnapshotResponse)(nil), // 29: xps.ams.v1.WriteSnapshotResponse
-	(*RestoreRequest)(nil),        // 30: xps.ams.v1.RestoreRequest
-	(*RestoreResponse)(nil),       // 31: xps.ams.v1.RestoreResponse
+	(*Origin)(nil),                // 15: xps.ams.v1.Origin
+	(*PushResponse)(nil),          // 16: xps.ams.v1.PushResponse
+	(*PullDenseRequest)(nil),      // 17: xps.ams.v1.PullDenseRequest
+	(*PullDenseResponse)(nil),     // 18: xps.ams.v1.PullDenseResponse
+	(*PushDenseRequest)(nil),      // 19: xps.ams.v1.PushDenseRequest
+	(*PushDenseResponse)(nil),     // 20: xps.ams.v1.PushDenseResponse
+	(*StatsRequest)(nil),          // 21: xps.ams.v1.StatsRequest
+	(*TableStats)(nil),            // 22: xps.ams.v1.TableStats
+	(*StatsResponse)(nil),         // 23: xps.ams.v1.StatsResponse
+	(*Applied)(nil),               // 24: xps.ams.v1.Applied
+	(*StateEntry)(nil),            // 25: xps.ams.v1.StateEntry
+	(*PutStateRequest)(nil),       // 26: xps.ams.v1.PutStateRequest
+	(*PutStateResponse)(nil),      // 27: xps.ams.v1.PutStateResponse
+	(*GetStateRequest)(nil),       // 28: xps.ams.v1.GetStateRequest
+	(*GetStateResponse)(nil),      // 29: xps.ams.v1.GetStateResponse
+	(*WriteSnapshotRequest)(nil),  // 30: xps.ams.v1.WriteSnapshotRequest
+	(*WriteSnapshotResponse)(nil), // 31: xps.ams.v1.WriteSnapshotResponse
+	(*RestoreRequest)(nil),        // 32: xps.ams.v1.RestoreRequest
+	(*RestoreResponse)(nil),       // 33: xps.ams.v1.RestoreResponse
 }
 var file_ams_proto_depIdxs = []int32{
 	0,  // 0: xps.ams.v1.TableSpec.optimizer:type_name -> xps.ams.v1.OptimizerSpec
@@ -2201,35 +2387,37 @@ var file_ams_proto_depIdxs = []int32{
 	13, // 9: xps.ams.v1.PushRequest.tables:type_name -> xps.ams.v1.TableGrads
 	12, // 10: xps.ams.v1.PushRequest.dense:type_name -> xps.ams.v1.DenseGrad
 	9,  // 11: xps.ams.v1.PushRequest.sync:type_name -> xps.ams.v1.SyncRound
-	23, // 12: xps.ams.v1.PushRequest.state:type_name -> xps.ams.v1.StateEntry
-	21, // 13: xps.ams.v1.StatsResponse.tables:type_name -> xps.ams.v1.TableStats
-	23, // 14: xps.ams.v1.PutStateRequest.entries:type_name -> xps.ams.v1.StateEntry
-	23, // 15: xps.ams.v1.GetStateResponse.entries:type_name -> xps.ams.v1.StateEntry
-	4,  // 16: xps.ams.v1.AMS.Declare:input_type -> xps.ams.v1.DeclareRequest
-	8,  // 17: xps.ams.v1.AMS.Pull:input_type -> xps.ams.v1.PullRequest
-	14, // 18: xps.ams.v1.AMS.Push:input_type -> xps.ams.v1.PushRequest
-	16, // 19: xps.ams.v1.AMS.PullDense:input_type -> xps.ams.v1.PullDenseRequest
-	18, // 20: xps.ams.v1.AMS.PushDense:input_type -> xps.ams.v1.PushDenseRequest
-	20, // 21: xps.ams.v1.AMS.Stats:input_type -> xps.ams.v1.StatsRequest
-	24, // 22: xps.ams.v1.AMS.PutState:input_type -> xps.ams.v1.PutStateRequest
-	26, // 23: xps.ams.v1.AMS.GetState:input_type -> xps.ams.v1.GetStateRequest
-	28, // 24: xps.ams.v1.AMS.WriteSnapshot:input_type -> xps.ams.v1.WriteSnapshotRequest
-	30, // 25: xps.ams.v1.AMS.Restore:input_type -> xps.ams.v1.RestoreRequest
-	5,  // 26: xps.ams.v1.AMS.Declare:output_type -> xps.ams.v1.DeclareResponse
-	11, // 27: xps.ams.v1.AMS.Pull:output_type -> xps.ams.v1.PullResponse
-	15, // 28: xps.ams.v1.AMS.Push:output_type -> xps.ams.v1.PushResponse
-	17, // 29: xps.ams.v1.AMS.PullDense:output_type -> xps.ams.v1.PullDenseResponse
-	19, // 30: xps.ams.v1.AMS.PushDense:output_type -> xps.ams.v1.PushDenseResponse
-	22, // 31: xps.ams.v1.AMS.Stats:output_type -> xps.ams.v1.StatsResponse
-	25, // 32: xps.ams.v1.AMS.PutState:output_type -> xps.ams.v1.PutStateResponse
-	27, // 33: xps.ams.v1.AMS.GetState:output_type -> xps.ams.v1.GetStateResponse
-	29, // 34: xps.ams.v1.AMS.WriteSnapshot:output_type -> xps.ams.v1.WriteSnapshotResponse
-	31, // 35: xps.ams.v1.AMS.Restore:output_type -> xps.ams.v1.RestoreResponse
-	26, // [26:36] is the sub-list for method output_type
-	16, // [16:26] is the sub-list for method input_type
-	16, // [16:16] is the sub-list for extension type_name
-	16, // [16:16] is the sub-list for extension extendee
-	0,  // [0:16] is the sub-list for field type_name
+	25, // 12: xps.ams.v1.PushRequest.state:type_name -> xps.ams.v1.StateEntry
+	15, // 13: xps.ams.v1.PushRequest.origin:type_name -> xps.ams.v1.Origin
+	22, // 14: xps.ams.v1.StatsResponse.tables:type_name -> xps.ams.v1.TableStats
+	24, // 15: xps.ams.v1.StatsResponse.applied:type_name -> xps.ams.v1.Applied
+	25, // 16: xps.ams.v1.PutStateRequest.entries:type_name -> xps.ams.v1.StateEntry
+	25, // 17: xps.ams.v1.GetStateResponse.entries:type_name -> xps.ams.v1.StateEntry
+	4,  // 18: xps.ams.v1.AMS.Declare:input_type -> xps.ams.v1.DeclareRequest
+	8,  // 19: xps.ams.v1.AMS.Pull:input_type -> xps.ams.v1.PullRequest
+	14, // 20: xps.ams.v1.AMS.Push:input_type -> xps.ams.v1.PushRequest
+	17, // 21: xps.ams.v1.AMS.PullDense:input_type -> xps.ams.v1.PullDenseRequest
+	19, // 22: xps.ams.v1.AMS.PushDense:input_type -> xps.ams.v1.PushDenseRequest
+	21, // 23: xps.ams.v1.AMS.Stats:input_type -> xps.ams.v1.StatsRequest
+	26, // 24: xps.ams.v1.AMS.PutState:input_type -> xps.ams.v1.PutStateRequest
+	28, // 25: xps.ams.v1.AMS.GetState:input_type -> xps.ams.v1.GetStateRequest
+	30, // 26: xps.ams.v1.AMS.WriteSnapshot:input_type -> xps.ams.v1.WriteSnapshotRequest
+	32, // 27: xps.ams.v1.AMS.Restore:input_type -> xps.ams.v1.RestoreRequest
+	5,  // 28: xps.ams.v1.AMS.Declare:output_type -> xps.ams.v1.DeclareResponse
+	11, // 29: xps.ams.v1.AMS.Pull:output_type -> xps.ams.v1.PullResponse
+	16, // 30: xps.ams.v1.AMS.Push:output_type -> xps.ams.v1.PushResponse
+	18, // 31: xps.ams.v1.AMS.PullDense:output_type -> xps.ams.v1.PullDenseResponse
+	20, // 32: xps.ams.v1.AMS.PushDense:output_type -> xps.ams.v1.PushDenseResponse
+	23, // 33: xps.ams.v1.AMS.Stats:output_type -> xps.ams.v1.StatsResponse
+	27, // 34: xps.ams.v1.AMS.PutState:output_type -> xps.ams.v1.PutStateResponse
+	29, // 35: xps.ams.v1.AMS.GetState:output_type -> xps.ams.v1.GetStateResponse
+	31, // 36: xps.ams.v1.AMS.WriteSnapshot:output_type -> xps.ams.v1.WriteSnapshotResponse
+	33, // 37: xps.ams.v1.AMS.Restore:output_type -> xps.ams.v1.RestoreResponse
+	28, // [28:38] is the sub-list for method output_type
+	18, // [18:28] is the sub-list for method input_type
+	18, // [18:18] is the sub-list for extension type_name
+	18, // [18:18] is the sub-list for extension extendee
+	0,  // [0:18] is the sub-list for field type_name
 }
 
 func init() { file_ams_proto_init() }
@@ -2243,7 +2431,7 @@ func file_ams_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_ams_proto_rawDesc), len(file_ams_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   32,
+			NumMessages:   34,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

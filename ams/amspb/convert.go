@@ -1,6 +1,11 @@
 package amspb
 
-import "github.com/xdlgo/xps/ams"
+import (
+	"encoding/binary"
+	"fmt"
+
+	"github.com/xdlgo/xps/ams"
+)
 
 // FromOptimizerSpec converts a Go optimizer spec to its wire form.
 func FromOptimizerSpec(s ams.OptimizerSpec) *OptimizerSpec {
@@ -30,4 +35,47 @@ func ToTableSpec(p *TableSpec) ams.TableSpec {
 		s.Init = ams.InitSpec{Kind: in.Kind, Value: in.Value, Scale: in.Scale, Seed: in.Seed}
 	}
 	return s
+}
+
+// FromOrigin converts a push's origin; the zero Origin is nil (unset).
+func FromOrigin(o ams.Origin) *Origin {
+	if o.IsZero() {
+		return nil
+	}
+	return &Origin{Worker: o.Worker, Batch: o.Batch, Samples: o.Samples, Digest: o.Digest}
+}
+
+// ToOrigin converts a push's origin; nil is the zero Origin.
+func ToOrigin(p *Origin) ams.Origin {
+	if p == nil {
+		return ams.Origin{}
+	}
+	return ams.Origin{Worker: p.Worker, Batch: p.Batch, Samples: p.Samples, Digest: p.Digest}
+}
+
+// FromApplied converts a worker's record of applied pushes.
+func FromApplied(worker string, a *ams.Applied) *Applied {
+	b := make([]byte, 0, 16*len(a.Ranges))
+	for _, r := range a.Ranges {
+		b = binary.LittleEndian.AppendUint64(b, r.Lo)
+		b = binary.LittleEndian.AppendUint64(b, r.Hi)
+	}
+	return &Applied{Worker: worker, Ranges: b, Samples: a.Samples, Digest: a.Digest, Refused: a.Refused}
+}
+
+// ToApplied converts a worker's record of applied pushes; ranges that do
+// not decode, or break ams.Applied's invariants, are an error.
+func ToApplied(p *Applied) (*ams.Applied, error) {
+	if len(p.Ranges)%16 != 0 {
+		return nil, fmt.Errorf("%w: applied ranges of %d bytes", ams.ErrBadRequest, len(p.Ranges))
+	}
+	a := &ams.Applied{Samples: p.Samples, Digest: p.Digest, Refused: p.Refused}
+	for i := 0; i < len(p.Ranges); i += 16 {
+		r := ams.BatchRange{Lo: binary.LittleEndian.Uint64(p.Ranges[i:]), Hi: binary.LittleEndian.Uint64(p.Ranges[i+8:])}
+		if r.Lo >= r.Hi || (len(a.Ranges) > 0 && a.Ranges[len(a.Ranges)-1].Hi >= r.Lo) {
+			return nil, fmt.Errorf("%w: applied ranges of %s out of order", ams.ErrBadRequest, p.Worker)
+		}
+		a.Ranges = append(a.Ranges, r)
+	}
+	return a, nil
 }

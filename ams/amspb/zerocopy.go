@@ -145,6 +145,13 @@ func marshalPushRequest(m *PushRequest) mem.BufferSlice {
 		w.str(1, e.Key)
 		w.bytes(2, e.Value)
 	}
+	if o := m.Origin; o != nil {
+		w.message(6, sizeStr(1, o.Worker)+sizeVarint(2, o.Batch)+sizeVarint(3, uint64(o.Samples))+sizeVarint(4, o.Digest))
+		w.str(1, o.Worker)
+		w.varint(2, o.Batch)
+		w.varint(3, uint64(o.Samples))
+		w.varint(4, o.Digest)
+	}
 	w.flush()
 	return w.out
 }

@@ -30,6 +30,9 @@ func TestZeroCopyEncodings(t *testing.T) {
 			Sync:  &SyncRound{Epoch: 2, Iter: 1 << 20, Worker: 1, Workers: 3, Done: true},
 			State: []*StateEntry{{Key: "reader/w/checkpoint", Value: big(50, 3)}, {Key: "k", Value: big(bulkMin+1, 4)}}},
 		&PushRequest{Sync: &SyncRound{}},
+		&PushRequest{ClusterVersion: 5, Dense: []*DenseGrad{{Name: "mlp", Grad: big(40, 6)}},
+			Origin: &Origin{Worker: "worker-1", Batch: 1 << 40, Samples: 256, Digest: 1<<64 - 1}},
+		&PushRequest{Origin: &Origin{}},
 	}
 	c := Codec{Pool: &BufferPool{}}
 	for i, m := range msgs {

@@ -313,13 +313,20 @@ func (c *Client) Push(ctx context.Context, tables []Table, dense []Vector) error
 // its pull used: grads[t] holds the gradients of the route's table t,
 // len(grads[t]) == its ids x dim, row k belonging to its k-th id.
 func (c *Client) PushRoute(ctx context.Context, r *Route, grads [][]float32, dense []Vector) error {
-	return c.push(ctx, r, grads, dense, nil, nil)
+	return c.push(ctx, ams.Origin{}, r, grads, dense, nil, nil)
+}
+
+// PushBatch is PushRoute for a worker's batch named by origin: every
+// shard applies its part once and refuses a second push of the batch
+// (ams.ErrDuplicatePush), and records it (Stats' Applied).
+func (c *Client) PushBatch(ctx context.Context, origin ams.Origin, r *Route, grads [][]float32, dense []Vector) error {
+	return c.push(ctx, origin, r, grads, dense, nil, nil)
 }
 
 // push is PushRoute, for sync mode with round set: then every shard gets
 // a request (its part of the round, empty or not), and each state entry
 // goes with the part of the shard that keeps its key.
-func (c *Client) push(ctx context.Context, r *Route, grads [][]float32, dense []Vector, round *amspb.SyncRound, state []StateEntry) error {
+func (c *Client) push(ctx context.Context, origin ams.Origin, r *Route, grads [][]float32, dense []Vector, round *amspb.SyncRound, state []StateEntry) error {
 	if err := c.check(r, grads); err != nil {
 		return err
 	}
@@ -333,12 +340,13 @@ func (c *Client) push(ctx context.Context, r *Route, grads [][]float32, dense []
 			if !some {
 				return nil
 			}
-			if err := ls.PushRows(ctx, c.version, reqs, bufs); err != nil {
+			if err := ls.PushRows(ctx, c.version, origin, reqs, bufs); err != nil {
 				return c.rpcError("push to", s, err)
 			}
 			return nil
 		}
 		req := c.pushMessage(s, r, grads, dense, round, state)
+		req.Origin = amspb.FromOrigin(origin)
 		if len(req.Tables) == 0 && len(req.Dense) == 0 && round == nil {
 			return nil
 		}
@@ -399,4 +407,26 @@ func (c *Client) Stats(ctx context.Context) ([]*amspb.StatsResponse, error) {
 		return nil
 	})
 	return out, err
+}
+
+// Applied returns every shard's record of worker's applied pushes (see
+// PushBatch), in shard order; a shard with none gives an empty record.
+func (c *Client) Applied(ctx context.Context, worker string) ([]*ams.Applied, error) {
+	stats, err := c.Stats(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]*ams.Applied, len(stats))
+	for s, st := range stats {
+		out[s] = &ams.Applied{}
+		for _, a := range st.Applied {
+			if a.Worker != worker {
+				continue
+			}
+			if out[s], err = amspb.ToApplied(a); err != nil {
+				return nil, fmt.Errorf("ams client: stats from shard %s: %w", c.m.Shards[s], err)
+			}
+		}
+	}
+	return out, nil
 }

@@ -25,7 +25,7 @@ type DataPlane interface {
 type LocalShard interface {
 	DataPlane
 	PullRows(ctx context.Context, version uint64, tables []ams.TableRequest, dense []ams.DenseRequest, create bool) error
-	PushRows(ctx context.Context, version uint64, tables []ams.TableRequest, dense []ams.DenseRequest) error
+	PushRows(ctx context.Context, version uint64, origin ams.Origin, tables []ams.TableRequest, dense []ams.DenseRequest) error
 }
 
 // Resolver finds the shard that serves a shard-map address inside this

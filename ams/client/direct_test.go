@@ -43,9 +43,9 @@ func (p countingLocal) PullRows(ctx context.Context, v uint64, t []ams.TableRequ
 	return p.l.PullRows(ctx, v, t, d, create)
 }
 
-func (p countingLocal) PushRows(ctx context.Context, v uint64, t []ams.TableRequest, d []ams.DenseRequest) error {
+func (p countingLocal) PushRows(ctx context.Context, v uint64, o ams.Origin, t []ams.TableRequest, d []ams.DenseRequest) error {
 	p.pushes.Add(1)
-	return p.l.PushRows(ctx, v, t, d)
+	return p.l.PushRows(ctx, v, o, t, d)
 }
 
 // resolver resolves the shards it was given by address.
@@ -280,7 +280,7 @@ func TestLocalRefuses(t *testing.T) {
 			if err := l.PullRows(ctx, 1, tc.tables, tc.dense, true); !errors.Is(err, ams.ErrBadRequest) {
 				t.Errorf("pull = %v, want ams.ErrBadRequest", err)
 			}
-			if err := l.PushRows(ctx, 1, tc.tables, tc.dense); !errors.Is(err, ams.ErrBadRequest) {
+			if err := l.PushRows(ctx, 1, ams.Origin{}, tc.tables, tc.dense); !errors.Is(err, ams.ErrBadRequest) {
 				t.Errorf("push = %v, want ams.ErrBadRequest", err)
 			}
 		})

@@ -26,6 +26,12 @@ type SnapshotOptions struct {
 	// the cluster restored or last saved: entries are never deleted), on
 	// top of the checks of snapshot.Manifest.CheckComplete.
 	Require []string
+	// Check, when set, is called with the assembled manifest before it is
+	// written (after CheckComplete): an error fails the snapshot and
+	// nothing is committed. The scheduler checks that the shards' records
+	// of applied pushes agree with the workers' checkpoints
+	// (checkpoint.Consistent).
+	Check func(*snapshot.Manifest) error
 }
 
 // ConfigStateKey is the state entry holding the job's configuration
@@ -79,6 +85,11 @@ func (c *Client) WriteSnapshot(ctx context.Context, o SnapshotOptions) (*snapsho
 	defer store.Close()
 	if err := m.CheckComplete(o.Require, ConfigStateKey); err != nil {
 		return nil, err
+	}
+	if o.Check != nil {
+		if err := o.Check(m); err != nil {
+			return nil, fmt.Errorf("ams client: snapshot %d: %w", o.Seq, err)
+		}
 	}
 	if err := snapshot.Commit(store, m); err != nil {
 		return nil, err

@@ -23,6 +23,8 @@ func TestSnapshotOverGRPC(t *testing.T) {
 }
 
 var (
+	// snapOrigin is the one batch of worker w the snapshot holds.
+	snapOrigin   = ams.Origin{Worker: "w", Batch: 0, Samples: 7, Digest: 9}
 	grpcSnapSpec = ams.TableSpec{Name: "emb", Dim: 4, Optimizer: ams.OptimizerSpec{Name: "adagrad", LR: 0.1},
 		Init: ams.InitSpec{Kind: "uniform", Scale: 0.1, Seed: 3}}
 	grpcSnapDense = []client.Dense{{Spec: ams.DenseSpec{Name: "mlp", Size: 10, Optimizer: ams.OptimizerSpec{Name: "sgd", LR: 0.1}},
@@ -57,7 +59,11 @@ func newGRPCSnapshot(t *testing.T) *grpcSnapshot {
 	for i := range rows {
 		rows[i] = float32(rng.NormFloat64())
 	}
-	if err := gs.src.Push(ctx, []client.Table{{Name: "emb", IDs: gs.ids, Rows: rows}}, nil); err != nil {
+	r := gs.src.NewRoute()
+	if err := r.Add("emb", gs.ids); err != nil {
+		t.Fatal(err)
+	}
+	if err := gs.src.PushBatch(ctx, snapOrigin, r, [][]float32{rows}, nil); err != nil {
 		t.Fatal(err)
 	}
 	if err := gs.src.PushDense(ctx, "mlp", []float32{1, 1, 1, 1, 1, 1, 1, 1, 1, 1}); err != nil {
@@ -71,8 +77,13 @@ func newGRPCSnapshot(t *testing.T) *grpcSnapshot {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(m.Tables) != 1 || len(m.Tables[0].Files) != 2 || len(m.Readers) != 2 || len(m.Dense) != 2 {
+	if len(m.Tables) != 1 || len(m.Tables[0].Files) != 2 || len(m.Readers) != 4 || len(m.Dense) != 2 {
 		t.Fatalf("manifest: %+v", m)
+	}
+	for i := range 2 { // each shard's records of applied pushes
+		if a, ok := m.Readers[ams.AppliedKey(i)]; !ok || string(a) != `{"w":{"ranges":[{"lo":0,"hi":1}],"samples":7,"digest":9}}` {
+			t.Fatalf("manifest state %s = %s", ams.AppliedKey(i), a)
+		}
 	}
 	store, _ := snapshot.OpenDir(gs.dir)
 	if latest, _, err := snapshot.Latest(store); err != nil || latest.Seq != 1 {
@@ -114,6 +125,7 @@ func (gs *grpcSnapshot) checkRestoreOntoThree(t *testing.T) (*client.Client, *am
 	if err != nil || len(got) != 2 || string(got[0].Value) != `{"offset":1}` || string(got[1].Value) != `{"offset":2}` {
 		t.Fatalf("positions after the restore: %v, %v", got, err)
 	}
+	checkSnapApplied(t, dst, "onto 3 shards")
 	return dst, m3, a
 }
 
@@ -142,6 +154,30 @@ func (gs *grpcSnapshot) checkRestoreSameLayout(t *testing.T, a []float32) {
 	}
 	if !slices.Equal(a, b) {
 		t.Fatal("rows restored onto the same layout differ from the snapshot's")
+	}
+	checkSnapApplied(t, again, "onto the same layout")
+}
+
+// checkSnapApplied checks that every shard of c holds the records of the
+// snapshot (snapOrigin's batch), and refuses to apply it again.
+func checkSnapApplied(t *testing.T, c *client.Client, how string) {
+	t.Helper()
+	ctx := context.Background()
+	recs, err := c.Applied(ctx, "w")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for s, a := range recs {
+		if !a.Exactly(1) || a.Samples != 7 || a.Digest != 9 {
+			t.Errorf("restored %s: shard %d records %s (%d samples, digest %d), want batch 0 of 7 samples, digest 9", how, s, a, a.Samples, a.Digest)
+		}
+	}
+	r := c.NewRoute()
+	if err := r.Add("emb", []uint64{1, 2, 3}); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.PushBatch(ctx, snapOrigin, r, [][]float32{make([]float32, 12)}, nil); !errors.Is(err, ams.ErrDuplicatePush) {
+		t.Errorf("restored %s: the snapshot's batch pushed again: %v, want ams.ErrDuplicatePush", how, err)
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/xdlgo/xps/ams"
 	"github.com/xdlgo/xps/ams/amspb"
 )
 
@@ -54,5 +55,5 @@ func (c *Client) PushRound(ctx context.Context, r Round, route *Route, grads [][
 	if r.Done && (route.Tables() > 0 || len(dense) > 0) {
 		return fmt.Errorf("ams client: sync round %d/%d: a done part carries gradients", r.Epoch, r.Iter)
 	}
-	return c.push(ctx, route, grads, dense, pr, state)
+	return c.push(ctx, ams.Origin{}, route, grads, dense, pr, state)
 }

@@ -50,6 +50,20 @@
 // version until then, so that a process restarted empty under the id of
 // a live shard takes no part in its predecessor's version.
 //
+// # Applied pushes
+//
+// A push that names its batch (ams.Origin: a worker and the batch's number
+// in its job) is applied once: the shard records the batch, by worker, as
+// sorted ranges (ams.Applied) before dispatching the push, and refuses a
+// second push of it with ams.ErrDuplicatePush, applying nothing. The
+// records are part of the model: a begin empties them, a snapshot holds
+// each shard's under its index (ams.AppliedKey) and a restore takes them
+// back with the rows (onto another layout, every part's merged by
+// worker). Stats returns them, so that a worker's end-of-job check and
+// the scheduler's snapshots (checkpoint.Consistent) compare the workers'
+// checkpoints with what the shards applied. appliedMu guards them: one
+// short critical section per push, never taken by a stripe owner.
+//
 // # Snapshots
 //
 // WriteSnapshot writes the shard's part of a snapshot (package snapshot):

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"time"
 
@@ -195,38 +196,32 @@ func (v *service) Push(_ context.Context, req *amspb.PushRequest) (*amspb.PushRe
 	// payload refuses the whole request. The gradients are read in place
 	// where the machine allows: the request is ours until we reply, and a
 	// sync-mode round sums them into its own buffers.
-	dense := make([][]float32, len(req.Dense))
+	dense := make([]denseGrad, len(req.Dense))
 	for i, d := range req.Dense {
-		var ok bool
-		if dense[i], ok = ams.FloatsView(d.Grad); !ok {
-			dense[i], err = ams.UnpackFloats(nil, d.Grad)
+		grad, ok := ams.FloatsView(d.Grad)
+		if !ok {
+			grad, err = ams.UnpackFloats(nil, d.Grad)
 		}
 		if err == nil {
-			err = v.s.checkDense(d.Name, len(dense[i]))
+			dense[i].di, err = v.s.denseInfo(d.Name, len(grad))
 		}
 		if err != nil {
 			return nil, errors.Join(ams.ErrBadRequest, err)
 		}
+		dense[i].grad = grad
 	}
 	if r := req.Sync; r != nil {
 		p := RoundPart{Round: Round{Epoch: r.Epoch, Iter: r.Iter}, Worker: int(r.Worker), Workers: int(r.Workers), Done: r.Done, Tables: reqs}
 		for i, d := range req.Dense {
-			p.Dense = append(p.Dense, DenseGrad{Name: d.Name, Grad: dense[i]})
+			p.Dense = append(p.Dense, DenseGrad{Name: d.Name, Grad: dense[i].grad})
 		}
 		for _, e := range req.State {
 			p.State = append(p.State, StateEntry{Key: e.Key, Value: e.Value})
 		}
 		return &amspb.PushResponse{}, v.s.PushRound(req.ClusterVersion, p)
 	}
-	if len(reqs) > 0 {
-		if err := v.s.Push(req.ClusterVersion, reqs); err != nil {
-			return nil, err
-		}
-	}
-	for i, d := range req.Dense {
-		if err := v.s.PushDense(req.ClusterVersion, d.Name, dense[i]); err != nil {
-			return nil, err
-		}
+	if err := v.s.apply(req.ClusterVersion, amspb.ToOrigin(req.Origin), reqs, dense); err != nil {
+		return nil, err
 	}
 	return &amspb.PushResponse{}, nil
 }
@@ -262,6 +257,9 @@ func (v *service) Stats(_ context.Context, req *amspb.StatsRequest) (*amspb.Stat
 		PushRequests: st.Pushes, RowsPulled: st.RowsPulled, RowsPushed: st.RowsPushed}
 	for _, t := range st.Tables {
 		resp.Tables = append(resp.Tables, &amspb.TableStats{Name: t.Name, Rows: uint64(t.Rows), MemoryBytes: uint64(t.MemoryBytes)})
+	}
+	for _, w := range slices.Sorted(maps.Keys(st.Applied)) {
+		resp.Applied = append(resp.Applied, amspb.FromApplied(w, st.Applied[w]))
 	}
 	return resp, nil
 }

@@ -27,19 +27,6 @@ func NewLocal(s *Shard) *Local { return &Local{service{s: s}} }
 // PullRows fills each table request's rows (at its positions) and the
 // shard's range of each dense vector, as Pull does.
 func (l *Local) PullRows(ctx context.Context, version uint64, tables []ams.TableRequest, dense []ams.DenseRequest, create bool) error {
-	return l.rows(ctx, version, opPull, tables, dense, create)
-}
-
-// PushRows applies each table request's rows (at its positions) as
-// gradients, and the shard's range of each dense gradient, as Push does.
-// A bad dense vector refuses the whole request before anything is applied.
-func (l *Local) PushRows(ctx context.Context, version uint64, tables []ams.TableRequest, dense []ams.DenseRequest) error {
-	return l.rows(ctx, version, opPush, tables, dense, true)
-}
-
-// rows serves PullRows (op opPull) and PushRows (opPush): every check
-// first, then the tables, then each vector's range.
-func (l *Local) rows(ctx context.Context, version uint64, op opKind, tables []ams.TableRequest, dense []ams.DenseRequest, create bool) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -50,26 +37,39 @@ func (l *Local) rows(ctx context.Context, version uint64, op opKind, tables []am
 	if err != nil {
 		return err
 	}
-	denseOp := opDensePull
-	if op == opPush {
-		denseOp = opDensePush
-	}
 	if len(tables) > 0 {
-		if op == opPull {
-			err = l.s.Pull(version, tables, create)
-		} else {
-			err = l.s.Push(version, tables)
-		}
-		if err != nil {
+		if err := l.s.Pull(version, tables, create); err != nil {
 			return err
 		}
 	}
 	for i, d := range dense {
-		if err := l.s.denseTask(ranges[i], denseOp, version, d.Values[ranges[i].lo:ranges[i].hi]); err != nil {
+		if err := l.s.denseTask(ranges[i], opDensePull, version, d.Values[ranges[i].lo:ranges[i].hi]); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// PushRows applies each table request's rows (at its positions) as
+// gradients, and the shard's range of each dense gradient, as Push does,
+// origin's batch once (ams.Origin). A bad dense vector refuses the whole
+// request before anything is applied.
+func (l *Local) PushRows(ctx context.Context, version uint64, origin ams.Origin, tables []ams.TableRequest, dense []ams.DenseRequest) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if err := l.s.checkVersion(version); err != nil {
+		return err
+	}
+	ranges, err := l.denseRanges(dense)
+	if err != nil {
+		return err
+	}
+	grads := make([]denseGrad, len(dense))
+	for i, d := range dense {
+		grads[i] = denseGrad{ranges[i], d.Values[ranges[i].lo:ranges[i].hi]}
+	}
+	return l.s.apply(version, origin, tables, grads)
 }
 
 // denseRanges looks up each vector and checks that its buffer is the

@@ -31,6 +31,19 @@ type Options struct {
 	Now func() time.Time
 }
 
+// MaxStripes bounds Options.Stripes: a stripe is a goroutine and a share
+// of every table, and more than a few per core only adds overhead.
+const MaxStripes = 1024
+
+// Validate reports settings no shard can run with: Stripes negative or
+// above MaxStripes (0 is the default, GOMAXPROCS).
+func (o Options) Validate() error {
+	if o.Stripes < 0 || o.Stripes > MaxStripes {
+		return fmt.Errorf("%w: %d stripes: give 1 to %d (0: one per core)", ams.ErrBadSpec, o.Stripes, MaxStripes)
+	}
+	return nil
+}
+
 // EnsureDefaults fills zero fields with their defaults.
 func (o *Options) EnsureDefaults() {
 	if o.ID == "" {
@@ -88,6 +101,12 @@ type Shard struct {
 	syncMu sync.Mutex
 	sync   *syncRounds
 
+	// appliedMu guards applied, the records of applied pushes by worker
+	// (applied.go): taken once per push that names its batch, for a map
+	// lookup and a range update, never by a stripe owner.
+	appliedMu sync.Mutex
+	applied   map[string]*ams.Applied
+
 	pulls, pushes, rowsPulled, rowsPushed atomic.Uint64
 
 	done    chan struct{}
@@ -98,7 +117,7 @@ type Shard struct {
 // New starts a shard and its stripe owners. Close stops them.
 func New(opts Options) *Shard {
 	opts.EnsureDefaults()
-	s := &Shard{opts: opts, done: make(chan struct{})}
+	s := &Shard{opts: opts, done: make(chan struct{}), applied: map[string]*ams.Applied{}}
 	s.version.Store(opts.Version)
 	s.cat.Store(&catalog{tables: map[string]*tableInfo{}, dense: map[string]*denseInfo{}})
 	s.stripes = make([]*stripe, opts.Stripes)
@@ -369,18 +388,46 @@ func (s *Shard) Pull(version uint64, reqs []ams.TableRequest, create bool) error
 // Push applies each request's Rows as gradients of its IDs with the table's
 // optimizer. Missing rows are created first.
 func (s *Shard) Push(version uint64, reqs []ams.TableRequest) error {
+	return s.apply(version, ams.Origin{}, reqs, nil)
+}
+
+// denseGrad is the gradient of a shard's range of a dense vector.
+type denseGrad struct {
+	di   *denseInfo
+	grad []float32 // hi-lo values
+}
+
+// apply applies one push: every table request's Rows as gradients, then
+// every dense range's gradient. It checks the tables' requests, then
+// claims origin's batch (claim: a batch already applied is refused), and
+// only then dispatches; the caller has checked the dense gradients.
+func (s *Shard) apply(version uint64, origin ams.Origin, reqs []ams.TableRequest, dense []denseGrad) error {
 	if err := s.checkVersion(version); err != nil {
 		return err
 	}
-	tasks, rows, err := s.split(opPush, version, reqs, true)
-	if err != nil {
+	var tasks []*task
+	rows := 0
+	if len(reqs) > 0 {
+		var err error
+		if tasks, rows, err = s.split(opPush, version, reqs, true); err != nil {
+			return err
+		}
+	}
+	if err := s.claim(version, origin); err != nil {
 		return err
 	}
-	if err := s.dispatch(tasks); err != nil {
-		return err
+	if len(reqs) > 0 {
+		if err := s.dispatch(tasks); err != nil {
+			return err
+		}
+		s.pushes.Add(1)
+		s.rowsPushed.Add(uint64(rows))
 	}
-	s.pushes.Add(1)
-	s.rowsPushed.Add(uint64(rows))
+	for _, d := range dense {
+		if err := s.denseTask(d.di, opDensePush, version, d.grad); err != nil {
+			return err
+		}
+	}
 	return nil
 }
 
@@ -437,7 +484,7 @@ func (s *Shard) PushDense(version uint64, name string, grad []float32) error {
 	if err != nil {
 		return err
 	}
-	return s.denseTask(di, opDensePush, version, grad)
+	return s.apply(version, ams.Origin{}, nil, []denseGrad{{di, grad}})
 }
 
 // TableStats describes one table on the shard.
@@ -454,6 +501,9 @@ type Stats struct {
 	Tables                 []TableStats
 	Pulls, Pushes          uint64
 	RowsPulled, RowsPushed uint64
+	// Applied is the shard's records of applied pushes, by worker (see
+	// ams.Origin).
+	Applied map[string]*ams.Applied
 }
 
 // Stats collects table sizes from every stripe owner and the counters.
@@ -467,7 +517,8 @@ func (s *Shard) Stats() (Stats, error) {
 		return Stats{}, err
 	}
 	st := Stats{ID: s.opts.ID, Version: s.version.Load(), Tables: make([]TableStats, len(cat.tables)),
-		Pulls: s.pulls.Load(), Pushes: s.pushes.Load(), RowsPulled: s.rowsPulled.Load(), RowsPushed: s.rowsPushed.Load()}
+		Pulls: s.pulls.Load(), Pushes: s.pushes.Load(), RowsPulled: s.rowsPulled.Load(), RowsPushed: s.rowsPushed.Load(),
+		Applied: s.Applied()}
 	for name, ti := range cat.tables {
 		ts := TableStats{Name: name}
 		for _, t := range tasks {

@@ -7,6 +7,7 @@ import (
 	"maps"
 	"math"
 	"slices"
+	"strings"
 
 	"github.com/xdlgo/xps/ams"
 	"github.com/xdlgo/xps/snapshot"
@@ -44,6 +45,11 @@ func (s *Shard) WriteSnapshot(store snapshot.Store, seq uint64, index int) (snap
 		state[k] = slices.Clone(v)
 	}
 	s.stateMu.Unlock()
+	applied, err := s.appliedState()
+	if err != nil {
+		return snapshot.Part{}, fmt.Errorf("ams: snapshot %d: the records of applied pushes: %w", seq, err)
+	}
+	state[ams.AppliedKey(index)] = applied
 	tables, dense, err := s.writeParts(store, seq, index)
 	return snapshot.Part{Tables: tables, Dense: dense, State: state}, err
 }
@@ -374,6 +380,7 @@ func (s *Shard) reset(v uint64) error {
 	s.stateMu.Lock()
 	s.state = map[string][]byte{}
 	s.stateMu.Unlock()
+	s.setApplied(nil)
 	return nil
 }
 
@@ -433,8 +440,15 @@ func (s *Shard) Restore(store snapshot.Store, m *snapshot.Manifest, own Ownershi
 	if err := s.restoreDense(store, m, cat); err != nil {
 		return err
 	}
+	applied, err := restoredApplied(m.Readers, own)
+	if err != nil {
+		return err
+	}
 	state := map[string][]byte{}
 	for k, v := range m.Readers {
+		if strings.HasPrefix(k, ams.StateAppliedPrefix) {
+			continue // the shards' own records, not entries of PutState
+		}
 		if ownsState(k) || k == SyncStateKey { // every shard has its own sync progress
 			state[k] = slices.Clone([]byte(v))
 		}
@@ -442,6 +456,7 @@ func (s *Shard) Restore(store snapshot.Store, m *snapshot.Manifest, own Ownershi
 	s.stateMu.Lock()
 	s.state = state
 	s.stateMu.Unlock()
+	s.setApplied(applied)
 	return nil
 }
 

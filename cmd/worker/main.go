@@ -101,6 +101,9 @@ func run(f flags, overrides *config.Overrides) error {
 	defer closeCluster()
 	res, err := xps.Train(ctx, opts)
 	if err != nil {
+		if s := res.Summary(); s != nil {
+			s.WriteExactlyOnce(os.Stderr) // the shards' account, whatever went wrong
+		}
 		return err
 	}
 	res.WriteSummary(os.Stdout)

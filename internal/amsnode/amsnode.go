@@ -62,6 +62,9 @@ func Start(ctx context.Context, cli *clientv3.Client, opts Options) (*Node, erro
 	if opts.Prefix == "" {
 		opts.Prefix = membership.DefaultPrefix
 	}
+	if err := (shard.Options{Stripes: opts.Stripes}).Validate(); err != nil {
+		return nil, fmt.Errorf("amsnode %s: %w", opts.ID, err)
+	}
 	if opts.Listen == "" {
 		opts.Listen = "127.0.0.1:0"
 	}

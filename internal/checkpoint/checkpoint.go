@@ -12,7 +12,11 @@
 //     of its rows.
 //  2. Applied and Digest count the samples applied over the whole job,
 //     across restarts: a resumed job adds to the checkpoint it resumed.
-//  3. Files name state the worker keeps itself (the SLIDE layer), written
+//  3. Batches numbers the worker's pushes (ams.Origin): the shards'
+//     records of applied pushes hold exactly batches 0 to Batches-1 of
+//     the worker wherever the checkpoint is consistent with the rows
+//     (Consistent, for a snapshot; Verify, live).
+//  4. Files name state the worker keeps itself (the SLIDE layer), written
 //     into the snapshot before the checkpoint that names it; a checkpoint
 //     stored between snapshots (progress) names no files, so a job finding
 //     one without the files it needs cannot resume from it and says so.
@@ -23,6 +27,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
+	"strings"
 
 	"github.com/xdlgo/xps/ams"
 	"github.com/xdlgo/xps/ams/client"
@@ -156,4 +163,126 @@ func applied(key string, value []byte) int64 {
 		return 0
 	}
 	return c.Applied
+}
+
+// ErrInconsistent is returned (wrapped) by Consistent.
+var ErrInconsistent = errors.New("checkpoint: the shards applied other batches than the checkpoints count")
+
+// Consistent checks that a consistent snapshot's state entries (the
+// manifest's Readers: the checkpoints, and every shard's records of
+// applied pushes under ams.AppliedKey) agree: each shard holds, of each
+// worker, exactly the batches 0 to Batches-1 of its checkpoint, with its
+// Applied samples and Digest, and no shard holds pushes of a worker
+// without a checkpoint. Sync-mode checkpoints are not checked (a round is
+// applied once by its number, and its pushes name no batch). It is the
+// proof, from what the shards applied, that the snapshot's model holds
+// every counted sample once and nothing else.
+func Consistent(readers map[string]json.RawMessage) error {
+	cps := map[string]Checkpoint{}
+	var shards []string
+	for k, v := range readers {
+		switch {
+		case ams.IsCheckpointKey(k):
+			c, err := Decode(v)
+			if err != nil {
+				return fmt.Errorf("%w: %s: %w", ErrBad, k, err)
+			}
+			worker := strings.TrimSuffix(strings.TrimPrefix(k, ams.StateReaderPrefix), "/checkpoint")
+			cps[worker] = c
+		case strings.HasPrefix(k, ams.StateAppliedPrefix):
+			shards = append(shards, k)
+		}
+	}
+	slices.Sort(shards)
+	var errs []error
+	for _, k := range shards {
+		var recs map[string]*ams.Applied
+		if err := json.Unmarshal(readers[k], &recs); err != nil {
+			return fmt.Errorf("%w: %s: %w", ErrInconsistent, k, err)
+		}
+		for _, w := range slices.Sorted(maps.Keys(cps)) {
+			c := cps[w]
+			if c.Sync {
+				continue
+			}
+			if err := c.matches(w, k, recs[w]); err != nil {
+				errs = append(errs, err)
+			}
+		}
+		for _, w := range slices.Sorted(maps.Keys(recs)) {
+			if _, ok := cps[w]; !ok && recs[w] != nil && len(recs[w].Ranges) > 0 {
+				errs = append(errs, fmt.Errorf("shard record %s holds batches %s of %s, which has no checkpoint", k, recs[w], w))
+			}
+		}
+	}
+	if len(errs) > 0 {
+		return fmt.Errorf("%w: %w", ErrInconsistent, errors.Join(errs...))
+	}
+	return nil
+}
+
+// matches reports whether a, the record of worker's pushes kept by shard
+// (nil: none), holds exactly the batches c counts, with c's samples and
+// digest.
+func (c Checkpoint) matches(worker, shard string, a *ams.Applied) error {
+	if a == nil {
+		a = &ams.Applied{}
+	}
+	if a.Exactly(uint64(c.Batches)) && a.Samples == c.Applied && a.Digest == c.Digest {
+		return nil
+	}
+	return fmt.Errorf("%s's checkpoint counts batches [0,%d) of %d samples (digest %x), shard %s applied %s of %d samples (digest %x)",
+		worker, c.Batches, c.Applied, c.Digest, shard, a, a.Samples, a.Digest)
+}
+
+// Verified is a worker's account of its pushes by the shards' records
+// (Verify): what the model holds of the worker, not what it believes.
+type Verified struct {
+	// Exact: every shard applied each of the batches the checkpoint
+	// counts once, and nothing else of the worker.
+	Exact bool `json:"exact"`
+	// Checked is false where no check applies (sync mode, whose rounds are
+	// applied once by number and name no batch).
+	Checked bool `json:"checked"`
+	// Batches, Samples and Digest are the shards' (the first shard's when
+	// they disagree); Shards is how many agreed with the checkpoint.
+	Batches uint64 `json:"batches"`
+	Samples int64  `json:"samples"`
+	Digest  uint64 `json:"digest"`
+	Shards  int    `json:"shards"`
+	// Problem says what disagrees, when not Exact.
+	Problem string `json:"problem,omitempty"`
+}
+
+// Verify compares worker's checkpoint in the model with every shard's
+// record of its pushes. The error is for a check that could not run
+// (shards unreachable); a mismatch is a Verified that is not Exact.
+func Verify(ctx context.Context, cl *client.Client, worker string) (Verified, error) {
+	c, _, err := Load(ctx, cl, worker)
+	if err != nil {
+		return Verified{}, err
+	}
+	recs, err := cl.Applied(ctx, worker)
+	if err != nil {
+		return Verified{}, fmt.Errorf("checkpoint: verify %s's pushes: %w", worker, err)
+	}
+	if c.Sync {
+		return Verified{}, nil
+	}
+	v := Verified{Exact: true, Checked: true}
+	var errs []error
+	for s, a := range recs {
+		if s == 0 {
+			v.Batches, v.Samples, v.Digest = a.Batches(), a.Samples, a.Digest
+		}
+		if err := c.matches(worker, cl.ShardMap().Shards[s], a); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		v.Shards++
+	}
+	if len(errs) > 0 {
+		v.Exact, v.Problem = false, errors.Join(errs...).Error()
+	}
+	return v, nil
 }

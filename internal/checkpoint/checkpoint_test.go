@@ -2,6 +2,7 @@ package checkpoint
 
 import (
 	"encoding/json"
+	"errors"
 	"testing"
 
 	"github.com/xdlgo/xps/ams"
@@ -40,5 +41,48 @@ func TestFile(t *testing.T) {
 	b, _ := json.Marshal(c)
 	if d, err := Decode(b); err != nil || len(d.Files) != 1 || d.Files[0] != c.Files[0] {
 		t.Fatalf("Decode(Marshal) = %+v, %v", d, err)
+	}
+}
+
+// TestConsistent checks snapshots' state against the shards' records:
+// agreeing, a checkpoint behind the pushes (a worker stopped without
+// storing what it applied), a shard missing a batch, pushes without a
+// checkpoint; sync checkpoints and snapshots without records pass.
+func TestConsistent(t *testing.T) {
+	js := func(v any) json.RawMessage {
+		b, err := json.Marshal(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	rec := func(n uint64, samples int64) map[string]*ams.Applied {
+		a := &ams.Applied{}
+		for b := uint64(0); b < n; b++ {
+			a.Add(ams.Origin{Worker: "w", Batch: b, Samples: uint32(samples / int64(n)), Digest: 1})
+		}
+		return map[string]*ams.Applied{"worker-0": a}
+	}
+	cp := js(Checkpoint{Epoch: 1, Applied: 460, Batches: 46, Digest: 46})
+	for _, tc := range []struct {
+		name    string
+		readers map[string]json.RawMessage
+		ok      bool
+	}{
+		{"agree", map[string]json.RawMessage{ams.CheckpointKey("worker-0"): cp,
+			ams.AppliedKey(0): js(rec(46, 460)), ams.AppliedKey(1): js(rec(46, 460))}, true},
+		{"no records (an older snapshot)", map[string]json.RawMessage{ams.CheckpointKey("worker-0"): cp}, true},
+		{"sync", map[string]json.RawMessage{ams.CheckpointKey("worker-0"): js(Checkpoint{Sync: true, Applied: 5, Batches: 1}),
+			ams.AppliedKey(0): js(map[string]*ams.Applied{})}, true},
+		{"checkpoint behind the pushes", map[string]json.RawMessage{ams.CheckpointKey("worker-0"): js(Checkpoint{Epoch: 1, Applied: 340, Batches: 34, Digest: 34}),
+			ams.AppliedKey(0): js(rec(46, 460))}, false},
+		{"a shard lacks batches", map[string]json.RawMessage{ams.CheckpointKey("worker-0"): cp,
+			ams.AppliedKey(0): js(rec(46, 460)), ams.AppliedKey(1): js(rec(40, 400))}, false},
+		{"pushes without a checkpoint", map[string]json.RawMessage{ams.AppliedKey(0): js(rec(46, 460))}, false},
+	} {
+		err := Consistent(tc.readers)
+		if (err == nil) != tc.ok || (err != nil && !errors.Is(err, ErrInconsistent)) {
+			t.Errorf("%s: Consistent = %v, want ok %v", tc.name, err, tc.ok)
+		}
 	}
 }

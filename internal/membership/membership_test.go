@@ -171,10 +171,22 @@ func checkRegisterAgain(t *testing.T, ctx context.Context, cli *clientv3.Client,
 	if v := getKey(t, cli, membership.LeftKey(p, "ams", "a")); v != nil {
 		t.Fatalf("stale left marker kept: %s", v)
 	}
-	for _, r := range []*membership.Registration{a2, w} {
-		if err := r.Close(); err != nil {
-			t.Fatal(err)
-		}
+	// Abandoning w deletes its key at once, with no left marker: a death,
+	// not a graceful leave; a later Close changes nothing.
+	if err := w.Abandon(); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatalf("Close after Abandon: %v", err)
+	}
+	if v := getKey(t, cli, membership.MemberKey(p, "worker", "w")); v != nil {
+		t.Fatalf("abandoned member key still holds %s", v)
+	}
+	if v := getKey(t, cli, membership.LeftKey(p, "worker", "w")); v != nil {
+		t.Fatalf("abandoned member left a marker: %s", v)
+	}
+	if err := a2.Close(); err != nil {
+		t.Fatal(err)
 	}
 	if all, err := membership.ListMembers(ctx, cli, p, ""); err != nil || len(all) != 0 {
 		t.Fatalf("after Close: %+v, %v", all, err)

@@ -226,7 +226,18 @@ func (r *Registration) Lost() <-chan struct{} { return r.lost }
 // the keep-alive goroutine. If the lease was already lost no left marker is
 // written: the leave was not graceful. Close returns the first error met; it
 // always stops the goroutine. Later calls return the same result.
-func (r *Registration) Close() error {
+func (r *Registration) Close() error { return r.close(true) }
+
+// Abandon leaves the cluster as a member that died does: it revokes the
+// lease without writing the left marker, so the others see the member key
+// go without a graceful leave at once, instead of after the lease's TTL.
+// A worker whose pushes the model holds beyond its checkpoint abandons
+// its registration: the scheduler then rolls the model back to its last
+// snapshot, as after a crash. Close and Abandon are one-shot together:
+// the first call decides, later calls return its result.
+func (r *Registration) Abandon() error { return r.close(false) }
+
+func (r *Registration) close(graceful bool) error {
 	r.closeOnce.Do(func() {
 		r.closing.Store(true)
 		defer func() {
@@ -241,7 +252,9 @@ func (r *Registration) Close() error {
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), closeTimeout)
 		defer cancel()
-		r.closeErr = r.leave(ctx)
+		if graceful {
+			r.closeErr = r.leave(ctx)
+		}
 		if _, err := r.cli.Revoke(ctx, r.lease); err != nil && !errors.Is(err, rpctypes.ErrLeaseNotFound) && r.closeErr == nil {
 			r.closeErr = fmt.Errorf("membership: close %s: revoke lease: %w", r.member, err)
 		}

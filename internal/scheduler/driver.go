@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/xdlgo/xps/ams"
@@ -358,7 +359,12 @@ func (s *Scheduler) verifySnapshot(seq uint64) (*snapshot.Manifest, error) {
 // manifestKeys lists the state keys of the model man holds: its
 // entries, and the job's config when it has one.
 func manifestKeys(man *snapshot.Manifest) []string {
-	keys := slices.Sorted(maps.Keys(man.Readers))
+	var keys []string
+	for _, k := range slices.Sorted(maps.Keys(man.Readers)) {
+		if !strings.HasPrefix(k, ams.StateAppliedPrefix) { // each shard's own, by its index: not the model's keys
+			keys = append(keys, k)
+		}
+	}
 	if len(man.Config) > 0 {
 		keys = append(keys, client.ConfigStateKey)
 	}

@@ -149,12 +149,19 @@ func trainSome(t *testing.T, m *ams.ShardMap) {
 	for i := range ids {
 		ids[i] = uint64(i * 7919)
 	}
-	if err := cl.Push(ctx, []client.Table{{Name: "emb", IDs: ids, Rows: make([]float32, 2*len(ids))}}, nil); err != nil {
+	r := cl.NewRoute()
+	if err := r.Add("emb", ids); err != nil {
 		t.Fatal(err)
 	}
+	// One batch of one sample from each worker, and the checkpoints that
+	// count them (a snapshot checks the two agree).
 	var entries []client.StateEntry
 	for _, w := range []string{"worker-0", "worker-1", "worker-2", "worker-3"} {
-		entries = append(entries, client.StateEntry{Key: ams.CheckpointKey(w), Value: []byte(`{"applied":1}`)})
+		origin := ams.Origin{Worker: w, Batch: 0, Samples: 1}
+		if err := cl.PushBatch(ctx, origin, r, [][]float32{make([]float32, 2*len(ids))}, []client.Vector{{Name: "mlp", Values: make([]float32, 9)}}); err != nil {
+			t.Fatal(err)
+		}
+		entries = append(entries, client.StateEntry{Key: ams.CheckpointKey(w), Value: []byte(`{"applied":1,"batches":1}`)})
 	}
 	if err := cl.PutState(ctx, entries); err != nil {
 		t.Fatal(err)

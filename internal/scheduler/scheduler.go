@@ -156,8 +156,8 @@ func (o *Options) Validate() error {
 	if o.Shards < 1 || o.Shards > 1<<16-1 {
 		errs = append(errs, fmt.Errorf("%w: Shards %d is not in [1, 65535]", ErrBadConfig, o.Shards))
 	}
-	if o.Partitions < 1 || o.Partitions < o.Shards {
-		errs = append(errs, fmt.Errorf("%w: Partitions %d is below 1 or below Shards %d", ErrBadConfig, o.Partitions, o.Shards))
+	if o.Partitions < 1 || o.Partitions < o.Shards || o.Partitions > ams.MaxPartitions {
+		errs = append(errs, fmt.Errorf("%w: Partitions %d is not in [Shards %d, %d]", ErrBadConfig, o.Partitions, o.Shards, ams.MaxPartitions))
 	}
 	return errors.Join(errs...)
 }

@@ -233,6 +233,10 @@ func sortPositions(m map[string]reader.Position) []reader.Position {
 	return out
 }
 
+// Batches returns the batches trained over the job so far: the number
+// (from 0) of the next batch, which names its push (ams.Origin).
+func (t *Tracker) Batches() int64 { return t.batches }
+
 // Epoch returns the epoch being trained.
 func (t *Tracker) Epoch() int { return t.epoch }
 

@@ -80,7 +80,7 @@ func (k *kafkaJob) commit(ctx context.Context, c Checkpoint) error {
 	if err := storePositions(ctx, k.cl, PositionKeyPrefix, ps); err != nil {
 		return err
 	}
-	return checkpoint.Store(ctx, k.cl, k.name, Checkpoint{Applied: c.Applied, Digest: c.Digest})
+	return checkpoint.Store(ctx, k.cl, k.name, Checkpoint{Applied: c.Applied, Batches: c.Batches, Digest: c.Digest})
 }
 
 // storePositions stores positions in the model, each under keyPrefix +

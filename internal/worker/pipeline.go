@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/xdlgo/xps/ams"
 	"github.com/xdlgo/xps/compress"
 	"github.com/xdlgo/xps/internal/metrics"
 	"github.com/xdlgo/xps/internal/tracker"
@@ -455,7 +456,8 @@ func (r *run) train(ctx context.Context, s *state, wait bool, start time.Time) e
 	if err := r.joinRound(s, ev); err != nil {
 		return err
 	}
-	loss, err := t.step(ctx, s, wait)
+	origin := ams.Origin{Worker: t.opts.Name, Batch: uint64(r.tk.Batches()), Samples: uint32(b.N), Digest: b.Digest}
+	loss, err := t.step(ctx, s, origin, wait)
 	if err != nil {
 		return err
 	}

@@ -90,6 +90,9 @@ func memOpen(groups []*reader.Group, shuffle bool) func(int) (reader.Source, err
 // newTrainer builds a trainer and declares its model.
 func newTrainer(t *testing.T, cl *client.Client, opts Options) *Trainer {
 	t.Helper()
+	if opts.Name == "" { // a worker of its own: the shards apply each worker's batch once
+		opts.Name = strings.ReplaceAll(t.Name(), "/", "-")
+	}
 	tr, err := New(cl, opts)
 	if err != nil {
 		t.Fatal(err)
@@ -121,7 +124,7 @@ func waitGoroutines(t *testing.T, baseline int) {
 // and their goroutines exist) and returns the goroutine count after it.
 func warmBaseline(t *testing.T, cl *client.Client, groups []*reader.Group) int {
 	t.Helper()
-	tr := newTrainer(t, cl, Options{Config: pipelineConfig(true), Shape: genShape, Train: memOpen(groups[:20], false)})
+	tr := newTrainer(t, cl, Options{Name: "warm-" + strings.ReplaceAll(t.Name(), "/", "-"), Config: pipelineConfig(true), Shape: genShape, Train: memOpen(groups[:20], false)})
 	if _, err := tr.Run(testutil.Ctx(t, 30*time.Second)); err != nil {
 		t.Fatal(err)
 	}

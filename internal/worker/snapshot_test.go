@@ -11,9 +11,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/xdlgo/xps/ams"
 	"github.com/xdlgo/xps/ams/client"
 	"github.com/xdlgo/xps/cluster"
 	"github.com/xdlgo/xps/config"
+	"github.com/xdlgo/xps/internal/checkpoint"
 	"github.com/xdlgo/xps/internal/datagen"
 	"github.com/xdlgo/xps/internal/membership"
 	"github.com/xdlgo/xps/internal/testutil"
@@ -63,7 +65,11 @@ func TestPeriodicSnapshots(t *testing.T) {
 		t.Fatalf("trained %d samples, want %d", got, cfg.Train.Epochs*2*perFile)
 	}
 	// The snapshot taken while training: checkpoints inside the files.
+	checkConsistent(t, during)
 	for k, v := range during.Readers {
+		if !ams.IsCheckpointKey(k) {
+			continue // the shards' records of applied pushes, checked above
+		}
 		if c := validCheckpoint(t, during, k, v, train); c.EpochDone && c.Epoch == cfg.Train.Epochs {
 			t.Fatalf("snapshot %d, taken while training, holds the final checkpoint %s = %s", during.Seq, k, v)
 		}
@@ -74,7 +80,11 @@ func TestPeriodicSnapshots(t *testing.T) {
 	seqs, complete, m := waitFinalSnapshot(t, store, cfg.Train.Epochs)
 	withPositions := 0
 	for _, man := range complete {
+		checkConsistent(t, man)
 		for k, v := range man.Readers {
+			if !ams.IsCheckpointKey(k) {
+				continue
+			}
 			validCheckpoint(t, man, k, v, train)
 			withPositions++
 		}
@@ -125,6 +135,18 @@ func waitSnapshotWhileTraining(t *testing.T, store snapshot.Store) *snapshot.Man
 // validCheckpoint decodes the reader entry k = v of snapshot man, failing
 // t unless it is a worker's checkpoint inside the epochs at a position in
 // one of the files train.
+// checkConsistent checks that the shards' records of applied pushes in
+// snapshot man agree with its checkpoints, and that there are records.
+func checkConsistent(t *testing.T, man *snapshot.Manifest) {
+	t.Helper()
+	if _, ok := man.Readers[ams.AppliedKey(0)]; !ok {
+		t.Fatalf("snapshot %d holds no records of applied pushes", man.Seq)
+	}
+	if err := checkpoint.Consistent(man.Readers); err != nil {
+		t.Fatalf("snapshot %d: %v", man.Seq, err)
+	}
+}
+
 func validCheckpoint(t *testing.T, man *snapshot.Manifest, k string, v []byte, train []string) Checkpoint {
 	t.Helper()
 	var c Checkpoint

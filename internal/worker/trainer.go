@@ -19,6 +19,7 @@ import (
 	"github.com/xdlgo/xps/internal/checkpoint"
 	"github.com/xdlgo/xps/internal/metrics"
 	"github.com/xdlgo/xps/internal/tracker"
+	"github.com/xdlgo/xps/job"
 	"github.com/xdlgo/xps/reader"
 	"github.com/xdlgo/xps/sparsenet"
 )
@@ -523,8 +524,9 @@ func (t *Trainer) forward(ws *densenet.Workspace, s *state) int {
 }
 
 // step trains on the batch pulled into s and starts its asynchronous push
-// (waited for when wait is set).
-func (t *Trainer) step(ctx context.Context, s *state, wait bool) (float64, error) {
+// (waited for when wait is set), of origin (the worker's batch: the
+// shards apply it once).
+func (t *Trainer) step(ctx context.Context, s *state, origin ams.Origin, wait bool) (float64, error) {
 	n := t.forward(t.ws, s)
 	labels := s.cb.Labels[:n]
 	for i, y := range labels {
@@ -558,7 +560,7 @@ func (t *Trainer) step(ctx context.Context, s *state, wait bool) (float64, error
 		if s.round != nil {
 			err = t.pushRound(ctx, pb, *s.round, s.roundState)
 		} else {
-			err = t.push(ctx, pb)
+			err = t.push(ctx, origin, pb)
 		}
 		t.free <- pb
 		return loss, err
@@ -566,7 +568,7 @@ func (t *Trainer) step(ctx context.Context, s *state, wait bool) (float64, error
 	t.pushWG.Add(1)
 	go func() {
 		defer t.pushWG.Done()
-		err := t.push(ctx, pb)
+		err := t.push(ctx, origin, pb)
 		t.free <- pb // capacity equals the ring size: never blocks
 		if err != nil {
 			t.setPushErr(err)
@@ -575,9 +577,13 @@ func (t *Trainer) step(ctx context.Context, s *state, wait bool) (float64, error
 	return loss, nil
 }
 
-// push sends pb's gradients through the route of their batch's pull.
-func (t *Trainer) push(ctx context.Context, pb *pushBuf) error {
-	return t.cl.PushRoute(ctx, pb.route, pb.grads, []client.Vector{{Name: DenseName, Values: pb.dense}})
+// push sends pb's gradients, of origin's batch, through the route of the
+// batch's pull. A push sent is waited for even when ctx ends
+// (job.PushContext): the run's stop drains it.
+func (t *Trainer) push(ctx context.Context, origin ams.Origin, pb *pushBuf) error {
+	pctx, cancel := job.PushContext(ctx)
+	defer cancel()
+	return t.cl.PushBatch(pctx, origin, pb.route, pb.grads, []client.Vector{{Name: DenseName, Values: pb.dense}})
 }
 
 func (t *Trainer) setPushErr(err error) {

@@ -15,6 +15,7 @@ import (
 	"github.com/xdlgo/xps/config"
 	"github.com/xdlgo/xps/densenet"
 	"github.com/xdlgo/xps/internal/controlplane"
+	"github.com/xdlgo/xps/job"
 	"github.com/xdlgo/xps/sparsenet"
 	"github.com/xdlgo/xps/sparsenet/slide"
 )
@@ -386,10 +387,13 @@ func (t *Trainer) step(ctx context.Context, r *run, b *batch) error {
 	pb.grads[0] = grow(pb.grads[0], len(b.sb.IDs(0))*t.table.Dim)
 	b.sb.Scatter(demb, pb.grads)
 	ph.Dense += time.Since(t0).Seconds()
+	origin := ams.Origin{Worker: t.opts.Name, Batch: uint64(r.tk.Batches()), Samples: uint32(n)} // the shards apply it once
 	t.pushWG.Add(1)
 	go func() {
 		defer t.pushWG.Done()
-		err := t.cl.PushRoute(ctx, pb.route, pb.grads, []client.Vector{{Name: DenseName, Values: pb.dense}})
+		pctx, cancel := job.PushContext(ctx) // waited for even when ctx ends: the stop drains it
+		err := t.cl.PushBatch(pctx, origin, pb.route, pb.grads, []client.Vector{{Name: DenseName, Values: pb.dense}})
+		cancel()
 		t.free <- pb // capacity equals the ring size: never blocks
 		if err != nil {
 			t.setPushErr(err)
