@@ -40,6 +40,17 @@ type Config struct {
 // workers share it. The scheduler divides Train among Workers workers;
 // each worker reads its share and evaluates on Test.
 type JobConfig struct {
+	// ID names the job. Every snapshot records it, and a scheduler
+	// restores only snapshots of its own job: a snapshot store holding
+	// another job's snapshots is refused, so that a new job never resumes
+	// an old one's model by accident. Give the id of the job whose
+	// snapshots a store holds to resume it where its cluster's etcd is
+	// gone (a new embedded cluster, a new etcd); a scheduler that takes
+	// over a running cluster finds the id in etcd.
+	//
+	// The default value is empty: the scheduler of a new cluster picks an
+	// id ("job-" and the time and a random suffix) and records it in etcd.
+	ID string `yaml:"id"`
 	// Train lists the training data: files, directories or globs, local or
 	// all on one HDFS namenode (hdfs://HOST:PORT/PATH).
 	//

@@ -196,13 +196,16 @@ func countFunc[T any](s []T, f func(T) bool) int {
 // Manifest describes a complete snapshot. It is written last: a snapshot
 // directory without a manifest does not exist.
 type Manifest struct {
-	Format  int          `json:"format"`
-	Seq     uint64       `json:"seq"`
-	Version uint64       `json:"version"` // the cluster version the snapshot was taken at
-	Created time.Time    `json:"created"`
-	Shards  int          `json:"shards"` // how many shards wrote it
-	Tables  []TableEntry `json:"tables"`
-	Dense   []DenseEntry `json:"dense,omitempty"`
+	Format  int       `json:"format"`
+	Seq     uint64    `json:"seq"`
+	Version uint64    `json:"version"` // the cluster version the snapshot was taken at
+	Created time.Time `json:"created"`
+	Shards  int       `json:"shards"` // how many shards wrote it
+	// Job is the id of the job whose model it holds (empty in snapshots
+	// written before jobs had ids): a scheduler restores only its job's.
+	Job    string       `json:"job,omitempty"`
+	Tables []TableEntry `json:"tables"`
+	Dense  []DenseEntry `json:"dense,omitempty"`
 	// Readers holds each reader stream's position (the worker's own JSON),
 	// saved with the rows its batches produced.
 	Readers  map[string]json.RawMessage `json:"readers,omitempty"`

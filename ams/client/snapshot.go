@@ -26,6 +26,9 @@ type SnapshotOptions struct {
 	// the cluster restored or last saved: entries are never deleted), on
 	// top of the checks of snapshot.Manifest.CheckComplete.
 	Require []string
+	// Job is the id of the job whose model the snapshot holds, recorded in
+	// the manifest.
+	Job string
 	// Check, when set, is called with the assembled manifest before it is
 	// written (after CheckComplete): an error fails the snapshot and
 	// nothing is committed. The scheduler checks that the shards' records
@@ -64,7 +67,7 @@ func (c *Client) WriteSnapshot(ctx context.Context, o SnapshotOptions) (*snapsho
 	if err != nil {
 		return nil, err
 	}
-	m := &snapshot.Manifest{Seq: o.Seq, Version: c.version, Shards: len(c.stubs), Config: o.Config, ShardMap: shardMap}
+	m := &snapshot.Manifest{Seq: o.Seq, Version: c.version, Shards: len(c.stubs), Job: o.Job, Config: o.Config, ShardMap: shardMap}
 	for i := range parts {
 		if v, ok := parts[i].State[ConfigStateKey]; ok {
 			if m.Config == nil {

@@ -20,6 +20,8 @@ import (
 //	P/events/<seq>                   leading scheduler (PutEvent)     operators and tests (ListEvents)
 //	P/state                          leading scheduler                a new leader (adoption)
 //	                                 (PutClusterState)
+//	P/job                            the first leading scheduler      every later leader (ClaimJob): the
+//	                                 of a job (ClaimJob)              job's id, which its snapshots carry
 //	P/leader/<lease>                 every scheduler, under its lease schedulers (Elect)
 //	P/snapshot/pause                 leading scheduler (PutPause)     workers (Pauser)
 //	P/snapshot/paused/<worker>       worker (AckPause)                leading scheduler (WaitPauseAcks)
@@ -64,6 +66,9 @@ func EventKey(prefix string, seq uint64) string {
 
 // StateKey returns "P/state".
 func StateKey(prefix string) string { return prefix + "/state" }
+
+// JobKey returns "P/job": the id of the job the cluster runs.
+func JobKey(prefix string) string { return prefix + "/job" }
 
 // LeaderKey returns "P/leader", the election prefix of the schedulers.
 func LeaderKey(prefix string) string { return prefix + "/leader" }

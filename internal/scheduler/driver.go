@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"math/rand/v2"
 	"slices"
 	"strings"
 	"time"
@@ -50,11 +51,13 @@ func (s *Scheduler) newCore(ctx context.Context) error {
 			return fmt.Errorf("scheduler: snapshot store: %w", err)
 		}
 		seqs, err := snapshot.Snapshots(store)
+		jobs := map[uint64]string{} // the job of each readable snapshot
 		if err == nil {
 			for _, seq := range seqs {
 				o.LastSnapshot = max(o.LastSnapshot, clusterfsm.SnapshotID(seq))
-				if _, rerr := snapshot.ReadManifest(store, seq); rerr == nil {
+				if m, rerr := snapshot.ReadManifest(store, seq); rerr == nil {
 					o.Snapshots = append(o.Snapshots, clusterfsm.SnapshotID(seq))
+					jobs[seq] = m.Job
 				}
 			}
 		}
@@ -62,6 +65,11 @@ func (s *Scheduler) newCore(ctx context.Context) error {
 		if err != nil {
 			return fmt.Errorf("scheduler: snapshot store: %w", err)
 		}
+		if err := s.claimJob(ctx, jobs); err != nil {
+			return err
+		}
+	} else if err := s.claimJob(ctx, nil); err != nil {
+		return err
 	}
 	gctx, cancel := context.WithTimeout(ctx, opTimeout)
 	defer cancel()
@@ -354,6 +362,86 @@ func (s *Scheduler) verifySnapshot(seq uint64) (*snapshot.Manifest, error) {
 		return nil, err
 	}
 	return man, snapshot.Verify(store, man)
+}
+
+// ErrForeignSnapshots is returned (wrapped) when the snapshot store holds
+// snapshots of another job than the scheduler's (config.JobConfig.ID).
+var ErrForeignSnapshots = errors.New("scheduler: the snapshot store holds another job's snapshots")
+
+// claimJob decides the id of the job the cluster runs and records it in
+// etcd (s.jobID): the id etcd holds (a scheduler taking over a running
+// job), else the config's job.id, else a new one; jobs are the jobs of
+// the store's snapshots by seq. A store with snapshots of another job is
+// refused (ErrForeignSnapshots): a new job must not resume an old one's
+// model by accident, and resuming one takes its id in the config.
+// Snapshots written before jobs had ids belong to any job.
+func (s *Scheduler) claimJob(ctx context.Context, jobs map[uint64]string) error {
+	ctx, cancel := context.WithTimeout(ctx, opTimeout)
+	defer cancel()
+	want := s.opts.Config.Job.ID
+	rec, ok, err := s.conn.GetJob(ctx)
+	if err != nil {
+		return fmt.Errorf("scheduler: %w", err)
+	}
+	if !ok {
+		id := want
+		if id == "" && len(foreignJobs(jobs, "")) == 0 {
+			id = newJobID(time.Now())
+		}
+		if id != "" { // else checkJob refuses the store below
+			if rec, err = s.conn.ClaimJob(ctx, controlplane.JobRecord{ID: id, Created: time.Now().UTC()}); err != nil {
+				return fmt.Errorf("scheduler: %w", err)
+			}
+		}
+	}
+	if rec.ID != "" && want != "" && rec.ID != want {
+		return fmt.Errorf("scheduler: the cluster runs job %s, and this scheduler's config names job %s", rec.ID, want)
+	}
+	if err := s.checkJob(rec.ID, jobs); err != nil {
+		return err
+	}
+	s.jobID = rec.ID
+	s.log.Info("job", "id", rec.ID, "snapshot_store", s.opts.Config.Snapshot.Store)
+	return nil
+}
+
+// checkJob refuses a store whose snapshots (jobs: their job by seq) are
+// another job's than id ("": a job that has no id yet).
+func (s *Scheduler) checkJob(id string, jobs map[uint64]string) error {
+	foreign := foreignJobs(jobs, id)
+	if len(foreign) == 0 {
+		return nil
+	}
+	store := s.opts.Config.Snapshot.Store
+	if id == "" {
+		last := foreign[len(foreign)-1]
+		return fmt.Errorf("%w: %s holds snapshots of job %s: to resume that job give its id (-set job.id=%s); "+
+			"for a new job use another snapshot store", ErrForeignSnapshots, store, strings.Join(foreign, ", "), last)
+	}
+	return fmt.Errorf("%w: %s holds snapshots of job %s, and this is job %s: a job's snapshots need a store of their own",
+		ErrForeignSnapshots, store, strings.Join(foreign, ", "), id)
+}
+
+// foreignJobs lists the jobs of jobs (snapshots' jobs by seq) other than
+// id, in the order of their newest snapshot; snapshots written before jobs
+// had ids belong to any job.
+func foreignJobs(jobs map[uint64]string, id string) []string {
+	var out []string
+	for _, seq := range slices.Sorted(maps.Keys(jobs)) {
+		j := jobs[seq]
+		if j == "" || j == id {
+			continue
+		}
+		out = slices.DeleteFunc(out, func(x string) bool { return x == j })
+		out = append(out, j)
+	}
+	return out
+}
+
+// newJobID returns a new job id: "job-", the UTC time to the second, and
+// a random suffix.
+func newJobID(now time.Time) string {
+	return fmt.Sprintf("job-%s-%06x", now.UTC().Format("20060102-150405"), rand.Uint32()&0xffffff)
 }
 
 // manifestKeys lists the state keys of the model man holds: its

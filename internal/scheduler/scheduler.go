@@ -210,6 +210,9 @@ type Scheduler struct {
 	// must hold them all (a shard that lost its state fails it). Nil when
 	// unknown (a cluster begun empty or adopted).
 	modelKeys []string
+	// jobID is the id of the job the cluster runs (claimJob), recorded in
+	// every snapshot.
+	jobID string
 	deal      partitionDeal // Kafka partitions dealt to workers
 	pauseSeq  uint64        // last pause request
 	snap      *snapOp       // the snapshot in progress

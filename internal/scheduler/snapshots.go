@@ -37,7 +37,7 @@ func (s *Scheduler) snapshotOnce(ctx context.Context, m *ams.ShardMap, op *snapO
 		return nil, err
 	}
 	defer cl.Close()
-	man, err := cl.WriteSnapshot(ctx, client.SnapshotOptions{Store: s.opts.Config.Snapshot.Store, Seq: uint64(op.id), Require: require,
+	man, err := cl.WriteSnapshot(ctx, client.SnapshotOptions{Job: s.jobID, Store: s.opts.Config.Snapshot.Store, Seq: uint64(op.id), Require: require,
 		Check: func(m *snapshot.Manifest) error { return checkpoint.Consistent(m.Readers) }})
 	if err != nil {
 		if rerr := store.Remove(snapshot.Dir(uint64(op.id))); rerr != nil {

@@ -1,0 +1,123 @@
+package scheduler_test
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/xdlgo/xps/ams/client"
+	"github.com/xdlgo/xps/internal/clusterfsm"
+	"github.com/xdlgo/xps/internal/controlplane"
+	"github.com/xdlgo/xps/internal/membership"
+	"github.com/xdlgo/xps/internal/scheduler"
+	"github.com/xdlgo/xps/internal/testutil"
+	"github.com/xdlgo/xps/snapshot"
+	clientv3 "go.etcd.io/etcd/client/v3"
+)
+
+// TestSnapshotsNameTheirJob is issue 20's fourth item: a new job (a new
+// cluster: a new etcd) on a snapshot store that holds another job's
+// snapshots must not resume them silently. The first job's snapshots
+// name it; a new job on the store is refused, naming the job and how to
+// resume it; given that job's id it resumes; a job of another id is
+// refused too.
+func TestSnapshotsNameTheirJob(t *testing.T) {
+	const p = "/xps/job-ids"
+	store := t.TempDir()
+	addrs := []string{startShard(t, "ams-0"), startShard(t, "ams-1")}
+	run := func(id string) (*scheduler.Scheduler, *clientv3.Client, func()) {
+		t.Helper()
+		srv := startEtcd(t) // a new cluster each time: what etcd held is gone
+		cli := newClient(t, srv)
+		opts := scheduler.Options{Prefix: p, ID: "sched-1", Shards: 2, Partitions: 8, LeaseTTL: 2 * time.Second,
+			TickInterval: 50 * time.Millisecond, Logger: testLogger(t)}
+		opts.Config.Snapshot.Store = store
+		opts.Config.Job.ID = id
+		s, err := scheduler.New(cli, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var regs []*membership.Registration
+		for i, a := range addrs {
+			regs = append(regs, register(t, cli, p, membership.KindAMS, []string{"ams-0", "ams-1"}[i], a))
+		}
+		return s, cli, func() {
+			s.Close()
+			for _, r := range regs {
+				r.Close()
+			}
+			srv.Close()
+		}
+	}
+
+	// The first job: its id in etcd and in its snapshot.
+	s, cli, stop := run("")
+	eventually(t, 10*time.Second, "SERVING", func() bool { return s.Status().Phase == clusterfsm.Serving })
+	st, err := snapshot.OpenDir(store)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var first *snapshot.Manifest
+	eventually(t, 10*time.Second, "the initial snapshot", func() bool {
+		first, _, err = snapshot.Latest(st)
+		return err == nil
+	})
+	conn := testutil.Conn(cli, p)
+	rec, ok, err := conn.GetJob(testCtx(t))
+	if err != nil || !ok || !strings.HasPrefix(rec.ID, "job-") || first.Job != rec.ID {
+		t.Fatalf("job record %+v (%v, %v); the snapshot names job %q", rec, ok, err, first.Job)
+	}
+	// A mark in the model, and a snapshot of it.
+	mark := []client.StateEntry{{Key: "reader/mark", Value: []byte(`"first job"`)}}
+	withClient(t, conn, func(c *client.Client) error { return c.PutState(testCtx(t), mark) })
+	if res, err := conn.RequestSnapshot(testCtx(t)); err != nil {
+		t.Fatalf("snapshot: %+v, %v", res, err)
+	}
+	stop()
+
+	// A new job on the same store: refused, naming the job to resume.
+	for _, id := range []string{"", "another-job"} {
+		s, _, stop = run(id)
+		select {
+		case <-s.Done():
+		case <-time.After(20 * time.Second):
+			t.Fatalf("job.id %q: the scheduler runs on a store of job %s (state %v)", id, rec.ID, s.Status())
+		}
+		if err := s.Err(); !errors.Is(err, scheduler.ErrForeignSnapshots) || !strings.Contains(err.Error(), rec.ID) {
+			t.Fatalf("job.id %q: scheduler ended with %v, want ErrForeignSnapshots naming %s", id, err, rec.ID)
+		}
+		stop()
+	}
+
+	// Given the first job's id, a new cluster resumes it.
+	s, cli, stop = run(rec.ID)
+	defer stop()
+	eventually(t, 10*time.Second, "SERVING", func() bool { return s.Status().Phase == clusterfsm.Serving })
+	withClient(t, testutil.Conn(cli, p), func(c *client.Client) error {
+		got, err := c.GetState(testCtx(t), "reader/mark")
+		if err == nil && (len(got) != 1 || string(got[0].Value) != `"first job"`) {
+			err = fmt.Errorf("the resumed model holds %v, not the first job's mark", got)
+		}
+		return err
+	})
+}
+
+// withClient runs fn with a client of the shard map conn's cluster
+// serves.
+func withClient(t *testing.T, conn *controlplane.Conn, fn func(*client.Client) error) {
+	t.Helper()
+	m, err := conn.WaitServing(testCtx(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := client.New(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if err := fn(c); err != nil {
+		t.Fatal(err)
+	}
+}
