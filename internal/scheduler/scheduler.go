@@ -212,7 +212,7 @@ type Scheduler struct {
 	modelKeys []string
 	// jobID is the id of the job the cluster runs (claimJob), recorded in
 	// every snapshot.
-	jobID string
+	jobID     string
 	deal      partitionDeal // Kafka partitions dealt to workers
 	pauseSeq  uint64        // last pause request
 	snap      *snapOp       // the snapshot in progress
