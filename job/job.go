@@ -51,15 +51,35 @@ type Summary struct {
 	Restores    int     `json:"restores,omitempty"`
 	LoadSeconds float64 `json:"load_seconds"`
 	WallSeconds float64 `json:"wall_seconds"`
+	// Snapshots and SnapshotsFailed count the snapshot attempts the
+	// scheduler made while the job ran that succeeded and that failed;
+	// SnapshotError is the last failure's error.
+	Snapshots       int    `json:"snapshots"`
+	SnapshotsFailed int    `json:"snapshots_failed,omitempty"`
+	SnapshotError   string `json:"snapshot_error,omitempty"`
 	// ExactlyOnce is the shards' account of this worker's pushes at the
 	// end of the job (checkpoint.Verify): what the model holds, not what
 	// the worker believes. Nil when the job never reached the shards.
 	ExactlyOnce *checkpoint.Verified `json:"exactly_once,omitempty"`
 }
 
-// WriteExactlyOnce writes the summary's line on exactly-once: the shards'
-// account of the worker's pushes (nothing when there is none).
-func (s Summary) WriteExactlyOnce(w io.Writer) {
+// WriteLines writes the summary's lines common to every model: the
+// snapshots taken while the job ran, and exactly-once by the shards'
+// account of the worker's pushes.
+func (s Summary) WriteLines(w io.Writer) {
+	if s.Snapshots > 0 || s.SnapshotsFailed > 0 {
+		fmt.Fprintf(w, "%s: %d snapshots taken while the job ran", s.Worker, s.Snapshots)
+		if s.SnapshotsFailed > 0 {
+			fmt.Fprintf(w, "; %d FAILED, the last with: %s", s.SnapshotsFailed, s.SnapshotError)
+		}
+		fmt.Fprintln(w)
+	}
+	s.writeExactlyOnce(w)
+}
+
+// writeExactlyOnce writes the line on exactly-once (nothing when the job
+// never reached the shards).
+func (s Summary) writeExactlyOnce(w io.Writer) {
 	v := s.ExactlyOnce
 	switch {
 	case v == nil:
@@ -169,7 +189,9 @@ func Run(ctx context.Context, opts Options, m Model) error {
 		return fmt.Errorf("job: %w", err)
 	}
 	defer env.Pauser.Close()
+	stopWatch := env.watchSnapshots(ctx, s)
 	err = env.attempts(ctx, m)
+	stopWatch()
 	if verr := env.verify(ctx, s, err); verr != nil {
 		err = errors.Join(err, verr)
 		env.Registration.Abandon() // a dead worker's leave: the model is rolled back
@@ -227,6 +249,36 @@ func (e *Env) attempts(ctx context.Context, m Model) error {
 		s.Restores++
 		s.Shards = e.Client.NumShards()
 		e.Say("the cluster was restored at version %d; resuming from the checkpoint in the model", e.Version)
+	}
+}
+
+// watchSnapshots follows the scheduler's snapshot attempts while the job
+// runs: each failure is said in the progress (a failed snapshot leaves the
+// model unsaved: a failure now rolls back further) and counted in s. The
+// returned func stops the watch and waits for it.
+func (e *Env) watchSnapshots(ctx context.Context, s *Summary) func() {
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	var ok, failed int
+	var last string
+	go func() {
+		defer close(done)
+		err := e.Conn.WatchSnapshotResults(ctx, func(r controlplane.SnapshotResult) {
+			if r.Error == "" {
+				ok++
+				return
+			}
+			failed, last = failed+1, r.Error
+			e.Say("snapshot %d FAILED: %s (the model is not saved since the last good snapshot)", r.Seq, r.Error)
+		})
+		if err != nil {
+			e.Say("no longer following snapshots: %v", err)
+		}
+	}()
+	return func() {
+		cancel()
+		<-done
+		s.Snapshots, s.SnapshotsFailed, s.SnapshotError = ok, failed, last
 	}
 }
 

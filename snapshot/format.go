@@ -708,6 +708,29 @@ func Prune(s Store, keep int) ([]uint64, error) {
 	return removed, nil
 }
 
+// RemoveIncomplete removes every snapshot without a readable manifest:
+// attempts that failed, or that a scheduler no longer leading abandoned
+// (a new leader calls it; files a shard writes into such a directory
+// afterwards are removed by the next Prune). It returns the removed
+// sequence numbers.
+func RemoveIncomplete(s Store) ([]uint64, error) {
+	seqs, err := Snapshots(s)
+	if err != nil {
+		return nil, err
+	}
+	var removed []uint64
+	for _, seq := range seqs {
+		if _, err := ReadManifest(s, seq); err == nil {
+			continue
+		}
+		if err := s.Remove(Dir(seq)); err != nil {
+			return removed, err
+		}
+		removed = append(removed, seq)
+	}
+	return removed, nil
+}
+
 // TableReader reads a table file of a snapshot in id order.
 type TableReader struct {
 	r    *sstable.Reader

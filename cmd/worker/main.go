@@ -102,7 +102,7 @@ func run(f flags, overrides *config.Overrides) error {
 	res, err := xps.Train(ctx, opts)
 	if err != nil {
 		if s := res.Summary(); s != nil {
-			s.WriteExactlyOnce(os.Stderr) // the shards' account, whatever went wrong
+			s.WriteLines(os.Stderr) // the shards' account, whatever went wrong
 		}
 		return err
 	}

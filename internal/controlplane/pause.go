@@ -98,6 +98,26 @@ func (c *Conn) PutFailed(ctx context.Context, why string) error {
 	return nil
 }
 
+// ClearFailed removes the record of a failed cluster (PutFailed), if that
+// is the latest resume: a new leader tries again, and workers that start
+// meanwhile must wait for it rather than give up on the old failure.
+func (c *Conn) ClearFailed(ctx context.Context) error {
+	key := ResumeKey(c.prefix)
+	resp, err := c.cli.Get(ctx, key)
+	if err != nil {
+		return fmt.Errorf("controlplane: get %s: %w", key, err)
+	}
+	if len(resp.Kvs) == 0 || !strings.HasPrefix(string(resp.Kvs[0].Value), "failed ") {
+		return nil
+	}
+	_, err = c.cli.Txn(ctx).If(clientv3.Compare(clientv3.ModRevision(key), "=", resp.Kvs[0].ModRevision)).
+		Then(clientv3.OpDelete(key)).Commit()
+	if err != nil {
+		return fmt.Errorf("controlplane: clear the failed cluster's record: %w", err)
+	}
+	return nil
+}
+
 // Resumed is a decoded resume: Seq, and Version (0: unchanged), or Failed
 // with Why.
 type Resumed struct {

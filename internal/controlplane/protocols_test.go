@@ -86,6 +86,22 @@ func TestPauseResume(t *testing.T) {
 	if _, err := c.WaitRestored(ctx, 5); !errors.Is(err, controlplane.ErrClusterFailed) {
 		t.Fatalf("WaitRestored after a failure: %v", err)
 	}
+	// ... until a new leader clears it, to try again; a resume is kept.
+	if err := c.ClearFailed(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if r, ok, err := c.LastResume(ctx); ok || err != nil {
+		t.Fatalf("LastResume after ClearFailed = %+v, %v, %v", r, ok, err)
+	}
+	if err := c.PutResume(ctx, 3, 4); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.ClearFailed(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if r, ok, err := c.LastResume(ctx); !ok || err != nil || r.Version != 4 {
+		t.Fatalf("ClearFailed removed a resume: %+v, %v, %v", r, ok, err)
+	}
 
 	// The snapshot target round-trips.
 	if _, ok, err := c.GetSnapshotTarget(ctx); ok || err != nil {

@@ -70,3 +70,28 @@ func (c *Conn) RequestSnapshot(ctx context.Context) (SnapshotResult, error) {
 	}
 	return SnapshotResult{}, fmt.Errorf("controlplane: waiting for the snapshot: %w", context.Cause(ctx))
 }
+
+// WatchSnapshotResults calls fn with the outcome of every snapshot attempt
+// recorded from now on, in order, until ctx ends (it returns then, with
+// nil) or the watch fails.
+func (c *Conn) WatchSnapshotResults(ctx context.Context, fn func(SnapshotResult)) error {
+	cur, err := c.cli.Get(ctx, SnapshotLastKey(c.prefix))
+	if err != nil {
+		return fmt.Errorf("controlplane: watch snapshot results: %w", err)
+	}
+	for resp := range c.cli.Watch(ctx, SnapshotLastKey(c.prefix), clientv3.WithRev(cur.Header.Revision+1)) {
+		if err := resp.Err(); err != nil {
+			return fmt.Errorf("controlplane: watch snapshot results: %w", err)
+		}
+		for _, ev := range resp.Events {
+			var r SnapshotResult
+			if ev.Type == clientv3.EventTypePut && json.Unmarshal(ev.Kv.Value, &r) == nil {
+				fn(r)
+			}
+		}
+	}
+	if ctx.Err() != nil {
+		return nil
+	}
+	return errors.New("controlplane: watch snapshot results: the watch ended")
+}

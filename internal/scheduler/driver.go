@@ -50,6 +50,18 @@ func (s *Scheduler) newCore(ctx context.Context) error {
 		if err != nil {
 			return fmt.Errorf("scheduler: snapshot store: %w", err)
 		}
+		// Attempts that failed, or that a leader gone abandoned, are no
+		// snapshots: remove their files (their seqs are not used again).
+		removed, err := snapshot.RemoveIncomplete(store)
+		if len(removed) > 0 {
+			s.log.Info("removed incomplete snapshots", "seqs", removed)
+		}
+		if err != nil {
+			s.log.Warn("removing incomplete snapshots", "err", err)
+		}
+		for _, seq := range removed {
+			o.LastSnapshot = max(o.LastSnapshot, clusterfsm.SnapshotID(seq))
+		}
 		seqs, err := snapshot.Snapshots(store)
 		jobs := map[uint64]string{} // the job of each readable snapshot
 		if err == nil {
@@ -73,6 +85,9 @@ func (s *Scheduler) newCore(ctx context.Context) error {
 	}
 	gctx, cancel := context.WithTimeout(ctx, opTimeout)
 	defer cancel()
+	if err := s.conn.ClearFailed(gctx); err != nil { // this leader tries again
+		return fmt.Errorf("scheduler: %w", err)
+	}
 	m, rev, err := s.conn.LatestShardMap(gctx)
 	if err != nil {
 		return fmt.Errorf("scheduler: the published shard map: %w", err)

@@ -3,6 +3,8 @@ package scheduler_test
 import (
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -91,7 +93,15 @@ func TestSnapshotsNameTheirJob(t *testing.T) {
 		stop()
 	}
 
-	// Given the first job's id, a new cluster resumes it.
+	// Given the first job's id, a new cluster resumes it, and removes an
+	// attempt a leader gone left incomplete.
+	abandoned := snapshot.Dir(first.Seq + 100)
+	if err := os.MkdirAll(filepath.Join(store, abandoned, "tables"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(store, abandoned, "tables", "part"), []byte("half"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	s, cli, stop = run(rec.ID)
 	defer stop()
 	eventually(t, 10*time.Second, "SERVING", func() bool { return s.Status().Phase == clusterfsm.Serving })
@@ -102,6 +112,9 @@ func TestSnapshotsNameTheirJob(t *testing.T) {
 		}
 		return err
 	})
+	if _, err := os.Stat(filepath.Join(store, abandoned)); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("the abandoned attempt %s is still in the store: %v", abandoned, err)
+	}
 }
 
 // withClient runs fn with a client of the shard map conn's cluster

@@ -40,7 +40,10 @@ func (s *Scheduler) snapshotOnce(ctx context.Context, m *ams.ShardMap, op *snapO
 	man, err := cl.WriteSnapshot(ctx, client.SnapshotOptions{Job: s.jobID, Store: s.opts.Config.Snapshot.Store, Seq: uint64(op.id), Require: require,
 		Check: func(m *snapshot.Manifest) error { return checkpoint.Consistent(m.Readers) }})
 	if err != nil {
-		if rerr := store.Remove(snapshot.Dir(uint64(op.id))); rerr != nil {
+		// This attempt's files, and those of any earlier failed one that a
+		// shard went on writing after its attempt ended: one snapshot runs
+		// at a time, so every incomplete one is dead now.
+		if _, rerr := snapshot.RemoveIncomplete(store); rerr != nil {
 			s.log.Warn("removing the failed snapshot's files", "seq", op.id, "err", rerr)
 		}
 		return nil, err

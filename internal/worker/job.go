@@ -249,5 +249,5 @@ func (r JobResult) WriteSummary(w io.Writer) {
 		fmt.Fprintf(w, "; resumed %d times after the cluster was restored from a snapshot", r.Restores)
 	}
 	fmt.Fprintf(w, "\n")
-	r.WriteExactlyOnce(w)
+	r.WriteLines(w)
 }

@@ -11,6 +11,8 @@ import (
 	"github.com/xdlgo/xps/ams/client"
 	"github.com/xdlgo/xps/cluster"
 	"github.com/xdlgo/xps/internal/checkpoint"
+	"github.com/xdlgo/xps/internal/controlplane"
+	"github.com/xdlgo/xps/internal/testutil"
 	"github.com/xdlgo/xps/job"
 )
 
@@ -24,6 +26,12 @@ type batchLines struct {
 }
 
 func newBatchLines(n int) *batchLines { return &batchLines{n: n, reached: make(chan struct{})} }
+
+func (b *batchLines) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.text.String()
+}
 
 func (b *batchLines) Write(p []byte) (int, error) {
 	b.mu.Lock()
@@ -71,12 +79,23 @@ func TestStopStoresWhatWasApplied(t *testing.T) {
 		select {
 		case <-progress.reached:
 		case err := <-done:
-			t.Fatalf("run %d ended before it was stopped: %v\n%s", run, err, progress.text.String())
+			t.Fatalf("run %d ended before it was stopped: %v\n%s", run, err, progress.String())
+		}
+		if run == 2 { // a failed snapshot, as the scheduler records one: said and counted
+			if err := lc.Conn().PutSnapshotResult(ctx, controlplane.SnapshotResult{Seq: 99, Error: "disk full"}); err != nil {
+				t.Fatal(err)
+			}
+			testutil.Eventually(t, time.Minute, "the failed snapshot in the progress", func() bool {
+				return strings.Contains(progress.String(), "snapshot 99 FAILED: disk full")
+			})
 		}
 		stop()
 		err := <-done
 		if !errors.Is(err, context.Canceled) || errors.Is(err, job.ErrNotExactlyOnce) {
-			t.Fatalf("run %d stopped: %v\n%s", run, err, progress.text.String())
+			t.Fatalf("run %d stopped: %v\n%s", run, err, progress.String())
+		}
+		if run == 2 && (res.SnapshotsFailed != 1 || res.SnapshotError != "disk full") {
+			t.Fatalf("run 2: the summary counts %d failed snapshots (%q), want the one", res.SnapshotsFailed, res.SnapshotError)
 		}
 		if v := res.ExactlyOnce; v == nil || !v.Exact || v.Shards != 2 || v.Batches < 30 {
 			t.Fatalf("run %d: the summary's account %+v, want exact on 2 shards", run, v)

@@ -145,5 +145,5 @@ func (r JobResult) WriteSummary(w io.Writer) {
 		}
 	}
 	fmt.Fprintf(w, "%s: wall time %.1fs (data %.1fs)\n", r.Worker, r.WallSeconds, r.LoadSeconds)
-	r.WriteExactlyOnce(w)
+	r.WriteLines(w)
 }
