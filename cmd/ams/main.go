@@ -18,8 +18,10 @@
 //	-lease-ttl   registration lease TTL, the heartbeat timeout (default 5s)
 //	-log-level   debug, info, warn or error (default info)
 //
-// The shard stops on SIGINT/SIGTERM (leaving the cluster cleanly) or when
-// its lease is lost.
+// The shard stops on SIGINT/SIGTERM (leaving the cluster cleanly). It never
+// stops on its own: when its lease is lost (etcd unreachable for longer
+// than the TTL) it keeps its rows and registers again once etcd answers;
+// the scheduler decides what the cluster does.
 package main
 
 import (
@@ -79,12 +81,7 @@ func run(etcd, name, id, listen, advertise string, stripes int, ttl time.Duratio
 	}
 	// The address line lets scripts and tests find a shard started on port 0.
 	fmt.Fprintf(os.Stdout, "ams %s serving on %s\n", id, node.Addr())
-	select {
-	case <-ctx.Done():
-		log.Info("shutting down", "id", id)
-		return node.Close()
-	case <-node.Lost():
-		node.Close()
-		return fmt.Errorf("shard %s lost its etcd lease", id)
-	}
+	<-ctx.Done() // a lost lease is registered again: the rows are the model
+	log.Info("shutting down", "id", id)
+	return node.Close()
 }

@@ -12,6 +12,13 @@
 // and the scheduler's snapshot fail on it until the scheduler, having seen
 // the old lease expire, restores the cluster.
 //
+// A node never stops on its own. When its lease is lost (etcd unreachable
+// for longer than the TTL, or the lease revoked) it keeps serving and
+// keeps its rows, and registers again, as the same member (same PID and
+// start time), as soon as etcd answers: the rows are the model, and the
+// scheduler, not the shard, decides whether the cluster serves on or
+// restores.
+//
 // Start starts the serving goroutine; Close deregisters (a clean leave),
 // stops the gRPC server and then the shard, in that order.
 package amsnode
