@@ -2,9 +2,11 @@ package membership
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"slices"
+	"strings"
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -15,9 +17,18 @@ import (
 // dialTimeout bounds the gRPC connection set-up of Dial.
 const dialTimeout = 5 * time.Second
 
+// DialCheckTimeout bounds Dial's first read: an etcd that does not answer
+// within it is an error naming the endpoints, not a silent wait.
+const DialCheckTimeout = 5 * time.Second
+
+// ErrUnreachable is returned (wrapped) by Dial when etcd does not answer.
+var ErrUnreachable = errors.New("membership: etcd does not answer")
+
 // Dial connects to etcd at endpoints ("host:port") and checks that the
-// cluster answers a linearizable read before ctx ends. The client logs
-// warnings and errors to logger (nil: nowhere). The caller closes the client.
+// cluster answers a linearizable read within DialCheckTimeout (and before
+// ctx ends); if not, the error wraps ErrUnreachable and names the
+// endpoints. The client logs warnings and errors to logger (nil:
+// nowhere). The caller closes the client.
 func Dial(ctx context.Context, endpoints []string, logger *slog.Logger) (*clientv3.Client, error) {
 	if len(endpoints) == 0 {
 		return nil, fmt.Errorf("membership: dial: no etcd endpoints")
@@ -31,8 +42,14 @@ func Dial(ctx context.Context, endpoints []string, logger *slog.Logger) (*client
 	if err != nil {
 		return nil, fmt.Errorf("membership: dial %v: %w", endpoints, err)
 	}
-	if _, err := cli.Get(ctx, "/xps", clientv3.WithCountOnly()); err != nil {
+	cctx, cancel := context.WithTimeout(ctx, DialCheckTimeout)
+	defer cancel()
+	if _, err := cli.Get(cctx, "/xps", clientv3.WithCountOnly()); err != nil {
 		cli.Close()
+		if ctx.Err() == nil {
+			return nil, fmt.Errorf("%w: no answer from %s within %v (is etcd running there?): %w",
+				ErrUnreachable, strings.Join(endpoints, ","), DialCheckTimeout, err)
+		}
 		return nil, fmt.Errorf("membership: dial %v: %w", endpoints, err)
 	}
 	return cli, nil

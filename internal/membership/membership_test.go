@@ -229,6 +229,12 @@ func TestDial(t *testing.T) {
 	if _, err := membership.Dial(testCtx(t), nil, nil); err == nil {
 		t.Fatal("Dial with no endpoints succeeded")
 	}
+	// Nothing listens there: an error naming the address within the
+	// bound, not a silent wait.
+	_, err = membership.Dial(testCtx(t), []string{"127.0.0.1:1"}, nil)
+	if !errors.Is(err, membership.ErrUnreachable) || !strings.Contains(err.Error(), "127.0.0.1:1") {
+		t.Fatalf("Dial of an address nothing listens on = %v, want ErrUnreachable naming it", err)
+	}
 }
 
 func TestZapLogger(t *testing.T) {
