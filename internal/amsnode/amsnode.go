@@ -42,27 +42,17 @@ type Options struct {
 
 // Node is a running shard.
 type Node struct {
-	opts   Options
-	cli    *clientv3.Client
-	member membership.Member
-	shard  *shard.Shard
-	gs     *grpc.Server
-	lis    net.Listener
-	addr   string
-
-	regMu         sync.Mutex
-	reg           *membership.Registration // the current one
-	registrations int                      // how many Register succeeded
-	stop          chan struct{}            // closed by Close: stops keepRegistered
-	regWG         sync.WaitGroup           // keepRegistered
+	opts  Options
+	shard *shard.Shard
+	gs    *grpc.Server
+	lis   net.Listener
+	reg   *membership.Kept
+	addr  string
 
 	wg       sync.WaitGroup
 	serveErr error // set by the serving goroutine before wg.Done
 	once     sync.Once
 }
-
-// retryEvery is the pause between two attempts to register again.
-const retryEvery = time.Second
 
 // Start listens, serves and registers the shard in etcd.
 func Start(ctx context.Context, cli *clientv3.Client, opts Options) (*Node, error) {
@@ -88,7 +78,7 @@ func Start(ctx context.Context, cli *clientv3.Client, opts Options) (*Node, erro
 	if err != nil {
 		return nil, fmt.Errorf("amsnode %s: listen: %w", opts.ID, err)
 	}
-	n := &Node{opts: opts, cli: cli, lis: lis, addr: opts.Advertise, stop: make(chan struct{})}
+	n := &Node{opts: opts, lis: lis, addr: opts.Advertise}
 	if n.addr == "" {
 		n.addr = lis.Addr().String()
 	}
@@ -99,76 +89,22 @@ func Start(ctx context.Context, cli *clientv3.Client, opts Options) (*Node, erro
 		defer n.wg.Done()
 		n.serveErr = n.gs.Serve(lis)
 	}()
-	n.member = membership.Member{Kind: membership.KindAMS, ID: opts.ID, Addr: n.addr, PID: os.Getpid(), Started: time.Now()}
-	reg, err := membership.Register(ctx, cli, opts.Prefix, n.member, opts.LeaseTTL)
+	// Kept: a lost lease is registered again, and the shard serves on
+	// with its rows (see the package doc).
+	reg, err := membership.Keep(ctx, cli, opts.Prefix, membership.Member{Kind: membership.KindAMS, ID: opts.ID,
+		Addr: n.addr, PID: os.Getpid(), Started: time.Now()}, opts.LeaseTTL, opts.Logger)
 	if err != nil {
 		n.Close()
 		return nil, fmt.Errorf("amsnode %s: %w", opts.ID, err)
 	}
-	n.reg, n.registrations = reg, 1
-	n.regWG.Add(1)
-	go func() {
-		defer n.regWG.Done()
-		n.keepRegistered(reg)
-	}()
+	n.reg = reg
 	opts.Logger.Info("ams shard serving", "id", opts.ID, "addr", n.addr)
 	return n, nil
 }
 
-// keepRegistered registers the node again whenever its lease is lost (etcd
-// unreachable for longer than the TTL, or the lease revoked), until Close:
-// a shard never stops on a lost lease, since its rows are the model. The
-// scheduler, which saw the lease go, decides what the cluster does (the
-// shard serves on at its version until told to restore). The new
-// registration is the same member, of the same life (PID and start time).
-func (n *Node) keepRegistered(reg *membership.Registration) {
-	log := n.opts.Logger
-	for {
-		select {
-		case <-n.stop:
-			return
-		case <-reg.Lost():
-		}
-		log.Warn("ams shard lost its etcd lease: keeping its rows and registering again", "id", n.opts.ID)
-		reg.Close() // stops its keep-alive; the lease is gone
-		for attempt := 1; ; attempt++ {
-			ctx, cancel := context.WithTimeout(context.Background(), 2*n.opts.LeaseTTL+retryEvery)
-			go func() { // Close ends a pending attempt
-				select {
-				case <-n.stop:
-					cancel()
-				case <-ctx.Done():
-				}
-			}()
-			r, err := membership.Register(ctx, n.cli, n.opts.Prefix, n.member, n.opts.LeaseTTL)
-			cancel()
-			if err == nil {
-				n.regMu.Lock()
-				n.reg, reg = r, r
-				n.registrations++
-				n.regMu.Unlock()
-				log.Info("ams shard registered again", "id", n.opts.ID, "attempts", attempt)
-				break
-			}
-			if attempt == 1 || attempt%10 == 0 {
-				log.Warn("ams shard cannot register again yet", "id", n.opts.ID, "attempt", attempt, "err", err)
-			}
-			select {
-			case <-n.stop:
-				return
-			case <-time.After(retryEvery):
-			}
-		}
-	}
-}
-
 // Registrations returns how many times the node registered: 1, plus one
 // per lease lost and registered again.
-func (n *Node) Registrations() int {
-	n.regMu.Lock()
-	defer n.regMu.Unlock()
-	return n.registrations
-}
+func (n *Node) Registrations() int { return n.reg.Registrations() }
 
 // Addr is the address workers dial.
 func (n *Node) Addr() string { return n.addr }
@@ -180,8 +116,6 @@ func (n *Node) Shard() *shard.Shard { return n.shard }
 func (n *Node) Close() error {
 	var errs []error
 	n.once.Do(func() {
-		close(n.stop)
-		n.regWG.Wait() // no registration after this
 		if n.reg != nil {
 			errs = append(errs, n.reg.Close())
 		}

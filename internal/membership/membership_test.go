@@ -274,3 +274,41 @@ func TestRegisterAfterKill(t *testing.T) {
 	}
 	r.Close()
 }
+
+// TestKeep revokes a kept registration's lease, as an etcd outage longer
+// than the TTL ends it: the member is registered again, the same life,
+// under a new lease; Close then leaves gracefully.
+func TestKeep(t *testing.T) {
+	cli := newClient(t)
+	ctx := testCtx(t)
+	p := newPrefix(t)
+	k, err := membership.Keep(ctx, cli, p, membership.Member{Kind: "worker", ID: "w"}, time.Second, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := k.Current()
+	if _, err := cli.Revoke(ctx, first.Lease()); err != nil {
+		t.Fatal(err)
+	}
+	<-first.Lost()
+	deadline := time.Now().Add(30 * time.Second)
+	for k.Registrations() != 2 {
+		if time.Now().After(deadline) {
+			t.Fatal("not registered again within 30s")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	second := k.Current()
+	if second.Lease() == first.Lease() || second.Member().PID != first.Member().PID || !second.Member().Started.Equal(first.Member().Started) {
+		t.Fatalf("registered again as %+v (lease %x), was %+v (lease %x)", second.Member(), second.Lease(), first.Member(), first.Lease())
+	}
+	if v := getKey(t, cli, membership.MemberKey(p, "worker", "w")); v == nil {
+		t.Fatal("no member key after registering again")
+	}
+	if err := k.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if v := getKey(t, cli, membership.LeftKey(p, "worker", "w")); v == nil {
+		t.Fatal("Close left no marker")
+	}
+}
