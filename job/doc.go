@@ -8,8 +8,13 @@
 //
 // # Lifecycle
 //
-//  1. Register the worker (membership.Register) under Options.Index; a
-//     lost lease cancels the job with ErrLeaseLost as the cause.
+//  1. Register the worker under Options.Index, kept registered
+//     (membership.Keep): a lost lease (etcd unreachable for longer than
+//     the TTL) is registered again as soon as etcd answers. The cluster
+//     took the loss for the worker's death and rolls back; the attempt
+//     training then stops (ErrLeaseLost, which Recoverable holds) and the
+//     next one resumes from the restored checkpoint: the worker does not
+//     die of it.
 //  2. Follow pause requests (controlplane.Pauser): acknowledged at once
 //     until the model's attempt says training has started.
 //  3. Wait for the scheduler's shard map and for the cluster to serve its
@@ -48,8 +53,8 @@
 //  4. A push once sent is waited for (PushContext), even when the job is
 //     stopped: a stop drains the pushes in flight, then stores the
 //     checkpoint of exactly what was applied.
-//  5. The first cause wins: a job whose lease was lost fails with an
-//     error wrapping ErrLeaseLost, whatever failed after it.
+//  5. An attempt runs under one registration: it stops when that one is
+//     lost, and the next attempt starts under a live one.
 //
 // The job's summary common to every model (Summary) is filled by the
 // lifecycle; the model's own figures are its business.

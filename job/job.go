@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"sync"
 	"time"
 
 	"github.com/xdlgo/xps/ams"
@@ -128,8 +127,9 @@ type Env struct {
 	Name string
 	// Conn is the worker's connection to the control plane.
 	Conn *controlplane.Conn
-	// Registration is the worker's membership.
-	Registration *membership.Registration
+	// Registration is the worker's membership, registered again when its
+	// lease is lost (Current is the registration of now).
+	Registration *membership.Kept
 	// Pauser follows the scheduler's pauses: an attempt calls
 	// StartTraining once it pushes, and pauses at batch boundaries while
 	// Requested.
@@ -139,6 +139,8 @@ type Env struct {
 	Version uint64
 	// Attempt counts the attempts, from 1.
 	Attempt int
+	// reg is the registration the last attempt ran under.
+	reg *membership.Registration
 }
 
 // Say prints one progress line, prefixed with the worker's name.
@@ -163,26 +165,16 @@ func Run(ctx context.Context, opts Options, m Model) error {
 	s := m.Summary()
 	s.Worker, s.Index, s.Count = env.Name, opts.Index, opts.Workers()
 	defer func() { s.WallSeconds = time.Since(wall).Seconds() }()
-	env.Registration, err = membership.Register(ctx, opts.Etcd, opts.Prefix, membership.Member{Kind: membership.KindWorker,
-		ID: env.Name, PID: os.Getpid(), Started: time.Now()}, opts.LeaseTTL)
+	// Kept: a lost lease is registered again. The cluster took the loss
+	// for this worker's death and rolls back; the attempt that was
+	// training stops and the next one resumes from the restored
+	// checkpoint (attempts).
+	env.Registration, err = membership.Keep(ctx, opts.Etcd, opts.Prefix, membership.Member{Kind: membership.KindWorker,
+		ID: env.Name, PID: os.Getpid(), Started: time.Now()}, opts.LeaseTTL, opts.Logger)
 	if err != nil {
 		return fmt.Errorf("job: %w", err)
 	}
 	defer env.Registration.Close()
-	// A worker whose lease is lost has been declared dead: stop training.
-	var lostWG sync.WaitGroup
-	defer lostWG.Wait() // runs after cancel: deferred calls run last-in first-out
-	ctx, cancel := context.WithCancelCause(ctx)
-	defer cancel(nil)
-	lostWG.Add(1)
-	go func() {
-		defer lostWG.Done()
-		select {
-		case <-env.Registration.Lost():
-			cancel(fmt.Errorf("%w (%s)", ErrLeaseLost, env.Name))
-		case <-ctx.Done():
-		}
-	}()
 	// Pauses are acknowledged from now on (at once until training starts),
 	// so that a worker loading its data holds up no snapshot.
 	if env.Pauser, err = conn.StartPauser(ctx, env.Name, opts.Logger); err != nil {
@@ -198,13 +190,6 @@ func Run(ctx context.Context, opts Options, m Model) error {
 	}
 	if env.Client != nil {
 		env.Client.Close()
-	}
-	select {
-	case <-env.Registration.Lost(): // the first cause, whatever failed after it
-		if err != nil && !errors.Is(err, ErrLeaseLost) {
-			err = fmt.Errorf("%w (%s): %w", ErrLeaseLost, env.Name, err)
-		}
-	default:
 	}
 	if cause := context.Cause(ctx); err != nil && cause != nil && cause != ctx.Err() && !errors.Is(err, cause) {
 		err = fmt.Errorf("%w: %w", cause, err)
@@ -232,14 +217,7 @@ func (e *Env) attempts(ctx context.Context, m Model) error {
 	s.LoadSeconds = time.Since(load).Seconds()
 	for e.Attempt = 1; ; e.Attempt++ {
 		e.Pauser.SetVersion(e.Version)
-		start, ok, err := checkpoint.Load(ctx, e.Client, e.Name)
-		if err == nil {
-			if !ok {
-				err = m.Train(ctx, e, nil)
-			} else {
-				err = m.Train(ctx, e, &start)
-			}
-		}
+		err := e.attempt(ctx, m)
 		if err == nil || ctx.Err() != nil || !Recoverable(err) {
 			return err
 		}
@@ -250,6 +228,48 @@ func (e *Env) attempts(ctx context.Context, m Model) error {
 		s.Shards = e.Client.NumShards()
 		e.Say("the cluster was restored at version %d; resuming from the checkpoint in the model", e.Version)
 	}
+}
+
+// attempt runs one attempt of m from the checkpoint the model holds. A
+// lost lease stops it (the cluster took this worker for dead and rolls
+// the model back, so nothing it trains now would count) with an error
+// wrapping ErrLeaseLost, which Recoverable holds: the worker, registered
+// again, resumes from the restored checkpoint.
+func (e *Env) attempt(ctx context.Context, m Model) error {
+	reg, err := e.Registration.Live(ctx)
+	if err != nil {
+		return fmt.Errorf("job: %w", err)
+	}
+	e.reg = reg
+	actx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	lost := make(chan struct{})
+	go func() {
+		defer close(lost)
+		select {
+		case <-reg.Lost():
+			cancel(fmt.Errorf("%w (%s)", ErrLeaseLost, e.Name))
+		case <-actx.Done():
+		}
+	}()
+	start, ok, err := checkpoint.Load(actx, e.Client, e.Name)
+	if err == nil {
+		if !ok {
+			err = m.Train(actx, e, nil)
+		} else {
+			err = m.Train(actx, e, &start)
+		}
+	}
+	cancel(nil)
+	<-lost
+	if cause := context.Cause(actx); errors.Is(cause, ErrLeaseLost) && ctx.Err() == nil {
+		e.Say("%v: the cluster takes this worker for dead and rolls back; registering again", cause)
+		if err == nil {
+			return cause
+		}
+		return fmt.Errorf("%w: %w", cause, err)
+	}
+	return err
 }
 
 // watchSnapshots follows the scheduler's snapshot attempts while the job
@@ -333,9 +353,31 @@ func (e *Env) restored(ctx context.Context, cause error) error {
 		return fmt.Errorf("job: %w (after %w)", err, cause)
 	}
 	// The rollback may be of this worker's own death (a frozen process
-	// whose lease expired): such a worker must not train on.
-	if err := e.Registration.CheckRegistered(ctx); err != nil {
-		return fmt.Errorf("%w (%s): %w", ErrLeaseLost, e.Name, err)
+	// whose lease expired): it trains on only registered again, a new
+	// member of the cluster, from the restored checkpoint (its requests
+	// of the old version are refused by the shards).
+	for {
+		reg, err := e.Registration.Live(ctx)
+		if err != nil {
+			return fmt.Errorf("%w (%s): %w", ErrLeaseLost, e.Name, err)
+		}
+		err = reg.CheckRegistered(ctx)
+		if err == nil {
+			if e.reg != nil && reg != e.reg {
+				e.Say("this worker's lease was lost (the cluster took it for dead): registering again done")
+			}
+			break
+		}
+		if !errors.Is(err, membership.ErrNotRegistered) {
+			return fmt.Errorf("%w (%s): %w", ErrLeaseLost, e.Name, err)
+		}
+		e.Say("this worker's lease was lost: the cluster took it for dead; registering again")
+		e.reg = nil // said
+		select {    // lost, and its keep-alive is about to say so: then registered again
+		case <-reg.Lost():
+		case <-ctx.Done():
+			return fmt.Errorf("%w (%s): %w", ErrLeaseLost, e.Name, err)
+		}
 	}
 	next, err := e.Conn.WaitShardMapVersion(ctx, resumed.Version)
 	if err != nil {

@@ -18,7 +18,7 @@ import (
 // dead, replaced or restored shard fail. The AMS client's errors wrap the
 // same sentinels over gRPC and on direct calls (see amspb.Errors).
 func Recoverable(err error) bool {
-	for _, target := range []error{ErrRestored, ams.ErrStaleVersion, ams.ErrUnavailable, context.Canceled, context.DeadlineExceeded} {
+	for _, target := range []error{ErrRestored, ErrLeaseLost, ams.ErrStaleVersion, ams.ErrUnavailable, context.Canceled, context.DeadlineExceeded} {
 		if errors.Is(err, target) {
 			return true
 		}
@@ -63,7 +63,11 @@ func (e *Env) Barrier(ctx context.Context, name string) error {
 			cancel(err)
 		}
 	}()
-	err := e.Conn.Barrier(bctx, e.Registration, fmt.Sprintf("%s-v%d", name, version), e.Workers())
+	reg, err := e.Registration.Live(bctx)
+	if err != nil {
+		return fmt.Errorf("job: barrier %s: %w", name, err)
+	}
+	err = e.Conn.Barrier(bctx, reg, fmt.Sprintf("%s-v%d", name, version), e.Workers())
 	if cause := context.Cause(bctx); err != nil && ctx.Err() == nil && cause != nil {
 		return cause
 	}

@@ -2,6 +2,7 @@ package membership
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"sync"
 	"time"
@@ -60,6 +61,27 @@ func (k *Kept) Current() *Registration {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	return k.cur
+}
+
+// Live returns the current registration once it is live: the current
+// one, or, when that is lost, the next one once it is made (or ctx's
+// error).
+func (k *Kept) Live(ctx context.Context) (*Registration, error) {
+	for {
+		r := k.Current()
+		select {
+		case <-r.Lost():
+		default:
+			return r, nil
+		}
+		select {
+		case <-ctx.Done():
+			return nil, context.Cause(ctx)
+		case <-k.done:
+			return nil, fmt.Errorf("membership: %s: no longer kept registered", k.member)
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
 }
 
 // Registrations returns how many registrations were made: 1, plus one per

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -221,7 +222,7 @@ func workerLease(t *testing.T, ctx context.Context, lc *cluster.Cluster, worker 
 }
 
 // checkRecoveredHistory checks, once the workers w are done, that each
-// ended without error, that worker-0 was restarted and some worker
+// ended without error, that worker-0 came back from its revoked lease and some worker
 // resumed after a restore, and that the model's history holds every
 // sample of the dataset train (perFile per file) once per epoch.
 func checkRecoveredHistory(t *testing.T, w *recoveryWorkers, train []string, epochs, perFile int) {
@@ -231,8 +232,11 @@ func checkRecoveredHistory(t *testing.T, w *recoveryWorkers, train []string, epo
 			t.Fatalf("worker %d: %v", i, err)
 		}
 	}
-	if w.restarts[0] == 0 {
-		t.Error("worker-0 was never restarted")
+	// worker-0's lease was revoked: it was taken for dead, and either
+	// registered again and resumed in its process (membership.Keep) or,
+	// had it died of it, was restarted by its supervisor.
+	if w.restarts[0] == 0 && !strings.Contains(w.logs[0].String(), "registering again") {
+		t.Error("worker-0 neither registered again nor was restarted after its lease was revoked")
 	}
 	restored := 0
 	var digest uint64

@@ -10,10 +10,13 @@ import (
 
 	"github.com/xdlgo/xps/ams/client"
 	"github.com/xdlgo/xps/cluster"
+	"github.com/xdlgo/xps/config"
 	"github.com/xdlgo/xps/internal/checkpoint"
 	"github.com/xdlgo/xps/internal/controlplane"
 	"github.com/xdlgo/xps/internal/testutil"
 	"github.com/xdlgo/xps/job"
+	"github.com/xdlgo/xps/snapshot"
+	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
 // batchLines is a progress writer that closes reached once n progress lines
@@ -119,5 +122,52 @@ func TestStopStoresWhatWasApplied(t *testing.T) {
 			t.Fatalf("run %d: the cluster moved from version %d to %d: the stop was taken for a death", run, version, sm.Version)
 		}
 		version = sm.Version
+	}
+}
+
+// TestLeaseLostWorkerResumes revokes a training worker's lease, as an etcd
+// outage longer than the TTL ends it. The cluster takes the worker for
+// dead and rolls back to its snapshot; the worker must not die of it
+// (before the fix it exited with ErrLeaseLost) but register again and
+// resume from the restored checkpoint, and end with every sample applied
+// once by the shards' account.
+func TestLeaseLostWorkerResumes(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	lc, err := cluster.Start(ctx, cluster.Options{Shards: 2, Prefix: "/xps/lease-resume-test", LeaseTTL: time.Second,
+		Config: config.Config{Snapshot: snapshot.Policy{Store: t.TempDir(), Every: -1}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lc.Close()
+	cfg := smallConfig() // 8000 samples, 2 epochs, batches of 64
+	progress := newBatchLines(20)
+	cfg.Train.ProgressEvery = time.Nanosecond
+	done := make(chan error, 1)
+	var res JobResult
+	go func() {
+		var err error
+		res, err = RunJob(ctx, job.Options{Config: cfg, Etcd: lc.Etcd(), Prefix: lc.Prefix(), Progress: progress, LeaseTTL: time.Second})
+		done <- err
+	}()
+	select {
+	case <-progress.reached:
+	case err := <-done:
+		t.Fatalf("the job ended before its lease was revoked: %v\n%s", err, progress.String())
+	}
+	resp, err := lc.Etcd().Get(ctx, lc.Prefix()+"/members/worker/worker-0")
+	if err != nil || len(resp.Kvs) != 1 {
+		t.Fatalf("the worker's member key: %v, %v", resp, err)
+	}
+	if _, err := lc.Etcd().Revoke(ctx, clientv3.LeaseID(resp.Kvs[0].Lease)); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; err != nil {
+		t.Fatalf("the job after its lease was revoked: %v\n%s", err, progress.String())
+	}
+	v := res.ExactlyOnce
+	if res.Restores < 1 || v == nil || !v.Exact || v.Samples != 16000 || v.Batches != 250 {
+		t.Fatalf("%d restores; the shards' account %+v; want a restore and 16000 samples in 250 batches applied once\n%s",
+			res.Restores, v, progress.String())
 	}
 }
