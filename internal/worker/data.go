@@ -225,6 +225,10 @@ func peek(open func(int, reader.Position) (reader.Source, error), sh *shapeFinde
 		return err
 	}
 	defer src.Close()
+	if m, ok := src.(*memorySource); ok { // its groups' positions are in memory: name the files they were read from
+		sh.origin = m.origin
+		defer func() { sh.origin = nil }()
+	}
 	g := new(reader.Group)
 	for n := 0; n < peekSamples; n += g.NumSamples() {
 		err := src.Next(context.Background(), g)
@@ -242,9 +246,18 @@ func peek(open func(int, reader.Position) (reader.Source, error), sh *shapeFinde
 // shapeFinder collects the fields of sample groups: the largest field, the
 // level of the line each field is first seen on, and dense widths.
 type shapeFinder struct {
-	fields int
+	fields int // 1 + the largest field, at most MaxFields+1
 	level  map[uint32]int
 	dense  map[uint32]int
+	// big is the largest field too large for a model (>= MaxFields) and
+	// bigAt where it was first seen (see where); bigSeen says there is one.
+	big     uint32
+	bigAt   string
+	bigSeen bool
+	// origin, when set, returns the group a memory source's group (at a
+	// position of MemoryName) was copied from, which knows where it was
+	// read.
+	origin func(reader.Position) *reader.Group
 	err    error
 }
 
@@ -255,17 +268,11 @@ func (s *shapeFinder) add(g *reader.Group) {
 	for k := range g.Levels {
 		l := &g.Levels[k]
 		for _, f := range l.Fields {
-			s.fields = max(s.fields, int(min(f, MaxFields))+1)
-			if _, ok := s.level[f]; !ok {
-				s.level[f] = k
-			}
+			s.field(f, k, g)
 		}
 		for i := 0; i < l.Len(); i++ {
 			l.Dense(i, func(f uint32, v []float32) {
-				s.fields = max(s.fields, int(min(f, MaxFields))+1)
-				if _, ok := s.level[f]; !ok {
-					s.level[f] = k
-				}
+				s.field(f, k, g)
 				if w, ok := s.dense[f]; ok && w != len(v) && s.err == nil {
 					s.err = fmt.Errorf("worker: dense field %d has vectors of %d and %d values", f, w, len(v))
 				}
@@ -273,6 +280,41 @@ func (s *shapeFinder) add(g *reader.Group) {
 			})
 		}
 	}
+}
+
+// field records field f, seen on a line of level k of g.
+func (s *shapeFinder) field(f uint32, k int, g *reader.Group) {
+	s.fields = max(s.fields, int(min(f, MaxFields))+1)
+	if _, ok := s.level[f]; !ok {
+		s.level[f] = k
+	}
+	if f >= MaxFields && (!s.bigSeen || f > s.big) {
+		s.big, s.bigAt, s.bigSeen = f, s.where(g), true
+	}
+}
+
+// where says where g was read, as words that follow "field N": its file
+// and line when known ("at train.libffm line 17", "in the group at
+// train.txt line 17" for a group of several lines), else its position.
+func (s *shapeFinder) where(g *reader.Group) string {
+	if s.origin != nil && g.Pos.File == MemoryName {
+		if o := s.origin(g.Pos); o != nil {
+			g = o
+		}
+	}
+	lines := 0
+	for k := range g.Levels {
+		lines += g.Levels[k].Len()
+	}
+	switch {
+	case g.Line > 0 && lines > 1:
+		return fmt.Sprintf(" in the group at %s line %d", g.Pos.File, g.Line)
+	case g.Line > 0:
+		return fmt.Sprintf(" at %s line %d", g.Pos.File, g.Line)
+	case g.Pos.File != "":
+		return fmt.Sprintf(" at position %v", g.Pos)
+	}
+	return ""
 }
 
 // shape returns the model shape: config values win over what the data
@@ -283,6 +325,9 @@ func (s *shapeFinder) shape(cfg config.Config, useLevels bool) (Shape, error) {
 	}
 	m := cfg.Model
 	n := max(m.Fields, len(m.FieldTables), len(m.FieldLevels))
+	if n > MaxFields {
+		return Shape{}, fmt.Errorf("worker: the config gives the model %d fields (model.fields, field_tables, field_levels), more than %d", n, MaxFields)
+	}
 	if m.Fields == 0 {
 		n = max(n, s.fields)
 	}
@@ -290,7 +335,8 @@ func (s *shapeFinder) shape(cfg config.Config, useLevels bool) (Shape, error) {
 		return Shape{}, fmt.Errorf("%w: the data has no features", ErrNoData)
 	}
 	if n > MaxFields {
-		return Shape{}, fmt.Errorf("worker: the model would have %d fields (1 + the largest field in the data), more than %d: check the data format (libFM fields are positions in the line) or set model.fields", n, MaxFields)
+		return Shape{}, fmt.Errorf("worker: field %d%s: the model would have %d fields (1 + the largest field in the data), more than %d: check the data format (libFM fields are positions in the line) or set model.fields",
+			s.big, s.bigAt, int64(s.big)+1, MaxFields)
 	}
 	sh := Shape{Fields: n, Levels: make([]int, n), DenseWidths: make([]int, n)}
 	for f := 0; f < n; f++ {
@@ -350,5 +396,6 @@ func sliceGroup(g *reader.Group, lo, hi int) *reader.Group {
 		c.AddLabels(g.SampleLabels(i)...)
 	}
 	c.Pos = reader.Position{File: g.Pos.File, Offset: g.Pos.Offset, Index: 0}
+	c.Line = g.Line
 	return c
 }

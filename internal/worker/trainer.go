@@ -274,7 +274,7 @@ func NewLayout(cfg config.Config, shape Shape) (*sparsenet.Layout, error) {
 		return nil, fmt.Errorf("%w: the model has no fields", ErrNoData)
 	}
 	if fields > MaxFields {
-		return nil, fmt.Errorf("worker: the model would have %d fields (1 + the largest field in the data), more than %d: check the data format (libFM fields are positions in the line) or set model.fields", fields, MaxFields)
+		return nil, fmt.Errorf("worker: the shape has %d fields, more than %d", fields, MaxFields)
 	}
 	tableIdx := map[string]int{}
 	dims := make([]int, len(cfg.Model.Tables))

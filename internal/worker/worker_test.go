@@ -125,6 +125,52 @@ func TestLoadDataBadLines(t *testing.T) {
 	}
 }
 
+// TestLoadDataFieldTooLarge checks that a field too large for a model is
+// named with the file and line it is on, whether the training data is
+// streamed or held in memory (shuffled), and in the test data.
+func TestLoadDataFieldTooLarge(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, body string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	good := write("good.libffm", "1 0:a:1 1:b:1\n0 0:a:1 1:c:1\n")
+	// Line 3 holds field 5000, line 4 field 4096: the larger is named.
+	bad := write("bad.libffm", "1 0:a:1 1:b:1\n# a comment\n0 0:a:1 5000:c:1\n1 4096:a:1\n")
+	for _, tc := range []struct {
+		name        string
+		train, test string
+		shuffle     bool
+		want        string
+	}{
+		{name: "streamed", train: bad, want: "field 5000 at " + bad + " line 3: the model would have 5001 fields"},
+		{name: "shuffled", train: bad, shuffle: true, want: "field 5000 at " + bad + " line 3: the model would have 5001 fields"},
+		{name: "test", train: good, test: bad, want: "field 5000 at " + bad + " line 3: the model would have 5001 fields"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := smallConfig()
+			cfg.Train.Shuffle = &tc.shuffle
+			var test []string
+			if tc.test != "" {
+				test = []string{tc.test}
+			}
+			_, err := LoadData(job.Options{Config: withJob(cfg, []string{tc.train}, test)}, []reader.FileSplit{{Path: tc.train}})
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("err = %v, want it to say %q", err, tc.want)
+			}
+		})
+	}
+	cfg := smallConfig()
+	cfg.Model.Fields = 5000
+	_, err := LoadData(job.Options{Config: withJob(cfg, []string{good}, nil)}, []reader.FileSplit{{Path: good}})
+	if err == nil || !strings.Contains(err.Error(), "the config gives the model 5000 fields") {
+		t.Fatalf("model.fields 5000: err = %v, want it to blame the config", err)
+	}
+}
+
 func TestNewRefusesBadInput(t *testing.T) {
 	cfg := smallConfig()
 	open := func(int) (reader.Source, error) { return newMemorySource(nil, false, 0, 0, reader.Position{}), nil }
@@ -147,8 +193,18 @@ func TestNewRefusesBadInput(t *testing.T) {
 	g.AddLine(0, 0, []uint32{100000}, []uint64{1}, []float32{1})
 	g.AddLabels(1)
 	sh.add(g)
-	if _, err := sh.shape(smallConfig(), false); err == nil || !strings.Contains(err.Error(), "fields") {
+	if _, err := sh.shape(smallConfig(), false); err == nil || !strings.Contains(err.Error(), "field 100000: the model would have 100001 fields") {
 		t.Fatalf("data with field 100000: %v, want an error about fields", err)
+	}
+	// A group of several lines is named by its first line.
+	g.Reset(2)
+	g.AddLine(1, 0, []uint32{200000}, []uint64{1}, []float32{1})
+	g.AddLine(0, 0, []uint32{1}, []uint64{1}, []float32{1})
+	g.AddLabels(1)
+	g.Pos, g.Line = reader.Position{File: "train.txt", Offset: 40}, 5
+	sh.add(g)
+	if _, err := sh.shape(smallConfig(), false); err == nil || !strings.Contains(err.Error(), "field 200000 in the group at train.txt line 5:") {
+		t.Fatalf("data with field 200000: %v, want an error naming the group", err)
 	}
 }
 
