@@ -58,7 +58,7 @@ func LoadData(opts job.Options, splits []reader.FileSplit) (Data, error) {
 // sourceData is the job's own Source, and its TestSource read into memory.
 func sourceData(opts job.Options, sh *shapeFinder) (Data, error) {
 	d := Data{Train: opts.Source, Desc: "the job's own sample source"}
-	if err := peek(d.Train, sh); err != nil {
+	if _, _, err := peek(d.Train, sh); err != nil {
 		return Data{}, err
 	}
 	if opts.TestSource != nil {
@@ -111,8 +111,18 @@ func fileData(opts job.Options, splits []reader.FileSplit, sh *shapeFinder) (Dat
 		d.Desc = fmt.Sprintf("%d file splits of %s (%s, in memory, %d chunks of up to %d samples shuffled per epoch)",
 			len(splits), train, format, len(chunks), cfg.Train.ShuffleChunk)
 	}
-	if err := peek(d.Train, sh); err != nil {
+	n, skipped, err := peek(d.Train, sh)
+	if err != nil {
 		return Data{}, err
+	}
+	// A worker of several may have a share without samples; the files of
+	// a worker of one are the whole training data.
+	if n == 0 && opts.Workers() == 1 {
+		paths := make([]string, len(splits))
+		for i, sp := range splits {
+			paths[i] = sp.Path
+		}
+		return Data{}, noSamples("training data", paths, malformed(skipped, format))
 	}
 	if d.Test, err = loadTest(opts.FS, cfg.Job.Test, format, policy, sh); err != nil {
 		return Data{}, err
@@ -196,7 +206,41 @@ func loadTest(fsys reader.FS, patterns []string, format reader.Format, policy re
 	if err != nil {
 		return nil, err
 	}
-	return readTest(src, sh)
+	test, err := readTest(src, sh)
+	if err == nil && len(test) == 0 {
+		err = noSamples("test data", paths, malformed(src.Stats().Skipped, format))
+	}
+	return test, err
+}
+
+// noSamples is the error of files (of what) that hold no samples; skipped
+// says what they held that was malformed ("" for nothing).
+func noSamples(what string, files []string, skipped string) error {
+	holds := "file " + strings.Join(files, ", ") + " holds"
+	if len(files) > 1 {
+		holds = "files " + strings.Join(files, ", ") + " hold"
+	}
+	if skipped != "" {
+		skipped = " (" + skipped + " skipped under train.on_error: skip)"
+	}
+	return fmt.Errorf("%w: %s: %s no samples%s", ErrNoData, what, holds, skipped)
+}
+
+// malformed counts n malformed inputs skipped, in the units of format
+// ("12 malformed lines"; groups for the group format), or is "" when n
+// is 0.
+func malformed(n int64, format reader.Format) string {
+	unit := "line"
+	if format == reader.SampleGroup {
+		unit = "group"
+	}
+	switch n {
+	case 0:
+		return ""
+	case 1:
+		return "1 malformed " + unit
+	}
+	return fmt.Sprintf("%d malformed %ss", n, unit)
 }
 
 // readTest reads the test set from src into memory, closes src and adds
@@ -218,11 +262,12 @@ func readAll(src reader.Source) ([]*reader.Group, error) {
 	return reader.ReadAll(context.Background(), src)
 }
 
-// peek feeds the first peekSamples training samples to sh.
-func peek(open func(int, reader.Position) (reader.Source, error), sh *shapeFinder) error {
+// peek feeds the first peekSamples training samples to sh and returns how
+// many it saw and how many malformed groups the source skipped.
+func peek(open func(int, reader.Position) (reader.Source, error), sh *shapeFinder) (samples int, skipped int64, err error) {
 	src, err := open(1, reader.Position{})
 	if err != nil {
-		return err
+		return 0, 0, err
 	}
 	defer src.Close()
 	if m, ok := src.(*memorySource); ok { // its groups' positions are in memory: name the files they were read from
@@ -230,17 +275,18 @@ func peek(open func(int, reader.Position) (reader.Source, error), sh *shapeFinde
 		defer func() { sh.origin = nil }()
 	}
 	g := new(reader.Group)
-	for n := 0; n < peekSamples; n += g.NumSamples() {
+	for samples < peekSamples {
 		err := src.Next(context.Background(), g)
 		if errors.Is(err, io.EOF) {
-			return nil
+			break
 		}
 		if err != nil {
-			return fmt.Errorf("worker: training data: %w", err)
+			return 0, 0, fmt.Errorf("worker: training data: %w", err)
 		}
 		sh.add(g)
+		samples += g.NumSamples()
 	}
-	return nil
+	return samples, src.Stats().Skipped, nil
 }
 
 // shapeFinder collects the fields of sample groups: the largest field, the

@@ -67,6 +67,15 @@
 // order; with shuffle: false files are streamed in order and positions are
 // file positions.
 //
+// # Data
+//
+// LoadData finds the model's shape in the first training samples and the
+// test set (config values win). Training files that hold no samples are
+// an error naming them (ErrNoData) for a worker of one, whose files are
+// the whole training data; a worker of several may have an empty share.
+// Test files that hold no samples are an error too. A Kafka topic without
+// messages is not: a stream may begin empty.
+//
 // # Progress
 //
 // Every train.progress_every a line gives samples/s, the epoch's running

@@ -3,6 +3,7 @@ package worker
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -122,6 +123,61 @@ func TestLoadDataBadLines(t *testing.T) {
 	d, err = LoadData(job.Options{Config: withJob(cfg, []string{train}, nil)}, []reader.FileSplit{{Path: filepath.Join(dir, "missing")}})
 	if err == nil {
 		t.Fatalf("a missing file loaded without error: %+v", d)
+	}
+}
+
+// TestLoadDataEmpty checks that training or test files without a sample
+// are an error naming them, whether the training data is streamed or held
+// in memory; an empty file among others is not, nor is an empty share of
+// a worker of several.
+func TestLoadDataEmpty(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, body string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	good := write("good.libffm", "1 0:a:1 1:b:1\n0 0:a:1 1:c:1\n")
+	empty := write("empty.libffm", "")
+	blank := write("blank.libffm", "# only a comment\n\n")
+	bad := write("bad.libffm", "1 0:a:1 1:x:oops\n0 0:a\n")
+	for _, tc := range []struct {
+		name        string
+		train, test []string
+		workers     int
+		want        string // "": no error
+	}{
+		{name: "empty-train", train: []string{empty}, test: []string{good}, want: "training data: file " + empty + " holds no samples"},
+		{name: "blank-train", train: []string{blank}, want: "training data: file " + blank + " holds no samples"},
+		{name: "empty-trains", train: []string{empty, blank}, test: []string{good},
+			want: "training data: files " + empty + ", " + blank + " hold no samples"},
+		{name: "malformed-train", train: []string{bad}, test: []string{good},
+			want: "training data: file " + bad + " holds no samples (2 malformed lines skipped under train.on_error: skip)"},
+		{name: "empty-test", train: []string{good}, test: []string{empty}, want: "test data: file " + empty + " holds no samples"},
+		{name: "empty-among-others", train: []string{empty, good}, test: []string{good}},
+		{name: "empty-share", train: []string{empty}, test: []string{good}, workers: 2},
+	} {
+		for _, shuffle := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/shuffle=%v", tc.name, shuffle), func(t *testing.T) {
+				cfg := withWorkers(withJob(smallConfig(), tc.train, tc.test), tc.workers)
+				cfg.Train.Shuffle, cfg.Train.OnError = &shuffle, "skip"
+				splits := make([]reader.FileSplit, len(tc.train))
+				for i, p := range tc.train {
+					splits[i] = reader.FileSplit{Path: p}
+				}
+				d, err := LoadData(job.Options{Config: cfg}, splits)
+				switch {
+				case tc.want == "" && err != nil:
+					t.Fatalf("err = %v, want none", err)
+				case tc.want == "" && d.Shape.Fields != 2:
+					t.Fatalf("shape %+v, want 2 fields", d.Shape)
+				case tc.want != "" && (!errors.Is(err, ErrNoData) || !strings.Contains(err.Error(), tc.want)):
+					t.Fatalf("err = %v, want ErrNoData saying %q", err, tc.want)
+				}
+			})
+		}
 	}
 }
 
