@@ -52,5 +52,7 @@
 //     error wrapping ErrLeaseLost, whatever failed after it.
 //
 // The job's summary common to every model (Summary) is filled by the
-// lifecycle; the model's own figures are its business.
+// lifecycle; the model's own figures are its business. A figure that may
+// be undefined (an AUC of one class) is a Metric, whose JSON is null
+// then: a summary always encodes.
 package job
