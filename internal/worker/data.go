@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"strings"
 
 	"github.com/xdlgo/xps/config"
@@ -27,7 +28,7 @@ type Data struct {
 	// Desc describes where the data came from, for humans.
 	Desc string
 	// BestAUC is the best achievable test AUC (the hidden teacher's own),
-	// known for generated data only.
+	// known for generated data only (and a test set of both classes).
 	BestAUC *float64
 }
 
@@ -164,7 +165,10 @@ func generatedData(opts job.Options, sh *shapeFinder) (Data, error) {
 			labels = append(labels, g.Label(i))
 		}
 	}
-	bestAUC := metrics.AUC(labels, probs)
+	var bestAUC *float64 // none for a test set of one class
+	if auc := metrics.AUC(labels, probs); !math.IsNaN(auc) {
+		bestAUC = &auc
+	}
 	shape, err := sh.shape(cfg, true)
 	if err != nil {
 		return Data{}, err
@@ -174,7 +178,7 @@ func generatedData(opts job.Options, sh *shapeFinder) (Data, error) {
 		Train: func(epoch int, start reader.Position) (reader.Source, error) {
 			return newMemorySource(train, shuffle, seed, uint64(epoch), start), nil
 		},
-		Test: test, Shape: shape, BestAUC: &bestAUC,
+		Test: test, Shape: shape, BestAUC: bestAUC,
 		Desc: fmt.Sprintf("generated CTR data (%d fields, %d user fields, %d train samples, seed %d)",
 			dc.Fields, dc.UserFields, dc.TrainSamples, dc.Seed)}, nil
 }

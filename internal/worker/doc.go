@@ -76,6 +76,14 @@
 // Test files that hold no samples are an error too. A Kafka topic without
 // messages is not: a stream may begin empty.
 //
+// # Summary
+//
+// A job's summary (JobResult) is printed as text and, with -json, as JSON.
+// Figures that may be undefined (an AUC of a test set of one class, the
+// progressive AUC of a run that trained no sample) are job.Metrics: NaN in
+// Go, null in JSON, with a note beside them saying why (test_auc_note,
+// auc_note), "undefined (one class)" in the text. The JSON always encodes.
+//
 // # Progress
 //
 // Every train.progress_every a line gives samples/s, the epoch's running

@@ -231,9 +231,13 @@ func (m *model) trainerOptions(env *job.Env, start checkpoint.Checkpoint) Option
 
 // WriteSummary writes the summary lines a worker prints at the end.
 func (r JobResult) WriteSummary(w io.Writer) {
-	fmt.Fprintf(w, "%s: trained %d samples (%d epochs) in %.1fs: %.0f samples/s on %d AMS shards\n",
+	fmt.Fprintf(w, "%s: trained %d samples (%d epochs) in %.1fs: %.0f samples/s on %d AMS shards",
 		r.Worker, r.Samples, r.Epochs, r.Seconds, r.SamplesPerSecond, r.Shards)
-	fmt.Fprintf(w, "%s: test AUC %.4f, logloss %.4f on %d samples", r.Worker, r.TestAUC, r.TestLogLoss, r.TestSamples)
+	if len(r.Evals) == 0 {
+		fmt.Fprintf(w, "\n%s: no test evaluation", r.Worker)
+	} else {
+		fmt.Fprintf(w, "\n%s: test AUC %s, logloss %s on %d samples", r.Worker, aucText(r.TestAUC, r.TestAUCNote), figure(r.TestLogLoss), r.TestSamples)
+	}
 	if r.BestAUC != nil {
 		fmt.Fprintf(w, " (best achievable AUC %.4f)", *r.BestAUC)
 	}

@@ -68,7 +68,7 @@ func TestTrainsGeneratedData(t *testing.T) {
 	if res.Samples != 16000 || res.Epochs != 2 || res.Shards != 2 || res.Fields != 6 {
 		t.Fatalf("result %+v", res)
 	}
-	if res.BestAUC == nil || res.TestAUC < 0.6 || res.TestAUC > *res.BestAUC+0.02 {
+	if res.BestAUC == nil || res.TestAUC < 0.6 || float64(res.TestAUC) > *res.BestAUC+0.02 {
 		t.Fatalf("test AUC %.4f, best achievable %v: the model did not learn", res.TestAUC, res.BestAUC)
 	}
 	if len(res.Evals) < 3 {
