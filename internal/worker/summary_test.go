@@ -15,7 +15,8 @@ import (
 
 // TestSummaryUndefinedFigures runs a job whose test set has one class: its
 // test AUC is undefined, and the JSON summary says null and why (it failed
-// to encode before), as does the text summary. A run that trains no sample (every epoch done
+// to encode before), as does the text summary, which also counts the
+// malformed line skipped. A run that trains no sample (every epoch done
 // before) has undefined progressive figures, which encode too.
 func TestSummaryUndefinedFigures(t *testing.T) {
 	lc, cl := startCluster(t, 1)
@@ -41,7 +42,8 @@ func TestSummaryUndefinedFigures(t *testing.T) {
 	}
 	var text strings.Builder
 	res.WriteSummary(&text)
-	for _, want := range []string{": trained 4 samples (1 epochs) in ", ": test AUC undefined (one class), logloss "} {
+	for _, want := range []string{": trained 4 samples (1 epochs) in ", "; skipped 1 malformed line\n",
+		": test AUC undefined (one class), logloss "} {
 		if !strings.Contains(text.String(), want) {
 			t.Errorf("the summary lacks %q:\n%s", want, text.String())
 		}
