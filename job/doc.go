@@ -57,5 +57,7 @@
 //     lost, and the next attempt starts under a live one.
 //
 // The job's summary common to every model (Summary) is filled by the
-// lifecycle; the model's own figures are its business.
+// lifecycle; the model's own figures are its business. A figure that may
+// be undefined (an AUC of one class) is a Metric, whose JSON is null
+// then: a summary always encodes.
 package job

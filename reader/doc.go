@@ -238,9 +238,11 @@
 //
 // # Positions
 //
-// A group returned by Next has Pos = {Path, offset of its first line, Index}
-// and Next = the position of the group after it, which is also what
-// Position() returns once Next has returned the group:
+// A group returned by Next has Pos = {Path, offset of its first line, Index},
+// Line = the physical line number of its first line when the read of the
+// file began at offset 0 (otherwise 0, unknown), and Next = the position of
+// the group after it, which is also what Position() returns once Next has
+// returned the group:
 //
 //   - {Path, offset of the next group's first line, 0} inside a split;
 //   - {next split's Path, next split's Start, 0} when the split has no more

@@ -41,6 +41,11 @@ type Group struct {
 	// Next is the position right after the group (the start of the next
 	// group, index 0).
 	Next Position
+	// Line is the 1-based physical line of the group's first line in
+	// Pos.File when the source knows it (a FileSource whose read of the
+	// file began at offset 0), otherwise 0. It is for messages about the
+	// data; positions are Pos's.
+	Line int64
 }
 
 // Level is one level of a group: its lines and their features, in CSR form.
@@ -122,7 +127,7 @@ func (g *Group) Reset(levels int) {
 	}
 	g.LabelOffsets = append(g.LabelOffsets[:0], 0)
 	g.Labels = g.Labels[:0]
-	g.Pos, g.Next = Position{}, Position{}
+	g.Pos, g.Next, g.Line = Position{}, Position{}, 0
 }
 
 // NumSamples returns the number of samples (level-0 lines), counting those
@@ -208,7 +213,7 @@ func (g *Group) CopyFrom(src *Group) {
 	}
 	g.LabelOffsets = append(g.LabelOffsets[:0], src.LabelOffsets...)
 	g.Labels = append(g.Labels[:0], src.Labels...)
-	g.Pos, g.Next = src.Pos, src.Next
+	g.Pos, g.Next, g.Line = src.Pos, src.Next, src.Line
 }
 
 // Clone returns a deep copy of g.

@@ -255,6 +255,10 @@ func (s *FileSource) Next(ctx context.Context, g *Group) error {
 			continue
 		}
 		path, off := s.splits[s.si].Path, s.pendOff
+		line := int64(0)
+		if s.exact {
+			line = s.pendLine
+		}
 		index, first := 0, s.resuming
 		if first {
 			s.resuming = false
@@ -278,7 +282,7 @@ func (s *FileSource) Next(ctx context.Context, g *Group) error {
 			continue
 		}
 		g.Pos = Position{File: path, Offset: off, Index: index}
-		g.Next = s.pos
+		g.Next, g.Line = s.pos, line
 		s.stats.Groups++
 		s.stats.Samples += int64(g.NumSamples() - index)
 		return nil

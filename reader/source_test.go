@@ -491,11 +491,16 @@ func TestFileSourcePositions(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer src.Close()
-	want := []struct{ pos, next Position }{
-		{Position{a, 4, 0}, Position{a, 12, 0}}, // the next group of a is in the next split
-		{Position{a, 19, 0}, Position{b, 0, 0}},
-		{Position{b, 4, 0}, Position{b, 19, 0}},
-		{Position{b, 19, 0}, Position{b, int64(len(c)), 0}},
+	// Line is the group's first physical line when the read of the file
+	// began at offset 0, and unknown (0) in a split that starts inside it.
+	want := []struct {
+		pos, next Position
+		line      int64
+	}{
+		{Position{a, 4, 0}, Position{a, 12, 0}, 2}, // the next group of a is in the next split
+		{Position{a, 19, 0}, Position{b, 0, 0}, 0},
+		{Position{b, 4, 0}, Position{b, 19, 0}, 2},
+		{Position{b, 19, 0}, Position{b, int64(len(c)), 0}, 6},
 	}
 	if p := src.Position(); p != (Position{a, 0, 0}) {
 		t.Errorf("initial position %v", p)
@@ -505,8 +510,8 @@ func TestFileSourcePositions(t *testing.T) {
 		if err := src.Next(context.Background(), &g); err != nil {
 			t.Fatal(err)
 		}
-		if g.Pos != w.pos || g.Next != w.next || src.Position() != w.next {
-			t.Errorf("group %d: pos %v next %v, want %v %v", i, g.Pos, g.Next, w.pos, w.next)
+		if g.Pos != w.pos || g.Next != w.next || src.Position() != w.next || g.Line != w.line {
+			t.Errorf("group %d: pos %v next %v line %d, want %v %v %d", i, g.Pos, g.Next, g.Line, w.pos, w.next, w.line)
 		}
 	}
 	if err := src.Next(context.Background(), &g); err != io.EOF {

@@ -65,7 +65,7 @@ func run(samples int, minAUC float64) error {
 		return err
 	}
 	res.WriteSummary(os.Stdout)
-	if auc := res.CTR.TestAUC; auc < minAUC {
+	if auc := float64(res.CTR.TestAUC); !(auc >= minAUC) { // an undefined AUC (NaN) fails too
 		return fmt.Errorf("test AUC %.4f is below %.4f: the model learned too little from the shop", auc, minAUC)
 	}
 	return nil

@@ -121,8 +121,8 @@ func envInt(t *testing.T, name string, def int64) int64 {
 // predecessor's lease still live waits for it to expire (or, should it
 // exit with membership.ErrMemberExists, is restarted too, as a supervisor
 // restarting a failed service would); any other exit of a shard or
-// scheduler, a worker's failure (but for the product bug of nanSummary),
-// or a worker's end before the gate opened fails the test.
+// scheduler, a worker's failure, or a worker's end before the gate opened
+// fails the test.
 //
 // CI runs the short variant (two kills, 400000 samples x 3 epochs). The
 // long one:
@@ -547,9 +547,6 @@ func (j *faultJob) healthy() {
 	j.t.Helper()
 	for _, s := range j.all {
 		ok, err := s.exit()
-		if ok && err != nil && s.kind == membership.KindWorker && nanSummary(s.output()) {
-			err = nil // the job ended: see nanSummary
-		}
 		switch {
 		case !ok:
 		case err != nil || s.kind != membership.KindWorker:
@@ -745,16 +742,12 @@ func (j *faultJob) end(res faultRun) faultRun {
 	})
 	j.healthy()
 	res.seconds = time.Since(j.began).Seconds()
-	tol := 1e-9
 	aucs := make([]float64, len(workers))
 	for i, w := range workers {
-		var exact bool
-		if aucs[i], exact = j.finalAUC(w); !exact {
-			tol = 5e-5 // a summary line's 4 decimals
-		}
+		aucs[i] = lastJSON(t, w.cur).TestAUC
 	}
 	for _, auc := range aucs[1:] {
-		if math.Abs(auc-aucs[0]) > tol {
+		if math.Abs(auc-aucs[0]) > 1e-9 {
 			t.Errorf("%s: the workers evaluated different models: AUC %.6f and %.6f", j.name, aucs[0], auc)
 		}
 	}
@@ -773,39 +766,6 @@ func (j *faultJob) end(res faultRun) faultRun {
 	}
 	res.applied, res.digest = appliedSamples(t, m)
 	return res
-}
-
-// finalAUC returns the test AUC of the final model a worker printed: from
-// its JSON summary (exact), or from its summary line (4 decimals) when it
-// could not print that (nanSummary).
-func (j *faultJob) finalAUC(w *slot) (auc float64, exact bool) {
-	out := w.output()
-	if !nanSummary(out) {
-		return lastJSON(j.t, w.cur).TestAUC, true
-	}
-	m := summaryAUCLine.FindStringSubmatch(out)
-	if m == nil {
-		j.t.Fatalf("%s: no test AUC in its summary:\n%s", w.name, out)
-	}
-	auc, _ = strconv.ParseFloat(m[1], 64)
-	j.t.Logf("%s: its last attempt trained no sample and -json failed on NaN (see nanSummary): AUC from its summary line", w.name)
-	return auc, false
-}
-
-// summaryAUCLine is the line of a worker's summary with the test AUC.
-var summaryAUCLine = regexp.MustCompile(`(?m): test AUC ([0-9.]+), logloss `)
-
-// nanSummary reports whether a worker's life ended as a product bug makes
-// it end (remove this once fixed): a worker whose last attempt trained no
-// sample (it resumed from a checkpoint with every epoch done, after a
-// rollback to a snapshot taken while it waited at the final barrier, or
-// the partitions dealt to it were read) has NaN progressive AUC and
-// logloss (metrics.Stream of no sample, worker.Result.Progressive), so with
-// -json it prints its summary, evaluated, then fails to encode it ("json:
-// unsupported value: NaN") and exits with status 1.
-func nanSummary(out string) bool {
-	return strings.Contains(out, ": trained 0 samples (") &&
-		strings.HasSuffix(strings.TrimSpace(out), "json: unsupported value: NaN")
 }
 
 // lives lists the slots that had more than one life, with their lives.

@@ -306,11 +306,22 @@ func (s *Scheduler) startRestore(ctx context.Context, a clusterfsm.Restore) {
 		} else {
 			keys, errs = s.restoreAll(ctx, m, uint64(a.Snapshot))
 		}
+		var failed int
+		var first error
 		for i, id := range a.Shards {
 			if errs[i] != nil {
 				s.log.Warn("restore failed", "shard", id, "snapshot", a.Snapshot.String(), "err", errs[i])
+				failed++
+				if first == nil {
+					first = errs[i]
+				}
 			}
 			s.report(ctx, opDone{ev: clusterfsm.RestoreDone{Shard: id, Snapshot: a.Snapshot, Version: a.Version, Err: errs[i]}, keys: keys})
+		}
+		if failed > 0 {
+			s.log.Warn("restore failed", "snapshot", a.Snapshot.String(), "version", a.Version, "failed_shards", failed,
+				"shards", len(a.Shards), "seconds", time.Since(start).Seconds(), "err", first)
+			return
 		}
 		s.log.Info("restore done", "snapshot", a.Snapshot.String(), "version", a.Version,
 			"seconds", time.Since(start).Seconds())

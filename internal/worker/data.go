@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"strings"
 
 	"github.com/xdlgo/xps/config"
@@ -27,7 +28,7 @@ type Data struct {
 	// Desc describes where the data came from, for humans.
 	Desc string
 	// BestAUC is the best achievable test AUC (the hidden teacher's own),
-	// known for generated data only.
+	// known for generated data only (and a test set of both classes).
 	BestAUC *float64
 }
 
@@ -58,7 +59,7 @@ func LoadData(opts job.Options, splits []reader.FileSplit) (Data, error) {
 // sourceData is the job's own Source, and its TestSource read into memory.
 func sourceData(opts job.Options, sh *shapeFinder) (Data, error) {
 	d := Data{Train: opts.Source, Desc: "the job's own sample source"}
-	if err := peek(d.Train, sh); err != nil {
+	if _, _, err := peek(d.Train, sh); err != nil {
 		return Data{}, err
 	}
 	if opts.TestSource != nil {
@@ -111,8 +112,18 @@ func fileData(opts job.Options, splits []reader.FileSplit, sh *shapeFinder) (Dat
 		d.Desc = fmt.Sprintf("%d file splits of %s (%s, in memory, %d chunks of up to %d samples shuffled per epoch)",
 			len(splits), train, format, len(chunks), cfg.Train.ShuffleChunk)
 	}
-	if err := peek(d.Train, sh); err != nil {
+	n, skipped, err := peek(d.Train, sh)
+	if err != nil {
 		return Data{}, err
+	}
+	// A worker of several may have a share without samples; the files of
+	// a worker of one are the whole training data.
+	if n == 0 && opts.Workers() == 1 {
+		paths := make([]string, len(splits))
+		for i, sp := range splits {
+			paths[i] = sp.Path
+		}
+		return Data{}, noSamples("training data", paths, malformed(skipped, format))
 	}
 	if d.Test, err = loadTest(opts.FS, cfg.Job.Test, format, policy, sh); err != nil {
 		return Data{}, err
@@ -154,7 +165,10 @@ func generatedData(opts job.Options, sh *shapeFinder) (Data, error) {
 			labels = append(labels, g.Label(i))
 		}
 	}
-	bestAUC := metrics.AUC(labels, probs)
+	var bestAUC *float64 // none for a test set of one class
+	if auc := metrics.AUC(labels, probs); !math.IsNaN(auc) {
+		bestAUC = &auc
+	}
 	shape, err := sh.shape(cfg, true)
 	if err != nil {
 		return Data{}, err
@@ -164,7 +178,7 @@ func generatedData(opts job.Options, sh *shapeFinder) (Data, error) {
 		Train: func(epoch int, start reader.Position) (reader.Source, error) {
 			return newMemorySource(train, shuffle, seed, uint64(epoch), start), nil
 		},
-		Test: test, Shape: shape, BestAUC: &bestAUC,
+		Test: test, Shape: shape, BestAUC: bestAUC,
 		Desc: fmt.Sprintf("generated CTR data (%d fields, %d user fields, %d train samples, seed %d)",
 			dc.Fields, dc.UserFields, dc.TrainSamples, dc.Seed)}, nil
 }
@@ -196,7 +210,41 @@ func loadTest(fsys reader.FS, patterns []string, format reader.Format, policy re
 	if err != nil {
 		return nil, err
 	}
-	return readTest(src, sh)
+	test, err := readTest(src, sh)
+	if err == nil && len(test) == 0 {
+		err = noSamples("test data", paths, malformed(src.Stats().Skipped, format))
+	}
+	return test, err
+}
+
+// noSamples is the error of files (of what) that hold no samples; skipped
+// says what they held that was malformed ("" for nothing).
+func noSamples(what string, files []string, skipped string) error {
+	holds := "file " + strings.Join(files, ", ") + " holds"
+	if len(files) > 1 {
+		holds = "files " + strings.Join(files, ", ") + " hold"
+	}
+	if skipped != "" {
+		skipped = " (" + skipped + " skipped under train.on_error: skip)"
+	}
+	return fmt.Errorf("%w: %s: %s no samples%s", ErrNoData, what, holds, skipped)
+}
+
+// malformed counts n malformed inputs skipped, in the units of format
+// ("12 malformed lines"; groups for the group format), or is "" when n
+// is 0.
+func malformed(n int64, format reader.Format) string {
+	unit := "line"
+	if format == reader.SampleGroup {
+		unit = "group"
+	}
+	switch n {
+	case 0:
+		return ""
+	case 1:
+		return "1 malformed " + unit
+	}
+	return fmt.Sprintf("%d malformed %ss", n, unit)
 }
 
 // readTest reads the test set from src into memory, closes src and adds
@@ -218,33 +266,48 @@ func readAll(src reader.Source) ([]*reader.Group, error) {
 	return reader.ReadAll(context.Background(), src)
 }
 
-// peek feeds the first peekSamples training samples to sh.
-func peek(open func(int, reader.Position) (reader.Source, error), sh *shapeFinder) error {
+// peek feeds the first peekSamples training samples to sh and returns how
+// many it saw and how many malformed groups the source skipped.
+func peek(open func(int, reader.Position) (reader.Source, error), sh *shapeFinder) (samples int, skipped int64, err error) {
 	src, err := open(1, reader.Position{})
 	if err != nil {
-		return err
+		return 0, 0, err
 	}
 	defer src.Close()
+	if m, ok := src.(*memorySource); ok { // its groups' positions are in memory: name the files they were read from
+		sh.origin = m.origin
+		defer func() { sh.origin = nil }()
+	}
 	g := new(reader.Group)
-	for n := 0; n < peekSamples; n += g.NumSamples() {
+	for samples < peekSamples {
 		err := src.Next(context.Background(), g)
 		if errors.Is(err, io.EOF) {
-			return nil
+			break
 		}
 		if err != nil {
-			return fmt.Errorf("worker: training data: %w", err)
+			return 0, 0, fmt.Errorf("worker: training data: %w", err)
 		}
 		sh.add(g)
+		samples += g.NumSamples()
 	}
-	return nil
+	return samples, src.Stats().Skipped, nil
 }
 
 // shapeFinder collects the fields of sample groups: the largest field, the
 // level of the line each field is first seen on, and dense widths.
 type shapeFinder struct {
-	fields int
+	fields int // 1 + the largest field, at most MaxFields+1
 	level  map[uint32]int
 	dense  map[uint32]int
+	// big is the largest field too large for a model (>= MaxFields) and
+	// bigAt where it was first seen (see where); bigSeen says there is one.
+	big     uint32
+	bigAt   string
+	bigSeen bool
+	// origin, when set, returns the group a memory source's group (at a
+	// position of MemoryName) was copied from, which knows where it was
+	// read.
+	origin func(reader.Position) *reader.Group
 	err    error
 }
 
@@ -255,17 +318,11 @@ func (s *shapeFinder) add(g *reader.Group) {
 	for k := range g.Levels {
 		l := &g.Levels[k]
 		for _, f := range l.Fields {
-			s.fields = max(s.fields, int(min(f, MaxFields))+1)
-			if _, ok := s.level[f]; !ok {
-				s.level[f] = k
-			}
+			s.field(f, k, g)
 		}
 		for i := 0; i < l.Len(); i++ {
 			l.Dense(i, func(f uint32, v []float32) {
-				s.fields = max(s.fields, int(min(f, MaxFields))+1)
-				if _, ok := s.level[f]; !ok {
-					s.level[f] = k
-				}
+				s.field(f, k, g)
 				if w, ok := s.dense[f]; ok && w != len(v) && s.err == nil {
 					s.err = fmt.Errorf("worker: dense field %d has vectors of %d and %d values", f, w, len(v))
 				}
@@ -273,6 +330,41 @@ func (s *shapeFinder) add(g *reader.Group) {
 			})
 		}
 	}
+}
+
+// field records field f, seen on a line of level k of g.
+func (s *shapeFinder) field(f uint32, k int, g *reader.Group) {
+	s.fields = max(s.fields, int(min(f, MaxFields))+1)
+	if _, ok := s.level[f]; !ok {
+		s.level[f] = k
+	}
+	if f >= MaxFields && (!s.bigSeen || f > s.big) {
+		s.big, s.bigAt, s.bigSeen = f, s.where(g), true
+	}
+}
+
+// where says where g was read, as words that follow "field N": its file
+// and line when known ("at train.libffm line 17", "in the group at
+// train.txt line 17" for a group of several lines), else its position.
+func (s *shapeFinder) where(g *reader.Group) string {
+	if s.origin != nil && g.Pos.File == MemoryName {
+		if o := s.origin(g.Pos); o != nil {
+			g = o
+		}
+	}
+	lines := 0
+	for k := range g.Levels {
+		lines += g.Levels[k].Len()
+	}
+	switch {
+	case g.Line > 0 && lines > 1:
+		return fmt.Sprintf(" in the group at %s line %d", g.Pos.File, g.Line)
+	case g.Line > 0:
+		return fmt.Sprintf(" at %s line %d", g.Pos.File, g.Line)
+	case g.Pos.File != "":
+		return fmt.Sprintf(" at position %v", g.Pos)
+	}
+	return ""
 }
 
 // shape returns the model shape: config values win over what the data
@@ -283,6 +375,9 @@ func (s *shapeFinder) shape(cfg config.Config, useLevels bool) (Shape, error) {
 	}
 	m := cfg.Model
 	n := max(m.Fields, len(m.FieldTables), len(m.FieldLevels))
+	if n > MaxFields {
+		return Shape{}, fmt.Errorf("worker: the config gives the model %d fields (model.fields, field_tables, field_levels), more than %d", n, MaxFields)
+	}
 	if m.Fields == 0 {
 		n = max(n, s.fields)
 	}
@@ -290,7 +385,8 @@ func (s *shapeFinder) shape(cfg config.Config, useLevels bool) (Shape, error) {
 		return Shape{}, fmt.Errorf("%w: the data has no features", ErrNoData)
 	}
 	if n > MaxFields {
-		return Shape{}, fmt.Errorf("worker: the model would have %d fields (1 + the largest field in the data), more than %d: check the data format (libFM fields are positions in the line) or set model.fields", n, MaxFields)
+		return Shape{}, fmt.Errorf("worker: field %d%s: the model would have %d fields (1 + the largest field in the data), more than %d: check the data format (libFM fields are positions in the line) or set model.fields",
+			s.big, s.bigAt, int64(s.big)+1, MaxFields)
 	}
 	sh := Shape{Fields: n, Levels: make([]int, n), DenseWidths: make([]int, n)}
 	for f := 0; f < n; f++ {
@@ -350,5 +446,6 @@ func sliceGroup(g *reader.Group, lo, hi int) *reader.Group {
 		c.AddLabels(g.SampleLabels(i)...)
 	}
 	c.Pos = reader.Position{File: g.Pos.File, Offset: g.Pos.Offset, Index: 0}
+	c.Line = g.Line
 	return c
 }

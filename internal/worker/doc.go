@@ -67,6 +67,23 @@
 // order; with shuffle: false files are streamed in order and positions are
 // file positions.
 //
+// # Data
+//
+// LoadData finds the model's shape in the first training samples and the
+// test set (config values win). Training files that hold no samples are
+// an error naming them (ErrNoData) for a worker of one, whose files are
+// the whole training data; a worker of several may have an empty share.
+// Test files that hold no samples are an error too. A Kafka topic without
+// messages is not: a stream may begin empty.
+//
+// # Summary
+//
+// A job's summary (JobResult) is printed as text and, with -json, as JSON.
+// Figures that may be undefined (an AUC of a test set of one class, the
+// progressive AUC of a run that trained no sample) are job.Metrics: NaN in
+// Go, null in JSON, with a note beside them saying why (test_auc_note,
+// auc_note), "undefined (one class)" in the text. The JSON always encodes.
+//
 // # Progress
 //
 // Every train.progress_every a line gives samples/s, the epoch's running

@@ -26,6 +26,8 @@ type JobResult struct {
 	BestAUC     *float64 `json:"best_auc,omitempty"`
 	// Stopped is set when a streaming job was stopped (it never ends by itself).
 	Stopped bool `json:"stopped,omitempty"`
+	// format is the training data's, whose units Skipped counts.
+	format reader.Format
 }
 
 // RunJob runs the CTR model's job (see package job): it registers the
@@ -62,6 +64,7 @@ func (m *model) close() {
 // the job's own source or the generated dataset.
 func (m *model) Prepare(ctx context.Context, env *job.Env) error {
 	cfg := env.Config
+	m.res.format, _ = reader.ParseFormat(cfg.Train.Format) // checked with the config
 	if env.FS == nil && env.Source == nil {
 		fsys, closer, err := hdfssrc.ForPaths(append(slices.Clone(cfg.Job.Train), cfg.Job.Test...), "")
 		if err != nil {
@@ -231,9 +234,16 @@ func (m *model) trainerOptions(env *job.Env, start checkpoint.Checkpoint) Option
 
 // WriteSummary writes the summary lines a worker prints at the end.
 func (r JobResult) WriteSummary(w io.Writer) {
-	fmt.Fprintf(w, "%s: trained %d samples (%d epochs) in %.1fs: %.0f samples/s on %d AMS shards\n",
+	fmt.Fprintf(w, "%s: trained %d samples (%d epochs) in %.1fs: %.0f samples/s on %d AMS shards",
 		r.Worker, r.Samples, r.Epochs, r.Seconds, r.SamplesPerSecond, r.Shards)
-	fmt.Fprintf(w, "%s: test AUC %.4f, logloss %.4f on %d samples", r.Worker, r.TestAUC, r.TestLogLoss, r.TestSamples)
+	if s := malformed(r.Skipped, r.format); s != "" {
+		fmt.Fprintf(w, "; skipped %s", s)
+	}
+	if len(r.Evals) == 0 {
+		fmt.Fprintf(w, "\n%s: no test evaluation", r.Worker)
+	} else {
+		fmt.Fprintf(w, "\n%s: test AUC %s, logloss %s on %d samples", r.Worker, aucText(r.TestAUC, r.TestAUCNote), figure(r.TestLogLoss), r.TestSamples)
+	}
 	if r.BestAUC != nil {
 		fmt.Fprintf(w, " (best achievable AUC %.4f)", *r.BestAUC)
 	}

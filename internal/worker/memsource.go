@@ -69,6 +69,15 @@ func (s *memorySource) Next(ctx context.Context, g *reader.Group) error {
 	}
 }
 
+// origin returns the group at position p of the source's order (nil when
+// p is not one of its positions).
+func (s *memorySource) origin(p reader.Position) *reader.Group {
+	if p.File != MemoryName || p.Offset < 0 || p.Offset >= int64(len(s.order)) {
+		return nil
+	}
+	return s.groups[s.order[p.Offset]]
+}
+
 func (s *memorySource) Position() reader.Position { return s.pos(s.next, s.index) }
 func (s *memorySource) Stats() reader.SourceStats { return s.stats }
 func (s *memorySource) Close() error              { s.closed = true; return nil }

@@ -135,10 +135,13 @@ var ErrReopen = errors.New("worker: reopen the training data")
 
 // Eval is one evaluation on the test set.
 type Eval struct {
-	AUC     float64 `json:"auc"`
-	LogLoss float64 `json:"logloss"`
-	Samples int     `json:"samples"`
-	Seconds float64 `json:"seconds"`
+	// AUC and LogLoss are undefined (NaN, null in JSON) when AUCNote
+	// says why: a test set of one class has no AUC.
+	AUC     job.Metric `json:"auc"`
+	LogLoss job.Metric `json:"logloss"`
+	AUCNote string     `json:"auc_note,omitempty"`
+	Samples int        `json:"samples"`
+	Seconds float64    `json:"seconds"`
 }
 
 // Result summarises a training run.
@@ -146,13 +149,16 @@ type Result struct {
 	Samples          int64   `json:"samples"`
 	Seconds          float64 `json:"seconds"`
 	SamplesPerSecond float64 `json:"samples_per_second"`
-	TestAUC          float64 `json:"test_auc"`
-	TestLogLoss      float64 `json:"test_logloss"`
-	TestSamples      int     `json:"test_samples"`
-	TrainLoss        float64 `json:"train_loss"`
-	Batches          int64   `json:"batches"`
-	Epochs           int     `json:"epochs"`
-	UniquePerBatch   float64 `json:"unique_ids_per_batch"`
+	// TestAUC, TestLogLoss, TestAUCNote and TestSamples are the last
+	// evaluation's (see Eval).
+	TestAUC        job.Metric `json:"test_auc"`
+	TestLogLoss    job.Metric `json:"test_logloss"`
+	TestAUCNote    string     `json:"test_auc_note,omitempty"`
+	TestSamples    int        `json:"test_samples"`
+	TrainLoss      float64    `json:"train_loss"`
+	Batches        int64      `json:"batches"`
+	Epochs         int        `json:"epochs"`
+	UniquePerBatch float64    `json:"unique_ids_per_batch"`
 	// Nodes[k] counts the level-k nodes of every batch trained on (Nodes[0]
 	// = Samples); Samples/Nodes[k] is the compression ratio at level k.
 	Nodes []int64 `json:"nodes_per_level"`
@@ -185,10 +191,13 @@ type Result struct {
 }
 
 // Progressive is a running quality figure over training predictions.
+// AUC and LogLoss are undefined (NaN, null in JSON) when AUCNote says why:
+// no sample was scored, or the samples scored have one class.
 type Progressive struct {
-	Samples int64   `json:"samples"`
-	AUC     float64 `json:"auc"`
-	LogLoss float64 `json:"logloss"`
+	Samples int64      `json:"samples"`
+	AUC     job.Metric `json:"auc"`
+	LogLoss job.Metric `json:"logloss"`
+	AUCNote string     `json:"auc_note,omitempty"`
 }
 
 // Trainer trains one worker's share of the data against the AMS shards.
@@ -274,7 +283,7 @@ func NewLayout(cfg config.Config, shape Shape) (*sparsenet.Layout, error) {
 		return nil, fmt.Errorf("%w: the model has no fields", ErrNoData)
 	}
 	if fields > MaxFields {
-		return nil, fmt.Errorf("worker: the model would have %d fields (1 + the largest field in the data), more than %d: check the data format (libFM fields are positions in the line) or set model.fields", fields, MaxFields)
+		return nil, fmt.Errorf("worker: the shape has %d fields, more than %d", fields, MaxFields)
 	}
 	tableIdx := map[string]int{}
 	dims := make([]int, len(cfg.Model.Tables))
@@ -442,7 +451,7 @@ func (t *Trainer) Run(ctx context.Context) (res Result, err error) {
 	res.Epochs = r.tk.Epochs()
 	if k := len(res.Evals); k > 0 {
 		last := res.Evals[k-1]
-		res.TestAUC, res.TestLogLoss, res.TestSamples = last.AUC, last.LogLoss, last.Samples
+		res.TestAUC, res.TestLogLoss, res.TestAUCNote, res.TestSamples = last.AUC, last.LogLoss, last.AUCNote, last.Samples
 	}
 	return res, nil
 }
@@ -472,7 +481,14 @@ func (r *run) summarize() {
 	res.PushWaitSeconds = r.t.pushWait.Seconds()
 	res.Positions = r.tk.Positions()
 	res.Applied, res.Digest = r.tk.Applied()
-	res.Progressive = Progressive{Samples: r.stream.N(), AUC: r.stream.AUC(), LogLoss: r.stream.LogLoss()}
+	p := Progressive{Samples: r.stream.N(), AUC: job.Metric(r.stream.AUC()), LogLoss: job.Metric(r.stream.LogLoss())}
+	switch {
+	case p.Samples == 0:
+		p.AUCNote = noteNoProgressive
+	case !p.AUC.Defined():
+		p.AUCNote = noteProgressiveOneClass
+	}
+	res.Progressive = p
 }
 
 // startSync checks, in sync mode, that the run resumes a sync checkpoint,
@@ -508,8 +524,8 @@ func (t *Trainer) evalAndReport(ctx context.Context, res *Result, when string) (
 	}
 	res.Evals = append(res.Evals, e)
 	if t.opts.Progress != nil {
-		fmt.Fprintf(t.opts.Progress, "%s: eval after %s: test AUC %.4f logloss %.4f (%d samples, %.1fs)\n",
-			t.opts.Name, when, e.AUC, e.LogLoss, e.Samples, e.Seconds)
+		fmt.Fprintf(t.opts.Progress, "%s: eval after %s: test AUC %s logloss %s (%d samples, %.1fs)\n",
+			t.opts.Name, when, aucText(e.AUC, e.AUCNote), figure(e.LogLoss), e.Samples, e.Seconds)
 	}
 	return e, nil
 }
@@ -644,6 +660,59 @@ func (t *Trainer) Evaluate(ctx context.Context) (Eval, error) {
 	if err := score(); err != nil {
 		return Eval{}, err
 	}
-	return Eval{AUC: metrics.AUC(labels, probs), LogLoss: metrics.LogLoss(labels, probs), Samples: len(labels),
-		Seconds: time.Since(start).Seconds()}, nil
+	e := Eval{AUC: job.Metric(metrics.AUC(labels, probs)), LogLoss: job.Metric(metrics.LogLoss(labels, probs)), Samples: len(labels),
+		Seconds: time.Since(start).Seconds()}
+	if !e.AUC.Defined() {
+		e.AUCNote = testAUCNote(labels)
+	}
+	return e, nil
+}
+
+// Why an AUC is undefined: the notes of the JSON summary (Eval.AUCNote,
+// Progressive.AUCNote).
+const (
+	noteTestOneClass        = "the test set has one class: AUC is undefined"
+	noteTestNoSamples       = "the test set has no samples: AUC and logloss are undefined"
+	noteTestNaN             = "the model predicted NaN: AUC and logloss are undefined"
+	noteNoProgressive       = "no training sample was scored: progressive AUC and logloss are undefined"
+	noteProgressiveOneClass = "the training samples scored have one class: progressive AUC is undefined"
+)
+
+// testAUCNote says why the test AUC of samples with labels is undefined.
+func testAUCNote(labels []float32) string {
+	if len(labels) == 0 {
+		return noteTestNoSamples
+	}
+	one := labels[0] > 0.5
+	for _, y := range labels {
+		if (y > 0.5) != one {
+			return noteTestNaN // both classes: a prediction was NaN
+		}
+	}
+	return noteTestOneClass
+}
+
+// aucText is an AUC for the text summary: its value, or "undefined" and
+// why, from its note, in short.
+func aucText(auc job.Metric, note string) string {
+	if auc.Defined() {
+		return fmt.Sprintf("%.4f", float64(auc))
+	}
+	switch note {
+	case noteTestOneClass:
+		return "undefined (one class)"
+	case noteTestNoSamples:
+		return "undefined (no samples)"
+	case noteTestNaN:
+		return "undefined (NaN predictions)"
+	}
+	return "undefined"
+}
+
+// figure is a metric for the text summary: its value, or "undefined".
+func figure(m job.Metric) string {
+	if m.Defined() {
+		return fmt.Sprintf("%.4f", float64(m))
+	}
+	return "undefined"
 }

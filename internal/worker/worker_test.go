@@ -3,6 +3,7 @@ package worker
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -67,7 +68,7 @@ func TestTrainsGeneratedData(t *testing.T) {
 	if res.Samples != 16000 || res.Epochs != 2 || res.Shards != 2 || res.Fields != 6 {
 		t.Fatalf("result %+v", res)
 	}
-	if res.BestAUC == nil || res.TestAUC < 0.6 || res.TestAUC > *res.BestAUC+0.02 {
+	if res.BestAUC == nil || res.TestAUC < 0.6 || float64(res.TestAUC) > *res.BestAUC+0.02 {
 		t.Fatalf("test AUC %.4f, best achievable %v: the model did not learn", res.TestAUC, res.BestAUC)
 	}
 	if len(res.Evals) < 3 {
@@ -125,6 +126,107 @@ func TestLoadDataBadLines(t *testing.T) {
 	}
 }
 
+// TestLoadDataEmpty checks that training or test files without a sample
+// are an error naming them, whether the training data is streamed or held
+// in memory; an empty file among others is not, nor is an empty share of
+// a worker of several.
+func TestLoadDataEmpty(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, body string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	good := write("good.libffm", "1 0:a:1 1:b:1\n0 0:a:1 1:c:1\n")
+	empty := write("empty.libffm", "")
+	blank := write("blank.libffm", "# only a comment\n\n")
+	bad := write("bad.libffm", "1 0:a:1 1:x:oops\n0 0:a\n")
+	for _, tc := range []struct {
+		name        string
+		train, test []string
+		workers     int
+		want        string // "": no error
+	}{
+		{name: "empty-train", train: []string{empty}, test: []string{good}, want: "training data: file " + empty + " holds no samples"},
+		{name: "blank-train", train: []string{blank}, want: "training data: file " + blank + " holds no samples"},
+		{name: "empty-trains", train: []string{empty, blank}, test: []string{good},
+			want: "training data: files " + empty + ", " + blank + " hold no samples"},
+		{name: "malformed-train", train: []string{bad}, test: []string{good},
+			want: "training data: file " + bad + " holds no samples (2 malformed lines skipped under train.on_error: skip)"},
+		{name: "empty-test", train: []string{good}, test: []string{empty}, want: "test data: file " + empty + " holds no samples"},
+		{name: "empty-among-others", train: []string{empty, good}, test: []string{good}},
+		{name: "empty-share", train: []string{empty}, test: []string{good}, workers: 2},
+	} {
+		for _, shuffle := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/shuffle=%v", tc.name, shuffle), func(t *testing.T) {
+				cfg := withWorkers(withJob(smallConfig(), tc.train, tc.test), tc.workers)
+				cfg.Train.Shuffle, cfg.Train.OnError = &shuffle, "skip"
+				splits := make([]reader.FileSplit, len(tc.train))
+				for i, p := range tc.train {
+					splits[i] = reader.FileSplit{Path: p}
+				}
+				d, err := LoadData(job.Options{Config: cfg}, splits)
+				switch {
+				case tc.want == "" && err != nil:
+					t.Fatalf("err = %v, want none", err)
+				case tc.want == "" && d.Shape.Fields != 2:
+					t.Fatalf("shape %+v, want 2 fields", d.Shape)
+				case tc.want != "" && (!errors.Is(err, ErrNoData) || !strings.Contains(err.Error(), tc.want)):
+					t.Fatalf("err = %v, want ErrNoData saying %q", err, tc.want)
+				}
+			})
+		}
+	}
+}
+
+// TestLoadDataFieldTooLarge checks that a field too large for a model is
+// named with the file and line it is on, whether the training data is
+// streamed or held in memory (shuffled), and in the test data.
+func TestLoadDataFieldTooLarge(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, body string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	good := write("good.libffm", "1 0:a:1 1:b:1\n0 0:a:1 1:c:1\n")
+	// Line 3 holds field 5000, line 4 field 4096: the larger is named.
+	bad := write("bad.libffm", "1 0:a:1 1:b:1\n# a comment\n0 0:a:1 5000:c:1\n1 4096:a:1\n")
+	for _, tc := range []struct {
+		name        string
+		train, test string
+		shuffle     bool
+		want        string
+	}{
+		{name: "streamed", train: bad, want: "field 5000 at " + bad + " line 3: the model would have 5001 fields"},
+		{name: "shuffled", train: bad, shuffle: true, want: "field 5000 at " + bad + " line 3: the model would have 5001 fields"},
+		{name: "test", train: good, test: bad, want: "field 5000 at " + bad + " line 3: the model would have 5001 fields"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := smallConfig()
+			cfg.Train.Shuffle = &tc.shuffle
+			var test []string
+			if tc.test != "" {
+				test = []string{tc.test}
+			}
+			_, err := LoadData(job.Options{Config: withJob(cfg, []string{tc.train}, test)}, []reader.FileSplit{{Path: tc.train}})
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("err = %v, want it to say %q", err, tc.want)
+			}
+		})
+	}
+	cfg := smallConfig()
+	cfg.Model.Fields = 5000
+	_, err := LoadData(job.Options{Config: withJob(cfg, []string{good}, nil)}, []reader.FileSplit{{Path: good}})
+	if err == nil || !strings.Contains(err.Error(), "the config gives the model 5000 fields") {
+		t.Fatalf("model.fields 5000: err = %v, want it to blame the config", err)
+	}
+}
+
 func TestNewRefusesBadInput(t *testing.T) {
 	cfg := smallConfig()
 	open := func(int) (reader.Source, error) { return newMemorySource(nil, false, 0, 0, reader.Position{}), nil }
@@ -147,8 +249,18 @@ func TestNewRefusesBadInput(t *testing.T) {
 	g.AddLine(0, 0, []uint32{100000}, []uint64{1}, []float32{1})
 	g.AddLabels(1)
 	sh.add(g)
-	if _, err := sh.shape(smallConfig(), false); err == nil || !strings.Contains(err.Error(), "fields") {
+	if _, err := sh.shape(smallConfig(), false); err == nil || !strings.Contains(err.Error(), "field 100000: the model would have 100001 fields") {
 		t.Fatalf("data with field 100000: %v, want an error about fields", err)
+	}
+	// A group of several lines is named by its first line.
+	g.Reset(2)
+	g.AddLine(1, 0, []uint32{200000}, []uint64{1}, []float32{1})
+	g.AddLine(0, 0, []uint32{1}, []uint64{1}, []float32{1})
+	g.AddLabels(1)
+	g.Pos, g.Line = reader.Position{File: "train.txt", Offset: 40}, 5
+	sh.add(g)
+	if _, err := sh.shape(smallConfig(), false); err == nil || !strings.Contains(err.Error(), "field 200000 in the group at train.txt line 5:") {
+		t.Fatalf("data with field 200000: %v, want an error naming the group", err)
 	}
 }
 

@@ -142,7 +142,15 @@ func Load(ctx context.Context, patterns []string, policy reader.ErrorPolicy) (*D
 	}
 	d.Skipped = src.Stats().Skipped
 	if d.Len() == 0 {
-		return nil, fmt.Errorf("%w: %s holds no sample", ErrNoData, strings.Join(patterns, ","))
+		holds := "file " + strings.Join(paths, ", ") + " holds"
+		if len(paths) > 1 {
+			holds = "files " + strings.Join(paths, ", ") + " hold"
+		}
+		var skipped string
+		if d.Skipped > 0 {
+			skipped = fmt.Sprintf(" (%d malformed lines skipped under train.on_error: skip)", d.Skipped)
+		}
+		return nil, fmt.Errorf("%w: %s no samples%s", ErrNoData, holds, skipped)
 	}
 	d.Desc = fmt.Sprintf("%d samples from %d files (%s)", d.Len(), len(paths), strings.Join(patterns, ","))
 	return d, nil

@@ -296,7 +296,7 @@ func TestBadInput(t *testing.T) {
 	lc := startCluster(t)
 	for _, tc := range []struct {
 		name        string
-		train       []string
+		train, test []string // test: good's when nil
 		edit        func(c *config.Config)
 		count       int
 		wantIs      error
@@ -308,7 +308,9 @@ func TestBadInput(t *testing.T) {
 		{name: "label-above-output", train: []string{bigLabel}, edit: func(c *config.Config) { c.Model.Output.Labels = 1000 },
 			wantIs: ErrBadData, wantStrings: []string{"label 4999", "1000 labels"}},
 		{name: "missing-file", train: []string{filepath.Join(dir, "nope.txt")}, wantStrings: []string{"nope.txt"}},
-		{name: "empty-file", train: []string{empty}, wantIs: ErrNoData, wantStrings: []string{"no sample"}},
+		{name: "empty-file", train: []string{empty}, wantIs: ErrNoData, wantStrings: []string{"training data: ", "file " + empty + " holds no samples"}},
+		{name: "empty-test", train: []string{good}, test: []string{empty}, wantIs: ErrNoData,
+			wantStrings: []string{"test data: ", "file " + empty + " holds no samples"}},
 		{name: "no-train", wantIs: ErrNoData, wantStrings: []string{"-train"}},
 		{name: "not-xml", train: []string{good}, edit: func(c *config.Config) { c.Train.Format = "libffm" },
 			wantIs: config.ErrInvalid, wantStrings: []string{"train.format", "want xml"}},
@@ -323,7 +325,11 @@ func TestBadInput(t *testing.T) {
 			if tc.edit != nil {
 				tc.edit(&cfg)
 			}
-			_, err := RunJob(testutil.Ctx(t, time.Minute), job.Options{Config: withJob(cfg, tc.train, []string{good}, tc.count), Etcd: lc.Etcd(),
+			test := tc.test
+			if test == nil {
+				test = []string{good}
+			}
+			_, err := RunJob(testutil.Ctx(t, time.Minute), job.Options{Config: withJob(cfg, tc.train, test, tc.count), Etcd: lc.Etcd(),
 				Prefix: lc.Prefix()})
 			if err == nil {
 				t.Fatal("no error")
