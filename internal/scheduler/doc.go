@@ -25,9 +25,14 @@
 //     snapshots and restores, which run in goroutines of their own and
 //     report back as events. Writes that must land (the recorded state, a
 //     resume, a failure) are retried until they do.
-//  5. If the scheduler's own lease is lost it stops (Done is closed, Err
-//     wraps [ErrLostRegistration]); [Scheduler.Close] stops it otherwise,
-//     waits for its goroutines and leaves the cluster gracefully.
+//  5. If the scheduler's own lease is lost (etcd unreachable for longer
+//     than the TTL) its leadership goes with it: it forgets the term
+//     (its operations end), registers again (membership.Keep) and
+//     campaigns again; a new term takes the cluster over as any new
+//     leader does (adoption). It stops on its own only when its etcd
+//     client is closed (Done is closed, Err wraps [ErrLostRegistration]);
+//     [Scheduler.Close] stops it otherwise, waits for its goroutines and
+//     leaves the cluster gracefully.
 //
 // # Invariants
 //

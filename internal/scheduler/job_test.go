@@ -134,3 +134,51 @@ func withClient(t *testing.T, conn *controlplane.Conn, fn func(*client.Client) e
 		t.Fatal(err)
 	}
 }
+
+// TestLeaseLostLeadsAgain revokes the leading scheduler's lease, as an
+// etcd outage longer than the TTL ends it: the scheduler must not stop
+// (before the fix it ended with ErrLostRegistration, and the job had no
+// scheduler) but register again, lead again and take the cluster over.
+func TestLeaseLostLeadsAgain(t *testing.T) {
+	srv := startEtcd(t)
+	cli := newClient(t, srv)
+	const p = "/xps/lease-lost-leads"
+	for _, id := range []string{"ams-0", "ams-1"} {
+		r := register(t, cli, p, membership.KindAMS, id, startShard(t, id))
+		defer r.Close()
+	}
+	opts := scheduler.Options{Prefix: p, ID: "sched-1", Shards: 2, Partitions: 8, LeaseTTL: time.Second,
+		TickInterval: 50 * time.Millisecond, Logger: testLogger(t)}
+	opts.Config.Snapshot.Store = t.TempDir()
+	s, err := scheduler.New(cli, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	eventually(t, 10*time.Second, "SERVING", func() bool { return s.Status().Phase == clusterfsm.Serving })
+	key := membership.MemberKey(p, membership.KindScheduler, "sched-1")
+	resp, err := cli.Get(testCtx(t), key)
+	if err != nil || len(resp.Kvs) != 1 {
+		t.Fatalf("the scheduler's member key: %v, %v", resp, err)
+	}
+	lease := clientv3.LeaseID(resp.Kvs[0].Lease)
+	if _, err := cli.Revoke(testCtx(t), lease); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 30*time.Second, "leading and SERVING again under a new lease", func() bool {
+		resp, err := cli.Get(testCtx(t), key)
+		if err != nil || len(resp.Kvs) != 1 || clientv3.LeaseID(resp.Kvs[0].Lease) == lease {
+			return false
+		}
+		now := clientv3.LeaseID(resp.Kvs[0].Lease)
+		// The election key, under the new lease: a new term.
+		el, err := cli.Get(testCtx(t), controlplane.LeaderKey(p), clientv3.WithPrefix())
+		return err == nil && len(el.Kvs) == 1 && clientv3.LeaseID(el.Kvs[0].Lease) == now &&
+			s.Leader() && s.Status().Phase == clusterfsm.Serving
+	})
+	select {
+	case <-s.Done():
+		t.Fatalf("the scheduler stopped: %v", s.Err())
+	default:
+	}
+}

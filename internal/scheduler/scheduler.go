@@ -184,7 +184,8 @@ type Scheduler struct {
 	conn   *controlplane.Conn
 	opts   Options
 	log    *slog.Logger
-	reg    *membership.Registration
+	reg    *membership.Kept         // registered again when its lease is lost
+	term   *membership.Registration // the registration this leadership term runs under
 	cancel context.CancelCauseFunc
 	done   chan struct{}
 	err    error // why run stopped; written before done is closed
@@ -245,8 +246,8 @@ func New(cli *clientv3.Client, opts Options) (*Scheduler, error) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
 	defer cancel()
-	reg, err := membership.Register(ctx, cli, opts.Prefix,
-		membership.Member{Kind: membership.KindScheduler, ID: opts.ID, Addr: opts.Addr}, opts.LeaseTTL)
+	reg, err := membership.Keep(ctx, cli, opts.Prefix,
+		membership.Member{Kind: membership.KindScheduler, ID: opts.ID, Addr: opts.Addr}, opts.LeaseTTL, opts.Logger)
 	if err != nil {
 		return nil, fmt.Errorf("scheduler: %w", err)
 	}
@@ -318,7 +319,20 @@ func (s *Scheduler) Close() error {
 
 func (s *Scheduler) run(ctx context.Context) {
 	defer close(s.done)
-	s.err = s.lead(ctx)
+	for {
+		tctx, cancel := context.WithCancel(ctx)
+		s.err = s.lead(tctx)
+		cancel()
+		if !errors.Is(s.err, ErrLostRegistration) || ctx.Err() != nil {
+			break
+		}
+		// The lease was lost (etcd unreachable for longer than the TTL):
+		// leadership went with it. Registered again, campaign again; the
+		// next term takes the cluster over as a new leader does
+		// (adoption), from what etcd holds.
+		s.log.Warn("lost the lease and the leadership: campaigning again", "err", s.err)
+		s.endTerm()
+	}
 	if cause := context.Cause(ctx); s.err == nil && !errors.Is(cause, context.Canceled) {
 		s.err = cause
 	}
@@ -333,8 +347,16 @@ func (s *Scheduler) run(ctx context.Context) {
 // waits here and takes over, resuming from etcd, when the leader leaves or
 // dies.
 func (s *Scheduler) lead(ctx context.Context) error {
+	reg, err := s.reg.Live(ctx)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil
+		}
+		return fmt.Errorf("scheduler: %w", err)
+	}
+	s.term = reg
 	s.log.Info("campaigning to lead the cluster", "id", s.opts.ID)
-	l, err := s.conn.Elect(ctx, s.reg, s.opts.ID)
+	l, err := s.conn.Elect(ctx, reg, s.opts.ID)
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil
@@ -364,6 +386,27 @@ func (s *Scheduler) lead(ctx context.Context) error {
 	return s.loop(ctx)
 }
 
+// endTerm forgets what a leadership term knew, once its operations are
+// done (their context ended with the term), so that the next term starts
+// as a new leader: from etcd and the snapshot store.
+func (s *Scheduler) endTerm() {
+	s.opsWG.Wait()
+	for {
+		select {
+		case <-s.done_: // reports of the term's operations: stale now
+			continue
+		default:
+		}
+		break
+	}
+	s.fsm, s.pending, s.snap, s.requested = nil, nil, nil, false
+	s.members, s.left, s.maps = make(map[string]tracked), make(map[string]bool), make(map[uint64]*ams.ShardMap)
+	s.modelKeys, s.jobID, s.samples = nil, "", sampleCount{}
+	s.mu.Lock()
+	s.mu.leader, s.mu.state = false, clusterfsm.State{Phase: clusterfsm.Forming}
+	s.mu.Unlock()
+}
+
 // Leader reports whether this scheduler leads the cluster (a standby does
 // not, until the leader goes away).
 func (s *Scheduler) Leader() bool {
@@ -388,7 +431,7 @@ func (s *Scheduler) loop(ctx context.Context) error {
 			select {
 			case <-ctx.Done():
 				return nil
-			case <-s.reg.Lost():
+			case <-s.term.Lost():
 				return fmt.Errorf("%w: %s", ErrLostRegistration, s.reg.Member())
 			case <-time.After(retry):
 			}
@@ -469,7 +512,7 @@ func (s *Scheduler) watch(ctx context.Context, rev int64, tick <-chan time.Time)
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
-		case <-s.reg.Lost():
+		case <-s.term.Lost():
 			return fmt.Errorf("%w: %s", ErrLostRegistration, s.reg.Member())
 		case now := <-tick:
 			s.step(ctx, clusterfsm.Tick{Now: now})
