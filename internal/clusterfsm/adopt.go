@@ -2,13 +2,20 @@ package clusterfsm
 
 import (
 	"fmt"
+	"maps"
 	"slices"
+	"strings"
 )
 
 // adoptionLoss notes the loss of m before the first tick decides on the
 // adopted cluster: a shard of its map, or a worker of its deal that did
 // not leave gracefully, takes state with it.
 func (c *Core) adoptionLoss(m Member, graceful bool, cause string) {
+	if !graceful && c.waitable(m) {
+		if cur, ok := c.members[m.key()]; !ok || cur.Life == m.Life {
+			return // its life may register again: the first tick decides
+		}
+	}
 	switch {
 	case m.Kind == KindAMS && slices.Contains(c.adopt.Shards, m.ID):
 	case m.Kind == KindWorker && slices.Contains(c.dealt, m.ID):
@@ -34,8 +41,17 @@ func (c *Core) decideAdoption(o *Output) {
 	c.adopt = nil
 	c.slots = slices.Clone(a.Shards)
 	dealt, redeal := c.dealt, c.adoptRedeal
-	why := c.adoptedStateLost(a, dealt)
+	why, away := c.adoptedStateLost(a, dealt)
 	c.dealt, c.adoptRedeal, c.adoptLost = nil, false, ""
+	if why == "" && len(away) > 0 {
+		// Members of the adopted cluster are not live, but their lives
+		// may register again with their state: wait for them, paused.
+		c.setState(o, State{Phase: Degraded, Version: a.Version}, fmt.Sprintf("adopting v%d: waiting for %s", a.Version,
+			strings.Join(slices.Sorted(maps.Keys(away)), ", ")))
+		c.emit(o, PauseWorkers{Version: a.Version})
+		c.away, c.awaySince = away, c.now
+		return
+	}
 	if why != "" {
 		cause := fmt.Sprintf("adopting v%d: %s", a.Version, why)
 		// Workers may be training at a.Version, or paused by the previous
@@ -58,28 +74,55 @@ func (c *Core) decideAdoption(o *Output) {
 	c.dealAnew(o)
 }
 
+// waitable reports whether m is a member of the adopted cluster whose
+// life the previous leader recorded, and that may be waited for.
+func (c *Core) waitable(m Member) bool {
+	a := c.adopt
+	return c.opts.RejoinWait > 0 && m.Life != "" && a != nil && a.Lives[m.key()] == m.Life &&
+		(m.Kind == KindAMS && slices.Contains(a.Shards, m.ID) || m.Kind == KindWorker && slices.Contains(c.dealt, m.ID))
+}
+
 // adoptedStateLost says why the state of the adopted cluster is lost, or
-// returns "" when it is intact.
-func (c *Core) adoptedStateLost(a *Adopted, dealt []string) string {
+// returns "" when it is intact but for the members of away (by
+// "kind/id", with their recorded lives), which are not live and may
+// register again.
+func (c *Core) adoptedStateLost(a *Adopted, dealt []string) (string, map[string]string) {
 	if c.adoptLost != "" {
-		return c.adoptLost
+		return c.adoptLost, nil
 	}
 	if !a.Serving {
-		return "it was not serving"
+		return "it was not serving", nil
+	}
+	away := map[string]string{}
+	check := func(kind Kind, id string) string {
+		key := string(kind) + "/" + id
+		life := a.Lives[key]
+		m, ok := c.members[key]
+		switch {
+		case !ok && life != "" && c.opts.RejoinWait > 0:
+			away[key] = life
+		case !ok && kind == KindAMS:
+			return fmt.Sprintf("shard %s is not live", id)
+		case !ok:
+			return fmt.Sprintf("worker %s is gone", id)
+		case life != "" && m.Life != "":
+			if m.Life != life {
+				return fmt.Sprintf("%v is another life than the one recorded", m)
+			}
+		case kind == KindAMS && a.MaxIncarnation != 0 && m.Incarnation > a.MaxIncarnation:
+			return fmt.Sprintf("%v registered after the map", m)
+		}
+		return ""
 	}
 	for _, id := range a.Shards {
-		m, ok := c.members[string(KindAMS)+"/"+id]
-		switch {
-		case !ok:
-			return fmt.Sprintf("shard %s is not live", id)
-		case a.MaxIncarnation != 0 && m.Incarnation > a.MaxIncarnation:
-			return fmt.Sprintf("%v registered after the map", m)
+		if why := check(KindAMS, id); why != "" {
+			return why, nil
 		}
 	}
 	for _, id := range dealt {
-		if !c.live(KindWorker, id) {
-			return fmt.Sprintf("worker %s is gone", id)
+		if why := check(KindWorker, id); why != "" {
+			return why, nil
 		}
 	}
-	return ""
+	return "", away
 }

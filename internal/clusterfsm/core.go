@@ -2,6 +2,7 @@ package clusterfsm
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -50,6 +51,13 @@ type Core struct {
 	// adoptLost says why the adopted state is lost, if a mapped shard or
 	// a dealt worker was lost before the first tick; else "".
 	adoptLost string
+
+	// away holds the members waited for (Options.RejoinWait), by
+	// "kind/id", with the life that may come back: while it is not empty
+	// the cluster is DEGRADED, nothing is restored, and awaySince is when
+	// the wait began.
+	away      map[string]string
+	awaySince time.Time
 }
 
 // New returns a Core in state FORMING, or an error wrapping ErrBadOptions.
@@ -59,6 +67,7 @@ func New(opts Options) (*Core, error) {
 	if opts.Adopt != nil {
 		a := *opts.Adopt
 		a.Shards, a.Workers, a.Left = slices.Clone(a.Shards), slices.Clone(a.Workers), slices.Clone(a.Left)
+		a.Lives = maps.Clone(a.Lives)
 		opts.Adopt = &a
 	}
 	opts.EnsureDefaults()
@@ -75,6 +84,7 @@ func New(opts Options) (*Core, error) {
 		opts:     opts,
 		state:    State{Phase: Forming, Version: opts.LastVersion},
 		members:  make(map[string]Member),
+		away:     make(map[string]string),
 		good:     good,
 		lastSnap: opts.LastSnapshot,
 		adopt:    opts.Adopt,
@@ -187,6 +197,10 @@ func (c *Core) tick(o *Output, now time.Time) {
 		c.decideAdoption(o)
 		return
 	}
+	if len(c.away) > 0 && now.Sub(c.awaySince) >= c.opts.RejoinWait {
+		c.awayLost(o, fmt.Sprintf("%s not back within %v", strings.Join(slices.Sorted(maps.Keys(c.away)), ", "), c.opts.RejoinWait))
+		return
+	}
 	if c.state.Phase != Serving || c.pending != 0 || c.opts.SnapshotEvery == 0 {
 		return
 	}
@@ -204,9 +218,27 @@ func (c *Core) join(o *Output, m Member) {
 		o.Rejected = err
 		return
 	}
+	if life, ok := c.away[m.key()]; ok {
+		delete(c.away, m.key())
+		c.members[m.key()] = m
+		if m.Life != life {
+			c.awayLost(o, fmt.Sprintf("%v came back as another life", m))
+			return
+		}
+		if len(c.away) == 0 {
+			c.rejoined(o, "rejoined "+m.String())
+		}
+		return
+	}
 	if old, ok := c.members[m.key()]; ok {
 		if old == m {
 			o.Rejected = fmt.Errorf("%w: %v already joined", ErrStale, m)
+			return
+		}
+		if c.opts.RejoinWait > 0 && m.Life != "" && old.Life == m.Life {
+			// Registered again in the same life (its lease expired
+			// unseen): its state is intact, nothing was lost.
+			c.members[m.key()] = m
 			return
 		}
 		// A new life under the same id: the old one is gone, though the
@@ -223,7 +255,7 @@ func (c *Core) join(o *Output, m Member) {
 	switch {
 	case c.state.Phase == Forming && c.adopt == nil && m.Kind != KindScheduler:
 		c.tryForm(o, cause)
-	case c.state.Phase == Degraded && m.Kind == KindAMS:
+	case c.state.Phase == Degraded && m.Kind == KindAMS && len(c.away) == 0: // else a spare waits
 		c.tryRestore(o, cause)
 	case c.state.Phase == Serving && m.Kind == KindWorker:
 		c.dealAnew(o)
@@ -248,6 +280,18 @@ func (c *Core) leave(o *Output, ev Left) {
 func (c *Core) lost(o *Output, m Member, graceful bool, cause string) {
 	if c.adopt != nil {
 		c.adoptionLoss(m, graceful, cause)
+		return
+	}
+	if !graceful && c.mayRejoin(m) {
+		if c.state.Phase == Serving {
+			c.degrade(o, cause)
+			c.awaySince = c.now
+		}
+		c.away[m.key()] = m.Life
+		return
+	}
+	if len(c.away) > 0 && (m.Kind == KindWorker && !graceful || m.Kind == KindAMS && slices.Contains(c.slots, m.ID)) {
+		c.awayLost(o, cause) // state lost while waiting: restore now
 		return
 	}
 	switch m.Kind {
@@ -280,6 +324,46 @@ func (c *Core) lost(o *Output, m Member, graceful bool, cause string) {
 		c.degrade(o, cause)
 		c.tryRestore(o, cause)
 	}
+}
+
+// mayRejoin reports whether m, whose lease expired, is waited for rather
+// than lost: its life is known, the wait is on, and it is a mapped shard
+// or a worker of a cluster serving (or already waiting).
+func (c *Core) mayRejoin(m Member) bool {
+	if c.opts.RejoinWait <= 0 || m.Life == "" {
+		return false
+	}
+	if cur, ok := c.members[m.key()]; ok && cur.Life != m.Life {
+		return false // replaced by another life: dead
+	}
+	if c.state.Phase != Serving && !(c.state.Phase == Degraded && len(c.away) > 0) {
+		return false
+	}
+	return m.Kind == KindWorker || m.Kind == KindAMS && slices.Contains(c.slots, m.ID)
+}
+
+// awayLost ends the wait for the away members: state was lost after all
+// (a member came back as another life, another was lost, or the wait ran
+// out). The cluster, DEGRADED, restores as after any loss.
+func (c *Core) awayLost(o *Output, cause string) {
+	clear(c.away)
+	c.awaySince = time.Time{}
+	c.tryRestore(o, cause)
+}
+
+// rejoined serves on at the version the cluster was DEGRADED at: every
+// member waited for came back in its life, with its state, and nothing
+// else was lost. The map is the same: deal the data among the live
+// workers and resume.
+func (c *Core) rejoined(o *Output, cause string) {
+	c.awaySince = time.Time{}
+	v := c.state.Version
+	c.setState(o, State{Phase: Serving, Version: v}, cause)
+	c.model = true
+	c.redeal = false
+	c.snapMark = c.now
+	c.emit(o, AssignReaders{Version: v, Workers: c.ids(KindWorker)})
+	c.emit(o, Resume{Version: v})
 }
 
 // degrade leaves SERVING: abort the snapshot in progress, pause workers.
@@ -423,7 +507,7 @@ func (c *Core) snapshotDone(o *Output, ev SnapshotDone) {
 	switch {
 	case c.state.Phase == Serving && c.redeal:
 		c.dealAnew(o)
-	case c.state.Phase == Degraded:
+	case c.state.Phase == Degraded && len(c.away) == 0:
 		c.tryRestore(o, ev.String())
 	}
 }

@@ -78,6 +78,21 @@
 //   - A shard dies while RESTORING: the attempt is abandoned (DEGRADED);
 //     once its slot is filled again a new attempt of the same snapshot
 //     runs at a new version.
+//   - Lost leases that come back (Options.RejoinWait). A mapped shard or
+//     a worker whose lease expires while SERVING may still be running,
+//     cut off from etcd (an etcd outage, a network cut), with its state;
+//     when its life (Member.Life) is known the core waits for it,
+//     DEGRADED with workers paused, restoring nothing. If every member
+//     waited for registers again in the same life and nothing else was
+//     lost, the cluster serves on at the same version (AssignReaders,
+//     Resume): an outage costs a pause, not a restore. A member back as
+//     another life, another loss, or the wait running out (at a Tick)
+//     restores as after any loss; a spare shard that joins meanwhile
+//     waits too. An adopted cluster waits likewise for the members of
+//     Adopted.Lives not live at its first Tick, and counts a live member
+//     in its recorded life as holding its state whatever its
+//     incarnation. A new incarnation of a live member in the same life
+//     (its lease expired unseen) loses nothing.
 //   - A second failure while DEGRADED only empties another slot.
 //   - A restore fails on any shard: the snapshot is taken as bad (the
 //     driver retries passing errors itself) and the previous good one is

@@ -64,6 +64,18 @@ type Options struct {
 	// waited for when adopting. The default value is nil: form a new
 	// cluster.
 	Adopt *Adopted
+	// RejoinWait is how long the core waits, after a mapped shard or a
+	// worker lost its lease while SERVING (Left, not graceful), for the
+	// same life (Member.Life) to register again: the cluster is DEGRADED
+	// meanwhile, workers paused, and nothing is restored. When every such
+	// member is back in its life, and nothing else was lost, the cluster
+	// serves on at the same version (Resume): a member cut off from etcd
+	// for a while (an etcd outage, a network cut) costs a pause, not a
+	// restore. A member back as another life, another loss, or the wait
+	// running out restores as after any loss. An adopted cluster waits
+	// likewise for the members that Adopted.Lives names. The default
+	// value is 0: no wait, every lost lease restores.
+	RejoinWait time.Duration
 }
 
 // Adopted describes the cluster a previous leader left behind, as the
@@ -127,6 +139,13 @@ type Adopted struct {
 	// revision of the shard map key (member Incarnations being create
 	// revisions). The default value is 0: any incarnation counts.
 	MaxIncarnation int64
+	// Lives are the lives (Member.Life) of the shards of Shards and of
+	// the workers of Workers, by "kind/id", as the previous leader
+	// recorded them. A member live in its recorded life holds its state,
+	// whatever its Incarnation; one live in another life does not; one
+	// not live is waited for (Options.RejoinWait) instead of lost. The
+	// default value is none: Incarnations decide, as above.
+	Lives map[string]string
 }
 
 // EnsureDefaults fills zero fields with their default values, raises
@@ -159,6 +178,9 @@ func (o *Options) Validate() error {
 	}
 	if o.Keep < 1 {
 		errs = append(errs, fmt.Errorf("%w: Keep %d is below 1", ErrBadOptions, o.Keep))
+	}
+	if o.RejoinWait < 0 {
+		errs = append(errs, fmt.Errorf("%w: RejoinWait %v is negative", ErrBadOptions, o.RejoinWait))
 	}
 	if slices.Contains(o.Snapshots, 0) {
 		errs = append(errs, fmt.Errorf("%w: Snapshots holds the zero id", ErrBadOptions))

@@ -46,6 +46,9 @@ func randomOptions(r chooser) Options {
 		o.LastVersion = uint64(r.IntN(10))
 	}
 	if r.IntN(3) == 0 {
+		o.RejoinWait = time.Duration(1+r.IntN(90)) * time.Second
+	}
+	if r.IntN(3) == 0 {
 		o.Adopt = randomAdopted(r, o.Shards)
 		o.LastVersion = min(o.LastVersion, o.Adopt.Version)
 	}
@@ -77,6 +80,19 @@ func randomAdopted(r chooser, shards int) *Adopted {
 	if r.IntN(2) == 0 {
 		a.MaxIncarnation = int64(2 + r.IntN(3))
 	}
+	if r.IntN(2) == 0 { // lives recorded for some members
+		a.Lives = map[string]string{}
+		for _, id := range a.Shards {
+			if r.IntN(3) != 0 {
+				a.Lives[string(KindAMS)+"/"+id] = "l" + strconv.Itoa(r.IntN(2))
+			}
+		}
+		for _, id := range a.Workers {
+			if r.IntN(3) != 0 {
+				a.Lives[string(KindWorker)+"/"+id] = "l" + strconv.Itoa(r.IntN(2))
+			}
+		}
+	}
 	return a
 }
 
@@ -89,7 +105,11 @@ func initialSync(r chooser, a *Adopted, shards int) []Event {
 		if r.IntN(4) == 0 {
 			inc = int64(1 + r.IntN(4))
 		}
-		evs = append(evs, Joined{Member: Member{Kind: kind, ID: id, Incarnation: inc}})
+		m := Member{Kind: kind, ID: id, Incarnation: inc}
+		if r.IntN(2) == 0 {
+			m.Life = "l" + strconv.Itoa(r.IntN(2))
+		}
+		evs = append(evs, Joined{Member: m})
 	}
 	for i := range shards + 2 {
 		id := "ams-" + strconv.Itoa(i)
@@ -120,6 +140,9 @@ func randomEvent(r chooser, c *Core, now *time.Time, shards int) Event {
 			m = Member{Kind: KindScheduler, ID: "sched-0"}
 		}
 		m.Incarnation = int64(1 + r.IntN(4))
+		if r.IntN(2) == 0 { // a life: the same one often, so that some come back
+			m.Life = "l" + strconv.Itoa(r.IntN(2))
+		}
 		return m
 	}
 	errOf := func(pct int) error {
@@ -239,6 +262,14 @@ func newObserver(opts Options) *observer {
 
 // adoptionLoss notes the loss of m before the adoption is decided.
 func (o *observer) adoptionLoss(m Member, graceful bool) {
+	a := o.adopt
+	key := m.key()
+	if !graceful && o.opts.RejoinWait > 0 && m.Life != "" && a.Lives[key] == m.Life &&
+		(m.Kind == KindAMS && slices.Contains(a.Shards, m.ID) || m.Kind == KindWorker && o.dealt[m.ID]) {
+		if cur, ok := o.live[key]; !ok || cur.Life == m.Life {
+			return // the recorded life may come back: decided at the first tick
+		}
+	}
 	switch {
 	case m.Kind == KindAMS && slices.Contains(o.adopt.Shards, m.ID):
 		o.adoptLost = true
@@ -260,13 +291,23 @@ func (o *observer) adoptable() bool {
 		return false
 	}
 	for _, id := range a.Shards {
-		m, ok := o.live[string(KindAMS)+"/"+id]
-		if !ok || (a.MaxIncarnation != 0 && m.Incarnation > a.MaxIncarnation) {
+		key := string(KindAMS) + "/" + id
+		m, ok := o.live[key]
+		switch {
+		case !ok:
+			return false
+		case a.Lives[key] != "" && m.Life != "":
+			if m.Life != a.Lives[key] {
+				return false
+			}
+		case a.MaxIncarnation != 0 && m.Incarnation > a.MaxIncarnation:
 			return false
 		}
 	}
 	for w := range o.dealt {
-		if _, ok := o.live[string(KindWorker)+"/"+w]; !ok {
+		key := string(KindWorker) + "/" + w
+		m, ok := o.live[key]
+		if !ok || (a.Lives[key] != "" && m.Life != "" && m.Life != a.Lives[key]) {
 			return false
 		}
 	}
@@ -366,7 +407,7 @@ func (o *observer) check(ev Event, out Output, c *Core) error {
 	if cur.Phase != Serving && len(o.pending) > len(o.aborted) {
 		return fmt.Errorf("%v with snapshot %v pending, not aborted", cur, o.pending)
 	}
-	if err := o.checkLiveness(cur); err != nil {
+	if err := o.checkLiveness(cur, c); err != nil {
 		return err
 	}
 	st := c.State()
@@ -383,10 +424,12 @@ func (o *observer) noteEvent(ev Event, out Output) error {
 	switch ev := ev.(type) {
 	case Joined:
 		if out.Rejected == nil {
-			if old, ok := o.live[ev.Member.key()]; ok && o.adopt != nil {
-				o.adoptionLoss(old, false)
+			sameLife := o.opts.RejoinWait > 0 && ev.Member.Life != ""
+			old, ok := o.live[ev.Member.key()]
+			o.live[ev.Member.key()] = ev.Member // live first, as in the core: the old life is replaced
+			if ok && o.adopt != nil && !(sameLife && old.Life == ev.Member.Life) {
+				o.adoptionLoss(old, false) // a new life: the old one died (a new incarnation of one life lost nothing)
 			}
-			o.live[ev.Member.key()] = ev.Member
 		}
 	case Left:
 		if cur, ok := o.live[ev.Member.key()]; ok && cur == ev.Member {
@@ -641,7 +684,7 @@ func (o *observer) checkTakeSnapshot(a TakeSnapshot, cur State) error {
 
 // checkLiveness checks that the core, ending a step in cur, waits only
 // when there is something to wait for.
-func (o *observer) checkLiveness(cur State) error {
+func (o *observer) checkLiveness(cur State, c *Core) error {
 	shards, workers := len(o.liveIDs(KindAMS)), len(o.liveIDs(KindWorker))
 	switch cur.Phase {
 	case Forming:
@@ -652,6 +695,12 @@ func (o *observer) checkLiveness(cur State) error {
 			return fmt.Errorf("still FORMING with %d shards and %d workers live", shards, workers)
 		}
 	case Degraded:
+		if len(c.away) > 0 { // waiting for lives to come back, for a bounded time
+			if c.now.Sub(c.awaySince) >= o.opts.RejoinWait {
+				return fmt.Errorf("still waiting for %v, %v after %v", c.away, c.now.Sub(c.awaySince), c.awaySince)
+			}
+			return nil
+		}
 		if shards >= o.opts.Shards && (len(o.good) > 0 || len(o.pending) == 0) {
 			return fmt.Errorf("still DEGRADED with %d shards live, good %v, pending %v", shards, o.good, o.pending)
 		}
@@ -715,7 +764,11 @@ func runRandom(t *testing.T, r chooser, n int, stats map[string]int) {
 			if len(trace) > 40 {
 				trace = trace[len(trace)-40:]
 			}
-			t.Fatalf("options %+v\n%s\nbroken: %v", opts, trace, err)
+			adopt := "none"
+			if opts.Adopt != nil {
+				adopt = fmt.Sprintf("%+v", *opts.Adopt)
+			}
+			t.Fatalf("options %+v\nadopt %s\n%s\nbroken: %v", opts, adopt, trace, err)
 		}
 		if stats != nil {
 			stats[c.State().Phase.String()]++

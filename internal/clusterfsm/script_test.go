@@ -3,6 +3,8 @@ package clusterfsm
 import (
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -19,6 +21,7 @@ import (
 //	    [last-snapshot=S] [last-version=V] [no-initial-snapshot]
 //	    [adopt=V] [adopt-shards=ID,...] [adopt-workers=ID,...]
 //	    [adopt-left=ID,...] [adopt-serving] [adopt-max-incarnation=I]
+//	    [adopt-lives=ID@LIFE,...] [rejoin-wait=DUR]
 //	                            a new Core with these Options; any adopt
 //	                            option sets Options.Adopt, adopt=V its
 //	                            Version
@@ -35,7 +38,7 @@ import (
 //	show                        print slots, live members, good snapshots,
 //	                            the pending snapshot
 //
-// MEMBER is [KIND/]ID[#INCARNATION]; without KIND it comes from the ID's
+// MEMBER is [KIND/]ID[#INCARNATION][@LIFE]; without KIND it comes from the ID's
 // prefix: ams..., worker..., sched... (so ams-0, worker-1, sched-a).
 
 // errInjected is the error of a "fail" in a script.
@@ -239,6 +242,12 @@ func parseMember(s string) (Member, error) {
 			return m, fmt.Errorf("member %q: unknown kind", s)
 		}
 	}
+	if id, life, ok := strings.Cut(rest, "@"); ok {
+		if life == "" {
+			return m, fmt.Errorf("member %q: empty life", s)
+		}
+		m.Life, rest = life, id
+	}
 	if id, inc, ok := strings.Cut(rest, "#"); ok {
 		n, err := strconv.ParseInt(inc, 10, 64)
 		if err != nil || n < 0 {
@@ -267,6 +276,9 @@ func formatMember(m Member) string {
 	}
 	if m.Incarnation != 0 {
 		s += "#" + strconv.FormatInt(m.Incarnation, 10)
+	}
+	if m.Life != "" {
+		s += "@" + m.Life
 	}
 	return s
 }
@@ -326,6 +338,19 @@ func parseOptions(o *Options, args []string) error {
 			adopt().Left = strings.Split(v, ",")
 		case "adopt-max-incarnation":
 			adopt().MaxIncarnation, err = strconv.ParseInt(v, 10, 64)
+		case "adopt-lives":
+			a := adopt()
+			a.Lives = map[string]string{}
+			for _, ml := range strings.Split(v, ",") {
+				var m Member
+				if m, err = parseMember(ml); err != nil || m.Life == "" {
+					err = fmt.Errorf("adopt-lives: %q is not ID@LIFE", ml)
+					break
+				}
+				a.Lives[m.key()] = m.Life
+			}
+		case "rejoin-wait":
+			o.RejoinWait, err = time.ParseDuration(v)
 		default:
 			return fmt.Errorf("new: unknown option %q", k)
 		}
@@ -369,6 +394,9 @@ func formatCmd(c cmd) string {
 		if o.SkipInitialSnapshot {
 			f = append(f, "no-initial-snapshot")
 		}
+		if o.RejoinWait != 0 {
+			f = append(f, "rejoin-wait="+o.RejoinWait.String())
+		}
 		if a := o.Adopt; a != nil {
 			f = append(f, "adopt="+strconv.FormatUint(a.Version, 10))
 			if a.Shards != nil {
@@ -385,6 +413,14 @@ func formatCmd(c cmd) string {
 			}
 			if a.MaxIncarnation != 0 {
 				f = append(f, "adopt-max-incarnation="+strconv.FormatInt(a.MaxIncarnation, 10))
+			}
+			if len(a.Lives) > 0 {
+				var ls []string
+				for _, k := range slices.Sorted(maps.Keys(a.Lives)) {
+					_, id, _ := strings.Cut(k, "/")
+					ls = append(ls, id+"@"+a.Lives[k])
+				}
+				f = append(f, "adopt-lives="+strings.Join(ls, ","))
 			}
 		}
 	case "join", "expire", "leave":

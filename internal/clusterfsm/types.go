@@ -63,13 +63,25 @@ type Member struct {
 	// life gets a new one. A Left must carry the incarnation of the live
 	// member, or it is stale.
 	Incarnation int64
+	// Life tells apart the processes of one ID, where Incarnation tells
+	// apart registrations: a process whose lease expired (etcd out of
+	// reach for longer than the TTL) registers again, a new incarnation of
+	// the same life, with its state (a shard's rows) intact; a restarted
+	// process is a new life. The driver uses the process's PID and start
+	// time. Empty: unknown, every registration counts as a new life (see
+	// Options.RejoinWait).
+	Life string
 }
 
-// String returns "kind/id", with "#incarnation" when it is not zero.
+// String returns "kind/id", with "#incarnation" when it is not zero and
+// "@life" when it is set.
 func (m Member) String() string {
 	s := string(m.Kind) + "/" + m.ID
 	if m.Incarnation != 0 {
 		s += "#" + strconv.FormatInt(m.Incarnation, 10)
+	}
+	if m.Life != "" {
+		s += "@" + m.Life
 	}
 	return s
 }
