@@ -40,6 +40,10 @@ type Options struct {
 	LeaseTTL time.Duration
 	// Logger receives structured logs. The default value discards them.
 	Logger *slog.Logger
+	// RejoinWait is the scheduler's wait for a member whose lease expired
+	// to register again in the same life (scheduler.Options.RejoinWait).
+	// The default value is scheduler.DefaultRejoinWait; negative: off.
+	RejoinWait time.Duration
 	// Config is the job's configuration: the scheduler reads its job,
 	// kafka and snapshot sections (scheduler.Options.Config), as the
 	// workers do. The default value (the zero Config) hands out no files,
@@ -101,7 +105,7 @@ func Start(ctx context.Context, opts Options) (c *Cluster, err error) {
 		return nil, fmt.Errorf("cluster: %w", err)
 	}
 	if c.sched, err = scheduler.New(c.cli, scheduler.Options{Prefix: opts.Prefix, Shards: opts.Shards,
-		LeaseTTL: opts.LeaseTTL, Logger: opts.Logger, Config: opts.Config}); err != nil {
+		LeaseTTL: opts.LeaseTTL, Logger: opts.Logger, Config: opts.Config, RejoinWait: opts.RejoinWait}); err != nil {
 		return nil, fmt.Errorf("cluster: %w", err)
 	}
 	for i := 0; i < opts.Shards; i++ {

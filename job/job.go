@@ -221,8 +221,13 @@ func (e *Env) attempts(ctx context.Context, m Model) error {
 		if err == nil || ctx.Err() != nil || !Recoverable(err) {
 			return err
 		}
+		was := e.Version
 		if err := e.restored(ctx, err); err != nil {
 			return err
+		}
+		if e.Version == was {
+			e.Say("the cluster serves on at version %d; resuming from the checkpoint in the model", e.Version)
+			continue
 		}
 		s.Restores++
 		s.Shards = e.Client.NumShards()
@@ -348,7 +353,19 @@ func (e *Env) restored(ctx context.Context, cause error) error {
 	// The cluster lost state, or was rolled back: wait for the version it
 	// resumes at, then start over from the restored checkpoint.
 	e.Say("%v; waiting for the cluster to be restored", cause)
-	resumed, err := e.Conn.WaitRestored(ctx, e.Version)
+	var resumed controlplane.Resumed
+	var err error
+	if errors.Is(cause, ErrLeaseLost) {
+		// The cluster may serve on at this version (this worker came back
+		// in its life in time: scheduler.Options.RejoinWait) or restore:
+		// whichever it serves next.
+		var sm *ams.ShardMap
+		if sm, err = e.Conn.WaitServing(ctx); err == nil {
+			resumed.Version = sm.Version
+		}
+	} else {
+		resumed, err = e.Conn.WaitRestored(ctx, e.Version)
+	}
 	if err != nil {
 		return fmt.Errorf("job: %w (after %w)", err, cause)
 	}
@@ -378,6 +395,9 @@ func (e *Env) restored(ctx context.Context, cause error) error {
 		case <-ctx.Done():
 			return fmt.Errorf("%w (%s): %w", ErrLeaseLost, e.Name, err)
 		}
+	}
+	if resumed.Version == e.Version {
+		return nil // serving on at this version: the same shards and client
 	}
 	next, err := e.Conn.WaitShardMapVersion(ctx, resumed.Version)
 	if err != nil {

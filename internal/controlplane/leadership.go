@@ -62,6 +62,10 @@ type ClusterState struct {
 	Phase   string    `json:"phase"`
 	Version uint64    `json:"version"`
 	Time    time.Time `json:"time"`
+	// Lives are the lives (membership.Member.Life) of the map's shards and
+	// of the live workers, by "kind/id": a leader that takes over waits
+	// for those not live, which may register again with their state.
+	Lives map[string]string `json:"lives,omitempty"`
 }
 
 // PutClusterState records the state the leader entered.

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -51,6 +52,16 @@ type Member struct {
 
 // String returns "kind/id".
 func (m Member) String() string { return m.Kind + "/" + m.ID }
+
+// Life names the process of m, "<pid>.<start time in ns>", or "" when
+// either is unknown: a process registered again after losing its lease
+// (Keep) is the same life, with its state; a restarted one is another.
+func (m Member) Life() string {
+	if m.PID == 0 || m.Started.IsZero() {
+		return ""
+	}
+	return strconv.Itoa(m.PID) + "." + strconv.FormatInt(m.Started.UnixNano(), 10)
+}
 
 // Validate checks the member's kind and id.
 func (m Member) Validate() error {

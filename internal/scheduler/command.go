@@ -22,6 +22,8 @@ func (o *Options) BindFlags(fs *flag.FlagSet) {
 	fs.IntVar(&o.Shards, "shards", 2, "number of AMS shards the cluster forms with")
 	fs.IntVar(&o.Partitions, "partitions", ams.DefaultPartitions, "number of virtual partitions")
 	fs.DurationVar(&o.LeaseTTL, "lease-ttl", membership.DefaultTTL, "TTL of the scheduler's etcd lease")
+	fs.DurationVar(&o.RejoinWait, "rejoin-wait", DefaultRejoinWait,
+		"how long a shard or worker whose lease expired is waited for to register again in the same process (the cluster paused, then serving on at the same version) before restoring; negative: restore at once")
 }
 
 // SnapshotNow is the scheduler binary's -snapshot-now: it asks the running

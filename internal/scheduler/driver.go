@@ -44,7 +44,7 @@ type snapOp struct {
 // previous leader published (adopted if the cluster still serves it).
 func (s *Scheduler) newCore(ctx context.Context) error {
 	o := clusterfsm.Options{Shards: s.opts.Shards, SnapshotEvery: s.opts.Config.Snapshot.Periodic(), Keep: s.opts.Config.Snapshot.Keep,
-		SkipInitialSnapshot: s.opts.Config.Snapshot.Store == ""}
+		SkipInitialSnapshot: s.opts.Config.Snapshot.Store == "", RejoinWait: max(s.opts.RejoinWait, 0)}
 	if s.opts.Config.Snapshot.Store != "" {
 		store, err := snapshot.OpenStore(s.opts.Config.Snapshot.Store, "")
 		if err != nil {
@@ -98,7 +98,7 @@ func (s *Scheduler) newCore(ctx context.Context) error {
 		if len(m.Shards) == s.opts.Shards {
 			st, _, _ := s.conn.GetClusterState(gctx) // none, or unreadable: not known to serve
 			o.Adopt = &clusterfsm.Adopted{Version: m.Version, Shards: m.Shards, MaxIncarnation: rev,
-				Serving: st.Phase == clusterfsm.Serving.String() && st.Version == m.Version}
+				Serving: st.Phase == clusterfsm.Serving.String() && st.Version == m.Version, Lives: st.Lives}
 		}
 	}
 	if seq, err := s.conn.LastPause(gctx); err == nil {
@@ -137,7 +137,29 @@ func (s *Scheduler) memberLeft(ctx context.Context, t tracked, graceful bool) {
 }
 
 func fsmMember(t tracked) clusterfsm.Member {
-	return clusterfsm.Member{Kind: clusterfsm.Kind(t.member.Kind), ID: t.member.ID, Incarnation: t.createRev}
+	return clusterfsm.Member{Kind: clusterfsm.Kind(t.member.Kind), ID: t.member.ID, Incarnation: t.createRev, Life: t.member.Life()}
+}
+
+// recordState records st as the cluster state, with the lives of the
+// current map's shards and of the live workers (a leader that takes over
+// waits for those not live then).
+func (s *Scheduler) recordState(ctx context.Context, st clusterfsm.State) {
+	rec := controlplane.ClusterState{Phase: st.Phase.String(), Version: st.Version, Time: time.Now().UTC(), Lives: map[string]string{}}
+	keys := make([]string, 0)
+	for _, id := range s.fsm.Slots() {
+		keys = append(keys, membership.KindAMS+"/"+id)
+	}
+	for _, m := range s.fsm.Members(clusterfsm.KindWorker) {
+		keys = append(keys, membership.KindWorker+"/"+m.ID)
+	}
+	for _, k := range keys {
+		if t, ok := s.members[k]; ok && t.member.Life() != "" {
+			rec.Lives[k] = t.member.Life()
+		}
+	}
+	s.retry(ctx, "record the cluster state", func(ctx context.Context) error {
+		return s.conn.PutClusterState(ctx, rec)
+	})
 }
 
 // step feeds the core one event and carries out its actions in order.
@@ -168,10 +190,7 @@ func (s *Scheduler) do(ctx context.Context, a clusterfsm.Action) {
 		s.log.Info("cluster state changed", "from", a.From.String(), "to", a.To.String(), "cause", a.Cause)
 		s.putEvent(ctx, controlplane.Event{Type: controlplane.EventState, State: a.To.Phase.String(), Version: a.To.Version,
 			Detail: fmt.Sprintf("%s -> %s (%s)", a.From, a.To, a.Cause)})
-		st := controlplane.ClusterState{Phase: a.To.Phase.String(), Version: a.To.Version, Time: time.Now().UTC()}
-		s.retry(ctx, "record the cluster state", func(ctx context.Context) error {
-			return s.conn.PutClusterState(ctx, st)
-		})
+		s.recordState(ctx, a.To)
 	case clusterfsm.PublishShardMap:
 		addrs := make([]string, len(a.Shards))
 		for i, id := range a.Shards {
@@ -206,6 +225,7 @@ func (s *Scheduler) do(ctx context.Context, a clusterfsm.Action) {
 		// resume from the positions in the restored model.
 		s.deal.dirty = s.deal.partitions > 0
 		s.log.Info("readers assigned", "version", a.Version, "workers", a.Workers)
+		s.recordState(ctx, s.fsm.State()) // the lives of the workers dealt
 	case clusterfsm.Resume:
 		seq := s.pauseSeq
 		s.retry(ctx, "resume the workers", func(ctx context.Context) error {

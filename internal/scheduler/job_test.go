@@ -182,3 +182,70 @@ func TestLeaseLostLeadsAgain(t *testing.T) {
 	default:
 	}
 }
+
+// TestShardRejoinsInItsLife revokes a serving shard's lease while its
+// process lives on, as a network cut or an etcd outage does: the shard
+// registers again in the same life (membership.Keep), and the cluster,
+// paused meanwhile, must serve on at the same version, restoring nothing
+// (issue 20: an outage costs a pause, not a restore). A shard back as
+// another life (restarted, empty) is restored.
+func TestShardRejoinsInItsLife(t *testing.T) {
+	srv := startEtcd(t)
+	cli := newClient(t, srv)
+	const p = "/xps/rejoin"
+	var shards []*restartable
+	var kept []*membership.Kept
+	for _, id := range []string{"ams-0", "ams-1"} {
+		r := startRestartable(t, id)
+		shards = append(shards, r)
+		k, err := membership.Keep(testCtx(t), cli, p, membership.Member{Kind: membership.KindAMS, ID: id, Addr: r.addr}, time.Second, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer k.Close()
+		kept = append(kept, k)
+	}
+	opts := scheduler.Options{Prefix: p, ID: "sched-1", Shards: 2, Partitions: 8, LeaseTTL: 2 * time.Second,
+		TickInterval: 50 * time.Millisecond, Logger: testLogger(t), RejoinWait: time.Minute}
+	opts.Config.Snapshot.Store = t.TempDir()
+	s, err := scheduler.New(cli, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	eventually(t, 10*time.Second, "SERVING", func() bool { return s.Status().Phase == clusterfsm.Serving })
+	v := s.Status().Version
+	st, err := snapshot.OpenDir(opts.Config.Snapshot.Store)
+	if err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 10*time.Second, "the initial snapshot", func() bool {
+		_, _, err := snapshot.Latest(st)
+		return err == nil
+	})
+
+	// Cut off and back: the same life.
+	if _, err := cli.Revoke(testCtx(t), kept[1].Current().Lease()); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 30*time.Second, "registered again", func() bool { return kept[1].Registrations() == 2 })
+	eventually(t, 30*time.Second, "SERVING again", func() bool {
+		return s.Status().Phase == clusterfsm.Serving && hasEvent(t, cli, p, "state DEGRADED")
+	})
+	if got := s.Status().Version; got != v {
+		t.Fatalf("the cluster serves version %d after the shard came back in its life; want %d, no restore (events %v)", got, v, events(t, cli, p))
+	}
+
+	// Back as another life: restored at a new version.
+	kept[1].Abandon()
+	shards[1].restart()
+	k, err := membership.Keep(testCtx(t), cli, p, membership.Member{Kind: membership.KindAMS, ID: "ams-1", Addr: shards[1].addr}, time.Second, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer k.Close()
+	eventually(t, 30*time.Second, "restored at a new version", func() bool {
+		st := s.Status()
+		return st.Phase == clusterfsm.Serving && st.Version > v
+	})
+}

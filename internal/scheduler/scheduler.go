@@ -84,7 +84,20 @@ type Options struct {
 	// snapshot whose workers do not all pause in time is abandoned. The
 	// default value is 1 minute.
 	SnapshotPauseTimeout time.Duration
+	// RejoinWait is how long a mapped shard or a worker whose lease
+	// expired is waited for to register again in the same life (the same
+	// process, cut off from etcd for a while) before the cluster restores
+	// (clusterfsm.Options.RejoinWait): meanwhile workers are paused, and if
+	// it comes back with nothing else lost the cluster serves on at the
+	// same version. A process that restarted is another life and is not
+	// waited for. The default value is DefaultRejoinWait; a negative value
+	// turns the wait off (every lost lease restores at once).
+	RejoinWait time.Duration
 }
+
+// DefaultRejoinWait is the default of Options.RejoinWait: an etcd outage
+// of 30 s, and the TTL and re-registration after it, cost a pause.
+const DefaultRejoinWait = time.Minute
 
 // EnsureDefaults fills zero fields with their default values.
 func (o *Options) EnsureDefaults() {
@@ -125,6 +138,9 @@ func (o *Options) EnsureDefaults() {
 	}
 	if o.SnapshotPauseTimeout == 0 {
 		o.SnapshotPauseTimeout = time.Minute
+	}
+	if o.RejoinWait == 0 {
+		o.RejoinWait = DefaultRejoinWait
 	}
 }
 

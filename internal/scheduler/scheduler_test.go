@@ -94,6 +94,7 @@ func TestScheduler(t *testing.T) {
 	s, err := scheduler.New(cli, scheduler.Options{
 		Prefix: p, ID: "sched-1", Shards: 2, Partitions: 16,
 		LeaseTTL: 2 * time.Second, TickInterval: 50 * time.Millisecond, Logger: testLogger(t),
+		RejoinWait: -1, // a lost lease is a death at once (TestShardRejoinsInItsLife waits)
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -126,15 +126,28 @@ func TestStopStoresWhatWasApplied(t *testing.T) {
 }
 
 // TestLeaseLostWorkerResumes revokes a training worker's lease, as an etcd
-// outage longer than the TTL ends it. The cluster takes the worker for
-// dead and rolls back to its snapshot; the worker must not die of it
-// (before the fix it exited with ErrLeaseLost) but register again and
-// resume from the restored checkpoint, and end with every sample applied
-// once by the shards' account.
+// outage longer than the TTL or a network cut ends it, while its process
+// lives on. The worker must not die of it (before the fix it exited with
+// ErrLeaseLost) but register again in the same life. With the
+// scheduler's rejoin wait on (the default) the cluster, paused
+// meanwhile, serves on at the same version: no restore. With it off the
+// loss is a death: the cluster rolls back to its snapshot and the worker
+// resumes from the restored checkpoint. Either way every sample is
+// applied once by the shards' account.
 func TestLeaseLostWorkerResumes(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		wait     time.Duration
+		restores int
+	}{{"rejoin", 0, 0}, {"death", -1, 1}} {
+		t.Run(tc.name, func(t *testing.T) { testLeaseLost(t, tc.wait, tc.restores) })
+	}
+}
+
+func testLeaseLost(t *testing.T, rejoinWait time.Duration, restores int) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	lc, err := cluster.Start(ctx, cluster.Options{Shards: 2, Prefix: "/xps/lease-resume-test", LeaseTTL: time.Second,
+	lc, err := cluster.Start(ctx, cluster.Options{Shards: 2, Prefix: "/xps/lease-resume-test", LeaseTTL: time.Second, RejoinWait: rejoinWait,
 		Config: config.Config{Snapshot: snapshot.Policy{Store: t.TempDir(), Every: -1}}})
 	if err != nil {
 		t.Fatal(err)
@@ -166,8 +179,11 @@ func TestLeaseLostWorkerResumes(t *testing.T) {
 		t.Fatalf("the job after its lease was revoked: %v\n%s", err, progress.String())
 	}
 	v := res.ExactlyOnce
-	if res.Restores < 1 || v == nil || !v.Exact || v.Samples != 16000 || v.Batches != 250 {
-		t.Fatalf("%d restores; the shards' account %+v; want a restore and 16000 samples in 250 batches applied once\n%s",
-			res.Restores, v, progress.String())
+	if res.Restores != restores || v == nil || !v.Exact || v.Samples != 16000 || v.Batches != 250 {
+		t.Fatalf("%d restores; the shards' account %+v; want %d restores and 16000 samples in 250 batches applied once\n%s",
+			res.Restores, v, restores, progress.String())
+	}
+	if !strings.Contains(progress.String(), "registering again") {
+		t.Fatalf("the worker did not say it registered again:\n%s", progress.String())
 	}
 }

@@ -269,7 +269,9 @@ func TestNewRefusesBadInput(t *testing.T) {
 func TestStopsWhenLeaseLost(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	lc, err := cluster.Start(ctx, cluster.Options{Shards: 1, Prefix: "/xps/lease-test"})
+	// RejoinWait off: a lost lease is the worker's death (with the wait
+	// on, a worker back in its life serves on: TestLeaseLostWorkerResumes).
+	lc, err := cluster.Start(ctx, cluster.Options{Shards: 1, Prefix: "/xps/lease-test", RejoinWait: -1})
 	if err != nil {
 		t.Fatal(err)
 	}
