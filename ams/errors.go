@@ -33,6 +33,11 @@ var (
 	// ErrBadRequest: a malformed request to a shard (lengths that do not
 	// match, a payload that does not decode, a bad snapshot store).
 	ErrBadRequest = errors.New("ams: bad request")
+	// ErrTooLarge: a request beyond the limits of one request or one
+	// message (MaxRequestIDs, MaxRequestValues, MaxDenseValues,
+	// MaxMessageBytes). It is a case of ErrBadRequest, which errors.Is
+	// matches too.
+	ErrTooLarge = fmt.Errorf("%w: too large", ErrBadRequest)
 	// ErrConflict: a declaration that contradicts an existing one.
 	ErrConflict = errors.New("ams: declaration conflicts with existing")
 	// ErrUnknownDense: a dense vector that was never declared.

@@ -10,6 +10,7 @@
 // (ToStatus); the client wraps the named sentinels, the message and the
 // status (FromStatus), so errors.Is matches on both sides. A status that
 // names none, from gRPC itself, is matched by its code to a Bare entry:
-// UNAVAILABLE is ams.ErrUnavailable, CANCELED and DEADLINE_EXCEEDED the
-// context's errors.
+// UNAVAILABLE is ams.ErrUnavailable, RESOURCE_EXHAUSTED (a message over
+// the size limit, ams.MaxMessageBytes, refused by gRPC) ams.ErrTooLarge,
+// CANCELED and DEADLINE_EXCEEDED the context's errors.
 package amspb
