@@ -306,22 +306,26 @@ func (s *Shard) advance(version uint64, sr *syncRounds) error {
 	return nil
 }
 
-// applyRound applies a's averaged gradients with the optimizers.
+// applyRound applies a's averaged gradients with the optimizers. The
+// round holds every worker's ids, more than one request may carry: they
+// are pushed in requests within the limits (withinLimits).
 func (s *Shard) applyRound(version uint64, a *roundAcc) error {
 	if a.parts == 0 {
 		return nil
 	}
 	scale := 1 / float32(a.parts)
 	var reqs []ams.TableRequest
+	var dims []int
 	for _, name := range a.order {
 		t := a.tables[name]
 		for i := range t.sum {
 			t.sum[i] *= scale
 		}
 		reqs = append(reqs, ams.TableRequest{Table: name, IDs: t.ids, Rows: t.sum})
+		dims = append(dims, t.dim)
 	}
-	if len(reqs) > 0 {
-		if err := s.Push(version, reqs); err != nil {
+	for _, part := range withinLimits(reqs, dims, ams.MaxRequestIDs, ams.MaxRequestValues) {
+		if err := s.Push(version, part); err != nil {
 			return err
 		}
 	}
@@ -335,6 +339,33 @@ func (s *Shard) applyRound(version uint64, a *roundAcc) error {
 		}
 	}
 	return nil
+}
+
+// withinLimits splits reqs, whose rows are dims[i] wide, into requests of
+// at most maxIDs ids and maxValues values each (maxValues at least the
+// widest row), in order, the rows of each id kept with it.
+func withinLimits(reqs []ams.TableRequest, dims []int, maxIDs, maxValues int) [][]ams.TableRequest {
+	var out [][]ams.TableRequest
+	var cur []ams.TableRequest
+	ids, values := 0, 0
+	for i, r := range reqs {
+		d := dims[i]
+		for lo := 0; lo < len(r.IDs); {
+			room := min(maxIDs-ids, (maxValues-values)/d)
+			if room == 0 {
+				out, cur, ids, values = append(out, cur), nil, 0, 0
+				continue
+			}
+			hi := min(len(r.IDs), lo+room)
+			cur = append(cur, ams.TableRequest{Table: r.Table, IDs: r.IDs[lo:hi], Rows: r.Rows[lo*d : hi*d]})
+			ids, values = ids+hi-lo, values+(hi-lo)*d
+			lo = hi
+		}
+	}
+	if len(cur) > 0 {
+		out = append(out, cur)
+	}
+	return out
 }
 
 // WaitRound waits until every round before r is applied, for at most
