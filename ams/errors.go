@@ -47,6 +47,10 @@ var (
 	// ErrRoundApplied: a sync-mode part for a round the shard has already
 	// applied (or a second part of one worker for one round).
 	ErrRoundApplied = errors.New("ams: sync round already applied")
+	// ErrRoundAhead: a sync-mode part for a round beyond the window of
+	// rounds a shard accepts ahead of the next one it applies (see
+	// shard.MaxRoundsAhead). It is refused and kept nowhere.
+	ErrRoundAhead = errors.New("ams: sync round too far ahead")
 	// ErrDuplicatePush: a push of a worker's batch (ams.Origin) that the
 	// shard has already applied. It is refused and applied nowhere: the
 	// model is ahead of the checkpoint the worker resumed from.

@@ -247,8 +247,8 @@ func (c *Client) pullMessage(ctx context.Context, s int, plane DataPlane, r *Rou
 	for _, d := range dense {
 		req.Dense = append(req.Dense, d.Name)
 	}
-	if len(which) == 0 && len(dense) == 0 {
-		return false, nil
+	if len(which) == 0 && len(dense) == 0 && round == nil {
+		return false, nil // in sync mode, every shard is asked: the barrier waits at each
 	}
 	resp, err := plane.Pull(ctx, req)
 	if err != nil {

@@ -78,6 +78,53 @@ func TestSyncRounds(t *testing.T) {
 	checkLeavingEndsEpoch(t, s, v)
 }
 
+// TestSyncRoundWindow: a shard takes parts of the MaxRoundsAhead rounds
+// from its next one in its epoch and of the first MaxRoundsAhead of the
+// next epoch, refuses the others with ams.ErrRoundAhead (keeping
+// nothing of them), takes one part per worker and round, and moves the
+// window on as rounds are applied.
+func TestSyncRoundWindow(t *testing.T) {
+	s := newSyncShard(t, 0, 1)
+	v := s.Version()
+	part := func(e, i uint32, w int) RoundPart { return roundPart(e, i, w, 2, []uint64{1}, []float32{1, 1}, nil) }
+	for _, tc := range []struct {
+		e, i uint32
+		want error
+	}{
+		{0, 0, nil},
+		{0, MaxRoundsAhead - 1, nil},
+		{0, MaxRoundsAhead, ams.ErrRoundAhead},
+		{0, 1 << 31, ams.ErrRoundAhead},
+		{1, 0, nil},
+		{1, MaxRoundsAhead - 1, nil},
+		{1, MaxRoundsAhead, ams.ErrRoundAhead},
+		{2, 0, ams.ErrRoundAhead},
+		{1 << 31, 0, ams.ErrRoundAhead},
+		{0, 0, ams.ErrRoundApplied}, // worker 1's second part of (0,0)
+	} {
+		err := s.PushRound(v, part(tc.e, tc.i, 1))
+		if !errors.Is(err, tc.want) || (tc.want == nil) != (err == nil) {
+			t.Fatalf("worker 1's part of %s = %v, want %v", Round{tc.e, tc.i}, err, tc.want)
+		}
+	}
+	s.syncMu.Lock()
+	kept := len(s.sync.acc)
+	s.syncMu.Unlock()
+	if kept != 4 {
+		t.Fatalf("the shard keeps %d rounds, want the 4 whose parts it took", kept)
+	}
+	// Worker 0's part applies (0,0): the window moves on by one round.
+	if err := s.PushRound(v, part(0, 0, 0)); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.PushRound(v, part(0, MaxRoundsAhead, 1)); err != nil {
+		t.Fatalf("a part of the round that entered the window: %v", err)
+	}
+	if err := s.PushRound(v, part(0, MaxRoundsAhead+1, 1)); !errors.Is(err, ams.ErrRoundAhead) {
+		t.Fatalf("a part past the moved window = %v, want ams.ErrRoundAhead", err)
+	}
+}
+
 // checkRoundWaitsForAllParts pushes the two workers' parts of round (0,0),
 // with worker 0's part of (0,1) between them: (0,0) is applied with their
 // average once both are in, (0,1) waits, its state entry too.
