@@ -109,7 +109,10 @@
 //  3. The buffers of a message go back to the server's buffer pool, which
 //     keeps at most amspb.PoolBytes of them and none over 16 MiB; the rest
 //     is garbage once the call returns, so one collection brings the heap
-//     back within amspb.PoolBytes of where it was before the call.
+//     back within amspb.PoolBytes of where it was before the call. The
+//     runtime gives the pages back to the system a collection later, and
+//     an idle shard collects every two minutes: a cmd/ams that took a
+//     170 MiB push was back from 555 MB to 66 MB of RSS after 4 minutes.
 //  4. Sync mode keeps parts of at most 2 x MaxRoundsAhead rounds: the
 //     MaxRoundsAhead rounds from the next one to apply in its epoch and
 //     the first MaxRoundsAhead of the next epoch, with at most one part
