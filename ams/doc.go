@@ -130,6 +130,30 @@
 // splits a batch's ids by shard once (client.Route) for the batch's pull
 // and its push; a shard splits its part by stripe.
 //
+// # Limits of a request
+//
+// What one call can make a shard hold is bounded (limits.go):
+//
+//  1. One pull or push to one shard carries at most MaxRequestIDs ids,
+//     MaxRequestValues row values (ids x dim over its tables) and
+//     MaxDenseValues dense values (the shard's ranges of the vectors it
+//     names or carries). CheckRequestSize tells; beyond, the request is
+//     refused with ErrTooLarge, a case of ErrBadRequest. The client checks
+//     each shard's part before sending it, the shard again (also in the
+//     worker's process) before it allocates a reply or creates a row, so
+//     one pull with create adds at most MaxRequestIDs rows. A shard's
+//     range of a dense vector is at most MaxDenseValues: a larger one is
+//     refused when declared.
+//  2. One gRPC message is at most MaxMessageBytes: the largest request
+//     within those limits, and room for names, framing and state entries.
+//     A shard's server refuses a larger message from its length prefix,
+//     before reading its body (ams/shard's doc has the other bounds of a
+//     shard: buffers, sync rounds, state).
+//
+// The limits are 5 to 20 times the largest batches of the benchmarks. A
+// budget of rows per table, which no single request can exceed but many
+// can, is not one of them.
+//
 // # Specs and errors
 //
 // TableSpec, DenseSpec, OptimizerSpec and InitSpec back the YAML config,

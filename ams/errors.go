@@ -33,6 +33,11 @@ var (
 	// ErrBadRequest: a malformed request to a shard (lengths that do not
 	// match, a payload that does not decode, a bad snapshot store).
 	ErrBadRequest = errors.New("ams: bad request")
+	// ErrTooLarge: a request beyond the limits of one request or one
+	// message (MaxRequestIDs, MaxRequestValues, MaxDenseValues,
+	// MaxMessageBytes). It is a case of ErrBadRequest, which errors.Is
+	// matches too.
+	ErrTooLarge = fmt.Errorf("%w: too large", ErrBadRequest)
 	// ErrConflict: a declaration that contradicts an existing one.
 	ErrConflict = errors.New("ams: declaration conflicts with existing")
 	// ErrUnknownDense: a dense vector that was never declared.
@@ -42,6 +47,10 @@ var (
 	// ErrRoundApplied: a sync-mode part for a round the shard has already
 	// applied (or a second part of one worker for one round).
 	ErrRoundApplied = errors.New("ams: sync round already applied")
+	// ErrRoundAhead: a sync-mode part for a round beyond the window of
+	// rounds a shard accepts ahead of the next one it applies (see
+	// shard.MaxRoundsAhead). It is refused and kept nowhere.
+	ErrRoundAhead = errors.New("ams: sync round too far ahead")
 	// ErrDuplicatePush: a push of a worker's batch (ams.Origin) that the
 	// shard has already applied. It is refused and applied nowhere: the
 	// model is ahead of the checkpoint the worker resumed from.

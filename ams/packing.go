@@ -7,9 +7,6 @@ import (
 	"unsafe"
 )
 
-// MaxMessageBytes bounds one AMS gRPC message in either direction.
-const MaxMessageBytes = 1 << 30
-
 // DefaultVersion is the cluster version of a cluster that was never
 // restored; every request carries the version it was made for.
 const DefaultVersion = 1

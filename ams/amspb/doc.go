@@ -4,12 +4,18 @@
 //
 // Beside them: the codec and buffer pool of AMS traffic (ServerOptions,
 // DialOptions), and the error table, Errors, which carries every sentinel
-// of package ams across a call. A server built with ServerOptions answers
-// an error with the code of the first entry it matches and one
-// google.rpc.ErrorInfo (domain ErrorDomain) naming each entry it matches
-// (ToStatus); the client wraps the named sentinels, the message and the
-// status (FromStatus), so errors.Is matches on both sides. A status that
-// names none, from gRPC itself, is matched by its code to a Bare entry:
-// UNAVAILABLE is ams.ErrUnavailable, CANCELED and DEADLINE_EXCEEDED the
-// context's errors.
+// of package ams across a call. The pool (BufferPool) hands out buffers
+// without zeroing them and keeps, for reuse, at most PoolBytes of them,
+// none over 16 MiB: whatever a burst of large messages took beyond that
+// is left to the garbage collector when they are done.
+//
+// A server built with ServerOptions answers an error with the code of the
+// first entry it matches and one google.rpc.ErrorInfo (domain
+// ErrorDomain) naming each entry it matches (ToStatus); the client wraps
+// the named sentinels, the message and the status (FromStatus), so
+// errors.Is matches on both sides. A status that names none, from gRPC
+// itself, is matched by its code to a Bare entry: UNAVAILABLE is
+// ams.ErrUnavailable, RESOURCE_EXHAUSTED (a message over the size limit,
+// ams.MaxMessageBytes, refused by gRPC) ams.ErrTooLarge, CANCELED and
+// DEADLINE_EXCEEDED the context's errors.
 package amspb

@@ -39,16 +39,21 @@ const ErrorDomain = "xps.ams"
 // both use it, so that errors.Is matches the same sentinels on either
 // side of a call. Order matters where an error matches several entries:
 // the first one's code is the status's code, so more specific entries
-// come first (ErrClosed before ErrUnavailable, which it wraps).
+// come first (ErrClosed before ErrUnavailable, which it wraps, and
+// ErrTooLarge before ErrBadRequest).
 var Errors = [...]ErrorCode{
 	{Err: ams.ErrStaleVersion, Code: codes.Aborted, Reason: "STALE_VERSION"},
 	{Err: ams.ErrConflict, Code: codes.FailedPrecondition, Reason: "CONFLICT"},
 	{Err: ams.ErrNotInitialized, Code: codes.FailedPrecondition, Reason: "NOT_INITIALIZED"},
 	{Err: ams.ErrRestore, Code: codes.FailedPrecondition, Reason: "RESTORE"},
 	{Err: ams.ErrRoundApplied, Code: codes.FailedPrecondition, Reason: "ROUND_APPLIED"},
+	{Err: ams.ErrRoundAhead, Code: codes.OutOfRange, Reason: "ROUND_AHEAD"},
 	{Err: ams.ErrDuplicatePush, Code: codes.AlreadyExists, Reason: "DUPLICATE_PUSH"},
 	{Err: ams.ErrUnknownTable, Code: codes.NotFound, Reason: "UNKNOWN_TABLE"},
 	{Err: ams.ErrUnknownDense, Code: codes.NotFound, Reason: "UNKNOWN_DENSE"},
+	// gRPC itself refuses a message over its size limit (ams.MaxMessageBytes)
+	// with RESOURCE_EXHAUSTED, before a shard sees it.
+	{Err: ams.ErrTooLarge, Code: codes.ResourceExhausted, Reason: "TOO_LARGE", Bare: true},
 	{Err: ams.ErrBadRequest, Code: codes.InvalidArgument, Reason: "BAD_REQUEST"},
 	{Err: ams.ErrBadSpec, Code: codes.InvalidArgument, Reason: "BAD_SPEC"},
 	{Err: ams.ErrDimMismatch, Code: codes.InvalidArgument, Reason: "DIM_MISMATCH"},

@@ -15,6 +15,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/xdlgo/xps/ams"
 	"github.com/xdlgo/xps/ams/amspb"
 )
 
@@ -90,9 +91,16 @@ func TestStatusRoundTrip(t *testing.T) {
 			t.Errorf("%s: back as %q (code %v), want a match of %v with message %q", e.Reason, back, status.Code(back), e.Err, sent)
 		}
 	}
-	other := status.Error(codes.ResourceExhausted, "too big")
+	other := status.Error(codes.Unimplemented, "no such method")
 	if got := amspb.FromStatus(other); got != other {
 		t.Errorf("FromStatus of a foreign status = %v, want it unchanged", got)
+	}
+	// A status of gRPC itself, naming no entry, is the bare entry of its
+	// code: a message over the size limit is ams.ErrTooLarge, and thereby
+	// ams.ErrBadRequest.
+	big := status.Error(codes.ResourceExhausted, "grpc: received message larger than max (9 vs. 8)")
+	if got := amspb.FromStatus(big); !errors.Is(got, ams.ErrTooLarge) || !errors.Is(got, ams.ErrBadRequest) || status.Code(got) != codes.ResourceExhausted {
+		t.Errorf("FromStatus of gRPC's size refusal = %v (code %v), want ams.ErrTooLarge and ams.ErrBadRequest", got, status.Code(got))
 	}
 	plain := errors.New("plain")
 	if got := amspb.FromStatus(plain); got != plain {

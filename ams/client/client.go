@@ -29,8 +29,8 @@ type Client struct {
 	dims atomic.Pointer[map[string]int]
 }
 
-// DialOptions are the gRPC dial options for AMS traffic: large messages and
-// large HTTP/2 flow-control windows and buffers.
+// DialOptions are the gRPC dial options for AMS traffic: messages of up
+// to ams.MaxMessageBytes, large HTTP/2 flow-control windows and buffers.
 func DialOptions() []grpc.DialOption {
 	return append(amspb.DialOptions(),
 		grpc.WithTransportCredentials(insecure.NewCredentials()),
@@ -206,6 +206,9 @@ func (c *Client) pull(ctx context.Context, r *Route, rows [][]float32, dense []V
 	if r == nil {
 		r = c.NewRoute()
 	}
+	if err := c.checkLimits(r, dense); err != nil {
+		return false, fmt.Errorf("ams client: pull: %w", err)
+	}
 	var pend atomic.Bool
 	err = eachShard(len(c.stubs), func(s int) error {
 		d := c.direct(s)
@@ -244,8 +247,8 @@ func (c *Client) pullMessage(ctx context.Context, s int, plane DataPlane, r *Rou
 	for _, d := range dense {
 		req.Dense = append(req.Dense, d.Name)
 	}
-	if len(which) == 0 && len(dense) == 0 {
-		return false, nil
+	if len(which) == 0 && len(dense) == 0 && round == nil {
+		return false, nil // in sync mode, every shard is asked: the barrier waits at each
 	}
 	resp, err := plane.Pull(ctx, req)
 	if err != nil {
@@ -332,6 +335,9 @@ func (c *Client) push(ctx context.Context, origin ams.Origin, r *Route, grads []
 	}
 	if r == nil {
 		r = c.NewRoute()
+	}
+	if err := c.checkLimits(r, dense); err != nil {
+		return fmt.Errorf("ams client: push: %w", err)
 	}
 	return eachShard(len(c.stubs), func(s int) error {
 		d := c.direct(s)

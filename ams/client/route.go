@@ -117,3 +117,26 @@ func (c *Client) check(r *Route, bufs [][]float32) error {
 	}
 	return nil
 }
+
+// checkLimits reports whether every shard's part of a call on r and
+// dense keeps within the limits of one request (ams.CheckRequestSize),
+// so that a batch too large fails before anything is sent.
+func (c *Client) checkLimits(r *Route, dense []Vector) error {
+	n := len(c.stubs)
+	for s := range n {
+		ids, values, dv := 0, 0, 0
+		for ti, t := range r.tables {
+			k := len(r.ids[s][ti])
+			ids += k
+			values += k * t.dim
+		}
+		for _, d := range dense {
+			lo, hi := ams.DenseRange(len(d.Values), s, n)
+			dv += hi - lo
+		}
+		if err := ams.CheckRequestSize(ids, values, dv); err != nil {
+			return fmt.Errorf("shard %s: %w", c.m.Shards[s], err)
+		}
+	}
+	return nil
+}

@@ -28,8 +28,10 @@ func (r Round) proto() (*amspb.SyncRound, error) {
 }
 
 // PullRound is PullRoute (creating missing rows) for round r of sync
-// mode: each shard first waits until every round before r is applied
-// there. A shard waits a bounded time; when one stopped waiting first,
+// mode: every shard, also one that holds none of the route's ids, first
+// waits until every round before r is applied there, so that the
+// worker's part of r, pushed next, is of every shard's next round (a
+// shard refuses parts too far ahead: ams.ErrRoundAhead). A shard waits a bounded time; when one stopped waiting first,
 // PullRound returns pending, with rows and dense not (all) filled, and
 // the caller asks again (a worker checks for a pause in between: the
 // round may wait for a worker that paused).

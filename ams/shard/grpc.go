@@ -16,8 +16,9 @@ import (
 	"github.com/xdlgo/xps/snapshot"
 )
 
-// ServerOptions are the gRPC server options for AMS traffic: large
-// messages, large HTTP/2 flow-control windows and buffers.
+// ServerOptions are the gRPC server options for AMS traffic: messages of
+// up to ams.MaxMessageBytes (a larger one is refused from its length
+// prefix, unread), large HTTP/2 flow-control windows and buffers.
 func ServerOptions() []grpc.ServerOption {
 	return append(amspb.ServerOptions(),
 		grpc.WaitForHandlers(true), // Stop joins the handlers before the shard closes
@@ -61,8 +62,8 @@ func (v *service) Declare(_ context.Context, req *amspb.DeclareRequest) (*amspb.
 	}
 	dense := make([]DenseDecl, len(req.Dense))
 	for i, d := range req.Dense {
-		if d.Hi < d.Lo || d.Hi-d.Lo > ams.MaxMessageBytes/4 || d.Size > 1<<40 {
-			return nil, fmt.Errorf("%w: dense %q range [%d,%d) of %d does not fit one message", ams.ErrBadRequest, d.Name, d.Lo, d.Hi, d.Size)
+		if d.Hi < d.Lo || d.Size > 1<<40 {
+			return nil, fmt.Errorf("%w: dense %q range [%d,%d) of %d", ams.ErrBadRequest, d.Name, d.Lo, d.Hi, d.Size)
 		}
 		dense[i] = DenseDecl{Spec: ams.DenseSpec{Name: d.Name, Size: int(d.Size), Optimizer: amspb.ToOptimizerSpec(d.Optimizer)},
 			Lo: int(d.Lo), Hi: int(d.Hi)}
@@ -83,20 +84,22 @@ func (v *service) Declare(_ context.Context, req *amspb.DeclareRequest) (*amspb.
 
 // decodePull unpacks the ids of each table of a pull and allocates each
 // table's reply payload; where the machine allows (inPlace), the stripes
-// write rows straight into it. A reply that could not be sent (over
-// ams.MaxMessageBytes) is refused before anything is allocated.
-func (v *service) decodePull(tables []*amspb.TableIDs) (reqs []ams.TableRequest, out [][]byte, inPlace bool, err error) {
+// write rows straight into it. A pull beyond the request limits (its ids,
+// their rows, and dense dense values: ams.CheckRequestSize) is refused
+// before anything is allocated.
+func (v *service) decodePull(tables []*amspb.TableIDs, dense int) (reqs []ams.TableRequest, out [][]byte, inPlace bool, err error) {
 	cat := v.s.cat.Load()
-	total := 0
+	ids, values := 0, 0
 	for _, t := range tables {
 		ti, ok := cat.tables[t.Table]
 		if !ok {
 			return nil, nil, false, fmt.Errorf("%w: %q", ams.ErrUnknownTable, t.Table)
 		}
-		total += len(t.Ids) / 8 * ti.spec.Dim * 4
-		if total > ams.MaxMessageBytes {
-			return nil, nil, false, fmt.Errorf("%w: the reply would exceed %d bytes", ams.ErrBadRequest, ams.MaxMessageBytes)
-		}
+		ids += len(t.Ids) / 8
+		values += len(t.Ids) / 8 * ti.spec.Dim
+	}
+	if err := ams.CheckRequestSize(ids, values, dense); err != nil {
+		return nil, nil, false, fmt.Errorf("pull: %w", err)
 	}
 	reqs = make([]ams.TableRequest, len(tables))
 	out = make([][]byte, len(tables))
@@ -117,15 +120,26 @@ func (v *service) decodePull(tables []*amspb.TableIDs) (reqs []ams.TableRequest,
 	return reqs, out, inPlace, nil
 }
 
-// decodePush unpacks the ids and gradients of each table of a push.
-func (v *service) decodePush(tables []*amspb.TableGrads) ([]ams.TableRequest, error) {
+// decodePush unpacks the ids and gradients of each table of a push, after
+// checking the push (with dense dense values) against the request limits
+// (ams.CheckRequestSize).
+func (v *service) decodePush(tables []*amspb.TableGrads, dense int) ([]ams.TableRequest, error) {
 	cat := v.s.cat.Load()
 	reqs := make([]ams.TableRequest, len(tables))
-	for i, t := range tables {
+	ids, values := 0, 0
+	for _, t := range tables {
 		ti, ok := cat.tables[t.Table]
 		if !ok {
 			return nil, fmt.Errorf("%w: %q", ams.ErrUnknownTable, t.Table)
 		}
+		ids += len(t.Ids) / 8
+		values += len(t.Ids) / 8 * ti.spec.Dim
+	}
+	if err := ams.CheckRequestSize(ids, values, dense); err != nil {
+		return nil, fmt.Errorf("push: %w", err)
+	}
+	for i, t := range tables {
+		ti := cat.tables[t.Table]
 		idv, err := ams.UnpackIDs(nil, t.Ids)
 		if err != nil {
 			return nil, errors.Join(ams.ErrBadRequest, err)
@@ -160,7 +174,15 @@ func (v *service) Pull(ctx context.Context, req *amspb.PullRequest) (*amspb.Pull
 			return &amspb.PullResponse{RoundPending: true}, nil
 		}
 	}
-	reqs, out, inPlace, err := v.decodePull(req.Tables)
+	denseValues := 0
+	for _, name := range req.Dense {
+		di, err := v.s.denseInfo(name, -1)
+		if err != nil {
+			return nil, err
+		}
+		denseValues += di.hi - di.lo
+	}
+	reqs, out, inPlace, err := v.decodePull(req.Tables, denseValues)
 	if err != nil {
 		return nil, err
 	}
@@ -188,7 +210,11 @@ func (v *service) Push(_ context.Context, req *amspb.PushRequest) (*amspb.PushRe
 	if err := v.s.checkVersion(req.ClusterVersion); err != nil {
 		return nil, err
 	}
-	reqs, err := v.decodePush(req.Tables)
+	denseValues := 0
+	for _, d := range req.Dense {
+		denseValues += len(d.Grad) / 4
+	}
+	reqs, err := v.decodePush(req.Tables, denseValues)
 	if err != nil {
 		return nil, err
 	}

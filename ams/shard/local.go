@@ -15,8 +15,9 @@ import (
 // reply to copy. Every method checks what the service checks and fails
 // with the same errors (sentinels of package ams, never a gRPC status),
 // which match as a client's errors over gRPC do, so the caller handles
-// both paths alike; the one check it leaves out is the message size
-// limit, as nothing is sent.
+// both paths alike. It checks the request limits (ams.CheckRequestSize)
+// as the service does; the one check it leaves out is gRPC's message
+// size limit, as nothing is sent.
 type Local struct {
 	service
 }
@@ -73,9 +74,11 @@ func (l *Local) PushRows(ctx context.Context, version uint64, origin ams.Origin,
 }
 
 // denseRanges looks up each vector and checks that its buffer is the
-// whole vector.
+// whole vector, and that the shard's ranges keep within
+// ams.MaxDenseValues together.
 func (l *Local) denseRanges(dense []ams.DenseRequest) ([]*denseInfo, error) {
 	out := make([]*denseInfo, len(dense))
+	values := 0
 	for i, d := range dense {
 		di, err := l.s.denseInfo(d.Name, -1)
 		if err != nil {
@@ -85,6 +88,10 @@ func (l *Local) denseRanges(dense []ams.DenseRequest) ([]*denseInfo, error) {
 			return nil, fmt.Errorf("%w: dense %q: a buffer of %d values for a vector of %d", ams.ErrBadRequest, d.Name, len(d.Values), di.spec.Size)
 		}
 		out[i] = di
+		values += di.hi - di.lo
+	}
+	if err := ams.CheckRequestSize(0, 0, values); err != nil {
+		return nil, err
 	}
 	return out, nil
 }

@@ -281,6 +281,10 @@ func (s *Shard) Declare(version uint64, tables []ams.TableSpec, dense []DenseDec
 		if d.Lo < 0 || d.Hi < d.Lo || d.Hi > d.Spec.Size {
 			return nil, fmt.Errorf("%w: dense %q range [%d,%d) of size %d", ams.ErrBadRequest, d.Spec.Name, d.Lo, d.Hi, d.Spec.Size)
 		}
+		if d.Hi-d.Lo > ams.MaxDenseValues {
+			return nil, fmt.Errorf("%w: dense %q: the shard's range [%d,%d) has more than %d values (ams.MaxDenseValues): use more shards",
+				ams.ErrTooLarge, d.Spec.Name, d.Lo, d.Hi, ams.MaxDenseValues)
+		}
 		if d.Init != nil && len(d.Init) != d.Hi-d.Lo {
 			return nil, fmt.Errorf("%w: dense %q: %d initial values for range [%d,%d)", ams.ErrBadRequest, d.Spec.Name, len(d.Init), d.Lo, d.Hi)
 		}
@@ -325,12 +329,11 @@ func checkRows(r *ams.TableRequest, dim int) error {
 	return nil
 }
 
-// split builds one task per stripe that has ids, for the given op.
+// split checks reqs (their tables, buffers and the request limits) and
+// builds one task per stripe that has ids, for the given op.
 func (s *Shard) split(op opKind, version uint64, reqs []ams.TableRequest, create bool) ([]*task, int, error) {
 	cat := s.cat.Load()
-	tasks := make([]*task, len(s.stripes))
-	now := s.now()
-	rows := 0
+	rows, values := 0, 0
 	for ri, r := range reqs {
 		ti, ok := cat.tables[r.Table]
 		if !ok {
@@ -340,6 +343,18 @@ func (s *Shard) split(op opKind, version uint64, reqs []ams.TableRequest, create
 			return nil, 0, err
 		}
 		rows += len(r.IDs)
+		values += len(r.IDs) * ti.spec.Dim
+	}
+	if err := ams.CheckRequestSize(rows, values, 0); err != nil {
+		if op == opPull {
+			return nil, 0, fmt.Errorf("pull: %w", err)
+		}
+		return nil, 0, fmt.Errorf("push: %w", err)
+	}
+	tasks := make([]*task, len(s.stripes))
+	now := s.now()
+	for ri, r := range reqs {
+		ti := cat.tables[r.Table]
 		for k, id := range r.IDs {
 			si := s.stripeOf(ti.salt, id)
 			t := tasks[si]

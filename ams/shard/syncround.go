@@ -38,6 +38,24 @@ const SyncStateKey = ams.StateSyncRounds
 // maxSyncWorkers bounds the workers of a sync round.
 const maxSyncWorkers = 1 << 12
 
+// MaxRoundsAhead bounds the rounds a shard keeps parts of: it takes a part
+// of round r only when r is one of the MaxRoundsAhead rounds from the
+// next round it applies (rec.Next) in Next's epoch, or one of the first
+// MaxRoundsAhead rounds of the epoch after; a part beyond them is
+// refused with ams.ErrRoundAhead and kept nowhere. So a shard keeps at
+// most 2 x MaxRoundsAhead rounds' accumulators, each with at most one
+// part per worker, however far ahead a client pushes.
+//
+// A worker in step pushes its part of round r after its pull of r, which
+// waits at every shard until the rounds before r are applied there
+// (client.PullRound asks every shard), so its part is of the shard's
+// next round; the done part it pushes when its data ends, without a
+// pull, is at most one round ahead (a shard may still lack other
+// workers' parts of the round before); its first part of the next epoch
+// comes after its pull of it, which waits for the epoch's end. 16 leaves
+// room to spare.
+const MaxRoundsAhead = 16
+
 // Round names a round of sync mode.
 type Round struct {
 	Epoch uint32 `json:"epoch"`
@@ -88,6 +106,18 @@ type syncRecord struct {
 	Next    Round `json:"next"`
 	// Left are the workers that have left Next's epoch, sorted.
 	Left []int `json:"left,omitempty"`
+}
+
+// window reports whether r is in the window of rounds the shard takes
+// parts of (MaxRoundsAhead), given that r is not before rec.Next.
+func (rec *syncRecord) window(r Round) bool {
+	switch uint64(r.Epoch) {
+	case uint64(rec.Next.Epoch):
+		return uint64(r.Iter) < uint64(rec.Next.Iter)+MaxRoundsAhead
+	case uint64(rec.Next.Epoch) + 1:
+		return r.Iter < MaxRoundsAhead
+	}
+	return false
 }
 
 func (rec *syncRecord) left(w int) bool {
@@ -195,6 +225,10 @@ func (s *Shard) PushRound(version uint64, p RoundPart) error {
 	}
 	if p.Round.Compare(rec.Next) < 0 || (p.Round.Epoch == rec.Next.Epoch && rec.left(p.Worker)) {
 		return fmt.Errorf("%w: worker %d's part of %s (the shard is at %s)", ams.ErrRoundApplied, p.Worker, p.Round, rec.Next)
+	}
+	if !rec.window(p.Round) {
+		return fmt.Errorf("%w: worker %d's part of %s: the shard is at %s and takes parts of %d rounds ahead in this epoch and the first %d of the next",
+			ams.ErrRoundAhead, p.Worker, p.Round, rec.Next, MaxRoundsAhead, MaxRoundsAhead)
 	}
 	a := sr.acc[p.Round]
 	if a == nil {
@@ -306,22 +340,26 @@ func (s *Shard) advance(version uint64, sr *syncRounds) error {
 	return nil
 }
 
-// applyRound applies a's averaged gradients with the optimizers.
+// applyRound applies a's averaged gradients with the optimizers. The
+// round holds every worker's ids, more than one request may carry: they
+// are pushed in requests within the limits (withinLimits).
 func (s *Shard) applyRound(version uint64, a *roundAcc) error {
 	if a.parts == 0 {
 		return nil
 	}
 	scale := 1 / float32(a.parts)
 	var reqs []ams.TableRequest
+	var dims []int
 	for _, name := range a.order {
 		t := a.tables[name]
 		for i := range t.sum {
 			t.sum[i] *= scale
 		}
 		reqs = append(reqs, ams.TableRequest{Table: name, IDs: t.ids, Rows: t.sum})
+		dims = append(dims, t.dim)
 	}
-	if len(reqs) > 0 {
-		if err := s.Push(version, reqs); err != nil {
+	for _, part := range withinLimits(reqs, dims, ams.MaxRequestIDs, ams.MaxRequestValues) {
+		if err := s.Push(version, part); err != nil {
 			return err
 		}
 	}
@@ -335,6 +373,33 @@ func (s *Shard) applyRound(version uint64, a *roundAcc) error {
 		}
 	}
 	return nil
+}
+
+// withinLimits splits reqs, whose rows are dims[i] wide, into requests of
+// at most maxIDs ids and maxValues values each (maxValues at least the
+// widest row), in order, the rows of each id kept with it.
+func withinLimits(reqs []ams.TableRequest, dims []int, maxIDs, maxValues int) [][]ams.TableRequest {
+	var out [][]ams.TableRequest
+	var cur []ams.TableRequest
+	ids, values := 0, 0
+	for i, r := range reqs {
+		d := dims[i]
+		for lo := 0; lo < len(r.IDs); {
+			room := min(maxIDs-ids, (maxValues-values)/d)
+			if room == 0 {
+				out, cur, ids, values = append(out, cur), nil, 0, 0
+				continue
+			}
+			hi := min(len(r.IDs), lo+room)
+			cur = append(cur, ams.TableRequest{Table: r.Table, IDs: r.IDs[lo:hi], Rows: r.Rows[lo*d : hi*d]})
+			ids, values = ids+hi-lo, values+(hi-lo)*d
+			lo = hi
+		}
+	}
+	if len(cur) > 0 {
+		out = append(out, cur)
+	}
+	return out
 }
 
 // WaitRound waits until every round before r is applied, for at most

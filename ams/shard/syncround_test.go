@@ -78,6 +78,53 @@ func TestSyncRounds(t *testing.T) {
 	checkLeavingEndsEpoch(t, s, v)
 }
 
+// TestSyncRoundWindow: a shard takes parts of the MaxRoundsAhead rounds
+// from its next one in its epoch and of the first MaxRoundsAhead of the
+// next epoch, refuses the others with ams.ErrRoundAhead (keeping
+// nothing of them), takes one part per worker and round, and moves the
+// window on as rounds are applied.
+func TestSyncRoundWindow(t *testing.T) {
+	s := newSyncShard(t, 0, 1)
+	v := s.Version()
+	part := func(e, i uint32, w int) RoundPart { return roundPart(e, i, w, 2, []uint64{1}, []float32{1, 1}, nil) }
+	for _, tc := range []struct {
+		e, i uint32
+		want error
+	}{
+		{0, 0, nil},
+		{0, MaxRoundsAhead - 1, nil},
+		{0, MaxRoundsAhead, ams.ErrRoundAhead},
+		{0, 1 << 31, ams.ErrRoundAhead},
+		{1, 0, nil},
+		{1, MaxRoundsAhead - 1, nil},
+		{1, MaxRoundsAhead, ams.ErrRoundAhead},
+		{2, 0, ams.ErrRoundAhead},
+		{1 << 31, 0, ams.ErrRoundAhead},
+		{0, 0, ams.ErrRoundApplied}, // worker 1's second part of (0,0)
+	} {
+		err := s.PushRound(v, part(tc.e, tc.i, 1))
+		if !errors.Is(err, tc.want) || (tc.want == nil) != (err == nil) {
+			t.Fatalf("worker 1's part of %s = %v, want %v", Round{tc.e, tc.i}, err, tc.want)
+		}
+	}
+	s.syncMu.Lock()
+	kept := len(s.sync.acc)
+	s.syncMu.Unlock()
+	if kept != 4 {
+		t.Fatalf("the shard keeps %d rounds, want the 4 whose parts it took", kept)
+	}
+	// Worker 0's part applies (0,0): the window moves on by one round.
+	if err := s.PushRound(v, part(0, 0, 0)); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.PushRound(v, part(0, MaxRoundsAhead, 1)); err != nil {
+		t.Fatalf("a part of the round that entered the window: %v", err)
+	}
+	if err := s.PushRound(v, part(0, MaxRoundsAhead+1, 1)); !errors.Is(err, ams.ErrRoundAhead) {
+		t.Fatalf("a part past the moved window = %v, want ams.ErrRoundAhead", err)
+	}
+}
+
 // checkRoundWaitsForAllParts pushes the two workers' parts of round (0,0),
 // with worker 0's part of (0,1) between them: (0,0) is applied with their
 // average once both are in, (0,1) waits, its state entry too.
@@ -234,5 +281,82 @@ func TestSyncRoundsRestore(t *testing.T) {
 		if got := rowsOf(t, s, 7); !slices.Equal(got, []float32{-2, -2}) {
 			t.Fatalf("shard %d: id 7 after round (0,1) = %v, want [-2 -2]", i, got)
 		}
+	}
+}
+
+// TestWithinLimits splits requests into parts of at most maxIDs ids and
+// maxValues values: concatenated, the parts are the requests, in order,
+// each id with its row.
+func TestWithinLimits(t *testing.T) {
+	reqs := []ams.TableRequest{
+		{Table: "a", IDs: []uint64{1, 2, 3, 4, 5}, Rows: []float32{1, 2, 3, 4, 5}},
+		{Table: "b", IDs: []uint64{6, 7, 8}, Rows: []float32{6, 6, 6, 7, 7, 7, 8, 8, 8}},
+		{Table: "c", IDs: nil, Rows: nil},
+	}
+	dims := []int{1, 3, 2}
+	for _, lim := range []struct{ ids, values int }{{1, 3}, {2, 4}, {3, 100}, {100, 3}, {100, 100}} {
+		parts := withinLimits(reqs, dims, lim.ids, lim.values)
+		got := map[string][]uint64{}
+		gotRows := map[string][]float32{}
+		for _, part := range parts {
+			ids, values := 0, 0
+			for _, r := range part {
+				d := dims[slices.IndexFunc(reqs, func(q ams.TableRequest) bool { return q.Table == r.Table })]
+				if len(r.IDs) == 0 || len(r.Rows) != len(r.IDs)*d {
+					t.Fatalf("limits %+v: a request of %d ids and %d values in %v", lim, len(r.IDs), len(r.Rows), parts)
+				}
+				ids, values = ids+len(r.IDs), values+len(r.Rows)
+				got[r.Table] = append(got[r.Table], r.IDs...)
+				gotRows[r.Table] = append(gotRows[r.Table], r.Rows...)
+			}
+			if ids > lim.ids || values > lim.values || ids == 0 {
+				t.Fatalf("limits %+v: a part of %d ids and %d values", lim, ids, values)
+			}
+		}
+		for _, r := range reqs {
+			if !slices.Equal(got[r.Table], r.IDs) || !slices.Equal(gotRows[r.Table], r.Rows) {
+				t.Fatalf("limits %+v: table %s split into ids %v rows %v, want %v %v", lim, r.Table, got[r.Table], gotRows[r.Table], r.IDs, r.Rows)
+			}
+		}
+	}
+}
+
+// TestSyncRoundLargerThanARequest: a round holds every worker's ids; two
+// parts within the request limits whose union is not (more than
+// ams.MaxRequestValues values) still apply, pushed in several requests.
+func TestSyncRoundLargerThanARequest(t *testing.T) {
+	const dim = 4096
+	n := ams.MaxRequestValues/dim/2 + 1 // ids per worker
+	s := New(Options{ID: "t", Stripes: 2})
+	t.Cleanup(func() { s.Close() })
+	spec := ams.TableSpec{Name: "wide", Dim: dim, Optimizer: ams.OptimizerSpec{Name: "sgd", LR: 1}, Init: ams.InitSpec{Kind: "zeros"}}
+	if _, err := s.Declare(1, []ams.TableSpec{spec}, nil); err != nil {
+		t.Fatal(err)
+	}
+	grads := make([]float32, n*dim)
+	for i := range grads {
+		grads[i] = 2
+	}
+	for w := range 2 {
+		ids := make([]uint64, n)
+		for i := range ids {
+			ids[i] = uint64(w*n + i)
+		}
+		p := RoundPart{Round: Round{0, 0}, Worker: w, Workers: 2, Tables: []ams.TableRequest{{Table: "wide", IDs: ids, Rows: grads}}}
+		if err := s.PushRound(1, p); err != nil {
+			t.Fatalf("worker %d's part: %v", w, err)
+		}
+	}
+	if p := pending(t, s, Round{0, 1}); p {
+		t.Fatal("round (0,0) was not applied")
+	}
+	out := make([]float32, 2*dim)
+	if err := s.Pull(1, []ams.TableRequest{{Table: "wide", IDs: []uint64{0, uint64(2*n - 1)}, Rows: out}}, false); err != nil {
+		t.Fatal(err)
+	}
+	// Each id is in one part of two: its gradient 2, averaged over the
+	// two parts, is 1.
+	if out[0] != -1 || out[2*dim-1] != -1 {
+		t.Fatalf("rows after the round: %v ... %v, want -1", out[0], out[2*dim-1])
 	}
 }
