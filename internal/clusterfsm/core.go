@@ -113,6 +113,11 @@ func (c *Core) Now() time.Time { return c.now }
 // FORMING, even when adopting). A slot whose shard is not live is waiting for a replacement.
 func (c *Core) Slots() []string { return slices.Clone(c.slots) }
 
+// Away returns the members waited for (Options.RejoinWait), by
+// "kind/id", with the lives that may come back; while there are any the
+// cluster is DEGRADED with its state intact but for them.
+func (c *Core) Away() map[string]string { return maps.Clone(c.away) }
+
 // Snapshots returns the good snapshots the core would fall back to,
 // oldest first.
 func (c *Core) Snapshots() []SnapshotID { return slices.Clone(c.good) }

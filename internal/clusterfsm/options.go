@@ -108,8 +108,9 @@ type Adopted struct {
 	// with another N does not adopt: it forms and restores the newest
 	// snapshot onto the new layout.)
 	Shards []string
-	// Serving says the last state the previous leader recorded was
-	// SERVING(Version). When false (it was DEGRADED or RESTORING, or the
+	// Serving says the state at Version is intact as the previous leader
+	// last recorded it: SERVING(Version), or DEGRADED(Version) waiting only
+	// for members of Lives to come back. When false (it was DEGRADED or RESTORING, or the
 	// driver does not know), the state at Version is taken as lost and
 	// the newest good snapshot is restored.
 	Serving bool

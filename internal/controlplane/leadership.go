@@ -66,6 +66,10 @@ type ClusterState struct {
 	// of the live workers, by "kind/id": a leader that takes over waits
 	// for those not live, which may register again with their state.
 	Lives map[string]string `json:"lives,omitempty"`
+	// Waiting marks a DEGRADED state that only waits for members of Lives
+	// to register again: the state at Version is intact but for them, and
+	// a leader that takes over waits for them too instead of restoring.
+	Waiting bool `json:"waiting,omitempty"`
 }
 
 // PutClusterState records the state the leader entered.

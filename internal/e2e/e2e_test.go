@@ -104,6 +104,13 @@ type summary struct {
 	TestAUC          float64 `json:"test_auc"`
 	TestLogLoss      float64 `json:"test_logloss"`
 	Shards           int     `json:"shards"`
+	// ExactlyOnce is the shards' account of the worker's pushes.
+	ExactlyOnce *struct {
+		Exact   bool   `json:"exact"`
+		Batches uint64 `json:"batches"`
+		Samples int64  `json:"samples"`
+		Problem string `json:"problem"`
+	} `json:"exactly_once"`
 }
 
 // lastJSON decodes the last line of a worker's output.

@@ -22,6 +22,8 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
+	"github.com/xdlgo/xps/ams"
+	"github.com/xdlgo/xps/internal/checkpoint"
 	"github.com/xdlgo/xps/internal/controlplane"
 	"github.com/xdlgo/xps/internal/etcdembed"
 	"github.com/xdlgo/xps/internal/membership"
@@ -236,11 +238,13 @@ func faultTest(t *testing.T, src faultSource) {
 	dir := t.TempDir()
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	defer cancel()
-	etcd, err := etcdembed.Start(ctx, etcdembed.Options{Dir: filepath.Join(dir, "etcd"), UnsafeNoFsync: true})
+	// A fixed client address: the outages stop etcd and start it again
+	// there, on the same data.
+	etcdOpts := etcdembed.Options{Dir: filepath.Join(dir, "etcd"), UnsafeNoFsync: true, ClientAddr: freeAddr(t)}
+	etcd, err := etcdembed.Start(ctx, etcdOpts)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer etcd.Close()
 	cli, err := membership.Dial(ctx, etcd.Endpoints(), nil)
 	if err != nil {
 		t.Fatal(err)
@@ -259,9 +263,11 @@ func faultTest(t *testing.T, src faultSource) {
 	t.Logf("commands built in %.1fs, data ready in %.1fs", built.Seconds(), (time.Since(began) - built).Seconds())
 
 	fc := &faultCluster{t: t, ctx: ctx, bin: bin, dir: dir, cli: cli, endpoints: strings.Join(etcd.Endpoints(), ","),
-		cfg: cfg, test: test, data: data, total: epochs * samples}
-	base := fc.run("base", 0, nil)
-	faulty := fc.run("faults", kills, rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)))
+		cfg: cfg, test: test, data: data, total: epochs * samples, etcd: etcd, etcdOpts: etcdOpts}
+	defer func() { fc.etcd.Close() }()
+	base := fc.run("base", nil, nil)
+	plan := faultPlan(kills, envDurations(t, "XPS_FAULT_OUTAGES", "10s,30s"), envInt(t, "XPS_FAULT_SIGTERM", 1) != 0)
+	faulty := fc.run("faults", plan, rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)))
 	t.Logf("result: seed %d, %s, %d samples x %d epochs: without faults AUC %.4f in %.1fs; with %d of %d kills AUC %.4f in %.1fs; %.1fs in all",
 		seed, src.name, samples, epochs, base.auc, base.seconds, faulty.kills, kills, faulty.auc, faulty.seconds, time.Since(began).Seconds())
 	for _, r := range []faultRun{base, faulty} {
@@ -274,8 +280,8 @@ func faultTest(t *testing.T, src faultSource) {
 				r.name, r.digest, wantDigest)
 		}
 	}
-	if faulty.kills < kills {
-		t.Errorf("only %d of %d kills happened before training ended", faulty.kills, kills)
+	if faulty.kills < len(plan) {
+		t.Errorf("only %d of %d faults happened before training ended", faulty.kills, len(plan))
 	}
 	if d := math.Abs(faulty.auc - base.auc); d > 0.01 {
 		t.Errorf("AUC with faults %.4f differs from %.4f without by %.4f > 0.01", faulty.auc, base.auc, d)
@@ -292,6 +298,89 @@ type faultCluster struct {
 	cfg, test string
 	data      faultData
 	total     int64 // samples the job applies: epochs x samples
+	// etcd is the cluster's etcd, stopped and started again by outages.
+	etcd     *etcdembed.Server
+	etcdOpts etcdembed.Options
+}
+
+// The kinds of fault.
+const (
+	kindKill    = "kill"    // kill -9 of a shard, a trainer or the leading scheduler (the first: a shard)
+	kindSIGTERM = "sigterm" // SIGTERM of a trainer: a clean stop, then a restart
+	kindOutage  = "outage"  // etcd stopped for a while, then started again
+)
+
+// fault is one fault of a run's plan.
+type fault struct {
+	kind   string
+	outage time.Duration // of an outage
+}
+
+func (f fault) String() string {
+	if f.kind == kindOutage {
+		return fmt.Sprintf("an etcd outage of %v", f.outage)
+	}
+	return f.kind
+}
+
+// faultPlan is the faults of the faulty run, in order: a kill (a shard,
+// restarted within its lease during a snapshot), a SIGTERM of a trainer
+// (with sigterm), the first outage, the other kills, the other outages.
+func faultPlan(kills int, outages []time.Duration, sigterm bool) []fault {
+	var plan []fault
+	if kills > 0 {
+		plan = append(plan, fault{kind: kindKill})
+	}
+	if sigterm {
+		plan = append(plan, fault{kind: kindSIGTERM})
+	}
+	if len(outages) > 0 {
+		plan = append(plan, fault{kind: kindOutage, outage: outages[0]})
+	}
+	for range max(kills-1, 0) {
+		plan = append(plan, fault{kind: kindKill})
+	}
+	for _, d := range outages[min(1, len(outages)):] {
+		plan = append(plan, fault{kind: kindOutage, outage: d})
+	}
+	return plan
+}
+
+// envDurations reads a comma-separated list of durations from the
+// environment ("" or "none": none).
+func envDurations(t *testing.T, name, def string) []time.Duration {
+	v, ok := os.LookupEnv(name)
+	if !ok {
+		v = def
+	}
+	var out []time.Duration
+	for _, f := range strings.Split(v, ",") {
+		if f = strings.TrimSpace(f); f == "" || f == "none" {
+			continue
+		}
+		d, err := time.ParseDuration(f)
+		if err != nil || d <= 0 {
+			t.Fatalf("%s=%q: %q is not a positive duration", name, v, f)
+		}
+		out = append(out, d)
+	}
+	return out
+}
+
+// outage stops etcd for d, then starts it again on its data and address.
+func (fc *faultCluster) outage(d time.Duration) {
+	if err := fc.etcd.Close(); err != nil {
+		fc.t.Logf("stopping etcd: %v", err)
+	}
+	select {
+	case <-time.After(d):
+	case <-fc.ctx.Done():
+	}
+	etcd, err := etcdembed.Start(fc.ctx, fc.etcdOpts)
+	if err != nil {
+		fc.t.Fatalf("starting etcd again after an outage of %v: %v", d, err)
+	}
+	fc.etcd = etcd
 }
 
 // faultRun is what one run ends with.
@@ -362,11 +451,14 @@ func (fc *faultCluster) supervise(s *slot, wg *sync.WaitGroup) {
 	}()
 }
 
-func (s *slot) kill() {
+func (s *slot) kill() { s.signal(syscall.SIGKILL) }
+
+// signal sends sig to s's process, which its supervisor then starts again.
+func (s *slot) signal(sig os.Signal) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.killed.Store(true)
-	s.cur.cmd.Process.Signal(syscall.SIGKILL)
+	s.cur.cmd.Process.Signal(sig)
 }
 
 func (s *slot) output() string {
@@ -392,15 +484,15 @@ func (s *slot) exit() (exited bool, err error) {
 // run runs the job on a fresh cluster, name: kills kills at points of its
 // progress (drawn from rng), each once the cluster has recovered from the
 // last, then the gate worker; it returns what the job ended with.
-func (fc *faultCluster) run(name string, kills int, rng *rand.Rand) faultRun {
+func (fc *faultCluster) run(name string, plan []fault, rng *rand.Rand) faultRun {
 	j := fc.startJob(name)
 	defer j.stop()
 	res := faultRun{name: name}
 	var last *faultKill
-	for i, point := range killPoints(kills, fc.total, rng) {
+	for i, point := range killPoints(len(plan), fc.total, rng) {
 		j.waitRecovered(last)
 		j.waitTrained(i+1, point)
-		last = j.kill(i+1, rng)
+		last = j.inject(i+1, plan[i], rng)
 		res.kills++
 	}
 	if last != nil {
@@ -645,10 +737,47 @@ func (j *faultJob) waitTrained(kill int, point int64) {
 // faultKill is a kill the cluster is to recover from.
 type faultKill struct {
 	n       int
-	victim  *slot
+	fault   fault
+	victim  *slot  // nil for an outage
 	rev     int64  // the create revision of the victim's registration
 	version uint64 // the cluster version at the kill
 	at      time.Time
+	mark    *snapshot.Manifest // for an outage: the newest snapshot once etcd was back
+}
+
+// inject injects fault f, the n-th.
+func (j *faultJob) inject(n int, f fault, rng *rand.Rand) *faultKill {
+	switch f.kind {
+	case kindSIGTERM:
+		return j.sigterm(n, rng)
+	case kindOutage:
+		st := j.state()
+		trained, waiting := j.progress()
+		k := &faultKill{n: n, fault: f, version: st.Version, at: time.Now()}
+		j.t.Logf("%s: fault %d: etcd stopped for %v at %s(v%d), %.1fs into the job, %d of %d samples trained (%d of %d trainers at the final barrier)",
+			j.name, n, f.outage, st.Phase, st.Version, k.at.Sub(j.began).Seconds(), trained, j.total, waiting, len(j.trainers))
+		j.outage(f.outage)
+		k.mark = j.newestSnapshot()
+		return k
+	}
+	return j.kill(n, rng)
+}
+
+// sigterm stops a trainer drawn from rng with SIGTERM, as an operator or
+// Kubernetes does: it must drain its pushes, store the checkpoint of what
+// the shards applied and leave gracefully (issue 20's second item: the
+// shards once held 460 of its batches and its checkpoint 344). The
+// supervisor starts it again.
+func (j *faultJob) sigterm(n int, rng *rand.Rand) *faultKill {
+	victim := j.trainers[rng.IntN(len(j.trainers))]
+	st := j.state()
+	k := &faultKill{n: n, fault: fault{kind: kindSIGTERM}, victim: victim, rev: j.registration(victim), version: st.Version}
+	trained, waiting := j.progress()
+	k.at = time.Now()
+	victim.signal(syscall.SIGTERM)
+	j.t.Logf("%s: fault %d: SIGTERM %s at %s(v%d), %.1fs into the job, %d of %d samples trained (%d of %d trainers at the final barrier)",
+		j.name, n, victim.name, st.Phase, st.Version, k.at.Sub(j.began).Seconds(), trained, j.total, waiting, len(j.trainers))
+	return k
 }
 
 // kill kills a victim drawn from rng: a shard, a trainer or the leading
@@ -672,11 +801,14 @@ func (j *faultJob) kill(n int, rng *rand.Rand) *faultKill {
 		j.t.Fatalf("%s: kill %d: no leading scheduler", j.name, n)
 	}
 	st := j.state()
-	k := &faultKill{n: n, victim: victim, rev: j.registration(victim), version: st.Version}
+	k := &faultKill{n: n, fault: fault{kind: kindKill}, victim: victim, rev: j.registration(victim), version: st.Version}
 	trained, waiting := j.progress()
 	victim.mu.Lock()
 	life := victim.lives
 	victim.mu.Unlock()
+	if n == 1 { // during a snapshot: the restarted shard must take no part in it
+		go testutil.Conn(j.cli, j.prefix).RequestSnapshot(j.ctx) //nolint:errcheck // it may fail: the shard is gone
+	}
 	k.at = time.Now()
 	victim.kill()
 	j.t.Logf("%s: kill %d: kill -9 %s#%d at %s(v%d), %.1fs into the job, %d of %d samples trained (%d of %d trainers at the final barrier)",
@@ -694,9 +826,12 @@ func (j *faultJob) waitRecovered(k *faultKill) {
 	var mark *snapshot.Manifest // the newest snapshot once the victim was back
 	back, version, what := k == nil, uint64(0), "a snapshot holding the workers' checkpoints"
 	if k != nil {
-		version, what = k.version+1, fmt.Sprintf("the recovery from kill %d", k.n)
-		if k.victim.kind == membership.KindScheduler {
+		version, what = k.version+1, fmt.Sprintf("the recovery from fault %d (%v)", k.n, k.fault)
+		if k.fault.kind != kindKill || k.victim.kind == membership.KindScheduler {
 			version = k.version
+		}
+		if k.fault.kind == kindOutage {
+			back, mark = true, k.mark
 		}
 	}
 	j.waitFor(3*time.Minute, what, func() bool {
@@ -712,8 +847,15 @@ func (j *faultJob) waitRecovered(k *faultKill) {
 		m := j.newestSnapshot()
 		return st.Phase == "SERVING" && m != nil && m.Version >= version && (mark == nil || m.Seq > mark.Seq)
 	})
-	if k != nil {
-		j.t.Logf("%s: kill %d: recovered %.1fs after it", j.name, k.n, time.Since(k.at).Seconds())
+	if k == nil {
+		return
+	}
+	j.t.Logf("%s: fault %d (%v): recovered %.1fs after it", j.name, k.n, k.fault, time.Since(k.at).Seconds())
+	// A clean stop and an outage cost a pause, not a restore: the
+	// cluster serves on at the version of the fault.
+	if st := j.state(); k.fault.kind != kindKill && st.Version != k.version {
+		j.t.Errorf("%s: fault %d (%v): the cluster serves version %d, restored from %d: it cost a restore, not a pause",
+			j.name, k.n, k.fault, st.Version, k.version)
 	}
 }
 
@@ -744,7 +886,11 @@ func (j *faultJob) end(res faultRun) faultRun {
 	res.seconds = time.Since(j.began).Seconds()
 	aucs := make([]float64, len(workers))
 	for i, w := range workers {
-		aucs[i] = lastJSON(t, w.cur).TestAUC
+		sum := lastJSON(t, w.cur)
+		aucs[i] = sum.TestAUC
+		if e := sum.ExactlyOnce; e == nil || !e.Exact {
+			t.Errorf("%s: %s's summary: not exactly-once by the shards' account: %+v", j.name, w.name, e)
+		}
 	}
 	for _, auc := range aucs[1:] {
 		if math.Abs(auc-aucs[0]) > 1e-9 {
@@ -764,8 +910,49 @@ func (j *faultJob) end(res faultRun) faultRun {
 	if err != nil {
 		t.Fatal(err)
 	}
-	res.applied, res.digest = appliedSamples(t, m)
+	// The shards' own records of the pushes they applied, per worker and
+	// batch, against the workers' checkpoints (what the workers believe).
+	if err := checkpoint.Consistent(m.Readers); err != nil {
+		t.Errorf("%s: final snapshot %d: %v", j.name, m.Seq, err)
+	}
+	res.applied, res.digest = shardApplied(t, m)
+	if n, d := appliedSamples(t, m); n != res.applied || d != res.digest {
+		t.Errorf("%s: final snapshot %d: the checkpoints count %d samples (digest %x), the shards applied %d (%x)",
+			j.name, m.Seq, n, d, res.applied, res.digest)
+	}
 	return res
+}
+
+// shardApplied returns the samples the shards applied by their own
+// records in snapshot m (ams.Applied, under ams.AppliedKey), summed over
+// the workers, and their digests; each worker's batches must be 0 to n-1
+// once, and every shard's record the same.
+func shardApplied(t *testing.T, m *snapshot.Manifest) (int64, uint64) {
+	t.Helper()
+	var first map[string]*ams.Applied
+	for i := range m.Shards {
+		var recs map[string]*ams.Applied
+		if err := json.Unmarshal(m.Readers[ams.AppliedKey(i)], &recs); err != nil {
+			t.Fatalf("snapshot %d: shard %d's records of applied pushes: %v", m.Seq, i, err)
+		}
+		for w, a := range recs {
+			if !a.Exactly(a.Batches()) {
+				t.Errorf("snapshot %d: shard %d applied batches %s of %s: not each of 0..n-1 once", m.Seq, i, a, w)
+			}
+			if first != nil && (first[w] == nil || !first[w].Equal(a)) {
+				t.Errorf("snapshot %d: shard %d's record of %s (%s) differs from shard 0's", m.Seq, i, w, a)
+			}
+		}
+		if first == nil {
+			first = recs
+		}
+	}
+	var n int64
+	var d uint64
+	for _, a := range first {
+		n, d = n+a.Samples, d+a.Digest
+	}
+	return n, d
 }
 
 // lives lists the slots that had more than one life, with their lives.

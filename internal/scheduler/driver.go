@@ -98,7 +98,9 @@ func (s *Scheduler) newCore(ctx context.Context) error {
 		if len(m.Shards) == s.opts.Shards {
 			st, _, _ := s.conn.GetClusterState(gctx) // none, or unreadable: not known to serve
 			o.Adopt = &clusterfsm.Adopted{Version: m.Version, Shards: m.Shards, MaxIncarnation: rev,
-				Serving: st.Phase == clusterfsm.Serving.String() && st.Version == m.Version, Lives: st.Lives}
+				Serving: st.Version == m.Version && (st.Phase == clusterfsm.Serving.String() ||
+					st.Phase == clusterfsm.Degraded.String() && st.Waiting), // intact but for lives waited for
+				Lives: st.Lives}
 		}
 	}
 	if seq, err := s.conn.LastPause(gctx); err == nil {
@@ -157,6 +159,9 @@ func (s *Scheduler) recordState(ctx context.Context, st clusterfsm.State) {
 			rec.Lives[k] = t.member.Life()
 		}
 	}
+	away := s.fsm.Away() // not live: the lives waited for
+	maps.Copy(rec.Lives, away)
+	rec.Waiting = st.Phase == clusterfsm.Degraded && len(away) > 0
 	s.retry(ctx, "record the cluster state", func(ctx context.Context) error {
 		return s.conn.PutClusterState(ctx, rec)
 	})
