@@ -23,7 +23,8 @@
 //     controlplane.ErrClusterFailed: no worker trains on it); build the
 //     client (direct calls to the shards of Options.Local, gRPC to the
 //     others).
-//  4. Model.Prepare: the model loads its data (once per job).
+//  4. Model.Prepare: the model loads its data (once per job; again after
+//     a restore, when it failed as requests to a restored cluster fail).
 //  5. Attempts: each attempt reads the worker's checkpoint from the model
 //     (checkpoint.Load) and calls Model.Train at one cluster version. An
 //     attempt that fails in a recoverable way (Recoverable: the cluster

@@ -211,8 +211,20 @@ func (e *Env) attempts(ctx context.Context, m Model) error {
 	e.Version = sm.Version
 	s.Shards = e.Client.NumShards()
 	load := time.Now()
-	if err := m.Prepare(ctx, e); err != nil {
-		return err
+	for {
+		// The cluster may be restored while the model loads (a worker
+		// restarted after its death joins while its death is rolled back):
+		// a recoverable failure waits for the restore and loads again.
+		err := m.Prepare(ctx, e)
+		if err == nil {
+			break
+		}
+		if ctx.Err() != nil || !Recoverable(err) {
+			return err
+		}
+		if err := e.restored(ctx, err); err != nil {
+			return err
+		}
 	}
 	s.LoadSeconds = time.Since(load).Seconds()
 	for e.Attempt = 1; ; e.Attempt++ {
