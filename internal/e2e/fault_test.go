@@ -241,6 +241,20 @@ func faultTest(t *testing.T, src faultSource) {
 	// A fixed client address: the outages stop etcd and start it again
 	// there, on the same data.
 	etcdOpts := etcdembed.Options{Dir: filepath.Join(dir, "etcd"), UnsafeNoFsync: true, ClientAddr: freeAddr(t)}
+	// A network cut: shard ams-2 runs in a network namespace of its own,
+	// joined to the host by a veth pair the test sets down and up again;
+	// etcd listens on the host's end, which every process reaches.
+	cuts := envDurations(t, "XPS_FAULT_CUTS", "10s")
+	var ns *netns
+	if len(cuts) > 0 {
+		var why string
+		if ns, why = newNetns(t); ns == nil {
+			t.Logf("the network cut is left out: it needs a network namespace (%s)", why)
+			cuts = nil
+		} else {
+			etcdOpts.ClientAddr = ns.HostAddr(t)
+		}
+	}
 	etcd, err := etcdembed.Start(ctx, etcdOpts)
 	if err != nil {
 		t.Fatal(err)
@@ -263,10 +277,10 @@ func faultTest(t *testing.T, src faultSource) {
 	t.Logf("commands built in %.1fs, data ready in %.1fs", built.Seconds(), (time.Since(began) - built).Seconds())
 
 	fc := &faultCluster{t: t, ctx: ctx, bin: bin, dir: dir, cli: cli, endpoints: strings.Join(etcd.Endpoints(), ","),
-		cfg: cfg, test: test, data: data, total: epochs * samples, etcd: etcd, etcdOpts: etcdOpts}
+		cfg: cfg, test: test, data: data, total: epochs * samples, etcd: etcd, etcdOpts: etcdOpts, ns: ns}
 	defer func() { fc.etcd.Close() }()
 	base := fc.run("base", nil, nil)
-	plan := faultPlan(kills, envDurations(t, "XPS_FAULT_OUTAGES", "10s,30s"), envInt(t, "XPS_FAULT_SIGTERM", 1) != 0)
+	plan := faultPlan(kills, envDurations(t, "XPS_FAULT_OUTAGES", "10s,30s"), cuts, envInt(t, "XPS_FAULT_SIGTERM", 1) != 0)
 	faulty := fc.run("faults", plan, rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)))
 	t.Logf("result: seed %d, %s, %d samples x %d epochs: without faults AUC %.4f in %.1fs; with %d of %d kills AUC %.4f in %.1fs; %.1fs in all",
 		seed, src.name, samples, epochs, base.auc, base.seconds, faulty.kills, kills, faulty.auc, faulty.seconds, time.Since(began).Seconds())
@@ -301,6 +315,8 @@ type faultCluster struct {
 	// etcd is the cluster's etcd, stopped and started again by outages.
 	etcd     *etcdembed.Server
 	etcdOpts etcdembed.Options
+	// ns is the network namespace shard ams-2 runs in, nil without one.
+	ns *netns
 }
 
 // The kinds of fault.
@@ -308,6 +324,7 @@ const (
 	kindKill    = "kill"    // kill -9 of a shard, a trainer or the leading scheduler (the first: a shard)
 	kindSIGTERM = "sigterm" // SIGTERM of a trainer: a clean stop, then a restart
 	kindOutage  = "outage"  // etcd stopped for a while, then started again
+	kindCut     = "cut"     // shard ams-2 cut off from the network for a while, then back
 )
 
 // fault is one fault of a run's plan.
@@ -317,16 +334,20 @@ type fault struct {
 }
 
 func (f fault) String() string {
-	if f.kind == kindOutage {
+	switch f.kind {
+	case kindOutage:
 		return fmt.Sprintf("an etcd outage of %v", f.outage)
+	case kindCut:
+		return fmt.Sprintf("a network cut of %v", f.outage)
 	}
 	return f.kind
 }
 
 // faultPlan is the faults of the faulty run, in order: a kill (a shard,
 // restarted within its lease during a snapshot), a SIGTERM of a trainer
-// (with sigterm), the first outage, the other kills, the other outages.
-func faultPlan(kills int, outages []time.Duration, sigterm bool) []fault {
+// (with sigterm), the first outage, the network cuts, the other kills,
+// the other outages.
+func faultPlan(kills int, outages, cuts []time.Duration, sigterm bool) []fault {
 	var plan []fault
 	if kills > 0 {
 		plan = append(plan, fault{kind: kindKill})
@@ -336,6 +357,9 @@ func faultPlan(kills int, outages []time.Duration, sigterm bool) []fault {
 	}
 	if len(outages) > 0 {
 		plan = append(plan, fault{kind: kindOutage, outage: outages[0]})
+	}
+	for _, d := range cuts {
+		plan = append(plan, fault{kind: kindCut, outage: d})
 	}
 	for range max(kills-1, 0) {
 		plan = append(plan, fault{kind: kindKill})
@@ -399,6 +423,7 @@ type slot struct {
 	name     string
 	kind, id string // its membership kind and id
 	args     []string
+	ns       *netns // the network namespace it runs in, or nil
 	mu       sync.Mutex
 	cur      *proc // guarded by mu; nil until started
 	lives    int   // guarded by mu
@@ -421,7 +446,11 @@ func (fc *faultCluster) supervise(s *slot, wg *sync.WaitGroup) {
 			return nil
 		}
 		s.lives++
-		s.cur = start(t, fmt.Sprintf("%s#%d", s.name, s.lives), filepath.Join(fc.bin, s.args[0]), s.args[1:]...)
+		argv := append([]string{filepath.Join(fc.bin, s.args[0])}, s.args[1:]...)
+		if s.ns != nil {
+			argv = s.ns.Cmd(argv[0], argv[1:]...)
+		}
+		s.cur = start(t, fmt.Sprintf("%s#%d", s.name, s.lives), argv[0], argv[1:]...)
 		return s.cur
 	}
 	p := launch()
@@ -552,8 +581,14 @@ func (fc *faultCluster) startJob(name string) *faultJob {
 		// within its lease comes back, empty, where its predecessor
 		// served.
 		id, listen := fmt.Sprintf("ams-%d", i), freeAddr(t)
-		j.shards = append(j.shards, j.slot(membership.KindAMS, id, id,
-			slices.Concat([]string{"ams"}, common, []string{"-id", id, "-listen", listen})))
+		if i == 2 && fc.ns != nil {
+			listen = fc.ns.InsideAddr(t)
+		}
+		s := j.slot(membership.KindAMS, id, id, slices.Concat([]string{"ams"}, common, []string{"-id", id, "-listen", listen}))
+		if i == 2 {
+			s.ns = fc.ns
+		}
+		j.shards = append(j.shards, s)
 	}
 	for i := range faultTrainers + 1 {
 		id := membership.WorkerName(i)
@@ -750,6 +785,21 @@ func (j *faultJob) inject(n int, f fault, rng *rand.Rand) *faultKill {
 	switch f.kind {
 	case kindSIGTERM:
 		return j.sigterm(n, rng)
+	case kindCut:
+		victim := j.shards[2]
+		st := j.state()
+		trained, waiting := j.progress()
+		k := &faultKill{n: n, fault: f, victim: victim, rev: j.registration(victim), version: st.Version, at: time.Now()}
+		j.t.Logf("%s: fault %d: %s cut off from the network for %v at %s(v%d), %.1fs into the job, %d of %d samples trained (%d of %d trainers at the final barrier)",
+			j.name, n, victim.name, f.outage, st.Phase, st.Version, k.at.Sub(j.began).Seconds(), trained, j.total, waiting, len(j.trainers))
+		j.ns.Cut(j.t, true)
+		select {
+		case <-time.After(f.outage):
+		case <-j.ctx.Done():
+		}
+		j.ns.Cut(j.t, false)
+		k.mark = j.newestSnapshot()
+		return k
 	case kindOutage:
 		st := j.state()
 		trained, waiting := j.progress()
@@ -830,8 +880,11 @@ func (j *faultJob) waitRecovered(k *faultKill) {
 		if k.fault.kind != kindKill || k.victim.kind == membership.KindScheduler {
 			version = k.version
 		}
-		if k.fault.kind == kindOutage {
+		switch k.fault.kind {
+		case kindOutage:
 			back, mark = true, k.mark
+		case kindCut: // back once registered again: the cut cost it its lease
+			mark = k.mark
 		}
 	}
 	j.waitFor(3*time.Minute, what, func() bool {
@@ -841,7 +894,9 @@ func (j *faultJob) waitRecovered(k *faultKill) {
 			l := j.leader()
 			back = rev != 0 && rev != k.rev && st.Version >= version &&
 				(k.victim.kind != membership.KindScheduler || l != nil && l != k.victim)
-			mark = j.newestSnapshot()
+			if k.fault.kind != kindCut {
+				mark = j.newestSnapshot()
+			}
 			return false
 		}
 		m := j.newestSnapshot()
