@@ -2,6 +2,7 @@ package ams
 
 import (
 	"errors"
+	"runtime"
 	"testing"
 )
 
@@ -63,4 +64,23 @@ func FuzzUnmarshalShardMap(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestAbsurdPartitionsRefused: a map of 100,000,000 partitions (a 200 MB
+// value that etcd refuses, retried forever before) is refused at once,
+// before anything of its size is allocated (issue 20, item 9).
+func TestAbsurdPartitionsRefused(t *testing.T) {
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	_, err := NewShardMap(1, 100_000_000, []string{"a", "b"}, []string{"h:1", "h:2"})
+	runtime.ReadMemStats(&after)
+	if !errors.Is(err, ErrBadShardMap) {
+		t.Fatalf("NewShardMap(100M partitions) = %v, want ErrBadShardMap", err)
+	}
+	if d := after.TotalAlloc - before.TotalAlloc; d > 1<<20 {
+		t.Fatalf("refusing it allocated %d bytes", d)
+	}
+	if _, err := NewShardMap(1, MaxPartitions, []string{"a", "b"}, []string{"h:1", "h:2"}); err != nil {
+		t.Fatalf("NewShardMap(MaxPartitions) = %v", err)
+	}
 }

@@ -220,13 +220,14 @@ type OutputConfig struct {
 
 // TrainConfig controls the training loop.
 type TrainConfig struct {
-	// BatchSize is the number of samples per mini-batch.
+	// BatchSize is the number of samples per mini-batch, at most
+	// MaxBatchSize.
 	//
-	// The default value is 256.
+	// The default value (also for 0) is 256.
 	BatchSize int `yaml:"batch_size"`
 	// Epochs is the number of passes over the training data.
 	//
-	// The default value is 1.
+	// The default value (also for 0) is 1.
 	Epochs int `yaml:"epochs"`
 	// Shuffle reads the training data into memory once, cuts its sample
 	// groups into chunks of at most ShuffleChunk consecutive samples, and
@@ -243,7 +244,7 @@ type TrainConfig struct {
 	// mix more users into a batch (on MovieLens-100K, chunks of 16 cost
 	// about 0.002 test AUC against 1, see BENCHMARKS.md).
 	//
-	// The default value is 16.
+	// The default value (also for 0) is 16.
 	ShuffleChunk int `yaml:"shuffle_chunk"`
 	// Compress turns on multi-prefix-tree compression of batches (see
 	// model.field_levels). With false every field is treated as level 0.
@@ -285,12 +286,12 @@ type TrainConfig struct {
 	EvalEvery int `yaml:"eval_every"`
 	// EvalBatchSize is the batch size of evaluation.
 	//
-	// The default value is 4096.
+	// The default value (also for 0) is 4096; at most MaxBatchSize.
 	EvalBatchSize int `yaml:"eval_batch_size"`
 	// MaxInflightPushes bounds asynchronous pushes in flight; training waits
 	// when the bound is reached.
 	//
-	// The default value is 2.
+	// The default value (also for 0) is 2; at most MaxInFlight.
 	MaxInflightPushes int `yaml:"max_inflight_pushes"`
 	// PrefetchBatches is how many batches ahead are loaded and pulled while
 	// the current one trains (their rows may then miss the updates of the
@@ -560,9 +561,12 @@ func (m *ModelConfig) validate(c *Config, bad func(string, ...any)) {
 	if m.Pooling != "sum" && m.Pooling != "mean" {
 		bad("model.pooling %q is not sum or mean", m.Pooling)
 	}
+	if len(m.Hidden) > MaxLayers {
+		bad("model.hidden lists %d layers, more than %d", len(m.Hidden), MaxLayers)
+	}
 	for i, h := range m.Hidden {
-		if h <= 0 {
-			bad("model.hidden[%d] = %d is not positive", i, h)
+		if h <= 0 || h > MaxHidden {
+			bad("model.hidden[%d] = %d is not in [1, %d]", i, h, MaxHidden)
 		}
 	}
 	if err := m.DenseOptimizer.Validate(); err != nil {
@@ -571,13 +575,32 @@ func (m *ModelConfig) validate(c *Config, bad func(string, ...any)) {
 	m.Output.validate(c, bad)
 }
 
+// Upper bounds of the train section's sizes: beyond them a setting is a
+// mistake (a typo, a unit slip), refused at once instead of failing hours
+// later or taking the machine's memory. Zero is the documented default
+// of each (EnsureDefaults), a negative value an error.
+const (
+	// MaxBatchSize bounds train.batch_size and train.eval_batch_size: a
+	// batch's ids go to the shards in one request each, at most
+	// ams.MaxRequestIDs (4Mi) ids.
+	MaxBatchSize = 1 << 18
+	// MaxEpochs bounds train.epochs.
+	MaxEpochs = 1 << 20
+	// MaxInFlight bounds train.prefetch_batches and
+	// train.max_inflight_pushes: each is a batch's buffers held at once.
+	MaxInFlight = 64
+	// MaxHidden bounds the width of a hidden layer and MaxLayers their
+	// number (model.hidden).
+	MaxHidden, MaxLayers = 1 << 16, 64
+)
+
 // validate appends the problems of the train section.
 func (t *TrainConfig) validate(bad func(string, ...any)) {
-	if t.BatchSize <= 0 {
-		bad("train.batch_size %d is not positive", t.BatchSize)
+	if t.BatchSize <= 0 || t.BatchSize > MaxBatchSize {
+		bad("train.batch_size %d is not in [1, %d] (0: the default, 256)", t.BatchSize, MaxBatchSize)
 	}
-	if t.Epochs <= 0 {
-		bad("train.epochs %d is not positive", t.Epochs)
+	if t.Epochs <= 0 || t.Epochs > MaxEpochs {
+		bad("train.epochs %d is not in [1, %d] (0: the default, 1)", t.Epochs, MaxEpochs)
 	}
 	if _, err := reader.ParseFormat(t.Format); err != nil {
 		bad("train.format: %v", err)
@@ -594,14 +617,14 @@ func (t *TrainConfig) validate(bad func(string, ...any)) {
 	if t.DenseThreads < 0 {
 		bad("train.dense_threads %d is negative", t.DenseThreads)
 	}
-	if t.EvalBatchSize <= 0 {
-		bad("train.eval_batch_size %d is not positive", t.EvalBatchSize)
+	if t.EvalBatchSize <= 0 || t.EvalBatchSize > MaxBatchSize {
+		bad("train.eval_batch_size %d is not in [1, %d] (0: the default, 4096)", t.EvalBatchSize, MaxBatchSize)
 	}
-	if t.PrefetchBatches != nil && *t.PrefetchBatches < 0 {
-		bad("train.prefetch_batches %d is negative", *t.PrefetchBatches)
+	if t.PrefetchBatches != nil && (*t.PrefetchBatches < 0 || *t.PrefetchBatches > MaxInFlight) {
+		bad("train.prefetch_batches %d is not in [0, %d]", *t.PrefetchBatches, MaxInFlight)
 	}
-	if t.MaxInflightPushes <= 0 {
-		bad("train.max_inflight_pushes %d is not positive", t.MaxInflightPushes)
+	if t.MaxInflightPushes <= 0 || t.MaxInflightPushes > MaxInFlight {
+		bad("train.max_inflight_pushes %d is not in [1, %d] (0: the default, 2)", t.MaxInflightPushes, MaxInFlight)
 	}
 	if t.ProgressEvery < 0 {
 		bad("train.progress_every %v is negative", t.ProgressEvery)

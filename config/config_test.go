@@ -95,6 +95,20 @@ model:
   hidden: [0]
 train: {batch_size: -1, format: csv, on_error: maybe}
 `, errs: []string{"dim 0", "declared twice", `unknown table "zz"`, `pooling "max"`, "hidden[0]", "batch_size -1", `format "csv"`, `on_error: reader: unknown error policy "maybe"`}},
+		// Absurd sizes are refused at once (issue 20, item 9), zeros are
+		// the documented defaults.
+		{name: "absurd-sizes", yaml: `
+model: {hidden: [100000000]}
+train: {batch_size: 100000000, eval_batch_size: 1000000000, epochs: 1000000000, max_inflight_pushes: 100000, prefetch_batches: 1000}
+`, errs: []string{"hidden[0] = 100000000", "batch_size 100000000", "eval_batch_size 1000000000", "epochs 1000000000",
+			"max_inflight_pushes 100000", "prefetch_batches 1000"}},
+		{name: "zero-sizes", yaml: "train: {batch_size: 0, eval_batch_size: 0, epochs: 0, max_inflight_pushes: 0, shuffle_chunk: 0}\n",
+			check: func(t *testing.T, c Config) {
+				tc := c.Train
+				if tc.BatchSize != 256 || tc.EvalBatchSize != 4096 || tc.Epochs != 1 || tc.MaxInflightPushes != 2 || tc.ShuffleChunk != 16 {
+					t.Fatalf("zeros are not the documented defaults: %+v", tc)
+				}
+			}},
 	})
 }
 

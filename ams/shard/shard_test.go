@@ -159,3 +159,18 @@ func TestBeginEmptiesAndFencesStripes(t *testing.T) {
 		t.Fatalf("the stale push created %d rows", st.Tables[0].Rows)
 	}
 }
+
+// TestOptionsValidate: -stripes -1 and 100000 are refused, 0 is the
+// default (one per core) (issue 20, item 9).
+func TestOptionsValidate(t *testing.T) {
+	for _, n := range []int{-1, MaxStripes + 1, 100000} {
+		if err := (Options{Stripes: n}).Validate(); !errors.Is(err, ams.ErrBadSpec) {
+			t.Errorf("Stripes %d: Validate = %v, want ams.ErrBadSpec", n, err)
+		}
+	}
+	for _, n := range []int{0, 1, MaxStripes} {
+		if err := (Options{Stripes: n}).Validate(); err != nil {
+			t.Errorf("Stripes %d: Validate = %v", n, err)
+		}
+	}
+}

@@ -256,13 +256,13 @@ func TestSchedulerSyncAndLoss(t *testing.T) {
 }
 
 func TestOptionsValidate(t *testing.T) {
-	o := scheduler.Options{Prefix: "nope/", ID: "a/b", Shards: 0, LeaseTTL: -1}
+	o := scheduler.Options{Prefix: "nope/", ID: "a/b", Shards: 0, LeaseTTL: -1, Partitions: 100_000_000}
 	o.EnsureDefaults()
 	err := o.Validate()
 	if !errors.Is(err, scheduler.ErrBadConfig) {
 		t.Fatalf("err %v, want ErrBadConfig", err)
 	}
-	for _, want := range []string{"prefix", "id", "Shards", "LeaseTTL"} {
+	for _, want := range []string{"prefix", "id", "Shards", "LeaseTTL", "Partitions 100000000"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error %q does not mention %s", err, want)
 		}
