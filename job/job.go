@@ -269,6 +269,18 @@ func (e *Env) attempt(ctx context.Context, m Model) error {
 		case <-actx.Done():
 		}
 	}()
+	// A newer shard map: the cluster is being restored at a new version,
+	// and nothing of this attempt counts any more. Its requests in flight
+	// are given up (one to a shard cut off from the network would wait
+	// for TCP for minutes), so that no worker waits on a shard the
+	// cluster has replaced.
+	moved := make(chan struct{})
+	go func() {
+		defer close(moved)
+		if m, err := e.Conn.WaitShardMapVersion(actx, e.Version+1); err == nil {
+			cancel(fmt.Errorf("%w: the cluster moved to version %d", ErrRestored, m.Version))
+		}
+	}()
 	start, ok, err := checkpoint.Load(actx, e.Client, e.Name)
 	if err == nil {
 		if !ok {
@@ -279,6 +291,10 @@ func (e *Env) attempt(ctx context.Context, m Model) error {
 	}
 	cancel(nil)
 	<-lost
+	<-moved
+	if cause := context.Cause(actx); errors.Is(cause, ErrRestored) && ctx.Err() == nil && err != nil && !Recoverable(err) {
+		err = fmt.Errorf("%w: %w", cause, err) // given up for the restore: recoverable
+	}
 	if cause := context.Cause(actx); errors.Is(cause, ErrLeaseLost) && ctx.Err() == nil {
 		e.Say("%v: the cluster takes this worker for dead and rolls back; registering again", cause)
 		if err == nil {

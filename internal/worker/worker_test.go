@@ -279,8 +279,10 @@ func TestStopsWhenLeaseLost(t *testing.T) {
 	cfg := smallConfig()
 	cfg.Train.Epochs = 1000 // far more than the test lets it train
 	done := make(chan error, 1)
+	var res JobResult
 	go func() {
-		_, err := RunJob(ctx, job.Options{Config: cfg, Etcd: lc.Etcd(), Prefix: lc.Prefix()})
+		var err error
+		res, err = RunJob(ctx, job.Options{Config: cfg, Etcd: lc.Etcd(), Prefix: lc.Prefix()})
 		done <- err
 	}()
 	key := lc.Prefix() + "/members/worker/worker-0"
@@ -305,8 +307,23 @@ func TestStopsWhenLeaseLost(t *testing.T) {
 		if err == nil || (!errors.Is(err, job.ErrLeaseLost) && !errors.Is(err, controlplane.ErrClusterFailed)) {
 			t.Fatalf("RunJob after its lease was revoked = %v, want an error about the lost lease", err)
 		}
+		// The cluster failed (no snapshot to roll back to): the summary
+		// says the run is not exactly-once (issue 20, item 3).
+		if v := res.ExactlyOnce; errors.Is(err, controlplane.ErrClusterFailed) &&
+			(!errors.Is(err, job.ErrNotExactlyOnce) || v == nil || v.Exact || !strings.Contains(v.Problem, "failed")) {
+			t.Fatalf("RunJob on a failed cluster = %v, account %+v: want it NOT exactly-once", err, v)
+		}
 	case <-ctx.Done():
 		t.Fatal("the worker kept training after its lease was revoked")
+	}
+	// A worker started again on the failed cluster refuses to train on it.
+	testutil.Eventually(t, time.Minute, "the cluster FAILED", func() bool {
+		r, ok, err := lc.Conn().LastResume(ctx)
+		return err == nil && ok && r.Failed
+	})
+	again, err := RunJob(ctx, job.Options{Config: cfg, Etcd: lc.Etcd(), Prefix: lc.Prefix()})
+	if !errors.Is(err, controlplane.ErrClusterFailed) || again.Samples != 0 {
+		t.Fatalf("a worker started on the failed cluster: %v, %d samples trained", err, again.Samples)
 	}
 }
 
