@@ -28,13 +28,7 @@ func NewLocal(s *Shard) *Local { return &Local{service{s: s}} }
 // PullRows fills each table request's rows (at its positions) and the
 // shard's range of each dense vector, as Pull does.
 func (l *Local) PullRows(ctx context.Context, version uint64, tables []ams.TableRequest, dense []ams.DenseRequest, create bool) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	if err := l.s.checkVersion(version); err != nil {
-		return err
-	}
-	ranges, err := l.denseRanges(dense)
+	ranges, err := l.check(ctx, version, dense)
 	if err != nil {
 		return err
 	}
@@ -56,13 +50,7 @@ func (l *Local) PullRows(ctx context.Context, version uint64, tables []ams.Table
 // origin's batch once (ams.Origin). A bad dense vector refuses the whole
 // request before anything is applied.
 func (l *Local) PushRows(ctx context.Context, version uint64, origin ams.Origin, tables []ams.TableRequest, dense []ams.DenseRequest) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	if err := l.s.checkVersion(version); err != nil {
-		return err
-	}
-	ranges, err := l.denseRanges(dense)
+	ranges, err := l.check(ctx, version, dense)
 	if err != nil {
 		return err
 	}
@@ -71,6 +59,19 @@ func (l *Local) PushRows(ctx context.Context, version uint64, origin ams.Origin,
 		grads[i] = denseGrad{ranges[i], d.Values[ranges[i].lo:ranges[i].hi]}
 	}
 	return l.s.apply(version, origin, tables, grads)
+}
+
+// check makes the checks every call makes first, in the service's order:
+// the context, the version, the dense vectors (denseRanges, whose ranges
+// it returns).
+func (l *Local) check(ctx context.Context, version uint64, dense []ams.DenseRequest) ([]*denseInfo, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if err := l.s.checkVersion(version); err != nil {
+		return nil, err
+	}
+	return l.denseRanges(dense)
 }
 
 // denseRanges looks up each vector and checks that its buffer is the

@@ -147,15 +147,8 @@ func TestLeaseLostLeadsAgain(t *testing.T) {
 		r := register(t, cli, p, membership.KindAMS, id, startShard(t, id))
 		defer r.Close()
 	}
-	opts := scheduler.Options{Prefix: p, ID: "sched-1", Shards: 2, Partitions: 8, LeaseTTL: time.Second,
-		TickInterval: 50 * time.Millisecond, Logger: testLogger(t)}
-	opts.Config.Snapshot.Store = t.TempDir()
-	s, err := scheduler.New(cli, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	eventually(t, 10*time.Second, "SERVING", func() bool { return s.Status().Phase == clusterfsm.Serving })
+	s := startServing(t, cli, scheduler.Options{Prefix: p, ID: "sched-1", Shards: 2, Partitions: 8, LeaseTTL: time.Second,
+		TickInterval: 50 * time.Millisecond, Logger: testLogger(t)})
 	key := membership.MemberKey(p, membership.KindScheduler, "sched-1")
 	resp, err := cli.Get(testCtx(t), key)
 	if err != nil || len(resp.Kvs) != 1 {
@@ -208,12 +201,7 @@ func TestShardRejoinsInItsLife(t *testing.T) {
 	opts := scheduler.Options{Prefix: p, ID: "sched-1", Shards: 2, Partitions: 8, LeaseTTL: 2 * time.Second,
 		TickInterval: 50 * time.Millisecond, Logger: testLogger(t), RejoinWait: time.Minute}
 	opts.Config.Snapshot.Store = t.TempDir()
-	s, err := scheduler.New(cli, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	eventually(t, 10*time.Second, "SERVING", func() bool { return s.Status().Phase == clusterfsm.Serving })
+	s := startServing(t, cli, opts)
 	v := s.Status().Version
 	st, err := snapshot.OpenDir(opts.Config.Snapshot.Store)
 	if err != nil {
@@ -248,4 +236,21 @@ func TestShardRejoinsInItsLife(t *testing.T) {
 		st := s.Status()
 		return st.Phase == clusterfsm.Serving && st.Version > v
 	})
+}
+
+// startServing starts a scheduler of opts (with a snapshot store of its
+// own when opts has none), stopped when the test ends, and waits until
+// the cluster serves.
+func startServing(t *testing.T, cli *clientv3.Client, opts scheduler.Options) *scheduler.Scheduler {
+	t.Helper()
+	if opts.Config.Snapshot.Store == "" {
+		opts.Config.Snapshot.Store = t.TempDir()
+	}
+	s, err := scheduler.New(cli, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	eventually(t, 10*time.Second, "SERVING", func() bool { return s.Status().Phase == clusterfsm.Serving })
+	return s
 }

@@ -2,8 +2,6 @@ package worker
 
 import (
 	"encoding/json"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -21,13 +19,7 @@ import (
 func TestSummaryUndefinedFigures(t *testing.T) {
 	lc, cl := startCluster(t, 1)
 	dir := t.TempDir()
-	write := func(name, body string) string {
-		p := filepath.Join(dir, name)
-		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return p
-	}
+	write := func(name, body string) string { return writeFile(t, dir, name, body) }
 	train := write("train.libffm", "1 0:a:1 1:b:1\n0 0:c:1 1:d:1\n1 0:a:1 1:x:oops\n1 0:a:1 1:d:1\n0 0:c:1 1:b:1\n")
 	test := write("test.libffm", "1 0:a:1 1:b:1\n1 0:c:1 1:d:1\n")
 	cfg := withJob(smallConfig(), []string{train}, []string{test})

@@ -132,13 +132,7 @@ func TestLoadDataBadLines(t *testing.T) {
 // a worker of several.
 func TestLoadDataEmpty(t *testing.T) {
 	dir := t.TempDir()
-	write := func(name, body string) string {
-		p := filepath.Join(dir, name)
-		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return p
-	}
+	write := func(name, body string) string { return writeFile(t, dir, name, body) }
 	good := write("good.libffm", "1 0:a:1 1:b:1\n0 0:a:1 1:c:1\n")
 	empty := write("empty.libffm", "")
 	blank := write("blank.libffm", "# only a comment\n\n")
@@ -186,13 +180,7 @@ func TestLoadDataEmpty(t *testing.T) {
 // streamed or held in memory (shuffled), and in the test data.
 func TestLoadDataFieldTooLarge(t *testing.T) {
 	dir := t.TempDir()
-	write := func(name, body string) string {
-		p := filepath.Join(dir, name)
-		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return p
-	}
+	write := func(name, body string) string { return writeFile(t, dir, name, body) }
 	good := write("good.libffm", "1 0:a:1 1:b:1\n0 0:a:1 1:c:1\n")
 	// Line 3 holds field 5000, line 4 field 4096: the larger is named.
 	bad := write("bad.libffm", "1 0:a:1 1:b:1\n# a comment\n0 0:a:1 5000:c:1\n1 4096:a:1\n")
@@ -385,4 +373,14 @@ func withJob(cfg config.Config, train, test []string) config.Config {
 func withWorkers(cfg config.Config, n int) config.Config {
 	cfg.Job.Workers = n
 	return cfg
+}
+
+// writeFile writes body to the file name in dir and returns its path.
+func writeFile(t *testing.T, dir, name, body string) string {
+	t.Helper()
+	p := filepath.Join(dir, name)
+	if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
 }
