@@ -1,0 +1,80 @@
+package job_test
+
+import (
+	"context"
+	"errors"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"github.com/xdlgo/xps/cluster"
+	"github.com/xdlgo/xps/config"
+	"github.com/xdlgo/xps/internal/checkpoint"
+	"github.com/xdlgo/xps/job"
+	"github.com/xdlgo/xps/snapshot"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// hangingModel's first attempt waits on its context alone, as a request
+// to a shard cut off from the network does (TCP retransmits for minutes,
+// no reply, no reset); later attempts end at once.
+type hangingModel struct {
+	s        job.Summary
+	attempts atomic.Int32
+	hung     chan struct{} // closed once the first attempt waits
+	cause    atomic.Value  // why the first attempt's context ended
+}
+
+func (m *hangingModel) Prepare(context.Context, *job.Env) error { return nil }
+func (m *hangingModel) Summary() *job.Summary                   { return &m.s }
+
+func (m *hangingModel) Train(ctx context.Context, _ *job.Env, _ *checkpoint.Checkpoint) error {
+	if m.attempts.Add(1) > 1 {
+		return nil
+	}
+	close(m.hung)
+	<-ctx.Done()
+	m.cause.Store(context.Cause(ctx))
+	return ctx.Err()
+}
+
+// TestAttemptGivesUpWhenTheClusterMoves is issue 20's seventh item seen
+// from a worker: while its attempt waits on a request that never returns
+// (to a shard cut off from the network), the cluster replaces the shard
+// and restores at a new version. The attempt must be given up, and the
+// job go on at the new version; before, it waited for ever.
+func TestAttemptGivesUpWhenTheClusterMoves(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	lc, err := cluster.Start(ctx, cluster.Options{Shards: 2, Prefix: "/xps/job-attempt-test",
+		Config: config.Config{Snapshot: snapshot.Policy{Store: t.TempDir(), Every: -1}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lc.Close()
+	m := &hangingModel{hung: make(chan struct{})}
+	done := make(chan error, 1)
+	go func() { done <- job.Run(ctx, job.Options{Etcd: lc.Etcd(), Prefix: lc.Prefix()}, m) }()
+	select {
+	case <-m.hung:
+	case err := <-done:
+		t.Fatalf("the job ended before its attempt hung: %v", err)
+	}
+	if err := lc.RestartShard(ctx, 0); err != nil { // its rows lost: a restore at a new version
+		t.Fatal(err)
+	}
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("the job after the restore: %v", err)
+		}
+	case <-ctx.Done():
+		t.Fatal("the hung attempt was not given up when the cluster moved to a new version")
+	}
+	if cause, _ := m.cause.Load().(error); !errors.Is(cause, job.ErrRestored) || m.attempts.Load() != 2 || m.s.Restores != 1 {
+		t.Fatalf("attempt ended by %v; %d attempts, %d restores; want ErrRestored, 2 and 1", cause, m.attempts.Load(), m.s.Restores)
+	}
+}
