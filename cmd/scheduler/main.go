@@ -19,13 +19,8 @@
 //	-partitions P          number of virtual partitions, fixed for the life
 //	                       of a model. Default 4096.
 //	-lease-ttl d           TTL of the scheduler's lease. Default 5s.
-//	-rejoin-wait d         how long a shard or worker whose lease expired
-//	                       (etcd out of reach, a network cut) is waited for
-//	                       to register again in the same process: the
-//	                       cluster pauses, then serves on at the same
-//	                       version, restoring nothing. Another process
-//	                       under its id, or the wait running out, restores.
-//	                       Default 1m; negative: restore at once.
+//	-rejoin-wait d         wait for a member whose lease expired to come back
+//	                       (a pause, no restore). Default 1m; <0: restore.
 //	-log-level level       debug, info, warn or error. Default info.
 //	-config file           the job's YAML config (the one the workers read):
 //	                       the scheduler reads its job section (train,

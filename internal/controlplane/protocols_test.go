@@ -86,22 +86,7 @@ func TestPauseResume(t *testing.T) {
 	if _, err := c.WaitRestored(ctx, 5); !errors.Is(err, controlplane.ErrClusterFailed) {
 		t.Fatalf("WaitRestored after a failure: %v", err)
 	}
-	// ... until a new leader clears it, to try again; a resume is kept.
-	if err := c.ClearFailed(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if r, ok, err := c.LastResume(ctx); ok || err != nil {
-		t.Fatalf("LastResume after ClearFailed = %+v, %v, %v", r, ok, err)
-	}
-	if err := c.PutResume(ctx, 3, 4); err != nil {
-		t.Fatal(err)
-	}
-	if err := c.ClearFailed(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if r, ok, err := c.LastResume(ctx); !ok || err != nil || r.Version != 4 {
-		t.Fatalf("ClearFailed removed a resume: %+v, %v, %v", r, ok, err)
-	}
+	checkClearFailed(t, ctx, c)
 
 	// The snapshot target round-trips.
 	if _, ok, err := c.GetSnapshotTarget(ctx); ok || err != nil {
@@ -281,5 +266,26 @@ func TestRequestSnapshot(t *testing.T) {
 	answer(controlplane.SnapshotResult{Error: "no snapshot store"})
 	if _, err := c.RequestSnapshot(ctx); err == nil || !strings.Contains(err.Error(), "no snapshot store") {
 		t.Fatalf("a failed snapshot returned %v", err)
+	}
+}
+
+// checkClearFailed checks, after a failure was put, that a new leader
+// clears it to try again, and that ClearFailed keeps a resume.
+func checkClearFailed(t *testing.T, ctx context.Context, c *controlplane.Conn) {
+	t.Helper()
+	if err := c.ClearFailed(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if r, ok, err := c.LastResume(ctx); ok || err != nil {
+		t.Fatalf("LastResume after ClearFailed = %+v, %v, %v", r, ok, err)
+	}
+	if err := c.PutResume(ctx, 3, 4); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.ClearFailed(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if r, ok, err := c.LastResume(ctx); !ok || err != nil || r.Version != 4 {
+		t.Fatalf("ClearFailed removed a resume: %+v, %v, %v", r, ok, err)
 	}
 }

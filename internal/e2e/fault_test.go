@@ -238,23 +238,7 @@ func faultTest(t *testing.T, src faultSource) {
 	dir := t.TempDir()
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	defer cancel()
-	// A fixed client address: the outages stop etcd and start it again
-	// there, on the same data.
-	etcdOpts := etcdembed.Options{Dir: filepath.Join(dir, "etcd"), UnsafeNoFsync: true, ClientAddr: freeAddr(t)}
-	// A network cut: shard ams-2 runs in a network namespace of its own,
-	// joined to the host by a veth pair the test sets down and up again;
-	// etcd listens on the host's end, which every process reaches.
-	cuts := envDurations(t, "XPS_FAULT_CUTS", "10s")
-	var ns *netns
-	if len(cuts) > 0 {
-		var why string
-		if ns, why = newNetns(t); ns == nil {
-			t.Logf("the network cut is left out: it needs a network namespace (%s)", why)
-			cuts = nil
-		} else {
-			etcdOpts.ClientAddr = ns.HostAddr(t)
-		}
-	}
+	etcdOpts, ns, cuts := faultNetwork(t, dir)
 	etcd, err := etcdembed.Start(ctx, etcdOpts)
 	if err != nil {
 		t.Fatal(err)
@@ -300,6 +284,28 @@ func faultTest(t *testing.T, src faultSource) {
 	if d := math.Abs(faulty.auc - base.auc); d > 0.01 {
 		t.Errorf("AUC with faults %.4f differs from %.4f without by %.4f > 0.01", faulty.auc, base.auc, d)
 	}
+}
+
+// faultNetwork returns the options of the fault test's etcd, the network
+// namespace of the network cuts and their durations (none without a
+// namespace). etcd gets a fixed client address: the outages stop it and
+// start it again there, on the same data. For a cut, shard ams-2 runs in
+// a network namespace of its own, joined to the host by a veth pair the
+// test sets down and up again; etcd listens on the host's end, which
+// every process reaches.
+func faultNetwork(t *testing.T, dir string) (etcdembed.Options, *netns, []time.Duration) {
+	opts := etcdembed.Options{Dir: filepath.Join(dir, "etcd"), UnsafeNoFsync: true, ClientAddr: freeAddr(t)}
+	cuts := envDurations(t, "XPS_FAULT_CUTS", "10s")
+	if len(cuts) == 0 {
+		return opts, nil, nil
+	}
+	ns, why := newNetns(t)
+	if ns == nil {
+		t.Logf("the network cut is left out: it needs a network namespace (%s)", why)
+		return opts, nil, nil
+	}
+	opts.ClientAddr = ns.HostAddr(t)
+	return opts, ns, cuts
 }
 
 // faultCluster runs the clusters of the fault test.

@@ -82,26 +82,13 @@ func TestSnapshotsNameTheirJob(t *testing.T) {
 	// A new job on the same store: refused, naming the job to resume.
 	for _, id := range []string{"", "another-job"} {
 		s, _, stop = run(id)
-		select {
-		case <-s.Done():
-		case <-time.After(20 * time.Second):
-			t.Fatalf("job.id %q: the scheduler runs on a store of job %s (state %v)", id, rec.ID, s.Status())
-		}
-		if err := s.Err(); !errors.Is(err, scheduler.ErrForeignSnapshots) || !strings.Contains(err.Error(), rec.ID) {
-			t.Fatalf("job.id %q: scheduler ended with %v, want ErrForeignSnapshots naming %s", id, err, rec.ID)
-		}
+		checkRefusedStore(t, s, id, rec.ID)
 		stop()
 	}
 
 	// Given the first job's id, a new cluster resumes it, and removes an
 	// attempt a leader gone left incomplete.
-	abandoned := snapshot.Dir(first.Seq + 100)
-	if err := os.MkdirAll(filepath.Join(store, abandoned, "tables"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(store, abandoned, "tables", "part"), []byte("half"), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	abandoned := halfSnapshot(t, store, first.Seq+100)
 	s, cli, stop = run(rec.ID)
 	defer stop()
 	eventually(t, 10*time.Second, "SERVING", func() bool { return s.Status().Phase == clusterfsm.Serving })
@@ -114,6 +101,36 @@ func TestSnapshotsNameTheirJob(t *testing.T) {
 	})
 	if _, err := os.Stat(filepath.Join(store, abandoned)); !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("the abandoned attempt %s is still in the store: %v", abandoned, err)
+	}
+}
+
+// halfSnapshot writes the directory of snapshot seq in store with a file
+// and no manifest, as an attempt a dead leader abandoned leaves it, and
+// returns the directory's name.
+func halfSnapshot(t *testing.T, store string, seq uint64) string {
+	t.Helper()
+	dir := snapshot.Dir(seq)
+	if err := os.MkdirAll(filepath.Join(store, dir, "tables"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(store, dir, "tables", "part"), []byte("half"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// checkRefusedStore checks that s, a scheduler of job.id id on a store
+// holding job other's snapshots, stopped with ErrForeignSnapshots naming
+// other.
+func checkRefusedStore(t *testing.T, s *scheduler.Scheduler, id, other string) {
+	t.Helper()
+	select {
+	case <-s.Done():
+	case <-time.After(20 * time.Second):
+		t.Fatalf("job.id %q: the scheduler runs on a store of job %s (state %v)", id, other, s.Status())
+	}
+	if err := s.Err(); !errors.Is(err, scheduler.ErrForeignSnapshots) || !strings.Contains(err.Error(), other) {
+		t.Fatalf("job.id %q: scheduler ended with %v, want ErrForeignSnapshots naming %s", id, err, other)
 	}
 }
 

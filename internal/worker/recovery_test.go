@@ -56,8 +56,7 @@ func testRecovery(t *testing.T, syncMode bool) {
 	}
 	// Snapshots are the test's own (RequestSnapshot), each taken once the
 	// workers have trained far enough.
-	// RejoinWait off: the revoked lease of fault 2 is worker-0's death.
-	lc, err := cluster.Start(ctx, cluster.Options{Shards: 2, Prefix: prefix, LeaseTTL: time.Second, RejoinWait: -1,
+	lc, err := cluster.Start(ctx, cluster.Options{Shards: 2, Prefix: prefix, LeaseTTL: time.Second, RejoinWait: -1, // fault 2 is a death
 		Config: config.Config{Job: config.JobConfig{Train: train, Workers: 2}, Snapshot: snapshot.Policy{Store: snaps, Every: -1}}})
 	if err != nil {
 		t.Fatal(err)
