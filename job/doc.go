@@ -33,7 +33,13 @@
 //     that this worker is still registered (a frozen worker declared
 //     dead must not train on), builds a client for the new shard map and
 //     starts the next attempt from the restored checkpoint.
-//  6. The end, however the job ended (done, stopped by its context as
+//  6. A model that holds pushes of this worker beyond its checkpoint
+//     (seen at an attempt's start from the shards' records, or as a push
+//     refused with ams.ErrDuplicatePush) is not trained on: the worker
+//     leaves as a dead one and registers as a new life
+//     (membership.Kept.Renew), so that the cluster rolls the model back
+//     to its last snapshot, and resumes from there.
+//  7. The end, however the job ended (done, stopped by its context as
 //     SIGTERM does, failed): the shards' records of the worker's pushes
 //     (ams.Origin: a shard applies each of a worker's batches once) are
 //     checked against its checkpoint in the model (checkpoint.Verify) and

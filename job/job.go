@@ -230,6 +230,18 @@ func (e *Env) attempts(ctx context.Context, m Model) error {
 	for e.Attempt = 1; ; e.Attempt++ {
 		e.Pauser.SetVersion(e.Version)
 		err := e.attempt(ctx, m)
+		if errors.Is(err, ams.ErrDuplicatePush) && ctx.Err() == nil {
+			// The model holds pushes of this worker that its checkpoint
+			// does not count: training on would apply them twice. Leave
+			// as a dead worker, so that the cluster rolls the model back
+			// to its last snapshot (whose records and checkpoints agree),
+			// and resume from there.
+			e.Say("%v: leaving as a dead worker, so that the cluster rolls the model back to its last snapshot", err)
+			if rerr := e.Registration.Renew(ctx); rerr != nil {
+				return errors.Join(err, rerr)
+			}
+			err = fmt.Errorf("%w: %w", ErrRestored, err) // recoverable: wait for the rollback
+		}
 		if err == nil || ctx.Err() != nil || !Recoverable(err) {
 			return err
 		}
@@ -283,6 +295,9 @@ func (e *Env) attempt(ctx context.Context, m Model) error {
 	}()
 	start, ok, err := checkpoint.Load(actx, e.Client, e.Name)
 	if err == nil {
+		err = e.checkAhead(actx, start)
+	}
+	if err == nil {
 		if !ok {
 			err = m.Train(actx, e, nil)
 		} else {
@@ -303,6 +318,28 @@ func (e *Env) attempt(ctx context.Context, m Model) error {
 		return fmt.Errorf("%w: %w", cause, err)
 	}
 	return err
+}
+
+// checkAhead refuses to start an attempt from checkpoint c when a shard
+// holds pushes of this worker beyond it (ams.ErrDuplicatePush: the model
+// is ahead of the checkpoint, and the batches after it would be applied
+// twice). Sync-mode checkpoints are not checked (their pushes name no
+// batch).
+func (e *Env) checkAhead(ctx context.Context, c checkpoint.Checkpoint) error {
+	if c.Sync {
+		return nil
+	}
+	recs, err := e.Client.Applied(ctx, e.Name)
+	if err != nil {
+		return fmt.Errorf("job: %w", err)
+	}
+	for s, a := range recs {
+		if !a.Exactly(uint64(c.Batches)) && a.Batches() > 0 && a.Ranges[len(a.Ranges)-1].Hi > uint64(c.Batches) {
+			return fmt.Errorf("%w: shard %s holds batches %s of %s, its checkpoint counts %d", ams.ErrDuplicatePush,
+				e.Client.ShardMap().Shards[s], a, e.Name, c.Batches)
+		}
+	}
+	return nil
 }
 
 // watchSnapshots follows the scheduler's snapshot attempts while the job

@@ -32,10 +32,11 @@ type Kept struct {
 	cur   *Registration
 	count int // registrations made
 
-	stop chan struct{}
-	done chan struct{}
-	once sync.Once
-	err  error
+	renew chan chan struct{} // Renew's requests, answered once registered again
+	stop  chan struct{}
+	done  chan struct{}
+	once  sync.Once
+	err   error
 }
 
 // Keep registers m (Register) and keeps it registered until Close. ctx
@@ -50,7 +51,7 @@ func Keep(ctx context.Context, cli *clientv3.Client, prefix string, m Member, tt
 		log = slog.New(slog.DiscardHandler)
 	}
 	k := &Kept{cli: cli, prefix: prefix, member: r.Member(), ttl: ttl, log: log, cur: r, count: 1,
-		stop: make(chan struct{}), done: make(chan struct{})}
+		renew: make(chan chan struct{}), stop: make(chan struct{}), done: make(chan struct{})}
 	go k.run()
 	return k, nil
 }
@@ -78,9 +79,31 @@ func (k *Kept) Live(ctx context.Context) (*Registration, error) {
 		case <-ctx.Done():
 			return nil, context.Cause(ctx)
 		case <-k.done:
-			return nil, fmt.Errorf("membership: %s: no longer kept registered", k.member)
+			return nil, fmt.Errorf("membership: %s: no longer kept registered", k.Member())
 		case <-time.After(50 * time.Millisecond):
 		}
+	}
+}
+
+// Renew leaves the cluster as a dead member does (Abandon) and registers
+// again as a new life (a new start time): the cluster takes the member's
+// state for lost. A worker whose model holds pushes its checkpoint does
+// not count renews, so that the cluster rolls the model back. It returns
+// once registered again, or with ctx's error.
+func (k *Kept) Renew(ctx context.Context) error {
+	answer := make(chan struct{})
+	select {
+	case k.renew <- answer:
+	case <-ctx.Done():
+		return context.Cause(ctx)
+	case <-k.done:
+		return fmt.Errorf("membership: %s: no longer kept registered", k.Member())
+	}
+	select {
+	case <-answer:
+		return nil
+	case <-ctx.Done():
+		return context.Cause(ctx)
 	}
 }
 
@@ -93,19 +116,30 @@ func (k *Kept) Registrations() int {
 }
 
 // Member returns the member kept registered.
-func (k *Kept) Member() Member { return k.member }
+func (k *Kept) Member() Member {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return k.member
+}
 
 func (k *Kept) run() {
 	defer close(k.done)
 	for {
 		reg := k.Current()
+		var answer chan struct{}
 		select {
 		case <-k.stop:
 			return
 		case <-reg.Lost():
+			k.log.Warn("lost the etcd lease: registering again", "member", k.member.String())
+			reg.Close() // stops its keep-alive; its lease is gone
+		case answer = <-k.renew:
+			reg.Abandon() // a death, seen at once
+			k.mu.Lock()
+			k.member.Started = time.Now()
+			k.mu.Unlock()
+			k.log.Warn("leaving as a dead member and registering as a new life", "member", k.member.String())
 		}
-		k.log.Warn("lost the etcd lease: registering again", "member", k.member.String())
-		reg.Close() // stops its keep-alive; its lease is gone
 		next, ok := k.again()
 		if !ok {
 			return
@@ -114,6 +148,9 @@ func (k *Kept) run() {
 		k.cur = next
 		k.count++
 		k.mu.Unlock()
+		if answer != nil {
+			close(answer)
+		}
 	}
 }
 

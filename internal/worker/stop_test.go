@@ -187,3 +187,71 @@ func testLeaseLost(t *testing.T, rejoinWait time.Duration, restores int) {
 		t.Fatalf("the worker did not say it registered again:\n%s", progress.String())
 	}
 }
+
+// TestModelAheadOfCheckpointRollsBack makes the model hold pushes of a
+// worker that its checkpoint does not count (a fault probe once found
+// them after a stop; here the checkpoint is set back by hand): the worker
+// must not train on (it would apply those batches twice, which the shards
+// refuse) but leave as a dead worker, so that the cluster rolls the model
+// back to its snapshot, and finish from there, every sample applied once.
+func TestModelAheadOfCheckpointRollsBack(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	lc, err := cluster.Start(ctx, cluster.Options{Shards: 2, Prefix: "/xps/ahead-test", LeaseTTL: time.Second,
+		Config: config.Config{Snapshot: snapshot.Policy{Store: t.TempDir(), Every: -1}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lc.Close()
+	cfg := smallConfig() // 8000 samples, 2 epochs, batches of 64
+	cfg.Train.ProgressEvery = time.Nanosecond
+	opts := job.Options{Config: cfg, Etcd: lc.Etcd(), Prefix: lc.Prefix(), LeaseTTL: time.Second}
+
+	// Run 1, stopped after some batches: its checkpoint is exact.
+	progress := newBatchLines(20)
+	jctx, stop := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() {
+		o := opts
+		o.Progress = progress
+		_, err := RunJob(jctx, o)
+		done <- err
+	}()
+	<-progress.reached
+	stop()
+	if err := <-done; !errors.Is(err, context.Canceled) || errors.Is(err, job.ErrNotExactlyOnce) {
+		t.Fatalf("run 1 stopped: %v", err)
+	}
+	// The checkpoint set back 5 batches: the model is ahead of it.
+	sm, err := lc.Conn().GetShardMap(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cl, err := client.New(sm)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cp, _, err := checkpoint.Load(ctx, cl, "worker-0")
+	if err == nil {
+		cp.Batches, cp.Applied = cp.Batches-5, cp.Applied-5*64
+		err = checkpoint.Store(ctx, cl, "worker-0", cp)
+	}
+	cl.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	// Run 2: rolled back, then to the end.
+	progress = newBatchLines(-1)
+	o := opts
+	o.Progress = progress
+	res, err := RunJob(ctx, o)
+	if err != nil {
+		t.Fatalf("run 2: %v\n%s", err, progress.String())
+	}
+	v := res.ExactlyOnce
+	if res.Restores < 1 || v == nil || !v.Exact || v.Samples != 16000 || !strings.Contains(progress.String(), "leaving as a dead worker") {
+		t.Fatalf("run 2: %d restores, the shards' account %+v; want a rollback and 16000 samples applied once\n%s",
+			res.Restores, v, progress.String())
+	}
+}
