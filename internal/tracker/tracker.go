@@ -90,6 +90,10 @@ func (t *Tracker) Step(ev Event) ([]Action, error) {
 		clear(t.positions)
 		return append(acts, Reopen{}), nil
 	case Stopped:
+		// Always, changed or not: a commit emitted before may not have
+		// been carried out (the stop cancelled it halfway), and a stop
+		// must leave the checkpoint of every batch reported.
+		t.dirty = true
 		return t.commit(ev.Now, nil), nil
 	case EpochEnded:
 		return t.epochEnded(ev.Now), nil
