@@ -12,6 +12,7 @@ import (
 	"github.com/xdlgo/xps/cluster"
 	"github.com/xdlgo/xps/config"
 	"github.com/xdlgo/xps/internal/checkpoint"
+	"github.com/xdlgo/xps/internal/testutil"
 	"github.com/xdlgo/xps/job"
 	"github.com/xdlgo/xps/snapshot"
 )
@@ -49,8 +50,9 @@ func (m *hangingModel) Train(ctx context.Context, _ *job.Env, _ *checkpoint.Chec
 func TestAttemptGivesUpWhenTheClusterMoves(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
+	store := t.TempDir()
 	lc, err := cluster.Start(ctx, cluster.Options{Shards: 2, Prefix: "/xps/job-attempt-test",
-		Config: config.Config{Snapshot: snapshot.Policy{Store: t.TempDir(), Every: -1}}})
+		Config: config.Config{Snapshot: snapshot.Policy{Store: store, Every: -1}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -63,6 +65,17 @@ func TestAttemptGivesUpWhenTheClusterMoves(t *testing.T) {
 	case err := <-done:
 		t.Fatalf("the job ended before its attempt hung: %v", err)
 	}
+	// A snapshot to restore (the initial one, taken as the cluster began:
+	// without it the cluster would fail instead).
+	testutil.Eventually(t, time.Minute, "the initial snapshot", func() bool {
+		st, err := snapshot.OpenDir(store)
+		if err != nil {
+			return false
+		}
+		defer st.Close()
+		_, _, err = snapshot.Latest(st)
+		return err == nil
+	})
 	if err := lc.RestartShard(ctx, 0); err != nil { // its rows lost: a restore at a new version
 		t.Fatal(err)
 	}

@@ -281,16 +281,20 @@ func (e *Env) attempt(ctx context.Context, m Model) error {
 		case <-actx.Done():
 		}
 	}()
-	// A newer shard map: the cluster is being restored at a new version,
-	// and nothing of this attempt counts any more. Its requests in flight
-	// are given up (one to a shard cut off from the network would wait
-	// for TCP for minutes), so that no worker waits on a shard the
-	// cluster has replaced.
+	// The cluster restored at a new version, or failed: nothing of this
+	// attempt counts any more. Its requests in flight are given up (one
+	// to a shard cut off from the network would wait for TCP for
+	// minutes), so that no worker waits on a shard the cluster has
+	// replaced, or on a cluster that gave up.
 	moved := make(chan struct{})
 	go func() {
 		defer close(moved)
-		if m, err := e.Conn.WaitShardMapVersion(actx, e.Version+1); err == nil {
-			cancel(fmt.Errorf("%w: the cluster moved to version %d", ErrRestored, m.Version))
+		r, err := e.Conn.WaitRestored(actx, e.Version)
+		switch {
+		case err == nil:
+			cancel(fmt.Errorf("%w: the cluster resumed at version %d", ErrRestored, r.Version))
+		case errors.Is(err, controlplane.ErrClusterFailed):
+			cancel(err)
 		}
 	}()
 	start, ok, err := checkpoint.Load(actx, e.Client, e.Name)
