@@ -189,13 +189,16 @@ func (s *Scheduler) step(ctx context.Context, ev clusterfsm.Event) error {
 func (s *Scheduler) do(ctx context.Context, a clusterfsm.Action) {
 	switch a := a.(type) {
 	case clusterfsm.Transition:
-		s.mu.Lock()
-		s.mu.state = a.To
-		s.mu.Unlock()
 		s.log.Info("cluster state changed", "from", a.From.String(), "to", a.To.String(), "cause", a.Cause)
 		s.putEvent(ctx, controlplane.Event{Type: controlplane.EventState, State: a.To.Phase.String(), Version: a.To.Version,
 			Detail: fmt.Sprintf("%s -> %s (%s)", a.From, a.To, a.Cause)})
 		s.recordState(ctx, a.To)
+		// Status reports the state once it is recorded: a scheduler that
+		// stops as soon as it reports SERVING leaves SERVING recorded for
+		// the next leader to adopt.
+		s.mu.Lock()
+		s.mu.state = a.To
+		s.mu.Unlock()
 	case clusterfsm.PublishShardMap:
 		addrs := make([]string, len(a.Shards))
 		for i, id := range a.Shards {
