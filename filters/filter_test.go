@@ -90,7 +90,8 @@ func TestProbabilityRate(t *testing.T) {
 
 // TestProbabilityAgrees: two workers with the same table agree on every
 // ID; another table's salt picks another subset; the subset does not
-// lean on the partition (placement hashes id ^ salt too).
+// lean on placement, which hashes Mix64(id ^ salt) too: partitions take
+// its residue, stripes its high bits.
 func TestProbabilityAgrees(t *testing.T) {
 	const n, p = 20_000, 0.5
 	spec := Spec{Kind: KindProbability, P: p}
@@ -100,7 +101,7 @@ func TestProbabilityAgrees(t *testing.T) {
 		t.Fatal(err)
 	}
 	differ := 0
-	var byPart [2][2]int // [partition][admitted]
+	var byPlace [4][2]int // [partition parity, 2 + stripe half][admitted]
 	for _, id := range fresh(7<<40, n) {
 		part := partOf(id, 2)
 		a := w1.Admit(part, id)
@@ -110,15 +111,16 @@ func TestProbabilityAgrees(t *testing.T) {
 		if a != other.Admit(part, id) {
 			differ++
 		}
-		byPart[part][b2i(a)]++
+		byPlace[part][b2i(a)]++
+		byPlace[2+hashmix.Mix64(id^testSalt)>>63][b2i(a)]++
 	}
 	// Independent subsets differ on 2p(1-p) of the IDs.
 	if lo, hi := binomialMin(n, 2*p*(1-p)), binomialMax(n, 2*p*(1-p)); differ < lo || differ > hi {
 		t.Errorf("another salt changed %d decisions of %d, want [%d, %d]", differ, n, lo, hi)
 	}
-	for part, c := range byPart {
+	for place, c := range byPlace {
 		if total := c[0] + c[1]; c[1] < binomialMin(total, p) || c[1] > binomialMax(total, p) {
-			t.Errorf("partition %d: %d of %d admitted", part, c[1], total)
+			t.Errorf("placement class %d: %d of %d admitted", place, c[1], total)
 		}
 	}
 }
@@ -194,11 +196,15 @@ func TestCountAdmitsAtTheNthSighting(t *testing.T) {
 func fillWorstCase(t *testing.T, f *Filter, from uint64) (next uint64, admitted, sightings int) {
 	t.Helper()
 	z := f.Sizing()
-	for {
+	// Each generation fills within Levels x Capacity recorded sightings.
+	for limit := 4 * z.Generations * z.Levels * z.Capacity; ; {
 		ps := f.state(0)
 		cur := ps.gens[len(ps.gens)-1]
 		if len(ps.gens) == z.Generations && int(slices.Max(cur.inserts)) == z.Capacity-1 {
 			return from, admitted, sightings
+		}
+		if sightings > limit {
+			t.Fatalf("%d fresh sightings did not fill %d generations of capacity %d", sightings, z.Generations, z.Capacity)
 		}
 		if f.Admit(0, hashmix.Mix64(from)) {
 			admitted++
@@ -272,6 +278,9 @@ func TestCountKeepsAndForgetsSightings(t *testing.T) {
 	ps := f.state(0)
 	rotations, cur := 0, ps.gens[len(ps.gens)-1]
 	for next := uint64(3 << 32); rotations < z.Generations; next++ {
+		if next-3<<32 > uint64(4*z.Generations*z.Levels*z.Capacity) {
+			t.Fatalf("%d fresh sightings began %d generations, want %d", next-3<<32, rotations, z.Generations)
+		}
 		f.Admit(0, hashmix.Mix64(next))
 		if c := ps.gens[len(ps.gens)-1]; c != cur {
 			rotations, cur = rotations+1, c
@@ -281,7 +290,7 @@ func TestCountKeepsAndForgetsSightings(t *testing.T) {
 	for _, y := range ys {
 		credited += b2i(f.Count(0, y) > 0)
 	}
-	if hi := binomialMax(len(ys), spec.FalsePositiveRate); credited > hi {
+	if hi := binomialMax(len(ys), spec.withDefaults().FalsePositiveRate); credited > hi {
 		t.Errorf("%d of %d forgotten IDs still credited, want at most %d (phantoms)", credited, len(ys), hi)
 	}
 }

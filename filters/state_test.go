@@ -18,11 +18,15 @@ import (
 var tinyCount = Spec{Kind: KindCount, N: 3, MaxPartitionBytes: 384}
 
 // fullState returns a filter of tinyCount over two partitions whose
-// partition 0 holds every generation, and that partition's state.
-func fullState(t testing.TB) (*Filter, []byte) {
+// partition 0 holds every generation, filled with fresh IDs from the
+// argument from on, and that partition's state.
+func fullState(t testing.TB, from uint64) (*Filter, []byte) {
 	t.Helper()
 	f := mustNew(t, tinyCount, 2)
-	for next := uint64(0); len(f.state(0).gens) < f.Sizing().Generations || f.state(0).gens[1].inserts[0] == 0; next++ {
+	for next := from; len(f.state(0).gens) < f.Sizing().Generations || f.state(0).gens[1].inserts[0] == 0; next++ {
+		if next-from > 1000 {
+			t.Fatalf("1000 fresh sightings did not begin a second generation of capacity %d", f.Sizing().Capacity)
+		}
 		f.Admit(0, hashmix.Mix64(next))
 	}
 	return f, f.MarshalPartition(0)
@@ -57,7 +61,10 @@ func refuse(t *testing.T, f *Filter, data []byte, want error, what string) {
 // TestUnmarshalRefusesDamage: every truncation, an extension, and every
 // single flipped bit of a state are refused as corrupt.
 func TestUnmarshalRefusesDamage(t *testing.T) {
-	f, data := fullState(t)
+	// f's own state differs from data: a refusal that loaded part of data
+	// would show.
+	f, _ := fullState(t, 1<<32)
+	_, data := fullState(t, 0)
 	if len(data) > 1024 {
 		t.Fatalf("state of %d bytes: too long to flip every bit", len(data))
 	}
@@ -79,7 +86,8 @@ func TestUnmarshalRefusesDamage(t *testing.T) {
 // the format or an invariant are refused as corrupt; a header of another
 // geometry as a mismatch.
 func TestUnmarshalChecksStructure(t *testing.T) {
-	f, data := fullState(t)
+	f, _ := fullState(t, 1<<32)
+	_, data := fullState(t, 0)
 	z := f.Sizing()
 	genBytes := f.stateGenBytes()
 	le := binary.LittleEndian
@@ -97,7 +105,10 @@ func TestUnmarshalChecksStructure(t *testing.T) {
 		{"version 2", edit(func(b []byte) { b[4] = 2 }), ErrCorrupt},
 		{"reserved", edit(func(b []byte) { b[31] = 1 }), ErrCorrupt},
 		{"partition 1", edit(func(b []byte) { le.PutUint32(b[8:], 1) }), ErrCorrupt},
-		{"more generations than kept", edit(func(b []byte) { le.PutUint16(b[26:], 3) }), ErrCorrupt},
+		{"more generations than kept", reseal(slices.Concat(
+			data[:26], le.AppendUint16(nil, 3), data[28:headerLen+genBytes], // header, generation 0
+			data[headerLen:len(data)-trailerLen], make([]byte, trailerLen))), // 0 again, 1
+			ErrCorrupt},
 		{"one generation, two present", edit(func(b []byte) { le.PutUint16(b[26:], 1) }), ErrCorrupt},
 		{"one generation cut", reseal(slices.Concat(data[:len(data)-genBytes-trailerLen], make([]byte, trailerLen))), ErrCorrupt},
 		{"old generation not full", edit(func(b []byte) {
@@ -120,7 +131,7 @@ func TestUnmarshalChecksStructure(t *testing.T) {
 // TestUnmarshalMismatch: intact states of other specs are refused as
 // mismatches (a changed config), not as corrupt.
 func TestUnmarshalMismatch(t *testing.T) {
-	f, _ := fullState(t)
+	f, _ := fullState(t, 0)
 	for _, s := range []Spec{
 		{},
 		{Kind: KindProbability, P: 0.5},
@@ -177,7 +188,7 @@ func TestStateGolden(t *testing.T) {
 // when it is the canonical encoding of the state it loads; with its
 // checksum mended, inputs reach the structural checks too.
 func FuzzUnmarshalPartition(f *testing.F) {
-	_, data := fullState(f)
+	_, data := fullState(f, 0)
 	f.Add(data)
 	f.Add(mustNew(f, tinyCount, 2).MarshalPartition(0))
 	one := mustNew(f, tinyCount, 2)
