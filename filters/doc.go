@@ -30,8 +30,8 @@
 // A partition's state is up to G generations (Spec.Generations), oldest
 // first; the last is current. A generation is a cascade of L = n-1 Bloom
 // filters level[0..L-1] of m bits and k hashes each (Sizing): an ID's
-// k-th sighting recorded in the generation is added to level[k-1], so an
-// ID recorded k times is in the first k levels. The depth of an ID in a
+// j-th sighting recorded in the generation is added to level[j-1], so an
+// ID recorded j times is in the first j levels. The depth of an ID in a
 // generation is the number of leading levels that hold it; the sightings
 // credited to an ID are the sum of its depths. A sighting with n-1
 // credited is admitted; any other is recorded in the current generation at
@@ -109,7 +109,10 @@
 // # Usage protocol
 //
 //  1. The stripe owner builds one Filter per table with New(spec,
-//     ams.TableHash(table), P), P the model's virtual partitions.
+//     ams.TableHash(table), P), P the model's virtual partitions. All the
+//     IDs of a partition must reach the same owner (invariant 3): stripes
+//     chosen by partition, not by bits of the ID's hash that the partition
+//     does not fix.
 //  2. Before it creates a row for an ID that has none (a pull with create,
 //     a push), it calls Admit(partition of the ID, ID) and creates the row
 //     only on true. It does not call Admit for IDs that have a row: the
