@@ -162,6 +162,9 @@ func TestDesignRules(t *testing.T) {
 				t.Errorf("snapshot imports %s: snapshot defines formats and stores and never imports ams", to)
 			case pkg == "densenet" && (isLocal || strings.Contains(p, "grpc") || strings.Contains(p, "etcd")):
 				t.Errorf("densenet imports %s: it is math only", p)
+			case pkg == "filters" && (isLocal && to != "internal/hashmix" || strings.Contains(p, "grpc") ||
+				strings.Contains(p, "etcd") || p == "os" || p == "io/fs" || p == "net" || strings.HasPrefix(p, "net/")):
+				t.Errorf("filters imports %s: admission is pure logic, without RPC, etcd or files", p)
 			case isLocal && under(to, "cmd"):
 				t.Errorf("%s imports the command %s", pkg, to)
 			}

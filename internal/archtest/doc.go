@@ -9,7 +9,9 @@
 //     express is broken (listed at the end of ARCHITECTURE.md): the AMS
 //     packages import no worker-side package, the client does not reach the
 //     shard, the AMS binary does not link the reader, snapshot does not import ams, densenet imports neither the
-//     module nor RPC or etcd, and nothing imports a cmd/ package.
+//     module nor RPC or etcd, filters imports only internal/hashmix of the
+//     module and nothing of RPC, etcd or files, and nothing imports a cmd/
+//     package.
 //
 // Its size test (funclen_test.go) parses every hand-written .go file of the
 // module, tests included (generated files, testdata and nested modules are

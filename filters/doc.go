@@ -1,0 +1,128 @@
+// Package filters holds feature admission: which never-seen IDs of a
+// sparse table earn a row. A model that learns online for months sees a
+// long tail of IDs that occur once or twice; giving each a row (values,
+// optimizer state, an index entry) fills the shards with rows that never
+// train. An admission policy keeps them out until they are worth a row.
+//
+// The package is pure logic: no I/O, no clock, no goroutine, no lock. The
+// AMS shard applies a filter in the stripe owner, where the table's rows
+// live, before it creates a row.
+//
+// # Policies
+//
+// A table's Spec picks one (see Spec for the fields and their defaults):
+//
+//   - none: every ID is admitted at its first sighting (the behaviour
+//     without filters).
+//   - probability p: an ID is admitted iff
+//     hashmix.Hash3(domain, salt, id) < p x 2^64, where salt names the
+//     table. The decision is a pure function of the table and the ID, as
+//     XDL's probability filter: every worker, every retry, every shard and
+//     every restore agrees, and an ID refused once is refused for ever. It
+//     keeps no state.
+//   - count n: an ID is admitted at its n-th sighting (a pull that would
+//     create its row, or a push to it). The sightings are counted with
+//     Bloom filters (github.com/bits-and-blooms/bloom/v3) in rotating
+//     generations, described below.
+//
+// # The count policy: cascades in generations
+//
+// A partition's state is up to G generations (Spec.Generations), oldest
+// first; the last is current. A generation is a cascade of L = n-1 Bloom
+// filters level[0..L-1] of m bits and k hashes each (Sizing): an ID's
+// j-th sighting recorded in the generation is added to level[j-1], so an
+// ID recorded j times is in the first j levels. The depth of an ID in a
+// generation is the number of leading levels that hold it; the sightings
+// credited to an ID are the sum of its depths. A sighting with n-1
+// credited is admitted; any other is recorded in the current generation at
+// level[depth] (Admit gives the reference loop).
+//
+// When a level of the current generation has had Capacity insertions, a
+// new generation begins, and with G already kept the oldest is dropped
+// (its memory is cleared and reused). This is why the count policy uses
+// generations and not n cascaded filters alone: a Bloom filter cannot
+// delete, so a single cascade fills up over months until every ID passes.
+// Rotating by insertions rather than by time keeps every filter within its
+// false-positive rate whatever the traffic, keeps the state a function of
+// the sightings alone (no clock: see invariant 2), and makes old sightings
+// fade; forgetting rows by time is expiry's job, not admission's.
+//
+// # Invariants
+//
+//  1. A Filter is owned by one goroutine, the stripe owner, which makes
+//     every call; it has no lock and no atomic, and is not safe for
+//     concurrent use. The bytes AppendPartition returns are the caller's;
+//     UnmarshalPartition keeps no reference to its input.
+//  2. Decisions are deterministic: a pure function of the spec, the salt
+//     and the sequence of sightings of the partition (no clock, no random
+//     source, no map iteration). Two filters of the same spec fed the same
+//     sightings make the same decisions and write the same state bytes.
+//  3. Partitions are independent: the state of partition p changes only
+//     with sightings of p's IDs. So a restore onto another shard count
+//     moves whole partitions: AppendPartition on the old owner,
+//     UnmarshalPartition on the new one (DropPartition where it left), and
+//     the new owner decides as the old one would have. Every sighting of a
+//     partition must reach the one filter that holds its state: two
+//     filters that each saw part of a partition's sightings hold states
+//     that cannot be merged.
+//  4. No late admission: a Bloom filter has no false negatives, so an ID
+//     whose n-1 earlier sightings are still kept is admitted at its n-th,
+//     always. The only error is an early admission. Every filter holds at
+//     most Capacity IDs, sized so that its false-positive rate stays below
+//     FilterRate = false_positive_rate / G (the standard estimate at
+//     Capacity is 0.9 x FilterRate, a margin for real filters' scatter
+//     around it), so a sighting is credited with at least one phantom
+//     sighting with probability below G x FilterRate = false_positive_rate
+//     (a union bound over the generations it is probed in). An ID missing
+//     r sightings is admitted early with probability below
+//     false_positive_rate for r = 1, and about false_positive_rate^r
+//     beyond (each phantom is a further false positive).
+//     TestCountFalsePositiveRate measures it at the fullest load: 0.0089
+//     for a rate of 0.01.
+//  5. Memory is bounded: a partition holds at most G generations of L
+//     filters of m bits, Sizing().PartitionBytes <= max_partition_bytes,
+//     plus 4 bytes of counter per filter; a partition's first generation is
+//     allocated at its first sighting, the others as they begin. A Filter
+//     adds 8 bytes per partition of index once it holds any state.
+//  6. Sightings fade: a recorded sighting is kept for at least the next
+//     (G-1) x Capacity recorded sightings of its partition (each later
+//     generation took Capacity insertions to fill one level) and forgotten
+//     within G x L x Capacity (a generation holds at most Capacity per
+//     level). A sighting that finds its level already set by a false
+//     positive records nothing and counts toward neither.
+//  7. A partition state is versioned (format 1), framed by its exact
+//     length and checksummed (CRC-32C); UnmarshalPartition checks all of
+//     it, its insertion counts included, before it changes anything. A
+//     state that does not decode is refused with ErrCorrupt, an intact one
+//     of another spec (a changed config) with ErrMismatch; no input makes
+//     it panic (FuzzUnmarshalPartition). The Bloom bits depend on
+//     bloom/v3's hashing (murmur3 of the ID's 8 little-endian bytes);
+//     TestStateGolden pins them, so a library upgrade that changed them
+//     would fail a test rather than silently void the snapshots.
+//  8. Spec.Validate reports every problem at once, each wrapping
+//     ErrBadPolicy: an unknown kind, p outside (0, 1], n outside [1, 64], a
+//     false-positive rate outside (0, 1), generations outside [1, 16], a
+//     memory bound outside [1, 1 GiB] or too small to give each filter
+//     MinCapacity IDs at its rate, and a field set for a kind that does not
+//     use it.
+//
+// # Usage protocol
+//
+//  1. The stripe owner builds one Filter per table with New(spec,
+//     ams.TableHash(table), P), P the model's virtual partitions. All the
+//     IDs of a partition must reach the same owner (invariant 3): stripes
+//     chosen by partition, not by bits of the ID's hash that the partition
+//     does not fix.
+//  2. Before it creates a row for an ID that has none (a pull with create,
+//     a push), it calls Admit(partition of the ID, ID) and creates the row
+//     only on true. It does not call Admit for IDs that have a row: the
+//     filter counts sightings of IDs without one. Each call is a sighting,
+//     so a retried request counts again.
+//  3. A snapshot stores AppendPartition of every partition the owner holds
+//     (Partitions lists those with state) next to the partition's rows.
+//  4. A restore calls UnmarshalPartition for every partition the owner
+//     gets, and DropPartition for every one it no longer owns. On
+//     ErrMismatch the table's filter config changed since the snapshot: the
+//     owner refuses the restore or begins the partition empty, as it is
+//     configured.
+package filters
