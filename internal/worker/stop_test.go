@@ -155,7 +155,14 @@ func testLeaseLost(t *testing.T, rejoinWait time.Duration, restores int) {
 		t.Fatal(err)
 	}
 	defer lc.Close()
-	cfg := smallConfig() // 8000 samples, 2 epochs, batches of 64
+	cfg := smallConfig() // 2 epochs, batches of 64
+	// Long enough (2500 batches, a few seconds) that the lost lease is
+	// noticed while the job trains, however fast the machine.
+	cfg.Data.TrainSamples = 80000
+	if raceEnabled { // about 20 times slower: fewer samples, as long a job
+		cfg.Data.TrainSamples = 8000
+	}
+	want := int64(2 * cfg.Data.TrainSamples)
 	progress := newBatchLines(20)
 	cfg.Train.ProgressEvery = time.Nanosecond
 	done := make(chan error, 1)
@@ -181,9 +188,9 @@ func testLeaseLost(t *testing.T, rejoinWait time.Duration, restores int) {
 		t.Fatalf("the job after its lease was revoked: %v\n%s", err, progress.String())
 	}
 	v := res.ExactlyOnce
-	if res.Restores != restores || v == nil || !v.Exact || v.Samples != 16000 || v.Batches != 250 {
-		t.Fatalf("%d restores; the shards' account %+v; want %d restores and 16000 samples in 250 batches applied once\n%s",
-			res.Restores, v, restores, progress.String())
+	if res.Restores != restores || v == nil || !v.Exact || v.Samples != want || v.Batches != uint64(want/64) {
+		t.Fatalf("%d restores; the shards' account %+v; want %d restores and %d samples in %d batches applied once\n%s",
+			res.Restores, v, restores, want, want/64, progress.String())
 	}
 	if !strings.Contains(progress.String(), "registering again") {
 		t.Fatalf("the worker did not say it registered again:\n%s", progress.String())
