@@ -311,10 +311,12 @@ func (e *Env) attempt(ctx context.Context, m Model) error {
 	cancel(nil)
 	<-lost
 	<-moved
-	if cause := context.Cause(actx); errors.Is(cause, ErrRestored) && ctx.Err() == nil && err != nil && !Recoverable(err) {
+	cause := context.Cause(actx) // the watchers' cause, if one ended the attempt (the first cancel wins)
+	switch {
+	case ctx.Err() != nil:
+	case errors.Is(cause, ErrRestored) && err != nil && !Recoverable(err):
 		err = fmt.Errorf("%w: %w", cause, err) // given up for the restore: recoverable
-	}
-	if cause := context.Cause(actx); errors.Is(cause, ErrLeaseLost) && ctx.Err() == nil {
+	case errors.Is(cause, ErrLeaseLost):
 		e.Say("%v: the cluster takes this worker for dead and rolls back; registering again", cause)
 		if err == nil {
 			return cause
@@ -338,7 +340,7 @@ func (e *Env) checkAhead(ctx context.Context, c checkpoint.Checkpoint) error {
 		return fmt.Errorf("job: %w", err)
 	}
 	for s, a := range recs {
-		if !a.Exactly(uint64(c.Batches)) && a.Batches() > 0 && a.Ranges[len(a.Ranges)-1].Hi > uint64(c.Batches) {
+		if n := len(a.Ranges); n > 0 && a.Ranges[n-1].Hi > uint64(c.Batches) { // a batch at or past the checkpoint
 			return fmt.Errorf("%w: shard %s holds batches %s of %s, its checkpoint counts %d", ams.ErrDuplicatePush,
 				e.Client.ShardMap().Shards[s], a, e.Name, c.Batches)
 		}
