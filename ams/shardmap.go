@@ -18,7 +18,13 @@ const DefaultPartitions = 4096
 // a 64-bit mix of FNV-1a(table) and id, reduced modulo partitions.
 // The function is part of the snapshot format and never changes.
 func Partition(table string, id uint64, partitions int) uint32 {
-	return uint32(mix64(TableHash(table)^id) % uint64(partitions))
+	return SaltedPartition(TableHash(table), id, partitions)
+}
+
+// SaltedPartition is Partition with the table's hash (TableHash) given,
+// for callers that partition many ids of one table.
+func SaltedPartition(salt, id uint64, partitions int) uint32 {
+	return uint32(mix64(salt^id) % uint64(partitions))
 }
 
 // TableHash is the 64-bit FNV-1a hash of a table name.

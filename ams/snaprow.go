@@ -8,12 +8,14 @@ import (
 
 // Snapshot rows. A row travels into a snapshot as its values (Dim
 // float32), its optimizer state (StateWidth float32) and its statistics
-// (last-touched time and hit count, uint32), all little-endian: 4*(Dim +
-// StateWidth) + 8 bytes. The layout belongs to the table's spec: restoring
-// needs a table of the same Dim and optimizer.
+// (last-touched time, hit count and last-update step, uint32), all
+// little-endian: 4*(Dim + StateWidth) + 12 bytes. The layout belongs to
+// the table's spec: restoring needs a table of the same Dim and optimizer.
+// (Snapshots written before rows had a step, with 8 bytes of statistics,
+// are refused with ErrDimMismatch.)
 
 // SnapshotRowBytes is the size of an encoded row of t.
-func (t *Table) SnapshotRowBytes() int { return 4*(t.dim+t.sw) + 8 }
+func (t *Table) SnapshotRowBytes() int { return 4*(t.dim+t.sw) + 4*statWords }
 
 // AppendSnapshotRow appends id's encoded row to dst and reports whether
 // the row exists.
@@ -29,8 +31,10 @@ func (t *Table) AppendSnapshotRow(dst []byte, id uint64) ([]byte, bool) {
 	for _, v := range state {
 		dst = binary.LittleEndian.AppendUint32(dst, math.Float32bits(v))
 	}
-	dst = binary.LittleEndian.AppendUint32(dst, st[statTouched])
-	return binary.LittleEndian.AppendUint32(dst, st[statHits]), true
+	for _, v := range st {
+		dst = binary.LittleEndian.AppendUint32(dst, v)
+	}
+	return dst, true
 }
 
 // LoadSnapshotRow writes id's row from its encoding (see
@@ -50,7 +54,11 @@ func (t *Table) LoadSnapshotRow(id uint64, b []byte, values, state []float32) er
 		state[i] = math.Float32frombits(binary.LittleEndian.Uint32(b[4*i:]))
 	}
 	b = b[4*t.sw:]
-	return t.Load(id, values, state, binary.LittleEndian.Uint32(b), binary.LittleEndian.Uint32(b[4:]))
+	var stats [statWords]uint32
+	for i := range stats {
+		stats[i] = binary.LittleEndian.Uint32(b[4*i:])
+	}
+	return t.load(id, values, state, stats)
 }
 
 // StateWidth is the number of optimizer state words per row.

@@ -4,6 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
+
+	"github.com/xdlgo/xps/filters"
 )
 
 // Optimizer names accepted by OptimizerSpec.Name.
@@ -243,12 +246,64 @@ type TableSpec struct {
 	// The default value is the zero InitSpec with its defaults (normal,
 	// scale 0.01, seed 0).
 	Init InitSpec `yaml:"init"`
+	// Admission decides which never-seen IDs earn a row (package
+	// filters): an ID not admitted reads as the row it would have had
+	// (Init's values for it) and its gradients are dropped.
+	//
+	// The default value is kind none: every ID gets a row.
+	Admission filters.Spec `yaml:"admission"`
+	// Expiry decides which rows sweeps remove (package filters): by
+	// idle time in samples or wall time, hits, or an expression.
+	//
+	// The default value is no rule: rows stay (but for the budget).
+	Expiry filters.ExpirySpec `yaml:"expiry"`
+	// Budget bounds the memory of the table's rows on each shard: past it,
+	// the least recently updated rows are evicted (see Budget).
+	//
+	// The default value is the zero Budget: no bound.
+	Budget Budget `yaml:"budget"`
+}
+
+// Budget bounds the rows a shard holds of one table, in rows, in bytes
+// (each row costs Table.RowBytes: its values, optimizer state and
+// statistics, and its index entry), or both: a shard that holds more
+// evicts the rows updated least recently (an approximate LRU: CLOCK over
+// the rows' last-update steps) until it is within. Each stripe holds the
+// budget's share of its stripes. A table of several shards may hold up
+// to their count times the budget. Zero fields set no bound.
+type Budget struct {
+	// Rows is the most rows of the table one shard holds.
+	Rows int64 `yaml:"rows"`
+	// Bytes is the most bytes of the table's rows one shard holds.
+	Bytes int64 `yaml:"bytes"`
+}
+
+// IsZero reports whether b sets no bound.
+func (b Budget) IsZero() bool { return b.Rows == 0 && b.Bytes == 0 }
+
+// RowsFor returns the rows a stripe of n holds within the budget, for
+// rows of rowBytes bytes: the smaller bound, at least one row; 0 when
+// there is no bound.
+func (b Budget) RowsFor(n, rowBytes int) int64 {
+	limit := int64(0)
+	if b.Rows > 0 {
+		limit = (b.Rows + int64(n) - 1) / int64(n)
+	}
+	if b.Bytes > 0 {
+		byBytes := max(1, b.Bytes/int64(rowBytes)/int64(n))
+		if limit == 0 || byBytes < limit {
+			limit = byBytes
+		}
+	}
+	return limit
 }
 
 // EnsureDefaults fills every zero field with its default.
 func (s *TableSpec) EnsureDefaults() {
 	s.Optimizer.EnsureDefaults()
 	s.Init.EnsureDefaults()
+	s.Admission.EnsureDefaults()
+	s.Expiry.EnsureDefaults()
 }
 
 // Validate reports every problem of the spec at once (see
@@ -264,6 +319,16 @@ func (s TableSpec) Validate() error {
 	}
 	errs = appendPrefixed(errs, fmt.Sprintf("table %q", s.Name), s.Optimizer.Validate())
 	errs = appendPrefixed(errs, fmt.Sprintf("table %q", s.Name), s.Init.Validate())
+	adm := s.Admission
+	adm.EnsureDefaults()
+	if s.Budget.Rows < 0 || s.Budget.Bytes < 0 {
+		errs = append(errs, fmt.Errorf("%w: table %q: budget: rows %d and bytes %d must not be negative (0: no bound)", ErrBadSpec, s.Name, s.Budget.Rows, s.Budget.Bytes))
+	}
+	exp := s.Expiry
+	exp.EnsureDefaults()
+	for _, e := range slices.Concat(appendPrefixed(nil, "admission", adm.Validate()), appendPrefixed(nil, "expiry", exp.Validate())) {
+		errs = append(errs, fmt.Errorf("%w: table %q: %w", ErrBadSpec, s.Name, e))
+	}
 	return errors.Join(errs...)
 }
 

@@ -22,8 +22,10 @@ import (
 //	[d, d+sw)         optimizer state
 //	d+sw              last-touched time  (uint32 bits)
 //	d+sw+1            hit count          (uint32 bits)
+//	d+sw+2            last-update step   (uint32 bits: the owner's sample
+//	                  clock, in units of StepUnit samples, modulo 2^32)
 //
-// The two statistics words are read and written only as uint32 through
+// The three statistics words are read and written only as uint32 through
 // statsOf, an unsafe view of the same memory (float32 and uint32 have the
 // same size and alignment, and the slab holds no pointers); no float32
 // operation ever sees them, so every bit pattern survives.
@@ -44,13 +46,21 @@ type Table struct {
 	rows slab[float32] // width d+sw+2: values, state, statistics
 	next uint32        // slots [0, next) have been handed out
 	free []uint32      // deleted slots, reused last-in first-out
+
+	// step is the sample clock that creations and pushes stamp on their
+	// rows (SetStep); admit, when set, decides which missing IDs earn a
+	// row (EnableAdmission); cnt counts what the table did.
+	step  uint32
+	admit *admission
+	cnt   Counters
 }
 
 // Indexes into the statistics words of a row (see statsOf).
 const (
 	statTouched = 0
 	statHits    = 1
-	statWords   = 2
+	statStep    = 2
+	statWords   = 3
 )
 
 // statsOf returns the statistics words at the end of a slab row as
@@ -91,6 +101,24 @@ func NewTable(spec TableSpec) (*Table, error) {
 		rows: newSlab[float32](spec.Dim + sw + statWords),
 	}, nil
 }
+
+// SetStep moves the sample clock (in StepUnit samples) that creations and
+// pushes stamp on their rows forward to step; a step behind the table's
+// (by less than 2^31 units, modulo 2^32) leaves it alone: requests reach
+// an owner out of order (a worker's pull of its next batch, taken before
+// the push of the last one advanced the clock, may come after it), and a
+// clock that went back would make rows look 2^32 units old.
+func (t *Table) SetStep(step uint32) {
+	if int32(step-t.step) > 0 {
+		t.step = step
+	}
+}
+
+// Step returns the sample clock SetStep set last.
+func (t *Table) Step() uint32 { return t.step }
+
+// Counters returns what the table did since it was made.
+func (t *Table) Counters() Counters { return t.cnt }
 
 // Spec returns the table's spec, defaults applied.
 func (t *Table) Spec() TableSpec { return t.spec }
@@ -166,6 +194,12 @@ func (t *Table) pull(ids []uint64, pos []int32, out []float32, create bool, now 
 				if slot, ok = t.idx.get(id); !ok {
 					if !create {
 						clear(dst)
+						continue
+					}
+					if t.admit != nil && !t.admit.admit(id) {
+						// Not admitted: the row it would have had.
+						t.init.fill(id, dst)
+						t.cnt.FilteredPulls++
 						continue
 					}
 					slot = t.create(id, now)
@@ -261,7 +295,7 @@ func (t *Table) push(ids []uint64, pos []int32, grads []float32, now uint32) int
 		grp := t.lookupGroup(ids, lo, t.rows.width, &slots) // the whole row
 		for k := range grp {
 			if slot := slots[k]; slot != emptySlot {
-				touch(statsOf(t.rows.row(slot)), now)
+				touch(statsOf(t.rows.row(slot)), now, t.step)
 			}
 		}
 		for k, id := range grp {
@@ -272,7 +306,10 @@ func (t *Table) push(ids []uint64, pos []int32, grads []float32, now uint32) int
 				// may have created it since.
 				var ok bool
 				if slot, ok = t.idx.get(id); ok {
-					touch(statsOf(t.rows.row(slot)), now)
+					touch(statsOf(t.rows.row(slot)), now, t.step)
+				} else if t.admit != nil && !t.admit.pushed(id) {
+					t.cnt.FilteredPushes++ // not admitted: dropped
+					continue
 				} else {
 					slot = t.create(id, now)
 					created++
@@ -285,10 +322,10 @@ func (t *Table) push(ids []uint64, pos []int32, grads []float32, now uint32) int
 	return created
 }
 
-// touch records a push of a row: last-touched time now, one more hit
-// (saturating).
-func touch(st *[statWords]uint32, now uint32) {
-	st[statTouched] = now
+// touch records a push of a row: last-touched time now, last-update step
+// step, one more hit (saturating).
+func touch(st *[statWords]uint32, now, step uint32) {
+	st[statTouched], st[statStep] = now, step
 	if st[statHits] != math.MaxUint32 {
 		st[statHits]++
 	}
@@ -301,8 +338,9 @@ func (t *Table) create(id uint64, now uint32) uint32 {
 	w, state, st := t.split(t.rows.row(slot))
 	t.init.fill(id, w)
 	t.opt.InitState(state)
-	st[statTouched], st[statHits] = now, 1
+	st[statTouched], st[statHits], st[statStep] = now, 1, t.step
 	t.idx.insert(id, slot)
+	t.cnt.Created++
 	return slot
 }
 
@@ -374,6 +412,11 @@ func (t *Table) Get(id uint64) (values []float32, ok bool) {
 // row (for snapshots written without state or with another optimizer). It
 // fails with an error wrapping ErrDimMismatch when a length is wrong.
 func (t *Table) Load(id uint64, values, state []float32, lastTouched, hits uint32) error {
+	return t.load(id, values, state, [statWords]uint32{statTouched: lastTouched, statHits: hits, statStep: t.step})
+}
+
+// load is Load with every statistics word given.
+func (t *Table) load(id uint64, values, state []float32, stats [statWords]uint32) error {
 	sw := t.sw
 	if len(values) != t.dim || (len(state) != 0 && len(state) != sw) {
 		return fmt.Errorf("%w: table %q: load of id %d: %d values, %d state words, want %d and %d (or 0)",
@@ -391,7 +434,7 @@ func (t *Table) Load(id uint64, values, state []float32, lastTouched, hits uint3
 	} else {
 		copy(st0, state)
 	}
-	st[statTouched], st[statHits] = lastTouched, hits
+	*st = stats
 	return nil
 }
 

@@ -452,7 +452,7 @@ func TestTableMemoryBytesSmall(t *testing.T) {
 	tb.Pull([]uint64{1}, make([]float32, 16), true, 0)
 	one := tb.MemoryBytes()
 	// One row: an 8-bucket index and a 64-row first chunk per slab.
-	if want := int64(8*12 + 64*64 + 64*64 + 64*8 + 3*24); one-empty > want+64 {
+	if want := int64(8*12 + 64*64 + 64*64 + 64*12 + 3*24); one-empty > want+64 {
 		t.Fatalf("one row costs %d bytes, want about %d", one-empty, want)
 	}
 }

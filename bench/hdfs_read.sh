@@ -9,7 +9,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 count=${1:-3}
 out=$(mktemp -d)
-trap 'kill $(jobs -p) 2>/dev/null; wait 2>/dev/null; rm -rf "$out"' EXIT
+trap 'kill $(jobs -p) 2>/dev/null || true; wait 2>/dev/null || true; rm -rf "$out"' EXIT
 go build -o "$out" ./cmd/hdfsd
 go test -c -o "$out/hdfssrc.test" ./reader/hdfssrc
 port=$((20000 + RANDOM % 20000))

@@ -14,7 +14,7 @@ rate1=${1:-15000}
 secs1=${2:-20}
 n2=${3:-600000}
 out=$(mktemp -d)
-trap 'kill $(jobs -p) 2>/dev/null; wait 2>/dev/null; rm -rf "$out"' EXIT
+trap 'kill $(jobs -p) 2>/dev/null || true; wait 2>/dev/null || true; rm -rf "$out"' EXIT
 go build -o "$out" ./cmd/kafkad ./cmd/kafkaput ./cmd/worker ./cmd/ctrgen
 port=$((20000 + RANDOM % 20000))
 "$out/ctrgen" -train "$out/train.libffm" -train-samples $((rate1 * secs1 + n2 + 20000)) >/dev/null

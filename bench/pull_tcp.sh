@@ -12,7 +12,7 @@ cd "$(dirname "$0")/.."
 rows=${1:-1048576}
 secs=${2:-5}
 out=$(mktemp -d)
-trap 'kill $(jobs -p) 2>/dev/null; wait 2>/dev/null; rm -rf "$out"' EXIT
+trap 'kill $(jobs -p) 2>/dev/null || true; wait 2>/dev/null || true; rm -rf "$out"' EXIT
 go build -o "$out" ./cmd/pullbench
 "$out/pullbench" -serve -rows "$rows" >"$out/serve.log" &
 for _ in $(seq 100); do grep -q "^pullbench: ams" "$out/serve.log" 2>/dev/null && break; sleep 0.1; done

@@ -526,6 +526,31 @@ func (c *Config) Validate() error {
 	return errors.Join(errs...)
 }
 
+// validateBudget reports a table budget that cannot hold one batch's
+// rows: a batch of n samples may pull n rows of the table per field that
+// uses it (at least one field), all from one shard.
+func (m *ModelConfig) validateBudget(t ams.TableSpec, batch int, bad func(string, ...any)) {
+	if t.Budget.IsZero() || batch <= 0 {
+		return
+	}
+	fields := 0
+	for _, name := range m.FieldTables {
+		if name == t.Name {
+			fields++
+		}
+	}
+	if len(m.FieldTables) == 0 && len(m.Tables) > 0 && m.Tables[0].Name == t.Name {
+		fields = m.Fields
+	}
+	need := int64(batch) * int64(max(fields, 1))
+	if t.Budget.Rows > 0 && t.Budget.Rows < need {
+		bad("model.tables: table %q: budget.rows %d is below one batch's rows (train.batch_size %d x %d fields = %d)", t.Name, t.Budget.Rows, batch, max(fields, 1), need)
+	}
+	if tab, err := ams.NewTable(t); err == nil && t.Budget.Bytes > 0 && t.Budget.Bytes < need*int64(tab.RowBytes()) {
+		bad("model.tables: table %q: budget.bytes %d is below one batch's rows (%d rows of %d bytes = %d)", t.Name, t.Budget.Bytes, need, tab.RowBytes(), need*int64(tab.RowBytes()))
+	}
+}
+
 // validate appends the problems of the model section (c is the whole
 // config, which the output's checks read).
 func (m *ModelConfig) validate(c *Config, bad func(string, ...any)) {
@@ -538,6 +563,7 @@ func (m *ModelConfig) validate(c *Config, bad func(string, ...any)) {
 			bad("model.tables: table %q declared twice", t.Name)
 		}
 		names[t.Name] = true
+		m.validateBudget(t, c.Train.BatchSize, bad)
 	}
 	if m.Fields < 0 {
 		bad("model.fields %d is negative", m.Fields)

@@ -3,6 +3,7 @@ package filters
 import (
 	"math/rand"
 	"testing"
+	"time"
 
 	"github.com/xdlgo/xps/internal/hashmix"
 )
@@ -83,4 +84,55 @@ func BenchmarkMarshalPartition(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// benchRows returns rows of a sweep: hits, wall age (up to 8 days) and
+// idle samples (up to 2^20) spread so that each rule of the
+// BenchmarkExpired family expires a part of them.
+func benchRows() []RowStats {
+	rng := rand.New(rand.NewSource(7))
+	rows := make([]RowStats, 1<<12)
+	for i := range rows {
+		rows[i] = RowStats{Hits: uint32(rng.ExpFloat64() * 8), Age: time.Duration(rng.Int63n(int64(8 * day))),
+			IdleSamples: rng.Int63n(1 << 20), Norm: float32(rng.Float64())}
+	}
+	return rows
+}
+
+// benchExpired measures Expired per row over benchRows under spec, and
+// reports the share of rows expired.
+func benchExpired(b *testing.B, spec ExpirySpec) {
+	rows := benchRows()
+	e := mustExpiry(b, spec)
+	expired := 0
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := range b.N {
+		if e.Expired(rows[i&(len(rows)-1)]) {
+			expired++
+		}
+	}
+	b.ReportMetric(float64(expired)/float64(b.N), "expired/op")
+}
+
+func BenchmarkExpired_TTL(b *testing.B) {
+	benchExpired(b, ExpirySpec{TTLSamples: 15 << 16, TTL: "7d"})
+}
+
+func BenchmarkExpired_TTLMinHits(b *testing.B) {
+	benchExpired(b, ExpirySpec{TTLSamples: 15 << 16, TTL: "7d", MinHits: 3, MinHitsTTL: "2d"})
+}
+
+func BenchmarkExpired_Expr(b *testing.B) {
+	benchExpired(b, ExpirySpec{Expr: `hits < 3 && age > "72h"`})
+}
+
+func BenchmarkExpired_ExprNorm(b *testing.B) {
+	benchExpired(b, ExpirySpec{Expr: `norm < 0.05 || idle_samples > 500000 && hits < 10`})
+}
+
+// BenchmarkExpired_TTLExpr: the expression runs only for the rows the
+// TTLs keep.
+func BenchmarkExpired_TTLExpr(b *testing.B) {
+	benchExpired(b, ExpirySpec{TTLSamples: 15 << 16, TTL: "7d", Expr: `hits < 3 && age > "72h"`})
 }

@@ -1,12 +1,15 @@
-// Package filters holds feature admission: which never-seen IDs of a
-// sparse table earn a row. A model that learns online for months sees a
-// long tail of IDs that occur once or twice; giving each a row (values,
-// optimizer state, an index entry) fills the shards with rows that never
-// train. An admission policy keeps them out until they are worth a row.
+// Package filters holds the policies of a sparse table's rows: feature
+// admission, which never-seen IDs earn a row, and expiry, which rows a
+// sweep removes. A model that learns online for months sees a long tail of
+// IDs that occur once or twice; giving each a row (values, optimizer
+// state, an index entry) fills the shards with rows that never train. An
+// admission policy keeps them out until they are worth a row; an expiry
+// policy removes the rows that stopped being worth one (see "Expiry"
+// below).
 //
 // The package is pure logic: no I/O, no clock, no goroutine, no lock. The
 // AMS shard applies a filter in the stripe owner, where the table's rows
-// live, before it creates a row.
+// live, before it creates a row, and sweeps the rows it owns for expiry.
 //
 // # Policies
 //
@@ -48,6 +51,8 @@
 // fade; forgetting rows by time is expiry's job, not admission's.
 //
 // # Invariants
+//
+// These are admission's; expiry's follow under "Expiry invariants".
 //
 //  1. A Filter is owned by one goroutine, the stripe owner, which makes
 //     every call; it has no lock and no atomic, and is not safe for
@@ -125,4 +130,113 @@
 //     ErrMismatch the table's filter config changed since the snapshot: the
 //     owner refuses the restore or begins the partition empty, as it is
 //     configured.
+//
+// # Expiry
+//
+// A table's ExpirySpec sets its expiry rules; NewExpiry compiles them into
+// an Expiry, whose Expired decides on one row from its statistics
+// (RowStats). A row expires when any rule says so, a rule that is off
+// saying no:
+//
+//   - ttl_samples T: the row is idle for more than T samples on the
+//     sample clock: IdleSamples > T.
+//   - ttl D: the row is idle for longer than D in wall time: Age > D.
+//   - min_hits h, with min_hits_ttl_samples Ts and/or min_hits_ttl Ds: a
+//     shorter TTL for rows seen rarely: Hits < h and (IdleSamples > Ts or
+//     Age > Ds).
+//   - expr: the expression over hits, age, idle_samples and norm is true,
+//     as hits < 3 && age > "72h". It is evaluated last, and only for the
+//     rows the TTLs keep.
+//   - the embedder's hook (ExpireFunc), which the shard takes in its
+//     options and calls for the rows that every rule keeps.
+//
+// The reference loop, with "false" for a rule that is off:
+//
+//	expired := r.IdleSamples > ttl_samples || r.Age > ttl ||
+//		r.Hits < min_hits && (r.IdleSamples > min_hits_ttl_samples || r.Age > min_hits_ttl) ||
+//		expr(r) || hook(table, r)
+//
+// The package reads no clock; the caller measures a row against two:
+//
+//   - The sample clock is the shard's count of the trained samples it has
+//     applied (the samples of the pushes it applied). A row remembers the
+//     clock at its last update; IdleSamples is the clock now minus that.
+//     A TTL in samples means the same whatever the training speed, and
+//     does not run while the job is stopped.
+//   - Wall age is the sweep's now minus the row's last-update second (the
+//     shard keeps update times to the second). It runs while the job is
+//     stopped: a job stopped for longer than ttl loses those rows at its
+//     next sweeps, a lap's cap at a time.
+//
+// Hits is the row's hit count as the shard keeps it; norm is the L2 norm
+// of the row's values (DeepRec's L2-weight eviction), which the caller
+// computes only when Expiry.NeedsNorm.
+//
+// The sweep runs inside each stripe owner, over the rows it owns, a slice
+// at a time between its other work. One pass over a table's rows is a lap;
+// the evictions of a lap are capped at MaxPerLap of the table's rows in
+// the stripe when the lap began: floor(max_expire_fraction x rows), at
+// least MinExpirePerLap (one row, so that tiny tables expire too) and at
+// most rows. Lap counts them. A row that expires after the cap is reached
+// is kept, and expires at a later lap if it still should. So one bad
+// setting (a TTL in the wrong unit, an expression always true) removes at
+// most 10% of a table per lap at the default fraction (or one row per
+// stripe, where a stripe holds fewer than 10 of the table's rows), not the
+// whole table in one pass, and LapStats.Capped shows it.
+//
+// # Expiry invariants
+//
+//  1. An Expiry and its Laps are owned by one goroutine, the stripe owner,
+//     which makes every call; they have no lock and are not safe for
+//     concurrent use (the expression's machine and environment are
+//     reused). Each stripe owner compiles its own Expiry from the spec.
+//     The ExpireFunc is shared by every stripe owner: it must be safe for
+//     concurrent use.
+//  2. Decisions are pure: Expired is a function of the spec and the
+//     RowStats alone (no clock, no random source; the expression's clock
+//     builtins now, date and timezone are disabled). The caller passes the
+//     clocks in RowStats, so tests drive them.
+//  3. Rules only add: a row expires iff at least one rule or the hook says
+//     so. Setting a rule never keeps a row that another expires, and a spec
+//     without rules expires nothing. A row whose Age is negative (the clock
+//     went back) is as young as one just updated.
+//  4. A lap evicts at most MaxPerLap(rows at its start) rows, whatever the
+//     rules and the hook say: Lap.Allow is false once the cap is reached,
+//     and outside a lap.
+//  5. Bad input is refused before it runs: ExpirySpec.Validate, and so
+//     NewExpiry, reports every problem at once, each wrapping ErrBadExpiry
+//     (which wraps ErrBadPolicy): a negative ttl_samples, min_hits or
+//     min_hits_ttl_samples; a duration that does not parse or is not
+//     positive; min_hits without a TTL of its own, or one without min_hits;
+//     a min-hits TTL not shorter than the TTL on the same clock (the rule
+//     would expire nothing more); an expression that does not parse, is
+//     not of type bool, names an unknown variable or function, or holds a
+//     malformed duration literal (with expr's message and the place); and
+//     max_expire_fraction outside (0, 1]. A duration literal becomes a
+//     constant at compile time, so it cannot fail at run time.
+//  6. A failure keeps the row: Expired never panics (FuzzExpired), and an
+//     expression that fails at run time (an integer division by zero)
+//     keeps the row and is counted by EvalErrors. Keeping a row costs
+//     memory until the next lap; expiring one wrongly loses its training.
+//  7. The TTL and min-hits rules cost a few comparisons with thresholds
+//     computed by NewExpiry, without allocation; the expression runs on a
+//     reused machine and only for the rows the TTLs keep, and reads norm
+//     only when it names it (NeedsNorm). BENCHMARKS.md has the figures.
+//
+// # Expiry usage protocol
+//
+//  1. Declare checks the table's ExpirySpec (EnsureDefaults, Validate)
+//     with its other specs, and refuses the table with every problem
+//     listed.
+//  2. Each stripe owner builds, per table, NewExpiry(spec) and a Lap
+//     (Expiry.NewLap), skipping tables whose Expiry is not Enabled and
+//     that have no hook.
+//  3. When a lap begins, the owner calls Lap.Begin with the table's rows
+//     in its stripe.
+//  4. For each row of each slice it fills RowStats (Norm only when
+//     NeedsNorm) and evicts the row iff (Expired(r) || hook != nil &&
+//     hook(table, r)) && lap.Allow(). Once Allow is false, the owner may
+//     skip the rest of the lap's rows, or go on to count them as Capped.
+//  5. When the lap is over it calls Lap.End and reports the LapStats and
+//     EvalErrors.
 package filters

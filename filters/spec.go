@@ -10,7 +10,8 @@ import (
 // them with errors.Is.
 var (
 	// ErrBadPolicy: an invalid Spec, or an invalid argument of New.
-	// Validate joins one wrapped ErrBadPolicy per problem.
+	// Validate joins one wrapped ErrBadPolicy per problem. The problems of
+	// an ExpirySpec wrap ErrBadExpiry, which wraps it.
 	ErrBadPolicy = errors.New("filters: bad admission policy")
 	// ErrCorrupt: a partition state that does not decode: truncated,
 	// extended, of an unknown format version, failing its checksum, of

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/xdlgo/xps/ams"
@@ -60,6 +61,10 @@ type Summary struct {
 	// end of the job (checkpoint.Verify): what the model holds, not what
 	// the worker believes. Nil when the job never reached the shards.
 	ExactlyOnce *checkpoint.Verified `json:"exactly_once,omitempty"`
+	// Tables is what each sparse table holds at the end of the job, over
+	// all the shards: rows, memory, and what admission, expiry and the
+	// memory budget did (nil when the shards could not be asked).
+	Tables []ams.TableUsage `json:"tables,omitempty"`
 }
 
 // WriteLines writes the summary's lines common to every model: the
@@ -74,7 +79,33 @@ func (s Summary) WriteLines(w io.Writer) {
 		fmt.Fprintln(w)
 	}
 	s.writeExactlyOnce(w)
+	for _, t := range s.Tables {
+		fmt.Fprintf(w, "%s: table %s: %s\n", s.Worker, t.Name, UsageText(t))
+	}
 }
+
+// UsageText describes a table's figures in one line: its rows and their
+// memory, and the counters admission, expiry and the budget moved.
+func UsageText(t ams.TableUsage) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%d rows (%.1f MiB of rows, %.1f MiB held", t.Rows, mib(t.RowBytes), mib(t.MemoryBytes))
+	if t.FilterBytes > 0 {
+		fmt.Fprintf(&b, ", admission filter %.1f MiB", mib(t.FilterBytes))
+	}
+	fmt.Fprintf(&b, "); %d created", t.Created)
+	if t.FilteredPulls+t.FilteredPushes > 0 {
+		fmt.Fprintf(&b, ", not admitted: %d pulls, %d pushes", t.FilteredPulls, t.FilteredPushes)
+	}
+	if t.Expired > 0 {
+		fmt.Fprintf(&b, ", %d expired", t.Expired)
+	}
+	if t.Evicted > 0 {
+		fmt.Fprintf(&b, ", %d evicted by the budget", t.Evicted)
+	}
+	return b.String()
+}
+
+func mib(b int64) float64 { return float64(b) / (1 << 20) }
 
 // writeExactlyOnce writes the line on exactly-once (nothing when the job
 // never reached the shards).
@@ -187,6 +218,8 @@ func Run(ctx context.Context, opts Options, m Model) error {
 	if verr := env.verify(ctx, s, err); verr != nil {
 		err = errors.Join(err, verr)
 		env.Registration.Abandon() // a dead worker's leave: the model is rolled back
+	} else {
+		env.usage(ctx, s)
 	}
 	if env.Client != nil {
 		env.Client.Close()
@@ -404,6 +437,22 @@ func (e *Env) verify(ctx context.Context, s *Summary, runErr error) error {
 		return fmt.Errorf("%w: %s", ErrNotExactlyOnce, v.Problem)
 	}
 	return nil
+}
+
+// usage records in s what the tables hold at the end of the job; a
+// failure to ask is logged, not an error of the job.
+func (e *Env) usage(ctx context.Context, s *Summary) {
+	if e.Client == nil || errors.Is(context.Cause(ctx), ErrLeaseLost) {
+		return
+	}
+	uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), verifyTimeout)
+	defer cancel()
+	t, err := e.Client.Tables(uctx)
+	if err != nil {
+		e.Logger.Warn("the tables' figures", "err", err)
+		return
+	}
+	s.Tables = t
 }
 
 // serving waits until the cluster serves a version (a new cluster's shards

@@ -11,6 +11,7 @@
 //	snap-00000000000000000007/
 //	  tables/<table>/shard-00000.sst   one sorted table per table per shard
 //	  dense/<name>                     raw files (dense parameters)
+//	  filters/<table>/shard-00000      a table's admission filter states, per shard (FilterName)
 //	  manifest.json                    written last
 //
 // A table file is a Pebble sstable (written with Pebble's sstable writer)

@@ -73,6 +73,10 @@ type TableEntry struct {
 	Name  string          `json:"name"`
 	Spec  json.RawMessage `json:"spec,omitempty"`
 	Files []FileMeta      `json:"files"`
+	// Admission holds the states of the table's admission filter, one
+	// file per shard (FilterName), when its policy keeps state: the
+	// filter decides as part of the model.
+	Admission []FileMeta `json:"admission,omitempty"`
 }
 
 // DenseEntry is a dense parameter vector stored as a raw file.
@@ -112,6 +116,7 @@ func (m *Manifest) Add(p Part) error {
 			return fmt.Errorf("snapshot: table %q has different specs on different shards", t.Name)
 		}
 		m.Tables[i].Files = append(m.Tables[i].Files, t.Files...)
+		m.Tables[i].Admission = append(m.Tables[i].Admission, t.Admission...)
 	}
 	m.Dense = append(m.Dense, p.Dense...)
 	for k, v := range p.State {
@@ -144,6 +149,10 @@ func (m *Manifest) CheckComplete(require []string, configKey string) error {
 		for i := range m.Shards {
 			if n := countFunc(t.Files, func(f FileMeta) bool { return f.Name == TableName(t.Name, i) }); n != 1 {
 				return fmt.Errorf("%w: table %q has %d files from shard %d of %d", ErrIncomplete, t.Name, n, i, m.Shards)
+			}
+			n := countFunc(t.Admission, func(f FileMeta) bool { return f.Name == FilterName(t.Name, i) })
+			if len(t.Admission) > 0 && n != 1 {
+				return fmt.Errorf("%w: table %q has %d admission filter files from shard %d of %d", ErrIncomplete, t.Name, n, i, m.Shards)
 			}
 		}
 	}
@@ -245,6 +254,7 @@ func (m *Manifest) files() []FileMeta {
 	var out []FileMeta
 	for _, t := range m.Tables {
 		out = append(out, t.Files...)
+		out = append(out, t.Admission...)
 	}
 	for _, d := range m.Dense {
 		out = append(out, d.File)
@@ -354,6 +364,12 @@ func (c *checkedWriter) abortStore() { c.once.Do(func() { c.w.Abort() }) }
 
 func (c *checkedWriter) meta() FileMeta {
 	return FileMeta{Name: c.name, Size: c.n, SHA256: hex.EncodeToString(c.h.Sum(nil))}
+}
+
+// FilterName is the file name of shard's admission filter states of
+// table: filters/NAME/shard-K.
+func FilterName(table string, shard int) string {
+	return fmt.Sprintf("filters/%s/shard-%05d", table, shard)
 }
 
 // TableName is the file name of shard's part of table: tables/NAME/shard-K.sst.

@@ -220,11 +220,19 @@ func (x *InitSpec) GetSeed() uint64 {
 }
 
 type TableSpec struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Name          string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
-	Dim           uint32                 `protobuf:"varint,2,opt,name=dim,proto3" json:"dim,omitempty"`
-	Optimizer     *OptimizerSpec         `protobuf:"bytes,3,opt,name=optimizer,proto3" json:"optimizer,omitempty"`
-	Init          *InitSpec              `protobuf:"bytes,4,opt,name=init,proto3" json:"init,omitempty"`
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	Name      string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	Dim       uint32                 `protobuf:"varint,2,opt,name=dim,proto3" json:"dim,omitempty"`
+	Optimizer *OptimizerSpec         `protobuf:"bytes,3,opt,name=optimizer,proto3" json:"optimizer,omitempty"`
+	Init      *InitSpec              `protobuf:"bytes,4,opt,name=init,proto3" json:"init,omitempty"`
+	// which IDs earn a row (filters.Spec); unset: every ID.
+	Admission *AdmissionSpec `protobuf:"bytes,5,opt,name=admission,proto3" json:"admission,omitempty"`
+	// which rows are removed (filters.ExpirySpec); unset: none.
+	Expiry *ExpirySpec `protobuf:"bytes,6,opt,name=expiry,proto3" json:"expiry,omitempty"`
+	// the most rows and bytes of the table one shard holds (ams.Budget);
+	// zero: no bound.
+	BudgetRows    int64 `protobuf:"varint,7,opt,name=budget_rows,json=budgetRows,proto3" json:"budget_rows,omitempty"`
+	BudgetBytes   int64 `protobuf:"varint,8,opt,name=budget_bytes,json=budgetBytes,proto3" json:"budget_bytes,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -287,6 +295,212 @@ func (x *TableSpec) GetInit() *InitSpec {
 	return nil
 }
 
+func (x *TableSpec) GetAdmission() *AdmissionSpec {
+	if x != nil {
+		return x.Admission
+	}
+	return nil
+}
+
+func (x *TableSpec) GetExpiry() *ExpirySpec {
+	if x != nil {
+		return x.Expiry
+	}
+	return nil
+}
+
+func (x *TableSpec) GetBudgetRows() int64 {
+	if x != nil {
+		return x.BudgetRows
+	}
+	return 0
+}
+
+func (x *TableSpec) GetBudgetBytes() int64 {
+	if x != nil {
+		return x.BudgetBytes
+	}
+	return 0
+}
+
+// AdmissionSpec is filters.Spec.
+type AdmissionSpec struct {
+	state             protoimpl.MessageState `protogen:"open.v1"`
+	Kind              string                 `protobuf:"bytes,1,opt,name=kind,proto3" json:"kind,omitempty"`
+	P                 float64                `protobuf:"fixed64,2,opt,name=p,proto3" json:"p,omitempty"`
+	N                 uint32                 `protobuf:"varint,3,opt,name=n,proto3" json:"n,omitempty"`
+	FalsePositiveRate float64                `protobuf:"fixed64,4,opt,name=false_positive_rate,json=falsePositiveRate,proto3" json:"false_positive_rate,omitempty"`
+	MaxPartitionBytes uint64                 `protobuf:"varint,5,opt,name=max_partition_bytes,json=maxPartitionBytes,proto3" json:"max_partition_bytes,omitempty"`
+	Generations       uint32                 `protobuf:"varint,6,opt,name=generations,proto3" json:"generations,omitempty"`
+	unknownFields     protoimpl.UnknownFields
+	sizeCache         protoimpl.SizeCache
+}
+
+func (x *AdmissionSpec) Reset() {
+	*x = AdmissionSpec{}
+	mi := &file_ams_proto_msgTypes[3]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AdmissionSpec) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AdmissionSpec) ProtoMessage() {}
+
+func (x *AdmissionSpec) ProtoReflect() protoreflect.Message {
+	mi := &file_ams_proto_msgTypes[3]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AdmissionSpec.ProtoReflect.Descriptor instead.
+func (*AdmissionSpec) Descriptor() ([]byte, []int) {
+	return file_ams_proto_rawDescGZIP(), []int{3}
+}
+
+func (x *AdmissionSpec) GetKind() string {
+	if x != nil {
+		return x.Kind
+	}
+	return ""
+}
+
+func (x *AdmissionSpec) GetP() float64 {
+	if x != nil {
+		return x.P
+	}
+	return 0
+}
+
+func (x *AdmissionSpec) GetN() uint32 {
+	if x != nil {
+		return x.N
+	}
+	return 0
+}
+
+func (x *AdmissionSpec) GetFalsePositiveRate() float64 {
+	if x != nil {
+		return x.FalsePositiveRate
+	}
+	return 0
+}
+
+func (x *AdmissionSpec) GetMaxPartitionBytes() uint64 {
+	if x != nil {
+		return x.MaxPartitionBytes
+	}
+	return 0
+}
+
+func (x *AdmissionSpec) GetGenerations() uint32 {
+	if x != nil {
+		return x.Generations
+	}
+	return 0
+}
+
+// ExpirySpec is filters.ExpirySpec.
+type ExpirySpec struct {
+	state             protoimpl.MessageState `protogen:"open.v1"`
+	TtlSamples        int64                  `protobuf:"varint,1,opt,name=ttl_samples,json=ttlSamples,proto3" json:"ttl_samples,omitempty"`
+	Ttl               string                 `protobuf:"bytes,2,opt,name=ttl,proto3" json:"ttl,omitempty"`
+	MinHits           uint32                 `protobuf:"varint,3,opt,name=min_hits,json=minHits,proto3" json:"min_hits,omitempty"`
+	MinHitsTtlSamples int64                  `protobuf:"varint,4,opt,name=min_hits_ttl_samples,json=minHitsTtlSamples,proto3" json:"min_hits_ttl_samples,omitempty"`
+	MinHitsTtl        string                 `protobuf:"bytes,5,opt,name=min_hits_ttl,json=minHitsTtl,proto3" json:"min_hits_ttl,omitempty"`
+	Expr              string                 `protobuf:"bytes,6,opt,name=expr,proto3" json:"expr,omitempty"`
+	MaxExpireFraction float64                `protobuf:"fixed64,7,opt,name=max_expire_fraction,json=maxExpireFraction,proto3" json:"max_expire_fraction,omitempty"`
+	unknownFields     protoimpl.UnknownFields
+	sizeCache         protoimpl.SizeCache
+}
+
+func (x *ExpirySpec) Reset() {
+	*x = ExpirySpec{}
+	mi := &file_ams_proto_msgTypes[4]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ExpirySpec) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ExpirySpec) ProtoMessage() {}
+
+func (x *ExpirySpec) ProtoReflect() protoreflect.Message {
+	mi := &file_ams_proto_msgTypes[4]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ExpirySpec.ProtoReflect.Descriptor instead.
+func (*ExpirySpec) Descriptor() ([]byte, []int) {
+	return file_ams_proto_rawDescGZIP(), []int{4}
+}
+
+func (x *ExpirySpec) GetTtlSamples() int64 {
+	if x != nil {
+		return x.TtlSamples
+	}
+	return 0
+}
+
+func (x *ExpirySpec) GetTtl() string {
+	if x != nil {
+		return x.Ttl
+	}
+	return ""
+}
+
+func (x *ExpirySpec) GetMinHits() uint32 {
+	if x != nil {
+		return x.MinHits
+	}
+	return 0
+}
+
+func (x *ExpirySpec) GetMinHitsTtlSamples() int64 {
+	if x != nil {
+		return x.MinHitsTtlSamples
+	}
+	return 0
+}
+
+func (x *ExpirySpec) GetMinHitsTtl() string {
+	if x != nil {
+		return x.MinHitsTtl
+	}
+	return ""
+}
+
+func (x *ExpirySpec) GetExpr() string {
+	if x != nil {
+		return x.Expr
+	}
+	return ""
+}
+
+func (x *ExpirySpec) GetMaxExpireFraction() float64 {
+	if x != nil {
+		return x.MaxExpireFraction
+	}
+	return 0
+}
+
 type DenseSpec struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	Name  string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
@@ -303,7 +517,7 @@ type DenseSpec struct {
 
 func (x *DenseSpec) Reset() {
 	*x = DenseSpec{}
-	mi := &file_ams_proto_msgTypes[3]
+	mi := &file_ams_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -315,7 +529,7 @@ func (x *DenseSpec) String() string {
 func (*DenseSpec) ProtoMessage() {}
 
 func (x *DenseSpec) ProtoReflect() protoreflect.Message {
-	mi := &file_ams_proto_msgTypes[3]
+	mi := &file_ams_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -328,7 +542,7 @@ func (x *DenseSpec) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DenseSpec.ProtoReflect.Descriptor instead.
 func (*DenseSpec) Descriptor() ([]byte, []int) {
-	return file_ams_proto_rawDescGZIP(), []int{3}
+	return file_ams_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *DenseSpec) GetName() string {
@@ -384,7 +598,7 @@ type DeclareRequest struct {
 
 func (x *DeclareRequest) Reset() {
 	*x = DeclareRequest{}
-	mi := &file_ams_proto_msgTypes[4]
+	mi := &file_ams_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -396,7 +610,7 @@ func (x *DeclareRequest) String() string {
 func (*DeclareRequest) ProtoMessage() {}
 
 func (x *DeclareRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_ams_proto_msgTypes[4]
+	mi := &file_ams_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -409,7 +623,7 @@ func (x *DeclareRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeclareRequest.ProtoReflect.Descriptor instead.
 func (*DeclareRequest) Descriptor() ([]byte, []int) {
-	return file_ams_proto_rawDescGZIP(), []int{4}
+	return file_ams_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *DeclareRequest) GetClusterVersion() uint64 {
@@ -443,7 +657,7 @@ type DeclareResponse struct {
 
 func (x *DeclareResponse) Reset() {
 	*x = DeclareResponse{}
-	mi := &file_ams_proto_msgTypes[5]
+	mi := &file_ams_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -455,7 +669,7 @@ func (x *DeclareResponse) String() string {
 func (*DeclareResponse) ProtoMessage() {}
 
 func (x *DeclareResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_ams_proto_msgTypes[5]
+	mi := &file_ams_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -468,7 +682,7 @@ func (x *DeclareResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeclareResponse.ProtoReflect.Descriptor instead.
 func (*DeclareResponse) Descriptor() ([]byte, []int) {
-	return file_ams_proto_rawDescGZIP(), []int{5}
+	return file_ams_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *DeclareResponse) GetCreated() []string {
@@ -488,7 +702,7 @@ type TableIDs struct {
 
 func (x *TableIDs) Reset() {
 	*x = TableIDs{}
-	mi := &file_ams_proto_msgTypes[6]
+	mi := &file_ams_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -500,7 +714,7 @@ func (x *TableIDs) String() string {
 func (*TableIDs) ProtoMessage() {}
 
 func (x *TableIDs) ProtoReflect() protoreflect.Message {
-	mi := &file_ams_proto_msgTypes[6]
+	mi := &file_ams_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -513,7 +727,7 @@ func (x *TableIDs) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TableIDs.ProtoReflect.Descriptor instead.
 func (*TableIDs) Descriptor() ([]byte, []int) {
-	return file_ams_proto_rawDescGZIP(), []int{6}
+	return file_ams_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *TableIDs) GetTable() string {
@@ -540,7 +754,7 @@ type TableRows struct {
 
 func (x *TableRows) Reset() {
 	*x = TableRows{}
-	mi := &file_ams_proto_msgTypes[7]
+	mi := &file_ams_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -552,7 +766,7 @@ func (x *TableRows) String() string {
 func (*TableRows) ProtoMessage() {}
 
 func (x *TableRows) ProtoReflect() protoreflect.Message {
-	mi := &file_ams_proto_msgTypes[7]
+	mi := &file_ams_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -565,7 +779,7 @@ func (x *TableRows) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TableRows.ProtoReflect.Descriptor instead.
 func (*TableRows) Descriptor() ([]byte, []int) {
-	return file_ams_proto_rawDescGZIP(), []int{7}
+	return file_ams_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *TableRows) GetTable() string {
@@ -602,7 +816,7 @@ type PullRequest struct {
 
 func (x *PullRequest) Reset() {
 	*x = PullRequest{}
-	mi := &file_ams_proto_msgTypes[8]
+	mi := &file_ams_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -614,7 +828,7 @@ func (x *PullRequest) String() string {
 func (*PullRequest) ProtoMessage() {}
 
 func (x *PullRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_ams_proto_msgTypes[8]
+	mi := &file_ams_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -627,7 +841,7 @@ func (x *PullRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PullRequest.ProtoReflect.Descriptor instead.
 func (*PullRequest) Descriptor() ([]byte, []int) {
-	return file_ams_proto_rawDescGZIP(), []int{8}
+	return file_ams_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *PullRequest) GetClusterVersion() uint64 {
@@ -685,7 +899,7 @@ type SyncRound struct {
 
 func (x *SyncRound) Reset() {
 	*x = SyncRound{}
-	mi := &file_ams_proto_msgTypes[9]
+	mi := &file_ams_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -697,7 +911,7 @@ func (x *SyncRound) String() string {
 func (*SyncRound) ProtoMessage() {}
 
 func (x *SyncRound) ProtoReflect() protoreflect.Message {
-	mi := &file_ams_proto_msgTypes[9]
+	mi := &file_ams_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -710,7 +924,7 @@ func (x *SyncRound) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SyncRound.ProtoReflect.Descriptor instead.
 func (*SyncRound) Descriptor() ([]byte, []int) {
-	return file_ams_proto_rawDescGZIP(), []int{9}
+	return file_ams_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *SyncRound) GetEpoch() uint32 {
@@ -760,7 +974,7 @@ type DenseValues struct {
 
 func (x *DenseValues) Reset() {
 	*x = DenseValues{}
-	mi := &file_ams_proto_msgTypes[10]
+	mi := &file_ams_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -772,7 +986,7 @@ func (x *DenseValues) String() string {
 func (*DenseValues) ProtoMessage() {}
 
 func (x *DenseValues) ProtoReflect() protoreflect.Message {
-	mi := &file_ams_proto_msgTypes[10]
+	mi := &file_ams_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -785,7 +999,7 @@ func (x *DenseValues) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DenseValues.ProtoReflect.Descriptor instead.
 func (*DenseValues) Descriptor() ([]byte, []int) {
-	return file_ams_proto_rawDescGZIP(), []int{10}
+	return file_ams_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *DenseValues) GetName() string {
@@ -830,7 +1044,7 @@ type PullResponse struct {
 
 func (x *PullResponse) Reset() {
 	*x = PullResponse{}
-	mi := &file_ams_proto_msgTypes[11]
+	mi := &file_ams_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -842,7 +1056,7 @@ func (x *PullResponse) String() string {
 func (*PullResponse) ProtoMessage() {}
 
 func (x *PullResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_ams_proto_msgTypes[11]
+	mi := &file_ams_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -855,7 +1069,7 @@ func (x *PullResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PullResponse.ProtoReflect.Descriptor instead.
 func (*PullResponse) Descriptor() ([]byte, []int) {
-	return file_ams_proto_rawDescGZIP(), []int{11}
+	return file_ams_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *PullResponse) GetTables() []*TableRows {
@@ -890,7 +1104,7 @@ type DenseGrad struct {
 
 func (x *DenseGrad) Reset() {
 	*x = DenseGrad{}
-	mi := &file_ams_proto_msgTypes[12]
+	mi := &file_ams_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -902,7 +1116,7 @@ func (x *DenseGrad) String() string {
 func (*DenseGrad) ProtoMessage() {}
 
 func (x *DenseGrad) ProtoReflect() protoreflect.Message {
-	mi := &file_ams_proto_msgTypes[12]
+	mi := &file_ams_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -915,7 +1129,7 @@ func (x *DenseGrad) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DenseGrad.ProtoReflect.Descriptor instead.
 func (*DenseGrad) Descriptor() ([]byte, []int) {
-	return file_ams_proto_rawDescGZIP(), []int{12}
+	return file_ams_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *DenseGrad) GetName() string {
@@ -943,7 +1157,7 @@ type TableGrads struct {
 
 func (x *TableGrads) Reset() {
 	*x = TableGrads{}
-	mi := &file_ams_proto_msgTypes[13]
+	mi := &file_ams_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -955,7 +1169,7 @@ func (x *TableGrads) String() string {
 func (*TableGrads) ProtoMessage() {}
 
 func (x *TableGrads) ProtoReflect() protoreflect.Message {
-	mi := &file_ams_proto_msgTypes[13]
+	mi := &file_ams_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -968,7 +1182,7 @@ func (x *TableGrads) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TableGrads.ProtoReflect.Descriptor instead.
 func (*TableGrads) Descriptor() ([]byte, []int) {
-	return file_ams_proto_rawDescGZIP(), []int{13}
+	return file_ams_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *TableGrads) GetTable() string {
@@ -1015,7 +1229,7 @@ type PushRequest struct {
 
 func (x *PushRequest) Reset() {
 	*x = PushRequest{}
-	mi := &file_ams_proto_msgTypes[14]
+	mi := &file_ams_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1027,7 +1241,7 @@ func (x *PushRequest) String() string {
 func (*PushRequest) ProtoMessage() {}
 
 func (x *PushRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_ams_proto_msgTypes[14]
+	mi := &file_ams_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1040,7 +1254,7 @@ func (x *PushRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PushRequest.ProtoReflect.Descriptor instead.
 func (*PushRequest) Descriptor() ([]byte, []int) {
-	return file_ams_proto_rawDescGZIP(), []int{14}
+	return file_ams_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *PushRequest) GetClusterVersion() uint64 {
@@ -1099,7 +1313,7 @@ type Origin struct {
 
 func (x *Origin) Reset() {
 	*x = Origin{}
-	mi := &file_ams_proto_msgTypes[15]
+	mi := &file_ams_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1111,7 +1325,7 @@ func (x *Origin) String() string {
 func (*Origin) ProtoMessage() {}
 
 func (x *Origin) ProtoReflect() protoreflect.Message {
-	mi := &file_ams_proto_msgTypes[15]
+	mi := &file_ams_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1124,7 +1338,7 @@ func (x *Origin) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Origin.ProtoReflect.Descriptor instead.
 func (*Origin) Descriptor() ([]byte, []int) {
-	return file_ams_proto_rawDescGZIP(), []int{15}
+	return file_ams_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *Origin) GetWorker() string {
@@ -1163,7 +1377,7 @@ type PushResponse struct {
 
 func (x *PushResponse) Reset() {
 	*x = PushResponse{}
-	mi := &file_ams_proto_msgTypes[16]
+	mi := &file_ams_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1175,7 +1389,7 @@ func (x *PushResponse) String() string {
 func (*PushResponse) ProtoMessage() {}
 
 func (x *PushResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_ams_proto_msgTypes[16]
+	mi := &file_ams_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1188,7 +1402,7 @@ func (x *PushResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PushResponse.ProtoReflect.Descriptor instead.
 func (*PushResponse) Descriptor() ([]byte, []int) {
-	return file_ams_proto_rawDescGZIP(), []int{16}
+	return file_ams_proto_rawDescGZIP(), []int{18}
 }
 
 type PullDenseRequest struct {
@@ -1201,7 +1415,7 @@ type PullDenseRequest struct {
 
 func (x *PullDenseRequest) Reset() {
 	*x = PullDenseRequest{}
-	mi := &file_ams_proto_msgTypes[17]
+	mi := &file_ams_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1213,7 +1427,7 @@ func (x *PullDenseRequest) String() string {
 func (*PullDenseRequest) ProtoMessage() {}
 
 func (x *PullDenseRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_ams_proto_msgTypes[17]
+	mi := &file_ams_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1226,7 +1440,7 @@ func (x *PullDenseRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PullDenseRequest.ProtoReflect.Descriptor instead.
 func (*PullDenseRequest) Descriptor() ([]byte, []int) {
-	return file_ams_proto_rawDescGZIP(), []int{17}
+	return file_ams_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *PullDenseRequest) GetClusterVersion() uint64 {
@@ -1254,7 +1468,7 @@ type PullDenseResponse struct {
 
 func (x *PullDenseResponse) Reset() {
 	*x = PullDenseResponse{}
-	mi := &file_ams_proto_msgTypes[18]
+	mi := &file_ams_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1266,7 +1480,7 @@ func (x *PullDenseResponse) String() string {
 func (*PullDenseResponse) ProtoMessage() {}
 
 func (x *PullDenseResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_ams_proto_msgTypes[18]
+	mi := &file_ams_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1279,7 +1493,7 @@ func (x *PullDenseResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PullDenseResponse.ProtoReflect.Descriptor instead.
 func (*PullDenseResponse) Descriptor() ([]byte, []int) {
-	return file_ams_proto_rawDescGZIP(), []int{18}
+	return file_ams_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *PullDenseResponse) GetLo() uint64 {
@@ -1314,7 +1528,7 @@ type PushDenseRequest struct {
 
 func (x *PushDenseRequest) Reset() {
 	*x = PushDenseRequest{}
-	mi := &file_ams_proto_msgTypes[19]
+	mi := &file_ams_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1326,7 +1540,7 @@ func (x *PushDenseRequest) String() string {
 func (*PushDenseRequest) ProtoMessage() {}
 
 func (x *PushDenseRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_ams_proto_msgTypes[19]
+	mi := &file_ams_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1339,7 +1553,7 @@ func (x *PushDenseRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PushDenseRequest.ProtoReflect.Descriptor instead.
 func (*PushDenseRequest) Descriptor() ([]byte, []int) {
-	return file_ams_proto_rawDescGZIP(), []int{19}
+	return file_ams_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *PushDenseRequest) GetClusterVersion() uint64 {
@@ -1371,7 +1585,7 @@ type PushDenseResponse struct {
 
 func (x *PushDenseResponse) Reset() {
 	*x = PushDenseResponse{}
-	mi := &file_ams_proto_msgTypes[20]
+	mi := &file_ams_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1383,7 +1597,7 @@ func (x *PushDenseResponse) String() string {
 func (*PushDenseResponse) ProtoMessage() {}
 
 func (x *PushDenseResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_ams_proto_msgTypes[20]
+	mi := &file_ams_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1396,7 +1610,7 @@ func (x *PushDenseResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PushDenseResponse.ProtoReflect.Descriptor instead.
 func (*PushDenseResponse) Descriptor() ([]byte, []int) {
-	return file_ams_proto_rawDescGZIP(), []int{20}
+	return file_ams_proto_rawDescGZIP(), []int{22}
 }
 
 type StatsRequest struct {
@@ -1408,7 +1622,7 @@ type StatsRequest struct {
 
 func (x *StatsRequest) Reset() {
 	*x = StatsRequest{}
-	mi := &file_ams_proto_msgTypes[21]
+	mi := &file_ams_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1420,7 +1634,7 @@ func (x *StatsRequest) String() string {
 func (*StatsRequest) ProtoMessage() {}
 
 func (x *StatsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_ams_proto_msgTypes[21]
+	mi := &file_ams_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1433,7 +1647,7 @@ func (x *StatsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StatsRequest.ProtoReflect.Descriptor instead.
 func (*StatsRequest) Descriptor() ([]byte, []int) {
-	return file_ams_proto_rawDescGZIP(), []int{21}
+	return file_ams_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *StatsRequest) GetClusterVersion() uint64 {
@@ -1444,17 +1658,28 @@ func (x *StatsRequest) GetClusterVersion() uint64 {
 }
 
 type TableStats struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Name          string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
-	Rows          uint64                 `protobuf:"varint,2,opt,name=rows,proto3" json:"rows,omitempty"`
-	MemoryBytes   uint64                 `protobuf:"varint,3,opt,name=memory_bytes,json=memoryBytes,proto3" json:"memory_bytes,omitempty"`
+	state       protoimpl.MessageState `protogen:"open.v1"`
+	Name        string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	Rows        uint64                 `protobuf:"varint,2,opt,name=rows,proto3" json:"rows,omitempty"`
+	MemoryBytes uint64                 `protobuf:"varint,3,opt,name=memory_bytes,json=memoryBytes,proto3" json:"memory_bytes,omitempty"`
+	// ams.Counters: rows created (admitted), IDs the admission filter kept
+	// out of pulls and pushes, rows expired and evicted by the budget.
+	Created        uint64 `protobuf:"varint,4,opt,name=created,proto3" json:"created,omitempty"`
+	FilteredPulls  uint64 `protobuf:"varint,5,opt,name=filtered_pulls,json=filteredPulls,proto3" json:"filtered_pulls,omitempty"`
+	FilteredPushes uint64 `protobuf:"varint,6,opt,name=filtered_pushes,json=filteredPushes,proto3" json:"filtered_pushes,omitempty"`
+	Expired        uint64 `protobuf:"varint,7,opt,name=expired,proto3" json:"expired,omitempty"`
+	Evicted        uint64 `protobuf:"varint,8,opt,name=evicted,proto3" json:"evicted,omitempty"`
+	// bytes the rows take (ams.Table.RowBytes each), as the budget counts.
+	RowBytes uint64 `protobuf:"varint,9,opt,name=row_bytes,json=rowBytes,proto3" json:"row_bytes,omitempty"`
+	// bytes of the admission filter's state.
+	FilterBytes   uint64 `protobuf:"varint,10,opt,name=filter_bytes,json=filterBytes,proto3" json:"filter_bytes,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *TableStats) Reset() {
 	*x = TableStats{}
-	mi := &file_ams_proto_msgTypes[22]
+	mi := &file_ams_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1466,7 +1691,7 @@ func (x *TableStats) String() string {
 func (*TableStats) ProtoMessage() {}
 
 func (x *TableStats) ProtoReflect() protoreflect.Message {
-	mi := &file_ams_proto_msgTypes[22]
+	mi := &file_ams_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1479,7 +1704,7 @@ func (x *TableStats) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TableStats.ProtoReflect.Descriptor instead.
 func (*TableStats) Descriptor() ([]byte, []int) {
-	return file_ams_proto_rawDescGZIP(), []int{22}
+	return file_ams_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *TableStats) GetName() string {
@@ -1503,6 +1728,55 @@ func (x *TableStats) GetMemoryBytes() uint64 {
 	return 0
 }
 
+func (x *TableStats) GetCreated() uint64 {
+	if x != nil {
+		return x.Created
+	}
+	return 0
+}
+
+func (x *TableStats) GetFilteredPulls() uint64 {
+	if x != nil {
+		return x.FilteredPulls
+	}
+	return 0
+}
+
+func (x *TableStats) GetFilteredPushes() uint64 {
+	if x != nil {
+		return x.FilteredPushes
+	}
+	return 0
+}
+
+func (x *TableStats) GetExpired() uint64 {
+	if x != nil {
+		return x.Expired
+	}
+	return 0
+}
+
+func (x *TableStats) GetEvicted() uint64 {
+	if x != nil {
+		return x.Evicted
+	}
+	return 0
+}
+
+func (x *TableStats) GetRowBytes() uint64 {
+	if x != nil {
+		return x.RowBytes
+	}
+	return 0
+}
+
+func (x *TableStats) GetFilterBytes() uint64 {
+	if x != nil {
+		return x.FilterBytes
+	}
+	return 0
+}
+
 type StatsResponse struct {
 	state          protoimpl.MessageState `protogen:"open.v1"`
 	ShardId        string                 `protobuf:"bytes,1,opt,name=shard_id,json=shardId,proto3" json:"shard_id,omitempty"`
@@ -1520,7 +1794,7 @@ type StatsResponse struct {
 
 func (x *StatsResponse) Reset() {
 	*x = StatsResponse{}
-	mi := &file_ams_proto_msgTypes[23]
+	mi := &file_ams_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1532,7 +1806,7 @@ func (x *StatsResponse) String() string {
 func (*StatsResponse) ProtoMessage() {}
 
 func (x *StatsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_ams_proto_msgTypes[23]
+	mi := &file_ams_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1545,7 +1819,7 @@ func (x *StatsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StatsResponse.ProtoReflect.Descriptor instead.
 func (*StatsResponse) Descriptor() ([]byte, []int) {
-	return file_ams_proto_rawDescGZIP(), []int{23}
+	return file_ams_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *StatsResponse) GetShardId() string {
@@ -1621,7 +1895,7 @@ type Applied struct {
 
 func (x *Applied) Reset() {
 	*x = Applied{}
-	mi := &file_ams_proto_msgTypes[24]
+	mi := &file_ams_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1633,7 +1907,7 @@ func (x *Applied) String() string {
 func (*Applied) ProtoMessage() {}
 
 func (x *Applied) ProtoReflect() protoreflect.Message {
-	mi := &file_ams_proto_msgTypes[24]
+	mi := &file_ams_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1646,7 +1920,7 @@ func (x *Applied) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Applied.ProtoReflect.Descriptor instead.
 func (*Applied) Descriptor() ([]byte, []int) {
-	return file_ams_proto_rawDescGZIP(), []int{24}
+	return file_ams_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *Applied) GetWorker() string {
@@ -1694,7 +1968,7 @@ type StateEntry struct {
 
 func (x *StateEntry) Reset() {
 	*x = StateEntry{}
-	mi := &file_ams_proto_msgTypes[25]
+	mi := &file_ams_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1706,7 +1980,7 @@ func (x *StateEntry) String() string {
 func (*StateEntry) ProtoMessage() {}
 
 func (x *StateEntry) ProtoReflect() protoreflect.Message {
-	mi := &file_ams_proto_msgTypes[25]
+	mi := &file_ams_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1719,7 +1993,7 @@ func (x *StateEntry) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StateEntry.ProtoReflect.Descriptor instead.
 func (*StateEntry) Descriptor() ([]byte, []int) {
-	return file_ams_proto_rawDescGZIP(), []int{25}
+	return file_ams_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *StateEntry) GetKey() string {
@@ -1746,7 +2020,7 @@ type PutStateRequest struct {
 
 func (x *PutStateRequest) Reset() {
 	*x = PutStateRequest{}
-	mi := &file_ams_proto_msgTypes[26]
+	mi := &file_ams_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1758,7 +2032,7 @@ func (x *PutStateRequest) String() string {
 func (*PutStateRequest) ProtoMessage() {}
 
 func (x *PutStateRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_ams_proto_msgTypes[26]
+	mi := &file_ams_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1771,7 +2045,7 @@ func (x *PutStateRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PutStateRequest.ProtoReflect.Descriptor instead.
 func (*PutStateRequest) Descriptor() ([]byte, []int) {
-	return file_ams_proto_rawDescGZIP(), []int{26}
+	return file_ams_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *PutStateRequest) GetClusterVersion() uint64 {
@@ -1796,7 +2070,7 @@ type PutStateResponse struct {
 
 func (x *PutStateResponse) Reset() {
 	*x = PutStateResponse{}
-	mi := &file_ams_proto_msgTypes[27]
+	mi := &file_ams_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1808,7 +2082,7 @@ func (x *PutStateResponse) String() string {
 func (*PutStateResponse) ProtoMessage() {}
 
 func (x *PutStateResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_ams_proto_msgTypes[27]
+	mi := &file_ams_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1821,7 +2095,7 @@ func (x *PutStateResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PutStateResponse.ProtoReflect.Descriptor instead.
 func (*PutStateResponse) Descriptor() ([]byte, []int) {
-	return file_ams_proto_rawDescGZIP(), []int{27}
+	return file_ams_proto_rawDescGZIP(), []int{29}
 }
 
 type GetStateRequest struct {
@@ -1834,7 +2108,7 @@ type GetStateRequest struct {
 
 func (x *GetStateRequest) Reset() {
 	*x = GetStateRequest{}
-	mi := &file_ams_proto_msgTypes[28]
+	mi := &file_ams_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1846,7 +2120,7 @@ func (x *GetStateRequest) String() string {
 func (*GetStateRequest) ProtoMessage() {}
 
 func (x *GetStateRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_ams_proto_msgTypes[28]
+	mi := &file_ams_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1859,7 +2133,7 @@ func (x *GetStateRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetStateRequest.ProtoReflect.Descriptor instead.
 func (*GetStateRequest) Descriptor() ([]byte, []int) {
-	return file_ams_proto_rawDescGZIP(), []int{28}
+	return file_ams_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *GetStateRequest) GetClusterVersion() uint64 {
@@ -1886,7 +2160,7 @@ type GetStateResponse struct {
 
 func (x *GetStateResponse) Reset() {
 	*x = GetStateResponse{}
-	mi := &file_ams_proto_msgTypes[29]
+	mi := &file_ams_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1898,7 +2172,7 @@ func (x *GetStateResponse) String() string {
 func (*GetStateResponse) ProtoMessage() {}
 
 func (x *GetStateResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_ams_proto_msgTypes[29]
+	mi := &file_ams_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1911,7 +2185,7 @@ func (x *GetStateResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetStateResponse.ProtoReflect.Descriptor instead.
 func (*GetStateResponse) Descriptor() ([]byte, []int) {
-	return file_ams_proto_rawDescGZIP(), []int{29}
+	return file_ams_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *GetStateResponse) GetEntries() []*StateEntry {
@@ -1935,7 +2209,7 @@ type WriteSnapshotRequest struct {
 
 func (x *WriteSnapshotRequest) Reset() {
 	*x = WriteSnapshotRequest{}
-	mi := &file_ams_proto_msgTypes[30]
+	mi := &file_ams_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1947,7 +2221,7 @@ func (x *WriteSnapshotRequest) String() string {
 func (*WriteSnapshotRequest) ProtoMessage() {}
 
 func (x *WriteSnapshotRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_ams_proto_msgTypes[30]
+	mi := &file_ams_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1960,7 +2234,7 @@ func (x *WriteSnapshotRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WriteSnapshotRequest.ProtoReflect.Descriptor instead.
 func (*WriteSnapshotRequest) Descriptor() ([]byte, []int) {
-	return file_ams_proto_rawDescGZIP(), []int{30}
+	return file_ams_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *WriteSnapshotRequest) GetClusterVersion() uint64 {
@@ -2002,7 +2276,7 @@ type WriteSnapshotResponse struct {
 
 func (x *WriteSnapshotResponse) Reset() {
 	*x = WriteSnapshotResponse{}
-	mi := &file_ams_proto_msgTypes[31]
+	mi := &file_ams_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2014,7 +2288,7 @@ func (x *WriteSnapshotResponse) String() string {
 func (*WriteSnapshotResponse) ProtoMessage() {}
 
 func (x *WriteSnapshotResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_ams_proto_msgTypes[31]
+	mi := &file_ams_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2027,7 +2301,7 @@ func (x *WriteSnapshotResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WriteSnapshotResponse.ProtoReflect.Descriptor instead.
 func (*WriteSnapshotResponse) Descriptor() ([]byte, []int) {
-	return file_ams_proto_rawDescGZIP(), []int{31}
+	return file_ams_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *WriteSnapshotResponse) GetPart() []byte {
@@ -2052,7 +2326,7 @@ type RestoreRequest struct {
 
 func (x *RestoreRequest) Reset() {
 	*x = RestoreRequest{}
-	mi := &file_ams_proto_msgTypes[32]
+	mi := &file_ams_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2064,7 +2338,7 @@ func (x *RestoreRequest) String() string {
 func (*RestoreRequest) ProtoMessage() {}
 
 func (x *RestoreRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_ams_proto_msgTypes[32]
+	mi := &file_ams_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2077,7 +2351,7 @@ func (x *RestoreRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RestoreRequest.ProtoReflect.Descriptor instead.
 func (*RestoreRequest) Descriptor() ([]byte, []int) {
-	return file_ams_proto_rawDescGZIP(), []int{32}
+	return file_ams_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *RestoreRequest) GetClusterVersion() uint64 {
@@ -2125,7 +2399,7 @@ type RestoreResponse struct {
 
 func (x *RestoreResponse) Reset() {
 	*x = RestoreResponse{}
-	mi := &file_ams_proto_msgTypes[33]
+	mi := &file_ams_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2137,7 +2411,7 @@ func (x *RestoreResponse) String() string {
 func (*RestoreResponse) ProtoMessage() {}
 
 func (x *RestoreResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_ams_proto_msgTypes[33]
+	mi := &file_ams_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2150,7 +2424,7 @@ func (x *RestoreResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RestoreResponse.ProtoReflect.Descriptor instead.
 func (*RestoreResponse) Descriptor() ([]byte, []int) {
-	return file_ams_proto_rawDescGZIP(), []int{33}
+	return file_ams_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *RestoreResponse) GetRows() uint64 {
@@ -2182,12 +2456,35 @@ const file_ams_proto_rawDesc = "" +
 	"\x04kind\x18\x01 \x01(\tR\x04kind\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\x02R\x05value\x12\x14\n" +
 	"\x05scale\x18\x03 \x01(\x02R\x05scale\x12\x12\n" +
-	"\x04seed\x18\x04 \x01(\x04R\x04seed\"\x94\x01\n" +
+	"\x04seed\x18\x04 \x01(\x04R\x04seed\"\xc1\x02\n" +
 	"\tTableSpec\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x10\n" +
 	"\x03dim\x18\x02 \x01(\rR\x03dim\x127\n" +
 	"\toptimizer\x18\x03 \x01(\v2\x19.xps.ams.v1.OptimizerSpecR\toptimizer\x12(\n" +
-	"\x04init\x18\x04 \x01(\v2\x14.xps.ams.v1.InitSpecR\x04init\"\xa0\x01\n" +
+	"\x04init\x18\x04 \x01(\v2\x14.xps.ams.v1.InitSpecR\x04init\x127\n" +
+	"\tadmission\x18\x05 \x01(\v2\x19.xps.ams.v1.AdmissionSpecR\tadmission\x12.\n" +
+	"\x06expiry\x18\x06 \x01(\v2\x16.xps.ams.v1.ExpirySpecR\x06expiry\x12\x1f\n" +
+	"\vbudget_rows\x18\a \x01(\x03R\n" +
+	"budgetRows\x12!\n" +
+	"\fbudget_bytes\x18\b \x01(\x03R\vbudgetBytes\"\xc1\x01\n" +
+	"\rAdmissionSpec\x12\x12\n" +
+	"\x04kind\x18\x01 \x01(\tR\x04kind\x12\f\n" +
+	"\x01p\x18\x02 \x01(\x01R\x01p\x12\f\n" +
+	"\x01n\x18\x03 \x01(\rR\x01n\x12.\n" +
+	"\x13false_positive_rate\x18\x04 \x01(\x01R\x11falsePositiveRate\x12.\n" +
+	"\x13max_partition_bytes\x18\x05 \x01(\x04R\x11maxPartitionBytes\x12 \n" +
+	"\vgenerations\x18\x06 \x01(\rR\vgenerations\"\xf1\x01\n" +
+	"\n" +
+	"ExpirySpec\x12\x1f\n" +
+	"\vttl_samples\x18\x01 \x01(\x03R\n" +
+	"ttlSamples\x12\x10\n" +
+	"\x03ttl\x18\x02 \x01(\tR\x03ttl\x12\x19\n" +
+	"\bmin_hits\x18\x03 \x01(\rR\aminHits\x12/\n" +
+	"\x14min_hits_ttl_samples\x18\x04 \x01(\x03R\x11minHitsTtlSamples\x12 \n" +
+	"\fmin_hits_ttl\x18\x05 \x01(\tR\n" +
+	"minHitsTtl\x12\x12\n" +
+	"\x04expr\x18\x06 \x01(\tR\x04expr\x12.\n" +
+	"\x13max_expire_fraction\x18\a \x01(\x01R\x11maxExpireFraction\"\xa0\x01\n" +
 	"\tDenseSpec\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x12\n" +
 	"\x04size\x18\x02 \x01(\x04R\x04size\x12\x0e\n" +
@@ -2262,12 +2559,20 @@ const file_ams_proto_rawDesc = "" +
 	"\x04grad\x18\x03 \x01(\fR\x04grad\"\x13\n" +
 	"\x11PushDenseResponse\"7\n" +
 	"\fStatsRequest\x12'\n" +
-	"\x0fcluster_version\x18\x01 \x01(\x04R\x0eclusterVersion\"W\n" +
+	"\x0fcluster_version\x18\x01 \x01(\x04R\x0eclusterVersion\"\xb5\x02\n" +
 	"\n" +
 	"TableStats\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x12\n" +
 	"\x04rows\x18\x02 \x01(\x04R\x04rows\x12!\n" +
-	"\fmemory_bytes\x18\x03 \x01(\x04R\vmemoryBytes\"\xbe\x02\n" +
+	"\fmemory_bytes\x18\x03 \x01(\x04R\vmemoryBytes\x12\x18\n" +
+	"\acreated\x18\x04 \x01(\x04R\acreated\x12%\n" +
+	"\x0efiltered_pulls\x18\x05 \x01(\x04R\rfilteredPulls\x12'\n" +
+	"\x0ffiltered_pushes\x18\x06 \x01(\x04R\x0efilteredPushes\x12\x18\n" +
+	"\aexpired\x18\a \x01(\x04R\aexpired\x12\x18\n" +
+	"\aevicted\x18\b \x01(\x04R\aevicted\x12\x1b\n" +
+	"\trow_bytes\x18\t \x01(\x04R\browBytes\x12!\n" +
+	"\ffilter_bytes\x18\n" +
+	" \x01(\x04R\vfilterBytes\"\xbe\x02\n" +
 	"\rStatsResponse\x12\x19\n" +
 	"\bshard_id\x18\x01 \x01(\tR\ashardId\x12'\n" +
 	"\x0fcluster_version\x18\x02 \x01(\x04R\x0eclusterVersion\x12.\n" +
@@ -2337,87 +2642,91 @@ func file_ams_proto_rawDescGZIP() []byte {
 	return file_ams_proto_rawDescData
 }
 
-var file_ams_proto_msgTypes = make([]protoimpl.MessageInfo, 34)
+var file_ams_proto_msgTypes = make([]protoimpl.MessageInfo, 36)
 var file_ams_proto_goTypes = []any{
 	(*OptimizerSpec)(nil),         // 0: xps.ams.v1.OptimizerSpec
 	(*InitSpec)(nil),              // 1: xps.ams.v1.InitSpec
 	(*TableSpec)(nil),             // 2: xps.ams.v1.TableSpec
-	(*DenseSpec)(nil),             // 3: xps.ams.v1.DenseSpec
-	(*DeclareRequest)(nil),        // 4: xps.ams.v1.DeclareRequest
-	(*DeclareResponse)(nil),       // 5: xps.ams.v1.DeclareResponse
-	(*TableIDs)(nil),              // 6: xps.ams.v1.TableIDs
-	(*TableRows)(nil),             // 7: xps.ams.v1.TableRows
-	(*PullRequest)(nil),           // 8: xps.ams.v1.PullRequest
-	(*SyncRound)(nil),             // 9: xps.ams.v1.SyncRound
-	(*DenseValues)(nil),           // 10: xps.ams.v1.DenseValues
-	(*PullResponse)(nil),          // 11: xps.ams.v1.PullResponse
-	(*DenseGrad)(nil),             // 12: xps.ams.v1.DenseGrad
-	(*TableGrads)(nil),            // 13: xps.ams.v1.TableGrads
-	(*PushRequest)(nil),           // 14: xps.ams.v1.PushRequest
-	(*Origin)(nil),                // 15: xps.ams.v1.Origin
-	(*PushResponse)(nil),          // 16: xps.ams.v1.PushResponse
-	(*PullDenseRequest)(nil),      // 17: xps.ams.v1.PullDenseRequest
-	(*PullDenseResponse)(nil),     // 18: xps.ams.v1.PullDenseResponse
-	(*PushDenseRequest)(nil),      // 19: xps.ams.v1.PushDenseRequest
-	(*PushDenseResponse)(nil),     // 20: xps.ams.v1.PushDenseResponse
-	(*StatsRequest)(nil),          // 21: xps.ams.v1.StatsRequest
-	(*TableStats)(nil),            // 22: xps.ams.v1.TableStats
-	(*StatsResponse)(nil),         // 23: xps.ams.v1.StatsResponse
-	(*Applied)(nil),               // 24: xps.ams.v1.Applied
-	(*StateEntry)(nil),            // 25: xps.ams.v1.StateEntry
-	(*PutStateRequest)(nil),       // 26: xps.ams.v1.PutStateRequest
-	(*PutStateResponse)(nil),      // 27: xps.ams.v1.PutStateResponse
-	(*GetStateRequest)(nil),       // 28: xps.ams.v1.GetStateRequest
-	(*GetStateResponse)(nil),      // 29: xps.ams.v1.GetStateResponse
-	(*WriteSnapshotRequest)(nil),  // 30: xps.ams.v1.WriteSnapshotRequest
-	(*WriteSnapshotResponse)(nil), // 31: xps.ams.v1.WriteSnapshotResponse
-	(*RestoreRequest)(nil),        // 32: xps.ams.v1.RestoreRequest
-	(*RestoreResponse)(nil),       // 33: xps.ams.v1.RestoreResponse
+	(*AdmissionSpec)(nil),         // 3: xps.ams.v1.AdmissionSpec
+	(*ExpirySpec)(nil),            // 4: xps.ams.v1.ExpirySpec
+	(*DenseSpec)(nil),             // 5: xps.ams.v1.DenseSpec
+	(*DeclareRequest)(nil),        // 6: xps.ams.v1.DeclareRequest
+	(*DeclareResponse)(nil),       // 7: xps.ams.v1.DeclareResponse
+	(*TableIDs)(nil),              // 8: xps.ams.v1.TableIDs
+	(*TableRows)(nil),             // 9: xps.ams.v1.TableRows
+	(*PullRequest)(nil),           // 10: xps.ams.v1.PullRequest
+	(*SyncRound)(nil),             // 11: xps.ams.v1.SyncRound
+	(*DenseValues)(nil),           // 12: xps.ams.v1.DenseValues
+	(*PullResponse)(nil),          // 13: xps.ams.v1.PullResponse
+	(*DenseGrad)(nil),             // 14: xps.ams.v1.DenseGrad
+	(*TableGrads)(nil),            // 15: xps.ams.v1.TableGrads
+	(*PushRequest)(nil),           // 16: xps.ams.v1.PushRequest
+	(*Origin)(nil),                // 17: xps.ams.v1.Origin
+	(*PushResponse)(nil),          // 18: xps.ams.v1.PushResponse
+	(*PullDenseRequest)(nil),      // 19: xps.ams.v1.PullDenseRequest
+	(*PullDenseResponse)(nil),     // 20: xps.ams.v1.PullDenseResponse
+	(*PushDenseRequest)(nil),      // 21: xps.ams.v1.PushDenseRequest
+	(*PushDenseResponse)(nil),     // 22: xps.ams.v1.PushDenseResponse
+	(*StatsRequest)(nil),          // 23: xps.ams.v1.StatsRequest
+	(*TableStats)(nil),            // 24: xps.ams.v1.TableStats
+	(*StatsResponse)(nil),         // 25: xps.ams.v1.StatsResponse
+	(*Applied)(nil),               // 26: xps.ams.v1.Applied
+	(*StateEntry)(nil),            // 27: xps.ams.v1.StateEntry
+	(*PutStateRequest)(nil),       // 28: xps.ams.v1.PutStateRequest
+	(*PutStateResponse)(nil),      // 29: xps.ams.v1.PutStateResponse
+	(*GetStateRequest)(nil),       // 30: xps.ams.v1.GetStateRequest
+	(*GetStateResponse)(nil),      // 31: xps.ams.v1.GetStateResponse
+	(*WriteSnapshotRequest)(nil),  // 32: xps.ams.v1.WriteSnapshotRequest
+	(*WriteSnapshotResponse)(nil), // 33: xps.ams.v1.WriteSnapshotResponse
+	(*RestoreRequest)(nil),        // 34: xps.ams.v1.RestoreRequest
+	(*RestoreResponse)(nil),       // 35: xps.ams.v1.RestoreResponse
 }
 var file_ams_proto_depIdxs = []int32{
 	0,  // 0: xps.ams.v1.TableSpec.optimizer:type_name -> xps.ams.v1.OptimizerSpec
 	1,  // 1: xps.ams.v1.TableSpec.init:type_name -> xps.ams.v1.InitSpec
-	0,  // 2: xps.ams.v1.DenseSpec.optimizer:type_name -> xps.ams.v1.OptimizerSpec
-	2,  // 3: xps.ams.v1.DeclareRequest.tables:type_name -> xps.ams.v1.TableSpec
-	3,  // 4: xps.ams.v1.DeclareRequest.dense:type_name -> xps.ams.v1.DenseSpec
-	6,  // 5: xps.ams.v1.PullRequest.tables:type_name -> xps.ams.v1.TableIDs
-	9,  // 6: xps.ams.v1.PullRequest.sync:type_name -> xps.ams.v1.SyncRound
-	7,  // 7: xps.ams.v1.PullResponse.tables:type_name -> xps.ams.v1.TableRows
-	10, // 8: xps.ams.v1.PullResponse.dense:type_name -> xps.ams.v1.DenseValues
-	13, // 9: xps.ams.v1.PushRequest.tables:type_name -> xps.ams.v1.TableGrads
-	12, // 10: xps.ams.v1.PushRequest.dense:type_name -> xps.ams.v1.DenseGrad
-	9,  // 11: xps.ams.v1.PushRequest.sync:type_name -> xps.ams.v1.SyncRound
-	25, // 12: xps.ams.v1.PushRequest.state:type_name -> xps.ams.v1.StateEntry
-	15, // 13: xps.ams.v1.PushRequest.origin:type_name -> xps.ams.v1.Origin
-	22, // 14: xps.ams.v1.StatsResponse.tables:type_name -> xps.ams.v1.TableStats
-	24, // 15: xps.ams.v1.StatsResponse.applied:type_name -> xps.ams.v1.Applied
-	25, // 16: xps.ams.v1.PutStateRequest.entries:type_name -> xps.ams.v1.StateEntry
-	25, // 17: xps.ams.v1.GetStateResponse.entries:type_name -> xps.ams.v1.StateEntry
-	4,  // 18: xps.ams.v1.AMS.Declare:input_type -> xps.ams.v1.DeclareRequest
-	8,  // 19: xps.ams.v1.AMS.Pull:input_type -> xps.ams.v1.PullRequest
-	14, // 20: xps.ams.v1.AMS.Push:input_type -> xps.ams.v1.PushRequest
-	17, // 21: xps.ams.v1.AMS.PullDense:input_type -> xps.ams.v1.PullDenseRequest
-	19, // 22: xps.ams.v1.AMS.PushDense:input_type -> xps.ams.v1.PushDenseRequest
-	21, // 23: xps.ams.v1.AMS.Stats:input_type -> xps.ams.v1.StatsRequest
-	26, // 24: xps.ams.v1.AMS.PutState:input_type -> xps.ams.v1.PutStateRequest
-	28, // 25: xps.ams.v1.AMS.GetState:input_type -> xps.ams.v1.GetStateRequest
-	30, // 26: xps.ams.v1.AMS.WriteSnapshot:input_type -> xps.ams.v1.WriteSnapshotRequest
-	32, // 27: xps.ams.v1.AMS.Restore:input_type -> xps.ams.v1.RestoreRequest
-	5,  // 28: xps.ams.v1.AMS.Declare:output_type -> xps.ams.v1.DeclareResponse
-	11, // 29: xps.ams.v1.AMS.Pull:output_type -> xps.ams.v1.PullResponse
-	16, // 30: xps.ams.v1.AMS.Push:output_type -> xps.ams.v1.PushResponse
-	18, // 31: xps.ams.v1.AMS.PullDense:output_type -> xps.ams.v1.PullDenseResponse
-	20, // 32: xps.ams.v1.AMS.PushDense:output_type -> xps.ams.v1.PushDenseResponse
-	23, // 33: xps.ams.v1.AMS.Stats:output_type -> xps.ams.v1.StatsResponse
-	27, // 34: xps.ams.v1.AMS.PutState:output_type -> xps.ams.v1.PutStateResponse
-	29, // 35: xps.ams.v1.AMS.GetState:output_type -> xps.ams.v1.GetStateResponse
-	31, // 36: xps.ams.v1.AMS.WriteSnapshot:output_type -> xps.ams.v1.WriteSnapshotResponse
-	33, // 37: xps.ams.v1.AMS.Restore:output_type -> xps.ams.v1.RestoreResponse
-	28, // [28:38] is the sub-list for method output_type
-	18, // [18:28] is the sub-list for method input_type
-	18, // [18:18] is the sub-list for extension type_name
-	18, // [18:18] is the sub-list for extension extendee
-	0,  // [0:18] is the sub-list for field type_name
+	3,  // 2: xps.ams.v1.TableSpec.admission:type_name -> xps.ams.v1.AdmissionSpec
+	4,  // 3: xps.ams.v1.TableSpec.expiry:type_name -> xps.ams.v1.ExpirySpec
+	0,  // 4: xps.ams.v1.DenseSpec.optimizer:type_name -> xps.ams.v1.OptimizerSpec
+	2,  // 5: xps.ams.v1.DeclareRequest.tables:type_name -> xps.ams.v1.TableSpec
+	5,  // 6: xps.ams.v1.DeclareRequest.dense:type_name -> xps.ams.v1.DenseSpec
+	8,  // 7: xps.ams.v1.PullRequest.tables:type_name -> xps.ams.v1.TableIDs
+	11, // 8: xps.ams.v1.PullRequest.sync:type_name -> xps.ams.v1.SyncRound
+	9,  // 9: xps.ams.v1.PullResponse.tables:type_name -> xps.ams.v1.TableRows
+	12, // 10: xps.ams.v1.PullResponse.dense:type_name -> xps.ams.v1.DenseValues
+	15, // 11: xps.ams.v1.PushRequest.tables:type_name -> xps.ams.v1.TableGrads
+	14, // 12: xps.ams.v1.PushRequest.dense:type_name -> xps.ams.v1.DenseGrad
+	11, // 13: xps.ams.v1.PushRequest.sync:type_name -> xps.ams.v1.SyncRound
+	27, // 14: xps.ams.v1.PushRequest.state:type_name -> xps.ams.v1.StateEntry
+	17, // 15: xps.ams.v1.PushRequest.origin:type_name -> xps.ams.v1.Origin
+	24, // 16: xps.ams.v1.StatsResponse.tables:type_name -> xps.ams.v1.TableStats
+	26, // 17: xps.ams.v1.StatsResponse.applied:type_name -> xps.ams.v1.Applied
+	27, // 18: xps.ams.v1.PutStateRequest.entries:type_name -> xps.ams.v1.StateEntry
+	27, // 19: xps.ams.v1.GetStateResponse.entries:type_name -> xps.ams.v1.StateEntry
+	6,  // 20: xps.ams.v1.AMS.Declare:input_type -> xps.ams.v1.DeclareRequest
+	10, // 21: xps.ams.v1.AMS.Pull:input_type -> xps.ams.v1.PullRequest
+	16, // 22: xps.ams.v1.AMS.Push:input_type -> xps.ams.v1.PushRequest
+	19, // 23: xps.ams.v1.AMS.PullDense:input_type -> xps.ams.v1.PullDenseRequest
+	21, // 24: xps.ams.v1.AMS.PushDense:input_type -> xps.ams.v1.PushDenseRequest
+	23, // 25: xps.ams.v1.AMS.Stats:input_type -> xps.ams.v1.StatsRequest
+	28, // 26: xps.ams.v1.AMS.PutState:input_type -> xps.ams.v1.PutStateRequest
+	30, // 27: xps.ams.v1.AMS.GetState:input_type -> xps.ams.v1.GetStateRequest
+	32, // 28: xps.ams.v1.AMS.WriteSnapshot:input_type -> xps.ams.v1.WriteSnapshotRequest
+	34, // 29: xps.ams.v1.AMS.Restore:input_type -> xps.ams.v1.RestoreRequest
+	7,  // 30: xps.ams.v1.AMS.Declare:output_type -> xps.ams.v1.DeclareResponse
+	13, // 31: xps.ams.v1.AMS.Pull:output_type -> xps.ams.v1.PullResponse
+	18, // 32: xps.ams.v1.AMS.Push:output_type -> xps.ams.v1.PushResponse
+	20, // 33: xps.ams.v1.AMS.PullDense:output_type -> xps.ams.v1.PullDenseResponse
+	22, // 34: xps.ams.v1.AMS.PushDense:output_type -> xps.ams.v1.PushDenseResponse
+	25, // 35: xps.ams.v1.AMS.Stats:output_type -> xps.ams.v1.StatsResponse
+	29, // 36: xps.ams.v1.AMS.PutState:output_type -> xps.ams.v1.PutStateResponse
+	31, // 37: xps.ams.v1.AMS.GetState:output_type -> xps.ams.v1.GetStateResponse
+	33, // 38: xps.ams.v1.AMS.WriteSnapshot:output_type -> xps.ams.v1.WriteSnapshotResponse
+	35, // 39: xps.ams.v1.AMS.Restore:output_type -> xps.ams.v1.RestoreResponse
+	30, // [30:40] is the sub-list for method output_type
+	20, // [20:30] is the sub-list for method input_type
+	20, // [20:20] is the sub-list for extension type_name
+	20, // [20:20] is the sub-list for extension extendee
+	0,  // [0:20] is the sub-list for field type_name
 }
 
 func init() { file_ams_proto_init() }
@@ -2431,7 +2740,7 @@ func file_ams_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_ams_proto_rawDesc), len(file_ams_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   34,
+			NumMessages:   36,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

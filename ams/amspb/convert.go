@@ -3,8 +3,10 @@ package amspb
 import (
 	"encoding/binary"
 	"fmt"
+	"math"
 
 	"github.com/xdlgo/xps/ams"
+	"github.com/xdlgo/xps/filters"
 )
 
 // FromOptimizerSpec converts a Go optimizer spec to its wire form.
@@ -24,15 +26,34 @@ func ToOptimizerSpec(p *OptimizerSpec) ams.OptimizerSpec {
 
 // FromTableSpec converts a Go table spec to its wire form.
 func FromTableSpec(s ams.TableSpec) *TableSpec {
+	a := s.Admission
 	return &TableSpec{Name: s.Name, Dim: uint32(s.Dim), Optimizer: FromOptimizerSpec(s.Optimizer),
-		Init: &InitSpec{Kind: s.Init.Kind, Value: s.Init.Value, Scale: s.Init.Scale, Seed: s.Init.Seed}}
+		Init: &InitSpec{Kind: s.Init.Kind, Value: s.Init.Value, Scale: s.Init.Scale, Seed: s.Init.Seed},
+		Admission: &AdmissionSpec{Kind: a.Kind, P: a.P, N: uint32(a.N), FalsePositiveRate: a.FalsePositiveRate,
+			MaxPartitionBytes: uint64(a.MaxPartitionBytes), Generations: uint32(a.Generations)},
+		Expiry:     fromExpirySpec(s.Expiry),
+		BudgetRows: s.Budget.Rows, BudgetBytes: s.Budget.Bytes}
+}
+
+func fromExpirySpec(e filters.ExpirySpec) *ExpirySpec {
+	return &ExpirySpec{TtlSamples: e.TTLSamples, Ttl: e.TTL, MinHits: uint32(max(e.MinHits, 0)), MinHitsTtlSamples: e.MinHitsTTLSamples,
+		MinHitsTtl: e.MinHitsTTL, Expr: e.Expr, MaxExpireFraction: e.MaxExpireFraction}
 }
 
 // ToTableSpec converts a wire table spec to its Go form.
 func ToTableSpec(p *TableSpec) ams.TableSpec {
-	s := ams.TableSpec{Name: p.GetName(), Dim: int(p.GetDim()), Optimizer: ToOptimizerSpec(p.GetOptimizer())}
+	s := ams.TableSpec{Name: p.GetName(), Dim: int(p.GetDim()), Optimizer: ToOptimizerSpec(p.GetOptimizer()),
+		Budget: ams.Budget{Rows: p.GetBudgetRows(), Bytes: p.GetBudgetBytes()}}
 	if in := p.GetInit(); in != nil {
 		s.Init = ams.InitSpec{Kind: in.Kind, Value: in.Value, Scale: in.Scale, Seed: in.Seed}
+	}
+	if e := p.GetExpiry(); e != nil {
+		s.Expiry = filters.ExpirySpec{TTLSamples: e.TtlSamples, TTL: e.Ttl, MinHits: int(min(e.MinHits, math.MaxInt32)),
+			MinHitsTTLSamples: e.MinHitsTtlSamples, MinHitsTTL: e.MinHitsTtl, Expr: e.Expr, MaxExpireFraction: e.MaxExpireFraction}
+	}
+	if a := p.GetAdmission(); a != nil {
+		s.Admission = filters.Spec{Kind: a.Kind, P: a.P, N: int(min(a.N, math.MaxInt32)), FalsePositiveRate: a.FalsePositiveRate,
+			MaxPartitionBytes: int(min(a.MaxPartitionBytes, math.MaxInt32)), Generations: int(min(a.Generations, math.MaxInt32))}
 	}
 	return s
 }
@@ -78,4 +99,18 @@ func ToApplied(p *Applied) (*ams.Applied, error) {
 		a.Ranges = append(a.Ranges, r)
 	}
 	return a, nil
+}
+
+// FromTableUsage converts one shard's figures of a table.
+func FromTableUsage(u ams.TableUsage) *TableStats {
+	return &TableStats{Name: u.Name, Rows: uint64(u.Rows), MemoryBytes: uint64(u.MemoryBytes), RowBytes: uint64(u.RowBytes),
+		FilterBytes: uint64(u.FilterBytes), Created: u.Created, FilteredPulls: u.FilteredPulls, FilteredPushes: u.FilteredPushes,
+		Expired: u.Expired, Evicted: u.Evicted}
+}
+
+// ToTableUsage converts one shard's figures of a table.
+func ToTableUsage(p *TableStats) ams.TableUsage {
+	return ams.TableUsage{Name: p.GetName(), Rows: int64(p.GetRows()), MemoryBytes: int64(p.GetMemoryBytes()), RowBytes: int64(p.GetRowBytes()),
+		FilterBytes: int64(p.GetFilterBytes()), Counters: ams.Counters{Created: p.GetCreated(), FilteredPulls: p.GetFilteredPulls(),
+			FilteredPushes: p.GetFilteredPushes(), Expired: p.GetExpired(), Evicted: p.GetEvicted()}}
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"slices"
 	"sync"
 	"sync/atomic"
 
@@ -413,6 +414,32 @@ func (c *Client) Stats(ctx context.Context) ([]*amspb.StatsResponse, error) {
 		return nil
 	})
 	return out, err
+}
+
+// Tables returns the figures of every table (rows, memory, admission,
+// expiry and budget counters: ams.TableUsage), summed over the shards, in
+// name order.
+func (c *Client) Tables(ctx context.Context) ([]ams.TableUsage, error) {
+	stats, err := c.Stats(ctx)
+	if err != nil {
+		return nil, err
+	}
+	byName := map[string]*ams.TableUsage{}
+	for _, st := range stats {
+		for _, t := range st.Tables {
+			u := byName[t.Name]
+			if u == nil {
+				u = &ams.TableUsage{Name: t.Name}
+				byName[t.Name] = u
+			}
+			u.Add(amspb.ToTableUsage(t))
+		}
+	}
+	out := make([]ams.TableUsage, 0, len(byName))
+	for _, name := range slices.Sorted(maps.Keys(byName)) {
+		out = append(out, *byName[name])
+	}
+	return out, nil
 }
 
 // Applied returns every shard's record of worker's applied pushes (see

@@ -59,6 +59,7 @@ func (s *Shard) claim(version uint64, o ams.Origin) error {
 		return fmt.Errorf("%w: the pushes of %s on shard %s are scattered over %d ranges of batches", ams.ErrBadRequest, o.Worker, s.opts.ID, len(a.Ranges))
 	}
 	a.Add(o)
+	s.clock.Add(uint64(o.Samples))
 	return nil
 }
 
@@ -87,8 +88,13 @@ func (s *Shard) setApplied(m map[string]*ams.Applied) {
 	if m == nil {
 		m = map[string]*ams.Applied{}
 	}
+	var samples uint64
+	for _, a := range m {
+		samples += uint64(a.Samples)
+	}
 	s.appliedMu.Lock()
 	s.applied = m
+	s.clock.Store(samples)
 	s.appliedMu.Unlock()
 }
 

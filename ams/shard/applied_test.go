@@ -74,7 +74,7 @@ func TestPushOfABatchAppliedOnce(t *testing.T) {
 	if err := viaService(3); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.Begin(2); err != nil {
+	if err := s.Begin(2, 0); err != nil {
 		t.Fatal(err)
 	}
 	if len(s.Applied()) != 0 {

@@ -122,8 +122,29 @@
 //  5. State entries are bounded by MaxStateKey, MaxStateValue and
 //     MaxStateKeys.
 //
-// The rows of a table have no budget yet: many requests, each within its
-// limits, can still create rows without end.
+// The rows of a table are bounded only by its budget (ams.Budget, see
+// Row lifecycle): without one, many requests, each within its limits,
+// can still create rows without end.
+//
+// # Row lifecycle
+//
+// A table may admit IDs by a policy (ams.TableSpec.Admission, package
+// filters): the stripe owner asks the table's filter before it creates a
+// row, an ID not admitted reads as the row it would have had, and its
+// gradients are dropped; both are counted. Stripes are chosen by virtual
+// partition (the ID's ams.Partition modulo the stripes), so that every
+// sighting of a partition reaches the one filter that holds its state;
+// the partition count is the shard map's, given by a begin or a restore
+// (Options.Partitions until then). The count policy's states go into
+// snapshots per partition and a restore gives each partition's state to
+// the stripe of its new shard (admission.go).
+//
+// Each stripe owner also sweeps its tables' rows with their expiry rules
+// (ams.TableSpec.Expiry, Options.Expire) and keeps each table within its
+// budget share by CLOCK eviction, between tasks (lifecycle.go). Rows
+// carry the shard's sample clock at their last update: the samples of the
+// pushes applied (ams.Origin.Samples), which the records of applied
+// pushes hold, so that a restore brings the clock back with the rows.
 //
 // # Time
 //

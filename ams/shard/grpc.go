@@ -282,7 +282,7 @@ func (v *service) Stats(_ context.Context, req *amspb.StatsRequest) (*amspb.Stat
 	resp := &amspb.StatsResponse{ShardId: st.ID, ClusterVersion: st.Version, PullRequests: st.Pulls,
 		PushRequests: st.Pushes, RowsPulled: st.RowsPulled, RowsPushed: st.RowsPushed}
 	for _, t := range st.Tables {
-		resp.Tables = append(resp.Tables, &amspb.TableStats{Name: t.Name, Rows: uint64(t.Rows), MemoryBytes: uint64(t.MemoryBytes)})
+		resp.Tables = append(resp.Tables, amspb.FromTableUsage(t))
 	}
 	for _, w := range slices.Sorted(maps.Keys(st.Applied)) {
 		resp.Applied = append(resp.Applied, amspb.FromApplied(w, st.Applied[w]))
@@ -343,7 +343,7 @@ func (v *service) Restore(_ context.Context, req *amspb.RestoreRequest) (*amspb.
 		return nil, fmt.Errorf("%w: shard index %d of a map of %d shards", ams.ErrBadRequest, i, n)
 	}
 	if req.Seq == 0 { // a restore of nothing: a new cluster's birth
-		if err := v.s.Begin(req.ClusterVersion); err != nil {
+		if err := v.s.Begin(req.ClusterVersion, m.Partitions); err != nil {
 			return nil, err
 		}
 		return &amspb.RestoreResponse{}, nil
@@ -367,9 +367,10 @@ func (v *service) Restore(_ context.Context, req *amspb.RestoreRequest) (*amspb.
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ams.ErrRestore, err)
 	}
-	err = v.s.Restore(store, man, Ownership{Index: i, Shards: n, SameLayout: sameLayout(m, man),
-		Row:   func(table string, id uint64) bool { return m.ShardOf(table, id) == i },
-		State: func(key string) bool { return ams.StateShard(key, n) == i }})
+	err = v.s.Restore(store, man, Ownership{Index: i, Shards: n, Partitions: m.Partitions, SameLayout: sameLayout(m, man),
+		Row:       func(table string, id uint64) bool { return m.ShardOf(table, id) == i },
+		State:     func(key string) bool { return ams.StateShard(key, n) == i },
+		Partition: func(p uint32) bool { return int(p) < len(m.Assign) && int(m.Assign[p]) == i }})
 	if err != nil {
 		return nil, err
 	}

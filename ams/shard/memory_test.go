@@ -65,7 +65,7 @@ func tableRows(t *testing.T, s *Shard) int {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return st.Tables[0].Rows
+	return int(st.Tables[0].Rows)
 }
 
 func memStats() runtime.MemStats {

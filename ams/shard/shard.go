@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/xdlgo/xps/ams"
+	"github.com/xdlgo/xps/filters"
 )
 
 // Options configure a Shard. The zero value is usable.
@@ -29,6 +30,18 @@ type Options struct {
 	Blank bool
 	// Now is the clock for row statistics. The default value is time.Now.
 	Now func() time.Time
+	// Expire is the embedder's expiry rule, asked of every row a sweep
+	// visits that the table's own rules keep (filters.ExpireFunc): true
+	// expires it, within the table's cap per lap. It runs on the stripe
+	// owners, several at once, and must be safe for that. The default
+	// value is nil: the tables' rules alone.
+	Expire filters.ExpireFunc
+	// Partitions is the model's number of virtual partitions until a
+	// begin or a restore gives the shard map's (ams.ShardMap.Partitions):
+	// stripes are chosen by partition, so that the admission filter state
+	// of a partition lives in one stripe. The default value is
+	// ams.DefaultPartitions.
+	Partitions int
 }
 
 // MaxStripes bounds Options.Stripes: a stripe is a goroutine and a share
@@ -40,6 +53,9 @@ const MaxStripes = 1024
 func (o Options) Validate() error {
 	if o.Stripes < 0 || o.Stripes > MaxStripes {
 		return fmt.Errorf("%w: %d stripes: give 1 to %d (0: one per core)", ams.ErrBadSpec, o.Stripes, MaxStripes)
+	}
+	if o.Partitions < 0 || o.Partitions > ams.MaxPartitions {
+		return fmt.Errorf("%w: %d partitions: give 1 to %d (0: %d)", ams.ErrBadSpec, o.Partitions, ams.MaxPartitions, ams.DefaultPartitions)
 	}
 	return nil
 }
@@ -58,6 +74,9 @@ func (o *Options) EnsureDefaults() {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
+	if o.Partitions <= 0 {
+		o.Partitions = ams.DefaultPartitions
+	}
 }
 
 // tableInfo describes a declared table; immutable once published.
@@ -74,11 +93,29 @@ type denseInfo struct {
 	stripe int
 }
 
-// catalog is the immutable set of declarations, replaced on Declare.
+// catalog is the immutable set of declarations, replaced on Declare, and
+// the partition count its tables' stripes are chosen by, replaced with
+// them by a reset.
 type catalog struct {
-	tables map[string]*tableInfo
-	dense  map[string]*denseInfo
+	tables     map[string]*tableInfo
+	dense      map[string]*denseInfo
+	partitions int
 }
+
+// newCatalog returns an empty catalog over the given partitions.
+func newCatalog(partitions int) *catalog {
+	return &catalog{tables: map[string]*tableInfo{}, dense: map[string]*denseInfo{}, partitions: partitions}
+}
+
+// stripeOf picks the stripe of id in table ti among n: by the id's
+// virtual partition (ams.Partition), so that a partition's rows and its
+// admission filter state live in one stripe.
+func (c *catalog) stripeOf(ti *tableInfo, id uint64, n int) int {
+	return partitionStripe(ams.SaltedPartition(ti.salt, id, c.partitions), n)
+}
+
+// partitionStripe is the stripe, among n, of a virtual partition's rows.
+func partitionStripe(p uint32, n int) int { return int(p % uint32(n)) }
 
 // Shard is one AMS shard. Its methods are safe for concurrent use.
 type Shard struct {
@@ -106,6 +143,9 @@ type Shard struct {
 	// lookup and a range update, never by a stripe owner.
 	appliedMu sync.Mutex
 	applied   map[string]*ams.Applied
+	// clock is the sample clock: the sum of the records' samples, changed
+	// under appliedMu, read without it (Samples).
+	clock atomic.Uint64
 
 	pulls, pushes, rowsPulled, rowsPushed atomic.Uint64
 
@@ -119,12 +159,13 @@ func New(opts Options) *Shard {
 	opts.EnsureDefaults()
 	s := &Shard{opts: opts, done: make(chan struct{}), applied: map[string]*ams.Applied{}}
 	s.version.Store(opts.Version)
-	s.cat.Store(&catalog{tables: map[string]*tableInfo{}, dense: map[string]*denseInfo{}})
+	s.cat.Store(newCatalog(opts.Partitions))
 	s.stripes = make([]*stripe, opts.Stripes)
 	for i := range s.stripes {
 		// Unbuffered: a send succeeds only when the owner takes the task,
 		// so every task sent is served even if Close races with it.
-		st := &stripe{in: make(chan *task), dense: map[string]*ams.DenseVar{}, version: s.version.Load()}
+		st := &stripe{in: make(chan *task), dense: map[string]*ams.DenseVar{}, version: s.version.Load(),
+			n: opts.Stripes, hook: opts.Expire, now: s.now, step: s.step}
 		s.stripes[i] = st
 		s.wg.Add(1)
 		go func() {
@@ -175,12 +216,15 @@ func (s *Shard) advanceVersion(v uint64) error {
 
 func (s *Shard) now() uint32 { return uint32(s.opts.Now().Unix()) }
 
-// stripeOf picks the stripe of id in a table with the given salt. It uses
-// the high bits of the mix, while partitions use the mix modulo P.
-func (s *Shard) stripeOf(salt, id uint64) int {
-	h := ams.Mix64(id ^ salt)
-	return int(((h >> 32) * uint64(len(s.stripes))) >> 32)
-}
+// step returns the sample clock in ams.StepUnit units, modulo 2^32.
+func (s *Shard) step() uint32 { return uint32(s.clock.Load() / ams.StepUnit) }
+
+// Samples returns the shard's sample clock: the samples of every push it
+// applied that named its batch (ams.Origin.Samples), as its records of
+// applied pushes hold them (restored with them). Every push of a worker's
+// batch reaches every shard (each holds a range of the dense gradient),
+// so the clocks of the shards agree whenever the workers are paused.
+func (s *Shard) Samples() uint64 { return s.clock.Load() }
 
 // dispatch sends one task to each stripe that has work and waits for all.
 func (s *Shard) dispatch(tasks []*task) error {
@@ -243,7 +287,7 @@ func (s *Shard) Declare(version uint64, tables []ams.TableSpec, dense []DenseDec
 	}
 	old := s.cat.Load()
 	next := &catalog{tables: make(map[string]*tableInfo, len(old.tables)+len(tables)),
-		dense: make(map[string]*denseInfo, len(old.dense)+len(dense))}
+		dense: make(map[string]*denseInfo, len(old.dense)+len(dense)), partitions: old.partitions}
 	for k, v := range old.tables {
 		next.tables[k] = v
 	}
@@ -268,7 +312,7 @@ func (s *Shard) Declare(version uint64, tables []ams.TableSpec, dense []DenseDec
 		created = append(created, spec.Name)
 		for i := range tasks {
 			if tasks[i] == nil {
-				tasks[i] = &task{op: opDeclare}
+				tasks[i] = &task{op: opDeclare, partitions: next.partitions}
 			}
 			tasks[i].declTables = append(tasks[i].declTables, ti)
 		}
@@ -298,7 +342,7 @@ func (s *Shard) Declare(version uint64, tables []ams.TableSpec, dense []DenseDec
 		next.dense[d.Spec.Name] = di
 		created = append(created, d.Spec.Name)
 		if tasks[di.stripe] == nil {
-			tasks[di.stripe] = &task{op: opDeclare}
+			tasks[di.stripe] = &task{op: opDeclare, partitions: next.partitions}
 		}
 		tasks[di.stripe].declDense = append(tasks[di.stripe].declDense, denseDecl{info: di, init: d.Init})
 	}
@@ -352,14 +396,14 @@ func (s *Shard) split(op opKind, version uint64, reqs []ams.TableRequest, create
 		return nil, 0, fmt.Errorf("push: %w", err)
 	}
 	tasks := make([]*task, len(s.stripes))
-	now := s.now()
+	now, step := s.now(), s.step()
 	for ri, r := range reqs {
 		ti := cat.tables[r.Table]
 		for k, id := range r.IDs {
-			si := s.stripeOf(ti.salt, id)
+			si := cat.stripeOf(ti, id, len(s.stripes))
 			t := tasks[si]
 			if t == nil {
-				t = &task{op: op, version: version, create: create, now: now, parts: make([]part, len(reqs))}
+				t = &task{op: op, version: version, create: create, now: now, step: step, parts: make([]part, len(reqs))}
 				tasks[si] = t
 			}
 			p := &t.parts[ri]
@@ -430,6 +474,12 @@ func (s *Shard) apply(version uint64, origin ams.Origin, reqs []ams.TableRequest
 	}
 	if err := s.claim(version, origin); err != nil {
 		return err
+	}
+	step := s.step() // the clock with this push's samples
+	for _, t := range tasks {
+		if t != nil {
+			t.step = step
+		}
 	}
 	if len(reqs) > 0 {
 		if err := s.dispatch(tasks); err != nil {
@@ -503,10 +553,16 @@ func (s *Shard) PushDense(version uint64, name string, grad []float32) error {
 }
 
 // TableStats describes one table on the shard.
-type TableStats struct {
-	Name        string
-	Rows        int
-	MemoryBytes int64
+type TableStats = ams.TableUsage
+
+// tableStats returns the stats of one stripe's table.
+func tableStats(tab *ams.Table) TableStats {
+	ts := TableStats{Name: tab.Spec().Name, Rows: int64(tab.Len()), MemoryBytes: tab.MemoryBytes(),
+		RowBytes: int64(tab.Len() * tab.RowBytes()), Counters: tab.Counters()}
+	if f := tab.Filter(); f != nil {
+		ts.FilterBytes = int64(f.MemoryBytes())
+	}
+	return ts
 }
 
 // Stats describes the shard.
@@ -537,8 +593,7 @@ func (s *Shard) Stats() (Stats, error) {
 	for name, ti := range cat.tables {
 		ts := TableStats{Name: name}
 		for _, t := range tasks {
-			ts.Rows += t.stats[ti.idx].Rows
-			ts.MemoryBytes += t.stats[ti.idx].MemoryBytes
+			ts.Add(t.stats[ti.idx])
 		}
 		st.Tables[ti.idx] = ts
 	}

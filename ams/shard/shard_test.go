@@ -78,8 +78,8 @@ func TestVersions(t *testing.T) {
 	}{
 		{name: "default-serves-1", declare: 1, version: 1},
 		{name: "blank-serves-none", blank: true, declare: 1, want: ams.ErrStaleVersion, version: 0},
-		{name: "blank-begun", blank: true, prepare: func(s *Shard) error { return s.Begin(7) }, declare: 7, version: 7},
-		{name: "begun-refuses-older", blank: true, prepare: func(s *Shard) error { return s.Begin(5) }, declare: 4, want: ams.ErrStaleVersion, version: 5},
+		{name: "blank-begun", blank: true, prepare: func(s *Shard) error { return s.Begin(7, 0) }, declare: 7, version: 7},
+		{name: "begun-refuses-older", blank: true, prepare: func(s *Shard) error { return s.Begin(5, 0) }, declare: 4, want: ams.ErrStaleVersion, version: 5},
 		{name: "declared-refuses-newer", prepare: func(s *Shard) error { _, err := s.Declare(1, []ams.TableSpec{spec}, nil); return err },
 			declare: 2, want: ams.ErrStaleVersion, version: 1},
 		{name: "restore-moves-forward", prepare: func(s *Shard) error {
@@ -89,10 +89,10 @@ func TestVersions(t *testing.T) {
 			return s.advanceVersion(3)
 		}, declare: 3, version: 3},
 		{name: "begin-never-back", prepare: func(s *Shard) error {
-			if err := s.Begin(3); err != nil {
+			if err := s.Begin(3, 0); err != nil {
 				return err
 			}
-			if err := s.Begin(2); !errors.Is(err, ams.ErrStaleVersion) {
+			if err := s.Begin(2, 0); !errors.Is(err, ams.ErrStaleVersion) {
 				return errors.New("began 2 after 3")
 			}
 			return nil
@@ -136,7 +136,7 @@ func TestBeginEmptiesAndFencesStripes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := s.Begin(2); err != nil {
+	if err := s.Begin(2, 0); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := s.TableSpec("emb"); !errors.Is(err, ams.ErrUnknownTable) {

@@ -68,7 +68,15 @@ func (s *Shard) writeParts(store snapshot.Store, seq uint64, index int) ([]snaps
 		if err != nil {
 			return nil, nil, err
 		}
-		tables = append(tables, snapshot.TableEntry{Name: name, Spec: spec, Files: []snapshot.FileMeta{f}})
+		e := snapshot.TableEntry{Name: name, Spec: spec, Files: []snapshot.FileMeta{f}}
+		ff, ok, err := s.writeFilter(store, seq, index, ti)
+		if err != nil {
+			return nil, nil, fmt.Errorf("ams: snapshot %d of table %q's admission filter: %w", seq, name, err)
+		}
+		if ok {
+			e.Admission = []snapshot.FileMeta{ff}
+		}
+		tables = append(tables, e)
 	}
 	dense, err := s.writeDense(store, seq, index, cat)
 	return tables, dense, err
@@ -334,6 +342,13 @@ type Ownership struct {
 	// with the range ams.DenseRange gives slot Index of Shards (when the
 	// snapshot carries its spec). Shards 0 declares none.
 	Index, Shards int
+	// Partition reports whether the shard owns a virtual partition: it
+	// takes the admission filter states of those (nil: of every one).
+	Partition func(p uint32) bool
+	// Partitions is the partition count of the map restored onto (0: keep
+	// the shard's): the stripes of the restored tables, and the partitions
+	// of their admission filter states, are chosen by it.
+	Partitions int
 	// SameLayout says the snapshot was written under the map restored
 	// onto (same shards, same partition assignment): the rows Row gives
 	// the shard are all in the file the shard of slot Index wrote, and it
@@ -348,15 +363,16 @@ func (own Ownership) reads(table string, f snapshot.FileMeta) bool {
 
 // Begin starts version v on an empty shard: what a new cluster's
 // scheduler orders of every shard of its first map, as a restore of
-// nothing. A shard that was never begun or restored serves no version
+// nothing. partitions is the map's partition count (0: keep the
+// shard's). A shard that was never begun or restored serves no version
 // (Options.Blank).
-func (s *Shard) Begin(v uint64) error {
+func (s *Shard) Begin(v uint64, partitions int) error {
 	s.restoreMu.Lock()
 	defer s.restoreMu.Unlock()
 	if err := s.advanceVersion(v); err != nil {
 		return err
 	}
-	if err := s.reset(v); err != nil {
+	if err := s.reset(v, partitions); err != nil {
 		return fmt.Errorf("%w: %w", ams.ErrRestore, err)
 	}
 	return nil
@@ -366,17 +382,24 @@ func (s *Shard) Begin(v uint64) error {
 // every stripe serve version v from here on: a pull or push of another
 // version that reaches a stripe after the reset is refused, and one that
 // got there before is wiped. The caller advanced the shard's version to v
-// first, so no new request of an older one gets in.
-func (s *Shard) reset(v uint64) error {
+// first, so no new request of an older one gets in. Tables declared from
+// here on are striped by partitions of that many (0: the current count).
+func (s *Shard) reset(v uint64, partitions int) error {
+	if partitions < 0 || partitions > ams.MaxPartitions {
+		return fmt.Errorf("%w: %d partitions, want 1 to %d", ams.ErrBadRequest, partitions, ams.MaxPartitions)
+	}
+	if partitions == 0 {
+		partitions = s.cat.Load().partitions
+	}
 	s.declareMu.Lock()
 	defer s.declareMu.Unlock()
 	if err := s.onStripes(func(_ int, st *stripe) error {
-		st.version, st.tables, st.dense = v, nil, map[string]*ams.DenseVar{}
+		st.version, st.tables, st.lives, st.dense = v, nil, nil, map[string]*ams.DenseVar{}
 		return nil
 	}); err != nil {
 		return err
 	}
-	s.cat.Store(&catalog{tables: map[string]*tableInfo{}, dense: map[string]*denseInfo{}})
+	s.cat.Store(newCatalog(partitions))
 	s.stateMu.Lock()
 	s.state = map[string][]byte{}
 	s.stateMu.Unlock()
@@ -401,7 +424,7 @@ func (s *Shard) reset(v uint64) error {
 // shard's state entries are replaced by the manifest's Readers whose keys
 // own.State gives it.
 func (s *Shard) Restore(store snapshot.Store, m *snapshot.Manifest, own Ownership) error {
-	if err := s.reset(s.Version()); err != nil {
+	if err := s.reset(s.Version(), own.Partitions); err != nil {
 		return fmt.Errorf("%w: %w", ams.ErrRestore, err)
 	}
 	var specs []ams.TableSpec
@@ -427,6 +450,13 @@ func (s *Shard) Restore(store snapshot.Store, m *snapshot.Manifest, own Ownershi
 			dense = append(dense, DenseDecl{Spec: spec, Lo: lo, Hi: hi})
 		}
 	}
+	// The records, and with them the sample clock, come first: the tables
+	// declared next take the clock their restored rows were stamped by.
+	applied, err := restoredApplied(m.Readers, own)
+	if err != nil {
+		return err
+	}
+	s.setApplied(applied)
 	if _, err := s.Declare(s.Version(), specs, dense); err != nil {
 		return fmt.Errorf("%w: %w", ams.ErrRestore, err)
 	}
@@ -436,12 +466,11 @@ func (s *Shard) Restore(store snapshot.Store, m *snapshot.Manifest, own Ownershi
 		if err := s.restoreTable(store, m.Seq, cat.tables[t.Name], t, own); err != nil {
 			return fmt.Errorf("%w: snapshot %d table %q: %w", ams.ErrRestore, m.Seq, t.Name, err)
 		}
+		if err := s.restoreFilter(store, m.Seq, cat.tables[t.Name], t, own); err != nil {
+			return fmt.Errorf("%w: snapshot %d table %q: %w", ams.ErrRestore, m.Seq, t.Name, err)
+		}
 	}
 	if err := s.restoreDense(store, m, cat); err != nil {
-		return err
-	}
-	applied, err := restoredApplied(m.Readers, own)
-	if err != nil {
 		return err
 	}
 	state := map[string][]byte{}
@@ -456,7 +485,6 @@ func (s *Shard) Restore(store snapshot.Store, m *snapshot.Manifest, own Ownershi
 	s.stateMu.Lock()
 	s.state = state
 	s.stateMu.Unlock()
-	s.setApplied(applied)
 	return nil
 }
 
@@ -484,7 +512,7 @@ func (s *Shard) restoreTable(store snapshot.Store, seq uint64, ti *tableInfo, t 
 	if err := s.emptyTable(ti, s.restoreReserve(t, own, n)); err != nil {
 		return err
 	}
-	r := &tableRestore{s: s, store: store, seq: seq, ti: ti, table: t.Name, own: own, n: n}
+	r := &tableRestore{s: s, cat: s.cat.Load(), store: store, seq: seq, ti: ti, table: t.Name, own: own, n: n}
 	for i := range r.chunks {
 		c := &r.chunks[i]
 		c.ids, c.bufs, c.sink = make([][]uint64, len(s.stripes)), make([][]byte, len(s.stripes)), make([]uint32, len(s.stripes))
@@ -542,6 +570,7 @@ func (s *Shard) emptyTable(ti *tableInfo, reserve int) error {
 // and the one being loaded by the owners.
 type tableRestore struct {
 	s     *Shard
+	cat   *catalog
 	store snapshot.Store
 	seq   uint64
 	ti    *tableInfo
@@ -615,7 +644,7 @@ func (r *tableRestore) read(f snapshot.FileMeta) error {
 			return fmt.Errorf("%s: row %d has %d bytes, want %d: %w", f.Name, id, len(v), r.n, ams.ErrDimMismatch)
 		}
 		cur := r.cur
-		i := r.s.stripeOf(r.ti.salt, id)
+		i := r.cat.stripeOf(r.ti, id, len(r.s.stripes))
 		cur.ids[i] = append(cur.ids[i], id)
 		cur.bufs[i] = append(cur.bufs[i], v...)
 		if cur.n++; cur.n == snapChunk {

@@ -171,7 +171,7 @@ func benchSnapshot(b *testing.B, rows int) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			if got := st.Tables[0].Rows; got != rows {
+			if got := int(st.Tables[0].Rows); got != rows {
 				b.Fatalf("restored %d rows, want %d", got, rows)
 			}
 			seq += f.seqwrite(b)

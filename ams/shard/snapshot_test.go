@@ -30,20 +30,27 @@ var snapSpec = ams.TableSpec{Name: "emb", Dim: 5, Optimizer: ams.OptimizerSpec{N
 
 func newTestCluster(t *testing.T, n int) *testCluster {
 	t.Helper()
+	return newTestClusterOf(t, n, snapSpec)
+}
+
+// newTestClusterOf is newTestCluster with another spec of table "emb" (of
+// snapSpec's Dim).
+func newTestClusterOf(t *testing.T, n int, spec ams.TableSpec) *testCluster {
+	t.Helper()
 	c := &testCluster{}
 	var ids []string
 	for i := range n {
-		s := New(Options{ID: fmt.Sprintf("ams-%d", i), Stripes: 3})
+		s := New(Options{ID: fmt.Sprintf("ams-%d", i), Stripes: 3, Partitions: snapPartitions})
 		t.Cleanup(func() { s.Close() })
 		c.shards = append(c.shards, s)
 		ids = append(ids, s.ID())
 		lo, hi := ams.DenseRange(snapDenseSize, i, n)
-		spec := ams.DenseSpec{Name: "mlp", Size: snapDenseSize, Optimizer: ams.OptimizerSpec{Name: "adam", LR: 0.01}}
+		dspec := ams.DenseSpec{Name: "mlp", Size: snapDenseSize, Optimizer: ams.OptimizerSpec{Name: "adam", LR: 0.01}}
 		init := make([]float32, hi-lo)
 		for k := range init {
 			init[k] = float32(lo + k)
 		}
-		if _, err := s.Declare(1, []ams.TableSpec{snapSpec}, []DenseDecl{{Spec: spec, Lo: lo, Hi: hi, Init: init}}); err != nil {
+		if _, err := s.Declare(1, []ams.TableSpec{spec}, []DenseDecl{{Spec: dspec, Lo: lo, Hi: hi, Init: init}}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -57,9 +64,10 @@ func newTestCluster(t *testing.T, n int) *testCluster {
 // ownership is what slot i of the cluster's map restores.
 func (c *testCluster) ownership(i int) Ownership {
 	n := len(c.shards)
-	return Ownership{Index: i, Shards: n,
-		Row:   func(table string, id uint64) bool { return c.m.ShardOf(table, id) == i },
-		State: func(key string) bool { return ams.StateShard(key, n) == i }}
+	return Ownership{Index: i, Shards: n, Partitions: c.m.Partitions,
+		Row:       func(table string, id uint64) bool { return c.m.ShardOf(table, id) == i },
+		State:     func(key string) bool { return ams.StateShard(key, n) == i },
+		Partition: func(p uint32) bool { return int(c.m.Assign[p]) == i }}
 }
 
 // do pulls ids (creating missing rows) or pushes grads to them, each on
@@ -240,7 +248,7 @@ func (ts *trainedSnapshot) checkRestoreOnto(t *testing.T, n int) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		total += st.Tables[0].Rows
+		total += int(st.Tables[0].Rows)
 	}
 	if total != len(ts.ids) {
 		t.Fatalf("restored %d rows onto %d shards, want %d", total, n, len(ts.ids))

@@ -3,6 +3,9 @@ package shard
 import (
 	"fmt"
 	"sync"
+	"time"
+
+	"github.com/xdlgo/xps/filters"
 
 	"github.com/xdlgo/xps/ams"
 )
@@ -43,6 +46,12 @@ type task struct {
 	parts   []part
 	create  bool
 	now     uint32
+	// step is the sample clock (ams.StepUnit units) that the rows a pull
+	// creates or a push updates are stamped with.
+	step uint32
+	// partitions is the model's partition count a declare gives the
+	// admission filters of its tables.
+	partitions int
 
 	declTables []*tableInfo
 	declDense  []denseDecl
@@ -62,7 +71,15 @@ type task struct {
 type stripe struct {
 	in     chan *task
 	tables []*ams.Table // indexed by tableInfo.idx
+	lives  []*life      // each table's lifecycle (lifecycle.go), likewise
 	dense  map[string]*ams.DenseVar
+	// n is the shard's stripe count, hook its Options.Expire, now its
+	// clock (Unix seconds): what the lifecycle of a table needs.
+	n    int
+	hook filters.ExpireFunc
+	now  func() uint32
+	step func() uint32 // the shard's sample clock (Shard.step)
+	work []work        // what serve's last pull or push created, reused
 	// version is the cluster version whose pulls and pushes the stripe
 	// serves, set with its rows by a reset (a restore or a begin): a
 	// request that passed the shard's version check just before a restore
@@ -71,15 +88,59 @@ type stripe struct {
 }
 
 func (st *stripe) run(done <-chan struct{}) {
+	idle := time.NewTicker(sweepIdle)
+	defer idle.Stop()
+	busy := false
 	for {
 		select {
 		case t := <-st.in:
-			t.err = st.serve(t)
+			st.work = st.work[:0]
+			t.err = st.serve(t) // notes in st.work the rows it created
+			// The task is the requester's again after Done: the lifecycle
+			// runs once it has its answer, from st.work.
 			t.wg.Done()
+			for _, w := range st.work {
+				st.maintain(w.table, w.created, w.now)
+				busy = true
+			}
+		case <-idle.C:
+			if !busy {
+				now, step := st.now(), st.step()
+				for idx, tab := range st.tables {
+					tab.SetStep(step)
+					st.maintain(idx, idleSweep/2, now)
+				}
+			}
+			busy = false
 		case <-done:
 			return
 		}
 	}
+}
+
+// rows serves a pull or push of rows, and notes in st.work the rows each
+// table created (a pull without create creates none and notes nothing).
+func (st *stripe) rows(t *task) {
+	for i := range t.parts {
+		p := &t.parts[i]
+		if len(p.ids) == 0 {
+			continue
+		}
+		tab := st.tables[p.table]
+		tab.SetStep(t.step)
+		if t.op == opPush {
+			n := tab.PushAt(p.ids, p.pos, p.buf, t.now)
+			st.work = append(st.work, work{table: p.table, created: n, now: t.now})
+		} else if n := tab.PullAt(p.ids, p.pos, p.buf, t.create, t.now); t.create {
+			st.work = append(st.work, work{table: p.table, created: n, now: t.now})
+		}
+	}
+}
+
+// work is a table a pull or push touched: what maintain needs of it.
+type work struct {
+	table, created int
+	now            uint32
 }
 
 func (st *stripe) serve(t *task) error {
@@ -93,13 +154,21 @@ func (st *stripe) serve(t *task) error {
 	case opDeclare:
 		for _, ti := range t.declTables {
 			tab, err := ams.NewTable(ti.spec)
+			if err == nil {
+				tab.SetStep(st.step())
+				err = tab.EnableAdmission(t.partitions)
+			}
+			if err != nil {
+				return fmt.Errorf("ams: declare table %q: %w", ti.spec.Name, err)
+			}
+			l, err := newLife(tab, st.hook, st.n)
 			if err != nil {
 				return fmt.Errorf("ams: declare table %q: %w", ti.spec.Name, err)
 			}
 			for len(st.tables) <= ti.idx {
-				st.tables = append(st.tables, nil)
+				st.tables, st.lives = append(st.tables, nil), append(st.lives, nil)
 			}
-			st.tables[ti.idx] = tab
+			st.tables[ti.idx], st.lives[ti.idx] = tab, l
 		}
 		for _, d := range t.declDense {
 			v, err := ams.NewDenseVar(d.info.spec, d.info.lo, d.info.hi)
@@ -113,20 +182,8 @@ func (st *stripe) serve(t *task) error {
 			}
 			st.dense[d.info.spec.Name] = v
 		}
-	case opPull:
-		for i := range t.parts {
-			p := &t.parts[i]
-			if len(p.ids) > 0 {
-				st.tables[p.table].PullAt(p.ids, p.pos, p.buf, t.create, t.now)
-			}
-		}
-	case opPush:
-		for i := range t.parts {
-			p := &t.parts[i]
-			if len(p.ids) > 0 {
-				st.tables[p.table].PushAt(p.ids, p.pos, p.buf, t.now)
-			}
-		}
+	case opPull, opPush:
+		st.rows(t)
 	case opDensePull:
 		v := st.dense[t.dense]
 		if !v.Initialized() {
@@ -142,7 +199,7 @@ func (st *stripe) serve(t *task) error {
 	case opStats:
 		for idx, tab := range st.tables {
 			if tab != nil && idx < len(t.stats) {
-				t.stats[idx] = TableStats{Rows: tab.Len(), MemoryBytes: tab.MemoryBytes()}
+				t.stats[idx] = tableStats(tab)
 			}
 		}
 	}

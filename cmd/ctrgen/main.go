@@ -4,7 +4,7 @@
 //
 // Usage:
 //
-//	ctrgen -train train.libffm -test test.libffm [-train-samples N] [-test-samples M] [-config job.yaml]
+//	ctrgen -train train.libffm -test test.libffm [-train-samples N] [-test-samples M] [-config job.yaml] [-drift-lifetime L]
 //
 // Flags:
 //
@@ -15,7 +15,14 @@
 //	-config          YAML config whose data: section shapes the data
 //	-format          libffm (default) or group: the sample-group format, one
 //	                 group per user run (user fields on a level-1 line)
+//	-drift-lifetime  vocabulary drift: each id is drawn for this many samples,
+//	                 then its Zipf rank gets a new id (data.drift_lifetime;
+//	                 default: the config's, 0: no drift)
 //
+// The samples are streamed to the files: memory does not grow with the
+// number of training samples (the test set keeps its labels and teacher
+// probabilities). The test samples continue the training stream (with
+// drift, in the vocabulary of the time right after the training samples).
 // It prints the best achievable test AUC (the hidden teacher's) on stderr.
 package main
 
@@ -26,8 +33,6 @@ import (
 	"fmt"
 	"os"
 
-	"context"
-
 	"github.com/xdlgo/xps/config"
 	"github.com/xdlgo/xps/internal/cli"
 	"github.com/xdlgo/xps/internal/datagen"
@@ -35,106 +40,91 @@ import (
 	"github.com/xdlgo/xps/reader"
 )
 
+type flags struct {
+	train, test, cfgFile, format string
+	nTrain, nTest                int
+	drift                        int64
+}
+
 func main() {
-	train := flag.String("train", "", "output file for the training samples (required)")
-	test := flag.String("test", "", "output file for the test samples")
-	nTrain := flag.Int("train-samples", 0, "number of training samples (default from config)")
-	nTest := flag.Int("test-samples", 0, "number of test samples (default from config)")
-	cfgFile := flag.String("config", "", "YAML config whose data: section shapes the data")
-	format := flag.String("format", "libffm", "output format: libffm or group")
+	var f flags
+	flag.StringVar(&f.train, "train", "", "output file for the training samples (required)")
+	flag.StringVar(&f.test, "test", "", "output file for the test samples")
+	flag.IntVar(&f.nTrain, "train-samples", 0, "number of training samples (default from config)")
+	flag.IntVar(&f.nTest, "test-samples", 0, "number of test samples (default from config)")
+	flag.StringVar(&f.cfgFile, "config", "", "YAML config whose data: section shapes the data")
+	flag.StringVar(&f.format, "format", "libffm", "output format: libffm or group")
+	flag.Int64Var(&f.drift, "drift-lifetime", 0, "vocabulary drift: samples an id is drawn for before its rank gets a new id (default: data.drift_lifetime of the config; 0 there: no drift)")
 	flag.Parse()
-	if err := run(*train, *test, *nTrain, *nTest, *cfgFile, *format); err != nil {
+	if err := run(f); err != nil {
 		cli.Fatal("ctrgen", err)
 	}
 }
 
-func run(train, test string, nTrain, nTest int, cfgFile, format string) error {
-	if format != "libffm" && format != "group" {
-		return fmt.Errorf("-format %q: want libffm or group", format)
+func run(f flags) error {
+	format := map[string]reader.Format{"libffm": reader.LibFFM, "group": reader.SampleGroup}[f.format]
+	if format == 0 {
+		return fmt.Errorf("-format %q: want libffm or group", f.format)
 	}
-	if train == "" {
+	if f.train == "" {
 		flag.Usage()
 		return errors.New("-train is required")
 	}
 	cfg := config.Default()
-	if cfgFile != "" {
+	if f.cfgFile != "" {
 		var err error
-		if cfg, err = config.Load(cfgFile); err != nil {
+		if cfg, err = config.Load(f.cfgFile); err != nil {
 			return err
 		}
 	}
 	d := cfg.Data
-	if nTrain > 0 {
-		d.TrainSamples = nTrain
+	if f.nTrain > 0 {
+		d.TrainSamples = f.nTrain
 	}
-	if nTest > 0 {
-		d.TestSamples = nTest
+	if f.nTest > 0 {
+		d.TestSamples = f.nTest
+	}
+	if f.drift != 0 {
+		d.DriftLifetime = f.drift
 	}
 	gen, err := datagen.New(d.Config)
 	if err != nil {
 		return err
 	}
-	write := func(path string, n int) ([]float32, error) {
-		f, err := os.Create(path)
-		if err != nil {
-			return nil, err
-		}
-		w := bufio.NewWriterSize(f, 1<<20)
-		writeData := gen.WriteLibFFM
-		if format == "group" {
-			writeData = gen.WriteGroups
-		}
-		probs, err := writeData(w, n)
-		if err == nil {
-			err = w.Flush()
-		}
-		if cerr := f.Close(); err == nil {
-			err = cerr
-		}
-		if err != nil {
-			return nil, fmt.Errorf("write %s: %w", path, err)
-		}
-		fmt.Fprintf(os.Stderr, "ctrgen: wrote %d samples to %s\n", n, path)
-		return probs, nil
-	}
-	if _, err := write(train, d.TrainSamples); err != nil {
+	if err := write(gen, f.train, d.TrainSamples, format, nil); err != nil {
 		return err
 	}
-	if test != "" {
-		probs, err := write(test, d.TestSamples)
-		if err != nil {
-			return err
-		}
-		// Read the file back: it checks the file and gives the labels.
-		labels, err := readLabels(test, format)
-		if err != nil {
-			return err
-		}
-		fmt.Fprintf(os.Stderr, "ctrgen: best achievable test AUC %.4f\n", metrics.AUC(labels, probs))
+	if f.test == "" {
+		return nil
 	}
+	var labels, probs []float32
+	err = write(gen, f.test, d.TestSamples, format, func(y, p float32) {
+		labels, probs = append(labels, y), append(probs, p)
+	})
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(os.Stderr, "ctrgen: best achievable test AUC %.4f\n", metrics.AUC(labels, probs))
 	return nil
 }
 
-// readLabels reads a written file back and returns its labels.
-func readLabels(path, format string) ([]float32, error) {
-	f, err := reader.ParseFormat(format)
+// write streams the next n samples of gen to a new file at path.
+func write(gen *datagen.Generator, path string, n int, format reader.Format, sample func(y, p float32)) error {
+	f, err := os.Create(path)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	src, err := reader.OpenFiles([]reader.FileSplit{{Path: path}}, f, reader.StopOnBad)
+	w := bufio.NewWriterSize(f, 1<<20)
+	err = gen.Write(w, n, format, sample)
+	if err == nil {
+		err = w.Flush()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
 	if err != nil {
-		return nil, err
+		return fmt.Errorf("write %s: %w", path, err)
 	}
-	defer src.Close()
-	groups, err := reader.ReadAll(context.Background(), src)
-	if err != nil {
-		return nil, err
-	}
-	var labels []float32
-	for _, g := range groups {
-		for i := g.Pos.Index; i < g.NumSamples(); i++ {
-			labels = append(labels, g.Label(i))
-		}
-	}
-	return labels, nil
+	fmt.Fprintf(os.Stderr, "ctrgen: wrote %d samples to %s\n", n, path)
+	return nil
 }

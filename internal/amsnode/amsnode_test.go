@@ -31,7 +31,7 @@ func TestLostLeaseRegistersAgain(t *testing.T) {
 	}
 	defer n.Close()
 	s := n.Shard()
-	if err := s.Begin(1); err != nil {
+	if err := s.Begin(1, 0); err != nil {
 		t.Fatal(err)
 	}
 	spec := ams.TableSpec{Name: "emb", Dim: 2, Optimizer: ams.OptimizerSpec{Name: "sgd", LR: 1}, Init: ams.InitSpec{Kind: "zeros"}}

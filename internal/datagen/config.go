@@ -65,6 +65,17 @@ type Config struct {
 	// per-field weights. A negative value disables the interaction.
 	// InteractionShare < 1. The default value is 0.15.
 	InteractionShare float64 `yaml:"interaction_share"`
+	// DriftLifetime turns on vocabulary drift (see the package
+	// documentation): the id of each Zipf rank of each field is drawn for
+	// DriftLifetime samples and then replaced by a new id of the same rank,
+	// the ranks' replacements being staggered. The active vocabulary of a
+	// field is a window of Vocab ids over an unbounded id space that
+	// advances by Vocab ids every DriftLifetime samples (Vocab/DriftLifetime
+	// new ids per sample): new ids keep appearing, old ones stop being
+	// drawn, and most new ids are rare ones of the long tail. 0 <=
+	// DriftLifetime <= 2^40. The default value is 0: no drift, every id is
+	// drawn for the whole stream.
+	DriftLifetime int64 `yaml:"drift_lifetime"`
 }
 
 // Default values of Config.
@@ -81,6 +92,9 @@ const (
 	DefaultInteractionShare = 0.15
 	DefaultRankScale        = 10.0
 )
+
+// MaxDriftLifetime bounds Config.DriftLifetime (2^40 samples).
+const MaxDriftLifetime = 1 << 40
 
 // EnsureDefaults fills zero fields with their defaults.
 func (c *Config) EnsureDefaults() {
@@ -151,6 +165,9 @@ func (c *Config) Validate() error {
 	}
 	if !(c.InteractionShare < 1) {
 		bad("interaction share %v not < 1", c.InteractionShare)
+	}
+	if c.DriftLifetime < 0 || c.DriftLifetime > MaxDriftLifetime {
+		bad("drift lifetime %d not in [0, 2^40]", c.DriftLifetime)
 	}
 	return errors.Join(errs...)
 }

@@ -1,9 +1,6 @@
 package datagen
 
 import (
-	"bufio"
-	"fmt"
-	"io"
 	"math"
 	"math/rand/v2"
 	"strconv"
@@ -27,13 +24,22 @@ const (
 	saltFactor   = 0x4641_4354_4f52_5321
 	saltProfile  = 0x5052_4f46_494c_4521
 	saltCalibrat = 0x4341_4c49_4252_4154
+	saltDrift    = 0x4452_4946_5450_4841
 )
 
-// entry is one drawn feature: its field, Zipf rank and id.
+// entry is one drawn feature: its field, Zipf rank, token and id. The
+// token is the number written for the id in the files: the rank itself
+// without drift, the id's position in the unbounded id space with it
+// (drift.go); id is reader.FeatureID(field, decimal(tok)). wid keys the
+// teacher's hidden weight and factors: the id of the rank's first
+// generation, reader.FeatureID(field, decimal(rank)), which is id itself
+// without drift.
 type entry struct {
 	field uint32
 	rank  uint32
+	tok   uint64
 	id    uint64
+	wid   uint64
 }
 
 // teacher is the hidden model; see the package documentation.
@@ -54,14 +60,14 @@ func (t *teacher) decay(rank uint32) float64 { return 1 / math.Sqrt(1+float64(ra
 // weight returns the hidden weight of feature e: approximately N(0, 1),
 // shrunk by its rank.
 func (t *teacher) weight(e entry) float64 {
-	return normalish(hashmix.Mix64(e.id^t.weightKey)) * t.decay(e.rank)
+	return normalish(hashmix.Mix64(e.wid^t.weightKey)) * t.decay(e.rank)
 }
 
 // addFactor adds the hidden factor vector of feature e to v.
 func (t *teacher) addFactor(v *[factorDim]float64, e entry) {
 	d := t.decay(e.rank)
 	for j := range v {
-		v[j] += d * normalish(hashmix.Mix64(e.id^t.factorKey^uint64(j+1)*golden))
+		v[j] += d * normalish(hashmix.Mix64(e.wid^t.factorKey^uint64(j+1)*golden))
 	}
 }
 
@@ -75,6 +81,8 @@ type Generator struct {
 	profRand *rand.Rand
 	profZipf *rand.Zipf
 	poissonL float64 // exp(-(MeanBag-1))
+	drift    drift   // the vocabulary's drift (off with DriftLifetime 0)
+	now      uint64  // index in the stream of the sample being drawn
 
 	remaining int      // samples left in the current user's run
 	gFields   []uint32 // NextGroup's scratch
@@ -158,6 +166,7 @@ func newGenerator(cfg *Config, t teacher, seed uint64) *Generator {
 		rng:      rand.New(rand.NewPCG(seed, hashmix.Mix64(seed^golden))),
 		prof:     rand.NewPCG(0, 0),
 		poissonL: math.Exp(-(cfg.MeanBag - 1)),
+		drift:    newDrift(cfg),
 	}
 	imax := uint64(cfg.Vocab - 1)
 	g.items = rand.NewZipf(g.rng, cfg.ZipfS, 1, imax)
@@ -214,42 +223,6 @@ func (g *Generator) Generate(ds *reader.Dataset, n int) (probs []float32) {
 	return probs
 }
 
-// WriteLibFFM writes n samples as libFFM lines "label field:rank:1 ...", the
-// token of an id being its decimal Zipf rank. It draws exactly the samples
-// Generate would: reading the output with reader.Read and Format LibFFM gives
-// the Dataset Generate(ds, n) would have built, and the returned
-// probabilities are the same.
-func (g *Generator) WriteLibFFM(w io.Writer, n int) (probs []float32, err error) {
-	bw := bufio.NewWriterSize(w, 1<<16)
-	probs = make([]float32, n)
-	for i := range probs {
-		label, p, _, _ := g.next()
-		probs[i] = float32(p)
-		b := append(g.line[:0], '0')
-		if label == 1 {
-			b[0] = '1'
-		}
-		for _, list := range [2][]entry{g.user, g.item} {
-			for _, e := range list {
-				b = append(b, ' ')
-				b = strconv.AppendUint(b, uint64(e.field), 10)
-				b = append(b, ':')
-				b = strconv.AppendUint(b, uint64(e.rank), 10)
-				b = append(b, ":1"...)
-			}
-		}
-		b = append(b, '\n')
-		g.line = b
-		if _, err := bw.Write(b); err != nil {
-			return probs[:i], fmt.Errorf("datagen: write libffm: %w", err)
-		}
-	}
-	if err := bw.Flush(); err != nil {
-		return probs, fmt.Errorf("datagen: write libffm: %w", err)
-	}
-	return probs, nil
-}
-
 // next draws one sample into g.user and g.item and returns its label, the
 // teacher's click probability, and the two parts of its logit before scaling:
 // the first-order sum and the interaction <U, V>.
@@ -283,6 +256,7 @@ func (g *Generator) next() (label float32, prob, first, inter float64) {
 	if g.rng.Float64() < prob {
 		label = 1
 	}
+	g.now++
 	return label, prob, first, inter
 }
 
@@ -294,8 +268,9 @@ func (g *Generator) newUser() {
 	g.loadUser(u)
 }
 
-// loadUser draws user u's fields, a function of u and the world alone, and
-// their part of the teacher's logit.
+// loadUser draws user u's fields, a function of u and the world alone (and,
+// with drift, of the time g.now, which picks the ids of the user's ranks),
+// and their part of the teacher's logit.
 func (g *Generator) loadUser(u uint64) {
 	key := hashmix.Mix64(g.t.weightKey ^ saltProfile ^ u*golden)
 	g.prof.Seed(key, hashmix.Mix64(key))
@@ -333,7 +308,14 @@ func (g *Generator) drawBag(z *rand.Zipf, r *rand.Rand, field uint32, dst []entr
 			continue
 		}
 		g.tok = strconv.AppendUint(g.tok[:0], uint64(rank), 10)
-		dst = append(dst, entry{field: field, rank: rank, id: reader.FeatureID(field, g.tok)})
+		e := entry{field: field, rank: rank, tok: uint64(rank), id: reader.FeatureID(field, g.tok)}
+		e.wid = e.id
+		if g.drift.on() {
+			e.tok = g.drift.token(field, rank, g.now)
+			g.tok = strconv.AppendUint(g.tok[:0], e.tok, 10)
+			e.id = reader.FeatureID(field, g.tok)
+		}
+		dst = append(dst, e)
 	}
 	return dst
 }
@@ -403,48 +385,4 @@ func (g *Generator) addEntries(grp *reader.Group, level int, parent int32, list 
 		g.gValues = append(g.gValues, 1)
 	}
 	grp.AddLine(level, parent, g.gFields, g.gIDs, g.gValues)
-}
-
-// WriteGroups writes n samples in the sample-group text format (see package
-// reader): one group per user run, "group 2", a level-1 line with the user's
-// fields, then one level-0 line per sample with its label and item fields,
-// tokens being decimal Zipf ranks. It draws exactly the samples Generate
-// would; reading the output back gives the same ids, labels and order.
-func (g *Generator) WriteGroups(w io.Writer, n int) (probs []float32, err error) {
-	bw := bufio.NewWriterSize(w, 1<<16)
-	probs = make([]float32, 0, n)
-	appendEntries := func(b []byte, list []entry) []byte {
-		for _, e := range list {
-			b = append(b, ' ')
-			b = strconv.AppendUint(b, uint64(e.field), 10)
-			b = append(b, ':')
-			b = strconv.AppendUint(b, uint64(e.rank), 10)
-		}
-		return b
-	}
-	for i := 0; i < n; i++ {
-		newRun := g.remaining == 0
-		label, p, _, _ := g.next()
-		probs = append(probs, float32(p))
-		b := g.line[:0]
-		if newRun || i == 0 {
-			b = append(b, "group 2\n1 - -"...)
-			b = appendEntries(b, g.user)
-			b = append(b, '\n')
-		}
-		b = append(b, "0 0 0"...)
-		if label == 1 {
-			b[len(b)-1] = '1'
-		}
-		b = appendEntries(b, g.item)
-		b = append(b, '\n')
-		g.line = b
-		if _, err := bw.Write(b); err != nil {
-			return probs, fmt.Errorf("datagen: write groups: %w", err)
-		}
-	}
-	if err := bw.Flush(); err != nil {
-		return probs, fmt.Errorf("datagen: write groups: %w", err)
-	}
-	return probs, nil
 }

@@ -38,10 +38,10 @@ func TestConfigDefaultsAndValidate(t *testing.T) {
 		t.Fatal(err)
 	}
 	bad := Config{Fields: 1, UserFields: 5, MeanBag: 0.5, Vocab: -1, ZipfS: 1, SamplesPerUser: 0.5, Users: -3,
-		CTR: 1, LogitStd: -1, RankScale: -1, InteractionShare: 1}
+		CTR: 1, LogitStd: -1, RankScale: -1, InteractionShare: 1, DriftLifetime: -1}
 	err := bad.Validate()
 	for _, s := range []string{"fields 1", "user fields", "mean bag", "vocab", "zipf", "samples per user", "users",
-		"ctr", "logit std", "rank scale", "interaction share"} {
+		"ctr", "logit std", "rank scale", "interaction share", "drift lifetime"} {
 		if err == nil || !strings.Contains(err.Error(), s) {
 			t.Errorf("Validate() = %v; want a complaint about %q", err, s)
 		}

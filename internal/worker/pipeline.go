@@ -75,7 +75,7 @@ func (r *run) exec(ctx context.Context, a tracker.Action) error {
 		_, err := t.evalAndReport(ctx, r.res, a.When)
 		return err
 	case tracker.Progress:
-		r.progress()
+		r.progress(ctx)
 	case tracker.LeaveRound:
 		return r.leaveRound(ctx, a.Checkpoint)
 	case tracker.Drain:
@@ -489,8 +489,10 @@ func (r *run) train(ctx context.Context, s *state, wait bool, start time.Time) e
 // progress prints one progress line: samples/s since the last line, the
 // running loss of the epoch, the AUC of the training batches' predictions
 // (made before each batch was trained on) since the last line, the
-// compression ratio, and the source's lag when it has one.
-func (r *run) progress() {
+// compression ratio, the source's lag when it has one, and the rows the
+// shards hold (with what admission, expiry and the budget did, when they
+// did anything).
+func (r *run) progress(ctx context.Context) {
 	t, res := r.t, r.res
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s: epoch %d/%d batch %d samples %d loss %.4f", t.opts.Name, r.tk.Epoch(), t.cfg.Train.Epochs,
@@ -508,9 +510,40 @@ func (r *run) progress() {
 	if r.hasLag {
 		fmt.Fprintf(&b, " lag %d", r.srcLag.Load())
 	}
+	r.writeTables(ctx, &b)
 	fmt.Fprintln(t.opts.Progress, b.String())
 	r.lastProgress, r.progSamples, r.progDur = time.Now(), 0, 0
 	r.window.reset()
+}
+
+// writeTables adds the tables' rows, summed over the shards, to a
+// progress line, and the counters of admission, expiry and the budget
+// that moved. Asking the shards takes one round trip; a shard that does
+// not answer within a second leaves the figures out.
+func (r *run) writeTables(ctx context.Context, b *strings.Builder) {
+	if r.t.cl == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
+	tables, err := r.t.cl.Tables(ctx)
+	if err != nil {
+		return
+	}
+	var u ams.TableUsage
+	for _, t := range tables {
+		u.Add(t)
+	}
+	fmt.Fprintf(b, " rows %d (%.1f MiB)", u.Rows, float64(u.RowBytes)/(1<<20))
+	if n := u.FilteredPulls + u.FilteredPushes; n > 0 {
+		fmt.Fprintf(b, " not-admitted %d", n)
+	}
+	if u.Expired > 0 {
+		fmt.Fprintf(b, " expired %d", u.Expired)
+	}
+	if u.Evicted > 0 {
+		fmt.Fprintf(b, " evicted %d", u.Evicted)
+	}
 }
 
 // window collects the training predictions since the last progress line

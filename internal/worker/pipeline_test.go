@@ -302,7 +302,7 @@ func tableRows(t *testing.T, lc *cluster.Cluster, table string) int {
 		}
 		for _, ts := range st.Tables {
 			if ts.Name == table {
-				rows += ts.Rows
+				rows += int(ts.Rows)
 			}
 		}
 	}
