@@ -7,7 +7,7 @@
 #   run "nofilters": the default model;
 #   run "filters":   -config bench/configs/drift_filters.yaml, the same model
 #                    with admission (count, n 2), expiry (ttl 1M samples) and
-#                    a memory budget per shard (1.5M rows).
+#                    a memory budget per shard (2M rows).
 # The whole stream is in the broker before a run starts, so a run's rate is
 # its training rate. While a run trains, the worker's RSS (VmRSS of
 # /proc/PID/status) and its last progress line are sampled every

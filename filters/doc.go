@@ -40,6 +40,13 @@
 // credited is admitted; any other is recorded in the current generation at
 // level[depth] (Admit gives the reference loop).
 //
+// The filters are bloom/v3's (their bit sets, m and k), probed at
+// locations the Filter computes once per sighting from one hash of the ID
+// (the table's salt mixed in) and shares across every generation and
+// level: bloom/v3's own Test would hash the ID again for each filter (two
+// murmur3 passes each), which made admission a tenth of a shard's CPU in
+// the drift benchmark.
+//
 // When a level of the current generation has had Capacity insertions, a
 // new generation begins, and with G already kept the oldest is dropped
 // (its memory is cleared and reused). This is why the count policy uses
@@ -100,10 +107,11 @@
 //     it, its insertion counts included, before it changes anything. A
 //     state that does not decode is refused with ErrCorrupt, an intact one
 //     of another spec (a changed config) with ErrMismatch; no input makes
-//     it panic (FuzzUnmarshalPartition). The Bloom bits depend on
-//     bloom/v3's hashing (murmur3 of the ID's 8 little-endian bytes);
-//     TestStateGolden pins them, so a library upgrade that changed them
-//     would fail a test rather than silently void the snapshots.
+//     it panic (FuzzUnmarshalPartition). The Bloom bits depend on the
+//     locations of an ID (one hashmix hash of salt and ID, then k
+//     double-hashing probes: Filter.locate) and on bloom/v3's bit layout;
+//     TestStateGolden pins them, so a change to either fails a test
+//     rather than silently voiding the snapshots.
 //  8. Spec.Validate reports every problem at once, each wrapping
 //     ErrBadPolicy: an unknown kind, p outside (0, 1], n outside [1, 64], a
 //     false-positive rate outside (0, 1), generations outside [1, 16], a

@@ -1,9 +1,9 @@
 package filters
 
 import (
-	"encoding/binary"
 	"fmt"
 	"math"
+	"math/bits"
 
 	"github.com/bits-and-blooms/bloom/v3"
 
@@ -14,6 +14,10 @@ import (
 // partition, stripe and index hashes of the same (salt, id), which mix
 // id ^ salt: without it, admission would correlate with placement.
 const probabilityDomain = 0x61646d697373696f // "admissio"
+
+// bloomDomain keys the count policy's Bloom locations apart from the
+// other hashes of the same (salt, id), for the same reason.
+const bloomDomain = 0x626c6f6f6d6c6f63 // "bloomloc"
 
 type mode uint8
 
@@ -40,7 +44,7 @@ type Filter struct {
 	all        bool   // modeProbability with P = 1
 	partitions int
 	parts      []*partState // modeCount: by partition, nil until sighted; nil until any is
-	key        [8]byte      // the ID as the Bloom filters' []byte key
+	locs       [maxHashes]uint64
 }
 
 // partState is the count policy's state of one partition: up to
@@ -147,10 +151,10 @@ func (f *Filter) Count(part uint32, id uint64) int {
 	if f.mode != modeCount || f.parts == nil || f.parts[part] == nil {
 		return 0
 	}
-	key := f.keyOf(id)
+	locs := f.locate(id)
 	need, c := f.sz.Levels, 0
 	for _, g := range f.parts[part].gens {
-		if c += g.depth(key, need-c); c >= need {
+		if c += g.depth(locs, need-c); c >= need {
 			break
 		}
 	}
@@ -163,25 +167,39 @@ func (f *Filter) checkPart(part uint32) {
 	}
 }
 
-func (f *Filter) keyOf(id uint64) []byte {
-	binary.LittleEndian.PutUint64(f.key[:], id)
-	return f.key[:]
+// locate returns the Bloom locations of id, the same in every filter of
+// the policy (every generation and level of every partition has m =
+// FilterBits bits and k = Hashes hashes): one hash of (salt, id) per
+// sighting, however many filters it probes. They are k double-hashing
+// probes h + i*d (Kirsch and Mitzenmacher), each mapped onto [0, m) by
+// the high word of its product with m. The slice is f's buffer, valid
+// until the next call.
+func (f *Filter) locate(id uint64) []uint64 {
+	h := hashmix.Hash3(bloomDomain, f.salt, id)
+	d := hashmix.Mix64(h) | 1
+	m := uint64(f.sz.FilterBits)
+	locs := f.locs[:f.sz.Hashes]
+	for i := range locs {
+		locs[i], _ = bits.Mul64(h, m)
+		h += d
+	}
+	return locs
 }
 
 func (f *Filter) admitCount(part uint32, id uint64) bool {
 	ps := f.state(part)
-	key := f.keyOf(id)
+	locs := f.locate(id)
 	need, c := f.sz.Levels, 0
 	last := len(ps.gens) - 1
 	for _, g := range ps.gens[:last] {
-		if c += g.depth(key, need-c); c >= need {
+		if c += g.depth(locs, need-c); c >= need {
 			return true
 		}
 	}
 	cur := ps.gens[last]
 	// c < need here; each level found raises c, so j stays below need.
 	for j := 0; c < need; j++ {
-		if !cur.levels[j].TestOrAdd(key) {
+		if !testOrAdd(cur.levels[j], locs) {
 			cur.inserts[j]++
 			if int(cur.inserts[j]) >= f.sz.Capacity {
 				f.rotate(ps)
@@ -237,14 +255,29 @@ func (f *Filter) generationOf(words []uint64) *generation {
 	return g
 }
 
-// depth returns how many leading levels of g hold key, at most limit.
-func (g *generation) depth(key []byte, limit int) int {
+// depth returns how many leading levels of g hold the ID at locs, at
+// most limit.
+func (g *generation) depth(locs []uint64, limit int) int {
 	for j := 0; j < limit; j++ {
-		if !g.levels[j].Test(key) {
+		if !g.levels[j].TestLocations(locs) {
 			return j
 		}
 	}
 	return limit
+}
+
+// testOrAdd reports whether bf holds every location of locs (each below
+// its m) and, when not, sets the missing ones: bloom/v3's TestOrAdd, for
+// locations computed once (locate).
+func testOrAdd(bf *bloom.BloomFilter, locs []uint64) bool {
+	b, present := bf.BitSet(), true
+	for _, l := range locs {
+		if !b.Test(uint(l)) {
+			present = false
+			b.Set(uint(l))
+		}
+	}
+	return present
 }
 
 // MemoryBytes returns the bytes the filter holds: the Bloom words and

@@ -562,6 +562,24 @@ type faultJob struct {
 	all          []*slot // every slot, the gate's included
 	open         bool    // the gate is open (read and written by the test's goroutine only)
 	wg           sync.WaitGroup
+	// failures are the run's failure messages (fatalf, errorf), logged
+	// again after the processes' logs: CI keeps the tail of a failed
+	// run's output, which the processes' logs would otherwise fill.
+	failures []string
+}
+
+// fatalf fails the test now with the message, kept for stop.
+func (j *faultJob) fatalf(format string, args ...any) {
+	j.t.Helper()
+	j.failures = append(j.failures, fmt.Sprintf(format, args...))
+	j.fatalf(format, args...)
+}
+
+// errorf fails the test with the message, kept for stop, and goes on.
+func (j *faultJob) errorf(format string, args ...any) {
+	j.t.Helper()
+	j.failures = append(j.failures, fmt.Sprintf(format, args...))
+	j.errorf(format, args...)
 }
 
 // startJob starts the processes of a run, all but the gate worker's, and
@@ -646,10 +664,10 @@ func (j *faultJob) checkGateShare() {
 	defer cancel()
 	splits, err := testutil.Conn(j.cli, j.prefix).WaitAssignment(ctx, j.gate.id)
 	if err != nil {
-		j.t.Fatalf("%s: the gate worker's share: %v", j.name, err)
+		j.fatalf("%s: the gate worker's share: %v", j.name, err)
 	}
 	if !slices.Equal(splits, j.data.gate) {
-		j.t.Fatalf("%s: the scheduler gave the gate worker %v, want %v: the trainers would not train nearly all the data",
+		j.fatalf("%s: the scheduler gave the gate worker %v, want %v: the trainers would not train nearly all the data",
 			j.name, splits, j.data.gate)
 	}
 }
@@ -670,6 +688,7 @@ func (j *faultJob) stop() {
 		for _, s := range j.all {
 			j.t.Logf("--- %s (last life):\n%s", s.name, s.output())
 		}
+		j.t.Logf("--- %s failed (above the processes' logs): %s", j.name, strings.Join(j.failures, "; "))
 	}
 }
 
@@ -683,9 +702,9 @@ func (j *faultJob) healthy() {
 		switch {
 		case !ok:
 		case err != nil || s.kind != membership.KindWorker:
-			j.t.Fatalf("%s exited by itself: %v", s.name, err)
+			j.fatalf("%s exited by itself: %v", s.name, err)
 		case !j.open:
-			j.t.Fatalf("%s ended before the gate worker started: the job cannot end without it", s.name)
+			j.fatalf("%s ended before the gate worker started: the job cannot end without it", s.name)
 		}
 	}
 }
@@ -698,7 +717,7 @@ func (j *faultJob) waitFor(d time.Duration, what string, cond func() bool) {
 	for !cond() {
 		j.healthy()
 		if time.Now().After(deadline) {
-			j.t.Fatalf("%s: timed out after %v waiting for %s", j.name, d, what)
+			j.fatalf("%s: timed out after %v waiting for %s", j.name, d, what)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
@@ -854,7 +873,7 @@ func (j *faultJob) kill(n int, rng *rand.Rand) *faultKill {
 	case kind == 1:
 		victim = j.trainers[i%len(j.trainers)]
 	case victim == nil:
-		j.t.Fatalf("%s: kill %d: no leading scheduler", j.name, n)
+		j.fatalf("%s: kill %d: no leading scheduler", j.name, n)
 	}
 	st := j.state()
 	k := &faultKill{n: n, fault: fault{kind: kindKill}, victim: victim, rev: j.registration(victim), version: st.Version}
@@ -915,7 +934,7 @@ func (j *faultJob) waitRecovered(k *faultKill) {
 	// A clean stop and an outage cost a pause, not a restore: the
 	// cluster serves on at the version of the fault.
 	if st := j.state(); k.fault.kind != kindKill && st.Version != k.version {
-		j.t.Errorf("%s: fault %d (%v): the cluster serves version %d, restored from %d: it cost a restore, not a pause",
+		j.errorf("%s: fault %d (%v): the cluster serves version %d, restored from %d: it cost a restore, not a pause",
 			j.name, k.n, k.fault, st.Version, k.version)
 	}
 }
@@ -950,12 +969,12 @@ func (j *faultJob) end(res faultRun) faultRun {
 		sum := lastJSON(t, w.cur)
 		aucs[i] = sum.TestAUC
 		if e := sum.ExactlyOnce; e == nil || !e.Exact {
-			t.Errorf("%s: %s's summary: not exactly-once by the shards' account: %+v", j.name, w.name, e)
+			j.errorf("%s: %s's summary: not exactly-once by the shards' account: %+v", j.name, w.name, e)
 		}
 	}
 	for _, auc := range aucs[1:] {
 		if math.Abs(auc-aucs[0]) > 1e-9 {
-			t.Errorf("%s: the workers evaluated different models: AUC %.6f and %.6f", j.name, aucs[0], auc)
+			j.errorf("%s: the workers evaluated different models: AUC %.6f and %.6f", j.name, aucs[0], auc)
 		}
 	}
 	res.auc = aucs[0]
@@ -965,20 +984,20 @@ func (j *faultJob) end(res faultRun) faultRun {
 	// the final model.
 	r, err := testutil.Conn(j.cli, j.prefix).RequestSnapshot(j.ctx)
 	if err != nil {
-		t.Fatalf("%s: final snapshot: %v", j.name, err)
+		j.fatalf("%s: final snapshot: %v", j.name, err)
 	}
 	m, err := snapshot.ReadManifest(j.store, r.Seq)
 	if err != nil {
-		t.Fatal(err)
+		j.fatalf("%v", err)
 	}
 	// The shards' own records of the pushes they applied, per worker and
 	// batch, against the workers' checkpoints (what the workers believe).
 	if err := checkpoint.Consistent(m.Readers); err != nil {
-		t.Errorf("%s: final snapshot %d: %v", j.name, m.Seq, err)
+		j.errorf("%s: final snapshot %d: %v", j.name, m.Seq, err)
 	}
 	res.applied, res.digest = shardApplied(t, m)
 	if n, d := appliedSamples(t, m); n != res.applied || d != res.digest {
-		t.Errorf("%s: final snapshot %d: the checkpoints count %d samples (digest %x), the shards applied %d (%x)",
+		j.errorf("%s: final snapshot %d: the checkpoints count %d samples (digest %x), the shards applied %d (%x)",
 			j.name, m.Seq, n, d, res.applied, res.digest)
 	}
 	return res

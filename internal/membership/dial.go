@@ -12,10 +12,20 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/backoff"
 )
 
 // dialTimeout bounds the gRPC connection set-up of Dial.
 const dialTimeout = 5 * time.Second
+
+// reconnectMax bounds the wait between two attempts to reach etcd again
+// after the connection broke. gRPC's default grows to two minutes: after
+// an etcd outage of half a minute a client could wait a quarter of a
+// minute more before trying again, by which time every lease it keeps
+// (DefaultTTL) has expired although etcd was back. With a second, a
+// member is back within a second of etcd.
+const reconnectMax = time.Second
 
 // DialCheckTimeout bounds Dial's first read: an etcd that does not answer
 // within it is an error naming the endpoints, not a silent wait.
@@ -38,6 +48,10 @@ func Dial(ctx context.Context, endpoints []string, logger *slog.Logger) (*client
 		DialTimeout: dialTimeout,
 		Logger:      ZapLogger(logger, slog.LevelError),
 		Context:     context.WithoutCancel(ctx),
+		DialOptions: []grpc.DialOption{grpc.WithConnectParams(grpc.ConnectParams{
+			Backoff:           backoff.Config{BaseDelay: 100 * time.Millisecond, Multiplier: 1.6, Jitter: 0.2, MaxDelay: reconnectMax},
+			MinConnectTimeout: dialTimeout,
+		})},
 	})
 	if err != nil {
 		return nil, fmt.Errorf("membership: dial %v: %w", endpoints, err)
