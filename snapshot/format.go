@@ -63,8 +63,10 @@ type FileMeta struct {
 	Name   string `json:"name"`
 	Size   int64  `json:"size"`
 	SHA256 string `json:"sha256"`
-	// Rows is the number of rows of a table file.
-	Rows int64 `json:"rows,omitempty"`
+	// Rows is the number of rows of a table file, Deletes the number of
+	// its deletions (TableWriter.Delete; none in a snapshot).
+	Rows    int64 `json:"rows,omitempty"`
+	Deletes int64 `json:"deletes,omitempty"`
 }
 
 // TableEntry is a sparse table: its specification (the AMS's own JSON) and
@@ -392,12 +394,13 @@ var tableWriterOptions = sstable.WriterOptions{
 // TableWriter writes one shard's rows of a table as a sorted table (Pebble's
 // sstable format, keys the 8-byte big-endian ids).
 type TableWriter struct {
-	cw   *checkedWriter
-	sw   *sstable.Writer
-	key  [8]byte
-	last uint64
-	rows int64
-	done bool
+	cw      *checkedWriter
+	sw      *sstable.Writer
+	key     [8]byte
+	last    uint64
+	rows    int64
+	deletes int64
+	done    bool
 }
 
 // CreateTable starts shard's file of table in snapshot seq of s. Close or
@@ -406,7 +409,15 @@ func CreateTable(s Store, seq uint64, table string, shard int) (*TableWriter, er
 	if err := checkName(table, false); err != nil || strings.Contains(table, "/") {
 		return nil, fmt.Errorf("%w: table name %q", ErrBadName, table)
 	}
-	cw, err := newCheckedWriter(s, Dir(seq), TableName(table, shard), tableBufferSize)
+	return CreateTableFile(s, Dir(seq), TableName(table, shard))
+}
+
+// CreateTableFile starts the sorted table file name (a valid name) in
+// directory dir of s: CreateTable's file anywhere, for the other trees
+// that keep rows in this format (model exports). Close or Abort must end
+// it.
+func CreateTableFile(s Store, dir, name string) (*TableWriter, error) {
+	cw, err := newCheckedWriter(s, dir, name, tableBufferSize)
 	if err != nil {
 		return nil, err
 	}
@@ -414,17 +425,40 @@ func CreateTable(s Store, seq uint64, table string, shard int) (*TableWriter, er
 	return &TableWriter{cw: cw, sw: sw}, nil
 }
 
-// Add writes the row of id; ids must strictly increase.
+// Add writes the row of id; ids (of rows and deletions together) must
+// strictly increase.
 func (t *TableWriter) Add(id uint64, value []byte) error {
-	if t.rows > 0 && id <= t.last {
-		return fmt.Errorf("%w: id %d after %d", ErrOrder, id, t.last)
+	if err := t.order(id); err != nil {
+		return err
 	}
-	binary.BigEndian.PutUint64(t.key[:], id)
 	if err := t.sw.Set(t.key[:], value); err != nil {
 		return fmt.Errorf("snapshot: %s: %w", t.cw.name, err)
 	}
-	t.last = id
 	t.rows++
+	return nil
+}
+
+// Delete writes a deletion of id, a point tombstone (an export's delta
+// records the rows removed since its base so): a reader reports it with
+// TableReader.Deleted. Snapshots hold none. ids must strictly increase.
+func (t *TableWriter) Delete(id uint64) error {
+	if err := t.order(id); err != nil {
+		return err
+	}
+	if err := t.sw.Delete(t.key[:]); err != nil {
+		return fmt.Errorf("snapshot: %s: %w", t.cw.name, err)
+	}
+	t.deletes++
+	return nil
+}
+
+// order checks that id follows the last key and makes it the current key.
+func (t *TableWriter) order(id uint64) error {
+	if t.rows+t.deletes > 0 && id <= t.last {
+		return fmt.Errorf("%w: id %d after %d", ErrOrder, id, t.last)
+	}
+	binary.BigEndian.PutUint64(t.key[:], id)
+	t.last = id
 	return nil
 }
 
@@ -438,7 +472,7 @@ func (t *TableWriter) Close() (FileMeta, error) {
 		return FileMeta{}, fmt.Errorf("snapshot: %s: %w", t.cw.name, err)
 	}
 	m := t.cw.meta()
-	m.Rows = t.rows
+	m.Rows, m.Deletes = t.rows, t.deletes
 	return m, nil
 }
 
@@ -458,7 +492,13 @@ func (t *TableWriter) Abort() {
 
 // WriteFile writes a raw file (dense parameters, say) into snapshot seq.
 func WriteFile(s Store, seq uint64, name string, data []byte) (FileMeta, error) {
-	cw, err := newCheckedWriter(s, Dir(seq), name, 0)
+	return WriteFileIn(s, Dir(seq), name, data)
+}
+
+// WriteFileIn writes raw file name into directory dir of s (WriteFile's
+// file anywhere: a model export's, say).
+func WriteFileIn(s Store, dir, name string, data []byte) (FileMeta, error) {
+	cw, err := newCheckedWriter(s, dir, name, 0)
 	if err != nil {
 		return FileMeta{}, err
 	}
@@ -511,7 +551,12 @@ func (f *FileWriter) Abort() { f.cw.abortStore() }
 // ErrCorrupt instead of io.EOF when the bytes do not match. The caller
 // closes it.
 func OpenFile(s Store, seq uint64, f FileMeta) (io.ReadCloser, error) {
-	r, err := s.Open(path.Join(Dir(seq), f.Name))
+	return OpenFileIn(s, Dir(seq), f)
+}
+
+// OpenFileIn is OpenFile for file f of directory dir.
+func OpenFileIn(s Store, dir string, f FileMeta) (io.ReadCloser, error) {
+	r, err := s.Open(path.Join(dir, f.Name))
 	if err != nil {
 		return nil, err
 	}
@@ -605,11 +650,14 @@ func ReadManifest(s Store, seq uint64) (*Manifest, error) {
 }
 
 // Verify reads every file m names and checks its size and SHA-256.
-func Verify(s Store, m *Manifest) error {
+func Verify(s Store, m *Manifest) error { return VerifyFiles(s, m.Dir(), m.files()) }
+
+// VerifyFiles reads every file of files in directory dir and checks its
+// size and SHA-256; the error (wrapping ErrCorrupt) is that of the first
+// bad file in the order of files.
+func VerifyFiles(s Store, dir string, files []FileMeta) error {
 	// The files are checked on up to GOMAXPROCS goroutines (hashing is
-	// CPU-bound: 0.7 CPU-s for 10M rows); the error reported is that of
-	// the first bad file in the manifest's order.
-	files := m.files()
+	// CPU-bound: 0.7 CPU-s for 10M rows).
 	errs := make([]error, len(files))
 	next := atomic.Int64{}
 	var wg sync.WaitGroup
@@ -618,7 +666,7 @@ func Verify(s Store, m *Manifest) error {
 		go func() {
 			defer wg.Done()
 			for i := int(next.Add(1) - 1); i < len(files); i = int(next.Add(1) - 1) {
-				errs[i] = verifyFile(s, m.Dir(), files[i])
+				errs[i] = verifyFile(s, dir, files[i])
 			}
 		}()
 	}
@@ -755,6 +803,7 @@ type TableReader struct {
 	err  error
 	id   uint64
 	val  []byte
+	del  bool
 	seek bool
 }
 
@@ -782,7 +831,12 @@ func (r readable) NewReadHandle(context.Context) objstorage.ReadHandle {
 // refuse a damaged file as a whole; the sorted table's own block checksums
 // catch damage as it is read.
 func OpenTable(s Store, seq uint64, f FileMeta) (*TableReader, error) {
-	name := path.Join(Dir(seq), f.Name)
+	return OpenTableFile(s, Dir(seq), f)
+}
+
+// OpenTableFile opens table file f of directory dir (CreateTableFile).
+func OpenTableFile(s Store, dir string, f FileMeta) (*TableReader, error) {
+	name := path.Join(dir, f.Name)
 	r, err := s.Open(name)
 	if err != nil {
 		return nil, err
@@ -821,18 +875,31 @@ func (t *TableReader) Next() bool {
 		t.err = fmt.Errorf("%w: %s: key of %d bytes", ErrCorrupt, t.name, len(k.UserKey))
 		return false
 	}
-	v, _, err := lv.Value(nil)
-	if err != nil {
-		t.err = fmt.Errorf("%w: %s: %w", ErrCorrupt, t.name, err)
+	t.id, t.del = binary.BigEndian.Uint64(k.UserKey), false
+	switch k.Kind() {
+	case sstable.InternalKeyKindSet:
+		v, _, err := lv.Value(nil)
+		if err != nil {
+			t.err = fmt.Errorf("%w: %s: %w", ErrCorrupt, t.name, err)
+			return false
+		}
+		t.val = v
+	case sstable.InternalKeyKindDelete:
+		t.val, t.del = nil, true
+	default:
+		t.err = fmt.Errorf("%w: %s: key %d of kind %v", ErrCorrupt, t.name, t.id, k.Kind())
 		return false
 	}
-	t.id, t.val = binary.BigEndian.Uint64(k.UserKey), v
 	return true
 }
 
 // Row returns the current row's id and value; the value is valid until
-// the next call of Next.
+// the next call of Next. A deletion (Deleted) has no value.
 func (t *TableReader) Row() (uint64, []byte) { return t.id, t.val }
+
+// Deleted reports whether the current key is a deletion
+// (TableWriter.Delete), not a row.
+func (t *TableReader) Deleted() bool { return t.del }
 
 // Err returns the error that ended Next, or nil at the end of the file.
 func (t *TableReader) Err() error { return t.err }

@@ -637,6 +637,9 @@ func (r *tableRestore) read(f snapshot.FileMeta) error {
 	defer tr.Close()
 	for tr.Next() {
 		id, v := tr.Row()
+		if tr.Deleted() {
+			return fmt.Errorf("%w: %s: a deletion of row %d (a snapshot holds rows only)", snapshot.ErrCorrupt, f.Name, id)
+		}
 		if !r.own.Row(r.table, id) {
 			continue
 		}

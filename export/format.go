@@ -1,0 +1,274 @@
+package export
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"path"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/xdlgo/xps/snapshot"
+)
+
+// FormatVersion is the manifest format this build writes and reads.
+const FormatVersion = 1
+
+// ManifestName is the manifest's file name in an export's directory.
+const ManifestName = "manifest.json"
+
+// The kinds of export.
+const (
+	KindFull  = "full"  // every row of every table
+	KindDelta = "delta" // the rows changed and removed since the base
+)
+
+// ErrCorrupt is wrapped by the errors of a missing, short or altered
+// manifest or file, and of a broken chain.
+var ErrCorrupt = errors.New("export: corrupt export")
+
+// ErrNoExport is wrapped by Chain's error when the store holds no intact
+// full export.
+var ErrNoExport = errors.New("export: no intact full export")
+
+// Dir returns the directory of export seq: "exp-" and seq in 20 digits,
+// so that names sort as the sequence numbers do.
+func Dir(seq uint64) string { return fmt.Sprintf("exp-%020d", seq) }
+
+func parseDir(name string) (uint64, bool) {
+	s, ok := strings.CutPrefix(name, "exp-")
+	if !ok || len(s) != 20 {
+		return 0, false
+	}
+	n, err := strconv.ParseUint(s, 10, 64)
+	return n, err == nil
+}
+
+// TableName is the file name of shard's part of table in an export.
+func TableName(table string, shard int) string {
+	return fmt.Sprintf("tables/%s/shard-%05d.sst", table, shard)
+}
+
+// DenseName is the file name of a dense vector in an export.
+func DenseName(name string) string { return "dense/" + name }
+
+// Table is a sparse table in an export.
+type Table struct {
+	Name string `json:"name"`
+	Dim  int    `json:"dim"`
+	// Quant is the rows' encoding (FP32, FP16 or Int8).
+	Quant string `json:"quant"`
+	// Init is the table's initializer (ams.InitSpec as JSON): the value
+	// of an ID the chain holds no row of.
+	Init json.RawMessage `json:"init,omitempty"`
+	// Files holds one sorted table per shard: rows (and, in a delta,
+	// deletions: the tombstones of rows removed since the base) keyed by
+	// the ids' 8 big-endian bytes, values encoded by Quant.
+	Files []snapshot.FileMeta `json:"files"`
+}
+
+// Dense is a dense parameter vector in an export: Len float32 values,
+// little-endian.
+type Dense struct {
+	Name string            `json:"name"`
+	Len  int               `json:"len"`
+	File snapshot.FileMeta `json:"file"`
+}
+
+// Manifest describes a complete export; it is written last, and an export
+// directory without one does not exist.
+type Manifest struct {
+	Format int    `json:"format"`
+	Seq    uint64 `json:"seq"`
+	Kind   string `json:"kind"`
+	// Base is the export a delta applies onto (the previous link of its
+	// chain); Full the full export its chain starts at (Seq for a full).
+	Base uint64 `json:"base,omitempty"`
+	Full uint64 `json:"full"`
+	// Job is the id of the training job, Version the cluster version at
+	// the cut, Samples the samples the model had trained then.
+	Job     string    `json:"job,omitempty"`
+	Version uint64    `json:"version"`
+	Samples int64     `json:"samples"`
+	Created time.Time `json:"created"`
+	Shards  int       `json:"shards"`
+	Tables  []Table   `json:"tables"`
+	Dense   []Dense   `json:"dense,omitempty"`
+	// Config is the job's configuration (config.Config as JSON), from
+	// which a server rebuilds the network.
+	Config json.RawMessage `json:"config,omitempty"`
+	// Checksum is the SHA-256 of the manifest's JSON with Checksum empty.
+	Checksum string `json:"checksum"`
+}
+
+// Dir is the manifest's export directory.
+func (m *Manifest) Dir() string { return Dir(m.Seq) }
+
+// Rows returns the rows and the deletions the manifest's files hold.
+func (m *Manifest) Rows() (rows, deletes int64) {
+	for _, t := range m.Tables {
+		for _, f := range t.Files {
+			rows, deletes = rows+f.Rows, deletes+f.Deletes
+		}
+	}
+	return rows, deletes
+}
+
+// Bytes returns the size of the manifest's files.
+func (m *Manifest) Bytes() int64 {
+	var n int64
+	for _, f := range m.files() {
+		n += f.Size
+	}
+	return n
+}
+
+func (m *Manifest) files() []snapshot.FileMeta {
+	var out []snapshot.FileMeta
+	for _, t := range m.Tables {
+		out = append(out, t.Files...)
+	}
+	for _, d := range m.Dense {
+		out = append(out, d.File)
+	}
+	return out
+}
+
+func (m *Manifest) sum() (string, error) {
+	c := *m
+	c.Checksum = ""
+	b, err := json.Marshal(&c)
+	if err != nil {
+		return "", err
+	}
+	h := sha256.Sum256(b)
+	return hex.EncodeToString(h[:]), nil
+}
+
+// check reports what is wrong with a manifest's structure.
+func (m *Manifest) check() error {
+	switch {
+	case m.Kind == KindFull && (m.Full != m.Seq || m.Base != 0):
+		return fmt.Errorf("a full export with full %d and base %d", m.Full, m.Base)
+	case m.Kind == KindDelta && (m.Base >= m.Seq || m.Full > m.Base):
+		return fmt.Errorf("a delta with base %d and full %d", m.Base, m.Full)
+	case m.Kind != KindFull && m.Kind != KindDelta:
+		return fmt.Errorf("kind %q", m.Kind)
+	}
+	for _, t := range m.Tables {
+		if err := CheckQuant(t.Quant); err != nil || t.Dim < 1 || len(t.Files) != m.Shards {
+			return fmt.Errorf("table %q: quant %q, dim %d, %d files of %d shards", t.Name, t.Quant, t.Dim, len(t.Files), m.Shards)
+		}
+	}
+	return nil
+}
+
+// Commit writes m's manifest (Format, Created and Checksum filled) into
+// its export's directory: the export then exists. Every file m names
+// must already be committed.
+func Commit(s snapshot.Store, m *Manifest) error {
+	m.Format = FormatVersion
+	if m.Created.IsZero() {
+		m.Created = time.Now().UTC()
+	}
+	if err := m.check(); err != nil {
+		return fmt.Errorf("export %d: %w", m.Seq, err)
+	}
+	sum, err := m.sum()
+	if err != nil {
+		return fmt.Errorf("export %d: manifest: %w", m.Seq, err)
+	}
+	m.Checksum = sum
+	b, err := json.MarshalIndent(m, "", "  ")
+	if err != nil {
+		return fmt.Errorf("export %d: manifest: %w", m.Seq, err)
+	}
+	w, err := s.Create(path.Join(m.Dir(), ManifestName))
+	if err != nil {
+		return err
+	}
+	defer w.Abort()
+	if _, err := w.Write(append(b, '\n')); err != nil {
+		return err
+	}
+	return w.Commit()
+}
+
+// ReadManifest reads and checks the manifest of export seq (not its files:
+// see Verify). A missing, truncated or altered manifest is an error
+// wrapping ErrCorrupt.
+func ReadManifest(s snapshot.Store, seq uint64) (*Manifest, error) {
+	r, err := s.Open(path.Join(Dir(seq), ManifestName))
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s: %w", ErrCorrupt, Dir(seq), err)
+	}
+	defer r.Close()
+	b, err := io.ReadAll(r)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s: %w", ErrCorrupt, Dir(seq), err)
+	}
+	var m Manifest
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&m); err != nil {
+		return nil, fmt.Errorf("%w: %s/%s: %v", ErrCorrupt, Dir(seq), ManifestName, err)
+	}
+	compact(&m.Config)
+	for i := range m.Tables {
+		compact(&m.Tables[i].Init)
+	}
+	switch sum, err := m.sum(); {
+	case err != nil:
+		return nil, fmt.Errorf("%w: %s/%s: %v", ErrCorrupt, Dir(seq), ManifestName, err)
+	case m.Format != FormatVersion:
+		return nil, fmt.Errorf("%w: %s: manifest format %d, this build reads %d", ErrCorrupt, Dir(seq), m.Format, FormatVersion)
+	case sum != m.Checksum:
+		return nil, fmt.Errorf("%w: %s/%s: checksum %s, want %s", ErrCorrupt, Dir(seq), ManifestName, sum, m.Checksum)
+	case m.Seq != seq:
+		return nil, fmt.Errorf("%w: %s: the manifest says export %d", ErrCorrupt, Dir(seq), m.Seq)
+	}
+	if err := m.check(); err != nil {
+		return nil, fmt.Errorf("%w: %s: %w", ErrCorrupt, Dir(seq), err)
+	}
+	return &m, nil
+}
+
+// compact removes the indentation MarshalIndent gave embedded JSON, so
+// that it reads back as it was given (the checksum does not depend on it).
+func compact(r *json.RawMessage) {
+	var b bytes.Buffer
+	if len(*r) > 0 && json.Compact(&b, *r) == nil {
+		*r = b.Bytes()
+	}
+}
+
+// Verify reads every file m names and checks its size and SHA-256.
+func Verify(s snapshot.Store, m *Manifest) error {
+	if err := snapshot.VerifyFiles(s, m.Dir(), m.files()); err != nil {
+		return fmt.Errorf("%w: %w", ErrCorrupt, err)
+	}
+	return nil
+}
+
+// Exports returns the sequence numbers of the export directories in s,
+// oldest first, whether complete or not.
+func Exports(s snapshot.Store) ([]uint64, error) {
+	ents, err := s.List("")
+	if err != nil {
+		return nil, err
+	}
+	var out []uint64
+	for _, e := range ents {
+		if seq, ok := parseDir(e.Name); ok && e.Dir {
+			out = append(out, seq)
+		}
+	}
+	slices.Sort(out)
+	return out, nil
+}
