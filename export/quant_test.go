@@ -25,8 +25,8 @@ func TestHalfRounding(t *testing.T) {
 		want float32
 	}{
 		{1, 1}, {-2.5, -2.5}, {65504, 65504}, {1e6, 65504}, {-1e6, -65504},
-		{1 + 1.0/2048, 1},                // a tie: to even (1)
-		{1 + 3.0/2048, 1 + 2.0/1024},     // a tie: to even (up)
+		{1 + 1.0/2048, 1},            // a tie: to even (1)
+		{1 + 3.0/2048, 1 + 2.0/1024}, // a tie: to even (up)
 		{float32(math.Ldexp(1, -24)), float32(math.Ldexp(1, -24))}, // the smallest subnormal
 		{float32(math.Ldexp(1, -26)), 0},
 	} {
