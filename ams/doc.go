@@ -87,8 +87,11 @@
 // pull-then-push training step adds 1. A Pull of an existing row reads it
 // and changes nothing (a training pull is followed by the push that touches
 // the row; a second random access per row on the pull path cost a tenth of
-// a shard's time); without create, missing rows read as zeros. Filters and expiry read
-// the statistics through Stats and Range.
+// // a shard's time); without create, a missing row reads as its initial
+// value (the initializer's, a function of the table's spec and the ID) and
+// is not created. Filters and expiry read the statistics through Stats and
+// Range. A push also sets the row's dirty mark, which an incremental
+// export takes (TakeDirty: see dirty.go).
 //
 // # Optimizer state layout
 //

@@ -55,6 +55,11 @@ var (
 	// shard has already applied. It is refused and applied nowhere: the
 	// model is ahead of the checkpoint the worker resumed from.
 	ErrDuplicatePush = errors.New("ams: batch already applied")
+	// ErrNoExportBase: a shard asked for an incremental export has no
+	// base for it (it has not written the export named as the base since
+	// its model began, or tombstones since then were lost); the caller
+	// takes a full export instead.
+	ErrNoExportBase = errors.New("ams: no base for an incremental export")
 	// ErrUnavailable: a request that did not reach its shard, or that the
 	// shard could not serve because it stopped: not listening, connection
 	// lost, closed.

@@ -13,6 +13,7 @@ import (
 //	key                          written by                          read by
 //	job/config                   the job's first worker (Declare)    ams/client.WriteSnapshot (the manifest's
 //	                                                                 config), workers joining the job
+//	job/shape                    the job's first worker (Declare)    ams/client.WriteExport (the export's shape)
 //	sync/rounds                  every shard, its own (sync mode)    that shard, after a restore
 //	reader/<worker>/checkpoint   worker <worker>: its Checkpoint     the worker, resuming; the scheduler
 //	                             (internal/checkpoint)               (samples applied, -snapshot-every-samples)
@@ -21,8 +22,13 @@ import (
 //	                             snapshot part (not PutState): its   layout) restoring the snapshot
 //	                             Applied records, JSON by worker
 const (
-	// StateJobConfig holds the job's configuration (YAML).
+	// StateJobConfig holds the job's configuration (JSON of
+	// config.Config, defaults filled).
 	StateJobConfig = "job/config"
+	// StateJobShape holds the network's input shape as the workers found
+	// it in the data (JSON of the worker's Shape): a model export keeps it
+	// with the configuration, which may leave the fields to the data.
+	StateJobShape = "job/shape"
 	// StateSyncRounds holds a shard's sync-mode progress; every shard has
 	// its own entry, kept by every shard on a restore.
 	StateSyncRounds = "sync/rounds"

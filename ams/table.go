@@ -46,6 +46,8 @@ type Table struct {
 	rows slab[float32] // width d+sw+2: values, state, statistics
 	next uint32        // slots [0, next) have been handed out
 	free []uint32      // deleted slots, reused last-in first-out
+	// dirty holds a mark per slot, set by pushes (see dirty.go).
+	dirty []uint64
 
 	// step is the sample clock that creations and pushes stamp on their
 	// rows (SetStep); admit, when set, decides which missing IDs earn a
@@ -144,8 +146,11 @@ func (t *Table) CheckBatch(nIDs, nValues int) error {
 }
 
 // Pull writes the rows of ids into out, row k at out[k*Dim:(k+1)*Dim].
-// A missing row is created with the initializer when create is true and
-// written as zeros (and not created) otherwise. Existing rows are only
+// A missing row is created with the initializer when create is true;
+// otherwise it is not created and reads as the initializer would make it
+// (as an id the admission filter does not admit does, and as a server
+// reads an id its export has no row of: an absent row is its initial
+// value everywhere). Existing rows are only
 // read: their statistics change when they are pushed. It returns the
 // number of rows created. It panics unless len(out) == len(ids)*Dim.
 func (t *Table) Pull(ids []uint64, out []float32, create bool, now uint32) int {
@@ -193,7 +198,7 @@ func (t *Table) pull(ids []uint64, pos []int32, out []float32, create bool, now 
 				var ok bool
 				if slot, ok = t.idx.get(id); !ok {
 					if !create {
-						clear(dst)
+						t.init.fill(id, dst) // the row it would have
 						continue
 					}
 					if t.admit != nil && !t.admit.admit(id) {
@@ -296,6 +301,7 @@ func (t *Table) push(ids []uint64, pos []int32, grads []float32, now uint32) int
 		for k := range grp {
 			if slot := slots[k]; slot != emptySlot {
 				touch(statsOf(t.rows.row(slot)), now, t.step)
+				t.markDirty(slot)
 			}
 		}
 		for k, id := range grp {
@@ -314,6 +320,7 @@ func (t *Table) push(ids []uint64, pos []int32, grads []float32, now uint32) int
 					slot = t.create(id, now)
 					created++
 				}
+				t.markDirty(slot)
 			}
 			w, state, _ := t.split(t.rows.row(slot))
 			t.opt.Apply(w, state, g)
@@ -339,6 +346,7 @@ func (t *Table) create(id uint64, now uint32) uint32 {
 	t.init.fill(id, w)
 	t.opt.InitState(state)
 	st[statTouched], st[statHits], st[statStep] = now, 1, t.step
+	t.cleanSlot(slot)
 	t.idx.insert(id, slot)
 	t.cnt.Created++
 	return slot
@@ -358,6 +366,7 @@ func (t *Table) alloc() uint32 {
 	s := t.next
 	t.next++
 	t.rows.ensure(int(t.next))
+	t.growDirty()
 	return s
 }
 
@@ -427,6 +436,7 @@ func (t *Table) load(id uint64, values, state []float32, stats [statWords]uint32
 		slot = t.alloc()
 		t.idx.insert(id, slot)
 	}
+	t.cleanSlot(slot)
 	w, st0, st := t.split(t.rows.row(slot))
 	copy(w, values)
 	if len(state) == 0 {
@@ -441,5 +451,5 @@ func (t *Table) load(id uint64, values, state []float32, stats [statWords]uint32
 // MemoryBytes returns the bytes held by the index, the slab (allocated
 // chunks, used or not) and the free list.
 func (t *Table) MemoryBytes() int64 {
-	return t.idx.memoryBytes() + t.rows.memoryBytes() + int64(cap(t.free))*4
+	return t.idx.memoryBytes() + t.rows.memoryBytes() + int64(cap(t.free))*4 + int64(cap(t.dirty))*8
 }

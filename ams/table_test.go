@@ -56,8 +56,10 @@ func (r *refTable) pull(id uint64, create bool, now uint32) []float32 {
 	if x, ok := r.rows[id]; ok {
 		return x.values // reading an existing row leaves its statistics alone
 	}
-	if !create {
-		return make([]float32, r.spec.Dim)
+	if !create { // the initial value, not created
+		v := make([]float32, r.spec.Dim)
+		r.spec.Init.Fill(id, v)
+		return v
 	}
 	return r.row(id, now).values
 }
@@ -163,15 +165,9 @@ func TestTableAgainstReference(t *testing.T) {
 func TestTablePullCreateAndStats(t *testing.T) {
 	tb := newTestTable(t, TableSpec{Name: "t", Dim: 3, Init: InitSpec{Kind: InitConstant, Value: 0.5}})
 	out := make([]float32, 6)
-	if n := tb.Pull([]uint64{0, 7}, out, false, 10); n != 0 || tb.Len() != 0 || !slices.Equal(out, make([]float32, 6)) {
-		t.Fatalf("pull without create: created %d, len %d, out %v", n, tb.Len(), out)
-	}
-	for i := range out {
-		out[i] = 9 // missing rows overwrite with zeros
-	}
-	tb.Pull([]uint64{0, 7}, out, false, 10)
-	if !slices.Equal(out, make([]float32, 6)) {
-		t.Fatalf("missing rows not zeroed: %v", out)
+	half := []float32{0.5, 0.5, 0.5, 0.5, 0.5, 0.5}
+	if n := tb.Pull([]uint64{0, 7}, out, false, 10); n != 0 || tb.Len() != 0 || !slices.Equal(out, half) {
+		t.Fatalf("pull without create: created %d, len %d, out %v (want the initial values, nothing created)", n, tb.Len(), out)
 	}
 	if n := tb.Pull([]uint64{0, 7}, out, true, 11); n != 2 || tb.Len() != 2 {
 		t.Fatalf("pull with create: created %d, len %d", n, tb.Len())

@@ -11,6 +11,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/xdlgo/xps/ams"
+	"github.com/xdlgo/xps/export"
 	"github.com/xdlgo/xps/internal/datagen"
 	"github.com/xdlgo/xps/reader"
 	"github.com/xdlgo/xps/snapshot"
@@ -34,6 +35,9 @@ type Config struct {
 	// Snapshot is the scheduler's snapshot policy (package snapshot), read
 	// by the scheduler and by the embedded cluster of worker -local.
 	Snapshot snapshot.Policy `yaml:"snapshot"`
+	// Export is the scheduler's model export policy (package export):
+	// where exports for serving go, how often, and how rows are encoded.
+	Export export.Policy `yaml:"export"`
 }
 
 // JobConfig is what every process of a job reads: the data and how many
@@ -60,6 +64,13 @@ type JobConfig struct {
 	//
 	// The default value is empty: no test set (for file data).
 	Test []string `yaml:"test"`
+	// TestScores names a file into which the first worker writes, after
+	// the last evaluation, each test sample's predicted probability, one
+	// per line in the test set's order (compare with what a server
+	// scores, say).
+	//
+	// The default value is empty: none.
+	TestScores string `yaml:"test_scores"`
 	// Workers is the number of workers sharing the training data.
 	//
 	// The default value is 1.
@@ -410,6 +421,7 @@ func (c *Config) EnsureDefaults() {
 		c.Job.SplitBytes = 64 << 20
 	}
 	c.Snapshot.EnsureDefaults()
+	c.Export.EnsureDefaults()
 	d := &c.Data
 	setInt(&d.TrainSamples, 500000)
 	setInt(&d.TestSamples, 40000)
@@ -504,6 +516,15 @@ func (o *OutputConfig) validate(c *Config, bad func(string, ...any)) {
 	}
 }
 
+// TableNames lists the names of the model's tables.
+func (c *Config) TableNames() []string {
+	var out []string
+	for _, t := range c.Model.Tables {
+		out = append(out, t.Name)
+	}
+	return out
+}
+
 // Validate reports every problem at once, each wrapping ErrInvalid.
 func (c *Config) Validate() error {
 	var errs []error
@@ -514,6 +535,9 @@ func (c *Config) Validate() error {
 	c.Train.validate(bad)
 	c.validateSources(bad)
 	if err := c.Snapshot.Validate(); err != nil {
+		bad("%v", err)
+	}
+	if err := c.Export.Validate(c.TableNames()); err != nil {
 		bad("%v", err)
 	}
 	d := &c.Data

@@ -106,3 +106,25 @@ func Prune(s snapshot.Store, keep int) ([]uint64, error) {
 	}
 	return removed, nil
 }
+
+// RemoveIncomplete removes every export without an intact manifest (a
+// failed or abandoned attempt: one export is written at a time, so any
+// such directory is dead once the writer knows none is in progress), and
+// returns their sequence numbers.
+func RemoveIncomplete(s snapshot.Store) ([]uint64, error) {
+	seqs, err := Exports(s)
+	if err != nil {
+		return nil, err
+	}
+	var removed []uint64
+	for _, seq := range seqs {
+		if _, err := ReadManifest(s, seq); err == nil {
+			continue
+		}
+		if err := s.Remove(Dir(seq)); err != nil {
+			return removed, err
+		}
+		removed = append(removed, seq)
+	}
+	return removed, nil
+}

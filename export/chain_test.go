@@ -14,7 +14,7 @@ import (
 // rows of ids with value id, deletions of dels.
 func writeExport(t *testing.T, s snapshot.Store, seq, base, full uint64, ids, dels []uint64) *Manifest {
 	t.Helper()
-	tw, err := snapshot.CreateTableFile(s, Dir(seq), TableName("emb", 0))
+	tw, err := snapshot.CreateTableFile(s, Dir(seq), TableName("emb", 0), true)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -33,7 +33,7 @@ func writeExport(t *testing.T, s snapshot.Store, seq, base, full uint64, ids, de
 	if err != nil {
 		t.Fatal(err)
 	}
-	d, err := snapshot.WriteFileIn(s, Dir(seq), DenseName("mlp"), AppendRow(nil, FP32, []float32{1, 2, 3}))
+	d, err := snapshot.WriteFileIn(s, Dir(seq), DenseName("mlp", 0), AppendRow(nil, FP32, []float32{1, 2, 3}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -43,7 +43,7 @@ func writeExport(t *testing.T, s snapshot.Store, seq, base, full uint64, ids, de
 	}
 	m := &Manifest{Seq: seq, Kind: kind, Base: base, Full: full, Shards: 1,
 		Tables: []Table{{Name: "emb", Dim: 2, Quant: FP32, Files: []snapshot.FileMeta{f}}},
-		Dense:  []Dense{{Name: "mlp", Len: 3, File: d}}}
+		Dense:  []Dense{{Name: "mlp", Len: 3, Parts: []DensePart{{Lo: 0, Hi: 3, File: d}}}}}
 	if err := Commit(s, m); err != nil {
 		t.Fatal(err)
 	}

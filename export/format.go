@@ -55,8 +55,10 @@ func TableName(table string, shard int) string {
 	return fmt.Sprintf("tables/%s/shard-%05d.sst", table, shard)
 }
 
-// DenseName is the file name of a dense vector in an export.
-func DenseName(name string) string { return "dense/" + name }
+// DenseName is the file name of shard's range of a dense vector.
+func DenseName(name string, shard int) string {
+	return fmt.Sprintf("dense/%s/shard-%05d", name, shard)
+}
 
 // Table is a sparse table in an export.
 type Table struct {
@@ -73,12 +75,63 @@ type Table struct {
 	Files []snapshot.FileMeta `json:"files"`
 }
 
-// Dense is a dense parameter vector in an export: Len float32 values,
-// little-endian.
+// Dense is a dense parameter vector in an export, Len values held in
+// ranges by the shards: the ranges of Parts follow each other from 0 to
+// Len.
 type Dense struct {
-	Name string            `json:"name"`
-	Len  int               `json:"len"`
+	Name  string      `json:"name"`
+	Len   int         `json:"len"`
+	Parts []DensePart `json:"parts"`
+}
+
+// DensePart is the range [Lo, Hi) of a dense vector: Hi-Lo float32
+// values, little-endian.
+type DensePart struct {
+	Lo   int               `json:"lo"`
+	Hi   int               `json:"hi"`
 	File snapshot.FileMeta `json:"file"`
+}
+
+// Part is what one shard wrote of an export: its file of each table and
+// its ranges of the dense vectors.
+type Part struct {
+	Tables []Table `json:"tables"`
+	Dense  []Dense `json:"dense,omitempty"`
+}
+
+// Add merges p, the part of shard m.Shards (parts are added in shard
+// order), into m: a table's file joins its entry, a dense range its
+// vector's. Tables whose dim, encoding or initializer differ between
+// shards are an error.
+func (m *Manifest) Add(p Part) error {
+	for _, t := range p.Tables {
+		if len(t.Files) != 1 {
+			return fmt.Errorf("export: shard %d's part of table %q has %d files, want 1", m.Shards, t.Name, len(t.Files))
+		}
+		i := slices.IndexFunc(m.Tables, func(e Table) bool { return e.Name == t.Name })
+		switch {
+		case i < 0 && m.Shards == 0:
+			m.Tables = append(m.Tables, t)
+		case i < 0:
+			return fmt.Errorf("export: table %q is on shard %d and not on shard 0", t.Name, m.Shards)
+		case m.Tables[i].Dim != t.Dim || m.Tables[i].Quant != t.Quant || !bytes.Equal(m.Tables[i].Init, t.Init):
+			return fmt.Errorf("export: table %q differs between shards 0 and %d", t.Name, m.Shards)
+		default:
+			m.Tables[i].Files = append(m.Tables[i].Files, t.Files[0])
+		}
+	}
+	for _, d := range p.Dense {
+		i := slices.IndexFunc(m.Dense, func(e Dense) bool { return e.Name == d.Name })
+		if i < 0 {
+			m.Dense = append(m.Dense, d)
+		} else if m.Dense[i].Len != d.Len {
+			return fmt.Errorf("export: dense %q has %d values on one shard, %d on shard %d", d.Name, m.Dense[i].Len, d.Len, m.Shards)
+		} else {
+			m.Dense[i].Parts = append(m.Dense[i].Parts, d.Parts...)
+		}
+	}
+	m.Shards++
+	return nil
 }
 
 // Manifest describes a complete export; it is written last, and an export
@@ -103,6 +156,10 @@ type Manifest struct {
 	// Config is the job's configuration (config.Config as JSON), from
 	// which a server rebuilds the network.
 	Config json.RawMessage `json:"config,omitempty"`
+	// Shape is the network's input shape as the workers found it in the
+	// data (fields, their levels, dense widths: the worker's JSON), which
+	// the configuration may leave to the data.
+	Shape json.RawMessage `json:"shape,omitempty"`
 	// Checksum is the SHA-256 of the manifest's JSON with Checksum empty.
 	Checksum string `json:"checksum"`
 }
@@ -135,7 +192,9 @@ func (m *Manifest) files() []snapshot.FileMeta {
 		out = append(out, t.Files...)
 	}
 	for _, d := range m.Dense {
-		out = append(out, d.File)
+		for _, p := range d.Parts {
+			out = append(out, p.File)
+		}
 	}
 	return out
 }
@@ -164,6 +223,18 @@ func (m *Manifest) check() error {
 	for _, t := range m.Tables {
 		if err := CheckQuant(t.Quant); err != nil || t.Dim < 1 || len(t.Files) != m.Shards {
 			return fmt.Errorf("table %q: quant %q, dim %d, %d files of %d shards", t.Name, t.Quant, t.Dim, len(t.Files), m.Shards)
+		}
+	}
+	for _, d := range m.Dense {
+		next := 0
+		for _, p := range d.Parts {
+			if p.Lo != next || p.Hi < p.Lo || p.File.Size != 4*int64(p.Hi-p.Lo) {
+				return fmt.Errorf("dense %q: range [%d, %d) of %d bytes after %d", d.Name, p.Lo, p.Hi, p.File.Size, next)
+			}
+			next = p.Hi
+		}
+		if next != d.Len {
+			return fmt.Errorf("dense %q: ranges end at %d of %d", d.Name, next, d.Len)
 		}
 	}
 	return nil
@@ -220,6 +291,7 @@ func ReadManifest(s snapshot.Store, seq uint64) (*Manifest, error) {
 		return nil, fmt.Errorf("%w: %s/%s: %v", ErrCorrupt, Dir(seq), ManifestName, err)
 	}
 	compact(&m.Config)
+	compact(&m.Shape)
 	for i := range m.Tables {
 		compact(&m.Tables[i].Init)
 	}

@@ -17,9 +17,10 @@ const (
 	// go subnormal below 2^-14, to zero below 2^-25) and larger ones
 	// saturate to ±65504.
 	FP16 = "fp16"
-	// Int8 keeps a row as its scale s = max|v|/127 (float32 bits) and each
-	// value as the int8 round(v/s): an absolute error of at most s/2 per
-	// value.
+	// Int8 keeps a row as its scale s, max|v|/127 rounded up to a
+	// bfloat16 (the top 16 bits of a float32), and each value as the int8
+	// round(v/s): an absolute error of at most s/2 per value, s at most
+	// (1 + 2^-7) max|v|/127.
 	Int8 = "int8"
 )
 
@@ -42,7 +43,7 @@ func RowBytes(q string, dim int) int {
 	case FP16:
 		return 2 * dim
 	case Int8:
-		return 4 + dim
+		return 2 + dim
 	}
 	return 4 * dim
 }
@@ -59,8 +60,9 @@ func AppendRow(b []byte, q string, v []float32) []byte {
 		for _, x := range v {
 			m = max(m, abs32(x))
 		}
-		s := m / 127
-		b = binary.LittleEndian.AppendUint32(b, math.Float32bits(s))
+		sb := bf16Up(m / 127)
+		b = binary.LittleEndian.AppendUint16(b, sb)
+		s := math.Float32frombits(uint32(sb) << 16)
 		inv := float32(0)
 		if s > 0 {
 			inv = 1 / s
@@ -90,12 +92,12 @@ func DecodeRow(dst []float32, q string, b []byte) error {
 			dst[i] = fromHalf(binary.LittleEndian.Uint16(b[2*i:]))
 		}
 	case Int8:
-		s := math.Float32frombits(binary.LittleEndian.Uint32(b))
+		s := math.Float32frombits(uint32(binary.LittleEndian.Uint16(b)) << 16)
 		if !finite(s) || s < 0 {
 			return fmt.Errorf("export: an int8 row with scale %v", s)
 		}
 		for i := range dst {
-			dst[i] = float32(int8(b[4+i])) * s
+			dst[i] = float32(int8(b[2+i])) * s
 		}
 		return nil
 	default:
@@ -109,6 +111,17 @@ func DecodeRow(dst []float32, q string, b []byte) error {
 		}
 	}
 	return nil
+}
+
+// bf16Up returns the bfloat16 nearest to x >= 0 from above (x itself
+// when exact; +Inf stays +Inf, NaN stays NaN).
+func bf16Up(x float32) uint16 {
+	b := math.Float32bits(x)
+	h := uint16(b >> 16)
+	if b&0xffff != 0 && b&0x7f800000 != 0x7f800000 {
+		h++ // the next bfloat16 up; a carry into the exponent is right
+	}
+	return h
 }
 
 func abs32(x float32) float32 { return math.Float32frombits(math.Float32bits(x) &^ (1 << 31)) }

@@ -66,7 +66,7 @@ func TestRowRoundTrip(t *testing.T) {
 			case FP16:
 				bound = abs32(v[i])/2048 + float32(math.Ldexp(1, -25))
 			case Int8:
-				bound = maxAbs / 127 / 2 * 1.0001
+				bound = maxAbs / 127 / 2 * (1 + 1.0/128) * 1.0001
 			}
 			if d > bound {
 				t.Errorf("%s: value %d: %v decoded as %v (error %v > %v)", q, i, v[i], got[i], d, bound)

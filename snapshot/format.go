@@ -409,19 +409,25 @@ func CreateTable(s Store, seq uint64, table string, shard int) (*TableWriter, er
 	if err := checkName(table, false); err != nil || strings.Contains(table, "/") {
 		return nil, fmt.Errorf("%w: table name %q", ErrBadName, table)
 	}
-	return CreateTableFile(s, Dir(seq), TableName(table, shard))
+	return CreateTableFile(s, Dir(seq), TableName(table, shard), false)
 }
 
 // CreateTableFile starts the sorted table file name (a valid name) in
 // directory dir of s: CreateTable's file anywhere, for the other trees
-// that keep rows in this format (model exports). Close or Abort must end
-// it.
-func CreateTableFile(s Store, dir, name string) (*TableWriter, error) {
+// that keep rows in this format (model exports). With compress its blocks
+// are Snappy-compressed: worth it for small rows (quantized, say), whose
+// keys and 8-byte key trailers would otherwise be half the file. Close or
+// Abort must end it.
+func CreateTableFile(s Store, dir, name string, compress bool) (*TableWriter, error) {
 	cw, err := newCheckedWriter(s, dir, name, tableBufferSize)
 	if err != nil {
 		return nil, err
 	}
-	sw := sstable.NewWriter(cw, tableWriterOptions)
+	o := tableWriterOptions
+	if compress {
+		o.Compression = sstable.SnappyCompression
+	}
+	sw := sstable.NewWriter(cw, o)
 	return &TableWriter{cw: cw, sw: sw}, nil
 }
 

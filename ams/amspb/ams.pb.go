@@ -2311,6 +2311,140 @@ func (x *WriteSnapshotResponse) GetPart() []byte {
 	return nil
 }
 
+type WriteExportRequest struct {
+	state          protoimpl.MessageState `protogen:"open.v1"`
+	ClusterVersion uint64                 `protobuf:"varint,1,opt,name=cluster_version,json=clusterVersion,proto3" json:"cluster_version,omitempty"`
+	// store is an export store location: a directory or hdfs://HOST:PORT/PATH.
+	Store string `protobuf:"bytes,2,opt,name=store,proto3" json:"store,omitempty"`
+	Seq   uint64 `protobuf:"varint,3,opt,name=seq,proto3" json:"seq,omitempty"`
+	// base is the export a delta applies onto; 0 asks for a full export.
+	Base uint64 `protobuf:"varint,4,opt,name=base,proto3" json:"base,omitempty"`
+	// index is the shard's position in the shard map.
+	Index uint32 `protobuf:"varint,5,opt,name=index,proto3" json:"index,omitempty"`
+	// quant gives a table's encoding: fp32 (the default), fp16 or int8.
+	Quant         map[string]string `protobuf:"bytes,6,rep,name=quant,proto3" json:"quant,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *WriteExportRequest) Reset() {
+	*x = WriteExportRequest{}
+	mi := &file_ams_proto_msgTypes[34]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *WriteExportRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*WriteExportRequest) ProtoMessage() {}
+
+func (x *WriteExportRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_ams_proto_msgTypes[34]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use WriteExportRequest.ProtoReflect.Descriptor instead.
+func (*WriteExportRequest) Descriptor() ([]byte, []int) {
+	return file_ams_proto_rawDescGZIP(), []int{34}
+}
+
+func (x *WriteExportRequest) GetClusterVersion() uint64 {
+	if x != nil {
+		return x.ClusterVersion
+	}
+	return 0
+}
+
+func (x *WriteExportRequest) GetStore() string {
+	if x != nil {
+		return x.Store
+	}
+	return ""
+}
+
+func (x *WriteExportRequest) GetSeq() uint64 {
+	if x != nil {
+		return x.Seq
+	}
+	return 0
+}
+
+func (x *WriteExportRequest) GetBase() uint64 {
+	if x != nil {
+		return x.Base
+	}
+	return 0
+}
+
+func (x *WriteExportRequest) GetIndex() uint32 {
+	if x != nil {
+		return x.Index
+	}
+	return 0
+}
+
+func (x *WriteExportRequest) GetQuant() map[string]string {
+	if x != nil {
+		return x.Quant
+	}
+	return nil
+}
+
+type WriteExportResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// part is the JSON of the shard's part (export.Part): its file of each
+	// table and its ranges of the dense vectors, with sizes and checksums.
+	Part          []byte `protobuf:"bytes,1,opt,name=part,proto3" json:"part,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *WriteExportResponse) Reset() {
+	*x = WriteExportResponse{}
+	mi := &file_ams_proto_msgTypes[35]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *WriteExportResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*WriteExportResponse) ProtoMessage() {}
+
+func (x *WriteExportResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_ams_proto_msgTypes[35]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use WriteExportResponse.ProtoReflect.Descriptor instead.
+func (*WriteExportResponse) Descriptor() ([]byte, []int) {
+	return file_ams_proto_rawDescGZIP(), []int{35}
+}
+
+func (x *WriteExportResponse) GetPart() []byte {
+	if x != nil {
+		return x.Part
+	}
+	return nil
+}
+
 type RestoreRequest struct {
 	state          protoimpl.MessageState `protogen:"open.v1"`
 	ClusterVersion uint64                 `protobuf:"varint,1,opt,name=cluster_version,json=clusterVersion,proto3" json:"cluster_version,omitempty"`
@@ -2326,7 +2460,7 @@ type RestoreRequest struct {
 
 func (x *RestoreRequest) Reset() {
 	*x = RestoreRequest{}
-	mi := &file_ams_proto_msgTypes[34]
+	mi := &file_ams_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2338,7 +2472,7 @@ func (x *RestoreRequest) String() string {
 func (*RestoreRequest) ProtoMessage() {}
 
 func (x *RestoreRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_ams_proto_msgTypes[34]
+	mi := &file_ams_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2351,7 +2485,7 @@ func (x *RestoreRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RestoreRequest.ProtoReflect.Descriptor instead.
 func (*RestoreRequest) Descriptor() ([]byte, []int) {
-	return file_ams_proto_rawDescGZIP(), []int{34}
+	return file_ams_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *RestoreRequest) GetClusterVersion() uint64 {
@@ -2399,7 +2533,7 @@ type RestoreResponse struct {
 
 func (x *RestoreResponse) Reset() {
 	*x = RestoreResponse{}
-	mi := &file_ams_proto_msgTypes[35]
+	mi := &file_ams_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2411,7 +2545,7 @@ func (x *RestoreResponse) String() string {
 func (*RestoreResponse) ProtoMessage() {}
 
 func (x *RestoreResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_ams_proto_msgTypes[35]
+	mi := &file_ams_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2424,7 +2558,7 @@ func (x *RestoreResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RestoreResponse.ProtoReflect.Descriptor instead.
 func (*RestoreResponse) Descriptor() ([]byte, []int) {
-	return file_ams_proto_rawDescGZIP(), []int{35}
+	return file_ams_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *RestoreResponse) GetRows() uint64 {
@@ -2609,6 +2743,19 @@ const file_ams_proto_rawDesc = "" +
 	"\x03seq\x18\x03 \x01(\x04R\x03seq\x12\x14\n" +
 	"\x05index\x18\x04 \x01(\rR\x05index\"+\n" +
 	"\x15WriteSnapshotResponse\x12\x12\n" +
+	"\x04part\x18\x01 \x01(\fR\x04part\"\x8a\x02\n" +
+	"\x12WriteExportRequest\x12'\n" +
+	"\x0fcluster_version\x18\x01 \x01(\x04R\x0eclusterVersion\x12\x14\n" +
+	"\x05store\x18\x02 \x01(\tR\x05store\x12\x10\n" +
+	"\x03seq\x18\x03 \x01(\x04R\x03seq\x12\x12\n" +
+	"\x04base\x18\x04 \x01(\x04R\x04base\x12\x14\n" +
+	"\x05index\x18\x05 \x01(\rR\x05index\x12?\n" +
+	"\x05quant\x18\x06 \x03(\v2).xps.ams.v1.WriteExportRequest.QuantEntryR\x05quant\x1a8\n" +
+	"\n" +
+	"QuantEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\")\n" +
+	"\x13WriteExportResponse\x12\x12\n" +
 	"\x04part\x18\x01 \x01(\fR\x04part\"\x94\x01\n" +
 	"\x0eRestoreRequest\x12'\n" +
 	"\x0fcluster_version\x18\x01 \x01(\x04R\x0eclusterVersion\x12\x14\n" +
@@ -2617,7 +2764,7 @@ const file_ams_proto_rawDesc = "" +
 	"\tshard_map\x18\x04 \x01(\fR\bshardMap\x12\x14\n" +
 	"\x05index\x18\x05 \x01(\rR\x05index\"%\n" +
 	"\x0fRestoreResponse\x12\x12\n" +
-	"\x04rows\x18\x01 \x01(\x04R\x04rows2\xb9\x05\n" +
+	"\x04rows\x18\x01 \x01(\x04R\x04rows2\x89\x06\n" +
 	"\x03AMS\x12B\n" +
 	"\aDeclare\x12\x1a.xps.ams.v1.DeclareRequest\x1a\x1b.xps.ams.v1.DeclareResponse\x129\n" +
 	"\x04Pull\x12\x17.xps.ams.v1.PullRequest\x1a\x18.xps.ams.v1.PullResponse\x129\n" +
@@ -2628,7 +2775,8 @@ const file_ams_proto_rawDesc = "" +
 	"\bPutState\x12\x1b.xps.ams.v1.PutStateRequest\x1a\x1c.xps.ams.v1.PutStateResponse\x12E\n" +
 	"\bGetState\x12\x1b.xps.ams.v1.GetStateRequest\x1a\x1c.xps.ams.v1.GetStateResponse\x12T\n" +
 	"\rWriteSnapshot\x12 .xps.ams.v1.WriteSnapshotRequest\x1a!.xps.ams.v1.WriteSnapshotResponse\x12B\n" +
-	"\aRestore\x12\x1a.xps.ams.v1.RestoreRequest\x1a\x1b.xps.ams.v1.RestoreResponseB Z\x1egithub.com/xdlgo/xps/ams/amspbb\x06proto3"
+	"\aRestore\x12\x1a.xps.ams.v1.RestoreRequest\x1a\x1b.xps.ams.v1.RestoreResponse\x12N\n" +
+	"\vWriteExport\x12\x1e.xps.ams.v1.WriteExportRequest\x1a\x1f.xps.ams.v1.WriteExportResponseB Z\x1egithub.com/xdlgo/xps/ams/amspbb\x06proto3"
 
 var (
 	file_ams_proto_rawDescOnce sync.Once
@@ -2642,7 +2790,7 @@ func file_ams_proto_rawDescGZIP() []byte {
 	return file_ams_proto_rawDescData
 }
 
-var file_ams_proto_msgTypes = make([]protoimpl.MessageInfo, 36)
+var file_ams_proto_msgTypes = make([]protoimpl.MessageInfo, 39)
 var file_ams_proto_goTypes = []any{
 	(*OptimizerSpec)(nil),         // 0: xps.ams.v1.OptimizerSpec
 	(*InitSpec)(nil),              // 1: xps.ams.v1.InitSpec
@@ -2678,8 +2826,11 @@ var file_ams_proto_goTypes = []any{
 	(*GetStateResponse)(nil),      // 31: xps.ams.v1.GetStateResponse
 	(*WriteSnapshotRequest)(nil),  // 32: xps.ams.v1.WriteSnapshotRequest
 	(*WriteSnapshotResponse)(nil), // 33: xps.ams.v1.WriteSnapshotResponse
-	(*RestoreRequest)(nil),        // 34: xps.ams.v1.RestoreRequest
-	(*RestoreResponse)(nil),       // 35: xps.ams.v1.RestoreResponse
+	(*WriteExportRequest)(nil),    // 34: xps.ams.v1.WriteExportRequest
+	(*WriteExportResponse)(nil),   // 35: xps.ams.v1.WriteExportResponse
+	(*RestoreRequest)(nil),        // 36: xps.ams.v1.RestoreRequest
+	(*RestoreResponse)(nil),       // 37: xps.ams.v1.RestoreResponse
+	nil,                           // 38: xps.ams.v1.WriteExportRequest.QuantEntry
 }
 var file_ams_proto_depIdxs = []int32{
 	0,  // 0: xps.ams.v1.TableSpec.optimizer:type_name -> xps.ams.v1.OptimizerSpec
@@ -2702,31 +2853,34 @@ var file_ams_proto_depIdxs = []int32{
 	26, // 17: xps.ams.v1.StatsResponse.applied:type_name -> xps.ams.v1.Applied
 	27, // 18: xps.ams.v1.PutStateRequest.entries:type_name -> xps.ams.v1.StateEntry
 	27, // 19: xps.ams.v1.GetStateResponse.entries:type_name -> xps.ams.v1.StateEntry
-	6,  // 20: xps.ams.v1.AMS.Declare:input_type -> xps.ams.v1.DeclareRequest
-	10, // 21: xps.ams.v1.AMS.Pull:input_type -> xps.ams.v1.PullRequest
-	16, // 22: xps.ams.v1.AMS.Push:input_type -> xps.ams.v1.PushRequest
-	19, // 23: xps.ams.v1.AMS.PullDense:input_type -> xps.ams.v1.PullDenseRequest
-	21, // 24: xps.ams.v1.AMS.PushDense:input_type -> xps.ams.v1.PushDenseRequest
-	23, // 25: xps.ams.v1.AMS.Stats:input_type -> xps.ams.v1.StatsRequest
-	28, // 26: xps.ams.v1.AMS.PutState:input_type -> xps.ams.v1.PutStateRequest
-	30, // 27: xps.ams.v1.AMS.GetState:input_type -> xps.ams.v1.GetStateRequest
-	32, // 28: xps.ams.v1.AMS.WriteSnapshot:input_type -> xps.ams.v1.WriteSnapshotRequest
-	34, // 29: xps.ams.v1.AMS.Restore:input_type -> xps.ams.v1.RestoreRequest
-	7,  // 30: xps.ams.v1.AMS.Declare:output_type -> xps.ams.v1.DeclareResponse
-	13, // 31: xps.ams.v1.AMS.Pull:output_type -> xps.ams.v1.PullResponse
-	18, // 32: xps.ams.v1.AMS.Push:output_type -> xps.ams.v1.PushResponse
-	20, // 33: xps.ams.v1.AMS.PullDense:output_type -> xps.ams.v1.PullDenseResponse
-	22, // 34: xps.ams.v1.AMS.PushDense:output_type -> xps.ams.v1.PushDenseResponse
-	25, // 35: xps.ams.v1.AMS.Stats:output_type -> xps.ams.v1.StatsResponse
-	29, // 36: xps.ams.v1.AMS.PutState:output_type -> xps.ams.v1.PutStateResponse
-	31, // 37: xps.ams.v1.AMS.GetState:output_type -> xps.ams.v1.GetStateResponse
-	33, // 38: xps.ams.v1.AMS.WriteSnapshot:output_type -> xps.ams.v1.WriteSnapshotResponse
-	35, // 39: xps.ams.v1.AMS.Restore:output_type -> xps.ams.v1.RestoreResponse
-	30, // [30:40] is the sub-list for method output_type
-	20, // [20:30] is the sub-list for method input_type
-	20, // [20:20] is the sub-list for extension type_name
-	20, // [20:20] is the sub-list for extension extendee
-	0,  // [0:20] is the sub-list for field type_name
+	38, // 20: xps.ams.v1.WriteExportRequest.quant:type_name -> xps.ams.v1.WriteExportRequest.QuantEntry
+	6,  // 21: xps.ams.v1.AMS.Declare:input_type -> xps.ams.v1.DeclareRequest
+	10, // 22: xps.ams.v1.AMS.Pull:input_type -> xps.ams.v1.PullRequest
+	16, // 23: xps.ams.v1.AMS.Push:input_type -> xps.ams.v1.PushRequest
+	19, // 24: xps.ams.v1.AMS.PullDense:input_type -> xps.ams.v1.PullDenseRequest
+	21, // 25: xps.ams.v1.AMS.PushDense:input_type -> xps.ams.v1.PushDenseRequest
+	23, // 26: xps.ams.v1.AMS.Stats:input_type -> xps.ams.v1.StatsRequest
+	28, // 27: xps.ams.v1.AMS.PutState:input_type -> xps.ams.v1.PutStateRequest
+	30, // 28: xps.ams.v1.AMS.GetState:input_type -> xps.ams.v1.GetStateRequest
+	32, // 29: xps.ams.v1.AMS.WriteSnapshot:input_type -> xps.ams.v1.WriteSnapshotRequest
+	36, // 30: xps.ams.v1.AMS.Restore:input_type -> xps.ams.v1.RestoreRequest
+	34, // 31: xps.ams.v1.AMS.WriteExport:input_type -> xps.ams.v1.WriteExportRequest
+	7,  // 32: xps.ams.v1.AMS.Declare:output_type -> xps.ams.v1.DeclareResponse
+	13, // 33: xps.ams.v1.AMS.Pull:output_type -> xps.ams.v1.PullResponse
+	18, // 34: xps.ams.v1.AMS.Push:output_type -> xps.ams.v1.PushResponse
+	20, // 35: xps.ams.v1.AMS.PullDense:output_type -> xps.ams.v1.PullDenseResponse
+	22, // 36: xps.ams.v1.AMS.PushDense:output_type -> xps.ams.v1.PushDenseResponse
+	25, // 37: xps.ams.v1.AMS.Stats:output_type -> xps.ams.v1.StatsResponse
+	29, // 38: xps.ams.v1.AMS.PutState:output_type -> xps.ams.v1.PutStateResponse
+	31, // 39: xps.ams.v1.AMS.GetState:output_type -> xps.ams.v1.GetStateResponse
+	33, // 40: xps.ams.v1.AMS.WriteSnapshot:output_type -> xps.ams.v1.WriteSnapshotResponse
+	37, // 41: xps.ams.v1.AMS.Restore:output_type -> xps.ams.v1.RestoreResponse
+	35, // 42: xps.ams.v1.AMS.WriteExport:output_type -> xps.ams.v1.WriteExportResponse
+	32, // [32:43] is the sub-list for method output_type
+	21, // [21:32] is the sub-list for method input_type
+	21, // [21:21] is the sub-list for extension type_name
+	21, // [21:21] is the sub-list for extension extendee
+	0,  // [0:21] is the sub-list for field type_name
 }
 
 func init() { file_ams_proto_init() }
@@ -2740,7 +2894,7 @@ func file_ams_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_ams_proto_rawDesc), len(file_ams_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   36,
+			NumMessages:   39,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

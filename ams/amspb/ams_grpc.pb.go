@@ -43,6 +43,7 @@ const (
 	AMS_GetState_FullMethodName      = "/xps.ams.v1.AMS/GetState"
 	AMS_WriteSnapshot_FullMethodName = "/xps.ams.v1.AMS/WriteSnapshot"
 	AMS_Restore_FullMethodName       = "/xps.ams.v1.AMS/Restore"
+	AMS_WriteExport_FullMethodName   = "/xps.ams.v1.AMS/WriteExport"
 )
 
 // AMSClient is the client API for AMS service.
@@ -77,6 +78,12 @@ type AMSClient interface {
 	// share (under the given shard map) of a snapshot; seq 0 restores
 	// nothing: the shard starts the version empty (a new cluster's birth).
 	Restore(ctx context.Context, in *RestoreRequest, opts ...grpc.CallOption) (*RestoreResponse, error)
+	// WriteExport writes the shard's part of a model export (values only:
+	// every row for a full export; for a delta the rows pushed since the
+	// shard's last export and deletions for the rows removed since) into an
+	// export store and returns its manifest entries. Consistent only while
+	// nothing pushes (the scheduler pauses workers).
+	WriteExport(ctx context.Context, in *WriteExportRequest, opts ...grpc.CallOption) (*WriteExportResponse, error)
 }
 
 type aMSClient struct {
@@ -187,6 +194,16 @@ func (c *aMSClient) Restore(ctx context.Context, in *RestoreRequest, opts ...grp
 	return out, nil
 }
 
+func (c *aMSClient) WriteExport(ctx context.Context, in *WriteExportRequest, opts ...grpc.CallOption) (*WriteExportResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(WriteExportResponse)
+	err := c.cc.Invoke(ctx, AMS_WriteExport_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // AMSServer is the server API for AMS service.
 // All implementations must embed UnimplementedAMSServer
 // for forward compatibility.
@@ -219,6 +236,12 @@ type AMSServer interface {
 	// share (under the given shard map) of a snapshot; seq 0 restores
 	// nothing: the shard starts the version empty (a new cluster's birth).
 	Restore(context.Context, *RestoreRequest) (*RestoreResponse, error)
+	// WriteExport writes the shard's part of a model export (values only:
+	// every row for a full export; for a delta the rows pushed since the
+	// shard's last export and deletions for the rows removed since) into an
+	// export store and returns its manifest entries. Consistent only while
+	// nothing pushes (the scheduler pauses workers).
+	WriteExport(context.Context, *WriteExportRequest) (*WriteExportResponse, error)
 	mustEmbedUnimplementedAMSServer()
 }
 
@@ -258,6 +281,9 @@ func (UnimplementedAMSServer) WriteSnapshot(context.Context, *WriteSnapshotReque
 }
 func (UnimplementedAMSServer) Restore(context.Context, *RestoreRequest) (*RestoreResponse, error) {
 	return nil, status.Errorf(codes.Unimplemented, "method Restore not implemented")
+}
+func (UnimplementedAMSServer) WriteExport(context.Context, *WriteExportRequest) (*WriteExportResponse, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method WriteExport not implemented")
 }
 func (UnimplementedAMSServer) mustEmbedUnimplementedAMSServer() {}
 func (UnimplementedAMSServer) testEmbeddedByValue()             {}
@@ -460,6 +486,24 @@ func _AMS_Restore_Handler(srv interface{}, ctx context.Context, dec func(interfa
 	return interceptor(ctx, in, info, handler)
 }
 
+func _AMS_WriteExport_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(WriteExportRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AMSServer).WriteExport(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: AMS_WriteExport_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AMSServer).WriteExport(ctx, req.(*WriteExportRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // AMS_ServiceDesc is the grpc.ServiceDesc for AMS service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -506,6 +550,10 @@ var AMS_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "Restore",
 			Handler:    _AMS_Restore_Handler,
+		},
+		{
+			MethodName: "WriteExport",
+			Handler:    _AMS_WriteExport_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},

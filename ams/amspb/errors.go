@@ -47,6 +47,7 @@ var Errors = [...]ErrorCode{
 	{Err: ams.ErrNotInitialized, Code: codes.FailedPrecondition, Reason: "NOT_INITIALIZED"},
 	{Err: ams.ErrRestore, Code: codes.FailedPrecondition, Reason: "RESTORE"},
 	{Err: ams.ErrRoundApplied, Code: codes.FailedPrecondition, Reason: "ROUND_APPLIED"},
+	{Err: ams.ErrNoExportBase, Code: codes.FailedPrecondition, Reason: "NO_EXPORT_BASE"},
 	{Err: ams.ErrRoundAhead, Code: codes.OutOfRange, Reason: "ROUND_AHEAD"},
 	{Err: ams.ErrDuplicatePush, Code: codes.AlreadyExists, Reason: "DUPLICATE_PUSH"},
 	{Err: ams.ErrUnknownTable, Code: codes.NotFound, Reason: "UNKNOWN_TABLE"},

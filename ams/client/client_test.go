@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"net"
+	"slices"
 	"testing"
 
 	"github.com/xdlgo/xps/ams"
@@ -59,7 +60,7 @@ func TestPullPushRoundTrip(t *testing.T) {
 	}
 	rows := checkPullCreates(t, c, shards, spec, ids)
 	checkSGDPush(t, c, ids, rows)
-	checkPullWithoutCreate(t, c, ids)
+	checkPullWithoutCreate(t, c, spec, ids)
 }
 
 // declareRoundTrip declares tables emb (dim 4, SGD lr 0.5, uniform) and
@@ -149,16 +150,18 @@ func checkSGDPush(t *testing.T, c *client.Client, ids []uint64, rows []float32) 
 }
 
 // checkPullWithoutCreate checks that, without create, an unknown id reads
-// as zeros and is not created: the shards still hold ids' rows only.
-func checkPullWithoutCreate(t *testing.T, c *client.Client, ids []uint64) {
+// as its initial value and is not created: the shards still hold ids'
+// rows only.
+func checkPullWithoutCreate(t *testing.T, c *client.Client, spec ams.TableSpec, ids []uint64) {
 	ctx := context.Background()
-	zero := make([]float32, 4)
-	zero[0] = 9
-	if err := c.Pull(ctx, []client.Table{{Name: "emb", IDs: []uint64{123456789}, Rows: zero}}, nil, false); err != nil {
+	got := make([]float32, 4)
+	if err := c.Pull(ctx, []client.Table{{Name: "emb", IDs: []uint64{123456789}, Rows: got}}, nil, false); err != nil {
 		t.Fatal(err)
 	}
-	if zero[0] != 0 {
-		t.Fatalf("missing row without create = %v, want zeros", zero)
+	want := make([]float32, 4)
+	spec.Init.Fill(123456789, want)
+	if !slices.Equal(got, want) {
+		t.Fatalf("missing row without create = %v, want its initial value %v", got, want)
 	}
 	stats, err := c.Stats(ctx)
 	if err != nil {

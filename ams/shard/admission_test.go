@@ -127,24 +127,16 @@ func TestAdmissionStateRestoresOntoOtherShardCounts(t *testing.T) {
 func admittedOf(t *testing.T, c *testCluster, ids []uint64) int {
 	t.Helper()
 	n := 0
-	for k, s := range c.shards {
-		var sid []uint64
-		for _, id := range ids {
-			if c.m.ShardOf("emb", id) == k {
-				sid = append(sid, id)
-			}
-		}
-		buf := make([]float32, len(sid)*snapSpec.Dim)
-		if err := s.Pull(c.v(), []ams.TableRequest{{Table: "emb", IDs: sid, Rows: buf}}, false); err != nil {
-			t.Fatal(err)
-		}
-		for i := range sid {
-			for _, x := range buf[i*snapSpec.Dim : (i+1)*snapSpec.Dim] {
-				if x != 0 {
+	for _, s := range c.shards {
+		if err := s.onStripes(func(_ int, st *stripe) error {
+			for _, id := range ids {
+				if _, ok := st.tables[0].Get(id); ok {
 					n++
-					break
 				}
 			}
+			return nil
+		}); err != nil {
+			t.Fatal(err)
 		}
 	}
 	return n

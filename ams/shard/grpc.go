@@ -333,6 +333,26 @@ func (v *service) WriteSnapshot(_ context.Context, req *amspb.WriteSnapshotReque
 	return &amspb.WriteSnapshotResponse{Part: b}, nil
 }
 
+func (v *service) WriteExport(_ context.Context, req *amspb.WriteExportRequest) (*amspb.WriteExportResponse, error) {
+	if err := v.s.checkVersion(req.ClusterVersion); err != nil {
+		return nil, err
+	}
+	store, err := snapshot.OpenStore(req.Store, "")
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ams.ErrBadRequest, err)
+	}
+	defer store.Close()
+	part, err := v.s.WriteExport(store, ExportOptions{Seq: req.Seq, Base: req.Base, Index: int(req.Index), Quant: req.Quant})
+	if err != nil {
+		return nil, err
+	}
+	b, err := json.Marshal(part)
+	if err != nil {
+		return nil, err
+	}
+	return &amspb.WriteExportResponse{Part: b}, nil
+}
+
 func (v *service) Restore(_ context.Context, req *amspb.RestoreRequest) (*amspb.RestoreResponse, error) {
 	m, err := ams.UnmarshalShardMap(req.ShardMap)
 	if err != nil {

@@ -147,6 +147,11 @@ type Shard struct {
 	// under appliedMu, read without it (Samples).
 	clock atomic.Uint64
 
+	// exportMu serialises exports and guards export (export.go); never
+	// taken by pull or push.
+	exportMu sync.Mutex
+	export   exportState
+
 	pulls, pushes, rowsPulled, rowsPushed atomic.Uint64
 
 	done    chan struct{}

@@ -89,6 +89,9 @@ type writeChunk struct {
 	from   []int32
 	lo, hi []int
 	bufs   [][]byte
+	// gone holds, per stripe, the positions (in its range) of ids whose
+	// row is gone: an export writes deletions for them.
+	gone [][]int
 }
 
 // tableWrite is the state of one writeTable: each stripe's sorted ids and
@@ -99,28 +102,42 @@ type tableWrite struct {
 	n    int        // encoded row size
 	ids  [][]uint64 // per stripe: its ids, sorted
 	next []int      // per stripe: first id not yet in a chunk
+	// row appends the encoding of id's row (n bytes) to b, on the owner of
+	// tab's stripe; false: the row is gone, and b is returned as it was.
+	row func(tab *ams.Table, b []byte, id uint64) ([]byte, bool)
+	// deletions lets gone rows through as deletions (an export's); a
+	// snapshot's rows must all be there.
+	deletions bool
 }
 
-// writeTable writes ti's rows in id order, a chunk at a time: the owners
-// encode the rows of one chunk (each its own, in parallel) while this
-// goroutine hands the previous chunk to the table writer, which writes
-// its blocks from a goroutine of its own.
+// writeTable writes ti's rows in id order into snapshot seq.
 func (s *Shard) writeTable(store snapshot.Store, seq uint64, index int, ti *tableInfo) (snapshot.FileMeta, error) {
 	ids, err := s.sortedIDs(ti)
 	if err != nil {
 		return snapshot.FileMeta{}, err
 	}
-	w := &tableWrite{s: s, ti: ti, n: s.rowBytes(ti), ids: ids, next: make([]int, len(s.stripes))}
 	tw, err := snapshot.CreateTable(store, seq, ti.spec.Name, index)
 	if err != nil {
 		return snapshot.FileMeta{}, err
 	}
+	w := &tableWrite{s: s, ti: ti, n: s.rowBytes(ti), ids: ids, next: make([]int, len(s.stripes)),
+		row: (*ams.Table).AppendSnapshotRow}
+	return w.write(tw)
+}
+
+// write writes the rows of w.ids in id order to tw and closes it, a chunk
+// at a time: the owners encode the rows of one chunk (each its own, in
+// parallel) while this goroutine hands the previous chunk to the table
+// writer, which writes its blocks from a goroutine of its own.
+func (w *tableWrite) write(tw *snapshot.TableWriter) (snapshot.FileMeta, error) {
+	s := w.s
 	defer tw.Abort()
 	var chunks [2]writeChunk
 	for i := range chunks {
 		c := &chunks[i]
 		c.lo, c.hi = make([]int, len(s.stripes)), make([]int, len(s.stripes))
 		c.bufs = make([][]byte, len(s.stripes))
+		c.gone = make([][]int, len(s.stripes))
 	}
 	cur, other := &chunks[0], &chunks[1]
 	if !w.plan(cur) {
@@ -195,14 +212,17 @@ func (w *tableWrite) encode(c *writeChunk) <-chan error {
 		done <- w.s.onStripes(func(i int, st *stripe) error {
 			tab := st.tables[w.ti.idx]
 			own := w.ids[i][c.lo[i]:c.hi[i]]
-			b := c.bufs[i][:0]
-			for _, id := range own {
+			b, gone := c.bufs[i][:0], c.gone[i][:0]
+			for j, id := range own {
 				var ok bool
-				if b, ok = tab.AppendSnapshotRow(b, id); !ok {
-					return fmt.Errorf("row %d vanished while being written (were pushes paused?)", id)
+				if b, ok = w.row(tab, b, id); !ok {
+					if !w.deletions {
+						return fmt.Errorf("row %d vanished while being written (were pushes paused?)", id)
+					}
+					gone = append(gone, j)
 				}
 			}
-			c.bufs[i] = b
+			c.bufs[i], c.gone[i] = b, gone
 			return nil
 		})
 	}()
@@ -212,11 +232,23 @@ func (w *tableWrite) encode(c *writeChunk) <-chan error {
 // add hands c's encoded rows to tw in id order.
 func (w *tableWrite) add(tw *snapshot.TableWriter, c *writeChunk) error {
 	n := w.n
-	k := make([]int, len(w.ids)) // per stripe: rows of c added
+	k := make([]int, len(w.ids))   // per stripe: ids of c written
+	off := make([]int, len(w.ids)) // per stripe: rows of c added
+	g := make([]int, len(w.ids))   // per stripe: gone ids of c passed
 	for _, i := range c.from {
 		j := k[i]
 		k[i]++
-		if err := tw.Add(w.ids[i][c.lo[i]+j], c.bufs[i][j*n:(j+1)*n]); err != nil {
+		id := w.ids[i][c.lo[i]+j]
+		if gi := g[i]; gi < len(c.gone[i]) && c.gone[i][gi] == j {
+			g[i]++
+			if err := tw.Delete(id); err != nil {
+				return err
+			}
+			continue
+		}
+		r := off[i]
+		off[i]++
+		if err := tw.Add(id, c.bufs[i][r*n:(r+1)*n]); err != nil {
 			return err
 		}
 	}
@@ -404,6 +436,9 @@ func (s *Shard) reset(v uint64, partitions int) error {
 	s.state = map[string][]byte{}
 	s.stateMu.Unlock()
 	s.setApplied(nil)
+	s.exportMu.Lock()
+	s.export = exportState{} // a new model: the next export is full
+	s.exportMu.Unlock()
 	return nil
 }
 

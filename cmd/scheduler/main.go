@@ -10,14 +10,10 @@
 // Flags:
 //
 //	-etcd host:port[,...]  etcd client endpoints. Required.
-//	-cluster name          cluster name; keys live under /xps/<name>.
-//	                       Default "default".
-//	-id id                 this scheduler's member id. Default
-//	                       "<hostname>-<pid>".
-//	-shards N              number of AMS shards the cluster forms with.
-//	                       Default 2.
-//	-partitions P          number of virtual partitions, fixed for the life
-//	                       of a model. Default 4096.
+//	-cluster name          cluster name; keys under /xps/<name> ("default").
+//	-id id                 this scheduler's member id. Default <hostname>-<pid>.
+//	-shards N              number of AMS shards the cluster forms with (2).
+//	-partitions P          virtual partitions, fixed for a model's life (4096).
 //	-lease-ttl d           TTL of the scheduler's lease. Default 5s.
 //	-rejoin-wait d         wait for a member whose lease expired to come back
 //	                       (a pause, no restore). Default 1m; <0: restore.
@@ -25,8 +21,8 @@
 //	-config file           the job's YAML config (the one the workers read):
 //	                       the scheduler reads its job section (train,
 //	                       workers, split_bytes), snapshot section (store,
-//	                       every, every_samples, keep), kafka section and
-//	                       train.format. Default: the defaults.
+//	                       every, every_samples, keep), export section, kafka
+//	                       section, model.tables and train.format.
 //	-set path=value        set a key of those sections, as in the file
 //	                       (repeatable), e.g. -set snapshot.keep=5.
 //	-train paths           job.train: training files, directories or globs
@@ -54,8 +50,11 @@
 //	                       workers' checkpoints in the model count N more
 //	                       samples applied. Default 0: off.
 //	-snapshot-keep K       snapshot.keep: complete snapshots to keep. Default 3.
+//	-export-store loc      export.store: where model exports go (as snapshots).
+//	-export-every d        export.every (1m); see README, "Export to serving".
 //	-snapshot-now          instead of running a scheduler, ask the running
-//	                       one for a snapshot, wait and print its result.
+//	-export-now            one for a snapshot (a model export), wait and
+//	                       print its result.
 //
 // Several schedulers may run on one cluster: they hold an etcd election
 // (under /xps/<name>/leader) and only the leader drives the cluster; a
@@ -103,10 +102,11 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 		level     = fs.String("log-level", "info", "log level: debug, info, warn or error")
 		cfgFile   = fs.String("config", "", "the job's YAML config; the scheduler reads its job, snapshot and kafka sections and train.format")
 		snapNow   = fs.Bool("snapshot-now", false, "do not run a scheduler: ask the cluster's running scheduler for a snapshot, wait for it and print the result")
+		expNow    = fs.Bool("export-now", false, "do not run a scheduler: ask the cluster's running scheduler for a model export, wait for it and print the result")
 		overrides config.Overrides
 	)
 	opts.BindFlags(fs)
-	overrides.Bind(fs, "job", "snapshot", "kafka", "train.format")
+	overrides.Bind(fs, "job", "snapshot", "export", "kafka", "train.format")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -132,8 +132,8 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 		return err
 	}
 	defer etcd.Close()
-	if *snapNow {
-		return scheduler.SnapshotNow(ctx, etcd, opts.Prefix, stderr)
+	if *snapNow || *expNow {
+		return scheduler.RequestNow(ctx, etcd, opts.Prefix, *expNow, stderr)
 	}
 	s, err := scheduler.New(etcd, opts)
 	if err != nil {

@@ -28,6 +28,13 @@ type Core struct {
 	lastSnap SnapshotID   // highest id handed out
 	pending  SnapshotID   // snapshot in progress (TakeSnapshot not yet answered)
 	aborted  bool         // AbortSnapshot was sent for pending
+	// lastExp is the highest export id handed out, expPending the export
+	// in progress (TakeExport not yet answered), expAborted whether
+	// AbortExport was sent for it, expMark when the last periodic export
+	// was due. A snapshot and an export never run at once (busy).
+	lastExp, expPending ExportID
+	expAborted          bool
+	expMark             time.Time
 	// snapMark is when the last snapshot started or serving began; the
 	// zero time means "at the next tick".
 	snapMark time.Time
@@ -175,6 +182,10 @@ func (c *Core) Step(ev Event) Output {
 		c.leave(&o, ev)
 	case SnapshotRequested:
 		c.requestSnapshot(&o)
+	case ExportRequested:
+		c.requestExport(&o)
+	case ExportDone:
+		c.exportDone(&o, ev)
 	case SnapshotDone:
 		c.snapshotDone(&o, ev)
 	case RestoreDone:
@@ -206,17 +217,29 @@ func (c *Core) tick(o *Output, now time.Time) {
 		c.awayLost(o, fmt.Sprintf("%s not back within %v", strings.Join(slices.Sorted(maps.Keys(c.away)), ", "), c.opts.RejoinWait))
 		return
 	}
-	if c.state.Phase != Serving || c.pending != 0 || c.opts.SnapshotEvery == 0 {
+	if c.state.Phase != Serving || c.busy() {
 		return
 	}
-	if c.snapMark.IsZero() {
-		c.snapMark = now
-		return
+	if c.opts.SnapshotEvery > 0 {
+		if c.snapMark.IsZero() {
+			c.snapMark = now
+		} else if now.Sub(c.snapMark) >= c.opts.SnapshotEvery {
+			c.takeSnapshot(o)
+			return
+		}
 	}
-	if now.Sub(c.snapMark) >= c.opts.SnapshotEvery {
-		c.takeSnapshot(o)
+	if c.opts.ExportEvery > 0 {
+		if c.expMark.IsZero() {
+			c.expMark = now
+		} else if now.Sub(c.expMark) >= c.opts.ExportEvery {
+			c.takeExport(o)
+		}
 	}
 }
+
+// busy reports whether a snapshot or an export is in progress: each
+// pauses the workers, so they take turns.
+func (c *Core) busy() bool { return c.pending != 0 || c.expPending != 0 }
 
 func (c *Core) join(o *Output, m Member) {
 	if err := m.validate(); err != nil {
@@ -379,6 +402,10 @@ func (c *Core) degrade(o *Output, cause string) {
 		c.emit(o, AbortSnapshot{ID: c.pending})
 		c.aborted = true
 	}
+	if c.expPending != 0 && !c.expAborted {
+		c.emit(o, AbortExport{ID: c.expPending})
+		c.expAborted = true
+	}
 	c.emit(o, PauseWorkers{Version: v})
 }
 
@@ -461,9 +488,9 @@ func (c *Core) serve(o *Output, v uint64, cause string) {
 
 // dealAnew deals the data among the live workers without a rollback:
 // pause at a batch boundary (positions stored on the AMS), deal, resume.
-// During a snapshot it waits for the snapshot to finish.
+// During a snapshot or an export it waits for it to finish.
 func (c *Core) dealAnew(o *Output) {
-	if c.pending != 0 {
+	if c.busy() {
 		c.redeal = true
 		return
 	}
@@ -487,8 +514,41 @@ func (c *Core) requestSnapshot(o *Output) {
 		o.Rejected = fmt.Errorf("%w: it is %v", ErrNotServing, c.state)
 	case c.pending != 0:
 		o.Rejected = fmt.Errorf("%w: %v", ErrSnapshotBusy, c.pending)
+	case c.expPending != 0:
+		o.Rejected = fmt.Errorf("%w: export #%d", ErrSnapshotBusy, c.expPending)
 	default:
 		c.takeSnapshot(o)
+	}
+}
+
+func (c *Core) takeExport(o *Output) {
+	c.lastExp++
+	c.expPending, c.expAborted = c.lastExp, false
+	c.expMark = c.now
+	c.emit(o, TakeExport{ID: c.expPending, Version: c.state.Version})
+}
+
+func (c *Core) requestExport(o *Output) {
+	switch {
+	case c.state.Phase != Serving:
+		o.Rejected = fmt.Errorf("%w: it is %v", ErrNotServing, c.state)
+	case c.busy():
+		o.Rejected = fmt.Errorf("%w: a snapshot or an export is in progress", ErrSnapshotBusy)
+	default:
+		c.takeExport(o)
+	}
+}
+
+// exportDone ends the export in progress; a new deal of the data that
+// waited for it goes ahead.
+func (c *Core) exportDone(o *Output, ev ExportDone) {
+	if ev.ID == 0 || ev.ID != c.expPending {
+		o.Rejected = fmt.Errorf("%w: export #%d is not in progress", ErrStale, ev.ID)
+		return
+	}
+	c.expPending, c.expAborted = 0, false
+	if c.state.Phase == Serving && c.redeal {
+		c.dealAnew(o)
 	}
 }
 

@@ -28,6 +28,11 @@ type Options struct {
 	// previous one, or after the cluster (re)started serving. The default
 	// value is 0: no periodic snapshots, only requested ones.
 	SnapshotEvery time.Duration
+	// ExportEvery is the period of model exports while SERVING, counted
+	// like SnapshotEvery; a periodic snapshot that falls due at the same
+	// tick goes first. The default value is 0: no periodic exports, only
+	// requested ones.
+	ExportEvery time.Duration
 	// SkipInitialSnapshot turns off the snapshot taken as soon as a new
 	// cluster serves. Without that snapshot, a failure before the first
 	// periodic one leaves nothing to roll back to and the core gives up.
@@ -173,6 +178,9 @@ func (o *Options) Validate() error {
 	}
 	if o.Workers < 0 {
 		errs = append(errs, fmt.Errorf("%w: Workers %d is negative", ErrBadOptions, o.Workers))
+	}
+	if o.ExportEvery < 0 {
+		errs = append(errs, fmt.Errorf("%w: ExportEvery %v is negative", ErrBadOptions, o.ExportEvery))
 	}
 	if o.SnapshotEvery < 0 {
 		errs = append(errs, fmt.Errorf("%w: SnapshotEvery %v is negative", ErrBadOptions, o.SnapshotEvery))

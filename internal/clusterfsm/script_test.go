@@ -17,7 +17,7 @@ import (
 // line ends the block; lines starting with "#" between blocks are
 // comments. Run with -rewrite to regenerate the expected output.
 //
-//	new shards=N [workers=M] [every=DUR] [keep=K] [snapshots=3,5]
+//	new shards=N [workers=M] [every=DUR] [export-every=DUR] [keep=K] [snapshots=3,5]
 //	    [last-snapshot=S] [last-version=V] [no-initial-snapshot]
 //	    [adopt=V] [adopt-shards=ID,...] [adopt-workers=ID,...]
 //	    [adopt-left=ID,...] [adopt-serving] [adopt-max-incarnation=I]
@@ -30,6 +30,8 @@ import (
 //	leave MEMBER...             Left (graceful), one per member
 //	tick DUR                    Tick at the script's epoch plus DUR
 //	snapshot                    SnapshotRequested
+//	export                      ExportRequested
+//	exported N [fail]           ExportDone of export #N
 //	done snap-N [fail]          SnapshotDone, failed with "injected" if fail
 //	restored SHARD... snap-N|empty [vV] [fail]
 //	                            RestoreDone, one per shard (empty: of
@@ -54,6 +56,7 @@ type cmd struct {
 	shards  []string
 	dur     time.Duration
 	snap    SnapshotID
+	export  ExportID
 	empty   bool // restored empty: the shards began a new cluster
 	version uint64
 	fail    bool
@@ -149,12 +152,13 @@ func parseCmd(s string) (cmd, error) {
 		if len(args) != 1 {
 			return c, errors.New("tick: want one duration")
 		}
-		d, err := time.ParseDuration(args[0])
-		if err != nil {
+		var err error
+		if c.dur, err = time.ParseDuration(args[0]); err != nil {
 			return c, fmt.Errorf("tick: %w", err)
 		}
-		c.dur = d
-	case "snapshot", "show":
+	case "exported":
+		return c, parseExported(&c, args)
+	case "snapshot", "export", "show":
 		if len(args) != 0 {
 			return c, fmt.Errorf("%s: takes no argument", c.verb)
 		}
@@ -205,6 +209,19 @@ func parseCmd(s string) (cmd, error) {
 		return c, fmt.Errorf("unknown command %q", c.verb)
 	}
 	return c, nil
+}
+
+// parseExported parses the arguments of "exported N [fail]".
+func parseExported(c *cmd, args []string) error {
+	if len(args) == 0 || len(args) > 2 || len(args) == 2 && args[1] != "fail" {
+		return errors.New("exported: want N [fail]")
+	}
+	n, err := strconv.ParseUint(args[0], 10, 64)
+	if err != nil || n == 0 {
+		return fmt.Errorf("exported: bad export %q", args[0])
+	}
+	c.export, c.fail = ExportID(n), len(args) == 2
+	return nil
 }
 
 func isVersion(a string) bool {
@@ -313,6 +330,8 @@ func parseOptions(o *Options, args []string) error {
 			o.Keep, err = strconv.Atoi(v)
 		case "every":
 			o.SnapshotEvery, err = time.ParseDuration(v)
+		case "export-every":
+			o.ExportEvery, err = time.ParseDuration(v)
 		case "last-version":
 			o.LastVersion, err = strconv.ParseUint(v, 10, 64)
 		case "last-snapshot":
@@ -365,81 +384,99 @@ func formatCmd(c cmd) string {
 	f := []string{c.verb}
 	switch c.verb {
 	case "new":
-		o := c.opts
-		if o.Shards != 0 {
-			f = append(f, "shards="+strconv.Itoa(o.Shards))
-		}
-		if o.Workers != 0 {
-			f = append(f, "workers="+strconv.Itoa(o.Workers))
-		}
-		if o.SnapshotEvery != 0 {
-			f = append(f, "every="+o.SnapshotEvery.String())
-		}
-		if o.Keep != 0 {
-			f = append(f, "keep="+strconv.Itoa(o.Keep))
-		}
-		if o.Snapshots != nil {
-			s := make([]string, len(o.Snapshots))
-			for i, id := range o.Snapshots {
-				s[i] = strconv.FormatUint(uint64(id), 10)
-			}
-			f = append(f, "snapshots="+strings.Join(s, ","))
-		}
-		if o.LastSnapshot != 0 {
-			f = append(f, "last-snapshot="+strconv.FormatUint(uint64(o.LastSnapshot), 10))
-		}
-		if o.LastVersion != 0 {
-			f = append(f, "last-version="+strconv.FormatUint(o.LastVersion, 10))
-		}
-		if o.SkipInitialSnapshot {
-			f = append(f, "no-initial-snapshot")
-		}
-		if o.RejoinWait != 0 {
-			f = append(f, "rejoin-wait="+o.RejoinWait.String())
-		}
-		if a := o.Adopt; a != nil {
-			f = append(f, "adopt="+strconv.FormatUint(a.Version, 10))
-			if a.Shards != nil {
-				f = append(f, "adopt-shards="+strings.Join(a.Shards, ","))
-			}
-			if a.Workers != nil {
-				f = append(f, "adopt-workers="+strings.Join(a.Workers, ","))
-			}
-			if a.Left != nil {
-				f = append(f, "adopt-left="+strings.Join(a.Left, ","))
-			}
-			if a.Serving {
-				f = append(f, "adopt-serving")
-			}
-			if a.MaxIncarnation != 0 {
-				f = append(f, "adopt-max-incarnation="+strconv.FormatInt(a.MaxIncarnation, 10))
-			}
-			if len(a.Lives) > 0 {
-				var ls []string
-				for _, k := range slices.Sorted(maps.Keys(a.Lives)) {
-					_, id, _ := strings.Cut(k, "/")
-					ls = append(ls, id+"@"+a.Lives[k])
-				}
-				f = append(f, "adopt-lives="+strings.Join(ls, ","))
-			}
-		}
+		f = append(f, formatOptions(c.opts)...)
 	case "join", "expire", "leave":
 		for _, m := range c.members {
 			f = append(f, formatMember(m))
 		}
 	case "tick":
 		f = append(f, c.dur.String())
+	case "exported":
+		f = append(f, strconv.FormatUint(uint64(c.export), 10))
+		f = appendFail(f, c.fail)
 	case "done", "restored":
 		f = append(f, c.shards...)
 		f = append(f, c.snap.String())
 		if c.version != 0 {
 			f = append(f, "v"+strconv.FormatUint(c.version, 10))
 		}
-		if c.fail {
-			f = append(f, "fail")
-		}
+		f = appendFail(f, c.fail)
 	}
 	return strings.Join(f, " ")
+}
+
+// formatOptions renders the options of "new".
+func formatOptions(o Options) []string {
+	var f []string
+	if o.Shards != 0 {
+		f = append(f, "shards="+strconv.Itoa(o.Shards))
+	}
+	if o.Workers != 0 {
+		f = append(f, "workers="+strconv.Itoa(o.Workers))
+	}
+	if o.SnapshotEvery != 0 {
+		f = append(f, "every="+o.SnapshotEvery.String())
+	}
+	if o.ExportEvery != 0 {
+		f = append(f, "export-every="+o.ExportEvery.String())
+	}
+	if o.Keep != 0 {
+		f = append(f, "keep="+strconv.Itoa(o.Keep))
+	}
+	if o.Snapshots != nil {
+		s := make([]string, len(o.Snapshots))
+		for i, id := range o.Snapshots {
+			s[i] = strconv.FormatUint(uint64(id), 10)
+		}
+		f = append(f, "snapshots="+strings.Join(s, ","))
+	}
+	if o.LastSnapshot != 0 {
+		f = append(f, "last-snapshot="+strconv.FormatUint(uint64(o.LastSnapshot), 10))
+	}
+	if o.LastVersion != 0 {
+		f = append(f, "last-version="+strconv.FormatUint(o.LastVersion, 10))
+	}
+	if o.SkipInitialSnapshot {
+		f = append(f, "no-initial-snapshot")
+	}
+	if o.RejoinWait != 0 {
+		f = append(f, "rejoin-wait="+o.RejoinWait.String())
+	}
+	if a := o.Adopt; a != nil {
+		f = append(f, "adopt="+strconv.FormatUint(a.Version, 10))
+		if a.Shards != nil {
+			f = append(f, "adopt-shards="+strings.Join(a.Shards, ","))
+		}
+		if a.Workers != nil {
+			f = append(f, "adopt-workers="+strings.Join(a.Workers, ","))
+		}
+		if a.Left != nil {
+			f = append(f, "adopt-left="+strings.Join(a.Left, ","))
+		}
+		if a.Serving {
+			f = append(f, "adopt-serving")
+		}
+		if a.MaxIncarnation != 0 {
+			f = append(f, "adopt-max-incarnation="+strconv.FormatInt(a.MaxIncarnation, 10))
+		}
+		if len(a.Lives) > 0 {
+			var ls []string
+			for _, k := range slices.Sorted(maps.Keys(a.Lives)) {
+				_, id, _ := strings.Cut(k, "/")
+				ls = append(ls, id+"@"+a.Lives[k])
+			}
+			f = append(f, "adopt-lives="+strings.Join(ls, ","))
+		}
+	}
+	return f
+}
+
+// appendFail appends "fail" to f when fail is set.
+func appendFail(f []string, fail bool) []string {
+	if fail {
+		return append(f, "fail")
+	}
+	return f
 }
 
 // formatScript renders sc canonically: one command per line, no comments.
@@ -513,6 +550,10 @@ func (r *runner) runCmd(out *strings.Builder, c cmd) {
 		r.step(out, Tick{Now: scriptEpoch.Add(c.dur)})
 	case "snapshot":
 		r.step(out, SnapshotRequested{})
+	case "export":
+		r.step(out, ExportRequested{})
+	case "exported":
+		r.step(out, ExportDone{ID: c.export, Err: errOf(c.fail)})
 	case "done":
 		r.step(out, SnapshotDone{ID: c.snap, Err: errOf(c.fail)})
 	case "restored":

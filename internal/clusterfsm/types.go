@@ -172,7 +172,7 @@ func (s State) String() string {
 }
 
 // Event is an input of Core.Step: Joined, Left, Tick, SnapshotRequested,
-// SnapshotDone or RestoreDone.
+// SnapshotDone, ExportRequested, ExportDone or RestoreDone.
 type Event interface {
 	isEvent()
 	String() string
@@ -199,6 +199,16 @@ type Tick struct{ Now time.Time }
 // SnapshotRequested: someone (CLI, RPC) asked for a snapshot now.
 type SnapshotRequested struct{}
 
+// ExportRequested: someone (CLI) asked for a model export now.
+type ExportRequested struct{}
+
+// ExportDone answers a TakeExport (or its AbortExport): Err nil means the
+// export's manifest was committed.
+type ExportDone struct {
+	ID  ExportID
+	Err error
+}
+
 // SnapshotDone answers a TakeSnapshot (or its AbortSnapshot): Err nil
 // means the manifest of snapshot ID was committed.
 type SnapshotDone struct {
@@ -219,6 +229,8 @@ func (Joined) isEvent()            {}
 func (Left) isEvent()              {}
 func (Tick) isEvent()              {}
 func (SnapshotRequested) isEvent() {}
+func (ExportRequested) isEvent()   {}
+func (ExportDone) isEvent()        {}
 func (SnapshotDone) isEvent()      {}
 func (RestoreDone) isEvent()       {}
 
@@ -233,6 +245,13 @@ func (e Left) String() string {
 
 func (e Tick) String() string            { return "tick " + e.Now.UTC().Format(time.RFC3339Nano) }
 func (SnapshotRequested) String() string { return "snapshot requested" }
+func (ExportRequested) String() string   { return "export requested" }
+func (e ExportDone) String() string {
+	if e.Err != nil {
+		return fmt.Sprintf("export #%d failed: %v", e.ID, e.Err)
+	}
+	return fmt.Sprintf("export #%d done", e.ID)
+}
 
 func (e SnapshotDone) String() string {
 	if e.Err != nil {
@@ -280,6 +299,25 @@ type PauseWorkers struct{ Version uint64 }
 // only if the manifest had already been committed).
 type AbortSnapshot struct{ ID SnapshotID }
 
+// ExportID numbers the model exports a Core orders (the export's own
+// sequence number in its store is the driver's).
+type ExportID uint64
+
+// AbortExport: the cluster left SERVING while export ID was being taken:
+// stop it, do not resume workers on its behalf, and answer with an
+// ExportDone.
+type AbortExport struct{ ID ExportID }
+
+// TakeExport: take model export ID at Version as a consistent cut, as a
+// snapshot is taken (pause the workers at a batch boundary, have every
+// shard write its part, commit the manifest last, resume the workers),
+// and answer with exactly one ExportDone. Exports and snapshots never
+// overlap.
+type TakeExport struct {
+	ID      ExportID
+	Version uint64
+}
+
 // TakeSnapshot: take consistent snapshot ID at Version: pause workers at a
 // batch boundary, have every shard write its part (rows, dense
 // parameters, reader positions), commit the manifest last, resume the
@@ -321,6 +359,8 @@ func (Transition) isAction()      {}
 func (PublishShardMap) isAction() {}
 func (PauseWorkers) isAction()    {}
 func (AbortSnapshot) isAction()   {}
+func (AbortExport) isAction()     {}
+func (TakeExport) isAction()      {}
 func (TakeSnapshot) isAction()    {}
 func (Restore) isAction()         {}
 func (AssignReaders) isAction()   {}
@@ -333,6 +373,8 @@ func (a PublishShardMap) String() string {
 }
 func (a PauseWorkers) String() string  { return fmt.Sprintf("pause v%d", a.Version) }
 func (a AbortSnapshot) String() string { return "abort " + a.ID.String() }
+func (a AbortExport) String() string   { return fmt.Sprintf("abort export #%d", a.ID) }
+func (a TakeExport) String() string    { return fmt.Sprintf("export #%d v%d", a.ID, a.Version) }
 func (a TakeSnapshot) String() string  { return fmt.Sprintf("snapshot %s v%d", a.ID, a.Version) }
 func (a Restore) String() string {
 	return fmt.Sprintf("restore %s v%d [%s]", a.Snapshot, a.Version, strings.Join(a.Shards, " "))

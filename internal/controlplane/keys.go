@@ -32,6 +32,9 @@ import (
 //	P/snapshot/request               anyone (RequestSnapshot)         leading scheduler (watch)
 //	P/snapshot/last                  leading scheduler                RequestSnapshot
 //	                                 (PutSnapshotResult)
+//	P/export/request                 anyone (RequestExport)           leading scheduler (watch)
+//	P/export/last                    leading scheduler                RequestExport
+//	                                 (PutExportResult)
 //	P/assign/<worker>                leading scheduler                worker (WaitAssignment)
 //	                                 (PutAssignment)
 //	P/partitions                     leading scheduler                workers (WaitPartitionAssignment,
@@ -93,6 +96,12 @@ func SnapshotRequestKey(prefix string) string { return prefix + "/snapshot/reque
 
 // SnapshotLastKey returns "P/snapshot/last".
 func SnapshotLastKey(prefix string) string { return prefix + "/snapshot/last" }
+
+// ExportRequestKey returns "P/export/request".
+func ExportRequestKey(prefix string) string { return prefix + "/export/request" }
+
+// ExportLastKey returns "P/export/last".
+func ExportLastKey(prefix string) string { return prefix + "/export/last" }
 
 // AssignPrefix returns "P/assign/".
 func AssignPrefix(prefix string) string { return prefix + "/assign/" }

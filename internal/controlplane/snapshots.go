@@ -44,31 +44,46 @@ func (c *Conn) PutSnapshotResult(ctx context.Context, r SnapshotResult) error {
 // request (not one in progress before it); a failed attempt is returned
 // with its error.
 func (c *Conn) RequestSnapshot(ctx context.Context) (SnapshotResult, error) {
-	before, err := c.cli.Get(ctx, SnapshotLastKey(c.prefix))
+	var r SnapshotResult
+	err := c.request(ctx, "snapshot", SnapshotRequestKey(c.prefix), SnapshotLastKey(c.prefix), func(b []byte) (int64, string, bool) {
+		r = SnapshotResult{}
+		ok := json.Unmarshal(b, &r) == nil
+		return r.Request, r.Error, ok
+	})
+	return r, err
+}
+
+// request writes the request key reqKey and waits for a result under
+// lastKey that answers it: one whose request revision (decoded by
+// decode, with the attempt's error and whether it decoded) is at least
+// that of the write, an attempt begun after the scheduler saw the
+// request. A failed attempt is an error.
+func (c *Conn) request(ctx context.Context, what, reqKey, lastKey string, decode func([]byte) (req int64, failed string, ok bool)) error {
+	before, err := c.cli.Get(ctx, lastKey)
 	if err != nil {
-		return SnapshotResult{}, fmt.Errorf("controlplane: request a snapshot: %w", err)
+		return fmt.Errorf("controlplane: request a %s: %w", what, err)
 	}
 	rev := before.Header.Revision
-	put, err := c.cli.Put(ctx, SnapshotRequestKey(c.prefix), time.Now().UTC().Format(time.RFC3339Nano))
+	put, err := c.cli.Put(ctx, reqKey, time.Now().UTC().Format(time.RFC3339Nano))
 	if err != nil {
-		return SnapshotResult{}, fmt.Errorf("controlplane: request a snapshot: %w", err)
+		return fmt.Errorf("controlplane: request a %s: %w", what, err)
 	}
 	mine := put.Header.Revision // results of attempts begun earlier answer older requests
 	wctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	for resp := range c.cli.Watch(wctx, SnapshotLastKey(c.prefix), clientv3.WithRev(rev+1)) {
+	for resp := range c.cli.Watch(wctx, lastKey, clientv3.WithRev(rev+1)) {
 		for _, ev := range resp.Events {
-			var r SnapshotResult
-			if json.Unmarshal(ev.Kv.Value, &r) != nil || r.Request < mine {
+			req, failed, ok := decode(ev.Kv.Value)
+			if !ok || req < mine {
 				continue
 			}
-			if r.Error != "" {
-				return r, errors.New("controlplane: snapshot: " + r.Error)
+			if failed != "" {
+				return fmt.Errorf("controlplane: %s: %s", what, failed)
 			}
-			return r, nil
+			return nil
 		}
 	}
-	return SnapshotResult{}, fmt.Errorf("controlplane: waiting for the snapshot: %w", context.Cause(ctx))
+	return fmt.Errorf("controlplane: waiting for the %s: %w", what, context.Cause(ctx))
 }
 
 // WatchSnapshotResults calls fn with the outcome of every snapshot attempt

@@ -26,16 +26,22 @@ func (o *Options) BindFlags(fs *flag.FlagSet) {
 		"how long a shard or worker whose lease expired is waited for to register again in the same process (the cluster paused, then serving on at the same version) before restoring; negative: restore at once")
 }
 
-// SnapshotNow is the scheduler binary's -snapshot-now: it asks the running
-// scheduler of the cluster under prefix for a snapshot
-// (controlplane.RequestSnapshot), waits for it and writes its result to w
-// as one line of JSON. A failed snapshot is returned as an error.
-func SnapshotNow(ctx context.Context, cli *clientv3.Client, prefix string, w io.Writer) error {
+// RequestNow is the scheduler binary's -snapshot-now (-export-now with
+// export): it asks the running scheduler of the cluster under prefix for a
+// snapshot (controlplane.RequestSnapshot) or a model export
+// (controlplane.RequestExport), waits for it and writes its result to w as
+// one line of JSON. A failed attempt is returned as an error.
+func RequestNow(ctx context.Context, cli *clientv3.Client, prefix string, export bool, w io.Writer) error {
 	conn, err := controlplane.New(cli, prefix)
 	if err != nil {
 		return err
 	}
-	res, err := conn.RequestSnapshot(ctx)
+	var res any
+	if export {
+		res, err = conn.RequestExport(ctx)
+	} else {
+		res, err = conn.RequestSnapshot(ctx)
+	}
 	if err != nil {
 		return err
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/xdlgo/xps/ams"
 	"github.com/xdlgo/xps/ams/client"
+	"github.com/xdlgo/xps/export"
 	"github.com/xdlgo/xps/internal/clusterfsm"
 	"github.com/xdlgo/xps/internal/controlplane"
 	"github.com/xdlgo/xps/internal/membership"
@@ -24,8 +25,10 @@ var ErrNoSnapshotStore = errors.New("scheduler: no snapshot store (start the sch
 
 // opDone is what a background operation reports to the run goroutine.
 type opDone struct {
-	ev   clusterfsm.Event
-	snap *controlplane.SnapshotResult // for a snapshot
+	ev     clusterfsm.Event
+	snap   *controlplane.SnapshotResult // for a snapshot
+	exp    *controlplane.ExportResult   // for an export
+	expMan *export.Manifest             // the export written
 	// keys are the state keys of the model a successful snapshot wrote or
 	// a successful restore loaded (see Scheduler.modelKeys).
 	keys []string
@@ -43,7 +46,9 @@ type snapOp struct {
 // hold: the snapshots to fall back to, the last version, and the map a
 // previous leader published (adopted if the cluster still serves it).
 func (s *Scheduler) newCore(ctx context.Context) error {
+	s.chain = s.loadExportChain()
 	o := clusterfsm.Options{Shards: s.opts.Shards, SnapshotEvery: s.opts.Config.Snapshot.Periodic(), Keep: s.opts.Config.Snapshot.Keep,
+		ExportEvery:         s.opts.Config.Export.Periodic(),
 		SkipInitialSnapshot: s.opts.Config.Snapshot.Store == "", RejoinWait: max(s.opts.RejoinWait, 0)}
 	if s.opts.Config.Snapshot.Store != "" {
 		store, err := snapshot.OpenStore(s.opts.Config.Snapshot.Store, "")
@@ -223,6 +228,12 @@ func (s *Scheduler) do(ctx context.Context, a clusterfsm.Action) {
 	case clusterfsm.AbortSnapshot:
 		if s.snap != nil && s.snap.id == a.ID {
 			s.snap.cancel()
+		}
+	case clusterfsm.TakeExport:
+		s.startExport(ctx, a)
+	case clusterfsm.AbortExport:
+		if s.exp != nil && s.exp.id == a.ID {
+			s.exp.cancel()
 		}
 	case clusterfsm.Restore:
 		s.startRestore(ctx, a)
@@ -554,10 +565,11 @@ func (s *Scheduler) finish(ctx context.Context, d opDone) {
 			})
 		}
 		s.putSnapshotResult(ctx, *d.snap)
-		if s.requested {
-			s.requested = false
-			s.requestSnapshot(ctx)
-		}
+		s.replayRequests(ctx)
+		return
+	}
+	if done, ok := d.ev.(clusterfsm.ExportDone); ok && s.exp != nil && s.exp.id == done.ID {
+		s.exported(ctx, d)
 		return
 	}
 	if s.step(ctx, d.ev) == nil {
@@ -598,6 +610,9 @@ func (s *Scheduler) putSnapshotResult(ctx context.Context, res controlplane.Snap
 func (s *Scheduler) stopOps() {
 	if s.snap != nil {
 		s.snap.cancel()
+	}
+	if s.exp != nil {
+		s.exp.cancel()
 	}
 	s.samples.close()
 }

@@ -105,6 +105,7 @@ func (o *Options) EnsureDefaults() {
 		o.Prefix = membership.DefaultPrefix
 	}
 	o.Config.Snapshot.EnsureDefaults()
+	o.Config.Export.EnsureDefaults()
 	if o.ID == "" {
 		host, err := os.Hostname()
 		if err != nil || host == "" {
@@ -121,6 +122,9 @@ func (o *Options) EnsureDefaults() {
 	if o.TickInterval == 0 {
 		o.TickInterval = time.Second
 		if every := o.Config.Snapshot.Periodic(); every > 0 { // periodic snapshots start on a tick
+			o.TickInterval = max(min(o.TickInterval, every/4), 10*time.Millisecond)
+		}
+		if every := o.Config.Export.Periodic(); every > 0 { // and periodic exports
 			o.TickInterval = max(min(o.TickInterval, every/4), 10*time.Millisecond)
 		}
 		if o.Config.Snapshot.EverySamples > 0 { // so are those every N samples
@@ -234,8 +238,16 @@ type Scheduler struct {
 	pauseSeq  uint64        // last pause request
 	snap      *snapOp       // the snapshot in progress
 	requested bool          // a snapshot was asked for while another was in progress
-	samples   sampleCount   // snapshots every Snapshot.EverySamples
-	done_     chan opDone   // background operations report here
+	// exp is the model export in progress, chain the export store's
+	// chain as this leader knows it; exportRequested: an export was asked
+	// for while a cut was in progress; lastExportRequest is the etcd
+	// revision of the newest export request seen.
+	exp               *expOp
+	chain             exportChain
+	exportRequested   bool
+	lastExportRequest int64
+	samples           sampleCount // snapshots every Snapshot.EverySamples
+	done_             chan opDone // background operations report here
 
 	opsWG sync.WaitGroup // snapshot and restore goroutines
 }
@@ -416,6 +428,7 @@ func (s *Scheduler) endTerm() {
 		break
 	}
 	s.fsm, s.pending, s.snap, s.requested = nil, nil, nil, false
+	s.exp, s.chain, s.exportRequested = nil, exportChain{}, false
 	s.members, s.left, s.maps = make(map[string]tracked), make(map[string]bool), make(map[uint64]*ams.ShardMap)
 	s.modelKeys, s.jobID, s.samples = nil, "", sampleCount{}
 	s.mu.Lock()
@@ -524,6 +537,7 @@ func (s *Scheduler) watch(ctx context.Context, rev int64, tick <-chan time.Time)
 	wch := s.cli.Watch(wctx, membership.LeftPrefix(s.opts.Prefix), s.watchRange(),
 		clientv3.WithRev(rev), clientv3.WithPrevKV())
 	requests := s.cli.Watch(wctx, controlplane.SnapshotRequestKey(s.opts.Prefix), clientv3.WithRev(rev))
+	exportRequests := s.cli.Watch(wctx, controlplane.ExportRequestKey(s.opts.Prefix), clientv3.WithRev(rev))
 	for {
 		select {
 		case <-ctx.Done():
@@ -544,6 +558,14 @@ func (s *Scheduler) watch(ctx context.Context, rev int64, tick <-chan time.Time)
 			for _, ev := range resp.Events {
 				s.lastRequest = ev.Kv.ModRevision
 				s.requestSnapshot(ctx)
+			}
+		case resp, ok := <-exportRequests:
+			if !ok || resp.Err() != nil {
+				return fmt.Errorf("scheduler: export request watch broke: %v", resp.Err())
+			}
+			for _, ev := range resp.Events {
+				s.lastExportRequest = ev.Kv.ModRevision
+				s.requestExport(ctx)
 			}
 		case resp, ok := <-wch:
 			if !ok {

@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"slices"
+	"strconv"
 	"time"
 
 	"github.com/xdlgo/xps/ams"
@@ -183,7 +185,39 @@ func (m *model) attempt(ctx context.Context, env *job.Env, start checkpoint.Chec
 	env.Pauser.StartTraining()
 	r, err := tr.Run(ctx)
 	env.Pauser.StopTraining(ctx)
+	if err == nil && env.Config.Job.TestScores != "" && env.Index == 0 && len(r.Evals) > 0 {
+		err = writeScores(env.Config.Job.TestScores, r.Evals[len(r.Evals)-1].probs)
+	}
+	if err == nil && env.Config.Export.Store != "" && env.Index == 0 {
+		err = exportFinal(ctx, env)
+	}
 	return r, err
+}
+
+// writeScores writes probs, one per line, to the file at path.
+func writeScores(path string, probs []float32) error {
+	var b []byte
+	for _, p := range probs {
+		b = strconv.AppendFloat(b, float64(p), 'g', -1, 32)
+		b = append(b, '\n')
+	}
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		return fmt.Errorf("worker: job.test_scores: %w", err)
+	}
+	return nil
+}
+
+// exportFinal has the scheduler export the final model (the one the
+// workers evaluated), so that serving gets it: worker 0 asks once the
+// training is over.
+func exportFinal(ctx context.Context, env *job.Env) error {
+	res, err := env.Conn.RequestExport(ctx)
+	if err != nil {
+		return fmt.Errorf("worker: the final export: %w", err)
+	}
+	env.Say("exported the final model: export %d (%s, %d rows, %d deletions, %.1f MiB) to %s",
+		res.Seq, res.Kind, res.Rows, res.Deletes, float64(res.Bytes)/(1<<20), env.Config.Export.Store)
+	return nil
 }
 
 // trainerOptions are the trainer's options for an attempt from start.

@@ -46,12 +46,12 @@ var ErrBadLabel = errors.New("worker: label outside [0, 1]")
 // for dense fields, their width.
 type Shape struct {
 	// Fields is the number of fields.
-	Fields int
+	Fields int `json:"fields"`
 	// Levels[f] is the level of field f (nil: every field at level 0).
-	Levels []int
+	Levels []int `json:"levels,omitempty"`
 	// DenseWidths[f] > 0 marks field f as a dense field of that width (nil:
 	// every field sparse).
-	DenseWidths []int
+	DenseWidths []int `json:"dense_widths,omitempty"`
 }
 
 // Options configure a Trainer.
@@ -142,6 +142,8 @@ type Eval struct {
 	AUCNote string     `json:"auc_note,omitempty"`
 	Samples int        `json:"samples"`
 	Seconds float64    `json:"seconds"`
+	// probs are the predictions, in the test set's order (job.test_scores).
+	probs []float32
 }
 
 // Result summarises a training run.
@@ -244,27 +246,16 @@ func New(cl *client.Client, opts Options) (*Trainer, error) {
 	if opts.Train == nil {
 		return nil, fmt.Errorf("%w: no training source", ErrNoData)
 	}
-	layout, err := NewLayout(cfg, opts.Shape)
+	net, err := NewNet(cfg, opts.Shape)
 	if err != nil {
 		return nil, err
 	}
-	if w, b := layout.Width(), max(cfg.Train.BatchSize, cfg.Train.EvalBatchSize); w*b > math.MaxInt32 {
+	if w, b := net.Layout.Width(), max(cfg.Train.BatchSize, cfg.Train.EvalBatchSize); w*b > math.MaxInt32 {
 		return nil, fmt.Errorf("worker: a batch of %d samples x %d inputs is too large; lower the batch size or the embedding dims", b, w)
 	}
-	sizes := append([]int{layout.Width()}, cfg.Model.Hidden...)
-	mlp, err := densenet.NewMLP(append(sizes, 1))
-	if err != nil {
-		return nil, fmt.Errorf("worker: %w", err)
-	}
-	if n := mlp.NumParams(); n > maxDenseParams {
-		return nil, fmt.Errorf("worker: the MLP %v would have %d parameters, more than %d", mlp.Sizes, n, maxDenseParams)
-	}
-	t := &Trainer{cl: cl, cfg: cfg, opts: opts, layout: layout, mlp: mlp,
+	layout, mlp := net.Layout, net.MLP
+	t := &Trainer{cl: cl, cfg: cfg, opts: opts, layout: layout, mlp: mlp, cols: net.Cols,
 		tables: cfg.Model.Tables, free: make(chan *pushBuf, cfg.Train.MaxInflightPushes)}
-	t.cols = make([]int, layout.Levels()+1)
-	for k := 0; k < layout.Levels(); k++ {
-		_, t.cols[k+1] = layout.LevelCols(k)
-	}
 	t.ws = mlp.NewWorkspace(cfg.Train.BatchSize)
 	t.ws.Threads = cfg.Train.DenseThreads
 	for i := 0; i < cfg.Train.MaxInflightPushes; i++ {
@@ -336,12 +327,18 @@ func (t *Trainer) Declare(ctx context.Context) error {
 	if err := t.cl.Declare(ctx, t.tables, []client.Dense{d}); err != nil {
 		return fmt.Errorf("worker: declare model: %w", err)
 	}
-	// The job's configuration, for the snapshots' manifests.
+	// The job's configuration and the network's input shape, for the
+	// snapshots' and the exports' manifests.
 	cfg, err := json.Marshal(t.cfg)
 	if err != nil {
 		return fmt.Errorf("worker: encode the config: %w", err)
 	}
-	if err := t.cl.PutState(ctx, []client.StateEntry{{Key: client.ConfigStateKey, Value: cfg}}); err != nil {
+	shape, err := json.Marshal(t.opts.Shape)
+	if err != nil {
+		return fmt.Errorf("worker: encode the shape: %w", err)
+	}
+	if err := t.cl.PutState(ctx, []client.StateEntry{{Key: client.ConfigStateKey, Value: cfg},
+		{Key: client.ShapeStateKey, Value: shape}}); err != nil {
 		return fmt.Errorf("worker: store the config in the model: %w", err)
 	}
 	return nil
@@ -616,9 +613,10 @@ func (t *Trainer) takePushErr() error {
 	return t.pushErr
 }
 
-// Evaluate scores the test set with the shards' current model (rows not on
-// the shards count as zeros; nothing is created) and returns AUC and
-// logloss. Test batches are compressed like training batches.
+// Evaluate scores the test set with the shards' current model (a row not
+// on the shards reads as its initial value, as in training and serving;
+// nothing is created) and returns AUC and logloss. Test batches are
+// compressed like training batches.
 func (t *Trainer) Evaluate(ctx context.Context) (Eval, error) {
 	if len(t.opts.Test) == 0 {
 		return Eval{}, fmt.Errorf("%w: empty test set", ErrNoData)
@@ -661,7 +659,7 @@ func (t *Trainer) Evaluate(ctx context.Context) (Eval, error) {
 		return Eval{}, err
 	}
 	e := Eval{AUC: job.Metric(metrics.AUC(labels, probs)), LogLoss: job.Metric(metrics.LogLoss(labels, probs)), Samples: len(labels),
-		Seconds: time.Since(start).Seconds()}
+		Seconds: time.Since(start).Seconds(), probs: probs}
 	if !e.AUC.Defined() {
 		e.AUCNote = testAUCNote(labels)
 	}

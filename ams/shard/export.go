@@ -1,0 +1,177 @@
+package shard
+
+import (
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"math"
+	"slices"
+
+	"github.com/xdlgo/xps/ams"
+	"github.com/xdlgo/xps/export"
+	"github.com/xdlgo/xps/snapshot"
+)
+
+// ExportOptions describe a shard's part of a model export.
+type ExportOptions struct {
+	// Seq numbers the export, Base the export a delta applies onto (0: a
+	// full export).
+	Seq, Base uint64
+	// Index is the shard's position in the shard map.
+	Index int
+	// Quant gives a table's encoding (export.FP32 when absent).
+	Quant map[string]string
+}
+
+// exportState is the shard's record of its exports, under exportMu.
+type exportState struct {
+	// last is the export this shard last wrote its part of in the current
+	// model (0: none since the model began): the only base it writes a
+	// delta onto.
+	last uint64
+}
+
+// WriteExport writes this shard's part of export o.Seq into store: for a
+// full export every row of every table, for a delta (o.Base > 0) the rows
+// pushed since the shard's previous export and deletions for the rows
+// expiry and the budget removed since (ams.Table.TakeDirty,
+// DrainTombstones), values only, encoded by o.Quant; and its range of
+// each dense vector, values only. It takes the rows' dirty marks and the
+// tombstones: an export that fails, here or on another shard, leaves no
+// base, and the next must be full (ams.ErrNoExportBase). Like a snapshot it
+// is consistent only while nothing pushes.
+func (s *Shard) WriteExport(store snapshot.Store, o ExportOptions) (export.Part, error) {
+	s.exportMu.Lock()
+	defer s.exportMu.Unlock()
+	base := s.export.last
+	s.export.last = 0 // until this export is whole
+	if o.Base != 0 && o.Base != base {
+		return export.Part{}, fmt.Errorf("%w: export %d onto %d, but this shard's last export is %d", ams.ErrNoExportBase, o.Seq, o.Base, base)
+	}
+	cat := s.cat.Load()
+	var part export.Part
+	for _, name := range slices.Sorted(maps.Keys(cat.tables)) {
+		t, err := s.exportTable(store, cat, cat.tables[name], o)
+		if err != nil {
+			return export.Part{}, fmt.Errorf("ams: export %d of table %q: %w", o.Seq, name, err)
+		}
+		part.Tables = append(part.Tables, t)
+	}
+	dense, err := s.exportDense(store, cat, o)
+	if err != nil {
+		return export.Part{}, fmt.Errorf("ams: export %d: %w", o.Seq, err)
+	}
+	part.Dense = dense
+	s.export.last = o.Seq
+	return part, nil
+}
+
+// exportTable writes ti's file of export o.
+func (s *Shard) exportTable(store snapshot.Store, cat *catalog, ti *tableInfo, o ExportOptions) (export.Table, error) {
+	q := o.Quant[ti.spec.Name]
+	if q == "" {
+		q = export.FP32
+	}
+	if err := export.CheckQuant(q); err != nil {
+		return export.Table{}, fmt.Errorf("%w: %w", ams.ErrBadRequest, err)
+	}
+	ids, err := s.exportIDs(cat, ti, o.Base != 0)
+	if err != nil {
+		return export.Table{}, err
+	}
+	tw, err := snapshot.CreateTableFile(store, export.Dir(o.Seq), export.TableName(ti.spec.Name, o.Index), true)
+	if err != nil {
+		return export.Table{}, err
+	}
+	w := &tableWrite{s: s, ti: ti, n: export.RowBytes(q, ti.spec.Dim), ids: ids, next: make([]int, len(s.stripes)),
+		deletions: true, row: func(tab *ams.Table, b []byte, id uint64) ([]byte, bool) {
+			v, ok := tab.Get(id)
+			if !ok {
+				return b, false // removed since: a deletion
+			}
+			return export.AppendRow(b, q, v), true
+		}}
+	f, err := w.write(tw)
+	if err != nil {
+		return export.Table{}, err
+	}
+	init, err := json.Marshal(ti.spec.Init)
+	if err != nil {
+		return export.Table{}, err
+	}
+	return export.Table{Name: ti.spec.Name, Dim: ti.spec.Dim, Quant: q, Init: init, Files: []snapshot.FileMeta{f}}, nil
+}
+
+// exportIDs has each owner list, sorted, the ids of its stripe of ti that
+// an export writes, taking the dirty marks and the tombstones: for a
+// delta the rows pushed since the last export and those removed since
+// (the removed ones may have come back: the writer finds out), for a full
+// export every row.
+func (s *Shard) exportIDs(cat *catalog, ti *tableInfo, delta bool) ([][]uint64, error) {
+	ids := make([][]uint64, len(s.stripes))
+	lost := make([]uint64, len(s.stripes))
+	if err := s.onStripes(func(i int, st *stripe) error {
+		tab := st.tables[ti.idx]
+		var tombs []uint64
+		if l := st.lives[ti.idx]; l != nil {
+			tombs, lost[i] = l.tombs, l.lostTombs
+			l.tombs, l.lostTombs = nil, 0
+		}
+		if !delta {
+			tab.ClearDirty()
+			ids[i] = tab.IDs(make([]uint64, 0, tab.Len()))
+			sortIDs(ids[i])
+			return nil
+		}
+		ids[i] = append(tab.TakeDirty(nil), tombs...)
+		sortIDs(ids[i])
+		ids[i] = slices.Compact(ids[i])
+		return nil
+	}); err != nil {
+		return nil, err
+	}
+	if n := sum(lost); delta && n > 0 {
+		return nil, fmt.Errorf("%w: %d removed rows had no tombstone (more than %d per stripe since the last export)", ams.ErrNoExportBase, n, MaxTombstones)
+	}
+	return ids, nil
+}
+
+func sum(v []uint64) uint64 {
+	var n uint64
+	for _, x := range v {
+		n += x
+	}
+	return n
+}
+
+// exportDense writes this shard's range of each dense vector, values only.
+func (s *Shard) exportDense(store snapshot.Store, cat *catalog, o ExportOptions) ([]export.Dense, error) {
+	var out []export.Dense
+	for _, name := range slices.Sorted(maps.Keys(cat.dense)) {
+		di := cat.dense[name]
+		var b []byte
+		if err := s.onStripes(func(i int, st *stripe) error {
+			if i != di.stripe {
+				return nil
+			}
+			v := st.dense[name]
+			if !v.Initialized() {
+				return fmt.Errorf("%w: dense %q", ams.ErrNotInitialized, name)
+			}
+			for _, x := range v.Values() {
+				b = binary.LittleEndian.AppendUint32(b, math.Float32bits(x))
+			}
+			return nil
+		}); err != nil {
+			return nil, err
+		}
+		f, err := snapshot.WriteFileIn(store, export.Dir(o.Seq), export.DenseName(name, o.Index), b)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, export.Dense{Name: name, Len: di.spec.Size,
+			Parts: []export.DensePart{{Lo: di.lo, Hi: di.hi, File: f}}})
+	}
+	return out, nil
+}

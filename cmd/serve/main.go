@@ -1,0 +1,89 @@
+// Command serve serves the newest model of an export store over HTTP/JSON
+// (see package serve): it loads the newest full export and its deltas,
+// applies each new delta as the trainer writes it, and scores requests of
+// one user and its candidates.
+//
+// Usage:
+//
+//	serve -store DIR|hdfs://HOST:PORT/PATH [flags]
+//
+// Flags:
+//
+//	-store loc        the export store (the job's export.store). Required.
+//	-listen addr      the HTTP address. Default 127.0.0.1:8500.
+//	-poll d           how often to look for new exports. Default 1s.
+//	-log-level level  debug, info, warn or error. Default info.
+//
+// An example request:
+//
+//	curl -d '{"user": "1:u42 2:iphone", "candidates": ["3:item7", "3:item9"]}' localhost:8500/predict
+//
+// SIGINT or SIGTERM stops it gracefully.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"time"
+
+	"github.com/xdlgo/xps/internal/cli"
+	"github.com/xdlgo/xps/serve"
+)
+
+func main() {
+	ctx, stop := cli.SignalContext()
+	err := run(ctx, os.Args[1:], os.Stderr)
+	stop()
+	if err != nil && !errors.Is(err, flag.ErrHelp) {
+		cli.Fatal("serve", err)
+	}
+}
+
+func run(ctx context.Context, args []string, stderr io.Writer) error {
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var (
+		store  = fs.String("store", "", "the export store: a directory or hdfs://HOST:PORT/PATH (required)")
+		listen = fs.String("listen", "127.0.0.1:8500", "HTTP address")
+		poll   = fs.Duration("poll", time.Second, "how often to look for new exports")
+		level  = fs.String("log-level", "info", "log level: debug, info, warn or error")
+	)
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	log, err := cli.LoggerTo(stderr, *level)
+	if err != nil {
+		return err
+	}
+	if *store == "" {
+		fs.Usage()
+		return errors.New("-store is required")
+	}
+	s, err := serve.New(serve.Options{Store: *store, Poll: *poll, Logger: log})
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	lis, err := net.Listen("tcp", *listen)
+	if err != nil {
+		return err
+	}
+	hs := &http.Server{Handler: s.Handler(), ReadHeaderTimeout: 10 * time.Second}
+	go s.Run(ctx)
+	go func() {
+		<-ctx.Done()
+		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		hs.Shutdown(sctx) //nolint:errcheck // exiting
+	}()
+	log.Info("serve listening", "addr", lis.Addr().String(), "store", *store)
+	if err := hs.Serve(lis); !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
+}

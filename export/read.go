@@ -1,0 +1,99 @@
+package export
+
+import (
+	"encoding/binary"
+	"fmt"
+	"io"
+	"math"
+
+	"github.com/xdlgo/xps/snapshot"
+)
+
+// ReadTable calls fn for every row and deletion of table in export m, file
+// by file (shard by shard; each file in id order): a row with its values
+// decoded into a buffer valid during the call, a deletion with nil values.
+// It stops at fn's first error. A file that does not decode is an error
+// wrapping ErrCorrupt; Verify m first to refuse a damaged export as a
+// whole.
+func ReadTable(s snapshot.Store, m *Manifest, table string, fn func(id uint64, values []float32) error) error {
+	var t *Table
+	for i := range m.Tables {
+		if m.Tables[i].Name == table {
+			t = &m.Tables[i]
+		}
+	}
+	if t == nil {
+		return fmt.Errorf("export %d has no table %q", m.Seq, table)
+	}
+	v := make([]float32, t.Dim)
+	for _, f := range t.Files {
+		if err := readFile(s, m, t, f, v, fn); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func readFile(s snapshot.Store, m *Manifest, t *Table, f snapshot.FileMeta, v []float32, fn func(uint64, []float32) error) error {
+	tr, err := snapshot.OpenTableFile(s, m.Dir(), f)
+	if err != nil {
+		return fmt.Errorf("%w: %w", ErrCorrupt, err)
+	}
+	defer tr.Close()
+	for tr.Next() {
+		id, b := tr.Row()
+		if tr.Deleted() {
+			if m.Kind != KindDelta {
+				return fmt.Errorf("%w: %s/%s: a deletion in a full export", ErrCorrupt, m.Dir(), f.Name)
+			}
+			if err := fn(id, nil); err != nil {
+				return err
+			}
+			continue
+		}
+		if err := DecodeRow(v, t.Quant, b); err != nil {
+			return fmt.Errorf("%w: %s/%s: row %d: %w", ErrCorrupt, m.Dir(), f.Name, id, err)
+		}
+		if err := fn(id, v); err != nil {
+			return err
+		}
+	}
+	if err := tr.Err(); err != nil {
+		return fmt.Errorf("%w: %w", ErrCorrupt, err)
+	}
+	return nil
+}
+
+// ReadDense returns dense vector name of export m, its ranges read and
+// checked (size, SHA-256, finite values).
+func ReadDense(s snapshot.Store, m *Manifest, name string) ([]float32, error) {
+	for _, d := range m.Dense {
+		if d.Name != name {
+			continue
+		}
+		out := make([]float32, d.Len)
+		for _, p := range d.Parts {
+			r, err := snapshot.OpenFileIn(s, m.Dir(), p.File)
+			if err != nil {
+				return nil, fmt.Errorf("%w: %w", ErrCorrupt, err)
+			}
+			b, err := io.ReadAll(r)
+			r.Close()
+			if err != nil {
+				return nil, fmt.Errorf("%w: %w", ErrCorrupt, err)
+			}
+			if len(b) != 4*(p.Hi-p.Lo) {
+				return nil, fmt.Errorf("%w: %s/%s: %d bytes for [%d, %d)", ErrCorrupt, m.Dir(), p.File.Name, len(b), p.Lo, p.Hi)
+			}
+			for i := range p.Hi - p.Lo {
+				x := math.Float32frombits(binary.LittleEndian.Uint32(b[4*i:]))
+				if !finite(x) {
+					return nil, fmt.Errorf("%w: %s/%s: value %d is %v", ErrCorrupt, m.Dir(), p.File.Name, p.Lo+i, x)
+				}
+				out[p.Lo+i] = x
+			}
+		}
+		return out, nil
+	}
+	return nil, fmt.Errorf("export %d has no dense vector %q", m.Seq, name)
+}

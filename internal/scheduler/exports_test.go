@@ -1,0 +1,95 @@
+package scheduler_test
+
+import (
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/xdlgo/xps/ams"
+	"github.com/xdlgo/xps/ams/client"
+	"github.com/xdlgo/xps/export"
+	"github.com/xdlgo/xps/internal/clusterfsm"
+	"github.com/xdlgo/xps/internal/membership"
+	"github.com/xdlgo/xps/internal/scheduler"
+	"github.com/xdlgo/xps/internal/testutil"
+	"github.com/xdlgo/xps/snapshot"
+)
+
+// TestExportsOnRequest: exports asked for with controlplane.RequestExport
+// (scheduler -export-now) form a chain in the store: a full export of
+// every row, then a delta of the rows pushed since, int8 as configured,
+// with the model's config and shape; the oldest chain is pruned once
+// full_every makes a new full export and keep is 1.
+func TestExportsOnRequest(t *testing.T) {
+	const p = "/xps/exports"
+	srv := startEtcd(t)
+	cli := newClient(t, srv)
+	store := t.TempDir()
+	opts := scheduler.Options{Prefix: p, ID: "sched-1", Shards: 2, Partitions: 8, LeaseTTL: 2 * time.Second,
+		TickInterval: 50 * time.Millisecond, Logger: testLogger(t)}
+	opts.Config.Export = export.Policy{Store: store, Every: -1, FullEvery: 3, Keep: 1, Tables: map[string]string{"emb": export.Int8}}
+	opts.Config.Model.Tables = []ams.TableSpec{{Name: "emb", Dim: 4}}
+	s, err := scheduler.New(cli, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	for _, id := range []string{"ams-0", "ams-1"} {
+		defer register(t, cli, p, membership.KindAMS, id, startShard(t, id)).Close()
+	}
+	eventually(t, 10*time.Second, "SERVING", func() bool { return s.Status().Phase == clusterfsm.Serving })
+	conn := testutil.Conn(cli, p)
+	ids := []uint64{1, 2, 3, 4, 5, 6, 7, 8, 9, 10}
+	push := func(ids []uint64) { // a client knows the tables it declared
+		withClient(t, conn, func(c *client.Client) error {
+			if err := c.Declare(testCtx(t), []ams.TableSpec{{Name: "emb", Dim: 4}}, nil); err != nil {
+				return err
+			}
+			return c.Push(testCtx(t), []client.Table{{Name: "emb", IDs: ids, Rows: make([]float32, 4*len(ids))}}, nil)
+		})
+	}
+	withClient(t, conn, func(c *client.Client) error {
+		ctx := testCtx(t)
+		d := client.Dense{Spec: ams.DenseSpec{Name: "mlp", Size: 10}, Init: make([]float32, 10)}
+		if err := c.Declare(ctx, []ams.TableSpec{{Name: "emb", Dim: 4}}, []client.Dense{d}); err != nil {
+			return err
+		}
+		return c.PutState(ctx, []client.StateEntry{{Key: client.ConfigStateKey, Value: []byte(`{"a":1}`)},
+			{Key: client.ShapeStateKey, Value: []byte(`{"fields":3}`)}})
+	})
+	push(ids)
+	res, err := conn.RequestExport(testCtx(t))
+	if err != nil || res.Kind != export.KindFull || res.Rows != int64(len(ids)) {
+		t.Fatalf("first export: %+v, %v; want a full export of %d rows", res, err, len(ids))
+	}
+	push(ids[:3])
+	res, err = conn.RequestExport(testCtx(t))
+	if err != nil || res.Kind != export.KindDelta || res.Rows != 3 || res.Base != 1 {
+		t.Fatalf("second export: %+v, %v; want a delta of 3 rows onto export 1", res, err)
+	}
+	if res.PauseSeconds <= 0 || res.Bytes <= 0 {
+		t.Errorf("second export: pause %vs, %d bytes", res.PauseSeconds, res.Bytes)
+	}
+	st, err := snapshot.OpenDir(store)
+	if err != nil {
+		t.Fatal(err)
+	}
+	chain, skipped, err := export.Next(st, nil)
+	if err != nil || len(skipped) > 0 || len(chain) != 2 {
+		t.Fatalf("chain %v, skipped %v, %v", len(chain), skipped, err)
+	}
+	m := chain[1]
+	if string(m.Config) != `{"a":1}` || string(m.Shape) != `{"fields":3}` || m.Tables[0].Quant != export.Int8 || m.Shards != 2 {
+		t.Fatalf("delta manifest: config %s, shape %s, tables %+v, %d shards", m.Config, m.Shape, m.Tables, m.Shards)
+	}
+	// Nothing pushed: an empty delta. Then full_every 3 makes the fourth
+	// export a full one, and keep 1 prunes the first chain.
+	res, err = conn.RequestExport(testCtx(t))
+	if err != nil || res.Kind != export.KindDelta || res.Rows+res.Deletes != 0 {
+		t.Fatalf("third export: %+v, %v; want an empty delta", res, err)
+	}
+	res, err = conn.RequestExport(testCtx(t))
+	if err != nil || res.Kind != export.KindFull || res.Rows != int64(len(ids)) || !slices.Equal(res.Removed, []uint64{1, 2, 3}) {
+		t.Fatalf("fourth export: %+v, %v; want a full export pruning 1 to 3", res, err)
+	}
+}

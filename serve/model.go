@@ -1,0 +1,182 @@
+package serve
+
+import (
+	"encoding/json"
+	"fmt"
+	"sync"
+
+	"github.com/xdlgo/xps/ams"
+	"github.com/xdlgo/xps/compress"
+	"github.com/xdlgo/xps/config"
+	"github.com/xdlgo/xps/densenet"
+	"github.com/xdlgo/xps/export"
+	"github.com/xdlgo/xps/internal/worker"
+	"github.com/xdlgo/xps/reader"
+	"github.com/xdlgo/xps/snapshot"
+)
+
+// denseName is the dense vector that holds the MLP's parameters.
+const denseName = worker.DenseName
+
+// replica is one copy of the served model: the network, its parameters
+// and each table's rows, as of the export seq of a chain. The Server
+// keeps two (see the package doc); mu is held for reading by every
+// request that scores with the replica and for writing while an export is
+// applied to it, so that a request sees whole exports only.
+type replica struct {
+	mu      sync.RWMutex
+	seq     uint64 // the export applied last; 0: none
+	full    uint64 // the full export of its chain
+	samples int64  // trained samples at seq's cut
+	net     *worker.Net
+	params  []float32
+	tables  []*ams.Table // by model table (config order)
+	byName  map[string]int
+	scratch sync.Pool // of *scorer
+}
+
+// newReplica builds an empty replica for the model of full export m: its
+// network from the manifest's config and shape, its tables from the
+// manifest's tables (values only, the manifest's initializer).
+func newReplica(m *export.Manifest) (*replica, error) {
+	var cfg config.Config
+	if err := json.Unmarshal(m.Config, &cfg); err != nil {
+		return nil, fmt.Errorf("serve: export %d: the config: %w", m.Seq, err)
+	}
+	cfg.EnsureDefaults()
+	var shape worker.Shape
+	if err := json.Unmarshal(m.Shape, &shape); err != nil || shape.Fields < 1 {
+		return nil, fmt.Errorf("serve: export %d: no input shape (%v): the export was written by an older trainer", m.Seq, err)
+	}
+	net, err := worker.NewNet(cfg, shape)
+	if err != nil {
+		return nil, fmt.Errorf("serve: export %d: %w", m.Seq, err)
+	}
+	r := &replica{net: net, byName: map[string]int{}}
+	for i, spec := range cfg.Model.Tables {
+		var init ams.InitSpec
+		for _, t := range m.Tables {
+			if t.Name == spec.Name {
+				if err := json.Unmarshal(t.Init, &init); err != nil {
+					return nil, fmt.Errorf("serve: export %d: table %q's initializer: %w", m.Seq, t.Name, err)
+				}
+			}
+		}
+		tab, err := ams.NewTable(ams.TableSpec{Name: spec.Name, Dim: spec.Dim, Optimizer: ams.OptimizerSpec{Name: ams.OptSGD}, Init: init})
+		if err != nil {
+			return nil, fmt.Errorf("serve: export %d: table %q: %w", m.Seq, spec.Name, err)
+		}
+		r.tables = append(r.tables, tab)
+		r.byName[spec.Name] = i
+	}
+	r.params = make([]float32, net.MLP.NumParams())
+	return r, nil
+}
+
+// apply applies export m (verified: export.Next) to r: a full export onto
+// an empty replica, a delta onto its base. The caller holds r.mu for
+// writing. An error leaves r in an unspecified state: the caller drops
+// it.
+func (r *replica) apply(s snapshot.Store, m *export.Manifest) error {
+	switch {
+	case m.Kind == export.KindFull && r.seq != 0:
+		return fmt.Errorf("serve: full export %d onto a replica at export %d", m.Seq, r.seq)
+	case m.Kind == export.KindDelta && m.Base != r.seq:
+		return fmt.Errorf("serve: delta %d onto export %d, but the replica is at export %d", m.Seq, m.Base, r.seq)
+	}
+	for _, t := range m.Tables {
+		i, ok := r.byName[t.Name]
+		if !ok {
+			return fmt.Errorf("serve: export %d has table %q, which its model does not", m.Seq, t.Name)
+		}
+		tab := r.tables[i]
+		if t.Dim != tab.Dim() {
+			return fmt.Errorf("serve: export %d: table %q of dim %d, the model's has %d", m.Seq, t.Name, t.Dim, tab.Dim())
+		}
+		if err := export.ReadTable(s, m, t.Name, func(id uint64, v []float32) error {
+			if v == nil {
+				tab.Delete(id)
+				return nil
+			}
+			return tab.Load(id, v, nil, 0, 0)
+		}); err != nil {
+			return err
+		}
+	}
+	params, err := export.ReadDense(s, m, denseName)
+	if err != nil {
+		return err
+	}
+	if len(params) != len(r.params) {
+		return fmt.Errorf("serve: export %d: %d MLP parameters, the network has %d", m.Seq, len(params), len(r.params))
+	}
+	copy(r.params, params)
+	r.seq, r.full, r.samples = m.Seq, m.Full, m.Samples
+	return nil
+}
+
+// Rows returns the rows the replica holds, by table.
+func (r *replica) rows() map[string]int {
+	out := map[string]int{}
+	for _, t := range r.tables {
+		out[t.Spec().Name] = t.Len()
+	}
+	return out
+}
+
+// scorer holds one request's buffers: a sample group, a batch builder,
+// the pulled rows and the forward pass's.
+type scorer struct {
+	builder *compress.Builder
+	infer   *worker.Infer
+	rows    [][]float32
+	logits  []float32
+}
+
+// maxCandidates bounds the candidates of one request.
+const maxCandidates = 4096
+
+func (r *replica) newScorer() (*scorer, error) {
+	b, err := compress.NewBuilder(compress.Options{BatchSize: maxCandidates, Layout: r.net.Layout})
+	if err != nil {
+		return nil, err
+	}
+	return &scorer{builder: b, infer: r.net.NewInfer(maxCandidates), rows: make([][]float32, len(r.tables)),
+		logits: make([]float32, maxCandidates)}, nil
+}
+
+// score scores group g (one user line at level 1, the candidates at level
+// 0) into out, one probability per candidate in order. The caller holds
+// r.mu for reading: Pull without create changes nothing, so requests
+// score concurrently.
+func (r *replica) score(sc *scorer, g *reader.Group, out []float32) error {
+	if err := sc.builder.Add(g); err != nil {
+		return err
+	}
+	sc.builder.Flush()
+	n := 0
+	for b := sc.builder.Take(); b != nil; b = sc.builder.Take() {
+		for t, tab := range r.tables {
+			ids := b.Sparse.IDs(t)
+			sc.rows[t] = grow(sc.rows[t], len(ids)*tab.Dim())
+			tab.Pull(ids, sc.rows[t], false, 0)
+		}
+		r.net.Forward(sc.infer, r.params, b, sc.rows, sc.logits)
+		for j := range b.N {
+			out[n+j] = densenet.Sigmoid(sc.logits[j])
+		}
+		n += b.N
+		sc.builder.Recycle(b)
+	}
+	if n != len(out) {
+		return fmt.Errorf("serve: %d scores for %d candidates", n, len(out))
+	}
+	return nil
+}
+
+func grow(b []float32, n int) []float32 {
+	if cap(b) < n {
+		return make([]float32, n)
+	}
+	return b[:n]
+}

@@ -1,0 +1,144 @@
+package serve
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"strconv"
+	"sync"
+
+	"github.com/xdlgo/xps/reader"
+)
+
+// ErrBadRequest is wrapped by the errors of a request that cannot be
+// scored as given.
+var ErrBadRequest = errors.New("serve: bad request")
+
+// Request is one prediction request: one user's features, shared by
+// every candidate, and each candidate's features. A feature list is
+// space-separated tokens FIELD:TOKEN or FIELD:TOKEN:VALUE, as in the
+// libFFM and sample-group training formats: the feature's id is
+// reader.FeatureID(FIELD, TOKEN) and its value VALUE (default 1). The
+// user's features are pooled and pushed through the network's first
+// layer once per request where the model's layout puts their fields at
+// the user level (the multi-prefix tree of training, applied to
+// serving); the ids of all candidates are deduplicated and looked up in
+// one batch.
+type Request struct {
+	User       string   `json:"user"`
+	Candidates []string `json:"candidates"`
+}
+
+// Response is a request's answer: one score (the predicted probability)
+// per candidate, in order, and the export the model came from.
+type Response struct {
+	Version uint64    `json:"version"`
+	Scores  []float32 `json:"scores"`
+}
+
+// Predict scores req with the served model. It fails with ErrNotReady
+// before a model is loaded and with an error wrapping ErrBadRequest for a
+// request it cannot parse.
+func (s *Server) Predict(req *Request) (*Response, error) {
+	if len(req.Candidates) == 0 || len(req.Candidates) > maxCandidates {
+		return nil, fmt.Errorf("%w: %d candidates, want 1 to %d", ErrBadRequest, len(req.Candidates), maxCandidates)
+	}
+	g := groupPool.Get().(*reader.Group)
+	defer groupPool.Put(g)
+	if err := buildGroup(g, req); err != nil {
+		return nil, err
+	}
+	resp := &Response{Scores: make([]float32, len(req.Candidates))}
+	var err error
+	resp.Version, err = s.Score(g, resp.Scores)
+	return resp, err
+}
+
+var groupPool = sync.Pool{New: func() any { return new(reader.Group) }}
+
+// Score scores the samples of sample group g (as the training formats
+// decode them: samples at level 0, shared lines above) into out, one
+// probability per sample in order, with the served model, and returns
+// the export it came from. It fails with ErrNotReady before a model is
+// loaded and with an error wrapping ErrBadRequest for a group it cannot
+// score (len(out) must be g's sample count, at most 4096).
+func (s *Server) Score(g *reader.Group, out []float32) (uint64, error) {
+	r := s.cur.Load()
+	if r == nil {
+		return 0, ErrNotReady
+	}
+	if n := g.NumSamples(); n != len(out) || n > maxCandidates {
+		return 0, fmt.Errorf("%w: %d samples for %d scores (at most %d)", ErrBadRequest, n, len(out), maxCandidates)
+	}
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	if r.seq == 0 {
+		return 0, ErrNotReady
+	}
+	sc, _ := r.scratch.Get().(*scorer)
+	if sc == nil {
+		var err error
+		if sc, err = r.newScorer(); err != nil {
+			return 0, err
+		}
+	}
+	defer r.scratch.Put(sc)
+	if err := r.score(sc, g, out); err != nil {
+		return 0, fmt.Errorf("%w: %w", ErrBadRequest, err)
+	}
+	return r.seq, nil
+}
+
+// buildGroup makes g the sample group of req: the user line at level 1,
+// each candidate a sample at level 0 under it (label 0: unused).
+func buildGroup(g *reader.Group, req *Request) error {
+	g.Reset(2)
+	var f []uint32
+	var ids []uint64
+	var vals []float32
+	var err error
+	if f, ids, vals, err = parseFeatures(req.User, f, ids, vals); err != nil {
+		return fmt.Errorf("%w: user: %w", ErrBadRequest, err)
+	}
+	g.AddLine(1, -1, f, ids, vals)
+	for i, c := range req.Candidates {
+		if f, ids, vals, err = parseFeatures(c, f[:0], ids[:0], vals[:0]); err != nil {
+			return fmt.Errorf("%w: candidate %d: %w", ErrBadRequest, i, err)
+		}
+		g.AddLine(0, 0, f, ids, vals)
+		g.AddLabels(0)
+	}
+	return nil
+}
+
+// maxField bounds a request's field numbers (a model has at most
+// worker.MaxFields fields).
+const maxField = 1 << 16
+
+// parseFeatures appends the features of s (FIELD:TOKEN[:VALUE] ...) to
+// the slices.
+func parseFeatures(s string, fields []uint32, ids []uint64, vals []float32) ([]uint32, []uint64, []float32, error) {
+	for _, tok := range bytes.Fields([]byte(s)) {
+		fs, rest, ok := bytes.Cut(tok, []byte{':'})
+		if !ok {
+			return nil, nil, nil, fmt.Errorf("feature %q: want FIELD:TOKEN[:VALUE]", tok)
+		}
+		field, err := strconv.ParseUint(string(fs), 10, 32)
+		if err != nil || field >= maxField {
+			return nil, nil, nil, fmt.Errorf("feature %q: field %q is not a number below %d", tok, fs, maxField)
+		}
+		v := float32(1)
+		if i := bytes.LastIndexByte(rest, ':'); i >= 0 {
+			x, err := strconv.ParseFloat(string(rest[i+1:]), 32)
+			if err != nil || x != x || x > 3.4e38 || x < -3.4e38 {
+				return nil, nil, nil, fmt.Errorf("feature %q: value %q is not a finite number", tok, rest[i+1:])
+			}
+			v, rest = float32(x), rest[:i]
+		}
+		if len(rest) == 0 {
+			return nil, nil, nil, fmt.Errorf("feature %q: empty token", tok)
+		}
+		fields, ids, vals = append(fields, uint32(field)), append(ids, reader.FeatureID(uint32(field), rest)), append(vals, v)
+	}
+	return fields, ids, vals, nil
+}

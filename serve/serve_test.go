@@ -1,0 +1,192 @@
+package serve_test
+
+import (
+	"bufio"
+	"context"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/xdlgo/xps"
+	"github.com/xdlgo/xps/cluster"
+	"github.com/xdlgo/xps/config"
+	"github.com/xdlgo/xps/export"
+	"github.com/xdlgo/xps/internal/datagen"
+	"github.com/xdlgo/xps/job"
+	"github.com/xdlgo/xps/reader"
+	"github.com/xdlgo/xps/serve"
+)
+
+// genFile writes n generated samples in format f ("libffm" or "group").
+func genFile(t *testing.T, path string, seed uint64, n int, f string) {
+	t.Helper()
+	gen, err := datagen.New(datagen.Config{Fields: 6, UserFields: 2, MeanBag: 2, Vocab: 300, SamplesPerUser: 6, Users: 500, Seed: seed})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	if f == "group" {
+		_, err = gen.WriteGroups(w, n)
+	} else {
+		_, err = gen.WriteLibFFM(w, n)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// trainAndExport trains a small model on generated data of format f in
+// an embedded cluster, with the final model exported (quantized by q)
+// and the test set's scores written; it returns the export store, the
+// test file and the scores.
+func trainAndExport(t *testing.T, f, q string) (store, test string, scores []float32) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	dir := t.TempDir()
+	train, test := filepath.Join(dir, "train."+f), filepath.Join(dir, "test."+f)
+	genFile(t, train, 1, 20000, f)
+	genFile(t, test, 2, 600, f)
+	store = filepath.Join(dir, "exports")
+	cfg := config.Config{}
+	cfg.Model.Hidden = []int{16, 8}
+	cfg.Train.BatchSize, cfg.Train.Epochs, cfg.Train.Format = 64, 2, f
+	cfg.Model.DenseOptimizer.LR = 0.01
+	cfg.Job.Train, cfg.Job.Test = []string{train}, []string{test}
+	cfg.Job.TestScores = filepath.Join(dir, "scores.txt")
+	cfg.Export = export.Policy{Store: store, Every: -1, Quant: q}
+	cfg.EnsureDefaults()
+	cfg.Model.Tables[0].Dim = 8
+	lc, err := cluster.Start(ctx, cluster.Options{Shards: 2, Prefix: "/xps/serve-test", Config: cfg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lc.Close()
+	if _, err := xps.Train(ctx, job.Options{Config: cfg, Etcd: lc.Etcd(), Prefix: lc.Prefix()}); err != nil {
+		t.Fatal(err)
+	}
+	return store, test, readScores(t, cfg.Job.TestScores)
+}
+
+func readScores(t *testing.T, path string) []float32 {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []float32
+	for _, l := range strings.Fields(string(b)) {
+		x, err := strconv.ParseFloat(l, 32)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, float32(x))
+	}
+	return out
+}
+
+// scoreFile scores every sample group of the test file with s.
+func scoreFile(t *testing.T, s *serve.Server, test, f string) []float32 {
+	t.Helper()
+	format, err := reader.ParseFormat(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	src, err := reader.OpenFiles([]reader.FileSplit{{Path: test}}, format, reader.StopOnBad)
+	if err != nil {
+		t.Fatal(err)
+	}
+	groups, err := reader.ReadAll(context.Background(), src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []float32
+	for _, g := range groups {
+		sc := make([]float32, g.NumSamples())
+		if _, err := s.Score(g, sc); err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, sc...)
+	}
+	return out
+}
+
+// TestParity: the test set scored by a server from the final export
+// agrees with the worker's own evaluation within 1e-5 per score (fp32),
+// for flat data and for sample groups (users at level 1).
+func TestParity(t *testing.T) {
+	for _, f := range []string{"libffm", "group"} {
+		t.Run(f, func(t *testing.T) {
+			store, test, want := trainAndExport(t, f, export.FP32)
+			s, err := serve.New(serve.Options{Store: store})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			got := scoreFile(t, s, test, f)
+			if len(got) != len(want) || len(want) == 0 {
+				t.Fatalf("%d scores, the worker wrote %d", len(got), len(want))
+			}
+			lo, hi := slices.Min(want), slices.Max(want)
+			if hi-lo < 0.05 {
+				t.Fatalf("the worker's scores span [%v, %v]: the model learned nothing to compare", lo, hi)
+			}
+			worst := 0.0
+			for i := range got {
+				worst = math.Max(worst, math.Abs(float64(got[i]-want[i])))
+			}
+			if worst > 1e-5 {
+				t.Fatalf("largest difference from the worker's scores %g > 1e-5", worst)
+			}
+			t.Logf("%d scores, largest difference %g", len(got), worst)
+		})
+	}
+}
+
+// TestPredictParsesAsTheTrainingFormat: a request's FIELD:TOKEN[:VALUE]
+// features score as the same line read by the libFFM decoder.
+func TestPredictParsesAsTheTrainingFormat(t *testing.T) {
+	store, test, _ := trainAndExport(t, "libffm", export.Int8)
+	s, err := serve.New(serve.Options{Store: store})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	want := scoreFile(t, s, test, "libffm")
+	fh, err := os.Open(test)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fh.Close()
+	sc := bufio.NewScanner(fh)
+	var cands []string
+	for sc.Scan() {
+		_, feats, _ := strings.Cut(sc.Text(), " ") // drop the label
+		cands = append(cands, feats)
+	}
+	resp, err := s.Predict(&serve.Request{Candidates: cands[:150]})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, x := range resp.Scores {
+		if x != want[i] {
+			t.Fatalf("candidate %d: %v, the decoded line scores %v", i, x, want[i])
+		}
+	}
+	for _, bad := range []serve.Request{{}, {Candidates: []string{"x"}}, {Candidates: []string{"1:a:NaN"}}, {User: "a:b", Candidates: []string{"1:a"}}} {
+		if _, err := s.Predict(&bad); err == nil {
+			t.Errorf("request %+v scored", bad)
+		} else {
+			t.Logf("refused: %v", err)
+		}
+	}
+}

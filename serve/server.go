@@ -1,0 +1,225 @@
+package serve
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/xdlgo/xps/export"
+	"github.com/xdlgo/xps/snapshot"
+)
+
+// Options configure a Server.
+type Options struct {
+	// Store is the export store's location: a directory or
+	// hdfs://HOST:PORT/PATH. Required.
+	Store string
+	// Poll is how often Run looks for new exports. The default value is
+	// 1s.
+	Poll time.Duration
+	// Logger receives the server's logs. The default value is
+	// slog.Default().
+	Logger *slog.Logger
+}
+
+// ErrNotReady is returned by Predict before a model is loaded.
+var ErrNotReady = errors.New("serve: no model loaded yet")
+
+// Server serves the newest model of an export store: it loads the chain
+// (the newest intact full export and its deltas), applies each new delta
+// as it appears, and scores requests (Predict) with the version it holds,
+// switching versions atomically.
+type Server struct {
+	opts  Options
+	store snapshot.Store
+	cur   atomic.Pointer[replica]
+
+	// Owned by the updating goroutine (Update's caller), under upd.
+	upd     sync.Mutex
+	standby *replica           // the other replica, at cur's export or stale; nil: none
+	chain   []*export.Manifest // the exports cur holds, full first
+	refused string             // the last reason logged for a refused export
+}
+
+// New opens the store and loads its newest model; an empty store is not
+// an error (Predict answers ErrNotReady until an export appears), a store
+// that cannot be opened is.
+func New(opts Options) (*Server, error) {
+	if opts.Store == "" {
+		return nil, errors.New("serve: no export store")
+	}
+	if opts.Poll <= 0 {
+		opts.Poll = time.Second
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	store, err := snapshot.OpenStore(opts.Store, "")
+	if err != nil {
+		return nil, fmt.Errorf("serve: %w", err)
+	}
+	s := &Server{opts: opts, store: store}
+	if _, err := s.Update(); err != nil && !errors.Is(err, export.ErrNoExport) {
+		store.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+// Close releases the store.
+func (s *Server) Close() error { return s.store.Close() }
+
+// Version returns the export the server serves (0: none) and the trained
+// samples at its cut.
+func (s *Server) Version() (seq uint64, samples int64) {
+	r := s.cur.Load()
+	if r == nil {
+		return 0, 0
+	}
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	return r.seq, r.samples
+}
+
+// Run applies new exports every Poll until ctx ends.
+func (s *Server) Run(ctx context.Context) {
+	t := time.NewTicker(s.opts.Poll)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			if _, err := s.Update(); err != nil && !errors.Is(err, export.ErrNoExport) {
+				s.opts.Logger.Warn("reading the export store", "store", s.opts.Store, "err", err)
+			}
+		}
+	}
+}
+
+// Update applies what the store holds beyond the served version: a newer
+// full export and its deltas (a new model), or the deltas after the
+// served export. Requests keep being served meanwhile, each by one whole
+// version. A link that is refused (missing, half-written, corrupt) is
+// logged once and the server stays on the last good version. It reports
+// whether the served version changed.
+func (s *Server) Update() (bool, error) {
+	s.upd.Lock()
+	defer s.upd.Unlock()
+	var cur *export.Manifest
+	if len(s.chain) > 0 {
+		cur = s.chain[len(s.chain)-1]
+	}
+	next, skipped, err := export.Next(s.store, cur)
+	for _, e := range skipped {
+		s.logRefusal(e)
+	}
+	if err != nil {
+		return false, err
+	}
+	if len(next) == 0 {
+		return false, nil
+	}
+	start := time.Now()
+	if next[0].Kind == export.KindFull {
+		err = s.load(next)
+	} else {
+		err = s.advance(next)
+	}
+	if err != nil {
+		s.opts.Logger.Error("applying exports failed: serving the last good version", "exports", seqs(next), "err", err)
+		return false, err
+	}
+	seq, samples := s.Version()
+	s.opts.Logger.Info("serving", "export", seq, "samples", samples, "applied", seqs(next),
+		"seconds", time.Since(start).Seconds())
+	return true, nil
+}
+
+// load builds a replica of a new chain (a full export and its deltas) and
+// serves it; the old replicas are dropped once their requests end.
+func (s *Server) load(chain []*export.Manifest) error {
+	r, err := s.build(chain)
+	if err != nil {
+		return err
+	}
+	s.cur.Store(r)
+	s.standby, s.chain = nil, chain
+	return nil
+}
+
+// build returns a new replica holding chain.
+func (s *Server) build(chain []*export.Manifest) (*replica, error) {
+	r, err := newReplica(chain[0])
+	if err != nil {
+		return nil, err
+	}
+	for _, m := range chain {
+		if err := r.apply(s.store, m); err != nil {
+			return nil, err
+		}
+	}
+	return r, nil
+}
+
+// advance applies deltas: to the standby replica first (rebuilt from the
+// chain when it is stale), which then serves, then to the replica that
+// served before, which becomes the standby once its requests end.
+func (s *Server) advance(deltas []*export.Manifest) error {
+	cur := s.cur.Load()
+	sb := s.standby
+	s.standby = nil
+	if sb == nil || sb.seq != cur.seq {
+		var err error
+		if sb, err = s.build(s.chain); err != nil {
+			return err
+		}
+	}
+	if err := applyAll(sb, s.store, deltas); err != nil {
+		return err
+	}
+	s.cur.Store(sb)
+	s.chain = append(s.chain, deltas...)
+	if err := applyAll(cur, s.store, deltas); err != nil {
+		return nil // the new version serves; the standby is rebuilt next time
+	}
+	s.standby = cur
+	return nil
+}
+
+// applyAll applies ms to r under its write lock: requests still scoring
+// with r finish first, and later ones wait.
+func applyAll(r *replica, store snapshot.Store, ms []*export.Manifest) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, m := range ms {
+		if err := r.apply(store, m); err != nil {
+			r.seq = 0 // unknown state: never served, rebuilt before use
+			return err
+		}
+	}
+	return nil
+}
+
+// logRefusal logs why an export was refused, once per reason.
+func (s *Server) logRefusal(err error) {
+	msg := err.Error()
+	if s.refused == msg {
+		return
+	}
+	s.refused = msg
+	s.opts.Logger.Warn("export refused: serving the last good version", "err", err)
+}
+
+func seqs(ms []*export.Manifest) []uint64 {
+	out := make([]uint64, 0, len(ms))
+	for _, m := range ms {
+		out = append(out, m.Seq)
+	}
+	return slices.Clip(out)
+}
