@@ -1,0 +1,211 @@
+package serve_test
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"slices"
+	"sync"
+	"testing"
+
+	"github.com/xdlgo/xps/export"
+	"github.com/xdlgo/xps/reader"
+	"github.com/xdlgo/xps/serve"
+	"github.com/xdlgo/xps/snapshot"
+)
+
+// writeDelta writes export seq onto base (full) in store: table "emb"'s
+// row of each id of set set to val, each id of del deleted, the dense
+// parameters and everything else copied from the manifest m.
+func writeDelta(t *testing.T, store snapshot.Store, m *export.Manifest, seq, base uint64, set map[uint64]float32, del []uint64) {
+	t.Helper()
+	tab := m.Tables[0]
+	keys := map[uint64]bool{}
+	for id := range set {
+		keys[id] = false
+	}
+	for _, id := range del {
+		keys[id] = true
+	}
+	sorted := make([]uint64, 0, len(keys))
+	for id := range keys {
+		sorted = append(sorted, id)
+	}
+	slices.Sort(sorted)
+	tw, err := snapshot.CreateTableFile(store, export.Dir(seq), export.TableName(tab.Name, 0), true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	row := make([]float32, tab.Dim)
+	for _, id := range sorted {
+		if keys[id] {
+			err = tw.Delete(id)
+		} else {
+			for i := range row {
+				row[i] = set[id]
+			}
+			err = tw.Add(id, export.AppendRow(nil, tab.Quant, row))
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	f, err := tw.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	files := []snapshot.FileMeta{f}
+	for i := 1; i < m.Shards; i++ { // the other shards changed nothing
+		tw, err := snapshot.CreateTableFile(store, export.Dir(seq), export.TableName(tab.Name, i), true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		f, err := tw.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		files = append(files, f)
+	}
+	d := *m
+	d.Seq, d.Kind, d.Base, d.Full, d.Checksum = seq, export.KindDelta, base, m.Full, ""
+	d.Tables = []export.Table{tab}
+	d.Tables[0].Files = files
+	d.Dense = nil
+	for _, dv := range m.Dense {
+		v, err := export.ReadDense(store, m, dv.Name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		df, err := snapshot.WriteFileIn(store, export.Dir(seq), export.DenseName(dv.Name, 0), export.AppendRow(nil, export.FP32, v))
+		if err != nil {
+			t.Fatal(err)
+		}
+		d.Dense = append(d.Dense, export.Dense{Name: dv.Name, Len: dv.Len, Parts: []export.DensePart{{Lo: 0, Hi: dv.Len, File: df}}})
+	}
+	if err := export.Commit(store, &d); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestFollowsTheChain: a server applies each new delta (rows changed and
+// rows deleted), every request sees one whole version while deltas are
+// applied, a corrupt or unlinked delta is refused with the server staying
+// on the last good version, and a restarted server rebuilds the chain.
+func TestFollowsTheChain(t *testing.T) {
+	dir, _, _ := trainAndExport(t, "libffm", export.FP32)
+	store, err := snapshot.OpenDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	full, _, err := export.Next(store, nil)
+	if err != nil || len(full) != 1 {
+		t.Fatalf("the trainer's exports: %d, %v", len(full), err)
+	}
+	m := full[0]
+	// The candidate: one feature; its id's row moves with each version.
+	cand := "3:probe"
+	id := reader.FeatureID(3, []byte("probe"))
+	s, err := serve.New(serve.Options{Store: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	want := map[uint64]float32{} // score of cand by version
+	predict := func(s *serve.Server) (uint64, float32) {
+		r, err := s.Predict(&serve.Request{User: "0:u1", Candidates: []string{cand}})
+		if err != nil {
+			t.Error(err)
+			return 0, 0
+		}
+		return r.Version, r.Scores[0]
+	}
+	v, x := predict(s)
+	want[v] = x
+	for seq, val := range map[uint64]float32{m.Seq + 1: 1} {
+		writeDelta(t, store, m, seq, m.Seq, map[uint64]float32{id: val}, nil)
+	}
+	writeDelta(t, store, m, m.Seq+2, m.Seq+1, nil, []uint64{id})
+	// Sequentially, on a second server: the score of each version.
+	s2, err := serve.New(serve.Options{Store: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s2.Close()
+	if v, x := predict(s2); v != m.Seq+2 || x != want[m.Seq] {
+		t.Fatalf("a new server at export %d scores %v: the deleted row must read as its initial value, as at export %d (%v)",
+			v, x, m.Seq, want[m.Seq])
+	}
+	// Concurrently: requests while the first server applies both deltas.
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	seen := map[uint64]map[float32]bool{}
+	stop := make(chan struct{})
+	for range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				v, x := predict(s)
+				mu.Lock()
+				if seen[v] == nil {
+					seen[v] = map[float32]bool{}
+				}
+				seen[v][x] = true
+				mu.Unlock()
+			}
+		}()
+	}
+	if changed, err := s.Update(); err != nil || !changed {
+		t.Fatalf("Update: %v, %v", changed, err)
+	}
+	close(stop)
+	wg.Wait()
+	if v, _ := s.Version(); v != m.Seq+2 {
+		t.Fatalf("serving export %d, want %d", v, m.Seq+2)
+	}
+	for v, xs := range seen {
+		if len(xs) != 1 {
+			t.Errorf("export %d answered %d different scores: a request saw part of a delta", v, len(xs))
+		}
+	}
+	if xs := seen[m.Seq+2]; len(xs) == 1 && !xs[want[m.Seq]] {
+		t.Errorf("export %d scored %v, want %v", m.Seq+2, xs, want[m.Seq])
+	}
+	// A damaged delta, then a delta onto a missing link: refused, the
+	// server stays; a restarted server stays on the last good one too.
+	writeDelta(t, store, m, m.Seq+3, m.Seq+2, map[uint64]float32{id: 2}, nil)
+	f := filepath.Join(dir, export.Dir(m.Seq+3), export.TableName("emb", 0))
+	b, _ := os.ReadFile(f)
+	b[len(b)/2] ^= 0xff
+	os.WriteFile(f, b, 0o644)
+	if changed, err := s.Update(); changed || err != nil {
+		t.Fatalf("Update over a damaged delta: changed %v, %v", changed, err)
+	}
+	os.RemoveAll(filepath.Join(dir, export.Dir(m.Seq+3)))
+	writeDelta(t, store, m, m.Seq+4, m.Seq+3, map[uint64]float32{id: 2}, nil)
+	if changed, _ := s.Update(); changed {
+		t.Fatal("a delta onto a missing link was applied")
+	}
+	s3, err := serve.New(serve.Options{Store: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s3.Close()
+	if v, _ := s3.Version(); v != m.Seq+2 {
+		t.Fatalf("a restarted server serves export %d, want the last good %d", v, m.Seq+2)
+	}
+	// An empty store: not ready, not an error.
+	empty, err := serve.New(serve.Options{Store: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer empty.Close()
+	if _, err := empty.Predict(&serve.Request{Candidates: []string{cand}}); !errors.Is(err, serve.ErrNotReady) {
+		t.Fatalf("an empty store: %v, want ErrNotReady", err)
+	}
+}
