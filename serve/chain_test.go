@@ -135,7 +135,24 @@ func TestFollowsTheChain(t *testing.T) {
 		t.Fatalf("a new server at export %d scores %v: the deleted row must read as its initial value, as at export %d (%v)",
 			v, x, m.Seq, want[m.Seq])
 	}
-	// Concurrently: requests while the first server applies both deltas.
+	checkWholeVersions(t, s, predict, m.Seq+2, want[m.Seq])
+	checkRefusals(t, s, store, dir, m, id)
+	// An empty store: not ready, not an error.
+	empty, err := serve.New(serve.Options{Store: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer empty.Close()
+	if _, err := empty.Predict(&serve.Request{Candidates: []string{cand}}); !errors.Is(err, serve.ErrNotReady) {
+		t.Fatalf("an empty store: %v, want ErrNotReady", err)
+	}
+}
+
+// checkWholeVersions has four goroutines predict while s applies the
+// deltas up to export last: every version answers one score (no request
+// sees part of a delta), last's being lastScore.
+func checkWholeVersions(t *testing.T, s *serve.Server, predict func(*serve.Server) (uint64, float32), last uint64, lastScore float32) {
+	t.Helper()
 	var wg sync.WaitGroup
 	var mu sync.Mutex
 	seen := map[uint64]map[float32]bool{}
@@ -160,22 +177,29 @@ func TestFollowsTheChain(t *testing.T) {
 			}
 		}()
 	}
-	if changed, err := s.Update(); err != nil || !changed {
-		t.Fatalf("Update: %v, %v", changed, err)
-	}
+	changed, err := s.Update()
 	close(stop)
 	wg.Wait()
-	if v, _ := s.Version(); v != m.Seq+2 {
-		t.Fatalf("serving export %d, want %d", v, m.Seq+2)
+	if err != nil || !changed {
+		t.Fatalf("Update: %v, %v", changed, err)
+	}
+	if v, _ := s.Version(); v != last {
+		t.Fatalf("serving export %d, want %d", v, last)
 	}
 	for v, xs := range seen {
 		if len(xs) != 1 {
 			t.Errorf("export %d answered %d different scores: a request saw part of a delta", v, len(xs))
 		}
 	}
-	if xs := seen[m.Seq+2]; len(xs) == 1 && !xs[want[m.Seq]] {
-		t.Errorf("export %d scored %v, want %v", m.Seq+2, xs, want[m.Seq])
+	if xs := seen[last]; len(xs) == 1 && !xs[lastScore] {
+		t.Errorf("export %d scored %v, want %v", last, xs, lastScore)
 	}
+}
+
+// checkRefusals: a damaged delta, then a delta onto a missing link, are
+// refused, s staying on export m.Seq+2; a restarted server too.
+func checkRefusals(t *testing.T, s *serve.Server, store snapshot.Store, dir string, m *export.Manifest, id uint64) {
+	t.Helper()
 	// A damaged delta, then a delta onto a missing link: refused, the
 	// server stays; a restarted server stays on the last good one too.
 	writeDelta(t, store, m, m.Seq+3, m.Seq+2, map[uint64]float32{id: 2}, nil)
@@ -198,14 +222,5 @@ func TestFollowsTheChain(t *testing.T) {
 	defer s3.Close()
 	if v, _ := s3.Version(); v != m.Seq+2 {
 		t.Fatalf("a restarted server serves export %d, want the last good %d", v, m.Seq+2)
-	}
-	// An empty store: not ready, not an error.
-	empty, err := serve.New(serve.Options{Store: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer empty.Close()
-	if _, err := empty.Predict(&serve.Request{Candidates: []string{cand}}); !errors.Is(err, serve.ErrNotReady) {
-		t.Fatalf("an empty store: %v, want ErrNotReady", err)
 	}
 }

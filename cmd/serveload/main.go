@@ -1,0 +1,71 @@
+// Command serveload is the serving benchmark's load generator (see
+// internal/serveload and bench/serve.sh): it builds requests of one user
+// and -candidates candidates from a test file, sends them to a serve
+// process with -in-flight requests in flight for -duration, and prints
+// one JSON line: requests/s and latency percentiles. With -dump it writes
+// the requests, one JSON object per line, for the reference peer to score.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/xdlgo/xps/internal/cli"
+	"github.com/xdlgo/xps/internal/serveload"
+)
+
+func main() {
+	ctx, stop := cli.SignalContext()
+	err := run(ctx)
+	stop()
+	if err != nil && !errors.Is(err, flag.ErrHelp) {
+		cli.Fatal("serveload", err)
+	}
+}
+
+func run(ctx context.Context) error {
+	var (
+		url      = flag.String("url", "http://127.0.0.1:8500/predict", "the server's predict URL")
+		test     = flag.String("test", "", "test file (sample-group or libFFM) to build requests from (required)")
+		k        = flag.Int("candidates", 150, "candidates per request")
+		n        = flag.Int("requests", 1000, "distinct requests (sent in turn)")
+		inFlight = flag.Int("in-flight", 2, "requests in flight")
+		duration = flag.Duration("duration", 20*time.Second, "how long to send")
+		dump     = flag.String("dump", "", "write the requests here (JSON lines) and exit")
+	)
+	flag.Parse()
+	if *test == "" {
+		flag.Usage()
+		return errors.New("-test is required")
+	}
+	reqs, err := serveload.LoadRequests(*test, *n, *k)
+	if err != nil {
+		return err
+	}
+	if *dump != "" {
+		f, err := os.Create(*dump)
+		if err != nil {
+			return err
+		}
+		enc := json.NewEncoder(f)
+		for _, r := range reqs {
+			if err := enc.Encode(r); err != nil {
+				f.Close()
+				return err
+			}
+		}
+		return f.Close()
+	}
+	res, err := serveload.Run(ctx, serveload.Options{URL: *url, Requests: reqs, InFlight: *inFlight, Duration: *duration})
+	if err != nil {
+		return err
+	}
+	b, _ := json.Marshal(res)
+	fmt.Println(string(b))
+	return nil
+}

@@ -1,0 +1,188 @@
+// Package serveload is the load generator of the serving benchmark
+// (bench/serve.sh): it builds prediction requests from a test file, one
+// user and its candidates each, and sends them to a server over HTTP with
+// a bounded number of requests in flight, measuring each request's
+// latency.
+package serveload
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/xdlgo/xps/serve"
+)
+
+// LoadRequests builds n requests of k candidates each from a test file in
+// the sample-group format (a group's level-1 line is its user, its
+// level-0 lines candidates) or libFFM (no user features): request i has
+// the user of group i (cycling) and k candidate lines taken in turn from
+// the whole file.
+func LoadRequests(path string, n, k int) ([]serve.Request, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	var users, cands []string
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 1<<20), 1<<24)
+	for sc.Scan() {
+		fs := strings.Fields(sc.Text())
+		switch {
+		case len(fs) == 0 || strings.HasPrefix(fs[0], "#") || fs[0] == "group":
+		case len(fs) >= 3 && fs[0] == "1" && fs[1] == "-": // a group's user line: "1 - - features"
+			users = append(users, strings.Join(fs[3:], " "))
+		case len(fs) >= 3 && fs[0] == "0" && !strings.Contains(fs[1], ":"): // a group's sample: "0 0 label features"
+			cands = append(cands, strings.Join(fs[3:], " "))
+		default: // libFFM: "label features"
+			cands = append(cands, strings.Join(fs[1:], " "))
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return nil, err
+	}
+	if len(cands) == 0 {
+		return nil, fmt.Errorf("serveload: %s holds no sample", path)
+	}
+	out := make([]serve.Request, n)
+	next := 0
+	for i := range out {
+		if len(users) > 0 {
+			out[i].User = users[i%len(users)]
+		}
+		out[i].Candidates = make([]string, k)
+		for j := range k {
+			out[i].Candidates[j] = cands[next%len(cands)]
+			next++
+		}
+	}
+	return out, nil
+}
+
+// Options describe a load run.
+type Options struct {
+	URL      string // the server's /predict
+	Requests []serve.Request
+	// InFlight bounds the requests in flight (a closed loop of that many
+	// clients).
+	InFlight int
+	// Duration bounds the run; so does Max requests (0: none).
+	Duration time.Duration
+	Max      int
+}
+
+// Result is a run's figures.
+type Result struct {
+	Requests   int     `json:"requests"`
+	Errors     int     `json:"errors"`
+	Candidates int     `json:"candidates_per_request"`
+	InFlight   int     `json:"in_flight"`
+	Seconds    float64 `json:"seconds"`
+	RPS        float64 `json:"requests_per_second"`
+	P50ms      float64 `json:"p50_ms"`
+	P90ms      float64 `json:"p90_ms"`
+	P99ms      float64 `json:"p99_ms"`
+	MaxMs      float64 `json:"max_ms"`
+	FirstError string  `json:"first_error,omitempty"`
+}
+
+// Run sends o's requests, in turn, from InFlight clients until Duration
+// or Max, and measures each answer's latency.
+func Run(ctx context.Context, o Options) (Result, error) {
+	bodies := make([][]byte, len(o.Requests))
+	for i, r := range o.Requests {
+		b, err := json.Marshal(r)
+		if err != nil {
+			return Result{}, err
+		}
+		bodies[i] = b
+	}
+	ctx, cancel := context.WithTimeout(ctx, o.Duration)
+	defer cancel()
+	tr := &http.Transport{MaxIdleConnsPerHost: o.InFlight}
+	defer tr.CloseIdleConnections()
+	hc := &http.Client{Transport: tr}
+	var (
+		next   atomic.Int64
+		mu     sync.Mutex
+		lat    []time.Duration
+		errs   int
+		first  string
+		wg     sync.WaitGroup
+		start  = time.Now()
+		failed = func(err error) {
+			mu.Lock()
+			if errs++; first == "" {
+				first = err.Error()
+			}
+			mu.Unlock()
+		}
+	)
+	for range o.InFlight {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var mine []time.Duration
+			for ctx.Err() == nil {
+				i := next.Add(1) - 1
+				if o.Max > 0 && i >= int64(o.Max) {
+					break
+				}
+				t0 := time.Now()
+				if err := post(ctx, hc, o.URL, bodies[i%int64(len(bodies))]); err != nil {
+					if ctx.Err() == nil {
+						failed(err)
+					}
+					continue
+				}
+				mine = append(mine, time.Since(t0))
+			}
+			mu.Lock()
+			lat = append(lat, mine...)
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	secs := time.Since(start).Seconds()
+	slices.Sort(lat)
+	res := Result{Requests: len(lat), Errors: errs, InFlight: o.InFlight, Seconds: secs, FirstError: first}
+	if len(o.Requests) > 0 {
+		res.Candidates = len(o.Requests[0].Candidates)
+	}
+	if len(lat) > 0 {
+		q := func(p float64) float64 { return float64(lat[int(p*float64(len(lat)-1))].Microseconds()) / 1000 }
+		res.RPS, res.P50ms, res.P90ms, res.P99ms, res.MaxMs = float64(len(lat))/secs, q(0.5), q(0.9), q(0.99), q(1)
+	}
+	return res, nil
+}
+
+func post(ctx context.Context, hc *http.Client, url string, body []byte) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
+	if err != nil {
+		return err
+	}
+	resp, err := hc.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return err
+	}
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("HTTP %d: %s", resp.StatusCode, bytes.TrimSpace(b))
+	}
+	return nil
+}
