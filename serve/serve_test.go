@@ -49,12 +49,18 @@ func genFile(t *testing.T, path string, seed uint64, n int, f string) {
 // and the test set's scores written; it returns the export store, the
 // test file and the scores.
 func trainAndExport(t *testing.T, f, q string) (store, test string, scores []float32) {
+	return trainAndExportN(t, f, q, 8, 20000)
+}
+
+// trainAndExportN is trainAndExport with tables of dim and n training
+// samples.
+func trainAndExportN(t *testing.T, f, q string, dim, n int) (store, test string, scores []float32) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	dir := t.TempDir()
 	train, test := filepath.Join(dir, "train."+f), filepath.Join(dir, "test."+f)
-	genFile(t, train, 1, 20000, f)
+	genFile(t, train, 1, n, f)
 	genFile(t, test, 2, 600, f)
 	store = filepath.Join(dir, "exports")
 	cfg := config.Config{}
@@ -65,7 +71,7 @@ func trainAndExport(t *testing.T, f, q string) (store, test string, scores []flo
 	cfg.Job.TestScores = filepath.Join(dir, "scores.txt")
 	cfg.Export = export.Policy{Store: store, Every: -1, Quant: q}
 	cfg.EnsureDefaults()
-	cfg.Model.Tables[0].Dim = 8
+	cfg.Model.Tables[0].Dim = dim
 	lc, err := cluster.Start(ctx, cluster.Options{Shards: 2, Prefix: "/xps/serve-test", Config: cfg})
 	if err != nil {
 		t.Fatal(err)
@@ -96,6 +102,12 @@ func readScores(t *testing.T, path string) []float32 {
 
 // scoreFile scores every sample group of the test file with s.
 func scoreFile(t *testing.T, s *serve.Server, test, f string) []float32 {
+	scores, _ := scoreFileLabels(t, s, test, f)
+	return scores
+}
+
+// scoreFileLabels is scoreFile returning the samples' labels too.
+func scoreFileLabels(t *testing.T, s *serve.Server, test, f string) (scores, labels []float32) {
 	t.Helper()
 	format, err := reader.ParseFormat(f)
 	if err != nil {
@@ -109,15 +121,17 @@ func scoreFile(t *testing.T, s *serve.Server, test, f string) []float32 {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var out []float32
 	for _, g := range groups {
 		sc := make([]float32, g.NumSamples())
 		if _, err := s.Score(g, sc); err != nil {
 			t.Fatal(err)
 		}
-		out = append(out, sc...)
+		scores = append(scores, sc...)
+		for i := range g.NumSamples() {
+			labels = append(labels, g.Label(i))
+		}
 	}
-	return out
+	return scores, labels
 }
 
 // TestParity: the test set scored by a server from the final export

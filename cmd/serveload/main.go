@@ -4,6 +4,9 @@
 // process with -in-flight requests in flight for -duration, and prints
 // one JSON line: requests/s and latency percentiles. With -dump it writes
 // the requests, one JSON object per line, for the reference peer to score.
+// With -brokers it measures freshness instead (serveload.Freshness): it
+// writes -trials bursts of -burst probe samples into -topic and times how
+// long each takes to show in the server's scores.
 package main
 
 import (
@@ -37,8 +40,19 @@ func run(ctx context.Context) error {
 		inFlight = flag.Int("in-flight", 2, "requests in flight")
 		duration = flag.Duration("duration", 20*time.Second, "how long to send")
 		dump     = flag.String("dump", "", "write the requests here (JSON lines) and exit")
+		brokers  = flag.String("brokers", "", "measure freshness: the training topic's brokers")
+		fresh    serveload.FreshOptions
 	)
+	flag.StringVar(&fresh.Topic, "topic", "ctr", "freshness: the training topic")
+	flag.IntVar(&fresh.Burst, "burst", 2000, "freshness: probe samples per trial")
+	flag.IntVar(&fresh.Trials, "trials", 20, "freshness: trials")
+	flag.StringVar(&fresh.Template, "template", "", "freshness: the other features of a probe sample (libFFM)")
 	flag.Parse()
+	if *brokers != "" {
+		fresh.URL, fresh.Brokers, fresh.Dir = *url, cli.SplitList(*brokers), os.TempDir()
+		fresh.Field, fresh.Timeout, fresh.Threshold = 0, time.Minute, 0.05
+		return printJSON(serveload.Freshness(ctx, fresh))
+	}
 	if *test == "" {
 		flag.Usage()
 		return errors.New("-test is required")
@@ -61,11 +75,15 @@ func run(ctx context.Context) error {
 		}
 		return f.Close()
 	}
-	res, err := serveload.Run(ctx, serveload.Options{URL: *url, Requests: reqs, InFlight: *inFlight, Duration: *duration})
+	return printJSON(serveload.Run(ctx, serveload.Options{URL: *url, Requests: reqs, InFlight: *inFlight, Duration: *duration}))
+}
+
+// printJSON prints v as one JSON line, unless err.
+func printJSON(v any, err error) error {
 	if err != nil {
 		return err
 	}
-	b, _ := json.Marshal(res)
+	b, _ := json.Marshal(v)
 	fmt.Println(string(b))
 	return nil
 }

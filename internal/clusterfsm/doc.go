@@ -31,7 +31,8 @@
 //
 // Joined and Left (Graceful false: the lease expired) with a Member of kind
 // ams, worker or scheduler; Tick(now); SnapshotRequested; SnapshotDone(id,
-// err); RestoreDone(shard, snapshot, version, err).
+// err); ExportRequested; ExportDone(id, err); RestoreDone(shard, snapshot,
+// version, err).
 //
 // # Outputs (Action)
 //
@@ -110,6 +111,13 @@
 //     its SnapshotDone is still awaited, and a success counts (the
 //     manifest was committed before the abort took effect, so it is a
 //     consistent snapshot).
+//   - Model exports (TakeExport) are cuts like snapshots, with the same
+//     rules (SERVING only, periodic by Options.ExportEvery or requested,
+//     aborted when the cluster leaves SERVING), and a snapshot and an
+//     export never run at once: both pause the workers, so each is
+//     refused (ErrSnapshotBusy) or waits for the next tick while the
+//     other runs, and a new deal of the data waits for either. An export
+//     is not a restore point: ExportDone changes no snapshot list.
 //   - Stale events change nothing and are rejected with ErrStale: a
 //     replayed join, a Left of a member that is not live or of another
 //     incarnation, a SnapshotDone of a snapshot not in progress, a

@@ -1,0 +1,60 @@
+#!/usr/bin/env bash
+# Serving latency and throughput (issue 23): a model trained on generated
+# sample-group data (ctrgen, TRAIN samples, the default model: one table of
+# dim 18, MLP 200-80) by `worker -local`, which exports its final model;
+# `serve` loads the export; `serveload` sends requests of one user and
+# CANDIDATES candidates built from the test file over loopback HTTP, first
+# one at a time (latency), then IN_FLIGHT at a time (throughput), for
+# SECONDS each; then the PyTorch peer (bench/peers/torch_serve.py,
+# ../shared/peers/torch_ctr.py's network) scores the same requests one at a
+# time in its own process, on the same 2 cores. The summary gives both
+# sides' p50/p99 and requests/s, and the ratios issue 23 sets targets for:
+# our p99 under 5 ms, our requests/s at least 10x the peer's.
+#
+# Usage: bench/serve.sh [TRAIN]   (default 1000000 samples)
+# Environment: CANDIDATES (150), IN_FLIGHT (4), SECONDS (20), QUANT (fp32)
+# Needs: python3-torch, python3-numpy, libopenblas0-pthread (apt-get).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+n=${1:-1000000}
+k=${CANDIDATES:-150}
+inflight=${IN_FLIGHT:-4}
+secs=${SECONDS:-20}
+quant=${QUANT:-fp32}
+bin=$(mktemp -d)
+trap 'kill $(jobs -p) 2>/dev/null || true; wait 2>/dev/null || true; rm -rf "$bin"' EXIT
+go build -o "$bin" ./cmd/worker ./cmd/serve ./cmd/serveload ./cmd/ctrgen
+echo "== generating $n training samples (sample groups)"
+"$bin/ctrgen" -format group -train "$bin/train.grp" -test "$bin/test.grp" -train-samples "$n" -test-samples 20000 2>&1 | sed -e 's/^/  /'
+echo "== training, exporting the final model ($quant)"
+"$bin/worker" -local -set "job.train=$bin/train.grp" -set "job.test=$bin/test.grp" -set train.format=group \
+  -set "export.store=$bin/exports" -set export.every=-1 -set "export.quant=$quant" 2>&1 | grep -E "exported|test AUC|trained" | sed -e 's/^/  /'
+port=$((20000 + RANDOM % 20000))
+"$bin/serve" -store "$bin/exports" -listen "127.0.0.1:$port" 2>"$bin/serve.log" &
+for _ in $(seq 300); do curl -sf "127.0.0.1:$port/healthz" >/dev/null && break; sleep 0.1; done
+curl -s "127.0.0.1:$port/status"
+"$bin/serveload" -test "$bin/test.grp" -candidates "$k" -dump "$bin/requests.jsonl"
+echo "== ours: one request in flight"
+one=$("$bin/serveload" -url "http://127.0.0.1:$port/predict" -test "$bin/test.grp" -candidates "$k" -in-flight 1 -duration "${secs}s")
+echo "  $one"
+echo "== ours: $inflight requests in flight"
+many=$("$bin/serveload" -url "http://127.0.0.1:$port/predict" -test "$bin/test.grp" -candidates "$k" -in-flight "$inflight" -duration "${secs}s")
+echo "  $many"
+kill %1 2>/dev/null || true
+echo "== the PyTorch peer, one request at a time"
+peer=$(OPENBLAS_NUM_THREADS=2 /usr/bin/python3 bench/peers/torch_serve.py --requests "$bin/requests.jsonl" --seconds "$secs")
+echo "  $peer"
+python3 - "$one" "$many" "$peer" <<'PY'
+import json, sys
+one, many, peer = (json.loads(a) for a in sys.argv[1:])
+print(f"ours, 1 in flight:  p50 {one['p50_ms']} ms, p99 {one['p99_ms']} ms, {one['requests_per_second']:.0f} requests/s")
+print(f"ours, {many['in_flight']} in flight:  p50 {many['p50_ms']} ms, p99 {many['p99_ms']} ms, {many['requests_per_second']:.0f} requests/s")
+print(f"peer (PyTorch):     p50 {peer['p50_ms']} ms, p99 {peer['p99_ms']} ms, {peer['requests_per_second']:.0f} requests/s "
+      f"(forward alone: p50 {peer['forward_p50_ms']} ms, {peer['forward_requests_per_second']:.0f} requests/s)")
+best = max(one['requests_per_second'], many['requests_per_second'])
+print(f"p99 at 1 in flight: {one['p99_ms']} ms (target < 5 ms: {'met' if one['p99_ms'] < 5 else 'NOT met'})")
+r = best / peer['requests_per_second']
+print(f"requests/s ours/peer: {r:.1f}x (target >= 10x: {'met' if r >= 10 else 'NOT met'}); "
+      f"against the peer's forward alone: {best / peer['forward_requests_per_second']:.1f}x")
+PY
+echo "load: $(cut -d' ' -f1-3 /proc/loadavg)"
