@@ -5,9 +5,9 @@
 # a full export every 100), and `serve` follows the export store (polling
 # every 200ms). Background traffic goes on at BG_RATE samples/s (kafkaput).
 # `serveload -brokers` then runs TRIALS trials: each writes a burst of BURST
-# samples (label 1) of a new feature into the topic and times how long until
-# serve's score for that feature leads a control feature's (a new token
-# never written) by 0.05. The summary gives p50/p99 (target: under 10 s),
+# samples into the topic, half positive with a new feature (the probe), half
+# negative with another (the control), and times how long until the
+# probe's score in serve's answers has gained 0.02 on the control's. The summary gives p50/p99 (target: under 10 s),
 # and from the scheduler's "export written" log lines the rows and bytes of
 # each delta and the training pause of each export.
 #
@@ -43,8 +43,7 @@ for _ in $(seq 600); do curl -sf "127.0.0.1:$sport/healthz" >/dev/null && break;
 "$bin/kafkaput" -brokers "$b" -topic ctr -rate "$bg" "$bin/bg.libffm" >/dev/null 2>&1 &
 sleep 5
 echo "== $trials trials of $burst probe samples"
-template=$(head -n 1 "$bin/bg.libffm" | cut -d' ' -f3-)
-res=$("$bin/serveload" -url "http://127.0.0.1:$sport/predict" -brokers "$b" -topic ctr -burst "$burst" -trials "$trials" -template "$template")
+res=$("$bin/serveload" -url "http://127.0.0.1:$sport/predict" -brokers "$b" -topic ctr -burst "$burst" -trials "$trials")
 echo "  $res"
 python3 - "$res" "$bin/worker.log" <<'PY'
 import json, re, statistics, sys

@@ -12,14 +12,14 @@
 # our p99 under 5 ms, our requests/s at least 10x the peer's.
 #
 # Usage: bench/serve.sh [TRAIN]   (default 1000000 samples)
-# Environment: CANDIDATES (150), IN_FLIGHT (4), SECONDS (20), QUANT (fp32)
+# Environment: CANDIDATES (150), IN_FLIGHT (4), RUN_SECONDS (20), QUANT (fp32)
 # Needs: python3-torch, python3-numpy, libopenblas0-pthread (apt-get).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 n=${1:-1000000}
 k=${CANDIDATES:-150}
 inflight=${IN_FLIGHT:-4}
-secs=${SECONDS:-20}
+secs=${RUN_SECONDS:-20}
 quant=${QUANT:-fp32}
 bin=$(mktemp -d)
 trap 'kill $(jobs -p) 2>/dev/null || true; wait 2>/dev/null || true; rm -rf "$bin"' EXIT
@@ -28,7 +28,7 @@ echo "== generating $n training samples (sample groups)"
 "$bin/ctrgen" -format group -train "$bin/train.grp" -test "$bin/test.grp" -train-samples "$n" -test-samples 20000 2>&1 | sed -e 's/^/  /'
 echo "== training, exporting the final model ($quant)"
 "$bin/worker" -local -set "job.train=$bin/train.grp" -set "job.test=$bin/test.grp" -set train.format=group \
-  -set "export.store=$bin/exports" -set export.every=-1 -set "export.quant=$quant" 2>&1 | grep -E "exported|test AUC|trained" | sed -e 's/^/  /'
+  -set "export.store=$bin/exports" -set export.every=-1s -set "export.quant=$quant" 2>&1 | grep -E "exported|test AUC|trained" | sed -e 's/^/  /'
 port=$((20000 + RANDOM % 20000))
 "$bin/serve" -store "$bin/exports" -listen "127.0.0.1:$port" 2>"$bin/serve.log" &
 for _ in $(seq 300); do curl -sf "127.0.0.1:$port/healthz" >/dev/null && break; sleep 0.1; done

@@ -16,16 +16,11 @@ import (
 // fp32, then converted to fp16 and int8: the test AUC each scores is
 // within 0.001 of fp32's, and the export sizes are logged (issue 23's
 // target for int8: at most 30% of fp32; BENCHMARKS.md has the figures).
-// XPS_QUANT_SAMPLES sets the training samples (default 20000).
+// XPS_QUANT_SAMPLES sets the training samples (default 20000),
+// XPS_QUANT_DIM the tables' dim (default 18).
 func TestQuantizedAgainstFP32(t *testing.T) {
-	n := 20000
-	if v := os.Getenv("XPS_QUANT_SAMPLES"); v != "" {
-		var err error
-		if n, err = strconv.Atoi(v); err != nil {
-			t.Fatal(err)
-		}
-	}
-	dir, test, _ := trainAndExportN(t, "group", export.FP32, 18, n)
+	n, dim := envInt(t, "XPS_QUANT_SAMPLES", 20000), envInt(t, "XPS_QUANT_DIM", 18)
+	dir, test, _ := trainAndExportN(t, "group", export.FP32, dim, n)
 	src, err := snapshot.OpenDir(dir)
 	if err != nil {
 		t.Fatal(err)
@@ -73,4 +68,17 @@ func TestQuantizedAgainstFP32(t *testing.T) {
 	if !(size[export.Int8] < size[export.FP16] && size[export.FP16] < size[export.FP32]) {
 		t.Errorf("export sizes %v: want int8 < fp16 < fp32", size)
 	}
+}
+
+func envInt(t *testing.T, name string, def int) int {
+	t.Helper()
+	v := os.Getenv(name)
+	if v == "" {
+		return def
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil {
+		t.Fatalf("%s=%q: %v", name, v, err)
+	}
+	return n
 }

@@ -25,7 +25,14 @@ import (
 // genFile writes n generated samples in format f ("libffm" or "group").
 func genFile(t *testing.T, path string, seed uint64, n int, f string) {
 	t.Helper()
-	gen, err := datagen.New(datagen.Config{Fields: 6, UserFields: 2, MeanBag: 2, Vocab: 300, SamplesPerUser: 6, Users: 500, Seed: seed})
+	dc := datagen.Config{Fields: 6, UserFields: 2, MeanBag: 2, Vocab: 300, SamplesPerUser: 6, Users: 500, Seed: seed}
+	if n >= 100000 { // a benchmark's size: the default generated data (ctrgen's)
+		var c config.Config
+		c.EnsureDefaults()
+		dc = c.Data.Config
+		dc.Seed = seed
+	}
+	gen, err := datagen.New(dc)
 	if err != nil {
 		t.Fatal(err)
 	}

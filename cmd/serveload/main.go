@@ -50,7 +50,7 @@ func run(ctx context.Context) error {
 	flag.Parse()
 	if *brokers != "" {
 		fresh.URL, fresh.Brokers, fresh.Dir = *url, cli.SplitList(*brokers), os.TempDir()
-		fresh.Field, fresh.Timeout, fresh.Threshold = 0, time.Minute, 0.05
+		fresh.Field, fresh.Timeout, fresh.Threshold = 0, 30*time.Second, 0.02
 		return printJSON(serveload.Freshness(ctx, fresh))
 	}
 	if *test == "" {

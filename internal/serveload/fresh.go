@@ -25,14 +25,15 @@ type FreshOptions struct {
 	// Field is the probe feature's field; each trial's probe is a new token
 	// in it, so its row starts at its initial value.
 	Field uint32
-	// Burst is the number of probe samples (label 1, the probe feature and
-	// Template's features) a trial writes, in libFFM.
+	// Burst is the number of samples a trial writes, in libFFM: half of
+	// them positive with the probe's feature, half negative with a
+	// control's (a new token too), each with Template's features.
 	Burst    int
 	Template string
 	Trials   int
-	// Timeout bounds one trial; Threshold is the gap between the probe's
-	// score and a control's (a new token never written, which moves only
-	// with the network) that counts as the samples shown.
+	// Timeout bounds one trial; Threshold is how much the probe's score
+	// must gain on the control's, from their gap before the burst, for the
+	// samples to count as shown.
 	Timeout   time.Duration
 	Threshold float32
 	Dir       string // for the bursts' files
@@ -74,12 +75,23 @@ func Freshness(ctx context.Context, o FreshOptions) (FreshResult, error) {
 	return res, nil
 }
 
-// freshTrial writes a burst of probe samples and polls the server until
-// the probe's score leads the control's by the threshold; -1: timed out.
+// freshTrial writes a burst of samples that move the probe's score up and
+// the control's down, and polls the server until the probe has gained
+// the threshold on the control; -1: timed out.
 func freshTrial(ctx context.Context, o FreshOptions, probe, ctrl string, i int) (time.Duration, error) {
+	req := serve.Request{Candidates: []string{probe + " " + o.Template, ctrl + " " + o.Template}}
+	body, _ := json.Marshal(req)
+	var base serve.Response
+	if err := postJSON(ctx, o.URL, body, &base); err != nil {
+		return 0, err
+	}
+	if len(base.Scores) != 2 {
+		return 0, fmt.Errorf("serveload: %d scores for 2 candidates", len(base.Scores))
+	}
+	gap0 := base.Scores[0] - base.Scores[1]
 	var b strings.Builder
-	for range o.Burst {
-		fmt.Fprintf(&b, "1 %s:1 %s\n", probe, o.Template)
+	for range o.Burst / 2 { // the probe's samples positive, the control's negative
+		fmt.Fprintf(&b, "1 %s:1 %s\n0 %s:1 %s\n", probe, o.Template, ctrl, o.Template)
 	}
 	path := filepath.Join(o.Dir, fmt.Sprintf("burst-%d.libffm", i))
 	if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
@@ -91,14 +103,12 @@ func freshTrial(ctx context.Context, o FreshOptions, probe, ctrl string, i int) 
 		Format: reader.LibFFM}); err != nil {
 		return 0, err
 	}
-	req := serve.Request{Candidates: []string{probe, ctrl}}
-	body, _ := json.Marshal(req)
 	for time.Since(start) < o.Timeout {
 		var resp serve.Response
 		if err := postJSON(ctx, o.URL, body, &resp); err != nil {
 			return 0, err
 		}
-		if len(resp.Scores) == 2 && resp.Scores[0]-resp.Scores[1] > o.Threshold {
+		if len(resp.Scores) == 2 && resp.Scores[0]-resp.Scores[1]-gap0 > o.Threshold {
 			return time.Since(start), nil
 		}
 		select {

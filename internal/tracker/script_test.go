@@ -111,7 +111,7 @@ func step(t *testing.T, tr **Tracker, line string) []string {
 		ev = BatchTrained{Now: now, Samples: num(t, args["samples"]), Digest: uint64(num(t, args["digest"])),
 			Ends: positions(t, args["ends"]), PauseRequested: has(args, "pause")}
 	case "tick":
-		ev = Tick{Now: now}
+		ev = Tick{Now: now, PauseRequested: has(args, "pause")}
 	case "idle":
 		ev = Idle{Now: now}
 	case "redealt":

@@ -79,6 +79,9 @@ func (t *Tracker) Step(ev Event) ([]Action, error) {
 	case BatchTrained:
 		return t.trained(ev), nil
 	case Tick:
+		if ev.PauseRequested {
+			return []Action{t.pauseNow(ev.Now)}, nil
+		}
 		if t.opts.CommitEvery > 0 && ev.Now.Sub(t.lastCommit) >= t.opts.CommitEvery {
 			return t.commit(ev.Now, nil), nil
 		}
@@ -137,13 +140,7 @@ func (t *Tracker) trained(ev BatchTrained) []Action {
 		acts = append(acts, Progress{})
 	}
 	if ev.PauseRequested {
-		var cp *checkpoint.Checkpoint
-		if t.opts.Commits {
-			c := t.checkpoint()
-			cp = &c
-		}
-		t.dirty, t.lastCommit = false, ev.Now
-		acts = append(acts, Pause{Checkpoint: cp})
+		acts = append(acts, t.pauseNow(ev.Now))
 	} else if t.opts.CommitEvery > 0 && ev.Now.Sub(t.lastCommit) >= t.opts.CommitEvery {
 		acts = t.commit(ev.Now, acts)
 	}
@@ -151,6 +148,18 @@ func (t *Tracker) trained(ev BatchTrained) []Action {
 		acts = append(acts, Evaluate{When: fmt.Sprintf("batch %d", t.runBatch)})
 	}
 	return acts
+}
+
+// pauseNow is the pause at this batch boundary: with the checkpoint of
+// what was trained when the run commits, which the pause stores.
+func (t *Tracker) pauseNow(now time.Time) Action {
+	var cp *checkpoint.Checkpoint
+	if t.opts.Commits {
+		c := t.checkpoint()
+		cp = &c
+	}
+	t.dirty, t.lastCommit = false, now
+	return Pause{Checkpoint: cp}
 }
 
 // epochEnded commits the finished epoch, leaves its round, evaluates,

@@ -25,8 +25,15 @@ type BatchTrained struct {
 	PauseRequested bool
 }
 
-// Tick reports time passing while no batch comes (a quiet stream).
-type Tick struct{ Now time.Time }
+// Tick reports time passing while no batch comes (a quiet stream);
+// PauseRequested reports that the scheduler asks for a pause meanwhile:
+// the run pauses at once, at the boundary of the batches it trained (a
+// quiet stream must not hold up a snapshot or an export until its next
+// batch).
+type Tick struct {
+	Now            time.Time
+	PauseRequested bool
+}
 
 // Idle reports that the source is idle: the partial batch was trained.
 type Idle struct{ Now time.Time }

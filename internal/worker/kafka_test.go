@@ -13,6 +13,7 @@ import (
 	"github.com/xdlgo/xps/ams/client"
 	"github.com/xdlgo/xps/cluster"
 	"github.com/xdlgo/xps/config"
+	"github.com/xdlgo/xps/export"
 	"github.com/xdlgo/xps/internal/kafkatest"
 	"github.com/xdlgo/xps/job"
 	"github.com/xdlgo/xps/reader"
@@ -174,7 +175,9 @@ func TestKafkaStreaming(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer b.Close()
-	lc, err := cluster.Start(ctx, cluster.Options{Shards: 2, Prefix: "/xps/kafka-stream"})
+	exports := t.TempDir()
+	lc, err := cluster.Start(ctx, cluster.Options{Shards: 2, Prefix: "/xps/kafka-stream",
+		Config: config.Config{Export: export.Policy{Store: exports, Every: -time.Second}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -211,6 +214,14 @@ func TestKafkaStreaming(t *testing.T) {
 			t.Fatalf("positions reached %d of %d messages\n%s", sum, len(msgs), progress.String())
 		}
 		time.Sleep(50 * time.Millisecond)
+	}
+	// The topic is quiet now: the worker waits for messages, and must still
+	// pause for an export at once (it once paused only after its next
+	// batch: a snapshot or export of a quiet stream failed after the
+	// scheduler's minute of waiting).
+	exp, err := lc.Conn().RequestExport(ctx)
+	if err != nil || exp.Kind != "full" || exp.Rows == 0 {
+		t.Fatalf("an export of the quiet stream: %+v, %v", exp, err)
 	}
 	stop()
 	<-done

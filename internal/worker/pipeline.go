@@ -405,16 +405,26 @@ func (p *pipeline) pull() {
 	}
 }
 
+// idlePauseCheck is how often the train stage, waiting for a batch, looks
+// for a pause request (a snapshot or an export of a quiet stream).
+const idlePauseCheck = 50 * time.Millisecond
+
 // trainLoop is the train/push stage, on the pass's goroutine: it trains
 // every pulled batch, and ticks the tracker while none comes (a quiet
-// stream's positions are committed on time).
+// stream's positions are committed on time, and a pause asked meanwhile
+// is taken at once).
 func (p *pipeline) trainLoop(parent context.Context) {
 	r := p.r
-	var commitTick <-chan time.Time
+	var commitTick, pauseTick <-chan time.Time
 	if every := r.t.opts.CommitEvery; r.t.opts.Commit != nil && every > 0 {
 		tk := time.NewTicker(every)
 		defer tk.Stop()
 		commitTick = tk.C
+	}
+	if r.t.opts.PauseRequested != nil { // a pause asked while no batch comes
+		tk := time.NewTicker(idlePauseCheck)
+		defer tk.Stop()
+		pauseTick = tk.C
 	}
 	start := time.Now()
 	for {
@@ -437,6 +447,14 @@ func (p *pipeline) trainLoop(parent context.Context) {
 			start = time.Now()
 		case now := <-commitTick:
 			if _, err := r.step(parent, tracker.Tick{Now: now}); err != nil {
+				p.fail(err)
+				return
+			}
+		case now := <-pauseTick:
+			if !r.t.opts.PauseRequested() {
+				continue
+			}
+			if _, err := r.step(parent, tracker.Tick{Now: now, PauseRequested: true}); err != nil {
 				p.fail(err)
 				return
 			}
