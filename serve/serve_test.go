@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"math"
+	"net"
 	"os"
 	"path/filepath"
 	"slices"
@@ -20,6 +21,11 @@ import (
 	"github.com/xdlgo/xps/job"
 	"github.com/xdlgo/xps/reader"
 	"github.com/xdlgo/xps/serve"
+	"github.com/xdlgo/xps/serve/servepb"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/status"
 )
 
 // genFile writes n generated samples in format f ("libffm" or "group").
@@ -209,5 +215,42 @@ func TestPredictParsesAsTheTrainingFormat(t *testing.T) {
 		} else {
 			t.Logf("refused: %v", err)
 		}
+	}
+}
+
+// TestGRPCAnswersAsHTTP: the gRPC service answers a request as Predict
+// does, and maps a bad request to INVALID_ARGUMENT.
+func TestGRPCAnswersAsHTTP(t *testing.T) {
+	store, _, _ := trainAndExport(t, "libffm", export.FP32)
+	s, err := serve.New(serve.Options{Store: store})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	gs := grpc.NewServer()
+	s.RegisterGRPC(gs)
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go gs.Serve(lis)
+	defer gs.Stop()
+	conn, err := grpc.NewClient(lis.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	c := servepb.NewPredictorClient(conn)
+	req := serve.Request{User: "0:u1", Candidates: []string{"1:a 2:b", "1:c", "3:d:0.5"}}
+	want, err := s.Predict(&req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := c.Predict(context.Background(), &servepb.PredictRequest{User: req.User, Candidates: req.Candidates})
+	if err != nil || got.Version != want.Version || !slices.Equal(got.Scores, want.Scores) {
+		t.Fatalf("gRPC: %v, %v; Predict: %+v", got, err, want)
+	}
+	if _, err := c.Predict(context.Background(), &servepb.PredictRequest{Candidates: []string{"x"}}); status.Code(err) != codes.InvalidArgument {
+		t.Fatalf("a bad request over gRPC: %v, want INVALID_ARGUMENT", err)
 	}
 }

@@ -1,5 +1,5 @@
 // Command serve serves the newest model of an export store over HTTP/JSON
-// (see package serve): it loads the newest full export and its deltas,
+// and gRPC (see package serve): it loads the newest full export and its deltas,
 // applies each new delta as the trainer writes it, and scores requests of
 // one user and its candidates.
 //
@@ -10,7 +10,9 @@
 // Flags:
 //
 //	-store loc        the export store (the job's export.store). Required.
-//	-listen addr      the HTTP address. Default 127.0.0.1:8500.
+//	-listen addr      the HTTP/JSON address. Default 127.0.0.1:8500.
+//	-grpc addr        the gRPC address (servepb.Predictor). Default
+//	                  127.0.0.1:8501; "" turns it off.
 //	-poll d           how often to look for new exports. Default 1s.
 //	-log-level level  debug, info, warn or error. Default info.
 //
@@ -31,6 +33,8 @@ import (
 	"os"
 	"time"
 
+	"google.golang.org/grpc"
+
 	"github.com/xdlgo/xps/internal/cli"
 	"github.com/xdlgo/xps/serve"
 )
@@ -49,7 +53,8 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 	fs.SetOutput(stderr)
 	var (
 		store  = fs.String("store", "", "the export store: a directory or hdfs://HOST:PORT/PATH (required)")
-		listen = fs.String("listen", "127.0.0.1:8500", "HTTP address")
+		listen = fs.String("listen", "127.0.0.1:8500", "HTTP/JSON address")
+		grpcAt = fs.String("grpc", "127.0.0.1:8501", `gRPC address ("" off)`)
 		poll   = fs.Duration("poll", time.Second, "how often to look for new exports")
 		level  = fs.String("log-level", "info", "log level: debug, info, warn or error")
 	)
@@ -74,14 +79,25 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 		return err
 	}
 	hs := &http.Server{Handler: s.Handler(), ReadHeaderTimeout: 10 * time.Second}
+	gs := grpc.NewServer()
+	s.RegisterGRPC(gs)
+	if *grpcAt != "" {
+		glis, err := net.Listen("tcp", *grpcAt)
+		if err != nil {
+			return err
+		}
+		go gs.Serve(glis) //nolint:errcheck // ends with GracefulStop
+		log.Info("serve listening (gRPC)", "addr", glis.Addr().String())
+	}
 	go s.Run(ctx)
 	go func() {
 		<-ctx.Done()
+		gs.GracefulStop()
 		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		hs.Shutdown(sctx) //nolint:errcheck // exiting
 	}()
-	log.Info("serve listening", "addr", lis.Addr().String(), "store", *store)
+	log.Info("serve listening (HTTP/JSON)", "addr", lis.Addr().String(), "store", *store)
 	if err := hs.Serve(lis); !errors.Is(err, http.ErrServerClosed) {
 		return err
 	}
