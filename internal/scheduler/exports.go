@@ -52,12 +52,27 @@ func (s *Scheduler) loadExportChain() exportChain {
 	if removed, err := export.RemoveIncomplete(store); len(removed) > 0 || err != nil {
 		s.log.Info("removed incomplete exports", "seqs", removed, "err", err)
 	}
-	chain, _, err := export.Next(store, nil)
-	if err != nil || len(chain) == 0 {
+	// The manifests only: verifying every file of every export (Next)
+	// would read the whole store at each election. A delta onto a damaged
+	// export is refused by serving, and the next full export mends that.
+	seqs, err := export.Exports(store)
+	if err != nil {
 		return exportChain{}
 	}
-	last := chain[len(chain)-1]
-	return exportChain{last: last.Seq, full: last.Full, since: len(chain) - 1}
+	for i := len(seqs) - 1; i >= 0; i-- {
+		m, err := export.ReadManifest(store, seqs[i])
+		if err != nil {
+			continue
+		}
+		c := exportChain{last: m.Seq, full: m.Full}
+		for _, seq := range seqs[:i+1] { // the deltas since the full one, m included
+			if seq > m.Full {
+				c.since++
+			}
+		}
+		return c
+	}
+	return exportChain{}
 }
 
 // startExport asks the workers to pause and starts the export's
