@@ -92,4 +92,19 @@ func TestExportsOnRequest(t *testing.T) {
 	if err != nil || res.Kind != export.KindFull || res.Rows != int64(len(ids)) || !slices.Equal(res.Removed, []uint64{1, 2, 3}) {
 		t.Fatalf("fourth export: %+v, %v; want a full export pruning 1 to 3", res, err)
 	}
+	// A new leader (the scheduler restarted) goes on with the chain it
+	// reads from the store: a delta onto export 4.
+	s.Close()
+	opts.ID = "sched-2"
+	s2, err := scheduler.New(cli, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s2.Close()
+	eventually(t, 10*time.Second, "SERVING under the new leader", func() bool { return s2.Status().Phase == clusterfsm.Serving })
+	push(ids[:2])
+	res, err = conn.RequestExport(testCtx(t))
+	if err != nil || res.Kind != export.KindDelta || res.Base != 4 || res.Rows != 2 {
+		t.Fatalf("the new leader's export: %+v, %v; want a delta of 2 rows onto export 4", res, err)
+	}
 }
