@@ -71,6 +71,15 @@ type JobConfig struct {
 	//
 	// The default value is empty: none.
 	TestScores string `yaml:"test_scores"`
+	// WarmStart names a model export store (a directory or
+	// hdfs://HOST:PORT/PATH): a new model (no checkpoint in the cluster)
+	// starts from the newest export there, its rows and dense values; the
+	// optimizers' state starts afresh. The model's tables and network must
+	// match the export's. A model resumed from a snapshot ignores it.
+	//
+	// The default value is empty: a new model starts from its
+	// initializers.
+	WarmStart string `yaml:"warm_start"`
 	// Workers is the number of workers sharing the training data.
 	//
 	// The default value is 1.

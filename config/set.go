@@ -183,6 +183,7 @@ var Aliases = []Alias{
 	{"train", []string{"job.train"}},
 	{"test", []string{"job.test"}},
 	{"test-scores", []string{"job.test_scores"}},
+	{"warm-start", []string{"job.warm_start"}},
 	{"workers", []string{"job.workers"}},
 	{"split-bytes", []string{"job.split_bytes"}},
 	{"snapshot-store", []string{"snapshot.store"}},

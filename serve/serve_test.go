@@ -69,22 +69,36 @@ func trainAndExport(t *testing.T, f, q string) (store, test string, scores []flo
 // samples.
 func trainAndExportN(t *testing.T, f, q string, dim, n int) (store, test string, scores []float32) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
 	dir := t.TempDir()
 	train, test := filepath.Join(dir, "train."+f), filepath.Join(dir, "test."+f)
 	genFile(t, train, 1, n, f)
 	genFile(t, test, 2, 600, f)
 	store = filepath.Join(dir, "exports")
+	cfg := smallJob(f, dim, []string{train}, test, filepath.Join(dir, "scores.txt"))
+	cfg.Export = export.Policy{Store: store, Every: -1, Quant: q}
+	return store, test, runJob(t, cfg)
+}
+
+// smallJob is the config of the tests' small model (MLP 16-8, tables of
+// dim) on train and test files of format f, writing the test scores to
+// scores.
+func smallJob(f string, dim int, train []string, test, scores string) config.Config {
 	cfg := config.Config{}
 	cfg.Model.Hidden = []int{16, 8}
 	cfg.Train.BatchSize, cfg.Train.Epochs, cfg.Train.Format = 64, 2, f
 	cfg.Model.DenseOptimizer.LR = 0.01
-	cfg.Job.Train, cfg.Job.Test = []string{train}, []string{test}
-	cfg.Job.TestScores = filepath.Join(dir, "scores.txt")
-	cfg.Export = export.Policy{Store: store, Every: -1, Quant: q}
+	cfg.Job.Train, cfg.Job.Test, cfg.Job.TestScores = train, []string{test}, scores
 	cfg.EnsureDefaults()
 	cfg.Model.Tables[0].Dim = dim
+	return cfg
+}
+
+// runJob runs the job of cfg on a new embedded cluster and returns the
+// test scores it wrote.
+func runJob(t *testing.T, cfg config.Config) []float32 {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
 	lc, err := cluster.Start(ctx, cluster.Options{Shards: 2, Prefix: "/xps/serve-test", Config: cfg})
 	if err != nil {
 		t.Fatal(err)
@@ -93,7 +107,7 @@ func trainAndExportN(t *testing.T, f, q string, dim, n int) (store, test string,
 	if _, err := xps.Train(ctx, job.Options{Config: cfg, Etcd: lc.Etcd(), Prefix: lc.Prefix()}); err != nil {
 		t.Fatal(err)
 	}
-	return store, test, readScores(t, cfg.Job.TestScores)
+	return readScores(t, cfg.Job.TestScores)
 }
 
 func readScores(t *testing.T, path string) []float32 {

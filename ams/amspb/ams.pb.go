@@ -2445,6 +2445,137 @@ func (x *WriteExportResponse) GetPart() []byte {
 	return nil
 }
 
+type LoadRequest struct {
+	state          protoimpl.MessageState `protogen:"open.v1"`
+	ClusterVersion uint64                 `protobuf:"varint,1,opt,name=cluster_version,json=clusterVersion,proto3" json:"cluster_version,omitempty"`
+	// table's rows of ids get values (little-endian float32, len(ids) x
+	// dim); the rows of deletes are deleted.
+	Table   string   `protobuf:"bytes,2,opt,name=table,proto3" json:"table,omitempty"`
+	Ids     []uint64 `protobuf:"fixed64,3,rep,packed,name=ids,proto3" json:"ids,omitempty"`
+	Values  []byte   `protobuf:"bytes,4,opt,name=values,proto3" json:"values,omitempty"`
+	Deletes []uint64 `protobuf:"fixed64,5,rep,packed,name=deletes,proto3" json:"deletes,omitempty"`
+	// dense, when set, gets dense_values (this shard's whole range).
+	Dense         string `protobuf:"bytes,6,opt,name=dense,proto3" json:"dense,omitempty"`
+	DenseValues   []byte `protobuf:"bytes,7,opt,name=dense_values,json=denseValues,proto3" json:"dense_values,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *LoadRequest) Reset() {
+	*x = LoadRequest{}
+	mi := &file_ams_proto_msgTypes[36]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *LoadRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*LoadRequest) ProtoMessage() {}
+
+func (x *LoadRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_ams_proto_msgTypes[36]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use LoadRequest.ProtoReflect.Descriptor instead.
+func (*LoadRequest) Descriptor() ([]byte, []int) {
+	return file_ams_proto_rawDescGZIP(), []int{36}
+}
+
+func (x *LoadRequest) GetClusterVersion() uint64 {
+	if x != nil {
+		return x.ClusterVersion
+	}
+	return 0
+}
+
+func (x *LoadRequest) GetTable() string {
+	if x != nil {
+		return x.Table
+	}
+	return ""
+}
+
+func (x *LoadRequest) GetIds() []uint64 {
+	if x != nil {
+		return x.Ids
+	}
+	return nil
+}
+
+func (x *LoadRequest) GetValues() []byte {
+	if x != nil {
+		return x.Values
+	}
+	return nil
+}
+
+func (x *LoadRequest) GetDeletes() []uint64 {
+	if x != nil {
+		return x.Deletes
+	}
+	return nil
+}
+
+func (x *LoadRequest) GetDense() string {
+	if x != nil {
+		return x.Dense
+	}
+	return ""
+}
+
+func (x *LoadRequest) GetDenseValues() []byte {
+	if x != nil {
+		return x.DenseValues
+	}
+	return nil
+}
+
+type LoadResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *LoadResponse) Reset() {
+	*x = LoadResponse{}
+	mi := &file_ams_proto_msgTypes[37]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *LoadResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*LoadResponse) ProtoMessage() {}
+
+func (x *LoadResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_ams_proto_msgTypes[37]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use LoadResponse.ProtoReflect.Descriptor instead.
+func (*LoadResponse) Descriptor() ([]byte, []int) {
+	return file_ams_proto_rawDescGZIP(), []int{37}
+}
+
 type RestoreRequest struct {
 	state          protoimpl.MessageState `protogen:"open.v1"`
 	ClusterVersion uint64                 `protobuf:"varint,1,opt,name=cluster_version,json=clusterVersion,proto3" json:"cluster_version,omitempty"`
@@ -2460,7 +2591,7 @@ type RestoreRequest struct {
 
 func (x *RestoreRequest) Reset() {
 	*x = RestoreRequest{}
-	mi := &file_ams_proto_msgTypes[36]
+	mi := &file_ams_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2472,7 +2603,7 @@ func (x *RestoreRequest) String() string {
 func (*RestoreRequest) ProtoMessage() {}
 
 func (x *RestoreRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_ams_proto_msgTypes[36]
+	mi := &file_ams_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2485,7 +2616,7 @@ func (x *RestoreRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RestoreRequest.ProtoReflect.Descriptor instead.
 func (*RestoreRequest) Descriptor() ([]byte, []int) {
-	return file_ams_proto_rawDescGZIP(), []int{36}
+	return file_ams_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *RestoreRequest) GetClusterVersion() uint64 {
@@ -2533,7 +2664,7 @@ type RestoreResponse struct {
 
 func (x *RestoreResponse) Reset() {
 	*x = RestoreResponse{}
-	mi := &file_ams_proto_msgTypes[37]
+	mi := &file_ams_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2545,7 +2676,7 @@ func (x *RestoreResponse) String() string {
 func (*RestoreResponse) ProtoMessage() {}
 
 func (x *RestoreResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_ams_proto_msgTypes[37]
+	mi := &file_ams_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2558,7 +2689,7 @@ func (x *RestoreResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RestoreResponse.ProtoReflect.Descriptor instead.
 func (*RestoreResponse) Descriptor() ([]byte, []int) {
-	return file_ams_proto_rawDescGZIP(), []int{37}
+	return file_ams_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *RestoreResponse) GetRows() uint64 {
@@ -2756,7 +2887,16 @@ const file_ams_proto_rawDesc = "" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\")\n" +
 	"\x13WriteExportResponse\x12\x12\n" +
-	"\x04part\x18\x01 \x01(\fR\x04part\"\x94\x01\n" +
+	"\x04part\x18\x01 \x01(\fR\x04part\"\xc9\x01\n" +
+	"\vLoadRequest\x12'\n" +
+	"\x0fcluster_version\x18\x01 \x01(\x04R\x0eclusterVersion\x12\x14\n" +
+	"\x05table\x18\x02 \x01(\tR\x05table\x12\x10\n" +
+	"\x03ids\x18\x03 \x03(\x06R\x03ids\x12\x16\n" +
+	"\x06values\x18\x04 \x01(\fR\x06values\x12\x18\n" +
+	"\adeletes\x18\x05 \x03(\x06R\adeletes\x12\x14\n" +
+	"\x05dense\x18\x06 \x01(\tR\x05dense\x12!\n" +
+	"\fdense_values\x18\a \x01(\fR\vdenseValues\"\x0e\n" +
+	"\fLoadResponse\"\x94\x01\n" +
 	"\x0eRestoreRequest\x12'\n" +
 	"\x0fcluster_version\x18\x01 \x01(\x04R\x0eclusterVersion\x12\x14\n" +
 	"\x05store\x18\x02 \x01(\tR\x05store\x12\x10\n" +
@@ -2764,7 +2904,7 @@ const file_ams_proto_rawDesc = "" +
 	"\tshard_map\x18\x04 \x01(\fR\bshardMap\x12\x14\n" +
 	"\x05index\x18\x05 \x01(\rR\x05index\"%\n" +
 	"\x0fRestoreResponse\x12\x12\n" +
-	"\x04rows\x18\x01 \x01(\x04R\x04rows2\x89\x06\n" +
+	"\x04rows\x18\x01 \x01(\x04R\x04rows2\xc4\x06\n" +
 	"\x03AMS\x12B\n" +
 	"\aDeclare\x12\x1a.xps.ams.v1.DeclareRequest\x1a\x1b.xps.ams.v1.DeclareResponse\x129\n" +
 	"\x04Pull\x12\x17.xps.ams.v1.PullRequest\x1a\x18.xps.ams.v1.PullResponse\x129\n" +
@@ -2776,7 +2916,8 @@ const file_ams_proto_rawDesc = "" +
 	"\bGetState\x12\x1b.xps.ams.v1.GetStateRequest\x1a\x1c.xps.ams.v1.GetStateResponse\x12T\n" +
 	"\rWriteSnapshot\x12 .xps.ams.v1.WriteSnapshotRequest\x1a!.xps.ams.v1.WriteSnapshotResponse\x12B\n" +
 	"\aRestore\x12\x1a.xps.ams.v1.RestoreRequest\x1a\x1b.xps.ams.v1.RestoreResponse\x12N\n" +
-	"\vWriteExport\x12\x1e.xps.ams.v1.WriteExportRequest\x1a\x1f.xps.ams.v1.WriteExportResponseB Z\x1egithub.com/xdlgo/xps/ams/amspbb\x06proto3"
+	"\vWriteExport\x12\x1e.xps.ams.v1.WriteExportRequest\x1a\x1f.xps.ams.v1.WriteExportResponse\x129\n" +
+	"\x04Load\x12\x17.xps.ams.v1.LoadRequest\x1a\x18.xps.ams.v1.LoadResponseB Z\x1egithub.com/xdlgo/xps/ams/amspbb\x06proto3"
 
 var (
 	file_ams_proto_rawDescOnce sync.Once
@@ -2790,7 +2931,7 @@ func file_ams_proto_rawDescGZIP() []byte {
 	return file_ams_proto_rawDescData
 }
 
-var file_ams_proto_msgTypes = make([]protoimpl.MessageInfo, 39)
+var file_ams_proto_msgTypes = make([]protoimpl.MessageInfo, 41)
 var file_ams_proto_goTypes = []any{
 	(*OptimizerSpec)(nil),         // 0: xps.ams.v1.OptimizerSpec
 	(*InitSpec)(nil),              // 1: xps.ams.v1.InitSpec
@@ -2828,9 +2969,11 @@ var file_ams_proto_goTypes = []any{
 	(*WriteSnapshotResponse)(nil), // 33: xps.ams.v1.WriteSnapshotResponse
 	(*WriteExportRequest)(nil),    // 34: xps.ams.v1.WriteExportRequest
 	(*WriteExportResponse)(nil),   // 35: xps.ams.v1.WriteExportResponse
-	(*RestoreRequest)(nil),        // 36: xps.ams.v1.RestoreRequest
-	(*RestoreResponse)(nil),       // 37: xps.ams.v1.RestoreResponse
-	nil,                           // 38: xps.ams.v1.WriteExportRequest.QuantEntry
+	(*LoadRequest)(nil),           // 36: xps.ams.v1.LoadRequest
+	(*LoadResponse)(nil),          // 37: xps.ams.v1.LoadResponse
+	(*RestoreRequest)(nil),        // 38: xps.ams.v1.RestoreRequest
+	(*RestoreResponse)(nil),       // 39: xps.ams.v1.RestoreResponse
+	nil,                           // 40: xps.ams.v1.WriteExportRequest.QuantEntry
 }
 var file_ams_proto_depIdxs = []int32{
 	0,  // 0: xps.ams.v1.TableSpec.optimizer:type_name -> xps.ams.v1.OptimizerSpec
@@ -2853,7 +2996,7 @@ var file_ams_proto_depIdxs = []int32{
 	26, // 17: xps.ams.v1.StatsResponse.applied:type_name -> xps.ams.v1.Applied
 	27, // 18: xps.ams.v1.PutStateRequest.entries:type_name -> xps.ams.v1.StateEntry
 	27, // 19: xps.ams.v1.GetStateResponse.entries:type_name -> xps.ams.v1.StateEntry
-	38, // 20: xps.ams.v1.WriteExportRequest.quant:type_name -> xps.ams.v1.WriteExportRequest.QuantEntry
+	40, // 20: xps.ams.v1.WriteExportRequest.quant:type_name -> xps.ams.v1.WriteExportRequest.QuantEntry
 	6,  // 21: xps.ams.v1.AMS.Declare:input_type -> xps.ams.v1.DeclareRequest
 	10, // 22: xps.ams.v1.AMS.Pull:input_type -> xps.ams.v1.PullRequest
 	16, // 23: xps.ams.v1.AMS.Push:input_type -> xps.ams.v1.PushRequest
@@ -2863,21 +3006,23 @@ var file_ams_proto_depIdxs = []int32{
 	28, // 27: xps.ams.v1.AMS.PutState:input_type -> xps.ams.v1.PutStateRequest
 	30, // 28: xps.ams.v1.AMS.GetState:input_type -> xps.ams.v1.GetStateRequest
 	32, // 29: xps.ams.v1.AMS.WriteSnapshot:input_type -> xps.ams.v1.WriteSnapshotRequest
-	36, // 30: xps.ams.v1.AMS.Restore:input_type -> xps.ams.v1.RestoreRequest
+	38, // 30: xps.ams.v1.AMS.Restore:input_type -> xps.ams.v1.RestoreRequest
 	34, // 31: xps.ams.v1.AMS.WriteExport:input_type -> xps.ams.v1.WriteExportRequest
-	7,  // 32: xps.ams.v1.AMS.Declare:output_type -> xps.ams.v1.DeclareResponse
-	13, // 33: xps.ams.v1.AMS.Pull:output_type -> xps.ams.v1.PullResponse
-	18, // 34: xps.ams.v1.AMS.Push:output_type -> xps.ams.v1.PushResponse
-	20, // 35: xps.ams.v1.AMS.PullDense:output_type -> xps.ams.v1.PullDenseResponse
-	22, // 36: xps.ams.v1.AMS.PushDense:output_type -> xps.ams.v1.PushDenseResponse
-	25, // 37: xps.ams.v1.AMS.Stats:output_type -> xps.ams.v1.StatsResponse
-	29, // 38: xps.ams.v1.AMS.PutState:output_type -> xps.ams.v1.PutStateResponse
-	31, // 39: xps.ams.v1.AMS.GetState:output_type -> xps.ams.v1.GetStateResponse
-	33, // 40: xps.ams.v1.AMS.WriteSnapshot:output_type -> xps.ams.v1.WriteSnapshotResponse
-	37, // 41: xps.ams.v1.AMS.Restore:output_type -> xps.ams.v1.RestoreResponse
-	35, // 42: xps.ams.v1.AMS.WriteExport:output_type -> xps.ams.v1.WriteExportResponse
-	32, // [32:43] is the sub-list for method output_type
-	21, // [21:32] is the sub-list for method input_type
+	36, // 32: xps.ams.v1.AMS.Load:input_type -> xps.ams.v1.LoadRequest
+	7,  // 33: xps.ams.v1.AMS.Declare:output_type -> xps.ams.v1.DeclareResponse
+	13, // 34: xps.ams.v1.AMS.Pull:output_type -> xps.ams.v1.PullResponse
+	18, // 35: xps.ams.v1.AMS.Push:output_type -> xps.ams.v1.PushResponse
+	20, // 36: xps.ams.v1.AMS.PullDense:output_type -> xps.ams.v1.PullDenseResponse
+	22, // 37: xps.ams.v1.AMS.PushDense:output_type -> xps.ams.v1.PushDenseResponse
+	25, // 38: xps.ams.v1.AMS.Stats:output_type -> xps.ams.v1.StatsResponse
+	29, // 39: xps.ams.v1.AMS.PutState:output_type -> xps.ams.v1.PutStateResponse
+	31, // 40: xps.ams.v1.AMS.GetState:output_type -> xps.ams.v1.GetStateResponse
+	33, // 41: xps.ams.v1.AMS.WriteSnapshot:output_type -> xps.ams.v1.WriteSnapshotResponse
+	39, // 42: xps.ams.v1.AMS.Restore:output_type -> xps.ams.v1.RestoreResponse
+	35, // 43: xps.ams.v1.AMS.WriteExport:output_type -> xps.ams.v1.WriteExportResponse
+	37, // 44: xps.ams.v1.AMS.Load:output_type -> xps.ams.v1.LoadResponse
+	33, // [33:45] is the sub-list for method output_type
+	21, // [21:33] is the sub-list for method input_type
 	21, // [21:21] is the sub-list for extension type_name
 	21, // [21:21] is the sub-list for extension extendee
 	0,  // [0:21] is the sub-list for field type_name
@@ -2894,7 +3039,7 @@ func file_ams_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_ams_proto_rawDesc), len(file_ams_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   39,
+			NumMessages:   41,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

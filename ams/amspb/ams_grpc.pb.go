@@ -44,6 +44,7 @@ const (
 	AMS_WriteSnapshot_FullMethodName = "/xps.ams.v1.AMS/WriteSnapshot"
 	AMS_Restore_FullMethodName       = "/xps.ams.v1.AMS/Restore"
 	AMS_WriteExport_FullMethodName   = "/xps.ams.v1.AMS/WriteExport"
+	AMS_Load_FullMethodName          = "/xps.ams.v1.AMS/Load"
 )
 
 // AMSClient is the client API for AMS service.
@@ -84,6 +85,9 @@ type AMSClient interface {
 	// export store and returns its manifest entries. Consistent only while
 	// nothing pushes (the scheduler pauses workers).
 	WriteExport(ctx context.Context, in *WriteExportRequest, opts ...grpc.CallOption) (*WriteExportResponse, error)
+	// Load sets rows' values and a dense range's (the optimizer state
+	// afresh) and deletes rows: a warm start from a model export.
+	Load(ctx context.Context, in *LoadRequest, opts ...grpc.CallOption) (*LoadResponse, error)
 }
 
 type aMSClient struct {
@@ -204,6 +208,16 @@ func (c *aMSClient) WriteExport(ctx context.Context, in *WriteExportRequest, opt
 	return out, nil
 }
 
+func (c *aMSClient) Load(ctx context.Context, in *LoadRequest, opts ...grpc.CallOption) (*LoadResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(LoadResponse)
+	err := c.cc.Invoke(ctx, AMS_Load_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // AMSServer is the server API for AMS service.
 // All implementations must embed UnimplementedAMSServer
 // for forward compatibility.
@@ -242,6 +256,9 @@ type AMSServer interface {
 	// export store and returns its manifest entries. Consistent only while
 	// nothing pushes (the scheduler pauses workers).
 	WriteExport(context.Context, *WriteExportRequest) (*WriteExportResponse, error)
+	// Load sets rows' values and a dense range's (the optimizer state
+	// afresh) and deletes rows: a warm start from a model export.
+	Load(context.Context, *LoadRequest) (*LoadResponse, error)
 	mustEmbedUnimplementedAMSServer()
 }
 
@@ -284,6 +301,9 @@ func (UnimplementedAMSServer) Restore(context.Context, *RestoreRequest) (*Restor
 }
 func (UnimplementedAMSServer) WriteExport(context.Context, *WriteExportRequest) (*WriteExportResponse, error) {
 	return nil, status.Errorf(codes.Unimplemented, "method WriteExport not implemented")
+}
+func (UnimplementedAMSServer) Load(context.Context, *LoadRequest) (*LoadResponse, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method Load not implemented")
 }
 func (UnimplementedAMSServer) mustEmbedUnimplementedAMSServer() {}
 func (UnimplementedAMSServer) testEmbeddedByValue()             {}
@@ -504,6 +524,24 @@ func _AMS_WriteExport_Handler(srv interface{}, ctx context.Context, dec func(int
 	return interceptor(ctx, in, info, handler)
 }
 
+func _AMS_Load_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(LoadRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AMSServer).Load(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: AMS_Load_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AMSServer).Load(ctx, req.(*LoadRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // AMS_ServiceDesc is the grpc.ServiceDesc for AMS service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -554,6 +592,10 @@ var AMS_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "WriteExport",
 			Handler:    _AMS_WriteExport_Handler,
+		},
+		{
+			MethodName: "Load",
+			Handler:    _AMS_Load_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},

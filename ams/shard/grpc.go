@@ -353,6 +353,28 @@ func (v *service) WriteExport(_ context.Context, req *amspb.WriteExportRequest) 
 	return &amspb.WriteExportResponse{Part: b}, nil
 }
 
+func (v *service) Load(_ context.Context, req *amspb.LoadRequest) (*amspb.LoadResponse, error) {
+	if req.Table != "" {
+		values := make([]float32, len(req.Values)/4)
+		if len(req.Values)%4 != 0 || ams.UnpackFloatsInto(values, req.Values) != nil {
+			return nil, fmt.Errorf("%w: load: %d value bytes", ams.ErrBadRequest, len(req.Values))
+		}
+		if err := v.s.LoadRows(req.ClusterVersion, req.Table, req.Ids, values, req.Deletes); err != nil {
+			return nil, err
+		}
+	}
+	if req.Dense != "" {
+		values := make([]float32, len(req.DenseValues)/4)
+		if len(req.DenseValues)%4 != 0 || ams.UnpackFloatsInto(values, req.DenseValues) != nil {
+			return nil, fmt.Errorf("%w: load: %d dense value bytes", ams.ErrBadRequest, len(req.DenseValues))
+		}
+		if err := v.s.SetDense(req.ClusterVersion, req.Dense, values); err != nil {
+			return nil, err
+		}
+	}
+	return &amspb.LoadResponse{}, nil
+}
+
 func (v *service) Restore(_ context.Context, req *amspb.RestoreRequest) (*amspb.RestoreResponse, error) {
 	m, err := ams.UnmarshalShardMap(req.ShardMap)
 	if err != nil {

@@ -70,18 +70,7 @@ func TestExportsOnRequest(t *testing.T) {
 	if res.PauseSeconds <= 0 || res.Bytes <= 0 {
 		t.Errorf("second export: pause %vs, %d bytes", res.PauseSeconds, res.Bytes)
 	}
-	st, err := snapshot.OpenDir(store)
-	if err != nil {
-		t.Fatal(err)
-	}
-	chain, skipped, err := export.Next(st, nil)
-	if err != nil || len(skipped) > 0 || len(chain) != 2 {
-		t.Fatalf("chain %v, skipped %v, %v", len(chain), skipped, err)
-	}
-	m := chain[1]
-	if string(m.Config) != `{"a":1}` || string(m.Shape) != `{"fields":3}` || m.Tables[0].Quant != export.Int8 || m.Shards != 2 {
-		t.Fatalf("delta manifest: config %s, shape %s, tables %+v, %d shards", m.Config, m.Shape, m.Tables, m.Shards)
-	}
+	checkDeltaManifest(t, store)
 	// Nothing pushed: an empty delta. Then full_every 3 makes the fourth
 	// export a full one, and keep 1 prunes the first chain.
 	res, err = conn.RequestExport(testCtx(t))
@@ -106,5 +95,24 @@ func TestExportsOnRequest(t *testing.T) {
 	res, err = conn.RequestExport(testCtx(t))
 	if err != nil || res.Kind != export.KindDelta || res.Base != 4 || res.Rows != 2 {
 		t.Fatalf("the new leader's export: %+v, %v; want a delta of 2 rows onto export 4", res, err)
+	}
+}
+
+// checkDeltaManifest checks the chain of the export store: a full export
+// and a delta, the delta with the model's config and shape, int8 rows
+// and one file per shard.
+func checkDeltaManifest(t *testing.T, store string) {
+	t.Helper()
+	st, err := snapshot.OpenDir(store)
+	if err != nil {
+		t.Fatal(err)
+	}
+	chain, skipped, err := export.Next(st, nil)
+	if err != nil || len(skipped) > 0 || len(chain) != 2 {
+		t.Fatalf("chain %v, skipped %v, %v", len(chain), skipped, err)
+	}
+	m := chain[1]
+	if string(m.Config) != `{"a":1}` || string(m.Shape) != `{"fields":3}` || m.Tables[0].Quant != export.Int8 || m.Shards != 2 {
+		t.Fatalf("delta manifest: config %s, shape %s, tables %+v, %d shards", m.Config, m.Shape, m.Tables, m.Shards)
 	}
 }
