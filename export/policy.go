@@ -22,6 +22,12 @@ type Policy struct {
 	//
 	// The default value is 1m.
 	Every time.Duration `yaml:"every"`
+	// EverySamples also takes an export once the workers' checkpoints in
+	// the model count this many more samples applied than at the last one
+	// taken for this reason.
+	//
+	// The default value is 0: off.
+	EverySamples int64 `yaml:"every_samples"`
 	// FullEvery makes every FullEvery-th export a full one (the others are
 	// deltas onto the previous export), so that a server can start from a
 	// recent full export and Keep bounds the store. The first export, and
@@ -97,6 +103,12 @@ func (p *Policy) Validate(tables []string) error {
 	var errs []error
 	if p.Keep < 1 {
 		errs = append(errs, fmt.Errorf("export: keep %d: at least 1", p.Keep))
+	}
+	if p.EverySamples < 0 {
+		errs = append(errs, fmt.Errorf("export: every_samples %d is negative", p.EverySamples))
+	}
+	if p.EverySamples > 0 && p.Store == "" {
+		errs = append(errs, errors.New("export: every_samples without a store"))
 	}
 	if p.FullEvery < 1 {
 		errs = append(errs, fmt.Errorf("export: full_every %d: at least 1", p.FullEvery))

@@ -8,6 +8,7 @@ import (
 	"github.com/xdlgo/xps/ams"
 	"github.com/xdlgo/xps/ams/client"
 	"github.com/xdlgo/xps/export"
+	"github.com/xdlgo/xps/internal/checkpoint"
 	"github.com/xdlgo/xps/internal/clusterfsm"
 	"github.com/xdlgo/xps/internal/membership"
 	"github.com/xdlgo/xps/internal/scheduler"
@@ -114,5 +115,59 @@ func checkDeltaManifest(t *testing.T, store string) {
 	m := chain[1]
 	if string(m.Config) != `{"a":1}` || string(m.Shape) != `{"fields":3}` || m.Tables[0].Quant != export.Int8 || m.Shards != 2 {
 		t.Fatalf("delta manifest: config %s, shape %s, tables %+v, %d shards", m.Config, m.Shape, m.Tables, m.Shards)
+	}
+}
+
+// TestExportEverySamples: with export.every_samples the scheduler exports
+// once the workers' checkpoints in the model count that many more samples
+// applied.
+func TestExportEverySamples(t *testing.T) {
+	const p = "/xps/export-samples"
+	srv := startEtcd(t)
+	cli := newClient(t, srv)
+	store := t.TempDir()
+	opts := scheduler.Options{Prefix: p, ID: "sched-1", Shards: 1, Partitions: 8, LeaseTTL: 2 * time.Second,
+		TickInterval: 20 * time.Millisecond, Logger: testLogger(t)}
+	opts.Config.Export = export.Policy{Store: store, Every: -1, EverySamples: 1000}
+	s, err := scheduler.New(cli, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	defer register(t, cli, p, membership.KindAMS, "ams-0", startShard(t, "ams-0")).Close()
+	eventually(t, 10*time.Second, "SERVING", func() bool { return s.Status().Phase == clusterfsm.Serving })
+	conn := testutil.Conn(cli, p)
+	st, err := snapshot.OpenDir(store)
+	if err != nil {
+		t.Fatal(err)
+	}
+	applied := func(n int64) {
+		withClient(t, conn, func(c *client.Client) error {
+			if err := c.Declare(testCtx(t), []ams.TableSpec{{Name: "emb", Dim: 4}}, []client.Dense{{Spec: ams.DenseSpec{Name: "mlp", Size: 4}, Init: make([]float32, 4)}}); err != nil {
+				return err
+			}
+			return checkpoint.Store(testCtx(t), c, "worker-0", checkpoint.Checkpoint{Epoch: 1, Applied: n})
+		})
+	}
+	exports := func() int {
+		seqs, _ := export.Exports(st)
+		return len(seqs)
+	}
+	// The count grows by 300 samples a step until an export appears: it
+	// must hold at least 1000 samples (the first count is the base).
+	for k := int64(1); exports() == 0; k++ {
+		if k > 300 {
+			t.Fatal("no export after 90000 samples applied")
+		}
+		applied(300 * k)
+		time.Sleep(20 * time.Millisecond) // pacing only: ticks read the count
+	}
+	seqs, _ := export.Exports(st)
+	m, err := export.ReadManifest(st, seqs[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.Samples < 1000 {
+		t.Fatalf("the first export holds %d samples applied, want at least 1000 (every_samples)", m.Samples)
 	}
 }

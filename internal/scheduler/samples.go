@@ -17,6 +17,9 @@ type sampleCount struct {
 	version uint64
 	base    int64 // the samples applied of the last snapshot, or when counting started
 	known   bool  // base was read
+	// expBase is base for exports (Export.EverySamples).
+	expBase  int64
+	expKnown bool
 }
 
 // close releases the client.
@@ -35,8 +38,8 @@ func (c *sampleCount) close() {
 // however long a snapshot takes to pause the workers (called on ticks
 // while no snapshot runs).
 func (s *Scheduler) checkSamples(ctx context.Context) {
-	n := s.opts.Config.Snapshot.EverySamples
-	if n <= 0 || s.fsm == nil || s.snap != nil {
+	n, ne := s.opts.Config.Snapshot.EverySamples, s.opts.Config.Export.EverySamples
+	if n <= 0 && ne <= 0 || s.fsm == nil || s.snap != nil || s.exp != nil {
 		return
 	}
 	st := s.fsm.State()
@@ -64,15 +67,30 @@ func (s *Scheduler) checkSamples(ctx context.Context) {
 		return
 	}
 	applied := checkpoint.Applied(entries)
-	if !c.known || applied < c.base { // the first count, or a rollback
-		c.base, c.known = applied, true
-		return
-	}
-	if applied-c.base >= n {
-		s.log.Info("snapshot every samples", "applied", applied, "since", applied-c.base)
-		c.base = applied
+	if n > 0 && due(&c.base, &c.known, applied, n) {
+		s.log.Info("snapshot every samples", "applied", applied)
 		s.requestSnapshot(ctx)
+		return // one cut at a time: an export due waits for the next tick
 	}
+	if ne > 0 && due(&c.expBase, &c.expKnown, applied, ne) {
+		s.log.Debug("export every samples", "applied", applied)
+		s.requestExport(ctx)
+	}
+}
+
+// due reports whether applied is at least n above *base, which it then
+// moves to applied; the first count, or one below the base (a rollback),
+// only sets the base.
+func due(base *int64, known *bool, applied, n int64) bool {
+	if !*known || applied < *base {
+		*base, *known = applied, true
+		return false
+	}
+	if applied-*base < n {
+		return false
+	}
+	*base = applied
+	return true
 }
 
 // snapshotTaken counts the next snapshot by samples from the samples

@@ -127,7 +127,7 @@ func (o *Options) EnsureDefaults() {
 		if every := o.Config.Export.Periodic(); every > 0 { // and periodic exports
 			o.TickInterval = max(min(o.TickInterval, every/4), 10*time.Millisecond)
 		}
-		if o.Config.Snapshot.EverySamples > 0 { // so are those every N samples
+		if o.Config.Snapshot.EverySamples > 0 || o.Config.Export.EverySamples > 0 { // so are those every N samples
 			o.TickInterval = min(o.TickInterval, 250*time.Millisecond)
 		}
 	}
