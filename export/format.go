@@ -2,16 +2,11 @@ package export
 
 import (
 	"bytes"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"path"
 	"slices"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/xdlgo/xps/snapshot"
@@ -37,18 +32,12 @@ var ErrCorrupt = errors.New("export: corrupt export")
 // full export.
 var ErrNoExport = errors.New("export: no intact full export")
 
-// Dir returns the directory of export seq: "exp-" and seq in 20 digits,
-// so that names sort as the sequence numbers do.
-func Dir(seq uint64) string { return fmt.Sprintf("exp-%020d", seq) }
+// dirPrefix begins the name of an export's directory.
+const dirPrefix = "exp-"
 
-func parseDir(name string) (uint64, bool) {
-	s, ok := strings.CutPrefix(name, "exp-")
-	if !ok || len(s) != 20 {
-		return 0, false
-	}
-	n, err := strconv.ParseUint(s, 10, 64)
-	return n, err == nil
-}
+// Dir returns the directory of export seq: "exp-" and seq in 20 digits,
+// so that names sort as the sequence numbers do (snapshot.SeqDir).
+func Dir(seq uint64) string { return snapshot.SeqDir(dirPrefix, seq) }
 
 // TableName is the file name of shard's part of table in an export.
 func TableName(table string, shard int) string {
@@ -202,12 +191,7 @@ func (m *Manifest) files() []snapshot.FileMeta {
 func (m *Manifest) sum() (string, error) {
 	c := *m
 	c.Checksum = ""
-	b, err := json.Marshal(&c)
-	if err != nil {
-		return "", err
-	}
-	h := sha256.Sum256(b)
-	return hex.EncodeToString(h[:]), nil
+	return snapshot.JSONSum(&c)
 }
 
 // check reports what is wrong with a manifest's structure.
@@ -256,44 +240,21 @@ func Commit(s snapshot.Store, m *Manifest) error {
 		return fmt.Errorf("export %d: manifest: %w", m.Seq, err)
 	}
 	m.Checksum = sum
-	b, err := json.MarshalIndent(m, "", "  ")
-	if err != nil {
-		return fmt.Errorf("export %d: manifest: %w", m.Seq, err)
-	}
-	w, err := s.Create(path.Join(m.Dir(), ManifestName))
-	if err != nil {
-		return err
-	}
-	defer w.Abort()
-	if _, err := w.Write(append(b, '\n')); err != nil {
-		return err
-	}
-	return w.Commit()
+	return snapshot.CommitJSON(s, path.Join(m.Dir(), ManifestName), m)
 }
 
 // ReadManifest reads and checks the manifest of export seq (not its files:
 // see Verify). A missing, truncated or altered manifest is an error
 // wrapping ErrCorrupt.
 func ReadManifest(s snapshot.Store, seq uint64) (*Manifest, error) {
-	r, err := s.Open(path.Join(Dir(seq), ManifestName))
-	if err != nil {
-		return nil, fmt.Errorf("%w: %s: %w", ErrCorrupt, Dir(seq), err)
-	}
-	defer r.Close()
-	b, err := io.ReadAll(r)
-	if err != nil {
-		return nil, fmt.Errorf("%w: %s: %w", ErrCorrupt, Dir(seq), err)
-	}
 	var m Manifest
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&m); err != nil {
-		return nil, fmt.Errorf("%w: %s/%s: %v", ErrCorrupt, Dir(seq), ManifestName, err)
+	if err := snapshot.ReadJSON(s, path.Join(Dir(seq), ManifestName), &m); err != nil {
+		return nil, fmt.Errorf("%w: %s/%s: %w", ErrCorrupt, Dir(seq), ManifestName, err)
 	}
-	compact(&m.Config)
-	compact(&m.Shape)
+	snapshot.CompactJSON(&m.Config)
+	snapshot.CompactJSON(&m.Shape)
 	for i := range m.Tables {
-		compact(&m.Tables[i].Init)
+		snapshot.CompactJSON(&m.Tables[i].Init)
 	}
 	switch sum, err := m.sum(); {
 	case err != nil:
@@ -311,15 +272,6 @@ func ReadManifest(s snapshot.Store, seq uint64) (*Manifest, error) {
 	return &m, nil
 }
 
-// compact removes the indentation MarshalIndent gave embedded JSON, so
-// that it reads back as it was given (the checksum does not depend on it).
-func compact(r *json.RawMessage) {
-	var b bytes.Buffer
-	if len(*r) > 0 && json.Compact(&b, *r) == nil {
-		*r = b.Bytes()
-	}
-}
-
 // Verify reads every file m names and checks its size and SHA-256.
 func Verify(s snapshot.Store, m *Manifest) error {
 	if err := snapshot.VerifyFiles(s, m.Dir(), m.files()); err != nil {
@@ -330,17 +282,4 @@ func Verify(s snapshot.Store, m *Manifest) error {
 
 // Exports returns the sequence numbers of the export directories in s,
 // oldest first, whether complete or not.
-func Exports(s snapshot.Store) ([]uint64, error) {
-	ents, err := s.List("")
-	if err != nil {
-		return nil, err
-	}
-	var out []uint64
-	for _, e := range ents {
-		if seq, ok := parseDir(e.Name); ok && e.Dir {
-			out = append(out, seq)
-		}
-	}
-	slices.Sort(out)
-	return out, nil
-}
+func Exports(s snapshot.Store) ([]uint64, error) { return snapshot.SeqDirs(s, dirPrefix) }

@@ -25,6 +25,11 @@
 // checksum field empty), so a truncated or altered manifest is refused.
 // A directory without a manifest is not a snapshot.
 //
+// Model exports (package export) are a tree of the same shape: numbered
+// directories (SeqDir, SeqDirs), sorted table files (CreateTableFile,
+// OpenTableFile), raw files, and a checksummed JSON manifest written last
+// (JSONSum, CommitJSON, ReadJSON).
+//
 // Latest returns the newest snapshot whose manifest and every file check
 // out (sizes and SHA-256 read in full) and says why it passed over newer
 // ones, so a restore falls back to the previous good snapshot; Prune keeps

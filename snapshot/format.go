@@ -14,7 +14,6 @@ import (
 	"path"
 	"runtime"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -43,19 +42,12 @@ var ErrNoSnapshot = errors.New("snapshot: no good snapshot")
 // follow the previous one.
 var ErrOrder = errors.New("snapshot: keys out of order")
 
-// Dir returns the directory of snapshot seq: "snap-" and seq in 20 digits,
-// so that names sort as the sequence numbers do.
-func Dir(seq uint64) string { return fmt.Sprintf("snap-%020d", seq) }
+// dirPrefix begins the name of a snapshot's directory.
+const dirPrefix = "snap-"
 
-// parseDir returns the sequence number of a snapshot directory name.
-func parseDir(name string) (uint64, bool) {
-	s, ok := strings.CutPrefix(name, "snap-")
-	if !ok || len(s) != 20 {
-		return 0, false
-	}
-	n, err := strconv.ParseUint(s, 10, 64)
-	return n, err == nil
-}
+// Dir returns the directory of snapshot seq: "snap-" and seq in 20 digits,
+// so that names sort as the sequence numbers do (SeqDir).
+func Dir(seq uint64) string { return SeqDir(dirPrefix, seq) }
 
 // FileMeta is a file of a snapshot: its name relative to the snapshot's
 // directory, its size and the SHA-256 of its bytes.
@@ -234,21 +226,15 @@ func (m *Manifest) Dir() string { return Dir(m.Seq) }
 // gave it. The checksum does not depend on it: json.Marshal compacts
 // embedded JSON too.
 func (m *Manifest) compact() {
-	c := func(r *json.RawMessage) {
-		var b bytes.Buffer
-		if len(*r) > 0 && json.Compact(&b, *r) == nil {
-			*r = b.Bytes()
-		}
-	}
 	for i := range m.Tables {
-		c(&m.Tables[i].Spec)
+		CompactJSON(&m.Tables[i].Spec)
 	}
 	for k, v := range m.Readers {
-		c(&v)
+		CompactJSON(&v)
 		m.Readers[k] = v
 	}
-	c(&m.Config)
-	c(&m.ShardMap)
+	CompactJSON(&m.Config)
+	CompactJSON(&m.ShardMap)
 }
 
 // files lists every file the manifest names.
@@ -267,12 +253,7 @@ func (m *Manifest) files() []FileMeta {
 func (m *Manifest) sum() (string, error) {
 	c := *m
 	c.Checksum = ""
-	b, err := json.Marshal(&c)
-	if err != nil {
-		return "", err
-	}
-	h := sha256.Sum256(b)
-	return hex.EncodeToString(h[:]), nil
+	return JSONSum(&c)
 }
 
 // tableBufferSize is the write buffer of a table file: pebble's writer
@@ -607,39 +588,16 @@ func Commit(s Store, m *Manifest) error {
 		return fmt.Errorf("snapshot: manifest: %w", err)
 	}
 	m.Checksum = sum
-	b, err := json.MarshalIndent(m, "", "  ")
-	if err != nil {
-		return fmt.Errorf("snapshot: manifest: %w", err)
-	}
-	w, err := s.Create(path.Join(m.Dir(), ManifestName))
-	if err != nil {
-		return err
-	}
-	defer w.Abort()
-	if _, err := w.Write(append(b, '\n')); err != nil {
-		return err
-	}
-	return w.Commit()
+	return CommitJSON(s, path.Join(m.Dir(), ManifestName), m)
 }
 
 // ReadManifest reads and checks the manifest of snapshot seq (not its
 // files: see Verify). A missing, truncated or altered manifest is an error
 // wrapping ErrCorrupt.
 func ReadManifest(s Store, seq uint64) (*Manifest, error) {
-	r, err := s.Open(path.Join(Dir(seq), ManifestName))
-	if err != nil {
-		return nil, fmt.Errorf("%w: %s: %w", ErrCorrupt, Dir(seq), err)
-	}
-	defer r.Close()
-	b, err := io.ReadAll(r)
-	if err != nil {
-		return nil, fmt.Errorf("%w: %s: %w", ErrCorrupt, Dir(seq), err)
-	}
 	var m Manifest
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&m); err != nil {
-		return nil, fmt.Errorf("%w: %s/%s: %v", ErrCorrupt, Dir(seq), ManifestName, err)
+	if err := ReadJSON(s, path.Join(Dir(seq), ManifestName), &m); err != nil {
+		return nil, fmt.Errorf("%w: %s/%s: %w", ErrCorrupt, Dir(seq), ManifestName, err)
 	}
 	m.compact()
 	switch sum, err := m.sum(); {
@@ -707,19 +665,9 @@ func verifyFile(s Store, dir string, f FileMeta) error {
 // Snapshots returns the sequence numbers of the snapshot directories in s,
 // newest first, whether complete or not.
 func Snapshots(s Store) ([]uint64, error) {
-	ents, err := s.List("")
-	if err != nil {
-		return nil, err
-	}
-	var out []uint64
-	for _, e := range ents {
-		if seq, ok := parseDir(e.Name); ok && e.Dir {
-			out = append(out, seq)
-		}
-	}
-	slices.Sort(out)
-	slices.Reverse(out)
-	return out, nil
+	seqs, err := SeqDirs(s, dirPrefix)
+	slices.Reverse(seqs)
+	return seqs, err
 }
 
 // Latest returns the newest snapshot whose manifest and files are intact
