@@ -535,6 +535,28 @@ func transient(errs []error) bool {
 	return true
 }
 
+// waitPaused waits, at most Options.SnapshotPauseTimeout, for workers to
+// acknowledge pause seq: the cut of a snapshot or an export.
+func (s *Scheduler) waitPaused(ctx context.Context, workers []string, seq uint64) error {
+	wctx, cancel := context.WithTimeout(ctx, s.opts.SnapshotPauseTimeout)
+	defer cancel()
+	if err := s.conn.WaitPauseAcks(wctx, workers, seq); err != nil {
+		return fmt.Errorf("workers did not pause within %v: %w", s.opts.SnapshotPauseTimeout, err)
+	}
+	return nil
+}
+
+// resumeCut resumes the workers paused by pause seq for a snapshot or an
+// export once it ended, unless the cluster left SERVING meanwhile (its
+// recovery resumes them) or paused them again since.
+func (s *Scheduler) resumeCut(ctx context.Context, seq uint64) {
+	if st := s.fsm.State(); st.Phase == clusterfsm.Serving && s.pauseSeq == seq {
+		s.retry(ctx, "resume the workers", func(ctx context.Context) error {
+			return s.conn.PutResume(ctx, seq, st.Version)
+		})
+	}
+}
+
 // report hands a background result to the run goroutine.
 func (s *Scheduler) report(ctx context.Context, d opDone) {
 	select {
@@ -559,11 +581,7 @@ func (s *Scheduler) finish(ctx context.Context, d opDone) {
 			s.log.Warn("snapshot failed", "seq", d.snap.Seq, "err", done.Err)
 		}
 		s.step(ctx, d.ev)
-		if st := s.fsm.State(); st.Phase == clusterfsm.Serving && s.pauseSeq == op.pauseSeq {
-			s.retry(ctx, "resume the workers", func(ctx context.Context) error {
-				return s.conn.PutResume(ctx, op.pauseSeq, st.Version)
-			})
-		}
+		s.resumeCut(ctx, op.pauseSeq)
 		s.putSnapshotResult(ctx, *d.snap)
 		s.replayRequests(ctx)
 		return

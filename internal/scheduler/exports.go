@@ -3,7 +3,6 @@ package scheduler
 import (
 	"context"
 	"errors"
-	"fmt"
 	"time"
 
 	"github.com/xdlgo/xps/ams"
@@ -117,11 +116,8 @@ func (s *Scheduler) exportOnce(ctx context.Context, m *ams.ShardMap, op *expOp, 
 		return nil, err
 	}
 	defer store.Close()
-	wctx, cancel := context.WithTimeout(ctx, s.opts.SnapshotPauseTimeout)
-	err = s.conn.WaitPauseAcks(wctx, workers, op.pauseSeq)
-	cancel()
-	if err != nil {
-		return nil, fmt.Errorf("workers did not pause within %v: %w", s.opts.SnapshotPauseTimeout, err)
+	if err := s.waitPaused(ctx, workers, op.pauseSeq); err != nil {
+		return nil, err
 	}
 	cl, err := client.New(m)
 	if err != nil {
@@ -180,11 +176,7 @@ func (s *Scheduler) exported(ctx context.Context, d opDone) {
 	s.exp = nil
 	done := d.ev.(clusterfsm.ExportDone)
 	s.step(ctx, d.ev)
-	if st := s.fsm.State(); st.Phase == clusterfsm.Serving && s.pauseSeq == op.pauseSeq {
-		s.retry(ctx, "resume the workers", func(ctx context.Context) error {
-			return s.conn.PutResume(ctx, op.pauseSeq, st.Version)
-		})
-	}
+	s.resumeCut(ctx, op.pauseSeq)
 	d.exp.PauseSeconds = time.Since(op.paused).Seconds()
 	if man := d.expMan; done.Err == nil && man != nil {
 		if man.Kind == export.KindFull {

@@ -3,7 +3,6 @@ package scheduler
 import (
 	"context"
 	"errors"
-	"fmt"
 
 	"github.com/xdlgo/xps/ams"
 	"github.com/xdlgo/xps/ams/client"
@@ -26,11 +25,8 @@ func (s *Scheduler) snapshotOnce(ctx context.Context, m *ams.ShardMap, op *snapO
 		return nil, err
 	}
 	defer store.Close()
-	wctx, cancel := context.WithTimeout(ctx, s.opts.SnapshotPauseTimeout)
-	err = s.conn.WaitPauseAcks(wctx, workers, op.pauseSeq)
-	cancel()
-	if err != nil {
-		return nil, fmt.Errorf("workers did not pause within %v: %w", s.opts.SnapshotPauseTimeout, err)
+	if err := s.waitPaused(ctx, workers, op.pauseSeq); err != nil {
+		return nil, err
 	}
 	cl, err := client.New(m)
 	if err != nil {
