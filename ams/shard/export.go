@@ -1,11 +1,9 @@
 package shard
 
 import (
-	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"maps"
-	"math"
 	"slices"
 
 	"github.com/xdlgo/xps/ams"
@@ -151,17 +149,11 @@ func (s *Shard) exportDense(store snapshot.Store, cat *catalog, o ExportOptions)
 	for _, name := range slices.Sorted(maps.Keys(cat.dense)) {
 		di := cat.dense[name]
 		var b []byte
-		if err := s.onStripes(func(i int, st *stripe) error {
-			if i != di.stripe {
-				return nil
-			}
-			v := st.dense[name]
+		if err := s.onDense(di, func(v *ams.DenseVar) error {
 			if !v.Initialized() {
 				return fmt.Errorf("%w: dense %q", ams.ErrNotInitialized, name)
 			}
-			for _, x := range v.Values() {
-				b = binary.LittleEndian.AppendUint32(b, math.Float32bits(x))
-			}
+			b = appendFloats(b, v.Values())
 			return nil
 		}); err != nil {
 			return nil, err

@@ -62,10 +62,5 @@ func (s *Shard) SetDense(version uint64, name string, values []float32) error {
 	if err != nil {
 		return err
 	}
-	return s.onStripes(func(i int, st *stripe) error {
-		if i != di.stripe {
-			return nil
-		}
-		return st.dense[name].Set(values)
-	})
+	return s.onDense(di, func(v *ams.DenseVar) error { return v.Set(values) })
 }

@@ -17,6 +17,14 @@ import (
 // owner tasks.
 const snapChunk = 4096
 
+// onDense runs fn on the owner of the stripe that holds dense vector di,
+// with the vector.
+func (s *Shard) onDense(di *denseInfo, fn func(v *ams.DenseVar) error) error {
+	tasks := make([]*task, len(s.stripes))
+	tasks[di.stripe] = &task{op: opFunc, fn: func(st *stripe) error { return fn(st.dense[di.spec.Name]) }}
+	return s.dispatch(tasks)
+}
+
 // onStripes runs fn(i, stripe) on the owner of every stripe, in parallel.
 func (s *Shard) onStripes(fn func(i int, st *stripe) error) error {
 	tasks := make([]*task, len(s.stripes))
@@ -326,11 +334,7 @@ func (s *Shard) writeDense(store snapshot.Store, seq uint64, index int, cat *cat
 	for _, name := range names {
 		di := cat.dense[name]
 		var b []byte
-		if err := s.onStripes(func(i int, st *stripe) error {
-			if i != di.stripe {
-				return nil
-			}
-			v := st.dense[name]
+		if err := s.onDense(di, func(v *ams.DenseVar) error {
 			if !v.Initialized() {
 				return fmt.Errorf("%w: dense %q", ams.ErrNotInitialized, name)
 			}
@@ -752,11 +756,7 @@ func (s *Shard) restoreDense(store snapshot.Store, m *snapshot.Manifest, cat *ca
 		if covered != hi-lo {
 			return fmt.Errorf("%w: dense %q: the snapshot covers %d of the %d values of [%d, %d)", ams.ErrRestore, name, covered, hi-lo, lo, hi)
 		}
-		if err := s.onStripes(func(i int, st *stripe) error {
-			if i != di.stripe {
-				return nil
-			}
-			v := st.dense[name]
+		if err := s.onDense(di, func(v *ams.DenseVar) error {
 			if len(state) != len(v.State()) {
 				state = nil // another range or optimizer: a fresh state
 			}
