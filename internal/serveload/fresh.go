@@ -82,7 +82,7 @@ func freshTrial(ctx context.Context, o FreshOptions, probe, ctrl string, i int) 
 	req := serve.Request{Candidates: []string{probe + " " + o.Template, ctrl + " " + o.Template}}
 	body, _ := json.Marshal(req)
 	var base serve.Response
-	if err := postJSON(ctx, o.URL, body, &base); err != nil {
+	if err := post(ctx, http.DefaultClient, o.URL, body, &base); err != nil {
 		return 0, err
 	}
 	if len(base.Scores) != 2 {
@@ -105,7 +105,7 @@ func freshTrial(ctx context.Context, o FreshOptions, probe, ctrl string, i int) 
 	}
 	for time.Since(start) < o.Timeout {
 		var resp serve.Response
-		if err := postJSON(ctx, o.URL, body, &resp); err != nil {
+		if err := post(ctx, http.DefaultClient, o.URL, body, &resp); err != nil {
 			return 0, err
 		}
 		if len(resp.Scores) == 2 && resp.Scores[0]-resp.Scores[1]-gap0 > o.Threshold {
@@ -118,20 +118,4 @@ func freshTrial(ctx context.Context, o FreshOptions, probe, ctrl string, i int) 
 		}
 	}
 	return -1, nil
-}
-
-func postJSON(ctx context.Context, url string, body []byte, out any) error {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, strings.NewReader(string(body)))
-	if err != nil {
-		return err
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("HTTP %d", resp.StatusCode)
-	}
-	return json.NewDecoder(resp.Body).Decode(out)
 }

@@ -140,7 +140,7 @@ func Run(ctx context.Context, o Options) (Result, error) {
 					break
 				}
 				t0 := time.Now()
-				if err := post(ctx, hc, o.URL, bodies[i%int64(len(bodies))]); err != nil {
+				if err := post(ctx, hc, o.URL, bodies[i%int64(len(bodies))], nil); err != nil {
 					if ctx.Err() == nil {
 						failed(err)
 					}
@@ -167,7 +167,9 @@ func Run(ctx context.Context, o Options) (Result, error) {
 	return res, nil
 }
 
-func post(ctx context.Context, hc *http.Client, url string, body []byte) error {
+// post sends body to url and, with out, decodes the JSON answer into it;
+// an answer other than 200 is an error with its text.
+func post(ctx context.Context, hc *http.Client, url string, body []byte, out any) error {
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
 	if err != nil {
 		return err
@@ -183,6 +185,9 @@ func post(ctx context.Context, hc *http.Client, url string, body []byte) error {
 	}
 	if resp.StatusCode != http.StatusOK {
 		return fmt.Errorf("HTTP %d: %s", resp.StatusCode, bytes.TrimSpace(b))
+	}
+	if out != nil {
+		return json.Unmarshal(b, out)
 	}
 	return nil
 }
