@@ -2,7 +2,6 @@ package export
 
 import (
 	"fmt"
-	"io"
 
 	"github.com/xdlgo/xps/snapshot"
 )
@@ -53,19 +52,14 @@ func Convert(src, dst snapshot.Store, m *Manifest, quant map[string]string) (*Ma
 		out.Tables = append(out.Tables, nt)
 	}
 	for _, d := range m.Dense {
+		v, err := ReadDense(src, m, d.Name)
+		if err != nil {
+			return nil, err
+		}
 		nd := d
 		nd.Parts = nil
 		for _, p := range d.Parts {
-			r, err := snapshot.OpenFileIn(src, m.Dir(), p.File)
-			if err != nil {
-				return nil, err
-			}
-			b, err := io.ReadAll(r)
-			r.Close()
-			if err != nil {
-				return nil, fmt.Errorf("%w: %w", ErrCorrupt, err)
-			}
-			f, err := snapshot.WriteFileIn(dst, out.Dir(), p.File.Name, b)
+			f, err := snapshot.WriteFileIn(dst, out.Dir(), p.File.Name, AppendRow(nil, FP32, v[p.Lo:p.Hi]))
 			if err != nil {
 				return nil, err
 			}
