@@ -112,10 +112,7 @@ func (s *Shard) exportIDs(cat *catalog, ti *tableInfo, delta bool) ([][]uint64, 
 	if err := s.onStripes(func(i int, st *stripe) error {
 		tab := st.tables[ti.idx]
 		var tombs []uint64
-		if l := st.lives[ti.idx]; l != nil {
-			tombs, lost[i] = l.tombs, l.lostTombs
-			l.tombs, l.lostTombs = nil, 0
-		}
+		tombs, lost[i] = st.takeTombstones(ti)
 		if !delta {
 			tab.ClearDirty()
 			ids[i] = tab.IDs(make([]uint64, 0, tab.Len()))

@@ -175,6 +175,16 @@ func (l *life) evict(tab *ams.Table) {
 	tab.CountEvicted(int(evicted))
 }
 
+// takeTombstones returns the tombstones the stripe keeps for table ti,
+// and the count of removals beyond them, and forgets them (on the owner).
+func (st *stripe) takeTombstones(ti *tableInfo) (ids []uint64, lost uint64) {
+	if l := st.lives[ti.idx]; l != nil {
+		ids, lost = l.tombs, l.lostTombs
+		l.tombs, l.lostTombs = nil, 0
+	}
+	return ids, lost
+}
+
 // DrainTombstones returns the ids of the rows of table expiry and the
 // budget removed since the last call, and how many more were removed
 // without a tombstone (beyond MaxTombstones), and forgets them: what an
@@ -187,10 +197,7 @@ func (s *Shard) DrainTombstones(table string) (ids []uint64, lost uint64, err er
 	parts := make([][]uint64, len(s.stripes))
 	losts := make([]uint64, len(s.stripes))
 	if err := s.onStripes(func(i int, st *stripe) error {
-		if l := st.lives[ti.idx]; l != nil {
-			parts[i], losts[i] = l.tombs, l.lostTombs
-			l.tombs, l.lostTombs = nil, 0
-		}
+		parts[i], losts[i] = st.takeTombstones(ti)
 		return nil
 	}); err != nil {
 		return nil, 0, err
