@@ -1,59 +1,86 @@
-// Command etcd runs a single-member etcd server (the one `worker -local`
-// embeds) as its own process, for running the cluster's processes
-// separately on a machine without an etcd installation.
+// Command etcd runs the embedded etcd server (the one `worker -local`
+// embeds) as its own process: a single member on a machine without an etcd
+// installation, or one member of a multi-member cluster (the Helm chart's
+// bundled etcd StatefulSet).
 //
 // Usage:
 //
 //	etcd [-addr 127.0.0.1:2379] [-dir DIR]
+//	etcd -name etcd-0 -addr 0.0.0.0:2379 -advertise etcd-0.etcd:2379 \
+//	     -peer-addr 0.0.0.0:2380 -advertise-peer etcd-0.etcd:2380 \
+//	     -initial-cluster etcd-0=http://etcd-0.etcd:2380,etcd-1=... -dir /var/lib/etcd
 //
 // Flags:
 //
-//	-addr        client address (default "127.0.0.1:2379")
-//	-dir         data directory (default: a new temporary directory, removed on exit)
-//	-log-level   debug, info, warn or error (default warn)
+//	-addr             client address (default "127.0.0.1:2379")
+//	-advertise        client address published to the cluster (default -addr)
+//	-dir              data directory (default: a new temporary directory, removed on exit)
+//	-name             member name (default "xps")
+//	-peer-addr        peer address (default "127.0.0.1:0", a free port)
+//	-advertise-peer   peer address published to the other members (default -peer-addr)
+//	-initial-cluster  members of a new cluster, name=http://host:port,... (default: this one alone)
+//	-ready-timeout    how long to wait for the cluster to form (default 5m)
+//	-log-level        debug, info, warn or error (default warn)
+//	-log-format       text or json (default text)
 //
 // It prints "etcd serving on ADDR" once ready and stops on SIGINT/SIGTERM.
-// A production cluster should run a real etcd cluster instead.
+// A production cluster may run a real etcd cluster instead.
 package main
 
 import (
 	"flag"
 	"fmt"
+	"log/slog"
 	"os"
+	"time"
 
 	"github.com/xdlgo/xps/internal/cli"
 	"github.com/xdlgo/xps/internal/etcdembed"
 )
 
 func main() {
-	addr := flag.String("addr", "127.0.0.1:2379", "client address")
-	dir := flag.String("dir", "", "data directory (default: a temporary directory removed on exit)")
-	level := flag.String("log-level", "warn", "log level: debug, info, warn, error")
+	var (
+		o    etcdembed.Options
+		proc cli.Proc
+	)
+	flag.StringVar(&o.ClientAddr, "addr", "127.0.0.1:2379", "client address")
+	flag.StringVar(&o.AdvertiseClientAddr, "advertise", "", "client address published to the cluster (default -addr)")
+	flag.StringVar(&o.Dir, "dir", "", "data directory (default: a temporary directory removed on exit)")
+	flag.StringVar(&o.Name, "name", "xps", "member name")
+	flag.StringVar(&o.PeerAddr, "peer-addr", "127.0.0.1:0", "peer address")
+	flag.StringVar(&o.AdvertisePeerAddr, "advertise-peer", "", "peer address published to the other members (default -peer-addr)")
+	flag.StringVar(&o.InitialCluster, "initial-cluster", "", "members of a new cluster: name=http://host:port,... (default: this member alone)")
+	flag.DurationVar(&o.ReadyTimeout, "ready-timeout", 5*time.Minute, "how long to wait for the cluster to form")
+	proc.Bind(flag.CommandLine, "warn")
 	flag.Parse()
-	if err := run(*addr, *dir, *level); err != nil {
+	if err := run(o, &proc); err != nil {
 		cli.Fatal("etcd", err)
 	}
 }
 
-func run(addr, dir, level string) error {
-	log, err := cli.Logger(level)
-	if err != nil {
+func run(o etcdembed.Options, proc *cli.Proc) error {
+	if err := proc.Start(os.Stderr, "etcd", o.Name); err != nil {
 		return err
 	}
-	if dir == "" {
-		if dir, err = os.MkdirTemp("", "xps-etcd-"); err != nil {
+	defer proc.Close()
+	if o.Dir == "" {
+		dir, err := os.MkdirTemp("", "xps-etcd-")
+		if err != nil {
 			return err
 		}
 		defer os.RemoveAll(dir)
+		o.Dir = dir
 	}
+	o.Logger, o.LogLevel = proc.Log, slog.LevelWarn
 	ctx, stop := cli.SignalContext()
 	defer stop()
-	srv, err := etcdembed.Start(ctx, etcdembed.Options{Dir: dir, ClientAddr: addr, Logger: log})
+	srv, err := etcdembed.Start(ctx, o)
 	if err != nil {
 		return err
 	}
 	defer srv.Close()
-	fmt.Printf("etcd serving on %s (data in %s)\n", srv.Endpoints()[0], dir)
+	proc.Ready()
+	fmt.Printf("etcd serving on %s (data in %s)\n", srv.Endpoints()[0], o.Dir)
 	<-ctx.Done()
 	return nil
 }

@@ -18,6 +18,9 @@
 //	-rejoin-wait d         wait for a member whose lease expired to come back
 //	                       (a pause, no restore). Default 1m; <0: restore.
 //	-log-level level       debug, info, warn or error. Default info.
+//	-log-format f          text or json. Default text.
+//	-http addr             operations endpoint: /metrics, /healthz,
+//	                       /readyz and the status page (/). Default off.
 //	-config file           the job's YAML config (the one the workers read):
 //	                       the scheduler reads its job section (train,
 //	                       workers, split_bytes), snapshot section (store,
@@ -73,8 +76,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"strings"
-	"time"
 
 	"github.com/xdlgo/xps/config"
 	"github.com/xdlgo/xps/internal/cli"
@@ -97,15 +98,16 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 	fs.SetOutput(stderr)
 	var (
 		opts      scheduler.Options
+		proc      cli.Proc
 		endpoints = fs.String("etcd", "", "etcd client endpoints, host:port[,host:port] (required)")
 		name      = fs.String("cluster", "default", "cluster name; keys live under /xps/<name>")
-		level     = fs.String("log-level", "info", "log level: debug, info, warn or error")
 		cfgFile   = fs.String("config", "", "the job's YAML config; the scheduler reads its job, snapshot and kafka sections and train.format")
 		snapNow   = fs.Bool("snapshot-now", false, "do not run a scheduler: ask the cluster's running scheduler for a snapshot, wait for it and print the result")
 		expNow    = fs.Bool("export-now", false, "do not run a scheduler: ask the cluster's running scheduler for a model export, wait for it and print the result")
 		overrides config.Overrides
 	)
 	opts.BindFlags(fs)
+	proc.Bind(fs, "info")
 	overrides.Bind(fs, "job", "snapshot", "export", "kafka", "train.format")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -119,15 +121,15 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 		return errors.New("-etcd is required")
 	}
 	opts.Config = cfg
-	if opts.Logger, err = cli.LoggerTo(stderr, *level); err != nil {
+	if err = proc.Start(stderr, "scheduler", opts.ID); err != nil {
 		return err
 	}
+	defer proc.Close()
+	opts.Logger = proc.Log
 	if opts.Prefix, err = membership.Prefix(*name); err != nil {
 		return fmt.Errorf("-cluster: %w", err)
 	}
-	dctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	etcd, err := membership.Dial(dctx, strings.Split(*endpoints, ","), opts.Logger)
-	cancel()
+	etcd, err := membership.Dial(ctx, cli.Endpoints(*endpoints), opts.Logger)
 	if err != nil {
 		return err
 	}
@@ -135,15 +137,6 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 	if *snapNow || *expNow {
 		return scheduler.RequestNow(ctx, etcd, opts.Prefix, *expNow, stderr)
 	}
-	s, err := scheduler.New(etcd, opts)
-	if err != nil {
-		return err
-	}
-	opts.Logger.Info("scheduler started", "etcd", *endpoints, "prefix", opts.Prefix, "shards", opts.Shards, "partitions", opts.Partitions)
-	select {
-	case <-ctx.Done():
-		opts.Logger.Info("shutting down")
-	case <-s.Done():
-	}
-	return s.Close()
+	opts.Logger.Info("scheduler starting", "etcd", *endpoints, "prefix", opts.Prefix, "shards", opts.Shards, "partitions", opts.Partitions)
+	return scheduler.Serve(ctx, etcd, opts, &proc)
 }

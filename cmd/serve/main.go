@@ -15,6 +15,9 @@
 //	                  127.0.0.1:8501; "" turns it off.
 //	-poll d           how often to look for new exports. Default 1s.
 //	-log-level level  debug, info, warn or error. Default info.
+//	-log-format f     text or json. Default text.
+//	-http addr        operations endpoint: /metrics, /healthz, /readyz.
+//	                  Default off.
 //
 // An example request:
 //
@@ -56,15 +59,17 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 		listen = fs.String("listen", "127.0.0.1:8500", "HTTP/JSON address")
 		grpcAt = fs.String("grpc", "127.0.0.1:8501", `gRPC address ("" off)`)
 		poll   = fs.Duration("poll", time.Second, "how often to look for new exports")
-		level  = fs.String("log-level", "info", "log level: debug, info, warn or error")
+		proc   cli.Proc
 	)
+	proc.Bind(fs, "info")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	log, err := cli.LoggerTo(stderr, *level)
-	if err != nil {
+	if err := proc.Start(stderr, "serve", ""); err != nil {
 		return err
 	}
+	defer proc.Close()
+	log := proc.Log
 	if *store == "" {
 		fs.Usage()
 		return errors.New("-store is required")
@@ -90,6 +95,7 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 		log.Info("serve listening (gRPC)", "addr", glis.Addr().String())
 	}
 	go s.Run(ctx)
+	proc.ReadyUntil(ctx) // liveness and shutdown; /healthz of -listen says when a model is loaded
 	go func() {
 		<-ctx.Done()
 		gs.GracefulStop()

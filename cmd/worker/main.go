@@ -31,7 +31,8 @@ type flags struct {
 	asJSON, printConfig, quiet    bool
 	shards, stripes, index        int
 	etcd, clusterName, configFile string
-	level, cpuProfile             string
+	cpuProfile                    string
+	proc                          cli.Proc
 	leaseTTL                      time.Duration
 }
 
@@ -49,7 +50,7 @@ func main() {
 	fs.BoolVar(&f.asJSON, "json", false, "print the summary as one JSON object on the last line of stdout")
 	fs.BoolVar(&f.printConfig, "print-config", false, "print the effective config as YAML and exit")
 	fs.BoolVar(&f.quiet, "quiet", false, "no progress lines")
-	fs.StringVar(&f.level, "log-level", "warn", "log level: debug, info, warn, error")
+	f.proc.Bind(fs, "warn")
 	fs.StringVar(&f.cpuProfile, "cpuprofile", "", "write a CPU profile of the whole run to this file")
 	fs.DurationVar(&f.leaseTTL, "lease-ttl", membership.DefaultTTL, "TTL of the worker's etcd lease: a worker silent this long is declared dead and the cluster rolls back")
 	var overrides config.Overrides
@@ -68,10 +69,11 @@ func run(f flags, overrides *config.Overrides) error {
 	if f.printConfig {
 		return cfg.Write(os.Stdout)
 	}
-	log, err := cli.Logger(f.level)
-	if err != nil {
+	if err := f.proc.Start(os.Stderr, "worker", fmt.Sprintf("worker-%d", f.index)); err != nil {
 		return err
 	}
+	defer f.proc.Close()
+	log := f.proc.Log
 	if f.cpuProfile != "" {
 		stopProfile, err := cli.StartCPUProfile(f.cpuProfile)
 		if err != nil {
@@ -99,6 +101,7 @@ func run(f flags, overrides *config.Overrides) error {
 		return err
 	}
 	defer closeCluster()
+	f.proc.ReadyUntil(ctx)
 	res, err := xps.Train(ctx, opts)
 	if err != nil {
 		if s := res.Summary(); s != nil {

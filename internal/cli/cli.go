@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -10,6 +11,8 @@ import (
 	"runtime/pprof"
 	"strings"
 	"syscall"
+
+	"github.com/xdlgo/xps/internal/ops"
 )
 
 // Logger returns a text logger on stderr at the named level (debug, info,
@@ -64,4 +67,88 @@ func StartCPUProfile(path string) (stop func(), err error) {
 		return nil, fmt.Errorf("cpu profile: %w", err)
 	}
 	return func() { pprof.StopCPUProfile(); f.Close() }, nil
+}
+
+// Proc is what every long-running main shares: the -log-level,
+// -log-format and -http flags, the logger they make (one attribute set on
+// every line: the program, its member id and the OS pid), and the
+// operations endpoint (package ops) when -http is set.
+type Proc struct {
+	Level, Format, HTTP string
+
+	// Log is the process's logger, set by Start.
+	Log *slog.Logger
+	// Ops is the operations endpoint, nil when -http is empty.
+	Ops *ops.Server
+}
+
+// Bind adds the shared flags to fs with the given default level.
+func (p *Proc) Bind(fs *flag.FlagSet, level string) {
+	fs.StringVar(&p.Level, "log-level", level, "log level: debug, info, warn or error")
+	fs.StringVar(&p.Format, "log-format", "text", "log format: text or json (one object per line)")
+	fs.StringVar(&p.HTTP, "http", "", `operations endpoint host:port: /metrics (Prometheus), /healthz, /readyz ("" off)`)
+}
+
+// Start makes the logger (writing to w) and starts the operations
+// endpoint; Close stops it.
+func (p *Proc) Start(w io.Writer, prog, id string) error {
+	var l slog.Level
+	if err := l.UnmarshalText([]byte(p.Level)); err != nil {
+		return fmt.Errorf("bad -log-level %q: %w", p.Level, err)
+	}
+	o := &slog.HandlerOptions{Level: l}
+	var h slog.Handler
+	switch p.Format {
+	case "text", "":
+		h = slog.NewTextHandler(w, o)
+	case "json":
+		h = slog.NewJSONHandler(w, o)
+	default:
+		return fmt.Errorf("bad -log-format %q: want text or json", p.Format)
+	}
+	attrs := []slog.Attr{slog.String("proc", prog), slog.Int("pid", os.Getpid())}
+	if id != "" {
+		attrs = append(attrs, slog.String("id", id))
+	}
+	p.Log = slog.New(h.WithAttrs(attrs))
+	if p.HTTP == "" {
+		return nil
+	}
+	var err error
+	if p.Ops, err = ops.Start(p.HTTP, p.Log); err != nil {
+		return err
+	}
+	p.Log.Info("operations endpoint", "addr", p.Ops.Addr())
+	return nil
+}
+
+// Ready marks the process ready (no-op without -http).
+func (p *Proc) Ready() {
+	if p.Ops != nil {
+		p.Ops.SetReady()
+	}
+}
+
+// ReadyUntil marks the process ready until ctx ends (a signal): then not
+// ready, before the process finishes its work and stops.
+func (p *Proc) ReadyUntil(ctx context.Context) {
+	if p.Ops == nil {
+		return
+	}
+	p.Ops.SetReady()
+	context.AfterFunc(ctx, func() { p.Ops.SetNotReady("stopping") })
+}
+
+// NotReady marks the process not ready, e.g. on SIGTERM before it stops.
+func (p *Proc) NotReady(reason string) {
+	if p.Ops != nil {
+		p.Ops.SetNotReady(reason)
+	}
+}
+
+// Close stops the operations endpoint.
+func (p *Proc) Close() {
+	if p.Ops != nil {
+		p.Ops.Close() //nolint:errcheck // exiting
+	}
 }

@@ -55,6 +55,21 @@ type Options struct {
 	// ClientAddr is the host:port clients connect to. The default value is
 	// "127.0.0.1:0", a free loopback port (see Endpoints).
 	ClientAddr string
+	// AdvertiseClientAddr is the client host:port published to the cluster
+	// (e.g. "etcd-0.etcd:2379" in Kubernetes). The default value is the
+	// address listened on.
+	AdvertiseClientAddr string
+	// PeerAddr is the host:port the member listens on for its peers. The
+	// default value is "127.0.0.1:0".
+	PeerAddr string
+	// AdvertisePeerAddr is the peer host:port published to the other
+	// members. The default value is the address listened on.
+	AdvertisePeerAddr string
+	// InitialCluster lists the members of a new multi-member cluster as
+	// "name=http://host:port,..." (their advertised peer addresses); a data
+	// directory that already holds a member ignores it. The default value
+	// ("") is a single-member cluster of this member.
+	InitialCluster string
 }
 
 // EnsureDefaults fills zero fields with their default values.
@@ -101,16 +116,13 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 	cfg := embed.NewConfig()
 	cfg.Name = opts.Name
 	cfg.Dir = opts.Dir
-	loop := url.URL{Scheme: "http", Host: "127.0.0.1:0"}
-	client := url.URL{Scheme: "http", Host: opts.ClientAddr}
-	if client.Host == "" {
-		client = loop
-	}
-	cfg.ListenClientUrls = []url.URL{client}
-	cfg.AdvertiseClientUrls = []url.URL{client}
-	cfg.ListenPeerUrls = []url.URL{loop}
-	cfg.AdvertisePeerUrls = []url.URL{loop}
+	cfg.ListenClientUrls, cfg.AdvertiseClientUrls = listenURLs(opts.ClientAddr, opts.AdvertiseClientAddr)
+	cfg.ListenPeerUrls, cfg.AdvertisePeerUrls = listenURLs(opts.PeerAddr, opts.AdvertisePeerAddr)
 	cfg.InitialCluster = cfg.InitialClusterFromName(cfg.Name)
+	if opts.InitialCluster != "" {
+		cfg.InitialCluster = opts.InitialCluster
+		cfg.InitialClusterToken = "xps-etcd"
+	}
 	cfg.EnableGRPCGateway = false
 	cfg.UnsafeNoFsync = opts.UnsafeNoFsync
 	cfg.Logger = "zap"
@@ -147,6 +159,18 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 		s.endpoints = append(s.endpoints, l.Addr().String())
 	}
 	return s, nil
+}
+
+// listenURLs returns the URLs to listen on and to advertise: listen
+// defaults to a free loopback port, advertise to listen.
+func listenURLs(listen, advertise string) (l, a []url.URL) {
+	if listen == "" {
+		listen = "127.0.0.1:0"
+	}
+	if advertise == "" {
+		advertise = listen
+	}
+	return []url.URL{{Scheme: "http", Host: listen}}, []url.URL{{Scheme: "http", Host: advertise}}
 }
 
 // Endpoints returns the client addresses ("127.0.0.1:port") of the server.

@@ -10,6 +10,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/xdlgo/xps/ams"
+	"github.com/xdlgo/xps/internal/cli"
 	"github.com/xdlgo/xps/internal/controlplane"
 	"github.com/xdlgo/xps/internal/membership"
 )
@@ -48,4 +49,23 @@ func RequestNow(ctx context.Context, cli *clientv3.Client, prefix string, export
 	b, _ := json.Marshal(res)
 	fmt.Fprintln(w, string(b))
 	return nil
+}
+
+// Serve runs a scheduler until ctx ends (a signal: it leaves the cluster
+// cleanly) or it stops on its own. proc's operations endpoint, when there
+// is one, reports it ready while it runs.
+func Serve(ctx context.Context, etcd *clientv3.Client, opts Options, proc *cli.Proc) error {
+	s, err := New(etcd, opts)
+	if err != nil {
+		return err
+	}
+	proc.Ready()
+	select {
+	case <-ctx.Done():
+		proc.NotReady("shutting down")
+		opts.Logger.Info("shutting down")
+	case <-s.Done():
+		proc.NotReady("stopped")
+	}
+	return s.Close()
 }
