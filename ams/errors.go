@@ -60,6 +60,12 @@ var (
 	// its model began, or tombstones since then were lost); the caller
 	// takes a full export instead.
 	ErrNoExportBase = errors.New("ams: no base for an incremental export")
+	// ErrStoreNotAllowed: a snapshot or export store location (a
+	// directory or an hdfs:// URI) that lies under none of the store roots
+	// the shard was started with (shard.Options.Stores, cmd/ams -store),
+	// or any location when it was started with none. It is refused before
+	// anything is created or opened.
+	ErrStoreNotAllowed = errors.New("ams: store location not allowed")
 	// ErrUnavailable: a request that did not reach its shard, or that the
 	// shard could not serve because it stopped: not listening, connection
 	// lost, closed.

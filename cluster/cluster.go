@@ -46,9 +46,30 @@ type Options struct {
 	RejoinWait time.Duration
 	// Config is the job's configuration: the scheduler reads its job,
 	// kafka and snapshot sections (scheduler.Options.Config), as the
-	// workers do. The default value (the zero Config) hands out no files,
+	// workers do. Its snapshot and export stores are the shards' store
+	// roots (amsnode.Options.Stores): the shards write and read no other
+	// store. The default value (the zero Config) hands out no files,
 	// deals no partitions and takes no snapshot.
 	Config config.Config
+}
+
+// stores are the store roots of the cluster's shards: the snapshot and
+// export stores of the job's config.
+func (o *Options) stores() []string {
+	var out []string
+	for _, s := range []string{o.Config.Snapshot.Store, o.Config.Export.Store} {
+		if s != "" {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// startNode starts shard i of the cluster.
+func (c *Cluster) startNode(ctx context.Context, i int) (*amsnode.Node, error) {
+	o := &c.opts
+	return amsnode.Start(ctx, c.cli, amsnode.Options{ID: fmt.Sprintf("ams-%d", i), Prefix: o.Prefix,
+		Stripes: o.Stripes, LeaseTTL: o.LeaseTTL, Stores: o.stores(), Logger: o.Logger})
 }
 
 // Cluster is a running local cluster.
@@ -89,9 +110,10 @@ func Start(ctx context.Context, opts Options) (c *Cluster, err error) {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
 	c = &Cluster{opts: opts}
+	started := c // a failing return sets c to nil before this runs
 	defer func() {
 		if err != nil {
-			c.Close()
+			started.Close()
 			c = nil
 		}
 	}()
@@ -109,8 +131,7 @@ func Start(ctx context.Context, opts Options) (c *Cluster, err error) {
 		return nil, fmt.Errorf("cluster: %w", err)
 	}
 	for i := 0; i < opts.Shards; i++ {
-		n, err := amsnode.Start(ctx, c.cli, amsnode.Options{ID: fmt.Sprintf("ams-%d", i), Prefix: opts.Prefix,
-			Stripes: opts.Stripes, LeaseTTL: opts.LeaseTTL, Logger: opts.Logger})
+		n, err := c.startNode(ctx, i)
 		if err != nil {
 			return nil, fmt.Errorf("cluster: %w", err)
 		}
@@ -154,8 +175,7 @@ func (c *Cluster) RestartShard(ctx context.Context, i int) error {
 	if err := old.Close(); err != nil {
 		return fmt.Errorf("cluster: stop shard %d: %w", i, err)
 	}
-	n, err := amsnode.Start(ctx, c.cli, amsnode.Options{ID: fmt.Sprintf("ams-%d", i), Prefix: c.opts.Prefix,
-		Stripes: c.opts.Stripes, LeaseTTL: c.opts.LeaseTTL, Logger: c.opts.Logger})
+	n, err := c.startNode(ctx, i)
 	if err != nil {
 		return fmt.Errorf("cluster: restart shard %d: %w", i, err)
 	}

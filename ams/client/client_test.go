@@ -15,13 +15,14 @@ import (
 )
 
 // startShards serves n shards over real gRPC on loopback and returns a
-// shard map for them.
-func startShards(t testing.TB, n int, version uint64) (*ams.ShardMap, []*shard.Shard) {
+// shard map for them. The shards write and read snapshots and exports
+// under stores only (shard.Options.Stores).
+func startShards(t testing.TB, n int, version uint64, stores ...string) (*ams.ShardMap, []*shard.Shard) {
 	t.Helper()
 	var ids, addrs []string
 	var shards []*shard.Shard
 	for i := 0; i < n; i++ {
-		s := shard.New(shard.Options{ID: fmt.Sprintf("ams-%d", i), Stripes: 3, Version: version})
+		s := shard.New(shard.Options{ID: fmt.Sprintf("ams-%d", i), Stripes: 3, Version: version, Stores: stores})
 		lis, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {
 			t.Fatal(err)

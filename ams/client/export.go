@@ -18,7 +18,8 @@ const ShapeStateKey = ams.StateJobShape
 // ExportOptions describe a model export to write.
 type ExportOptions struct {
 	// Store is the export store's location: a directory every shard can
-	// reach or an HDFS URI.
+	// reach or an HDFS URI, under one of the store roots each shard was
+	// started with (a shard refuses any other with ams.ErrStoreNotAllowed).
 	Store string
 	// Seq numbers the export; it must be above every earlier one.
 	Seq uint64

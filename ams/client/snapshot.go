@@ -14,7 +14,9 @@ import (
 // SnapshotOptions describe a snapshot to write.
 type SnapshotOptions struct {
 	// Store is the snapshot store's location: a directory every shard can
-	// reach (shared, or local to a one-machine cluster) or an HDFS URI.
+	// reach (shared, or local to a one-machine cluster) or an HDFS URI,
+	// under one of the store roots each shard was started with (a shard
+	// refuses any other with ams.ErrStoreNotAllowed; so does Restore).
 	Store string
 	// Seq numbers the snapshot; it must be above every earlier one.
 	Seq uint64

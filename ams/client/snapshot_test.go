@@ -43,7 +43,7 @@ type grpcSnapshot struct {
 func newGRPCSnapshot(t *testing.T) *grpcSnapshot {
 	ctx := context.Background()
 	gs := &grpcSnapshot{dir: t.TempDir(), ids: make([]uint64, 3000)}
-	gs.m2, _ = startShards(t, 2, 1)
+	gs.m2, _ = startShards(t, 2, 1, gs.dir)
 	gs.src = newClient(t, gs.m2)
 	if err := gs.src.Declare(ctx, []ams.TableSpec{grpcSnapSpec}, grpcSnapDense); err != nil {
 		t.Fatal(err)
@@ -97,7 +97,7 @@ func newGRPCSnapshot(t *testing.T) *grpcSnapshot {
 // map, and the rows of ids at the snapshot.
 func (gs *grpcSnapshot) checkRestoreOntoThree(t *testing.T) (*client.Client, *ams.ShardMap, []float32) {
 	ctx, ids := context.Background(), gs.ids
-	m3, _ := startShards(t, 3, 1)
+	m3, _ := startShards(t, 3, 1, gs.dir)
 	dst := newClient(t, m3)
 	if err := dst.Declare(ctx, []ams.TableSpec{grpcSnapSpec}, grpcSnapDense); err != nil {
 		t.Fatal(err)
@@ -182,13 +182,21 @@ func checkSnapApplied(t *testing.T, c *client.Client, how string) {
 }
 
 // checkRestoreRefusals checks, on the 3 shards of map m3 restored through
-// dst, that a missing snapshot and a client of another cluster version are
-// refused, and that a restore at a new version starts it.
+// dst, that a missing snapshot, a store outside the shards' roots and a
+// client of another cluster version are refused, and that a restore at a
+// new version starts it.
 func (gs *grpcSnapshot) checkRestoreRefusals(t *testing.T, dst *client.Client, m3 *ams.ShardMap) {
 	ctx := context.Background()
 	// A snapshot that does not exist is refused.
 	if _, err := dst.Restore(ctx, gs.dir, 9); err == nil {
 		t.Error("Restore of a missing snapshot succeeded")
+	}
+	// So is a store outside the shards' roots, by the sentinel.
+	if _, err := dst.Restore(ctx, gs.dir+"/../elsewhere", 1); !errors.Is(err, ams.ErrStoreNotAllowed) {
+		t.Errorf("Restore from outside the shards' stores = %v, want ams.ErrStoreNotAllowed", err)
+	}
+	if _, err := dst.WriteSnapshot(ctx, client.SnapshotOptions{Store: "hdfs://127.0.0.1:1/snap", Seq: 3}); !errors.Is(err, ams.ErrStoreNotAllowed) {
+		t.Errorf("snapshot into a foreign HDFS store = %v, want ams.ErrStoreNotAllowed", err)
 	}
 	// A client of another cluster version is refused by the shards.
 	other, err := ams.NewShardMap(5, m3.Partitions, m3.Shards, m3.Addrs)

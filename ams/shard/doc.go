@@ -76,7 +76,8 @@
 // was written under (Ownership.SameLayout) a shard reads only its own
 // file. Both run on the owners too, so they need no lock, but a
 // consistent snapshot needs the pushes paused: the scheduler's job, not
-// the shard's. The Restore RPC runs one restore at a time.
+// the shard's. The Restore RPC runs one restore at a time. The RPCs
+// use only stores under the shard's store roots (Resource bounds, 6).
 //
 // # Sync mode
 //
@@ -92,7 +93,8 @@
 //
 // # Resource bounds
 //
-// What one client can make a shard hold, however it builds its requests:
+// What one client can make a shard hold or touch, however it builds its
+// requests:
 //
 //  1. A gRPC message over ams.MaxMessageBytes is refused from its 5-byte
 //     length prefix (the server's MaxRecvMsgSize), before its body is
@@ -121,6 +123,16 @@
 //     ams.ErrRoundApplied; neither keeps anything.
 //  5. State entries are bounded by MaxStateKey, MaxStateValue and
 //     MaxStateKeys.
+//  6. The RPCs that name a store (WriteSnapshot, Restore, WriteExport)
+//     reach only locations under the store roots the shard was started
+//     with (Options.Stores, cmd/ams -store). Each passes its location
+//     through one check (checkStore) before it creates, opens or changes
+//     anything, a restore's version included: cleaned (a directory made
+//     absolute and its links resolved, an hdfs:// URI parsed), it must
+//     be a root or lie under one component by component, on the root's
+//     namenode for HDFS; any other is refused with
+//     ams.ErrStoreNotAllowed (gRPC PERMISSION_DENIED). A shard started
+//     with no roots refuses every location.
 //
 // The rows of a table are bounded only by its budget (ams.Budget, see
 // Row lifecycle): without one, many requests, each within its limits,

@@ -19,7 +19,7 @@ func FuzzService(f *testing.F) {
 	f.Add([]byte{}, []byte{}, "emb", "", uint64(1), false)
 	dir := f.TempDir()
 	f.Fuzz(func(t *testing.T, ids, payload []byte, table, dense string, version uint64, create bool) {
-		s := New(Options{Stripes: 2})
+		s := New(Options{Stripes: 2, Stores: []string{dir}})
 		defer s.Close()
 		if _, err := s.Declare(1, []ams.TableSpec{{Name: "emb", Dim: 2}},
 			[]DenseDecl{{Spec: ams.DenseSpec{Name: "mlp", Size: 3}, Lo: 0, Hi: 3, Init: []float32{1, 2, 3}}}); err != nil {

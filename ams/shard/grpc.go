@@ -314,12 +314,16 @@ func (v *service) GetState(_ context.Context, req *amspb.GetStateRequest) (*amsp
 }
 
 func (v *service) WriteSnapshot(_ context.Context, req *amspb.WriteSnapshotRequest) (*amspb.WriteSnapshotResponse, error) {
+	loc, err := v.s.checkStore(req.Store)
+	if err != nil {
+		return nil, err
+	}
 	if err := v.s.checkVersion(req.ClusterVersion); err != nil {
 		return nil, err
 	}
-	store, err := snapshot.OpenStore(req.Store, "")
+	store, err := openStore(loc)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %w", ams.ErrBadRequest, err)
+		return nil, err
 	}
 	defer store.Close()
 	part, err := v.s.WriteSnapshot(store, req.Seq, int(req.Index))
@@ -334,12 +338,16 @@ func (v *service) WriteSnapshot(_ context.Context, req *amspb.WriteSnapshotReque
 }
 
 func (v *service) WriteExport(_ context.Context, req *amspb.WriteExportRequest) (*amspb.WriteExportResponse, error) {
+	loc, err := v.s.checkStore(req.Store)
+	if err != nil {
+		return nil, err
+	}
 	if err := v.s.checkVersion(req.ClusterVersion); err != nil {
 		return nil, err
 	}
-	store, err := snapshot.OpenStore(req.Store, "")
+	store, err := openStore(loc)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %w", ams.ErrBadRequest, err)
+		return nil, err
 	}
 	defer store.Close()
 	part, err := v.s.WriteExport(store, ExportOptions{Seq: req.Seq, Base: req.Base, Index: int(req.Index), Quant: req.Quant})
@@ -384,11 +392,17 @@ func (v *service) Restore(_ context.Context, req *amspb.RestoreRequest) (*amspb.
 	if i >= n {
 		return nil, fmt.Errorf("%w: shard index %d of a map of %d shards", ams.ErrBadRequest, i, n)
 	}
-	if req.Seq == 0 { // a restore of nothing: a new cluster's birth
+	if req.Seq == 0 { // a restore of nothing, from no store: a new cluster's birth
 		if err := v.s.Begin(req.ClusterVersion, m.Partitions); err != nil {
 			return nil, err
 		}
 		return &amspb.RestoreResponse{}, nil
+	}
+	// A location the shard may not use changes nothing: not even the
+	// version.
+	loc, err := v.s.checkStore(req.Store)
+	if err != nil {
+		return nil, err
 	}
 	// One restore at a time: a late retry of an abandoned attempt must not
 	// mix its rows into a newer one's (it waits, then finds its version
@@ -400,9 +414,9 @@ func (v *service) Restore(_ context.Context, req *amspb.RestoreRequest) (*amspb.
 	if err := v.s.advanceVersion(req.ClusterVersion); err != nil {
 		return nil, err
 	}
-	store, err := snapshot.OpenStore(req.Store, "")
+	store, err := openStore(loc)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %w", ams.ErrBadRequest, err)
+		return nil, err
 	}
 	defer store.Close()
 	man, err := snapshot.ReadManifest(store, req.Seq)

@@ -42,6 +42,18 @@ type Options struct {
 	// of a partition lives in one stripe. The default value is
 	// ams.DefaultPartitions.
 	Partitions int
+	// Stores are the roots of the snapshot and export stores the RPCs
+	// may name (WriteSnapshot, Restore, WriteExport): directories and
+	// hdfs://HOST:PORT/PATH URIs. A location is used only if it is a root
+	// or lies under one once cleaned (a directory made absolute, with its
+	// symbolic links resolved; an HDFS URI on the root's namenode
+	// address); any other is refused with ams.ErrStoreNotAllowed before
+	// anything is created or opened. Relative directories are taken
+	// against the working directory when the shard starts. Calls of the
+	// Go API with a snapshot.Store (Shard.WriteSnapshot, ...) are not
+	// checked: the caller opened the store. The default value is none:
+	// every location is refused.
+	Stores []string
 }
 
 // MaxStripes bounds Options.Stripes: a stripe is a goroutine and a share
@@ -49,7 +61,8 @@ type Options struct {
 const MaxStripes = 1024
 
 // Validate reports settings no shard can run with: Stripes negative or
-// above MaxStripes (0 is the default, GOMAXPROCS).
+// above MaxStripes (0 is the default, GOMAXPROCS), Partitions out of
+// range, a store root empty or a malformed hdfs:// URI.
 func (o Options) Validate() error {
 	if o.Stripes < 0 || o.Stripes > MaxStripes {
 		return fmt.Errorf("%w: %d stripes: give 1 to %d (0: one per core)", ams.ErrBadSpec, o.Stripes, MaxStripes)
@@ -57,7 +70,8 @@ func (o Options) Validate() error {
 	if o.Partitions < 0 || o.Partitions > ams.MaxPartitions {
 		return fmt.Errorf("%w: %d partitions: give 1 to %d (0: %d)", ams.ErrBadSpec, o.Partitions, ams.MaxPartitions, ams.DefaultPartitions)
 	}
-	return nil
+	_, err := parseStoreRoots(o.Stores)
+	return err
 }
 
 // EnsureDefaults fills zero fields with their defaults.
@@ -152,6 +166,9 @@ type Shard struct {
 	exportMu sync.Mutex
 	export   exportState
 
+	// stores are Options.Stores, cleaned by New; immutable.
+	stores storeRoots
+
 	pulls, pushes, rowsPulled, rowsPushed atomic.Uint64
 
 	done    chan struct{}
@@ -159,10 +176,12 @@ type Shard struct {
 	wg      sync.WaitGroup
 }
 
-// New starts a shard and its stripe owners. Close stops them.
+// New starts a shard and its stripe owners. Close stops them. A store
+// root that Options.Validate reports is left out (it allows nothing).
 func New(opts Options) *Shard {
 	opts.EnsureDefaults()
 	s := &Shard{opts: opts, done: make(chan struct{}), applied: map[string]*ams.Applied{}}
+	s.stores, _ = parseStoreRoots(opts.Stores)
 	s.version.Store(opts.Version)
 	s.cat.Store(newCatalog(opts.Partitions))
 	s.stripes = make([]*stripe, opts.Stripes)

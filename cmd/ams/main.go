@@ -16,7 +16,17 @@
 //	-advertise   address published for workers (default: the listen address)
 //	-stripes     stripe owner goroutines (default GOMAXPROCS)
 //	-lease-ttl   registration lease TTL, the heartbeat timeout (default 5s)
+//	-store       snapshot and export store roots, comma-separated directories
+//	             and hdfs://HOST:PORT/PATH URIs (default none)
 //	-log-level   debug, info, warn or error (default info)
+//
+// The shard writes and reads snapshots and exports only in stores under the
+// roots of -store: the scheduler's snapshot store (scheduler
+// -snapshot-store) and export store (export.store) must be there, equal to
+// a root or below one. A request naming any other location (another
+// directory, a path that climbs out with "..", a link out of a root, another
+// HDFS namenode) is refused before anything is created or opened; without
+// -store every one is.
 //
 // The shard stops on SIGINT/SIGTERM (leaving the cluster cleanly). It never
 // stops on its own: when its lease is lost (etcd unreachable for longer
@@ -45,15 +55,16 @@ func main() {
 		advertise = flag.String("advertise", "", "address published for workers (default: the listen address)")
 		stripes   = flag.Int("stripes", 0, "stripe owner goroutines (default GOMAXPROCS)")
 		ttl       = flag.Duration("lease-ttl", membership.DefaultTTL, "registration lease TTL (heartbeat timeout)")
+		stores    = flag.String("store", "", "snapshot and export store roots, comma-separated directories and hdfs://HOST:PORT/PATH URIs (default none: every store is refused)")
 		level     = flag.String("log-level", "info", "log level: debug, info, warn, error")
 	)
 	flag.Parse()
-	if err := run(*etcd, *name, *id, *listen, *advertise, *stripes, *ttl, *level); err != nil {
+	if err := run(*etcd, *name, *id, *listen, *advertise, *stripes, *ttl, cli.SplitList(*stores), *level); err != nil {
 		cli.Fatal("ams", err)
 	}
 }
 
-func run(etcd, name, id, listen, advertise string, stripes int, ttl time.Duration, level string) error {
+func run(etcd, name, id, listen, advertise string, stripes int, ttl time.Duration, stores []string, level string) error {
 	log, err := cli.Logger(level)
 	if err != nil {
 		return err
@@ -75,7 +86,7 @@ func run(etcd, name, id, listen, advertise string, stripes int, ttl time.Duratio
 	}
 	defer cl.Close()
 	node, err := amsnode.Start(ctx, cl, amsnode.Options{ID: id, Prefix: prefix, Listen: listen, Advertise: advertise,
-		Stripes: stripes, LeaseTTL: ttl, Logger: log})
+		Stripes: stripes, LeaseTTL: ttl, Stores: stores, Logger: log})
 	if err != nil {
 		return err
 	}

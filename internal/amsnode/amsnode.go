@@ -36,6 +36,11 @@ type Options struct {
 	// LeaseTTL is the registration lease's time to live. The default value
 	// is membership.DefaultTTL.
 	LeaseTTL time.Duration
+	// Stores are the roots of the snapshot and export stores the shard
+	// may write and read (shard.Options.Stores): directories and
+	// hdfs://HOST:PORT/PATH URIs. The default value is none: the shard
+	// refuses every snapshot, restore and export that names a store.
+	Stores []string
 	// Logger receives structured logs. The default value discards them.
 	Logger *slog.Logger
 }
@@ -62,7 +67,7 @@ func Start(ctx context.Context, cli *clientv3.Client, opts Options) (*Node, erro
 	if opts.Prefix == "" {
 		opts.Prefix = membership.DefaultPrefix
 	}
-	if err := (shard.Options{Stripes: opts.Stripes}).Validate(); err != nil {
+	if err := (shard.Options{Stripes: opts.Stripes, Stores: opts.Stores}).Validate(); err != nil {
 		return nil, fmt.Errorf("amsnode %s: %w", opts.ID, err)
 	}
 	if opts.Listen == "" {
@@ -82,7 +87,7 @@ func Start(ctx context.Context, cli *clientv3.Client, opts Options) (*Node, erro
 	if n.addr == "" {
 		n.addr = lis.Addr().String()
 	}
-	n.shard = shard.New(shard.Options{ID: opts.ID, Stripes: opts.Stripes, Blank: true})
+	n.shard = shard.New(shard.Options{ID: opts.ID, Stripes: opts.Stripes, Blank: true, Stores: opts.Stores})
 	n.gs = shard.NewGRPCServer(n.shard)
 	n.wg.Add(1)
 	go func() {
@@ -98,7 +103,7 @@ func Start(ctx context.Context, cli *clientv3.Client, opts Options) (*Node, erro
 		return nil, fmt.Errorf("amsnode %s: %w", opts.ID, err)
 	}
 	n.reg = reg
-	opts.Logger.Info("ams shard serving", "id", opts.ID, "addr", n.addr)
+	opts.Logger.Info("ams shard serving", "id", opts.ID, "addr", n.addr, "stores", opts.Stores)
 	return n, nil
 }
 

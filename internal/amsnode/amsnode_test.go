@@ -1,6 +1,8 @@
 package amsnode_test
 
 import (
+	"errors"
+	"path/filepath"
 	"slices"
 	"testing"
 	"time"
@@ -9,6 +11,8 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/xdlgo/xps/ams"
+	"github.com/xdlgo/xps/ams/amspb"
+	"github.com/xdlgo/xps/ams/shard"
 	"github.com/xdlgo/xps/internal/amsnode"
 	"github.com/xdlgo/xps/internal/membership"
 	"github.com/xdlgo/xps/internal/testutil"
@@ -71,5 +75,33 @@ func TestLostLeaseRegistersAgain(t *testing.T) {
 	row := make([]float32, 2)
 	if err := s.Pull(1, []ams.TableRequest{{Table: "emb", IDs: []uint64{7}, Rows: row}}, false); err != nil || !slices.Equal(row, []float32{-1, -2}) {
 		t.Fatalf("row after the lost lease = %v, %v; want [-1 -2]", row, err)
+	}
+}
+
+// TestStores: the node's shard uses the snapshot stores under its roots
+// (Options.Stores) and refuses others; a malformed root is refused by
+// Start.
+func TestStores(t *testing.T) {
+	ctx := testutil.Ctx(t, time.Minute)
+	if _, err := amsnode.Start(ctx, nil, amsnode.Options{ID: "ams-0", Stores: []string{"hdfs://"}}); !errors.Is(err, ams.ErrBadSpec) {
+		t.Fatalf("Start with a malformed store root = %v, want ams.ErrBadSpec", err)
+	}
+	srv := testutil.StartEtcd(t)
+	cli := testutil.EtcdClient(t, srv.Endpoints())
+	root := t.TempDir()
+	n, err := amsnode.Start(ctx, cli, amsnode.Options{ID: "ams-0", Prefix: "/xps/node-stores", Stores: []string{root}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer n.Close()
+	if err := n.Shard().Begin(1, 0); err != nil {
+		t.Fatal(err)
+	}
+	svc := shard.NewService(n.Shard())
+	if _, err := svc.WriteSnapshot(ctx, &amspb.WriteSnapshotRequest{ClusterVersion: 1, Store: filepath.Join(root, "snaps"), Seq: 1}); err != nil {
+		t.Errorf("a snapshot under the root: %v", err)
+	}
+	if _, err := svc.WriteSnapshot(ctx, &amspb.WriteSnapshotRequest{ClusterVersion: 1, Store: root + "/../elsewhere", Seq: 1}); !errors.Is(err, ams.ErrStoreNotAllowed) {
+		t.Errorf("a snapshot outside the root = %v, want ams.ErrStoreNotAllowed", err)
 	}
 }

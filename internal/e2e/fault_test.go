@@ -608,7 +608,7 @@ func (fc *faultCluster) startJob(name string) *faultJob {
 		if i == 2 && fc.ns != nil {
 			listen = fc.ns.InsideAddr(t)
 		}
-		s := j.slot(membership.KindAMS, id, id, slices.Concat([]string{"ams"}, common, []string{"-id", id, "-listen", listen}))
+		s := j.slot(membership.KindAMS, id, id, slices.Concat([]string{"ams"}, common, []string{"-id", id, "-listen", listen, "-store", snaps}))
 		if i == 2 {
 			s.ns = fc.ns
 		}

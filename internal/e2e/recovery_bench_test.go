@@ -196,8 +196,11 @@ func (rc *recCluster) common() []string {
 	return []string{"-etcd", rc.endpoints, "-cluster", rc.name}
 }
 
+// snaps is the snapshot store: the scheduler's, and the shards' store root.
+func (rc *recCluster) snaps() string { return filepath.Join(rc.dir, "snapshots") }
+
 func (rc *recCluster) shardArgs(i int) []string {
-	return append(rc.common(), "-id", fmt.Sprintf("ams-%d", i), "-lease-ttl", rc.ttl.String())
+	return append(rc.common(), "-id", fmt.Sprintf("ams-%d", i), "-lease-ttl", rc.ttl.String(), "-store", rc.snaps())
 }
 
 func (rc *recCluster) shard(i int) *recProc { return rc.slots[i].current() }
@@ -223,7 +226,7 @@ func (rc *recCluster) run() {
 		t.Fatal(err)
 	}
 	defer rc.watch.stop()
-	snaps := filepath.Join(rc.dir, "snapshots")
+	snaps := rc.snaps()
 	stopSup := rc.startProcs(snaps)
 	defer stopSup()
 

@@ -2,6 +2,7 @@ package scheduler_test
 
 import (
 	"net"
+	"os"
 	"slices"
 	"testing"
 	"time"
@@ -33,8 +34,11 @@ func startRestartable(t *testing.T, id string) *restartable {
 	return r
 }
 
+// start starts the shard at addr. Its store root is the system's
+// temporary directory, where the tests' snapshot and export stores are
+// (t.TempDir).
 func (r *restartable) start(addr string) {
-	sh := shard.New(shard.Options{ID: r.id, Stripes: 1, Blank: true})
+	sh := shard.New(shard.Options{ID: r.id, Stripes: 1, Blank: true, Stores: []string{os.TempDir()}})
 	gs := shard.NewGRPCServer(sh)
 	lis, err := net.Listen("tcp", addr)
 	if err != nil {
