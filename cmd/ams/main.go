@@ -19,6 +19,8 @@
 //	-store       snapshot and export store roots, comma-separated directories
 //	             and hdfs://HOST:PORT/PATH URIs (default none)
 //	-log-level   debug, info, warn or error (default info)
+//	-log-format  text or json (default text)
+//	-http        operations endpoint host:port: /metrics, /healthz, /readyz (default off)
 //
 // The shard writes and reads snapshots and exports only in stores under the
 // roots of -store: the scheduler's snapshot store (scheduler
@@ -39,7 +41,6 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"time"
 
 	"github.com/xdlgo/xps/internal/amsnode"
 	"github.com/xdlgo/xps/internal/cli"
@@ -48,51 +49,55 @@ import (
 
 func main() {
 	var (
-		etcd      = flag.String("etcd", "", "etcd endpoints, comma-separated host:port (required)")
-		name      = flag.String("cluster", "default", "cluster name")
-		id        = flag.String("id", "", "shard ID, unique in the cluster (required)")
-		listen    = flag.String("listen", "127.0.0.1:0", "gRPC listen address")
-		advertise = flag.String("advertise", "", "address published for workers (default: the listen address)")
-		stripes   = flag.Int("stripes", 0, "stripe owner goroutines (default GOMAXPROCS)")
-		ttl       = flag.Duration("lease-ttl", membership.DefaultTTL, "registration lease TTL (heartbeat timeout)")
-		stores    = flag.String("store", "", "snapshot and export store roots, comma-separated directories and hdfs://HOST:PORT/PATH URIs (default none: every store is refused)")
-		level     = flag.String("log-level", "info", "log level: debug, info, warn, error")
+		o      amsnode.Options
+		proc   cli.Proc
+		etcd   = flag.String("etcd", "", "etcd endpoints, comma-separated host:port (required)")
+		name   = flag.String("cluster", "default", "cluster name")
+		stores = flag.String("store", "", "snapshot and export store roots, comma-separated directories and hdfs://HOST:PORT/PATH URIs (default none: every store is refused)")
 	)
+	flag.StringVar(&o.ID, "id", "", "shard ID, unique in the cluster (required)")
+	flag.StringVar(&o.Listen, "listen", "127.0.0.1:0", "gRPC listen address")
+	flag.StringVar(&o.Advertise, "advertise", "", "address published for workers (default: the listen address)")
+	flag.IntVar(&o.Stripes, "stripes", 0, "stripe owner goroutines (default GOMAXPROCS)")
+	flag.DurationVar(&o.LeaseTTL, "lease-ttl", membership.DefaultTTL, "registration lease TTL (heartbeat timeout)")
+	proc.Bind(flag.CommandLine, "info")
 	flag.Parse()
-	if err := run(*etcd, *name, *id, *listen, *advertise, *stripes, *ttl, cli.SplitList(*stores), *level); err != nil {
+	o.Stores = cli.SplitList(*stores)
+	if err := run(*etcd, *name, o, &proc); err != nil {
 		cli.Fatal("ams", err)
 	}
 }
 
-func run(etcd, name, id, listen, advertise string, stripes int, ttl time.Duration, stores []string, level string) error {
-	log, err := cli.Logger(level)
-	if err != nil {
-		return err
-	}
+func run(etcd, name string, o amsnode.Options, proc *cli.Proc) error {
 	endpoints := cli.Endpoints(etcd)
-	if len(endpoints) == 0 || id == "" {
+	if len(endpoints) == 0 || o.ID == "" {
 		flag.Usage()
 		return errors.New("-etcd and -id are required")
 	}
-	prefix, err := membership.Prefix(name)
-	if err != nil {
+	if err := proc.Start(os.Stderr, "ams", o.ID); err != nil {
+		return err
+	}
+	defer proc.Close()
+	var err error
+	if o.Prefix, err = membership.Prefix(name); err != nil {
 		return err
 	}
 	ctx, stop := cli.SignalContext()
 	defer stop()
-	cl, err := membership.Dial(ctx, endpoints, log)
+	cl, err := membership.Dial(ctx, endpoints, proc.Log)
 	if err != nil {
 		return err
 	}
 	defer cl.Close()
-	node, err := amsnode.Start(ctx, cl, amsnode.Options{ID: id, Prefix: prefix, Listen: listen, Advertise: advertise,
-		Stripes: stripes, LeaseTTL: ttl, Stores: stores, Logger: log})
+	o.Logger = proc.Log
+	node, err := amsnode.Start(ctx, cl, o)
 	if err != nil {
 		return err
 	}
 	// The address line lets scripts and tests find a shard started on port 0.
-	fmt.Fprintf(os.Stdout, "ams %s serving on %s\n", id, node.Addr())
+	fmt.Fprintf(os.Stdout, "ams %s serving on %s\n", o.ID, node.Addr())
+	proc.ReadyUntil(ctx)
 	<-ctx.Done() // a lost lease is registered again: the rows are the model
-	log.Info("shutting down", "id", id)
+	proc.Log.Info("shutting down")
 	return node.Close()
 }
