@@ -46,6 +46,10 @@ type Options struct {
 	// Progress receives progress lines. The default value (nil) prints
 	// none.
 	Progress io.Writer
+	// OnProgress, when set, receives the figures of every progress line
+	// and evaluation (a metrics exporter, a status page), on the training
+	// goroutine: it must return quickly. The default value is nil.
+	OnProgress func(Progress)
 	// Logger receives structured logs. The default value discards them.
 	Logger *slog.Logger
 	// Local resolves the shards that serve in this process (an embedded

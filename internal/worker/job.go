@@ -237,7 +237,7 @@ func (m *model) trainerOptions(env *job.Env, start checkpoint.Checkpoint) Option
 			}
 			return train(epoch, reader.Position{})
 		},
-		Name: name, Progress: env.Progress, Logger: env.Logger}
+		Name: name, Progress: env.Progress, OnProgress: env.OnProgress, Logger: env.Logger}
 	if m.kj != nil {
 		o.Commit, o.CommitEvery, o.Reopen = m.kj.commit, env.Config.Kafka.CommitEvery, m.kj.sync
 	} else {

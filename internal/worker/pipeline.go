@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -14,6 +15,7 @@ import (
 	"github.com/xdlgo/xps/compress"
 	"github.com/xdlgo/xps/internal/metrics"
 	"github.com/xdlgo/xps/internal/tracker"
+	"github.com/xdlgo/xps/job"
 	"github.com/xdlgo/xps/reader"
 )
 
@@ -504,41 +506,75 @@ func (r *run) train(ctx context.Context, s *state, wait bool, start time.Time) e
 	return err
 }
 
-// progress prints one progress line: samples/s since the last line, the
-// running loss of the epoch, the AUC of the training batches' predictions
-// (made before each batch was trained on) since the last line, the
-// compression ratio, the source's lag when it has one, and the rows the
-// shards hold (with what admission, expiry and the budget did, when they
-// did anything).
+// progress makes one progress report (job.Progress): samples/s since the
+// last one, the running loss of the epoch, the AUC of the training
+// batches' predictions (made before each batch was trained on) since the
+// last one, the compression ratio, the source's lag when it has one, and
+// the rows the shards hold (with what admission, expiry and the budget
+// did); it prints it as a line and hands it to OnProgress.
 func (r *run) progress(ctx context.Context) {
 	t, res := r.t, r.res
-	var b strings.Builder
-	fmt.Fprintf(&b, "%s: epoch %d/%d batch %d samples %d loss %.4f", t.opts.Name, r.tk.Epoch(), t.cfg.Train.Epochs,
-		res.Batches, res.Samples, r.lossSum/float64(max(r.lossN, 1)))
+	p := job.Progress{Worker: t.opts.Name, Time: time.Now(), Epoch: r.tk.Epoch(), Epochs: t.cfg.Train.Epochs,
+		Batches: res.Batches, Samples: res.Samples, Loss: r.lossSum / float64(max(r.lossN, 1)),
+		SamplesPerSecond: float64(r.progSamples) / r.progDur.Seconds(), AUC: math.NaN(),
+		RunningAUC: math.NaN(), RunningLogLoss: math.NaN(), Lag: -1, Rows: -1}
+	p.TestAUC, p.TestLogLoss = t.testFigures()
 	if auc, ok := r.window.auc(); ok {
-		fmt.Fprintf(&b, " auc %.4f", auc)
+		p.AUC = auc
 	}
 	if r.stream.N() > 0 {
-		fmt.Fprintf(&b, " (running auc %.4f logloss %.4f)", r.stream.AUC(), r.stream.LogLoss())
-	}
-	fmt.Fprintf(&b, " %.0f samples/s", float64(r.progSamples)/r.progDur.Seconds())
-	if len(res.Nodes) > 1 && res.Nodes[1] > 0 {
-		fmt.Fprintf(&b, " compression %.1fx", float64(res.Nodes[0])/float64(res.Nodes[1]))
+		p.RunningAUC, p.RunningLogLoss = r.stream.AUC(), r.stream.LogLoss()
 	}
 	if r.hasLag {
-		fmt.Fprintf(&b, " lag %d", r.srcLag.Load())
+		p.Lag = r.srcLag.Load()
 	}
-	r.writeTables(ctx, &b)
-	fmt.Fprintln(t.opts.Progress, b.String())
+	r.tables(ctx, &p)
+	if t.opts.Progress != nil {
+		fmt.Fprintln(t.opts.Progress, progressLine(&p, res.Nodes))
+	}
+	if t.opts.OnProgress != nil {
+		t.opts.OnProgress(p)
+	}
 	r.lastProgress, r.progSamples, r.progDur = time.Now(), 0, 0
 	r.window.reset()
 }
 
-// writeTables adds the tables' rows, summed over the shards, to a
-// progress line, and the counters of admission, expiry and the budget
-// that moved. Asking the shards takes one round trip; a shard that does
-// not answer within a second leaves the figures out.
-func (r *run) writeTables(ctx context.Context, b *strings.Builder) {
+// progressLine is the printed form of a progress report.
+func progressLine(p *job.Progress, nodes []int64) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s: epoch %d/%d batch %d samples %d loss %.4f", p.Worker, p.Epoch, p.Epochs, p.Batches, p.Samples, p.Loss)
+	if !math.IsNaN(p.AUC) {
+		fmt.Fprintf(&b, " auc %.4f", p.AUC)
+	}
+	if !math.IsNaN(p.RunningAUC) {
+		fmt.Fprintf(&b, " (running auc %.4f logloss %.4f)", p.RunningAUC, p.RunningLogLoss)
+	}
+	fmt.Fprintf(&b, " %.0f samples/s", p.SamplesPerSecond)
+	if len(nodes) > 1 && nodes[1] > 0 {
+		fmt.Fprintf(&b, " compression %.1fx", float64(nodes[0])/float64(nodes[1]))
+	}
+	if p.Lag >= 0 {
+		fmt.Fprintf(&b, " lag %d", p.Lag)
+	}
+	if p.Rows >= 0 {
+		fmt.Fprintf(&b, " rows %d (%.1f MiB)", p.Rows, float64(p.RowBytes)/(1<<20))
+	}
+	if p.NotAdmitted > 0 {
+		fmt.Fprintf(&b, " not-admitted %d", p.NotAdmitted)
+	}
+	if p.Expired > 0 {
+		fmt.Fprintf(&b, " expired %d", p.Expired)
+	}
+	if p.Evicted > 0 {
+		fmt.Fprintf(&b, " evicted %d", p.Evicted)
+	}
+	return b.String()
+}
+
+// tables fills a report's rows, summed over the shards, and the counters
+// of admission, expiry and the budget. Asking the shards takes one round
+// trip; a shard that does not answer within a second leaves them out.
+func (r *run) tables(ctx context.Context, p *job.Progress) {
 	if r.t.cl == nil {
 		return
 	}
@@ -552,16 +588,8 @@ func (r *run) writeTables(ctx context.Context, b *strings.Builder) {
 	for _, t := range tables {
 		u.Add(t)
 	}
-	fmt.Fprintf(b, " rows %d (%.1f MiB)", u.Rows, float64(u.RowBytes)/(1<<20))
-	if n := u.FilteredPulls + u.FilteredPushes; n > 0 {
-		fmt.Fprintf(b, " not-admitted %d", n)
-	}
-	if u.Expired > 0 {
-		fmt.Fprintf(b, " expired %d", u.Expired)
-	}
-	if u.Evicted > 0 {
-		fmt.Fprintf(b, " evicted %d", u.Evicted)
-	}
+	p.Rows, p.RowBytes = int64(u.Rows), int64(u.RowBytes)
+	p.NotAdmitted, p.Expired, p.Evicted = int64(u.FilteredPulls+u.FilteredPushes), int64(u.Expired), int64(u.Evicted)
 }
 
 // window collects the training predictions since the last progress line

@@ -69,6 +69,9 @@ type Options struct {
 	Name string
 	// Progress receives progress lines. The default value (nil) prints none.
 	Progress io.Writer
+	// OnProgress receives every progress report and evaluation (see
+	// job.Options.OnProgress). The default value is nil.
+	OnProgress func(job.Progress)
 	// Logger receives structured logs. The default value discards them.
 	Logger *slog.Logger
 	// Barrier, when set, runs after the last batch's push has been
@@ -204,14 +207,15 @@ type Progressive struct {
 
 // Trainer trains one worker's share of the data against the AMS shards.
 type Trainer struct {
-	cl     *client.Client
-	cfg    config.Config
-	opts   Options
-	layout *sparsenet.Layout
-	mlp    *densenet.MLP
-	tables []ams.TableSpec // index = layout table index
-	cols   []int           // column blocks of the levels in the MLP input
-	ws     *densenet.Workspace
+	cl       *client.Client
+	lastTest Eval // the latest evaluation, for progress reports
+	cfg      config.Config
+	opts     Options
+	layout   *sparsenet.Layout
+	mlp      *densenet.MLP
+	tables   []ams.TableSpec // index = layout table index
+	cols     []int           // column blocks of the levels in the MLP input
+	ws       *densenet.Workspace
 
 	// push ring: a buffer is taken before a push and returned after it.
 	free     chan *pushBuf
@@ -453,10 +457,19 @@ func (t *Trainer) Run(ctx context.Context) (res Result, err error) {
 	return res, nil
 }
 
-// progressEvery is how often the run prints progress (never without a
-// writer).
+// testFigures are the latest evaluation's AUC and log loss, NaN before
+// the first one.
+func (t *Trainer) testFigures() (auc, logloss float64) {
+	if t.lastTest.Samples == 0 {
+		return math.NaN(), math.NaN()
+	}
+	return float64(t.lastTest.AUC), float64(t.lastTest.LogLoss)
+}
+
+// progressEvery is how often the run reports progress (never without a
+// writer or a hook).
 func progressEvery(t *Trainer) time.Duration {
-	if t.opts.Progress == nil {
+	if t.opts.Progress == nil && t.opts.OnProgress == nil {
 		return 0
 	}
 	return t.cfg.Train.ProgressEvery
@@ -520,6 +533,15 @@ func (t *Trainer) evalAndReport(ctx context.Context, res *Result, when string) (
 		return e, err
 	}
 	res.Evals = append(res.Evals, e)
+	t.lastTest = e
+	t.lastTest.probs = nil
+	if t.opts.OnProgress != nil {
+		p := job.Progress{Worker: t.opts.Name, Time: time.Now(), Epochs: t.cfg.Train.Epochs, Batches: res.Batches, Samples: res.Samples,
+			SamplesPerSecond: math.NaN(), Loss: math.NaN(), AUC: math.NaN(), RunningAUC: math.NaN(), RunningLogLoss: math.NaN(),
+			Lag: -1, Rows: -1}
+		p.TestAUC, p.TestLogLoss = t.testFigures()
+		t.opts.OnProgress(p)
+	}
 	if t.opts.Progress != nil {
 		fmt.Fprintf(t.opts.Progress, "%s: eval after %s: test AUC %s logloss %s (%d samples, %.1fs)\n",
 			t.opts.Name, when, aucText(e.AUC, e.AUCNote), figure(e.LogLoss), e.Samples, e.Seconds)
