@@ -6,6 +6,10 @@
 #   2. -tags purego under the race detector: rows on the Go heap and the
 #      pure-Go kernels, the build the detector can see into (it sees neither
 #      mmap'd memory nor assembly).
+# 3. charts/test: the Helm chart linted, rendered, decoded strictly and run
+#    in Docker containers from the image deploy/image/build.sh builds
+#    (Helm is built once by deploy/tools.sh and cached; without Docker the
+#    container test skips).
 # Tests that need ../shared/data skip with a message when it is absent.
 set -euo pipefail
 cd "$(dirname "$0")"
@@ -22,5 +26,7 @@ echo "== go test ./... (default build)"
 go test -timeout 15m ./...
 echo "== go test -race -tags purego ./... (heap slabs, pure-Go kernels)"
 go test -race -tags purego -timeout 15m ./...
+echo "== charts/ (a module of its own): helm lint and template, strict decoding, the chart's pods in Docker containers"
+(cd charts/test && go vet ./... && go test -timeout 25m ./...)
 echo "== examples/ (a module of its own, on the public API only): build, vet, run"
 (cd examples && go vet ./... && go run ./customsource -samples 100000)

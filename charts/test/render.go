@@ -26,13 +26,13 @@ type Object struct {
 // kinds maps apiVersion/kind to a new typed object: the kinds the chart
 // may render. Any other kind is an error.
 var kinds = map[string]func() any{
-	"v1/Service":                   func() any { return new(corev1.Service) },
-	"v1/ConfigMap":                 func() any { return new(corev1.ConfigMap) },
-	"v1/Secret":                    func() any { return new(corev1.Secret) },
-	"v1/PersistentVolumeClaim":     func() any { return new(corev1.PersistentVolumeClaim) },
-	"apps/v1/StatefulSet":          func() any { return new(appsv1.StatefulSet) },
-	"apps/v1/Deployment":           func() any { return new(appsv1.Deployment) },
-	"batch/v1/Job":                 func() any { return new(batchv1.Job) },
+	"v1/Service":                    func() any { return new(corev1.Service) },
+	"v1/ConfigMap":                  func() any { return new(corev1.ConfigMap) },
+	"v1/Secret":                     func() any { return new(corev1.Secret) },
+	"v1/PersistentVolumeClaim":      func() any { return new(corev1.PersistentVolumeClaim) },
+	"apps/v1/StatefulSet":           func() any { return new(appsv1.StatefulSet) },
+	"apps/v1/Deployment":            func() any { return new(appsv1.Deployment) },
+	"batch/v1/Job":                  func() any { return new(batchv1.Job) },
 	"policy/v1/PodDisruptionBudget": func() any { return new(policyv1.PodDisruptionBudget) },
 }
 
