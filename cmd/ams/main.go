@@ -89,7 +89,7 @@ func run(etcd, name string, o amsnode.Options, proc *cli.Proc) error {
 		return err
 	}
 	defer cl.Close()
-	o.Logger = proc.Log
+	o.Logger, o.Metrics = proc.Log, proc.Metrics()
 	node, err := amsnode.Start(ctx, cl, o)
 	if err != nil {
 		return err

@@ -10,11 +10,14 @@ import (
 	"sync"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"google.golang.org/grpc"
 
 	"github.com/xdlgo/xps/ams/shard"
 	"github.com/xdlgo/xps/internal/membership"
+	"github.com/xdlgo/xps/internal/ops"
 )
 
 // Options configure a node.
@@ -41,6 +44,11 @@ type Options struct {
 	// hdfs://HOST:PORT/PATH URIs. The default value is none: the shard
 	// refuses every snapshot, restore and export that names a store.
 	Stores []string
+	// Metrics, when set, receives the shard's metrics: the latency of
+	// every RPC served (xps_ams_rpc_seconds) and, read at each scrape, its
+	// tables, counters, version and traffic (xps_ams_*). The default value
+	// (nil) registers none.
+	Metrics prometheus.Registerer
 	// Logger receives structured logs. The default value discards them.
 	Logger *slog.Logger
 }
@@ -88,7 +96,12 @@ func Start(ctx context.Context, cli *clientv3.Client, opts Options) (*Node, erro
 		n.addr = lis.Addr().String()
 	}
 	n.shard = shard.New(shard.Options{ID: opts.ID, Stripes: opts.Stripes, Blank: true, Stores: opts.Stores})
-	n.gs = shard.NewGRPCServer(n.shard)
+	var extra []grpc.ServerOption
+	if opts.Metrics != nil {
+		extra = ops.GRPCServerMetrics(opts.Metrics, "ams")
+		opts.Metrics.MustRegister(newCollector(n.shard))
+	}
+	n.gs = shard.NewGRPCServer(n.shard, extra...)
 	n.wg.Add(1)
 	go func() {
 		defer n.wg.Done()

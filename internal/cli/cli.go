@@ -12,6 +12,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/xdlgo/xps/internal/ops"
 )
 
@@ -151,4 +152,13 @@ func (p *Proc) Close() {
 	if p.Ops != nil {
 		p.Ops.Close() //nolint:errcheck // exiting
 	}
+}
+
+// Metrics is the operations endpoint's metrics registry, nil without
+// -http.
+func (p *Proc) Metrics() prometheus.Registerer {
+	if p.Ops == nil {
+		return nil
+	}
+	return p.Ops.Registry
 }

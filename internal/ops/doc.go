@@ -15,7 +15,10 @@
 //     sending it traffic before it leaves).
 //  3. Close stops the listener and waits for the serving goroutine; handlers
 //     in flight are given a short grace period.
-//  4. Metrics are read at scrape time (collectors over the process's own
+//  4. Every metric is named xps_<subsystem>_<name> (Namespace); RPC
+//     latencies are histograms of RPCBuckets, by method and status code
+//     (GRPCServerMetrics).
+//  5. Metrics are read at scrape time (collectors over the process's own
 //     counters) or updated off the hot path (one histogram observation per
 //     RPC): scraping never takes a lock the data plane holds.
 package ops

@@ -1,0 +1,83 @@
+package amsnode
+
+import (
+	"strings"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/xdlgo/xps/ams/shard"
+	"github.com/xdlgo/xps/internal/ops"
+)
+
+// collector reads a shard's figures when Prometheus scrapes: tables'
+// rows and memory, the counters of admission, expiry and the budget, the
+// version served and the traffic. Reading them asks every stripe owner
+// once (shard.Stats), as a worker's progress line does.
+type collector struct {
+	s     *shard.Shard
+	descs map[string]*prometheus.Desc
+}
+
+// shardMetrics are the collector's metrics: name, help, labels; a name
+// ending in _total is a counter.
+var shardMetrics = [][3]string{
+	{"table_rows", "Rows held, by table.", "table"},
+	{"table_row_bytes", "Memory of the rows as the budget counts it, by table.", "table"},
+	{"table_memory_bytes", "Memory the table's storage holds, by table.", "table"},
+	{"table_filter_bytes", "Memory of the admission filter, by table.", "table"},
+	{"rows_created_total", "Rows created by pulls and pushes (admitted IDs), by table.", "table"},
+	{"not_admitted_total", "IDs the admission filter did not admit, by table and operation (pull: read as the initial row; push: gradient dropped).", "table,op"},
+	{"rows_expired_total", "Rows removed by the table's expiry rules, by table.", "table"},
+	{"rows_evicted_total", "Rows removed to keep the shard within its memory budget, by table.", "table"},
+	{"version", "The cluster version the shard serves (0: none).", ""},
+	{"pulls_total", "Pull requests served.", ""},
+	{"pushes_total", "Push requests applied.", ""},
+	{"rows_pulled_total", "Rows sent by pulls.", ""},
+	{"rows_pushed_total", "Row gradients applied by pushes.", ""},
+}
+
+func newCollector(s *shard.Shard) *collector {
+	c := &collector{s: s, descs: map[string]*prometheus.Desc{}}
+	for _, m := range shardMetrics {
+		var labels []string
+		if m[2] != "" {
+			labels = strings.Split(m[2], ",")
+		}
+		c.descs[m[0]] = prometheus.NewDesc(prometheus.BuildFQName(ops.Namespace, "ams", m[0]), m[1], labels, nil)
+	}
+	return c
+}
+
+func (c *collector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range c.descs {
+		ch <- d
+	}
+}
+
+func (c *collector) Collect(ch chan<- prometheus.Metric) {
+	st, err := c.s.Stats()
+	if err != nil {
+		ch <- prometheus.NewInvalidMetric(c.descs["version"], err)
+		return
+	}
+	gauge, counter := prometheus.GaugeValue, prometheus.CounterValue
+	emit := func(name string, kind prometheus.ValueType, v float64, labels ...string) {
+		ch <- prometheus.MustNewConstMetric(c.descs[name], kind, v, labels...)
+	}
+	for _, t := range st.Tables {
+		emit("table_rows", gauge, float64(t.Rows), t.Name)
+		emit("table_row_bytes", gauge, float64(t.RowBytes), t.Name)
+		emit("table_memory_bytes", gauge, float64(t.MemoryBytes), t.Name)
+		emit("table_filter_bytes", gauge, float64(t.FilterBytes), t.Name)
+		emit("rows_created_total", counter, float64(t.Created), t.Name)
+		emit("not_admitted_total", counter, float64(t.FilteredPulls), t.Name, "pull")
+		emit("not_admitted_total", counter, float64(t.FilteredPushes), t.Name, "push")
+		emit("rows_expired_total", counter, float64(t.Expired), t.Name)
+		emit("rows_evicted_total", counter, float64(t.Evicted), t.Name)
+	}
+	emit("version", gauge, float64(st.Version))
+	emit("pulls_total", counter, float64(st.Pulls))
+	emit("pushes_total", counter, float64(st.Pushes))
+	emit("rows_pulled_total", counter, float64(st.RowsPulled))
+	emit("rows_pushed_total", counter, float64(st.RowsPushed))
+}

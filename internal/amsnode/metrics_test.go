@@ -1,0 +1,72 @@
+package amsnode_test
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+
+	"github.com/xdlgo/xps/ams"
+	"github.com/xdlgo/xps/ams/amspb"
+	"github.com/xdlgo/xps/internal/amsnode"
+	xtest "github.com/xdlgo/xps/internal/testutil"
+)
+
+// TestMetrics: with Options.Metrics, a scrape reports the shard's tables
+// and version, and every RPC served lands in xps_ams_rpc_seconds.
+func TestMetrics(t *testing.T) {
+	srv := xtest.StartEtcd(t)
+	cli := xtest.EtcdClient(t, srv.Endpoints())
+	ctx := xtest.Ctx(t, time.Minute)
+	reg := prometheus.NewPedanticRegistry()
+	n, err := amsnode.Start(ctx, cli, amsnode.Options{ID: "ams-0", Prefix: "/xps/node-metrics", Metrics: reg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer n.Close()
+	if err := n.Shard().Begin(1, 0); err != nil {
+		t.Fatal(err)
+	}
+	spec := ams.TableSpec{Name: "emb", Dim: 2, Optimizer: ams.OptimizerSpec{Name: "sgd", LR: 1}, Init: ams.InitSpec{Kind: "zeros"}}
+	if _, err := n.Shard().Declare(1, []ams.TableSpec{spec}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := n.Shard().Push(1, []ams.TableRequest{{Table: "emb", IDs: []uint64{7, 8, 9}, Rows: make([]float32, 6)}}); err != nil {
+		t.Fatal(err)
+	}
+	cc, err := grpc.NewClient(n.Addr(), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cc.Close()
+	for range 3 {
+		if _, err := amspb.NewAMSClient(cc).Stats(ctx, &amspb.StatsRequest{ClusterVersion: 1}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want := `
+# HELP xps_ams_table_rows Rows held, by table.
+# TYPE xps_ams_table_rows gauge
+xps_ams_table_rows{table="emb"} 3
+# HELP xps_ams_version The cluster version the shard serves (0: none).
+# TYPE xps_ams_version gauge
+xps_ams_version 1
+`
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "xps_ams_table_rows", "xps_ams_version"); err != nil {
+		t.Error(err)
+	}
+	if n, err := testutil.GatherAndCount(reg, "xps_ams_rpc_seconds"); err != nil || n != 1 {
+		t.Errorf("xps_ams_rpc_seconds series = %d, %v; want 1 (Stats, OK)", n, err)
+	}
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(`
+# HELP xps_ams_pushes_total Push requests applied.
+# TYPE xps_ams_pushes_total counter
+xps_ams_pushes_total 1
+`), "xps_ams_pushes_total"); err != nil {
+		t.Error(err)
+	}
+}
