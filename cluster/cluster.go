@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/xdlgo/xps/ams/client"
@@ -40,6 +41,10 @@ type Options struct {
 	LeaseTTL time.Duration
 	// Logger receives structured logs. The default value discards them.
 	Logger *slog.Logger
+	// Metrics, when set, receives every shard's metrics (amsnode
+	// Options.Metrics), labelled shard="ams-<i>". The default value (nil)
+	// registers none.
+	Metrics prometheus.Registerer
 	// RejoinWait is the scheduler's wait for a member whose lease expired
 	// to register again in the same life (scheduler.Options.RejoinWait).
 	// The default value is scheduler.DefaultRejoinWait; negative: off.
@@ -69,7 +74,15 @@ func (o *Options) stores() []string {
 func (c *Cluster) startNode(ctx context.Context, i int) (*amsnode.Node, error) {
 	o := &c.opts
 	return amsnode.Start(ctx, c.cli, amsnode.Options{ID: fmt.Sprintf("ams-%d", i), Prefix: o.Prefix,
-		Stripes: o.Stripes, LeaseTTL: o.LeaseTTL, Stores: o.stores(), Logger: o.Logger})
+		Stripes: o.Stripes, LeaseTTL: o.LeaseTTL, Stores: o.stores(), Logger: o.Logger, Metrics: o.shardMetrics(i)})
+}
+
+// shardMetrics is shard i's registerer: Metrics with its shard label.
+func (o *Options) shardMetrics(i int) prometheus.Registerer {
+	if o.Metrics == nil {
+		return nil
+	}
+	return prometheus.WrapRegistererWith(prometheus.Labels{"shard": fmt.Sprintf("ams-%d", i)}, o.Metrics)
 }
 
 // Cluster is a running local cluster.

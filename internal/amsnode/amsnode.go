@@ -65,6 +65,8 @@ type Node struct {
 	wg       sync.WaitGroup
 	serveErr error // set by the serving goroutine before wg.Done
 	once     sync.Once
+	// collector reports the shard's figures while it runs.
+	collector prometheus.Collector
 }
 
 // Start listens, serves and registers the shard in etcd.
@@ -99,7 +101,8 @@ func Start(ctx context.Context, cli *clientv3.Client, opts Options) (*Node, erro
 	var extra []grpc.ServerOption
 	if opts.Metrics != nil {
 		extra = ops.GRPCServerMetrics(opts.Metrics, "ams")
-		opts.Metrics.MustRegister(newCollector(n.shard))
+		n.collector = newCollector(n.shard)
+		opts.Metrics.MustRegister(n.collector) // unregistered by Close
 	}
 	n.gs = shard.NewGRPCServer(n.shard, extra...)
 	n.wg.Add(1)
@@ -139,6 +142,9 @@ func (n *Node) Close() error {
 		}
 		n.gs.Stop()
 		n.wg.Wait()
+		if n.collector != nil {
+			n.opts.Metrics.Unregister(n.collector)
+		}
 		if n.serveErr != nil && !errors.Is(n.serveErr, grpc.ErrServerStopped) {
 			errs = append(errs, n.serveErr)
 		}

@@ -62,10 +62,24 @@ xps_ams_version 1
 	if n, err := testutil.GatherAndCount(reg, "xps_ams_rpc_seconds"); err != nil || n != 1 {
 		t.Errorf("xps_ams_rpc_seconds series = %d, %v; want 1 (Stats, OK)", n, err)
 	}
+	// A node started again on the same registry (a restarted shard in
+	// one process) replaces the collector and continues the histogram.
+	n.Close()
+	n2, err := amsnode.Start(ctx, cli, amsnode.Options{ID: "ams-0", Prefix: "/xps/node-metrics", Metrics: reg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer n2.Close()
+	if err := n2.Shard().Begin(1, 0); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := testutil.GatherAndCount(reg, "xps_ams_rpc_seconds", "xps_ams_version"); err != nil || n != 2 {
+		t.Errorf("after a restart: %d series, %v; want the histogram's and the new shard's version", n, err)
+	}
 	if err := testutil.GatherAndCompare(reg, strings.NewReader(`
 # HELP xps_ams_pushes_total Push requests applied.
 # TYPE xps_ams_pushes_total counter
-xps_ams_pushes_total 1
+xps_ams_pushes_total 0
 `), "xps_ams_pushes_total"); err != nil {
 		t.Error(err)
 	}
