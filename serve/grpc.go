@@ -24,7 +24,7 @@ type predictor struct {
 }
 
 func (p predictor) Predict(_ context.Context, req *servepb.PredictRequest) (*servepb.PredictResponse, error) {
-	resp, err := p.s.Predict(&Request{User: req.User, Candidates: req.Candidates})
+	resp, err := p.s.predict("grpc", &Request{User: req.User, Candidates: req.Candidates})
 	switch {
 	case errors.Is(err, ErrNotReady):
 		return nil, status.Error(codes.Unavailable, err.Error())

@@ -43,7 +43,7 @@ func (s *Server) handlePredict(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, fmt.Sprintf("serve: bad request: %v", err), http.StatusBadRequest)
 		return
 	}
-	resp, err := s.Predict(&req)
+	resp, err := s.predict("http", &req)
 	switch {
 	case errors.Is(err, ErrNotReady):
 		http.Error(w, err.Error(), http.StatusServiceUnavailable)

@@ -13,6 +13,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	promtest "github.com/prometheus/client_golang/prometheus/testutil"
+
 	"github.com/xdlgo/xps"
 	"github.com/xdlgo/xps/cluster"
 	"github.com/xdlgo/xps/config"
@@ -236,11 +239,13 @@ func TestPredictParsesAsTheTrainingFormat(t *testing.T) {
 // does, and maps a bad request to INVALID_ARGUMENT.
 func TestGRPCAnswersAsHTTP(t *testing.T) {
 	store, _, _ := trainAndExport(t, "libffm", export.FP32)
-	s, err := serve.New(serve.Options{Store: store})
+	reg := prometheus.NewPedanticRegistry()
+	s, err := serve.New(serve.Options{Store: store, Metrics: reg})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer s.Close()
+	defer checkServeMetrics(t, reg)
 	gs := grpc.NewServer()
 	s.RegisterGRPC(gs)
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
@@ -266,5 +271,22 @@ func TestGRPCAnswersAsHTTP(t *testing.T) {
 	}
 	if _, err := c.Predict(context.Background(), &servepb.PredictRequest{Candidates: []string{"x"}}); status.Code(err) != codes.InvalidArgument {
 		t.Fatalf("a bad request over gRPC: %v, want INVALID_ARGUMENT", err)
+	}
+}
+
+// checkServeMetrics: TestGRPCAnswersAsHTTP's two gRPC requests (one
+// scored, one refused) are counted, and the model served is reported.
+func checkServeMetrics(t *testing.T, reg *prometheus.Registry) {
+	want := `
+# HELP xps_serve_requests_total Prediction requests, by API (http, grpc) and outcome (ok, bad_request, not_ready, error).
+# TYPE xps_serve_requests_total counter
+xps_serve_requests_total{api="grpc",outcome="bad_request"} 1
+xps_serve_requests_total{api="grpc",outcome="ok"} 1
+`
+	if err := promtest.GatherAndCompare(reg, strings.NewReader(want), "xps_serve_requests_total"); err != nil {
+		t.Error(err)
+	}
+	if n, err := promtest.GatherAndCount(reg, "xps_serve_model_export", "xps_serve_request_seconds", "xps_serve_model_rows"); err != nil || n < 3 {
+		t.Errorf("%d series of the model and latency, %v; want the export, the gRPC latency and rows", n, err)
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/xdlgo/xps/export"
 	"github.com/xdlgo/xps/snapshot"
 )
@@ -25,6 +26,10 @@ type Options struct {
 	// Logger receives the server's logs. The default value is
 	// slog.Default().
 	Logger *slog.Logger
+	// Metrics, when set, receives the server's metrics: requests by API
+	// and outcome, their latency, and the model served (xps_serve_*). The
+	// default value (nil) registers none.
+	Metrics prometheus.Registerer
 }
 
 // ErrNotReady is returned by Predict before a model is loaded.
@@ -38,6 +43,8 @@ type Server struct {
 	opts  Options
 	store snapshot.Store
 	cur   atomic.Pointer[replica]
+	// metrics is nil without Options.Metrics.
+	metrics *metrics
 
 	// Owned by the updating goroutine (Update's caller), under upd.
 	upd     sync.Mutex
@@ -64,6 +71,7 @@ func New(opts Options) (*Server, error) {
 		return nil, fmt.Errorf("serve: %w", err)
 	}
 	s := &Server{opts: opts, store: store}
+	s.metrics = newMetrics(s, opts.Metrics)
 	if _, err := s.Update(); err != nil && !errors.Is(err, export.ErrNoExport) {
 		store.Close()
 		return nil, err

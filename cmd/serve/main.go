@@ -74,7 +74,7 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 		fs.Usage()
 		return errors.New("-store is required")
 	}
-	s, err := serve.New(serve.Options{Store: *store, Poll: *poll, Logger: log})
+	s, err := serve.New(serve.Options{Store: *store, Poll: *poll, Logger: log, Metrics: proc.Metrics()})
 	if err != nil {
 		return err
 	}

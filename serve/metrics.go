@@ -1,0 +1,77 @@
+package serve
+
+import (
+	"errors"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/xdlgo/xps/internal/ops"
+)
+
+// metrics are the server's Prometheus metrics (Options.Metrics): requests
+// and their latency by API and outcome, and the model served, read at each
+// scrape.
+type metrics struct {
+	requests *prometheus.CounterVec
+	latency  *prometheus.HistogramVec
+}
+
+func newMetrics(s *Server, reg prometheus.Registerer) *metrics {
+	if reg == nil {
+		return nil
+	}
+	m := &metrics{
+		requests: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ops.Namespace, Subsystem: "serve", Name: "requests_total",
+			Help: "Prediction requests, by API (http, grpc) and outcome (ok, bad_request, not_ready, error)."}, []string{"api", "outcome"}),
+		latency: prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: ops.Namespace, Subsystem: "serve", Name: "request_seconds",
+			Help: "Latency of prediction requests, by API.", Buckets: ops.RPCBuckets}, []string{"api"}),
+	}
+	reg.MustRegister(m.requests, m.latency, modelCollector{s})
+	return m
+}
+
+// predict scores a request that came through api and observes it.
+func (s *Server) predict(api string, req *Request) (*Response, error) {
+	start := time.Now()
+	resp, err := s.Predict(req)
+	if m := s.metrics; m != nil {
+		outcome := "ok"
+		switch {
+		case errors.Is(err, ErrNotReady):
+			outcome = "not_ready"
+		case errors.Is(err, ErrBadRequest):
+			outcome = "bad_request"
+		case err != nil:
+			outcome = "error"
+		}
+		m.requests.WithLabelValues(api, outcome).Inc()
+		m.latency.WithLabelValues(api).Observe(time.Since(start).Seconds())
+	}
+	return resp, err
+}
+
+// modelCollector reports the model served: its export, the samples it
+// was trained on and its rows, by table.
+type modelCollector struct{ s *Server }
+
+var (
+	exportDesc  = prometheus.NewDesc("xps_serve_model_export", "Sequence number of the export served (0: none loaded).", nil, nil)
+	samplesDesc = prometheus.NewDesc("xps_serve_model_samples", "Samples the served model was trained on.", nil, nil)
+	rowsDesc    = prometheus.NewDesc("xps_serve_model_rows", "Rows of the served model, by table.", []string{"table"}, nil)
+)
+
+func (c modelCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- exportDesc
+	ch <- samplesDesc
+	ch <- rowsDesc
+}
+
+func (c modelCollector) Collect(ch chan<- prometheus.Metric) {
+	st := c.s.Status()
+	ch <- prometheus.MustNewConstMetric(exportDesc, prometheus.GaugeValue, float64(st.Export))
+	ch <- prometheus.MustNewConstMetric(samplesDesc, prometheus.GaugeValue, float64(st.Samples))
+	for t, n := range st.Rows {
+		ch <- prometheus.MustNewConstMetric(rowsDesc, prometheus.GaugeValue, float64(n), t)
+	}
+}
