@@ -19,6 +19,15 @@ if ! command -v kcat >/dev/null && [ "$(id -u)" = 0 ] && command -v apt-get >/de
 	echo "== apt-get install kcat (for the Kafka interop test)"
 	(apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq kcat) >/dev/null || echo "could not install kcat: its test will skip"
 fi
+# Debian's prometheus (a real server scraping a cluster: internal/e2e) and
+# docker-compose (charts/test), when missing and we may install them.
+for pkg in prometheus:prometheus docker-compose:docker-compose; do
+	if ! command -v "${pkg%%:*}" >/dev/null && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+		echo "== apt-get install ${pkg#*:}"
+		(apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${pkg#*:}") >/dev/null ||
+			echo "could not install ${pkg#*:}: its test will skip"
+	fi
+done
 echo "== go vet ./... (default and purego builds)"
 go vet ./...
 go vet -tags purego ./...
