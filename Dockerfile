@@ -11,11 +11,13 @@ RUN CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o /out/bin/ \
 	./cmd/ams ./cmd/scheduler ./cmd/worker ./cmd/serve ./cmd/etcd ./cmd/ctrgen ./cmd/kafkaput ./cmd/hdfsput && \
 	mkdir -p /out/etc && \
 	printf 'root:x:0:0:root:/:/sbin/nologin\nxps:x:65532:65532:xps:/tmp:/sbin/nologin\n' >/out/etc/passwd && \
-	printf 'root:x:0:\nxps:x:65532:\n' >/out/etc/group
+	printf 'root:x:0:\nxps:x:65532:\n' >/out/etc/group && \
+	mkdir -p /out/dirs/tmp /out/dirs/data /out/dirs/snapshots /out/dirs/exports && chmod 1777 /out/dirs/tmp
 
 FROM scratch
 COPY --from=build /out/bin/ /usr/local/bin/
 COPY --from=build /out/etc/ /etc/
+COPY --from=build --chown=65532:65532 /out/dirs/ /
 ENV PATH=/usr/local/bin
 USER 65532:65532
 WORKDIR /tmp

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -53,17 +54,27 @@ type summary struct {
 	} `json:"exactly_once"`
 }
 
-// buildImage builds the image with deploy/image/build.sh.
+// buildImage builds the image with deploy/image/build.sh, once per test
+// binary.
 func buildImage(t *testing.T) string {
 	t.Helper()
-	cmd := exec.Command(filepath.Join(Root(), "deploy", "image", "build.sh"), "chart-test")
-	cmd.Stderr = os.Stderr
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("deploy/image/build.sh: %v", err)
+	imageOnce.Do(func() {
+		cmd := exec.Command(filepath.Join(Root(), "deploy", "image", "build.sh"), "chart-test")
+		cmd.Stderr = os.Stderr
+		out, err := cmd.Output()
+		imageTag, imageErr = strings.TrimSpace(string(out)), err
+	})
+	if imageErr != nil {
+		t.Fatalf("deploy/image/build.sh: %v", imageErr)
 	}
-	return strings.TrimSpace(string(out))
+	return imageTag
 }
+
+var (
+	imageOnce sync.Once
+	imageTag  string
+	imageErr  error
+)
 
 // generate writes the training and test files with cmd/ctrgen.
 func generate(t *testing.T, dir string) {

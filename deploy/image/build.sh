@@ -12,7 +12,8 @@ root=$(cd "$(dirname "$0")/../.." && pwd)
 tag=${1:-$(git -C "$root" describe --always --dirty 2>/dev/null || echo dev)}
 ctx=$(mktemp -d)
 trap 'rm -rf "$ctx"' EXIT
-mkdir -p "$ctx/bin" "$ctx/etc" "$ctx/tmp"
+mkdir -p "$ctx/bin" "$ctx/etc" "$ctx/dirs/tmp" "$ctx/dirs/data" "$ctx/dirs/snapshots" "$ctx/dirs/exports"
+chmod 1777 "$ctx/dirs/tmp"
 echo "== building static binaries" >&2
 (cd "$root" && CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o "$ctx/bin/" \
 	./cmd/ams ./cmd/scheduler ./cmd/worker ./cmd/serve ./cmd/etcd ./cmd/ctrgen ./cmd/kafkaput ./cmd/hdfsput)
