@@ -1,0 +1,69 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+)
+
+func readyz(t *testing.T, p *Proc) (int, string) {
+	t.Helper()
+	resp, err := http.Get("http://" + p.Ops.Addr() + "/readyz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+// TestReadyUntilSignal: the process is ready while it runs; the moment
+// its signal context ends (SIGTERM), readiness goes false, while the
+// endpoint still answers and the process finishes its work.
+func TestReadyUntilSignal(t *testing.T) {
+	p := Proc{Level: "info", Format: "json", HTTP: "127.0.0.1:0"}
+	var logs strings.Builder
+	if err := p.Start(&logs, "worker", "worker-0"); err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	if code, _ := readyz(t, &p); code != http.StatusServiceUnavailable {
+		t.Fatalf("/readyz before ReadyUntil = %d, want 503", code)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	p.ReadyUntil(ctx)
+	if code, _ := readyz(t, &p); code != http.StatusOK {
+		t.Fatalf("/readyz while running = %d, want 200", code)
+	}
+	cancel() // the signal
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		code, body := readyz(t, &p)
+		if code == http.StatusServiceUnavailable && strings.Contains(body, "stopping") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("/readyz after the signal = %d %q, want 503 stopping", code, body)
+		}
+		time.Sleep(time.Millisecond)
+	}
+	var line map[string]any
+	if err := json.Unmarshal([]byte(strings.SplitN(logs.String(), "\n", 2)[0]), &line); err != nil {
+		t.Fatalf("-log-format json wrote %q: %v", logs.String(), err)
+	}
+	if line["proc"] != "worker" || line["id"] != "worker-0" || line["pid"] == nil {
+		t.Errorf("log line %v: want proc, id and pid on every line", line)
+	}
+}
+
+func TestBadLogFlags(t *testing.T) {
+	for _, p := range []Proc{{Level: "loud", Format: "text"}, {Level: "info", Format: "xml"}} {
+		if err := p.Start(io.Discard, "x", ""); err == nil {
+			t.Errorf("Start with -log-level %q -log-format %q: no error", p.Level, p.Format)
+		}
+	}
+}
