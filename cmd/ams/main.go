@@ -96,6 +96,7 @@ func run(etcd, name string, o amsnode.Options, proc *cli.Proc) error {
 	}
 	// The address line lets scripts and tests find a shard started on port 0.
 	fmt.Fprintf(os.Stdout, "ams %s serving on %s\n", o.ID, node.Addr())
+	proc.SetVersion(node.Shard().Version) // on every log line from now on
 	proc.ReadyUntil(ctx)
 	<-ctx.Done() // a lost lease is registered again: the rows are the model
 	proc.Log.Info("shutting down")

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
@@ -10,6 +11,7 @@ import (
 	"os/signal"
 	"runtime/pprof"
 	"strings"
+	"sync/atomic"
 	"syscall"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -71,8 +73,9 @@ func StartCPUProfile(path string) (stop func(), err error) {
 }
 
 // Proc is what every long-running main shares: the -log-level,
-// -log-format and -http flags, the logger they make (one attribute set on
-// every line: the program, its member id and the OS pid), and the
+// -log-format and -http flags, the logger they make (on every line: the
+// program, its member id, the OS pid and, once SetVersion says, the
+// cluster version), and the
 // operations endpoint (package ops) when -http is set.
 type Proc struct {
 	Level, Format, HTTP string
@@ -81,6 +84,8 @@ type Proc struct {
 	Log *slog.Logger
 	// Ops is the operations endpoint, nil when -http is empty.
 	Ops *ops.Server
+
+	version *atomic.Pointer[func() uint64] // SetVersion's, made by Start
 }
 
 // Bind adds the shared flags to fs with the given default level.
@@ -111,7 +116,8 @@ func (p *Proc) Start(w io.Writer, prog, id string) error {
 	if id != "" {
 		attrs = append(attrs, slog.String("id", id))
 	}
-	p.Log = slog.New(h.WithAttrs(attrs))
+	p.version = new(atomic.Pointer[func() uint64])
+	p.Log = slog.New(versionHandler{Handler: h.WithAttrs(attrs), version: p.version})
 	if p.HTTP == "" {
 		return nil
 	}
@@ -161,4 +167,14 @@ func (p *Proc) Metrics() prometheus.Registerer {
 		return nil
 	}
 	return p.Ops.Registry
+}
+
+// PrintJSON writes v as one line of JSON to w.
+func PrintJSON(w io.Writer, v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	_, err = fmt.Fprintf(w, "%s\n", b)
+	return err
 }

@@ -51,6 +51,12 @@ func TestReadyUntilSignal(t *testing.T) {
 		}
 		time.Sleep(time.Millisecond)
 	}
+	var version uint64 = 7
+	p.SetVersion(func() uint64 { return version })
+	p.Log.Info("restored")
+	if !strings.Contains(logs.String(), `"version":7`) {
+		t.Errorf("after SetVersion, log lines %q lack the version", logs.String())
+	}
 	var line map[string]any
 	if err := json.Unmarshal([]byte(strings.SplitN(logs.String(), "\n", 2)[0]), &line); err != nil {
 		t.Fatalf("-log-format json wrote %q: %v", logs.String(), err)
