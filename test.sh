@@ -28,6 +28,13 @@ for pkg in prometheus:prometheus docker-compose:docker-compose; do
 			echo "could not install ${pkg#*:}: its test will skip"
 	fi
 done
+# Debian's chromium (with fonts-liberation, to draw text) renders the status
+# page headless in internal/e2e and screenshots it; installed likewise.
+if ! command -v chromium >/dev/null && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+	echo "== apt-get install chromium (for the status page test)"
+	(apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium fonts-liberation) >/dev/null ||
+		echo "could not install chromium: its test will skip"
+fi
 echo "== go vet ./... (default and purego builds)"
 go vet ./...
 go vet -tags purego ./...

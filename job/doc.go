@@ -17,6 +17,11 @@
 //     die of it.
 //  2. Follow pause requests (controlplane.Pauser): acknowledged at once
 //     until the model's attempt says training has started.
+//     Publish every progress report the model makes (Options.OnProgress,
+//     which is called too) to etcd, the latest under the worker's lease
+//     (controlplane.PutProgress), for the schedulers' status pages: from
+//     a goroutine of its own, a report waiting while etcd is slow
+//     replaced by the next one, so that training never waits for it.
 //  3. Wait for the scheduler's shard map and for the cluster to serve its
 //     version (a new cluster's shards serve none until the scheduler has
 //     begun them; a failed cluster ends the job with

@@ -206,6 +206,11 @@ func Run(ctx context.Context, opts Options, m Model) error {
 		return fmt.Errorf("job: %w", err)
 	}
 	defer env.Registration.Close()
+	// Every progress report goes to etcd too, for the status page, from a
+	// goroutine of the publisher's: training never waits for it.
+	pub := startPublisher(conn, env.Registration, opts.Logger)
+	defer pub.close()
+	env.OnProgress = pub.wrap(opts.OnProgress)
 	// Pauses are acknowledged from now on (at once until training starts),
 	// so that a worker loading its data holds up no snapshot.
 	if env.Pauser, err = conn.StartPauser(ctx, env.Name, opts.Logger); err != nil {

@@ -47,8 +47,9 @@ type Options struct {
 	// none.
 	Progress io.Writer
 	// OnProgress, when set, receives the figures of every progress line
-	// and evaluation (a metrics exporter, a status page), on the training
-	// goroutine: it must return quickly. The default value is nil.
+	// and evaluation (a metrics exporter), on the training goroutine: it
+	// must return quickly. Run publishes every report to etcd for the
+	// schedulers' status pages either way. The default value is nil.
 	OnProgress func(Progress)
 	// Logger receives structured logs. The default value discards them.
 	Logger *slog.Logger

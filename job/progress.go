@@ -1,6 +1,9 @@
 package job
 
-import "time"
+import (
+	"encoding/json"
+	"time"
+)
 
 // Progress is a worker's report on its training, made every
 // train.progress_every (the figures of its progress line) and after each
@@ -39,4 +42,44 @@ type Progress struct {
 	NotAdmitted int64 `json:"not_admitted"`
 	Expired     int64 `json:"expired"`
 	Evicted     int64 `json:"evicted"`
+}
+
+// progressJSON is Progress with its float figures as Metrics, so that an
+// undefined one (NaN, ±Inf) is null in JSON; the embedded fields are
+// Progress's, shadowed by the Metrics of the same names.
+type progressJSON struct {
+	progressFields
+	SamplesPerSecond Metric `json:"samples_per_second"`
+	Loss             Metric `json:"loss"`
+	AUC              Metric `json:"auc"`
+	RunningAUC       Metric `json:"running_auc"`
+	RunningLogLoss   Metric `json:"running_logloss"`
+	TestAUC          Metric `json:"test_auc"`
+	TestLogLoss      Metric `json:"test_logloss"`
+}
+
+// progressFields has Progress's fields without its methods.
+type progressFields Progress
+
+// MarshalJSON encodes p as a JSON object, an undefined figure (NaN) as
+// null: the record a worker publishes for the status page
+// (controlplane.PutProgress).
+func (p Progress) MarshalJSON() ([]byte, error) {
+	return json.Marshal(progressJSON{progressFields: progressFields(p),
+		SamplesPerSecond: Metric(p.SamplesPerSecond), Loss: Metric(p.Loss), AUC: Metric(p.AUC),
+		RunningAUC: Metric(p.RunningAUC), RunningLogLoss: Metric(p.RunningLogLoss),
+		TestAUC: Metric(p.TestAUC), TestLogLoss: Metric(p.TestLogLoss)})
+}
+
+// UnmarshalJSON decodes what MarshalJSON encodes, null as NaN.
+func (p *Progress) UnmarshalJSON(b []byte) error {
+	var j progressJSON
+	if err := json.Unmarshal(b, &j); err != nil {
+		return err
+	}
+	*p = Progress(j.progressFields)
+	p.SamplesPerSecond, p.Loss, p.AUC = float64(j.SamplesPerSecond), float64(j.Loss), float64(j.AUC)
+	p.RunningAUC, p.RunningLogLoss = float64(j.RunningAUC), float64(j.RunningLogLoss)
+	p.TestAUC, p.TestLogLoss = float64(j.TestAUC), float64(j.TestLogLoss)
+	return nil
 }

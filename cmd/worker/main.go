@@ -5,12 +5,13 @@
 // -etcd HOST:PORT -train FILES -workers 2 -worker-index 0` joins a running
 // cluster (README.md). The job is the -config YAML file, changed by -set
 // path=value (any key) and the short flags that alias common keys
-// (config.Aliases), in command-line order; -h lists every flag.
+// (config.Aliases), in command-line order; -h lists every flag. With
+// -local it serves the status page on -http (default 127.0.0.1:0, "" off)
+// and prints its address.
 package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -23,6 +24,7 @@ import (
 	"github.com/xdlgo/xps/config"
 	"github.com/xdlgo/xps/internal/cli"
 	"github.com/xdlgo/xps/internal/membership"
+	"github.com/xdlgo/xps/internal/worker"
 	"github.com/xdlgo/xps/job"
 )
 
@@ -69,6 +71,9 @@ func run(f flags, overrides *config.Overrides) error {
 	if f.printConfig {
 		return cfg.Write(os.Stdout)
 	}
+	if f.local { // the status page on a free loopback port, unless -http says otherwise
+		f.proc.DefaultHTTP(flag.CommandLine, "127.0.0.1:0")
+	}
 	if err := f.proc.Start(os.Stderr, "worker", fmt.Sprintf("worker-%d", f.index)); err != nil {
 		return err
 	}
@@ -96,6 +101,9 @@ func run(f flags, overrides *config.Overrides) error {
 		return err
 	}
 	opts := job.Options{Config: cfg, Prefix: prefix, Index: f.index, Progress: progress, Logger: log, LeaseTTL: f.leaseTTL}
+	if m := f.proc.Metrics(); m != nil {
+		opts.OnProgress = worker.ProgressMetrics(m)
+	}
 	closeCluster, err := connect(ctx, f, &opts)
 	if err != nil {
 		return err
@@ -111,11 +119,7 @@ func run(f flags, overrides *config.Overrides) error {
 	}
 	res.WriteSummary(os.Stdout)
 	if f.asJSON {
-		b, err := json.Marshal(res)
-		if err != nil {
-			return err
-		}
-		fmt.Fprintf(os.Stdout, "%s\n", b)
+		return cli.PrintJSON(os.Stdout, res)
 	}
 	return nil
 }
@@ -131,17 +135,10 @@ func connect(ctx context.Context, f flags, opts *job.Options) (func(), error) {
 		opts.Etcd = cl
 		return func() { cl.Close() }, nil
 	}
-	if opts.Progress != nil {
-		fmt.Fprintf(opts.Progress, "starting embedded cluster: etcd, %d AMS shards, scheduler\n", f.shards)
-	}
-	lc, err := cluster.Start(ctx, cluster.Options{Shards: f.shards, Stripes: f.stripes, Prefix: opts.Prefix,
-		Logger: opts.Logger, Config: opts.Config})
+	lc, err := cluster.StartFor(ctx, cluster.Options{Shards: f.shards, Stripes: f.stripes, Metrics: f.proc.Metrics()}, opts, !f.localGRPC)
 	if err != nil {
 		return nil, err
 	}
-	opts.Etcd = lc.Etcd()
-	if !f.localGRPC {
-		opts.Local = lc
-	}
+	f.proc.ServeStatus(lc.StatusHandler(), os.Stderr)
 	return func() { lc.Close() }, nil
 }

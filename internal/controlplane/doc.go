@@ -20,6 +20,9 @@
 //	barrier.go     barriers of members (the final evaluation)
 //	leadership.go  the schedulers' election and the state a new leader adopts
 //	events.go      the scheduler's event log
+//	status.go      what a status page shows: the workers' progress
+//	               reports (under their leases), the snapshot and export
+//	               results, the members and their leases
 //
 // keys.go lists every key of a cluster with the process that writes it and
 // those that read it; no other package builds a key.
@@ -37,7 +40,7 @@
 //     leading scheduler; a deal's generation only grows, and no worker reads
 //     under a new deal before every worker has acknowledged it.
 //  5. Keys that must vanish with a process (barrier arrivals, election
-//     keys) live under that process's lease.
+//     keys, progress reports) live under that process's lease.
 //
 // Waits (WaitShardMap, WaitResume, ...) read the key, then watch it from
 // the next revision, so no write between the two is missed; a broken watch

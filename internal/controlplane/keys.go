@@ -12,17 +12,19 @@ import (
 //
 //	key                              written by                       read by
 //	P/members/<kind>/<id>            every process, under its lease   scheduler (watch: joins, expiries),
-//	                                 (membership.Register)            WaitPauseAcks (is a worker alive)
+//	                                 (membership.Register)            WaitPauseAcks (is a worker alive),
+//	                                                                  status pages (MemberStatuses)
 //	P/left/<kind>/<id>               a process leaving cleanly        scheduler (a leave, not an expiry)
 //	                                 (membership.Registration.Close)
 //	P/shardmap                       leading scheduler                workers, embedded cluster, a new
 //	                                 (PublishShardMap)                leader (adoption), WaitShardMap*
 //	P/events/<seq>                   leading scheduler (PutEvent)     operators and tests (ListEvents)
-//	P/state                          leading scheduler                a new leader (adoption)
-//	                                 (PutClusterState)
+//	P/state                          leading scheduler                a new leader (adoption), a
+//	                                 (PutClusterState)                standby's status page
 //	P/job                            the first leading scheduler      every later leader (ClaimJob): the
 //	                                 of a job (ClaimJob)              job's id, which its snapshots carry
-//	P/leader/<lease>                 every scheduler, under its lease schedulers (Elect)
+//	P/leader/<lease>                 every scheduler, under its lease schedulers (Elect), status pages
+//	                                                                  (Leader)
 //	P/snapshot/pause                 leading scheduler (PutPause)     workers (Pauser)
 //	P/snapshot/paused/<worker>       worker (AckPause)                leading scheduler (WaitPauseAcks)
 //	P/snapshot/resume                leading scheduler (PutResume,    workers (WaitResume, WaitRestored)
@@ -30,11 +32,12 @@ import (
 //	P/snapshot/target                leading scheduler                workers that keep model state of
 //	                                 (PutSnapshotTarget)              their own (GetSnapshotTarget)
 //	P/snapshot/request               anyone (RequestSnapshot)         leading scheduler (watch)
-//	P/snapshot/last                  leading scheduler                RequestSnapshot
-//	                                 (PutSnapshotResult)
+//	P/snapshot/last                  leading scheduler                RequestSnapshot, workers
+//	                                 (PutSnapshotResult)              (WatchSnapshotResults), status
+//	                                                                  pages (WatchStatus)
 //	P/export/request                 anyone (RequestExport)           leading scheduler (watch)
-//	P/export/last                    leading scheduler                RequestExport
-//	                                 (PutExportResult)
+//	P/export/last                    leading scheduler                RequestExport, status pages
+//	                                 (PutExportResult)                (WatchStatus)
 //	P/assign/<worker>                leading scheduler                worker (WaitAssignment)
 //	                                 (PutAssignment)
 //	P/partitions                     leading scheduler                workers (WaitPartitionAssignment,
@@ -42,6 +45,8 @@ import (
 //	P/partitions-ack/<worker>        worker (AckPartitions)           leading scheduler (WaitPartitionAcks)
 //	P/barriers/<name>/<kind>.<id>    a member at the barrier, under   the members at the barrier (Barrier)
 //	                                 its lease
+//	P/progress/<worker>              worker, under its lease          schedulers' status pages
+//	                                 (PutProgress)                    (WatchStatus)
 
 // MembersPrefix returns "P/members/" (package membership owns the family).
 func MembersPrefix(prefix string) string { return membership.MembersPrefix(prefix) }
@@ -114,6 +119,13 @@ func PartitionsKey(prefix string) string { return prefix + "/partitions" }
 
 // PartitionsAckKey returns "P/partitions-ack/<worker>".
 func PartitionsAckKey(prefix, worker string) string { return prefix + "/partitions-ack/" + worker }
+
+// ProgressPrefix returns "P/progress/".
+func ProgressPrefix(prefix string) string { return prefix + "/progress/" }
+
+// ProgressKey returns "P/progress/<worker>": the worker's latest progress
+// report.
+func ProgressKey(prefix, worker string) string { return ProgressPrefix(prefix) + worker }
 
 // BarrierPrefix returns "P/barriers/<name>/".
 func BarrierPrefix(prefix, name string) string { return prefix + "/barriers/" + name + "/" }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.etcd.io/etcd/client/v3/concurrency"
 
 	"github.com/xdlgo/xps/internal/membership"
@@ -54,6 +55,19 @@ func (l *Leadership) Resign(ctx context.Context) {
 func (l *Leadership) close() {
 	l.stopSession() // never sess.Close: it would revoke the registration's lease
 	<-l.sess.Done()
+}
+
+// Leader returns the id of the scheduler that leads the cluster (the
+// election's oldest candidate), and false when none campaigns.
+func (c *Conn) Leader(ctx context.Context) (string, bool, error) {
+	resp, err := c.cli.Get(ctx, LeaderKey(c.prefix)+"/", clientv3.WithFirstCreate()...)
+	if err != nil {
+		return "", false, fmt.Errorf("controlplane: the leader: %w", err)
+	}
+	if len(resp.Kvs) == 0 {
+		return "", false, nil
+	}
+	return string(resp.Kvs[0].Value), true, nil
 }
 
 // ClusterState is the record of the cluster state the leading scheduler

@@ -1,6 +1,7 @@
 // Package plot draws line plots as SVG, without dependencies: the figures
 // of the benchmark scripts (bench/drift.sh: table rows and RSS over
-// samples, one series per run).
+// samples, one series per run) and the curves of the scheduler's status
+// page.
 //
 // A Figure is one or more Panels stacked vertically, sharing the width;
 // a Panel has an x and a y axis and one or more Series, each a polyline
@@ -11,7 +12,8 @@
 //     split into one series per value of a label column if one is given.
 //  2. Put them in Panels, with the axes' units (Number: 1K, 20M; Bytes:
 //     KiB, MiB, GiB), and the panels in a Figure.
-//  3. Call Figure.WriteSVG.
+//  3. Call Figure.WriteSVG, or Figure.WriteSVGElement for an <svg>
+//     element inside an HTML page (the scheduler's status page).
 //
 // Invariants of the output:
 //

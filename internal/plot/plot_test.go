@@ -242,3 +242,22 @@ func TestCSV(t *testing.T) {
 		}
 	}
 }
+
+// TestSVGElement checks that the element for an HTML page is the document
+// without its XML declaration.
+func TestSVGElement(t *testing.T) {
+	var doc, elem bytes.Buffer
+	if err := driftFigure().WriteSVG(&doc); err != nil {
+		t.Fatal(err)
+	}
+	if err := driftFigure().WriteSVGElement(&elem); err != nil {
+		t.Fatal(err)
+	}
+	decl, rest, _ := strings.Cut(doc.String(), "\n")
+	if !strings.HasPrefix(decl, "<?xml") || elem.String() != rest || !strings.HasPrefix(rest, "<svg ") {
+		t.Fatalf("element %.60q is not the document %.60q without its declaration", elem.String(), doc.String())
+	}
+	if err := (Figure{}).WriteSVGElement(&elem); !errors.Is(err, ErrNoData) {
+		t.Fatalf("an empty figure: %v, want ErrNoData", err)
+	}
+}

@@ -23,7 +23,14 @@ const (
 // WriteSVG writes f (its zero sizes taken as the defaults) as an SVG
 // document. It returns Validate's error without writing anything when f
 // cannot be drawn.
-func (f Figure) WriteSVG(w io.Writer) error {
+func (f Figure) WriteSVG(w io.Writer) error { return f.write(w, true) }
+
+// WriteSVGElement writes f as WriteSVG does, without the XML declaration:
+// an <svg> element to put inside an HTML page.
+func (f Figure) WriteSVGElement(w io.Writer) error { return f.write(w, false) }
+
+// write writes f, with the XML declaration when doc.
+func (f Figure) write(w io.Writer, doc bool) error {
 	f.EnsureDefaults()
 	if err := f.Validate(); err != nil {
 		return err
@@ -34,7 +41,9 @@ func (f Figure) WriteSVG(w io.Writer) error {
 	}
 	height := top + len(f.Panels)*f.PanelHeight
 	var b strings.Builder
-	fmt.Fprintf(&b, `<?xml version="1.0" encoding="UTF-8"?>`+"\n")
+	if doc {
+		fmt.Fprintf(&b, `<?xml version="1.0" encoding="UTF-8"?>`+"\n")
+	}
 	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" version="1.1" width="%d" height="%d" viewBox="0 0 %d %d" font-family="sans-serif" font-size="12">`+"\n",
 		f.Width, height, f.Width, height)
 	fmt.Fprintf(&b, `<rect width="%d" height="%d" fill="white"/>`+"\n", f.Width, height)

@@ -53,12 +53,18 @@ func RequestNow(ctx context.Context, cli *clientv3.Client, prefix string, export
 
 // Serve runs a scheduler until ctx ends (a signal: it leaves the cluster
 // cleanly) or it stops on its own. proc's operations endpoint, when there
-// is one, reports it ready while it runs.
+// is one, reports it ready while it runs and serves its status page
+// (StatusHandler), whose address the scheduler advertises in its member
+// record unless opts.Addr is set.
 func Serve(ctx context.Context, etcd *clientv3.Client, opts Options, proc *cli.Proc) error {
+	if proc.Ops != nil && opts.Addr == "" {
+		opts.Addr = proc.Ops.Addr()
+	}
 	s, err := New(etcd, opts)
 	if err != nil {
 		return err
 	}
+	proc.ServeStatus(s.StatusHandler(), nil)
 	proc.Ready()
 	select {
 	case <-ctx.Done():

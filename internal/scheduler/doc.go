@@ -34,6 +34,21 @@
 //     [Scheduler.Close] stops it otherwise, waits for its goroutines and
 //     leaves the cluster gracefully.
 //
+// # Status page
+//
+// Every scheduler, a standby too, follows the workers' progress reports
+// and the snapshot and export results (controlplane.WatchStatus) from a
+// goroutine of its own, started by New and stopped by Close, into a board
+// (an I/O-free core behind a mutex): each worker's last 600 reports, the
+// last 20 results of each kind. [Scheduler.StatusHandler] serves it as an
+// HTML page (GET /: tables, inline SVG curves drawn by package plot, no
+// script, a reload every 5 s; every value escaped by html/template) and as
+// JSON (GET /status.json), with what it reads from etcd when asked: the
+// members and their leases (the last heartbeat), the leader, and on a
+// standby the state the leader recorded. [Serve] registers it on the
+// operations endpoint; the embedded cluster's scheduler serves it for
+// `worker -local`.
+//
 // # Invariants
 //
 //  1. One goroutine owns the state machine and every field it drives;

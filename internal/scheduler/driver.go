@@ -202,7 +202,7 @@ func (s *Scheduler) do(ctx context.Context, a clusterfsm.Action) {
 		// stops as soon as it reports SERVING leaves SERVING recorded for
 		// the next leader to adopt.
 		s.mu.Lock()
-		s.mu.state = a.To
+		s.mu.state, s.mu.since = a.To, time.Now()
 		s.mu.Unlock()
 	case clusterfsm.PublishShardMap:
 		addrs := make([]string, len(a.Shards))

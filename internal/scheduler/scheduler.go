@@ -213,6 +213,7 @@ type Scheduler struct {
 	mu struct {
 		sync.Mutex
 		state  clusterfsm.State
+		since  time.Time // when state was entered (the status page)
 		leader bool
 	}
 
@@ -250,6 +251,11 @@ type Scheduler struct {
 	done_             chan opDone // background operations report here
 
 	opsWG sync.WaitGroup // snapshot and restore goroutines
+
+	// board is the status page's memory, fed by the followStatus
+	// goroutine (on every scheduler, a standby too) until statusDone.
+	board      *statusBoard
+	statusDone chan struct{}
 }
 
 // partitionDeal is the scheduler's view of the partition assignment.
@@ -300,6 +306,7 @@ func New(cli *clientv3.Client, opts Options) (*Scheduler, error) {
 		log:     opts.Logger.With("component", "scheduler", "prefix", opts.Prefix),
 		members: make(map[string]tracked), left: make(map[string]bool), deal: deal,
 		maps: make(map[uint64]*ams.ShardMap), done_: make(chan opDone, 16),
+		board: &statusBoard{b: newBoard(historyLen, resultsLen, maxWorkers)}, statusDone: make(chan struct{}),
 	}
 	s.mu.state = clusterfsm.State{Phase: clusterfsm.Forming}
 	stopAfter := context.AfterFunc(cli.Ctx(), func() {
@@ -308,6 +315,10 @@ func New(cli *clientv3.Client, opts Options) (*Scheduler, error) {
 	go func() {
 		defer stopAfter()
 		s.run(runCtx)
+	}()
+	go func() {
+		defer close(s.statusDone)
+		s.followStatus(runCtx)
 	}()
 	return s, nil
 }
@@ -341,6 +352,7 @@ func (s *Scheduler) Err() error {
 func (s *Scheduler) Close() error {
 	s.cancel(nil)
 	<-s.done
+	<-s.statusDone
 	s.opsWG.Wait() // started by the run goroutine, which has returned
 	return errors.Join(s.err, s.reg.Close())
 }
