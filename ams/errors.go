@@ -66,6 +66,11 @@ var (
 	// or any location when it was started with none. It is refused before
 	// anything is created or opened.
 	ErrStoreNotAllowed = errors.New("ams: store location not allowed")
+	// ErrRoleNotAllowed: a call whose caller's role (the role its TLS
+	// certificate names, package internal/tlsconf) may not make it: only
+	// the scheduler and an admin write snapshots and exports and restore,
+	// only workers (and admins) push. Shards refuse it only with TLS on.
+	ErrRoleNotAllowed = errors.New("ams: role not allowed")
 	// ErrUnavailable: a request that did not reach its shard, or that the
 	// shard could not serve because it stopped: not listening, connection
 	// lost, closed.

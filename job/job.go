@@ -243,7 +243,7 @@ func (e *Env) attempts(ctx context.Context, m Model) error {
 	if err != nil {
 		return err
 	}
-	if e.Client, err = client.NewLocal(sm, e.Local); err != nil {
+	if e.Client, err = client.NewLocal(sm, e.Local, e.dialOptions()...); err != nil {
 		return fmt.Errorf("job: %w", err)
 	}
 	e.Version = sm.Version
@@ -528,7 +528,7 @@ func (e *Env) restored(ctx context.Context, cause error) error {
 	if err != nil {
 		return fmt.Errorf("job: %w", err)
 	}
-	cl, err := client.NewLocal(next, e.Local)
+	cl, err := client.NewLocal(next, e.Local, e.dialOptions()...)
 	if err != nil {
 		return fmt.Errorf("job: %w", err)
 	}

@@ -1,6 +1,7 @@
 package job
 
 import (
+	"crypto/tls"
 	"fmt"
 	"io"
 	"log/slog"
@@ -58,6 +59,12 @@ type Options struct {
 	// service instead of loopback gRPC. The default value (nil) sends
 	// everything through gRPC.
 	Local client.Resolver
+	// TLS, when set, is the client configuration of the worker's gRPC
+	// connections to the shards (package internal/tlsconf's Client, with
+	// a certificate of the worker role): mutual TLS instead of plaintext.
+	// The etcd client (Etcd) is the caller's and carries its own. The
+	// default value (nil) speaks plaintext.
+	TLS *tls.Config
 }
 
 // Workers returns the number of workers of the job (at least 1).

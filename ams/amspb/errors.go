@@ -51,6 +51,7 @@ var Errors = [...]ErrorCode{
 	{Err: ams.ErrRoundAhead, Code: codes.OutOfRange, Reason: "ROUND_AHEAD"},
 	{Err: ams.ErrDuplicatePush, Code: codes.AlreadyExists, Reason: "DUPLICATE_PUSH"},
 	{Err: ams.ErrStoreNotAllowed, Code: codes.PermissionDenied, Reason: "STORE_NOT_ALLOWED"},
+	{Err: ams.ErrRoleNotAllowed, Code: codes.PermissionDenied, Reason: "ROLE_NOT_ALLOWED"},
 	{Err: ams.ErrUnknownTable, Code: codes.NotFound, Reason: "UNKNOWN_TABLE"},
 	{Err: ams.ErrUnknownDense, Code: codes.NotFound, Reason: "UNKNOWN_DENSE"},
 	// gRPC itself refuses a message over its size limit (ams.MaxMessageBytes)

@@ -21,6 +21,7 @@
 //	-log-level   debug, info, warn or error (default info)
 //	-log-format  text or json (default text)
 //	-http        operations endpoint host:port: /metrics, /healthz, /readyz (default off)
+//	-tls-ca, -tls-cert, -tls-key  mutual TLS (all three or none; README, "TLS"): gRPC, etcd, roles
 //
 // The shard writes and reads snapshots and exports only in stores under the
 // roots of -store: the scheduler's snapshot store (scheduler
@@ -84,12 +85,12 @@ func run(etcd, name string, o amsnode.Options, proc *cli.Proc) error {
 	}
 	ctx, stop := cli.SignalContext()
 	defer stop()
-	cl, err := membership.Dial(ctx, endpoints, proc.Log)
+	cl, err := membership.Dial(ctx, endpoints, proc.Log, membership.WithTLS(proc.TLS.Client()))
 	if err != nil {
 		return err
 	}
 	defer cl.Close()
-	o.Logger, o.Metrics = proc.Log, proc.Metrics()
+	o.Logger, o.Metrics, o.TLS = proc.Log, proc.Metrics(), proc.TLS
 	node, err := amsnode.Start(ctx, cl, o)
 	if err != nil {
 		return err

@@ -22,6 +22,7 @@
 //	-ready-timeout    how long to wait for the cluster to form (default 5m)
 //	-log-level        debug, info, warn or error (default warn)
 //	-log-format       text or json (default text)
+//	-tls-ca, -tls-cert, -tls-key  mutual TLS for clients and peers (https; README, "TLS")
 //
 // It prints "etcd serving on ADDR" once ready and stops on SIGINT/SIGTERM.
 // A production cluster may run a real etcd cluster instead.
@@ -71,7 +72,7 @@ func run(o etcdembed.Options, proc *cli.Proc) error {
 		defer os.RemoveAll(dir)
 		o.Dir = dir
 	}
-	o.Logger, o.LogLevel = proc.Log, slog.LevelWarn
+	o.Logger, o.LogLevel, o.TLS = proc.Log, slog.LevelWarn, proc.TLSFiles
 	ctx, stop := cli.SignalContext()
 	defer stop()
 	srv, err := etcdembed.Start(ctx, o)

@@ -19,6 +19,7 @@
 //	                       (a pause, no restore). Default 1m; <0: restore.
 //	-log-level level       debug, info, warn or error. Default info.
 //	-log-format f          text or json. Default text.
+//	-tls-ca, -tls-cert, -tls-key  mutual TLS with etcd and the shards (README, "TLS").
 //	-http addr             operations endpoint: /metrics, /healthz,
 //	                       /readyz and the status page (/). Default off.
 //	-config file           the job's YAML config (the one the workers read):
@@ -125,11 +126,11 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 		return err
 	}
 	defer proc.Close()
-	opts.Logger = proc.Log
+	opts.Logger, opts.TLS = proc.Log, proc.TLS
 	if opts.Prefix, err = membership.Prefix(*name); err != nil {
 		return fmt.Errorf("-cluster: %w", err)
 	}
-	etcd, err := membership.Dial(ctx, cli.Endpoints(*endpoints), opts.Logger)
+	etcd, err := membership.Dial(ctx, cli.Endpoints(*endpoints), opts.Logger, membership.WithTLS(proc.TLS.Client()))
 	if err != nil {
 		return err
 	}

@@ -18,6 +18,7 @@
 //	-log-format f     text or json. Default text.
 //	-http addr        operations endpoint: /metrics, /healthz, /readyz.
 //	                  Default off.
+//	-tls-ca, -tls-cert, -tls-key  mutual TLS on the gRPC address (README, "TLS").
 //
 // An example request:
 //
@@ -39,6 +40,7 @@ import (
 	"google.golang.org/grpc"
 
 	"github.com/xdlgo/xps/internal/cli"
+	"github.com/xdlgo/xps/internal/tlsconf"
 	"github.com/xdlgo/xps/serve"
 )
 
@@ -84,7 +86,7 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 		return err
 	}
 	hs := &http.Server{Handler: s.Handler(), ReadHeaderTimeout: 10 * time.Second}
-	gs := grpc.NewServer()
+	gs := grpc.NewServer(tlsconf.ServerOptions(proc.TLS)...) // mutual TLS with -tls-*
 	s.RegisterGRPC(gs)
 	if *grpcAt != "" {
 		glis, err := net.Listen("tcp", *grpcAt)

@@ -128,12 +128,15 @@ func run(f flags, overrides *config.Overrides) error {
 // sets opts' etcd client and local shards; the returned func closes them.
 func connect(ctx context.Context, f flags, opts *job.Options) (func(), error) {
 	if !f.local {
-		cl, err := membership.Dial(ctx, cli.Endpoints(f.etcd), opts.Logger)
+		cl, err := membership.Dial(ctx, cli.Endpoints(f.etcd), opts.Logger, membership.WithTLS(f.proc.TLS.Client()))
 		if err != nil {
 			return nil, err
 		}
-		opts.Etcd = cl
+		opts.Etcd, opts.TLS = cl, f.proc.TLS.Client()
 		return func() { cl.Close() }, nil
+	}
+	if f.proc.TLS != nil {
+		return nil, errors.New("-local runs without TLS: -tls-ca, -tls-cert and -tls-key are for a worker joining a cluster (-etcd)")
 	}
 	lc, err := cluster.StartFor(ctx, cluster.Options{Shards: f.shards, Stripes: f.stripes, Metrics: f.proc.Metrics()}, opts, !f.localGRPC)
 	if err != nil {

@@ -18,6 +18,7 @@ import (
 	"github.com/xdlgo/xps/ams/shard"
 	"github.com/xdlgo/xps/internal/membership"
 	"github.com/xdlgo/xps/internal/ops"
+	"github.com/xdlgo/xps/internal/tlsconf"
 )
 
 // Options configure a node.
@@ -51,6 +52,11 @@ type Options struct {
 	Metrics prometheus.Registerer
 	// Logger receives structured logs. The default value discards them.
 	Logger *slog.Logger
+	// TLS, when set, makes the gRPC server speak mutual TLS and check
+	// each call's role (shard.TLSServerOptions): the AMS certificate is
+	// presented, clients must present one of the CA, and admin RPCs are
+	// the scheduler's. The default value (nil) serves plaintext.
+	TLS *tlsconf.Config
 }
 
 // Node is a running shard.
@@ -104,6 +110,7 @@ func Start(ctx context.Context, cli *clientv3.Client, opts Options) (*Node, erro
 		n.collector = newCollector(n.shard)
 		opts.Metrics.MustRegister(n.collector) // unregistered by Close
 	}
+	extra = append(extra, shard.TLSServerOptions(opts.TLS)...)
 	n.gs = shard.NewGRPCServer(n.shard, extra...)
 	n.wg.Add(1)
 	go func() {

@@ -16,6 +16,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/xdlgo/xps/internal/ops"
+	"github.com/xdlgo/xps/internal/tlsconf"
 )
 
 // Logger returns a text logger on stderr at the named level (debug, info,
@@ -76,9 +77,18 @@ func StartCPUProfile(path string) (stop func(), err error) {
 // -log-format and -http flags, the logger they make (on every line: the
 // program, its member id, the OS pid and, once SetVersion says, the
 // cluster version), and the
-// operations endpoint (package ops) when -http is set.
+// operations endpoint (package ops) when -http is set, and the TLS
+// identity of -tls-ca, -tls-cert and -tls-key.
 type Proc struct {
 	Level, Format, HTTP string
+	// TLSFiles are the -tls-ca, -tls-cert and -tls-key files: all three
+	// or none.
+	TLSFiles tlsconf.Files
+
+	// TLS is the process's TLS identity (package tlsconf), loaded by Start
+	// from TLSFiles; nil when TLS is off (no -tls-* flag), and then its
+	// Server and Client configurations are nil too.
+	TLS *tlsconf.Config
 
 	// Log is the process's logger, set by Start.
 	Log *slog.Logger
@@ -93,11 +103,18 @@ func (p *Proc) Bind(fs *flag.FlagSet, level string) {
 	fs.StringVar(&p.Level, "log-level", level, "log level: debug, info, warn or error")
 	fs.StringVar(&p.Format, "log-format", "text", "log format: text or json (one object per line)")
 	fs.StringVar(&p.HTTP, "http", "", `operations endpoint host:port: /metrics (Prometheus), /healthz, /readyz ("" off)`)
+	fs.StringVar(&p.TLSFiles.CA, "tls-ca", "", "mutual TLS: the CA bundle (PEM) peers' certificates must chain to; with -tls-cert and -tls-key (default off)")
+	fs.StringVar(&p.TLSFiles.Cert, "tls-cert", "", "mutual TLS: this process's certificate (PEM), its role in the Subject's OU")
+	fs.StringVar(&p.TLSFiles.Key, "tls-key", "", "mutual TLS: the certificate's private key (PEM)")
 }
 
-// Start makes the logger (writing to w) and starts the operations
-// endpoint; Close stops it.
+// Start loads the TLS identity, makes the logger (writing to w) and
+// starts the operations endpoint; Close stops it.
 func (p *Proc) Start(w io.Writer, prog, id string) error {
+	var err error
+	if p.TLS, err = tlsconf.Load(p.TLSFiles); err != nil {
+		return fmt.Errorf("-tls-ca, -tls-cert, -tls-key: %w", err)
+	}
 	var l slog.Level
 	if err := l.UnmarshalText([]byte(p.Level)); err != nil {
 		return fmt.Errorf("bad -log-level %q: %w", p.Level, err)
@@ -118,10 +135,12 @@ func (p *Proc) Start(w io.Writer, prog, id string) error {
 	}
 	p.version = new(atomic.Pointer[func() uint64])
 	p.Log = slog.New(versionHandler{Handler: h.WithAttrs(attrs), version: p.version})
+	if p.TLS != nil {
+		p.Log.Info("mutual TLS on", "role", p.TLS.Role, "cert", p.TLSFiles.Cert)
+	}
 	if p.HTTP == "" {
 		return nil
 	}
-	var err error
 	if p.Ops, err = ops.Start(p.HTTP, p.Log); err != nil {
 		return err
 	}

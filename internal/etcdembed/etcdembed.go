@@ -25,9 +25,11 @@ import (
 	"sync/atomic"
 	"time"
 
+	"go.etcd.io/etcd/client/pkg/v3/transport"
 	"go.etcd.io/etcd/server/v3/embed"
 
 	"github.com/xdlgo/xps/internal/membership"
+	"github.com/xdlgo/xps/internal/tlsconf"
 )
 
 // ErrStart is returned (wrapped) when the server fails to start or to become
@@ -70,6 +72,14 @@ type Options struct {
 	// directory that already holds a member ignores it. The default value
 	// ("") is a single-member cluster of this member.
 	InitialCluster string
+	// TLS, when set, makes the member speak mutual TLS 1.3 (package
+	// tlsconf): clients on https with client-cert-auth (a client must
+	// present a certificate of the CA bundle; etcd takes its CommonName
+	// as the user name once auth is enabled), and peers on https, where a
+	// peer's certificate must chain to the CA and name the etcd role
+	// (CommonName "etcd"). InitialCluster then lists https:// peer URLs.
+	// The default value (zero Files) is plaintext.
+	TLS tlsconf.Files
 }
 
 // EnsureDefaults fills zero fields with their default values.
@@ -87,7 +97,7 @@ func (o *Options) EnsureDefaults() {
 
 // Validate reports every problem with the options.
 func (o *Options) Validate() error {
-	var errs []error
+	errs := []error{o.TLS.Validate()}
 	if o.Dir == "" {
 		errs = append(errs, errors.New("etcdembed: Dir is required"))
 	}
@@ -116,8 +126,13 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 	cfg := embed.NewConfig()
 	cfg.Name = opts.Name
 	cfg.Dir = opts.Dir
-	cfg.ListenClientUrls, cfg.AdvertiseClientUrls = listenURLs(opts.ClientAddr, opts.AdvertiseClientAddr)
-	cfg.ListenPeerUrls, cfg.AdvertisePeerUrls = listenURLs(opts.PeerAddr, opts.AdvertisePeerAddr)
+	scheme := "http"
+	if !opts.TLS.IsZero() {
+		scheme = "https"
+		setTLS(cfg, opts.TLS)
+	}
+	cfg.ListenClientUrls, cfg.AdvertiseClientUrls = listenURLs(scheme, opts.ClientAddr, opts.AdvertiseClientAddr)
+	cfg.ListenPeerUrls, cfg.AdvertisePeerUrls = listenURLs(scheme, opts.PeerAddr, opts.AdvertisePeerAddr)
 	cfg.InitialCluster = cfg.InitialClusterFromName(cfg.Name)
 	if opts.InitialCluster != "" {
 		cfg.InitialCluster = opts.InitialCluster
@@ -163,14 +178,24 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 
 // listenURLs returns the URLs to listen on and to advertise: listen
 // defaults to a free loopback port, advertise to listen.
-func listenURLs(listen, advertise string) (l, a []url.URL) {
+func listenURLs(scheme, listen, advertise string) (l, a []url.URL) {
 	if listen == "" {
 		listen = "127.0.0.1:0"
 	}
 	if advertise == "" {
 		advertise = listen
 	}
-	return []url.URL{{Scheme: "http", Host: listen}}, []url.URL{{Scheme: "http", Host: advertise}}
+	return []url.URL{{Scheme: scheme, Host: listen}}, []url.URL{{Scheme: scheme, Host: advertise}}
+}
+
+// setTLS sets the member's client and peer TLS from the files: TLS 1.3,
+// client certificates required on both, peers of the etcd role only.
+func setTLS(cfg *embed.Config, f tlsconf.Files) {
+	info := transport.TLSInfo{CertFile: f.Cert, KeyFile: f.Key, TrustedCAFile: f.CA, ClientCertAuth: true}
+	cfg.ClientTLSInfo = info
+	cfg.PeerTLSInfo = info
+	cfg.PeerTLSInfo.AllowedCNs = []string{tlsconf.RoleEtcd}
+	cfg.TlsMinVersion = "TLS1.3"
 }
 
 // Endpoints returns the client addresses ("127.0.0.1:port") of the server.

@@ -2,6 +2,7 @@ package membership
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -34,16 +35,31 @@ const DialCheckTimeout = 5 * time.Second
 // ErrUnreachable is returned (wrapped) by Dial when etcd does not answer.
 var ErrUnreachable = errors.New("membership: etcd does not answer")
 
+// DialOption changes the client configuration Dial makes.
+type DialOption func(*clientv3.Config)
+
+// WithTLS makes Dial speak TLS with cfg (package tlsconf's client
+// configuration: the server verified against the CA, the process's
+// certificate presented, which an etcd with client-cert-auth takes as
+// the user named by its CommonName). A nil cfg leaves plaintext.
+func WithTLS(cfg *tls.Config) DialOption {
+	return func(c *clientv3.Config) {
+		if cfg != nil {
+			c.TLS = cfg.Clone()
+		}
+	}
+}
+
 // Dial connects to etcd at endpoints ("host:port") and checks that the
 // cluster answers a linearizable read within DialCheckTimeout (and before
 // ctx ends); if not, the error wraps ErrUnreachable and names the
 // endpoints. The client logs warnings and errors to logger (nil:
 // nowhere). The caller closes the client.
-func Dial(ctx context.Context, endpoints []string, logger *slog.Logger) (*clientv3.Client, error) {
+func Dial(ctx context.Context, endpoints []string, logger *slog.Logger, opts ...DialOption) (*clientv3.Client, error) {
 	if len(endpoints) == 0 {
 		return nil, fmt.Errorf("membership: dial: no etcd endpoints")
 	}
-	cli, err := clientv3.New(clientv3.Config{
+	cfg := clientv3.Config{
 		Endpoints:   endpoints,
 		DialTimeout: dialTimeout,
 		Logger:      ZapLogger(logger, slog.LevelError),
@@ -52,7 +68,11 @@ func Dial(ctx context.Context, endpoints []string, logger *slog.Logger) (*client
 			Backoff:           backoff.Config{BaseDelay: 100 * time.Millisecond, Multiplier: 1.6, Jitter: 0.2, MaxDelay: reconnectMax},
 			MinConnectTimeout: dialTimeout,
 		})},
-	})
+	}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	cli, err := clientv3.New(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("membership: dial %v: %w", endpoints, err)
 	}

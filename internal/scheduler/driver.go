@@ -386,7 +386,7 @@ func (s *Scheduler) restoreAll(ctx context.Context, m *ams.ShardMap, seq uint64)
 		}
 		keys = manifestKeys(man)
 	}
-	cl, err := client.New(m)
+	cl, err := s.newClient(m)
 	if err != nil {
 		return fail(err)
 	}

@@ -119,7 +119,7 @@ func (s *Scheduler) exportOnce(ctx context.Context, m *ams.ShardMap, op *expOp, 
 	if err := s.waitPaused(ctx, workers, op.pauseSeq); err != nil {
 		return nil, err
 	}
-	cl, err := client.New(m)
+	cl, err := s.newClient(m)
 	if err != nil {
 		return nil, err
 	}

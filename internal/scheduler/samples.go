@@ -53,7 +53,7 @@ func (s *Scheduler) checkSamples(ctx context.Context) {
 		if m == nil {
 			return
 		}
-		cl, err := client.New(m)
+		cl, err := s.newClient(m)
 		if err != nil {
 			s.log.Warn("counting samples: no client", "err", err)
 			return

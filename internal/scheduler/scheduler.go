@@ -17,6 +17,7 @@ import (
 	"github.com/xdlgo/xps/internal/clusterfsm"
 	"github.com/xdlgo/xps/internal/controlplane"
 	"github.com/xdlgo/xps/internal/membership"
+	"github.com/xdlgo/xps/internal/tlsconf"
 	"github.com/xdlgo/xps/reader"
 	"github.com/xdlgo/xps/reader/hdfssrc"
 	"github.com/xdlgo/xps/reader/kafkasrc"
@@ -93,6 +94,11 @@ type Options struct {
 	// waited for. The default value is DefaultRejoinWait; a negative value
 	// turns the wait off (every lost lease restores at once).
 	RejoinWait time.Duration
+	// TLS, when set, is the scheduler's identity towards the AMS shards
+	// (package tlsconf, the scheduler role): its clients speak mutual TLS
+	// and may call the admin RPCs (snapshots, restores, exports). The
+	// default value (nil) speaks plaintext.
+	TLS *tlsconf.Config
 }
 
 // DefaultRejoinWait is the default of Options.RejoinWait: an etcd outage

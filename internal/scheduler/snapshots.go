@@ -28,7 +28,7 @@ func (s *Scheduler) snapshotOnce(ctx context.Context, m *ams.ShardMap, op *snapO
 	if err := s.waitPaused(ctx, workers, op.pauseSeq); err != nil {
 		return nil, err
 	}
-	cl, err := client.New(m)
+	cl, err := s.newClient(m)
 	if err != nil {
 		return nil, err
 	}

@@ -1,0 +1,89 @@
+package shard
+
+import (
+	"context"
+	"fmt"
+	"slices"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials"
+	"google.golang.org/grpc/peer"
+
+	"github.com/xdlgo/xps/ams"
+	"github.com/xdlgo/xps/ams/amspb"
+	"github.com/xdlgo/xps/internal/tlsconf"
+)
+
+// Roles lists, for each RPC of the AMS service, the roles (package
+// tlsconf: the OU of the caller's verified certificate) that may call it
+// when the server speaks TLS (TLSServerOptions). An RPC not listed is
+// refused to everyone. It follows what each caller calls:
+//
+//   - workers declare their tables, pull and push rows and dense values,
+//     store and read their positions and checkpoints (PutState,
+//     GetState), read Stats (the tables' usage, the records of applied
+//     pushes) and load a warm start (Load);
+//   - the scheduler writes snapshots and exports, restores (the one call
+//     that moves a shard to another cluster version), and reads the
+//     workers' positions (GetState) and Stats;
+//   - an admin may call everything.
+//
+// The AMS shards, serve and etcd call no RPC of a shard.
+var Roles = map[string][]string{
+	amspb.AMS_Declare_FullMethodName:       {tlsconf.RoleWorker, tlsconf.RoleAdmin},
+	amspb.AMS_Pull_FullMethodName:          {tlsconf.RoleWorker, tlsconf.RoleAdmin},
+	amspb.AMS_Push_FullMethodName:          {tlsconf.RoleWorker, tlsconf.RoleAdmin},
+	amspb.AMS_PullDense_FullMethodName:     {tlsconf.RoleWorker, tlsconf.RoleAdmin},
+	amspb.AMS_PushDense_FullMethodName:     {tlsconf.RoleWorker, tlsconf.RoleAdmin},
+	amspb.AMS_Load_FullMethodName:          {tlsconf.RoleWorker, tlsconf.RoleAdmin},
+	amspb.AMS_PutState_FullMethodName:      {tlsconf.RoleWorker, tlsconf.RoleAdmin},
+	amspb.AMS_GetState_FullMethodName:      {tlsconf.RoleWorker, tlsconf.RoleScheduler, tlsconf.RoleAdmin},
+	amspb.AMS_Stats_FullMethodName:         {tlsconf.RoleWorker, tlsconf.RoleScheduler, tlsconf.RoleAdmin},
+	amspb.AMS_WriteSnapshot_FullMethodName: {tlsconf.RoleScheduler, tlsconf.RoleAdmin},
+	amspb.AMS_Restore_FullMethodName:       {tlsconf.RoleScheduler, tlsconf.RoleAdmin},
+	amspb.AMS_WriteExport_FullMethodName:   {tlsconf.RoleScheduler, tlsconf.RoleAdmin},
+}
+
+// TLSServerOptions are the options of a shard's gRPC server with mutual
+// TLS (c's server configuration) and the role of every call checked
+// against Roles: a call of another role is refused with
+// ams.ErrRoleNotAllowed (gRPC PERMISSION_DENIED) before the shard sees
+// it. A nil c returns none: plaintext, every call allowed.
+func TLSServerOptions(c *tlsconf.Config) []grpc.ServerOption {
+	if c == nil {
+		return nil
+	}
+	return append(tlsconf.ServerOptions(c),
+		grpc.ChainUnaryInterceptor(func(ctx context.Context, req any, info *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
+			if err := authorize(ctx, info.FullMethod); err != nil {
+				return nil, err
+			}
+			return h(ctx, req)
+		}),
+		grpc.ChainStreamInterceptor(func(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, h grpc.StreamHandler) error {
+			if err := authorize(ss.Context(), info.FullMethod); err != nil {
+				return amspb.ToStatus(err)
+			}
+			return h(srv, ss)
+		}))
+}
+
+// authorize returns nil if the caller's role may call method.
+func authorize(ctx context.Context, method string) error {
+	p, ok := peer.FromContext(ctx)
+	if !ok {
+		return fmt.Errorf("%w: %s: no peer", ams.ErrRoleNotAllowed, method)
+	}
+	info, ok := p.AuthInfo.(credentials.TLSInfo)
+	if !ok {
+		return fmt.Errorf("%w: %s: the caller did not authenticate with TLS", ams.ErrRoleNotAllowed, method)
+	}
+	role, err := tlsconf.PeerRole(info.State)
+	if err != nil {
+		return fmt.Errorf("%w: %s: %w", ams.ErrRoleNotAllowed, method, err)
+	}
+	if !slices.Contains(Roles[method], role) {
+		return fmt.Errorf("%w: role %q may not call %s (allowed: %v)", ams.ErrRoleNotAllowed, role, method, Roles[method])
+	}
+	return nil
+}

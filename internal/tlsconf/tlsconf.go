@@ -1,0 +1,191 @@
+package tlsconf
+
+import (
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"os"
+	"slices"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials"
+)
+
+// The roles a certificate may name (its Subject's OrganizationalUnit).
+const (
+	RoleScheduler = "scheduler"
+	RoleAMS       = "ams"
+	RoleWorker    = "worker"
+	RoleServe     = "serve"
+	RoleEtcd      = "etcd"
+	RoleAdmin     = "admin"
+)
+
+// Roles lists every role.
+var Roles = []string{RoleScheduler, RoleAMS, RoleWorker, RoleServe, RoleEtcd, RoleAdmin}
+
+var (
+	// ErrConfig is returned (wrapped) when the files cannot make a
+	// configuration: missing, unreadable, not PEM, a key that does not
+	// match the certificate, or a certificate without a known role.
+	ErrConfig = errors.New("tlsconf: bad TLS configuration")
+	// ErrNoRole is returned (wrapped) by PeerRole when the peer presented
+	// no verified certificate or its certificate names no known role.
+	ErrNoRole = errors.New("tlsconf: no role")
+)
+
+// Files names the PEM files of a component's identity. The zero Files is
+// "TLS off".
+type Files struct {
+	// CA is the bundle of CA certificates that peers' certificates must
+	// chain to.
+	CA string
+	// Cert is the component's certificate (and any intermediates).
+	Cert string
+	// Key is the certificate's private key.
+	Key string
+}
+
+// IsZero reports whether no file is named.
+func (f Files) IsZero() bool { return f == Files{} }
+
+// Validate reports an error unless all three files are named or none is.
+func (f Files) Validate() error {
+	if f.IsZero() || (f.CA != "" && f.Cert != "" && f.Key != "") {
+		return nil
+	}
+	return fmt.Errorf("%w: give all of the CA bundle, the certificate and the key, or none (got ca=%q cert=%q key=%q)",
+		ErrConfig, f.CA, f.Cert, f.Key)
+}
+
+// Config is a loaded identity: the CA pool, the certificate and its role.
+type Config struct {
+	// Files are the files it was loaded from (etcd's embedded server reads
+	// them itself).
+	Files Files
+	// Role is the role the component's own certificate names.
+	Role string
+	pool *x509.CertPool
+	cert tls.Certificate
+}
+
+// Load reads and checks the files: the CA bundle must hold at least one
+// certificate, the key must match the certificate, and the certificate
+// must chain to the bundle and name a role. Zero Files give a nil Config
+// (TLS off) and no error.
+func Load(f Files) (*Config, error) {
+	if err := f.Validate(); err != nil {
+		return nil, err
+	}
+	if f.IsZero() {
+		return nil, nil
+	}
+	ca, err := os.ReadFile(f.CA)
+	if err != nil {
+		return nil, fmt.Errorf("%w: CA bundle: %w", ErrConfig, err)
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(ca) {
+		return nil, fmt.Errorf("%w: CA bundle %s holds no PEM certificate", ErrConfig, f.CA)
+	}
+	cert, err := tls.LoadX509KeyPair(f.Cert, f.Key)
+	if err != nil {
+		return nil, fmt.Errorf("%w: certificate %s and key %s: %w", ErrConfig, f.Cert, f.Key, err)
+	}
+	leaf := cert.Leaf
+	inter := x509.NewCertPool()
+	for _, der := range cert.Certificate[1:] {
+		if c, err := x509.ParseCertificate(der); err == nil {
+			inter.AddCert(c)
+		}
+	}
+	if _, err := leaf.Verify(x509.VerifyOptions{Roots: pool, Intermediates: inter,
+		KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageAny}}); err != nil {
+		return nil, fmt.Errorf("%w: certificate %s does not chain to the CA bundle %s: %w", ErrConfig, f.Cert, f.CA, err)
+	}
+	role, err := RoleOf(leaf)
+	if err != nil {
+		return nil, fmt.Errorf("%w: certificate %s: %w", ErrConfig, f.Cert, err)
+	}
+	return &Config{Files: f, Role: role, pool: pool, cert: cert}, nil
+}
+
+// Server returns the configuration of a server: it presents the
+// certificate, requires a client certificate that chains to the CA
+// bundle, and speaks TLS 1.3 at least. A nil Config returns nil.
+func (c *Config) Server() *tls.Config {
+	if c == nil {
+		return nil
+	}
+	return &tls.Config{
+		MinVersion:   tls.VersionTLS13,
+		Certificates: []tls.Certificate{c.cert},
+		ClientAuth:   tls.RequireAndVerifyClientCert,
+		ClientCAs:    c.pool,
+	}
+}
+
+// Client returns the configuration of a client: it verifies the server
+// against the CA bundle (and its name against the address dialled),
+// presents the certificate, and speaks TLS 1.3 at least. A nil Config
+// returns nil.
+func (c *Config) Client() *tls.Config {
+	if c == nil {
+		return nil
+	}
+	return &tls.Config{
+		MinVersion:   tls.VersionTLS13,
+		Certificates: []tls.Certificate{c.cert},
+		RootCAs:      c.pool,
+	}
+}
+
+// RoleOf returns the role a certificate names: the one OrganizationalUnit
+// of its Subject that is a known role.
+func RoleOf(cert *x509.Certificate) (string, error) {
+	if cert == nil {
+		return "", fmt.Errorf("%w: no certificate", ErrNoRole)
+	}
+	var role string
+	for _, ou := range cert.Subject.OrganizationalUnit {
+		if !slices.Contains(Roles, ou) {
+			continue
+		}
+		if role != "" && role != ou {
+			return "", fmt.Errorf("%w: certificate %q names two roles, %q and %q", ErrNoRole, cert.Subject, role, ou)
+		}
+		role = ou
+	}
+	if role == "" {
+		return "", fmt.Errorf("%w: certificate %q names no role (its Subject's OU is none of %v)", ErrNoRole, cert.Subject, Roles)
+	}
+	return role, nil
+}
+
+// PeerRole returns the role of the peer of a connection from the
+// certificate the handshake verified (never an unverified one).
+func PeerRole(cs tls.ConnectionState) (string, error) {
+	if len(cs.VerifiedChains) == 0 || len(cs.VerifiedChains[0]) == 0 {
+		return "", fmt.Errorf("%w: the peer presented no verified certificate", ErrNoRole)
+	}
+	return RoleOf(cs.VerifiedChains[0][0])
+}
+
+// ServerOptions returns the gRPC server options of c: mutual-TLS
+// credentials (Server). A nil Config returns none (plaintext).
+func ServerOptions(c *Config) []grpc.ServerOption {
+	if c == nil {
+		return nil
+	}
+	return []grpc.ServerOption{grpc.Creds(credentials.NewTLS(c.Server()))}
+}
+
+// DialOptions returns the gRPC dial options of c: mutual-TLS credentials
+// (Client). A nil Config returns none (the caller's default).
+func DialOptions(c *Config) []grpc.DialOption {
+	if c == nil {
+		return nil
+	}
+	return []grpc.DialOption{grpc.WithTransportCredentials(credentials.NewTLS(c.Client()))}
+}
