@@ -41,9 +41,9 @@ type Options struct {
 	LeaseTTL time.Duration
 	// Logger receives structured logs. The default value discards them.
 	Logger *slog.Logger
-	// Metrics, when set, receives every shard's metrics (amsnode
-	// Options.Metrics), labelled shard="ams-<i>". The default value (nil)
-	// registers none.
+	// Metrics, when set, receives the scheduler's metrics
+	// (Scheduler.Collector) and every shard's (amsnode Options.Metrics),
+	// labelled shard="ams-<i>". The default value (nil) registers none.
 	Metrics prometheus.Registerer
 	// RejoinWait is the scheduler's wait for a member whose lease expired
 	// to register again in the same life (scheduler.Options.RejoinWait).
@@ -94,6 +94,8 @@ type Cluster struct {
 	conn  *controlplane.Conn
 	nodes []*amsnode.Node
 	sched *scheduler.Scheduler
+	// schedMetrics is the scheduler's collector on Options.Metrics.
+	schedMetrics prometheus.Collector
 	// direct maps the address of each running shard to its service, for
 	// workers in this process (Local). It is replaced whole (copy on
 	// write) when a shard starts or stops, and read without a lock.
@@ -142,6 +144,10 @@ func Start(ctx context.Context, opts Options) (c *Cluster, err error) {
 	if c.sched, err = scheduler.New(c.cli, scheduler.Options{Prefix: opts.Prefix, Shards: opts.Shards,
 		LeaseTTL: opts.LeaseTTL, Logger: opts.Logger, Config: opts.Config, RejoinWait: opts.RejoinWait}); err != nil {
 		return nil, fmt.Errorf("cluster: %w", err)
+	}
+	if opts.Metrics != nil {
+		c.schedMetrics = c.sched.Collector()
+		opts.Metrics.MustRegister(c.schedMetrics) // unregistered by Close
 	}
 	for i := 0; i < opts.Shards; i++ {
 		n, err := c.startNode(ctx, i)
@@ -235,6 +241,9 @@ func (c *Cluster) Close() error {
 	var errs []error
 	if c.sched != nil {
 		errs = append(errs, c.sched.Close())
+	}
+	if c.schedMetrics != nil {
+		c.opts.Metrics.Unregister(c.schedMetrics)
 	}
 	c.direct.Store(nil)
 	for i := len(c.nodes) - 1; i >= 0; i-- {

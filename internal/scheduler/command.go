@@ -65,6 +65,9 @@ func Serve(ctx context.Context, etcd *clientv3.Client, opts Options, proc *cli.P
 		return err
 	}
 	proc.ServeStatus(s.StatusHandler(), nil)
+	if m := proc.Metrics(); m != nil {
+		m.MustRegister(s.Collector())
+	}
 	proc.Ready()
 	select {
 	case <-ctx.Done():
