@@ -113,14 +113,19 @@ func TestStatusPageServe(t *testing.T) {
 		len(js.Workers) != 1 || len(js.Workers[0].Reports) != 5 || !math.IsNaN(js.Workers[0].Reports[0].TestAUC) {
 		t.Fatalf("status.json: %+v, %v", js, err)
 	}
-	metrics := get(t, "http://"+proc.Ops.Addr()+"/metrics")
+	checkSchedulerMetrics(t, "http://"+proc.Ops.Addr()+"/metrics")
+	checkStandbyPage(t, srv, p, proc.Ops.Addr())
+}
+
+// checkSchedulerMetrics: the leader's /metrics holds what its page shows.
+func checkSchedulerMetrics(t *testing.T, url string) {
+	metrics := get(t, url)
 	for _, want := range []string{"xps_scheduler_leader 1", `xps_scheduler_cluster_state{state="SERVING"} 1`,
 		`xps_scheduler_members{kind="worker"} 1`, "xps_scheduler_snapshot_seq 4", "xps_scheduler_snapshot_applied_samples 5000"} {
 		if !strings.Contains(metrics, want) {
 			t.Errorf("/metrics lacks %s", want)
 		}
 	}
-	checkStandbyPage(t, srv, p, proc.Ops.Addr())
 }
 
 // checkStandbyPage starts a standby scheduler of the cluster under p: its
