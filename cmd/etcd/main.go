@@ -23,20 +23,26 @@
 //	-log-level        debug, info, warn or error (default warn)
 //	-log-format       text or json (default text)
 //	-tls-ca, -tls-cert, -tls-key  mutual TLS for clients and peers (https; README, "TLS")
+//	-auth-clusters    with TLS: etcd users and roles for these clusters' components, auth on
 //
 // It prints "etcd serving on ADDR" once ready and stops on SIGINT/SIGTERM.
 // A production cluster may run a real etcd cluster instead.
 package main
 
 import (
+	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"log/slog"
+	"net"
 	"os"
 	"time"
 
 	"github.com/xdlgo/xps/internal/cli"
+	"github.com/xdlgo/xps/internal/controlplane"
 	"github.com/xdlgo/xps/internal/etcdembed"
+	"github.com/xdlgo/xps/internal/membership"
 )
 
 func main() {
@@ -52,18 +58,22 @@ func main() {
 	flag.StringVar(&o.AdvertisePeerAddr, "advertise-peer", "", "peer address published to the other members (default -peer-addr)")
 	flag.StringVar(&o.InitialCluster, "initial-cluster", "", "members of a new cluster: name=http://host:port,... (default: this member alone)")
 	flag.DurationVar(&o.ReadyTimeout, "ready-timeout", 5*time.Minute, "how long to wait for the cluster to form")
+	auth := flag.String("auth-clusters", "", "with -tls-*: give each component an etcd user and role (its certificate's CN) for these clusters, comma-separated names, and enable auth")
 	proc.Bind(flag.CommandLine, "warn")
 	flag.Parse()
-	if err := run(o, &proc); err != nil {
+	if err := run(o, &proc, cli.SplitList(*auth)); err != nil {
 		cli.Fatal("etcd", err)
 	}
 }
 
-func run(o etcdembed.Options, proc *cli.Proc) error {
+func run(o etcdembed.Options, proc *cli.Proc, clusters []string) error {
 	if err := proc.Start(os.Stderr, "etcd", o.Name); err != nil {
 		return err
 	}
 	defer proc.Close()
+	if len(clusters) > 0 && proc.TLS == nil {
+		return errors.New("-auth-clusters needs -tls-ca, -tls-cert and -tls-key: etcd's users authenticate by their certificates")
+	}
 	if o.Dir == "" {
 		dir, err := os.MkdirTemp("", "xps-etcd-")
 		if err != nil {
@@ -80,8 +90,42 @@ func run(o etcdembed.Options, proc *cli.Proc) error {
 		return err
 	}
 	defer srv.Close()
+	if err := provision(ctx, srv, proc, clusters); err != nil {
+		return err
+	}
 	proc.Ready()
 	fmt.Printf("etcd serving on %s (data in %s)\n", srv.Endpoints()[0], o.Dir)
 	<-ctx.Done()
+	return nil
+}
+
+// provision gives the components of the clusters etcd users and roles and
+// enables auth (controlplane.ProvisionAuth), through a client of this
+// member with its own certificate (the etcd user, of the root role).
+func provision(ctx context.Context, srv *etcdembed.Server, proc *cli.Proc, clusters []string) error {
+	if len(clusters) == 0 {
+		return nil
+	}
+	host, port, err := net.SplitHostPort(srv.Endpoints()[0])
+	if err != nil {
+		return err
+	}
+	if ip := net.ParseIP(host); ip != nil && ip.IsUnspecified() {
+		host = "127.0.0.1" // listening on every address: dial loopback
+	}
+	cl, err := membership.Dial(ctx, []string{net.JoinHostPort(host, port)}, proc.Log, membership.WithTLS(proc.TLS.Client()))
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	for _, name := range clusters {
+		prefix, err := membership.Prefix(name)
+		if err != nil {
+			return fmt.Errorf("-auth-clusters: %w", err)
+		}
+		if err := controlplane.ProvisionAuth(ctx, cl, prefix, os.Stdout); err != nil {
+			return err
+		}
+	}
 	return nil
 }
