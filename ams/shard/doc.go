@@ -133,6 +133,13 @@
 //     namenode for HDFS; any other is refused with
 //     ams.ErrStoreNotAllowed (gRPC PERMISSION_DENIED). A shard started
 //     with no roots refuses every location.
+//  7. A server built with TLSServerOptions (mutual TLS, package
+//     internal/tlsconf) checks the role of every call, the OU of the
+//     caller's verified certificate, against Roles before the shard sees
+//     it: admin RPCs (WriteSnapshot, Restore, WriteExport) are the
+//     scheduler's, the data plane the workers'; any other call is refused
+//     with ams.ErrRoleNotAllowed (gRPC PERMISSION_DENIED). Without TLS
+//     every call is served, as before.
 //
 // The rows of a table are bounded only by its budget (ams.Budget, see
 // Row lifecycle): without one, many requests, each within its limits,
