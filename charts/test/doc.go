@@ -14,7 +14,9 @@
 //     filled in), its ConfigMaps and claims as mounted files, its security
 //     context, and its Service names as network aliases on a user-defined
 //     network (ams-0.ams and etcd-0.etcd resolve as in the cluster). The
-//     cluster forms, trains, snapshots and finishes; a second run has one
+//     cluster forms, trains, snapshots and finishes; a second run, with
+//     mutual TLS and etcd auth on (certificates from
+//     deploy/tls/gen-dev-certs.sh as the components' Secrets), has one
 //     shard container killed mid-training and restarted in place (as the
 //     kubelet restarts a container) and finishes with the same exactly-once
 //     record. Without Docker the runner test skips with a message.

@@ -32,8 +32,8 @@ func TestContainerRunner(t *testing.T) {
 	image := buildImage(t)
 	data := t.TempDir()
 	generate(t, data)
-	clean := runCluster(t, h, image, data, "clean", false)
-	fault := runCluster(t, h, image, data, "fault", true)
+	clean := runCluster(t, h, image, data, "clean", false, "")
+	fault := runCluster(t, h, image, data, "fault", true, devCerts(t)) // and with mutual TLS and etcd auth
 	for i := range clean {
 		c, f := clean[i].ExactlyOnce, fault[i].ExactlyOnce
 		if !c.Exact || !f.Exact || c.Samples != f.Samples || c.Digest != f.Digest || c.Samples == 0 {
@@ -115,9 +115,16 @@ logLevel: info
 
 // runCluster runs the chart's cluster to the end of its Job and returns
 // the workers' summaries, by index. With kill, shard ams-1 is killed
-// once the first snapshot is complete and restarted in place.
-func runCluster(t *testing.T, h, image, data, name string, kill bool) []summary {
-	objs, err := Render(h, []string{runnerValues(t, image, data)})
+// once the first snapshot is complete and restarted in place. With certs
+// (a directory of deploy/tls/gen-dev-certs.sh), TLS is on: each
+// component's Secret holds its role's certificate.
+func runCluster(t *testing.T, h, image, data, name string, kill bool, certs string) []summary {
+	values := []string{runnerValues(t, image, data)}
+	var sets []string
+	if certs != "" {
+		sets = append(sets, "tls.enabled=true")
+	}
+	objs, err := Render(h, values, sets...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -136,6 +143,9 @@ func runCluster(t *testing.T, h, image, data, name string, kill bool) []summary 
 	}()
 	if err := r.Network(ctx); err != nil {
 		t.Fatal(err)
+	}
+	if certs != "" {
+		provideSecrets(t, certs, dir)
 	}
 	r.startAll(t, ctx)
 	for n, p := range r.Pods {
@@ -295,4 +305,41 @@ func tail(s string, n int) string {
 		return "..." + s[len(s)-n:]
 	}
 	return s
+}
+
+// devCerts makes development certificates with deploy/tls/gen-dev-certs.sh
+// (openssl) and returns their directory.
+func devCerts(t *testing.T) string {
+	t.Helper()
+	if _, err := exec.LookPath("openssl"); err != nil {
+		t.Skip("openssl not installed: deploy/tls/gen-dev-certs.sh cannot make the certificates of the TLS run")
+	}
+	dir := t.TempDir()
+	cmd := exec.Command(filepath.Join(Root(), "deploy", "tls", "gen-dev-certs.sh"), dir)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("gen-dev-certs.sh: %v\n%s", err, out)
+	}
+	return dir
+}
+
+// provideSecrets lays out each component's TLS Secret (xps-<role>-tls,
+// the chart's default names) as the runner mounts Secrets made outside
+// the chart: files readable by the pods' user, as defaultMode and
+// fsGroup make them in a cluster.
+func provideSecrets(t *testing.T, certs, dir string) {
+	for _, role := range []string{"etcd", "ams", "scheduler", "worker", "serve"} {
+		dst := filepath.Join(dir, "secrets", "xps-"+role+"-tls")
+		if err := os.MkdirAll(dst, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		for _, f := range []string{"ca.crt", "tls.crt", "tls.key"} {
+			b, err := os.ReadFile(filepath.Join(certs, role, f))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(dst, f), b, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
 }

@@ -45,6 +45,33 @@ app.kubernetes.io/component: {{ .name }}
 - -http=0.0.0.0:{{ .Values.opsPort }}
 {{- end -}}
 
+{{/* TLS flags of a container (root as .root), when tls.enabled. */}}
+{{- define "xps.tlsArgs" -}}
+{{- if .root.Values.tls.enabled }}
+- -tls-ca={{ .root.Values.tls.mountPath }}/ca.crt
+- -tls-cert={{ .root.Values.tls.mountPath }}/tls.crt
+- -tls-key={{ .root.Values.tls.mountPath }}/tls.key
+{{- end }}
+{{- end -}}
+
+{{/* The TLS Secret volume of a component (.name), when tls.enabled. */}}
+{{- define "xps.tlsVolume" -}}
+{{- if .root.Values.tls.enabled }}
+- name: tls
+  secret:
+    secretName: {{ required (printf "tls.secrets.%s is required with tls.enabled" .name) (index .root.Values.tls.secrets .name) }}
+    defaultMode: 0440
+{{- end }}
+{{- end -}}
+
+{{- define "xps.tlsMount" -}}
+{{- if .root.Values.tls.enabled }}
+- name: tls
+  mountPath: {{ .root.Values.tls.mountPath }}
+  readOnly: true
+{{- end }}
+{{- end -}}
+
 {{/* The POD_NAME environment variable (downward API). */}}
 {{- define "xps.podEnv" -}}
 - name: POD_NAME
