@@ -65,6 +65,7 @@ func Serve(ctx context.Context, etcd *clientv3.Client, opts Options, proc *cli.P
 		return err
 	}
 	proc.ServeStatus(s.StatusHandler(), nil)
+	proc.SetVersion(func() uint64 { return s.Status().Version }) // on every log line while it leads
 	if m := proc.Metrics(); m != nil {
 		m.MustRegister(s.Collector())
 	}
