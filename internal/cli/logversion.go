@@ -34,4 +34,8 @@ func (h versionHandler) WithGroup(name string) slog.Handler {
 // SetVersion makes every later log line carry version=v(), the cluster
 // version the process serves, when v() > 0 (0: none yet). Call it after
 // Start.
-func (p *Proc) SetVersion(v func() uint64) { p.version.Store(&v) }
+func (p *Proc) SetVersion(v func() uint64) {
+	if p.version != nil { // nil before Start: no logger to add it to
+		p.version.Store(&v)
+	}
+}
