@@ -84,9 +84,12 @@ type JobConfig struct {
 	//
 	// The default value is 1.
 	Workers int `yaml:"workers"`
-	// SplitBytes lets the scheduler cut files larger than a worker's share
-	// into byte ranges of about this size (never for xml, whose files
-	// start with a header).
+	// SplitBytes is the largest byte range the scheduler cuts a training
+	// file into. It cuts the files larger than both a worker's share and
+	// this, and every file when there are fewer files than workers, into a
+	// multiple of workers ranges of at most this size, so every worker gets
+	// a share (never for xml, whose files start with a header: see
+	// reader.Assign).
 	//
 	// The default value is 64 MiB.
 	SplitBytes int64 `yaml:"split_bytes"`

@@ -465,7 +465,13 @@ func (e *Env) usage(ctx context.Context, s *Summary) {
 // error: no worker trains on it) and returns that version's shard map.
 func (e *Env) serving(ctx context.Context) (*ams.ShardMap, error) {
 	e.Say("waiting for the shard map")
-	sm, err := e.Conn.WaitServing(ctx)
+	var sm *ams.ShardMap
+	err := e.WaitSaying(ctx, "the shard map",
+		"a scheduler publishes it once its -shards AMS shards have registered (are the scheduler and the shards running, with this -etcd and -cluster?)",
+		func(ctx context.Context) (err error) {
+			sm, err = e.Conn.WaitServing(ctx)
+			return err
+		})
 	if err != nil {
 		return nil, fmt.Errorf("job: %w", err)
 	}

@@ -41,21 +41,27 @@ func StatFilesFS(fsys FS, paths []string) ([]FileInfo, error) {
 //
 // Files are first cut into pieces: when splittable is true, splitBytes > 0,
 // workers > 1, and either there are fewer files than workers or the file is
-// larger than the per-worker share (total bytes / workers), a file of size S
-// is cut into n = ceil(S / max(splitBytes, ceil(S/workers))) byte ranges of
-// nearly equal size (at most workers of them). Other files stay whole
-// ({Path, 0, 0}). Ranges need not fall on lines: the split rules of
-// FileSource make them exact. The last range of a file has End 0 (to the end
-// of the file), so bytes appended after StatFiles are not lost. With
+// larger than both the per-worker share (total bytes / workers) and
+// splitBytes, a file of size S is cut into n byte ranges of nearly equal
+// size, n the smallest multiple of workers for which a range is at most
+// splitBytes, and at most S (a range holds at least one byte). So fewer
+// files than workers are spread over every worker, however small, and a
+// file larger than a share is cut into pieces of at most splitBytes, dealt
+// evenly. Other files stay whole ({Path, 0, 0}). Ranges need not fall on lines: the split rules of
+// FileSource make them exact. The last range of a file has End 0 (to the
+// end of the file), so bytes appended after StatFiles are not lost. With
 // splittable false (formats with a header, such as XMLRepository) files are
 // never cut.
 //
 // The pieces are then dealt out largest first, each to the worker with the
 // fewest bytes so far; ties between pieces are broken by path then start,
 // ties between workers by the lower index. The result has one slice per
-// worker, sorted by path then Start. Workers may get no splits (an empty
-// slice) when there are more workers than pieces; that is not an error. The
-// result depends only on the arguments.
+// worker, sorted by path then Start. Every worker gets at least one piece
+// when there are at least as many files as workers, or when files are cut
+// and one holds at least workers bytes. Otherwise workers may get no splits
+// (an empty slice): fewer files than workers that are never cut (splittable
+// false, splitBytes 0), or less data than one byte per worker; that is not
+// an error. The result depends only on the arguments.
 //
 // Errors: workers < 1, splitBytes < 0, an empty or repeated path, a negative
 // size.
@@ -90,9 +96,8 @@ func Assign(files []FileInfo, workers int, splitBytes int64, splittable bool) ([
 	var pieces []piece
 	for _, f := range files {
 		n := int64(1)
-		if splittable && splitBytes > 0 && workers > 1 && (len(files) < workers || f.Size > share) {
-			size := max(splitBytes, (f.Size+w-1)/w)
-			n = (f.Size + size - 1) / size
+		if splittable && splitBytes > 0 && workers > 1 && (len(files) < workers || f.Size > share && f.Size > splitBytes) {
+			n = cuts(f.Size, w, splitBytes)
 		}
 		if n <= 1 {
 			pieces = append(pieces, piece{FileSplit{Path: f.Path}, f.Size})
@@ -136,6 +141,15 @@ func Assign(files []FileInfo, workers int, splitBytes int64, splittable bool) ([
 		})
 	}
 	return out, nil
+}
+
+// cuts returns the number of ranges a file of size bytes is cut into: the
+// smallest multiple of workers for which a range is at most splitBytes,
+// and at most size.
+func cuts(size, workers, splitBytes int64) int64 {
+	n := (size + splitBytes - 1) / splitBytes
+	n = (n + workers - 1) / workers * workers
+	return min(n, size)
 }
 
 // workerLoad is a worker's index and the bytes assigned to it.

@@ -29,16 +29,29 @@ func TestAssignExamples(t *testing.T) {
 		{"one worker", files, 1, 1, true,
 			[][]FileSplit{{{"a", 0, 0}, {"b", 0, 0}, {"c", 0, 0}, {"d", 0, 0}}}},
 		{"a large file is cut", files, 3, 20, true,
-			// share 73: a is cut into 3 ranges of 34, 33, 33 bytes.
+			// share 73: a is cut into 6 ranges (a multiple of 3 workers, at
+			// most 20 bytes each) of 17 or 16 bytes.
+			[][]FileSplit{{{"a", 84, 0}, {"b", 0, 0}}, {{"a", 51, 68}, {"c", 0, 0}, {"d", 0, 0}},
+				{{"a", 0, 17}, {"a", 17, 34}, {"a", 34, 51}, {"a", 68, 84}}}},
+		{"a file larger than a share is cut for every worker", files, 3, 60, true,
 			[][]FileSplit{{{"b", 0, 0}, {"d", 0, 0}}, {{"a", 67, 0}, {"c", 0, 0}}, {{"a", 0, 34}, {"a", 34, 67}}}},
-		{"split bytes bound the cut", files, 3, 60, true,
-			[][]FileSplit{{{"b", 0, 0}}, {{"a", 0, 50}, {"c", 0, 0}}, {{"a", 50, 0}, {"d", 0, 0}}}},
+		{"a file larger than a share but not than split bytes stays whole", files, 3, 200, true,
+			[][]FileSplit{{{"a", 0, 0}}, {{"b", 0, 0}}, {{"c", 0, 0}, {"d", 0, 0}}}},
 		{"header formats are not cut", files, 3, 20, false,
 			[][]FileSplit{{{"a", 0, 0}}, {{"b", 0, 0}}, {{"c", 0, 0}, {"d", 0, 0}}}},
-		{"fewer files than workers", []FileInfo{{"x", 1000}}, 3, 100, true,
+		{"fewer files than workers", []FileInfo{{"x", 1000}}, 3, 400, true,
 			[][]FileSplit{{{"x", 0, 334}}, {{"x", 334, 667}}, {{"x", 667, 0}}}},
-		{"more workers than pieces", []FileInfo{{"x", 1000}}, 4, 600, true,
-			[][]FileSplit{{{"x", 0, 500}}, {{"x", 500, 0}}, {}, {}}},
+		{"pieces of at most split bytes, dealt evenly", []FileInfo{{"x", 1000}}, 3, 100, true,
+			// 12 ranges of 84 or 83 bytes, 4 per worker.
+			[][]FileSplit{{{"x", 0, 84}, {"x", 252, 336}, {"x", 668, 751}, {"x", 917, 0}},
+				{{"x", 84, 168}, {"x", 336, 419}, {"x", 502, 585}, {"x", 751, 834}},
+				{{"x", 168, 252}, {"x", 419, 502}, {"x", 585, 668}, {"x", 834, 917}}}},
+		{"one file smaller than split bytes is cut for every worker", []FileInfo{{"x", 27_900_000}}, 2, 64 << 20, true,
+			[][]FileSplit{{{"x", 0, 13_950_000}}, {{"x", 13_950_000, 0}}}},
+		{"a file of fewer bytes than workers", []FileInfo{{"x", 2}}, 3, 100, true,
+			[][]FileSplit{{{"x", 0, 1}}, {{"x", 1, 0}}, {}}},
+		{"whole files when split bytes is 0", []FileInfo{{"x", 1000}}, 2, 0, true,
+			[][]FileSplit{{{"x", 0, 0}}, {}}},
 		{"no files", nil, 2, 100, true, [][]FileSplit{{}, {}}},
 	} {
 		got, err := Assign(tc.files, tc.workers, tc.splitBytes, tc.splittable)
@@ -53,8 +66,10 @@ func TestAssignExamples(t *testing.T) {
 
 // TestAssignProperties checks on random inputs that the pieces of each file
 // tile it exactly, that each worker's list is sorted, that the result does
-// not depend on the order of the files, and that no worker gets much more
-// than its share when files may be cut.
+// not depend on the order of the files, that a cut file's pieces number a
+// multiple of the workers (or one per byte) and are no larger than split
+// bytes, that every worker gets a share when the data
+// allows it, and that no worker gets much more than its share.
 func TestAssignProperties(t *testing.T) {
 	for seed := range uint64(300) {
 		r := rand.New(rand.NewPCG(seed, 3))
@@ -108,17 +123,13 @@ func TestAssignProperties(t *testing.T) {
 			maxLoad = max(maxLoad, load)
 		}
 		for _, f := range files {
-			pieces := byFile[f.Path]
-			slices.SortFunc(pieces, func(a, b FileSplit) int { return cmp.Compare(a.Start, b.Start) })
-			if len(pieces) == 0 || pieces[0].Start != 0 || pieces[len(pieces)-1].End != 0 {
-				t.Fatalf("%s: %s has pieces %v", name, f.Path, pieces)
-			}
-			if len(pieces) > 1 && (!splittable || splitBytes == 0 || len(pieces) > workers) {
-				t.Fatalf("%s: %s cut into %v", name, f.Path, pieces)
-			}
-			for i := 1; i < len(pieces); i++ {
-				if pieces[i-1].End != pieces[i].Start || pieces[i].Start <= pieces[i-1].Start {
-					t.Fatalf("%s: %s has pieces %v", name, f.Path, pieces)
+			checkPieces(t, name, f, byFile[f.Path], workers, splitBytes, splittable)
+		}
+		// Every worker has a share whenever the data allows it.
+		if len(files) >= workers || splittable && splitBytes > 0 && largest >= int64(workers) {
+			for i, splits := range got {
+				if len(splits) == 0 {
+					t.Fatalf("%s: worker %d has no share: %v", name, i, got)
 				}
 			}
 		}
@@ -126,6 +137,28 @@ func TestAssignProperties(t *testing.T) {
 		// average by at most the largest piece.
 		if bound := total/int64(workers) + largest + 1; maxLoad > bound {
 			t.Fatalf("%s: a worker has %d bytes, bound %d", name, maxLoad, bound)
+		}
+	}
+}
+
+// checkPieces checks that the pieces of file f tile it, and that a cut
+// file is cut into a multiple of workers pieces (or one per byte) of at
+// most splitBytes.
+func checkPieces(t *testing.T, name string, f FileInfo, pieces []FileSplit, workers int, splitBytes int64, splittable bool) {
+	t.Helper()
+	slices.SortFunc(pieces, func(a, b FileSplit) int { return cmp.Compare(a.Start, b.Start) })
+	if len(pieces) == 0 || pieces[0].Start != 0 || pieces[len(pieces)-1].End != 0 {
+		t.Fatalf("%s: %s has pieces %v", name, f.Path, pieces)
+	}
+	if n := int64(len(pieces)); n > 1 && (!splittable || splitBytes == 0 || n%int64(workers) != 0 && n != f.Size) {
+		t.Fatalf("%s: %s cut into %v", name, f.Path, pieces)
+	}
+	for i := 1; i < len(pieces); i++ {
+		if pieces[i-1].End != pieces[i].Start || pieces[i].Start <= pieces[i-1].Start {
+			t.Fatalf("%s: %s has pieces %v", name, f.Path, pieces)
+		}
+		if size := pieces[i-1].End - pieces[i-1].Start; size > splitBytes {
+			t.Fatalf("%s: %s has a piece of %d bytes: %v", name, f.Path, size, pieces)
 		}
 	}
 }

@@ -68,9 +68,10 @@ type Options struct {
 	//   - job: the training files (local, or all on one HDFS namenode as
 	//     hdfs://HOST:PORT/PATH), handed out to job.workers workers: New
 	//     publishes each worker's share under controlplane.AssignKey(prefix,
-	//     "worker-<i>") (see reader.Assign), files larger than a share cut
-	//     into ranges of job.split_bytes (never for train.format xml, whose
-	//     files start with a header);
+	//     "worker-<i>") (see reader.Assign), files larger than a share and
+	//     job.split_bytes (all of them when fewer than the workers) cut into a multiple of
+	//     job.workers ranges of at most job.split_bytes (never for
+	//     train.format xml, whose files start with a header);
 	//   - kafka: the topic whose partitions are dealt to the live workers
 	//     (controlplane.DealPartitions), anew whenever a worker joins or
 	//     leaves;
@@ -719,6 +720,11 @@ func assign(ctx context.Context, conn *controlplane.Conn, opts Options) error {
 		worker := membership.WorkerName(i)
 		if err := conn.PutAssignment(ctx, worker, splits); err != nil {
 			return fmt.Errorf("scheduler: %w", err)
+		}
+		if len(splits) == 0 {
+			opts.Logger.Warn("a worker gets no training data: the data cuts into fewer pieces than there are workers (fewer bytes, or fewer xml files, which are never cut)",
+				"worker", worker, "files", len(files), "workers", len(shares))
+			continue
 		}
 		opts.Logger.Info("assigned training data", "worker", worker, "splits", len(splits))
 	}

@@ -30,6 +30,9 @@ type Data struct {
 	// BestAUC is the best achievable test AUC (the hidden teacher's own),
 	// known for generated data only (and a test set of both classes).
 	BestAUC *float64
+	// Empty is set for training files that hold no sample: the share of a
+	// worker of several (one worker's empty files are an error).
+	Empty bool
 }
 
 // FromStart returns Train opening every epoch at its beginning, as
@@ -118,6 +121,7 @@ func fileData(opts job.Options, splits []reader.FileSplit, sh *shapeFinder) (Dat
 	}
 	// A worker of several may have a share without samples; the files of
 	// a worker of one are the whole training data.
+	d.Empty = n == 0
 	if n == 0 && opts.Workers() == 1 {
 		paths := make([]string, len(splits))
 		for i, sp := range splits {

@@ -8,6 +8,7 @@ import (
 	"os"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/xdlgo/xps/ams"
@@ -28,6 +29,9 @@ type JobResult struct {
 	BestAUC     *float64 `json:"best_auc,omitempty"`
 	// Stopped is set when a streaming job was stopped (it never ends by itself).
 	Stopped bool `json:"stopped,omitempty"`
+	// NoShare says why the scheduler gave this worker no part of the
+	// training files (empty when it did).
+	NoShare string `json:"no_share,omitempty"`
 	// format is the training data's, whose units Skipped counts.
 	format reader.Format
 }
@@ -82,6 +86,9 @@ func (m *model) Prepare(ctx context.Context, env *job.Env) error {
 		if splits, err = jobSplits(ctx, env); err == nil {
 			m.data, err = LoadData(env.Options, splits)
 		}
+		if err == nil {
+			m.noShare(env, splits)
+		}
 	}
 	if err != nil {
 		return err
@@ -121,12 +128,39 @@ func jobSplits(ctx context.Context, env *job.Env) ([]reader.FileSplit, error) {
 	}
 	if env.Workers() > 1 {
 		env.Say("waiting for the scheduler's file assignment (start the scheduler with -train and -workers %d)", env.Workers())
-		splits, err := env.Conn.WaitAssignment(ctx, env.Name)
+		var splits []reader.FileSplit
+		err := env.WaitSaying(ctx, "this worker's share of the training files",
+			fmt.Sprintf("the scheduler publishes it at start (is a scheduler running with -train and -workers %d, with this -etcd and -cluster?)", env.Workers()),
+			func(ctx context.Context) (err error) {
+				splits, err = env.Conn.WaitAssignment(ctx, env.Name)
+				return err
+			})
 		if err != nil {
 			return nil, fmt.Errorf("worker: %w", err)
 		}
 		return splits, nil
 	}
+	return allSplits(env)
+}
+
+// noShare records and says why a worker of several has no training
+// samples: the scheduler gave it no part of the files (reader.Assign), or
+// its part holds no sample.
+func (m *model) noShare(env *job.Env, splits []reader.FileSplit) {
+	if env.Workers() == 1 || len(env.Config.Job.Train) == 0 || env.Source != nil || !m.data.Empty {
+		return
+	}
+	why := fmt.Sprintf("its share (%d byte ranges) holds no sample: the data is too small for every worker to get samples", len(splits))
+	if len(splits) == 0 {
+		why = "it got no part of the data: there are fewer pieces of it than workers (fewer bytes than workers, or fewer xml files, which are never cut)"
+	}
+	m.res.NoShare = fmt.Sprintf("the scheduler divided %s among %d workers, and %s",
+		strings.Join(env.Config.Job.Train, ","), env.Workers(), why)
+	env.Say("no training data for this worker: %s; it trains nothing and joins the final evaluation", m.res.NoShare)
+}
+
+// allSplits returns every training file, whole.
+func allSplits(env *job.Env) ([]reader.FileSplit, error) {
 	paths, err := reader.ExpandPathsFS(env.FS, env.Config.Job.Train)
 	if err != nil {
 		return nil, fmt.Errorf("worker: training data: %w", err)
@@ -275,6 +309,9 @@ func (r JobResult) WriteSummary(w io.Writer) {
 		r.Worker, r.Samples, r.Epochs, r.Seconds, r.SamplesPerSecond, r.Shards)
 	if s := malformed(r.Skipped, r.format); s != "" {
 		fmt.Fprintf(w, "; skipped %s", s)
+	}
+	if r.NoShare != "" {
+		fmt.Fprintf(w, "\n%s: no training data for this worker: %s", r.Worker, r.NoShare)
 	}
 	if len(r.Evals) == 0 {
 		fmt.Fprintf(w, "\n%s: no test evaluation", r.Worker)

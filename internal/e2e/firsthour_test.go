@@ -1,0 +1,76 @@
+package e2e
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/xdlgo/xps/internal/testutil"
+)
+
+// TestFirstHour runs the built binaries as a new user would and checks
+// what they say (issue 21): an etcd that does not answer is an error
+// naming its address within seconds, not a silent hang; a worker that
+// waits for a scheduler says, every few seconds, what it waits for and
+// where; an empty training file is an error naming it.
+func TestFirstHour(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the binaries")
+	}
+	bin := build(t)
+	dir := t.TempDir()
+	empty := filepath.Join(dir, "empty.libffm")
+	if err := os.WriteFile(empty, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Run("unreachable etcd", func(t *testing.T) {
+		nobody := freeAddr(t) // nothing listens there
+		for _, args := range [][]string{
+			{"worker", "-etcd", nobody, "-train", empty},
+			{"ams", "-etcd", nobody, "-id", "ams-0"},
+			{"scheduler", "-etcd", nobody},
+		} {
+			begun := time.Now()
+			p := start(t, args[0], filepath.Join(bin, args[0]), args[1:]...)
+			err := p.exit(t, 20*time.Second)
+			took := time.Since(begun)
+			if err == nil || took > 15*time.Second || !strings.Contains(p.output(), nobody) ||
+				!strings.Contains(p.output(), "etcd does not answer") {
+				t.Errorf("%s -etcd %s: exit %v after %v, want a failure naming the address within 15s:\n%s",
+					args[0], nobody, err, took.Round(time.Millisecond), p.output())
+			}
+		}
+	})
+	t.Run("a worker says what it waits for", func(t *testing.T) {
+		etcd := testutil.StartEtcd(t)
+		ep := etcd.Endpoints()[0]
+		p := start(t, "worker", filepath.Join(bin, "worker"), "-etcd", ep, "-train", empty,
+			"-workers", "2", "-worker-index", "1")
+		want := "worker-1: still waiting after 5s for the shard map under /xps/default on etcd " + ep + ": a scheduler publishes it"
+		testutil.Eventually(t, 30*time.Second, "the worker's notice", func() bool {
+			return strings.Contains(p.output(), want)
+		})
+	})
+	t.Run("an empty training file", func(t *testing.T) {
+		p := start(t, "worker", filepath.Join(bin, "worker"), "-local", "-train", empty)
+		err := p.exit(t, time.Minute)
+		if want := "training data: file " + empty + " holds no samples"; err == nil || !strings.Contains(p.output(), want) {
+			t.Errorf("worker -local -train %s: exit %v, want a failure saying %q:\n%s", empty, err, want, p.output())
+		}
+	})
+}
+
+// exit waits for the process to exit and returns how it ended.
+func (p *proc) exit(t *testing.T, timeout time.Duration) error {
+	t.Helper()
+	select {
+	case err := <-p.done:
+		p.done <- err
+		return err
+	case <-time.After(timeout):
+		t.Fatalf("%s did not exit in %v:\n%s", p.name, timeout, p.output())
+		return nil
+	}
+}
