@@ -53,10 +53,21 @@ func SplitList(s string) []string {
 	return out
 }
 
-// Fatal prints "prog: err" to stderr and exits with status 1.
+// Fatal prints FatalLine(prog, err) to stderr and exits with status 1.
 func Fatal(prog string, err error) {
-	fmt.Fprintf(os.Stderr, "%s: %v\n", prog, err)
+	fmt.Fprintln(os.Stderr, FatalLine(prog, err))
 	os.Exit(1)
+}
+
+// FatalLine is "prog: err", or err alone when it already starts with
+// "prog: " (the error of a package named as the program: "worker: no
+// data", not "worker: worker: no data").
+func FatalLine(prog string, err error) string {
+	msg := err.Error()
+	if strings.HasPrefix(msg, prog+": ") {
+		return msg
+	}
+	return prog + ": " + msg
 }
 
 // StartCPUProfile writes a CPU profile to path until the returned function

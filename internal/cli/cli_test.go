@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"net/http"
 	"strings"
@@ -70,6 +71,18 @@ func TestBadLogFlags(t *testing.T) {
 	for _, p := range []Proc{{Level: "loud", Format: "text"}, {Level: "info", Format: "xml"}} {
 		if err := p.Start(io.Discard, "x", ""); err == nil {
 			t.Errorf("Start with -log-level %q -log-format %q: no error", p.Level, p.Format)
+		}
+	}
+}
+
+func TestFatalLine(t *testing.T) {
+	for _, tc := range []struct{ prog, err, want string }{
+		{"worker", "worker: no data: x", "worker: no data: x"},
+		{"worker", "job: lost", "worker: job: lost"},
+		{"ams", "amsnode: worker: x", "ams: amsnode: worker: x"},
+	} {
+		if got := FatalLine(tc.prog, errors.New(tc.err)); got != tc.want {
+			t.Errorf("FatalLine(%q, %q) = %q, want %q", tc.prog, tc.err, got, tc.want)
 		}
 	}
 }

@@ -14,7 +14,8 @@ import (
 // what they say (issue 21): an etcd that does not answer is an error
 // naming its address within seconds, not a silent hang; a worker that
 // waits for a scheduler says, every few seconds, what it waits for and
-// where; an empty training file is an error naming it.
+// where; an empty training file is an error naming it, with the program's
+// name once ("worker: no data", not "worker: worker: no data").
 func TestFirstHour(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs the binaries")
@@ -56,7 +57,7 @@ func TestFirstHour(t *testing.T) {
 	t.Run("an empty training file", func(t *testing.T) {
 		p := start(t, "worker", filepath.Join(bin, "worker"), "-local", "-train", empty)
 		err := p.exit(t, time.Minute)
-		if want := "training data: file " + empty + " holds no samples"; err == nil || !strings.Contains(p.output(), want) {
+		if want := "\nworker: no data: training data: file " + empty + " holds no samples"; err == nil || !strings.Contains(p.output(), want) {
 			t.Errorf("worker -local -train %s: exit %v, want a failure saying %q:\n%s", empty, err, want, p.output())
 		}
 	})
