@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"strings"
 	"time"
@@ -172,6 +173,15 @@ type Env struct {
 	Attempt int
 	// reg is the registration the last attempt ran under.
 	reg *membership.Registration
+	// baseLog is Options.Logger as given; Logger is it with the version.
+	baseLog *slog.Logger
+}
+
+// setVersion sets the version the worker trains at, and puts it on every
+// line of the job's logs from now on.
+func (e *Env) setVersion(v uint64) {
+	e.Version = v
+	e.Logger = e.baseLog.With("version", v)
 }
 
 // Say prints one progress line, prefixed with the worker's name.
@@ -192,7 +202,7 @@ func Run(ctx context.Context, opts Options, m Model) error {
 	if err != nil {
 		return fmt.Errorf("job: %w", err)
 	}
-	env := &Env{Options: opts, Name: membership.WorkerName(opts.Index), Conn: conn}
+	env := &Env{Options: opts, Name: membership.WorkerName(opts.Index), Conn: conn, baseLog: opts.Logger}
 	s := m.Summary()
 	s.Worker, s.Index, s.Count = env.Name, opts.Index, opts.Workers()
 	defer func() { s.WallSeconds = time.Since(wall).Seconds() }()
@@ -246,7 +256,7 @@ func (e *Env) attempts(ctx context.Context, m Model) error {
 	if e.Client, err = client.NewLocal(sm, e.Local, e.dialOptions()...); err != nil {
 		return fmt.Errorf("job: %w", err)
 	}
-	e.Version = sm.Version
+	e.setVersion(sm.Version)
 	s.Shards = e.Client.NumShards()
 	load := time.Now()
 	for {
@@ -267,6 +277,7 @@ func (e *Env) attempts(ctx context.Context, m Model) error {
 	s.LoadSeconds = time.Since(load).Seconds()
 	for e.Attempt = 1; ; e.Attempt++ {
 		e.Pauser.SetVersion(e.Version)
+		e.Logger.Info("attempt starts", "attempt", e.Attempt)
 		err := e.attempt(ctx, m)
 		if errors.Is(err, ams.ErrDuplicatePush) && ctx.Err() == nil {
 			// The model holds pushes of this worker that its checkpoint
@@ -539,6 +550,7 @@ func (e *Env) restored(ctx context.Context, cause error) error {
 		return fmt.Errorf("job: %w", err)
 	}
 	e.Client.Close()
-	e.Client, e.Version = cl, next.Version
+	e.Client = cl
+	e.setVersion(next.Version)
 	return nil
 }
