@@ -90,6 +90,32 @@
 // that many levels (with InputBias, on the first with that wide a level)
 // and keeps them.
 //
+// # Interaction blocks
+//
+// Beside the MLP, the blocks of the CTR models beyond concat-MLP (FM,
+// DeepFM, DCN-V2, Wide & Deep), over the same pooled input:
+//
+//   - FM second-order term over F field embeddings of dim k, O(F·k) per
+//     sample: FMForward and FMBackward on flat rows; FMSums and FMCombine,
+//     the partial sums that split by node of a compressed batch; and
+//     FMWorkspace, whose ForwardTree and BackwardTree compute a shared
+//     node's sums once (see fm.go for the algebra).
+//   - DCN-V2 full-rank cross layers, x_{l+1} = x_0 ⊙ (W_l·x_l + b_l) +
+//     x_l: Cross, with Forward and Backward on Gemm, like an MLP. It does
+//     not split by node: on a Tree it runs on the flat expansion
+//     (ExpandTree, then ReduceTree for the nodes' gradients).
+//   - The first-order (linear) term: its weights are a dim-1 sparse table;
+//     the dense side is RowSums and RowSumsGrad (see linear.go).
+//
+// FMBackward, FMWorkspace.BackwardTree, RowSumsGrad and ReduceTree take
+// a beta as Gemm does (beta = 1 adds to the input gradient another block
+// has written: DeepFM's FM and MLP share the embeddings); Cross.Backward
+// overwrites, as MLP.Backward does. They are pure Go in both builds: their work
+// per sample is a small fraction of the MLP's, except Cross's, which
+// runs on Gemm and so on the assembly micro-kernels where the build has
+// them. Gradients are checked against finite differences of float64
+// references in the tests.
+//
 // # Concurrency
 //
 // An MLP is immutable and safe for concurrent use. A Workspace is not: use

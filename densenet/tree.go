@@ -33,6 +33,8 @@ const treeDone = -2
 // width of level k; len(Parent) = L-1, len(Parent[k]) = Count[k] and
 // every Parent[k][i] is in [0, Count[k+1]). The passes panic on a tree
 // that is not. A node without samples is allowed (its gradient is 0).
+// For the blocks without an MLP (FMWorkspace, ExpandTree, ReduceTree) the
+// input width is the tree's own, Cols[L].
 type Tree struct {
 	Cols   []int       // L+1 column offsets of the levels in the MLP input
 	Count  []int       // L node counts; Count[0] is the number of samples
@@ -294,6 +296,12 @@ func (m *MLP) checkTree(ws *Workspace, params []float32, t Tree) {
 		panic("densenet: tree pass of an MLP without weight layers")
 	}
 	m.checkParams("params", params)
+	checkTreeShape(t, m.InputWidth(), ws.maxBatch)
+}
+
+// checkTreeShape panics unless t is a valid tree (see Tree) of width
+// columns with at most maxBatch samples.
+func checkTreeShape(t Tree, width, maxBatch int) {
 	levels := len(t.Count)
 	if levels == 0 {
 		panic("densenet: Tree without levels (len(Count) = 0)")
@@ -302,12 +310,12 @@ func (m *MLP) checkTree(ws *Workspace, params []float32, t Tree) {
 		panic(fmt.Sprintf("densenet: Tree with %d levels has len(Cols) = %d, len(X) = %d, len(Parent) = %d, want %d, %d, %d",
 			levels, len(t.Cols), len(t.X), len(t.Parent), levels+1, levels, levels-1))
 	}
-	if t.Cols[0] != 0 || t.Cols[levels] != m.InputWidth() {
-		panic(fmt.Sprintf("densenet: Tree.Cols runs from %d to %d, want 0 to InputWidth() = %d", t.Cols[0], t.Cols[levels], m.InputWidth()))
+	if t.Cols[0] != 0 || t.Cols[levels] != width {
+		panic(fmt.Sprintf("densenet: Tree.Cols runs from %d to %d, want 0 to the input width %d", t.Cols[0], t.Cols[levels], width))
 	}
 	n := t.Count[0]
-	if n < 0 || n > ws.maxBatch {
-		panic(fmt.Sprintf("densenet: batch of %d outside [0, %d]", n, ws.maxBatch))
+	if n < 0 || n > maxBatch {
+		panic(fmt.Sprintf("densenet: batch of %d outside [0, %d]", n, maxBatch))
 	}
 	for k := 0; k < levels; k++ {
 		if t.Cols[k+1] < t.Cols[k] {
