@@ -43,6 +43,14 @@ func (c *Core) decideAdoption(o *Output) {
 	dealt, redeal := c.dealt, c.adoptRedeal
 	why, away := c.adoptedStateLost(a, dealt)
 	c.dealt, c.adoptRedeal, c.adoptLost = nil, false, ""
+	if a.Stopped {
+		// Stopped on purpose: nothing to recover; form anew once the
+		// slots are filled.
+		cause := fmt.Sprintf("adopting v%d: it was stopped", a.Version)
+		c.leaveServing(o, Stopped, cause)
+		c.restart(o, cause)
+		return
+	}
 	if why == "" && len(away) > 0 {
 		// Members of the adopted cluster are not live, but their lives
 		// may register again with their state: wait for them, paused.

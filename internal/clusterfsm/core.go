@@ -285,6 +285,8 @@ func (c *Core) join(o *Output, m Member) {
 		c.tryForm(o, cause)
 	case c.state.Phase == Degraded && m.Kind == KindAMS && len(c.away) == 0: // else a spare waits
 		c.tryRestore(o, cause)
+	case c.state.Phase == Stopped && m.Kind == KindAMS:
+		c.restart(o, cause)
 	case c.state.Phase == Serving && m.Kind == KindWorker:
 		c.dealAnew(o)
 	}
@@ -326,6 +328,11 @@ func (c *Core) lost(o *Output, m Member, graceful bool, cause string) {
 	case KindAMS:
 		if !slices.Contains(c.slots, m.ID) {
 			return // forming, or a spare: no rows lost
+		}
+		if graceful && len(c.ids(KindWorker)) == 0 && (c.state.Phase == Serving || c.state.Phase == Restoring) {
+			c.stop(o, cause+" with no worker live")
+			c.restart(o, cause) // at once if a spare fills the slot
+			return
 		}
 		switch c.state.Phase {
 		case Serving:
@@ -395,9 +402,22 @@ func (c *Core) rejoined(o *Output, cause string) {
 }
 
 // degrade leaves SERVING: abort the snapshot in progress, pause workers.
-func (c *Core) degrade(o *Output, cause string) {
+func (c *Core) degrade(o *Output, cause string) { c.leaveServing(o, Degraded, cause) }
+
+// stop enters STOPPED: a shard of the map left on purpose while no worker
+// was live, an orderly end (see Stopped). A restore in progress is
+// abandoned (its late answers are stale); workers that join meanwhile
+// stay paused until the cluster forms again.
+func (c *Core) stop(o *Output, cause string) {
+	c.restored = nil
+	c.leaveServing(o, Stopped, cause)
+}
+
+// leaveServing enters phase (DEGRADED or STOPPED) at the current version:
+// abort the snapshot or export in progress, pause workers.
+func (c *Core) leaveServing(o *Output, phase Phase, cause string) {
 	v := c.state.Version
-	c.setState(o, State{Phase: Degraded, Version: v}, cause)
+	c.setState(o, State{Phase: phase, Version: v}, cause)
 	if c.pending != 0 && !c.aborted {
 		c.emit(o, AbortSnapshot{ID: c.pending})
 		c.aborted = true
@@ -426,6 +446,37 @@ func (c *Core) tryRestore(o *Output, cause string) {
 		c.fail(o, cause)
 		return
 	}
+	if !c.fillSlots() {
+		return
+	}
+	if len(c.good) == 0 && c.model {
+		return // the aborted snapshot may yet have committed: wait for it
+	}
+	c.startRestore(o, cause)
+}
+
+// restart forms a STOPPED cluster again once every slot holds a live
+// shard, as a restarted scheduler would: it restores the newest good
+// snapshot or, with none, begins a new model empty (the rows went with
+// the shards that left on purpose). An aborted snapshot still unanswered
+// is waited for, since it may have committed.
+func (c *Core) restart(o *Output, cause string) {
+	if !c.fillSlots() {
+		return
+	}
+	if len(c.good) == 0 {
+		if c.pending != 0 {
+			return
+		}
+		c.model = false
+	}
+	c.startRestore(o, cause)
+}
+
+// fillSlots gives the slots whose shard is gone to spare shards (the
+// lowest ids first) and reports whether every slot now holds a live
+// shard.
+func (c *Core) fillSlots() bool {
 	var spares []string
 	for _, id := range c.ids(KindAMS) {
 		if !slices.Contains(c.slots, id) {
@@ -437,14 +488,11 @@ func (c *Core) tryRestore(o *Output, cause string) {
 			continue
 		}
 		if len(spares) == 0 {
-			return
+			return false
 		}
 		c.slots[i], spares = spares[0], spares[1:]
 	}
-	if len(c.good) == 0 && c.model {
-		return // the aborted snapshot may yet have committed: wait for it
-	}
-	c.startRestore(o, cause)
+	return true
 }
 
 // fail gives up: state was lost and no snapshot is left to restore.
@@ -574,6 +622,8 @@ func (c *Core) snapshotDone(o *Output, ev SnapshotDone) {
 		c.dealAnew(o)
 	case c.state.Phase == Degraded && len(c.away) == 0:
 		c.tryRestore(o, ev.String())
+	case c.state.Phase == Stopped:
+		c.restart(o, ev.String())
 	}
 }
 

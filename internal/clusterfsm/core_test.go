@@ -110,6 +110,7 @@ func TestStateString(t *testing.T) {
 		{State{Phase: Degraded, Version: 3}, "DEGRADED(v3)"},
 		{State{Phase: Restoring, Version: 4, Snapshot: 7}, "RESTORING(snap-7 v4)"},
 		{State{Phase: Failed, Version: 4}, "FAILED"},
+		{State{Phase: Stopped, Version: 4}, "STOPPED(v4)"},
 		{State{Phase: 42}, "Phase(42)"},
 	} {
 		if got := tc.s.String(); got != tc.want {
@@ -167,6 +168,7 @@ func TestOptions(t *testing.T) {
 		{Options{Shards: 2, Adopt: &Adopted{Version: 3, Shards: []string{"a", ""}}}, false},
 		{Options{Shards: 1, Adopt: &Adopted{Version: 3, Shards: []string{"a"}, Workers: []string{"w", "w"}}}, false},
 		{Options{Shards: 1, Adopt: &Adopted{Version: 3, Shards: []string{"a"}, Workers: []string{""}}}, false},
+		{Options{Shards: 1, Adopt: &Adopted{Version: 3, Shards: []string{"a"}, Serving: true, Stopped: true}}, false},
 		{Options{Shards: 1, Adopt: &Adopted{Version: 3, Shards: []string{"a"}, Left: []string{"x", ""}}}, false},
 		{Options{Shards: 1, Adopt: &Adopted{Version: 3, Shards: []string{"a"}, Left: []string{"x", "x"}}}, true},
 		{Options{Shards: 1, Adopt: &Adopted{Version: 3, Shards: []string{"a"}, MaxIncarnation: -1}}, false},

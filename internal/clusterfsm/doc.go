@@ -20,6 +20,9 @@
 //	RESTORING(s) --a mapped shard lost--> DEGRADED
 //	DEGRADED or RESTORING --no good snapshot left--> FAILED          terminal
 //	DEGRADED, no model yet --every slot filled--> RESTORING(empty v')
+//	SERVING or RESTORING --a mapped shard left, no worker live--> STOPPED
+//	STOPPED --every slot filled--> RESTORING(s), or (empty v') with none
+//	FORMING --first tick, adopted state stopped--> STOPPED(va)        adoption
 //
 // State.Version is the cluster version. Every restore attempt takes a new
 // one, so a reply of an abandoned attempt is told apart from the current
@@ -94,6 +97,17 @@
 //     in its recorded life as holding its state whatever its
 //     incarnation. A new incarnation of a live member in the same life
 //     (its lease expired unseen) loses nothing.
+//   - An orderly end. A mapped shard that leaves gracefully (its left
+//     marker written: SIGTERM) while SERVING or RESTORING with no worker
+//     live (the job finished, or none began) stops the cluster:
+//     STOPPED, a clean state, not a loss to recover from, so no snapshot
+//     is needed and nothing fails. A snapshot or export in progress is
+//     aborted, a restore abandoned, and workers that join meanwhile stay
+//     paused. Once every slot holds a live shard again (the same id, or a
+//     spare) the cluster forms anew as a restarted scheduler would: it
+//     restores the newest good snapshot or, with none (and no aborted
+//     snapshot unanswered), begins a new model empty at a new version. A
+//     shard leaving while a worker is live is a loss as above.
 //   - A second failure while DEGRADED only empties another slot.
 //   - A restore fails on any shard: the snapshot is taken as bad (the
 //     driver retries passing errors itself) and the previous good one is
@@ -145,7 +159,8 @@
 //     paused, the slots of the adopted map filled as after a loss, and
 //     the newest good snapshot restored at a version above va; with none,
 //     the core gives up. A loss before the first Tick counts, even when
-//     the member is back by then. Deciding at the first Tick rather than
+//     the member is back by then. A cluster the previous leader recorded
+//     STOPPED (Adopted.Stopped) is STOPPED(va) again at the first Tick. Deciding at the first Tick rather than
 //     at the last shard's join keeps the decision from hanging on the
 //     order of the sync, and sees every worker.
 //
@@ -169,15 +184,16 @@
 //     (SnapshotDone without error, or listed in Options.Snapshots), among
 //     the newest Options.Keep, and not refused by an earlier restore; or,
 //     with none and no model yet, snapshot 0 (begin empty). A cluster with
-//     a model is never begun empty.
+//     a model is never begun empty, unless it STOPPED with no good
+//     snapshot and none unanswered (its model left with its shards).
 //  7. GiveUp is asked only when no good snapshot is left and none is
 //     unanswered: with ErrNoSnapshot when there was a model to lose, with
 //     ErrBegin when a shard failed to begin; after it (FAILED) no action
 //     is asked again.
 //  8. The core waits only for something: it stays FORMING only while too
 //     few shards or workers are live or, adopting, until the first Tick;
-//     DEGRADED only while fewer than N shards are live or it awaits an
-//     aborted snapshot's answer.
+//     DEGRADED or STOPPED only while fewer than N shards are live or it
+//     awaits an aborted snapshot's answer.
 //
 // property_test.go checks all of these against random event sequences.
 //

@@ -119,6 +119,12 @@ type Adopted struct {
 	// driver does not know), the state at Version is taken as lost and
 	// the newest good snapshot is restored.
 	Serving bool
+	// Stopped says the previous leader last recorded STOPPED(Version):
+	// the shards were stopped on purpose after the job. The core then
+	// enters STOPPED(Version) at the first Tick and forms anew once every
+	// slot holds a live shard (see Stopped), instead of taking the state
+	// as lost. Not with Serving. The default value is false.
+	Stopped bool
 	// Workers lists the workers the data was last dealt among at Version
 	// (the assignments in etcd). A listed worker that is not live at the
 	// first Tick, and did not leave gracefully, died while no leader
@@ -229,6 +235,9 @@ func (o *Options) validateAdopt() []error {
 	errs = append(errs, distinctIDs("Adopt.Workers", a.Workers)...)
 	if slices.Contains(a.Left, "") {
 		errs = append(errs, fmt.Errorf("%w: Adopt.Left holds an empty id", ErrBadOptions))
+	}
+	if a.Serving && a.Stopped {
+		errs = append(errs, fmt.Errorf("%w: Adopt.Serving and Adopt.Stopped are both set", ErrBadOptions))
 	}
 	if a.MaxIncarnation < 0 {
 		errs = append(errs, fmt.Errorf("%w: Adopt.MaxIncarnation %d is negative", ErrBadOptions, a.MaxIncarnation))

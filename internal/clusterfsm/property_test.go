@@ -59,6 +59,7 @@ func randomOptions(r chooser) Options {
 // ids randomEvent uses, a deal among some workers, some of whom left.
 func randomAdopted(r chooser, shards int) *Adopted {
 	a := &Adopted{Version: uint64(1 + r.IntN(10)), Serving: r.IntN(4) != 0}
+	a.Stopped = !a.Serving && r.IntN(2) == 0
 	ids := make([]string, shards+2)
 	for i := range ids {
 		ids[i] = "ams-" + strconv.Itoa(i)
@@ -320,6 +321,13 @@ func (o *observer) checkAdoption(out Output) error {
 	var kinds []string
 	for _, act := range out.Actions {
 		kinds = append(kinds, fmt.Sprintf("%T", act))
+	}
+	if a.Stopped {
+		t, ok := out.Actions[0].(Transition)
+		if !ok || t.To != (State{Phase: Stopped, Version: a.Version}) || !slices.Contains(kinds, "clusterfsm.PauseWorkers") {
+			return fmt.Errorf("adoption of stopped v%d: want STOPPED and a pause, got %v", a.Version, out)
+		}
+		return nil
 	}
 	if !o.adoptable() {
 		t, ok := out.Actions[0].(Transition)
@@ -597,6 +605,19 @@ func (o *observer) checkTransition(a Transition, step *actionCheck) error {
 	if a.To.Phase == Serving {
 		o.model = true
 	}
+	// A stopped cluster with no snapshot left (none pending either)
+	// forms anew: its model went with the shards that left on purpose.
+	if a.From.Phase == Stopped && a.To.Phase == Restoring && a.To.Snapshot == 0 {
+		if len(o.good) > 0 || len(o.pending) > 0 {
+			return fmt.Errorf("%v: begins empty with good %v, pending %v", a, o.good, o.pending)
+		}
+		o.model = false
+	}
+	// Only a shard of the map leaving on purpose, no worker live,
+	// stops a cluster (or the adoption of a stopped one).
+	if a.To.Phase == Stopped && a.From.Phase != Forming && len(o.liveIDs(KindWorker)) > 0 {
+		return fmt.Errorf("%v: workers %v are live", a, o.liveIDs(KindWorker))
+	}
 	step.cur = a.To
 	return nil
 }
@@ -704,6 +725,10 @@ func (o *observer) checkLiveness(cur State, c *Core) error {
 		if shards >= o.opts.Shards && (len(o.good) > 0 || len(o.pending) == 0) {
 			return fmt.Errorf("still DEGRADED with %d shards live, good %v, pending %v", shards, o.good, o.pending)
 		}
+	case Stopped:
+		if shards >= o.opts.Shards && (len(o.good) > 0 || len(o.pending) == 0) {
+			return fmt.Errorf("still STOPPED with %d shards live, good %v, pending %v", shards, o.good, o.pending)
+		}
 	}
 	return nil
 }
@@ -803,7 +828,7 @@ func TestRandomSequences(t *testing.T) {
 	}
 	t.Logf("%v", stats)
 	// The generator must reach every phase and every action, often.
-	for _, k := range []string{"FORMING", "SERVING", "DEGRADED", "RESTORING", "FAILED",
+	for _, k := range []string{"FORMING", "SERVING", "DEGRADED", "RESTORING", "FAILED", "STOPPED",
 		"clusterfsm.Resume", "clusterfsm.Restore", "clusterfsm.TakeSnapshot", "clusterfsm.AbortSnapshot",
 		"clusterfsm.AssignReaders", "clusterfsm.GiveUp", "fallback", "adopt->SERVING", "adopt->DEGRADED"} {
 		if stats[k] < 50 {

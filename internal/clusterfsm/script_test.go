@@ -20,7 +20,7 @@ import (
 //	new shards=N [workers=M] [every=DUR] [export-every=DUR] [keep=K] [snapshots=3,5]
 //	    [last-snapshot=S] [last-version=V] [no-initial-snapshot]
 //	    [adopt=V] [adopt-shards=ID,...] [adopt-workers=ID,...]
-//	    [adopt-left=ID,...] [adopt-serving] [adopt-max-incarnation=I]
+//	    [adopt-left=ID,...] [adopt-serving] [adopt-stopped] [adopt-max-incarnation=I]
 //	    [adopt-lives=ID@LIFE,...] [rejoin-wait=DUR]
 //	                            a new Core with these Options; any adopt
 //	                            option sets Options.Adopt, adopt=V its
@@ -300,20 +300,34 @@ func formatMember(m Member) string {
 	return s
 }
 
-func parseOptions(o *Options, args []string) error {
-	adopt := func() *Adopted {
-		if o.Adopt == nil {
-			o.Adopt = &Adopted{}
-		}
-		return o.Adopt
+// adoptOf returns o.Adopt, set to a new Adopted if it is nil.
+func adoptOf(o *Options) *Adopted {
+	if o.Adopt == nil {
+		o.Adopt = &Adopted{}
 	}
+	return o.Adopt
+}
+
+// parseFlag sets the option of a "new" argument without a value, and
+// reports whether a is one.
+func parseFlag(o *Options, a string) bool {
+	switch a {
+	case "no-initial-snapshot":
+		o.SkipInitialSnapshot = true
+	case "adopt-serving":
+		adoptOf(o).Serving = true
+	case "adopt-stopped":
+		adoptOf(o).Stopped = true
+	default:
+		return false
+	}
+	return true
+}
+
+func parseOptions(o *Options, args []string) error {
+	adopt := func() *Adopted { return adoptOf(o) }
 	for _, a := range args {
-		switch a {
-		case "no-initial-snapshot":
-			o.SkipInitialSnapshot = true
-			continue
-		case "adopt-serving":
-			adopt().Serving = true
+		if parseFlag(o, a) {
 			continue
 		}
 		k, v, ok := strings.Cut(a, "=")
@@ -455,6 +469,9 @@ func formatOptions(o Options) []string {
 		}
 		if a.Serving {
 			f = append(f, "adopt-serving")
+		}
+		if a.Stopped {
+			f = append(f, "adopt-stopped")
 		}
 		if a.MaxIncarnation != 0 {
 			f = append(f, "adopt-max-incarnation="+strconv.FormatInt(a.MaxIncarnation, 10))

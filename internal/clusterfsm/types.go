@@ -129,6 +129,13 @@ const (
 	Restoring
 	// Failed: state was lost and no good snapshot is left. Terminal.
 	Failed
+	// Stopped: a shard of the map left on purpose (its left marker was
+	// written) while no worker was live: the job finished, or none
+	// began, and its processes are being stopped. An orderly end, not a
+	// loss to recover from; workers are paused. Once every slot holds a
+	// live shard again the cluster forms anew, as a restarted scheduler
+	// would (the newest good snapshot, or a new model begun empty).
+	Stopped
 )
 
 func (p Phase) String() string {
@@ -143,6 +150,8 @@ func (p Phase) String() string {
 		return "RESTORING"
 	case Failed:
 		return "FAILED"
+	case Stopped:
+		return "STOPPED"
 	}
 	return fmt.Sprintf("Phase(%d)", int(p))
 }
@@ -160,10 +169,10 @@ type State struct {
 }
 
 // String renders the state as in the design notes: FORMING, SERVING(v1),
-// DEGRADED(v1), RESTORING(snap-3 v2), FAILED.
+// DEGRADED(v1), RESTORING(snap-3 v2), FAILED, STOPPED(v2).
 func (s State) String() string {
 	switch s.Phase {
-	case Serving, Degraded:
+	case Serving, Degraded, Stopped:
 		return fmt.Sprintf("%s(v%d)", s.Phase, s.Version)
 	case Restoring:
 		return fmt.Sprintf("%s(%s v%d)", s.Phase, s.Snapshot, s.Version)

@@ -47,6 +47,12 @@ func TestReadmeWalkthrough(t *testing.T) {
 		}
 	}
 	w.checkTraining()
+	// A finished job, then an orderly stop: nothing is an error.
+	for _, p := range w.all {
+		if strings.Contains(p.output(), "level=ERROR") {
+			t.Errorf("%s logged an ERROR:\n%s", p.name, p.output())
+		}
+	}
 }
 
 // readmeBlock returns the lines of the first ```sh block after heading.

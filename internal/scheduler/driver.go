@@ -105,7 +105,8 @@ func (s *Scheduler) newCore(ctx context.Context) error {
 			o.Adopt = &clusterfsm.Adopted{Version: m.Version, Shards: m.Shards, MaxIncarnation: rev,
 				Serving: st.Version == m.Version && (st.Phase == clusterfsm.Serving.String() ||
 					st.Phase == clusterfsm.Degraded.String() && st.Waiting), // intact but for lives waited for
-				Lives: st.Lives}
+				Stopped: st.Version == m.Version && st.Phase == clusterfsm.Stopped.String(),
+				Lives:   st.Lives}
 		}
 	}
 	if seq, err := s.conn.LastPause(gctx); err == nil {
