@@ -84,12 +84,13 @@ type JobConfig struct {
 	//
 	// The default value is 1.
 	Workers int `yaml:"workers"`
-	// SplitBytes is the largest byte range the scheduler cuts a training
-	// file into. It cuts the files larger than both a worker's share and
-	// this, and every file when there are fewer files than workers, into a
-	// multiple of workers ranges of at most this size, so every worker gets
-	// a share (never for xml, whose files start with a header: see
-	// reader.Assign).
+	// SplitBytes is the smallest byte range worth cutting a training file
+	// into: the scheduler cuts a file larger than a worker's share (every
+	// file, when there are fewer files than workers) into at most workers
+	// ranges of at least this size or a workers-th of the file, then cuts
+	// the largest pieces once more while there are fewer pieces than
+	// workers, so every worker gets a share whenever the data allows
+	// (never for xml, whose files start with a header: see reader.Assign).
 	//
 	// The default value is 64 MiB.
 	SplitBytes int64 `yaml:"split_bytes"`

@@ -39,15 +39,16 @@ func StatFilesFS(fsys FS, paths []string) ([]FileInfo, error) {
 // Assign divides files among workers so that every sample is read by exactly
 // one worker, when each worker reads its splits with a FileSource.
 //
-// Files are first cut into pieces: when splittable is true, splitBytes > 0,
-// workers > 1, and either there are fewer files than workers or the file is
-// larger than both the per-worker share (total bytes / workers) and
-// splitBytes, a file of size S is cut into n byte ranges of nearly equal
-// size, n the smallest multiple of workers for which a range is at most
-// splitBytes, and at most S (a range holds at least one byte). So fewer
-// files than workers are spread over every worker, however small, and a
-// file larger than a share is cut into pieces of at most splitBytes, dealt
-// evenly. Other files stay whole ({Path, 0, 0}). Ranges need not fall on lines: the split rules of
+// Files are first cut into pieces (see cuts): when splittable is true,
+// splitBytes > 0 and workers > 1, a file of size S larger than the
+// per-worker share (total bytes / workers), or any file when there are
+// fewer files than workers, is cut into n = ceil(S / max(splitBytes,
+// ceil(S/workers))) byte ranges of nearly equal size (at most workers of
+// them): splitBytes is the smallest range worth cutting. Then, while there
+// are fewer pieces of non-empty files than workers, the file with the
+// largest pieces is cut into one more, so that every worker gets a share
+// whenever the data allows (one 28 MB file and 2 workers: 14 MB each).
+// Other files stay whole ({Path, 0, 0}). Ranges need not fall on lines: the split rules of
 // FileSource make them exact. The last range of a file has End 0 (to the
 // end of the file), so bytes appended after StatFiles are not lost. With
 // splittable false (formats with a header, such as XMLRepository) files are
@@ -93,12 +94,10 @@ func Assign(files []FileInfo, workers int, splitBytes int64, splittable bool) ([
 		split FileSplit
 		size  int64
 	}
+	ns := cuts(files, w, share, splitBytes, splittable)
 	var pieces []piece
-	for _, f := range files {
-		n := int64(1)
-		if splittable && splitBytes > 0 && workers > 1 && (len(files) < workers || f.Size > share && f.Size > splitBytes) {
-			n = cuts(f.Size, w, splitBytes)
-		}
+	for i, f := range files {
+		n := ns[i]
 		if n <= 1 {
 			pieces = append(pieces, piece{FileSplit{Path: f.Path}, f.Size})
 			continue
@@ -143,13 +142,40 @@ func Assign(files []FileInfo, workers int, splitBytes int64, splittable bool) ([
 	return out, nil
 }
 
-// cuts returns the number of ranges a file of size bytes is cut into: the
-// smallest multiple of workers for which a range is at most splitBytes,
-// and at most size.
-func cuts(size, workers, splitBytes int64) int64 {
-	n := (size + splitBytes - 1) / splitBytes
-	n = (n + workers - 1) / workers * workers
-	return min(n, size)
+// cuts returns the number of ranges each file is cut into (1: whole).
+// When files may be cut (splittable, splitBytes > 0, workers > 1), a file
+// larger than a share (or any file, with fewer files than workers) is cut
+// into ranges of max(splitBytes, a w-th of it), at most w of them; then,
+// while there are fewer pieces (of files not empty) than workers, the file
+// with the largest pieces is cut into one more (a range holds at least one
+// byte), so that every worker gets a share whenever the data allows.
+func cuts(files []FileInfo, w, share, splitBytes int64, splittable bool) []int64 {
+	ns := make([]int64, len(files))
+	var pieces int64
+	for i, f := range files {
+		ns[i] = 1
+		if splittable && splitBytes > 0 && w > 1 && (int64(len(files)) < w || f.Size > share) {
+			size := max(splitBytes, (f.Size+w-1)/w)
+			ns[i] = max(1, (f.Size+size-1)/size)
+		}
+		if f.Size > 0 { // an empty file is no one's share
+			pieces += ns[i]
+		}
+	}
+	for splittable && splitBytes > 0 && pieces < w {
+		best := -1
+		for i, f := range files { // the largest pieces that can still be cut
+			if f.Size > ns[i] && (best < 0 || f.Size*ns[best] > files[best].Size*ns[i]) {
+				best = i
+			}
+		}
+		if best < 0 {
+			break // less than a byte per worker
+		}
+		ns[best]++
+		pieces++
+	}
+	return ns
 }
 
 // workerLoad is a worker's index and the bytes assigned to it.

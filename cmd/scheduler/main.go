@@ -35,9 +35,9 @@
 //	                       /xps/<name>/assign/worker-<i>. Default none.
 //	-workers W             job.workers sharing -train. Default 1.
 //	-split-bytes N         job.split_bytes: files larger than a worker's share
-//	                       and N (or all, when fewer than the workers) are
-//	                       cut into byte ranges of at most N bytes, a
-//	                       multiple of W of them. Default 64 MiB.
+//	                       (or all, when fewer than the workers) are cut
+//	                       into at most W ranges of at least N bytes, and
+//	                       more while a worker has none. Default 64 MiB.
 //	-format f              train.format of -train; xml files are never cut.
 //	                       Default libffm.
 //	-kafka brokers         kafka.brokers, with -topic: deal the topic's

@@ -572,14 +572,14 @@ type faultJob struct {
 func (j *faultJob) fatalf(format string, args ...any) {
 	j.t.Helper()
 	j.failures = append(j.failures, fmt.Sprintf(format, args...))
-	j.fatalf(format, args...)
+	j.t.Fatalf(format, args...)
 }
 
 // errorf fails the test with the message, kept for stop, and goes on.
 func (j *faultJob) errorf(format string, args ...any) {
 	j.t.Helper()
 	j.failures = append(j.failures, fmt.Sprintf(format, args...))
-	j.errorf(format, args...)
+	j.t.Errorf(format, args...)
 }
 
 // startJob starts the processes of a run, all but the gate worker's, and
