@@ -641,7 +641,8 @@ func (m *ModelConfig) validate(c *Config, bad func(string, ...any)) {
 // Upper bounds of the train section's sizes: beyond them a setting is a
 // mistake (a typo, a unit slip), refused at once instead of failing hours
 // later or taking the machine's memory. Zero is the documented default
-// of each (EnsureDefaults), a negative value an error.
+// of each in Go (EnsureDefaults), refused when written in a file or a
+// flag (see the package doc); a negative value is an error.
 const (
 	// MaxBatchSize bounds train.batch_size and train.eval_batch_size: a
 	// batch's ids go to the shards in one request each, at most
@@ -660,10 +661,10 @@ const (
 // validate appends the problems of the train section.
 func (t *TrainConfig) validate(bad func(string, ...any)) {
 	if t.BatchSize <= 0 || t.BatchSize > MaxBatchSize {
-		bad("train.batch_size %d is not in [1, %d] (0: the default, 256)", t.BatchSize, MaxBatchSize)
+		bad("train.batch_size %d is not in [1, %d] (the default: 256)", t.BatchSize, MaxBatchSize)
 	}
 	if t.Epochs <= 0 || t.Epochs > MaxEpochs {
-		bad("train.epochs %d is not in [1, %d] (0: the default, 1)", t.Epochs, MaxEpochs)
+		bad("train.epochs %d is not in [1, %d] (the default: 1)", t.Epochs, MaxEpochs)
 	}
 	if _, err := reader.ParseFormat(t.Format); err != nil {
 		bad("train.format: %v", err)
@@ -681,13 +682,13 @@ func (t *TrainConfig) validate(bad func(string, ...any)) {
 		bad("train.dense_threads %d is negative", t.DenseThreads)
 	}
 	if t.EvalBatchSize <= 0 || t.EvalBatchSize > MaxBatchSize {
-		bad("train.eval_batch_size %d is not in [1, %d] (0: the default, 4096)", t.EvalBatchSize, MaxBatchSize)
+		bad("train.eval_batch_size %d is not in [1, %d] (the default: 4096)", t.EvalBatchSize, MaxBatchSize)
 	}
 	if t.PrefetchBatches != nil && (*t.PrefetchBatches < 0 || *t.PrefetchBatches > MaxInFlight) {
 		bad("train.prefetch_batches %d is not in [0, %d]", *t.PrefetchBatches, MaxInFlight)
 	}
 	if t.MaxInflightPushes <= 0 || t.MaxInflightPushes > MaxInFlight {
-		bad("train.max_inflight_pushes %d is not in [1, %d] (0: the default, 2)", t.MaxInflightPushes, MaxInFlight)
+		bad("train.max_inflight_pushes %d is not in [1, %d] (the default: 2)", t.MaxInflightPushes, MaxInFlight)
 	}
 	if t.ProgressEvery < 0 {
 		bad("train.progress_every %v is negative", t.ProgressEvery)
@@ -726,7 +727,8 @@ func (c *Config) validateSources(bad func(string, ...any)) {
 }
 
 // Parse decodes YAML (unknown keys are errors), fills defaults and
-// validates.
+// validates. A key written as zero where zero means nothing
+// (train.batch_size: 0, ...; see the package doc) is an error.
 func Parse(b []byte) (Config, error) {
 	var c Config
 	dec := yaml.NewDecoder(bytes.NewReader(b))
@@ -734,8 +736,13 @@ func Parse(b []byte) (Config, error) {
 	if err := dec.Decode(&c); err != nil && !errors.Is(err, io.EOF) {
 		return Config{}, fmt.Errorf("%w: %w", ErrInvalid, err)
 	}
+	var root yaml.Node
+	if err := yaml.Unmarshal(b, &root); err != nil {
+		return Config{}, fmt.Errorf("%w: %w", ErrInvalid, err)
+	}
+	zeros := explicitZeros(&root, &c)
 	c.EnsureDefaults()
-	if err := c.Validate(); err != nil {
+	if err := errors.Join(append(zeros, c.Validate())...); err != nil {
 		return Config{}, err
 	}
 	return c, nil

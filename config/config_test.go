@@ -102,13 +102,34 @@ model: {hidden: [100000000]}
 train: {batch_size: 100000000, eval_batch_size: 1000000000, epochs: 1000000000, max_inflight_pushes: 100000, prefetch_batches: 1000}
 `, errs: []string{"hidden[0] = 100000000", "batch_size 100000000", "eval_batch_size 1000000000", "epochs 1000000000",
 			"max_inflight_pushes 100000", "prefetch_batches 1000"}},
-		{name: "zero-sizes", yaml: "train: {batch_size: 0, eval_batch_size: 0, epochs: 0, max_inflight_pushes: 0, shuffle_chunk: 0}\n",
-			check: func(t *testing.T, c Config) {
-				tc := c.Train
-				if tc.BatchSize != 256 || tc.EvalBatchSize != 4096 || tc.Epochs != 1 || tc.MaxInflightPushes != 2 || tc.ShuffleChunk != 16 {
-					t.Fatalf("zeros are not the documented defaults: %+v", tc)
-				}
-			}},
+		// A zero written where zero means nothing is refused, as a
+		// negative value is, rather than quietly taken for the default
+		// (issue 21, item 4).
+		{name: "zero-sizes", yaml: `
+job: {workers: 0, split_bytes: 0}
+model: {tables: [{name: a, dim: 4, optimizer: {lr: 0}}], dense_optimizer: {lr: 0.0}, seed: 0}
+train: {batch_size: 0, eval_batch_size: 0, epochs: 0, max_inflight_pushes: 0, shuffle_chunk: 0, progress_every: 0s}
+data: {train_samples: 0, vocab: 0}
+snapshot: {every: 0s}
+`, errs: []string{"job.workers 0 is not allowed (leave it out for the default, 1)", "job.split_bytes 0",
+			"model.tables[0].optimizer.lr 0", "model.dense_optimizer.lr 0", "model.seed 0",
+			"train.batch_size 0 is not allowed (leave it out for the default, 256)", "train.eval_batch_size 0",
+			"train.epochs 0", "train.max_inflight_pushes 0", "train.shuffle_chunk 0", "train.progress_every 0",
+			"data.train_samples 0", "data.vocab 0", "snapshot.every 0 is not allowed (leave it out for the default, 10m0s; a negative value takes snapshots only on request)"}},
+		// Where zero means something, it is kept; kafka's zeros are
+		// refused only with brokers (its defaults apply only then).
+		{name: "meaningful-zeros", yaml: `
+model: {fields: 0, output: {labels: 0}}
+train: {eval_every: 0, dense_threads: 0, prefetch_batches: 0}
+snapshot: {every_samples: 0}
+kafka: {commit_every: 0s}
+`, check: func(t *testing.T, c Config) {
+			if c.Train.EvalEvery != 0 || c.Model.Fields != 0 || *c.Train.PrefetchBatches != 0 || c.Snapshot.EverySamples != 0 {
+				t.Fatalf("meaningful zeros changed: %+v", c)
+			}
+		}},
+		{name: "kafka-zeros", yaml: "kafka: {brokers: [b:1], topic: t, commit_every: 0s, max_wait: 0s}\n",
+			errs: []string{"kafka.commit_every 0 is not allowed (leave it out for the default, 1s)", "kafka.max_wait 0"}},
 	})
 }
 

@@ -7,6 +7,29 @@
 // builds a Config by hand calls EnsureDefaults then Validate. Validate
 // reports every problem at once (errors.Join), each wrapping ErrInvalid.
 //
+// # Zero
+//
+// In Go, a zero field means its default: EnsureDefaults fills it, so a
+// Config literal names only what it changes ("The default value (also
+// for 0) is 256"). Written by a user, in the YAML file (Parse, Load) or on
+// the command line (Set: -set and the short flags), zero means zero, and
+// where zero means nothing it is refused as a negative value is, naming
+// the default, instead of quietly running with it: job.workers,
+// job.split_bytes, model.seed, the learning rates
+// (model.tables[*].optimizer.lr, model.dense_optimizer.lr), train's
+// batch_size, epochs, shuffle_chunk, eval_batch_size,
+// max_inflight_pushes and progress_every, the data generator's sizes and
+// seeds (data.train_samples, data.vocab, ...), kafka.commit_every and
+// kafka.max_wait (with kafka.brokers), snapshot.every (a negative value:
+// only on request), snapshot.keep, export.every, export.full_every and
+// export.keep. Where zero has a meaning, the key's doc says which, and a
+// written zero keeps it: train.eval_every 0 (after each epoch only),
+// train.prefetch_batches 0, train.dense_threads 0 (every core),
+// model.fields 0 (from the data), snapshot.every_samples and
+// export.every_samples 0 (off), a table's budget 0 (no bound), expiry
+// rules 0 (off), model.output's k, l, r 0 (autotuned), labels 0 (from the
+// data).
+//
 // A complete file with every default written out:
 //
 //	model:

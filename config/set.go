@@ -19,12 +19,14 @@ var ErrBadPath = errors.New("config: no such key")
 // "model.output.sparsity"); a list element is "name[i]" and "name[*]" is
 // every element ("model.tables[*].optimizer.lr"). value is YAML: a scalar
 // ("0.05", "true", "10s"), or a list, with or without its brackets
-// ("200,80", "[200, 80]", "" for none).
+// ("200,80", "[200, 80]", "" for none). A zero where zero means
+// nothing (train.batch_size, train.epochs, ...; see the package doc) is
+// an error wrapping ErrInvalid, and is set all the same.
 func (c *Config) Set(path, value string) error {
 	if err := set(reflect.ValueOf(c).Elem(), strings.Split(path, "."), value); err != nil {
 		return fmt.Errorf("%s=%s: %w", path, value, err)
 	}
-	return nil
+	return refuseZero(c, path)
 }
 
 // set walks v down the path's remaining parts and decodes value into what

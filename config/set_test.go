@@ -125,3 +125,42 @@ func sample(t *testing.T, path string) string {
 	t.Errorf("no sample value fits %s", path)
 	return ""
 }
+
+// TestZeroFlags: a zero given on the command line where zero means
+// nothing is refused, naming the flag, the key and its default; where zero
+// means something it is kept (issue 21, item 4).
+func TestZeroFlags(t *testing.T) {
+	for _, args := range [][]string{
+		{"-batch-size", "0"}, {"-epochs", "0"}, {"-workers", "0"}, {"-lr", "0"}, {"-dense-lr", "0"},
+		{"-split-bytes", "0"}, {"-train-samples", "0"}, {"-snapshot-keep", "0"}, {"-snapshot-every", "0s"},
+		{"-set", "train.eval_batch_size=0"}, {"-set", "train.shuffle_chunk=0"},
+		{"-set", "train.max_inflight_pushes=0"}, {"-set", "model.tables[0].optimizer.lr=0"},
+	} {
+		var o Overrides
+		fs := flag.NewFlagSet("t", flag.ContinueOnError)
+		fs.SetOutput(io.Discard)
+		o.Bind(fs)
+		if err := fs.Parse(args); err != nil {
+			t.Fatal(err)
+		}
+		c := Default()
+		err := o.Apply(&c)
+		if !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), args[0]+":") ||
+			!strings.Contains(err.Error(), "0 is not allowed (leave it out for the default, ") {
+			t.Errorf("%v: %v, want a refusal naming the flag and the default", args, err)
+		}
+	}
+	c := Default()
+	for _, kv := range [][2]string{{"train.eval_every", "0"}, {"snapshot.every_samples", "0"}, {"model.fields", "0"},
+		{"train.prefetch_batches", "0"}, {"train.dense_threads", "0"}, {"model.tables[0].budget.rows", "0"}} {
+		if err := c.Set(kv[0], kv[1]); err != nil {
+			t.Errorf("Set(%s, %s): %v", kv[0], kv[1], err)
+		}
+	}
+	// Every refused key names a key of the config.
+	for path := range zeroRefused {
+		if err := c.Set(path, sample(t, path)); err != nil {
+			t.Errorf("zeroRefused: %v", err)
+		}
+	}
+}

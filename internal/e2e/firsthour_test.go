@@ -15,7 +15,9 @@ import (
 // naming its address within seconds, not a silent hang; a worker that
 // waits for a scheduler says, every few seconds, what it waits for and
 // where; an empty training file is an error naming it, with the program's
-// name once ("worker: no data", not "worker: worker: no data").
+// name once ("worker: no data", not "worker: worker: no data"); a zero
+// where zero means nothing (-batch-size 0, epochs: 0 in the file) is an
+// error naming the default, not a run with it.
 func TestFirstHour(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs the binaries")
@@ -59,6 +61,26 @@ func TestFirstHour(t *testing.T) {
 		err := p.exit(t, time.Minute)
 		if want := "\nworker: no data: training data: file " + empty + " holds no samples"; err == nil || !strings.Contains(p.output(), want) {
 			t.Errorf("worker -local -train %s: exit %v, want a failure saying %q:\n%s", empty, err, want, p.output())
+		}
+	})
+	t.Run("zero is refused", func(t *testing.T) {
+		yaml := filepath.Join(dir, "zero.yaml")
+		if err := os.WriteFile(yaml, []byte("train: {epochs: 0}\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		for _, c := range []struct {
+			args []string
+			want string
+		}{
+			{[]string{"worker", "-local", "-batch-size", "0"}, "train.batch_size 0 is not allowed (leave it out for the default, 256)"},
+			{[]string{"worker", "-local", "-set", "train.eval_batch_size=0"}, "train.eval_batch_size 0 is not allowed"},
+			{[]string{"worker", "-local", "-config", yaml}, "train.epochs 0 is not allowed (leave it out for the default, 1)"},
+			{[]string{"scheduler", "-etcd", "127.0.0.1:1", "-workers", "0"}, "job.workers 0 is not allowed"},
+		} {
+			p := start(t, c.args[0], filepath.Join(bin, c.args[0]), c.args[1:]...)
+			if err := p.exit(t, 30*time.Second); err == nil || !strings.Contains(p.output(), c.want) {
+				t.Errorf("%v: exit %v, want a failure saying %q:\n%s", c.args, err, c.want, p.output())
+			}
 		}
 	})
 }

@@ -1,0 +1,209 @@
+package config
+
+import (
+	"fmt"
+	"reflect"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+
+	"gopkg.in/yaml.v3"
+)
+
+// Zero in the Go API and zero written by a user.
+//
+// In a Config built in Go, a zero field means its default (EnsureDefaults
+// fills it): a struct literal need not spell out every setting. A user who
+// writes zero, in the YAML file or on the command line (-set, the short
+// flags), means zero, and for the keys of zeroRefused zero means nothing:
+// a batch of 0 samples, 0 epochs, a learning rate of 0. Parse and Set
+// refuse such a zero, as they refuse a negative value, instead of quietly
+// running with the default. Keys where zero means something (eval_every
+// 0: after each epoch only; model.fields 0: from the data; every_samples
+// 0: off; budget 0: no bound; ...) keep it, as their docs say.
+
+// zeroRefused lists the keys (YAML paths, [*] for every element of a list)
+// whose explicit zero is refused, each with a hint of what to write
+// instead ("" for none beyond the default).
+var zeroRefused = map[string]string{
+	"job.workers":                  "",
+	"job.split_bytes":              "",
+	"model.tables[*].optimizer.lr": "",
+	"model.dense_optimizer.lr":     "",
+	"model.seed":                   "",
+	"train.batch_size":             "",
+	"train.epochs":                 "",
+	"train.shuffle_chunk":          "",
+	"train.eval_batch_size":        "",
+	"train.max_inflight_pushes":    "",
+	"train.progress_every":         "",
+	"data.train_samples":           "",
+	"data.test_samples":            "",
+	"data.fields":                  "",
+	"data.user_fields":             "",
+	"data.mean_bag":                "",
+	"data.vocab":                   "",
+	"data.zipf_s":                  "",
+	"data.samples_per_user":        "",
+	"data.users":                   "",
+	"data.seed":                    "",
+	"data.world_seed":              "",
+	"data.ctr":                     "",
+	"data.logit_std":               "",
+	"data.rank_scale":              "",
+	"data.interaction_share":       "",
+	"kafka.commit_every":           "",
+	"kafka.max_wait":               "",
+	"snapshot.every":               "a negative value takes snapshots only on request",
+	"snapshot.keep":                "",
+	"export.every":                 "a negative value takes exports only on request",
+	"export.full_every":            "",
+	"export.keep":                  "",
+}
+
+// listIndex matches a list index of a path, "[3]".
+var listIndex = regexp.MustCompile(`\[\d+\]`)
+
+// refuseZero returns the error of the keys under path (as Set takes it)
+// that are zero in c, if zero means nothing for path's key.
+func refuseZero(c *Config, path string) error {
+	if _, ok := zeroRefused[listIndex.ReplaceAllString(path, "[*]")]; !ok {
+		return nil
+	}
+	var at []string
+	zeroKeys(reflect.ValueOf(c).Elem(), nil, strings.Split(path, "."), "", &at)
+	if len(at) == 0 {
+		return nil
+	}
+	return zeroError(path)
+}
+
+// explicitZeros returns the errors of the keys of zeroRefused that the
+// YAML document root gives as zero (c is what it decoded to).
+func explicitZeros(root *yaml.Node, c *Config) []error {
+	if root == nil || root.Kind != yaml.DocumentNode || len(root.Content) == 0 {
+		return nil
+	}
+	var at []string
+	for path := range zeroRefused {
+		if strings.HasPrefix(path, "kafka.") && !c.Kafka.Enabled() {
+			continue // its defaults apply only with brokers: a printed config holds zeros there
+		}
+		zeroKeys(reflect.ValueOf(c).Elem(), root.Content[0], strings.Split(path, "."), "", &at)
+	}
+	var errs []error
+	for _, p := range sortedUnique(at) {
+		errs = append(errs, zeroError(p))
+	}
+	return errs
+}
+
+// zeroError is the error of an explicit zero at path, naming the default.
+func zeroError(path string) error {
+	pattern := listIndex.ReplaceAllString(path, "[*]")
+	hint := ""
+	if h := zeroRefused[pattern]; h != "" {
+		hint = "; " + h
+	}
+	return fmt.Errorf("%w: %s 0 is not allowed (leave it out for the default, %s%s)", ErrInvalid, path, defaultOf(pattern), hint)
+}
+
+// defaultOf renders the default value of the key at pattern.
+func defaultOf(pattern string) string {
+	c := Config{Kafka: KafkaConfig{Brokers: []string{"-"}}} // the kafka defaults apply with brokers
+	c.EnsureDefaults()
+	var out []string
+	collect(reflect.ValueOf(&c).Elem(), strings.Split(pattern, "."), &out)
+	if len(out) == 0 {
+		return "none"
+	}
+	return out[0]
+}
+
+// collect appends the values at the path's remaining parts, rendered.
+func collect(v reflect.Value, parts []string, out *[]string) {
+	walk(v, nil, parts, "", func(v reflect.Value, _ string) {
+		*out = append(*out, fmt.Sprint(v.Interface()))
+	})
+}
+
+// zeroKeys appends to at the paths under parts whose value in v is zero
+// and, when node is not nil, which node (a YAML mapping) gives.
+func zeroKeys(v reflect.Value, node *yaml.Node, parts []string, prefix string, at *[]string) {
+	walk(v, node, parts, prefix, func(v reflect.Value, path string) {
+		if v.IsZero() {
+			*at = append(*at, path)
+		}
+	})
+}
+
+// walk calls fn with each value the path's remaining parts name under v,
+// and its path; with node, only those given in node, the YAML that v was
+// decoded from. A part "name[*]" names every element of a list,
+// "name[i]" one.
+func walk(v reflect.Value, node *yaml.Node, parts []string, prefix string, fn func(reflect.Value, string)) {
+	if len(parts) == 0 {
+		fn(v, prefix)
+		return
+	}
+	if v.Kind() == reflect.Pointer {
+		if v.IsNil() {
+			return
+		}
+		v = v.Elem()
+	}
+	name, index, err := splitIndex(parts[0])
+	if err != nil || v.Kind() != reflect.Struct {
+		return
+	}
+	f, ok := field(v, name)
+	if !ok {
+		return
+	}
+	if node != nil {
+		if node = mapValue(node, name); node == nil {
+			return
+		}
+	}
+	path := strings.TrimPrefix(prefix+"."+name, ".")
+	if index == "" {
+		walk(f, node, parts[1:], path, fn)
+		return
+	}
+	if f.Kind() != reflect.Slice {
+		return
+	}
+	for i := 0; i < f.Len(); i++ {
+		if index != "*" && index != strconv.Itoa(i) {
+			continue
+		}
+		var elem *yaml.Node
+		if node != nil {
+			if node.Kind != yaml.SequenceNode || i >= len(node.Content) {
+				continue
+			}
+			elem = node.Content[i]
+		}
+		walk(f.Index(i), elem, parts[1:], fmt.Sprintf("%s[%d]", path, i), fn)
+	}
+}
+
+// mapValue returns the value of key in the YAML mapping node, or nil.
+func mapValue(node *yaml.Node, key string) *yaml.Node {
+	if node.Kind != yaml.MappingNode {
+		return nil
+	}
+	for i := 0; i+1 < len(node.Content); i += 2 {
+		if node.Content[i].Value == key {
+			return node.Content[i+1]
+		}
+	}
+	return nil
+}
+
+// sortedUnique sorts ss and drops repeats.
+func sortedUnique(ss []string) []string {
+	slices.Sort(ss)
+	return slices.Compact(ss)
+}
