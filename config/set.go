@@ -233,7 +233,7 @@ func (o *Overrides) Bind(fs *flag.FlagSet, sections ...string) {
 		if !a.within(sections) {
 			continue
 		}
-		fs.Func(a.Flag, "sets "+strings.Join(a.Paths, ", "), func(v string) error {
+		fs.Func(a.Flag, "sets "+strings.Join(a.Paths, ", ")+" (default "+aliasDefault(a)+")", func(v string) error {
 			for _, p := range a.Paths {
 				path, fixed, isFixed := strings.Cut(p, "=")
 				if !isFixed {

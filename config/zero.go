@@ -124,8 +124,46 @@ func defaultOf(pattern string) string {
 // collect appends the values at the path's remaining parts, rendered.
 func collect(v reflect.Value, parts []string, out *[]string) {
 	walk(v, nil, parts, "", func(v reflect.Value, _ string) {
-		*out = append(*out, fmt.Sprint(v.Interface()))
+		*out = append(*out, render(v))
 	})
+}
+
+// render writes a default value as a flag takes it: a list comma-separated,
+// an empty one or an empty string "none".
+func render(v reflect.Value) string {
+	for v.Kind() == reflect.Pointer {
+		if v.IsNil() {
+			return "none"
+		}
+		v = v.Elem()
+	}
+	switch v.Kind() {
+	case reflect.Slice:
+		var items []string
+		for i := 0; i < v.Len(); i++ {
+			items = append(items, render(v.Index(i)))
+		}
+		if len(items) == 0 {
+			return "none"
+		}
+		return strings.Join(items, ",")
+	case reflect.String:
+		if v.String() == "" {
+			return "none"
+		}
+	}
+	return fmt.Sprint(v.Interface())
+}
+
+// aliasDefault is the default of the key a short flag sets (its first
+// path that takes the flag's value).
+func aliasDefault(a Alias) string {
+	for _, p := range a.Paths {
+		if !strings.Contains(p, "=") {
+			return defaultOf(p)
+		}
+	}
+	return "none"
 }
 
 // zeroKeys appends to at the paths under parts whose value in v is zero

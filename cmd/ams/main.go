@@ -62,7 +62,7 @@ func main() {
 	flag.IntVar(&o.Stripes, "stripes", 0, "stripe owner goroutines (default GOMAXPROCS)")
 	flag.DurationVar(&o.LeaseTTL, "lease-ttl", membership.DefaultTTL, "registration lease TTL (heartbeat timeout)")
 	proc.Bind(flag.CommandLine, "info")
-	flag.Parse()
+	cli.ParseCommandLine("ams")
 	o.Stores = cli.SplitList(*stores)
 	if err := run(*etcd, *name, o, &proc); err != nil {
 		cli.Fatal("ams", err)

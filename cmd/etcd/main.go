@@ -60,7 +60,7 @@ func main() {
 	flag.DurationVar(&o.ReadyTimeout, "ready-timeout", 5*time.Minute, "how long to wait for the cluster to form")
 	auth := flag.String("auth-clusters", "", "with -tls-*: give each component an etcd user and role (its certificate's CN) for these clusters, comma-separated names, and enable auth")
 	proc.Bind(flag.CommandLine, "warn")
-	flag.Parse()
+	cli.ParseCommandLine("etcd")
 	if err := run(o, &proc, cli.SplitList(*auth)); err != nil {
 		cli.Fatal("etcd", err)
 	}

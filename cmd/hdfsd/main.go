@@ -11,6 +11,7 @@ import (
 	"os/signal"
 	"syscall"
 
+	"github.com/xdlgo/xps/internal/cli"
 	"github.com/xdlgo/xps/internal/hdfstest"
 )
 
@@ -38,18 +39,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		"block size in `bytes` advertised by getServerDefaults; a positive multiple of 512")
 	listLimit := fs.Int("list-limit", 1000, "most directory `entries` in one getListing reply (dfs.ls.limit)")
 	verbose := fs.Bool("v", false, "log failed connections and protocol errors to standard error")
-	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "Usage: hdfsd [flags]\n\n"+
-			"Runs an in-memory HDFS test server (namenode and one datanode speaking\n"+
-			"HDFS's wire protocols; not Hadoop) until SIGINT or SIGTERM.\n\nFlags:\n")
-		fs.PrintDefaults()
-	}
-	if err := fs.Parse(args); err != nil {
+	if err := cli.Parse(fs, "hdfsd", args); err != nil {
 		return err
-	}
-	if fs.NArg() > 0 {
-		fs.Usage()
-		return fmt.Errorf("unexpected arguments %q", fs.Args())
 	}
 
 	opts := hdfstest.Options{Addr: *addr, DatanodeAddr: *dnAddr, BlockSize: *blockSize, ListingLimit: *listLimit}

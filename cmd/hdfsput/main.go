@@ -34,10 +34,7 @@ import (
 func main() {
 	force := flag.Bool("f", false, "overwrite existing files")
 	user := flag.String("user", "", "HDFS user (default $HADOOP_USER_NAME, else the OS user)")
-	flag.Usage = func() {
-		fmt.Fprintf(flag.CommandLine.Output(), "Usage: hdfsput [-f] [-user NAME] FILE... hdfs://HOST:PORT/DIR/\n\nFlags:\n")
-		flag.PrintDefaults()
-	}
+	flag.Usage = cli.Usage(flag.CommandLine, "hdfsput", "FILE... hdfs://HOST:PORT/DIR/")
 	flag.Parse()
 	if err := run(flag.Args(), *user, *force); err != nil {
 		cli.Fatal("hdfsput", err)

@@ -28,7 +28,7 @@ import (
 func main() {
 	port := flag.Int("port", 9092, "loopback port (0: a free port)")
 	topics := flag.String("topics", "", "topics to create: name:partitions,...")
-	flag.Parse()
+	cli.ParseCommandLine("kafkad")
 	if err := run(*port, *topics); err != nil {
 		cli.Fatal("kafkad", err)
 	}

@@ -37,6 +37,7 @@ func main() {
 	rate := flag.Float64("rate", 0, "messages per second at most (0: no limit)")
 	limit := flag.Int64("limit", 0, "stop after this many messages (0: all)")
 	asJSON := flag.Bool("json", false, "print the summary as JSON")
+	flag.Usage = cli.Usage(flag.CommandLine, "kafkaput", "FILE...")
 	flag.Parse()
 	if err := run(*brokers, *topic, *format, *rate, *limit, *asJSON, flag.Args()); err != nil {
 		cli.Fatal("kafkaput", err)

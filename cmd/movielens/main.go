@@ -13,16 +13,16 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/xdlgo/xps/internal/cli"
 	"github.com/xdlgo/xps/internal/movielens"
 )
 
 func main() {
 	data := flag.String("data", "../shared/data/ml-100k", "MovieLens-100K directory")
 	out := flag.String("out", "", "output directory (required)")
-	flag.Parse()
+	cli.ParseCommandLine("movielens")
 	if err := run(*data, *out); err != nil {
-		fmt.Fprintln(os.Stderr, "movielens:", err)
-		os.Exit(1)
+		cli.Fatal("movielens", err)
 	}
 }
 

@@ -44,6 +44,7 @@ func main() {
 	flag.StringVar(&f.ys, "y", "", "y columns, comma-separated, one panel each (COLUMN[:bytes|:number])")
 	flag.StringVar(&f.by, "by", "", "column whose values name the series (default: one series per file)")
 	flag.StringVar(&f.title, "title", "", "title of the figure")
+	flag.Usage = cli.Usage(flag.CommandLine, "plot", "FILE.csv...")
 	flag.Parse()
 	if err := run(f, flag.Args()); err != nil {
 		cli.Fatal("plot", err)

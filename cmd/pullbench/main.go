@@ -37,7 +37,7 @@ func main() {
 	inflight := flag.String("inflight", "1,4", "client: requests in flight, comma-separated list of counts")
 	seconds := flag.Float64("seconds", 5, "client: seconds per measurement")
 	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile to `file`")
-	flag.Parse()
+	cli.ParseCommandLine("pullbench")
 	if *cpuprofile != "" {
 		stopProfile, err := cli.StartCPUProfile(*cpuprofile)
 		if err != nil {

@@ -111,7 +111,7 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 	opts.BindFlags(fs)
 	proc.Bind(fs, "info")
 	overrides.Bind(fs, "job", "snapshot", "export", "kafka", "train.format")
-	if err := fs.Parse(args); err != nil {
+	if err := cli.Parse(fs, "scheduler", args); err != nil {
 		return err
 	}
 	cfg, err := config.LoadWith(*cfgFile, &overrides)

@@ -64,7 +64,7 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 		proc   cli.Proc
 	)
 	proc.Bind(fs, "info")
-	if err := fs.Parse(args); err != nil {
+	if err := cli.Parse(fs, "serve", args); err != nil {
 		return err
 	}
 	if err := proc.Start(stderr, "serve", ""); err != nil {

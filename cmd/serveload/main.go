@@ -47,7 +47,7 @@ func run(ctx context.Context) error {
 	flag.IntVar(&fresh.Burst, "burst", 2000, "freshness: probe samples per trial")
 	flag.IntVar(&fresh.Trials, "trials", 20, "freshness: trials")
 	flag.StringVar(&fresh.Template, "template", "", "freshness: the other features of a probe sample (libFFM)")
-	flag.Parse()
+	cli.ParseCommandLine("serveload")
 	if *brokers != "" {
 		fresh.URL, fresh.Brokers, fresh.Dir = *url, cli.SplitList(*brokers), os.TempDir()
 		fresh.Field, fresh.Timeout, fresh.Threshold = 0, 30*time.Second, 0.02

@@ -57,13 +57,16 @@ func main() {
 	fs.DurationVar(&f.leaseTTL, "lease-ttl", membership.DefaultTTL, "TTL of the worker's etcd lease: a worker silent this long is declared dead and the cluster rolls back")
 	var overrides config.Overrides
 	overrides.Bind(fs)
-	flag.Parse()
-	if err := run(f, &overrides); err != nil {
-		cli.Fatal("worker", err)
+	cli.ParseCommandLine("worker")
+	ctx, stop := cli.SignalContext()
+	err := run(ctx, f, &overrides)
+	stop()
+	if err != nil {
+		cli.Fatal("worker", cli.Cause(ctx, err)) // one line on Ctrl-C
 	}
 }
 
-func run(f flags, overrides *config.Overrides) error {
+func run(ctx context.Context, f flags, overrides *config.Overrides) error {
 	cfg, err := config.LoadWith(f.configFile, overrides)
 	if err != nil {
 		return err
@@ -90,8 +93,6 @@ func run(f flags, overrides *config.Overrides) error {
 		flag.Usage()
 		return errors.New("give exactly one of -local and -etcd")
 	}
-	ctx, stop := cli.SignalContext()
-	defer stop()
 	var progress io.Writer = os.Stderr
 	if f.quiet {
 		progress = nil
@@ -112,7 +113,7 @@ func run(f flags, overrides *config.Overrides) error {
 	f.proc.ReadyUntil(ctx)
 	res, err := xps.Train(ctx, opts)
 	if err != nil {
-		if s := res.Summary(); s != nil {
+		if s := res.Summary(); s != nil && ctx.Err() == nil {
 			s.WriteLines(os.Stderr) // the shards' account, whatever went wrong
 		}
 		return err

@@ -46,7 +46,7 @@ func main() {
 	nnz := flag.Int("nnz", xcgen.DefaultNNZ, "mean non-zero features per sample")
 	seed := flag.Uint64("seed", xcgen.DefaultSeed, "world seed")
 	quiet := flag.Bool("quiet", false, "no progress on stderr")
-	flag.Parse()
+	cli.ParseCommandLine("xcgen")
 	if *out == "" {
 		flag.Usage()
 		cli.Fatal("xcgen", errors.New("-out is required"))

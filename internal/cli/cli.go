@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -11,6 +12,7 @@ import (
 	"os/signal"
 	"runtime/pprof"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"syscall"
 
@@ -33,9 +35,67 @@ func LoggerTo(w io.Writer, level string) (*slog.Logger, error) {
 	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: l})), nil
 }
 
-// SignalContext returns a context cancelled on SIGINT or SIGTERM.
+// SignalContext returns a context cancelled on SIGINT or SIGTERM, with a
+// *Signal as its cause (see Cause). After the first signal the default
+// handling is back: a second Ctrl-C ends a process that is slow to stop.
 func SignalContext() (context.Context, context.CancelFunc) {
-	return signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, cancel := context.WithCancelCause(context.Background())
+	ch := make(chan os.Signal, 1)
+	signal.Notify(ch, os.Interrupt, syscall.SIGTERM)
+	done := make(chan struct{})
+	go func() {
+		select {
+		case s := <-ch:
+			signal.Stop(ch)
+			cancel(&Signal{Sig: s})
+		case <-done:
+		}
+	}()
+	var once sync.Once
+	return ctx, func() {
+		once.Do(func() {
+			signal.Stop(ch)
+			close(done)
+			cancel(context.Canceled)
+		})
+	}
+}
+
+// Signal is the cause of a SignalContext's end: the process was asked to
+// stop.
+type Signal struct{ Sig os.Signal }
+
+func (s *Signal) Error() string {
+	name := s.Sig.String()
+	switch s.Sig {
+	case os.Interrupt:
+		name = "SIGINT (Ctrl-C)"
+	case syscall.SIGTERM:
+		name = "SIGTERM"
+	}
+	return "stopped by " + name
+}
+
+// ExitCode is the status of a process stopped by the signal: 128 plus
+// its number, as a shell reports it (130 for SIGINT).
+func (s *Signal) ExitCode() int {
+	if n, ok := s.Sig.(syscall.Signal); ok {
+		return 128 + int(n)
+	}
+	return 1
+}
+
+// Cause returns, when ctx (a SignalContext) ended by a signal, that
+// signal (a *Signal, one line) instead of err: whatever failed then
+// failed because the process was asked to stop, and the cascade of
+// "context canceled" under err says nothing more. Otherwise it returns
+// err.
+func Cause(ctx context.Context, err error) error {
+	var s *Signal
+	if err != nil && errors.As(context.Cause(ctx), &s) {
+		return s
+	}
+	return err
 }
 
 // Endpoints splits a comma-separated host:port list, dropping empties.
@@ -53,9 +113,14 @@ func SplitList(s string) []string {
 	return out
 }
 
-// Fatal prints FatalLine(prog, err) to stderr and exits with status 1.
+// Fatal prints FatalLine(prog, err) to stderr and exits with status 1,
+// or a *Signal's ExitCode when err is one (see Cause).
 func Fatal(prog string, err error) {
 	fmt.Fprintln(os.Stderr, FatalLine(prog, err))
+	var s *Signal
+	if errors.As(err, &s) {
+		os.Exit(s.ExitCode())
+	}
 	os.Exit(1)
 }
 

@@ -1,0 +1,96 @@
+package e2e
+
+import (
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/xdlgo/xps/internal/testutil"
+)
+
+// withArgs are the commands whose usage names positional arguments.
+var withArgs = map[string]bool{"hdfsput": true, "kafkaput": true, "plot": true}
+
+// TestCommandLine checks the command line of every binary under cmd/ (issue
+// 21, item 8): -h lists every flag with its default and exits 0, and a
+// stray positional argument is an error, not ignored.
+func TestCommandLine(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the binaries")
+	}
+	bin := t.TempDir()
+	buildInto(t, bin, "./cmd/...")
+	entries, err := os.ReadDir(filepath.Join(moduleRoot(t), "cmd"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	flagLine := regexp.MustCompile(`^  -(\S+)`)
+	for _, e := range entries {
+		name := e.Name()
+		out, err := exec.Command(filepath.Join(bin, name), "-h").CombinedOutput()
+		if err != nil {
+			t.Errorf("%s -h: %v\n%s", name, err, out)
+		}
+		lines := strings.Split(string(out), "\n")
+		flags := 0
+		for i, l := range lines {
+			m := flagLine.FindStringSubmatch(l)
+			if m == nil {
+				continue
+			}
+			flags++
+			if i+1 >= len(lines) || !strings.Contains(lines[i+1], "(default ") {
+				t.Errorf("%s -h: flag -%s shows no default:\n%s", name, m[1], out)
+			}
+		}
+		if flags == 0 {
+			t.Errorf("%s -h lists no flag:\n%s", name, out)
+		}
+		if withArgs[name] {
+			continue
+		}
+		out, err = exec.Command(filepath.Join(bin, name), "stray").CombinedOutput()
+		if err == nil || !strings.Contains(string(out), name+`: unexpected argument "stray"`) {
+			t.Errorf("%s stray: exit %v, want an error naming the argument:\n%s", name, err, out)
+		}
+	}
+}
+
+// TestInterrupt stops the built worker with SIGINT (Ctrl-C) while it
+// trains and while it waits for a cluster (issue 21, item 8): it stops
+// with one line and the shell's status for SIGINT, not a cascade of
+// "context canceled".
+func TestInterrupt(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the binaries")
+	}
+	bin := build(t)
+	etcd := testutil.StartEtcd(t)
+	for _, c := range []struct {
+		name  string
+		args  []string
+		ready string // in the output once the worker is where it is stopped
+	}{
+		{"training", []string{"-local", "-snapshot-store", t.TempDir(), "-set", "data.train_samples=200000", "-epochs", "50"}, "samples/s"},
+		{"waiting", []string{"-etcd", etcd.Endpoints()[0], "-cluster", "interrupt"}, "waiting for the shard map"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			p := start(t, "worker", filepath.Join(bin, "worker"), c.args...)
+			testutil.Eventually(t, 2*time.Minute, c.ready, func() bool { return strings.Contains(p.output(), c.ready) })
+			p.cmd.Process.Signal(syscall.SIGINT)
+			err := p.exit(t, time.Minute)
+			var exit *exec.ExitError
+			out := strings.TrimSpace(p.output())
+			if !errors.As(err, &exit) || exit.ExitCode() != 130 || !strings.HasSuffix(out, "\nworker: stopped by SIGINT (Ctrl-C)") ||
+				strings.Contains(out, "context canceled") {
+				t.Errorf("worker %s stopped by SIGINT: exit %v, want 130 and one line saying so:\n%s", c.name, err, out)
+			}
+		})
+	}
+}
