@@ -296,7 +296,10 @@ type TrainConfig struct {
 	// an alias), group (the sample-group format), xml (XMLRepository) or
 	// criteo (Criteo TSV).
 	//
-	// The default value is "libffm".
+	// The default value is the format the extension of the training files
+	// names (FormatOf: .libfm and .libsvm libfm, .libffm libffm, .group
+	// group), else "libffm". LoadWith infers it likewise when neither the
+	// file nor a flag gives it.
 	Format string `yaml:"format"`
 	// OnError says what a malformed input line does: stop the job, or skip
 	// it (it is counted and reported).
@@ -410,7 +413,7 @@ func (c *Config) EnsureDefaults() {
 		t.PrefetchBatches = &one
 	}
 	if t.Format == "" {
-		t.Format = "libffm"
+		t.Format = FormatOf(c.Job.Train)
 	}
 	if t.OnError == "" {
 		t.OnError = "stop"

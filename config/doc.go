@@ -67,7 +67,7 @@
 //	  batch_size: 256
 //	  epochs: 1
 //	  shuffle: true             # shuffle the training samples every epoch
-//	  format: libffm            # libffm or libfm, for -train/-test files
+//	  format: libffm            # for -train/-test files; default: the files' extension's, else libffm
 //	  on_error: stop            # stop or skip malformed input lines
 //	  eval_every: 0             # also evaluate every N batches; 0 = after each epoch only
 //	  eval_batch_size: 4096

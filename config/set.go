@@ -4,11 +4,14 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"os"
 	"reflect"
 	"strconv"
 	"strings"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/xdlgo/xps/reader"
 )
 
 // ErrBadPath is wrapped by Set's errors for a path that names no key.
@@ -277,13 +280,24 @@ func (o *Overrides) Apply(c *Config) error {
 }
 
 // LoadWith returns the config of file ("": the defaults) with o's changes
-// made, defaults filled and validated: what a command line gives.
+// made, defaults filled and validated: what a command line gives. When
+// neither the file nor a change gives train.format, it is the format the
+// training files' extension names (FormatOf).
 func LoadWith(file string, o *Overrides) (Config, error) {
 	cfg := Default()
+	formatGiven := o != nil && o.sets("train.format")
 	if file != "" {
-		var err error
-		if cfg, err = Load(file); err != nil {
-			return cfg, err
+		b, err := os.ReadFile(file)
+		if err != nil {
+			return cfg, fmt.Errorf("config: %w", err)
+		}
+		if cfg, err = Parse(b); err != nil {
+			return cfg, fmt.Errorf("config: %s: %w", file, err)
+		}
+		var root yaml.Node
+		if yaml.Unmarshal(b, &root) == nil && len(root.Content) > 0 {
+			formatGiven = formatGiven || mapValue(root.Content[0], "train") != nil &&
+				mapValue(mapValue(root.Content[0], "train"), "format") != nil
 		}
 	}
 	if o != nil {
@@ -291,6 +305,40 @@ func LoadWith(file string, o *Overrides) (Config, error) {
 			return cfg, err
 		}
 	}
+	if !formatGiven {
+		cfg.Train.Format = "" // inferred from the training files
+	}
 	cfg.EnsureDefaults()
 	return cfg, cfg.Validate()
+}
+
+// sets reports whether a change sets the key at path.
+func (o *Overrides) sets(path string) bool {
+	for _, ch := range o.changes {
+		if ch.path == path {
+			return true
+		}
+	}
+	return false
+}
+
+// FormatOf is the format the extension of the training files names
+// (reader.FormatOfName), when every one of them that has a known
+// extension names the same; else "libffm".
+func FormatOf(train []string) string {
+	var found reader.Format
+	for _, p := range train {
+		f, ok := reader.FormatOfName(p)
+		switch {
+		case !ok:
+		case found != 0 && f != found:
+			return "libffm"
+		default:
+			found = f
+		}
+	}
+	if found == 0 {
+		return "libffm"
+	}
+	return found.String()
 }

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"flag"
 	"io"
+	"os"
+	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
@@ -162,5 +164,55 @@ func TestZeroFlags(t *testing.T) {
 		if err := c.Set(path, sample(t, path)); err != nil {
 			t.Errorf("zeroRefused: %v", err)
 		}
+	}
+}
+
+// TestFormatFromExtension: with no format given, the training files'
+// extension names it; -format, -set and the file's train.format override
+// it (issue 21, item 7).
+func TestFormatFromExtension(t *testing.T) {
+	load := func(file string, args ...string) Config {
+		t.Helper()
+		var o Overrides
+		fs := flag.NewFlagSet("t", flag.ContinueOnError)
+		fs.SetOutput(io.Discard)
+		o.Bind(fs)
+		if err := fs.Parse(args); err != nil {
+			t.Fatal(err)
+		}
+		c, err := LoadWith(file, &o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"-train", "a.libfm"}, "libfm"},
+		{[]string{"-train", "a.libsvm,b.libsvm"}, "libfm"},
+		{[]string{"-train", "d/*.libffm"}, "libffm"},
+		{[]string{"-train", "u.group"}, "group"},
+		{[]string{"-train", "a.txt"}, "libffm"},
+		{[]string{"-train", "a.libfm,b.libffm"}, "libffm"},
+		{[]string{"-train", "a.libfm", "-format", "libffm"}, "libffm"},
+		{[]string{"-train", "a.libfm", "-set", "train.format=criteo"}, "criteo"},
+		{nil, "libffm"},
+	} {
+		if got := load("", c.args...).Train.Format; got != c.want {
+			t.Errorf("%v: format %s, want %s", c.args, got, c.want)
+		}
+	}
+	dir := t.TempDir()
+	given := filepath.Join(dir, "given.yaml")
+	os.WriteFile(given, []byte("train: {format: libffm}\n"), 0o644)
+	if got := load(given, "-train", "a.libfm").Train.Format; got != "libffm" {
+		t.Errorf("the file's train.format: %s, want libffm", got)
+	}
+	inferred := filepath.Join(dir, "inferred.yaml")
+	os.WriteFile(inferred, []byte("job: {train: [a.libfm]}\n"), 0o644)
+	if got := load(inferred).Train.Format; got != "libfm" {
+		t.Errorf("the file's job.train a.libfm: %s, want libfm", got)
 	}
 }

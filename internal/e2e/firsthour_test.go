@@ -1,8 +1,10 @@
 package e2e
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -83,6 +85,50 @@ func TestFirstHour(t *testing.T) {
 			}
 		}
 	})
+	t.Run("output a user can read", func(t *testing.T) { readableOutput(t, bin, dir) })
+}
+
+// readableOutput runs the worker on a libFM file named .libfm without
+// -format (it trains, and the summary names the format and no position in
+// memory), on the same file named .txt (a line error with a hint at
+// -format), and on generated data with frequent progress lines (the
+// epoch's loss is not printed twice).
+func readableOutput(t *testing.T, bin, dir string) {
+	var lines strings.Builder
+	for i := range 200 {
+		fmt.Fprintf(&lines, "%d %d:1 %d:1\n", i%2, i%7, 10+i%5)
+	}
+	libfm, txt := filepath.Join(dir, "train.libfm"), filepath.Join(dir, "train.txt")
+	for _, p := range []string{libfm, txt} {
+		if err := os.WriteFile(p, []byte(lines.String()), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	p := start(t, "worker", filepath.Join(bin, "worker"), "-local", "-train", libfm, "-test", libfm)
+	if err := p.exit(t, time.Minute); err != nil || !strings.Contains(p.output(), "worker-0: data: 1 file splits of "+libfm+" (format libfm,") ||
+		strings.Contains(p.output(), "memory@") {
+		t.Errorf("worker -train %s: exit %v, want a run whose summary names the format libfm and no memory position:\n%s", libfm, err, p.output())
+	}
+	p = start(t, "worker", filepath.Join(bin, "worker"), "-local", "-train", txt)
+	if err := p.exit(t, time.Minute); err == nil || !strings.Contains(p.output(), txt+":1: malformed line") ||
+		!strings.Contains(p.output(), "but the file looks like libfm: give -format libfm") {
+		t.Errorf("worker -train %s: exit %v, want a line error with a hint at -format libfm:\n%s", txt, err, p.output())
+	}
+	p = start(t, "worker", filepath.Join(bin, "worker"), "-local", "-set", "data.train_samples=100000", "-set", "train.progress_every=50ms")
+	if err := p.exit(t, 2*time.Minute); err != nil {
+		t.Fatalf("worker -local: %v\n%s", err, p.output())
+	}
+	progress := regexp.MustCompile(`loss (\d\.\d{4}) .*\(running auc \d\.\d{4}(?: logloss (\d\.\d{4}))?\)`)
+	n := 0
+	for _, m := range progress.FindAllStringSubmatch(p.output(), -1) {
+		n++
+		if m[2] == m[1] {
+			t.Errorf("a progress line prints the loss %s twice:\n%s", m[1], m[0])
+		}
+	}
+	if n == 0 {
+		t.Errorf("no progress line:\n%s", p.output())
+	}
 }
 
 // exit waits for the process to exit and returns how it ended.

@@ -54,9 +54,25 @@ func LoadData(opts job.Options, splits []reader.FileSplit) (Data, error) {
 	case opts.Source != nil:
 		return sourceData(opts, &sh)
 	case len(opts.Config.Job.Train) > 0:
-		return fileData(opts, splits, &sh)
+		d, err := fileData(opts, splits, &sh)
+		return d, formatHint(opts.FS, opts.Config.Train.Format, err)
 	}
 	return generatedData(opts, &sh)
+}
+
+// formatHint adds to a malformed line of a file, when the file's first
+// sample line reads as another format than format, a hint at -format:
+// a libFM file read as libFFM fails at its first feature.
+func formatHint(fsys reader.FS, format string, err error) error {
+	var le *reader.LineError
+	if !errors.As(err, &le) || le.Source == "" {
+		return err
+	}
+	f, ok := reader.SniffFileFS(fsys, le.Source)
+	if !ok || f.String() == format {
+		return err
+	}
+	return fmt.Errorf("%w (read as %s, but the file looks like %s: give -format %s)", err, format, f, f)
 }
 
 // sourceData is the job's own Source, and its TestSource read into memory.
@@ -92,7 +108,7 @@ func fileData(opts job.Options, splits []reader.FileSplit, sh *shapeFinder) (Dat
 	}
 	train := strings.Join(cfg.Job.Train, ",")
 	d := Data{Train: func(_ int, start reader.Position) (reader.Source, error) { return open(splits, start) },
-		Desc: fmt.Sprintf("%d file splits of %s (%s, streamed in order)", len(splits), train, format)}
+		Desc: fmt.Sprintf("%d file splits of %s (format %s, streamed in order)", len(splits), train, format)}
 	if *cfg.Train.Shuffle {
 		src, err := open(splits, reader.Position{})
 		if err != nil {
@@ -112,7 +128,7 @@ func fileData(opts job.Options, splits []reader.FileSplit, sh *shapeFinder) (Dat
 			}
 			return m, nil
 		}
-		d.Desc = fmt.Sprintf("%d file splits of %s (%s, in memory, %d chunks of up to %d samples shuffled per epoch)",
+		d.Desc = fmt.Sprintf("%d file splits of %s (format %s, in memory, %d chunks of up to %d samples shuffled per epoch)",
 			len(splits), train, format, len(chunks), cfg.Train.ShuffleChunk)
 	}
 	n, skipped, err := peek(d.Train, sh)

@@ -305,6 +305,9 @@ func (m *model) trainerOptions(env *job.Env, start checkpoint.Checkpoint) Option
 
 // WriteSummary writes the summary lines a worker prints at the end.
 func (r JobResult) WriteSummary(w io.Writer) {
+	if r.Data != "" {
+		fmt.Fprintf(w, "%s: data: %s\n", r.Worker, r.Data)
+	}
 	fmt.Fprintf(w, "%s: trained %d samples (%d epochs) in %.1fs: %.0f samples/s on %d AMS shards",
 		r.Worker, r.Samples, r.Epochs, r.Seconds, r.SamplesPerSecond, r.Shards)
 	if s := malformed(r.Skipped, r.format); s != "" {
@@ -328,10 +331,32 @@ func (r JobResult) WriteSummary(w io.Writer) {
 	if r.BytesRead > 0 && r.Samples > 0 {
 		fmt.Fprintf(w, "; %.0f bytes read per sample", float64(r.BytesRead)/float64(r.Samples))
 	}
-	fmt.Fprintf(w, "\n%s: last position %s", r.Worker, r.Position)
+	if at := positionText(r.Position); at != "" {
+		fmt.Fprintf(w, "\n%s: last position %s", r.Worker, at)
+	}
 	if r.Restores > 0 {
-		fmt.Fprintf(w, "; resumed %d times after the cluster was restored from a snapshot", r.Restores)
+		fmt.Fprintf(w, "\n%s: resumed %d times after the cluster was restored from a snapshot", r.Worker, r.Restores)
 	}
 	fmt.Fprintf(w, "\n")
 	r.WriteLines(w)
+}
+
+// positionText says where in its data a worker's last batch ended: a
+// file and a byte, a Kafka partition and an offset, and the sample within
+// the group when the group was cut; "" for data held in memory (the
+// generated dataset, shuffled files), whose positions mean nothing
+// outside the run.
+func positionText(p reader.Position) string {
+	if p.File == MemoryName || p.File == "" {
+		return ""
+	}
+	unit := "byte"
+	if strings.HasPrefix(p.File, "kafka://") {
+		unit = "offset"
+	}
+	s := fmt.Sprintf("%s at %s %d", p.File, unit, p.Offset)
+	if p.Index > 0 {
+		s += fmt.Sprintf(", sample %d of its group", p.Index)
+	}
+	return s
 }

@@ -547,7 +547,13 @@ func progressLine(p *job.Progress, nodes []int64) string {
 		fmt.Fprintf(&b, " auc %.4f", p.AUC)
 	}
 	if !math.IsNaN(p.RunningAUC) {
-		fmt.Fprintf(&b, " (running auc %.4f logloss %.4f)", p.RunningAUC, p.RunningLogLoss)
+		// The run's progressive logloss is the epoch's loss while the
+		// run is in its first epoch: then it is printed once.
+		fmt.Fprintf(&b, " (running auc %.4f", p.RunningAUC)
+		if l := fmt.Sprintf("%.4f", p.RunningLogLoss); l != fmt.Sprintf("%.4f", p.Loss) {
+			fmt.Fprintf(&b, " logloss %s", l)
+		}
+		b.WriteString(")")
 	}
 	fmt.Fprintf(&b, " %.0f samples/s", p.SamplesPerSecond)
 	if len(nodes) > 1 && nodes[1] > 0 {
