@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"errors"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -92,5 +93,41 @@ func TestInterrupt(t *testing.T) {
 				t.Errorf("worker %s stopped by SIGINT: exit %v, want 130 and one line saying so:\n%s", c.name, err, out)
 			}
 		})
+	}
+}
+
+// TestStreamInterrupt runs the README's Kafka streaming job on the built
+// binaries (kafkad, kafkaput, worker -local -streaming true -test) and
+// stops the worker with Ctrl-C (issue 21, item 8): a stream's stop is its
+// end, so it exits 0 after an evaluation on the test file, not with "AUC
+// 0 on 0 samples".
+func TestStreamInterrupt(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the binaries")
+	}
+	bin := build(t)
+	buildInto(t, bin, "./cmd/kafkad", "./cmd/kafkaput")
+	dir := t.TempDir()
+	train, test := filepath.Join(dir, "train.libffm"), filepath.Join(dir, "test.libffm")
+	start(t, "ctrgen", filepath.Join(bin, "ctrgen"), "-train", train, "-test", test, "-train-samples", "20000",
+		"-test-samples", "2000").wait(t, time.Minute)
+	addr := freeAddr(t)
+	_, port, _ := strings.Cut(addr, ":")
+	start(t, "kafkad", filepath.Join(bin, "kafkad"), "-port", port, "-topics", "ctr:2")
+	testutil.Eventually(t, 30*time.Second, "kafkad to listen", func() bool {
+		c, err := net.Dial("tcp", addr)
+		if err == nil {
+			c.Close()
+		}
+		return err == nil
+	})
+	start(t, "kafkaput", filepath.Join(bin, "kafkaput"), "-brokers", addr, "-topic", "ctr", train).wait(t, time.Minute)
+	w := start(t, "worker", filepath.Join(bin, "worker"), "-local", "-kafka", addr, "-topic", "ctr", "-streaming", "true",
+		"-test", test, "-set", "train.progress_every=100ms")
+	testutil.Eventually(t, 2*time.Minute, "the stream trained", func() bool { return strings.Contains(w.output(), "samples/s") })
+	w.cmd.Process.Signal(syscall.SIGINT)
+	if err := w.exit(t, 2*time.Minute); err != nil || !strings.Contains(w.output(), "eval after stop: test AUC 0.") ||
+		!regexp.MustCompile(`worker-0: test AUC 0\.\d+, logloss \d\.\d+ on 2000 samples`).MatchString(w.output()) {
+		t.Errorf("a streaming worker stopped by SIGINT: exit %v, want 0 and a test evaluation on 2000 samples:\n%s", err, w.output())
 	}
 }

@@ -21,7 +21,7 @@ import (
 // -rewrite to regenerate the expected output.
 //
 //	new [epochs=N] [commits] [commit-every=DUR] [progress-every=DUR]
-//	    [eval-every=N] [evaluate] [sync] [barrier]
+//	    [eval-every=N] [evaluate] [evaluate-on-stop] [sync] [barrier]
 //	    [start-epoch=N] [start-done] [start-batch=N] [start-applied=N]
 //	                           a new Tracker
 //	start DUR                  Started at the script's epoch plus DUR
@@ -136,7 +136,7 @@ func step(t *testing.T, tr **Tracker, line string) []string {
 
 func newOptions(t *testing.T, args map[string]string) Options {
 	o := Options{Epochs: 1, Commits: has(args, "commits"), Evaluate: has(args, "evaluate"), Sync: has(args, "sync"),
-		Barrier: has(args, "barrier")}
+		Barrier: has(args, "barrier"), EvaluateOnStop: has(args, "evaluate-on-stop")}
 	if v, ok := args["epochs"]; ok {
 		o.Epochs = num(t, v)
 	}

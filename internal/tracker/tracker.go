@@ -30,6 +30,10 @@ type Options struct {
 	// Evaluate is off altogether without a test set.
 	EvalEvery int
 	Evaluate  bool
+	// EvaluateOnStop evaluates (Evaluate{When: "stop", Final: true}) after
+	// the commit of a stop: the end of a job that never ends by itself (a
+	// stream), whose stop is its normal end. Not without Evaluate.
+	EvaluateOnStop bool
 	// Sync marks sync mode: the end of an epoch leaves the epoch's round.
 	Sync bool
 	// Barrier waits for the other workers (a job of several) at the final
@@ -97,7 +101,11 @@ func (t *Tracker) Step(ev Event) ([]Action, error) {
 		// been carried out (the stop cancelled it halfway), and a stop
 		// must leave the checkpoint of every batch reported.
 		t.dirty = true
-		return t.commit(ev.Now, nil), nil
+		acts := t.commit(ev.Now, nil)
+		if t.opts.Evaluate && t.opts.EvaluateOnStop {
+			acts = append(acts, Drain{}, Evaluate{When: "stop", Final: true})
+		}
+		return acts, nil
 	case EpochEnded:
 		return t.epochEnded(ev.Now), nil
 	}

@@ -1,6 +1,7 @@
 package worker
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"math/rand/v2"
@@ -187,6 +188,7 @@ func TestKafkaStreaming(t *testing.T) {
 	cfg := kafkaConfig(b.Addrs(), "ctr")
 	cfg.Kafka.Streaming = true
 	cfg.Train.ProgressEvery = 100 * time.Millisecond
+	cfg.Job.Test = []string{writeFile(t, t.TempDir(), "test.libffm", string(bytes.Join(ctrMessages(1000, 4), []byte("\n")))+"\n")}
 	jobCtx, stop := context.WithCancel(ctx)
 	var progress syncBuilder
 	done := make(chan struct{})
@@ -230,6 +232,11 @@ func TestKafkaStreaming(t *testing.T) {
 	}
 	if !res.Stopped || res.Samples != int64(len(msgs)) || res.Progressive.Samples != int64(len(msgs)) || !(res.Progressive.AUC > 0.6) {
 		t.Fatalf("result: stopped %v, %d samples, progressive %+v", res.Stopped, res.Samples, res.Progressive)
+	}
+	// A stream's stop is its end: it evaluates on the test set (it
+	// printed AUC 0 on 0 samples before, issue 21).
+	if res.TestSamples != 1000 || !(res.TestAUC > 0.6) {
+		t.Fatalf("the stopped stream's test evaluation: %d samples, AUC %v; want 1000 and the model's AUC\n%s", res.TestSamples, res.TestAUC, progress.String())
 	}
 	out := progress.String()
 	if !strings.Contains(out, " lag ") || !strings.Contains(out, "running auc") {

@@ -154,8 +154,10 @@ func (r *run) epoch(ctx context.Context, epoch int) ([]tracker.Action, error) {
 		case err == nil:
 			return r.step(ctx, tracker.EpochEnded{Now: time.Now()})
 		case ctx.Err() != nil:
-			// Stopped: store what was trained on, with a little time of its own.
-			cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+			// Stopped: store what was trained on (and, for a stream, whose
+			// stop is its end, evaluate on the test set), with time of its
+			// own; a second Ctrl-C ends the process.
+			cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), stopTimeout)
 			_, cerr := r.step(cctx, tracker.Stopped{Now: time.Now()})
 			cancel()
 			return nil, errors.Join(err, cerr)
@@ -170,6 +172,10 @@ func (r *run) epoch(ctx context.Context, epoch int) ([]tracker.Action, error) {
 		}
 	}
 }
+
+// stopTimeout bounds what a stopped run still does: the last commit and,
+// for a stream, the evaluation on the test set.
+const stopTimeout = 2 * time.Minute
 
 // pass trains one pass over the epoch's source, until it ends or fails.
 func (r *run) pass(ctx context.Context, epoch int) error {

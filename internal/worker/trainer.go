@@ -431,7 +431,7 @@ func (t *Trainer) Run(ctx context.Context) (res Result, err error) {
 	r.tk = tracker.New(tracker.Options{Epochs: t.cfg.Train.Epochs, Start: start,
 		Commits: t.opts.Commit != nil && t.opts.Sync == nil, CommitEvery: t.opts.CommitEvery,
 		ProgressEvery: progressEvery(t), EvalEvery: t.cfg.Train.EvalEvery, Evaluate: len(t.opts.Test) > 0,
-		Sync: t.opts.Sync != nil, Barrier: t.opts.Barrier != nil})
+		Sync: t.opts.Sync != nil, Barrier: t.opts.Barrier != nil, EvaluateOnStop: t.cfg.Kafka.Streaming})
 	res.Nodes = make([]int64, t.layout.Levels())
 	defer func() {
 		if derr := t.drain(); err == nil { // join every push goroutine, whatever happened
@@ -446,14 +446,14 @@ func (t *Trainer) Run(ctx context.Context) (res Result, err error) {
 	if err == nil {
 		err = tracker.Epochs(acts, func(open tracker.Open) ([]tracker.Action, error) { return r.epoch(ctx, open.Epoch) })
 	}
+	if k := len(res.Evals); k > 0 { // the last evaluation's, also of a stopped stream's
+		last := res.Evals[k-1]
+		res.TestAUC, res.TestLogLoss, res.TestAUCNote, res.TestSamples = last.AUC, last.LogLoss, last.AUCNote, last.Samples
+	}
 	if err != nil {
 		return res, err
 	}
 	res.Epochs = r.tk.Epochs()
-	if k := len(res.Evals); k > 0 {
-		last := res.Evals[k-1]
-		res.TestAUC, res.TestLogLoss, res.TestAUCNote, res.TestSamples = last.AUC, last.LogLoss, last.AUCNote, last.Samples
-	}
 	return res, nil
 }
 
