@@ -1,0 +1,93 @@
+package config
+
+import (
+	"fmt"
+	"os"
+	"reflect"
+	"strings"
+	"testing"
+
+	"gopkg.in/yaml.v3"
+)
+
+// TestReadmeDefaults checks the README's configuration file, "every key
+// with its default", against the code (issue 21, item 8): every key it
+// lists exists, and the value it shows is the default Default() holds
+// (kafka's with brokers set, since its defaults apply only then). A
+// default changed in the code without the README fails here.
+func TestReadmeDefaults(t *testing.T) {
+	b, err := os.ReadFile("../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, after, ok := strings.Cut(string(b), "\n## Configuration\n")
+	if !ok {
+		t.Fatal("README.md: no Configuration section")
+	}
+	_, block, ok := strings.Cut(after, "```yaml\n")
+	if !ok {
+		t.Fatal("README.md: no yaml block under Configuration")
+	}
+	block, _, _ = strings.Cut(block, "```")
+	var root yaml.Node
+	if err := yaml.Unmarshal([]byte(block), &root); err != nil {
+		t.Fatalf("README.md's configuration: %v", err)
+	}
+	n := 0
+	readmeLeaves(root.Content[0], "", func(path, value string) {
+		n++
+		want, got := readmeDefault(path), readmeDefault(path)
+		if err := got.Set(path, value); err != nil {
+			t.Errorf("README.md: %s: %v", path, err)
+			return
+		}
+		var a, d []string
+		collect(reflect.ValueOf(&got).Elem(), strings.Split(path, "."), &a)
+		collect(reflect.ValueOf(&want).Elem(), strings.Split(path, "."), &d)
+		if !reflect.DeepEqual(a, d) {
+			t.Errorf("README.md says %s: %s; the default is %s", path, value, strings.Join(d, ", "))
+		}
+	})
+	if n < 100 {
+		t.Errorf("README.md's configuration has %d keys: not the whole file", n)
+	}
+}
+
+// readmeDefault is the config whose defaults the README shows for path:
+// Default(), with kafka on for the kafka keys and count admission for the
+// keys of count admission, whose defaults apply only then.
+func readmeDefault(path string) Config {
+	var c Config
+	if strings.HasPrefix(path, "kafka.") && path != "kafka.brokers" {
+		c.Kafka.Brokers = []string{"-"}
+	}
+	c.EnsureDefaults()
+	if strings.HasPrefix(path, "model.tables[0].admission.") && path != "model.tables[0].admission.kind" {
+		c.Model.Tables[0].Admission.Kind = "count"
+		c.Model.Tables[0].EnsureDefaults()
+	}
+	return c
+}
+
+// readmeLeaves calls fn with the path and the value of every leaf of a
+// mapping node: a scalar, or a list of scalars or an empty mapping, as YAML.
+func readmeLeaves(node *yaml.Node, prefix string, fn func(path, value string)) {
+	switch {
+	case node.Kind == yaml.MappingNode && len(node.Content) > 0:
+		for i := 0; i+1 < len(node.Content); i += 2 {
+			readmeLeaves(node.Content[i+1], strings.TrimPrefix(prefix+"."+node.Content[i].Value, "."), fn)
+		}
+	case node.Kind == yaml.SequenceNode && len(node.Content) > 0 && node.Content[0].Kind == yaml.MappingNode:
+		for i, e := range node.Content {
+			readmeLeaves(e, fmt.Sprintf("%s[%d]", prefix, i), fn)
+		}
+	default:
+		bare := *node
+		bare.HeadComment, bare.LineComment, bare.FootComment = "", "", ""
+		out, err := yaml.Marshal(&bare)
+		if err != nil {
+			panic(err)
+		}
+		fn(prefix, strings.TrimSpace(string(out)))
+	}
+}
