@@ -58,6 +58,10 @@ func TestReadyUntilSignal(t *testing.T) {
 	if !strings.Contains(logs.String(), `"version":7`) {
 		t.Errorf("after SetVersion, log lines %q lack the version", logs.String())
 	}
+	p.Log.Info("restore done", "version", 8)
+	if strings.Count(logs.String(), `"version"`) != 2 || !strings.Contains(logs.String(), `"version":8`) {
+		t.Errorf("a line naming its version got a second one: %q", logs.String())
+	}
 	var line map[string]any
 	if err := json.Unmarshal([]byte(strings.SplitN(logs.String(), "\n", 2)[0]), &line); err != nil {
 		t.Fatalf("-log-format json wrote %q: %v", logs.String(), err)

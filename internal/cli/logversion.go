@@ -15,7 +15,7 @@ type versionHandler struct {
 }
 
 func (h versionHandler) Handle(ctx context.Context, r slog.Record) error {
-	if f := h.version.Load(); f != nil {
+	if f := h.version.Load(); f != nil && !hasAttr(r, "version") { // a line naming a version keeps its own
 		if v := (*f)(); v > 0 {
 			r.AddAttrs(slog.Uint64("version", v))
 		}
@@ -38,4 +38,14 @@ func (p *Proc) SetVersion(v func() uint64) {
 	if p.version != nil { // nil before Start: no logger to add it to
 		p.version.Store(&v)
 	}
+}
+
+// hasAttr reports whether the record carries an attribute of that key.
+func hasAttr(r slog.Record, key string) bool {
+	has := false
+	r.Attrs(func(a slog.Attr) bool {
+		has = a.Key == key
+		return !has
+	})
+	return has
 }
