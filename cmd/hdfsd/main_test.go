@@ -97,7 +97,7 @@ func TestRunFlagErrors(t *testing.T) {
 		{[]string{"-nope"}, "flag provided but not defined"},
 		{[]string{"-addr", "127.0.0.1:0", "-block-size", "1000"}, "BlockSize 1000"},
 		{[]string{"-addr", "nonsense"}, "Addr"},
-		{[]string{"-addr", "127.0.0.1:0", "extra"}, "unexpected arguments"},
+		{[]string{"-addr", "127.0.0.1:0", "extra"}, `unexpected argument "extra"`},
 	} {
 		var stderr bytes.Buffer
 		err := run(context.Background(), tc.args, io.Discard, &stderr)
