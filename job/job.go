@@ -416,7 +416,7 @@ func (e *Env) watchSnapshots(ctx context.Context, s *Summary) func() {
 			failed, last = failed+1, r.Error
 			e.Say("snapshot %d FAILED: %s (the model is not saved since the last good snapshot)", r.Seq, r.Error)
 		})
-		if err != nil {
+		if err != nil && ctx.Err() == nil { // not when stopped (Ctrl-C): that is no news
 			e.Say("no longer following snapshots: %v", err)
 		}
 	}()
