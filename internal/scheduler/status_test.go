@@ -117,15 +117,22 @@ func TestStatusPageServe(t *testing.T) {
 	checkStandbyPage(t, srv, p, proc.Ops.Addr())
 }
 
-// checkSchedulerMetrics: the leader's /metrics holds what its page shows.
+// checkSchedulerMetrics: the leader's /metrics comes to hold what its
+// page shows (the snapshot result reaches the board when its watch
+// delivers it).
 func checkSchedulerMetrics(t *testing.T, url string) {
-	metrics := get(t, url)
-	for _, want := range []string{"xps_scheduler_leader 1", `xps_scheduler_cluster_state{state="SERVING"} 1`,
-		`xps_scheduler_members{kind="worker"} 1`, "xps_scheduler_snapshot_seq 4", "xps_scheduler_snapshot_applied_samples 5000"} {
-		if !strings.Contains(metrics, want) {
-			t.Errorf("/metrics lacks %s", want)
+	wants := []string{"xps_scheduler_leader 1", `xps_scheduler_cluster_state{state="SERVING"} 1`,
+		`xps_scheduler_members{kind="worker"} 1`, "xps_scheduler_snapshot_seq 4", "xps_scheduler_snapshot_applied_samples 5000"}
+	var metrics string
+	eventually(t, 10*time.Second, "the scheduler's metrics", func() bool {
+		metrics = get(t, url)
+		for _, want := range wants {
+			if !strings.Contains(metrics, want) {
+				return false
+			}
 		}
-	}
+		return true
+	})
 }
 
 // checkStandbyPage starts a standby scheduler of the cluster under p: its
