@@ -491,6 +491,32 @@ func (e *Env) serving(ctx context.Context) (*ams.ShardMap, error) {
 
 // restored waits, after an attempt failed with cause, until the cluster is
 // restored, and moves e to the shard map it resumes with.
+// restoreRetry is how long a worker that left as dead for a rollback
+// waits for the restore before it leaves again (waitRestored).
+const restoreRetry = 30 * time.Second
+
+// waitRestored waits until the cluster resumes at a version above this
+// one. A worker that left as dead so that the cluster rolls back
+// (ams.ErrDuplicatePush) leaves again every restoreRetry without a
+// restore: its death may have fallen between two schedulers' leaderships
+// (a long etcd outage ends both leases), where the new leader, adopting
+// the cluster, sees only its new life and serves on, and the snapshots
+// then fail forever on its checkpoint.
+func (e *Env) waitRestored(ctx context.Context, cause error) (controlplane.Resumed, error) {
+	for {
+		wctx, cancel := context.WithTimeout(ctx, restoreRetry)
+		r, err := e.Conn.WaitRestored(wctx, e.Version)
+		cancel()
+		if err == nil || ctx.Err() != nil || !errors.Is(cause, ams.ErrDuplicatePush) || !errors.Is(err, context.DeadlineExceeded) {
+			return r, err
+		}
+		e.Say("no restore %v after leaving as a dead worker: leaving again", restoreRetry)
+		if err := e.Registration.Renew(ctx); err != nil {
+			return r, err
+		}
+	}
+}
+
 func (e *Env) restored(ctx context.Context, cause error) error {
 	// The cluster lost state, or was rolled back: wait for the version it
 	// resumes at, then start over from the restored checkpoint.
@@ -506,7 +532,7 @@ func (e *Env) restored(ctx context.Context, cause error) error {
 			resumed.Version = sm.Version
 		}
 	} else {
-		resumed, err = e.Conn.WaitRestored(ctx, e.Version)
+		resumed, err = e.waitRestored(ctx, cause)
 	}
 	if err != nil {
 		return fmt.Errorf("job: %w (after %w)", err, cause)
