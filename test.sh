@@ -45,6 +45,6 @@ go test -timeout 15m -artifacts -outputdir "$PWD/test-artifacts" ./...
 echo "== go test -race -tags purego ./... (heap slabs, pure-Go kernels)"
 go test -race -tags purego -timeout 15m ./...
 echo "== charts/ (a module of its own): helm lint and template, strict decoding, the chart's pods in Docker containers"
-(cd charts/test && go vet ./... && go test -timeout 25m ./...)
+(cd charts/test && go vet ./... && go test -count=1 -timeout 25m ./...) # -count=1: helm and docker read files the test cache cannot see
 echo "== examples/ (a module of its own, on the public API only): build, vet, run"
 (cd examples && go vet ./... && go run ./customsource -samples 100000)
