@@ -1,8 +1,6 @@
 package amsnode
 
 import (
-	"strings"
-
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/xdlgo/xps/ams/shard"
@@ -15,7 +13,7 @@ import (
 // once (shard.Stats), as a worker's progress line does.
 type collector struct {
 	s     *shard.Shard
-	descs map[string]*prometheus.Desc
+	descs ops.Descs
 }
 
 // shardMetrics are the collector's metrics: name, help, labels; a name
@@ -37,22 +35,10 @@ var shardMetrics = [][3]string{
 }
 
 func newCollector(s *shard.Shard) *collector {
-	c := &collector{s: s, descs: map[string]*prometheus.Desc{}}
-	for _, m := range shardMetrics {
-		var labels []string
-		if m[2] != "" {
-			labels = strings.Split(m[2], ",")
-		}
-		c.descs[m[0]] = prometheus.NewDesc(prometheus.BuildFQName(ops.Namespace, "ams", m[0]), m[1], labels, nil)
-	}
-	return c
+	return &collector{s: s, descs: ops.NewDescs("ams", shardMetrics)}
 }
 
-func (c *collector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range c.descs {
-		ch <- d
-	}
-}
+func (c *collector) Describe(ch chan<- *prometheus.Desc) { c.descs.Describe(ch) }
 
 func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	st, err := c.s.Stats()

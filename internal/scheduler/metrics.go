@@ -13,7 +13,7 @@ import (
 // etcd reads bounded by statusTimeout).
 type metricsCollector struct {
 	s     *Scheduler
-	descs map[string]*prometheus.Desc
+	descs ops.Descs
 }
 
 // schedulerMetrics are the collector's gauges: name, help, label.
@@ -39,22 +39,10 @@ var schedulerMetrics = [][3]string{
 // (xps_scheduler_*): leadership, cluster state and version, members, the
 // newest snapshot and export and their durations, the Kafka lag.
 func (s *Scheduler) Collector() prometheus.Collector {
-	c := &metricsCollector{s: s, descs: map[string]*prometheus.Desc{}}
-	for _, m := range schedulerMetrics {
-		var labels []string
-		if m[2] != "" {
-			labels = []string{m[2]}
-		}
-		c.descs[m[0]] = prometheus.NewDesc(prometheus.BuildFQName(ops.Namespace, "scheduler", m[0]), m[1], labels, nil)
-	}
-	return c
+	return &metricsCollector{s: s, descs: ops.NewDescs("scheduler", schedulerMetrics)}
 }
 
-func (c *metricsCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range c.descs {
-		ch <- d
-	}
-}
+func (c *metricsCollector) Describe(ch chan<- *prometheus.Desc) { c.descs.Describe(ch) }
 
 func (c *metricsCollector) Collect(ch chan<- prometheus.Metric) {
 	d := c.s.statusData(context.Background())
