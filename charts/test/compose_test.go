@@ -70,7 +70,8 @@ func TestCompose(t *testing.T) {
 	}
 }
 
-// waitExited waits until a container has exited 0 and returns the JSON
+// waitExited waits until a worker's container has exited 0 (a restart
+// after exit 1 may come: Docker's on-failure policy) and returns the JSON
 // summary on the last line of its stdout.
 func waitExited(t *testing.T, ctx context.Context, container string) summary {
 	for {

@@ -2,7 +2,6 @@ package charttest
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -253,27 +252,7 @@ func (r *Runner) waitJob(t *testing.T, ctx context.Context) []summary {
 	pods := r.jobPods()
 	sums := make([]summary, len(pods))
 	for i, pod := range pods {
-		for {
-			s, err := r.Inspect(ctx, pod)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if s.Status == "exited" && s.ExitCode == 0 {
-				break
-			}
-			if ctx.Err() != nil {
-				t.Fatalf("worker %s did not finish: %+v", pod, s)
-			}
-			time.Sleep(500 * time.Millisecond)
-		}
-		stdout, _, err := r.Logs(ctx, pod)
-		if err != nil {
-			t.Fatal(err)
-		}
-		lines := strings.Split(strings.TrimSpace(stdout), "\n")
-		if err := json.Unmarshal([]byte(lines[len(lines)-1]), &sums[i]); err != nil {
-			t.Fatalf("worker %s: last line of its output is not its JSON summary: %v\n%s", pod, err, stdout)
-		}
+		sums[i] = waitExited(t, ctx, r.Container(pod))
 	}
 	return sums
 }
