@@ -56,6 +56,11 @@ type Options struct {
 	// store. The default value (the zero Config) hands out no files,
 	// deals no partitions and takes no snapshot.
 	Config config.Config
+	// ModelRoot, for StartFor: a job without a snapshot store gets one
+	// of its own under this directory (config.Config.KeepModelIn), so
+	// that its snapshots and final model outlive the process. The
+	// default value is empty: such a job takes no snapshot.
+	ModelRoot string
 }
 
 // stores are the store roots of the cluster's shards: the snapshot and

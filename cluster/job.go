@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"time"
 
 	"github.com/xdlgo/xps/job"
 )
@@ -12,9 +13,16 @@ import (
 // (`worker -local`): o's prefix, logger and config are the job's, and the
 // job's Progress writer (when set) is told what starts. It then points
 // opts at the cluster: its etcd client, and, when direct, its shards'
-// services for direct calls (opts.Local). The caller closes the cluster
-// after the job.
+// services for direct calls (opts.Local). With o.ModelRoot set, a job
+// without a snapshot store is given one of its own there (its config
+// changed in opts and o alike). The caller closes the cluster after the
+// job.
 func StartFor(ctx context.Context, o Options, opts *job.Options, direct bool) (*Cluster, error) {
+	if o.ModelRoot != "" {
+		if err := opts.Config.KeepModelIn(o.ModelRoot, time.Now()); err != nil {
+			return nil, err
+		}
+	}
 	o.Prefix, o.Logger, o.Config = opts.Prefix, opts.Logger, opts.Config
 	if o.Shards <= 0 {
 		o.Shards = 2

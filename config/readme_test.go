@@ -4,8 +4,10 @@ import (
 	"fmt"
 	"os"
 	"reflect"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"gopkg.in/yaml.v3"
 )
@@ -89,5 +91,52 @@ func readmeLeaves(node *yaml.Node, prefix string, fn func(path, value string)) {
 			panic(err)
 		}
 		fn(prefix, strings.TrimSpace(string(out)))
+	}
+}
+
+// zeroMeansDefault lists the keys whose zero is documented to stand for
+// another setting's value (README.md's comment says which).
+var zeroMeansDefault = map[string]bool{
+	"model.output.infer_sparsity": true, // sparsity
+	"model.output.threads":        true, // GOMAXPROCS
+}
+
+// TestZeroIsNeverTheDefault (issue 21, item 4): for every number of
+// README.md's configuration, a zero a user writes is refused, or kept as
+// zero (where zero means something, as its comment says), or documented
+// as standing for another setting; it never quietly becomes the default.
+func TestZeroIsNeverTheDefault(t *testing.T) {
+	b, err := os.ReadFile("../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, after, _ := strings.Cut(string(b), "\n## Configuration\n")
+	_, block, _ := strings.Cut(after, "```yaml\n")
+	block, _, _ = strings.Cut(block, "```")
+	var root yaml.Node
+	if err := yaml.Unmarshal([]byte(block), &root); err != nil || len(root.Content) == 0 {
+		t.Fatalf("README.md's configuration: %v", err)
+	}
+	n := 0
+	readmeLeaves(root.Content[0], "", func(path, value string) {
+		_, notNumber := strconv.ParseFloat(value, 64)
+		_, notDuration := time.ParseDuration(value)
+		if (notNumber != nil && notDuration != nil) || zeroMeansDefault[path] {
+			return
+		}
+		n++
+		c := readmeDefault(path)
+		if c.Set(path, "0") != nil {
+			return // refused
+		}
+		c.EnsureDefaults()
+		var got []string
+		collect(reflect.ValueOf(&c).Elem(), strings.Split(path, "."), &got)
+		if v := strings.Join(got, ","); v != "0" && v != "0s" {
+			t.Errorf("%s: 0 was taken and became %s", path, v)
+		}
+	})
+	if n < 50 {
+		t.Errorf("README.md's configuration has %d numbers: not the whole file", n)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/xdlgo/xps/filters"
 	"gopkg.in/yaml.v3"
 )
 
@@ -60,6 +61,33 @@ var zeroRefused = map[string]string{
 	"export.every":                 "a negative value takes exports only on request",
 	"export.full_every":            "",
 	"export.keep":                  "",
+	"model.tables[*].init.scale":   "for rows that start at zero use init.kind zeros",
+	"model.tables[*].admission.false_positive_rate": "",
+	"model.tables[*].admission.max_partition_bytes": "",
+	"model.tables[*].admission.generations":         "",
+	"model.tables[*].expiry.max_expire_fraction":    "",
+	"model.output.sparsity":                         "1 is dense training",
+	"model.output.lr":                               "",
+	"model.output.rehash_base":                      "",
+	"model.output.redraw_period":                    "",
+}
+
+// optimizerZeroRefused are the optimizer settings (of every table's and
+// of the dense optimizer) whose explicit zero is refused, with hints.
+var optimizerZeroRefused = map[string]string{
+	"initial_accumulator": "a tiny value such as 1e-12 starts the accumulator near zero",
+	"eps":                 "",
+	"beta1":               "a tiny value such as 1e-12 is Adam without momentum",
+	"beta2":               "",
+	"beta":                "a tiny value such as 1e-12",
+	"momentum":            "for no momentum use the optimizer sgd",
+}
+
+func init() {
+	for k, hint := range optimizerZeroRefused {
+		zeroRefused["model.tables[*].optimizer."+k] = hint
+		zeroRefused["model.dense_optimizer."+k] = hint
+	}
 }
 
 // listIndex matches a list index of a path, "[3]".
@@ -73,10 +101,26 @@ func refuseZero(c *Config, path string) error {
 	}
 	var at []string
 	zeroKeys(reflect.ValueOf(c).Elem(), nil, strings.Split(path, "."), "", &at)
-	if len(at) == 0 {
+	if len(slices.DeleteFunc(at, func(p string) bool { return !countAdmission(c, p) })) == 0 {
 		return nil
 	}
 	return zeroError(path)
+}
+
+// tableIndex matches the table of an admission key's path.
+var tableIndex = regexp.MustCompile(`^model\.tables\[(\d+)\]\.admission\.`)
+
+// countAdmission reports whether the key at path applies in c as far as
+// admission goes: an admission key other than its kind applies only to a
+// table with count admission (any other kind holds zeros there, which
+// mean "unused").
+func countAdmission(c *Config, path string) bool {
+	m := tableIndex.FindStringSubmatch(path)
+	if m == nil || strings.HasSuffix(path, ".kind") {
+		return true
+	}
+	i, _ := strconv.Atoi(m[1])
+	return i < len(c.Model.Tables) && c.Model.Tables[i].Admission.Kind == filters.KindCount
 }
 
 // explicitZeros returns the errors of the keys of zeroRefused that the
@@ -94,7 +138,9 @@ func explicitZeros(root *yaml.Node, c *Config) []error {
 	}
 	var errs []error
 	for _, p := range sortedUnique(at) {
-		errs = append(errs, zeroError(p))
+		if countAdmission(c, p) {
+			errs = append(errs, zeroError(p))
+		}
 	}
 	return errs
 }
@@ -113,6 +159,12 @@ func zeroError(path string) error {
 func defaultOf(pattern string) string {
 	c := Config{Kafka: KafkaConfig{Brokers: []string{"-"}}} // the kafka defaults apply with brokers
 	c.EnsureDefaults()
+	if strings.Contains(pattern, ".admission.") { // and those of admission with kind count
+		for i := range c.Model.Tables {
+			c.Model.Tables[i].Admission.Kind = filters.KindCount
+			c.Model.Tables[i].EnsureDefaults()
+		}
+	}
 	var out []string
 	collect(reflect.ValueOf(&c).Elem(), strings.Split(pattern, "."), &out)
 	if len(out) == 0 {

@@ -66,11 +66,14 @@ type Summary struct {
 	// all the shards: rows, memory, and what admission, expiry and the
 	// memory budget did (nil when the shards could not be asked).
 	Tables []ams.TableUsage `json:"tables,omitempty"`
+	// Model is where the final model was saved (nil when it was not:
+	// not the first worker, or no snapshot store).
+	Model *SavedModel `json:"model,omitempty"`
 }
 
 // WriteLines writes the summary's lines common to every model: the
-// snapshots taken while the job ran, and exactly-once by the shards'
-// account of the worker's pushes.
+// snapshots taken while the job ran, exactly-once by the shards' account
+// of the worker's pushes, the tables, and where the final model is.
 func (s Summary) WriteLines(w io.Writer) {
 	if s.Snapshots > 0 || s.SnapshotsFailed > 0 {
 		fmt.Fprintf(w, "%s: %d snapshots taken while the job ran", s.Worker, s.Snapshots)
@@ -83,6 +86,7 @@ func (s Summary) WriteLines(w io.Writer) {
 	for _, t := range s.Tables {
 		fmt.Fprintf(w, "%s: table %s: %s\n", s.Worker, t.Name, UsageText(t))
 	}
+	s.Model.writeSaved(w, s.Worker)
 }
 
 // UsageText describes a table's figures in one line: its rows and their
@@ -175,6 +179,8 @@ type Env struct {
 	reg *membership.Registration
 	// baseLog is Options.Logger as given; Logger is it with the version.
 	baseLog *slog.Logger
+	// summary is the model's Summary, which Run fills.
+	summary *Summary
 }
 
 // setVersion sets the version the worker trains at, and puts it on every
@@ -202,8 +208,8 @@ func Run(ctx context.Context, opts Options, m Model) error {
 	if err != nil {
 		return fmt.Errorf("job: %w", err)
 	}
-	env := &Env{Options: opts, Name: membership.WorkerName(opts.Index), Conn: conn, baseLog: opts.Logger}
 	s := m.Summary()
+	env := &Env{Options: opts, Name: membership.WorkerName(opts.Index), Conn: conn, baseLog: opts.Logger, summary: s}
 	s.Worker, s.Index, s.Count = env.Name, opts.Index, opts.Workers()
 	defer func() { s.WallSeconds = time.Since(wall).Seconds() }()
 	// Kept: a lost lease is registered again. The cluster took the loss
@@ -230,6 +236,9 @@ func Run(ctx context.Context, opts Options, m Model) error {
 	stopWatch := env.watchSnapshots(ctx, s)
 	err = env.attempts(ctx, m)
 	stopWatch()
+	if err == nil && ctx.Err() == nil && env.SavesModel() && s.Model == nil { // not a stream stopped by Ctrl-C: its cluster stops too
+		err = env.SaveModel(ctx, nil)
+	}
 	if verr := env.verify(ctx, s, err); verr != nil {
 		err = errors.Join(err, verr)
 		env.Registration.Abandon() // a dead worker's leave: the model is rolled back

@@ -58,7 +58,7 @@ func main() {
 	)
 	flag.StringVar(&o.ID, "id", "", "shard ID, unique in the cluster (required)")
 	flag.StringVar(&o.Listen, "listen", "127.0.0.1:0", "gRPC listen address")
-	flag.StringVar(&o.Advertise, "advertise", "", "address published for workers (default: the listen address)")
+	flag.StringVar(&o.Advertise, "advertise", "", "address published for workers (default the listen address)")
 	flag.IntVar(&o.Stripes, "stripes", 0, "stripe owner goroutines (default GOMAXPROCS)")
 	flag.DurationVar(&o.LeaseTTL, "lease-ttl", membership.DefaultTTL, "registration lease TTL (heartbeat timeout)")
 	proc.Bind(flag.CommandLine, "info")

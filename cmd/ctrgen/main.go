@@ -54,7 +54,7 @@ func main() {
 	flag.IntVar(&f.nTest, "test-samples", 0, "number of test samples (default from config)")
 	flag.StringVar(&f.cfgFile, "config", "", "YAML config whose data: section shapes the data")
 	flag.StringVar(&f.format, "format", "libffm", "output format: libffm or group")
-	flag.Int64Var(&f.drift, "drift-lifetime", 0, "vocabulary drift: samples an id is drawn for before its rank gets a new id (default: data.drift_lifetime of the config; 0 there: no drift)")
+	flag.Int64Var(&f.drift, "drift-lifetime", 0, "vocabulary drift: samples an id is drawn for before its rank gets a new id (default data.drift_lifetime of the config; 0 there: no drift)")
 	cli.ParseCommandLine("ctrgen")
 	if err := run(f); err != nil {
 		cli.Fatal("ctrgen", err)

@@ -42,7 +42,7 @@ func main() {
 	flag.StringVar(&f.out, "o", "", "output SVG file (required)")
 	flag.StringVar(&f.x, "x", "samples", "the x column")
 	flag.StringVar(&f.ys, "y", "", "y columns, comma-separated, one panel each (COLUMN[:bytes|:number])")
-	flag.StringVar(&f.by, "by", "", "column whose values name the series (default: one series per file)")
+	flag.StringVar(&f.by, "by", "", "column whose values name the series (default one series per file)")
 	flag.StringVar(&f.title, "title", "", "title of the figure")
 	flag.Usage = cli.Usage(flag.CommandLine, "plot", "FILE.csv...")
 	flag.Parse()

@@ -41,7 +41,7 @@ type flags struct {
 func main() {
 	var f flags
 	fs := flag.CommandLine
-	fs.BoolVar(&f.local, "local", false, "run an embedded cluster (etcd, AMS shards, scheduler) in this process")
+	fs.BoolVar(&f.local, "local", false, "run an embedded cluster (etcd, AMS shards, scheduler) in this process; its snapshots and final model go to xps-models/JOB-ID unless -snapshot-store says where")
 	fs.BoolVar(&f.localGRPC, "local-grpc", false, "with -local: pull and push over loopback gRPC like a separate process, instead of calling the embedded shards directly")
 	fs.IntVar(&f.shards, "shards", 2, "AMS shards of the embedded cluster")
 	fs.IntVar(&f.stripes, "stripes", 0, "stripe owners per AMS shard of the embedded cluster (default GOMAXPROCS/shards, at least 1)")
@@ -139,7 +139,7 @@ func connect(ctx context.Context, f flags, opts *job.Options) (func(), error) {
 	if f.proc.TLS != nil {
 		return nil, errors.New("-local runs without TLS: -tls-ca, -tls-cert and -tls-key are for a worker joining a cluster (-etcd)")
 	}
-	lc, err := cluster.StartFor(ctx, cluster.Options{Shards: f.shards, Stripes: f.stripes, Metrics: f.proc.Metrics()}, opts, !f.localGRPC)
+	lc, err := cluster.StartFor(ctx, cluster.Options{Shards: f.shards, Stripes: f.stripes, Metrics: f.proc.Metrics(), ModelRoot: "xps-models"}, opts, !f.localGRPC)
 	if err != nil {
 		return nil, err
 	}

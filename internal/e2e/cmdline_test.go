@@ -19,7 +19,8 @@ import (
 var withArgs = map[string]bool{"hdfsput": true, "kafkaput": true, "plot": true}
 
 // TestCommandLine checks the command line of every binary under cmd/ (issue
-// 21, item 8): -h lists every flag with its default and exits 0, and a
+// 21, item 8): -h lists every flag with its default and exits 0, the
+// defaults README.md's table of flags gives are the ones -h gives, and a
 // stray positional argument is an error, not ignored.
 func TestCommandLine(t *testing.T) {
 	if testing.Short() {
@@ -32,12 +33,19 @@ func TestCommandLine(t *testing.T) {
 		t.Fatal(err)
 	}
 	flagLine := regexp.MustCompile(`^  -(\S+)`)
+	readme := readmeFlagDefaults(t)
 	for _, e := range entries {
 		name := e.Name()
 		out, err := exec.Command(filepath.Join(bin, name), "-h").CombinedOutput()
 		if err != nil {
 			t.Errorf("%s -h: %v\n%s", name, err, out)
 		}
+		for flag, v := range readme[name] {
+			if help := flagHelp(string(out), flag); !saysDefault(help, v) {
+				t.Errorf("README.md's flag table says %s -%s defaults to %s; %s -h says:\n%s", name, flag, v, name, help)
+			}
+		}
+		delete(readme, name)
 		lines := strings.Split(string(out), "\n")
 		flags := 0
 		for i, l := range lines {
@@ -61,6 +69,61 @@ func TestCommandLine(t *testing.T) {
 			t.Errorf("%s stray: exit %v, want an error naming the argument:\n%s", name, err, out)
 		}
 	}
+	for name := range readme {
+		t.Errorf("README.md's table of flags names %s, which is not under cmd/", name)
+	}
+}
+
+// readmeFlagDefaults returns the defaults README.md's table of flags
+// gives (binary -> flag -> value), from cells such as "`-shards N` (...,
+// default 2)".
+func readmeFlagDefaults(t *testing.T) map[string]map[string]string {
+	b, err := os.ReadFile(filepath.Join(moduleRoot(t), "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	row := regexp.MustCompile("(?m)^\\| `(\\w+)` \\| (.*) \\|$")
+	item := regexp.MustCompile("`-([\\w-]+)[^`]*`[^`|]*?\\(([^()]*?\\b)?default:? `?([^`,;)]+)`?")
+	out := map[string]map[string]string{}
+	n := 0
+	for _, r := range row.FindAllStringSubmatch(string(b), -1) {
+		for _, m := range item.FindAllStringSubmatch(r[2], -1) {
+			if out[r[1]] == nil {
+				out[r[1]] = map[string]string{}
+			}
+			out[r[1]][m[1]] = strings.TrimSpace(m[3])
+			n++
+		}
+	}
+	if n < 10 {
+		t.Fatalf("README.md's table of flags gives %d defaults: the table was not found", n)
+	}
+	return out
+}
+
+// flagHelp returns the lines of -h output out that describe flag.
+func flagHelp(out, flag string) string {
+	var b strings.Builder
+	in := false
+	for _, l := range strings.Split(out, "\n") {
+		if strings.HasPrefix(l, "  -") {
+			in = l == "  -"+flag || strings.HasPrefix(l, "  -"+flag+" ")
+		}
+		if in {
+			b.WriteString(l + "\n")
+		}
+	}
+	return b.String()
+}
+
+// saysDefault reports whether help gives v as the default (a duration in
+// any spelling: "1m" is "1m0s").
+func saysDefault(help, v string) bool {
+	if strings.Contains(help, "default "+v) || strings.Contains(help, `default "`+v+`"`) {
+		return true
+	}
+	d, err := time.ParseDuration(v)
+	return err == nil && strings.Contains(help, "default "+d.String())
 }
 
 // TestInterrupt stops the built worker with SIGINT (Ctrl-C) while it

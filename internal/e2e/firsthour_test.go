@@ -86,6 +86,36 @@ func TestFirstHour(t *testing.T) {
 		}
 	})
 	t.Run("output a user can read", func(t *testing.T) { readableOutput(t, bin, dir) })
+	t.Run("the model outlives -local", func(t *testing.T) { modelOutlivesLocal(t, bin) })
+}
+
+// modelOutlivesLocal runs `worker -local` (the README's first command, on
+// less data): it ends with a snapshot of the final model under
+// xps-models/ in its working directory, and its summary says where and
+// how to resume; the line it prints resumes the job for a second epoch.
+func modelOutlivesLocal(t *testing.T, bin string) {
+	data := []string{"-set", "data.train_samples=20000"}
+	p := start(t, "worker", filepath.Join(bin, "worker"), append([]string{"-local"}, data...)...)
+	if err := p.exit(t, 2*time.Minute); err != nil {
+		t.Fatalf("worker -local: %v\n%s", err, p.output())
+	}
+	saved := regexp.MustCompile(`worker-0: the model is saved: snapshot (\d+) of job (\S+) \(\d+ rows\) in (\S+); resume it with (-set job.id=\S+ -snapshot-store \S+)\n`)
+	m := saved.FindStringSubmatch(p.output())
+	if m == nil {
+		t.Fatalf("worker -local: no line saying where the model is:\n%s", p.output())
+	}
+	if want := filepath.Join(p.cmd.Dir, "xps-models", m[2]); m[3] != want {
+		t.Errorf("the model went to %s, want %s", m[3], want)
+	}
+	if manifests, _ := filepath.Glob(filepath.Join(m[3], "snap-*"+m[1], "manifest.json")); len(manifests) != 1 {
+		t.Errorf("no manifest of snapshot %s in %s", m[1], m[3])
+	}
+	args := append(append([]string{"-local", "-epochs", "2"}, data...), strings.Fields(m[4])...)
+	r := start(t, "worker", filepath.Join(bin, "worker"), args...)
+	if err := r.exit(t, 2*time.Minute); err != nil || !strings.Contains(r.output(), "worker-0: resuming at epoch 1 from") ||
+		!strings.Contains(r.output(), "(20000 samples applied before)") || !strings.Contains(r.output(), "worker-0: the model is saved: snapshot") {
+		t.Errorf("worker %v: exit %v, want a second epoch resumed from the saved model, saved again:\n%s", args, err, r.output())
+	}
 }
 
 // readableOutput runs the worker on a libFM file named .libfm without

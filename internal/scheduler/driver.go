@@ -5,13 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"math/rand/v2"
 	"slices"
 	"strings"
 	"time"
 
 	"github.com/xdlgo/xps/ams"
 	"github.com/xdlgo/xps/ams/client"
+	"github.com/xdlgo/xps/config"
 	"github.com/xdlgo/xps/export"
 	"github.com/xdlgo/xps/internal/clusterfsm"
 	"github.com/xdlgo/xps/internal/controlplane"
@@ -452,7 +452,7 @@ func (s *Scheduler) claimJob(ctx context.Context, jobs map[uint64]string) error 
 	if !ok {
 		id := want
 		if id == "" && len(foreignJobs(jobs, "")) == 0 {
-			id = newJobID(time.Now())
+			id = config.NewJobID(time.Now())
 		}
 		if id != "" { // else checkJob refuses the store below
 			if rec, err = s.conn.ClaimJob(ctx, controlplane.JobRecord{ID: id, Created: time.Now().UTC()}); err != nil {
@@ -502,12 +502,6 @@ func foreignJobs(jobs map[uint64]string, id string) []string {
 		out = append(out, j)
 	}
 	return out
-}
-
-// newJobID returns a new job id: "job-", the UTC time to the second, and
-// a random suffix.
-func newJobID(now time.Time) string {
-	return fmt.Sprintf("job-%s-%06x", now.UTC().Format("20060102-150405"), rand.Uint32()&0xffffff)
 }
 
 // manifestKeys lists the state keys of the model man holds: its

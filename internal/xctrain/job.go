@@ -92,14 +92,17 @@ func (m *model) Train(ctx context.Context, env *job.Env, start *checkpoint.Check
 		env.Client.NumShards(), tr.table.Dim, oc.Hidden, tr.out.Config().Dim, oc.Sparsity, oc.Family, p.K, p.L, p.R,
 		float64(tr.out.ParamBytes()+tablesBytes(tr))/1e6)
 	env.Pauser.StartTraining()
+	defer env.Pauser.StopTraining(ctx)
 	r, err := tr.Run(ctx)
-	env.Pauser.StopTraining(ctx)
 	m.res.Result = r
 	if err != nil {
 		return err
 	}
 	done := tr.modelCheckpoint(r)
 	done.Done, done.Epoch = true, r.Epochs
+	if env.SavesModel() { // the layer goes into the final snapshot, with the checkpoint naming it
+		return env.SaveModel(ctx, func(ctx context.Context) error { return tr.holdPauses(ctx, done) })
+	}
 	return checkpoint.Store(ctx, env.Client, env.Name, done)
 }
 
@@ -111,11 +114,16 @@ func (m *model) resume(env *job.Env, tr *Trainer, cp *checkpoint.Checkpoint) err
 	}
 	_, hasLayer := cp.File(LayerFile)
 	switch {
-	case cp.Done:
+	case cp.Done && !hasLayer:
 		env.Say("the model's checkpoint says its job finished (%d samples); training again from the start", cp.Applied)
 	case !hasLayer:
 		env.Say("the model's checkpoint (epoch %d, batch %d, %d samples) names no SLIDE layer: the model was not restored from a snapshot, so the layer it trained with is gone; training again from the start",
 			cp.Epoch, cp.Batch, cp.Applied)
+	case cp.Done: // a saved final model: more epochs go on from it
+		env.Say("resuming from the snapshot's checkpoint: the finished model of %d epochs (%d samples trained before)", cp.Epoch, cp.Applied)
+		next := *cp
+		next.Epoch, next.Batch, next.Done = cp.Epoch+1, 0, false
+		return tr.resume(next)
 	default:
 		env.Say("resuming from the snapshot's checkpoint: epoch %d, batch %d (%d samples trained before)", cp.Epoch, cp.Batch, cp.Applied)
 		return tr.resume(*cp)

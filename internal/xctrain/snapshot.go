@@ -140,3 +140,24 @@ func (t *Trainer) modelCheckpoint(res Result) Checkpoint {
 	}
 	return cp
 }
+
+// holdPauses serves the pauses of the snapshots taken once training is
+// over (the final model's, job.Env.SaveModel), as snapshotPause does at a
+// batch boundary, with cp the final checkpoint, until ctx is done.
+func (t *Trainer) holdPauses(ctx context.Context, cp Checkpoint) error {
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		if t.opts.Pauser.Requested() {
+			if err := t.snapshotPause(ctx, &cp); err != nil {
+				return err
+			}
+			continue
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-tick.C:
+		}
+	}
+}

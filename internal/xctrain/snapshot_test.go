@@ -277,3 +277,56 @@ func TestSnapshotEverySamples(t *testing.T) {
 		t.Fatalf("snapshots at %d and %d samples applied, want at least 3000 apart", a, b)
 	}
 }
+
+// TestFinalSnapshotHoldsLayer: a job with a snapshot store ends with a
+// snapshot of its final model (job.Env.SaveModel) that holds the SLIDE
+// layer, written once training is over, and a finished checkpoint naming
+// it; a job with more epochs goes on from that model.
+func TestFinalSnapshotHoldsLayer(t *testing.T) {
+	ctx := testutil.Ctx(t, 4*time.Minute)
+	dir := t.TempDir()
+	const nTrain = 2000
+	train := writeXC(t, dir, "train.txt", smallWorld, 0, nTrain)
+	snaps := filepath.Join(dir, "snapshots")
+	cfg := smallConfig()
+	cfg.Train.Epochs = 2
+	cfg.Snapshot = snapshot.Policy{Store: snaps, Every: -1, Keep: 3}
+	cfg = withJob(cfg, []string{train}, nil, 1)
+	lc, err := cluster.Start(ctx, cluster.Options{Shards: 2, Prefix: "/xps/xctrain-final-test", Config: cfg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lc.Close()
+	opts := job.Options{Config: cfg, Etcd: lc.Etcd(), Prefix: lc.Prefix()}
+	first, err := RunJob(ctx, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	saved := first.Model
+	if saved == nil || saved.Store != snaps {
+		t.Fatalf("the job saved no final model in %s: %+v", snaps, saved)
+	}
+	store, err := snapshot.OpenDir(snaps)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := snapshot.ReadManifest(store, saved.Seq)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cp, err := checkpoint.Decode(m.Readers[ams.CheckpointKey("worker-0")])
+	if lf, ok := cp.File(LayerFile); err != nil || !ok || lf.Seq != saved.Seq || !cp.Done || cp.Applied != 2*nTrain {
+		t.Fatalf("snapshot %d: checkpoint %+v, %v: want a finished one of %d samples naming the layer", saved.Seq, cp, err, 2*nTrain)
+	}
+	var progress strings.Builder
+	opts.Progress = &progress
+	opts.Config.Train.Epochs = 3
+	second, err := RunJob(ctx, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if second.Samples != nTrain || !strings.Contains(progress.String(), "resuming from the snapshot's checkpoint") ||
+		second.Model == nil || second.Model.Seq <= saved.Seq {
+		t.Fatalf("the third epoch trained %d samples, saved %+v, want %d from the saved model:\n%s", second.Samples, second.Model, nTrain, progress.String())
+	}
+}
