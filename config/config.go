@@ -253,16 +253,41 @@ type TrainConfig struct {
 	//
 	// The default value (also for 0) is 1.
 	Epochs int `yaml:"epochs"`
-	// Shuffle reads the training data into memory once, cuts its sample
-	// groups into chunks of at most ShuffleChunk consecutive samples, and
-	// shuffles the chunks at every epoch. Chunks keep compression (a
-	// chunk's samples share their upper-level lines) while mixing users
-	// across batches. With false, files are streamed in order with exact
-	// file positions (what a resumable or streaming job needs) and memory
-	// data is read in order.
+	// Shuffle shuffles the training data at every epoch, in bounded
+	// memory (reader.WindowSource): the order of the worker's file splits
+	// is shuffled (seeded by model.seed and the epoch), and the stream is
+	// read into a window of ShuffleWindow bytes at a time whose sample
+	// groups, cut into chunks of at most ShuffleChunk consecutive samples,
+	// are shuffled and trained. Chunks keep compression (a chunk's samples
+	// share their upper-level lines) while mixing users across batches. A
+	// checkpoint names the window and how much of it was trained, so a
+	// resumed job neither loses nor repeats a sample. With InMemory the
+	// whole training data is read into memory once and shuffled whole at
+	// every epoch. With false, files are streamed in order with exact file
+	// positions.
 	//
 	// The default value is true.
 	Shuffle *bool `yaml:"shuffle"`
+	// ShuffleWindow is the payload a shuffle window holds, in bytes
+	// (reader.WindowBytes: about 10 bytes per feature); the window's
+	// memory is up to twice that (its arrays grow by doubling). Data that
+	// fits in one window is shuffled whole, and read once for all epochs.
+	//
+	// The default value is 256 MiB (268435456).
+	ShuffleWindow int64 `yaml:"shuffle_window"`
+	// InMemory reads the whole training data into memory once, instead of
+	// streaming it through a window: the shuffle is over the whole data.
+	// Before it loads, the worker prints its estimate of the memory the
+	// data takes, and refuses (an error, not an out-of-memory kill) when
+	// the estimate exceeds MemoryLimit.
+	//
+	// The default value is false.
+	InMemory bool `yaml:"in_memory"`
+	// MemoryLimit bounds the memory InMemory data may take, in bytes.
+	//
+	// The default value is half of the machine's memory (or of GOMEMLIMIT
+	// when that is set and lower).
+	MemoryLimit int64 `yaml:"memory_limit"`
 	// ShuffleChunk is the most samples of one group kept together by
 	// Shuffle. Larger chunks compress training batches more; smaller ones
 	// mix more users into a batch (on MovieLens-100K, chunks of 16 cost
@@ -393,37 +418,7 @@ func (c *Config) EnsureDefaults() {
 		m.Seed = 1
 	}
 	m.Output.EnsureDefaults()
-	t := &c.Train
-	setInt(&t.BatchSize, 256)
-	setInt(&t.Epochs, 1)
-	if t.Shuffle == nil {
-		yes := true
-		t.Shuffle = &yes
-	}
-	if t.Compress == nil {
-		yes := true
-		t.Compress = &yes
-	}
-	if t.Pipeline == nil {
-		yes := true
-		t.Pipeline = &yes
-	}
-	if t.PrefetchBatches == nil {
-		one := 1
-		t.PrefetchBatches = &one
-	}
-	if t.Format == "" {
-		t.Format = FormatOf(c.Job.Train)
-	}
-	if t.OnError == "" {
-		t.OnError = "stop"
-	}
-	setInt(&t.EvalBatchSize, 4096)
-	setInt(&t.ShuffleChunk, 16)
-	setInt(&t.MaxInflightPushes, 2)
-	if t.ProgressEvery == 0 {
-		t.ProgressEvery = 2 * time.Second
-	}
+	c.Train.ensureDefaults(c.Job.Train)
 	if k := &c.Kafka; k.Enabled() {
 		if k.CommitEvery == 0 {
 			k.CommitEvery = time.Second
@@ -442,6 +437,42 @@ func (c *Config) EnsureDefaults() {
 	setInt(&d.TrainSamples, 500000)
 	setInt(&d.TestSamples, 40000)
 	d.Config.EnsureDefaults()
+}
+
+// ensureDefaults fills the zero fields of t with their defaults (Format
+// from train, the job's training files).
+func (t *TrainConfig) ensureDefaults(train []string) {
+	yes, one := true, 1
+	for _, b := range []**bool{&t.Shuffle, &t.Compress, &t.Pipeline} {
+		if *b == nil {
+			v := yes
+			*b = &v
+		}
+	}
+	if t.PrefetchBatches == nil {
+		v := one
+		t.PrefetchBatches = &v
+	}
+	setInt(&t.BatchSize, 256)
+	setInt(&t.Epochs, 1)
+	if t.Format == "" {
+		t.Format = FormatOf(train)
+	}
+	if t.OnError == "" {
+		t.OnError = "stop"
+	}
+	setInt(&t.EvalBatchSize, 4096)
+	setInt(&t.ShuffleChunk, 16)
+	if t.ShuffleWindow == 0 {
+		t.ShuffleWindow = DefaultShuffleWindow
+	}
+	if t.MemoryLimit == 0 {
+		t.MemoryLimit = defaultMemoryLimit()
+	}
+	setInt(&t.MaxInflightPushes, 2)
+	if t.ProgressEvery == 0 {
+		t.ProgressEvery = 2 * time.Second
+	}
 }
 
 // unjoin returns the errors joined in err (err itself if none are).
@@ -677,6 +708,9 @@ func (t *TrainConfig) validate(bad func(string, ...any)) {
 	}
 	if t.ShuffleChunk < 0 {
 		bad("train.shuffle_chunk %d is negative", t.ShuffleChunk)
+	}
+	if t.ShuffleWindow < 0 || t.MemoryLimit < 0 {
+		bad("train.shuffle_window %d or train.memory_limit %d is negative", t.ShuffleWindow, t.MemoryLimit)
 	}
 	if t.EvalEvery < 0 {
 		bad("train.eval_every %d is negative", t.EvalEvery)

@@ -36,6 +36,8 @@ var zeroRefused = map[string]string{
 	"train.batch_size":             "",
 	"train.epochs":                 "",
 	"train.shuffle_chunk":          "",
+	"train.shuffle_window":         "",
+	"train.memory_limit":           "",
 	"train.eval_batch_size":        "",
 	"train.max_inflight_pushes":    "",
 	"train.progress_every":         "",

@@ -386,3 +386,13 @@ func (g *Generator) addEntries(grp *reader.Group, level int, parent int32, list 
 	}
 	grp.AddLine(level, parent, g.gFields, g.gIDs, g.gValues)
 }
+
+// TestStream is the stream of Fork that a job's test set is drawn from.
+const TestStream = 1
+
+// Fork returns a generator of the same world (teacher, calibration and
+// bias) that draws an independent stream of samples, numbered stream: a
+// test set that needs no training sample generated before it.
+func (g *Generator) Fork(stream uint64) *Generator {
+	return newGenerator(&g.cfg, g.t, hashmix.Mix64(g.cfg.Seed^(stream*golden)))
+}

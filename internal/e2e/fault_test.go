@@ -23,24 +23,27 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/xdlgo/xps/ams"
+	"github.com/xdlgo/xps/config"
 	"github.com/xdlgo/xps/internal/checkpoint"
 	"github.com/xdlgo/xps/internal/controlplane"
 	"github.com/xdlgo/xps/internal/etcdembed"
 	"github.com/xdlgo/xps/internal/membership"
 	"github.com/xdlgo/xps/internal/testutil"
+	"github.com/xdlgo/xps/internal/worker"
 	"github.com/xdlgo/xps/reader"
 	"github.com/xdlgo/xps/snapshot"
 )
 
-// faultConfig is the fault test's job: its data read in order, without
-// shuffling (reader positions are file or Kafka offsets), a progress line
-// every 100ms (the kills are keyed to them). Over Kafka, train.epochs is
-// 1: the epochs are in the topic.
+// faultConfig is the fault test's job: a progress line every 100ms (the
+// kills are keyed to them), the source's reading (faultSource.train:
+// files shuffled through small windows, so that kills fall inside
+// windows; Kafka read in order). Over Kafka, train.epochs is 1: the
+// epochs are in the topic.
 const faultConfig = `
 model:
   tables: [{name: emb, dim: 8, optimizer: {name: adagrad, lr: 0.05}, init: {kind: uniform, scale: 0.01}}]
   hidden: [32, 16]
-train: {batch_size: 128, epochs: %d, progress_every: 100ms, shuffle: false}
+train: {batch_size: 128, epochs: %d, progress_every: 100ms, %s}
 data: {train_samples: %d, test_samples: 10000, fields: 8, user_fields: 3, vocab: 2000, mean_bag: 2}
 `
 
@@ -136,7 +139,10 @@ func envInt(t *testing.T, name string, def int64) int64 {
 // the timing of the processes is not replayed): the seed is printed first.
 func TestFaultInjection(t *testing.T) {
 	faultTest(t, faultSource{
-		name:   "files",
+		name: "files",
+		// About 700 windows of 64 KiB: kills and restores fall inside
+		// windows, which a resumed worker reads and shuffles again.
+		train:  "shuffle: true, shuffle_window: 65536",
 		epochs: func(epochs int64) int64 { return epochs },
 		start: func(t *testing.T, env faultEnv) faultData {
 			gate := faultGateFile(env)
@@ -153,9 +159,29 @@ func TestFaultInjection(t *testing.T) {
 			}
 		},
 		digest: func(t *testing.T, env faultEnv) uint64 {
-			src, err := reader.OpenFiles([]reader.FileSplit{{Path: env.train}, {Path: faultGateFile(env)}},
-				reader.LibFFM, reader.StopOnBad)
-			return sourceDigest(t, src, err) * uint64(env.epochs)
+			// Each worker's share, as the scheduler deals it, read as the
+			// worker reads it in every epoch.
+			cfg, err := config.LoadWith(env.cfg, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			files, err := reader.StatFiles([]string{env.train, faultGateFile(env)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			shares, err := reader.Assign(files, faultTrainers+1, (files[0].Size+1)/2, true)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var sum uint64
+			for _, share := range shares {
+				d, err := worker.TrainDigest(cfg, share, int(env.epochs))
+				if err != nil {
+					t.Fatal(err)
+				}
+				sum += d
+			}
+			return sum
 		},
 	})
 }
@@ -190,6 +216,8 @@ func moveTail(t *testing.T, path, dst string, n int) int64 {
 // faultSource is where the fault test's job reads its training data.
 type faultSource struct {
 	name string
+	// train is the job's reading of the data: train keys, YAML flow.
+	train string
 	// epochs is train.epochs of the job when the test's data is to be
 	// trained on epochs times.
 	epochs func(epochs int64) int64
@@ -206,6 +234,7 @@ type faultEnv struct {
 	bin    string // the built commands
 	train  string // the generated training file
 	epochs int64  // passes over train
+	cfg    string // the job's config file
 }
 
 // faultData is how the job reads a faultSource's data.
@@ -249,13 +278,13 @@ func faultTest(t *testing.T, src faultSource) {
 	}
 	defer cli.Close()
 	cfg := filepath.Join(dir, "job.yaml")
-	if err := os.WriteFile(cfg, fmt.Appendf(nil, faultConfig, src.epochs(epochs), samples), 0o644); err != nil {
+	if err := os.WriteFile(cfg, fmt.Appendf(nil, faultConfig, src.epochs(epochs), src.train, samples), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	train, test := filepath.Join(dir, "train.libffm"), filepath.Join(dir, "test.libffm")
 	start(t, "ctrgen", filepath.Join(bin, "ctrgen"), "-config", cfg, "-train", train, "-test", test).wait(t, time.Minute)
 	built := time.Since(began)
-	env := faultEnv{bin: bin, train: train, epochs: epochs}
+	env := faultEnv{bin: bin, train: train, epochs: epochs, cfg: cfg}
 	data := src.start(t, env)
 	wantDigest := src.digest(t, env)
 	t.Logf("commands built in %.1fs, data ready in %.1fs", built.Seconds(), (time.Since(began) - built).Seconds())

@@ -27,7 +27,8 @@ import (
 func TestFaultInjectionKafka(t *testing.T) {
 	var kafkaAddr string // the broker's, once started
 	faultTest(t, faultSource{
-		name: "kafka",
+		name:  "kafka",
+		train: "shuffle: false",
 		// A topic is read once, from the positions in the model: the
 		// epochs are in the topic.
 		epochs: func(int64) int64 { return 1 },

@@ -178,7 +178,8 @@ func positions(t *testing.T, s string) []reader.Position {
 	}
 	var out []reader.Position
 	for _, p := range strings.Split(s, ",") {
-		file, rest, _ := strings.Cut(p, "@")
+		at := strings.LastIndexByte(p, '@') // a window's name holds one too
+		file, rest := p[:at], p[at+1:]
 		off, idx, _ := strings.Cut(rest, "#")
 		out = append(out, reader.Position{File: file, Offset: int64(num(t, off)), Index: num(t, idx)})
 	}

@@ -54,8 +54,8 @@ type Tracker struct {
 	runBatch                 int64 // batches trained in this run
 	applied                  int64
 	digest                   uint64
-	positions                map[string]reader.Position
-	dirty                    bool // the checkpoint changed since the last commit
+	positions                map[string]reader.Position // by stream (reader.StreamOf): the latest of each
+	dirty                    bool                       // the checkpoint changed since the last commit
 	lastCommit, lastProgress time.Time
 	started, done            bool
 }
@@ -139,7 +139,7 @@ func (t *Tracker) trained(ev BatchTrained) []Action {
 	t.batches++
 	t.runBatch++
 	for _, p := range ev.Ends {
-		t.positions[p.File] = p
+		t.positions[reader.StreamOf(p.File)] = p
 	}
 	t.dirty = t.dirty || len(ev.Ends) > 0 || ev.Samples > 0
 	var acts []Action
@@ -231,10 +231,10 @@ func (t *Tracker) After(ev BatchTrained) checkpoint.Checkpoint {
 	if len(ev.Ends) > 0 {
 		pos := make(map[string]reader.Position, len(t.positions)+len(ev.Ends))
 		for _, p := range c.Positions {
-			pos[p.File] = p
+			pos[reader.StreamOf(p.File)] = p
 		}
 		for _, p := range ev.Ends {
-			pos[p.File] = p
+			pos[reader.StreamOf(p.File)] = p
 		}
 		c.Positions = sortPositions(pos)
 	}

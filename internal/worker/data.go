@@ -10,6 +10,7 @@ import (
 
 	"github.com/xdlgo/xps/config"
 	"github.com/xdlgo/xps/internal/datagen"
+	"github.com/xdlgo/xps/internal/membership"
 	"github.com/xdlgo/xps/internal/metrics"
 	"github.com/xdlgo/xps/job"
 	"github.com/xdlgo/xps/reader"
@@ -95,43 +96,20 @@ func sourceData(opts job.Options, sh *shapeFinder) (Data, error) {
 	return d, err
 }
 
-// fileData is the job's files: streamed in order, or held in memory and
-// shuffled per epoch (train.shuffle).
+// fileData is the job's files: streamed in order, or shuffled per epoch
+// through a window or whole in memory (train.shuffle, train.in_memory).
 func fileData(opts job.Options, splits []reader.FileSplit, sh *shapeFinder) (Data, error) {
 	cfg := opts.Config
 	format, policy, err := inputFormat(cfg)
 	if err != nil {
 		return Data{}, err
 	}
-	open := func(splits []reader.FileSplit, start reader.Position) (reader.Source, error) {
+	inOrder := func(epoch int, start reader.Position) (reader.Source, error) {
 		return reader.OpenFilesAtFS(opts.FS, splits, format, policy, start)
 	}
 	train := strings.Join(cfg.Job.Train, ",")
-	d := Data{Train: func(_ int, start reader.Position) (reader.Source, error) { return open(splits, start) },
-		Desc: fmt.Sprintf("%d file splits of %s (format %s, streamed in order)", len(splits), train, format)}
-	if *cfg.Train.Shuffle {
-		src, err := open(splits, reader.Position{})
-		if err != nil {
-			return Data{}, err
-		}
-		all, err := readAll(src)
-		if err != nil {
-			return Data{}, fmt.Errorf("worker: training data: %w", err)
-		}
-		skipped := src.Stats().Skipped
-		chunks := chunkGroups(all, cfg.Train.ShuffleChunk)
-		seed := cfg.Model.Seed
-		d.Train = func(epoch int, start reader.Position) (reader.Source, error) {
-			m := newMemorySource(chunks, true, seed, uint64(epoch), start)
-			if epoch == 1 { // the groups skipped while reading the files into memory
-				m.stats.Skipped = skipped
-			}
-			return m, nil
-		}
-		d.Desc = fmt.Sprintf("%d file splits of %s (format %s, in memory, %d chunks of up to %d samples shuffled per epoch)",
-			len(splits), train, format, len(chunks), cfg.Train.ShuffleChunk)
-	}
-	n, skipped, err := peek(d.Train, sh)
+	d := Data{Train: inOrder, Desc: fmt.Sprintf("%d file splits of %s (format %s, streamed in order)", len(splits), train, format)}
+	n, skipped, err := peek(inOrder, sh)
 	if err != nil {
 		return Data{}, err
 	}
@@ -145,6 +123,15 @@ func fileData(opts job.Options, splits []reader.FileSplit, sh *shapeFinder) (Dat
 		}
 		return Data{}, noSamples("training data", paths, malformed(skipped, format))
 	}
+	if *cfg.Train.Shuffle {
+		if cfg.Train.InMemory {
+			if err := checkMemory(opts, splits, sh.payloadPerByte()); err != nil {
+				return Data{}, err
+			}
+		}
+		d.Desc = fmt.Sprintf("%d file splits of %s (format %s, %s)", len(splits), train, format, shuffleText(cfg))
+	}
+	d.Train = fileStream(opts.FS, cfg, splits, format, policy)
 	if d.Test, err = loadTest(opts.FS, cfg.Job.Test, format, policy, sh); err != nil {
 		return Data{}, err
 	}
@@ -152,35 +139,117 @@ func fileData(opts job.Options, splits []reader.FileSplit, sh *shapeFinder) (Dat
 	return d, err
 }
 
-// generatedData is the generated dataset: worker i of W takes groups i,
-// i+W, ...; the test set is every worker's.
+// fileStream opens the training files of splits for an epoch: in order,
+// or shuffled (train.shuffle) through a window or whole in memory
+// (train.in_memory).
+func fileStream(fsys reader.FS, cfg config.Config, splits []reader.FileSplit, format reader.Format, policy reader.ErrorPolicy) stream {
+	if !*cfg.Train.Shuffle {
+		return func(_ int, start reader.Position) (reader.Source, error) {
+			return reader.OpenFilesAtFS(fsys, splits, format, policy, start)
+		}
+	}
+	shuffled := func(epoch int, start reader.Position) (reader.Source, error) {
+		return reader.OpenFilesAtFS(fsys, shuffledSplits(splits, cfg.Model.Seed, epoch), format, policy, start)
+	}
+	return windowed(shuffled, cfg, cfg.Train.InMemory)
+}
+
+// TrainDigest returns what the checkpoints of a worker whose share is
+// splits sum to once it has trained epochs epochs of cfg's job: the sum of
+// the digests (reader.Digest) of the samples of every epoch's training
+// data, read as the worker reads it (train.shuffle, its window and seed).
+// Tests check exactly-once against it.
+func TrainDigest(cfg config.Config, splits []reader.FileSplit, epochs int) (uint64, error) {
+	format, policy, err := inputFormat(cfg)
+	if err != nil {
+		return 0, err
+	}
+	open := fileStream(nil, cfg, splits, format, policy)
+	var sum uint64
+	for epoch := 1; epoch <= epochs; epoch++ {
+		src, err := open(epoch, reader.Position{})
+		if err != nil {
+			return 0, err
+		}
+		_, d, err := reader.Digest(context.Background(), src)
+		src.Close()
+		if err != nil {
+			return 0, err
+		}
+		sum += d
+	}
+	return sum, nil
+}
+
+// shuffleText says how the training data is shuffled.
+func shuffleText(cfg config.Config) string {
+	if cfg.Train.InMemory {
+		return fmt.Sprintf("in memory, chunks of up to %d samples shuffled per epoch", cfg.Train.ShuffleChunk)
+	}
+	return fmt.Sprintf("shuffled per epoch in windows of %s, chunks of up to %d samples", mibText(cfg.Train.ShuffleWindow), cfg.Train.ShuffleChunk)
+}
+
+// mibText formats a byte count in MiB (GiB from 10 GiB).
+func mibText(b int64) string {
+	if b >= 10<<30 {
+		return fmt.Sprintf("%.1f GiB", float64(b)/(1<<30))
+	}
+	return fmt.Sprintf("%.0f MiB", float64(b)/(1<<20))
+}
+
+// checkMemory estimates the memory the training files of splits take held
+// whole (their bytes times perByte, the payload per byte of the samples
+// peeked at, times 2 for the growth of the store's arrays), prints it,
+// and refuses data whose estimate exceeds train.memory_limit.
+func checkMemory(opts job.Options, splits []reader.FileSplit, perByte float64) error {
+	var size int64
+	for _, sp := range splits {
+		end := sp.End
+		if end <= 0 {
+			fi, err := reader.StatFilesFS(opts.FS, []string{sp.Path})
+			if err != nil {
+				return fmt.Errorf("worker: training data: %w", err)
+			}
+			end = fi[0].Size
+		}
+		size += end - sp.Start
+	}
+	est, limit := int64(2*perByte*float64(size)), opts.Config.Train.MemoryLimit
+	if opts.Progress != nil {
+		fmt.Fprintf(opts.Progress, "%s: train.in_memory: the training data (%s of files) takes about %s in memory (train.memory_limit %s)\n",
+			membership.WorkerName(opts.Index), mibText(size), mibText(est), mibText(limit))
+	}
+	if est > limit {
+		return fmt.Errorf("%w: train.in_memory: the training data (%s of files) would take about %s in memory, above train.memory_limit %s: "+
+			"leave train.in_memory off to shuffle it through a window of train.shuffle_window bytes, or raise train.memory_limit",
+			ErrNoData, mibText(size), mibText(est), mibText(limit))
+	}
+	return nil
+}
+
+// generatedData is the generated dataset, streamed: worker i of W takes
+// groups i, i+W, ...; the test set, every worker's, comes from an
+// independent stream of the same world.
 func generatedData(opts job.Options, sh *shapeFinder) (Data, error) {
 	cfg := opts.Config
 	dc := cfg.Data
-	gen, err := datagen.New(dc.Config)
-	if err != nil {
-		return Data{}, fmt.Errorf("worker: generator: %w", err)
-	}
-	var train []*reader.Group
-	g := new(reader.Group)
-	chunk := 1 << 30
+	maxGroup := 1 << 30
 	if *cfg.Train.Shuffle {
-		chunk = cfg.Train.ShuffleChunk
+		maxGroup = cfg.Train.ShuffleChunk
 	}
-	count := opts.Workers()
-	for i, n := 0, 0; n < dc.TrainSamples; i++ {
-		gen.NextGroup(g, min(dc.TrainSamples-n, chunk), nil)
-		n += g.NumSamples()
-		if i%count == opts.Index {
-			train = append(train, g.Clone())
-			sh.add(g)
-		}
+	inOrder := func(_ int, start reader.Position) (reader.Source, error) {
+		return openGenerated(dc, opts.Index, opts.Workers(), maxGroup, start)
 	}
-	var test []*reader.Group
-	var probs, labels []float32
-	for n := 0; n < dc.TestSamples; n += g.NumSamples() {
-		probs = gen.NextGroup(g, dc.TestSamples-n, probs)
-		test = append(test, g.Clone())
+	if _, _, err := peek(inOrder, sh); err != nil {
+		return Data{}, err
+	}
+	test, probs, err := generateTest(dc)
+	if err != nil {
+		return Data{}, err
+	}
+	var labels []float32
+	for _, g := range test {
+		sh.add(g)
 		for i := 0; i < g.NumSamples(); i++ {
 			labels = append(labels, g.Label(i))
 		}
@@ -193,14 +262,30 @@ func generatedData(opts job.Options, sh *shapeFinder) (Data, error) {
 	if err != nil {
 		return Data{}, err
 	}
-	shuffle, seed := *cfg.Train.Shuffle, cfg.Model.Seed
-	return Data{
-		Train: func(epoch int, start reader.Position) (reader.Source, error) {
-			return newMemorySource(train, shuffle, seed, uint64(epoch), start), nil
-		},
-		Test: test, Shape: shape, BestAUC: bestAUC,
+	d := Data{Train: inOrder, Test: test, Shape: shape, BestAUC: bestAUC,
 		Desc: fmt.Sprintf("generated CTR data (%d fields, %d user fields, %d train samples, seed %d)",
-			dc.Fields, dc.UserFields, dc.TrainSamples, dc.Seed)}, nil
+			dc.Fields, dc.UserFields, dc.TrainSamples, dc.Seed)}
+	if *cfg.Train.Shuffle {
+		d.Train = windowed(inOrder, cfg, cfg.Train.InMemory)
+	}
+	return d, nil
+}
+
+// generateTest generates the test set and the teacher's probabilities.
+func generateTest(dc config.DataConfig) ([]*reader.Group, []float32, error) {
+	gen, err := datagen.New(dc.Config)
+	if err != nil {
+		return nil, nil, fmt.Errorf("worker: generator: %w", err)
+	}
+	gen = gen.Fork(datagen.TestStream)
+	var test []*reader.Group
+	var probs []float32
+	g := new(reader.Group)
+	for n := 0; n < dc.TestSamples; n += g.NumSamples() {
+		probs = gen.NextGroup(g, dc.TestSamples-n, probs)
+		test = append(test, g.Clone())
+	}
+	return test, probs, nil
 }
 
 // inputFormat returns the format and malformed-input policy of cfg.Train.
@@ -294,10 +379,6 @@ func peek(open func(int, reader.Position) (reader.Source, error), sh *shapeFinde
 		return 0, 0, err
 	}
 	defer src.Close()
-	if m, ok := src.(*memorySource); ok { // its groups' positions are in memory: name the files they were read from
-		sh.origin = m.origin
-		defer func() { sh.origin = nil }()
-	}
 	g := new(reader.Group)
 	for samples < peekSamples {
 		err := src.Next(context.Background(), g)
@@ -308,8 +389,10 @@ func peek(open func(int, reader.Position) (reader.Source, error), sh *shapeFinde
 			return 0, 0, fmt.Errorf("worker: training data: %w", err)
 		}
 		sh.add(g)
+		sh.payload += reader.WindowBytes(g)
 		samples += g.NumSamples()
 	}
+	sh.bytes = src.Stats().Bytes
 	return samples, src.Stats().Skipped, nil
 }
 
@@ -324,11 +407,19 @@ type shapeFinder struct {
 	big     uint32
 	bigAt   string
 	bigSeen bool
-	// origin, when set, returns the group a memory source's group (at a
-	// position of MemoryName) was copied from, which knows where it was
-	// read.
-	origin func(reader.Position) *reader.Group
-	err    error
+	// payload and bytes sum the WindowBytes of the groups added and the
+	// bytes of the input they were read from (when known).
+	payload, bytes int64
+	err            error
+}
+
+// payloadPerByte is the payload (reader.WindowBytes) of the groups added
+// per byte of their input, 1 when unknown.
+func (s *shapeFinder) payloadPerByte() float64 {
+	if s.bytes <= 0 || s.payload <= 0 {
+		return 1
+	}
+	return float64(s.payload) / float64(s.bytes)
 }
 
 func (s *shapeFinder) add(g *reader.Group) {
@@ -367,11 +458,6 @@ func (s *shapeFinder) field(f uint32, k int, g *reader.Group) {
 // and line when known ("at train.libffm line 17", "in the group at
 // train.txt line 17" for a group of several lines), else its position.
 func (s *shapeFinder) where(g *reader.Group) string {
-	if s.origin != nil && g.Pos.File == MemoryName {
-		if o := s.origin(g.Pos); o != nil {
-			g = o
-		}
-	}
 	lines := 0
 	for k := range g.Levels {
 		lines += g.Levels[k].Len()

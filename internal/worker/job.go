@@ -342,17 +342,29 @@ func (r JobResult) WriteSummary(w io.Writer) {
 }
 
 // positionText says where in its data a worker's last batch ended: a
-// file and a byte, a Kafka partition and an offset, and the sample within
-// the group when the group was cut; "" for data held in memory (the
-// generated dataset, shuffled files), whose positions mean nothing
-// outside the run.
+// file and a byte, a Kafka partition and an offset, a group of the
+// generated data, a chunk of a shuffle window, and the sample within the
+// group when the group was cut; "" for none.
 func positionText(p reader.Position) string {
-	if p.File == MemoryName || p.File == "" {
+	if p.File == "" {
 		return ""
 	}
+	if base, ok := reader.ParseWindowName(p.File); ok {
+		if p.Offset == 0 && p.Index == 0 {
+			return positionText(base) + ", where the next shuffle window starts"
+		}
+		s := fmt.Sprintf("chunk %d of the shuffle window at %s", p.Offset, positionText(base))
+		if p.Index > 0 {
+			s += fmt.Sprintf(", sample %d of the chunk", p.Index)
+		}
+		return s
+	}
 	unit := "byte"
-	if strings.HasPrefix(p.File, "kafka://") {
+	switch {
+	case strings.HasPrefix(p.File, "kafka://"):
 		unit = "offset"
+	case p.File == GeneratedName:
+		unit = "group"
 	}
 	s := fmt.Sprintf("%s at %s %d", p.File, unit, p.Offset)
 	if p.Index > 0 {

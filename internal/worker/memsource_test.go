@@ -11,7 +11,7 @@ import (
 // MemoryName is the File of the positions of in-memory sources.
 const MemoryName = "memory"
 
-// memorySource yields groups held in memory, in a fixed order (the identity,
+// memorySource (for tests) yields groups held in memory, in a fixed order (the identity,
 // or a permutation for a shuffled epoch). Its positions are {MemoryName,
 // k, index} where k is the rank of the group in that order.
 type memorySource struct {
@@ -67,15 +67,6 @@ func (s *memorySource) Next(ctx context.Context, g *reader.Group) error {
 		s.next, s.index = s.next+1, 0
 		return nil
 	}
-}
-
-// origin returns the group at position p of the source's order (nil when
-// p is not one of its positions).
-func (s *memorySource) origin(p reader.Position) *reader.Group {
-	if p.File != MemoryName || p.Offset < 0 || p.Offset >= int64(len(s.order)) {
-		return nil
-	}
-	return s.groups[s.order[p.Offset]]
 }
 
 func (s *memorySource) Position() reader.Position { return s.pos(s.next, s.index) }
