@@ -2,6 +2,7 @@ package reader
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -58,6 +59,10 @@ type FileSourceOptions struct {
 	// FS is the file system the splits' paths name. The default value
 	// (nil) is LocalFS.
 	FS FS
+	// AnyOrder lets the splits of one file come in any order (a shuffled
+	// list of blocks), not only forward; they still must not overlap. A
+	// position still names one split: the one holding its offset.
+	AnyOrder bool
 }
 
 // FileSource is a Source over splits of files, local or on another FS. It
@@ -110,7 +115,7 @@ func NewFileSource(splits []FileSplit, opts FileSourceOptions) (*FileSource, err
 	if opts.OnError != StopOnBad && opts.OnError != SkipBad {
 		errs = append(errs, fmt.Errorf("%w: unknown error policy %d", ErrBadOptions, int(opts.OnError)))
 	}
-	errs = append(errs, validateSplits(splits)...)
+	errs = append(errs, validateSplits(splits, opts.AnyOrder)...)
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
@@ -153,9 +158,13 @@ func NewFileSource(splits []FileSplit, opts FileSourceOptions) (*FileSource, err
 }
 
 // validateSplits checks each split and that splits of one file come in
-// increasing order without overlapping.
-func validateSplits(splits []FileSplit) []error {
+// increasing order (in any order with anyOrder) without overlapping.
+func validateSplits(splits []FileSplit, anyOrder bool) []error {
 	var errs []error
+	if anyOrder { // the same checks, on the splits in the order of their starts
+		splits = slices.Clone(splits)
+		slices.SortStableFunc(splits, func(a, b FileSplit) int { return cmp.Compare(a.Start, b.Start) })
+	}
 	lastEnd := make(map[string]int64) // -1: the last split runs to the end
 	for i, sp := range splits {
 		if sp.Path == "" || sp.Start < 0 || (sp.End > 0 && sp.End <= sp.Start) {
@@ -177,15 +186,21 @@ func validateSplits(splits []FileSplit) []error {
 
 // locate returns the split holding p, and whether p is the End of that split
 // (the split is done). It returns -1 if no split fits.
+//
+// A split holding p comes first: p at the End of one split and the Start
+// of another (adjacent blocks in any order) is the other's start, as the
+// source's positions mean it when the splits go on (at the end of a split
+// the source moves to the next split's start). With AnyOrder the position
+// after the last split is ambiguous when another split starts there; a
+// group's Pos never is (WindowSource resumes only at those).
 func (s *FileSource) locate(p Position) (int, bool) {
 	for i, sp := range s.splits {
-		if sp.Path != p.File {
-			continue
-		}
-		if sp.Start <= p.Offset && (sp.End <= 0 || p.Offset < sp.End) {
+		if sp.Path == p.File && sp.Start <= p.Offset && (sp.End <= 0 || p.Offset < sp.End) {
 			return i, false
 		}
-		if sp.End > 0 && p.Offset == sp.End {
+	}
+	for i, sp := range s.splits {
+		if sp.Path == p.File && sp.End > 0 && p.Offset == sp.End {
 			return i, true
 		}
 	}

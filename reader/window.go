@@ -51,6 +51,11 @@ type WindowSource struct {
 	done   bool     // the stream is exhausted
 	stats  SourceStats
 	g, cut Group
+	// pend is the group read after the window filled up, the next
+	// window's first (havePend): a window ends where a group starts, or
+	// at WindowEnd, never at a stream position that is only an end.
+	pend     Group
+	havePend bool
 }
 
 // WindowOptions configure a WindowSource.
@@ -78,7 +83,6 @@ type WindowOptions struct {
 // fit in it. It is read-only: sources of later epochs share it.
 type Whole struct {
 	pack *Pack
-	end  Position // the stream's position at its end
 }
 
 // Samples returns the samples held.
@@ -95,11 +99,16 @@ func (s *WindowSource) Whole() *Whole {
 	if !s.done || s.start != (Position{}) || s.src == nil {
 		return nil
 	}
-	return &Whole{pack: s.window, end: s.after}
+	return &Whole{pack: s.window}
 }
 
 // windowPrefix starts the File of a window position.
 const windowPrefix = "window("
+
+// WindowEnd is the File of the position after a window source's last
+// chunk: the stream is exhausted (a position of the stream itself could
+// be read as the start of a block it shuffled elsewhere).
+const WindowEnd = "window(end)"
 
 // WindowName names the window that starts at p in the stream.
 func WindowName(p Position) string {
@@ -131,7 +140,7 @@ func ParseWindowName(name string) (Position, bool) {
 // stream stopped (a checkpoint) keeps one position per stream: a window
 // source's latest, not one per window.
 func StreamOf(file string) string {
-	if _, ok := ParseWindowName(file); ok {
+	if _, ok := ParseWindowName(file); ok || file == WindowEnd {
 		return windowPrefix + ")"
 	}
 	return file
@@ -150,13 +159,14 @@ func NewWindowSource(o WindowOptions) (*WindowSource, error) {
 	} else {
 		s.after.Index = 0
 	}
-	if w := o.Whole; w != nil && (s.after == (Position{}) || s.after == w.end) {
-		s.window, s.done = w.pack, true
-		if s.after == (Position{}) { // else the position after the whole stream: nothing left
-			s.after = w.end
-			s.shuffle()
-			s.next, s.index = min(skip, len(s.order)), index
-		}
+	if o.Start.File == WindowEnd {
+		s.done, s.after = true, o.Start
+		return s, nil
+	}
+	if w := o.Whole; w != nil && s.after == (Position{}) {
+		s.window, s.done, s.after = w.pack, true, Position{File: WindowEnd}
+		s.shuffle()
+		s.next, s.index = min(skip, len(s.order)), index
 		return s, nil
 	}
 	src, err := o.Open(s.after)
@@ -196,7 +206,7 @@ func (s *WindowSource) Next(ctx context.Context, g *Group) error {
 	g.Pos = Position{File: name, Offset: int64(k), Index: s.index}
 	g.Next = Position{File: name, Offset: int64(k + 1)}
 	if k+1 == len(s.order) {
-		g.Next = Position{File: WindowName(s.after)}
+		g.Next = s.afterWindow()
 	}
 	s.stats.Groups++
 	s.stats.Samples += int64(g.NumSamples() - s.index)
@@ -209,24 +219,40 @@ func (s *WindowSource) fill(ctx context.Context) error {
 	s.window.Reset()
 	s.start, s.next, s.index = s.after, 0, 0
 	var payload int64
-	for payload < s.opts.Bytes {
+	if s.havePend {
+		payload += WindowBytes(&s.pend)
+		s.add(&s.pend)
+		s.havePend = false
+	}
+	for {
 		err := s.src.Next(ctx, &s.g)
 		if errors.Is(err, io.EOF) {
-			s.done = true
+			s.done, s.after = true, Position{File: WindowEnd}
 			break
 		}
 		if err != nil {
 			return err
 		}
+		if payload >= s.opts.Bytes && s.window.Len() > 0 { // the next window's first group
+			s.pend, s.g = s.g, s.pend
+			s.havePend = true
+			s.after = Position{File: s.pend.Pos.File, Offset: s.pend.Pos.Offset}
+			break
+		}
 		payload += WindowBytes(&s.g)
 		s.add(&s.g)
-		s.after = s.g.Next
-	}
-	if s.done {
-		s.after = s.src.Position()
 	}
 	s.shuffle()
 	return nil
+}
+
+// afterWindow is the position after the window in memory: the next
+// window's start, or WindowEnd.
+func (s *WindowSource) afterWindow() Position {
+	if s.after.File == WindowEnd {
+		return s.after
+	}
+	return Position{File: WindowName(s.after)}
 }
 
 // add appends g to the window, cut into chunks of at most Chunk samples
@@ -262,7 +288,7 @@ func (s *WindowSource) Position() Position {
 	if s.next < len(s.order) || s.index > 0 {
 		return Position{File: WindowName(s.start), Offset: int64(s.next), Index: s.index}
 	}
-	return Position{File: WindowName(s.after)}
+	return s.afterWindow()
 }
 
 // Stats counts the chunks emitted and their samples (Skipped: the

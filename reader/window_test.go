@@ -192,7 +192,7 @@ func TestWindowSourceWhole(t *testing.T) {
 		t.Fatalf("Whole after reading all %d samples: %v", len(want), whole)
 	}
 	end := groups[len(groups)-1].pos
-	for _, at := range []Position{{}, groups[3].pos, {File: end.File, Offset: end.Offset + 1}} {
+	for _, at := range []Position{{}, groups[3].pos, {File: end.File, Offset: end.Offset + 1}, {File: WindowEnd}} {
 		fromStream := windowOpts(splits, 1<<30, 2, &opens)
 		fromStream.Start = at
 		s, err := NewWindowSource(fromStream)
@@ -211,7 +211,7 @@ func TestWindowSourceWhole(t *testing.T) {
 		if opens != before || !slices.Equal(ids, wantIDs) || !slices.Equal(gs, wantGroups) {
 			t.Fatalf("at %v: held data gave %d samples (opens %d -> %d), the stream %d", at, len(ids), before, opens, len(wantIDs))
 		}
-		if at.Offset > end.Offset && len(ids) != 0 {
+		if (at.Offset > end.Offset || at.File == WindowEnd) && len(ids) != 0 {
 			t.Fatalf("at the end %v: %d samples", at, len(ids))
 		}
 	}
@@ -229,5 +229,61 @@ func TestWindowName(t *testing.T) {
 		if _, ok := ParseWindowName(s); ok {
 			t.Errorf("ParseWindowName(%q) is a window", s)
 		}
+	}
+}
+
+// TestFileSourceAnyOrder: a file cut into blocks of a few hundred bytes,
+// read in a shuffled order (AnyOrder), gives every sample once; opened at
+// any group's position, or the position after it while blocks go on (a
+// block's end that is another block's start among them), it gives
+// exactly the samples from there.
+func TestFileSourceAnyOrder(t *testing.T) {
+	splits, want := windowData(t, 60)
+	var blocks []FileSplit
+	for _, sp := range splits {
+		end := sp.End
+		if end <= 0 {
+			fi, err := os.Stat(sp.Path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			end = fi.Size()
+		}
+		for lo := sp.Start; lo < end; lo += 300 {
+			blocks = append(blocks, FileSplit{Path: sp.Path, Start: lo, End: min(lo+300, end)})
+		}
+	}
+	rand.New(rand.NewPCG(3, 4)).Shuffle(len(blocks), func(i, j int) { blocks[i], blocks[j] = blocks[j], blocks[i] })
+	read := func(start Position) (ids []uint64, next []Position, cum []int) {
+		cum = []int{0}
+		dec, _ := NewDecoder(SampleGroup)
+		s, err := NewFileSource(blocks, FileSourceOptions{Decoder: dec, Start: start, AnyOrder: true})
+		if err != nil {
+			t.Fatalf("open at %v: %v", start, err)
+		}
+		defer s.Close()
+		g := new(Group)
+		for s.Next(context.Background(), g) == nil {
+			for i := g.Pos.Index; i < g.NumSamples(); i++ {
+				_, id, _ := g.Levels[0].Line(i)
+				ids = append(ids, id[0])
+			}
+			next, cum = append(next, g.Pos, g.Next), append(cum, cum[len(cum)-1], len(ids))
+		}
+		return ids, next, cum
+	}
+	all, next, cum := read(Position{})
+	if !sameSet(all, want) || slices.Equal(all, want) {
+		t.Fatalf("%d samples (the file's order: %v), want %d once each", len(all), slices.Equal(all, want), len(want))
+	}
+	for k, p := range next[:len(next)-1] { // the last is the end of the last block: ambiguous
+		rest, _, _ := read(p)
+		if !slices.Equal(rest, all[cum[k+1]:]) {
+			t.Fatalf("opened after group %d at %v: %d samples, not the last ones", k, p, len(rest))
+		}
+	}
+	if _, err := NewFileSource(append(blocks, FileSplit{Path: blocks[0].Path, Start: blocks[0].Start + 1, End: blocks[0].End}),
+		FileSourceOptions{Decoder: srcDecoder(true), AnyOrder: true}); !errors.Is(err, ErrBadOptions) {
+		t.Errorf("overlapping blocks: %v", err)
 	}
 }

@@ -131,7 +131,9 @@ func fileData(opts job.Options, splits []reader.FileSplit, sh *shapeFinder) (Dat
 		}
 		d.Desc = fmt.Sprintf("%d file splits of %s (format %s, %s)", len(splits), train, format, shuffleText(cfg))
 	}
-	d.Train = fileStream(opts.FS, cfg, splits, format, policy)
+	if d.Train, err = fileStream(opts.FS, cfg, splits, format, policy); err != nil {
+		return Data{}, err
+	}
 	if d.Test, err = loadTest(opts.FS, cfg.Job.Test, format, policy, sh); err != nil {
 		return Data{}, err
 	}
@@ -141,17 +143,29 @@ func fileData(opts job.Options, splits []reader.FileSplit, sh *shapeFinder) (Dat
 
 // fileStream opens the training files of splits for an epoch: in order,
 // or shuffled (train.shuffle) through a window or whole in memory
-// (train.in_memory).
-func fileStream(fsys reader.FS, cfg config.Config, splits []reader.FileSplit, format reader.Format, policy reader.ErrorPolicy) stream {
+// (train.in_memory). A shuffled epoch reads the splits cut into blocks of
+// a sixteenth of the window (at least blockMin bytes) in an order
+// shuffled for the epoch, so that every window holds groups from all over
+// the data, not only from its neighbourhood.
+func fileStream(fsys reader.FS, cfg config.Config, splits []reader.FileSplit, format reader.Format, policy reader.ErrorPolicy) (stream, error) {
 	if !*cfg.Train.Shuffle {
 		return func(_ int, start reader.Position) (reader.Source, error) {
 			return reader.OpenFilesAtFS(fsys, splits, format, policy, start)
-		}
+		}, nil
+	}
+	blocks, err := cutBlocks(fsys, splits, max(cfg.Train.ShuffleWindow/16, blockMin))
+	if err != nil {
+		return nil, fmt.Errorf("worker: training data: %w", err)
 	}
 	shuffled := func(epoch int, start reader.Position) (reader.Source, error) {
-		return reader.OpenFilesAtFS(fsys, shuffledSplits(splits, cfg.Model.Seed, epoch), format, policy, start)
+		dec, err := reader.NewDecoder(format)
+		if err != nil {
+			return nil, err
+		}
+		return reader.NewFileSource(shuffledBlocks(blocks, cfg.Model.Seed, epoch),
+			reader.FileSourceOptions{Decoder: dec, OnError: policy, FS: fsys, Start: start, AnyOrder: true})
 	}
-	return windowed(shuffled, cfg, cfg.Train.InMemory)
+	return windowed(shuffled, cfg, cfg.Train.InMemory), nil
 }
 
 // TrainDigest returns what the checkpoints of a worker whose share is
@@ -164,7 +178,10 @@ func TrainDigest(cfg config.Config, splits []reader.FileSplit, epochs int) (uint
 	if err != nil {
 		return 0, err
 	}
-	open := fileStream(nil, cfg, splits, format, policy)
+	open, err := fileStream(nil, cfg, splits, format, policy)
+	if err != nil {
+		return 0, err
+	}
 	var sum uint64
 	for epoch := 1; epoch <= epochs; epoch++ {
 		src, err := open(epoch, reader.Position{})

@@ -346,8 +346,11 @@ func (r JobResult) WriteSummary(w io.Writer) {
 // generated data, a chunk of a shuffle window, and the sample within the
 // group when the group was cut; "" for none.
 func positionText(p reader.Position) string {
-	if p.File == "" {
+	switch p.File {
+	case "":
 		return ""
+	case reader.WindowEnd:
+		return "the end of the data, every shuffle window trained"
 	}
 	if base, ok := reader.ParseWindowName(p.File); ok {
 		if p.Offset == 0 && p.Index == 0 {

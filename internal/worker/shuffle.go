@@ -1,7 +1,6 @@
 package worker
 
 import (
-	"cmp"
 	"context"
 	"fmt"
 	"io"
@@ -43,28 +42,35 @@ func windowed(open stream, cfg config.Config, whole bool) stream {
 	}
 }
 
-// shuffledSplits returns splits in an order shuffled for epoch (seeded by
-// seed and the epoch), the splits of each file keeping their order among
-// themselves (a file source reads a file's splits forward): the slots of a
-// shuffled order are given to each file's splits in turn.
-func shuffledSplits(splits []reader.FileSplit, seed uint64, epoch int) []reader.FileSplit {
-	out := slices.Clone(splits)
+// blockMin is the smallest block a shuffled epoch reads (fileStream).
+const blockMin = 4 << 10
+
+// cutBlocks cuts splits into byte ranges of at most size bytes (a split
+// that runs to its file's end is measured on fsys).
+func cutBlocks(fsys reader.FS, splits []reader.FileSplit, size int64) ([]reader.FileSplit, error) {
+	var out []reader.FileSplit
+	for _, sp := range splits {
+		end := sp.End
+		if end <= 0 {
+			fi, err := reader.StatFilesFS(fsys, []string{sp.Path})
+			if err != nil {
+				return nil, err
+			}
+			end = fi[0].Size
+		}
+		for lo := sp.Start; lo < end; lo += size {
+			out = append(out, reader.FileSplit{Path: sp.Path, Start: lo, End: min(lo+size, end)})
+		}
+	}
+	return out, nil
+}
+
+// shuffledBlocks returns blocks in an order shuffled for epoch (seeded by
+// seed and the epoch).
+func shuffledBlocks(blocks []reader.FileSplit, seed uint64, epoch int) []reader.FileSplit {
+	out := slices.Clone(blocks)
 	rng := rand.New(rand.NewPCG(seed, uint64(epoch)))
 	rng.Shuffle(len(out), func(i, j int) { out[i], out[j] = out[j], out[i] })
-	slots := make(map[string][]int)
-	for i, sp := range out {
-		slots[sp.Path] = append(slots[sp.Path], i)
-	}
-	for _, at := range slots {
-		mine := make([]reader.FileSplit, len(at))
-		for k, i := range at {
-			mine[k] = out[i]
-		}
-		slices.SortFunc(mine, func(a, b reader.FileSplit) int { return cmp.Compare(a.Start, b.Start) })
-		for k, i := range at {
-			out[i] = mine[k]
-		}
-	}
 	return out
 }
 

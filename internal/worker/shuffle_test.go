@@ -43,34 +43,38 @@ func TestInMemoryEstimate(t *testing.T) {
 	}
 }
 
-// TestShuffledSplits: the order of the splits changes with the epoch and
-// is the same for the same epoch and seed; the splits of one file stay in
-// their order (a file source reads them forward).
-func TestShuffledSplits(t *testing.T) {
-	var splits []reader.FileSplit
-	for f := range 4 {
-		for k := range 3 {
-			splits = append(splits, reader.FileSplit{Path: fmt.Sprintf("f%d", f), Start: int64(k * 100), End: int64(k*100 + 100)})
-		}
+// TestShuffledBlocks: the splits cut into blocks cover them exactly; the
+// blocks' order changes with the epoch, is the same for the same epoch and
+// seed, and a file source takes it (AnyOrder).
+func TestShuffledBlocks(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "a.libffm")
+	if err := os.WriteFile(path, make([]byte, 1000), 0o644); err != nil {
+		t.Fatal(err)
 	}
-	e1, e2 := shuffledSplits(splits, 1, 1), shuffledSplits(splits, 1, 2)
-	if slices.Equal(e1, splits) || slices.Equal(e1, e2) || !slices.Equal(e1, shuffledSplits(splits, 1, 1)) {
+	splits := []reader.FileSplit{{Path: path, End: 450}, {Path: path, Start: 450}, {Path: "b", Start: 100, End: 130}}
+	blocks, err := cutBlocks(nil, splits, 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	covered := map[string]int64{}
+	for _, b := range blocks {
+		if b.End-b.Start > 100 || b.End <= b.Start {
+			t.Errorf("block %v", b)
+		}
+		covered[b.Path] += b.End - b.Start
+	}
+	if len(blocks) != 12 || covered[path] != 1000 || covered["b"] != 30 {
+		t.Errorf("%d blocks covering %v: %v", len(blocks), covered, blocks)
+	}
+	e1, e2 := shuffledBlocks(blocks, 1, 1), shuffledBlocks(blocks, 1, 2)
+	if slices.Equal(e1, blocks) || slices.Equal(e1, e2) || !slices.Equal(e1, shuffledBlocks(blocks, 1, 1)) {
 		t.Errorf("orders: epoch 1 %v, epoch 2 %v", e1, e2)
 	}
-	for _, order := range [][]reader.FileSplit{e1, e2} {
-		if len(order) != len(splits) {
-			t.Fatalf("%d splits, want %d", len(order), len(splits))
-		}
-		last := map[string]int64{}
-		for _, sp := range order {
-			if s, ok := last[sp.Path]; ok && sp.Start < s {
-				t.Errorf("%v: the splits of %s out of order", order, sp.Path)
-			}
-			last[sp.Path] = sp.Start
-		}
-		if _, err := reader.NewFileSource(order, reader.FileSourceOptions{Decoder: mustDecoder(t)}); err != nil {
-			t.Errorf("a file source refuses the order: %v", err)
-		}
+	if _, err := reader.NewFileSource(e1, reader.FileSourceOptions{Decoder: mustDecoder(t), AnyOrder: true}); err != nil {
+		t.Errorf("a file source refuses the order: %v", err)
+	}
+	if _, err := cutBlocks(nil, []reader.FileSplit{{Path: filepath.Join(t.TempDir(), "none")}}, 100); err == nil {
+		t.Error("a missing file cut into blocks")
 	}
 }
 
