@@ -78,23 +78,31 @@ memory() {
 	[ -f "$f" ] || "$out/ctrgen" -train "$f" -test "$out/big-test.libffm" -train-samples "$samples" -test-samples 20000 >/dev/null
 	local size=$(stat -c %s "$f")
 	echo "training file $((size >> 20)) MiB, GOMEMLIMIT $((limit >> 20)) MiB ($(python3 -c "print(f'{$size/$limit:.1f}')")x), window $((window >> 20)) MiB"
-	local port=$((20000 + RANDOM % 20000))
-	local e=127.0.0.1:$port
+	local e=127.0.0.1:$((20000 + RANDOM % 20000))
 	"$out/etcd" -addr "$e" >/dev/null 2>&1 &
-	local pids=($!)
-	"$out/scheduler" -etcd "$e" -cluster shuffle -shards 2 -train "$f" -workers 1 >"$out/sched.log" 2>&1 &
-	pids+=($!)
-	"$out/ams" -etcd "$e" -cluster shuffle -id ams-0 >/dev/null 2>&1 &
-	pids+=($!)
-	"$out/ams" -etcd "$e" -cluster shuffle -id ams-1 >/dev/null 2>&1 &
-	pids+=($!)
-	GOMEMLIMIT=$limit /usr/bin/time -f "worker peak RSS %M KiB, %e s" "$out/worker" -etcd "$e" -cluster shuffle \
-		-train "$f" -test "$out/big-test.libffm" -quiet -set train.shuffle_window=$window 2>&1 | tail -n 4
+	local etcd=$!
+	# job NAME ARGS...: a scheduler and 2 shards for cluster NAME, and the
+	# worker with ARGS under /usr/bin/time.
+	job() {
+		local name=$1 pids=()
+		shift
+		"$out/scheduler" -etcd "$e" -cluster "$name" -shards 2 -train "$f" -workers 1 >"$out/sched-$name.log" 2>&1 &
+		pids+=($!)
+		for i in 0 1; do
+			"$out/ams" -etcd "$e" -cluster "$name" -id "ams-$i" >/dev/null 2>&1 &
+			pids+=($!)
+		done
+		GOMEMLIMIT=$limit /usr/bin/time -f "worker peak RSS %M KiB, %e s" "$out/worker" -etcd "$e" -cluster "$name" \
+			-train "$f" -test "$out/big-test.libffm" -quiet "$@" 2>&1 | tail -n 3
+		kill "${pids[@]}" 2>/dev/null || true
+		wait "${pids[@]}" 2>/dev/null || true
+	}
+	job window -set train.shuffle_window=$window
+	echo "the same without a shuffle (the worker's overhead: the test set, the pipeline's batches, buffers):"
+	job noshuffle -set train.shuffle=false
 	echo "the in-memory mode on the same file, with train.memory_limit half of GOMEMLIMIT:"
 	GOMEMLIMIT=$limit "$out/worker" -local -quiet -train "$f" -test "$out/big-test.libffm" -set train.in_memory=true 2>&1 | tail -n 2 || true
-	kill "${pids[@]:1}" 2>/dev/null || true
-	sleep 1
-	kill "${pids[0]}" 2>/dev/null || true
+	kill "$etcd" 2>/dev/null || true
 	wait 2>/dev/null || true
 }
 

@@ -254,8 +254,9 @@ type TrainConfig struct {
 	// The default value (also for 0) is 1.
 	Epochs int `yaml:"epochs"`
 	// Shuffle shuffles the training data at every epoch, in bounded
-	// memory (reader.WindowSource): the order of the worker's file splits
-	// is shuffled (seeded by model.seed and the epoch), and the stream is
+	// memory (reader.WindowSource): the worker's file splits are read in
+	// blocks in an order shuffled for the epoch (seeded by model.seed and
+	// the epoch), and the stream is
 	// read into a window of ShuffleWindow bytes at a time whose sample
 	// groups, cut into chunks of at most ShuffleChunk consecutive samples,
 	// are shuffled and trained. Chunks keep compression (a chunk's samples
@@ -270,7 +271,10 @@ type TrainConfig struct {
 	Shuffle *bool `yaml:"shuffle"`
 	// ShuffleWindow is the payload a shuffle window holds, in bytes
 	// (reader.WindowBytes: about 10 bytes per feature); the window's
-	// memory is up to twice that (its arrays grow by doubling). Data that
+	// store holds about as much (reader.Pack), and the worker's heap grows
+	// by up to twice that (the collector's headroom). A shuffled epoch reads the
+	// share in blocks of a sixteenth of the window, in a shuffled order,
+	// so that a window mixes groups from all over the data. Data that
 	// fits in one window is shuffled whole, and read once for all epochs.
 	//
 	// The default value is 256 MiB (268435456).

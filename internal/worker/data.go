@@ -216,8 +216,8 @@ func mibText(b int64) string {
 
 // checkMemory estimates the memory the training files of splits take held
 // whole (their bytes times perByte, the payload per byte of the samples
-// peeked at, times 2 for the growth of the store's arrays), prints it,
-// and refuses data whose estimate exceeds train.memory_limit.
+// peeked at: reader.Pack holds about that), prints it, and refuses data
+// whose estimate exceeds train.memory_limit.
 func checkMemory(opts job.Options, splits []reader.FileSplit, perByte float64) error {
 	var size int64
 	for _, sp := range splits {
@@ -231,7 +231,7 @@ func checkMemory(opts job.Options, splits []reader.FileSplit, perByte float64) e
 		}
 		size += end - sp.Start
 	}
-	est, limit := int64(2*perByte*float64(size)), opts.Config.Train.MemoryLimit
+	est, limit := int64(perByte*float64(size)), opts.Config.Train.MemoryLimit
 	if opts.Progress != nil {
 		fmt.Fprintf(opts.Progress, "%s: train.in_memory: the training data (%s of files) takes about %s in memory (train.memory_limit %s)\n",
 			membership.WorkerName(opts.Index), mibText(size), mibText(est), mibText(limit))
