@@ -131,8 +131,33 @@ type KafkaConfig struct {
 // Enabled reports whether the job trains from Kafka.
 func (k *KafkaConfig) Enabled() bool { return len(k.Brokers) > 0 }
 
+// The kinds of model (ModelConfig.Kind).
+const (
+	KindMLP    = "mlp"
+	KindLR     = "lr"
+	KindFM     = "fm"
+	KindDeepFM = "deepfm"
+	KindDCNv2  = "dcnv2"
+)
+
 // ModelConfig declares the model: sparse tables, fields, MLP.
 type ModelConfig struct {
+	// Kind is the network over the pooled field embeddings (package
+	// worker's Net): mlp (concatenate the fields, MLP); lr (logistic
+	// regression: the fields' pooled rows through one linear layer; with
+	// dim-1 rows, a weight per ID); fm (a factorization machine: the
+	// linear layer plus the pairwise interactions of the fields'
+	// embeddings, Rendle 2010); deepfm (the MLP plus those interactions,
+	// Guo et al. 2017); dcnv2 (CrossLayers full-rank cross layers on the
+	// concatenation, then the MLP, Wang et al. 2021).
+	//
+	// The default value is mlp. For lr and fm model.hidden defaults to
+	// none, and for lr the default table has dim 1 and FTRL.
+	Kind string `yaml:"kind"`
+	// CrossLayers is the number of dcnv2's cross layers.
+	//
+	// The default value is 2 (with kind dcnv2; 0 otherwise).
+	CrossLayers int `yaml:"cross_layers"`
 	// Tables are the sparse embedding tables held by the AMS shards.
 	//
 	// The default value is one table "emb" of dim 18 with Adagrad (lr 0.05)
@@ -397,6 +422,16 @@ func Default() Config {
 // EnsureDefaults fills every zero field with its default.
 func (c *Config) EnsureDefaults() {
 	m := &c.Model
+	if m.Kind == "" {
+		m.Kind = KindMLP
+	}
+	if m.Kind == KindDCNv2 {
+		setInt(&m.CrossLayers, 2)
+	}
+	if len(m.Tables) == 0 && m.Kind == KindLR {
+		m.Tables = []ams.TableSpec{{Name: "emb", Dim: 1,
+			Optimizer: ams.OptimizerSpec{Name: ams.OptFTRL, LR: 0.05}, Init: ams.InitSpec{Kind: ams.InitZeros}}}
+	}
 	if len(m.Tables) == 0 {
 		m.Tables = []ams.TableSpec{{Name: "emb", Dim: 18,
 			Optimizer: ams.OptimizerSpec{Name: "adagrad", LR: 0.05},
@@ -407,6 +442,9 @@ func (c *Config) EnsureDefaults() {
 	}
 	if m.Pooling == "" {
 		m.Pooling = "sum"
+	}
+	if m.Hidden == nil && (m.Kind == KindLR || m.Kind == KindFM) {
+		m.Hidden = []int{}
 	}
 	if m.Hidden == nil {
 		m.Hidden = []int{200, 80}
@@ -661,6 +699,19 @@ func (m *ModelConfig) validate(c *Config, bad func(string, ...any)) {
 	}
 	if m.Pooling != "sum" && m.Pooling != "mean" {
 		bad("model.pooling %q is not sum or mean", m.Pooling)
+	}
+	switch m.Kind {
+	case KindMLP, KindLR, KindFM, KindDeepFM, KindDCNv2:
+	case "wdl":
+		bad("model.kind wdl is not built yet (its wide part needs every field in a second, dim-1 table); use lr, fm, deepfm, dcnv2 or mlp")
+	default:
+		bad("model.kind %q is not one of mlp, lr, fm, deepfm, dcnv2", m.Kind)
+	}
+	if (m.Kind == KindLR || m.Kind == KindFM) && len(m.Hidden) > 0 {
+		bad("model.kind %s has no hidden layers, but model.hidden is %v (leave it out, or use kind mlp or deepfm)", m.Kind, m.Hidden)
+	}
+	if m.CrossLayers < 0 || m.CrossLayers > MaxLayers || (m.CrossLayers > 0) != (m.Kind == KindDCNv2) {
+		bad("model.cross_layers %d: dcnv2's cross layers, in [1, %d] with kind dcnv2 only", m.CrossLayers, MaxLayers)
 	}
 	if len(m.Hidden) > MaxLayers {
 		bad("model.hidden lists %d layers, more than %d", len(m.Hidden), MaxLayers)

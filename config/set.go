@@ -308,8 +308,36 @@ func LoadWith(file string, o *Overrides) (Config, error) {
 	if !formatGiven {
 		cfg.Train.Format = "" // inferred from the training files
 	}
+	if file == "" {
+		kindDefaults(&cfg, o)
+	}
 	cfg.EnsureDefaults()
 	return cfg, cfg.Validate()
+}
+
+// kindDefaults gives a config that started from Default() the defaults of
+// its model.kind where they differ from mlp's and o does not set the key:
+// no hidden layer for lr and fm, and lr's dim-1 FTRL table. (A config
+// file starts empty: EnsureDefaults gives them.)
+func kindDefaults(cfg *Config, o *Overrides) {
+	kind := cfg.Model.Kind
+	given := func(prefix string) bool {
+		if o == nil {
+			return false
+		}
+		for _, ch := range o.changes {
+			if ch.path == prefix || strings.HasPrefix(ch.path, prefix+".") || strings.HasPrefix(ch.path, prefix+"[") {
+				return true
+			}
+		}
+		return false
+	}
+	if (kind == KindLR || kind == KindFM) && !given("model.hidden") {
+		cfg.Model.Hidden = nil
+	}
+	if kind == KindLR && !given("model.tables") {
+		cfg.Model.Tables = nil
+	}
 }
 
 // sets reports whether a change sets the key at path.

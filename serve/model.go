@@ -69,7 +69,7 @@ func newReplica(m *export.Manifest) (*replica, error) {
 		r.tables = append(r.tables, tab)
 		r.byName[spec.Name] = i
 	}
-	r.params = make([]float32, net.MLP.NumParams())
+	r.params = make([]float32, net.NumParams())
 	return r, nil
 }
 

@@ -68,6 +68,29 @@ func trainAndExport(t *testing.T, f, q string) (store, test string, scores []flo
 	return trainAndExportN(t, f, q, 8, 20000)
 }
 
+// trainAndExportKind is trainAndExport (fp32) with model.kind kind ("":
+// the default).
+func trainAndExportKind(t *testing.T, f, kind string) (store, test string, scores []float32) {
+	t.Helper()
+	dir := t.TempDir()
+	train, test := filepath.Join(dir, "train."+f), filepath.Join(dir, "test."+f)
+	genFile(t, train, 1, 20000, f)
+	genFile(t, test, 2, 600, f)
+	store = filepath.Join(dir, "exports")
+	cfg := smallJob(f, 8, []string{train}, test, filepath.Join(dir, "scores.txt"))
+	if kind != "" {
+		cfg.Model.Kind = kind
+		if kind == config.KindLR || kind == config.KindFM {
+			cfg.Model.Hidden = []int{}
+		}
+		if kind == config.KindDCNv2 {
+			cfg.Model.CrossLayers = 2
+		}
+	}
+	cfg.Export = export.Policy{Store: store, Every: -1, Quant: export.FP32}
+	return store, test, runJob(t, cfg)
+}
+
 // trainAndExportN is trainAndExport with tables of dim and n training
 // samples.
 func trainAndExportN(t *testing.T, f, q string, dim, n int) (store, test string, scores []float32) {
@@ -166,11 +189,17 @@ func scoreFileLabels(t *testing.T, s *serve.Server, test, f string) (scores, lab
 
 // TestParity: the test set scored by a server from the final export
 // agrees with the worker's own evaluation within 1e-5 per score (fp32),
-// for flat data and for sample groups (users at level 1).
+// for flat data and for sample groups (users at level 1), and for every
+// model.kind on sample groups.
 func TestParity(t *testing.T) {
-	for _, f := range []string{"libffm", "group"} {
-		t.Run(f, func(t *testing.T) {
-			store, test, want := trainAndExport(t, f, export.FP32)
+	cases := []struct{ f, kind string }{{"libffm", ""}, {"group", ""}}
+	for _, k := range []string{config.KindLR, config.KindFM, config.KindDeepFM, config.KindDCNv2} {
+		cases = append(cases, struct{ f, kind string }{"group", k})
+	}
+	for _, c := range cases {
+		f := c.f
+		t.Run(strings.TrimSuffix(f+"/"+c.kind, "/"), func(t *testing.T) {
+			store, test, want := trainAndExportKind(t, f, c.kind)
 			s, err := serve.New(serve.Options{Store: store})
 			if err != nil {
 				t.Fatal(err)

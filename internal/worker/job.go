@@ -217,8 +217,8 @@ func (m *model) attempt(ctx context.Context, env *job.Env, start checkpoint.Chec
 		return Result{}, err
 	}
 	m.res.Fields, m.res.Levels, m.res.DenseParams = tr.Fields(), tr.Levels(), tr.DenseParams()
-	env.Say("training on %d shards (version %d): %d fields in %d levels, MLP %v, %d dense parameters",
-		env.Client.NumShards(), env.Version, m.res.Fields, m.res.Levels, env.Config.Model.Hidden, m.res.DenseParams)
+	env.Say("training on %d shards (version %d): %d fields in %d levels, %s, %d dense parameters",
+		env.Client.NumShards(), env.Version, m.res.Fields, m.res.Levels, tr.Describe(), m.res.DenseParams)
 	env.Pauser.StartTraining()
 	r, err := tr.Run(ctx)
 	env.Pauser.StopTraining(ctx)

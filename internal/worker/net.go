@@ -10,12 +10,34 @@ import (
 )
 
 // Net is the network of a model, as its config and input shape make it:
-// the layout of the pooled input and the MLP. The trainer and a server
-// (package serve) build it the same way, so that a server scores as the
-// trainer's evaluation does.
+// the layout of the pooled input and the dense blocks of model.kind. The
+// trainer and a server (package serve) build it the same way, so that a
+// server scores as the trainer's evaluation does.
+//
+// A sample's logit, with x its pooled fields concatenated:
+//
+//	mlp, lr:  MLP(x)              (lr: no hidden layer, a linear layer)
+//	fm:       MLP(x) + FM(x)      (MLP: no hidden layer, the first order)
+//	deepfm:   MLP(x) + FM(x)
+//	dcnv2:    MLP(Cross(x))
+//
+// FM is the factorization machine's second-order term over the fields'
+// embeddings (densenet.FMWorkspace), computed once per node of a
+// compressed batch; MLP's first layer is too (densenet.MLP.ForwardTree).
+// Cross multiplies by the whole row, so dcnv2 expands the batch to one
+// row per sample first (densenet.ExpandTree) and takes the gradient back
+// to the nodes (densenet.ReduceTree).
+//
+// The dense parameters are the MLP's, then Cross's.
 type Net struct {
 	Layout *sparsenet.Layout
+	Kind   string
 	MLP    *densenet.MLP
+	// Cross is dcnv2's cross layers (nil for the other kinds).
+	Cross *densenet.Cross
+	// FMDim is the fields' embedding dim for kinds fm and deepfm, whose FM
+	// term covers every field (0 for the other kinds).
+	FMDim int
 	// Cols are the input columns by level, for densenet.Tree: level k's
 	// are [Cols[k], Cols[k+1]).
 	Cols []int
@@ -27,24 +49,162 @@ func NewNet(cfg config.Config, shape Shape) (*Net, error) {
 	if err != nil {
 		return nil, err
 	}
-	sizes := append([]int{layout.Width()}, cfg.Model.Hidden...)
-	mlp, err := densenet.NewMLP(append(sizes, 1))
-	if err != nil {
+	n := &Net{Layout: layout, Kind: cfg.Model.Kind, Cols: make([]int, layout.Levels()+1)}
+	for k := 0; k < layout.Levels(); k++ {
+		_, n.Cols[k+1] = layout.LevelCols(k)
+	}
+	w := layout.Width()
+	switch n.Kind {
+	case config.KindFM, config.KindDeepFM:
+		if n.FMDim, err = fmDim(cfg, shape); err != nil {
+			return nil, err
+		}
+	case config.KindDCNv2:
+		if n.Cross, err = densenet.NewCross(w, cfg.Model.CrossLayers); err != nil {
+			return nil, fmt.Errorf("worker: %w", err)
+		}
+	}
+	sizes := append([]int{w}, cfg.Model.Hidden...)
+	if n.MLP, err = densenet.NewMLP(append(sizes, 1)); err != nil {
 		return nil, fmt.Errorf("worker: %w", err)
 	}
-	if n := mlp.NumParams(); n > maxDenseParams {
-		return nil, fmt.Errorf("worker: the MLP %v would have %d parameters, more than %d", mlp.Sizes, n, maxDenseParams)
+	if p := n.NumParams(); p > maxDenseParams {
+		return nil, fmt.Errorf("worker: the dense network (%s, MLP %v) would have %d parameters, more than %d", n.Kind, n.MLP.Sizes, p, maxDenseParams)
 	}
-	cols := make([]int, layout.Levels()+1)
-	for k := 0; k < layout.Levels(); k++ {
-		_, cols[k+1] = layout.LevelCols(k)
+	return n, nil
+}
+
+// fmDim returns the one embedding dim of every field, which the FM term
+// needs (its interactions are dot products of the fields' rows).
+func fmDim(cfg config.Config, shape Shape) (int, error) {
+	for f, w := range shape.DenseWidths {
+		if w > 0 {
+			return 0, fmt.Errorf("worker: model.kind %s needs every field to be sparse, but field %d is dense", cfg.Model.Kind, f)
+		}
 	}
-	return &Net{Layout: layout, MLP: mlp, Cols: cols}, nil
+	dim := cfg.Model.Tables[0].Dim
+	for _, tb := range cfg.Model.Tables {
+		if tb.Dim != dim {
+			return 0, fmt.Errorf("worker: model.kind %s needs one embedding dim for every field, but table %s has dim %d and table %s dim %d",
+				cfg.Model.Kind, cfg.Model.Tables[0].Name, dim, tb.Name, tb.Dim)
+		}
+	}
+	return dim, nil
+}
+
+// NumParams returns the number of dense parameters.
+func (n *Net) NumParams() int {
+	p := n.MLP.NumParams()
+	if n.Cross != nil {
+		p += n.Cross.NumParams()
+	}
+	return p
+}
+
+// Init writes the initial dense parameters into params. lr's linear
+// layer starts at weights 1 and bias 0, so that the logit starts as the
+// sum of the rows (a weight per ID): the rows and the layer both starting
+// near 0 would make a product of two small factors that learns slowly.
+func (n *Net) Init(params []float32, seed uint64) {
+	m := n.MLP.NumParams()
+	n.MLP.Init(params[:m], seed)
+	if n.Kind == config.KindLR {
+		w, b := n.MLP.LayerParams(params[:m], 0)
+		for i := range w {
+			w[i] = 1
+		}
+		clear(b)
+	}
+	if n.Cross != nil {
+		n.Cross.Init(params[m:], seed+1)
+	}
+}
+
+// Describe names the network's dense blocks, for the progress lines.
+func (n *Net) Describe() string {
+	switch n.Kind {
+	case config.KindFM:
+		return fmt.Sprintf("fm (linear + pairwise interactions of dim %d)", n.FMDim)
+	case config.KindDeepFM:
+		return fmt.Sprintf("deepfm (MLP %v + pairwise interactions of dim %d)", n.MLP.Sizes[1:len(n.MLP.Sizes)-1], n.FMDim)
+	case config.KindDCNv2:
+		return fmt.Sprintf("dcnv2 (%d cross layers of width %d, then MLP %v)", n.Cross.Layers, n.Cross.Width, n.MLP.Sizes[1:len(n.MLP.Sizes)-1])
+	case config.KindLR:
+		return "lr (one linear layer)"
+	}
+	return fmt.Sprintf("MLP %v", n.MLP.Sizes[1:len(n.MLP.Sizes)-1])
+}
+
+// NetWorkspace holds one goroutine's buffers for the passes of a Net.
+type NetWorkspace struct {
+	mlp   *densenet.Workspace
+	fm    *densenet.FMWorkspace
+	cross *densenet.CrossWorkspace
+	// dcnv2: the batch expanded to rows, Cross's output, their gradients;
+	// fm: the FM terms.
+	flat, crossed, dflat, dcrossed, terms []float32
+}
+
+// NewWorkspace returns buffers for batches of up to maxBatch samples;
+// threads caps the goroutines of a matrix product (0: GOMAXPROCS).
+func (n *Net) NewWorkspace(maxBatch, threads int) *NetWorkspace {
+	ws := &NetWorkspace{mlp: n.MLP.NewWorkspace(maxBatch)}
+	ws.mlp.Threads = threads
+	if n.FMDim > 0 {
+		ws.fm, ws.terms = densenet.NewFMWorkspace(n.FMDim, maxBatch), make([]float32, maxBatch)
+	}
+	if n.Cross != nil {
+		ws.cross = n.Cross.NewWorkspace(maxBatch)
+		ws.cross.Threads = threads
+		size := maxBatch * n.Layout.Width()
+		ws.flat, ws.crossed, ws.dflat, ws.dcrossed = make([]float32, size), make([]float32, size), make([]float32, size), make([]float32, size)
+	}
+	return ws
+}
+
+// ForwardTree sets logits (Count[0] values) to the logits of the samples
+// of the compressed batch t.
+func (n *Net) ForwardTree(ws *NetWorkspace, params []float32, t densenet.Tree, logits []float32) {
+	m, b := n.MLP.NumParams(), t.Count[0]
+	if n.Cross != nil {
+		size := b * n.Layout.Width()
+		flat, crossed := ws.flat[:size], ws.crossed[:size]
+		densenet.ExpandTree(flat, t)
+		n.Cross.Forward(ws.cross, params[m:], flat, b, crossed)
+		n.MLP.Forward(ws.mlp, params[:m], crossed, b, logits)
+		return
+	}
+	n.MLP.ForwardTree(ws.mlp, params[:m], t, logits)
+	if ws.fm != nil {
+		terms := ws.terms[:b]
+		ws.fm.ForwardTree(t, terms)
+		densenet.Axpy(logits, 1, terms)
+	}
+}
+
+// BackwardTree, after ForwardTree on ws with the same params and t, sets
+// grad (NumParams values) to the gradient of the loss with respect to the
+// dense parameters and dX[k] to that with respect to the level-k nodes'
+// pooled rows, given dlogits, the gradient with respect to the logits.
+func (n *Net) BackwardTree(ws *NetWorkspace, params []float32, t densenet.Tree, dlogits, grad []float32, dX [][]float32) {
+	m, b := n.MLP.NumParams(), t.Count[0]
+	if n.Cross != nil {
+		size := b * n.Layout.Width()
+		dflat, dcrossed := ws.dflat[:size], ws.dcrossed[:size]
+		n.MLP.Backward(ws.mlp, params[:m], ws.crossed[:size], b, dlogits, grad[:m], dcrossed)
+		n.Cross.Backward(ws.cross, params[m:], ws.flat[:size], b, dcrossed, grad[m:], dflat)
+		densenet.ReduceTree(dX, t, dflat, 0)
+		return
+	}
+	n.MLP.BackwardTree(ws.mlp, params[:m], t, dlogits, grad[:m], dX)
+	if ws.fm != nil {
+		ws.fm.BackwardTree(t, dlogits, dX, 1)
+	}
 }
 
 // Infer holds the buffers of the forward passes of one goroutine.
 type Infer struct {
-	ws   *densenet.Workspace
+	ws   *NetWorkspace
 	xs   [][]float32
 	tree densenet.Tree
 }
@@ -52,13 +212,13 @@ type Infer struct {
 // NewInfer returns buffers for batches of up to maxBatch samples.
 func (n *Net) NewInfer(maxBatch int) *Infer {
 	L := n.Layout.Levels()
-	return &Infer{ws: n.MLP.NewWorkspace(maxBatch), xs: make([][]float32, L),
+	return &Infer{ws: n.NewWorkspace(maxBatch, 0), xs: make([][]float32, L),
 		tree: densenet.Tree{Cols: n.Cols, Count: make([]int, L), X: make([][]float32, L)}}
 }
 
 // Forward pools batch b over rows (per table, the rows of b.Sparse.IDs in
 // order) and writes the logit of each of its samples to logits (at least
-// b.N long), with the MLP's parameters params.
+// b.N long), with the dense parameters params.
 func (n *Net) Forward(in *Infer, params []float32, b *compress.Batch, rows [][]float32, logits []float32) {
 	for k := range in.xs {
 		lo, hi := n.Layout.LevelCols(k)
@@ -68,5 +228,5 @@ func (n *Net) Forward(in *Infer, params []float32, b *compress.Batch, rows [][]f
 	}
 	in.tree.Parent = b.Parent
 	b.Sparse.PoolTree(rows, in.xs)
-	n.MLP.ForwardTree(in.ws, params, in.tree, logits[:b.N])
+	n.ForwardTree(in.ws, params, in.tree, logits[:b.N])
 }

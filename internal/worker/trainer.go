@@ -212,10 +212,10 @@ type Trainer struct {
 	cfg      config.Config
 	opts     Options
 	layout   *sparsenet.Layout
-	mlp      *densenet.MLP
+	net      *Net
 	tables   []ams.TableSpec // index = layout table index
-	cols     []int           // column blocks of the levels in the MLP input
-	ws       *densenet.Workspace
+	cols     []int           // column blocks of the levels in the dense network's input
+	ws       *NetWorkspace
 
 	// push ring: a buffer is taken before a push and returned after it.
 	free     chan *pushBuf
@@ -257,14 +257,13 @@ func New(cl *client.Client, opts Options) (*Trainer, error) {
 	if w, b := net.Layout.Width(), max(cfg.Train.BatchSize, cfg.Train.EvalBatchSize); w*b > math.MaxInt32 {
 		return nil, fmt.Errorf("worker: a batch of %d samples x %d inputs is too large; lower the batch size or the embedding dims", b, w)
 	}
-	layout, mlp := net.Layout, net.MLP
-	t := &Trainer{cl: cl, cfg: cfg, opts: opts, layout: layout, mlp: mlp, cols: net.Cols,
+	layout := net.Layout
+	t := &Trainer{cl: cl, cfg: cfg, opts: opts, layout: layout, net: net, cols: net.Cols,
 		tables: cfg.Model.Tables, free: make(chan *pushBuf, cfg.Train.MaxInflightPushes)}
-	t.ws = mlp.NewWorkspace(cfg.Train.BatchSize)
-	t.ws.Threads = cfg.Train.DenseThreads
+	t.ws = net.NewWorkspace(cfg.Train.BatchSize, cfg.Train.DenseThreads)
 	for i := 0; i < cfg.Train.MaxInflightPushes; i++ {
 		t.free <- &pushBuf{route: cl.NewRoute(), grads: make([][]float32, layout.Tables()),
-			dense: make([]float32, mlp.NumParams())}
+			dense: make([]float32, net.NumParams())}
 	}
 	return t, nil
 }
@@ -318,15 +317,18 @@ func (t *Trainer) Fields() int { return t.layout.Fields() }
 // Levels returns the number of levels of the model's input.
 func (t *Trainer) Levels() int { return t.layout.Levels() }
 
-// DenseParams returns the number of MLP parameters.
-func (t *Trainer) DenseParams() int { return t.mlp.NumParams() }
+// DenseParams returns the number of dense parameters.
+func (t *Trainer) DenseParams() int { return t.net.NumParams() }
+
+// Describe names the dense network, for the progress lines.
+func (t *Trainer) Describe() string { return t.net.Describe() }
 
 // Declare declares the model's tables and dense vector on the shards. It is
 // idempotent: when several workers declare, the first creation wins and
 // later ones keep what exists.
 func (t *Trainer) Declare(ctx context.Context) error {
-	init := make([]float32, t.mlp.NumParams())
-	t.mlp.Init(init, t.cfg.Model.Seed)
+	init := make([]float32, t.net.NumParams())
+	t.net.Init(init, t.cfg.Model.Seed)
 	d := client.Dense{Spec: ams.DenseSpec{Name: DenseName, Size: len(init), Optimizer: t.cfg.Model.DenseOptimizer}, Init: init}
 	if err := t.cl.Declare(ctx, t.tables, []client.Dense{d}); err != nil {
 		return fmt.Errorf("worker: declare model: %w", err)
@@ -370,7 +372,7 @@ type state struct {
 
 func (t *Trainer) newState() *state {
 	L := t.layout.Levels()
-	return &state{rows: make([][]float32, t.layout.Tables()), params: make([]float32, t.mlp.NumParams()),
+	return &state{rows: make([][]float32, t.layout.Tables()), params: make([]float32, t.net.NumParams()),
 		xs: make([][]float32, L), dxs: make([][]float32, L), route: t.cl.NewRoute(),
 		tree: densenet.Tree{Cols: t.cols, Count: make([]int, L), X: make([][]float32, L)}}
 }
@@ -551,10 +553,10 @@ func (t *Trainer) evalAndReport(ctx context.Context, res *Result, when string) (
 
 // forward pools s's batch and runs the MLP forward; it returns the number
 // of samples.
-func (t *Trainer) forward(ws *densenet.Workspace, s *state) int {
+func (t *Trainer) forward(ws *NetWorkspace, s *state) int {
 	t.prepare(s)
 	n := s.cb.N
-	t.mlp.ForwardTree(ws, s.params, s.tree, s.logits[:n])
+	t.net.ForwardTree(ws, s.params, s.tree, s.logits[:n])
 	return n
 }
 
@@ -582,7 +584,7 @@ func (t *Trainer) step(ctx context.Context, s *state, origin ams.Origin, wait bo
 		return 0, ctx.Err()
 	}
 	t.pushWait += time.Since(w0)
-	t.mlp.BackwardTree(t.ws, s.params, s.tree, s.dlogits[:n], pb.dense, s.dxs)
+	t.net.BackwardTree(t.ws, s.params, s.tree, s.dlogits[:n], pb.dense, s.dxs)
 	// The push reuses the pull's route; s takes the push buffer's idle one
 	// for its next batch.
 	pb.route, s.route = s.route, pb.route
@@ -649,8 +651,7 @@ func (t *Trainer) Evaluate(ctx context.Context) (Eval, error) {
 	if err != nil {
 		return Eval{}, fmt.Errorf("worker: %w", err)
 	}
-	ws := t.mlp.NewWorkspace(bs)
-	ws.Threads = t.cfg.Train.DenseThreads
+	ws := t.net.NewWorkspace(bs, t.cfg.Train.DenseThreads)
 	s := t.newState()
 	var probs, labels []float32
 	score := func() error {
