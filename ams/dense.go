@@ -35,10 +35,17 @@ func NewDenseVar(spec DenseSpec, lo, hi int) (*DenseVar, error) {
 	if err != nil {
 		return nil, err
 	}
-	n := hi - lo
+	n, width := hi-lo, opt.StateWidth(hi-lo)
+	if spec.Schedule.On() {
+		width += stepWords
+	}
 	return &DenseVar{spec: spec, lo: lo, hi: hi, opt: opt,
-		values: make([]float32, n), state: make([]float32, opt.StateWidth(n))}, nil
+		values: make([]float32, n), state: make([]float32, width)}, nil
 }
+
+// optState is the optimizer's part of the state (a schedule's step
+// follows it).
+func (v *DenseVar) optState() []float32 { return v.state[:v.opt.StateWidth(len(v.values))] }
 
 // Spec returns the variable's spec, defaults applied.
 func (v *DenseVar) Spec() DenseSpec { return v.spec }
@@ -53,8 +60,9 @@ func (v *DenseVar) Initialized() bool { return v.inited }
 // Set and Load change it; copy it before handing it to another goroutine.
 func (v *DenseVar) Values() []float32 { return v.values }
 
-// State returns the optimizer state (StateWidth(hi-lo) words), aliasing
-// v's storage, for snapshots.
+// State returns the optimizer state (StateWidth(hi-lo) words, and two
+// more holding the step with a Schedule), aliasing v's storage, for
+// snapshots.
 func (v *DenseVar) State() []float32 { return v.state }
 
 // Set installs initial values (copied) and resets the optimizer state. It
@@ -64,9 +72,15 @@ func (v *DenseVar) Set(values []float32) error {
 		return fmt.Errorf("%w: dense %q: set with %d values, want %d", ErrDimMismatch, v.spec.Name, len(values), len(v.values))
 	}
 	copy(v.values, values)
-	v.opt.InitState(v.state)
+	v.initState()
 	v.inited = true
 	return nil
+}
+
+// initState starts the optimizer's state and the schedule's step afresh.
+func (v *DenseVar) initState() {
+	clear(v.state)
+	v.opt.InitState(v.optState())
 }
 
 // Load restores values and optimizer state from a snapshot (both copied;
@@ -79,7 +93,7 @@ func (v *DenseVar) Load(values, state []float32) error {
 	}
 	copy(v.values, values)
 	if len(state) == 0 {
-		v.opt.InitState(v.state)
+		v.initState()
 	} else {
 		copy(v.state, state)
 	}
@@ -97,6 +111,20 @@ func (v *DenseVar) Apply(grad []float32) error {
 	if len(grad) != len(v.values) {
 		return fmt.Errorf("%w: dense %q: gradient of %d values, want %d", ErrDimMismatch, v.spec.Name, len(grad), len(v.values))
 	}
-	v.opt.Apply(v.values, v.state, grad)
+	opt := v.opt
+	if sc := v.spec.Schedule; sc.On() {
+		step := v.state[len(v.state)-stepWords:]
+		t := getStep(step) + 1
+		setStep(step, t)
+		o := v.spec.Optimizer
+		if o.LR *= sc.Scale(t); !(o.LR > 0) {
+			return nil // a decay to a rate of 0: nothing moves
+		}
+		var err error
+		if opt, err = o.New(); err != nil { // v.spec's, validated, with a positive rate
+			return fmt.Errorf("%w: dense %q: %w", ErrBadSpec, v.spec.Name, err)
+		}
+	}
+	opt.Apply(v.values, v.optState(), grad)
 	return nil
 }

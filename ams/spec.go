@@ -348,10 +348,17 @@ type DenseSpec struct {
 	//
 	// The default value is the zero OptimizerSpec with its defaults.
 	Optimizer OptimizerSpec `yaml:"optimizer"`
+	// Schedule scales Optimizer's learning rate by the variable's step.
+	//
+	// The default value scales nothing.
+	Schedule LRSchedule `yaml:"schedule"`
 }
 
 // EnsureDefaults fills every zero field with its default.
-func (s *DenseSpec) EnsureDefaults() { s.Optimizer.EnsureDefaults() }
+func (s *DenseSpec) EnsureDefaults() {
+	s.Optimizer.EnsureDefaults()
+	s.Schedule.EnsureDefaults()
+}
 
 // Validate reports every problem of the spec at once (see
 // OptimizerSpec.Validate).
@@ -364,6 +371,7 @@ func (s DenseSpec) Validate() error {
 		errs = append(errs, fmt.Errorf("%w: dense %q: size %d must be positive", ErrBadSpec, s.Name, s.Size))
 	}
 	errs = appendPrefixed(errs, fmt.Sprintf("dense %q", s.Name), s.Optimizer.Validate())
+	errs = appendPrefixed(errs, fmt.Sprintf("dense %q", s.Name), s.Schedule.Validate())
 	return errors.Join(errs...)
 }
 

@@ -195,6 +195,13 @@ type ModelConfig struct {
 	//
 	// The default value is Adam with lr 0.001.
 	DenseOptimizer ams.OptimizerSpec `yaml:"dense_optimizer"`
+	// DenseSchedule scales DenseOptimizer's learning rate by the dense
+	// variable's step (the batches applied, by every worker): a linear
+	// warm-up, then a linear, cosine or exponential decay
+	// (ams.LRSchedule).
+	//
+	// The default value scales nothing.
+	DenseSchedule ams.LRSchedule `yaml:"dense_schedule"`
 	// Seed drives MLP initialisation and shuffling.
 	//
 	// The default value is 1.
@@ -456,6 +463,7 @@ func (c *Config) EnsureDefaults() {
 		m.DenseOptimizer.LR = 0.001
 	}
 	m.DenseOptimizer.EnsureDefaults()
+	m.DenseSchedule.EnsureDefaults()
 	if m.Seed == 0 {
 		m.Seed = 1
 	}
@@ -720,6 +728,9 @@ func (m *ModelConfig) validate(c *Config, bad func(string, ...any)) {
 		if h <= 0 || h > MaxHidden {
 			bad("model.hidden[%d] = %d is not in [1, %d]", i, h, MaxHidden)
 		}
+	}
+	if err := m.DenseSchedule.Validate(); err != nil {
+		bad("model.dense_schedule: %w", err)
 	}
 	if err := m.DenseOptimizer.Validate(); err != nil {
 		bad("model.dense_optimizer: %w", err)

@@ -510,7 +510,9 @@ type DenseSpec struct {
 	Hi        uint64         `protobuf:"varint,4,opt,name=hi,proto3" json:"hi,omitempty"`
 	Optimizer *OptimizerSpec `protobuf:"bytes,5,opt,name=optimizer,proto3" json:"optimizer,omitempty"`
 	// initial values of [lo, hi), packed float32; used only when the range is created.
-	Init          []byte `protobuf:"bytes,6,opt,name=init,proto3" json:"init,omitempty"`
+	Init []byte `protobuf:"bytes,6,opt,name=init,proto3" json:"init,omitempty"`
+	// scales the optimizer's learning rate by the variable's step (ams.LRSchedule).
+	Schedule      *LRSchedule `protobuf:"bytes,7,opt,name=schedule,proto3" json:"schedule,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -587,6 +589,81 @@ func (x *DenseSpec) GetInit() []byte {
 	return nil
 }
 
+func (x *DenseSpec) GetSchedule() *LRSchedule {
+	if x != nil {
+		return x.Schedule
+	}
+	return nil
+}
+
+type LRSchedule struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	WarmupSteps   int64                  `protobuf:"varint,1,opt,name=warmup_steps,json=warmupSteps,proto3" json:"warmup_steps,omitempty"`
+	Decay         string                 `protobuf:"bytes,2,opt,name=decay,proto3" json:"decay,omitempty"`
+	DecaySteps    int64                  `protobuf:"varint,3,opt,name=decay_steps,json=decaySteps,proto3" json:"decay_steps,omitempty"`
+	MinScale      float32                `protobuf:"fixed32,4,opt,name=min_scale,json=minScale,proto3" json:"min_scale,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *LRSchedule) Reset() {
+	*x = LRSchedule{}
+	mi := &file_ams_proto_msgTypes[6]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *LRSchedule) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*LRSchedule) ProtoMessage() {}
+
+func (x *LRSchedule) ProtoReflect() protoreflect.Message {
+	mi := &file_ams_proto_msgTypes[6]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use LRSchedule.ProtoReflect.Descriptor instead.
+func (*LRSchedule) Descriptor() ([]byte, []int) {
+	return file_ams_proto_rawDescGZIP(), []int{6}
+}
+
+func (x *LRSchedule) GetWarmupSteps() int64 {
+	if x != nil {
+		return x.WarmupSteps
+	}
+	return 0
+}
+
+func (x *LRSchedule) GetDecay() string {
+	if x != nil {
+		return x.Decay
+	}
+	return ""
+}
+
+func (x *LRSchedule) GetDecaySteps() int64 {
+	if x != nil {
+		return x.DecaySteps
+	}
+	return 0
+}
+
+func (x *LRSchedule) GetMinScale() float32 {
+	if x != nil {
+		return x.MinScale
+	}
+	return 0
+}
+
 type DeclareRequest struct {
 	state          protoimpl.MessageState `protogen:"open.v1"`
 	ClusterVersion uint64                 `protobuf:"varint,1,opt,name=cluster_version,json=clusterVersion,proto3" json:"cluster_version,omitempty"`
@@ -598,7 +675,7 @@ type DeclareRequest struct {
 
 func (x *DeclareRequest) Reset() {
 	*x = DeclareRequest{}
-	mi := &file_ams_proto_msgTypes[6]
+	mi := &file_ams_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -610,7 +687,7 @@ func (x *DeclareRequest) String() string {
 func (*DeclareRequest) ProtoMessage() {}
 
 func (x *DeclareRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_ams_proto_msgTypes[6]
+	mi := &file_ams_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -623,7 +700,7 @@ func (x *DeclareRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeclareRequest.ProtoReflect.Descriptor instead.
 func (*DeclareRequest) Descriptor() ([]byte, []int) {
-	return file_ams_proto_rawDescGZIP(), []int{6}
+	return file_ams_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *DeclareRequest) GetClusterVersion() uint64 {
@@ -657,7 +734,7 @@ type DeclareResponse struct {
 
 func (x *DeclareResponse) Reset() {
 	*x = DeclareResponse{}
-	mi := &file_ams_proto_msgTypes[7]
+	mi := &file_ams_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -669,7 +746,7 @@ func (x *DeclareResponse) String() string {
 func (*DeclareResponse) ProtoMessage() {}
 
 func (x *DeclareResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_ams_proto_msgTypes[7]
+	mi := &file_ams_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -682,7 +759,7 @@ func (x *DeclareResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeclareResponse.ProtoReflect.Descriptor instead.
 func (*DeclareResponse) Descriptor() ([]byte, []int) {
-	return file_ams_proto_rawDescGZIP(), []int{7}
+	return file_ams_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *DeclareResponse) GetCreated() []string {
@@ -702,7 +779,7 @@ type TableIDs struct {
 
 func (x *TableIDs) Reset() {
 	*x = TableIDs{}
-	mi := &file_ams_proto_msgTypes[8]
+	mi := &file_ams_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -714,7 +791,7 @@ func (x *TableIDs) String() string {
 func (*TableIDs) ProtoMessage() {}
 
 func (x *TableIDs) ProtoReflect() protoreflect.Message {
-	mi := &file_ams_proto_msgTypes[8]
+	mi := &file_ams_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -727,7 +804,7 @@ func (x *TableIDs) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TableIDs.ProtoReflect.Descriptor instead.
 func (*TableIDs) Descriptor() ([]byte, []int) {
-	return file_ams_proto_rawDescGZIP(), []int{8}
+	return file_ams_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *TableIDs) GetTable() string {
@@ -754,7 +831,7 @@ type TableRows struct {
 
 func (x *TableRows) Reset() {
 	*x = TableRows{}
-	mi := &file_ams_proto_msgTypes[9]
+	mi := &file_ams_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -766,7 +843,7 @@ func (x *TableRows) String() string {
 func (*TableRows) ProtoMessage() {}
 
 func (x *TableRows) ProtoReflect() protoreflect.Message {
-	mi := &file_ams_proto_msgTypes[9]
+	mi := &file_ams_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -779,7 +856,7 @@ func (x *TableRows) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TableRows.ProtoReflect.Descriptor instead.
 func (*TableRows) Descriptor() ([]byte, []int) {
-	return file_ams_proto_rawDescGZIP(), []int{9}
+	return file_ams_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *TableRows) GetTable() string {
@@ -816,7 +893,7 @@ type PullRequest struct {
 
 func (x *PullRequest) Reset() {
 	*x = PullRequest{}
-	mi := &file_ams_proto_msgTypes[10]
+	mi := &file_ams_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -828,7 +905,7 @@ func (x *PullRequest) String() string {
 func (*PullRequest) ProtoMessage() {}
 
 func (x *PullRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_ams_proto_msgTypes[10]
+	mi := &file_ams_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -841,7 +918,7 @@ func (x *PullRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PullRequest.ProtoReflect.Descriptor instead.
 func (*PullRequest) Descriptor() ([]byte, []int) {
-	return file_ams_proto_rawDescGZIP(), []int{10}
+	return file_ams_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *PullRequest) GetClusterVersion() uint64 {
@@ -899,7 +976,7 @@ type SyncRound struct {
 
 func (x *SyncRound) Reset() {
 	*x = SyncRound{}
-	mi := &file_ams_proto_msgTypes[11]
+	mi := &file_ams_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -911,7 +988,7 @@ func (x *SyncRound) String() string {
 func (*SyncRound) ProtoMessage() {}
 
 func (x *SyncRound) ProtoReflect() protoreflect.Message {
-	mi := &file_ams_proto_msgTypes[11]
+	mi := &file_ams_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -924,7 +1001,7 @@ func (x *SyncRound) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SyncRound.ProtoReflect.Descriptor instead.
 func (*SyncRound) Descriptor() ([]byte, []int) {
-	return file_ams_proto_rawDescGZIP(), []int{11}
+	return file_ams_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *SyncRound) GetEpoch() uint32 {
@@ -974,7 +1051,7 @@ type DenseValues struct {
 
 func (x *DenseValues) Reset() {
 	*x = DenseValues{}
-	mi := &file_ams_proto_msgTypes[12]
+	mi := &file_ams_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -986,7 +1063,7 @@ func (x *DenseValues) String() string {
 func (*DenseValues) ProtoMessage() {}
 
 func (x *DenseValues) ProtoReflect() protoreflect.Message {
-	mi := &file_ams_proto_msgTypes[12]
+	mi := &file_ams_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -999,7 +1076,7 @@ func (x *DenseValues) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DenseValues.ProtoReflect.Descriptor instead.
 func (*DenseValues) Descriptor() ([]byte, []int) {
-	return file_ams_proto_rawDescGZIP(), []int{12}
+	return file_ams_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *DenseValues) GetName() string {
@@ -1044,7 +1121,7 @@ type PullResponse struct {
 
 func (x *PullResponse) Reset() {
 	*x = PullResponse{}
-	mi := &file_ams_proto_msgTypes[13]
+	mi := &file_ams_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1056,7 +1133,7 @@ func (x *PullResponse) String() string {
 func (*PullResponse) ProtoMessage() {}
 
 func (x *PullResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_ams_proto_msgTypes[13]
+	mi := &file_ams_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1069,7 +1146,7 @@ func (x *PullResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PullResponse.ProtoReflect.Descriptor instead.
 func (*PullResponse) Descriptor() ([]byte, []int) {
-	return file_ams_proto_rawDescGZIP(), []int{13}
+	return file_ams_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *PullResponse) GetTables() []*TableRows {
@@ -1104,7 +1181,7 @@ type DenseGrad struct {
 
 func (x *DenseGrad) Reset() {
 	*x = DenseGrad{}
-	mi := &file_ams_proto_msgTypes[14]
+	mi := &file_ams_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1116,7 +1193,7 @@ func (x *DenseGrad) String() string {
 func (*DenseGrad) ProtoMessage() {}
 
 func (x *DenseGrad) ProtoReflect() protoreflect.Message {
-	mi := &file_ams_proto_msgTypes[14]
+	mi := &file_ams_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1129,7 +1206,7 @@ func (x *DenseGrad) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DenseGrad.ProtoReflect.Descriptor instead.
 func (*DenseGrad) Descriptor() ([]byte, []int) {
-	return file_ams_proto_rawDescGZIP(), []int{14}
+	return file_ams_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *DenseGrad) GetName() string {
@@ -1157,7 +1234,7 @@ type TableGrads struct {
 
 func (x *TableGrads) Reset() {
 	*x = TableGrads{}
-	mi := &file_ams_proto_msgTypes[15]
+	mi := &file_ams_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1169,7 +1246,7 @@ func (x *TableGrads) String() string {
 func (*TableGrads) ProtoMessage() {}
 
 func (x *TableGrads) ProtoReflect() protoreflect.Message {
-	mi := &file_ams_proto_msgTypes[15]
+	mi := &file_ams_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1182,7 +1259,7 @@ func (x *TableGrads) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TableGrads.ProtoReflect.Descriptor instead.
 func (*TableGrads) Descriptor() ([]byte, []int) {
-	return file_ams_proto_rawDescGZIP(), []int{15}
+	return file_ams_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *TableGrads) GetTable() string {
@@ -1229,7 +1306,7 @@ type PushRequest struct {
 
 func (x *PushRequest) Reset() {
 	*x = PushRequest{}
-	mi := &file_ams_proto_msgTypes[16]
+	mi := &file_ams_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1241,7 +1318,7 @@ func (x *PushRequest) String() string {
 func (*PushRequest) ProtoMessage() {}
 
 func (x *PushRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_ams_proto_msgTypes[16]
+	mi := &file_ams_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1254,7 +1331,7 @@ func (x *PushRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PushRequest.ProtoReflect.Descriptor instead.
 func (*PushRequest) Descriptor() ([]byte, []int) {
-	return file_ams_proto_rawDescGZIP(), []int{16}
+	return file_ams_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *PushRequest) GetClusterVersion() uint64 {
@@ -1313,7 +1390,7 @@ type Origin struct {
 
 func (x *Origin) Reset() {
 	*x = Origin{}
-	mi := &file_ams_proto_msgTypes[17]
+	mi := &file_ams_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1325,7 +1402,7 @@ func (x *Origin) String() string {
 func (*Origin) ProtoMessage() {}
 
 func (x *Origin) ProtoReflect() protoreflect.Message {
-	mi := &file_ams_proto_msgTypes[17]
+	mi := &file_ams_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1338,7 +1415,7 @@ func (x *Origin) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Origin.ProtoReflect.Descriptor instead.
 func (*Origin) Descriptor() ([]byte, []int) {
-	return file_ams_proto_rawDescGZIP(), []int{17}
+	return file_ams_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *Origin) GetWorker() string {
@@ -1377,7 +1454,7 @@ type PushResponse struct {
 
 func (x *PushResponse) Reset() {
 	*x = PushResponse{}
-	mi := &file_ams_proto_msgTypes[18]
+	mi := &file_ams_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1389,7 +1466,7 @@ func (x *PushResponse) String() string {
 func (*PushResponse) ProtoMessage() {}
 
 func (x *PushResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_ams_proto_msgTypes[18]
+	mi := &file_ams_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1402,7 +1479,7 @@ func (x *PushResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PushResponse.ProtoReflect.Descriptor instead.
 func (*PushResponse) Descriptor() ([]byte, []int) {
-	return file_ams_proto_rawDescGZIP(), []int{18}
+	return file_ams_proto_rawDescGZIP(), []int{19}
 }
 
 type PullDenseRequest struct {
@@ -1415,7 +1492,7 @@ type PullDenseRequest struct {
 
 func (x *PullDenseRequest) Reset() {
 	*x = PullDenseRequest{}
-	mi := &file_ams_proto_msgTypes[19]
+	mi := &file_ams_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1427,7 +1504,7 @@ func (x *PullDenseRequest) String() string {
 func (*PullDenseRequest) ProtoMessage() {}
 
 func (x *PullDenseRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_ams_proto_msgTypes[19]
+	mi := &file_ams_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1440,7 +1517,7 @@ func (x *PullDenseRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PullDenseRequest.ProtoReflect.Descriptor instead.
 func (*PullDenseRequest) Descriptor() ([]byte, []int) {
-	return file_ams_proto_rawDescGZIP(), []int{19}
+	return file_ams_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *PullDenseRequest) GetClusterVersion() uint64 {
@@ -1468,7 +1545,7 @@ type PullDenseResponse struct {
 
 func (x *PullDenseResponse) Reset() {
 	*x = PullDenseResponse{}
-	mi := &file_ams_proto_msgTypes[20]
+	mi := &file_ams_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1480,7 +1557,7 @@ func (x *PullDenseResponse) String() string {
 func (*PullDenseResponse) ProtoMessage() {}
 
 func (x *PullDenseResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_ams_proto_msgTypes[20]
+	mi := &file_ams_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1493,7 +1570,7 @@ func (x *PullDenseResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PullDenseResponse.ProtoReflect.Descriptor instead.
 func (*PullDenseResponse) Descriptor() ([]byte, []int) {
-	return file_ams_proto_rawDescGZIP(), []int{20}
+	return file_ams_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *PullDenseResponse) GetLo() uint64 {
@@ -1528,7 +1605,7 @@ type PushDenseRequest struct {
 
 func (x *PushDenseRequest) Reset() {
 	*x = PushDenseRequest{}
-	mi := &file_ams_proto_msgTypes[21]
+	mi := &file_ams_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1540,7 +1617,7 @@ func (x *PushDenseRequest) String() string {
 func (*PushDenseRequest) ProtoMessage() {}
 
 func (x *PushDenseRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_ams_proto_msgTypes[21]
+	mi := &file_ams_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1553,7 +1630,7 @@ func (x *PushDenseRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PushDenseRequest.ProtoReflect.Descriptor instead.
 func (*PushDenseRequest) Descriptor() ([]byte, []int) {
-	return file_ams_proto_rawDescGZIP(), []int{21}
+	return file_ams_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *PushDenseRequest) GetClusterVersion() uint64 {
@@ -1585,7 +1662,7 @@ type PushDenseResponse struct {
 
 func (x *PushDenseResponse) Reset() {
 	*x = PushDenseResponse{}
-	mi := &file_ams_proto_msgTypes[22]
+	mi := &file_ams_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1597,7 +1674,7 @@ func (x *PushDenseResponse) String() string {
 func (*PushDenseResponse) ProtoMessage() {}
 
 func (x *PushDenseResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_ams_proto_msgTypes[22]
+	mi := &file_ams_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1610,7 +1687,7 @@ func (x *PushDenseResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PushDenseResponse.ProtoReflect.Descriptor instead.
 func (*PushDenseResponse) Descriptor() ([]byte, []int) {
-	return file_ams_proto_rawDescGZIP(), []int{22}
+	return file_ams_proto_rawDescGZIP(), []int{23}
 }
 
 type StatsRequest struct {
@@ -1622,7 +1699,7 @@ type StatsRequest struct {
 
 func (x *StatsRequest) Reset() {
 	*x = StatsRequest{}
-	mi := &file_ams_proto_msgTypes[23]
+	mi := &file_ams_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1634,7 +1711,7 @@ func (x *StatsRequest) String() string {
 func (*StatsRequest) ProtoMessage() {}
 
 func (x *StatsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_ams_proto_msgTypes[23]
+	mi := &file_ams_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1647,7 +1724,7 @@ func (x *StatsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StatsRequest.ProtoReflect.Descriptor instead.
 func (*StatsRequest) Descriptor() ([]byte, []int) {
-	return file_ams_proto_rawDescGZIP(), []int{23}
+	return file_ams_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *StatsRequest) GetClusterVersion() uint64 {
@@ -1679,7 +1756,7 @@ type TableStats struct {
 
 func (x *TableStats) Reset() {
 	*x = TableStats{}
-	mi := &file_ams_proto_msgTypes[24]
+	mi := &file_ams_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1691,7 +1768,7 @@ func (x *TableStats) String() string {
 func (*TableStats) ProtoMessage() {}
 
 func (x *TableStats) ProtoReflect() protoreflect.Message {
-	mi := &file_ams_proto_msgTypes[24]
+	mi := &file_ams_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1704,7 +1781,7 @@ func (x *TableStats) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TableStats.ProtoReflect.Descriptor instead.
 func (*TableStats) Descriptor() ([]byte, []int) {
-	return file_ams_proto_rawDescGZIP(), []int{24}
+	return file_ams_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *TableStats) GetName() string {
@@ -1794,7 +1871,7 @@ type StatsResponse struct {
 
 func (x *StatsResponse) Reset() {
 	*x = StatsResponse{}
-	mi := &file_ams_proto_msgTypes[25]
+	mi := &file_ams_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1806,7 +1883,7 @@ func (x *StatsResponse) String() string {
 func (*StatsResponse) ProtoMessage() {}
 
 func (x *StatsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_ams_proto_msgTypes[25]
+	mi := &file_ams_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1819,7 +1896,7 @@ func (x *StatsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StatsResponse.ProtoReflect.Descriptor instead.
 func (*StatsResponse) Descriptor() ([]byte, []int) {
-	return file_ams_proto_rawDescGZIP(), []int{25}
+	return file_ams_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *StatsResponse) GetShardId() string {
@@ -1895,7 +1972,7 @@ type Applied struct {
 
 func (x *Applied) Reset() {
 	*x = Applied{}
-	mi := &file_ams_proto_msgTypes[26]
+	mi := &file_ams_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1907,7 +1984,7 @@ func (x *Applied) String() string {
 func (*Applied) ProtoMessage() {}
 
 func (x *Applied) ProtoReflect() protoreflect.Message {
-	mi := &file_ams_proto_msgTypes[26]
+	mi := &file_ams_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1920,7 +1997,7 @@ func (x *Applied) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Applied.ProtoReflect.Descriptor instead.
 func (*Applied) Descriptor() ([]byte, []int) {
-	return file_ams_proto_rawDescGZIP(), []int{26}
+	return file_ams_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *Applied) GetWorker() string {
@@ -1968,7 +2045,7 @@ type StateEntry struct {
 
 func (x *StateEntry) Reset() {
 	*x = StateEntry{}
-	mi := &file_ams_proto_msgTypes[27]
+	mi := &file_ams_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1980,7 +2057,7 @@ func (x *StateEntry) String() string {
 func (*StateEntry) ProtoMessage() {}
 
 func (x *StateEntry) ProtoReflect() protoreflect.Message {
-	mi := &file_ams_proto_msgTypes[27]
+	mi := &file_ams_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1993,7 +2070,7 @@ func (x *StateEntry) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StateEntry.ProtoReflect.Descriptor instead.
 func (*StateEntry) Descriptor() ([]byte, []int) {
-	return file_ams_proto_rawDescGZIP(), []int{27}
+	return file_ams_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *StateEntry) GetKey() string {
@@ -2020,7 +2097,7 @@ type PutStateRequest struct {
 
 func (x *PutStateRequest) Reset() {
 	*x = PutStateRequest{}
-	mi := &file_ams_proto_msgTypes[28]
+	mi := &file_ams_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2032,7 +2109,7 @@ func (x *PutStateRequest) String() string {
 func (*PutStateRequest) ProtoMessage() {}
 
 func (x *PutStateRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_ams_proto_msgTypes[28]
+	mi := &file_ams_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2045,7 +2122,7 @@ func (x *PutStateRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PutStateRequest.ProtoReflect.Descriptor instead.
 func (*PutStateRequest) Descriptor() ([]byte, []int) {
-	return file_ams_proto_rawDescGZIP(), []int{28}
+	return file_ams_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *PutStateRequest) GetClusterVersion() uint64 {
@@ -2070,7 +2147,7 @@ type PutStateResponse struct {
 
 func (x *PutStateResponse) Reset() {
 	*x = PutStateResponse{}
-	mi := &file_ams_proto_msgTypes[29]
+	mi := &file_ams_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2082,7 +2159,7 @@ func (x *PutStateResponse) String() string {
 func (*PutStateResponse) ProtoMessage() {}
 
 func (x *PutStateResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_ams_proto_msgTypes[29]
+	mi := &file_ams_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2095,7 +2172,7 @@ func (x *PutStateResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PutStateResponse.ProtoReflect.Descriptor instead.
 func (*PutStateResponse) Descriptor() ([]byte, []int) {
-	return file_ams_proto_rawDescGZIP(), []int{29}
+	return file_ams_proto_rawDescGZIP(), []int{30}
 }
 
 type GetStateRequest struct {
@@ -2108,7 +2185,7 @@ type GetStateRequest struct {
 
 func (x *GetStateRequest) Reset() {
 	*x = GetStateRequest{}
-	mi := &file_ams_proto_msgTypes[30]
+	mi := &file_ams_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2120,7 +2197,7 @@ func (x *GetStateRequest) String() string {
 func (*GetStateRequest) ProtoMessage() {}
 
 func (x *GetStateRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_ams_proto_msgTypes[30]
+	mi := &file_ams_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2133,7 +2210,7 @@ func (x *GetStateRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetStateRequest.ProtoReflect.Descriptor instead.
 func (*GetStateRequest) Descriptor() ([]byte, []int) {
-	return file_ams_proto_rawDescGZIP(), []int{30}
+	return file_ams_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *GetStateRequest) GetClusterVersion() uint64 {
@@ -2160,7 +2237,7 @@ type GetStateResponse struct {
 
 func (x *GetStateResponse) Reset() {
 	*x = GetStateResponse{}
-	mi := &file_ams_proto_msgTypes[31]
+	mi := &file_ams_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2172,7 +2249,7 @@ func (x *GetStateResponse) String() string {
 func (*GetStateResponse) ProtoMessage() {}
 
 func (x *GetStateResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_ams_proto_msgTypes[31]
+	mi := &file_ams_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2185,7 +2262,7 @@ func (x *GetStateResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetStateResponse.ProtoReflect.Descriptor instead.
 func (*GetStateResponse) Descriptor() ([]byte, []int) {
-	return file_ams_proto_rawDescGZIP(), []int{31}
+	return file_ams_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *GetStateResponse) GetEntries() []*StateEntry {
@@ -2209,7 +2286,7 @@ type WriteSnapshotRequest struct {
 
 func (x *WriteSnapshotRequest) Reset() {
 	*x = WriteSnapshotRequest{}
-	mi := &file_ams_proto_msgTypes[32]
+	mi := &file_ams_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2221,7 +2298,7 @@ func (x *WriteSnapshotRequest) String() string {
 func (*WriteSnapshotRequest) ProtoMessage() {}
 
 func (x *WriteSnapshotRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_ams_proto_msgTypes[32]
+	mi := &file_ams_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2234,7 +2311,7 @@ func (x *WriteSnapshotRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WriteSnapshotRequest.ProtoReflect.Descriptor instead.
 func (*WriteSnapshotRequest) Descriptor() ([]byte, []int) {
-	return file_ams_proto_rawDescGZIP(), []int{32}
+	return file_ams_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *WriteSnapshotRequest) GetClusterVersion() uint64 {
@@ -2276,7 +2353,7 @@ type WriteSnapshotResponse struct {
 
 func (x *WriteSnapshotResponse) Reset() {
 	*x = WriteSnapshotResponse{}
-	mi := &file_ams_proto_msgTypes[33]
+	mi := &file_ams_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2288,7 +2365,7 @@ func (x *WriteSnapshotResponse) String() string {
 func (*WriteSnapshotResponse) ProtoMessage() {}
 
 func (x *WriteSnapshotResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_ams_proto_msgTypes[33]
+	mi := &file_ams_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2301,7 +2378,7 @@ func (x *WriteSnapshotResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WriteSnapshotResponse.ProtoReflect.Descriptor instead.
 func (*WriteSnapshotResponse) Descriptor() ([]byte, []int) {
-	return file_ams_proto_rawDescGZIP(), []int{33}
+	return file_ams_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *WriteSnapshotResponse) GetPart() []byte {
@@ -2329,7 +2406,7 @@ type WriteExportRequest struct {
 
 func (x *WriteExportRequest) Reset() {
 	*x = WriteExportRequest{}
-	mi := &file_ams_proto_msgTypes[34]
+	mi := &file_ams_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2341,7 +2418,7 @@ func (x *WriteExportRequest) String() string {
 func (*WriteExportRequest) ProtoMessage() {}
 
 func (x *WriteExportRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_ams_proto_msgTypes[34]
+	mi := &file_ams_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2354,7 +2431,7 @@ func (x *WriteExportRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WriteExportRequest.ProtoReflect.Descriptor instead.
 func (*WriteExportRequest) Descriptor() ([]byte, []int) {
-	return file_ams_proto_rawDescGZIP(), []int{34}
+	return file_ams_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *WriteExportRequest) GetClusterVersion() uint64 {
@@ -2410,7 +2487,7 @@ type WriteExportResponse struct {
 
 func (x *WriteExportResponse) Reset() {
 	*x = WriteExportResponse{}
-	mi := &file_ams_proto_msgTypes[35]
+	mi := &file_ams_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2422,7 +2499,7 @@ func (x *WriteExportResponse) String() string {
 func (*WriteExportResponse) ProtoMessage() {}
 
 func (x *WriteExportResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_ams_proto_msgTypes[35]
+	mi := &file_ams_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2435,7 +2512,7 @@ func (x *WriteExportResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WriteExportResponse.ProtoReflect.Descriptor instead.
 func (*WriteExportResponse) Descriptor() ([]byte, []int) {
-	return file_ams_proto_rawDescGZIP(), []int{35}
+	return file_ams_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *WriteExportResponse) GetPart() []byte {
@@ -2463,7 +2540,7 @@ type LoadRequest struct {
 
 func (x *LoadRequest) Reset() {
 	*x = LoadRequest{}
-	mi := &file_ams_proto_msgTypes[36]
+	mi := &file_ams_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2475,7 +2552,7 @@ func (x *LoadRequest) String() string {
 func (*LoadRequest) ProtoMessage() {}
 
 func (x *LoadRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_ams_proto_msgTypes[36]
+	mi := &file_ams_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2488,7 +2565,7 @@ func (x *LoadRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LoadRequest.ProtoReflect.Descriptor instead.
 func (*LoadRequest) Descriptor() ([]byte, []int) {
-	return file_ams_proto_rawDescGZIP(), []int{36}
+	return file_ams_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *LoadRequest) GetClusterVersion() uint64 {
@@ -2548,7 +2625,7 @@ type LoadResponse struct {
 
 func (x *LoadResponse) Reset() {
 	*x = LoadResponse{}
-	mi := &file_ams_proto_msgTypes[37]
+	mi := &file_ams_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2560,7 +2637,7 @@ func (x *LoadResponse) String() string {
 func (*LoadResponse) ProtoMessage() {}
 
 func (x *LoadResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_ams_proto_msgTypes[37]
+	mi := &file_ams_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2573,7 +2650,7 @@ func (x *LoadResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LoadResponse.ProtoReflect.Descriptor instead.
 func (*LoadResponse) Descriptor() ([]byte, []int) {
-	return file_ams_proto_rawDescGZIP(), []int{37}
+	return file_ams_proto_rawDescGZIP(), []int{38}
 }
 
 type RestoreRequest struct {
@@ -2591,7 +2668,7 @@ type RestoreRequest struct {
 
 func (x *RestoreRequest) Reset() {
 	*x = RestoreRequest{}
-	mi := &file_ams_proto_msgTypes[38]
+	mi := &file_ams_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2603,7 +2680,7 @@ func (x *RestoreRequest) String() string {
 func (*RestoreRequest) ProtoMessage() {}
 
 func (x *RestoreRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_ams_proto_msgTypes[38]
+	mi := &file_ams_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2616,7 +2693,7 @@ func (x *RestoreRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RestoreRequest.ProtoReflect.Descriptor instead.
 func (*RestoreRequest) Descriptor() ([]byte, []int) {
-	return file_ams_proto_rawDescGZIP(), []int{38}
+	return file_ams_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *RestoreRequest) GetClusterVersion() uint64 {
@@ -2664,7 +2741,7 @@ type RestoreResponse struct {
 
 func (x *RestoreResponse) Reset() {
 	*x = RestoreResponse{}
-	mi := &file_ams_proto_msgTypes[39]
+	mi := &file_ams_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2676,7 +2753,7 @@ func (x *RestoreResponse) String() string {
 func (*RestoreResponse) ProtoMessage() {}
 
 func (x *RestoreResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_ams_proto_msgTypes[39]
+	mi := &file_ams_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2689,7 +2766,7 @@ func (x *RestoreResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RestoreResponse.ProtoReflect.Descriptor instead.
 func (*RestoreResponse) Descriptor() ([]byte, []int) {
-	return file_ams_proto_rawDescGZIP(), []int{39}
+	return file_ams_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *RestoreResponse) GetRows() uint64 {
@@ -2749,14 +2826,22 @@ const file_ams_proto_rawDesc = "" +
 	"\fmin_hits_ttl\x18\x05 \x01(\tR\n" +
 	"minHitsTtl\x12\x12\n" +
 	"\x04expr\x18\x06 \x01(\tR\x04expr\x12.\n" +
-	"\x13max_expire_fraction\x18\a \x01(\x01R\x11maxExpireFraction\"\xa0\x01\n" +
+	"\x13max_expire_fraction\x18\a \x01(\x01R\x11maxExpireFraction\"\xd4\x01\n" +
 	"\tDenseSpec\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x12\n" +
 	"\x04size\x18\x02 \x01(\x04R\x04size\x12\x0e\n" +
 	"\x02lo\x18\x03 \x01(\x04R\x02lo\x12\x0e\n" +
 	"\x02hi\x18\x04 \x01(\x04R\x02hi\x127\n" +
 	"\toptimizer\x18\x05 \x01(\v2\x19.xps.ams.v1.OptimizerSpecR\toptimizer\x12\x12\n" +
-	"\x04init\x18\x06 \x01(\fR\x04init\"\x95\x01\n" +
+	"\x04init\x18\x06 \x01(\fR\x04init\x122\n" +
+	"\bschedule\x18\a \x01(\v2\x16.xps.ams.v1.LRScheduleR\bschedule\"\x83\x01\n" +
+	"\n" +
+	"LRSchedule\x12!\n" +
+	"\fwarmup_steps\x18\x01 \x01(\x03R\vwarmupSteps\x12\x14\n" +
+	"\x05decay\x18\x02 \x01(\tR\x05decay\x12\x1f\n" +
+	"\vdecay_steps\x18\x03 \x01(\x03R\n" +
+	"decaySteps\x12\x1b\n" +
+	"\tmin_scale\x18\x04 \x01(\x02R\bminScale\"\x95\x01\n" +
 	"\x0eDeclareRequest\x12'\n" +
 	"\x0fcluster_version\x18\x01 \x01(\x04R\x0eclusterVersion\x12-\n" +
 	"\x06tables\x18\x02 \x03(\v2\x15.xps.ams.v1.TableSpecR\x06tables\x12+\n" +
@@ -2931,7 +3016,7 @@ func file_ams_proto_rawDescGZIP() []byte {
 	return file_ams_proto_rawDescData
 }
 
-var file_ams_proto_msgTypes = make([]protoimpl.MessageInfo, 41)
+var file_ams_proto_msgTypes = make([]protoimpl.MessageInfo, 42)
 var file_ams_proto_goTypes = []any{
 	(*OptimizerSpec)(nil),         // 0: xps.ams.v1.OptimizerSpec
 	(*InitSpec)(nil),              // 1: xps.ams.v1.InitSpec
@@ -2939,41 +3024,42 @@ var file_ams_proto_goTypes = []any{
 	(*AdmissionSpec)(nil),         // 3: xps.ams.v1.AdmissionSpec
 	(*ExpirySpec)(nil),            // 4: xps.ams.v1.ExpirySpec
 	(*DenseSpec)(nil),             // 5: xps.ams.v1.DenseSpec
-	(*DeclareRequest)(nil),        // 6: xps.ams.v1.DeclareRequest
-	(*DeclareResponse)(nil),       // 7: xps.ams.v1.DeclareResponse
-	(*TableIDs)(nil),              // 8: xps.ams.v1.TableIDs
-	(*TableRows)(nil),             // 9: xps.ams.v1.TableRows
-	(*PullRequest)(nil),           // 10: xps.ams.v1.PullRequest
-	(*SyncRound)(nil),             // 11: xps.ams.v1.SyncRound
-	(*DenseValues)(nil),           // 12: xps.ams.v1.DenseValues
-	(*PullResponse)(nil),          // 13: xps.ams.v1.PullResponse
-	(*DenseGrad)(nil),             // 14: xps.ams.v1.DenseGrad
-	(*TableGrads)(nil),            // 15: xps.ams.v1.TableGrads
-	(*PushRequest)(nil),           // 16: xps.ams.v1.PushRequest
-	(*Origin)(nil),                // 17: xps.ams.v1.Origin
-	(*PushResponse)(nil),          // 18: xps.ams.v1.PushResponse
-	(*PullDenseRequest)(nil),      // 19: xps.ams.v1.PullDenseRequest
-	(*PullDenseResponse)(nil),     // 20: xps.ams.v1.PullDenseResponse
-	(*PushDenseRequest)(nil),      // 21: xps.ams.v1.PushDenseRequest
-	(*PushDenseResponse)(nil),     // 22: xps.ams.v1.PushDenseResponse
-	(*StatsRequest)(nil),          // 23: xps.ams.v1.StatsRequest
-	(*TableStats)(nil),            // 24: xps.ams.v1.TableStats
-	(*StatsResponse)(nil),         // 25: xps.ams.v1.StatsResponse
-	(*Applied)(nil),               // 26: xps.ams.v1.Applied
-	(*StateEntry)(nil),            // 27: xps.ams.v1.StateEntry
-	(*PutStateRequest)(nil),       // 28: xps.ams.v1.PutStateRequest
-	(*PutStateResponse)(nil),      // 29: xps.ams.v1.PutStateResponse
-	(*GetStateRequest)(nil),       // 30: xps.ams.v1.GetStateRequest
-	(*GetStateResponse)(nil),      // 31: xps.ams.v1.GetStateResponse
-	(*WriteSnapshotRequest)(nil),  // 32: xps.ams.v1.WriteSnapshotRequest
-	(*WriteSnapshotResponse)(nil), // 33: xps.ams.v1.WriteSnapshotResponse
-	(*WriteExportRequest)(nil),    // 34: xps.ams.v1.WriteExportRequest
-	(*WriteExportResponse)(nil),   // 35: xps.ams.v1.WriteExportResponse
-	(*LoadRequest)(nil),           // 36: xps.ams.v1.LoadRequest
-	(*LoadResponse)(nil),          // 37: xps.ams.v1.LoadResponse
-	(*RestoreRequest)(nil),        // 38: xps.ams.v1.RestoreRequest
-	(*RestoreResponse)(nil),       // 39: xps.ams.v1.RestoreResponse
-	nil,                           // 40: xps.ams.v1.WriteExportRequest.QuantEntry
+	(*LRSchedule)(nil),            // 6: xps.ams.v1.LRSchedule
+	(*DeclareRequest)(nil),        // 7: xps.ams.v1.DeclareRequest
+	(*DeclareResponse)(nil),       // 8: xps.ams.v1.DeclareResponse
+	(*TableIDs)(nil),              // 9: xps.ams.v1.TableIDs
+	(*TableRows)(nil),             // 10: xps.ams.v1.TableRows
+	(*PullRequest)(nil),           // 11: xps.ams.v1.PullRequest
+	(*SyncRound)(nil),             // 12: xps.ams.v1.SyncRound
+	(*DenseValues)(nil),           // 13: xps.ams.v1.DenseValues
+	(*PullResponse)(nil),          // 14: xps.ams.v1.PullResponse
+	(*DenseGrad)(nil),             // 15: xps.ams.v1.DenseGrad
+	(*TableGrads)(nil),            // 16: xps.ams.v1.TableGrads
+	(*PushRequest)(nil),           // 17: xps.ams.v1.PushRequest
+	(*Origin)(nil),                // 18: xps.ams.v1.Origin
+	(*PushResponse)(nil),          // 19: xps.ams.v1.PushResponse
+	(*PullDenseRequest)(nil),      // 20: xps.ams.v1.PullDenseRequest
+	(*PullDenseResponse)(nil),     // 21: xps.ams.v1.PullDenseResponse
+	(*PushDenseRequest)(nil),      // 22: xps.ams.v1.PushDenseRequest
+	(*PushDenseResponse)(nil),     // 23: xps.ams.v1.PushDenseResponse
+	(*StatsRequest)(nil),          // 24: xps.ams.v1.StatsRequest
+	(*TableStats)(nil),            // 25: xps.ams.v1.TableStats
+	(*StatsResponse)(nil),         // 26: xps.ams.v1.StatsResponse
+	(*Applied)(nil),               // 27: xps.ams.v1.Applied
+	(*StateEntry)(nil),            // 28: xps.ams.v1.StateEntry
+	(*PutStateRequest)(nil),       // 29: xps.ams.v1.PutStateRequest
+	(*PutStateResponse)(nil),      // 30: xps.ams.v1.PutStateResponse
+	(*GetStateRequest)(nil),       // 31: xps.ams.v1.GetStateRequest
+	(*GetStateResponse)(nil),      // 32: xps.ams.v1.GetStateResponse
+	(*WriteSnapshotRequest)(nil),  // 33: xps.ams.v1.WriteSnapshotRequest
+	(*WriteSnapshotResponse)(nil), // 34: xps.ams.v1.WriteSnapshotResponse
+	(*WriteExportRequest)(nil),    // 35: xps.ams.v1.WriteExportRequest
+	(*WriteExportResponse)(nil),   // 36: xps.ams.v1.WriteExportResponse
+	(*LoadRequest)(nil),           // 37: xps.ams.v1.LoadRequest
+	(*LoadResponse)(nil),          // 38: xps.ams.v1.LoadResponse
+	(*RestoreRequest)(nil),        // 39: xps.ams.v1.RestoreRequest
+	(*RestoreResponse)(nil),       // 40: xps.ams.v1.RestoreResponse
+	nil,                           // 41: xps.ams.v1.WriteExportRequest.QuantEntry
 }
 var file_ams_proto_depIdxs = []int32{
 	0,  // 0: xps.ams.v1.TableSpec.optimizer:type_name -> xps.ams.v1.OptimizerSpec
@@ -2981,51 +3067,52 @@ var file_ams_proto_depIdxs = []int32{
 	3,  // 2: xps.ams.v1.TableSpec.admission:type_name -> xps.ams.v1.AdmissionSpec
 	4,  // 3: xps.ams.v1.TableSpec.expiry:type_name -> xps.ams.v1.ExpirySpec
 	0,  // 4: xps.ams.v1.DenseSpec.optimizer:type_name -> xps.ams.v1.OptimizerSpec
-	2,  // 5: xps.ams.v1.DeclareRequest.tables:type_name -> xps.ams.v1.TableSpec
-	5,  // 6: xps.ams.v1.DeclareRequest.dense:type_name -> xps.ams.v1.DenseSpec
-	8,  // 7: xps.ams.v1.PullRequest.tables:type_name -> xps.ams.v1.TableIDs
-	11, // 8: xps.ams.v1.PullRequest.sync:type_name -> xps.ams.v1.SyncRound
-	9,  // 9: xps.ams.v1.PullResponse.tables:type_name -> xps.ams.v1.TableRows
-	12, // 10: xps.ams.v1.PullResponse.dense:type_name -> xps.ams.v1.DenseValues
-	15, // 11: xps.ams.v1.PushRequest.tables:type_name -> xps.ams.v1.TableGrads
-	14, // 12: xps.ams.v1.PushRequest.dense:type_name -> xps.ams.v1.DenseGrad
-	11, // 13: xps.ams.v1.PushRequest.sync:type_name -> xps.ams.v1.SyncRound
-	27, // 14: xps.ams.v1.PushRequest.state:type_name -> xps.ams.v1.StateEntry
-	17, // 15: xps.ams.v1.PushRequest.origin:type_name -> xps.ams.v1.Origin
-	24, // 16: xps.ams.v1.StatsResponse.tables:type_name -> xps.ams.v1.TableStats
-	26, // 17: xps.ams.v1.StatsResponse.applied:type_name -> xps.ams.v1.Applied
-	27, // 18: xps.ams.v1.PutStateRequest.entries:type_name -> xps.ams.v1.StateEntry
-	27, // 19: xps.ams.v1.GetStateResponse.entries:type_name -> xps.ams.v1.StateEntry
-	40, // 20: xps.ams.v1.WriteExportRequest.quant:type_name -> xps.ams.v1.WriteExportRequest.QuantEntry
-	6,  // 21: xps.ams.v1.AMS.Declare:input_type -> xps.ams.v1.DeclareRequest
-	10, // 22: xps.ams.v1.AMS.Pull:input_type -> xps.ams.v1.PullRequest
-	16, // 23: xps.ams.v1.AMS.Push:input_type -> xps.ams.v1.PushRequest
-	19, // 24: xps.ams.v1.AMS.PullDense:input_type -> xps.ams.v1.PullDenseRequest
-	21, // 25: xps.ams.v1.AMS.PushDense:input_type -> xps.ams.v1.PushDenseRequest
-	23, // 26: xps.ams.v1.AMS.Stats:input_type -> xps.ams.v1.StatsRequest
-	28, // 27: xps.ams.v1.AMS.PutState:input_type -> xps.ams.v1.PutStateRequest
-	30, // 28: xps.ams.v1.AMS.GetState:input_type -> xps.ams.v1.GetStateRequest
-	32, // 29: xps.ams.v1.AMS.WriteSnapshot:input_type -> xps.ams.v1.WriteSnapshotRequest
-	38, // 30: xps.ams.v1.AMS.Restore:input_type -> xps.ams.v1.RestoreRequest
-	34, // 31: xps.ams.v1.AMS.WriteExport:input_type -> xps.ams.v1.WriteExportRequest
-	36, // 32: xps.ams.v1.AMS.Load:input_type -> xps.ams.v1.LoadRequest
-	7,  // 33: xps.ams.v1.AMS.Declare:output_type -> xps.ams.v1.DeclareResponse
-	13, // 34: xps.ams.v1.AMS.Pull:output_type -> xps.ams.v1.PullResponse
-	18, // 35: xps.ams.v1.AMS.Push:output_type -> xps.ams.v1.PushResponse
-	20, // 36: xps.ams.v1.AMS.PullDense:output_type -> xps.ams.v1.PullDenseResponse
-	22, // 37: xps.ams.v1.AMS.PushDense:output_type -> xps.ams.v1.PushDenseResponse
-	25, // 38: xps.ams.v1.AMS.Stats:output_type -> xps.ams.v1.StatsResponse
-	29, // 39: xps.ams.v1.AMS.PutState:output_type -> xps.ams.v1.PutStateResponse
-	31, // 40: xps.ams.v1.AMS.GetState:output_type -> xps.ams.v1.GetStateResponse
-	33, // 41: xps.ams.v1.AMS.WriteSnapshot:output_type -> xps.ams.v1.WriteSnapshotResponse
-	39, // 42: xps.ams.v1.AMS.Restore:output_type -> xps.ams.v1.RestoreResponse
-	35, // 43: xps.ams.v1.AMS.WriteExport:output_type -> xps.ams.v1.WriteExportResponse
-	37, // 44: xps.ams.v1.AMS.Load:output_type -> xps.ams.v1.LoadResponse
-	33, // [33:45] is the sub-list for method output_type
-	21, // [21:33] is the sub-list for method input_type
-	21, // [21:21] is the sub-list for extension type_name
-	21, // [21:21] is the sub-list for extension extendee
-	0,  // [0:21] is the sub-list for field type_name
+	6,  // 5: xps.ams.v1.DenseSpec.schedule:type_name -> xps.ams.v1.LRSchedule
+	2,  // 6: xps.ams.v1.DeclareRequest.tables:type_name -> xps.ams.v1.TableSpec
+	5,  // 7: xps.ams.v1.DeclareRequest.dense:type_name -> xps.ams.v1.DenseSpec
+	9,  // 8: xps.ams.v1.PullRequest.tables:type_name -> xps.ams.v1.TableIDs
+	12, // 9: xps.ams.v1.PullRequest.sync:type_name -> xps.ams.v1.SyncRound
+	10, // 10: xps.ams.v1.PullResponse.tables:type_name -> xps.ams.v1.TableRows
+	13, // 11: xps.ams.v1.PullResponse.dense:type_name -> xps.ams.v1.DenseValues
+	16, // 12: xps.ams.v1.PushRequest.tables:type_name -> xps.ams.v1.TableGrads
+	15, // 13: xps.ams.v1.PushRequest.dense:type_name -> xps.ams.v1.DenseGrad
+	12, // 14: xps.ams.v1.PushRequest.sync:type_name -> xps.ams.v1.SyncRound
+	28, // 15: xps.ams.v1.PushRequest.state:type_name -> xps.ams.v1.StateEntry
+	18, // 16: xps.ams.v1.PushRequest.origin:type_name -> xps.ams.v1.Origin
+	25, // 17: xps.ams.v1.StatsResponse.tables:type_name -> xps.ams.v1.TableStats
+	27, // 18: xps.ams.v1.StatsResponse.applied:type_name -> xps.ams.v1.Applied
+	28, // 19: xps.ams.v1.PutStateRequest.entries:type_name -> xps.ams.v1.StateEntry
+	28, // 20: xps.ams.v1.GetStateResponse.entries:type_name -> xps.ams.v1.StateEntry
+	41, // 21: xps.ams.v1.WriteExportRequest.quant:type_name -> xps.ams.v1.WriteExportRequest.QuantEntry
+	7,  // 22: xps.ams.v1.AMS.Declare:input_type -> xps.ams.v1.DeclareRequest
+	11, // 23: xps.ams.v1.AMS.Pull:input_type -> xps.ams.v1.PullRequest
+	17, // 24: xps.ams.v1.AMS.Push:input_type -> xps.ams.v1.PushRequest
+	20, // 25: xps.ams.v1.AMS.PullDense:input_type -> xps.ams.v1.PullDenseRequest
+	22, // 26: xps.ams.v1.AMS.PushDense:input_type -> xps.ams.v1.PushDenseRequest
+	24, // 27: xps.ams.v1.AMS.Stats:input_type -> xps.ams.v1.StatsRequest
+	29, // 28: xps.ams.v1.AMS.PutState:input_type -> xps.ams.v1.PutStateRequest
+	31, // 29: xps.ams.v1.AMS.GetState:input_type -> xps.ams.v1.GetStateRequest
+	33, // 30: xps.ams.v1.AMS.WriteSnapshot:input_type -> xps.ams.v1.WriteSnapshotRequest
+	39, // 31: xps.ams.v1.AMS.Restore:input_type -> xps.ams.v1.RestoreRequest
+	35, // 32: xps.ams.v1.AMS.WriteExport:input_type -> xps.ams.v1.WriteExportRequest
+	37, // 33: xps.ams.v1.AMS.Load:input_type -> xps.ams.v1.LoadRequest
+	8,  // 34: xps.ams.v1.AMS.Declare:output_type -> xps.ams.v1.DeclareResponse
+	14, // 35: xps.ams.v1.AMS.Pull:output_type -> xps.ams.v1.PullResponse
+	19, // 36: xps.ams.v1.AMS.Push:output_type -> xps.ams.v1.PushResponse
+	21, // 37: xps.ams.v1.AMS.PullDense:output_type -> xps.ams.v1.PullDenseResponse
+	23, // 38: xps.ams.v1.AMS.PushDense:output_type -> xps.ams.v1.PushDenseResponse
+	26, // 39: xps.ams.v1.AMS.Stats:output_type -> xps.ams.v1.StatsResponse
+	30, // 40: xps.ams.v1.AMS.PutState:output_type -> xps.ams.v1.PutStateResponse
+	32, // 41: xps.ams.v1.AMS.GetState:output_type -> xps.ams.v1.GetStateResponse
+	34, // 42: xps.ams.v1.AMS.WriteSnapshot:output_type -> xps.ams.v1.WriteSnapshotResponse
+	40, // 43: xps.ams.v1.AMS.Restore:output_type -> xps.ams.v1.RestoreResponse
+	36, // 44: xps.ams.v1.AMS.WriteExport:output_type -> xps.ams.v1.WriteExportResponse
+	38, // 45: xps.ams.v1.AMS.Load:output_type -> xps.ams.v1.LoadResponse
+	34, // [34:46] is the sub-list for method output_type
+	22, // [22:34] is the sub-list for method input_type
+	22, // [22:22] is the sub-list for extension type_name
+	22, // [22:22] is the sub-list for extension extendee
+	0,  // [0:22] is the sub-list for field type_name
 }
 
 func init() { file_ams_proto_init() }
@@ -3039,7 +3126,7 @@ func file_ams_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_ams_proto_rawDesc), len(file_ams_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   41,
+			NumMessages:   42,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

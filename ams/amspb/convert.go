@@ -114,3 +114,20 @@ func ToTableUsage(p *TableStats) ams.TableUsage {
 		FilterBytes: int64(p.GetFilterBytes()), Counters: ams.Counters{Created: p.GetCreated(), FilteredPulls: p.GetFilteredPulls(),
 			FilteredPushes: p.GetFilteredPushes(), Expired: p.GetExpired(), Evicted: p.GetEvicted()}}
 }
+
+// FromLRSchedule converts a Go learning-rate schedule to its wire form
+// (nil for one that scales nothing).
+func FromLRSchedule(s ams.LRSchedule) *LRSchedule {
+	if s == (ams.LRSchedule{}) || s == (ams.LRSchedule{Decay: ams.DecayNone}) {
+		return nil
+	}
+	return &LRSchedule{WarmupSteps: s.WarmupSteps, Decay: s.Decay, DecaySteps: s.DecaySteps, MinScale: s.MinScale}
+}
+
+// ToLRSchedule converts a wire learning-rate schedule to its Go form.
+func ToLRSchedule(p *LRSchedule) ams.LRSchedule {
+	if p == nil {
+		return ams.LRSchedule{}
+	}
+	return ams.LRSchedule{WarmupSteps: p.WarmupSteps, Decay: p.Decay, DecaySteps: p.DecaySteps, MinScale: p.MinScale}
+}

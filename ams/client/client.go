@@ -124,7 +124,7 @@ func (c *Client) Declare(ctx context.Context, tables []ams.TableSpec, dense []De
 		for _, d := range dense {
 			lo, hi := ams.DenseRange(d.Spec.Size, i, len(c.stubs))
 			ds := &amspb.DenseSpec{Name: d.Spec.Name, Size: uint64(d.Spec.Size), Lo: uint64(lo), Hi: uint64(hi),
-				Optimizer: amspb.FromOptimizerSpec(d.Spec.Optimizer)}
+				Optimizer: amspb.FromOptimizerSpec(d.Spec.Optimizer), Schedule: amspb.FromLRSchedule(d.Spec.Schedule)}
 			if d.Init != nil {
 				ds.Init = ams.PackFloats(nil, d.Init[lo:hi])
 			}

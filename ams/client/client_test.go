@@ -318,3 +318,38 @@ func TestConcurrentPullPush(t *testing.T) {
 		}
 	}
 }
+
+// TestDenseScheduleOverTheWire: a dense vector declared with a
+// learning-rate schedule (a warm-up of 4 steps) over gRPC moves by the
+// rate times the schedule's scale at each push, on every shard.
+func TestDenseScheduleOverTheWire(t *testing.T) {
+	ctx := context.Background()
+	m, _ := startShards(t, 2, 1)
+	c := newClient(t, m)
+	const n = 10
+	spec := ams.DenseSpec{Name: "mlp", Size: n, Optimizer: ams.OptimizerSpec{Name: "sgd", LR: 0.1},
+		Schedule: ams.LRSchedule{WarmupSteps: 4}}
+	if err := c.Declare(ctx, nil, []client.Dense{{Spec: spec, Init: make([]float32, n)}}); err != nil {
+		t.Fatal(err)
+	}
+	grad := make([]float32, n)
+	for i := range grad {
+		grad[i] = 1
+	}
+	want := 0.0
+	got := make([]float32, n)
+	for step := 1; step <= 6; step++ {
+		if err := c.PushDense(ctx, "mlp", grad); err != nil {
+			t.Fatal(err)
+		}
+		want -= 0.1 * min(float64(step)/4, 1)
+		if err := c.PullDense(ctx, "mlp", got); err != nil {
+			t.Fatal(err)
+		}
+		for i := range got {
+			if math.Abs(float64(got[i])-want) > 1e-5 {
+				t.Fatalf("after push %d: dense[%d] = %v, want %v (the warm-up's rate)", step, i, got[i], want)
+			}
+		}
+	}
+}

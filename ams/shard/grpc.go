@@ -65,7 +65,8 @@ func (v *service) Declare(_ context.Context, req *amspb.DeclareRequest) (*amspb.
 		if d.Hi < d.Lo || d.Size > 1<<40 {
 			return nil, fmt.Errorf("%w: dense %q range [%d,%d) of %d", ams.ErrBadRequest, d.Name, d.Lo, d.Hi, d.Size)
 		}
-		dense[i] = DenseDecl{Spec: ams.DenseSpec{Name: d.Name, Size: int(d.Size), Optimizer: amspb.ToOptimizerSpec(d.Optimizer)},
+		dense[i] = DenseDecl{Spec: ams.DenseSpec{Name: d.Name, Size: int(d.Size), Optimizer: amspb.ToOptimizerSpec(d.Optimizer),
+			Schedule: amspb.ToLRSchedule(d.Schedule)},
 			Lo: int(d.Lo), Hi: int(d.Hi)}
 		if len(d.Init) > 0 {
 			init, err := ams.UnpackFloats(nil, d.Init)

@@ -273,7 +273,8 @@ func (t *Trainer) Layer() *slide.Layer { return t.out }
 func (t *Trainer) Declare(ctx context.Context) error {
 	init := make([]float32, t.net.NumParams())
 	t.net.Init(init, t.cfg.Model.Seed)
-	d := client.Dense{Spec: ams.DenseSpec{Name: DenseName, Size: len(init), Optimizer: t.cfg.Model.DenseOptimizer}, Init: init}
+	d := client.Dense{Spec: ams.DenseSpec{Name: DenseName, Size: len(init), Optimizer: t.cfg.Model.DenseOptimizer,
+		Schedule: t.cfg.Model.DenseSchedule}, Init: init}
 	if err := t.cl.Declare(ctx, []ams.TableSpec{t.table}, []client.Dense{d}); err != nil {
 		return fmt.Errorf("xctrain: declare model: %w", err)
 	}
