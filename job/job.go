@@ -113,11 +113,12 @@ func UsageText(t ams.TableUsage) string {
 func mib(b int64) float64 { return float64(b) / (1 << 20) }
 
 // writeExactlyOnce writes the line on exactly-once (nothing when the job
-// never reached the shards).
+// never reached the shards or pushed nothing: a job that failed loading
+// its data has nothing to account for).
 func (s Summary) writeExactlyOnce(w io.Writer) {
 	v := s.ExactlyOnce
 	switch {
-	case v == nil:
+	case v == nil, v.Exact && v.Batches == 0:
 	case v.Exact:
 		fmt.Fprintf(w, "%s: exactly-once, by the shards' records: each of %d batches (%d samples, digest %016x) applied once on every one of %d shards\n",
 			s.Worker, v.Batches, v.Samples, v.Digest, v.Shards)
