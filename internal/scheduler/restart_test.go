@@ -24,6 +24,7 @@ type restartable struct {
 	t    *testing.T
 	id   string
 	addr string
+	sh   *shard.Shard // the shard serving now
 	stop func()
 }
 
@@ -44,7 +45,7 @@ func (r *restartable) start(addr string) {
 	if err != nil {
 		r.t.Fatal(err)
 	}
-	r.addr = lis.Addr().String()
+	r.addr, r.sh = lis.Addr().String(), sh
 	done := make(chan struct{})
 	go func() {
 		defer close(done)

@@ -3,6 +3,7 @@ package scheduler
 import (
 	"context"
 	"errors"
+	"time"
 
 	"github.com/xdlgo/xps/ams"
 	"github.com/xdlgo/xps/ams/client"
@@ -33,15 +34,8 @@ func (s *Scheduler) snapshotOnce(ctx context.Context, m *ams.ShardMap, op *snapO
 		return nil, err
 	}
 	defer cl.Close()
-	man, err := cl.WriteSnapshot(ctx, client.SnapshotOptions{Job: s.jobID, Store: s.opts.Config.Snapshot.Store, Seq: uint64(op.id), Require: require,
-		Check: func(m *snapshot.Manifest) error { return checkpoint.Consistent(m.Readers) }})
+	man, err := s.writeSnapshot(ctx, cl, store, op, require)
 	if err != nil {
-		// This attempt's files, and those of any earlier failed one that a
-		// shard went on writing after its attempt ended: one snapshot runs
-		// at a time, so every incomplete one is dead now.
-		if _, rerr := snapshot.RemoveIncomplete(store); rerr != nil {
-			s.log.Warn("removing the failed snapshot's files", "seq", op.id, "err", rerr)
-		}
 		return nil, err
 	}
 	for _, t := range man.Tables {
@@ -52,4 +46,43 @@ func (s *Scheduler) snapshotOnce(ctx context.Context, m *ams.ShardMap, op *snapO
 	res.Applied = checkpoint.AppliedIn(man.Readers)
 	res.Removed, err = snapshot.Prune(store, s.opts.Config.Snapshot.Keep)
 	return manifestKeys(man), err
+}
+
+// incompleteTries is how many times a snapshot whose parts do not make a
+// whole model is written, and incompleteWait the wait before the next
+// try, times the try's number.
+const (
+	incompleteTries = 5
+	incompleteWait  = 100 * time.Millisecond
+)
+
+// writeSnapshot has the shards write snapshot op.id and commits it. Parts
+// that do not make a whole model (snapshot.ErrIncomplete: most often a
+// table a worker was declaring, created on some shards and not yet on the
+// others, which a paused worker does not hold up) are written again, a
+// few times, before the attempt fails. A failed write's files are
+// removed.
+func (s *Scheduler) writeSnapshot(ctx context.Context, cl *client.Client, store snapshot.Store, op *snapOp, require []string) (*snapshot.Manifest, error) {
+	for try := 1; ; try++ {
+		man, err := cl.WriteSnapshot(ctx, client.SnapshotOptions{Job: s.jobID, Store: s.opts.Config.Snapshot.Store, Seq: uint64(op.id), Require: require,
+			Check: func(m *snapshot.Manifest) error { return checkpoint.Consistent(m.Readers) }})
+		if err == nil {
+			return man, nil
+		}
+		// This attempt's files, and those of any earlier failed one that a
+		// shard went on writing after its attempt ended: one snapshot runs
+		// at a time, so every incomplete one is dead now.
+		if _, rerr := snapshot.RemoveIncomplete(store); rerr != nil {
+			s.log.Warn("removing the failed snapshot's files", "seq", op.id, "err", rerr)
+		}
+		if !errors.Is(err, snapshot.ErrIncomplete) || try == incompleteTries {
+			return nil, err
+		}
+		s.log.Info("snapshot parts incomplete; writing them again", "seq", op.id, "try", try, "err", err)
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(time.Duration(try) * incompleteWait):
+		}
+	}
 }
