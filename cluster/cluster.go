@@ -58,7 +58,8 @@ type Options struct {
 	Config config.Config
 	// ModelRoot, for StartFor: a job without a snapshot store gets one
 	// of its own under this directory (config.Config.KeepModelIn), so
-	// that its snapshots and final model outlive the process. The
+	// that its snapshots and final model outlive the process; the
+	// directory keeps the newest config.KeptModels jobs' models. The
 	// default value is empty: such a job takes no snapshot.
 	ModelRoot string
 }

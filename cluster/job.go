@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/xdlgo/xps/config"
 	"github.com/xdlgo/xps/job"
 )
 
@@ -19,8 +20,12 @@ import (
 // job.
 func StartFor(ctx context.Context, o Options, opts *job.Options, direct bool) (*Cluster, error) {
 	if o.ModelRoot != "" {
-		if err := opts.Config.KeepModelIn(o.ModelRoot, time.Now()); err != nil {
+		removed, err := opts.Config.KeepModelIn(o.ModelRoot, time.Now())
+		if err != nil {
 			return nil, err
+		}
+		if len(removed) > 0 && opts.Progress != nil {
+			fmt.Fprintf(opts.Progress, "removed the %d oldest models from %s (it keeps the last %d jobs')\n", len(removed), o.ModelRoot, config.KeptModels)
 		}
 	}
 	o.Prefix, o.Logger, o.Config = opts.Prefix, opts.Logger, opts.Config
