@@ -140,3 +140,16 @@ func TestZeroIsNeverTheDefault(t *testing.T) {
 		t.Errorf("README.md's configuration has %d numbers: not the whole file", n)
 	}
 }
+
+// TestZeroByKind: a setting whose default depends on another refuses an
+// explicit zero only where the default applies: model.cross_layers with
+// kind dcnv2 (its default 2), not with mlp (which holds 0).
+func TestZeroByKind(t *testing.T) {
+	if _, err := Parse([]byte("model: {kind: dcnv2, cross_layers: 0}\n")); err == nil ||
+		!strings.Contains(err.Error(), "model.cross_layers 0 is not allowed (leave it out for the default, 2)") {
+		t.Errorf("dcnv2 with 0 cross layers: %v", err)
+	}
+	if _, err := Parse([]byte("model: {kind: mlp, cross_layers: 0}\n")); err != nil {
+		t.Errorf("mlp with cross_layers 0 (a printed config): %v", err)
+	}
+}

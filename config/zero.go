@@ -72,6 +72,7 @@ var zeroRefused = map[string]string{
 	"model.output.lr":                               "",
 	"model.output.rehash_base":                      "",
 	"model.output.redraw_period":                    "",
+	"model.cross_layers":                            "",
 }
 
 // optimizerZeroRefused are the optimizer settings (of every table's and
@@ -103,7 +104,7 @@ func refuseZero(c *Config, path string) error {
 	}
 	var at []string
 	zeroKeys(reflect.ValueOf(c).Elem(), nil, strings.Split(path, "."), "", &at)
-	if len(slices.DeleteFunc(at, func(p string) bool { return !countAdmission(c, p) })) == 0 {
+	if len(slices.DeleteFunc(at, func(p string) bool { return !zeroApplies(c, p) })) == 0 {
 		return nil
 	}
 	return zeroError(path)
@@ -112,11 +113,15 @@ func refuseZero(c *Config, path string) error {
 // tableIndex matches the table of an admission key's path.
 var tableIndex = regexp.MustCompile(`^model\.tables\[(\d+)\]\.admission\.`)
 
-// countAdmission reports whether the key at path applies in c as far as
-// admission goes: an admission key other than its kind applies only to a
-// table with count admission (any other kind holds zeros there, which
-// mean "unused").
-func countAdmission(c *Config, path string) bool {
+// zeroApplies reports whether the rule on explicit zeros applies to the
+// key at path in c: an admission key other than its kind applies only to
+// a table with count admission (other kinds hold zeros there, which mean
+// "unused"), and model.cross_layers only with kind dcnv2 (other kinds
+// hold 0).
+func zeroApplies(c *Config, path string) bool {
+	if path == "model.cross_layers" {
+		return c.Model.Kind == KindDCNv2
+	}
 	m := tableIndex.FindStringSubmatch(path)
 	if m == nil || strings.HasSuffix(path, ".kind") {
 		return true
@@ -140,7 +145,7 @@ func explicitZeros(root *yaml.Node, c *Config) []error {
 	}
 	var errs []error
 	for _, p := range sortedUnique(at) {
-		if countAdmission(c, p) {
+		if zeroApplies(c, p) {
 			errs = append(errs, zeroError(p))
 		}
 	}
@@ -160,6 +165,9 @@ func zeroError(path string) error {
 // defaultOf renders the default value of the key at pattern.
 func defaultOf(pattern string) string {
 	c := Config{Kafka: KafkaConfig{Brokers: []string{"-"}}} // the kafka defaults apply with brokers
+	if pattern == "model.cross_layers" {
+		c.Model.Kind = KindDCNv2 // its default applies with dcnv2 only
+	}
 	c.EnsureDefaults()
 	if strings.Contains(pattern, ".admission.") { // and those of admission with kind count
 		for i := range c.Model.Tables {
