@@ -59,7 +59,7 @@ type Options struct {
 	// ModelRoot, for StartFor: a job without a snapshot store gets one
 	// of its own under this directory (config.Config.KeepModelIn), so
 	// that its snapshots and final model outlive the process; the
-	// directory keeps the newest config.KeptModels jobs' models. The
+	// directory keeps the newest KeptModels jobs' models. The
 	// default value is empty: such a job takes no snapshot.
 	ModelRoot string
 }

@@ -104,9 +104,7 @@ func fileData(opts job.Options, splits []reader.FileSplit, sh *shapeFinder) (Dat
 	if err != nil {
 		return Data{}, err
 	}
-	inOrder := func(epoch int, start reader.Position) (reader.Source, error) {
-		return reader.OpenFilesAtFS(opts.FS, splits, format, policy, start)
-	}
+	inOrder := filesInOrder(opts.FS, splits, format, policy)
 	train := strings.Join(cfg.Job.Train, ",")
 	d := Data{Train: inOrder, Desc: fmt.Sprintf("%d file splits of %s (format %s, streamed in order)", len(splits), train, format)}
 	n, skipped, err := peek(inOrder, sh)
@@ -149,9 +147,7 @@ func fileData(opts job.Options, splits []reader.FileSplit, sh *shapeFinder) (Dat
 // the data, not only from its neighbourhood.
 func fileStream(fsys reader.FS, cfg config.Config, splits []reader.FileSplit, format reader.Format, policy reader.ErrorPolicy) (stream, error) {
 	if !*cfg.Train.Shuffle {
-		return func(_ int, start reader.Position) (reader.Source, error) {
-			return reader.OpenFilesAtFS(fsys, splits, format, policy, start)
-		}, nil
+		return filesInOrder(fsys, splits, format, policy), nil
 	}
 	blocks, err := cutBlocks(fsys, splits, max(cfg.Train.ShuffleWindow/16, blockMin))
 	if err != nil {
@@ -166,6 +162,14 @@ func fileStream(fsys reader.FS, cfg config.Config, splits []reader.FileSplit, fo
 			reader.FileSourceOptions{Decoder: dec, OnError: policy, FS: fsys, Start: start, AnyOrder: true})
 	}
 	return windowed(shuffled, cfg, cfg.Train.InMemory), nil
+}
+
+// filesInOrder opens the training files of splits in order, whatever the
+// epoch.
+func filesInOrder(fsys reader.FS, splits []reader.FileSplit, format reader.Format, policy reader.ErrorPolicy) stream {
+	return func(_ int, start reader.Position) (reader.Source, error) {
+		return reader.OpenFilesAtFS(fsys, splits, format, policy, start)
+	}
 }
 
 // TrainDigest returns what the checkpoints of a worker whose share is
@@ -219,17 +223,13 @@ func mibText(b int64) string {
 // peeked at: reader.Pack holds about that), prints it, and refuses data
 // whose estimate exceeds train.memory_limit.
 func checkMemory(opts job.Options, splits []reader.FileSplit, perByte float64) error {
+	whole, err := cutBlocks(opts.FS, splits, math.MaxInt64) // the splits, measured
+	if err != nil {
+		return fmt.Errorf("worker: training data: %w", err)
+	}
 	var size int64
-	for _, sp := range splits {
-		end := sp.End
-		if end <= 0 {
-			fi, err := reader.StatFilesFS(opts.FS, []string{sp.Path})
-			if err != nil {
-				return fmt.Errorf("worker: training data: %w", err)
-			}
-			end = fi[0].Size
-		}
-		size += end - sp.Start
+	for _, sp := range whole {
+		size += sp.End - sp.Start
 	}
 	est, limit := int64(perByte*float64(size)), opts.Config.Train.MemoryLimit
 	if opts.Progress != nil {
@@ -530,45 +530,4 @@ func countSamples(gs []*reader.Group) int {
 		n += g.NumSamples() - g.Pos.Index
 	}
 	return n
-}
-
-// chunkGroups cuts every group into groups of at most size consecutive
-// samples (each with the group's upper-level lines).
-func chunkGroups(gs []*reader.Group, size int) []*reader.Group {
-	var out []*reader.Group
-	for _, g := range gs {
-		n := g.NumSamples()
-		if n-g.Pos.Index <= size {
-			out = append(out, g)
-			continue
-		}
-		for lo := g.Pos.Index; lo < n; lo += size {
-			out = append(out, sliceGroup(g, lo, min(lo+size, n)))
-		}
-	}
-	return out
-}
-
-// sliceGroup returns a copy of g holding only its samples [lo, hi) (and
-// every upper-level line).
-func sliceGroup(g *reader.Group, lo, hi int) *reader.Group {
-	c := new(reader.Group)
-	c.Reset(len(g.Levels))
-	for k := 1; k < len(g.Levels); k++ {
-		c.Levels[k].CopyFrom(&g.Levels[k])
-	}
-	l0 := &g.Levels[0]
-	for i := lo; i < hi; i++ {
-		f, id, v := l0.Line(i)
-		parent := int32(0)
-		if l0.Parent != nil {
-			parent = l0.Parent[i]
-		}
-		c.AddLine(0, parent, f, id, v)
-		l0.Dense(i, func(field uint32, vals []float32) { c.AddDense(0, field, vals) })
-		c.AddLabels(g.SampleLabels(i)...)
-	}
-	c.Pos = reader.Position{File: g.Pos.File, Offset: g.Pos.Offset, Index: 0}
-	c.Line = g.Line
-	return c
 }

@@ -122,17 +122,18 @@ func (n *Net) Init(params []float32, seed uint64) {
 
 // Describe names the network's dense blocks, for the progress lines.
 func (n *Net) Describe() string {
+	hidden := n.MLP.Sizes[1 : len(n.MLP.Sizes)-1]
 	switch n.Kind {
 	case config.KindFM:
 		return fmt.Sprintf("fm (linear + pairwise interactions of dim %d)", n.FMDim)
 	case config.KindDeepFM:
-		return fmt.Sprintf("deepfm (MLP %v + pairwise interactions of dim %d)", n.MLP.Sizes[1:len(n.MLP.Sizes)-1], n.FMDim)
+		return fmt.Sprintf("deepfm (MLP %v + pairwise interactions of dim %d)", hidden, n.FMDim)
 	case config.KindDCNv2:
-		return fmt.Sprintf("dcnv2 (%d cross layers of width %d, then MLP %v)", n.Cross.Layers, n.Cross.Width, n.MLP.Sizes[1:len(n.MLP.Sizes)-1])
+		return fmt.Sprintf("dcnv2 (%d cross layers of width %d, then MLP %v)", n.Cross.Layers, n.Cross.Width, hidden)
 	case config.KindLR:
 		return "lr (one linear layer)"
 	}
-	return fmt.Sprintf("MLP %v", n.MLP.Sizes[1:len(n.MLP.Sizes)-1])
+	return fmt.Sprintf("MLP %v", hidden)
 }
 
 // NetWorkspace holds one goroutine's buffers for the passes of a Net.

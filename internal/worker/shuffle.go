@@ -58,8 +58,10 @@ func cutBlocks(fsys reader.FS, splits []reader.FileSplit, size int64) ([]reader.
 			}
 			end = fi[0].Size
 		}
-		for lo := sp.Start; lo < end; lo += size {
-			out = append(out, reader.FileSplit{Path: sp.Path, Start: lo, End: min(lo+size, end)})
+		for lo := sp.Start; lo < end; {
+			hi := lo + min(size, end-lo) // no overflow, whatever size
+			out = append(out, reader.FileSplit{Path: sp.Path, Start: lo, End: hi})
+			lo = hi
 		}
 	}
 	return out, nil

@@ -3,6 +3,7 @@ package worker
 import (
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -72,6 +73,10 @@ func TestShuffledBlocks(t *testing.T) {
 	}
 	if _, err := reader.NewFileSource(e1, reader.FileSourceOptions{Decoder: mustDecoder(t), AnyOrder: true}); err != nil {
 		t.Errorf("a file source refuses the order: %v", err)
+	}
+	if whole, err := cutBlocks(nil, splits, math.MaxInt64); err != nil || !slices.Equal(whole, []reader.FileSplit{{Path: path, End: 450},
+		{Path: path, Start: 450, End: 1000}, {Path: "b", Start: 100, End: 130}}) {
+		t.Errorf("splits measured whole: %v, %v", whole, err)
 	}
 	if _, err := cutBlocks(nil, []reader.FileSplit{{Path: filepath.Join(t.TempDir(), "none")}}, 100); err == nil {
 		t.Error("a missing file cut into blocks")
