@@ -24,10 +24,16 @@ type Core struct {
 	// restored[i]: slot i reported the current restore attempt done.
 	restored []bool
 
-	good     []SnapshotID // good snapshots, ascending, at most opts.Keep
+	good     []SnapshotID // good snapshots, ascending, at most opts.Keep and pinned
 	lastSnap SnapshotID   // highest id handed out
 	pending  SnapshotID   // snapshot in progress (TakeSnapshot not yet answered)
 	aborted  bool         // AbortSnapshot was sent for pending
+	// pinned is the pinned snapshot (0: none), kept in good beyond
+	// opts.Keep while it is good; pendingPin: pending is to be pinned.
+	pinned     SnapshotID
+	pendingPin bool
+	// rollingBack: the restore in progress is a rollback's (to pinned).
+	rollingBack bool
 	// lastExp is the highest export id handed out, expPending the export
 	// in progress (TakeExport not yet answered), expAborted whether
 	// AbortExport was sent for it, expMark when the last periodic export
@@ -84,9 +90,6 @@ func New(opts Options) (*Core, error) {
 	good := slices.Clone(opts.Snapshots)
 	slices.Sort(good)
 	good = slices.Compact(good)
-	if len(good) > opts.Keep {
-		good = good[len(good)-opts.Keep:]
-	}
 	c := &Core{
 		opts:     opts,
 		state:    State{Phase: Forming, Version: opts.LastVersion},
@@ -97,6 +100,10 @@ func New(opts Options) (*Core, error) {
 		adopt:    opts.Adopt,
 		model:    opts.Adopt != nil || len(good) > 0,
 	}
+	if slices.Contains(good, opts.Pinned) {
+		c.pinned = opts.Pinned
+	}
+	c.prune()
 	if a := c.adopt; a != nil {
 		for _, id := range a.Workers {
 			if slices.Contains(a.Left, id) {
@@ -131,6 +138,9 @@ func (c *Core) Snapshots() []SnapshotID { return slices.Clone(c.good) }
 
 // Pending returns the snapshot in progress, or zero.
 func (c *Core) Pending() SnapshotID { return c.pending }
+
+// Pinned returns the pinned snapshot while it is good, or 0.
+func (c *Core) Pinned() SnapshotID { return c.pinned }
 
 // Members returns the live members of kind ("" for every kind), by kind
 // and then ID (digit runs compared as numbers: ams-2 before ams-10).
@@ -181,7 +191,9 @@ func (c *Core) Step(ev Event) Output {
 	case Left:
 		c.leave(&o, ev)
 	case SnapshotRequested:
-		c.requestSnapshot(&o)
+		c.requestSnapshot(&o, ev.Pin)
+	case RollbackRequested:
+		c.rollback(&o)
 	case ExportRequested:
 		c.requestExport(&o)
 	case ExportDone:
@@ -224,7 +236,7 @@ func (c *Core) tick(o *Output, now time.Time) {
 		if c.snapMark.IsZero() {
 			c.snapMark = now
 		} else if now.Sub(c.snapMark) >= c.opts.SnapshotEvery {
-			c.takeSnapshot(o)
+			c.takeSnapshot(o, false)
 			return
 		}
 	}
@@ -508,10 +520,23 @@ func (c *Core) giveUp(o *Output, err error, cause string) {
 // version empty (Restore of snapshot 0).
 func (c *Core) startRestore(o *Output, cause string) {
 	var s SnapshotID
-	if len(c.good) > 0 {
+	switch {
+	case c.rollingBack && slices.Contains(c.good, c.pinned):
+		s = c.pinned // a rollback interrupted by a loss goes on
+	case len(c.good) > 0:
 		s = c.good[len(c.good)-1]
 	}
-	v := c.state.Version + 1
+	c.restoreOf(o, s, cause)
+}
+
+// restoreOf orders every slot to restore snapshot s at a new version.
+// From SERVING (a rollback) it pauses the workers first.
+func (c *Core) restoreOf(o *Output, s SnapshotID, cause string) {
+	v := c.state.Version
+	if c.state.Phase == Serving {
+		c.emit(o, PauseWorkers{Version: v})
+	}
+	v++
 	c.setState(o, State{Phase: Restoring, Version: v, Snapshot: s}, cause)
 	c.restored = make([]bool, len(c.slots))
 	c.emit(o, PublishShardMap{Version: v, Shards: slices.Clone(c.slots)})
@@ -549,14 +574,44 @@ func (c *Core) dealAnew(o *Output) {
 	c.emit(o, Resume{Version: v})
 }
 
-func (c *Core) takeSnapshot(o *Output) {
+func (c *Core) takeSnapshot(o *Output, pin bool) {
 	c.lastSnap++
-	c.pending, c.aborted = c.lastSnap, false
+	c.pending, c.aborted, c.pendingPin = c.lastSnap, false, pin
 	c.snapMark = c.now
-	c.emit(o, TakeSnapshot{ID: c.pending, Version: c.state.Version})
+	c.emit(o, TakeSnapshot{ID: c.pending, Version: c.state.Version, Pin: pin})
 }
 
-func (c *Core) requestSnapshot(o *Output) {
+// prune forgets the good snapshots beyond the newest opts.Keep, but the
+// pinned one (kept on top of them, as snapshot.Prune keeps it).
+func (c *Core) prune() {
+	var keep []SnapshotID
+	for i, id := range c.good {
+		if id == c.pinned || i >= len(c.good)-c.opts.Keep {
+			keep = append(keep, id)
+		}
+	}
+	c.good = keep
+}
+
+// rollback restores the pinned snapshot at a new version, on request
+// (RollbackRequested). Once every shard restored it the snapshots after
+// it are forgotten; if it fails to restore, the newest good one is
+// restored instead, as after any failed restore.
+func (c *Core) rollback(o *Output) {
+	switch {
+	case c.state.Phase != Serving:
+		o.Rejected = fmt.Errorf("%w: it is %v", ErrNotServing, c.state)
+	case c.busy():
+		o.Rejected = fmt.Errorf("%w: a snapshot or an export is in progress", ErrSnapshotBusy)
+	case c.pinned == 0 || !slices.Contains(c.good, c.pinned):
+		o.Rejected = ErrNoPinned
+	default:
+		c.restoreOf(o, c.pinned, "rollback to pinned "+c.pinned.String()+" requested")
+		c.rollingBack = true
+	}
+}
+
+func (c *Core) requestSnapshot(o *Output, pin bool) {
 	switch {
 	case c.state.Phase != Serving:
 		o.Rejected = fmt.Errorf("%w: it is %v", ErrNotServing, c.state)
@@ -565,7 +620,7 @@ func (c *Core) requestSnapshot(o *Output) {
 	case c.expPending != 0:
 		o.Rejected = fmt.Errorf("%w: export #%d", ErrSnapshotBusy, c.expPending)
 	default:
-		c.takeSnapshot(o)
+		c.takeSnapshot(o, pin)
 	}
 }
 
@@ -613,10 +668,12 @@ func (c *Core) snapshotDone(o *Output, ev SnapshotDone) {
 	if ev.Err == nil {
 		// Ids only grow, so appending keeps good sorted.
 		c.good = append(c.good, ev.ID)
-		if len(c.good) > c.opts.Keep {
-			c.good = slices.Delete(c.good, 0, len(c.good)-c.opts.Keep)
+		if c.pendingPin {
+			c.pinned = ev.ID
 		}
+		c.prune()
 	}
+	c.pendingPin = false
 	switch {
 	case c.state.Phase == Serving && c.redeal:
 		c.dealAnew(o)
@@ -649,6 +706,9 @@ func (c *Core) restoreDone(o *Output, ev RestoreDone) {
 		// The snapshot is bad (the driver retries passing errors itself):
 		// forget it and fall back to the previous one.
 		c.good = slices.DeleteFunc(c.good, func(s SnapshotID) bool { return s == ev.Snapshot })
+		if c.pinned == ev.Snapshot {
+			c.pinned, c.rollingBack = 0, false
+		}
 		switch {
 		case len(c.good) > 0:
 			c.startRestore(o, ev.String())
@@ -666,9 +726,13 @@ func (c *Core) restoreDone(o *Output, ev RestoreDone) {
 	if begin {
 		c.serve(o, c.state.Version, "every shard began empty")
 		if !c.opts.SkipInitialSnapshot {
-			c.takeSnapshot(o)
+			c.takeSnapshot(o, false)
 		}
 		return
 	}
+	if i := slices.Index(c.good, c.state.Snapshot); c.rollingBack && i >= 0 {
+		c.good = c.good[:i+1] // the snapshots after it are a discarded future
+	}
+	c.rollingBack = false
 	c.serve(o, c.state.Version, "every shard restored "+c.state.Snapshot.String())
 }

@@ -22,6 +22,7 @@
 //	DEGRADED, no model yet --every slot filled--> RESTORING(empty v')
 //	SERVING or RESTORING --a mapped shard left, no worker live--> STOPPED
 //	STOPPED --every slot filled--> RESTORING(s), or (empty v') with none
+//	SERVING(v) --rollback requested, a pinned snapshot p--> RESTORING(p v+1)
 //	FORMING --first tick, adopted state stopped--> STOPPED(va)        adoption
 //
 // State.Version is the cluster version. Every restore attempt takes a new
@@ -33,9 +34,9 @@
 // # Inputs (Event)
 //
 // Joined and Left (Graceful false: the lease expired) with a Member of kind
-// ams, worker or scheduler; Tick(now); SnapshotRequested; SnapshotDone(id,
-// err); ExportRequested; ExportDone(id, err); RestoreDone(shard, snapshot,
-// version, err).
+// ams, worker or scheduler; Tick(now); SnapshotRequested(pin);
+// SnapshotDone(id, err); RollbackRequested; ExportRequested; ExportDone(id,
+// err); RestoreDone(shard, snapshot, version, err).
 //
 // # Outputs (Action)
 //
@@ -117,6 +118,14 @@
 //     committed. Losing state with no snapshot at all gives up likewise;
 //     the initial snapshot (Options.SkipInitialSnapshot false) keeps that
 //     window short.
+//   - A pinned snapshot (SnapshotRequested with Pin: a worker keeping its
+//     job's best model so far, early stopping) is kept among the good ones
+//     beyond Options.Keep until another is pinned. RollbackRequested
+//     restores it on purpose, as after a loss (pause, RESTORING at a new
+//     version, SERVING); a loss during the rollback restores it again, and
+//     once it is restored the good snapshots after it are forgotten: they
+//     hold a future the job discarded. A pinned snapshot that fails to
+//     restore is pinned no more, and the newest good one is restored.
 //   - Snapshots run only while SERVING, one at a time: requested ones are
 //     refused otherwise (ErrNotServing, ErrSnapshotBusy); periodic ones
 //     (Options.SnapshotEvery) start at the first tick at least a period

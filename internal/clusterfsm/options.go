@@ -48,6 +48,10 @@ type Options struct {
 	// this is how a restarted job or scheduler resumes. The default value
 	// is none.
 	Snapshots []SnapshotID
+	// Pinned is the pinned snapshot among Snapshots (the newest whose
+	// manifest says it is pinned), kept beyond Keep and the target of
+	// RollbackRequested. The default value is 0: none.
+	Pinned SnapshotID
 	// LastSnapshot is the highest snapshot id ever used in the store,
 	// complete or not: new snapshots get ids above it and above every one
 	// of Snapshots. The default value is the highest of Snapshots, or 0.

@@ -173,8 +173,10 @@ func randomEvent(r chooser, c *Core, now *time.Time, shards int) Event {
 		}
 		*now = now.Add(d)
 		return Tick{Now: *now}
+	case k < 58:
+		return SnapshotRequested{Pin: r.IntN(3) == 0}
 	case k < 60:
-		return SnapshotRequested{}
+		return RollbackRequested{}
 	case k < 75:
 		id := SnapshotID(1 + r.IntN(10))
 		if p := c.Pending(); p != 0 && r.IntN(5) != 0 {
@@ -223,7 +225,10 @@ type observer struct {
 	pending   map[SnapshotID]bool // taken and not answered
 	aborted   map[SnapshotID]bool // pending and aborted
 	lastSnap  SnapshotID
-	resumed   uint64 // version of the last Resume
+	pins      map[SnapshotID]bool // pending snapshots to pin
+	pinned    SnapshotID          // the pinned snapshot while it is good
+	rollback  bool                // a rollback to pinned is under way
+	resumed   uint64              // version of the last Resume
 	model     bool   // served, adopted or with snapshots: a model to lose
 
 	// Adoption, until the first tick decides on it.
@@ -237,9 +242,12 @@ func newObserver(opts Options) *observer {
 	o := &observer{opts: opts, state: State{Phase: Forming, Version: opts.LastVersion},
 		live: map[string]Member{}, maps: map[uint64][]string{}, orders: map[uint64]Restore{},
 		restored: map[uint64]map[string]bool{}, good: map[SnapshotID]bool{}, pending: map[SnapshotID]bool{}, aborted: map[SnapshotID]bool{},
-		lastSnap: max(opts.LastSnapshot, slices.Max(append([]SnapshotID{0}, opts.Snapshots...)))}
+		pins: map[SnapshotID]bool{}, lastSnap: max(opts.LastSnapshot, slices.Max(append([]SnapshotID{0}, opts.Snapshots...)))}
 	for _, s := range opts.Snapshots {
 		o.good[s] = true
+		if s == opts.Pinned {
+			o.pinned = s
+		}
 	}
 	o.trim()
 	o.model = len(o.good) > 0
@@ -349,22 +357,28 @@ func (o *observer) checkAdoption(out Output) error {
 	return nil
 }
 
-// trim keeps the newest Keep good snapshots: older ones are pruned.
+// trim keeps the newest Keep good snapshots and the pinned one, on top of
+// them when older: older ones are pruned.
 func (o *observer) trim() {
 	keep := o.opts.Keep
 	if keep == 0 {
 		keep = DefaultKeep
 	}
 	ids := slices.Sorted(maps.Keys(o.good))
-	for len(ids) > keep {
-		delete(o.good, ids[0])
-		ids = ids[1:]
+	for i, s := range ids {
+		if i < len(ids)-keep && s != o.pinned {
+			delete(o.good, s)
+		}
 	}
 }
 
 // newestGood is the snapshot a restore must pick: the newest committed one
-// no restore refused, among the newest Keep committed.
+// no restore refused, among the newest Keep committed, or the pinned one
+// during a rollback.
 func (o *observer) newestGood() SnapshotID {
+	if o.rollback && o.good[o.pinned] {
+		return o.pinned
+	}
 	var best SnapshotID
 	for s := range o.good {
 		best = max(best, s)
@@ -452,6 +466,8 @@ func (o *observer) noteEvent(ev Event, out Output) error {
 		if out.Rejected == nil {
 			return o.noteSnapshotDone(ev)
 		}
+	case RollbackRequested:
+		return o.noteRollback(out)
 	case RestoreDone:
 		if out.Rejected == nil {
 			return o.noteRestoreDone(ev)
@@ -470,8 +486,27 @@ func (o *observer) noteSnapshotDone(ev SnapshotDone) error {
 	delete(o.aborted, ev.ID)
 	if ev.Err == nil {
 		o.good[ev.ID] = true
+		if o.pins[ev.ID] {
+			o.pinned = ev.ID
+		}
 		o.trim()
 	}
+	delete(o.pins, ev.ID)
+	return nil
+}
+
+// noteRollback checks that a rollback is accepted exactly when the
+// cluster serves, no snapshot or export runs, and a pinned snapshot is
+// good.
+func (o *observer) noteRollback(out Output) error {
+	can := o.state.Phase == Serving && len(o.pending) == 0 && o.good[o.pinned]
+	if out.Rejected == nil && !can {
+		return fmt.Errorf("rollback accepted in %v, pending %v, pinned %v, good %v", o.state, o.pending, o.pinned, o.good)
+	}
+	if out.Rejected != nil && can && !errors.Is(out.Rejected, ErrSnapshotBusy) { // an export may run
+		return fmt.Errorf("rollback refused: %v", out.Rejected)
+	}
+	o.rollback = out.Rejected == nil
 	return nil
 }
 
@@ -485,6 +520,9 @@ func (o *observer) noteRestoreDone(ev RestoreDone) error {
 	}
 	if ev.Err != nil {
 		delete(o.good, ev.Snapshot)
+		if ev.Snapshot == o.pinned {
+			o.pinned, o.rollback = 0, false
+		}
 		return nil
 	}
 	if o.restored[ev.Version] == nil {
@@ -529,6 +567,7 @@ func (o *observer) checkOutputShape(ev Event, out Output, prev State) error {
 type actionCheck struct {
 	cur       State // the state the transitions so far lead to
 	needPause bool  // left SERVING, workers not yet paused
+	paused    bool  // workers were paused in this step (a rollback pauses, then leaves SERVING)
 }
 
 // checkAction checks one action against the observer's view and the
@@ -555,7 +594,7 @@ func (o *observer) checkAction(a Action, step *actionCheck) error {
 		if a.Version != cur.Version {
 			return fmt.Errorf("%v: state is %v", a, cur)
 		}
-		step.needPause = false
+		step.needPause, step.paused = false, true
 		// While SERVING, a pause is a new deal of the data: never
 		// during a snapshot, which pauses and resumes workers itself.
 		if cur.Phase == Serving && len(o.pending) > len(o.aborted) {
@@ -593,7 +632,7 @@ func (o *observer) checkTransition(a Transition, step *actionCheck) error {
 	}
 	// Workers may be training when the adoption of a cluster
 	// finds its state lost, too.
-	if a.From.Phase == Serving || a.From.Phase == Forming && a.To.Phase == Degraded {
+	if a.From.Phase == Serving && !step.paused || a.From.Phase == Forming && a.To.Phase == Degraded {
 		step.needPause = true
 	}
 	if a.To.Version < cur.Version {
@@ -681,6 +720,14 @@ func (o *observer) checkResume(a Resume, cur State) error {
 				return fmt.Errorf("%v: %s has not restored %v", a, s, ord.Snapshot)
 			}
 		}
+		if o.rollback && a.Version > o.resumed { // the snapshots after the pinned one are forgotten
+			for s := range o.good {
+				if s > ord.Snapshot {
+					delete(o.good, s)
+				}
+			}
+		}
+		o.rollback = false
 	}
 	o.resumed = a.Version
 	return nil
@@ -700,6 +747,9 @@ func (o *observer) checkTakeSnapshot(a TakeSnapshot, cur State) error {
 	}
 	o.lastSnap = a.ID
 	o.pending[a.ID] = true
+	if a.Pin {
+		o.pins[a.ID] = true
+	}
 	return nil
 }
 
@@ -786,8 +836,8 @@ func runRandom(t *testing.T, r chooser, n int, stats map[string]int) {
 		out := c.Step(ev)
 		trace = append(trace, fmt.Sprintf("%v\n%s", ev, out))
 		if err := o.check(ev, out, c); err != nil {
-			if len(trace) > 40 {
-				trace = trace[len(trace)-40:]
+			if len(trace) > 400 {
+				trace = trace[len(trace)-400:]
 			}
 			adopt := "none"
 			if opts.Adopt != nil {

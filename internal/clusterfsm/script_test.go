@@ -18,7 +18,7 @@ import (
 // comments. Run with -rewrite to regenerate the expected output.
 //
 //	new shards=N [workers=M] [every=DUR] [export-every=DUR] [keep=K] [snapshots=3,5]
-//	    [last-snapshot=S] [last-version=V] [no-initial-snapshot]
+//	    [last-snapshot=S] [last-version=V] [no-initial-snapshot] [pinned=P]
 //	    [adopt=V] [adopt-shards=ID,...] [adopt-workers=ID,...]
 //	    [adopt-left=ID,...] [adopt-serving] [adopt-stopped] [adopt-max-incarnation=I]
 //	    [adopt-lives=ID@LIFE,...] [rejoin-wait=DUR]
@@ -29,7 +29,8 @@ import (
 //	expire MEMBER...            Left (lease expired), one per member
 //	leave MEMBER...             Left (graceful), one per member
 //	tick DUR                    Tick at the script's epoch plus DUR
-//	snapshot                    SnapshotRequested
+//	snapshot [pin]              SnapshotRequested (Pin with pin)
+//	rollback                    RollbackRequested
 //	export                      ExportRequested
 //	exported N [fail]           ExportDone of export #N
 //	done snap-N [fail]          SnapshotDone, failed with "injected" if fail
@@ -38,7 +39,7 @@ import (
 //	                            snapshot 0, a new cluster begun); without
 //	                            vV at the Core's current version
 //	show                        print slots, live members, good snapshots,
-//	                            the pending snapshot
+//	                            the pending and pinned snapshots
 //
 // MEMBER is [KIND/]ID[#INCARNATION][@LIFE]; without KIND it comes from the ID's
 // prefix: ams..., worker..., sched... (so ams-0, worker-1, sched-a).
@@ -58,6 +59,7 @@ type cmd struct {
 	snap    SnapshotID
 	export  ExportID
 	empty   bool // restored empty: the shards began a new cluster
+	pin     bool // snapshot pin
 	version uint64
 	fail    bool
 }
@@ -158,7 +160,11 @@ func parseCmd(s string) (cmd, error) {
 		}
 	case "exported":
 		return c, parseExported(&c, args)
-	case "snapshot", "export", "show":
+	case "snapshot":
+		if c.pin = len(args) == 1 && args[0] == "pin"; len(args) != 0 && !c.pin {
+			return c, errors.New("snapshot: takes pin or nothing")
+		}
+	case "rollback", "export", "show":
 		if len(args) != 0 {
 			return c, fmt.Errorf("%s: takes no argument", c.verb)
 		}
@@ -352,6 +358,10 @@ func parseOptions(o *Options, args []string) error {
 			var n uint64
 			n, err = strconv.ParseUint(v, 10, 64)
 			o.LastSnapshot = SnapshotID(n)
+		case "pinned":
+			var n uint64
+			n, err = strconv.ParseUint(v, 10, 64)
+			o.Pinned = SnapshotID(n)
 		case "snapshots":
 			o.Snapshots = nil
 			for _, s := range strings.Split(v, ",") {
@@ -405,6 +415,10 @@ func formatCmd(c cmd) string {
 		}
 	case "tick":
 		f = append(f, c.dur.String())
+	case "snapshot":
+		if c.pin {
+			f = append(f, "pin")
+		}
 	case "exported":
 		f = append(f, strconv.FormatUint(uint64(c.export), 10))
 		f = appendFail(f, c.fail)
@@ -449,6 +463,9 @@ func formatOptions(o Options) []string {
 	}
 	if o.LastVersion != 0 {
 		f = append(f, "last-version="+strconv.FormatUint(o.LastVersion, 10))
+	}
+	if o.Pinned != 0 {
+		f = append(f, "pinned="+strconv.FormatUint(uint64(o.Pinned), 10))
 	}
 	if o.SkipInitialSnapshot {
 		f = append(f, "no-initial-snapshot")
@@ -566,7 +583,9 @@ func (r *runner) runCmd(out *strings.Builder, c cmd) {
 	case "tick":
 		r.step(out, Tick{Now: scriptEpoch.Add(c.dur)})
 	case "snapshot":
-		r.step(out, SnapshotRequested{})
+		r.step(out, SnapshotRequested{Pin: c.pin})
+	case "rollback":
+		r.step(out, RollbackRequested{})
 	case "export":
 		r.step(out, ExportRequested{})
 	case "exported":
@@ -591,6 +610,9 @@ func (r *runner) runCmd(out *strings.Builder, c cmd) {
 		fmt.Fprintf(out, "snapshots: %v\n", r.core.Snapshots())
 		if p := r.core.Pending(); p != 0 {
 			fmt.Fprintf(out, "pending: %v\n", p)
+		}
+		if p := r.core.Pinned(); p != 0 {
+			fmt.Fprintf(out, "pinned: %v\n", p)
 		}
 	}
 }

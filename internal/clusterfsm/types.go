@@ -26,6 +26,9 @@ var (
 	// ErrSnapshotBusy is the Output.Rejected cause of a snapshot requested
 	// while another one is in progress.
 	ErrSnapshotBusy = errors.New("clusterfsm: a snapshot is in progress")
+	// ErrNoPinned is the Output.Rejected cause of a rollback requested
+	// while no pinned snapshot is among the good ones.
+	ErrNoPinned = errors.New("clusterfsm: no pinned snapshot to roll back to")
 	// ErrFailed is the Output.Rejected cause of every event (ticks aside)
 	// after the core gave up.
 	ErrFailed = errors.New("clusterfsm: cluster has failed")
@@ -181,7 +184,8 @@ func (s State) String() string {
 }
 
 // Event is an input of Core.Step: Joined, Left, Tick, SnapshotRequested,
-// SnapshotDone, ExportRequested, ExportDone or RestoreDone.
+// SnapshotDone, RollbackRequested, ExportRequested, ExportDone or
+// RestoreDone.
 type Event interface {
 	isEvent()
 	String() string
@@ -205,8 +209,18 @@ func LeaseExpired(m Member) Left { return Left{Member: m} }
 // Tick: time passed. Now is the driver's clock; the core reads no other.
 type Tick struct{ Now time.Time }
 
-// SnapshotRequested: someone (CLI, RPC) asked for a snapshot now.
-type SnapshotRequested struct{}
+// SnapshotRequested: someone (CLI, RPC) asked for a snapshot now. Pin
+// asks that it be pinned (see RollbackRequested): a worker keeping the
+// best model of its job so far.
+type SnapshotRequested struct{ Pin bool }
+
+// RollbackRequested: someone (a worker whose job ends with the best model
+// it met, not the last) asked for the cluster to go back to the pinned
+// snapshot, as after a failure but on purpose: pause, restore it at a new
+// version, serve. The good snapshots newer than it are forgotten (their
+// model is a future the job discarded; the driver removes them from the
+// store).
+type RollbackRequested struct{}
 
 // ExportRequested: someone (CLI) asked for a model export now.
 type ExportRequested struct{}
@@ -238,6 +252,7 @@ func (Joined) isEvent()            {}
 func (Left) isEvent()              {}
 func (Tick) isEvent()              {}
 func (SnapshotRequested) isEvent() {}
+func (RollbackRequested) isEvent() {}
 func (ExportRequested) isEvent()   {}
 func (ExportDone) isEvent()        {}
 func (SnapshotDone) isEvent()      {}
@@ -253,7 +268,13 @@ func (e Left) String() string {
 }
 
 func (e Tick) String() string            { return "tick " + e.Now.UTC().Format(time.RFC3339Nano) }
-func (SnapshotRequested) String() string { return "snapshot requested" }
+func (e SnapshotRequested) String() string {
+	if e.Pin {
+		return "pinned snapshot requested"
+	}
+	return "snapshot requested"
+}
+func (RollbackRequested) String() string { return "rollback requested" }
 func (ExportRequested) String() string   { return "export requested" }
 func (e ExportDone) String() string {
 	if e.Err != nil {
@@ -330,10 +351,14 @@ type TakeExport struct {
 // TakeSnapshot: take consistent snapshot ID at Version: pause workers at a
 // batch boundary, have every shard write its part (rows, dense
 // parameters, reader positions), commit the manifest last, resume the
-// workers, and answer with exactly one SnapshotDone.
+// workers, and answer with exactly one SnapshotDone. Pin marks a pinned
+// snapshot (SnapshotRequested.Pin): the driver records it in the
+// snapshot's manifest (snapshot.Manifest.Pinned), so that pruning keeps
+// it and a restarted scheduler knows it (Options.Pinned).
 type TakeSnapshot struct {
 	ID      SnapshotID
 	Version uint64
+	Pin     bool
 }
 
 // Restore: order every shard of Shards (slot order, as published at
@@ -384,7 +409,12 @@ func (a PauseWorkers) String() string  { return fmt.Sprintf("pause v%d", a.Versi
 func (a AbortSnapshot) String() string { return "abort " + a.ID.String() }
 func (a AbortExport) String() string   { return fmt.Sprintf("abort export #%d", a.ID) }
 func (a TakeExport) String() string    { return fmt.Sprintf("export #%d v%d", a.ID, a.Version) }
-func (a TakeSnapshot) String() string  { return fmt.Sprintf("snapshot %s v%d", a.ID, a.Version) }
+func (a TakeSnapshot) String() string {
+	if a.Pin {
+		return fmt.Sprintf("snapshot %s v%d pinned", a.ID, a.Version)
+	}
+	return fmt.Sprintf("snapshot %s v%d", a.ID, a.Version)
+}
 func (a Restore) String() string {
 	return fmt.Sprintf("restore %s v%d [%s]", a.Snapshot, a.Version, strings.Join(a.Shards, " "))
 }
