@@ -41,12 +41,12 @@ func (e *Env) SaveModel(ctx context.Context, hold func(context.Context) error) e
 	var r controlplane.SnapshotResult
 	var err error
 	if hold == nil {
-		r, err = e.Conn.RequestSnapshot(ctx)
+		r, err = e.Conn.RequestSnapshot(ctx, false)
 	} else {
 		hctx, cancel := context.WithCancel(ctx)
 		held := make(chan error, 1)
 		go func() { held <- hold(hctx) }()
-		r, err = e.Conn.RequestSnapshot(ctx)
+		r, err = e.Conn.RequestSnapshot(ctx, false)
 		cancel()
 		if herr := <-held; err == nil && herr != nil && !errors.Is(herr, context.Canceled) {
 			err = herr

@@ -206,7 +206,11 @@ type Manifest struct {
 	Shards  int       `json:"shards"` // how many shards wrote it
 	// Job is the id of the job whose model it holds (empty in snapshots
 	// written before jobs had ids): a scheduler restores only its job's.
-	Job    string       `json:"job,omitempty"`
+	Job string `json:"job,omitempty"`
+	// Pinned marks the job's best model so far (a worker keeping it for
+	// early stopping): Prune keeps the newest pinned snapshot beyond its
+	// count, and a rollback restores it.
+	Pinned bool         `json:"pinned,omitempty"`
 	Tables []TableEntry `json:"tables"`
 	Dense  []DenseEntry `json:"dense,omitempty"`
 	// Readers holds each reader stream's position (the worker's own JSON),
@@ -694,7 +698,8 @@ func Latest(s Store) (*Manifest, []error, error) {
 }
 
 // Prune keeps the newest keep complete snapshots (those with a manifest)
-// and removes the older ones, and every incomplete snapshot older than the
+// and the newest pinned one (Manifest.Pinned) on top of them when it is
+// older, and removes the other older ones, and every incomplete snapshot older than the
 // newest complete one (a failed or abandoned attempt; newer incomplete
 // ones may still be being written). It returns the removed sequence
 // numbers.
@@ -707,12 +712,13 @@ func Prune(s Store, keep int) ([]uint64, error) {
 		return nil, err
 	}
 	var removed []uint64
-	complete := 0
+	complete, pinned := 0, false
 	for _, seq := range seqs {
-		_, err := ReadManifest(s, seq)
+		m, err := ReadManifest(s, seq)
 		if err == nil {
 			complete++
-			if complete <= keep {
+			if complete <= keep || m.Pinned && !pinned {
+				pinned = pinned || m.Pinned
 				continue
 			}
 		} else if complete == 0 {

@@ -379,3 +379,38 @@ func TestCheckComplete(t *testing.T) {
 		})
 	}
 }
+
+// TestPrunePinned: the newest pinned snapshot outlives the count when it
+// is older than the newest keep; an older pinned one does not.
+func TestPrunePinned(t *testing.T) {
+	s, err := snapshot.OpenStore(t.TempDir(), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	pinned := map[uint64]bool{2: true, 4: true}
+	for seq := uint64(1); seq <= 7; seq++ {
+		m := &snapshot.Manifest{Seq: seq, Version: 1, Shards: 1, Pinned: pinned[seq]}
+		if err := snapshot.Commit(s, m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	removed, err := snapshot.Prune(s, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	seqs, _ := snapshot.Snapshots(s)
+	if !slices.Equal(seqs, []uint64{7, 6, 4}) || !slices.Equal(removed, []uint64{5, 3, 2, 1}) {
+		t.Errorf("Prune(2) with 2 and 4 pinned: removed %v, left %v; want [5 3 2 1] removed, [7 6 4] left", removed, seqs)
+	}
+	if m, err := snapshot.ReadManifest(s, 4); err != nil || !m.Pinned {
+		t.Errorf("snapshot 4 reads back pinned %v, %v", m != nil && m.Pinned, err)
+	}
+	// Pinned among the newest: nothing on top.
+	if err := snapshot.Commit(s, &snapshot.Manifest{Seq: 8, Version: 1, Shards: 1, Pinned: true}); err != nil {
+		t.Fatal(err)
+	}
+	if removed, _ := snapshot.Prune(s, 2); !slices.Equal(removed, []uint64{6, 4}) {
+		t.Errorf("Prune(2) with 8 pinned removed %v, want [6 4]", removed)
+	}
+}

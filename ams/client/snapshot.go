@@ -31,6 +31,9 @@ type SnapshotOptions struct {
 	// Job is the id of the job whose model the snapshot holds, recorded in
 	// the manifest.
 	Job string
+	// Pinned marks the snapshot pinned in its manifest
+	// (snapshot.Manifest.Pinned).
+	Pinned bool
 	// Check, when set, is called with the assembled manifest before it is
 	// written (after CheckComplete): an error fails the snapshot and
 	// nothing is committed. The scheduler checks that the shards' records
@@ -69,7 +72,7 @@ func (c *Client) WriteSnapshot(ctx context.Context, o SnapshotOptions) (*snapsho
 	if err != nil {
 		return nil, err
 	}
-	m := &snapshot.Manifest{Seq: o.Seq, Version: c.version, Shards: len(c.stubs), Job: o.Job, Config: o.Config, ShardMap: shardMap}
+	m := &snapshot.Manifest{Seq: o.Seq, Version: c.version, Shards: len(c.stubs), Job: o.Job, Pinned: o.Pinned, Config: o.Config, ShardMap: shardMap}
 	for i := range parts {
 		if v, ok := parts[i].State[ConfigStateKey]; ok {
 			if m.Config == nil {

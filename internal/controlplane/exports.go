@@ -45,7 +45,7 @@ func (c *Conn) PutExportResult(ctx context.Context, r ExportResult) error {
 // request; a failed attempt is returned with its error.
 func (c *Conn) RequestExport(ctx context.Context) (ExportResult, error) {
 	var r ExportResult
-	err := c.request(ctx, "export", ExportRequestKey(c.prefix), ExportLastKey(c.prefix), func(b []byte) (int64, string, bool) {
+	err := c.request(ctx, "export", ExportRequestKey(c.prefix), ExportLastKey(c.prefix), "", func(b []byte) (int64, string, bool) {
 		r = ExportResult{}
 		ok := json.Unmarshal(b, &r) == nil
 		return r.Request, r.Error, ok

@@ -35,6 +35,9 @@ import (
 //	P/snapshot/last                  leading scheduler                RequestSnapshot, workers
 //	                                 (PutSnapshotResult)              (WatchSnapshotResults), status
 //	                                                                  pages (WatchStatus)
+//	P/rollback/request               a worker (RequestRollback)       leading scheduler (watch)
+//	P/rollback/last                  leading scheduler                RequestRollback, workers
+//	                                 (PutRollbackResult)              (LastRollback)
 //	P/export/request                 anyone (RequestExport)           leading scheduler (watch)
 //	P/export/last                    leading scheduler                RequestExport, status pages
 //	                                 (PutExportResult)                (WatchStatus)
@@ -104,6 +107,12 @@ func SnapshotLastKey(prefix string) string { return prefix + "/snapshot/last" }
 
 // ExportRequestKey returns "P/export/request".
 func ExportRequestKey(prefix string) string { return prefix + "/export/request" }
+
+// RollbackRequestKey returns "P/rollback/request".
+func RollbackRequestKey(prefix string) string { return prefix + "/rollback/request" }
+
+// RollbackLastKey returns "P/rollback/last".
+func RollbackLastKey(prefix string) string { return prefix + "/rollback/last" }
 
 // ExportLastKey returns "P/export/last".
 func ExportLastKey(prefix string) string { return prefix + "/export/last" }

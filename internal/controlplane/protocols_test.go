@@ -259,12 +259,12 @@ func TestRequestSnapshot(t *testing.T) {
 		}()
 	}
 	answer(controlplane.SnapshotResult{Seq: 4, Rows: 10})
-	res, err := c.RequestSnapshot(ctx)
+	res, err := c.RequestSnapshot(ctx, false)
 	if err != nil || res.Seq != 4 || res.Rows != 10 {
 		t.Fatalf("RequestSnapshot = %+v, %v", res, err)
 	}
 	answer(controlplane.SnapshotResult{Error: "no snapshot store"})
-	if _, err := c.RequestSnapshot(ctx); err == nil || !strings.Contains(err.Error(), "no snapshot store") {
+	if _, err := c.RequestSnapshot(ctx, false); err == nil || !strings.Contains(err.Error(), "no snapshot store") {
 		t.Fatalf("a failed snapshot returned %v", err)
 	}
 }

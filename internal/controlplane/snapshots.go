@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -27,7 +28,9 @@ type SnapshotResult struct {
 	// checkpoints in the snapshot count.
 	Applied int64    `json:"applied"`
 	Removed []uint64 `json:"removed,omitempty"`
-	Error   string   `json:"error,omitempty"`
+	// Pinned says the snapshot is pinned (RequestSnapshot with pin).
+	Pinned bool   `json:"pinned,omitempty"`
+	Error  string `json:"error,omitempty"`
 	// Request is the etcd revision of the newest snapshot request the
 	// scheduler had seen when the attempt began: the attempt answers
 	// every request up to it.
@@ -42,10 +45,15 @@ func (c *Conn) PutSnapshotResult(ctx context.Context, r SnapshotResult) error {
 // RequestSnapshot asks the cluster's scheduler for a snapshot now and
 // waits for the result of an attempt begun after the scheduler saw the
 // request (not one in progress before it); a failed attempt is returned
-// with its error.
-func (c *Conn) RequestSnapshot(ctx context.Context) (SnapshotResult, error) {
+// with its error. With pin the snapshot is pinned: the model a rollback
+// (RequestRollback) goes back to, kept beyond snapshot.keep.
+func (c *Conn) RequestSnapshot(ctx context.Context, pin bool) (SnapshotResult, error) {
 	var r SnapshotResult
-	err := c.request(ctx, "snapshot", SnapshotRequestKey(c.prefix), SnapshotLastKey(c.prefix), func(b []byte) (int64, string, bool) {
+	value := ""
+	if pin {
+		value = PinRequest
+	}
+	err := c.request(ctx, "snapshot", SnapshotRequestKey(c.prefix), SnapshotLastKey(c.prefix), value, func(b []byte) (int64, string, bool) {
 		r = SnapshotResult{}
 		ok := json.Unmarshal(b, &r) == nil
 		return r.Request, r.Error, ok
@@ -53,18 +61,26 @@ func (c *Conn) RequestSnapshot(ctx context.Context) (SnapshotResult, error) {
 	return r, err
 }
 
-// request writes the request key reqKey and waits for a result under
-// lastKey that answers it: one whose request revision (decoded by
-// decode, with the attempt's error and whether it decoded) is at least
-// that of the write, an attempt begun after the scheduler saw the
-// request. A failed attempt is an error.
-func (c *Conn) request(ctx context.Context, what, reqKey, lastKey string, decode func([]byte) (req int64, failed string, ok bool)) error {
+// PinRequest starts the value of a snapshot request for a pinned
+// snapshot (the rest is the time of the request, as in any request).
+const PinRequest = "pin "
+
+// IsPinRequest reports whether a snapshot request's value asks for a
+// pinned snapshot.
+func IsPinRequest(value []byte) bool { return strings.HasPrefix(string(value), PinRequest) }
+
+// request writes the request key reqKey (value, then the time) and waits
+// for a result under lastKey that answers it: one whose request revision
+// (decoded by decode, with the attempt's error and whether it decoded) is
+// at least that of the write, an attempt begun after the scheduler saw
+// the request. A failed attempt is an error.
+func (c *Conn) request(ctx context.Context, what, reqKey, lastKey, value string, decode func([]byte) (req int64, failed string, ok bool)) error {
 	before, err := c.cli.Get(ctx, lastKey)
 	if err != nil {
 		return fmt.Errorf("controlplane: request a %s: %w", what, err)
 	}
 	rev := before.Header.Revision
-	put, err := c.cli.Put(ctx, reqKey, time.Now().UTC().Format(time.RFC3339Nano))
+	put, err := c.cli.Put(ctx, reqKey, value+time.Now().UTC().Format(time.RFC3339Nano))
 	if err != nil {
 		return fmt.Errorf("controlplane: request a %s: %w", what, err)
 	}

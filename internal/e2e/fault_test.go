@@ -911,7 +911,7 @@ func (j *faultJob) kill(n int, rng *rand.Rand) *faultKill {
 	life := victim.lives
 	victim.mu.Unlock()
 	if n == 1 { // during a snapshot: the restarted shard must take no part in it
-		go testutil.Conn(j.cli, j.prefix).RequestSnapshot(j.ctx) //nolint:errcheck // it may fail: the shard is gone
+		go testutil.Conn(j.cli, j.prefix).RequestSnapshot(j.ctx, false) //nolint:errcheck // it may fail: the shard is gone
 	}
 	k.at = time.Now()
 	victim.kill()
@@ -1011,7 +1011,7 @@ func (j *faultJob) end(res faultRun) faultRun {
 
 	// The model's own history: the workers' checkpoints in a snapshot of
 	// the final model.
-	r, err := testutil.Conn(j.cli, j.prefix).RequestSnapshot(j.ctx)
+	r, err := testutil.Conn(j.cli, j.prefix).RequestSnapshot(j.ctx, false)
 	if err != nil {
 		j.fatalf("%s: final snapshot: %v", j.name, err)
 	}

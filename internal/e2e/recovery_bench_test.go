@@ -426,7 +426,7 @@ func (rc *recCluster) fill() {
 func (rc *recCluster) snapshot(k int) uint64 {
 	t := rc.t
 	before := time.Now()
-	res, err := testutil.Conn(rc.cli, rc.prefix).RequestSnapshot(rc.ctx)
+	res, err := testutil.Conn(rc.cli, rc.prefix).RequestSnapshot(rc.ctx, false)
 	if err != nil {
 		rc.fatalf("snapshot %d: %v", k, err)
 	}

@@ -41,7 +41,7 @@ func RequestNow(ctx context.Context, cli *clientv3.Client, prefix string, export
 	if export {
 		res, err = conn.RequestExport(ctx)
 	} else {
-		res, err = conn.RequestSnapshot(ctx)
+		res, err = conn.RequestSnapshot(ctx, false)
 	}
 	if err != nil {
 		return err

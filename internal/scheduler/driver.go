@@ -39,6 +39,7 @@ type snapOp struct {
 	id       clusterfsm.SnapshotID
 	pauseSeq uint64
 	version  uint64
+	pin      bool // a pinned snapshot (snapshot.Manifest.Pinned)
 	cancel   context.CancelFunc
 }
 
@@ -75,6 +76,9 @@ func (s *Scheduler) newCore(ctx context.Context) error {
 				if m, rerr := snapshot.ReadManifest(store, seq); rerr == nil {
 					o.Snapshots = append(o.Snapshots, clusterfsm.SnapshotID(seq))
 					jobs[seq] = m.Job
+					if m.Pinned {
+						o.Pinned = max(o.Pinned, clusterfsm.SnapshotID(seq))
+					}
 				}
 			}
 		}
@@ -205,6 +209,7 @@ func (s *Scheduler) do(ctx context.Context, a clusterfsm.Action) {
 		s.mu.Lock()
 		s.mu.state, s.mu.since = a.To, time.Now()
 		s.mu.Unlock()
+		s.rolledBack(ctx, a.To)
 	case clusterfsm.PublishShardMap:
 		addrs := make([]string, len(a.Shards))
 		for i, id := range a.Shards {
@@ -237,6 +242,7 @@ func (s *Scheduler) do(ctx context.Context, a clusterfsm.Action) {
 			s.exp.cancel()
 		}
 	case clusterfsm.Restore:
+		s.restoring = a.Snapshot
 		s.startRestore(ctx, a)
 	case clusterfsm.AssignReaders:
 		// Files stay with the worker of their index (a restarted worker
@@ -287,7 +293,7 @@ func (s *Scheduler) retry(ctx context.Context, what string, fn func(context.Cont
 func (s *Scheduler) startSnapshot(ctx context.Context, a clusterfsm.TakeSnapshot) {
 	m := s.maps[a.Version]
 	s.pauseSeq++
-	op := &snapOp{id: a.ID, pauseSeq: s.pauseSeq, version: a.Version}
+	op := &snapOp{id: a.ID, pauseSeq: s.pauseSeq, version: a.Version, pin: a.Pin}
 	sctx, cancel := context.WithCancel(ctx)
 	op.cancel = cancel
 	s.snap = op
@@ -307,7 +313,7 @@ func (s *Scheduler) startSnapshot(ctx context.Context, a clusterfsm.TakeSnapshot
 		defer s.opsWG.Done()
 		defer cancel()
 		start := time.Now()
-		res := controlplane.SnapshotResult{Seq: uint64(a.ID), Time: start.UTC(), Workers: len(workers), Request: request}
+		res := controlplane.SnapshotResult{Seq: uint64(a.ID), Time: start.UTC(), Workers: len(workers), Request: request, Pinned: a.Pin}
 		keys, err := s.snapshotOnce(sctx, m, op, workers, require, &res)
 		res.Seconds = time.Since(start).Seconds()
 		if err != nil {
@@ -592,17 +598,19 @@ func (s *Scheduler) finish(ctx context.Context, d opDone) {
 	}
 }
 
-// requestSnapshot feeds an on-demand snapshot request to the core; a
-// refused one is answered at once through the snapshot result (controlplane.RequestSnapshot).
-func (s *Scheduler) requestSnapshot(ctx context.Context) {
+// requestSnapshot feeds an on-demand snapshot request (pinned with pin)
+// to the core; a refused one is answered at once through the snapshot
+// result (controlplane.RequestSnapshot).
+func (s *Scheduler) requestSnapshot(ctx context.Context, pin bool) {
 	var err error
 	if s.opts.Config.Snapshot.Store == "" {
 		err = ErrNoSnapshotStore
 	} else {
-		err = s.step(ctx, clusterfsm.SnapshotRequested{})
+		err = s.step(ctx, clusterfsm.SnapshotRequested{Pin: pin})
 	}
 	if errors.Is(err, clusterfsm.ErrSnapshotBusy) {
 		s.requested = true // asked again when the one in progress is done
+		s.requestedPin = s.requestedPin || pin
 		return
 	}
 	if err != nil {

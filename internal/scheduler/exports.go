@@ -221,12 +221,17 @@ func (s *Scheduler) requestExport(ctx context.Context) {
 	}
 }
 
-// replayRequests asks again for the snapshot and the export asked for
-// while another cut was in progress.
+// replayRequests asks again for the snapshot, the rollback and the
+// export asked for while another cut was in progress.
 func (s *Scheduler) replayRequests(ctx context.Context) {
 	if s.requested {
-		s.requested = false
-		s.requestSnapshot(ctx)
+		pin := s.requestedPin
+		s.requested, s.requestedPin = false, false
+		s.requestSnapshot(ctx, pin)
+	}
+	if s.rollbackRequested {
+		s.rollbackRequested = false
+		s.requestRollback(ctx)
 	}
 	if s.exportRequested {
 		s.exportRequested = false

@@ -75,7 +75,7 @@ func TestSnapshotRetriesIncompleteParts(t *testing.T) {
 			t.Error(err)
 		}
 	}()
-	res, err := testutil.Conn(cli, p).RequestSnapshot(testutil.Ctx(t, time.Minute))
+	res, err := testutil.Conn(cli, p).RequestSnapshot(testutil.Ctx(t, time.Minute), false)
 	if err != nil || res.Error != "" {
 		t.Fatalf("snapshot: %+v, %v", res, err)
 	}

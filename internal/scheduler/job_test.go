@@ -74,7 +74,7 @@ func TestSnapshotsNameTheirJob(t *testing.T) {
 	// A mark in the model, and a snapshot of it.
 	mark := []client.StateEntry{{Key: "reader/mark", Value: []byte(`"first job"`)}}
 	withClient(t, conn, func(c *client.Client) error { return c.PutState(testCtx(t), mark) })
-	if res, err := conn.RequestSnapshot(testCtx(t)); err != nil {
+	if res, err := conn.RequestSnapshot(testCtx(t), false); err != nil {
 		t.Fatalf("snapshot: %+v, %v", res, err)
 	}
 	stop()

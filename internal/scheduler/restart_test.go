@@ -113,13 +113,13 @@ func TestShardRestartedWithinLeaseSpoilsNoSnapshot(t *testing.T) {
 	})
 	trainSome(t, m)
 	conn := testutil.Conn(cli, p)
-	good, err := conn.RequestSnapshot(testCtx(t))
+	good, err := conn.RequestSnapshot(testCtx(t), false)
 	if err != nil {
 		t.Fatal(err)
 	}
 
 	shards[1].restart()
-	res, err := conn.RequestSnapshot(testCtx(t))
+	res, err := conn.RequestSnapshot(testCtx(t), false)
 	if err == nil {
 		t.Fatalf("a snapshot with an empty restarted shard succeeded: %+v", res)
 	}

@@ -69,7 +69,7 @@ func (s *Scheduler) checkSamples(ctx context.Context) {
 	applied := checkpoint.Applied(entries)
 	if n > 0 && due(&c.base, &c.known, applied, n) {
 		s.log.Info("snapshot every samples", "applied", applied)
-		s.requestSnapshot(ctx)
+		s.requestSnapshot(ctx, false)
 		return // one cut at a time: an export due waits for the next tick
 	}
 	if ne > 0 && due(&c.expBase, &c.expKnown, applied, ne) {

@@ -246,6 +246,16 @@ type Scheduler struct {
 	pauseSeq  uint64        // last pause request
 	snap      *snapOp       // the snapshot in progress
 	requested bool          // a snapshot was asked for while another was in progress
+	// requestedPin: the snapshot asked for meanwhile is to be pinned.
+	requestedPin bool
+	// rb is the rollback in progress, rollbackRequested a rollback asked
+	// for while a cut was in progress, lastRollbackRequest the etcd
+	// revision of the newest rollback request seen, restoring the
+	// snapshot of the restore in progress.
+	rb                  *rollbackOp
+	rollbackRequested   bool
+	lastRollbackRequest int64
+	restoring           clusterfsm.SnapshotID
 	// exp is the model export in progress, chain the export store's
 	// chain as this leader knows it; exportRequested: an export was asked
 	// for while a cut was in progress; lastExportRequest is the etcd
@@ -446,7 +456,8 @@ func (s *Scheduler) endTerm() {
 		}
 		break
 	}
-	s.fsm, s.pending, s.snap, s.requested = nil, nil, nil, false
+	s.fsm, s.pending, s.snap, s.requested, s.requestedPin = nil, nil, nil, false, false
+	s.rb, s.rollbackRequested = nil, false
 	s.exp, s.chain, s.exportRequested = nil, exportChain{}, false
 	s.members, s.left, s.maps = make(map[string]tracked), make(map[string]bool), make(map[uint64]*ams.ShardMap)
 	s.modelKeys, s.jobID, s.samples = nil, "", sampleCount{}
@@ -557,6 +568,7 @@ func (s *Scheduler) watch(ctx context.Context, rev int64, tick <-chan time.Time)
 		clientv3.WithRev(rev), clientv3.WithPrevKV())
 	requests := s.cli.Watch(wctx, controlplane.SnapshotRequestKey(s.opts.Prefix), clientv3.WithRev(rev))
 	exportRequests := s.cli.Watch(wctx, controlplane.ExportRequestKey(s.opts.Prefix), clientv3.WithRev(rev))
+	rollbacks := s.cli.Watch(wctx, controlplane.RollbackRequestKey(s.opts.Prefix), clientv3.WithRev(rev))
 	for {
 		select {
 		case <-ctx.Done():
@@ -576,7 +588,15 @@ func (s *Scheduler) watch(ctx context.Context, rev int64, tick <-chan time.Time)
 			}
 			for _, ev := range resp.Events {
 				s.lastRequest = ev.Kv.ModRevision
-				s.requestSnapshot(ctx)
+				s.requestSnapshot(ctx, controlplane.IsPinRequest(ev.Kv.Value))
+			}
+		case resp, ok := <-rollbacks:
+			if !ok || resp.Err() != nil {
+				return fmt.Errorf("scheduler: rollback request watch broke: %v", resp.Err())
+			}
+			for _, ev := range resp.Events {
+				s.lastRollbackRequest = ev.Kv.ModRevision
+				s.requestRollback(ctx)
 			}
 		case resp, ok := <-exportRequests:
 			if !ok || resp.Err() != nil {

@@ -64,7 +64,7 @@ const (
 // removed.
 func (s *Scheduler) writeSnapshot(ctx context.Context, cl *client.Client, store snapshot.Store, op *snapOp, require []string) (*snapshot.Manifest, error) {
 	for try := 1; ; try++ {
-		man, err := cl.WriteSnapshot(ctx, client.SnapshotOptions{Job: s.jobID, Store: s.opts.Config.Snapshot.Store, Seq: uint64(op.id), Require: require,
+		man, err := cl.WriteSnapshot(ctx, client.SnapshotOptions{Job: s.jobID, Store: s.opts.Config.Snapshot.Store, Seq: uint64(op.id), Require: require, Pinned: op.pin,
 			Check: func(m *snapshot.Manifest) error { return checkpoint.Consistent(m.Readers) }})
 		if err == nil {
 			return man, nil

@@ -266,7 +266,7 @@ func waitLiveApplied(t *testing.T, ctx context.Context, lc *cluster.Cluster, wor
 func requestSnapshot(t *testing.T, ctx context.Context, lc *cluster.Cluster, store snapshot.Store, ok func(*snapshot.Manifest) bool) (controlplane.SnapshotResult, *snapshot.Manifest) {
 	t.Helper()
 	for attempt := 1; ; attempt++ {
-		res, err := lc.Conn().RequestSnapshot(ctx)
+		res, err := lc.Conn().RequestSnapshot(ctx, false)
 		if err != nil {
 			t.Fatalf("RequestSnapshot = %+v, %v", res, err)
 		}

@@ -139,7 +139,7 @@ func runWithSnapshotAt(t *testing.T, ctx context.Context, lc *cluster.Cluster, o
 	case o := <-done:
 		t.Fatalf("the job ended before %q: %+v, %v\n%s", want, o.res, o.err, w)
 	}
-	snap, err := lc.Conn().RequestSnapshot(ctx)
+	snap, err := lc.Conn().RequestSnapshot(ctx, false)
 	if err != nil || snap.Error != "" {
 		t.Fatalf("snapshot: %+v, %v", snap, err)
 	}
