@@ -71,6 +71,20 @@ type Checkpoint struct {
 	Files []File `json:"files,omitempty"`
 	// Done marks a job that finished: there is nothing to resume.
 	Done bool `json:"done,omitempty"`
+	// Best is the validation record of a job with a validation set (the
+	// first worker's): the best figure met so far and the evaluations
+	// since, rolled back with the model it judged.
+	Best *Best `json:"best,omitempty"`
+}
+
+// Best is the best validation figure of a job so far.
+type Best struct {
+	// Value is the figure (train.valid_metric), When the evaluation that
+	// met it ("epoch 4", "batch 300").
+	Value float64 `json:"value"`
+	When  string  `json:"when"`
+	// Since counts the evaluations after it that did not beat it.
+	Since int `json:"since,omitempty"`
 }
 
 // File is a file of worker-held state in a snapshot.

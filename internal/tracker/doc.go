@@ -2,10 +2,12 @@
 // the style of clusterfsm: the driver (the training loop of a model)
 // feeds it events — the run started, a batch was trained, a tick, the
 // source was idle, its partitions were re-dealt, the epoch's data ended,
-// the run was stopped — and executes the actions it returns, in order:
-// open an epoch's data, commit a checkpoint, pause for the scheduler,
-// reopen the source, evaluate, print progress, leave the sync round,
-// wait at the final barrier, finish. It does no I/O, reads no clock and
+// the run was stopped, the validation set was scored — and executes the
+// actions it returns, in order: open an epoch's data, commit a
+// checkpoint, pause for the scheduler, reopen the source, evaluate,
+// validate, keep the best model (a pinned snapshot) or go back to it
+// (early stopping), print progress, leave the sync round, wait at the
+// final barrier, finish. It does no I/O, reads no clock and
 // starts no goroutine, so every decision of a run is tested by the
 // scripts in testdata/ without etcd or shards.
 //
@@ -28,4 +30,9 @@
 //     final evaluation, once. After Done every event is an error.
 //  6. Evaluation after the last epoch comes after Drain (every push
 //     applied) and, with several workers, after Barrier.
+//  7. Validate is the last action of its step, and nothing but its
+//     Validated is taken until it comes. The best validation is carried
+//     by every checkpoint after it; Pin (keep this model) follows only a
+//     better validation, and Rollback (end on the kept model) only a
+//     validation that was not better, with Options.KeepBest.
 package tracker

@@ -3,20 +3,31 @@ package tracker
 import "fmt"
 
 // StepExec applies ev and has exec carry out the actions it returns, in
-// order, up to the first Open (only Started and EpochEnded return one):
-// it returns that Open and what follows it, for the driver to train the
-// epoch (see Epochs). The tracker stays free of I/O: exec is the driver's.
-func (t *Tracker) StepExec(ev Event, exec func(Action) error) ([]Action, error) {
-	acts, err := t.Step(ev)
-	if err != nil {
-		return nil, err
-	}
-	for i, a := range acts {
-		if _, ok := a.(Open); ok {
-			return acts[i:], nil
-		}
-		if err := exec(a); err != nil {
+// order, up to the first Open (only Started, EpochEnded and Validated
+// return one): it returns that Open and what follows it, for the driver to
+// train the epoch (see Epochs). An action that exec answers with an event
+// (Validate: Validated) ends its step's actions; the answer is applied
+// likewise. The tracker stays free of I/O: exec is the driver's.
+func (t *Tracker) StepExec(ev Event, exec func(Action) (Event, error)) ([]Action, error) {
+	for ev != nil {
+		acts, err := t.Step(ev)
+		if err != nil {
 			return nil, err
+		}
+		ev = nil
+		for i, a := range acts {
+			if _, ok := a.(Open); ok {
+				return acts[i:], nil
+			}
+			if ev, err = exec(a); err != nil {
+				return nil, err
+			}
+			if ev != nil {
+				if i != len(acts)-1 {
+					return nil, fmt.Errorf("tracker: %T answered before the end of %v", a, acts)
+				}
+				break
+			}
 		}
 	}
 	return nil, nil

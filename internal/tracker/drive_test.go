@@ -14,9 +14,9 @@ import (
 func TestStepExecAndEpochs(t *testing.T) {
 	tk := New(Options{Epochs: 2, Commits: true, Evaluate: true})
 	var done []string
-	exec := func(a Action) error {
+	exec := func(a Action) (Event, error) {
 		done = append(done, fmt.Sprintf("%T", a))
-		return nil
+		return nil, nil
 	}
 	now := time.Unix(0, 0)
 	acts, err := tk.StepExec(Started{Now: now}, exec)
@@ -52,10 +52,50 @@ func TestStepExecAndEpochs(t *testing.T) {
 		t.Fatal(err)
 	}
 	tk.StepExec(BatchTrained{Now: now, Samples: 1}, exec)
-	if _, err := tk.StepExec(EpochEnded{Now: now}, func(Action) error { return boom }); !errors.Is(err, boom) {
+	if _, err := tk.StepExec(EpochEnded{Now: now}, func(Action) (Event, error) { return nil, boom }); !errors.Is(err, boom) {
 		t.Fatalf("StepExec with a failing exec = %v, want boom", err)
 	}
 	if err := Epochs([]Action{Open{Epoch: 1}, Commit{}}, nil); err == nil {
 		t.Fatal("Epochs took an Open followed by other actions")
+	}
+}
+
+// TestStepExecValidates: a Validate answered by exec is applied at once,
+// and the Open that follows it is returned, as after an epoch's end.
+func TestStepExecValidates(t *testing.T) {
+	tk := New(Options{Epochs: 3, Validate: true, Higher: true, Patience: 1})
+	now := time.Unix(0, 0)
+	figures := []float64{0.5, 0.6, 0.55}
+	var done []string
+	exec := func(a Action) (Event, error) {
+		done = append(done, fmt.Sprintf("%T", a))
+		if _, ok := a.(Validate); ok {
+			v := figures[0]
+			figures = figures[1:]
+			return Validated{Now: now, Value: v}, nil
+		}
+		return nil, nil
+	}
+	acts, err := tk.StepExec(Started{Now: now}, exec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var opened []int
+	err = Epochs(acts, func(o Open) ([]Action, error) {
+		opened = append(opened, o.Epoch)
+		return tk.StepExec(EpochEnded{Now: now}, exec)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(opened, []int{1, 2, 3}) || len(figures) != 0 {
+		t.Fatalf("epochs opened %v (want [1 2 3]), figures left %v", opened, figures)
+	}
+	if b := tk.Best(); b == nil || b.Value != 0.6 || b.When != "epoch 2" || b.Since != 1 {
+		t.Fatalf("best %+v, want 0.6 at epoch 2, since 1", b)
+	}
+	want := []string{"tracker.Validate", "tracker.Validate", "tracker.Validate", "tracker.Drain", "tracker.Done"}
+	if !slices.Equal(done, want) {
+		t.Fatalf("executed %v, want %v", done, want)
 	}
 }

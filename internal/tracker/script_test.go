@@ -23,10 +23,13 @@ import (
 //	new [epochs=N] [commits] [commit-every=DUR] [progress-every=DUR]
 //	    [eval-every=N] [evaluate] [evaluate-on-stop] [sync] [barrier]
 //	    [start-epoch=N] [start-done] [start-batch=N] [start-applied=N]
+//	    [validate] [higher] [patience=N] [keep-best] [final]
+//	    [start-best=VALUE@WHEN+SINCE] (WHEN with _ for spaces)
 //	                           a new Tracker
 //	start DUR                  Started at the script's epoch plus DUR
 //	trained DUR samples=N [digest=D] [ends=FILE@OFF#IDX,...] [pause]
 //	tick DUR | idle DUR | redealt DUR | ended DUR | stopped DUR
+//	validated DUR value=V      Validated
 
 var rewrite = flag.Bool("rewrite", false, "rewrite the expected output of the testdata scripts")
 
@@ -120,6 +123,12 @@ func step(t *testing.T, tr **Tracker, line string) []string {
 		ev = EpochEnded{Now: now}
 	case "stopped":
 		ev = Stopped{Now: now}
+	case "validated":
+		v, err := strconv.ParseFloat(args["value"], 64)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ev = Validated{Now: now, Value: v}
 	default:
 		t.Fatalf("unknown command %q", line)
 	}
@@ -144,6 +153,16 @@ func newOptions(t *testing.T, args map[string]string) Options {
 	o.EvalEvery = num(t, args["eval-every"])
 	o.Start = checkpoint.Checkpoint{Epoch: num(t, args["start-epoch"]), EpochDone: has(args, "start-done"),
 		Batch: num(t, args["start-batch"]), Applied: int64(num(t, args["start-applied"]))}
+	o.Validate, o.Higher, o.KeepBest, o.Final = has(args, "validate"), has(args, "higher"), has(args, "keep-best"), has(args, "final")
+	o.Patience = num(t, args["patience"])
+	if v, ok := args["start-best"]; ok { // VALUE@WHEN+SINCE
+		b := &checkpoint.Best{}
+		vw, since, _ := strings.Cut(v, "+")
+		val, w, _ := strings.Cut(vw, "@")
+		b.Value, _ = strconv.ParseFloat(val, 64)
+		b.When, b.Since = strings.ReplaceAll(w, "_", " "), num(t, since)
+		o.Start.Best = b
+	}
 	return o
 }
 
@@ -214,6 +233,12 @@ func format(a Action) string {
 		return "barrier"
 	case Done:
 		return "done"
+	case Validate:
+		return fmt.Sprintf("validate %q", a.When)
+	case Pin:
+		return fmt.Sprintf("pin %q", a.When)
+	case Rollback:
+		return fmt.Sprintf("rollback: %s", a.Reason)
 	}
 	return fmt.Sprintf("unknown action %T", a)
 }
@@ -226,6 +251,9 @@ func formatCheckpoint(c checkpoint.Checkpoint) string {
 	s += fmt.Sprintf(" batch %d applied %d batches %d digest %d", c.Batch, c.Applied, c.Batches, c.Digest)
 	if len(c.Positions) > 0 {
 		s += fmt.Sprintf(" at %v", c.Positions)
+	}
+	if b := c.Best; b != nil {
+		s += fmt.Sprintf(" best %g at %q since %d", b.Value, b.When, b.Since)
 	}
 	return s
 }

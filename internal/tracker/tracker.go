@@ -39,6 +39,25 @@ type Options struct {
 	// Barrier waits for the other workers (a job of several) at the final
 	// barrier, before the final evaluation.
 	Barrier bool
+	// Validate validates the model (Validate, answered by Validated)
+	// wherever it evaluates, and after every epoch: the first worker of a
+	// job with a validation set. Higher says a higher figure is better
+	// (AUC, P@k; not logloss), MinDelta how much better a figure must be
+	// to count. Patience stops the run once that many validations in a
+	// row did not beat the best (0: never stops early).
+	Validate bool
+	Higher   bool
+	MinDelta float64
+	Patience int
+	// KeepBest keeps the best model (Pin) and ends the run on it
+	// (Rollback) when the last validation is not the best: a job in a
+	// cluster with a snapshot store. Without it a run that stops early
+	// stops at the end of the epoch, with the model it has.
+	KeepBest bool
+	// Final starts the run at its end: the job was rolled back to its best
+	// model (controlplane.LastRollback), which is validated again, then
+	// evaluated.
+	Final bool
 }
 
 // ErrDone is returned for an event after the run is done.
@@ -58,14 +77,38 @@ type Tracker struct {
 	dirty                    bool                       // the checkpoint changed since the last commit
 	lastCommit, lastProgress time.Time
 	started, done            bool
+	// best is the best validation so far (the start checkpoint's, then
+	// every Validated); valid is what the validation in progress follows
+	// (none when none is), validWhen its name; stopping: a run that
+	// cannot keep its best model stops at the end of the epoch.
+	best      *checkpoint.Best
+	valid     validPoint
+	validWhen string
+	stopping  bool
 }
+
+// validPoint is where a validation was asked for: what comes next
+// depends on it.
+type validPoint uint8
+
+const (
+	validNone  validPoint = iota
+	validBatch            // every EvalEvery batches: training goes on
+	validEpoch            // the end of an epoch: the next opens, or the run finishes
+	validFinal            // the kept model, at the start of a Final run
+)
 
 // New returns the tracker of a run with opts.
 func New(opts Options) *Tracker {
 	opts.Epochs = max(opts.Epochs, 1)
 	s := opts.Start
-	return &Tracker{opts: opts, applied: s.Applied, digest: s.Digest, batches: s.Batches,
+	t := &Tracker{opts: opts, applied: s.Applied, digest: s.Digest, batches: s.Batches,
 		positions: map[string]reader.Position{}}
+	if s.Best != nil {
+		b := *s.Best
+		t.best = &b
+	}
+	return t
 }
 
 // Step applies ev and returns the actions the driver must execute, in
@@ -76,6 +119,12 @@ func (t *Tracker) Step(ev Event) ([]Action, error) {
 	}
 	if _, ok := ev.(Started); !ok && !t.started {
 		return nil, fmt.Errorf("tracker: %T before Started", ev)
+	}
+	if v, ok := ev.(Validated); ok {
+		return t.validated(v)
+	}
+	if t.valid != validNone {
+		return nil, fmt.Errorf("tracker: %T while waiting for Validated", ev)
 	}
 	switch ev := ev.(type) {
 	case Started:
@@ -124,7 +173,10 @@ func (t *Tracker) start(ev Started) []Action {
 	if s.Epoch > 0 && !s.EpochDone {
 		t.batch = s.Batch
 	}
-	if t.epoch > t.opts.Epochs {
+	if t.opts.Final && t.opts.Validate {
+		return t.validate(nil, validFinal, "the kept model")
+	}
+	if t.epoch > t.opts.Epochs || t.opts.Final {
 		return t.finish("final")
 	}
 	return []Action{Open{Epoch: t.epoch, Batch: t.batch}}
@@ -152,10 +204,66 @@ func (t *Tracker) trained(ev BatchTrained) []Action {
 	} else if t.opts.CommitEvery > 0 && ev.Now.Sub(t.lastCommit) >= t.opts.CommitEvery {
 		acts = t.commit(ev.Now, acts)
 	}
-	if t.opts.Evaluate && t.opts.EvalEvery > 0 && t.runBatch%int64(t.opts.EvalEvery) == 0 {
-		acts = append(acts, Evaluate{When: fmt.Sprintf("batch %d", t.runBatch)})
+	if t.opts.EvalEvery > 0 && t.runBatch%int64(t.opts.EvalEvery) == 0 {
+		when := fmt.Sprintf("batch %d", t.runBatch)
+		if t.opts.Evaluate {
+			acts = append(acts, Evaluate{When: when})
+		}
+		if t.opts.Validate {
+			acts = t.validate(acts, validBatch, when)
+		}
 	}
 	return acts
+}
+
+// validate appends a Validate at point p, named when.
+func (t *Tracker) validate(acts []Action, p validPoint, when string) []Action {
+	t.valid, t.validWhen = p, when
+	return append(acts, Validate{When: when})
+}
+
+// validated takes the validation's figure: a new best is kept (Pin), and
+// the run goes on, stops early, or finishes, on its best model
+// (Rollback) when it is not the model it has.
+func (t *Tracker) validated(ev Validated) ([]Action, error) {
+	p, when := t.valid, t.validWhen
+	if p == validNone {
+		return nil, errors.New("tracker: Validated without Validate")
+	}
+	t.valid = validNone
+	if p == validFinal {
+		return t.finish("final"), nil
+	}
+	better := t.best == nil || t.opts.Higher && ev.Value > t.best.Value+t.opts.MinDelta ||
+		!t.opts.Higher && ev.Value < t.best.Value-t.opts.MinDelta
+	if better {
+		t.best = &checkpoint.Best{Value: ev.Value, When: when}
+	} else {
+		t.best.Since++
+	}
+	t.dirty = true
+	last := p == validEpoch && t.epoch >= t.opts.Epochs
+	stop := !better && t.opts.Patience > 0 && t.best.Since >= t.opts.Patience
+	var acts []Action
+	if better && t.opts.KeepBest && !last {
+		acts = append(acts, Pin{When: when})
+	}
+	switch {
+	case (last || stop) && !better && t.opts.KeepBest:
+		t.done = true
+		why := fmt.Sprintf("the training ended (%s)", when)
+		if !last {
+			why = fmt.Sprintf("%d validations in a row (to %s) did not beat the best", t.best.Since, when)
+		}
+		return append(acts, Drain{}, Rollback{Reason: why}), nil
+	case last || stop && p == validEpoch || t.stopping && p == validEpoch:
+		return append(acts, t.finish(when)...), nil
+	case stop:
+		t.stopping = true // at the end of the epoch
+	case p == validEpoch:
+		return append(acts, t.next()), nil
+	}
+	return acts, nil
 }
 
 // pauseNow is the pause at this batch boundary: with the checkpoint of
@@ -179,14 +287,23 @@ func (t *Tracker) epochEnded(now time.Time) []Action {
 		acts = append(acts, LeaveRound{Checkpoint: t.checkpoint()})
 	}
 	when := fmt.Sprintf("epoch %d", t.epoch)
-	if t.epoch >= t.opts.Epochs {
-		return append(acts, t.finish(when)...)
-	}
-	if t.opts.Evaluate {
+	last := t.epoch >= t.opts.Epochs
+	if t.opts.Evaluate && !last {
 		acts = append(acts, Evaluate{When: when})
 	}
+	if t.opts.Validate {
+		return t.validate(acts, validEpoch, when)
+	}
+	if last || t.stopping {
+		return append(acts, t.finish(when)...)
+	}
+	return append(acts, t.next())
+}
+
+// next opens the next epoch.
+func (t *Tracker) next() Action {
 	t.epoch, t.epochDone, t.batch = t.epoch+1, false, 0
-	return append(acts, Open{Epoch: t.epoch})
+	return Open{Epoch: t.epoch}
 }
 
 // finish is the end of the run: every push applied, the final barrier,
@@ -215,8 +332,22 @@ func (t *Tracker) commit(now time.Time, acts []Action) []Action {
 
 // checkpoint is the checkpoint of every batch reported so far.
 func (t *Tracker) checkpoint() checkpoint.Checkpoint {
-	return checkpoint.Checkpoint{Epoch: t.epoch, EpochDone: t.epochDone, Batch: t.batch, Positions: t.Positions(),
+	c := checkpoint.Checkpoint{Epoch: t.epoch, EpochDone: t.epochDone, Batch: t.batch, Positions: t.Positions(),
 		Applied: t.applied, Batches: t.batches, Digest: t.digest}
+	if t.best != nil {
+		b := *t.best
+		c.Best = &b
+	}
+	return c
+}
+
+// Best returns the best validation so far, or nil before the first.
+func (t *Tracker) Best() *checkpoint.Best {
+	if t.best == nil {
+		return nil
+	}
+	b := *t.best
+	return &b
 }
 
 // After returns the checkpoint the model will hold once the batch of ev

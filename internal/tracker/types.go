@@ -49,13 +49,22 @@ type EpochEnded struct{ Now time.Time }
 // Stopped reports that the run is stopped (its context ended).
 type Stopped struct{ Now time.Time }
 
-func (Started) event()      {}
-func (BatchTrained) event() {}
-func (Tick) event()         {}
-func (Idle) event()         {}
-func (Redealt) event()      {}
-func (EpochEnded) event()   {}
-func (Stopped) event()      {}
+// Validated answers a Validate: the validation figure of the model
+// (train.valid_metric: higher or lower is better as Options.Higher
+// says).
+type Validated struct {
+	Now   time.Time
+	Value float64
+}
+
+func (Started) event()        {}
+func (BatchTrained) event()   {}
+func (Tick) event()           {}
+func (Idle) event()           {}
+func (Redealt) event()        {}
+func (EpochEnded) event()     {}
+func (Stopped) event()        {}
+func (Validated) event()      {}
 
 // Action is an output of Step, for the driver to execute.
 type Action interface{ action() }
@@ -84,6 +93,23 @@ type Evaluate struct {
 	Final bool
 }
 
+// Validate evaluates the model on the validation set and answers with
+// Validated; it ends the actions of its step (what follows depends on
+// the answer).
+type Validate struct{ When string }
+
+// Pin keeps the model as the best so far: a pinned snapshot of it, after
+// every push is applied. Its pause stores the checkpoint, which holds the
+// new best (checkpoint.Best).
+type Pin struct{ When string }
+
+// Rollback ends the run on the best model: every push applied, the
+// cluster rolls the model back to the pinned snapshot. The driver's
+// attempt ends with the rollback (the cluster restores at a new version)
+// and the next one starts with Options.Final; a refused rollback is the
+// run's error. Reason says why the run ends.
+type Rollback struct{ Reason string }
+
 // Progress prints a progress line.
 type Progress struct{}
 
@@ -106,6 +132,9 @@ func (Pause) action()      {}
 func (Reopen) action()     {}
 func (Evaluate) action()   {}
 func (Progress) action()   {}
+func (Validate) action()   {}
+func (Pin) action()        {}
+func (Rollback) action()   {}
 func (LeaveRound) action() {}
 func (Drain) action()      {}
 func (Barrier) action()    {}
