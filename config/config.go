@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
+	"slices"
 	"time"
 
 	"gopkg.in/yaml.v3"
@@ -64,6 +66,17 @@ type JobConfig struct {
 	//
 	// The default value is empty: no test set (for file data).
 	Test []string `yaml:"test"`
+	// Valid lists the validation data (the test set's format), read into
+	// memory by the first worker, which scores it wherever it evaluates
+	// (after every epoch, and every train.eval_every batches) by
+	// train.valid_metric. The best model met is kept: with a snapshot
+	// store (worker -local has one) it is snapshotted, pinned, and the job
+	// ends on it, the final test evaluation and export included, however
+	// the later validations went; train.patience stops the job early.
+	//
+	// The default value is empty: no validation set (for the generated
+	// data: data.valid_samples).
+	Valid []string `yaml:"valid"`
 	// TestScores names a file into which the first worker writes, after
 	// the last evaluation, each test sample's predicted probability, one
 	// per line in the test set's order (compare with what a server
@@ -376,6 +389,23 @@ type TrainConfig struct {
 	//
 	// The default value (also for 0) is 4096; at most MaxBatchSize.
 	EvalBatchSize int `yaml:"eval_batch_size"`
+	// ValidMetric is the validation set's figure that judges the model
+	// (job.valid): auc or logloss for the CTR model; p@1, p@3 or p@5 for
+	// a slide output (sparse inference when it is on, else dense).
+	//
+	// The default value is auc (p@1 for a slide output).
+	ValidMetric string `yaml:"valid_metric"`
+	// Patience stops the job once that many validations in a row did not
+	// beat the best by more than MinDelta; the best model is kept.
+	//
+	// The default value is 0: the job trains every epoch (the best model
+	// is kept all the same).
+	Patience int `yaml:"patience"`
+	// MinDelta is how much better than the best a validation figure must
+	// be to count as better.
+	//
+	// The default value is 0.
+	MinDelta float64 `yaml:"min_delta"`
 	// MaxInflightPushes bounds asynchronous pushes in flight; training waits
 	// when the bound is reached.
 	//
@@ -412,6 +442,12 @@ type DataConfig struct {
 	//
 	// The default value is 40000.
 	TestSamples int `yaml:"test_samples"`
+	// ValidSamples is the number of generated validation samples (a
+	// stream of their own, like the test set's: job.valid for the
+	// generated data).
+	//
+	// The default value is 0: no validation set.
+	ValidSamples int `yaml:"valid_samples"`
 	// Config is the generator's own configuration (package
 	// internal/datagen: fields, user_fields, mean_bag, vocab, zipf_s,
 	// samples_per_user, users, seed, world_seed, ctr, logit_std,
@@ -469,6 +505,12 @@ func (c *Config) EnsureDefaults() {
 	}
 	m.Output.EnsureDefaults()
 	c.Train.ensureDefaults(c.Job.Train)
+	if c.Train.ValidMetric == "" {
+		c.Train.ValidMetric = MetricAUC
+		if m.Output.Kind == OutputSLIDE {
+			c.Train.ValidMetric = "p@1"
+		}
+	}
 	if k := &c.Kafka; k.Enabled() {
 		if k.CommitEvery == 0 {
 			k.CommitEvery = time.Second
@@ -781,6 +823,9 @@ func (t *TrainConfig) validate(bad func(string, ...any)) {
 	if t.EvalEvery < 0 {
 		bad("train.eval_every %d is negative", t.EvalEvery)
 	}
+	if t.Patience < 0 || t.MinDelta < 0 || math.IsNaN(t.MinDelta) {
+		bad("train.patience %d and train.min_delta %v must not be negative", t.Patience, t.MinDelta)
+	}
 	if t.DenseThreads < 0 {
 		bad("train.dense_threads %d is negative", t.DenseThreads)
 	}
@@ -826,6 +871,48 @@ func (c *Config) validateSources(bad func(string, ...any)) {
 	}
 	if len(c.Job.Train) > 0 && c.Kafka.Enabled() {
 		bad("job.train and kafka: train from files or from Kafka, not both")
+	}
+	c.validateValidation(bad)
+}
+
+// Validation metrics (TrainConfig.ValidMetric).
+const (
+	MetricAUC     = "auc"
+	MetricLogLoss = "logloss"
+)
+
+// HigherIsBetter reports whether a higher figure of metric m (a
+// TrainConfig.ValidMetric) is better.
+func HigherIsBetter(m string) bool { return m != MetricLogLoss }
+
+// HasValidation reports whether the job has a validation set: files, or
+// generated samples.
+func (c *Config) HasValidation() bool {
+	return len(c.Job.Valid) > 0 || len(c.Job.Train) == 0 && !c.Kafka.Enabled() && c.Data.ValidSamples > 0
+}
+
+// validateValidation appends the problems of the validation set and its
+// metric.
+func (c *Config) validateValidation(bad func(string, ...any)) {
+	t := &c.Train
+	slide := c.Model.Output.Kind == OutputSLIDE
+	switch {
+	case slide && !slices.Contains([]string{"p@1", "p@3", "p@5"}, t.ValidMetric):
+		bad("train.valid_metric %q: a slide output is validated by p@1, p@3 or p@5", t.ValidMetric)
+	case !slide && t.ValidMetric != MetricAUC && t.ValidMetric != MetricLogLoss:
+		bad("train.valid_metric %q is not auc or logloss", t.ValidMetric)
+	}
+	if c.Kafka.Enabled() && c.HasValidation() {
+		bad("job.valid with kafka: a stream is validated progressively (every batch is scored before it trains)")
+	}
+	if len(c.Job.Valid) > 0 && len(c.Job.Train) == 0 {
+		bad("job.valid needs job.train (for the generated data: data.valid_samples)")
+	}
+	if t.Patience > 0 && !c.HasValidation() {
+		bad("train.patience %d needs a validation set (job.valid, or data.valid_samples for the generated data)", t.Patience)
+	}
+	if c.Data.ValidSamples < 0 {
+		bad("data.valid_samples %d is negative", c.Data.ValidSamples)
 	}
 }
 

@@ -187,6 +187,7 @@ type Alias struct {
 var Aliases = []Alias{
 	{"train", []string{"job.train"}},
 	{"test", []string{"job.test"}},
+	{"valid", []string{"job.valid"}},
 	{"test-scores", []string{"job.test_scores"}},
 	{"warm-start", []string{"job.warm_start"}},
 	{"workers", []string{"job.workers"}},
@@ -202,6 +203,7 @@ var Aliases = []Alias{
 	{"epochs", []string{"train.epochs"}},
 	{"batch-size", []string{"train.batch_size"}},
 	{"eval-every", []string{"train.eval_every"}},
+	{"patience", []string{"train.patience"}},
 	{"sync", []string{"train.sync"}},
 	{"train-samples", []string{"data.train_samples"}},
 	{"kafka", []string{"kafka.brokers"}},

@@ -176,6 +176,11 @@ type Env struct {
 	Version uint64
 	// Attempt counts the attempts, from 1.
 	Attempt int
+	// BestRestored is the rollback that ended the job on its best model
+	// (KeepBest, RollBack), when the attempt starts at the version it
+	// produced: the attempt only evaluates the model (and the job exports
+	// and saves it). Nil otherwise.
+	BestRestored *controlplane.RollbackResult
 	// reg is the registration the last attempt ran under.
 	reg *membership.Registration
 	// baseLog is Options.Logger as given; Logger is it with the version.
@@ -312,6 +317,10 @@ func (e *Env) attempts(ctx context.Context, m Model) error {
 			e.Say("the cluster serves on at version %d; resuming from the checkpoint in the model", e.Version)
 			continue
 		}
+		if rb, err := e.rolledBack(ctx); err == nil && rb != nil {
+			e.Say("the cluster went back to the best model (snapshot %d) at version %d: evaluating it", rb.Seq, e.Version)
+			continue
+		}
 		s.Restores++
 		s.Shards = e.Client.NumShards()
 		e.Say("the cluster was restored at version %d; resuming from the checkpoint in the model", e.Version)
@@ -359,6 +368,9 @@ func (e *Env) attempt(ctx context.Context, m Model) error {
 	start, ok, err := checkpoint.Load(actx, e.Client, e.Name)
 	if err == nil {
 		err = e.checkAhead(actx, start)
+	}
+	if err == nil {
+		e.BestRestored, err = e.rolledBack(actx)
 	}
 	if err == nil {
 		if !ok {

@@ -2,11 +2,9 @@ package job
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 
-	"github.com/xdlgo/xps/internal/controlplane"
 )
 
 // SavedModel is where a job's final model was saved: the snapshot the
@@ -38,20 +36,7 @@ func (e *Env) SavesModel() bool {
 // and serves its pause (writes that state into the snapshot); it returns
 // once its context is done.
 func (e *Env) SaveModel(ctx context.Context, hold func(context.Context) error) error {
-	var r controlplane.SnapshotResult
-	var err error
-	if hold == nil {
-		r, err = e.Conn.RequestSnapshot(ctx, false)
-	} else {
-		hctx, cancel := context.WithCancel(ctx)
-		held := make(chan error, 1)
-		go func() { held <- hold(hctx) }()
-		r, err = e.Conn.RequestSnapshot(ctx, false)
-		cancel()
-		if herr := <-held; err == nil && herr != nil && !errors.Is(herr, context.Canceled) {
-			err = herr
-		}
-	}
+	r, err := e.requestSnapshot(ctx, false, hold)
 	if err != nil {
 		return fmt.Errorf("job: the final snapshot: %w", err)
 	}

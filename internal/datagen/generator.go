@@ -387,8 +387,12 @@ func (g *Generator) addEntries(grp *reader.Group, level int, parent int32, list 
 	grp.AddLine(level, parent, g.gFields, g.gIDs, g.gValues)
 }
 
-// TestStream is the stream of Fork that a job's test set is drawn from.
-const TestStream = 1
+// TestStream and ValidStream are the streams of Fork that a job's test
+// and validation sets are drawn from.
+const (
+	TestStream  = 1
+	ValidStream = 2
+)
 
 // Fork returns a generator of the same world (teacher, calibration and
 // bias) that draws an independent stream of samples, numbered stream: a

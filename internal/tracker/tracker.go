@@ -87,6 +87,9 @@ type Tracker struct {
 	stopping  bool
 }
 
+// KeptModel names the validation of a Final run (Validate.When).
+const KeptModel = "the kept model"
+
 // validPoint is where a validation was asked for: what comes next
 // depends on it.
 type validPoint uint8
@@ -174,7 +177,7 @@ func (t *Tracker) start(ev Started) []Action {
 		t.batch = s.Batch
 	}
 	if t.opts.Final && t.opts.Validate {
-		return t.validate(nil, validFinal, "the kept model")
+		return t.validate(nil, validFinal, KeptModel)
 	}
 	if t.epoch > t.opts.Epochs || t.opts.Final {
 		return t.finish("final")
@@ -340,6 +343,10 @@ func (t *Tracker) checkpoint() checkpoint.Checkpoint {
 	}
 	return c
 }
+
+// Checkpoint returns the checkpoint of every batch reported so far, as a
+// Commit would carry it now.
+func (t *Tracker) Checkpoint() checkpoint.Checkpoint { return t.checkpoint() }
 
 // Best returns the best validation so far, or nil before the first.
 func (t *Tracker) Best() *checkpoint.Best {

@@ -22,8 +22,9 @@ type Data struct {
 	// Position: the beginning; Kafka sources take their positions from the
 	// model and ignore it).
 	Train func(epoch int, start reader.Position) (reader.Source, error)
-	// Test is the test set in memory (nil for none).
-	Test []*reader.Group
+	// Test is the test set in memory (nil for none), Valid the validation
+	// set (config job.valid, or data.valid_samples: the first worker's).
+	Test, Valid []*reader.Group
 	// Shape is the model input shape found in the data and the config.
 	Shape Shape
 	// Desc describes where the data came from, for humans.
@@ -134,6 +135,11 @@ func fileData(opts job.Options, splits []reader.FileSplit, sh *shapeFinder) (Dat
 	}
 	if d.Test, err = loadTest(opts.FS, cfg.Job.Test, format, policy, sh); err != nil {
 		return Data{}, err
+	}
+	if opts.Index == 0 {
+		if d.Valid, err = loadTest(opts.FS, cfg.Job.Valid, format, policy, sh); err != nil {
+			return Data{}, fmt.Errorf("job.valid: %w", err)
+		}
 	}
 	d.Shape, err = sh.shape(cfg, format == reader.SampleGroup)
 	return d, err
@@ -260,9 +266,15 @@ func generatedData(opts job.Options, sh *shapeFinder) (Data, error) {
 	if _, _, err := peek(inOrder, sh); err != nil {
 		return Data{}, err
 	}
-	test, probs, err := generateTest(dc)
+	test, probs, err := generateTest(dc, datagen.TestStream, dc.TestSamples)
 	if err != nil {
 		return Data{}, err
+	}
+	var valid []*reader.Group
+	if opts.Index == 0 && dc.ValidSamples > 0 {
+		if valid, _, err = generateTest(dc, datagen.ValidStream, dc.ValidSamples); err != nil {
+			return Data{}, err
+		}
 	}
 	var labels []float32
 	for _, g := range test {
@@ -279,7 +291,7 @@ func generatedData(opts job.Options, sh *shapeFinder) (Data, error) {
 	if err != nil {
 		return Data{}, err
 	}
-	d := Data{Train: inOrder, Test: test, Shape: shape, BestAUC: bestAUC,
+	d := Data{Train: inOrder, Test: test, Valid: valid, Shape: shape, BestAUC: bestAUC,
 		Desc: fmt.Sprintf("generated CTR data (%d fields, %d user fields, %d train samples, seed %d)",
 			dc.Fields, dc.UserFields, dc.TrainSamples, dc.Seed)}
 	if *cfg.Train.Shuffle {
@@ -288,18 +300,19 @@ func generatedData(opts job.Options, sh *shapeFinder) (Data, error) {
 	return d, nil
 }
 
-// generateTest generates the test set and the teacher's probabilities.
-func generateTest(dc config.DataConfig) ([]*reader.Group, []float32, error) {
+// generateTest generates samples of stream (the test set's, or the
+// validation set's) and the teacher's probabilities.
+func generateTest(dc config.DataConfig, stream uint64, samples int) ([]*reader.Group, []float32, error) {
 	gen, err := datagen.New(dc.Config)
 	if err != nil {
 		return nil, nil, fmt.Errorf("worker: generator: %w", err)
 	}
-	gen = gen.Fork(datagen.TestStream)
+	gen = gen.Fork(stream)
 	var test []*reader.Group
 	var probs []float32
 	g := new(reader.Group)
-	for n := 0; n < dc.TestSamples; n += g.NumSamples() {
-		probs = gen.NextGroup(g, dc.TestSamples-n, probs)
+	for n := 0; n < samples; n += g.NumSamples() {
+		probs = gen.NextGroup(g, samples-n, probs)
 		test = append(test, g.Clone())
 	}
 	return test, probs, nil

@@ -49,6 +49,9 @@ func RunJob(ctx context.Context, opts job.Options) (JobResult, error) {
 // model is the CTR model as the lifecycle's job.Model.
 type model struct {
 	res      JobResult
+	valid    []Eval // the validations of the attempts so far, and
+	evals    []Eval // their evaluations
+	ended    string // why the job ended on its best model (Result.Ended)
 	data     Data
 	kj       *kafkaJob
 	closeFS  func() error
@@ -72,7 +75,7 @@ func (m *model) Prepare(ctx context.Context, env *job.Env) error {
 	cfg := env.Config
 	m.res.format, _ = reader.ParseFormat(cfg.Train.Format) // checked with the config
 	if env.FS == nil && env.Source == nil {
-		fsys, closer, err := hdfssrc.ForPaths(append(slices.Clone(cfg.Job.Train), cfg.Job.Test...), "")
+		fsys, closer, err := hdfssrc.ForPaths(slices.Concat(cfg.Job.Train, cfg.Job.Test, cfg.Job.Valid), "")
 		if err != nil {
 			return fmt.Errorf("worker: data: %w", err)
 		}
@@ -95,6 +98,9 @@ func (m *model) Prepare(ctx context.Context, env *job.Env) error {
 	}
 	m.res.Data, m.res.BestAUC = m.data.Desc, m.data.BestAUC
 	env.Say("training data: %s; %d test samples", m.data.Desc, countSamples(m.data.Test))
+	if n := countSamples(m.data.Valid); n > 0 {
+		env.Say("validation: %d samples, judged by %s%s", n, cfg.Train.ValidMetric, validPlan(env))
+	}
 	return nil
 }
 
@@ -187,6 +193,18 @@ func (m *model) Train(ctx context.Context, env *job.Env, cp *checkpoint.Checkpoi
 		}
 	}
 	r, err := m.attempt(ctx, env, start)
+	if env.BestRestored != nil || len(m.valid) > 0 { // the evaluations of every attempt, with their validations
+		r.Evals = append(m.evals, r.Evals...)
+	}
+	m.valid = append(m.valid, r.Valid...)
+	m.evals = slices.Clone(r.Evals)
+	for i := range m.evals {
+		m.evals[i].probs = nil // job.test_scores writes the last attempt's
+	}
+	if r.Ended != "" {
+		m.ended = r.Ended
+	}
+	r.Valid, r.Ended = m.valid, m.ended
 	m.res.Result = r
 	if err != nil && m.kj != nil && env.Config.Kafka.Streaming && errors.Is(ctx.Err(), context.Canceled) &&
 		!errors.Is(context.Cause(ctx), job.ErrLeaseLost) {
@@ -200,7 +218,10 @@ func (m *model) Train(ctx context.Context, env *job.Env, cp *checkpoint.Checkpoi
 // attempt builds the trainer for one attempt, declares the model and
 // trains.
 func (m *model) attempt(ctx context.Context, env *job.Env, start checkpoint.Checkpoint) (Result, error) {
-	if start.Applied > 0 {
+	switch {
+	case env.BestRestored != nil:
+		env.Say("the kept model: %d samples trained, to epoch %d", start.Applied, start.Epoch)
+	case start.Applied > 0:
 		env.Say("resuming at epoch %d from %v (%d samples applied before)", start.Epoch, start.Positions, start.Applied)
 	}
 	tr, err := New(env.Client, m.trainerOptions(env, start))
@@ -264,7 +285,7 @@ func (m *model) trainerOptions(env *job.Env, start checkpoint.Checkpoint) Option
 		at = start.Positions[len(start.Positions)-1]
 	}
 	train, cl, name := m.data.Train, env.Client, env.Name
-	o := Options{Config: env.Config, Shape: m.data.Shape, Test: m.data.Test, Start: start,
+	o := Options{Config: env.Config, Shape: m.data.Shape, Test: m.data.Test, Valid: m.data.Valid, Start: start,
 		Train: func(epoch int) (reader.Source, error) {
 			if epoch == start.Epoch && !start.EpochDone {
 				return train(epoch, at)
@@ -287,6 +308,11 @@ func (m *model) trainerOptions(env *job.Env, start checkpoint.Checkpoint) Option
 	// Pause at a batch boundary when the scheduler asks (a snapshot, a
 	// rollback).
 	o.PauseRequested, o.Pause = env.Pauser.Requested, env.Pauser.Pause
+	if env.KeepsBest() && len(o.Valid) > 0 {
+		o.KeepBest = func(ctx context.Context) error { _, err := env.KeepBest(ctx, nil); return err }
+		o.Rollback = env.RollBack
+	}
+	o.Final = env.BestRestored != nil
 	if env.Workers() > 1 {
 		o.Barrier = func(ctx context.Context) error {
 			env.Pauser.StopTraining(ctx) // no more batches: snapshots need not wait for us

@@ -62,7 +62,12 @@ type run struct {
 // except Open (only the tracker's start and an epoch's end return one,
 // and Run executes those).
 func (r *run) step(ctx context.Context, ev tracker.Event) ([]tracker.Action, error) {
-	return r.tk.StepExec(ev, func(a tracker.Action) error { return r.exec(ctx, a) })
+	return r.tk.StepExec(ev, func(a tracker.Action) (tracker.Event, error) {
+		if v, ok := a.(tracker.Validate); ok {
+			return r.validate(ctx, v.When)
+		}
+		return nil, r.exec(ctx, a)
+	})
 }
 
 // exec executes one action of the tracker.
@@ -88,6 +93,11 @@ func (r *run) exec(ctx context.Context, a tracker.Action) error {
 		}
 	case tracker.Reopen:
 		return t.opts.Reopen(ctx)
+	case tracker.Pin:
+		return r.keepBest(ctx)
+	case tracker.Rollback:
+		r.res.Ended = a.Reason
+		return t.opts.Rollback(ctx, a.Reason)
 	case tracker.Done:
 	default:
 		return fmt.Errorf("worker: unexpected action %T", a)

@@ -106,6 +106,23 @@ type Options struct {
 	// Sync, when set, trains in sync mode (train.sync): see SyncOptions.
 	// The default value (nil) is asynchronous training.
 	Sync *SyncOptions
+	// Valid is the validation set (the first worker's: config job.valid),
+	// held in memory, scored by train.valid_metric after every epoch and
+	// wherever the test set is (train.eval_every). The default value
+	// (nil) validates nothing.
+	Valid []*reader.Group
+	// KeepBest, when set, keeps the model as the best so far
+	// (job.Env.KeepBest), called once every push is applied and the
+	// checkpoint holding the new best is committed; Rollback ends the run
+	// on the kept model (job.Env.RollBack). Both or neither; without them
+	// a run that stops early (train.patience) stops at the end of the
+	// epoch with the model it has.
+	KeepBest func(ctx context.Context) error
+	Rollback func(ctx context.Context, why string) error
+	// Final starts the run at its end: the job was rolled back to its
+	// best model (job.Env.BestRestored), which is validated again and
+	// evaluated.
+	Final bool
 }
 
 // SyncOptions configure sync mode: every batch is a round shared with the
@@ -136,8 +153,10 @@ type Checkpoint = checkpoint.Checkpoint
 // positions, run Options.Reopen and reopen the epoch's data.
 var ErrReopen = errors.New("worker: reopen the training data")
 
-// Eval is one evaluation on the test set.
+// Eval is one evaluation on the test set (or the validation set).
 type Eval struct {
+	// When names the evaluation: "epoch 2", "batch 300", "final".
+	When string `json:"when,omitempty"`
 	// AUC and LogLoss are undefined (NaN, null in JSON) when AUCNote
 	// says why: a test set of one class has no AUC.
 	AUC     job.Metric `json:"auc"`
@@ -193,6 +212,13 @@ type Result struct {
 	FetchWaitSeconds float64 `json:"fetch_wait_seconds"`
 	PushWaitSeconds  float64 `json:"push_wait_seconds"`
 	Evals            []Eval  `json:"evals"`
+	// Valid are the validations (Options.Valid), Best the best of the job
+	// (train.valid_metric; the kept model's, when it was kept), Ended why
+	// the run ended on the best model instead of the last (empty: it did
+	// not).
+	Valid []Eval           `json:"valid,omitempty"`
+	Best  *checkpoint.Best `json:"best,omitempty"`
+	Ended string           `json:"ended_on_best,omitempty"`
 }
 
 // Progressive is a running quality figure over training predictions.
@@ -431,10 +457,14 @@ func grow[T any](b []T, n int) []T {
 func (t *Trainer) Run(ctx context.Context) (res Result, err error) {
 	start := t.opts.Start
 	r := &run{t: t, res: &res, lastProgress: time.Now(), window: newWindow(), stream: metrics.NewStream()}
-	r.tk = tracker.New(tracker.Options{Epochs: t.cfg.Train.Epochs, Start: start,
+	tc := &t.cfg.Train
+	r.tk = tracker.New(tracker.Options{Epochs: tc.Epochs, Start: start,
 		Commits: t.opts.Commit != nil && t.opts.Sync == nil, CommitEvery: t.opts.CommitEvery,
-		ProgressEvery: progressEvery(t), EvalEvery: t.cfg.Train.EvalEvery, Evaluate: len(t.opts.Test) > 0,
-		Sync: t.opts.Sync != nil, Barrier: t.opts.Barrier != nil, EvaluateOnStop: t.cfg.Kafka.Streaming})
+		ProgressEvery: progressEvery(t), EvalEvery: tc.EvalEvery, Evaluate: len(t.opts.Test) > 0,
+		Sync: t.opts.Sync != nil, Barrier: t.opts.Barrier != nil, EvaluateOnStop: t.cfg.Kafka.Streaming,
+		Validate: len(t.opts.Valid) > 0, Higher: config.HigherIsBetter(tc.ValidMetric), MinDelta: tc.MinDelta,
+		Patience: tc.Patience, KeepBest: t.opts.KeepBest != nil && t.opts.Rollback != nil && t.opts.Sync == nil,
+		Final: t.opts.Final})
 	res.Nodes = make([]int64, t.layout.Levels())
 	defer func() {
 		if derr := t.drain(); err == nil { // join every push goroutine, whatever happened
@@ -453,6 +483,7 @@ func (t *Trainer) Run(ctx context.Context) (res Result, err error) {
 		last := res.Evals[k-1]
 		res.TestAUC, res.TestLogLoss, res.TestAUCNote, res.TestSamples = last.AUC, last.LogLoss, last.AUCNote, last.Samples
 	}
+	res.Best = r.tk.Best()
 	if err != nil {
 		return res, err
 	}
@@ -535,6 +566,7 @@ func (t *Trainer) evalAndReport(ctx context.Context, res *Result, when string) (
 	if err != nil {
 		return e, err
 	}
+	e.When = when
 	res.Evals = append(res.Evals, e)
 	t.lastTest = e
 	t.lastTest.probs = nil
@@ -646,6 +678,11 @@ func (t *Trainer) Evaluate(ctx context.Context) (Eval, error) {
 	if len(t.opts.Test) == 0 {
 		return Eval{}, fmt.Errorf("%w: empty test set", ErrNoData)
 	}
+	return t.evaluate(ctx, t.opts.Test)
+}
+
+// evaluate scores groups as Evaluate does the test set.
+func (t *Trainer) evaluate(ctx context.Context, groups []*reader.Group) (Eval, error) {
 	start := time.Now()
 	bs := t.cfg.Train.EvalBatchSize
 	builder, err := compress.NewBuilder(compress.Options{BatchSize: bs, Layout: t.layout})
@@ -670,9 +707,9 @@ func (t *Trainer) Evaluate(ctx context.Context) (Eval, error) {
 		}
 		return nil
 	}
-	for _, g := range t.opts.Test {
+	for _, g := range groups {
 		if err := builder.Add(g); err != nil {
-			return Eval{}, fmt.Errorf("worker: test set: %w", err)
+			return Eval{}, fmt.Errorf("worker: evaluation set: %w", err)
 		}
 		if err := score(); err != nil {
 			return Eval{}, err

@@ -36,8 +36,8 @@ func RunJob(ctx context.Context, opts job.Options) (JobResult, error) {
 
 // model is the SLIDE model as the lifecycle's job.Model.
 type model struct {
-	res         JobResult
-	train, test *Dataset
+	res                JobResult
+	train, test, valid *Dataset
 }
 
 func (m *model) Summary() *job.Summary { return &m.res.Summary }
@@ -67,14 +67,41 @@ func (m *model) Prepare(ctx context.Context, env *job.Env) error {
 		m.res.SkippedSamples += m.test.Skipped
 	}
 	env.Say("training data: %s; %d test samples", m.train.Desc, m.res.TestSamples)
+	if len(cfg.Job.Valid) > 0 {
+		if m.valid, err = Load(ctx, cfg.Job.Valid, policy); err != nil {
+			return fmt.Errorf("validation data: %w", err)
+		}
+		env.Say("validation: %d samples, judged by %s%s", m.valid.Len(), cfg.Train.ValidMetric, validPlan(env))
+	}
 	return nil
+}
+
+// validPlan says how the job uses its validation set.
+func validPlan(env *job.Env) string {
+	t := env.Config.Train
+	s := "; the best model is kept"
+	if !env.KeepsBest() {
+		s = "; no snapshot store: the last model is kept (set snapshot.store to keep the best)"
+	}
+	if t.Patience > 0 {
+		s += fmt.Sprintf("; training stops after %d validations without a better %s", t.Patience, t.ValidMetric)
+	}
+	return s
 }
 
 // Train runs one attempt: a trainer for the attempt's client, resumed from
 // the layer the checkpoint names when there is one.
 func (m *model) Train(ctx context.Context, env *job.Env, start *checkpoint.Checkpoint) error {
-	tr, err := New(env.Client, Options{Config: env.Config, Train: m.train, Test: m.test, Name: env.Name,
-		Progress: env.Progress, Logger: env.Logger, Pauser: env.Pauser, Conn: env.Conn})
+	opts := Options{Config: env.Config, Train: m.train, Test: m.test, Valid: m.valid, Name: env.Name,
+		Progress: env.Progress, Logger: env.Logger, Pauser: env.Pauser, Conn: env.Conn, Final: env.BestRestored != nil}
+	if m.valid != nil && env.KeepsBest() {
+		opts.KeepBest = func(ctx context.Context, hold func(context.Context) error) error {
+			_, err := env.KeepBest(ctx, hold)
+			return err
+		}
+		opts.Rollback = env.RollBack
+	}
+	tr, err := New(env.Client, opts)
 	if err != nil {
 		return err
 	}
@@ -99,7 +126,7 @@ func (m *model) Train(ctx context.Context, env *job.Env, start *checkpoint.Check
 		return err
 	}
 	done := tr.modelCheckpoint(r)
-	done.Done, done.Epoch = true, r.Epochs
+	done.Done, done.Epoch, done.Best = true, r.Epochs, r.Best
 	if env.SavesModel() { // the layer goes into the final snapshot, with the checkpoint naming it
 		return env.SaveModel(ctx, func(ctx context.Context) error { return tr.holdPauses(ctx, done) })
 	}

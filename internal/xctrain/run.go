@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/xdlgo/xps/config"
 	"github.com/xdlgo/xps/internal/checkpoint"
 	"github.com/xdlgo/xps/internal/tracker"
 	"github.com/xdlgo/xps/sparsenet/slide"
@@ -48,7 +49,9 @@ func (t *Trainer) Run(ctx context.Context) (res Result, err error) {
 	}
 	cfg := t.cfg.Train
 	opts := tracker.Options{Epochs: cfg.Epochs, Start: start, Commits: t.opts.Pauser != nil,
-		EvalEvery: cfg.EvalEvery, Evaluate: t.opts.Test != nil}
+		EvalEvery: cfg.EvalEvery, Evaluate: t.opts.Test != nil,
+		Validate: t.opts.Valid != nil, Higher: config.HigherIsBetter(cfg.ValidMetric), MinDelta: cfg.MinDelta,
+		Patience: cfg.Patience, KeepBest: t.opts.KeepBest != nil && t.opts.Rollback != nil, Final: t.opts.Final}
 	if opts.Commits {
 		opts.CommitEvery = commitEvery
 	}
@@ -56,11 +59,13 @@ func (t *Trainer) Run(ctx context.Context) (res Result, err error) {
 		opts.ProgressEvery = cfg.ProgressEvery
 	}
 	r.tk = tracker.New(opts)
+	res.Epochs = start.Epoch // a run that trains no epoch (Final) ends at its start
 	defer func() {
 		if perr := t.waitPushes(); err == nil {
 			err = perr
 		}
 		r.summarize()
+		res.Best = r.tk.Best()
 	}()
 	acts, err := r.step(ctx, tracker.Started{Now: time.Now()})
 	if err == nil {
@@ -95,7 +100,12 @@ func (r *run) summarize() {
 // except Open (only the tracker's start and an epoch's end return one,
 // and Run executes those): it returns the Open and what follows it.
 func (r *run) step(ctx context.Context, ev tracker.Event) ([]tracker.Action, error) {
-	return r.tk.StepExec(ev, func(a tracker.Action) error { return r.exec(ctx, a) })
+	return r.tk.StepExec(ev, func(a tracker.Action) (tracker.Event, error) {
+		if v, ok := a.(tracker.Validate); ok {
+			return r.validate(ctx, v.When)
+		}
+		return nil, r.exec(ctx, a)
+	})
 }
 
 // exec executes one action of the tracker.
@@ -115,6 +125,15 @@ func (r *run) exec(ctx context.Context, a tracker.Action) error {
 		r.progressLine()
 	case tracker.Drain:
 		return t.waitPushes()
+	case tracker.Pin:
+		cp := r.tk.Checkpoint()
+		if err := t.commitProgress(ctx, cp); err != nil {
+			return err
+		}
+		return t.opts.KeepBest(ctx, func(ctx context.Context) error { return t.holdPauses(ctx, cp) })
+	case tracker.Rollback:
+		r.res.Ended = a.Reason
+		return t.opts.Rollback(ctx, a.Reason)
 	case tracker.Done:
 	default: // LeaveRound, Barrier and Reopen: sync mode, several workers and streams are not the SLIDE job's
 		return fmt.Errorf("xctrain: unexpected action %T", a)

@@ -14,6 +14,7 @@ import (
 	"github.com/xdlgo/xps/ams/client"
 	"github.com/xdlgo/xps/config"
 	"github.com/xdlgo/xps/densenet"
+	"github.com/xdlgo/xps/internal/checkpoint"
 	"github.com/xdlgo/xps/internal/controlplane"
 	"github.com/xdlgo/xps/job"
 	"github.com/xdlgo/xps/sparsenet"
@@ -52,6 +53,19 @@ type Options struct {
 	// never pauses.
 	Pauser *controlplane.Pauser
 	Conn   *controlplane.Conn
+	// Valid is the validation data (config job.valid), scored by
+	// train.valid_metric after every epoch and every train.eval_every
+	// batches. The default value (nil) validates nothing.
+	Valid *Dataset
+	// KeepBest, when set, keeps the model as the best so far
+	// (job.Env.KeepBest, with hold serving the snapshot's pause, which
+	// writes the layer into it); Rollback ends the run on the kept model
+	// (job.Env.RollBack). Both or neither.
+	KeepBest func(ctx context.Context, hold func(context.Context) error) error
+	Rollback func(ctx context.Context, why string) error
+	// Final starts the run at its end (job.Env.BestRestored): the kept
+	// model is validated again and evaluated.
+	Final bool
 }
 
 // PAtK is precision at 1, 3 and 5.
@@ -121,6 +135,12 @@ type Result struct {
 	Evals              []Eval `json:"evals"`
 	// Test is the last evaluation (zero without a test set).
 	Test Eval `json:"test"`
+	// Valid are the validations (Options.Valid), Best the best of the
+	// job (the kept model's, when it was kept), Ended why the run ended
+	// on the best model instead of the last (empty: it did not).
+	Valid []Eval           `json:"valid,omitempty"`
+	Best  *checkpoint.Best `json:"best,omitempty"`
+	Ended string           `json:"ended_on_best,omitempty"`
 	// Labels and InputDim are the SLIDE layer's shape; K, L and R its
 	// hash tables (0 without tables).
 	Labels   int     `json:"labels"`
@@ -431,9 +451,13 @@ func (t *Trainer) takePushErr() error {
 // re-inserted into the hash tables (Layer.Rehash). With latency set it
 // also times single-sample predictions.
 func (t *Trainer) Evaluate(ctx context.Context, latency bool) (Eval, error) {
-	test := t.opts.Test
+	return t.evaluate(ctx, t.opts.Test, latency)
+}
+
+// evaluate scores test as Evaluate does the test set.
+func (t *Trainer) evaluate(ctx context.Context, test *Dataset, latency bool) (Eval, error) {
 	if test == nil || test.Len() == 0 {
-		return Eval{}, fmt.Errorf("%w: empty test set", ErrNoData)
+		return Eval{}, fmt.Errorf("%w: empty evaluation set", ErrNoData)
 	}
 	if lim := t.cfg.Model.Output.EvalLimit; lim > 0 {
 		test = test.Prefix(lim)

@@ -1,0 +1,82 @@
+package worker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/xdlgo/xps/config"
+	"github.com/xdlgo/xps/internal/tracker"
+	"github.com/xdlgo/xps/job"
+)
+
+// ErrValidation is returned (wrapped) when the validation set gives no
+// figure to judge the model by.
+var ErrValidation = errors.New("worker: the validation set cannot judge the model")
+
+// validate scores the validation set once every push is applied and
+// answers the tracker with its figure (train.valid_metric).
+func (r *run) validate(ctx context.Context, when string) (tracker.Event, error) {
+	t := r.t
+	if err := t.drain(); err != nil {
+		return nil, err
+	}
+	e, err := t.evaluate(ctx, t.opts.Valid)
+	if err != nil {
+		return nil, err
+	}
+	e.When, e.probs = when, nil
+	r.res.Valid = append(r.res.Valid, e)
+	metric := t.cfg.Train.ValidMetric
+	m := e.LogLoss
+	if metric == config.MetricAUC {
+		m = e.AUC
+	}
+	v := float64(m)
+	if !m.Defined() {
+		return nil, fmt.Errorf("%w: %s is undefined after %s (%s)", ErrValidation, metric, when, e.AUCNote)
+	}
+	if w := t.opts.Progress; w != nil {
+		best := ""
+		if b := r.tk.Best(); b != nil {
+			best = fmt.Sprintf("; best %s %.4f after %s", metric, b.Value, b.When)
+		}
+		fmt.Fprintf(w, "%s: validation %s: AUC %s logloss %s (%d samples)%s\n",
+			t.opts.Name, validWhen(when), aucText(e.AUC, e.AUCNote), figure(e.LogLoss), e.Samples, best)
+	}
+	return tracker.Validated{Value: v}, nil
+}
+
+// keepBest keeps the model as the best so far: every push applied, the
+// checkpoint holding the new best committed, then Options.KeepBest.
+func (r *run) keepBest(ctx context.Context) error {
+	if err := r.commit(ctx, r.tk.Checkpoint()); err != nil {
+		return err
+	}
+	return r.t.opts.KeepBest(ctx)
+}
+
+// validPlan says how the job uses its validation set.
+func validPlan(env *job.Env) string {
+	t := env.Config.Train
+	s := "; the best model is kept"
+	switch {
+	case t.Sync:
+		s = "; sync mode keeps the last model (the best is not kept)"
+	case !env.KeepsBest():
+		s = "; no snapshot store: the last model is kept (set snapshot.store to keep the best)"
+	}
+	if t.Patience > 0 {
+		s += fmt.Sprintf("; training stops after %d validations without a better %s", t.Patience, t.ValidMetric)
+	}
+	return s
+}
+
+// validWhen names a validation in a progress line: "after epoch 2", "of
+// the kept model".
+func validWhen(when string) string {
+	if when == tracker.KeptModel {
+		return "of " + when
+	}
+	return "after " + when
+}

@@ -1,0 +1,50 @@
+package xctrain
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/xdlgo/xps/internal/tracker"
+)
+
+// validate scores the validation set once every push is applied and
+// answers the tracker with its train.valid_metric (P@k of sparse
+// inference when the evaluation does it, else of dense inference).
+func (r *run) validate(ctx context.Context, when string) (tracker.Event, error) {
+	t := r.t
+	if err := t.waitPushes(); err != nil {
+		return nil, err
+	}
+	e, err := t.evaluate(ctx, t.opts.Valid, false)
+	if err != nil {
+		return nil, err
+	}
+	e.When = when
+	r.res.Valid = append(r.res.Valid, e)
+	p := e.Dense
+	if e.Sparse != nil {
+		p = e.Sparse
+	}
+	metric := t.cfg.Train.ValidMetric
+	var v float64
+	switch metric {
+	case "p@3":
+		v = p.P3
+	case "p@5":
+		v = p.P5
+	default:
+		v = p.P1
+	}
+	if w := t.opts.Progress; w != nil {
+		best := ""
+		if b := r.tk.Best(); b != nil {
+			best = fmt.Sprintf("; best %s %.4f after %s", metric, b.Value, b.When)
+		}
+		of := "after " + when
+		if when == tracker.KeptModel {
+			of = "of " + when
+		}
+		fmt.Fprintf(w, "%s: validation %s on %d samples: %v%s\n", t.opts.Name, of, e.Samples, *p, best)
+	}
+	return tracker.Validated{Value: v}, nil
+}
