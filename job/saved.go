@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-
 )
 
 // SavedModel is where a job's final model was saved: the snapshot the

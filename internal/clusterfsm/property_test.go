@@ -129,23 +129,27 @@ func initialSync(r chooser, a *Adopted, shards int) []Event {
 
 // randomEvent returns an event that is often, not always, meaningful for
 // c's state: it peeks at c only to aim well; the observer checks c.
-func randomEvent(r chooser, c *Core, now *time.Time, shards int) Event {
-	member := func() Member {
-		var m Member
-		switch r.IntN(5) {
-		case 0, 1, 2:
-			m = Member{Kind: KindAMS, ID: "ams-" + strconv.Itoa(r.IntN(shards+2))}
-		case 3:
-			m = Member{Kind: KindWorker, ID: "worker-" + strconv.Itoa(r.IntN(3))}
-		default:
-			m = Member{Kind: KindScheduler, ID: "sched-0"}
-		}
-		m.Incarnation = int64(1 + r.IntN(4))
-		if r.IntN(2) == 0 { // a life: the same one often, so that some come back
-			m.Life = "l" + strconv.Itoa(r.IntN(2))
-		}
-		return m
+// randomMember picks a member: mostly shards (of shards slots and two
+// spares), some workers, a scheduler.
+func randomMember(r chooser, shards int) Member {
+	var m Member
+	switch r.IntN(5) {
+	case 0, 1, 2:
+		m = Member{Kind: KindAMS, ID: "ams-" + strconv.Itoa(r.IntN(shards+2))}
+	case 3:
+		m = Member{Kind: KindWorker, ID: "worker-" + strconv.Itoa(r.IntN(3))}
+	default:
+		m = Member{Kind: KindScheduler, ID: "sched-0"}
 	}
+	m.Incarnation = int64(1 + r.IntN(4))
+	if r.IntN(2) == 0 { // a life: the same one often, so that some come back
+		m.Life = "l" + strconv.Itoa(r.IntN(2))
+	}
+	return m
+}
+
+func randomEvent(r chooser, c *Core, now *time.Time, shards int) Event {
+	member := func() Member { return randomMember(r, shards) }
 	errOf := func(pct int) error {
 		if r.IntN(100) < pct {
 			return errInjected
@@ -229,7 +233,7 @@ type observer struct {
 	pinned    SnapshotID          // the pinned snapshot while it is good
 	rollback  bool                // a rollback to pinned is under way
 	resumed   uint64              // version of the last Resume
-	model     bool   // served, adopted or with snapshots: a model to lose
+	model     bool                // served, adopted or with snapshots: a model to lose
 
 	// Adoption, until the first tick decides on it.
 	adopt     *Adopted        // nil once decided, or when not adopting

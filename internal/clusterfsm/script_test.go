@@ -169,52 +169,58 @@ func parseCmd(s string) (cmd, error) {
 			return c, fmt.Errorf("%s: takes no argument", c.verb)
 		}
 	case "done", "restored":
-		for _, a := range args {
-			switch {
-			case strings.HasPrefix(a, "snap-"):
-				if c.snap != 0 || c.empty {
-					return c, fmt.Errorf("%s: two snapshots", c.verb)
-				}
-				n, err := strconv.ParseUint(a[len("snap-"):], 10, 64)
-				if err != nil || n == 0 {
-					return c, fmt.Errorf("%s: bad snapshot %q", c.verb, a)
-				}
-				c.snap = SnapshotID(n)
-			case a == "fail":
-				if c.fail {
-					return c, fmt.Errorf("%s: two fails", c.verb)
-				}
-				c.fail = true
-			case c.verb == "restored" && isVersion(a):
-				if c.version != 0 {
-					return c, errors.New("restored: two versions")
-				}
-				n, err := strconv.ParseUint(a[1:], 10, 64)
-				if err != nil || n == 0 {
-					return c, fmt.Errorf("restored: bad version %q", a)
-				}
-				c.version = n
-			case c.verb == "restored" && a == "empty":
-				if c.empty || c.snap != 0 {
-					return c, errors.New("restored: two snapshots")
-				}
-				c.empty = true
-			case c.verb == "restored" && validName(a):
-				c.shards = append(c.shards, a)
-			default:
-				return c, fmt.Errorf("%s: bad argument %q", c.verb, a)
-			}
-		}
-		if c.snap == 0 && !c.empty {
-			return c, fmt.Errorf("%s: no snapshot", c.verb)
-		}
-		if c.verb == "restored" && len(c.shards) == 0 {
-			return c, errors.New("restored: no shard")
-		}
+		return c, parseSnapshotArgs(&c, args)
 	default:
 		return c, fmt.Errorf("unknown command %q", c.verb)
 	}
 	return c, nil
+}
+
+// parseSnapshotArgs parses the arguments of "done" and "restored".
+func parseSnapshotArgs(c *cmd, args []string) error {
+	for _, a := range args {
+		switch {
+		case strings.HasPrefix(a, "snap-"):
+			if c.snap != 0 || c.empty {
+				return fmt.Errorf("%s: two snapshots", c.verb)
+			}
+			n, err := strconv.ParseUint(a[len("snap-"):], 10, 64)
+			if err != nil || n == 0 {
+				return fmt.Errorf("%s: bad snapshot %q", c.verb, a)
+			}
+			c.snap = SnapshotID(n)
+		case a == "fail":
+			if c.fail {
+				return fmt.Errorf("%s: two fails", c.verb)
+			}
+			c.fail = true
+		case c.verb == "restored" && isVersion(a):
+			if c.version != 0 {
+				return errors.New("restored: two versions")
+			}
+			n, err := strconv.ParseUint(a[1:], 10, 64)
+			if err != nil || n == 0 {
+				return fmt.Errorf("restored: bad version %q", a)
+			}
+			c.version = n
+		case c.verb == "restored" && a == "empty":
+			if c.empty || c.snap != 0 {
+				return errors.New("restored: two snapshots")
+			}
+			c.empty = true
+		case c.verb == "restored" && validName(a):
+			c.shards = append(c.shards, a)
+		default:
+			return fmt.Errorf("%s: bad argument %q", c.verb, a)
+		}
+	}
+	if c.snap == 0 && !c.empty {
+		return fmt.Errorf("%s: no snapshot", c.verb)
+	}
+	if c.verb == "restored" && len(c.shards) == 0 {
+		return errors.New("restored: no shard")
+	}
+	return nil
 }
 
 // parseExported parses the arguments of "exported N [fail]".

@@ -267,7 +267,7 @@ func (e Left) String() string {
 	return "lease expired " + e.Member.String()
 }
 
-func (e Tick) String() string            { return "tick " + e.Now.UTC().Format(time.RFC3339Nano) }
+func (e Tick) String() string { return "tick " + e.Now.UTC().Format(time.RFC3339Nano) }
 func (e SnapshotRequested) String() string {
 	if e.Pin {
 		return "pinned snapshot requested"

@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	clientv3 "go.etcd.io/etcd/client/v3"
+
 	"github.com/xdlgo/xps/ams/client"
 	"github.com/xdlgo/xps/internal/clusterfsm"
 	"github.com/xdlgo/xps/internal/membership"
@@ -22,23 +24,7 @@ func TestRollbackToPinned(t *testing.T) {
 	cli := newClient(t, srv)
 	const p = "/xps/rollback"
 	store := t.TempDir()
-	opts := scheduler.Options{Prefix: p, ID: "sched-1", Shards: 2, Partitions: 8,
-		LeaseTTL: time.Minute, TickInterval: 50 * time.Millisecond, Logger: testLogger(t)}
-	opts.Config.Snapshot.Store, opts.Config.Snapshot.Keep = store, 1
-	s, err := scheduler.New(cli, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	for _, id := range []string{"ams-0", "ams-1"} {
-		r := startRestartable(t, id)
-		reg, err := membership.Register(testCtx(t), cli, p, membership.Member{Kind: membership.KindAMS, ID: id, Addr: r.addr}, time.Minute)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer reg.Close()
-	}
-	eventually(t, 10*time.Second, "SERVING", func() bool { return s.Status().Phase == clusterfsm.Serving })
+	s := startPinnedCluster(t, cli, p, store)
 	conn := testutil.Conn(cli, p)
 	m, err := conn.WaitShardMap(testCtx(t))
 	if err != nil {
@@ -109,4 +95,27 @@ func TestRollbackToPinned(t *testing.T) {
 	if err != nil || len(got) != 1 || string(got[0].Value) != `"best"` {
 		t.Fatalf("after the rollback the model's mark is %+v (%v), want best", got, err)
 	}
+}
+
+// startPinnedCluster starts a scheduler (snapshot.keep 1, store) and two shards
+// under prefix p, and returns the scheduler once the cluster serves.
+func startPinnedCluster(t *testing.T, cli *clientv3.Client, p, store string) *scheduler.Scheduler {
+	opts := scheduler.Options{Prefix: p, ID: "sched-1", Shards: 2, Partitions: 8,
+		LeaseTTL: time.Minute, TickInterval: 50 * time.Millisecond, Logger: testLogger(t)}
+	opts.Config.Snapshot.Store, opts.Config.Snapshot.Keep = store, 1
+	s, err := scheduler.New(cli, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	for _, id := range []string{"ams-0", "ams-1"} {
+		r := startRestartable(t, id)
+		reg, err := membership.Register(testCtx(t), cli, p, membership.Member{Kind: membership.KindAMS, ID: id, Addr: r.addr}, time.Minute)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { reg.Close() })
+	}
+	eventually(t, 10*time.Second, "SERVING", func() bool { return s.Status().Phase == clusterfsm.Serving })
+	return s
 }

@@ -57,14 +57,14 @@ type Validated struct {
 	Value float64
 }
 
-func (Started) event()        {}
-func (BatchTrained) event()   {}
-func (Tick) event()           {}
-func (Idle) event()           {}
-func (Redealt) event()        {}
-func (EpochEnded) event()     {}
-func (Stopped) event()        {}
-func (Validated) event()      {}
+func (Started) event()      {}
+func (BatchTrained) event() {}
+func (Tick) event()         {}
+func (Idle) event()         {}
+func (Redealt) event()      {}
+func (EpochEnded) event()   {}
+func (Stopped) event()      {}
+func (Validated) event()    {}
 
 // Action is an output of Step, for the driver to execute.
 type Action interface{ action() }
