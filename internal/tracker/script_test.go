@@ -236,7 +236,7 @@ func format(a Action) string {
 	case Validate:
 		return fmt.Sprintf("validate %q", a.When)
 	case Pin:
-		return fmt.Sprintf("pin %q", a.When)
+		return fmt.Sprintf("pin %q %s", a.When, formatCheckpoint(a.Checkpoint))
 	case Rollback:
 		return fmt.Sprintf("rollback: %s", a.Reason)
 	}

@@ -249,7 +249,7 @@ func (t *Tracker) validated(ev Validated) ([]Action, error) {
 	stop := !better && t.opts.Patience > 0 && t.best.Since >= t.opts.Patience
 	var acts []Action
 	if better && t.opts.KeepBest && !last {
-		acts = append(acts, Pin{When: when})
+		acts = append(acts, Pin{When: when, Checkpoint: t.checkpoint()})
 	}
 	switch {
 	case (last || stop) && !better && t.opts.KeepBest:
@@ -268,6 +268,10 @@ func (t *Tracker) validated(ev Validated) ([]Action, error) {
 	}
 	return acts, nil
 }
+
+// Trained returns the epochs this run trained so far, the one in
+// progress counted when it began.
+func (t *Tracker) Trained() int { return max(t.epoch-t.First()+1, 0) }
 
 // pauseNow is the pause at this batch boundary: with the checkpoint of
 // what was trained when the run commits, which the pause stores.

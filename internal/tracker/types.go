@@ -99,9 +99,12 @@ type Evaluate struct {
 type Validate struct{ When string }
 
 // Pin keeps the model as the best so far: a pinned snapshot of it, after
-// every push is applied. Its pause stores the checkpoint, which holds the
-// new best (checkpoint.Best).
-type Pin struct{ When string }
+// every push is applied and Checkpoint, which holds the new best
+// (checkpoint.Best), is stored.
+type Pin struct {
+	When       string
+	Checkpoint checkpoint.Checkpoint
+}
 
 // Rollback ends the run on the best model: every push applied, the
 // cluster rolls the model back to the pinned snapshot. The driver's

@@ -32,6 +32,8 @@ type JobResult struct {
 	// NoShare says why the scheduler gave this worker no part of the
 	// training files (empty when it did).
 	NoShare string `json:"no_share,omitempty"`
+	// ValidMetric is the figure of Result.Best (train.valid_metric).
+	ValidMetric string `json:"valid_metric,omitempty"`
 	// format is the training data's, whose units Skipped counts.
 	format reader.Format
 }
@@ -74,6 +76,9 @@ func (m *model) close() {
 func (m *model) Prepare(ctx context.Context, env *job.Env) error {
 	cfg := env.Config
 	m.res.format, _ = reader.ParseFormat(cfg.Train.Format) // checked with the config
+	if cfg.HasValidation() {
+		m.res.ValidMetric = cfg.Train.ValidMetric
+	}
 	if env.FS == nil && env.Source == nil {
 		fsys, closer, err := hdfssrc.ForPaths(slices.Concat(cfg.Job.Train, cfg.Job.Test, cfg.Job.Valid), "")
 		if err != nil {
@@ -205,6 +210,13 @@ func (m *model) Train(ctx context.Context, env *job.Env, cp *checkpoint.Checkpoi
 		m.ended = r.Ended
 	}
 	r.Valid, r.Ended = m.valid, m.ended
+	if prev := m.res.Result; env.BestRestored != nil && prev.Samples > 0 {
+		// The attempt evaluates the kept model: the job's training is the
+		// attempt's before the rollback.
+		prev.Evals, prev.TestAUC, prev.TestLogLoss, prev.TestAUCNote, prev.TestSamples = r.Evals, r.TestAUC, r.TestLogLoss, r.TestAUCNote, r.TestSamples
+		prev.Valid, prev.Best, prev.Ended = r.Valid, r.Best, r.Ended
+		r = prev
+	}
 	m.res.Result = r
 	if err != nil && m.kj != nil && env.Config.Kafka.Streaming && errors.Is(ctx.Err(), context.Canceled) &&
 		!errors.Is(context.Cause(ctx), job.ErrLeaseLost) {
@@ -349,6 +361,12 @@ func (r JobResult) WriteSummary(w io.Writer) {
 	}
 	if r.BestAUC != nil {
 		fmt.Fprintf(w, " (best achievable AUC %.4f)", *r.BestAUC)
+	}
+	if b := r.Best; b != nil {
+		fmt.Fprintf(w, "\n%s: the best validation %.4f (%s) after %s", r.Worker, b.Value, r.ValidMetric, b.When)
+		if r.Ended != "" {
+			fmt.Fprintf(w, ": the job ended on that model (%s)", r.Ended)
+		}
 	}
 	fmt.Fprintf(w, "\n%s: wall time %.1fs (data %.1fs)", r.Worker, r.WallSeconds, r.LoadSeconds)
 	if len(r.Nodes) > 1 && r.Nodes[1] > 0 {

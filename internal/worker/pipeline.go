@@ -94,9 +94,9 @@ func (r *run) exec(ctx context.Context, a tracker.Action) error {
 	case tracker.Reopen:
 		return t.opts.Reopen(ctx)
 	case tracker.Pin:
-		return r.keepBest(ctx)
+		return r.keepBest(ctx, a.Checkpoint)
 	case tracker.Rollback:
-		r.res.Ended = a.Reason
+		r.res.Ended, r.res.Epochs = a.Reason, r.tk.Trained()
 		return t.opts.Rollback(ctx, a.Reason)
 	case tracker.Done:
 	default:

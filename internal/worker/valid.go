@@ -47,10 +47,10 @@ func (r *run) validate(ctx context.Context, when string) (tracker.Event, error) 
 	return tracker.Validated{Value: v}, nil
 }
 
-// keepBest keeps the model as the best so far: every push applied, the
-// checkpoint holding the new best committed, then Options.KeepBest.
-func (r *run) keepBest(ctx context.Context) error {
-	if err := r.commit(ctx, r.tk.Checkpoint()); err != nil {
+// keepBest keeps the model as the best so far: every push applied, cp
+// (which holds the new best) committed, then Options.KeepBest.
+func (r *run) keepBest(ctx context.Context, cp Checkpoint) error {
+	if err := r.commit(ctx, cp); err != nil {
 		return err
 	}
 	return r.t.opts.KeepBest(ctx)

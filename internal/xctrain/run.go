@@ -126,7 +126,7 @@ func (r *run) exec(ctx context.Context, a tracker.Action) error {
 	case tracker.Drain:
 		return t.waitPushes()
 	case tracker.Pin:
-		cp := r.tk.Checkpoint()
+		cp := a.Checkpoint
 		if err := t.commitProgress(ctx, cp); err != nil {
 			return err
 		}
