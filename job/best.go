@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/xdlgo/xps/internal/controlplane"
@@ -45,8 +46,14 @@ func (e *Env) KeepBest(ctx context.Context, hold func(context.Context) error) (u
 	for try := 1; try <= keepTries; try++ {
 		var r controlplane.SnapshotResult
 		r, err = e.requestSnapshot(ctx, true, hold)
-		if err == nil && !r.Pinned {
+		switch {
+		case err != nil:
+		case !r.Pinned:
 			err = fmt.Errorf("job: snapshot %d answered the request for a pinned one, not pinned", r.Seq)
+		case hold != nil && !slices.Contains(r.Paused, e.Name):
+			// The scheduler had not seen this worker join yet and did not
+			// wait for its pause: the state hold writes is not in it.
+			err = fmt.Errorf("job: snapshot %d was taken without this worker's pause", r.Seq)
 		}
 		if err == nil {
 			return r.Seq, nil

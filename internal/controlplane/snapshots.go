@@ -24,6 +24,8 @@ type SnapshotResult struct {
 	Seconds float64   `json:"seconds"`
 	Rows    int64     `json:"rows"`
 	Workers int       `json:"workers"` // paused for it
+	// Paused names them.
+	Paused []string `json:"paused,omitempty"`
 	// Applied is the sum of the samples applied that the workers'
 	// checkpoints in the snapshot count.
 	Applied int64    `json:"applied"`

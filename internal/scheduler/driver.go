@@ -313,7 +313,7 @@ func (s *Scheduler) startSnapshot(ctx context.Context, a clusterfsm.TakeSnapshot
 		defer s.opsWG.Done()
 		defer cancel()
 		start := time.Now()
-		res := controlplane.SnapshotResult{Seq: uint64(a.ID), Time: start.UTC(), Workers: len(workers), Request: request, Pinned: a.Pin}
+		res := controlplane.SnapshotResult{Seq: uint64(a.ID), Time: start.UTC(), Workers: len(workers), Paused: workers, Request: request, Pinned: a.Pin}
 		keys, err := s.snapshotOnce(sctx, m, op, workers, require, &res)
 		res.Seconds = time.Since(start).Seconds()
 		if err != nil {

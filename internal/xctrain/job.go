@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"slices"
 
 	"github.com/xdlgo/xps/internal/checkpoint"
 	"github.com/xdlgo/xps/job"
@@ -38,6 +39,28 @@ func RunJob(ctx context.Context, opts job.Options) (JobResult, error) {
 type model struct {
 	res                JobResult
 	train, test, valid *Dataset
+	// evals and valid are the evaluations and validations of the
+	// attempts so far, ended why the job ended on its best model.
+	evals, validations []Eval
+	ended              string
+}
+
+// keep makes r, an attempt's result, the job's: with the evaluations and
+// validations of the attempts before, and, for the attempt that evaluates
+// the kept model (final), the training figures of the attempt before it.
+func (m *model) keep(r *Result, final bool) {
+	r.Evals = append(slices.Clone(m.evals), r.Evals...)
+	r.Valid = append(slices.Clone(m.validations), r.Valid...)
+	m.evals, m.validations = r.Evals, r.Valid
+	if r.Ended != "" {
+		m.ended = r.Ended
+	}
+	r.Ended = m.ended
+	if prev := m.res.Result; final && prev.Samples > 0 {
+		prev.Evals, prev.Test, prev.Valid, prev.Best, prev.Ended = r.Evals, r.Test, r.Valid, r.Best, r.Ended
+		*r = prev
+	}
+	m.res.Result = *r
 }
 
 func (m *model) Summary() *job.Summary { return &m.res.Summary }
@@ -95,10 +118,7 @@ func (m *model) Train(ctx context.Context, env *job.Env, start *checkpoint.Check
 	opts := Options{Config: env.Config, Train: m.train, Test: m.test, Valid: m.valid, Name: env.Name,
 		Progress: env.Progress, Logger: env.Logger, Pauser: env.Pauser, Conn: env.Conn, Final: env.BestRestored != nil}
 	if m.valid != nil && env.KeepsBest() {
-		opts.KeepBest = func(ctx context.Context, hold func(context.Context) error) error {
-			_, err := env.KeepBest(ctx, hold)
-			return err
-		}
+		opts.KeepBest = env.KeepBest
 		opts.Rollback = env.RollBack
 	}
 	tr, err := New(env.Client, opts)
@@ -121,12 +141,12 @@ func (m *model) Train(ctx context.Context, env *job.Env, start *checkpoint.Check
 	env.Pauser.StartTraining()
 	defer env.Pauser.StopTraining(ctx)
 	r, err := tr.Run(ctx)
-	m.res.Result = r
+	done := tr.modelCheckpoint(r) // what this attempt's model holds
+	done.Done, done.Epoch, done.Best = true, r.Epochs, r.Best
+	m.keep(&r, env.BestRestored != nil)
 	if err != nil {
 		return err
 	}
-	done := tr.modelCheckpoint(r)
-	done.Done, done.Epoch, done.Best = true, r.Epochs, r.Best
 	if env.SavesModel() { // the layer goes into the final snapshot, with the checkpoint naming it
 		return env.SaveModel(ctx, func(ctx context.Context) error { return tr.holdPauses(ctx, done) })
 	}

@@ -126,13 +126,9 @@ func (r *run) exec(ctx context.Context, a tracker.Action) error {
 	case tracker.Drain:
 		return t.waitPushes()
 	case tracker.Pin:
-		cp := a.Checkpoint
-		if err := t.commitProgress(ctx, cp); err != nil {
-			return err
-		}
-		return t.opts.KeepBest(ctx, func(ctx context.Context) error { return t.holdPauses(ctx, cp) })
+		return t.keepBest(ctx, a.Checkpoint)
 	case tracker.Rollback:
-		r.res.Ended = a.Reason
+		r.res.Ended, r.res.Epochs = a.Reason, r.tk.Trained()
 		return t.opts.Rollback(ctx, a.Reason)
 	case tracker.Done:
 	default: // LeaveRound, Barrier and Reopen: sync mode, several workers and streams are not the SLIDE job's

@@ -59,9 +59,9 @@ type Options struct {
 	Valid *Dataset
 	// KeepBest, when set, keeps the model as the best so far
 	// (job.Env.KeepBest, with hold serving the snapshot's pause, which
-	// writes the layer into it); Rollback ends the run on the kept model
+	// writes the layer into it) and returns the snapshot; Rollback ends the run on the kept model
 	// (job.Env.RollBack). Both or neither.
-	KeepBest func(ctx context.Context, hold func(context.Context) error) error
+	KeepBest func(ctx context.Context, hold func(context.Context) error) (uint64, error)
 	Rollback func(ctx context.Context, why string) error
 	// Final starts the run at its end (job.Env.BestRestored): the kept
 	// model is validated again and evaluated.

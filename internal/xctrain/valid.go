@@ -8,8 +8,10 @@ import (
 )
 
 // validate scores the validation set once every push is applied and
-// answers the tracker with its train.valid_metric (P@k of sparse
-// inference when the evaluation does it, else of dense inference).
+// answers the tracker with its train.valid_metric: P@k of dense
+// inference when the evaluation does it (the model's own figure; sparse
+// inference depends on the hash tables too, drawn anew after a restore),
+// else of sparse inference.
 func (r *run) validate(ctx context.Context, when string) (tracker.Event, error) {
 	t := r.t
 	if err := t.waitPushes(); err != nil {
@@ -21,9 +23,9 @@ func (r *run) validate(ctx context.Context, when string) (tracker.Event, error) 
 	}
 	e.When = when
 	r.res.Valid = append(r.res.Valid, e)
-	p := e.Dense
-	if e.Sparse != nil {
-		p = e.Sparse
+	p := e.Sparse
+	if e.Dense != nil {
+		p = e.Dense
 	}
 	metric := t.cfg.Train.ValidMetric
 	var v float64
@@ -47,4 +49,14 @@ func (r *run) validate(ctx context.Context, when string) (tracker.Event, error) 
 		fmt.Fprintf(w, "%s: validation %s on %d samples: %v%s\n", t.opts.Name, of, e.Samples, *p, best)
 	}
 	return tracker.Validated{Value: v}, nil
+}
+
+// keepBest keeps the model as the best so far: every push applied, cp
+// stored, then a pinned snapshot whose pause writes the layer into it.
+func (t *Trainer) keepBest(ctx context.Context, cp Checkpoint) error {
+	if err := t.commitProgress(ctx, cp); err != nil {
+		return err
+	}
+	_, err := t.opts.KeepBest(ctx, func(ctx context.Context) error { return t.holdPauses(ctx, cp) })
+	return err
 }
