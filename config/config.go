@@ -151,7 +151,11 @@ const (
 	KindFM     = "fm"
 	KindDeepFM = "deepfm"
 	KindDCNv2  = "dcnv2"
+	KindWDL    = "wdl"
 )
+
+// WideTable is the name of the wide part's table (ModelConfig.Wide).
+const WideTable = "wide"
 
 // ModelConfig declares the model: sparse tables, fields, MLP.
 type ModelConfig struct {
@@ -162,11 +166,22 @@ type ModelConfig struct {
 	// linear layer plus the pairwise interactions of the fields'
 	// embeddings, Rendle 2010); deepfm (the MLP plus those interactions,
 	// Guo et al. 2017); dcnv2 (CrossLayers full-rank cross layers on the
-	// concatenation, then the MLP, Wang et al. 2021).
+	// concatenation, then the MLP, Wang et al. 2021); wdl (Wide & Deep,
+	// Cheng et al. 2016: the MLP plus the wide part, see Wide).
 	//
 	// The default value is mlp. For lr and fm model.hidden defaults to
 	// none, and for lr the default table has dim 1 and FTRL.
 	Kind string `yaml:"kind"`
+	// Wide adds the wide part: every sparse field's IDs are also looked
+	// up in the dim-1 table "wide" (sparsenet.FieldSpec.From), and their
+	// weights, times the features' values, are summed into the logit: the
+	// first-order term w(.) of fm and deepfm, the wide part of wdl.
+	// Without a table named wide in Tables one is added: dim 1, zeros,
+	// the first table's optimizer.
+	//
+	// The default value is true for fm, deepfm and wdl, false for the
+	// other kinds (lr is a wide model itself).
+	Wide *bool `yaml:"wide"`
 	// CrossLayers is the number of dcnv2's cross layers.
 	//
 	// The default value is 2 (with kind dcnv2; 0 otherwise).
@@ -480,6 +495,14 @@ func (c *Config) EnsureDefaults() {
 			Optimizer: ams.OptimizerSpec{Name: "adagrad", LR: 0.05},
 			Init:      ams.InitSpec{Kind: "uniform", Scale: 0.01}}}
 	}
+	if m.Wide == nil {
+		wide := m.Kind == KindFM || m.Kind == KindDeepFM || m.Kind == KindWDL
+		m.Wide = &wide
+	}
+	if *m.Wide && m.Kind != KindLR && m.TableIndex(WideTable) < 0 {
+		m.Tables = append(m.Tables, ams.TableSpec{Name: WideTable, Dim: 1, Optimizer: m.Tables[0].Optimizer,
+			Init: ams.InitSpec{Kind: ams.InitZeros}})
+	}
 	for i := range m.Tables {
 		m.Tables[i].EnsureDefaults()
 	}
@@ -751,12 +774,11 @@ func (m *ModelConfig) validate(c *Config, bad func(string, ...any)) {
 		bad("model.pooling %q is not sum or mean", m.Pooling)
 	}
 	switch m.Kind {
-	case KindMLP, KindLR, KindFM, KindDeepFM, KindDCNv2:
-	case "wdl":
-		bad("model.kind wdl is not built yet (its wide part needs every field in a second, dim-1 table); use lr, fm, deepfm, dcnv2 or mlp")
+	case KindMLP, KindLR, KindFM, KindDeepFM, KindDCNv2, KindWDL:
 	default:
-		bad("model.kind %q is not one of mlp, lr, fm, deepfm, dcnv2", m.Kind)
+		bad("model.kind %q is not one of mlp, lr, fm, deepfm, dcnv2, wdl", m.Kind)
 	}
+	m.validateWide(bad)
 	if (m.Kind == KindLR || m.Kind == KindFM) && len(m.Hidden) > 0 {
 		bad("model.kind %s has no hidden layers, but model.hidden is %v (leave it out, or use kind mlp or deepfm)", m.Kind, m.Hidden)
 	}
@@ -799,6 +821,36 @@ const (
 	// number (model.hidden).
 	MaxHidden, MaxLayers = 1 << 16, 64
 )
+
+// TableIndex returns the index of the table named name, or -1.
+func (m *ModelConfig) TableIndex(name string) int {
+	for i, t := range m.Tables {
+		if t.Name == name {
+			return i
+		}
+	}
+	return -1
+}
+
+// HasWide reports whether the model has the wide part (Wide).
+func (m *ModelConfig) HasWide() bool { return m.Wide != nil && *m.Wide }
+
+// validateWide appends the problems of the wide part.
+func (m *ModelConfig) validateWide(bad func(string, ...any)) {
+	i := m.TableIndex(WideTable)
+	switch {
+	case m.Kind == KindWDL && !m.HasWide():
+		bad("model.kind wdl with model.wide false: Wide & Deep is the MLP plus the wide part (use kind mlp for the MLP alone)")
+	case m.Kind == KindLR && m.HasWide():
+		bad("model.wide with kind lr: logistic regression is the wide part itself (its table holds the weights)")
+	case m.HasWide() && i < 0:
+		bad("model.wide: no table %q", WideTable)
+	case m.HasWide() && m.Tables[i].Dim != 1:
+		bad("model.wide: table %q has dim %d, the wide part's weights need dim 1", WideTable, m.Tables[i].Dim)
+	case m.HasWide() && slices.Contains(m.FieldTables, WideTable):
+		bad("model.field_tables names table %q, which is the wide part's: every field is in it already", WideTable)
+	}
+}
 
 // validate appends the problems of the train section.
 func (t *TrainConfig) validate(bad func(string, ...any)) {

@@ -319,7 +319,8 @@ func LoadWith(file string, o *Overrides) (Config, error) {
 
 // kindDefaults gives a config that started from Default() the defaults of
 // its model.kind where they differ from mlp's and o does not set the key:
-// no hidden layer for lr and fm, and lr's dim-1 FTRL table. (A config
+// no hidden layer for lr and fm, lr's dim-1 FTRL table, the wide part of
+// fm, deepfm and wdl. (A config
 // file starts empty: EnsureDefaults gives them.)
 func kindDefaults(cfg *Config, o *Overrides) {
 	kind := cfg.Model.Kind
@@ -339,6 +340,9 @@ func kindDefaults(cfg *Config, o *Overrides) {
 	}
 	if kind == KindLR && !given("model.tables") {
 		cfg.Model.Tables = nil
+	}
+	if !given("model.wide") {
+		cfg.Model.Wide = nil // the kind's (EnsureDefaults adds the wide table)
 	}
 }
 

@@ -86,6 +86,8 @@ func trainAndExportKind(t *testing.T, f, kind string) (store, test string, score
 		if kind == config.KindDCNv2 {
 			cfg.Model.CrossLayers = 2
 		}
+		cfg.Model.Wide = nil // the kind's default (fm, deepfm and wdl: the wide part, its table added)
+		cfg.EnsureDefaults()
 	}
 	cfg.Export = export.Policy{Store: store, Every: -1, Quant: export.FP32}
 	return store, test, runJob(t, cfg)
@@ -193,7 +195,7 @@ func scoreFileLabels(t *testing.T, s *serve.Server, test, f string) (scores, lab
 // model.kind on sample groups.
 func TestParity(t *testing.T) {
 	cases := []struct{ f, kind string }{{"libffm", ""}, {"group", ""}}
-	for _, k := range []string{config.KindLR, config.KindFM, config.KindDeepFM, config.KindDCNv2} {
+	for _, k := range []string{config.KindLR, config.KindFM, config.KindDeepFM, config.KindDCNv2, config.KindWDL} {
 		cases = append(cases, struct{ f, kind string }{"group", k})
 	}
 	for _, c := range cases {

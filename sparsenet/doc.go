@@ -22,6 +22,10 @@
 //  3. Pooling is a weighted sum (value x row) or a weighted mean over the bag
 //     of one (node, field). A feature whose field is not in the layout is an
 //     error at batch-building time, never silently dropped.
+//  4. A mirror field (FieldSpec.From) pools exactly the features of the
+//     field it mirrors, with their values, into its own table: a wide
+//     model's dim-1 weight per ID beside the field's embedding. A batch
+//     takes no feature of a mirror field directly.
 //
 // # Batches
 //

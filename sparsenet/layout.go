@@ -44,6 +44,8 @@ type Layout struct {
 	levelCols  []int // level k has the columns [levelCols[k], levelCols[k+1])
 	levelDense [][]denseSlot
 	denseW     []int // level -> Σ dense widths of its dense fields
+	mirror     []int // field -> its mirror field (FieldSpec.From), -1 for none
+	from       []int // field -> the field it mirrors, -1 for an ordinary field
 	width      int
 	pooling    Pooling
 }

@@ -16,6 +16,12 @@ type FieldSpec struct {
 	// DenseWidth is the length of a dense field's vector (> 0); 0 for a
 	// sparse field.
 	DenseWidth int
+	// From, when above 0, makes this a mirror field of field From-1, a
+	// sparse field of the same level: every feature of that field is
+	// pooled into this one too, with this field's table (a wide model's
+	// dim-1 weights beside the embeddings). A batch takes no feature of a
+	// mirror field directly. 0: an ordinary field.
+	From int
 }
 
 // NewLayoutFields builds a layout from one spec per field; dims[t] is the dim
@@ -42,11 +48,14 @@ func NewLayoutFields(fields []FieldSpec, dims []int, pooling Pooling) (*Layout, 
 			return nil, fmt.Errorf("%w: sparse field %d (table %d) has a dense width %d", ErrBadLayout, f, s.Table, s.DenseWidth)
 		case s.Table < -1 || s.Table >= len(dims):
 			return nil, fmt.Errorf("%w: field %d maps to table %d of %d", ErrBadLayout, f, s.Table, len(dims))
+		case s.From > 0 && (s.From > len(fields) || fields[s.From-1].Table < 0 || fields[s.From-1].From > 0 ||
+			fields[s.From-1].Level != s.Level || s.Table < 0):
+			return nil, fmt.Errorf("%w: field %d mirrors field %d, which is not a sparse, unmirrored field of its level", ErrBadLayout, f, s.From-1)
 		}
 		levels = max(levels, s.Level+1)
 	}
 	nf := len(fields)
-	l := &Layout{fieldTable: make([]int, nf), fieldLevel: make([]int, nf), denseWidth: make([]int, nf),
+	l := &Layout{fieldTable: make([]int, nf), fieldLevel: make([]int, nf), denseWidth: make([]int, nf), mirror: make([]int, nf), from: make([]int, nf),
 		denseOff: make([]int, nf), dims: append([]int(nil), dims...), offsets: make([]int, nf),
 		levelCols: make([]int, levels+1), levelDense: make([][]denseSlot, levels), denseW: make([]int, levels),
 		pooling: pooling}
@@ -69,8 +78,26 @@ func NewLayoutFields(fields []FieldSpec, dims []int, pooling Pooling) (*Layout, 
 		}
 	}
 	l.levelCols[levels] = l.width
+	for f := range l.mirror {
+		l.mirror[f], l.from[f] = -1, fields[f].From-1
+	}
+	for f, s := range fields {
+		if s.From > 0 {
+			if l.mirror[s.From-1] >= 0 {
+				return nil, fmt.Errorf("%w: fields %d and %d both mirror field %d", ErrBadLayout, l.mirror[s.From-1], f, s.From-1)
+			}
+			l.mirror[s.From-1] = f
+		}
+	}
 	return l, nil
 }
+
+// Mirror returns the mirror field of field f (FieldSpec.From), or -1.
+func (l *Layout) Mirror(f int) int { return l.mirror[f] }
+
+// MirrorOf returns the field that field f mirrors, or -1 when f is not a
+// mirror field.
+func (l *Layout) MirrorOf(f int) int { return l.from[f] }
 
 // Levels is the number of levels: 1 + the largest level of a field.
 func (l *Layout) Levels() int { return len(l.levelCols) - 1 }
@@ -111,6 +138,8 @@ func (b *Batch) AddNode(level int, fields []uint32, ids []uint64, values []float
 			return -1, fmt.Errorf("%w: field %d, the model has %d", ErrUnknownField, f, nf)
 		case l.fieldTable[f] < 0:
 			return -1, fmt.Errorf("%w: field %d is dense, not sparse", ErrUnknownField, f)
+		case l.from[f] >= 0:
+			return -1, fmt.Errorf("%w: field %d mirrors field %d and takes no feature of its own", ErrUnknownField, f, l.from[f])
 		case l.fieldLevel[f] != level:
 			return -1, fmt.Errorf("%w: field %d is of level %d, not %d", ErrWrongLevel, f, l.fieldLevel[f], level)
 		}
@@ -137,6 +166,14 @@ func (b *Batch) AddNode(level int, fields []uint32, ids []uint64, values []float
 		}
 		for _, f := range fields {
 			b.count[f] = 0
+		}
+	}
+	for k, f := range fields { // the mirror fields, pooled as their fields are
+		if m := l.mirror[f]; m >= 0 {
+			ft := lb.feats[start+k]
+			t := l.fieldTable[m]
+			ft.row, ft.x, ft.table = b.dedup[t].Index(ids[k]), base+int32(l.offsets[m]), int32(t)
+			lb.feats = append(lb.feats, ft)
 		}
 	}
 	if dw := l.denseW[level]; dw > 0 {

@@ -17,9 +17,17 @@ import (
 // A sample's logit, with x its pooled fields concatenated:
 //
 //	mlp, lr:  MLP(x)              (lr: no hidden layer, a linear layer)
-//	fm:       MLP(x) + FM(x)      (MLP: no hidden layer, the first order)
+//	fm:       MLP(x) + FM(x)      (MLP: no hidden layer)
 //	deepfm:   MLP(x) + FM(x)
 //	dcnv2:    MLP(Cross(x))
+//	wdl:      MLP(x)
+//
+// plus, with the wide part (config model.wide: fm, deepfm and wdl by
+// default), w(.): the sum of the dim-1 weights of the sample's IDs. The
+// layout pools them into mirror fields (sparsenet.FieldSpec.From), whose
+// columns end each level's block; the Net splits them off (copying each
+// node's other columns, x, into a tree of their own) and sums them per
+// node, once, then per sample over its ancestors.
 //
 // FM is the factorization machine's second-order term over the fields'
 // embeddings (densenet.FMWorkspace), computed once per node of a
@@ -41,6 +49,13 @@ type Net struct {
 	// Cols are the input columns by level, for densenet.Tree: level k's
 	// are [Cols[k], Cols[k+1]).
 	Cols []int
+	// Wide says the layout has the wide part's mirror fields: level k's
+	// last WideCols[k] columns; DeepCols are the columns of the other
+	// fields by level, as Cols (nil without the wide part).
+	Wide     bool
+	WideCols []int
+	DeepCols []int
+	wideCol  []bool // by column of the layout: the wide part's
 }
 
 // NewNet builds the network of cfg (defaults filled) for inputs of shape.
@@ -54,6 +69,10 @@ func NewNet(cfg config.Config, shape Shape) (*Net, error) {
 		_, n.Cols[k+1] = layout.LevelCols(k)
 	}
 	w := layout.Width()
+	if cfg.Model.HasWide() {
+		n.splitWide()
+		w = n.DeepCols[len(n.DeepCols)-1]
+	}
 	switch n.Kind {
 	case config.KindFM, config.KindDeepFM:
 		if n.FMDim, err = fmDim(cfg, shape); err != nil {
@@ -84,6 +103,9 @@ func fmDim(cfg config.Config, shape Shape) (int, error) {
 	}
 	dim := cfg.Model.Tables[0].Dim
 	for _, tb := range cfg.Model.Tables {
+		if tb.Name == config.WideTable && cfg.Model.HasWide() {
+			continue
+		}
 		if tb.Dim != dim {
 			return 0, fmt.Errorf("worker: model.kind %s needs one embedding dim for every field, but table %s has dim %d and table %s dim %d",
 				cfg.Model.Kind, cfg.Model.Tables[0].Name, dim, tb.Name, tb.Dim)
@@ -125,13 +147,15 @@ func (n *Net) Describe() string {
 	hidden := n.MLP.Sizes[1 : len(n.MLP.Sizes)-1]
 	switch n.Kind {
 	case config.KindFM:
-		return fmt.Sprintf("fm (linear + pairwise interactions of dim %d)", n.FMDim)
+		return fmt.Sprintf("fm (linear + pairwise interactions of dim %d%s)", n.FMDim, n.wideText())
 	case config.KindDeepFM:
-		return fmt.Sprintf("deepfm (MLP %v + pairwise interactions of dim %d)", hidden, n.FMDim)
+		return fmt.Sprintf("deepfm (MLP %v + pairwise interactions of dim %d%s)", hidden, n.FMDim, n.wideText())
 	case config.KindDCNv2:
 		return fmt.Sprintf("dcnv2 (%d cross layers of width %d, then MLP %v)", n.Cross.Layers, n.Cross.Width, hidden)
 	case config.KindLR:
 		return "lr (one linear layer)"
+	case config.KindWDL:
+		return fmt.Sprintf("wdl (MLP %v + the wide part)", hidden)
 	}
 	return fmt.Sprintf("MLP %v", hidden)
 }
@@ -144,6 +168,8 @@ type NetWorkspace struct {
 	// dcnv2: the batch expanded to rows, Cross's output, their gradients;
 	// fm: the FM terms.
 	flat, crossed, dflat, dcrossed, terms []float32
+	// wide: the wide part's buffers (nil without it).
+	wide *wideWorkspace
 }
 
 // NewWorkspace returns buffers for batches of up to maxBatch samples;
@@ -154,10 +180,13 @@ func (n *Net) NewWorkspace(maxBatch, threads int) *NetWorkspace {
 	if n.FMDim > 0 {
 		ws.fm, ws.terms = densenet.NewFMWorkspace(n.FMDim, maxBatch), make([]float32, maxBatch)
 	}
+	if n.Wide {
+		ws.wide = n.newWideWorkspace(maxBatch)
+	}
 	if n.Cross != nil {
 		ws.cross = n.Cross.NewWorkspace(maxBatch)
 		ws.cross.Threads = threads
-		size := maxBatch * n.Layout.Width()
+		size := maxBatch * n.inWidth()
 		ws.flat, ws.crossed, ws.dflat, ws.dcrossed = make([]float32, size), make([]float32, size), make([]float32, size), make([]float32, size)
 	}
 	return ws
@@ -166,9 +195,19 @@ func (n *Net) NewWorkspace(maxBatch, threads int) *NetWorkspace {
 // ForwardTree sets logits (Count[0] values) to the logits of the samples
 // of the compressed batch t.
 func (n *Net) ForwardTree(ws *NetWorkspace, params []float32, t densenet.Tree, logits []float32) {
+	if !n.Wide {
+		n.forwardDeep(ws, params, t, logits)
+		return
+	}
+	n.forwardDeep(ws, params, n.splitTree(ws.wide, t), logits)
+	n.addWide(ws.wide, t, logits)
+}
+
+// forwardDeep is ForwardTree without the wide part.
+func (n *Net) forwardDeep(ws *NetWorkspace, params []float32, t densenet.Tree, logits []float32) {
 	m, b := n.MLP.NumParams(), t.Count[0]
 	if n.Cross != nil {
-		size := b * n.Layout.Width()
+		size := b * n.inWidth()
 		flat, crossed := ws.flat[:size], ws.crossed[:size]
 		densenet.ExpandTree(flat, t)
 		n.Cross.Forward(ws.cross, params[m:], flat, b, crossed)
@@ -188,9 +227,20 @@ func (n *Net) ForwardTree(ws *NetWorkspace, params []float32, t densenet.Tree, l
 // dense parameters and dX[k] to that with respect to the level-k nodes'
 // pooled rows, given dlogits, the gradient with respect to the logits.
 func (n *Net) BackwardTree(ws *NetWorkspace, params []float32, t densenet.Tree, dlogits, grad []float32, dX [][]float32) {
+	if !n.Wide {
+		n.backwardDeep(ws, params, t, dlogits, grad, dX)
+		return
+	}
+	w := ws.wide
+	n.backwardDeep(ws, params, w.deepTree(t), dlogits, grad, w.deepDX[:len(t.Count)])
+	n.mergeWide(w, t, dlogits, dX)
+}
+
+// backwardDeep is BackwardTree without the wide part.
+func (n *Net) backwardDeep(ws *NetWorkspace, params []float32, t densenet.Tree, dlogits, grad []float32, dX [][]float32) {
 	m, b := n.MLP.NumParams(), t.Count[0]
 	if n.Cross != nil {
-		size := b * n.Layout.Width()
+		size := b * n.inWidth()
 		dflat, dcrossed := ws.dflat[:size], ws.dcrossed[:size]
 		n.MLP.Backward(ws.mlp, params[:m], ws.crossed[:size], b, dlogits, grad[:m], dcrossed)
 		n.Cross.Backward(ws.cross, params[m:], ws.flat[:size], b, dcrossed, grad[m:], dflat)

@@ -11,7 +11,7 @@ import (
 )
 
 // netKinds are the kinds of Net the tests build.
-var netKinds = []string{config.KindMLP, config.KindLR, config.KindFM, config.KindDeepFM, config.KindDCNv2}
+var netKinds = []string{config.KindMLP, config.KindLR, config.KindFM, config.KindDeepFM, config.KindDCNv2, config.KindWDL, "dcnv2+wide"}
 
 // testNet builds a Net of kind over 6 fields of dim 4, the first 3 at
 // level 1 (a user's), with random parameters, and a random compressed
@@ -19,6 +19,11 @@ var netKinds = []string{config.KindMLP, config.KindLR, config.KindFM, config.Kin
 func testNet(t *testing.T, kind string, n, users int, rng *rand.Rand) (*Net, []float32, densenet.Tree) {
 	t.Helper()
 	var cfg config.Config
+	if kind == "dcnv2+wide" { // the wide part with a kind that does not have it by default
+		kind = config.KindDCNv2
+		wide := true
+		cfg.Model.Wide = &wide
+	}
 	cfg.Model.Kind = kind
 	cfg.Model.Tables = []ams.TableSpec{{Name: "emb", Dim: 4}}
 	if kind != config.KindLR && kind != config.KindFM {
@@ -28,6 +33,9 @@ func testNet(t *testing.T, kind string, n, users int, rng *rand.Rand) (*Net, []f
 	net, err := NewNet(cfg, Shape{Fields: 6, Levels: []int{1, 1, 1, 0, 0, 0}})
 	if err != nil {
 		t.Fatal(err)
+	}
+	if net.Wide != cfg.Model.HasWide() || net.Wide && net.Layout.Width() != 6*4+6 {
+		t.Fatalf("%s: wide %v, layout width %d", kind, net.Wide, net.Layout.Width())
 	}
 	params := make([]float32, net.NumParams())
 	net.Init(params, 3)

@@ -326,6 +326,14 @@ func NewLayout(cfg config.Config, shape Shape) (*sparsenet.Layout, error) {
 			specs[f].Table, specs[f].DenseWidth = -1, shape.DenseWidths[f]
 		}
 	}
+	if cfg.Model.HasWide() { // the wide part: every sparse field mirrored into the dim-1 table
+		wide := tableIdx[config.WideTable]
+		for f := range fields {
+			if specs[f].Table >= 0 {
+				specs = append(specs, sparsenet.FieldSpec{Table: wide, Level: specs[f].Level, From: f + 1})
+			}
+		}
+	}
 	pooling := sparsenet.Sum
 	if cfg.Model.Pooling == "mean" {
 		pooling = sparsenet.Mean
@@ -337,8 +345,17 @@ func NewLayout(cfg config.Config, shape Shape) (*sparsenet.Layout, error) {
 	return l, nil
 }
 
-// Fields returns the number of fields of the model.
-func (t *Trainer) Fields() int { return t.layout.Fields() }
+// Fields returns the number of fields of the model (its data's, without
+// the wide part's mirror fields).
+func (t *Trainer) Fields() int {
+	n := 0
+	for f := range t.layout.Fields() {
+		if t.layout.MirrorOf(f) < 0 {
+			n++
+		}
+	}
+	return n
+}
 
 // Levels returns the number of levels of the model's input.
 func (t *Trainer) Levels() int { return t.layout.Levels() }
