@@ -22,7 +22,7 @@ cd "$(dirname "$0")/.."
 out=bench/out/zoo
 mkdir -p "$out"
 go build -o "$out/" ./cmd/worker ./cmd/ctrgen ./cmd/movielens
-models=(${MODELS:-mlp lr fm deepfm dcnv2})
+models=(${MODELS:-mlp lr fm deepfm dcnv2 wdl})
 seeds=(${SEEDS:-1 2 3})
 threads=$(nproc)
 
