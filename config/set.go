@@ -288,6 +288,7 @@ func (o *Overrides) Apply(c *Config) error {
 func LoadWith(file string, o *Overrides) (Config, error) {
 	cfg := Default()
 	formatGiven := o != nil && o.sets("train.format")
+	wideGiven := false
 	if file != "" {
 		b, err := os.ReadFile(file)
 		if err != nil {
@@ -300,6 +301,7 @@ func LoadWith(file string, o *Overrides) (Config, error) {
 		if yaml.Unmarshal(b, &root) == nil && len(root.Content) > 0 {
 			formatGiven = formatGiven || mapValue(root.Content[0], "train") != nil &&
 				mapValue(mapValue(root.Content[0], "train"), "format") != nil
+			wideGiven = mapValue(root.Content[0], "model") != nil && mapValue(mapValue(root.Content[0], "model"), "wide") != nil
 		}
 	}
 	if o != nil {
@@ -312,6 +314,8 @@ func LoadWith(file string, o *Overrides) (Config, error) {
 	}
 	if file == "" {
 		kindDefaults(&cfg, o)
+	} else if !wideGiven && (o == nil || !o.sets("model.wide")) {
+		cfg.Model.Wide = nil // the final kind's (a file's defaults were its own kind's)
 	}
 	cfg.EnsureDefaults()
 	return cfg, cfg.Validate()

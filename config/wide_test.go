@@ -4,6 +4,7 @@ import (
 	"errors"
 	"flag"
 	"io"
+	"os"
 	"strings"
 	"testing"
 )
@@ -37,6 +38,25 @@ func TestWide(t *testing.T) {
 	}
 	if c, err := Parse([]byte("model: {kind: fm}\n")); err != nil || !c.Model.HasWide() {
 		t.Errorf("a file's fm: %v, wide %v", err, c.Model.HasWide())
+	}
+	// A file's kind overridden by a flag: the wide part follows the flag's
+	// kind, unless the file or a flag says otherwise.
+	dir := t.TempDir()
+	for body, want := range map[string]bool{"model: {hidden: [8]}\n": true, "model: {hidden: [8], wide: false}\n": false} {
+		path := dir + "/job.yaml"
+		if err := os.WriteFile(path, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		var o Overrides
+		fs := flag.NewFlagSet("t", flag.ContinueOnError)
+		o.Bind(fs)
+		if err := fs.Parse([]string{"-set", "model.kind=deepfm"}); err != nil {
+			t.Fatal(err)
+		}
+		c, err := LoadWith(path, &o)
+		if err != nil || c.Model.HasWide() != want {
+			t.Errorf("file %q with -set model.kind=deepfm: %v, wide %v, want %v", body, err, c.Model.HasWide(), want)
+		}
 	}
 	for args, want := range map[string]string{
 		"model.kind=wdl model.wide=false": "Wide & Deep is the MLP plus the wide part",
