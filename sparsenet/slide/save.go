@@ -108,7 +108,9 @@ func (l *Layer) Load(r io.Reader) error {
 	if want != got {
 		return fmt.Errorf("%w: saved shape (Dim, InputDim, family, K, L, R) = %v, this layer's is %v", ErrBadSave, got, want)
 	}
-	if h.Cursor > uint64(l.d) || math.IsNaN(h.Period) || h.Period < 1 {
+	// A layer without hash tables (sparsity 1: dense training) has no
+	// rehash schedule: its period is 0.
+	if h.Cursor > uint64(l.d) || math.IsNaN(h.Period) || h.Period < 1 && (l.tables != nil || h.Period != 0) {
 		return fmt.Errorf("%w: bad rehash schedule (cursor %d, period %v)", ErrBadSave, h.Cursor, h.Period)
 	}
 	for _, a := range [][]float32{l.w, l.b, l.st, l.mb, l.vb} {

@@ -125,3 +125,38 @@ func TestLoadRefuses(t *testing.T) {
 		})
 	}
 }
+
+// TestSaveLoadDense: a layer trained densely (sparsity 1: no hash tables,
+// no rehash schedule) saves and loads too, byte for byte.
+func TestSaveLoadDense(t *testing.T) {
+	cfg := saveCfg(KindDWTA)
+	cfg.Sparsity = 1
+	a, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	for i := range 3 {
+		x, ls := benchBatch(32, cfg.InputDim, cfg.Dim, uint64(i))
+		if _, err := a.TrainBatch(x, 32, ls, nil); err != nil {
+			t.Fatal(err)
+		}
+		a.Maintain()
+	}
+	var buf bytes.Buffer
+	if err := a.Save(&buf); err != nil {
+		t.Fatal(err)
+	}
+	b, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	if err := b.Load(bytes.NewReader(buf.Bytes())); err != nil {
+		t.Fatalf("loading a dense layer: %v", err)
+	}
+	var again bytes.Buffer
+	if err := b.Save(&again); err != nil || !bytes.Equal(buf.Bytes(), again.Bytes()) {
+		t.Fatalf("the loaded dense layer saves different bytes (%v)", err)
+	}
+}
