@@ -29,13 +29,7 @@ func TestSaveLoad(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer a.Close()
-			for i := 0; i < tc.batches; i++ { // redraw period 6, 3 slices
-				x, ls := benchBatch(32, cfg.InputDim, cfg.Dim, uint64(i))
-				if _, err := a.TrainBatch(x, 32, ls, nil); err != nil {
-					t.Fatal(err)
-				}
-				a.Maintain()
-			}
+			trainBatches(t, a, cfg, tc.batches) // redraw period 6, 3 slices
 			var buf bytes.Buffer
 			if err := a.Save(&buf); err != nil {
 				t.Fatal(err)
@@ -136,13 +130,7 @@ func TestSaveLoadDense(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer a.Close()
-	for i := range 3 {
-		x, ls := benchBatch(32, cfg.InputDim, cfg.Dim, uint64(i))
-		if _, err := a.TrainBatch(x, 32, ls, nil); err != nil {
-			t.Fatal(err)
-		}
-		a.Maintain()
-	}
+	trainBatches(t, a, cfg, 3)
 	var buf bytes.Buffer
 	if err := a.Save(&buf); err != nil {
 		t.Fatal(err)
@@ -158,5 +146,17 @@ func TestSaveLoadDense(t *testing.T) {
 	var again bytes.Buffer
 	if err := b.Save(&again); err != nil || !bytes.Equal(buf.Bytes(), again.Bytes()) {
 		t.Fatalf("the loaded dense layer saves different bytes (%v)", err)
+	}
+}
+
+// trainBatches trains a on n batches of 32 and maintains it after each.
+func trainBatches(t *testing.T, a *Layer, cfg Config, n int) {
+	t.Helper()
+	for i := range n {
+		x, ls := benchBatch(32, cfg.InputDim, cfg.Dim, uint64(i))
+		if _, err := a.TrainBatch(x, 32, ls, nil); err != nil {
+			t.Fatal(err)
+		}
+		a.Maintain()
 	}
 }
