@@ -22,15 +22,7 @@ import (
 // as its final model.
 func TestEarlyStoppingKeepsBest(t *testing.T) {
 	ctx := testutil.Ctx(t, 4*time.Minute)
-	cfg := smallConfig()
-	cfg.Data.TrainSamples, cfg.Data.ValidSamples = 1500, 3000
-	cfg.Train.Epochs, cfg.Train.Patience, cfg.Train.ValidMetric = 30, 2, config.MetricLogLoss
-	cfg.Model.Hidden = []int{64, 32}
-	cfg.Model.Tables[0].Dim = 16
-	cfg.Model.Tables[0].Optimizer.LR = 0.5
-	cfg.Model.DenseOptimizer.LR = 0.01
-	store := t.TempDir()
-	cfg.Snapshot = snapshot.Policy{Store: store, Every: -1, Keep: 1}
+	cfg := overfitConfig(t)
 	lc, err := cluster.Start(ctx, cluster.Options{Shards: 2, Prefix: "/xps/early-stop-test", Config: cfg})
 	if err != nil {
 		t.Fatal(err)
@@ -42,6 +34,53 @@ func TestEarlyStoppingKeepsBest(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	checkKeptBest(t, res, cfg)
+}
+
+// TestEarlyStoppingSeveralWorkers: the first worker validates and rolls
+// the cluster back; the second, training on, is rolled back with it and
+// ends with the kept model too.
+func TestEarlyStoppingSeveralWorkers(t *testing.T) {
+	ctx := testutil.Ctx(t, 4*time.Minute)
+	cfg := overfitConfig(t)
+	lc, err := cluster.Start(ctx, cluster.Options{Shards: 2, Prefix: "/xps/early-stop-workers", Config: cfg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lc.Close()
+	res := runWorkers(t, ctx, 2, 0, job.Options{Config: cfg, Etcd: lc.Etcd(), Prefix: lc.Prefix()})
+	r := res[0]
+	if r.Best == nil || r.Ended == "" || len(r.Valid) < 4 || r.Valid[len(r.Valid)-1].When != tracker.KeptModel {
+		t.Fatalf("worker 0: best %+v, ended on best %q, %d validations: want an early stop on the kept model", r.Best, r.Ended, len(r.Valid))
+	}
+	// The other worker trains on between the best validation and the
+	// pinned snapshot: the kept model is that snapshot, near the
+	// validated one, not it exactly.
+	t.Logf("best logloss %.4f after %s; the kept model's %.4f; %s", r.Best.Value, r.Best.When, float64(r.Valid[len(r.Valid)-1].LogLoss), r.Ended)
+	if res[1].Best != nil || res[1].TestAUC != res[0].TestAUC {
+		t.Fatalf("worker 1: best %+v, test AUC %v; want no validation of its own and worker 0's final AUC %v",
+			res[1].Best, res[1].TestAUC, res[0].TestAUC)
+	}
+}
+
+// overfitConfig is a job that overfits its small training set: the
+// validation logloss falls, then rises; patience 2, a snapshot store.
+func overfitConfig(t *testing.T) config.Config {
+	cfg := smallConfig()
+	cfg.Data.TrainSamples, cfg.Data.ValidSamples = 1500, 3000
+	cfg.Train.Epochs, cfg.Train.Patience, cfg.Train.ValidMetric = 30, 2, config.MetricLogLoss
+	cfg.Model.Hidden = []int{64, 32}
+	cfg.Model.Tables[0].Dim = 16
+	cfg.Model.Tables[0].Optimizer.LR = 0.5
+	cfg.Model.DenseOptimizer.LR = 0.01
+	cfg.Snapshot = snapshot.Policy{Store: t.TempDir(), Every: -1, Keep: 1}
+	return cfg
+}
+
+// checkKeptBest checks that res, the first worker's, ended early on the
+// best model of its validations.
+func checkKeptBest(t *testing.T, res JobResult, cfg config.Config) {
+	t.Helper()
 	best, valid := res.Best, res.Valid
 	if best == nil || res.Ended == "" || len(valid) < 4 {
 		t.Fatalf("best %+v, ended on best %q, %d validations: want an early stop on the best model", best, res.Ended, len(valid))
