@@ -37,12 +37,15 @@ const keepTries = 3
 // pauses are acknowledged at once; a model that keeps state of its own in
 // the worker gives hold, which serves the snapshot's pause (see
 // SaveModel).
-func (e *Env) KeepBest(ctx context.Context, hold func(context.Context) error) (uint64, error) {
+func (e *Env) KeepBest(ctx context.Context, hold func(context.Context) error) (_ uint64, err error) {
 	if hold == nil {
 		e.Pauser.StopTraining(ctx)
-		defer e.Pauser.StartTraining()
+		defer func() {
+			if serr := e.Pauser.StartTraining(ctx); err == nil {
+				err = serr
+			}
+		}()
 	}
-	var err error
 	for try := 1; try <= keepTries; try++ {
 		var r controlplane.SnapshotResult
 		r, err = e.requestSnapshot(ctx, true, hold)

@@ -18,8 +18,9 @@ import (
 // with a new sequence number); each worker stops at its next batch
 // boundary, waits until its pushes are applied, stores its reader
 // positions in the model, acknowledges (AckPause) and waits for the resume
-// (WaitResume). A worker that is not training acknowledges at once. For a
-// snapshot the scheduler waits for the acknowledgements of the live
+// (WaitResume). A worker that is not training acknowledges at once, and
+// starts training only once that pause is resumed (Pauser.StartTraining).
+// For a snapshot the scheduler waits for the acknowledgements of the
 // workers (WaitPauseAcks), writes the snapshot, and resumes (PutResume)
 // whether the snapshot succeeded or not. A resume carries the cluster
 // version training goes on at: a version above the one a worker trained

@@ -77,11 +77,35 @@ func (p *Pauser) ack(ctx context.Context, seq uint64) error {
 	return nil
 }
 
-// StartTraining makes later requests wait for the trainer's pause.
-func (p *Pauser) StartTraining() {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.training = true
+// StartTraining makes later requests wait for the trainer's pause. A
+// request acknowledged while the worker was not training holds it until
+// its resume (the scheduler may be writing the snapshot that pause is
+// for): StartTraining waits for that resume first, acknowledging newer
+// requests at once meanwhile. It returns an error wrapping ErrRestored
+// when training resumes at a higher cluster version than SetVersion gave,
+// or ErrClusterFailed; the worker is then not training.
+func (p *Pauser) StartTraining(ctx context.Context) error {
+	for {
+		p.mu.Lock()
+		seq := p.acked.Load()
+		p.mu.Unlock()
+		if seq > 0 {
+			r, err := p.conn.WaitResume(ctx, seq)
+			if err != nil {
+				return err
+			}
+			if cur := p.version.Load(); r.Version > cur {
+				return fmt.Errorf("%w: version %d resumes, trained at %d", ErrRestored, r.Version, cur)
+			}
+		}
+		p.mu.Lock()
+		if p.acked.Load() == seq { // no request acknowledged since: none holds the worker
+			p.training = true
+			p.mu.Unlock()
+			return nil
+		}
+		p.mu.Unlock()
+	}
 }
 
 // Requested reports whether a pause request waits for the trainer.

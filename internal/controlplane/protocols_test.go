@@ -42,12 +42,21 @@ func TestPauseResume(t *testing.T) {
 	if err := c.WaitPauseAcks(ctx, []string{"w0", "gone"}, 1); err != nil {
 		t.Fatal(err)
 	}
+	// Acknowledged, so the scheduler may be writing the snapshot: training
+	// must not start before the resume (a cancelled wait says it waited).
+	stopped, cancelStopped := context.WithCancel(ctx)
+	cancelStopped()
+	if err := pz.StartTraining(stopped); !errors.Is(err, context.Canceled) {
+		t.Fatalf("StartTraining before the resume of an acknowledged pause: %v, want a wait (cancelled)", err)
+	}
 	if err := c.PutResume(ctx, 1, 0); err != nil {
 		t.Fatal(err)
 	}
 
 	// Training: the request waits for the trainer's pause.
-	pz.StartTraining()
+	if err := pz.StartTraining(ctx); err != nil {
+		t.Fatal(err)
+	}
 	if err := c.PutPause(ctx, 2); err != nil {
 		t.Fatal(err)
 	}

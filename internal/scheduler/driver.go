@@ -9,6 +9,8 @@ import (
 	"strings"
 	"time"
 
+	clientv3 "go.etcd.io/etcd/client/v3"
+
 	"github.com/xdlgo/xps/ams"
 	"github.com/xdlgo/xps/ams/client"
 	"github.com/xdlgo/xps/config"
@@ -537,14 +539,27 @@ func transient(errs []error) bool {
 }
 
 // waitPaused waits, at most Options.SnapshotPauseTimeout, for workers to
-// acknowledge pause seq: the cut of a snapshot or an export.
-func (s *Scheduler) waitPaused(ctx context.Context, workers []string, seq uint64) error {
+// acknowledge pause seq: the cut of a snapshot or an export. The workers
+// registered in etcd are waited for too, though the membership watch has
+// not shown them yet (a worker that registered just now may be training
+// already). It returns the workers waited for.
+func (s *Scheduler) waitPaused(ctx context.Context, workers []string, seq uint64) ([]string, error) {
 	wctx, cancel := context.WithTimeout(ctx, s.opts.SnapshotPauseTimeout)
 	defer cancel()
-	if err := s.conn.WaitPauseAcks(wctx, workers, seq); err != nil {
-		return fmt.Errorf("workers did not pause within %v: %w", s.opts.SnapshotPauseTimeout, err)
+	resp, err := s.cli.Get(wctx, membership.MembersPrefix(s.opts.Prefix)+membership.KindWorker+"/", clientv3.WithPrefix(), clientv3.WithKeysOnly())
+	if err != nil {
+		return workers, fmt.Errorf("listing the workers: %w", err)
 	}
-	return nil
+	workers = slices.Clone(workers)
+	for _, kv := range resp.Kvs {
+		if _, id, ok := membership.ParseMemberKey(s.opts.Prefix, string(kv.Key)); ok && !slices.Contains(workers, id) {
+			workers = append(workers, id)
+		}
+	}
+	if err := s.conn.WaitPauseAcks(wctx, workers, seq); err != nil {
+		return workers, fmt.Errorf("workers did not pause within %v: %w", s.opts.SnapshotPauseTimeout, err)
+	}
+	return workers, nil
 }
 
 // resumeCut resumes the workers paused by pause seq for a snapshot or an

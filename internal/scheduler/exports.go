@@ -116,7 +116,7 @@ func (s *Scheduler) exportOnce(ctx context.Context, m *ams.ShardMap, op *expOp, 
 		return nil, err
 	}
 	defer store.Close()
-	if err := s.waitPaused(ctx, workers, op.pauseSeq); err != nil {
+	if _, err := s.waitPaused(ctx, workers, op.pauseSeq); err != nil {
 		return nil, err
 	}
 	cl, err := s.newClient(m)

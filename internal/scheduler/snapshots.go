@@ -26,7 +26,9 @@ func (s *Scheduler) snapshotOnce(ctx context.Context, m *ams.ShardMap, op *snapO
 		return nil, err
 	}
 	defer store.Close()
-	if err := s.waitPaused(ctx, workers, op.pauseSeq); err != nil {
+	paused, err := s.waitPaused(ctx, workers, op.pauseSeq)
+	res.Workers, res.Paused = len(paused), paused
+	if err != nil {
 		return nil, err
 	}
 	cl, err := s.newClient(m)

@@ -252,7 +252,9 @@ func (m *model) attempt(ctx context.Context, env *job.Env, start checkpoint.Chec
 	m.res.Fields, m.res.Levels, m.res.DenseParams = tr.Fields(), tr.Levels(), tr.DenseParams()
 	env.Say("training on %d shards (version %d): %d fields in %d levels, %s, %d dense parameters",
 		env.Client.NumShards(), env.Version, m.res.Fields, m.res.Levels, tr.Describe(), m.res.DenseParams)
-	env.Pauser.StartTraining()
+	if err := env.Pauser.StartTraining(ctx); err != nil {
+		return Result{}, err
+	}
 	r, err := tr.Run(ctx)
 	env.Pauser.StopTraining(ctx)
 	if err == nil && env.Config.Job.TestScores != "" && env.Index == 0 && len(r.Evals) > 0 {

@@ -138,7 +138,9 @@ func (m *model) Train(ctx context.Context, env *job.Env, start *checkpoint.Check
 	env.Say("training on %d shards: embedding dim %d, hidden %v, SLIDE output of %d labels (sparsity %v, %s, K=%d L=%d R=%d), %.0f MB in the layer",
 		env.Client.NumShards(), tr.table.Dim, oc.Hidden, tr.out.Config().Dim, oc.Sparsity, oc.Family, p.K, p.L, p.R,
 		float64(tr.out.ParamBytes()+tablesBytes(tr))/1e6)
-	env.Pauser.StartTraining()
+	if err := env.Pauser.StartTraining(ctx); err != nil {
+		return err
+	}
 	defer env.Pauser.StopTraining(ctx)
 	r, err := tr.Run(ctx)
 	done := tr.modelCheckpoint(r) // what this attempt's model holds
