@@ -42,13 +42,7 @@ func TestPauseResume(t *testing.T) {
 	if err := c.WaitPauseAcks(ctx, []string{"w0", "gone"}, 1); err != nil {
 		t.Fatal(err)
 	}
-	// Acknowledged, so the scheduler may be writing the snapshot: training
-	// must not start before the resume (a cancelled wait says it waited).
-	stopped, cancelStopped := context.WithCancel(ctx)
-	cancelStopped()
-	if err := pz.StartTraining(stopped); !errors.Is(err, context.Canceled) {
-		t.Fatalf("StartTraining before the resume of an acknowledged pause: %v, want a wait (cancelled)", err)
-	}
+	checkStartWaits(t, ctx, pz)
 	if err := c.PutResume(ctx, 1, 0); err != nil {
 		t.Fatal(err)
 	}
@@ -296,5 +290,17 @@ func checkClearFailed(t *testing.T, ctx context.Context, c *controlplane.Conn) {
 	}
 	if r, ok, err := c.LastResume(ctx); !ok || err != nil || r.Version != 4 {
 		t.Fatalf("ClearFailed removed a resume: %+v, %v, %v", r, ok, err)
+	}
+}
+
+// checkStartWaits: after a pause acknowledged while not training, the
+// scheduler may be writing the snapshot, so training must not start
+// before the resume (a cancelled StartTraining says it waited).
+func checkStartWaits(t *testing.T, ctx context.Context, pz *controlplane.Pauser) {
+	t.Helper()
+	stopped, cancel := context.WithCancel(ctx)
+	cancel()
+	if err := pz.StartTraining(stopped); !errors.Is(err, context.Canceled) {
+		t.Fatalf("StartTraining before the resume of an acknowledged pause: %v, want a wait (cancelled)", err)
 	}
 }
