@@ -90,8 +90,12 @@ func TestPauseResume(t *testing.T) {
 		t.Fatalf("WaitRestored after a failure: %v", err)
 	}
 	checkClearFailed(t, ctx, c)
+	checkSnapshotTarget(t, ctx, c)
+}
 
-	// The snapshot target round-trips.
+// checkSnapshotTarget: the snapshot target round-trips.
+func checkSnapshotTarget(t *testing.T, ctx context.Context, c *controlplane.Conn) {
+	t.Helper()
 	if _, ok, err := c.GetSnapshotTarget(ctx); ok || err != nil {
 		t.Fatalf("GetSnapshotTarget before any: %v, %v", ok, err)
 	}
