@@ -307,9 +307,12 @@ func (t *Tracker) epochEnded(now time.Time) []Action {
 	return append(acts, t.next())
 }
 
-// next opens the next epoch.
+// next opens the next epoch, from the start of its data: the positions
+// of the epoch before are forgotten (a checkpoint of the new epoch holding
+// one would resume it at the old epoch's end, and skip it).
 func (t *Tracker) next() Action {
 	t.epoch, t.epochDone, t.batch = t.epoch+1, false, 0
+	clear(t.positions)
 	return Open{Epoch: t.epoch}
 }
 
