@@ -25,6 +25,24 @@ func (e *Env) KeepsBest() bool {
 	return e.Index == 0 && e.Config.HasValidation() && e.Config.Snapshot.Store != "" && e.Client != nil
 }
 
+// SayValidation says how the job uses its validation set of samples
+// samples: whether it keeps the best model (not with a model trained in
+// sync mode, sync, nor without a snapshot store) and when it stops early.
+func (e *Env) SayValidation(samples int, sync bool) {
+	t := e.Config.Train
+	plan := "; the best model is kept"
+	switch {
+	case sync:
+		plan = "; sync mode keeps the last model (the best is not kept)"
+	case !e.KeepsBest():
+		plan = "; no snapshot store: the last model is kept (set snapshot.store to keep the best)"
+	}
+	if t.Patience > 0 {
+		plan += fmt.Sprintf("; training stops after %d validations without a better %s", t.Patience, t.ValidMetric)
+	}
+	e.Say("validation: %d samples, judged by %s%s", samples, t.ValidMetric, plan)
+}
+
 // keepTries is how many times a pinned snapshot is asked for before the
 // job fails: a failed snapshot is most often a passing trouble (the
 // scheduler retries incomplete parts itself).

@@ -90,6 +90,20 @@ type Tracker struct {
 // KeptModel names the validation of a Final run (Validate.When).
 const KeptModel = "the kept model"
 
+// ValidationWords returns how a progress line names the validation when
+// ("after epoch 2", "of the kept model") and the best one so far, by
+// metric ("; best auc 0.7869 after epoch 2"; "" before the first).
+func ValidationWords(when string, best *checkpoint.Best, metric string) (at, bestSoFar string) {
+	at = "after " + when
+	if when == KeptModel {
+		at = "of " + when
+	}
+	if best != nil {
+		bestSoFar = fmt.Sprintf("; best %s %.4f after %s", metric, best.Value, best.When)
+	}
+	return at, bestSoFar
+}
+
 // validPoint is where a validation was asked for: what comes next
 // depends on it.
 type validPoint uint8

@@ -104,7 +104,7 @@ func (m *model) Prepare(ctx context.Context, env *job.Env) error {
 	m.res.Data, m.res.BestAUC = m.data.Desc, m.data.BestAUC
 	env.Say("training data: %s; %d test samples", m.data.Desc, countSamples(m.data.Test))
 	if n := countSamples(m.data.Valid); n > 0 {
-		env.Say("validation: %d samples, judged by %s%s", n, cfg.Train.ValidMetric, validPlan(env))
+		env.SayValidation(n, cfg.Train.Sync)
 	}
 	return nil
 }

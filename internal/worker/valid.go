@@ -7,7 +7,6 @@ import (
 
 	"github.com/xdlgo/xps/config"
 	"github.com/xdlgo/xps/internal/tracker"
-	"github.com/xdlgo/xps/job"
 )
 
 // ErrValidation is returned (wrapped) when the validation set gives no
@@ -37,12 +36,9 @@ func (r *run) validate(ctx context.Context, when string) (tracker.Event, error) 
 		return nil, fmt.Errorf("%w: %s is undefined after %s (%s)", ErrValidation, metric, when, e.AUCNote)
 	}
 	if w := t.opts.Progress; w != nil {
-		best := ""
-		if b := r.tk.Best(); b != nil {
-			best = fmt.Sprintf("; best %s %.4f after %s", metric, b.Value, b.When)
-		}
+		at, best := tracker.ValidationWords(when, r.tk.Best(), metric)
 		fmt.Fprintf(w, "%s: validation %s: AUC %s logloss %s (%d samples)%s\n",
-			t.opts.Name, validWhen(when), aucText(e.AUC, e.AUCNote), figure(e.LogLoss), e.Samples, best)
+			t.opts.Name, at, aucText(e.AUC, e.AUCNote), figure(e.LogLoss), e.Samples, best)
 	}
 	return tracker.Validated{Value: v}, nil
 }
@@ -54,29 +50,4 @@ func (r *run) keepBest(ctx context.Context, cp Checkpoint) error {
 		return err
 	}
 	return r.t.opts.KeepBest(ctx)
-}
-
-// validPlan says how the job uses its validation set.
-func validPlan(env *job.Env) string {
-	t := env.Config.Train
-	s := "; the best model is kept"
-	switch {
-	case t.Sync:
-		s = "; sync mode keeps the last model (the best is not kept)"
-	case !env.KeepsBest():
-		s = "; no snapshot store: the last model is kept (set snapshot.store to keep the best)"
-	}
-	if t.Patience > 0 {
-		s += fmt.Sprintf("; training stops after %d validations without a better %s", t.Patience, t.ValidMetric)
-	}
-	return s
-}
-
-// validWhen names a validation in a progress line: "after epoch 2", "of
-// the kept model".
-func validWhen(when string) string {
-	if when == tracker.KeptModel {
-		return "of " + when
-	}
-	return "after " + when
 }

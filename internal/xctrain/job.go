@@ -94,22 +94,9 @@ func (m *model) Prepare(ctx context.Context, env *job.Env) error {
 		if m.valid, err = Load(ctx, cfg.Job.Valid, policy); err != nil {
 			return fmt.Errorf("validation data: %w", err)
 		}
-		env.Say("validation: %d samples, judged by %s%s", m.valid.Len(), cfg.Train.ValidMetric, validPlan(env))
+		env.SayValidation(m.valid.Len(), false) // the SLIDE job has no sync mode
 	}
 	return nil
-}
-
-// validPlan says how the job uses its validation set.
-func validPlan(env *job.Env) string {
-	t := env.Config.Train
-	s := "; the best model is kept"
-	if !env.KeepsBest() {
-		s = "; no snapshot store: the last model is kept (set snapshot.store to keep the best)"
-	}
-	if t.Patience > 0 {
-		s += fmt.Sprintf("; training stops after %d validations without a better %s", t.Patience, t.ValidMetric)
-	}
-	return s
 }
 
 // Train runs one attempt: a trainer for the attempt's client, resumed from

@@ -38,15 +38,8 @@ func (r *run) validate(ctx context.Context, when string) (tracker.Event, error) 
 		v = p.P1
 	}
 	if w := t.opts.Progress; w != nil {
-		best := ""
-		if b := r.tk.Best(); b != nil {
-			best = fmt.Sprintf("; best %s %.4f after %s", metric, b.Value, b.When)
-		}
-		of := "after " + when
-		if when == tracker.KeptModel {
-			of = "of " + when
-		}
-		fmt.Fprintf(w, "%s: validation %s on %d samples: %v%s\n", t.opts.Name, of, e.Samples, *p, best)
+		at, best := tracker.ValidationWords(when, r.tk.Best(), metric)
+		fmt.Fprintf(w, "%s: validation %s on %d samples: %v%s\n", t.opts.Name, at, e.Samples, *p, best)
 	}
 	return tracker.Validated{Value: v}, nil
 }
