@@ -732,6 +732,27 @@ func Prune(s Store, keep int) ([]uint64, error) {
 	return removed, nil
 }
 
+// RemoveAfter removes every snapshot after seq (complete or not): a
+// rollback to seq discarded the model they hold. It returns the removed
+// sequence numbers.
+func RemoveAfter(s Store, seq uint64) ([]uint64, error) {
+	seqs, err := Snapshots(s)
+	if err != nil {
+		return nil, err
+	}
+	var removed []uint64
+	for _, n := range seqs {
+		if n <= seq {
+			continue
+		}
+		if err := s.Remove(Dir(n)); err != nil {
+			return removed, err
+		}
+		removed = append(removed, n)
+	}
+	return removed, nil
+}
+
 // RemoveIncomplete removes every snapshot without a readable manifest:
 // attempts that failed, or that a scheduler no longer leading abandoned
 // (a new leader calls it; files a shard writes into such a directory

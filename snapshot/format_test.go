@@ -413,4 +413,8 @@ func TestPrunePinned(t *testing.T) {
 	if removed, _ := snapshot.Prune(s, 2); !slices.Equal(removed, []uint64{6, 4}) {
 		t.Errorf("Prune(2) with 8 pinned removed %v, want [6 4]", removed)
 	}
+	// A rollback to 7 removes what came after it.
+	if removed, err := snapshot.RemoveAfter(s, 7); err != nil || !slices.Equal(removed, []uint64{8}) {
+		t.Errorf("RemoveAfter(7) removed %v, %v; want [8]", removed, err)
+	}
 }

@@ -74,21 +74,7 @@ func (s *Scheduler) removeAfter(seq uint64) ([]uint64, error) {
 		return nil, err
 	}
 	defer store.Close()
-	seqs, err := snapshot.Snapshots(store)
-	if err != nil {
-		return nil, err
-	}
-	var removed []uint64
-	for _, n := range seqs {
-		if n <= seq {
-			continue
-		}
-		if err := store.Remove(snapshot.Dir(n)); err != nil {
-			return removed, err
-		}
-		removed = append(removed, n)
-	}
-	return removed, nil
+	return snapshot.RemoveAfter(store, seq)
 }
 
 func (s *Scheduler) putRollbackResult(ctx context.Context, res controlplane.RollbackResult) {
