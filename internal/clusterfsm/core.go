@@ -599,10 +599,7 @@ func (c *Core) prune() {
 // restored instead, as after any failed restore.
 func (c *Core) rollback(o *Output) {
 	switch {
-	case c.state.Phase != Serving:
-		o.Rejected = fmt.Errorf("%w: it is %v", ErrNotServing, c.state)
-	case c.busy():
-		o.Rejected = fmt.Errorf("%w: a snapshot or an export is in progress", ErrSnapshotBusy)
+	case c.refuseCut(o):
 	case c.pinned == 0 || !slices.Contains(c.good, c.pinned):
 		o.Rejected = ErrNoPinned
 	default:
@@ -632,14 +629,22 @@ func (c *Core) takeExport(o *Output) {
 }
 
 func (c *Core) requestExport(o *Output) {
+	if !c.refuseCut(o) {
+		c.takeExport(o)
+	}
+}
+
+// refuseCut refuses, in o, an export or a rollback while the cluster is
+// not serving or a snapshot or an export is in progress, and reports
+// whether it did.
+func (c *Core) refuseCut(o *Output) bool {
 	switch {
 	case c.state.Phase != Serving:
 		o.Rejected = fmt.Errorf("%w: it is %v", ErrNotServing, c.state)
 	case c.busy():
 		o.Rejected = fmt.Errorf("%w: a snapshot or an export is in progress", ErrSnapshotBusy)
-	default:
-		c.takeExport(o)
 	}
+	return o.Rejected != nil
 }
 
 // exportDone ends the export in progress; a new deal of the data that
