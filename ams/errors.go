@@ -71,6 +71,12 @@ var (
 	// the scheduler and an admin write snapshots and exports and restore,
 	// only workers (and admins) push. Shards refuse it only with TLS on.
 	ErrRoleNotAllowed = errors.New("ams: role not allowed")
+	// ErrTier: the cold tier of a tiered table (its Pebble DB on the
+	// shard's disk) failed a read or a write: a disk that is full, gone or
+	// read-only. The rows the failed write held stay in DRAM (none is
+	// lost), and the table refuses requests from then on: the job fails
+	// and recovers from its last snapshot once the disk is mended.
+	ErrTier = errors.New("ams: cold tier failed")
 	// ErrUnavailable: a request that did not reach its shard, or that the
 	// shard could not serve because it stopped: not listening, connection
 	// lost, closed.

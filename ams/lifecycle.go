@@ -117,6 +117,17 @@ type RowInfo struct {
 	// Age is the number of step units since the last update: the table's
 	// step (SetStep) minus the row's, at most 2^31.
 	Age uint32
+	// Dirty reports whether a push changed the row since the last export
+	// took it (see TakeDirty).
+	Dirty bool
+	slot  uint32
+}
+
+// AppendSweptRow appends the encoding of a row a sweep shows (see
+// AppendSnapshotRow) to dst: remove may call it, before it returns true,
+// to keep the row it removes (a tiered table's cold tier).
+func (t *Table) AppendSweptRow(dst []byte, r RowInfo) []byte {
+	return t.appendSlot(dst, r.slot)
 }
 
 // Sweeper is a position of a sweep over a table's rows: how many buckets
@@ -148,7 +159,7 @@ func bucketAt(k, c int) int { return int(uint64(k) * sweepStride & uint64(c-1)) 
 // sw's lap, calls remove for each and deletes the rows for which it
 // returns true (their slots are reused by later rows). It returns the
 // rows visited, and whether the lap ended (sw begins the next). remove
-// must not call the table's methods.
+// must not call the table's methods (but AppendSweptRow).
 //
 // A lap visits the buckets in a scattered order (sweepStride), so that the
 // rows it removes leave the index evenly loaded. It visits every row that
@@ -186,7 +197,8 @@ func (t *Table) Sweep(sw *Sweeper, n int, remove func(RowInfo) bool) (visited in
 			age, st[statStep] = maxStepAge, t.step-maxStepAge
 		}
 		visited++
-		if !remove(RowInfo{ID: id, Values: w, Touched: st[statTouched], Hits: st[statHits], Age: age}) {
+		dirty := t.dirty[slot>>6]&(1<<(slot&63)) != 0
+		if !remove(RowInfo{ID: id, Values: w, Touched: st[statTouched], Hits: st[statHits], Age: age, Dirty: dirty, slot: slot}) {
 			sw.k++
 			continue
 		}
@@ -238,6 +250,54 @@ type TableUsage struct {
 	MemoryBytes int64 `json:"memory_bytes"`
 	FilterBytes int64 `json:"filter_bytes"`
 	Counters
+	// Tier is a tiered table's cold tier and its traffic: zero for a
+	// table in memory. Rows and RowBytes count the rows in DRAM only.
+	Tier TierUsage `json:"tier"`
+}
+
+// TierUsage is what the cold tier of a tiered table holds, and the
+// traffic between its tiers.
+type TierUsage struct {
+	// ColdRows is the rows on disk; ColdBytes their encoded size (values,
+	// optimizer state, statistics and key; Pebble compresses blocks, so
+	// the files may be smaller).
+	ColdRows  int64 `json:"cold_rows"`
+	ColdBytes int64 `json:"cold_bytes"`
+	// Lookups counts the ids pulls and pushes asked of the table, Misses
+	// those without a row in DRAM: 1 - Misses/Lookups is the DRAM tier's
+	// hit ratio.
+	Lookups uint64 `json:"lookups"`
+	Misses  uint64 `json:"misses"`
+	// DiskReads counts the ids read from disk (the misses, when the cold
+	// tier holds rows), in DiskBatches batched reads (one per stripe's
+	// part of a request that missed).
+	DiskReads   uint64 `json:"disk_reads"`
+	DiskBatches uint64 `json:"disk_batches"`
+	// Promoted counts rows read back from disk into DRAM, Demoted rows
+	// the budget moved from DRAM to disk.
+	Promoted uint64 `json:"promoted"`
+	Demoted  uint64 `json:"demoted"`
+}
+
+// Add adds o's figures to u.
+func (u *TierUsage) Add(o TierUsage) {
+	u.ColdRows += o.ColdRows
+	u.ColdBytes += o.ColdBytes
+	u.Lookups += o.Lookups
+	u.Misses += o.Misses
+	u.DiskReads += o.DiskReads
+	u.DiskBatches += o.DiskBatches
+	u.Promoted += o.Promoted
+	u.Demoted += o.Demoted
+}
+
+// HitRatio is the share of lookups that found their row in DRAM (1 with
+// no lookups).
+func (u TierUsage) HitRatio() float64 {
+	if u.Lookups == 0 {
+		return 1
+	}
+	return 1 - float64(u.Misses)/float64(u.Lookups)
 }
 
 // Add adds o's figures to u.
@@ -247,4 +307,5 @@ func (u *TableUsage) Add(o TableUsage) {
 	u.MemoryBytes += o.MemoryBytes
 	u.FilterBytes += o.FilterBytes
 	u.Counters = u.Counters.Add(o.Counters)
+	u.Tier.Add(o.Tier)
 }

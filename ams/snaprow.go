@@ -24,6 +24,11 @@ func (t *Table) AppendSnapshotRow(dst []byte, id uint64) ([]byte, bool) {
 	if !ok {
 		return dst, false
 	}
+	return t.appendSlot(dst, slot), true
+}
+
+// appendSlot appends the encoding of the row in slot to dst.
+func (t *Table) appendSlot(dst []byte, slot uint32) []byte {
 	w, state, st := t.split(t.rows.row(slot))
 	for _, v := range w {
 		dst = binary.LittleEndian.AppendUint32(dst, math.Float32bits(v))
@@ -34,7 +39,7 @@ func (t *Table) AppendSnapshotRow(dst []byte, id uint64) ([]byte, bool) {
 	for _, v := range st {
 		dst = binary.LittleEndian.AppendUint32(dst, v)
 	}
-	return dst, true
+	return dst
 }
 
 // LoadSnapshotRow writes id's row from its encoding (see
@@ -61,8 +66,45 @@ func (t *Table) LoadSnapshotRow(id uint64, b []byte, values, state []float32) er
 	return t.load(id, values, state, stats)
 }
 
+// SnapshotRowValues decodes the values of a row encoded by
+// AppendSnapshotRow for a table of dim dim (its first dim words).
+func SnapshotRowValues(b []byte, dim int) []float32 {
+	v := make([]float32, dim)
+	for i := range v {
+		v[i] = math.Float32frombits(binary.LittleEndian.Uint32(b[4*i:]))
+	}
+	return v
+}
+
 // StateWidth is the number of optimizer state words per row.
 func (t *Table) StateWidth() int { return t.sw }
+
+// Missing appends to dst the ids of ids that have no row, in their
+// order: what a tiered table's shard reads from its cold tier before a
+// pull or push.
+func (t *Table) Missing(ids, dst []uint64) []uint64 {
+	for k := 0; k < len(ids); k += rowGroup {
+		g := ids[k:min(k+rowGroup, len(ids))]
+		t.idx.prefetch(g)
+		for _, id := range g {
+			if _, ok := t.idx.find(id); !ok {
+				dst = append(dst, id)
+			}
+		}
+	}
+	return dst
+}
+
+// MarkDirty marks id's row dirty, as a push would: a row an export has
+// not taken yet keeps its mark when its shard moves it between tiers. It
+// reports whether the row exists.
+func (t *Table) MarkDirty(id uint64) bool {
+	slot, ok := t.idx.get(id)
+	if ok {
+		t.markDirty(slot)
+	}
+	return ok
+}
 
 // IDs appends the ids of every row to dst, in no particular order.
 func (t *Table) IDs(dst []uint64) []uint64 {

@@ -262,7 +262,32 @@ type TableSpec struct {
 	//
 	// The default value is the zero Budget: no bound.
 	Budget Budget `yaml:"budget"`
+	// Storage is where the table's rows live: "memory" (every row in
+	// DRAM; the budget drops the rows it evicts) or "tiered" (the budget
+	// bounds the rows in DRAM, and the rows it evicts go to the shard's
+	// cold tier on local disk, a Pebble DB, and come back when pulled or
+	// pushed: nothing is dropped). A tiered table needs a Budget.
+	//
+	// The default value is empty, which is "memory".
+	Storage string `yaml:"storage"`
+	// TierDir is the directory under which each shard keeps the cold
+	// tier of a tiered table (one Pebble DB per shard and directory, in a
+	// subdirectory named by the shard's ID). It must lie under one of the
+	// tier directories the shard was started with (cmd/ams -tier-dir,
+	// shard.Options.TierDirs); empty: the first of those.
+	//
+	// The default value is empty.
+	TierDir string `yaml:"tier_dir"`
 }
+
+// Storage kinds of TableSpec.Storage.
+const (
+	StorageMemory = "memory"
+	StorageTiered = "tiered"
+)
+
+// Tiered reports whether the table keeps cold rows on disk.
+func (s TableSpec) Tiered() bool { return s.Storage == StorageTiered }
 
 // Budget bounds the rows a shard holds of one table, in rows, in bytes
 // (each row costs Table.RowBytes: its values, optimizer state and
@@ -324,12 +349,30 @@ func (s TableSpec) Validate() error {
 	if s.Budget.Rows < 0 || s.Budget.Bytes < 0 {
 		errs = append(errs, fmt.Errorf("%w: table %q: budget: rows %d and bytes %d must not be negative (0: no bound)", ErrBadSpec, s.Name, s.Budget.Rows, s.Budget.Bytes))
 	}
+	errs = append(errs, s.validateStorage()...)
 	exp := s.Expiry
 	exp.EnsureDefaults()
 	for _, e := range slices.Concat(appendPrefixed(nil, "admission", adm.Validate()), appendPrefixed(nil, "expiry", exp.Validate())) {
 		errs = append(errs, fmt.Errorf("%w: table %q: %w", ErrBadSpec, s.Name, e))
 	}
 	return errors.Join(errs...)
+}
+
+// validateStorage checks Storage and TierDir.
+func (s TableSpec) validateStorage() []error {
+	switch s.Storage {
+	case "", StorageMemory:
+		if s.TierDir != "" {
+			return []error{fmt.Errorf("%w: table %q: tier_dir %q is set but storage is %q (tier_dir is for storage: tiered)", ErrBadSpec, s.Name, s.TierDir, StorageMemory)}
+		}
+	case StorageTiered:
+		if s.Budget.IsZero() {
+			return []error{fmt.Errorf("%w: table %q: storage tiered needs a budget (rows or bytes): the rows DRAM holds, the rest go to disk", ErrBadSpec, s.Name)}
+		}
+	default:
+		return []error{fmt.Errorf("%w: table %q: storage %q is not one of memory, tiered", ErrBadSpec, s.Name, s.Storage)}
+	}
+	return nil
 }
 
 // DenseSpec describes a flat dense parameter vector (the DenseNet's

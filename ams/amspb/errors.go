@@ -50,6 +50,7 @@ var Errors = [...]ErrorCode{
 	{Err: ams.ErrNoExportBase, Code: codes.FailedPrecondition, Reason: "NO_EXPORT_BASE"},
 	{Err: ams.ErrRoundAhead, Code: codes.OutOfRange, Reason: "ROUND_AHEAD"},
 	{Err: ams.ErrDuplicatePush, Code: codes.AlreadyExists, Reason: "DUPLICATE_PUSH"},
+	{Err: ams.ErrTier, Code: codes.Internal, Reason: "TIER"},
 	{Err: ams.ErrStoreNotAllowed, Code: codes.PermissionDenied, Reason: "STORE_NOT_ALLOWED"},
 	{Err: ams.ErrRoleNotAllowed, Code: codes.PermissionDenied, Reason: "ROLE_NOT_ALLOWED"},
 	{Err: ams.ErrUnknownTable, Code: codes.NotFound, Reason: "UNKNOWN_TABLE"},

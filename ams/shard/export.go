@@ -89,6 +89,9 @@ func (s *Shard) exportTable(store snapshot.Store, cat *catalog, ti *tableInfo, o
 				return b, false // removed since: a deletion
 			}
 			return export.AppendRow(b, q, v), true
+		},
+		fromCold: func(b, enc []byte) []byte {
+			return export.AppendRow(b, q, ams.SnapshotRowValues(enc, ti.spec.Dim))
 		}}
 	f, err := w.write(tw)
 	if err != nil {
@@ -113,13 +116,20 @@ func (s *Shard) exportIDs(cat *catalog, ti *tableInfo, delta bool) ([][]uint64, 
 		tab := st.tables[ti.idx]
 		var tombs []uint64
 		tombs, lost[i] = st.takeTombstones(ti)
+		cd := st.lives[ti.idx].coldOf()
 		if !delta {
 			tab.ClearDirty()
-			ids[i] = tab.IDs(make([]uint64, 0, tab.Len()))
-			sortIDs(ids[i])
-			return nil
+			if cd != nil {
+				cd.takeDirty(nil)
+			}
+			var err error
+			ids[i], err = st.allIDs(ti)
+			return err
 		}
 		ids[i] = append(tab.TakeDirty(nil), tombs...)
+		if cd != nil {
+			ids[i] = cd.takeDirty(ids[i])
+		}
 		sortIDs(ids[i])
 		ids[i] = slices.Compact(ids[i])
 		return nil

@@ -68,6 +68,9 @@ type life struct {
 	handLap   uint32
 	tombs     []uint64
 	lostTombs uint64
+	// cold is a tiered table's cold tier (tiered.go), nil for a table in
+	// memory: the rows the hand evicts go there.
+	cold *cold
 }
 
 // newLife builds the lifecycle of a table declared with spec in one of n
@@ -164,13 +167,21 @@ func (l *life) evict(tab *ams.Table) {
 			if evicted >= over || r.Age < sinceLap {
 				return false
 			}
-			l.tomb(r.ID)
+			if l.cold != nil {
+				l.cold.keep(tab, r)
+			} else {
+				l.tomb(r.ID)
+			}
 			evicted++
 			return true
 		})
 		if lapEnd {
 			l.handLap = step
 		}
+	}
+	if l.cold != nil {
+		l.cold.flush(tab) // demoted, not removed
+		return
 	}
 	tab.CountEvicted(int(evicted))
 }

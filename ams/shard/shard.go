@@ -9,7 +9,9 @@ import (
 	"time"
 
 	"github.com/xdlgo/xps/ams"
+	"github.com/xdlgo/xps/ams/tier"
 	"github.com/xdlgo/xps/filters"
+	"github.com/xdlgo/xps/internal/hdfsconn"
 )
 
 // Options configure a Shard. The zero value is usable.
@@ -54,6 +56,14 @@ type Options struct {
 	// checked: the caller opened the store. The default value is none:
 	// every location is refused.
 	Stores []string
+	// TierDirs are the directories where the shard may keep the cold
+	// tiers of tiered tables (ams.TableSpec.Storage): a table's TierDir
+	// must be one or lie under one (checked as Stores are), and a table
+	// that names none uses the first. The shard keeps each in a
+	// subdirectory named by its ID, whose contents it discards when it
+	// opens it (a restarted shard restores from a snapshot). The default
+	// value is none: a tiered table is refused.
+	TierDirs []string
 }
 
 // MaxStripes bounds Options.Stripes: a stripe is a goroutine and a share
@@ -71,7 +81,13 @@ func (o Options) Validate() error {
 		return fmt.Errorf("%w: %d partitions: give 1 to %d (0: %d)", ams.ErrBadSpec, o.Partitions, ams.MaxPartitions, ams.DefaultPartitions)
 	}
 	_, err := parseStoreRoots(o.Stores)
-	return err
+	_, terr := parseStoreRoots(o.TierDirs)
+	for _, d := range o.TierDirs {
+		if hdfsconn.IsURI(d) {
+			terr = errors.Join(terr, fmt.Errorf("%w: tier directory %q: a cold tier is on local disk, not HDFS", ams.ErrBadSpec, d))
+		}
+	}
+	return errors.Join(err, terr)
 }
 
 // EnsureDefaults fills zero fields with their defaults.
@@ -98,6 +114,8 @@ type tableInfo struct {
 	idx  int
 	spec ams.TableSpec
 	salt uint64
+	// tier is a tiered table's cold tier store, nil for a table in memory.
+	tier *tier.Store
 }
 
 // denseInfo describes a declared dense range; immutable once published.
@@ -168,6 +186,8 @@ type Shard struct {
 
 	// stores are Options.Stores, cleaned by New; immutable.
 	stores storeRoots
+	// tiers are the cold tier stores of tiered tables (tiered.go).
+	tiers tiers
 
 	pulls, pushes, rowsPulled, rowsPushed atomic.Uint64
 
@@ -182,6 +202,7 @@ func New(opts Options) *Shard {
 	opts.EnsureDefaults()
 	s := &Shard{opts: opts, done: make(chan struct{}), applied: map[string]*ams.Applied{}}
 	s.stores, _ = parseStoreRoots(opts.Stores)
+	s.tiers.roots, _ = parseStoreRoots(opts.TierDirs)
 	s.version.Store(opts.Version)
 	s.cat.Store(newCatalog(opts.Partitions))
 	s.stripes = make([]*stripe, opts.Stripes)
@@ -189,7 +210,7 @@ func New(opts Options) *Shard {
 		// Unbuffered: a send succeeds only when the owner takes the task,
 		// so every task sent is served even if Close races with it.
 		st := &stripe{in: make(chan *task), dense: map[string]*ams.DenseVar{}, version: s.version.Load(),
-			n: opts.Stripes, hook: opts.Expire, now: s.now, step: s.step}
+			i: i, n: opts.Stripes, hook: opts.Expire, now: s.now, step: s.step}
 		s.stripes[i] = st
 		s.wg.Add(1)
 		go func() {
@@ -205,7 +226,7 @@ func New(opts Options) *Shard {
 func (s *Shard) Close() error {
 	s.closing.Do(func() { close(s.done) })
 	s.wg.Wait()
-	return nil
+	return s.tiers.close()
 }
 
 // ID returns the shard's ID.
@@ -332,6 +353,13 @@ func (s *Shard) Declare(version uint64, tables []ams.TableSpec, dense []DenseDec
 			continue
 		}
 		ti := &tableInfo{idx: len(next.tables), spec: spec, salt: ams.TableHash(spec.Name)}
+		if spec.Tiered() {
+			store, err := s.tiers.storeFor(s.opts.ID, spec)
+			if err != nil {
+				return nil, fmt.Errorf("ams: declare table %q: %w", spec.Name, err)
+			}
+			ti.tier = store
+		}
 		next.tables[spec.Name] = ti
 		created = append(created, spec.Name)
 		for i := range tasks {
@@ -580,9 +608,12 @@ func (s *Shard) PushDense(version uint64, name string, grad []float32) error {
 type TableStats = ams.TableUsage
 
 // tableStats returns the stats of one stripe's table.
-func tableStats(tab *ams.Table) TableStats {
+func tableStats(tab *ams.Table, l *life) TableStats {
 	ts := TableStats{Name: tab.Spec().Name, Rows: int64(tab.Len()), MemoryBytes: tab.MemoryBytes(),
 		RowBytes: int64(tab.Len() * tab.RowBytes()), Counters: tab.Counters()}
+	if l != nil && l.cold != nil {
+		ts.Tier = l.cold.usageNow()
+	}
 	if f := tab.Filter(); f != nil {
 		ts.FilterBytes = int64(f.MemoryBytes())
 	}
@@ -599,6 +630,8 @@ type Stats struct {
 	// Applied is the shard's records of applied pushes, by worker (see
 	// ams.Origin).
 	Applied map[string]*ams.Applied
+	// Tiers are the cold tier stores of the shard's tiered tables.
+	Tiers []TierStats
 }
 
 // Stats collects table sizes from every stripe owner and the counters.
@@ -613,7 +646,7 @@ func (s *Shard) Stats() (Stats, error) {
 	}
 	st := Stats{ID: s.opts.ID, Version: s.version.Load(), Tables: make([]TableStats, len(cat.tables)),
 		Pulls: s.pulls.Load(), Pushes: s.pushes.Load(), RowsPulled: s.rowsPulled.Load(), RowsPushed: s.rowsPushed.Load(),
-		Applied: s.Applied()}
+		Applied: s.Applied(), Tiers: s.tiers.stats()}
 	for name, ti := range cat.tables {
 		ts := TableStats{Name: name}
 		for _, t := range tasks {

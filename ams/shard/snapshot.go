@@ -116,6 +116,9 @@ type tableWrite struct {
 	// deletions lets gone rows through as deletions (an export's); a
 	// snapshot's rows must all be there.
 	deletions bool
+	// fromCold appends the encoding of a row of the cold tier (its
+	// snapshot encoding, enc) to b; nil: enc as it is.
+	fromCold func(b, enc []byte) []byte
 }
 
 // writeTable writes ti's rows in id order into snapshot seq.
@@ -180,13 +183,26 @@ func (w *tableWrite) write(tw *snapshot.TableWriter) (snapshot.FileMeta, error) 
 func (s *Shard) sortedIDs(ti *tableInfo) ([][]uint64, error) {
 	ids := make([][]uint64, len(s.stripes))
 	if err := s.onStripes(func(i int, st *stripe) error {
-		tab := st.tables[ti.idx]
-		ids[i] = tab.IDs(make([]uint64, 0, tab.Len()))
-		sortIDs(ids[i])
-		return nil
+		var err error
+		ids[i], err = st.allIDs(ti)
+		return err
 	}); err != nil {
 		return nil, err
 	}
+	return ids, nil
+}
+
+// allIDs lists the ids of the stripe's rows of ti, in both tiers, sorted.
+func (st *stripe) allIDs(ti *tableInfo) ([]uint64, error) {
+	tab := st.tables[ti.idx]
+	ids := tab.IDs(make([]uint64, 0, tab.Len()))
+	if l := st.lives[ti.idx]; l != nil && l.cold != nil {
+		var err error
+		if ids, err = l.cold.ids(ids); err != nil {
+			return nil, err
+		}
+	}
+	sortIDs(ids)
 	return ids, nil
 }
 
@@ -217,24 +233,56 @@ func (w *tableWrite) plan(c *writeChunk) bool {
 func (w *tableWrite) encode(c *writeChunk) <-chan error {
 	done := make(chan error, 1)
 	go func() {
-		done <- w.s.onStripes(func(i int, st *stripe) error {
-			tab := st.tables[w.ti.idx]
-			own := w.ids[i][c.lo[i]:c.hi[i]]
-			b, gone := c.bufs[i][:0], c.gone[i][:0]
-			for j, id := range own {
-				var ok bool
-				if b, ok = w.row(tab, b, id); !ok {
-					if !w.deletions {
-						return fmt.Errorf("row %d vanished while being written (were pushes paused?)", id)
-					}
-					gone = append(gone, j)
-				}
-			}
-			c.bufs[i], c.gone[i] = b, gone
-			return nil
-		})
+		done <- w.s.onStripes(func(i int, st *stripe) error { return w.encodeStripe(st, i, c) })
 	}()
 	return done
+}
+
+// encodeStripe encodes stripe i's rows of c, on its owner: from DRAM, and
+// those DRAM lacks from a tiered table's cold tier, read in one batch.
+func (w *tableWrite) encodeStripe(st *stripe, i int, c *writeChunk) error {
+	tab := st.tables[w.ti.idx]
+	own := w.ids[i][c.lo[i]:c.hi[i]]
+	var cd *cold
+	var coldIDs []uint64 // own's ids without a row in DRAM, sorted as own is
+	if l := st.lives[w.ti.idx]; l != nil && l.cold != nil && l.cold.rows > 0 {
+		cd = l.cold
+		if coldIDs = tab.Missing(own, nil); len(coldIDs) > 0 {
+			if err := cd.read(coldIDs); err != nil {
+				return err
+			}
+		}
+	}
+	b, gone := c.bufs[i][:0], c.gone[i][:0]
+	k := 0 // next of coldIDs
+	for j, id := range own {
+		var ok bool
+		if b, ok = w.row(tab, b, id); ok {
+			continue
+		}
+		if k < len(coldIDs) && coldIDs[k] == id {
+			k++
+			if cd.found[k-1] {
+				b = w.coldRow(b, cd.got[k-1])
+				continue
+			}
+		}
+		if !w.deletions {
+			return fmt.Errorf("row %d vanished while being written (were pushes paused?)", id)
+		}
+		gone = append(gone, j)
+	}
+	c.bufs[i], c.gone[i] = b, gone
+	return nil
+}
+
+// coldRow appends the row a tiered table's cold tier holds (enc, encoded
+// as ams.Table.AppendSnapshotRow does) to b in the written encoding.
+func (w *tableWrite) coldRow(b, enc []byte) []byte {
+	if w.fromCold == nil {
+		return append(b, enc...)
+	}
+	return w.fromCold(b, enc)
 }
 
 // add hands c's encoded rows to tw in id order.
@@ -436,6 +484,9 @@ func (s *Shard) reset(v uint64, partitions int) error {
 		return err
 	}
 	s.cat.Store(newCatalog(partitions))
+	if err := s.tiers.clear(); err != nil {
+		return err
+	}
 	s.stateMu.Lock()
 	s.state = map[string][]byte{}
 	s.stateMu.Unlock()
@@ -601,6 +652,9 @@ func (s *Shard) emptyTable(ti *tableInfo, reserve int) error {
 			tab.Delete(id)
 		}
 		tab.Reserve(reserve)
+		if l := st.lives[ti.idx]; l != nil && l.cold != nil {
+			return l.cold.empty()
+		}
 		return nil
 	})
 }
@@ -636,6 +690,10 @@ func (r *tableRestore) load(c *restoreChunk) <-chan error {
 				if err := tab.LoadSnapshotRow(id, b[j*n:(j+1)*n], values, state); err != nil {
 					return err
 				}
+			}
+			if l := st.lives[r.ti.idx]; l != nil && l.cold != nil && int64(tab.Len()) > l.limit {
+				l.evict(tab) // the excess to disk (tiered.go, 4)
+				return l.cold.err
 			}
 			return nil
 		})

@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/xdlgo/xps/ams"
 	"github.com/xdlgo/xps/snapshot"
@@ -39,8 +40,10 @@ func newTestClusterOf(t *testing.T, n int, spec ams.TableSpec) *testCluster {
 	t.Helper()
 	c := &testCluster{}
 	var ids []string
+	tierDirs := []string{t.TempDir()} // for a tiered spec
 	for i := range n {
-		s := New(Options{ID: fmt.Sprintf("ams-%d", i), Stripes: 3, Partitions: snapPartitions})
+		s := New(Options{ID: fmt.Sprintf("ams-%d", i), Stripes: 3, Partitions: snapPartitions, TierDirs: tierDirs,
+			Now: func() time.Time { return time.Unix(1_700_000_000, 0) }}) // rows compare bit for bit
 		t.Cleanup(func() { s.Close() })
 		c.shards = append(c.shards, s)
 		ids = append(ids, s.ID())

@@ -73,9 +73,9 @@ type stripe struct {
 	tables []*ams.Table // indexed by tableInfo.idx
 	lives  []*life      // each table's lifecycle (lifecycle.go), likewise
 	dense  map[string]*ams.DenseVar
-	// n is the shard's stripe count, hook its Options.Expire, now its
+	// i is the stripe's number, n the shard's stripe count, hook its Options.Expire, now its
 	// clock (Unix seconds): what the lifecycle of a table needs.
-	n    int
+	i, n int
 	hook filters.ExpireFunc
 	now  func() uint32
 	step func() uint32 // the shard's sample clock (Shard.step)
@@ -120,13 +120,22 @@ func (st *stripe) run(done <-chan struct{}) {
 
 // rows serves a pull or push of rows, and notes in st.work the rows each
 // table created (a pull without create creates none and notes nothing).
-func (st *stripe) rows(t *task) {
+func (st *stripe) rows(t *task) error {
 	for i := range t.parts {
 		p := &t.parts[i]
 		if len(p.ids) == 0 {
 			continue
 		}
 		tab := st.tables[p.table]
+		if l := st.lives[p.table]; l != nil && l.cold != nil {
+			if int64(len(p.ids)) > l.limit {
+				return fmt.Errorf("%w: table %q: a request's part of %d rows is over the stripe's budget share of %d rows: raise the table's budget (a tiered table holds one request's rows in DRAM at once)",
+					ams.ErrBadRequest, l.name, len(p.ids), l.limit)
+			}
+			if err := l.cold.promote(tab, p.ids); err != nil {
+				return err
+			}
+		}
 		tab.SetStep(t.step)
 		if t.op == opPush {
 			n := tab.PushAt(p.ids, p.pos, p.buf, t.now)
@@ -135,6 +144,7 @@ func (st *stripe) rows(t *task) {
 			st.work = append(st.work, work{table: p.table, created: n, now: t.now})
 		}
 	}
+	return nil
 }
 
 // work is a table a pull or push touched: what maintain needs of it.
@@ -165,6 +175,9 @@ func (st *stripe) serve(t *task) error {
 			if err != nil {
 				return fmt.Errorf("ams: declare table %q: %w", ti.spec.Name, err)
 			}
+			if ti.tier != nil {
+				l.cold = newCold(tab, ti.tier, tierSpace(ti.idx, st.i))
+			}
 			for len(st.tables) <= ti.idx {
 				st.tables, st.lives = append(st.tables, nil), append(st.lives, nil)
 			}
@@ -183,7 +196,7 @@ func (st *stripe) serve(t *task) error {
 			st.dense[d.info.spec.Name] = v
 		}
 	case opPull, opPush:
-		st.rows(t)
+		return st.rows(t)
 	case opDensePull:
 		v := st.dense[t.dense]
 		if !v.Initialized() {
@@ -199,7 +212,7 @@ func (st *stripe) serve(t *task) error {
 	case opStats:
 		for idx, tab := range st.tables {
 			if tab != nil && idx < len(t.stats) {
-				t.stats[idx] = tableStats(tab)
+				t.stats[idx] = tableStats(tab, st.lives[idx])
 			}
 		}
 	}

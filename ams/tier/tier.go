@@ -224,6 +224,31 @@ func (s *Store) Scan(table uint32, fn func(id uint64, row []byte) error) error {
 	return nil
 }
 
+// IDs appends the id of every row of table to dst, in id order.
+func (s *Store) IDs(table uint32, dst []uint64) ([]uint64, error) {
+	var lo, hi [keyLen]byte
+	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: key(lo[:], table, 0), UpperBound: tableEnd(hi[:0], table)})
+	if err != nil {
+		return dst, fmt.Errorf("tier: list ids in %s: %w", s.dir, err)
+	}
+	for ok := it.First(); ok; ok = it.Next() {
+		dst = append(dst, binary.BigEndian.Uint64(it.Key()[4:]))
+	}
+	if err := errors.Join(it.Error(), it.Close()); err != nil {
+		return dst, fmt.Errorf("tier: list ids in %s: %w", s.dir, err)
+	}
+	return dst, nil
+}
+
+// Clear removes every row of every table.
+func (s *Store) Clear() error {
+	var hi [keyLen + 1]byte
+	if err := s.db.DeleteRange(nil, tableEnd(hi[:0], ^uint32(0)), pebble.NoSync); err != nil {
+		return fmt.Errorf("tier: clear %s: %w", s.dir, err)
+	}
+	return nil
+}
+
 // DropTable removes every row of table.
 func (s *Store) DropTable(table uint32) error {
 	var lo, hi [keyLen]byte

@@ -1,0 +1,340 @@
+package shard
+
+import (
+	"errors"
+	"fmt"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/xdlgo/xps/ams"
+	"github.com/xdlgo/xps/ams/tier"
+)
+
+// Tiered tables (issue 25). A table declared with storage tiered keeps at
+// most its budget's rows in DRAM, in the stripes' tables as any other, and
+// the rest in the shard's cold tier: a Pebble DB (package tier) on local
+// disk, one per shard and tier directory, where each stripe's rows of the
+// table are one key range (its space). The stripe owner is the only
+// reader and writer of its space, as of its DRAM rows:
+//
+//  1. A row is in one tier at a time: a pull or push first finds the ids
+//     of its part that have no row in DRAM, reads them from disk with one
+//     batched, sorted read, loads those found into DRAM and deletes them
+//     from disk (promotion); then it runs as on a table in memory. So
+//     admission, creation and the optimizer see every row the table holds
+//     wherever it was: the rows a tiered table ends with are those of the
+//     table in memory, bit for bit.
+//  2. The budget's CLOCK (lifecycle.go) moves the rows it evicts to disk
+//     in one sorted batch per maintain (demotion) instead of dropping
+//     them: no tombstone, no eviction counted. A write that fails puts
+//     its rows back in DRAM (over budget: none is lost) and the table
+//     fails every request from then on with ams.ErrTier, as does a failed
+//     read: the job stops and recovers from its last snapshot.
+//  3. A row keeps its dirty mark (an export's) across tiers: the cold tier
+//     keeps the ids of dirty rows it holds, and a promotion marks them
+//     again.
+//  4. A snapshot or export lists, and reads, the rows of both tiers (the
+//     cold ones in a batched read per chunk); a restore loads the rows into
+//     DRAM a chunk at a time, and the budget moves the excess to disk
+//     after each chunk. A reset (restore, begin) and a table's emptying
+//     clear the disk's rows with the DRAM's.
+//  5. The DB's files are scratch space: a shard's first open discards
+//     what an earlier process left (tier.Options.Fresh), since a shard
+//     that died restores both tiers from a snapshot.
+
+// tierSpace is the key range of stripe's rows of the table idx.
+func tierSpace(idx, stripe int) uint32 { return uint32(idx)<<10 | uint32(stripe) }
+
+// tiers are a shard's cold tier stores, one per tier directory, opened at
+// the first declaration of a tiered table in the directory and closed by
+// Close.
+type tiers struct {
+	roots storeRoots // Options.TierDirs, cleaned
+	mu    sync.Mutex
+	open  map[string]*tier.Store // by the store's directory
+}
+
+// storeFor returns the store of a tiered table's spec: in the spec's tier
+// directory, which must lie under one of the roots, or the first root.
+func (t *tiers) storeFor(id string, spec ams.TableSpec) (*tier.Store, error) {
+	dir := spec.TierDir
+	if dir == "" {
+		if len(t.roots.dirs) == 0 {
+			return nil, fmt.Errorf("%w: table %q is tiered, and this shard has no tier directory (start it with -tier-dir DIR, shard.Options.TierDirs)", ams.ErrBadSpec, spec.Name)
+		}
+		dir = t.roots.dirs[0]
+	}
+	real, err := t.roots.allowed(dir)
+	if err != nil {
+		return nil, fmt.Errorf("table %q: tier_dir: %w", spec.Name, err)
+	}
+	path := filepath.Join(real, safeName(id))
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if s, ok := t.open[path]; ok {
+		return s, nil
+	}
+	s, err := tier.Open(tier.Options{Dir: path, Fresh: true})
+	if err != nil {
+		return nil, fmt.Errorf("%w: table %q: %w", ams.ErrTier, spec.Name, err)
+	}
+	if t.open == nil {
+		t.open = map[string]*tier.Store{}
+	}
+	t.open[path] = s
+	return s, nil
+}
+
+// safeName makes a shard ID a directory name.
+func safeName(id string) string {
+	return strings.Map(func(r rune) rune {
+		if r == '/' || r == '\\' || r == ':' || r == 0 {
+			return '_'
+		}
+		return r
+	}, id)
+}
+
+// clear removes every cold row (a reset).
+func (t *tiers) clear() error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	var errs []error
+	for _, s := range t.open {
+		if err := s.Clear(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// close closes every store.
+func (t *tiers) close() error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	var errs []error
+	for _, s := range t.open {
+		errs = append(errs, s.Close())
+	}
+	t.open = nil
+	return errors.Join(errs...)
+}
+
+// stats returns every store's figures, by directory.
+func (t *tiers) stats() []TierStats {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	var out []TierStats
+	for dir, s := range t.open {
+		out = append(out, TierStats{Dir: dir, Stats: s.Stats()})
+	}
+	slices.SortFunc(out, func(a, b TierStats) int { return strings.Compare(a.Dir, b.Dir) })
+	return out
+}
+
+// TierStats are one cold tier store's figures (Pebble's included).
+type TierStats struct {
+	Dir string
+	tier.Stats
+}
+
+// cold is a stripe's cold tier of one tiered table.
+type cold struct {
+	name  string
+	store *tier.Store
+	space uint32
+	// rows is the rows the space holds; err the failure that stopped the
+	// table (invariant 2).
+	rows int64
+	err  error
+	// dirty holds the ids of the space's rows that an export has not
+	// taken (invariant 3).
+	dirty map[uint64]struct{}
+	usage ams.TierUsage
+
+	// Buffers, reused: a read's ids, rows and flags; the row being
+	// loaded; the rows an eviction keeps, to write.
+	miss         []uint64
+	got          [][]byte
+	found        []bool
+	values, st   []float32
+	evIDs        []uint64
+	evRows       []byte
+	evDirty      []bool
+	order        []int
+	putIDs       []uint64
+	putRows      [][]byte
+	rowBytesEach int
+}
+
+func newCold(tab *ams.Table, store *tier.Store, space uint32) *cold {
+	return &cold{name: tab.Spec().Name, store: store, space: space, dirty: map[uint64]struct{}{},
+		values: make([]float32, tab.Dim()), st: make([]float32, tab.StateWidth()), rowBytesEach: tab.SnapshotRowBytes()}
+}
+
+// fail records the first failure of the cold tier and returns it.
+func (c *cold) fail(err error) error {
+	if c.err == nil {
+		c.err = fmt.Errorf("%w: table %q: %w (the table refuses requests until the shard is restored)", ams.ErrTier, c.name, err)
+	}
+	return c.err
+}
+
+// read reads the rows of ids (sorted, unique) from disk into c.got and
+// c.found.
+func (c *cold) read(ids []uint64) error {
+	n := len(ids)
+	for len(c.got) < n {
+		c.got = append(c.got, nil)
+	}
+	c.found = slices.Grow(c.found[:0], n)[:n]
+	if err := c.store.Get(c.space, ids, c.got[:n], c.found); err != nil {
+		return c.fail(err)
+	}
+	c.usage.DiskReads += uint64(n)
+	c.usage.DiskBatches++
+	return nil
+}
+
+// promote moves the rows of ids (a part of a pull or push) that are on
+// disk into tab (invariant 1).
+func (c *cold) promote(tab *ams.Table, ids []uint64) error {
+	if c.err != nil {
+		return c.err
+	}
+	c.usage.Lookups += uint64(len(ids))
+	c.miss = tab.Missing(ids, c.miss[:0])
+	c.usage.Misses += uint64(len(c.miss))
+	if len(c.miss) == 0 || c.rows == 0 {
+		return nil
+	}
+	sortIDs(c.miss)
+	c.miss = slices.Compact(c.miss)
+	if err := c.read(c.miss); err != nil {
+		return err
+	}
+	moved := c.miss[:0] // the found ones, compacted in place behind the reads
+	for i, id := range c.miss {
+		if !c.found[i] {
+			continue
+		}
+		if err := tab.LoadSnapshotRow(id, c.got[i], c.values, c.st); err != nil {
+			return c.fail(err)
+		}
+		if _, ok := c.dirty[id]; ok {
+			tab.MarkDirty(id)
+			delete(c.dirty, id)
+		}
+		moved = append(moved, id)
+	}
+	if len(moved) == 0 {
+		return nil
+	}
+	if err := c.store.Delete(c.space, moved); err != nil {
+		return c.fail(err)
+	}
+	c.rows -= int64(len(moved))
+	c.usage.Promoted += uint64(len(moved))
+	return nil
+}
+
+// keep encodes a row the budget's hand evicts, to write it by flush.
+func (c *cold) keep(tab *ams.Table, r ams.RowInfo) {
+	c.evIDs = append(c.evIDs, r.ID)
+	c.evRows = tab.AppendSweptRow(c.evRows, r)
+	c.evDirty = append(c.evDirty, r.Dirty)
+}
+
+// flush writes the rows keep encoded to disk in one sorted batch
+// (invariant 2).
+func (c *cold) flush(tab *ams.Table) {
+	n := len(c.evIDs)
+	if n == 0 {
+		return
+	}
+	defer func() { c.evIDs, c.evRows, c.evDirty = c.evIDs[:0], c.evRows[:0], c.evDirty[:0] }()
+	c.order = c.order[:0]
+	for i := range n {
+		c.order = append(c.order, i)
+	}
+	slices.SortFunc(c.order, func(a, b int) int {
+		if c.evIDs[a] < c.evIDs[b] {
+			return -1
+		}
+		return 1 // ids are unique
+	})
+	c.putIDs, c.putRows = c.putIDs[:0], c.putRows[:0]
+	w := c.rowBytesEach
+	for _, i := range c.order {
+		c.putIDs = append(c.putIDs, c.evIDs[i])
+		c.putRows = append(c.putRows, c.evRows[i*w:(i+1)*w])
+	}
+	if err := c.store.Put(c.space, c.putIDs, c.putRows); err != nil {
+		c.fail(err)
+		for i, id := range c.evIDs { // back in DRAM, over budget: lost nowhere
+			if tab.LoadSnapshotRow(id, c.evRows[i*w:(i+1)*w], c.values, c.st) == nil && c.evDirty[i] {
+				tab.MarkDirty(id)
+			}
+		}
+		return
+	}
+	for i, id := range c.evIDs {
+		if c.evDirty[i] {
+			c.dirty[id] = struct{}{}
+		}
+	}
+	c.rows += int64(n)
+	c.usage.Demoted += uint64(n)
+}
+
+// ids appends the ids of the space's rows to dst.
+func (c *cold) ids(dst []uint64) ([]uint64, error) {
+	if c.err != nil {
+		return dst, c.err
+	}
+	if c.rows == 0 {
+		return dst, nil
+	}
+	dst, err := c.store.IDs(c.space, dst)
+	if err != nil {
+		return dst, c.fail(err)
+	}
+	return dst, nil
+}
+
+// takeDirty appends the dirty cold ids to dst and forgets them.
+func (c *cold) takeDirty(dst []uint64) []uint64 {
+	for id := range c.dirty {
+		dst = append(dst, id)
+	}
+	clear(c.dirty)
+	return dst
+}
+
+// empty deletes every row of the space.
+func (c *cold) empty() error {
+	if err := c.store.DropTable(c.space); err != nil {
+		return c.fail(err)
+	}
+	c.rows = 0
+	clear(c.dirty)
+	return nil
+}
+
+// coldOf returns l's cold tier, nil for a table in memory (or no life).
+func (l *life) coldOf() *cold {
+	if l == nil {
+		return nil
+	}
+	return l.cold
+}
+
+// usageNow returns the tier's figures.
+func (c *cold) usageNow() ams.TierUsage {
+	u := c.usage
+	u.ColdRows = c.rows
+	u.ColdBytes = c.rows * int64(c.rowBytesEach+12)
+	return u
+}
