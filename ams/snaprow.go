@@ -70,10 +70,16 @@ func (t *Table) LoadSnapshotRow(id uint64, b []byte, values, state []float32) er
 // AppendSnapshotRow for a table of dim dim (its first dim words).
 func SnapshotRowValues(b []byte, dim int) []float32 {
 	v := make([]float32, dim)
-	for i := range v {
-		v[i] = math.Float32frombits(binary.LittleEndian.Uint32(b[4*i:]))
-	}
+	DecodeSnapshotValues(v, b)
 	return v
+}
+
+// DecodeSnapshotValues decodes the first len(dst) values of a row encoded
+// by AppendSnapshotRow into dst.
+func DecodeSnapshotValues(dst []float32, b []byte) {
+	for i := range dst {
+		dst[i] = math.Float32frombits(binary.LittleEndian.Uint32(b[4*i:]))
+	}
 }
 
 // StateWidth is the number of optimizer state words per row.
@@ -89,6 +95,21 @@ func (t *Table) Missing(ids, dst []uint64) []uint64 {
 		for _, id := range g {
 			if _, ok := t.idx.find(id); !ok {
 				dst = append(dst, id)
+			}
+		}
+	}
+	return dst
+}
+
+// MissingAt appends to dst the indices in ids of the ids that have no
+// row, in order.
+func (t *Table) MissingAt(ids []uint64, dst []int32) []int32 {
+	for k := 0; k < len(ids); k += rowGroup {
+		g := ids[k:min(k+rowGroup, len(ids))]
+		t.idx.prefetch(g)
+		for j, id := range g {
+			if _, ok := t.idx.find(id); !ok {
+				dst = append(dst, int32(k+j))
 			}
 		}
 	}

@@ -7,7 +7,9 @@ import (
 	"log/slog"
 	"maps"
 	"os"
+	"path/filepath"
 	"runtime"
+	"slices"
 	"sync/atomic"
 	"time"
 
@@ -76,11 +78,25 @@ func (o *Options) stores() []string {
 	return out
 }
 
+// tierDirs are the tier directories of the cluster's shards: a scratch
+// directory of the cluster's own (the default, removed by Close), and
+// every tier_dir of the config's tables.
+func (c *Cluster) tierDirs() []string {
+	out := []string{filepath.Join(c.dir, "tier")}
+	os.MkdirAll(out[0], 0o755) // a failure shows at the declaration of a tiered table
+	for _, t := range c.opts.Config.Model.Tables {
+		if t.TierDir != "" && !slices.Contains(out, t.TierDir) {
+			out = append(out, t.TierDir)
+		}
+	}
+	return out
+}
+
 // startNode starts shard i of the cluster.
 func (c *Cluster) startNode(ctx context.Context, i int) (*amsnode.Node, error) {
 	o := &c.opts
 	return amsnode.Start(ctx, c.cli, amsnode.Options{ID: fmt.Sprintf("ams-%d", i), Prefix: o.Prefix,
-		Stripes: o.Stripes, LeaseTTL: o.LeaseTTL, Stores: o.stores(), Logger: o.Logger, Metrics: o.shardMetrics(i)})
+		Stripes: o.Stripes, LeaseTTL: o.LeaseTTL, Stores: o.stores(), TierDirs: c.tierDirs(), Logger: o.Logger, Metrics: o.shardMetrics(i)})
 }
 
 // shardMetrics is shard i's registerer: Metrics with its shard label.

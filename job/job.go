@@ -107,6 +107,10 @@ func UsageText(t ams.TableUsage) string {
 	if t.Evicted > 0 {
 		fmt.Fprintf(&b, ", %d evicted by the budget", t.Evicted)
 	}
+	if u := t.Tier; u != (ams.TierUsage{}) {
+		fmt.Fprintf(&b, "; cold tier: %d rows (%.1f MiB encoded), DRAM hit ratio %.3f, %d read from disk in %d batches, %d promoted, %d demoted",
+			u.ColdRows, mib(u.ColdBytes), u.HitRatio(), u.DiskReads, u.DiskBatches, u.Promoted, u.Demoted)
+	}
 	return b.String()
 }
 

@@ -42,6 +42,11 @@ type Progress struct {
 	NotAdmitted int64 `json:"not_admitted"`
 	Expired     int64 `json:"expired"`
 	Evicted     int64 `json:"evicted"`
+	// ColdRows are the rows of tiered tables on disk, and HitRatio the
+	// share of their lookups that found the row in DRAM (both 0 without
+	// a tiered table).
+	ColdRows int64   `json:"cold_rows"`
+	HitRatio float64 `json:"dram_hit_ratio"`
 }
 
 // progressJSON is Progress with its float figures as Metrics, so that an

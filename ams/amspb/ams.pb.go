@@ -231,8 +231,12 @@ type TableSpec struct {
 	Expiry *ExpirySpec `protobuf:"bytes,6,opt,name=expiry,proto3" json:"expiry,omitempty"`
 	// the most rows and bytes of the table one shard holds (ams.Budget);
 	// zero: no bound.
-	BudgetRows    int64 `protobuf:"varint,7,opt,name=budget_rows,json=budgetRows,proto3" json:"budget_rows,omitempty"`
-	BudgetBytes   int64 `protobuf:"varint,8,opt,name=budget_bytes,json=budgetBytes,proto3" json:"budget_bytes,omitempty"`
+	BudgetRows  int64 `protobuf:"varint,7,opt,name=budget_rows,json=budgetRows,proto3" json:"budget_rows,omitempty"`
+	BudgetBytes int64 `protobuf:"varint,8,opt,name=budget_bytes,json=budgetBytes,proto3" json:"budget_bytes,omitempty"`
+	// where the rows live (ams.TableSpec.Storage): "memory" (or empty) or
+	// "tiered"; and the directory of a tiered table's cold tier.
+	Storage       string `protobuf:"bytes,9,opt,name=storage,proto3" json:"storage,omitempty"`
+	TierDir       string `protobuf:"bytes,10,opt,name=tier_dir,json=tierDir,proto3" json:"tier_dir,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -321,6 +325,20 @@ func (x *TableSpec) GetBudgetBytes() int64 {
 		return x.BudgetBytes
 	}
 	return 0
+}
+
+func (x *TableSpec) GetStorage() string {
+	if x != nil {
+		return x.Storage
+	}
+	return ""
+}
+
+func (x *TableSpec) GetTierDir() string {
+	if x != nil {
+		return x.TierDir
+	}
+	return ""
 }
 
 // AdmissionSpec is filters.Spec.
@@ -1749,7 +1767,10 @@ type TableStats struct {
 	// bytes the rows take (ams.Table.RowBytes each), as the budget counts.
 	RowBytes uint64 `protobuf:"varint,9,opt,name=row_bytes,json=rowBytes,proto3" json:"row_bytes,omitempty"`
 	// bytes of the admission filter's state.
-	FilterBytes   uint64 `protobuf:"varint,10,opt,name=filter_bytes,json=filterBytes,proto3" json:"filter_bytes,omitempty"`
+	FilterBytes uint64 `protobuf:"varint,10,opt,name=filter_bytes,json=filterBytes,proto3" json:"filter_bytes,omitempty"`
+	// a tiered table's cold tier (ams.TierUsage); unset for a table in
+	// memory.
+	Tier          *TierUsage `protobuf:"bytes,11,opt,name=tier,proto3" json:"tier,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1854,6 +1875,114 @@ func (x *TableStats) GetFilterBytes() uint64 {
 	return 0
 }
 
+func (x *TableStats) GetTier() *TierUsage {
+	if x != nil {
+		return x.Tier
+	}
+	return nil
+}
+
+// TierUsage is ams.TierUsage.
+type TierUsage struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	ColdRows      int64                  `protobuf:"varint,1,opt,name=cold_rows,json=coldRows,proto3" json:"cold_rows,omitempty"`
+	ColdBytes     int64                  `protobuf:"varint,2,opt,name=cold_bytes,json=coldBytes,proto3" json:"cold_bytes,omitempty"`
+	Lookups       uint64                 `protobuf:"varint,3,opt,name=lookups,proto3" json:"lookups,omitempty"`
+	Misses        uint64                 `protobuf:"varint,4,opt,name=misses,proto3" json:"misses,omitempty"`
+	DiskReads     uint64                 `protobuf:"varint,5,opt,name=disk_reads,json=diskReads,proto3" json:"disk_reads,omitempty"`
+	DiskBatches   uint64                 `protobuf:"varint,6,opt,name=disk_batches,json=diskBatches,proto3" json:"disk_batches,omitempty"`
+	Promoted      uint64                 `protobuf:"varint,7,opt,name=promoted,proto3" json:"promoted,omitempty"`
+	Demoted       uint64                 `protobuf:"varint,8,opt,name=demoted,proto3" json:"demoted,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *TierUsage) Reset() {
+	*x = TierUsage{}
+	mi := &file_ams_proto_msgTypes[26]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TierUsage) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TierUsage) ProtoMessage() {}
+
+func (x *TierUsage) ProtoReflect() protoreflect.Message {
+	mi := &file_ams_proto_msgTypes[26]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TierUsage.ProtoReflect.Descriptor instead.
+func (*TierUsage) Descriptor() ([]byte, []int) {
+	return file_ams_proto_rawDescGZIP(), []int{26}
+}
+
+func (x *TierUsage) GetColdRows() int64 {
+	if x != nil {
+		return x.ColdRows
+	}
+	return 0
+}
+
+func (x *TierUsage) GetColdBytes() int64 {
+	if x != nil {
+		return x.ColdBytes
+	}
+	return 0
+}
+
+func (x *TierUsage) GetLookups() uint64 {
+	if x != nil {
+		return x.Lookups
+	}
+	return 0
+}
+
+func (x *TierUsage) GetMisses() uint64 {
+	if x != nil {
+		return x.Misses
+	}
+	return 0
+}
+
+func (x *TierUsage) GetDiskReads() uint64 {
+	if x != nil {
+		return x.DiskReads
+	}
+	return 0
+}
+
+func (x *TierUsage) GetDiskBatches() uint64 {
+	if x != nil {
+		return x.DiskBatches
+	}
+	return 0
+}
+
+func (x *TierUsage) GetPromoted() uint64 {
+	if x != nil {
+		return x.Promoted
+	}
+	return 0
+}
+
+func (x *TierUsage) GetDemoted() uint64 {
+	if x != nil {
+		return x.Demoted
+	}
+	return 0
+}
+
 type StatsResponse struct {
 	state          protoimpl.MessageState `protogen:"open.v1"`
 	ShardId        string                 `protobuf:"bytes,1,opt,name=shard_id,json=shardId,proto3" json:"shard_id,omitempty"`
@@ -1871,7 +2000,7 @@ type StatsResponse struct {
 
 func (x *StatsResponse) Reset() {
 	*x = StatsResponse{}
-	mi := &file_ams_proto_msgTypes[26]
+	mi := &file_ams_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1883,7 +2012,7 @@ func (x *StatsResponse) String() string {
 func (*StatsResponse) ProtoMessage() {}
 
 func (x *StatsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_ams_proto_msgTypes[26]
+	mi := &file_ams_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1896,7 +2025,7 @@ func (x *StatsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StatsResponse.ProtoReflect.Descriptor instead.
 func (*StatsResponse) Descriptor() ([]byte, []int) {
-	return file_ams_proto_rawDescGZIP(), []int{26}
+	return file_ams_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *StatsResponse) GetShardId() string {
@@ -1972,7 +2101,7 @@ type Applied struct {
 
 func (x *Applied) Reset() {
 	*x = Applied{}
-	mi := &file_ams_proto_msgTypes[27]
+	mi := &file_ams_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1984,7 +2113,7 @@ func (x *Applied) String() string {
 func (*Applied) ProtoMessage() {}
 
 func (x *Applied) ProtoReflect() protoreflect.Message {
-	mi := &file_ams_proto_msgTypes[27]
+	mi := &file_ams_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1997,7 +2126,7 @@ func (x *Applied) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Applied.ProtoReflect.Descriptor instead.
 func (*Applied) Descriptor() ([]byte, []int) {
-	return file_ams_proto_rawDescGZIP(), []int{27}
+	return file_ams_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *Applied) GetWorker() string {
@@ -2045,7 +2174,7 @@ type StateEntry struct {
 
 func (x *StateEntry) Reset() {
 	*x = StateEntry{}
-	mi := &file_ams_proto_msgTypes[28]
+	mi := &file_ams_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2057,7 +2186,7 @@ func (x *StateEntry) String() string {
 func (*StateEntry) ProtoMessage() {}
 
 func (x *StateEntry) ProtoReflect() protoreflect.Message {
-	mi := &file_ams_proto_msgTypes[28]
+	mi := &file_ams_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2070,7 +2199,7 @@ func (x *StateEntry) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StateEntry.ProtoReflect.Descriptor instead.
 func (*StateEntry) Descriptor() ([]byte, []int) {
-	return file_ams_proto_rawDescGZIP(), []int{28}
+	return file_ams_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *StateEntry) GetKey() string {
@@ -2097,7 +2226,7 @@ type PutStateRequest struct {
 
 func (x *PutStateRequest) Reset() {
 	*x = PutStateRequest{}
-	mi := &file_ams_proto_msgTypes[29]
+	mi := &file_ams_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2109,7 +2238,7 @@ func (x *PutStateRequest) String() string {
 func (*PutStateRequest) ProtoMessage() {}
 
 func (x *PutStateRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_ams_proto_msgTypes[29]
+	mi := &file_ams_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2122,7 +2251,7 @@ func (x *PutStateRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PutStateRequest.ProtoReflect.Descriptor instead.
 func (*PutStateRequest) Descriptor() ([]byte, []int) {
-	return file_ams_proto_rawDescGZIP(), []int{29}
+	return file_ams_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *PutStateRequest) GetClusterVersion() uint64 {
@@ -2147,7 +2276,7 @@ type PutStateResponse struct {
 
 func (x *PutStateResponse) Reset() {
 	*x = PutStateResponse{}
-	mi := &file_ams_proto_msgTypes[30]
+	mi := &file_ams_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2159,7 +2288,7 @@ func (x *PutStateResponse) String() string {
 func (*PutStateResponse) ProtoMessage() {}
 
 func (x *PutStateResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_ams_proto_msgTypes[30]
+	mi := &file_ams_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2172,7 +2301,7 @@ func (x *PutStateResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PutStateResponse.ProtoReflect.Descriptor instead.
 func (*PutStateResponse) Descriptor() ([]byte, []int) {
-	return file_ams_proto_rawDescGZIP(), []int{30}
+	return file_ams_proto_rawDescGZIP(), []int{31}
 }
 
 type GetStateRequest struct {
@@ -2185,7 +2314,7 @@ type GetStateRequest struct {
 
 func (x *GetStateRequest) Reset() {
 	*x = GetStateRequest{}
-	mi := &file_ams_proto_msgTypes[31]
+	mi := &file_ams_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2197,7 +2326,7 @@ func (x *GetStateRequest) String() string {
 func (*GetStateRequest) ProtoMessage() {}
 
 func (x *GetStateRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_ams_proto_msgTypes[31]
+	mi := &file_ams_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2210,7 +2339,7 @@ func (x *GetStateRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetStateRequest.ProtoReflect.Descriptor instead.
 func (*GetStateRequest) Descriptor() ([]byte, []int) {
-	return file_ams_proto_rawDescGZIP(), []int{31}
+	return file_ams_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *GetStateRequest) GetClusterVersion() uint64 {
@@ -2237,7 +2366,7 @@ type GetStateResponse struct {
 
 func (x *GetStateResponse) Reset() {
 	*x = GetStateResponse{}
-	mi := &file_ams_proto_msgTypes[32]
+	mi := &file_ams_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2249,7 +2378,7 @@ func (x *GetStateResponse) String() string {
 func (*GetStateResponse) ProtoMessage() {}
 
 func (x *GetStateResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_ams_proto_msgTypes[32]
+	mi := &file_ams_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2262,7 +2391,7 @@ func (x *GetStateResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetStateResponse.ProtoReflect.Descriptor instead.
 func (*GetStateResponse) Descriptor() ([]byte, []int) {
-	return file_ams_proto_rawDescGZIP(), []int{32}
+	return file_ams_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *GetStateResponse) GetEntries() []*StateEntry {
@@ -2286,7 +2415,7 @@ type WriteSnapshotRequest struct {
 
 func (x *WriteSnapshotRequest) Reset() {
 	*x = WriteSnapshotRequest{}
-	mi := &file_ams_proto_msgTypes[33]
+	mi := &file_ams_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2298,7 +2427,7 @@ func (x *WriteSnapshotRequest) String() string {
 func (*WriteSnapshotRequest) ProtoMessage() {}
 
 func (x *WriteSnapshotRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_ams_proto_msgTypes[33]
+	mi := &file_ams_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2311,7 +2440,7 @@ func (x *WriteSnapshotRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WriteSnapshotRequest.ProtoReflect.Descriptor instead.
 func (*WriteSnapshotRequest) Descriptor() ([]byte, []int) {
-	return file_ams_proto_rawDescGZIP(), []int{33}
+	return file_ams_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *WriteSnapshotRequest) GetClusterVersion() uint64 {
@@ -2353,7 +2482,7 @@ type WriteSnapshotResponse struct {
 
 func (x *WriteSnapshotResponse) Reset() {
 	*x = WriteSnapshotResponse{}
-	mi := &file_ams_proto_msgTypes[34]
+	mi := &file_ams_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2365,7 +2494,7 @@ func (x *WriteSnapshotResponse) String() string {
 func (*WriteSnapshotResponse) ProtoMessage() {}
 
 func (x *WriteSnapshotResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_ams_proto_msgTypes[34]
+	mi := &file_ams_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2378,7 +2507,7 @@ func (x *WriteSnapshotResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WriteSnapshotResponse.ProtoReflect.Descriptor instead.
 func (*WriteSnapshotResponse) Descriptor() ([]byte, []int) {
-	return file_ams_proto_rawDescGZIP(), []int{34}
+	return file_ams_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *WriteSnapshotResponse) GetPart() []byte {
@@ -2406,7 +2535,7 @@ type WriteExportRequest struct {
 
 func (x *WriteExportRequest) Reset() {
 	*x = WriteExportRequest{}
-	mi := &file_ams_proto_msgTypes[35]
+	mi := &file_ams_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2418,7 +2547,7 @@ func (x *WriteExportRequest) String() string {
 func (*WriteExportRequest) ProtoMessage() {}
 
 func (x *WriteExportRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_ams_proto_msgTypes[35]
+	mi := &file_ams_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2431,7 +2560,7 @@ func (x *WriteExportRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WriteExportRequest.ProtoReflect.Descriptor instead.
 func (*WriteExportRequest) Descriptor() ([]byte, []int) {
-	return file_ams_proto_rawDescGZIP(), []int{35}
+	return file_ams_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *WriteExportRequest) GetClusterVersion() uint64 {
@@ -2487,7 +2616,7 @@ type WriteExportResponse struct {
 
 func (x *WriteExportResponse) Reset() {
 	*x = WriteExportResponse{}
-	mi := &file_ams_proto_msgTypes[36]
+	mi := &file_ams_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2499,7 +2628,7 @@ func (x *WriteExportResponse) String() string {
 func (*WriteExportResponse) ProtoMessage() {}
 
 func (x *WriteExportResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_ams_proto_msgTypes[36]
+	mi := &file_ams_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2512,7 +2641,7 @@ func (x *WriteExportResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WriteExportResponse.ProtoReflect.Descriptor instead.
 func (*WriteExportResponse) Descriptor() ([]byte, []int) {
-	return file_ams_proto_rawDescGZIP(), []int{36}
+	return file_ams_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *WriteExportResponse) GetPart() []byte {
@@ -2540,7 +2669,7 @@ type LoadRequest struct {
 
 func (x *LoadRequest) Reset() {
 	*x = LoadRequest{}
-	mi := &file_ams_proto_msgTypes[37]
+	mi := &file_ams_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2552,7 +2681,7 @@ func (x *LoadRequest) String() string {
 func (*LoadRequest) ProtoMessage() {}
 
 func (x *LoadRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_ams_proto_msgTypes[37]
+	mi := &file_ams_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2565,7 +2694,7 @@ func (x *LoadRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LoadRequest.ProtoReflect.Descriptor instead.
 func (*LoadRequest) Descriptor() ([]byte, []int) {
-	return file_ams_proto_rawDescGZIP(), []int{37}
+	return file_ams_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *LoadRequest) GetClusterVersion() uint64 {
@@ -2625,7 +2754,7 @@ type LoadResponse struct {
 
 func (x *LoadResponse) Reset() {
 	*x = LoadResponse{}
-	mi := &file_ams_proto_msgTypes[38]
+	mi := &file_ams_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2637,7 +2766,7 @@ func (x *LoadResponse) String() string {
 func (*LoadResponse) ProtoMessage() {}
 
 func (x *LoadResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_ams_proto_msgTypes[38]
+	mi := &file_ams_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2650,7 +2779,7 @@ func (x *LoadResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LoadResponse.ProtoReflect.Descriptor instead.
 func (*LoadResponse) Descriptor() ([]byte, []int) {
-	return file_ams_proto_rawDescGZIP(), []int{38}
+	return file_ams_proto_rawDescGZIP(), []int{39}
 }
 
 type RestoreRequest struct {
@@ -2668,7 +2797,7 @@ type RestoreRequest struct {
 
 func (x *RestoreRequest) Reset() {
 	*x = RestoreRequest{}
-	mi := &file_ams_proto_msgTypes[39]
+	mi := &file_ams_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2680,7 +2809,7 @@ func (x *RestoreRequest) String() string {
 func (*RestoreRequest) ProtoMessage() {}
 
 func (x *RestoreRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_ams_proto_msgTypes[39]
+	mi := &file_ams_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2693,7 +2822,7 @@ func (x *RestoreRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RestoreRequest.ProtoReflect.Descriptor instead.
 func (*RestoreRequest) Descriptor() ([]byte, []int) {
-	return file_ams_proto_rawDescGZIP(), []int{39}
+	return file_ams_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *RestoreRequest) GetClusterVersion() uint64 {
@@ -2741,7 +2870,7 @@ type RestoreResponse struct {
 
 func (x *RestoreResponse) Reset() {
 	*x = RestoreResponse{}
-	mi := &file_ams_proto_msgTypes[40]
+	mi := &file_ams_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2753,7 +2882,7 @@ func (x *RestoreResponse) String() string {
 func (*RestoreResponse) ProtoMessage() {}
 
 func (x *RestoreResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_ams_proto_msgTypes[40]
+	mi := &file_ams_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2766,7 +2895,7 @@ func (x *RestoreResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RestoreResponse.ProtoReflect.Descriptor instead.
 func (*RestoreResponse) Descriptor() ([]byte, []int) {
-	return file_ams_proto_rawDescGZIP(), []int{40}
+	return file_ams_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *RestoreResponse) GetRows() uint64 {
@@ -2798,7 +2927,7 @@ const file_ams_proto_rawDesc = "" +
 	"\x04kind\x18\x01 \x01(\tR\x04kind\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\x02R\x05value\x12\x14\n" +
 	"\x05scale\x18\x03 \x01(\x02R\x05scale\x12\x12\n" +
-	"\x04seed\x18\x04 \x01(\x04R\x04seed\"\xc1\x02\n" +
+	"\x04seed\x18\x04 \x01(\x04R\x04seed\"\xf6\x02\n" +
 	"\tTableSpec\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x10\n" +
 	"\x03dim\x18\x02 \x01(\rR\x03dim\x127\n" +
@@ -2808,7 +2937,10 @@ const file_ams_proto_rawDesc = "" +
 	"\x06expiry\x18\x06 \x01(\v2\x16.xps.ams.v1.ExpirySpecR\x06expiry\x12\x1f\n" +
 	"\vbudget_rows\x18\a \x01(\x03R\n" +
 	"budgetRows\x12!\n" +
-	"\fbudget_bytes\x18\b \x01(\x03R\vbudgetBytes\"\xc1\x01\n" +
+	"\fbudget_bytes\x18\b \x01(\x03R\vbudgetBytes\x12\x18\n" +
+	"\astorage\x18\t \x01(\tR\astorage\x12\x19\n" +
+	"\btier_dir\x18\n" +
+	" \x01(\tR\atierDir\"\xc1\x01\n" +
 	"\rAdmissionSpec\x12\x12\n" +
 	"\x04kind\x18\x01 \x01(\tR\x04kind\x12\f\n" +
 	"\x01p\x18\x02 \x01(\x01R\x01p\x12\f\n" +
@@ -2909,7 +3041,7 @@ const file_ams_proto_rawDesc = "" +
 	"\x04grad\x18\x03 \x01(\fR\x04grad\"\x13\n" +
 	"\x11PushDenseResponse\"7\n" +
 	"\fStatsRequest\x12'\n" +
-	"\x0fcluster_version\x18\x01 \x01(\x04R\x0eclusterVersion\"\xb5\x02\n" +
+	"\x0fcluster_version\x18\x01 \x01(\x04R\x0eclusterVersion\"\xe0\x02\n" +
 	"\n" +
 	"TableStats\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x12\n" +
@@ -2922,7 +3054,19 @@ const file_ams_proto_rawDesc = "" +
 	"\aevicted\x18\b \x01(\x04R\aevicted\x12\x1b\n" +
 	"\trow_bytes\x18\t \x01(\x04R\browBytes\x12!\n" +
 	"\ffilter_bytes\x18\n" +
-	" \x01(\x04R\vfilterBytes\"\xbe\x02\n" +
+	" \x01(\x04R\vfilterBytes\x12)\n" +
+	"\x04tier\x18\v \x01(\v2\x15.xps.ams.v1.TierUsageR\x04tier\"\xf1\x01\n" +
+	"\tTierUsage\x12\x1b\n" +
+	"\tcold_rows\x18\x01 \x01(\x03R\bcoldRows\x12\x1d\n" +
+	"\n" +
+	"cold_bytes\x18\x02 \x01(\x03R\tcoldBytes\x12\x18\n" +
+	"\alookups\x18\x03 \x01(\x04R\alookups\x12\x16\n" +
+	"\x06misses\x18\x04 \x01(\x04R\x06misses\x12\x1d\n" +
+	"\n" +
+	"disk_reads\x18\x05 \x01(\x04R\tdiskReads\x12!\n" +
+	"\fdisk_batches\x18\x06 \x01(\x04R\vdiskBatches\x12\x1a\n" +
+	"\bpromoted\x18\a \x01(\x04R\bpromoted\x12\x18\n" +
+	"\ademoted\x18\b \x01(\x04R\ademoted\"\xbe\x02\n" +
 	"\rStatsResponse\x12\x19\n" +
 	"\bshard_id\x18\x01 \x01(\tR\ashardId\x12'\n" +
 	"\x0fcluster_version\x18\x02 \x01(\x04R\x0eclusterVersion\x12.\n" +
@@ -3016,7 +3160,7 @@ func file_ams_proto_rawDescGZIP() []byte {
 	return file_ams_proto_rawDescData
 }
 
-var file_ams_proto_msgTypes = make([]protoimpl.MessageInfo, 42)
+var file_ams_proto_msgTypes = make([]protoimpl.MessageInfo, 43)
 var file_ams_proto_goTypes = []any{
 	(*OptimizerSpec)(nil),         // 0: xps.ams.v1.OptimizerSpec
 	(*InitSpec)(nil),              // 1: xps.ams.v1.InitSpec
@@ -3044,22 +3188,23 @@ var file_ams_proto_goTypes = []any{
 	(*PushDenseResponse)(nil),     // 23: xps.ams.v1.PushDenseResponse
 	(*StatsRequest)(nil),          // 24: xps.ams.v1.StatsRequest
 	(*TableStats)(nil),            // 25: xps.ams.v1.TableStats
-	(*StatsResponse)(nil),         // 26: xps.ams.v1.StatsResponse
-	(*Applied)(nil),               // 27: xps.ams.v1.Applied
-	(*StateEntry)(nil),            // 28: xps.ams.v1.StateEntry
-	(*PutStateRequest)(nil),       // 29: xps.ams.v1.PutStateRequest
-	(*PutStateResponse)(nil),      // 30: xps.ams.v1.PutStateResponse
-	(*GetStateRequest)(nil),       // 31: xps.ams.v1.GetStateRequest
-	(*GetStateResponse)(nil),      // 32: xps.ams.v1.GetStateResponse
-	(*WriteSnapshotRequest)(nil),  // 33: xps.ams.v1.WriteSnapshotRequest
-	(*WriteSnapshotResponse)(nil), // 34: xps.ams.v1.WriteSnapshotResponse
-	(*WriteExportRequest)(nil),    // 35: xps.ams.v1.WriteExportRequest
-	(*WriteExportResponse)(nil),   // 36: xps.ams.v1.WriteExportResponse
-	(*LoadRequest)(nil),           // 37: xps.ams.v1.LoadRequest
-	(*LoadResponse)(nil),          // 38: xps.ams.v1.LoadResponse
-	(*RestoreRequest)(nil),        // 39: xps.ams.v1.RestoreRequest
-	(*RestoreResponse)(nil),       // 40: xps.ams.v1.RestoreResponse
-	nil,                           // 41: xps.ams.v1.WriteExportRequest.QuantEntry
+	(*TierUsage)(nil),             // 26: xps.ams.v1.TierUsage
+	(*StatsResponse)(nil),         // 27: xps.ams.v1.StatsResponse
+	(*Applied)(nil),               // 28: xps.ams.v1.Applied
+	(*StateEntry)(nil),            // 29: xps.ams.v1.StateEntry
+	(*PutStateRequest)(nil),       // 30: xps.ams.v1.PutStateRequest
+	(*PutStateResponse)(nil),      // 31: xps.ams.v1.PutStateResponse
+	(*GetStateRequest)(nil),       // 32: xps.ams.v1.GetStateRequest
+	(*GetStateResponse)(nil),      // 33: xps.ams.v1.GetStateResponse
+	(*WriteSnapshotRequest)(nil),  // 34: xps.ams.v1.WriteSnapshotRequest
+	(*WriteSnapshotResponse)(nil), // 35: xps.ams.v1.WriteSnapshotResponse
+	(*WriteExportRequest)(nil),    // 36: xps.ams.v1.WriteExportRequest
+	(*WriteExportResponse)(nil),   // 37: xps.ams.v1.WriteExportResponse
+	(*LoadRequest)(nil),           // 38: xps.ams.v1.LoadRequest
+	(*LoadResponse)(nil),          // 39: xps.ams.v1.LoadResponse
+	(*RestoreRequest)(nil),        // 40: xps.ams.v1.RestoreRequest
+	(*RestoreResponse)(nil),       // 41: xps.ams.v1.RestoreResponse
+	nil,                           // 42: xps.ams.v1.WriteExportRequest.QuantEntry
 }
 var file_ams_proto_depIdxs = []int32{
 	0,  // 0: xps.ams.v1.TableSpec.optimizer:type_name -> xps.ams.v1.OptimizerSpec
@@ -3077,42 +3222,43 @@ var file_ams_proto_depIdxs = []int32{
 	16, // 12: xps.ams.v1.PushRequest.tables:type_name -> xps.ams.v1.TableGrads
 	15, // 13: xps.ams.v1.PushRequest.dense:type_name -> xps.ams.v1.DenseGrad
 	12, // 14: xps.ams.v1.PushRequest.sync:type_name -> xps.ams.v1.SyncRound
-	28, // 15: xps.ams.v1.PushRequest.state:type_name -> xps.ams.v1.StateEntry
+	29, // 15: xps.ams.v1.PushRequest.state:type_name -> xps.ams.v1.StateEntry
 	18, // 16: xps.ams.v1.PushRequest.origin:type_name -> xps.ams.v1.Origin
-	25, // 17: xps.ams.v1.StatsResponse.tables:type_name -> xps.ams.v1.TableStats
-	27, // 18: xps.ams.v1.StatsResponse.applied:type_name -> xps.ams.v1.Applied
-	28, // 19: xps.ams.v1.PutStateRequest.entries:type_name -> xps.ams.v1.StateEntry
-	28, // 20: xps.ams.v1.GetStateResponse.entries:type_name -> xps.ams.v1.StateEntry
-	41, // 21: xps.ams.v1.WriteExportRequest.quant:type_name -> xps.ams.v1.WriteExportRequest.QuantEntry
-	7,  // 22: xps.ams.v1.AMS.Declare:input_type -> xps.ams.v1.DeclareRequest
-	11, // 23: xps.ams.v1.AMS.Pull:input_type -> xps.ams.v1.PullRequest
-	17, // 24: xps.ams.v1.AMS.Push:input_type -> xps.ams.v1.PushRequest
-	20, // 25: xps.ams.v1.AMS.PullDense:input_type -> xps.ams.v1.PullDenseRequest
-	22, // 26: xps.ams.v1.AMS.PushDense:input_type -> xps.ams.v1.PushDenseRequest
-	24, // 27: xps.ams.v1.AMS.Stats:input_type -> xps.ams.v1.StatsRequest
-	29, // 28: xps.ams.v1.AMS.PutState:input_type -> xps.ams.v1.PutStateRequest
-	31, // 29: xps.ams.v1.AMS.GetState:input_type -> xps.ams.v1.GetStateRequest
-	33, // 30: xps.ams.v1.AMS.WriteSnapshot:input_type -> xps.ams.v1.WriteSnapshotRequest
-	39, // 31: xps.ams.v1.AMS.Restore:input_type -> xps.ams.v1.RestoreRequest
-	35, // 32: xps.ams.v1.AMS.WriteExport:input_type -> xps.ams.v1.WriteExportRequest
-	37, // 33: xps.ams.v1.AMS.Load:input_type -> xps.ams.v1.LoadRequest
-	8,  // 34: xps.ams.v1.AMS.Declare:output_type -> xps.ams.v1.DeclareResponse
-	14, // 35: xps.ams.v1.AMS.Pull:output_type -> xps.ams.v1.PullResponse
-	19, // 36: xps.ams.v1.AMS.Push:output_type -> xps.ams.v1.PushResponse
-	21, // 37: xps.ams.v1.AMS.PullDense:output_type -> xps.ams.v1.PullDenseResponse
-	23, // 38: xps.ams.v1.AMS.PushDense:output_type -> xps.ams.v1.PushDenseResponse
-	26, // 39: xps.ams.v1.AMS.Stats:output_type -> xps.ams.v1.StatsResponse
-	30, // 40: xps.ams.v1.AMS.PutState:output_type -> xps.ams.v1.PutStateResponse
-	32, // 41: xps.ams.v1.AMS.GetState:output_type -> xps.ams.v1.GetStateResponse
-	34, // 42: xps.ams.v1.AMS.WriteSnapshot:output_type -> xps.ams.v1.WriteSnapshotResponse
-	40, // 43: xps.ams.v1.AMS.Restore:output_type -> xps.ams.v1.RestoreResponse
-	36, // 44: xps.ams.v1.AMS.WriteExport:output_type -> xps.ams.v1.WriteExportResponse
-	38, // 45: xps.ams.v1.AMS.Load:output_type -> xps.ams.v1.LoadResponse
-	34, // [34:46] is the sub-list for method output_type
-	22, // [22:34] is the sub-list for method input_type
-	22, // [22:22] is the sub-list for extension type_name
-	22, // [22:22] is the sub-list for extension extendee
-	0,  // [0:22] is the sub-list for field type_name
+	26, // 17: xps.ams.v1.TableStats.tier:type_name -> xps.ams.v1.TierUsage
+	25, // 18: xps.ams.v1.StatsResponse.tables:type_name -> xps.ams.v1.TableStats
+	28, // 19: xps.ams.v1.StatsResponse.applied:type_name -> xps.ams.v1.Applied
+	29, // 20: xps.ams.v1.PutStateRequest.entries:type_name -> xps.ams.v1.StateEntry
+	29, // 21: xps.ams.v1.GetStateResponse.entries:type_name -> xps.ams.v1.StateEntry
+	42, // 22: xps.ams.v1.WriteExportRequest.quant:type_name -> xps.ams.v1.WriteExportRequest.QuantEntry
+	7,  // 23: xps.ams.v1.AMS.Declare:input_type -> xps.ams.v1.DeclareRequest
+	11, // 24: xps.ams.v1.AMS.Pull:input_type -> xps.ams.v1.PullRequest
+	17, // 25: xps.ams.v1.AMS.Push:input_type -> xps.ams.v1.PushRequest
+	20, // 26: xps.ams.v1.AMS.PullDense:input_type -> xps.ams.v1.PullDenseRequest
+	22, // 27: xps.ams.v1.AMS.PushDense:input_type -> xps.ams.v1.PushDenseRequest
+	24, // 28: xps.ams.v1.AMS.Stats:input_type -> xps.ams.v1.StatsRequest
+	30, // 29: xps.ams.v1.AMS.PutState:input_type -> xps.ams.v1.PutStateRequest
+	32, // 30: xps.ams.v1.AMS.GetState:input_type -> xps.ams.v1.GetStateRequest
+	34, // 31: xps.ams.v1.AMS.WriteSnapshot:input_type -> xps.ams.v1.WriteSnapshotRequest
+	40, // 32: xps.ams.v1.AMS.Restore:input_type -> xps.ams.v1.RestoreRequest
+	36, // 33: xps.ams.v1.AMS.WriteExport:input_type -> xps.ams.v1.WriteExportRequest
+	38, // 34: xps.ams.v1.AMS.Load:input_type -> xps.ams.v1.LoadRequest
+	8,  // 35: xps.ams.v1.AMS.Declare:output_type -> xps.ams.v1.DeclareResponse
+	14, // 36: xps.ams.v1.AMS.Pull:output_type -> xps.ams.v1.PullResponse
+	19, // 37: xps.ams.v1.AMS.Push:output_type -> xps.ams.v1.PushResponse
+	21, // 38: xps.ams.v1.AMS.PullDense:output_type -> xps.ams.v1.PullDenseResponse
+	23, // 39: xps.ams.v1.AMS.PushDense:output_type -> xps.ams.v1.PushDenseResponse
+	27, // 40: xps.ams.v1.AMS.Stats:output_type -> xps.ams.v1.StatsResponse
+	31, // 41: xps.ams.v1.AMS.PutState:output_type -> xps.ams.v1.PutStateResponse
+	33, // 42: xps.ams.v1.AMS.GetState:output_type -> xps.ams.v1.GetStateResponse
+	35, // 43: xps.ams.v1.AMS.WriteSnapshot:output_type -> xps.ams.v1.WriteSnapshotResponse
+	41, // 44: xps.ams.v1.AMS.Restore:output_type -> xps.ams.v1.RestoreResponse
+	37, // 45: xps.ams.v1.AMS.WriteExport:output_type -> xps.ams.v1.WriteExportResponse
+	39, // 46: xps.ams.v1.AMS.Load:output_type -> xps.ams.v1.LoadResponse
+	35, // [35:47] is the sub-list for method output_type
+	23, // [23:35] is the sub-list for method input_type
+	23, // [23:23] is the sub-list for extension type_name
+	23, // [23:23] is the sub-list for extension extendee
+	0,  // [0:23] is the sub-list for field type_name
 }
 
 func init() { file_ams_proto_init() }
@@ -3126,7 +3272,7 @@ func file_ams_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_ams_proto_rawDesc), len(file_ams_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   42,
+			NumMessages:   43,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

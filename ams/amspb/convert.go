@@ -32,7 +32,7 @@ func FromTableSpec(s ams.TableSpec) *TableSpec {
 		Admission: &AdmissionSpec{Kind: a.Kind, P: a.P, N: uint32(a.N), FalsePositiveRate: a.FalsePositiveRate,
 			MaxPartitionBytes: uint64(a.MaxPartitionBytes), Generations: uint32(a.Generations)},
 		Expiry:     fromExpirySpec(s.Expiry),
-		BudgetRows: s.Budget.Rows, BudgetBytes: s.Budget.Bytes}
+		BudgetRows: s.Budget.Rows, BudgetBytes: s.Budget.Bytes, Storage: s.Storage, TierDir: s.TierDir}
 }
 
 func fromExpirySpec(e filters.ExpirySpec) *ExpirySpec {
@@ -43,7 +43,7 @@ func fromExpirySpec(e filters.ExpirySpec) *ExpirySpec {
 // ToTableSpec converts a wire table spec to its Go form.
 func ToTableSpec(p *TableSpec) ams.TableSpec {
 	s := ams.TableSpec{Name: p.GetName(), Dim: int(p.GetDim()), Optimizer: ToOptimizerSpec(p.GetOptimizer()),
-		Budget: ams.Budget{Rows: p.GetBudgetRows(), Bytes: p.GetBudgetBytes()}}
+		Budget: ams.Budget{Rows: p.GetBudgetRows(), Bytes: p.GetBudgetBytes()}, Storage: p.GetStorage(), TierDir: p.GetTierDir()}
 	if in := p.GetInit(); in != nil {
 		s.Init = ams.InitSpec{Kind: in.Kind, Value: in.Value, Scale: in.Scale, Seed: in.Seed}
 	}
@@ -105,14 +105,27 @@ func ToApplied(p *Applied) (*ams.Applied, error) {
 func FromTableUsage(u ams.TableUsage) *TableStats {
 	return &TableStats{Name: u.Name, Rows: uint64(u.Rows), MemoryBytes: uint64(u.MemoryBytes), RowBytes: uint64(u.RowBytes),
 		FilterBytes: uint64(u.FilterBytes), Created: u.Created, FilteredPulls: u.FilteredPulls, FilteredPushes: u.FilteredPushes,
-		Expired: u.Expired, Evicted: u.Evicted}
+		Expired: u.Expired, Evicted: u.Evicted, Tier: fromTierUsage(u.Tier)}
+}
+
+func fromTierUsage(u ams.TierUsage) *TierUsage {
+	if u == (ams.TierUsage{}) {
+		return nil
+	}
+	return &TierUsage{ColdRows: u.ColdRows, ColdBytes: u.ColdBytes, Lookups: u.Lookups, Misses: u.Misses,
+		DiskReads: u.DiskReads, DiskBatches: u.DiskBatches, Promoted: u.Promoted, Demoted: u.Demoted}
+}
+
+func toTierUsage(p *TierUsage) ams.TierUsage {
+	return ams.TierUsage{ColdRows: p.GetColdRows(), ColdBytes: p.GetColdBytes(), Lookups: p.GetLookups(), Misses: p.GetMisses(),
+		DiskReads: p.GetDiskReads(), DiskBatches: p.GetDiskBatches(), Promoted: p.GetPromoted(), Demoted: p.GetDemoted()}
 }
 
 // ToTableUsage converts one shard's figures of a table.
 func ToTableUsage(p *TableStats) ams.TableUsage {
 	return ams.TableUsage{Name: p.GetName(), Rows: int64(p.GetRows()), MemoryBytes: int64(p.GetMemoryBytes()), RowBytes: int64(p.GetRowBytes()),
 		FilterBytes: int64(p.GetFilterBytes()), Counters: ams.Counters{Created: p.GetCreated(), FilteredPulls: p.GetFilteredPulls(),
-			FilteredPushes: p.GetFilteredPushes(), Expired: p.GetExpired(), Evicted: p.GetEvicted()}}
+			FilteredPushes: p.GetFilteredPushes(), Expired: p.GetExpired(), Evicted: p.GetEvicted()}, Tier: toTierUsage(p.GetTier())}
 }
 
 // FromLRSchedule converts a Go learning-rate schedule to its wire form

@@ -127,6 +127,15 @@ func (st *stripe) rows(t *task) error {
 			continue
 		}
 		tab := st.tables[p.table]
+		if l := st.lives[p.table]; l != nil && l.cold != nil && t.op == opPull && !t.create {
+			// A read (evaluation, serving): rows on disk are read where
+			// they are, not promoted (tiered.go, 1).
+			tab.PullAt(p.ids, p.pos, p.buf, false, t.now)
+			if err := l.cold.readThrough(tab, p); err != nil {
+				return err
+			}
+			continue
+		}
 		if l := st.lives[p.table]; l != nil && l.cold != nil {
 			if int64(len(p.ids)) > l.limit {
 				return fmt.Errorf("%w: table %q: a request's part of %d rows is over the stripe's budget share of %d rows: raise the table's budget (a tiered table holds one request's rows in DRAM at once)",

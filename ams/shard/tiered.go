@@ -1,6 +1,7 @@
 package shard
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"path/filepath"
@@ -157,6 +158,7 @@ type cold struct {
 	// Buffers, reused: a read's ids, rows and flags; the row being
 	// loaded; the rows an eviction keeps, to write.
 	miss         []uint64
+	at           []int32
 	got          [][]byte
 	found        []bool
 	values, st   []float32
@@ -237,6 +239,48 @@ func (c *cold) promote(tab *ams.Table, ids []uint64) error {
 	}
 	c.rows -= int64(len(moved))
 	c.usage.Promoted += uint64(len(moved))
+	return nil
+}
+
+// readThrough overwrites, in p's buffer, the rows of p's ids that are on
+// disk with their values: a pull without create, which tab.PullAt served
+// (the ids without a row in DRAM read as their initial rows), reads the
+// disk's rows without moving them.
+func (c *cold) readThrough(tab *ams.Table, p *part) error {
+	if c.err != nil {
+		return c.err
+	}
+	c.usage.Lookups += uint64(len(p.ids))
+	c.at = tab.MissingAt(p.ids, c.at[:0])
+	c.usage.Misses += uint64(len(c.at))
+	if len(c.at) == 0 || c.rows == 0 {
+		return nil
+	}
+	slices.SortFunc(c.at, func(a, b int32) int { return cmp.Compare(p.ids[a], p.ids[b]) })
+	c.miss = c.miss[:0]
+	for _, k := range c.at {
+		if id := p.ids[k]; len(c.miss) == 0 || c.miss[len(c.miss)-1] != id {
+			c.miss = append(c.miss, id)
+		}
+	}
+	if err := c.read(c.miss); err != nil {
+		return err
+	}
+	d := tab.Dim()
+	j := 0
+	for _, k := range c.at {
+		for c.miss[j] != p.ids[k] {
+			j++
+		}
+		if !c.found[j] {
+			continue
+		}
+		o := int(k) * d
+		if p.pos != nil {
+			o = int(p.pos[k]) * d
+		}
+		ams.DecodeSnapshotValues(p.buf[o:o+d], c.got[j])
+	}
 	return nil
 }
 

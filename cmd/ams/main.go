@@ -55,6 +55,7 @@ func main() {
 		etcd   = flag.String("etcd", "", "etcd endpoints, comma-separated host:port (required)")
 		name   = flag.String("cluster", "default", "cluster name")
 		stores = flag.String("store", "", "snapshot and export store roots, comma-separated directories and hdfs://HOST:PORT/PATH URIs (default none: every store is refused)")
+		tiers  = flag.String("tier-dir", "", "directories on local disk (an SSD) for the cold rows of tiered tables, comma-separated; a table's tier_dir must lie under one, and the first is the default (default none: tiered tables are refused)")
 	)
 	flag.StringVar(&o.ID, "id", "", "shard ID, unique in the cluster (required)")
 	flag.StringVar(&o.Listen, "listen", "127.0.0.1:0", "gRPC listen address")
@@ -64,6 +65,7 @@ func main() {
 	proc.Bind(flag.CommandLine, "info")
 	cli.ParseCommandLine("ams")
 	o.Stores = cli.SplitList(*stores)
+	o.TierDirs = cli.SplitList(*tiers)
 	if err := run(*etcd, *name, o, &proc); err != nil {
 		cli.Fatal("ams", err)
 	}

@@ -45,6 +45,10 @@ type Options struct {
 	// hdfs://HOST:PORT/PATH URIs. The default value is none: the shard
 	// refuses every snapshot, restore and export that names a store.
 	Stores []string
+	// TierDirs are the directories where the shard keeps the cold tiers
+	// of tiered tables (shard.Options.TierDirs). The default value is
+	// none: a tiered table is refused.
+	TierDirs []string
 	// Metrics, when set, receives the shard's metrics: the latency of
 	// every RPC served (xps_ams_rpc_seconds) and, read at each scrape, its
 	// tables, counters, version and traffic (xps_ams_*). The default value
@@ -83,7 +87,7 @@ func Start(ctx context.Context, cli *clientv3.Client, opts Options) (*Node, erro
 	if opts.Prefix == "" {
 		opts.Prefix = membership.DefaultPrefix
 	}
-	if err := (shard.Options{Stripes: opts.Stripes, Stores: opts.Stores}).Validate(); err != nil {
+	if err := (shard.Options{Stripes: opts.Stripes, Stores: opts.Stores, TierDirs: opts.TierDirs}).Validate(); err != nil {
 		return nil, fmt.Errorf("amsnode %s: %w", opts.ID, err)
 	}
 	if opts.Listen == "" {
@@ -103,7 +107,7 @@ func Start(ctx context.Context, cli *clientv3.Client, opts Options) (*Node, erro
 	if n.addr == "" {
 		n.addr = lis.Addr().String()
 	}
-	n.shard = shard.New(shard.Options{ID: opts.ID, Stripes: opts.Stripes, Blank: true, Stores: opts.Stores})
+	n.shard = shard.New(shard.Options{ID: opts.ID, Stripes: opts.Stripes, Blank: true, Stores: opts.Stores, TierDirs: opts.TierDirs})
 	var extra []grpc.ServerOption
 	if opts.Metrics != nil {
 		extra = ops.GRPCServerMetrics(opts.Metrics, "ams")
@@ -126,7 +130,7 @@ func Start(ctx context.Context, cli *clientv3.Client, opts Options) (*Node, erro
 		return nil, fmt.Errorf("amsnode %s: %w", opts.ID, err)
 	}
 	n.reg = reg
-	opts.Logger.Info("ams shard serving", "id", opts.ID, "addr", n.addr, "stores", opts.Stores)
+	opts.Logger.Info("ams shard serving", "id", opts.ID, "addr", n.addr, "stores", opts.Stores, "tier_dirs", opts.TierDirs)
 	return n, nil
 }
 

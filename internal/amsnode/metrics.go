@@ -3,6 +3,7 @@ package amsnode
 import (
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/xdlgo/xps/ams"
 	"github.com/xdlgo/xps/ams/shard"
 	"github.com/xdlgo/xps/internal/ops"
 )
@@ -27,11 +28,35 @@ var shardMetrics = [][3]string{
 	{"not_admitted_total", "IDs the admission filter did not admit, by table and operation (pull: read as the initial row; push: gradient dropped).", "table,op"},
 	{"rows_expired_total", "Rows removed by the table's expiry rules, by table.", "table"},
 	{"rows_evicted_total", "Rows removed to keep the shard within its memory budget, by table.", "table"},
+	{"tier_cold_rows", "Rows in the cold tier on disk, by table (tiered tables).", "table"},
+	{"tier_cold_bytes", "Encoded bytes of the rows in the cold tier, by table.", "table"},
+	{"tier_lookups_total", "IDs pulls and pushes asked of a tiered table, by table.", "table"},
+	{"tier_misses_total", "IDs without a row in DRAM, by table: 1 - misses/lookups is the DRAM hit ratio.", "table"},
+	{"tier_disk_reads_total", "IDs read from the cold tier, by table.", "table"},
+	{"tier_disk_batches_total", "Batched reads of the cold tier (one per stripe's part of a request that missed), by table.", "table"},
+	{"tier_promoted_total", "Rows moved from disk to DRAM, by table.", "table"},
+	{"tier_demoted_total", "Rows the budget moved from DRAM to disk, by table.", "table"},
+	{"tier_disk_bytes", "Size of the cold tier's Pebble files, by directory.", "dir"},
+	{"tier_compaction_debt_bytes", "Pebble's estimate of the bytes compactions still have to write, by directory.", "dir"},
+	{"tier_write_amplification", "Pebble's write amplification over all levels, by directory.", "dir"},
 	{"version", "The cluster version the shard serves (0: none).", ""},
 	{"pulls_total", "Pull requests served.", ""},
 	{"pushes_total", "Push requests applied.", ""},
 	{"rows_pulled_total", "Rows sent by pulls.", ""},
 	{"rows_pushed_total", "Row gradients applied by pushes.", ""},
+}
+
+// emitTier emits a tiered table's figures.
+func emitTier(emit func(string, prometheus.ValueType, float64, ...string), name string, u ams.TierUsage) {
+	gauge, counter := prometheus.GaugeValue, prometheus.CounterValue
+	emit("tier_cold_rows", gauge, float64(u.ColdRows), name)
+	emit("tier_cold_bytes", gauge, float64(u.ColdBytes), name)
+	emit("tier_lookups_total", counter, float64(u.Lookups), name)
+	emit("tier_misses_total", counter, float64(u.Misses), name)
+	emit("tier_disk_reads_total", counter, float64(u.DiskReads), name)
+	emit("tier_disk_batches_total", counter, float64(u.DiskBatches), name)
+	emit("tier_promoted_total", counter, float64(u.Promoted), name)
+	emit("tier_demoted_total", counter, float64(u.Demoted), name)
 }
 
 func newCollector(s *shard.Shard) *collector {
@@ -60,6 +85,14 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 		emit("not_admitted_total", counter, float64(t.FilteredPushes), t.Name, "push")
 		emit("rows_expired_total", counter, float64(t.Expired), t.Name)
 		emit("rows_evicted_total", counter, float64(t.Evicted), t.Name)
+		if t.Tier != (ams.TierUsage{}) {
+			emitTier(emit, t.Name, t.Tier)
+		}
+	}
+	for _, d := range st.Tiers {
+		emit("tier_disk_bytes", gauge, float64(d.DiskBytes), d.Dir)
+		emit("tier_compaction_debt_bytes", gauge, float64(d.CompactionDebt), d.Dir)
+		emit("tier_write_amplification", gauge, d.WriteAmp, d.Dir)
 	}
 	emit("version", gauge, float64(st.Version))
 	emit("pulls_total", counter, float64(st.Pulls))

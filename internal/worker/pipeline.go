@@ -590,6 +590,9 @@ func progressLine(p *job.Progress, nodes []int64) string {
 	if p.Evicted > 0 {
 		fmt.Fprintf(&b, " evicted %d", p.Evicted)
 	}
+	if p.ColdRows > 0 {
+		fmt.Fprintf(&b, " cold %d (DRAM hits %.3f)", p.ColdRows, p.HitRatio)
+	}
 	return b.String()
 }
 
@@ -612,6 +615,9 @@ func (r *run) tables(ctx context.Context, p *job.Progress) {
 	}
 	p.Rows, p.RowBytes = int64(u.Rows), int64(u.RowBytes)
 	p.NotAdmitted, p.Expired, p.Evicted = int64(u.FilteredPulls+u.FilteredPushes), int64(u.Expired), int64(u.Evicted)
+	if u.Tier.Lookups > 0 {
+		p.ColdRows, p.HitRatio = u.Tier.ColdRows, u.Tier.HitRatio()
+	}
 }
 
 // window collects the training predictions since the last progress line
