@@ -26,7 +26,7 @@ func TestTableSpecRoundTrip(t *testing.T) {
 func TestTableUsageRoundTrip(t *testing.T) {
 	u := ams.TableUsage{Name: "emb", Rows: 10, RowBytes: 640, MemoryBytes: 1024, FilterBytes: 8,
 		Counters: ams.Counters{Created: 5, FilteredPulls: 1, FilteredPushes: 2, Expired: 3, Evicted: 4},
-		Tier: ams.TierUsage{ColdRows: 90, ColdBytes: 9000, Lookups: 100, Misses: 40, DiskReads: 39, DiskBatches: 7, Promoted: 30, Demoted: 120}}
+		Tier:     ams.TierUsage{ColdRows: 90, ColdBytes: 9000, Lookups: 100, Misses: 40, DiskReads: 39, DiskBatches: 7, Promoted: 30, Demoted: 120}}
 	if got := ToTableUsage(FromTableUsage(u)); got != u {
 		t.Fatalf("round trip:\n got %+v\nwant %+v", got, u)
 	}
