@@ -82,6 +82,17 @@ func DecodeSnapshotValues(dst []float32, b []byte) {
 	}
 }
 
+// SnapshotRowInfo is what a sweep would show of a row encoded by
+// AppendSnapshotRow (see RowInfo; Values aliases nothing of b), with its
+// age counted from the table's step, saturated as Sweep does.
+func (t *Table) SnapshotRowInfo(id uint64, b []byte, values []float32) RowInfo {
+	DecodeSnapshotValues(values[:t.dim], b)
+	st := b[4*(t.dim+t.sw):]
+	step := binary.LittleEndian.Uint32(st[4*statStep:])
+	return RowInfo{ID: id, Values: values[:t.dim], Touched: binary.LittleEndian.Uint32(st[4*statTouched:]),
+		Hits: binary.LittleEndian.Uint32(st[4*statHits:]), Age: min(t.step-step, maxStepAge)}
+}
+
 // StateWidth is the number of optimizer state words per row.
 func (t *Table) StateWidth() int { return t.sw }
 

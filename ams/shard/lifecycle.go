@@ -112,7 +112,8 @@ func (st *stripe) maintain(idx, work int, now uint32) {
 	}
 }
 
-// expire sweeps the next n buckets of tab with the expiry rules.
+// expire sweeps the next n buckets of tab with the expiry rules, and the
+// next n rows of its cold tier, if it has one.
 func (l *life) expire(tab *ams.Table, n int, now uint32) {
 	if !l.inLap {
 		l.lap.Begin(tab.Len())
@@ -120,17 +121,7 @@ func (l *life) expire(tab *ams.Table, n int, now uint32) {
 	}
 	removed := 0
 	_, lapEnd := tab.Sweep(&l.sweep, n, func(r ams.RowInfo) bool {
-		rs := filters.RowStats{Hits: r.Hits, IdleSamples: int64(r.Age) * ams.StepUnit}
-		if now > r.Touched {
-			rs.Age = time.Duration(now-r.Touched) * time.Second
-		}
-		if l.expiry.NeedsNorm() {
-			rs.Norm = norm(r.Values)
-		}
-		if !l.expiry.Expired(rs) && (l.hook == nil || !l.hook(l.name, rs)) {
-			return false
-		}
-		if !l.lap.Allow() {
+		if !l.expires(r, now, &l.lap) {
 			return false
 		}
 		l.tomb(r.ID)
@@ -142,6 +133,25 @@ func (l *life) expire(tab *ams.Table, n int, now uint32) {
 		l.lap.End()
 		l.inLap = false
 	}
+	if l.cold != nil {
+		l.cold.expire(l, tab, n, now)
+	}
+}
+
+// expires reports whether a row is to be removed by the expiry rules (or
+// the hook), within lap's cap.
+func (l *life) expires(r ams.RowInfo, now uint32, lap *filters.Lap) bool {
+	rs := filters.RowStats{Hits: r.Hits, IdleSamples: int64(r.Age) * ams.StepUnit}
+	if now > r.Touched {
+		rs.Age = time.Duration(now-r.Touched) * time.Second
+	}
+	if l.expiry.NeedsNorm() {
+		rs.Norm = norm(r.Values)
+	}
+	if !l.expiry.Expired(rs) && (l.hook == nil || !l.hook(l.name, rs)) {
+		return false
+	}
+	return lap.Allow()
 }
 
 func norm(v []float32) float32 {

@@ -186,6 +186,9 @@ func (st *stripe) serve(t *task) error {
 			}
 			if ti.tier != nil {
 				l.cold = newCold(tab, ti.tier, tierSpace(ti.idx, st.i))
+				if l.expiry != nil {
+					l.cold.lap = l.expiry.NewLap()
+				}
 			}
 			for len(st.tables) <= ti.idx {
 				st.tables, st.lives = append(st.tables, nil), append(st.lives, nil)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/xdlgo/xps/ams"
 	"github.com/xdlgo/xps/ams/tier"
+	"github.com/xdlgo/xps/filters"
 )
 
 // Tiered tables (issue 25). A table declared with storage tiered keeps at
@@ -154,6 +155,13 @@ type cold struct {
 	// taken (invariant 3).
 	dirty map[uint64]struct{}
 	usage ams.TierUsage
+	// The expiry sweep (expire): its lap, and where it is (after sweepAt,
+	// unless !swept: from the start).
+	lap     filters.Lap
+	inLap   bool
+	sweepAt uint64
+	swept   bool
+	expired []uint64
 
 	// Buffers, reused: a read's ids, rows and flags; the row being
 	// loaded; the rows an eviction keeps, to write.
@@ -282,6 +290,48 @@ func (c *cold) readThrough(tab *ams.Table, p *part) error {
 		ams.DecodeSnapshotValues(p.buf[o:o+d], c.got[j])
 	}
 	return nil
+}
+
+// expire sweeps the next n rows of the space with the table's expiry
+// rules, as the owner sweeps DRAM (lifecycle.go, 1), with a lap and a cap
+// of its own: expired rows are deleted in one batch and tombstoned.
+func (c *cold) expire(l *life, tab *ams.Table, n int, now uint32) {
+	if c.err != nil || c.rows == 0 {
+		return
+	}
+	if !c.inLap {
+		c.lap.Begin(int(c.rows))
+		c.inLap = true
+	}
+	c.expired = c.expired[:0]
+	last, end, err := c.store.ScanFrom(c.space, c.sweepAt, !c.swept, n, func(id uint64, row []byte) error {
+		if l.expires(tab.SnapshotRowInfo(id, row, c.values), now, &c.lap) {
+			c.expired = append(c.expired, id)
+		}
+		return nil
+	})
+	if err != nil {
+		c.fail(err)
+		return
+	}
+	c.sweepAt, c.swept = last, !end
+	if end {
+		c.lap.End()
+		c.inLap = false
+	}
+	if len(c.expired) == 0 {
+		return
+	}
+	if err := c.store.Delete(c.space, c.expired); err != nil {
+		c.fail(err)
+		return
+	}
+	for _, id := range c.expired {
+		delete(c.dirty, id)
+		l.tomb(id)
+	}
+	c.rows -= int64(len(c.expired))
+	tab.CountExpired(len(c.expired))
 }
 
 // keep encodes a row the budget's hand evicts, to write it by flush.

@@ -2,13 +2,16 @@ package shard
 
 import (
 	"errors"
+	"maps"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/xdlgo/xps/ams"
+	"github.com/xdlgo/xps/filters"
 	"github.com/xdlgo/xps/snapshot"
 )
 
@@ -217,5 +220,109 @@ func TestTieredRefusals(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(root, "ams")); err != nil {
 		t.Fatalf("the shard's tier directory: %v", err)
+	}
+}
+
+// TestTieredExpiry: rows idle past the TTL expire from both tiers, each
+// with a tombstone, and the cold tier ends empty; rows pushed every batch
+// stay.
+func TestTieredExpiry(t *testing.T) {
+	spec := ams.TableSpec{Expiry: filters.ExpirySpec{TTLSamples: 100 * batchSamples}, Budget: ams.Budget{Rows: 200}, Storage: ams.StorageTiered}
+	ls := newLifeShard(t, spec, Options{TierDirs: []string{t.TempDir()}})
+	old, hot := idRange(0, 1000), idRange(1_000_000, 100)
+	for i := 0; i < len(old); i += 100 {
+		ls.push(t, old[i:i+100])
+	}
+	if u := ls.stats(t).Tier; u.ColdRows < 700 {
+		t.Fatalf("%d rows went to the cold tier, want at least 700 of 1000 over a budget of 200", u.ColdRows)
+	}
+	for range 300 {
+		ls.push(t, hot)
+	}
+	st := ls.stats(t)
+	if st.Tier.ColdRows != 0 || st.Expired != uint64(len(old)) || st.Rows != int64(len(hot)) {
+		t.Fatalf("after 300 batches (ttl 100): %d rows in DRAM, %d cold, %d expired; want %d, 0, %d", st.Rows, st.Tier.ColdRows, st.Expired, len(hot), len(old))
+	}
+	tombs, lost, err := ls.s.DrainTombstones("emb")
+	slices.Sort(tombs)
+	if err != nil || lost != 0 || !slices.Equal(tombs, old) {
+		t.Fatalf("tombstones: %d ids (lost %d, %v), want the %d expired", len(tombs), lost, err, len(old))
+	}
+}
+
+// pushRandom pushes random gradients to ids as worker w's next batch.
+func (ls *lifeShard) pushRandom(t *testing.T, ids []uint64, seed uint64) {
+	t.Helper()
+	rng := rand.New(rand.NewPCG(seed, 7))
+	g := make([]float32, 4*len(ids))
+	for i := range g {
+		g[i] = float32(rng.NormFloat64())
+	}
+	origin := ams.Origin{Worker: "w", Batch: ls.batch, Samples: batchSamples}
+	ls.batch++
+	if err := ls.s.apply(1, origin, []ams.TableRequest{{Table: "emb", IDs: ids, Rows: g}}, nil); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// read reads the rows of ids from both tiers (a pull without create).
+func (ls *lifeShard) read(t *testing.T, ids []uint64) map[uint64][]float32 {
+	t.Helper()
+	buf := make([]float32, 4*len(ids))
+	if err := ls.s.Pull(1, []ams.TableRequest{{Table: "emb", IDs: ids, Rows: buf}}, false); err != nil {
+		t.Fatal(err)
+	}
+	out := map[uint64][]float32{}
+	for i, id := range ids {
+		out[id] = buf[4*i : 4*i+4]
+	}
+	return out
+}
+
+// TestTieredExportChain: a full export of a tiered table holds the rows
+// of both tiers; a delta holds exactly the rows pushed since, those
+// demoted to disk since included; full + delta equal the table as a pull
+// without create reads it (from both tiers, promoting nothing).
+func TestTieredExportChain(t *testing.T) {
+	spec := ams.TableSpec{Budget: ams.Budget{Rows: 200}, Storage: ams.StorageTiered}
+	ls := newLifeShard(t, spec, Options{TierDirs: []string{t.TempDir()}})
+	store, err := snapshot.OpenDir(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	all := idRange(0, 1000)
+	for i := 0; i < len(all); i += 100 {
+		ls.pushRandom(t, all[i:i+100], uint64(i))
+	}
+	rep := chainReplica{}
+	m1, err := ls.export(t, store, 1, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep.apply(t, store, m1)
+	before := ls.stats(t).Tier
+	if !maps.EqualFunc(rep, ls.read(t, all), slices.Equal) || before.ColdRows < 700 {
+		t.Fatalf("full export: %d rows, the replica differs from the table (%d cold)", len(rep), before.ColdRows)
+	}
+	if after := ls.stats(t).Tier; after.Promoted != before.Promoted {
+		t.Fatal("a pull without create promoted rows")
+	}
+	changed := all[300:600]
+	for i := 0; i < len(changed); i += 100 {
+		ls.pushRandom(t, changed[i:i+100], uint64(1000+i))
+	}
+	for i := 0; i < 200; i += 100 { // pushes the changed rows out of DRAM
+		ls.pushRandom(t, all[800+i:900+i], uint64(2000+i))
+	}
+	m2, err := ls.export(t, store, 2, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rows, dels := m2.Rows(); rows != int64(len(changed)+200) || dels != 0 {
+		t.Fatalf("delta: %d rows and %d deletions, want %d and 0", rows, dels, len(changed)+200)
+	}
+	rep.apply(t, store, m2)
+	if !maps.EqualFunc(rep, ls.read(t, all), slices.Equal) {
+		t.Fatal("full + delta differ from the table")
 	}
 }

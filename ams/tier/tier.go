@@ -224,6 +224,44 @@ func (s *Store) Scan(table uint32, fn func(id uint64, row []byte) error) error {
 	return nil
 }
 
+// ScanFrom calls fn for at most n rows of table, in id order, from the
+// first id above after (from the table's first row when first is set);
+// row aliases the Store's memory, valid only during the call. It returns
+// the last id visited and whether it reached the table's end. An error
+// of fn stops it and is returned.
+func (s *Store) ScanFrom(table uint32, after uint64, first bool, n int, fn func(id uint64, row []byte) error) (last uint64, end bool, err error) {
+	var lo, hi [keyLen]byte
+	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: key(lo[:], table, 0), UpperBound: tableEnd(hi[:0], table)})
+	if err != nil {
+		return 0, false, fmt.Errorf("tier: scan in %s: %w", s.dir, err)
+	}
+	ok := it.First()
+	if !first {
+		if after == ^uint64(0) {
+			ok = false
+		} else {
+			ok = it.SeekGE(key(lo[:], table, after+1))
+		}
+	}
+	last, end = after, true
+	for k := 0; ok; ok = it.Next() {
+		if k == n {
+			end = false
+			break
+		}
+		k++
+		last = binary.BigEndian.Uint64(it.Key()[4:])
+		if err := fn(last, it.Value()); err != nil {
+			it.Close()
+			return last, false, err
+		}
+	}
+	if err := errors.Join(it.Error(), it.Close()); err != nil {
+		return last, false, fmt.Errorf("tier: scan in %s: %w", s.dir, err)
+	}
+	return last, end, nil
+}
+
 // IDs appends the id of every row of table to dst, in id order.
 func (s *Store) IDs(table uint32, dst []uint64) ([]uint64, error) {
 	var lo, hi [keyLen]byte

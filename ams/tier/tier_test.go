@@ -172,3 +172,55 @@ func TestOpenBadDir(t *testing.T) {
 		}
 	}
 }
+
+// TestScanFromAndClear: ScanFrom goes through a table n rows at a time,
+// in id order, and says when it reached the end; IDs lists the same ids;
+// Clear empties every table.
+func TestScanFromAndClear(t *testing.T) {
+	s := open(t, filepath.Join(t.TempDir(), "cold"))
+	ids := []uint64{3, 9, 10, 400, 1 << 40, ^uint64(0)}
+	rows := make([][]byte, len(ids))
+	for i, id := range ids {
+		rows[i] = row(2, id)
+	}
+	if err := s.Put(2, ids, rows); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Put(3, ids[:2], rows[:2]); err != nil {
+		t.Fatal(err)
+	}
+	var seen []uint64
+	after, first := uint64(0), true
+	for laps := 0; ; laps++ {
+		last, end, err := s.ScanFrom(2, after, first, 4, func(id uint64, r []byte) error {
+			if string(r) != string(row(2, id)) {
+				t.Fatalf("row %d: %q", id, r)
+			}
+			seen = append(seen, id)
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if after, first = last, false; end {
+			break
+		}
+		if laps > 3 {
+			t.Fatal("the scan does not end")
+		}
+	}
+	if !slices.Equal(seen, ids) {
+		t.Fatalf("scanned %v, want %v", seen, ids)
+	}
+	if got, err := s.IDs(2, nil); err != nil || !slices.Equal(got, ids) {
+		t.Fatalf("IDs: %v, %v", got, err)
+	}
+	if err := s.Clear(); err != nil {
+		t.Fatal(err)
+	}
+	for _, table := range []uint32{2, 3} {
+		if got, err := s.IDs(table, nil); err != nil || len(got) != 0 {
+			t.Fatalf("table %d after Clear: %v, %v", table, got, err)
+		}
+	}
+}
