@@ -12,8 +12,11 @@ package ams
 // markDirty sets slot's mark.
 func (t *Table) markDirty(slot uint32) { t.dirty[slot>>6] |= 1 << (slot & 63) }
 
-// cleanSlot clears slot's mark.
-func (t *Table) cleanSlot(slot uint32) { t.dirty[slot>>6] &^= 1 << (slot & 63) }
+// cleanSlot clears slot's marks (dirty and shadowed: a new row).
+func (t *Table) cleanSlot(slot uint32) {
+	t.dirty[slot>>6] &^= 1 << (slot & 63)
+	t.shadow[slot>>6] &^= 1 << (slot & 63)
+}
 
 // growDirty makes room for the marks of slots [0, t.next), doubling.
 func (t *Table) growDirty() {
@@ -21,7 +24,26 @@ func (t *Table) growDirty() {
 		d := make([]uint64, max(need, 2*len(t.dirty)))
 		copy(d, t.dirty)
 		t.dirty = d
+		sh := make([]uint64, len(d))
+		copy(sh, t.shadow)
+		t.shadow = sh
 	}
+}
+
+// Shadow marks: a tiered table's shard (package shard) leaves the disk
+// copy of a row it reads back into DRAM where it is, stale from then on,
+// and marks the row shadowed: when the row leaves DRAM, by the budget its
+// disk copy is overwritten, by expiry it is deleted. The mark is cleared
+// when the slot gets a new row.
+
+// MarkShadowed marks id's row as having a stale copy on disk. It reports
+// whether the row exists.
+func (t *Table) MarkShadowed(id uint64) bool {
+	slot, ok := t.idx.get(id)
+	if ok {
+		t.shadow[slot>>6] |= 1 << (slot & 63)
+	}
+	return ok
 }
 
 // TakeDirty appends to ids the id of every row pushed since the last

@@ -120,7 +120,10 @@ type RowInfo struct {
 	// Dirty reports whether a push changed the row since the last export
 	// took it (see TakeDirty).
 	Dirty bool
-	slot  uint32
+	// Shadowed reports whether the row has a stale copy on disk (see
+	// MarkShadowed).
+	Shadowed bool
+	slot     uint32
 }
 
 // AppendSweptRow appends the encoding of a row a sweep shows (see
@@ -197,8 +200,10 @@ func (t *Table) Sweep(sw *Sweeper, n int, remove func(RowInfo) bool) (visited in
 			age, st[statStep] = maxStepAge, t.step-maxStepAge
 		}
 		visited++
-		dirty := t.dirty[slot>>6]&(1<<(slot&63)) != 0
-		if !remove(RowInfo{ID: id, Values: w, Touched: st[statTouched], Hits: st[statHits], Age: age, Dirty: dirty, slot: slot}) {
+		w6, b6 := slot>>6, uint64(1)<<(slot&63)
+		r := RowInfo{ID: id, Values: w, Touched: st[statTouched], Hits: st[statHits], Age: age,
+			Dirty: t.dirty[w6]&b6 != 0, Shadowed: t.shadow[w6]&b6 != 0, slot: slot}
+		if !remove(r) {
 			sw.k++
 			continue
 		}

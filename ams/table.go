@@ -48,6 +48,9 @@ type Table struct {
 	free []uint32      // deleted slots, reused last-in first-out
 	// dirty holds a mark per slot, set by pushes (see dirty.go).
 	dirty []uint64
+	// shadow holds a mark per slot, set by a tiered table's shard (see
+	// dirty.go), as long as dirty.
+	shadow []uint64
 
 	// step is the sample clock that creations and pushes stamp on their
 	// rows (SetStep); admit, when set, decides which missing IDs earn a
@@ -451,5 +454,5 @@ func (t *Table) load(id uint64, values, state []float32, stats [statWords]uint32
 // MemoryBytes returns the bytes held by the index, the slab (allocated
 // chunks, used or not) and the free list.
 func (t *Table) MemoryBytes() int64 {
-	return t.idx.memoryBytes() + t.rows.memoryBytes() + int64(cap(t.free))*4 + int64(cap(t.dirty))*8
+	return t.idx.memoryBytes() + t.rows.memoryBytes() + int64(cap(t.free))*4 + int64(cap(t.dirty)+cap(t.shadow))*8
 }

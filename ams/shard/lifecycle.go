@@ -124,11 +124,17 @@ func (l *life) expire(tab *ams.Table, n int, now uint32) {
 		if !l.expires(r, now, &l.lap) {
 			return false
 		}
+		if r.Shadowed {
+			l.cold.drop(r.ID)
+		}
 		l.tomb(r.ID)
 		removed++
 		return true
 	})
 	tab.CountExpired(removed)
+	if l.cold != nil {
+		l.cold.dropShadows()
+	}
 	if lapEnd {
 		l.lap.End()
 		l.inLap = false

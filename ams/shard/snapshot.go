@@ -203,7 +203,7 @@ func (st *stripe) allIDs(ti *tableInfo) ([]uint64, error) {
 		}
 	}
 	sortIDs(ids)
-	return ids, nil
+	return slices.Compact(ids), nil
 }
 
 // plan merges the stripes' lists into c's next snapChunk rows and reports

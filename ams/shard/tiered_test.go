@@ -236,6 +236,7 @@ func TestTieredExpiry(t *testing.T) {
 	if u := ls.stats(t).Tier; u.ColdRows < 700 {
 		t.Fatalf("%d rows went to the cold tier, want at least 700 of 1000 over a budget of 200", u.ColdRows)
 	}
+	ls.pushRandom(t, old[:100], 1) // back in DRAM, their disk copies stale: expiry must delete both
 	for range 300 {
 		ls.push(t, hot)
 	}
@@ -247,6 +248,10 @@ func TestTieredExpiry(t *testing.T) {
 	slices.Sort(tombs)
 	if err != nil || lost != 0 || !slices.Equal(tombs, old) {
 		t.Fatalf("tombstones: %d ids (lost %d, %v), want the %d expired", len(tombs), lost, err, len(old))
+	}
+	fresh := newLifeShard(t, spec, Options{TierDirs: []string{t.TempDir()}})
+	if !maps.EqualFunc(ls.read(t, old), fresh.read(t, old), slices.Equal) {
+		t.Fatal("an expired row reads as something else than its initial row (a stale disk copy came back)")
 	}
 }
 

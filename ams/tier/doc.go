@@ -9,10 +9,16 @@
 // a batch of sorted ids is read with one iterator, seeking forward, and a
 // table is scanned or dropped as one key range.
 //
-// Durability is the snapshot's, not the Store's: writes are not synced
-// (a shard that dies restores its tables, both tiers, from the last
-// snapshot), so the Store's files are scratch space that Open may find
-// from a dead process and that the shard discards (Options.Fresh).
+// Durability is the snapshot's, not the Store's: there is no write-ahead
+// log, and rows still in a memtable die with the Store (a shard that dies
+// restores its tables, both tiers, from the last snapshot), so the
+// Store's files are scratch space that Open may find from a dead process
+// and that the shard discards (Options.Fresh). Blocks are not compressed
+// (rows of floats do not compress), and each file has a Bloom filter for
+// point lookups. Measured on a tiered job (a Get per id with the filters,
+// against one iterator seeking forward through the batch's sorted ids):
+// the iterator was 10% slower once the shard stopped asking for ids never
+// written; an uncompressed store and no WAL took a third off its CPU.
 //
 // Invariants:
 //
