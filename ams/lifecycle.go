@@ -273,9 +273,10 @@ type TierUsage struct {
 	// hit ratio.
 	Lookups uint64 `json:"lookups"`
 	Misses  uint64 `json:"misses"`
-	// DiskReads counts the ids read from disk (the misses, when the cold
-	// tier holds rows), in DiskBatches batched reads (one per stripe's
-	// part of a request that missed).
+	// DiskReads counts the ids pulls and pushes read from disk (the
+	// misses that may be there), in DiskBatches batched reads (one per
+	// stripe's part of a request that missed); snapshots' and exports'
+	// reads are not counted.
 	DiskReads   uint64 `json:"disk_reads"`
 	DiskBatches uint64 `json:"disk_batches"`
 	// Promoted counts rows read back from disk into DRAM, Demoted rows

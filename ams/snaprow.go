@@ -93,6 +93,12 @@ func (t *Table) SnapshotRowInfo(id uint64, b []byte, values []float32) RowInfo {
 		Hits: binary.LittleEndian.Uint32(st[4*statHits:]), Age: min(t.step-step, maxStepAge)}
 }
 
+// SnapshotRowStep is the last-update step of a row encoded by
+// AppendSnapshotRow.
+func (t *Table) SnapshotRowStep(b []byte) uint32 {
+	return binary.LittleEndian.Uint32(b[4*(t.dim+t.sw+statStep):])
+}
+
 // StateWidth is the number of optimizer state words per row.
 func (t *Table) StateWidth() int { return t.sw }
 

@@ -120,7 +120,7 @@ func (s *Shard) exportIDs(cat *catalog, ti *tableInfo, delta bool) ([][]uint64, 
 		if !delta {
 			tab.ClearDirty()
 			if cd != nil {
-				cd.takeDirty(nil)
+				cd.exported(tab)
 			}
 			var err error
 			ids[i], err = st.allIDs(ti)
@@ -128,7 +128,10 @@ func (s *Shard) exportIDs(cat *catalog, ti *tableInfo, delta bool) ([][]uint64, 
 		}
 		ids[i] = append(tab.TakeDirty(nil), tombs...)
 		if cd != nil {
-			ids[i] = cd.takeDirty(ids[i])
+			var err error
+			if ids[i], err = cd.takeDirty(tab, ids[i]); err != nil {
+				return err
+			}
 		}
 		sortIDs(ids[i])
 		ids[i] = slices.Compact(ids[i])

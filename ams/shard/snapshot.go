@@ -248,7 +248,7 @@ func (w *tableWrite) encodeStripe(st *stripe, i int, c *writeChunk) error {
 	if l := st.lives[w.ti.idx]; l != nil && l.cold != nil && l.cold.rows > 0 {
 		cd = l.cold
 		if coldIDs = tab.Missing(own, nil); len(coldIDs) > 0 {
-			if err := cd.read(coldIDs); err != nil {
+			if err := cd.read(coldIDs, false); err != nil {
 				return err
 			}
 		}

@@ -44,9 +44,14 @@ import (
 //     its rows back in DRAM (over budget: none is lost) and the table
 //     fails every request from then on with ams.ErrTier, as does a failed
 //     read: the job stops and recovers from its last snapshot.
-//  3. A row keeps its dirty mark (an export's) across tiers: the cold tier
-//     keeps the ids of dirty rows it holds, and a promotion marks them
-//     again.
+//  3. A row keeps its dirty mark (an export's) across tiers, at no cost
+//     per cold row: a row's step (its last update, which it carries) tells
+//     whether an export took it since. An export records the table's step
+//     in each stripe's cold tier; a delta lists, with DRAM's dirty rows,
+//     the rows only on disk whose step is at or after the previous
+//     export's (a scan of the disk's rows), and a promotion marks dirty a
+//     row whose step is. A delta may repeat a row updated in the step of
+//     the export before; it never misses one.
 //  4. A snapshot or export lists, and reads, the rows of both tiers (the
 //     cold ones in a batched read per chunk); a restore loads the rows into
 //     DRAM a chunk at a time, and the budget moves the excess to disk
@@ -162,10 +167,10 @@ type cold struct {
 	// stopped the table (invariant 2).
 	rows, shadowed int64
 	err            error
-	// dirty holds the ids of the space's rows that an export has not
-	// taken (invariant 3).
-	dirty map[uint64]struct{}
-	usage ams.TierUsage
+	// exportStep is the table's step when the last export listed the
+	// space's rows (invariant 3).
+	exportStep uint32
+	usage      ams.TierUsage
 	// filter holds the ids written to disk (see mayHave), filterAdds how
 	// many; nil before the first write.
 	filter                *bloom.BloomFilter
@@ -197,7 +202,7 @@ type cold struct {
 }
 
 func newCold(tab *ams.Table, store *tier.Store, space uint32) *cold {
-	return &cold{name: tab.Spec().Name, store: store, space: space, dirty: map[uint64]struct{}{},
+	return &cold{name: tab.Spec().Name, store: store, space: space,
 		values: make([]float32, tab.Dim()), st: make([]float32, tab.StateWidth()), rowBytesEach: tab.SnapshotRowBytes()}
 }
 
@@ -272,8 +277,9 @@ func (c *cold) fail(err error) error {
 }
 
 // read reads the rows of ids (sorted, unique) from disk into c.got and
-// c.found.
-func (c *cold) read(ids []uint64) error {
+// c.found; a read for a request (not a snapshot's or an export's) counts
+// in the usage.
+func (c *cold) read(ids []uint64, request bool) error {
 	n := len(ids)
 	for len(c.got) < n {
 		c.got = append(c.got, nil)
@@ -282,8 +288,10 @@ func (c *cold) read(ids []uint64) error {
 	if err := c.store.Get(c.space, ids, c.got[:n], c.found); err != nil {
 		return c.fail(err)
 	}
-	c.usage.DiskReads += uint64(n)
-	c.usage.DiskBatches++
+	if request {
+		c.usage.DiskReads += uint64(n)
+		c.usage.DiskBatches++
+	}
 	return nil
 }
 
@@ -305,7 +313,7 @@ func (c *cold) promote(tab *ams.Table, ids []uint64) error {
 	}
 	sortIDs(c.miss)
 	c.miss = slices.Compact(c.miss)
-	if err := c.read(c.miss); err != nil {
+	if err := c.read(c.miss, true); err != nil {
 		return err
 	}
 	moved := 0
@@ -317,9 +325,8 @@ func (c *cold) promote(tab *ams.Table, ids []uint64) error {
 			return c.fail(err)
 		}
 		tab.MarkShadowed(id) // its disk copy stays, stale (invariant 1)
-		if _, ok := c.dirty[id]; ok {
-			tab.MarkDirty(id)
-			delete(c.dirty, id)
+		if tab.SnapshotRowStep(c.got[i]) >= c.exportStep {
+			tab.MarkDirty(id) // updated since the last export (invariant 3)
 		}
 		moved++
 	}
@@ -353,7 +360,7 @@ func (c *cold) readThrough(tab *ams.Table, p *part) error {
 			c.miss = append(c.miss, id)
 		}
 	}
-	if err := c.read(c.miss); err != nil {
+	if err := c.read(c.miss, true); err != nil {
 		return err
 	}
 	d := tab.Dim()
@@ -412,7 +419,6 @@ func (c *cold) expire(l *life, tab *ams.Table, n int, now uint32) {
 		return
 	}
 	for _, id := range c.expired {
-		delete(c.dirty, id)
 		l.tomb(id)
 	}
 	c.rows -= int64(len(c.expired))
@@ -488,10 +494,7 @@ func (c *cold) flush(tab *ams.Table) {
 		return
 	}
 	overwritten := 0
-	for i, id := range c.evIDs {
-		if c.evDirty[i] {
-			c.dirty[id] = struct{}{}
-		}
+	for i := range c.evIDs {
 		if c.evShadow[i] {
 			overwritten++
 		}
@@ -517,14 +520,36 @@ func (c *cold) ids(dst []uint64) ([]uint64, error) {
 	return dst, nil
 }
 
-// takeDirty appends the dirty cold ids to dst and forgets them.
-func (c *cold) takeDirty(dst []uint64) []uint64 {
-	for id := range c.dirty {
-		dst = append(dst, id)
+// takeDirty appends to dst the ids of the space's rows that an export has
+// not taken, and forgets them: the rows only on disk whose last update
+// (their step) is at or after the previous export's (invariant 3).
+func (c *cold) takeDirty(tab *ams.Table, dst []uint64) ([]uint64, error) {
+	since := c.exportStep
+	c.exportStep = tab.Step()
+	if c.err != nil {
+		return dst, c.err
 	}
-	clear(c.dirty)
-	return dst
+	first, after := true, uint64(0)
+	for {
+		last, end, err := c.store.ScanFrom(c.space, after, first, 1<<16, func(id uint64, row []byte) error {
+			if _, inDRAM := tab.Get(id); !inDRAM && tab.SnapshotRowStep(row) >= since {
+				dst = append(dst, id)
+			}
+			return nil
+		})
+		if err != nil {
+			return dst, c.fail(err)
+		}
+		if end {
+			return dst, nil
+		}
+		first, after = false, last
+	}
 }
+
+// exported records a full export: the rows updated from now on are the
+// next delta's.
+func (c *cold) exported(tab *ams.Table) { c.exportStep = tab.Step() }
 
 // empty deletes every row of the space.
 func (c *cold) empty() error {
@@ -532,7 +557,6 @@ func (c *cold) empty() error {
 		return c.fail(err)
 	}
 	c.rows, c.shadowed = 0, 0
-	clear(c.dirty)
 	c.filter = nil
 	return nil
 }

@@ -319,6 +319,10 @@ func TestTieredExportChain(t *testing.T) {
 	for i := 0; i < 200; i += 100 { // pushes the changed rows out of DRAM
 		ls.pushRandom(t, all[800+i:900+i], uint64(2000+i))
 	}
+	back := changed[:50] // and some back in, by a pull: dirty again
+	if err := ls.s.Pull(1, []ams.TableRequest{{Table: "emb", IDs: back, Rows: make([]float32, 4*len(back))}}, true); err != nil {
+		t.Fatal(err)
+	}
 	m2, err := ls.export(t, store, 2, 1)
 	if err != nil {
 		t.Fatal(err)

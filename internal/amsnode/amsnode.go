@@ -46,8 +46,8 @@ type Options struct {
 	// refuses every snapshot, restore and export that names a store.
 	Stores []string
 	// TierDirs are the directories where the shard keeps the cold tiers
-	// of tiered tables (shard.Options.TierDirs). The default value is
-	// none: a tiered table is refused.
+	// of tiered tables (shard.Options.TierDirs), created by Start if
+	// missing. The default value is none: a tiered table is refused.
 	TierDirs []string
 	// Metrics, when set, receives the shard's metrics: the latency of
 	// every RPC served (xps_ams_rpc_seconds) and, read at each scrape, its
@@ -98,6 +98,11 @@ func Start(ctx context.Context, cli *clientv3.Client, opts Options) (*Node, erro
 	}
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	for _, d := range opts.TierDirs { // made now: a directory that cannot be fails the start
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			return nil, fmt.Errorf("amsnode %s: tier directory: %w", opts.ID, err)
+		}
 	}
 	lis, err := net.Listen("tcp", opts.Listen)
 	if err != nil {

@@ -37,11 +37,12 @@ import (
 // faultConfig is the fault test's job: a progress line every 100ms (the
 // kills are keyed to them), the source's reading (faultSource.train:
 // files shuffled through small windows, so that kills fall inside
-// windows; Kafka read in order). Over Kafka, train.epochs is 1: the
-// epochs are in the topic.
+// windows; Kafka read in order) and its table's storage
+// (faultSource.table). Over Kafka, train.epochs is 1: the epochs are in
+// the topic.
 const faultConfig = `
 model:
-  tables: [{name: emb, dim: 8, optimizer: {name: adagrad, lr: 0.05}, init: {kind: uniform, scale: 0.01}}]
+  tables: [{name: emb, dim: 8, optimizer: {name: adagrad, lr: 0.05}, init: {kind: uniform, scale: 0.01}%s}]
   hidden: [32, 16]
 train: {batch_size: 128, epochs: %d, progress_every: 100ms, %s}
 data: {train_samples: %d, test_samples: 10000, fields: 8, user_fields: 3, vocab: 2000, mean_bag: 2}
@@ -143,6 +144,8 @@ func TestFaultInjection(t *testing.T) {
 		// About 700 windows of 64 KiB: kills and restores fall inside
 		// windows, which a resumed worker reads and shuffles again.
 		train:  "shuffle: true, shuffle_window: 65536",
+		// About 5,000 rows per shard, 1,500 of them in DRAM.
+		table:  ", storage: tiered, budget: {rows: 1500}",
 		epochs: func(epochs int64) int64 { return epochs },
 		start: func(t *testing.T, env faultEnv) faultData {
 			gate := faultGateFile(env)
@@ -218,6 +221,11 @@ type faultSource struct {
 	name string
 	// train is the job's reading of the data: train keys, YAML flow.
 	train string
+	// table is more settings of the job's table (", key: value, ..."):
+	// the job over files has its table tiered (issue 25: a shard killed
+	// with rows on disk recovers as any other), the one over Kafka in
+	// memory.
+	table string
 	// epochs is train.epochs of the job when the test's data is to be
 	// trained on epochs times.
 	epochs func(epochs int64) int64
@@ -278,7 +286,7 @@ func faultTest(t *testing.T, src faultSource) {
 	}
 	defer cli.Close()
 	cfg := filepath.Join(dir, "job.yaml")
-	if err := os.WriteFile(cfg, fmt.Appendf(nil, faultConfig, src.epochs(epochs), src.train, samples), 0o644); err != nil {
+	if err := os.WriteFile(cfg, fmt.Appendf(nil, faultConfig, src.table, src.epochs(epochs), src.train, samples), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	train, test := filepath.Join(dir, "train.libffm"), filepath.Join(dir, "test.libffm")
@@ -637,7 +645,8 @@ func (fc *faultCluster) startJob(name string) *faultJob {
 		if i == 2 && fc.ns != nil {
 			listen = fc.ns.InsideAddr(t)
 		}
-		s := j.slot(membership.KindAMS, id, id, slices.Concat([]string{"ams"}, common, []string{"-id", id, "-listen", listen, "-store", snaps}))
+		s := j.slot(membership.KindAMS, id, id, slices.Concat([]string{"ams"}, common, []string{"-id", id, "-listen", listen, "-store", snaps,
+			"-tier-dir", filepath.Join(fc.dir, name+"-tier")}))
 		if i == 2 {
 			s.ns = fc.ns
 		}
