@@ -143,7 +143,7 @@ func TestFaultInjection(t *testing.T) {
 		name: "files",
 		// About 700 windows of 64 KiB: kills and restores fall inside
 		// windows, which a resumed worker reads and shuffles again.
-		train:  "shuffle: true, shuffle_window: 65536",
+		train: "shuffle: true, shuffle_window: 65536",
 		// About 5,000 rows per shard, 1,500 of them in DRAM.
 		table:  ", storage: tiered, budget: {rows: 1500}",
 		epochs: func(epochs int64) int64 { return epochs },
