@@ -5,6 +5,7 @@ import (
 	"maps"
 	"math/rand/v2"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -334,4 +335,39 @@ func TestTieredExportChain(t *testing.T) {
 	if !maps.EqualFunc(rep, ls.read(t, all), slices.Equal) {
 		t.Fatal("full + delta differ from the table")
 	}
+}
+
+// TestTieredDiskFull: a tiered table whose disk fills up (a 16 MiB tmpfs,
+// mounted by the test as root; skipped elsewhere) fails a request with
+// ams.ErrTier, naming the disk's error, and fails every later one; every
+// row it created is still there, in DRAM or on disk: none is lost.
+func TestTieredDiskFull(t *testing.T) {
+	dir := t.TempDir()
+	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=16m", "tmpfs", dir).CombinedOutput(); err != nil {
+		t.Skipf("cannot mount a small tmpfs (needs root): %v: %s", err, out)
+	}
+	defer exec.Command("umount", "-l", dir).Run()
+	spec := ams.TableSpec{Budget: ams.Budget{Rows: 1000}, Storage: ams.StorageTiered}
+	ls := newLifeShard(t, spec, Options{TierDirs: []string{dir}})
+	var err error
+	pushed := 0
+	for b := 0; b < 10000 && err == nil; b++ { // 4M rows at most: 200 MiB, on 16 MiB
+		ids := idRange(b*400, 400)
+		err = ls.s.Pull(1, []ams.TableRequest{{Table: "emb", IDs: ids, Rows: make([]float32, 4*len(ids))}}, true)
+		if err == nil {
+			pushed += len(ids)
+		}
+	}
+	if !errors.Is(err, ams.ErrTier) || !strings.Contains(err.Error(), "no space left") {
+		t.Fatalf("after %d rows on a 16 MiB disk: %v, want ErrTier (no space left)", pushed, err)
+	}
+	st := ls.stats(t)
+	if got := st.Rows + st.Tier.ColdRows; got < int64(pushed) || st.Created != uint64(got) {
+		t.Fatalf("%d rows created, %d in DRAM and %d on disk: rows were lost", st.Created, st.Rows, st.Tier.ColdRows)
+	}
+	ids := idRange(0, 10)
+	if err := ls.s.Pull(1, []ams.TableRequest{{Table: "emb", IDs: ids, Rows: make([]float32, 40)}}, true); !errors.Is(err, ams.ErrTier) {
+		t.Fatalf("a request after the failure: %v, want ErrTier", err)
+	}
+	t.Logf("%d rows, then: %v", pushed, err)
 }

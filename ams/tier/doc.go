@@ -28,7 +28,10 @@
 //  2. A row returned by Get or Scan is a copy owned by the caller.
 //  3. Every error names the Store's directory; a disk that is full or
 //     read-only fails the write that met it, with Pebble's error wrapped,
-//     and never loses a row silently.
+//     and never loses a row silently. Writes land in a memtable first:
+//     when a flush or compaction (Pebble's background work) meets the
+//     error, every write after fails with it (TestDiskFull), rather than
+//     fill the memtables until writes stall for ever.
 //  4. Close waits for Pebble's goroutines (compactions, flushes) to end.
 //
 // A Store is safe for concurrent use (Pebble's DB is); the shard's stripe

@@ -52,6 +52,24 @@ type Store struct {
 	// reads and found count the rows asked for and found; writes and
 	// deletes the rows written and deleted.
 	reads, found, writes, deletes atomic.Int64
+	// bgErr is the first error of Pebble's flushes and compactions (a
+	// full disk): every later write fails with it (invariant 3), rather
+	// than fill the memtables until writes stall for ever.
+	bgErr atomic.Pointer[error]
+}
+
+// background records an error of Pebble's background work.
+func (s *Store) background(err error) {
+	err = fmt.Errorf("tier: %s: writing to disk failed: %w", s.dir, err)
+	s.bgErr.CompareAndSwap(nil, &err)
+}
+
+// failed returns the background error, if any.
+func (s *Store) failed() error {
+	if p := s.bgErr.Load(); p != nil {
+		return *p
+	}
+	return nil
 }
 
 // Open opens (or creates) the Store in o.Dir.
@@ -79,11 +97,15 @@ func Open(o Options) (*Store, error) {
 	}
 	cache := pebble.NewCache(o.CacheBytes)
 	defer cache.Unref()
-	db, err := pebble.Open(dir, pebbleOptions(cache))
+	s := &Store{dir: dir}
+	opts := pebbleOptions(cache)
+	opts.EventListener = &pebble.EventListener{BackgroundError: s.background}
+	db, err := pebble.Open(dir, opts)
 	if err != nil {
 		return nil, fmt.Errorf("tier: open %s: %w", dir, err)
 	}
-	return &Store{dir: dir, db: db}, nil
+	s.db = db
+	return s, nil
 }
 
 // pebbleOptions are the DB's options. Rows are written, read back and
@@ -154,6 +176,9 @@ func (s *Store) Put(table uint32, ids []uint64, rows [][]byte) error {
 		return fmt.Errorf("tier: put %d rows for %d ids", len(rows), len(ids))
 	}
 	if err := sorted(ids); err != nil {
+		return err
+	}
+	if err := s.failed(); err != nil {
 		return err
 	}
 	b := s.db.NewBatch()

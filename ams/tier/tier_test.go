@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strings"
 	"slices"
 	"testing"
 
@@ -225,4 +227,37 @@ func TestScanFromAndClear(t *testing.T) {
 			t.Fatalf("table %d after Clear: %v, %v", table, got, err)
 		}
 	}
+}
+
+// TestDiskFull: on a disk that fills up (a 16 MiB tmpfs, mounted by the
+// test as root; skipped elsewhere), writes start failing with an error
+// that names the directory, within a bounded number of rows: none is
+// taken silently and none stalls for ever.
+func TestDiskFull(t *testing.T) {
+	dir := t.TempDir()
+	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=16m", "tmpfs", dir).CombinedOutput(); err != nil {
+		t.Skipf("cannot mount a small tmpfs (needs root): %v: %s", err, out)
+	}
+	defer exec.Command("umount", "-l", dir).Run()
+	s, err := Open(Options{Dir: filepath.Join(dir, "cold")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	row := bytes.Repeat([]byte{7}, 1024)
+	ids, rows := make([]uint64, 1024), make([][]byte, 1024)
+	for i := range rows {
+		rows[i] = row
+	}
+	var werr error
+	for b := 0; b < 1000 && werr == nil; b++ { // 1 GiB at most, the disk holds 16 MiB
+		for i := range ids {
+			ids[i] = uint64(b*len(ids) + i)
+		}
+		werr = s.Put(1, ids, rows)
+	}
+	if werr == nil || !strings.Contains(werr.Error(), s.Dir()) {
+		t.Fatalf("1 GiB written to a 16 MiB disk: %v", werr)
+	}
+	t.Logf("the write that failed: %v", werr)
 }
