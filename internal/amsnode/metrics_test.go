@@ -84,3 +84,46 @@ xps_ams_pushes_total 0
 		t.Error(err)
 	}
 }
+
+// TestTierMetrics: a tiered table's cold tier shows in a scrape: its rows
+// on disk and the rows demoted, by table, and the Pebble DB's figures, by
+// directory.
+func TestTierMetrics(t *testing.T) {
+	srv := xtest.StartEtcd(t)
+	cli := xtest.EtcdClient(t, srv.Endpoints())
+	ctx := xtest.Ctx(t, time.Minute)
+	reg := prometheus.NewPedanticRegistry()
+	n, err := amsnode.Start(ctx, cli, amsnode.Options{ID: "ams-0", Prefix: "/xps/tier-metrics", Metrics: reg, Stripes: 1,
+		TierDirs: []string{t.TempDir() + "/tier"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer n.Close()
+	if err := n.Shard().Begin(1, 0); err != nil {
+		t.Fatal(err)
+	}
+	spec := ams.TableSpec{Name: "emb", Dim: 2, Budget: ams.Budget{Rows: 10}, Storage: ams.StorageTiered}
+	if _, err := n.Shard().Declare(1, []ams.TableSpec{spec}, nil); err != nil {
+		t.Fatal(err)
+	}
+	for b := range 10 {
+		ids := []uint64{uint64(5 * b), uint64(5*b + 1), uint64(5*b + 2), uint64(5*b + 3), uint64(5*b + 4)}
+		if err := n.Shard().Push(1, []ams.TableRequest{{Table: "emb", IDs: ids, Rows: make([]float32, 10)}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want := `
+# HELP xps_ams_tier_cold_rows Rows in the cold tier on disk, by table (tiered tables).
+# TYPE xps_ams_tier_cold_rows gauge
+xps_ams_tier_cold_rows{table="emb"} 40
+# HELP xps_ams_tier_demoted_total Rows the budget moved from DRAM to disk, by table.
+# TYPE xps_ams_tier_demoted_total counter
+xps_ams_tier_demoted_total{table="emb"} 40
+`
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "xps_ams_tier_cold_rows", "xps_ams_tier_demoted_total"); err != nil {
+		t.Error(err)
+	}
+	if n, err := testutil.GatherAndCount(reg, "xps_ams_tier_disk_bytes", "xps_ams_tier_write_amplification"); err != nil || n != 2 {
+		t.Errorf("the Pebble DB's series: %d, %v; want 2 (one directory)", n, err)
+	}
+}
