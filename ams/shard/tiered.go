@@ -233,39 +233,47 @@ func (c *cold) maybeCold(ids []uint64) []uint64 {
 	return slices.DeleteFunc(ids, func(id uint64) bool { return !c.mayHave(id) })
 }
 
-// remember adds ids, just written, to the filter.
-func (c *cold) remember(ids []uint64) {
-	if c.filter == nil || c.filterAdds+uint(len(ids)) > c.filterCap {
-		c.rebuildFilter(uint(c.rows) + uint(len(ids)))
+// remember adds ids, just written, fresh of them new keys, to the filter.
+func (c *cold) remember(ids []uint64, fresh int) {
+	if c.filter == nil || c.filterAdds+uint(fresh) > c.filterCap {
+		c.rebuildFilter(uint(c.rows) + uint(fresh))
 	}
+	c.add(ids)
+	c.filterAdds += uint(fresh)
+}
+
+func (c *cold) add(ids []uint64) {
 	var b [8]byte
 	for _, id := range ids {
 		binary.LittleEndian.PutUint64(b[:], id)
 		c.filter.Add(b[:])
 	}
-	c.filterAdds += uint(len(ids))
 }
 
 // rebuildFilter makes a filter for twice need ids (at least
-// filterMinRows) from the ids on disk.
+// filterMinRows) from the ids on disk, read a chunk at a time.
 func (c *cold) rebuildFilter(need uint) {
 	capacity := max(filterGrowRows*need, filterMinRows)
 	c.filter, c.filterCap = bloom.NewWithEstimates(capacity, filterFP), capacity
-	c.filterAdds = 0
-	if c.rows == 0 {
-		return
+	c.filterAdds = uint(c.rows)
+	chunk := make([]uint64, 0, 1<<14)
+	first, after := true, uint64(0)
+	for c.rows > 0 {
+		chunk = chunk[:0]
+		last, end, err := c.store.ScanFrom(c.space, after, first, cap(chunk), func(id uint64, _ []byte) error {
+			chunk = append(chunk, id)
+			return nil
+		})
+		if err != nil {
+			c.fail(err)
+			return
+		}
+		c.add(chunk)
+		if end {
+			return
+		}
+		first, after = false, last
 	}
-	ids, err := c.store.IDs(c.space, nil)
-	if err != nil {
-		c.fail(err)
-		return
-	}
-	var b [8]byte
-	for _, id := range ids {
-		binary.LittleEndian.PutUint64(b[:], id)
-		c.filter.Add(b[:])
-	}
-	c.filterAdds = uint(len(ids))
 }
 
 // fail records the first failure of the cold tier and returns it.
@@ -499,7 +507,7 @@ func (c *cold) flush(tab *ams.Table) {
 			overwritten++
 		}
 	}
-	c.remember(c.evIDs)
+	c.remember(c.evIDs, n-overwritten) // before rows grows: a rebuild counts the rows before
 	c.rows += int64(n - overwritten)
 	c.shadowed -= int64(overwritten)
 	c.usage.Demoted += uint64(n)
