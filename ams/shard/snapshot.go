@@ -196,9 +196,9 @@ func (s *Shard) sortedIDs(ti *tableInfo) ([][]uint64, error) {
 func (st *stripe) allIDs(ti *tableInfo) ([]uint64, error) {
 	tab := st.tables[ti.idx]
 	ids := tab.IDs(make([]uint64, 0, tab.Len()))
-	if l := st.lives[ti.idx]; l != nil && l.cold != nil {
+	if cd := st.lives[ti.idx].coldOf(); cd != nil {
 		var err error
-		if ids, err = l.cold.ids(ids); err != nil {
+		if ids, err = cd.ids(ids); err != nil {
 			return nil, err
 		}
 	}
@@ -245,8 +245,8 @@ func (w *tableWrite) encodeStripe(st *stripe, i int, c *writeChunk) error {
 	own := w.ids[i][c.lo[i]:c.hi[i]]
 	var cd *cold
 	var coldIDs []uint64 // own's ids without a row in DRAM, sorted as own is
-	if l := st.lives[w.ti.idx]; l != nil && l.cold != nil && l.cold.rows > 0 {
-		cd = l.cold
+	if c := st.lives[w.ti.idx].coldOf(); c != nil && c.rows > 0 {
+		cd = c
 		if coldIDs = tab.Missing(own, nil); len(coldIDs) > 0 {
 			if err := cd.read(coldIDs, false); err != nil {
 				return err
@@ -652,8 +652,8 @@ func (s *Shard) emptyTable(ti *tableInfo, reserve int) error {
 			tab.Delete(id)
 		}
 		tab.Reserve(reserve)
-		if l := st.lives[ti.idx]; l != nil && l.cold != nil {
-			return l.cold.empty()
+		if cd := st.lives[ti.idx].coldOf(); cd != nil {
+			return cd.empty()
 		}
 		return nil
 	})

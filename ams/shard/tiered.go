@@ -251,30 +251,41 @@ func (c *cold) add(ids []uint64) {
 }
 
 // rebuildFilter makes a filter for twice need ids (at least
-// filterMinRows) from the ids on disk, read a chunk at a time.
+// filterMinRows) from the ids on disk.
 func (c *cold) rebuildFilter(need uint) {
 	capacity := max(filterGrowRows*need, filterMinRows)
 	c.filter, c.filterCap = bloom.NewWithEstimates(capacity, filterFP), capacity
 	c.filterAdds = uint(c.rows)
-	chunk := make([]uint64, 0, 1<<14)
+	if c.rows > 0 {
+		var b [8]byte
+		c.scanAll(func(id uint64, _ []byte) {
+			binary.LittleEndian.PutUint64(b[:], id)
+			c.filter.Add(b[:])
+		})
+	}
+}
+
+// scanAll calls fn for every row of the space in id order (row valid only
+// during the call), scanChunk rows per iterator; an error fails the tier.
+func (c *cold) scanAll(fn func(id uint64, row []byte)) error {
 	first, after := true, uint64(0)
-	for c.rows > 0 {
-		chunk = chunk[:0]
-		last, end, err := c.store.ScanFrom(c.space, after, first, cap(chunk), func(id uint64, _ []byte) error {
-			chunk = append(chunk, id)
+	for {
+		last, end, err := c.store.ScanFrom(c.space, after, first, scanChunk, func(id uint64, row []byte) error {
+			fn(id, row)
 			return nil
 		})
 		if err != nil {
-			c.fail(err)
-			return
+			return c.fail(err)
 		}
-		c.add(chunk)
 		if end {
-			return
+			return nil
 		}
 		first, after = false, last
 	}
 }
+
+// scanChunk is the rows scanAll reads per iterator.
+const scanChunk = 1 << 16
 
 // fail records the first failure of the cold tier and returns it.
 func (c *cold) fail(err error) error {
@@ -537,22 +548,12 @@ func (c *cold) takeDirty(tab *ams.Table, dst []uint64) ([]uint64, error) {
 	if c.err != nil {
 		return dst, c.err
 	}
-	first, after := true, uint64(0)
-	for {
-		last, end, err := c.store.ScanFrom(c.space, after, first, 1<<16, func(id uint64, row []byte) error {
-			if _, inDRAM := tab.Get(id); !inDRAM && tab.SnapshotRowStep(row) >= since {
-				dst = append(dst, id)
-			}
-			return nil
-		})
-		if err != nil {
-			return dst, c.fail(err)
+	err := c.scanAll(func(id uint64, row []byte) {
+		if _, inDRAM := tab.Get(id); !inDRAM && tab.SnapshotRowStep(row) >= since {
+			dst = append(dst, id)
 		}
-		if end {
-			return dst, nil
-		}
-		first, after = false, last
-	}
+	})
+	return dst, err
 }
 
 // exported records a full export: the rows updated from now on are the
