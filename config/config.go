@@ -152,7 +152,85 @@ const (
 	KindDeepFM = "deepfm"
 	KindDCNv2  = "dcnv2"
 	KindWDL    = "wdl"
+	KindDIN    = "din"
+	KindDIEN   = "dien"
 )
+
+// SequenceConfig declares a user's behaviour history (DIN and DIEN,
+// package worker's Net): sequence fields whose features are an ordered
+// list of items, oldest first, aligned position by position (the item
+// ids, their categories, ...), and the candidate's fields of the same
+// vocabularies.
+type SequenceConfig struct {
+	// History lists the history's sequence fields. The history vector at
+	// a position is their embeddings there, concatenated. With kind din
+	// or dien each is a sequence field of MaxLen positions
+	// (sparsenet.FieldSpec.SeqLen); with the other kinds a bag, sum- or
+	// mean-pooled like any field (the baseline of the sequence models).
+	//
+	// The default value is empty: no history.
+	History []int `yaml:"history"`
+	// Target lists, for each history field, the candidate's field of the
+	// same vocabulary: the history field's tokens are hashed in the
+	// target's namespace (reader.DecoderOptions.Namespace), so the same
+	// item is one row of one table in both. The query vector of the
+	// attention is the target fields' embeddings, concatenated.
+	//
+	// The default value is empty (required with History).
+	Target []int `yaml:"target"`
+	// Negatives lists DIEN's negative history, aligned with History (for
+	// each position, an item the user did not pick, and its category):
+	// the auxiliary loss asks the interest extractor's state at step t to
+	// score the item at t+1 above the negative one (Zhou et al. 2019,
+	// eq. 4). Hashed in the targets' namespaces too.
+	//
+	// The default value is empty: no auxiliary loss.
+	Negatives []int `yaml:"negatives"`
+	// MaxLen is the number of positions kept: the last MaxLen items of a
+	// longer history.
+	//
+	// The default value is 50.
+	MaxLen int `yaml:"max_len"`
+	// Attention lists the hidden layers (PReLU) of the local activation
+	// unit, the MLP that scores a history position against the candidate
+	// from [e, q, e-q, e*q].
+	//
+	// The default value is [80, 40].
+	Attention []int `yaml:"attention"`
+	// AuxWeight weighs DIEN's auxiliary loss against the click loss.
+	//
+	// The default value is 1 with kind dien and negatives, else 0.
+	AuxWeight *float64 `yaml:"aux_weight"`
+}
+
+// On reports whether the model has a behaviour history.
+func (s *SequenceConfig) On() bool { return len(s.History) > 0 }
+
+// Namespace returns the reader's namespace of every field below fields
+// (reader.DecoderOptions.Namespace): the history and negative fields hash
+// in their targets' namespaces. It is nil without a history.
+func (s *SequenceConfig) Namespace(fields int) []uint32 {
+	if !s.On() {
+		return nil
+	}
+	n := fields
+	for _, f := range slices.Concat(s.History, s.Target, s.Negatives) {
+		n = max(n, f+1)
+	}
+	ns := make([]uint32, n)
+	for f := range ns {
+		ns[f] = uint32(f)
+	}
+	for i, t := range s.Target {
+		if i < len(s.History) {
+			ns[s.History[i]] = uint32(t)
+		}
+		if i < len(s.Negatives) {
+			ns[s.Negatives[i]] = uint32(t)
+		}
+	}
+	return ns
+}
 
 // WideTable is the name of the wide part's table (ModelConfig.Wide).
 const WideTable = "wide"
@@ -167,7 +245,10 @@ type ModelConfig struct {
 	// embeddings, Rendle 2010); deepfm (the MLP plus those interactions,
 	// Guo et al. 2017); dcnv2 (CrossLayers full-rank cross layers on the
 	// concatenation, then the MLP, Wang et al. 2021); wdl (Wide & Deep,
-	// Cheng et al. 2016: the MLP plus the wide part, see Wide).
+	// Cheng et al. 2016: the MLP plus the wide part, see Wide); din and
+	// dien (the candidate scored against the user's behaviour history by
+	// attention, Zhou et al. 2018, and by GRU, attention and AUGRU, Zhou
+	// et al. 2019; see Sequence).
 	//
 	// The default value is mlp. For lr and fm model.hidden defaults to
 	// none, and for lr the default table has dim 1 and FTRL.
@@ -234,6 +315,9 @@ type ModelConfig struct {
 	//
 	// The default value is 1.
 	Seed uint64 `yaml:"seed"`
+	// Sequence declares a user's behaviour history and the candidate's
+	// fields it is scored against: the input of kinds din and dien.
+	Sequence SequenceConfig `yaml:"sequence"`
 	// Output chooses the model's output: one sigmoid logit (a CTR model)
 	// or a SLIDE softmax layer over many labels (extreme multi-label
 	// classification).
@@ -300,6 +384,17 @@ type OutputConfig struct {
 	//
 	// The default value is 4.
 	ProgressiveEvery *int `yaml:"progressive_every"`
+	// Owners splits the SLIDE layer's labels into this many contiguous
+	// shares (D-SLIDE, package sparsenet/slide/dslide), each a layer with
+	// its own hash tables tuned to its share: a training step exchanges
+	// per-sample softmax sums between the shares instead of logits, and
+	// predictions merge their top-k lists. Every share lives in this
+	// worker's process for now (the step is the one workers holding a
+	// share each would run; spreading the shares over the job's workers
+	// is not built yet), so it trains as sharded but uses one machine.
+	//
+	// The default value is 1: one layer.
+	Owners int `yaml:"owners"`
 }
 
 // TrainConfig controls the training loop.
@@ -526,6 +621,7 @@ func (c *Config) EnsureDefaults() {
 	if m.Seed == 0 {
 		m.Seed = 1
 	}
+	m.Sequence.ensureDefaults(m.Kind)
 	m.Output.EnsureDefaults()
 	c.Train.ensureDefaults(c.Job.Train)
 	if c.Train.ValidMetric == "" {
@@ -626,6 +722,9 @@ func (o *OutputConfig) EnsureDefaults() {
 		four := 4
 		o.ProgressiveEvery = &four
 	}
+	if o.Owners == 0 {
+		o.Owners = 1
+	}
 }
 
 // validate appends the problems of a "slide" output.
@@ -669,6 +768,9 @@ func (o *OutputConfig) validate(c *Config, bad func(string, ...any)) {
 	}
 	if o.EvalLimit < 0 {
 		bad("model.output.eval_limit %d is negative", o.EvalLimit)
+	}
+	if o.Owners < 0 || o.Labels > 0 && o.Owners > o.Labels {
+		bad("model.output.owners %d is not in [1, labels]", o.Owners)
 	}
 	if o.ProgressiveEvery != nil && *o.ProgressiveEvery < 0 {
 		bad("model.output.progressive_every %d is negative", *o.ProgressiveEvery)
@@ -774,10 +876,11 @@ func (m *ModelConfig) validate(c *Config, bad func(string, ...any)) {
 		bad("model.pooling %q is not sum or mean", m.Pooling)
 	}
 	switch m.Kind {
-	case KindMLP, KindLR, KindFM, KindDeepFM, KindDCNv2, KindWDL:
+	case KindMLP, KindLR, KindFM, KindDeepFM, KindDCNv2, KindWDL, KindDIN, KindDIEN:
 	default:
-		bad("model.kind %q is not one of mlp, lr, fm, deepfm, dcnv2, wdl", m.Kind)
+		bad("model.kind %q is not one of mlp, lr, fm, deepfm, dcnv2, wdl, din, dien", m.Kind)
 	}
+	m.validateSequence(bad)
 	m.validateWide(bad)
 	if (m.Kind == KindLR || m.Kind == KindFM) && len(m.Hidden) > 0 {
 		bad("model.kind %s has no hidden layers, but model.hidden is %v (leave it out, or use kind mlp or deepfm)", m.Kind, m.Hidden)

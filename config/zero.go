@@ -73,6 +73,8 @@ var zeroRefused = map[string]string{
 	"model.output.rehash_base":                      "",
 	"model.output.redraw_period":                    "",
 	"model.cross_layers":                            "",
+	"model.sequence.max_len":                        "",
+	"model.output.owners":                           "",
 }
 
 // optimizerZeroRefused are the optimizer settings (of every table's and

@@ -116,6 +116,64 @@
 // them. Gradients are checked against finite differences of float64
 // references in the tests.
 //
+// # Sequence blocks
+//
+// The blocks of DIN (Zhou et al. 2018) and DIEN (Zhou et al. 2019) over a
+// user's behaviour sequence:
+//
+//   - Attention, DIN's local activation unit: an MLP with PReLU over
+//     [k, q, k−q, k⊙q] scores each key k of a sequence against a query q
+//     (the candidate), raw (DIN) or with a softmax over the valid steps
+//     (DIEN). AttentionPool and AttentionPoolBackward form the weighted
+//     sum of the keys and its adjoint.
+//   - GRU, PyTorch's nn.GRU cell (its parameter layout too), and with
+//     Attn DIEN's AUGRU, whose update gate is scaled by the step's
+//     attention score.
+//
+// Both take sequences in one layout: a batch of nodes (users, say), each
+// a sequence of T steps, node-major (step t of node j at row j*T+t of a
+// tensor of width w, so at [(j*T+t)*w, (j*T+t+1)*w)), of which the first
+// lens[j] are valid (0 <= lens[j] <= T). The padding steps are never
+// read and get 0 in the outputs and gradients a block overwrites. A
+// batch has m outputs (queries, or AUGRU runs), and node[i] names the
+// node output i reads; node nil is the identity (m = len(lens)). So in
+// DIEN's compressed batches (a tree of users and their samples) the
+// sequence work that depends on the user alone runs once per user node,
+// and only what involves the candidate runs per sample:
+//
+//  1. interest extraction: GRU (no attention) over the behaviour
+//     embeddings, node nil, m = nodes, giving the states h (nodes x T x H);
+//  2. Attention with Softmax of the states against each sample's
+//     candidate, node = the sample's user: scores (samples x T);
+//  3. interest evolution: an AUGRU over the states with those scores as
+//     att and the same node mapping; its last valid state per sample
+//     feeds the MLP (the auxiliary loss reads step 1's states).
+//
+// Backward goes back the same way: the AUGRU's dx is the states'
+// gradient and its datt the scores'; Attention.Backward adds the states'
+// gradient from the attention to it; the GRU's Backward takes the sum.
+// Gradients that several blocks feed are summed as follows: GRU.Backward
+// overwrites grad, dx and datt, like MLP.Backward; Attention.Backward
+// overwrites grad and ADDS to dkeys and dq; AttentionPoolBackward
+// overwrites dw and takes a beta for dkeys, as Gemm does. DIN is steps 2
+// and 3 replaced by Attention without Softmax and AttentionPool of the
+// behaviour embeddings themselves.
+//
+// The products run on Gemm: the first layer of Attention splits into a
+// part per key, one per query and one per (query, step) pair (see
+// Attention); the GRU's input projection is one Gemm over the valid
+// steps of all nodes, and its recurrence one Gemm per step over the
+// running outputs, which Forward orders by decreasing length so that
+// they are a prefix (see GRU). The gates are a fused pure-Go loop on a
+// float32 rational approximation of tanh (tanh32, within 4e-7 of
+// math.Tanh; σ(x) = 0.5 + 0.5·tanh(x/2)), so outputs differ from a
+// float64 reference by a few float32 ulps more than the MLP's do. Both
+// blocks keep what Backward needs in their workspace, which grows to the
+// largest call it has seen and then allocates nothing; neither starts
+// goroutines except through Gemm, so their results do not depend on the
+// workspace's Threads. A GRU and an Attention are immutable and safe for
+// concurrent use, their workspaces are not.
+//
 // # Concurrency
 //
 // An MLP is immutable and safe for concurrent use. A Workspace is not: use
@@ -168,7 +226,18 @@
 //
 // Each kernel brings its own block sizes (mc, kc, nc). Tiles that stick
 // out of C are computed into a scratch tile and copied in, so the
-// assembly never touches memory outside C. On the development machine (a
+// assembly never touches memory outside C. When C is narrow (at most
+// three column tiles, as in the attention unit's and the GRU's products)
+// and A is not transposed, avx512f12x32 reads A's rows in place instead
+// of packing them (its direct form): each row is read at most three
+// times, which costs less than the copy; the order of each element's sum
+// is the same, so the results are too.
+//
+// The element-wise work of the sequence blocks (PReLU forward and
+// backward, tanh and so the gates' sigmoid, Axpy) runs on AVX2 and FMA,
+// 8 floats at a time, where the CPU has them (vec_amd64.s): each kernel
+// does the first multiple of 8 values and the Go reference loop the rest,
+// so both builds keep one loop per kernel and the tests compare them. On the development machine (a
 // Xeon with AVX-512) the layer-1 products run at about 75-100 GFLOP/s per
 // core with AVX-512, 45-58 with AVX2, and 4-9 with the pure-Go kernel.
 //

@@ -5,6 +5,7 @@ import (
 	"runtime"
 	"sync"
 	"sync/atomic"
+	"time"
 )
 
 // Transpose says whether a Gemm operand is used as stored (NoTrans) or
@@ -53,6 +54,12 @@ type gemmKernel struct {
 	// 1). With beta = 0 it does not read C. It panics if a slice is too
 	// short.
 	tile func(depth int, pa, pb, c []float32, ldc int, alpha, beta float32)
+	// direct, if not nil, is tile with A read in place: mr rows of
+	// op(A) = A (not transposed) at a, row stride lda, depth values each.
+	// gemmSerial uses it instead of packing A when C has at most
+	// directMaxTiles column tiles: each A row is then read that many times
+	// at most, which costs less than copying it into a packed panel.
+	direct func(depth int, a []float32, lda int, pb, c []float32, ldc int, alpha, beta float32)
 }
 
 // genericKernel is the pure-Go micro-kernel, used where no SIMD kernel is
@@ -96,10 +103,11 @@ var genericKernel = &gemmKernel{
 // A and B are not modified. C must not overlap A or B. Gemm panics on
 // negative sizes, short leading dimensions or slices too short for the
 // shapes. Products of at least 2^19 multiply-adds (m*n*k) are split by
-// rows or columns of C over up to runtime.GOMAXPROCS(0) goroutines, which
-// start and finish inside the call; smaller ones run on the calling
-// goroutine. The packing scratch comes from size-bucketed pools, so in
-// steady state Gemm allocates nothing but the goroutines it starts.
+// rows or columns of C over up to runtime.GOMAXPROCS(0) goroutines: the
+// caller's and helpers that the package starts when needed and that exit
+// after 100 ms without work; smaller ones run on the calling goroutine.
+// The packing scratch and the call's state come from pools, so in steady
+// state (helpers running) Gemm allocates nothing.
 func Gemm(tA, tB Transpose, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) {
 	gemm(runtime.GOMAXPROCS(0), nil, tA, tB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
 }
@@ -184,32 +192,103 @@ func gemmWith(kn *gemmKernel, threads int, scratch *[][]float32, tA, tB Transpos
 	}
 }
 
-// runParallel runs the parts of the job on len(bufs) goroutines, the
-// calling one included, goroutine i packing into bufs[i]; each takes the
-// next part not yet taken until none is left. It returns when all parts
-// are done.
+// runParallel runs the parts of the job on up to len(bufs) goroutines,
+// the calling one and helpers (startHelpers), helper
+// i packing into bufs[i]; each takes the next part not yet taken until
+// none is left. A helper busy with another call is not waited for: the
+// goroutines that run take its parts. It returns when all parts are done.
+// In steady state it allocates nothing (the call's state comes from a
+// pool), where starting goroutines would allocate on every call.
 func (j *gemmJob) runParallel(bufs [][]float32, parts int) {
-	var next atomic.Int64
-	work := func(job *gemmJob, buf []float32) {
-		for {
-			p := int(next.Add(1) - 1)
-			if p >= parts {
-				return
-			}
-			job.run(p*job.per, buf)
+	c := gemmCalls.Get().(*gemmCall)
+	c.job, c.parts = *j, int64(parts)
+	c.next.Store(0)
+	startHelpers()
+	for i := 1; i < len(bufs); i++ {
+		c.wg.Add(1)
+		select {
+		case gemmHelp <- gemmTask{c, bufs[i]}:
+		default: // every helper is busy
+			c.wg.Done()
 		}
 	}
-	shared := *j // the goroutines' copy; keeps *j (and the serial path) off the heap
-	var wg sync.WaitGroup
-	for i := 1; i < len(bufs); i++ {
-		wg.Add(1)
-		go func(buf []float32) {
-			defer wg.Done()
-			work(&shared, buf)
-		}(bufs[i])
+	c.work(j, bufs[0])
+	c.wg.Wait()
+	c.job = gemmJob{} // drop the operands
+	gemmCalls.Put(c)
+}
+
+// gemmCall is one parallel Gemm call: the job the helpers run (their
+// copy), its parts and the next part to take.
+type gemmCall struct {
+	job   gemmJob
+	parts int64
+	next  atomic.Int64
+	wg    sync.WaitGroup
+}
+
+// work runs parts of the call until none is left, packing into buf.
+func (c *gemmCall) work(job *gemmJob, buf []float32) {
+	for {
+		p := c.next.Add(1) - 1
+		if p >= c.parts {
+			return
+		}
+		job.run(int(p)*job.per, buf)
 	}
-	work(j, bufs[0])
-	wg.Wait()
+}
+
+// gemmTask is a helper's share of a call: the call and its buffer.
+type gemmTask struct {
+	call *gemmCall
+	buf  []float32
+}
+
+var (
+	gemmCalls = sync.Pool{New: func() any { return new(gemmCall) }}
+	gemmHelp  = make(chan gemmTask)
+	helpers   atomic.Int32 // helper goroutines running
+)
+
+// helperIdle is how long a helper waits for work before it exits: long
+// enough to stay through a stream of requests or batches, short enough
+// that no helper outlives the work by much (a test's leak check waits for
+// them).
+const helperIdle = 100 * time.Millisecond
+
+// startHelpers makes sure GOMAXPROCS-1 (at least one) helper goroutines
+// run parts of parallel Gemm calls; they wait on an unbuffered channel and
+// exit after helperIdle without work. A helper started now is not yet
+// waiting, so this call's parts go to the helpers already waiting.
+func startHelpers() {
+	want := int32(max(1, runtime.GOMAXPROCS(0)-1))
+	for {
+		n := helpers.Load()
+		if n >= want {
+			return
+		}
+		if helpers.CompareAndSwap(n, n+1) {
+			go helper()
+		}
+	}
+}
+
+// helper runs the tasks sent on gemmHelp until it has waited helperIdle
+// for one.
+func helper() {
+	idle := time.NewTimer(helperIdle)
+	defer idle.Stop()
+	for {
+		select {
+		case t := <-gemmHelp:
+			t.call.work(&t.call.job, t.buf)
+			t.call.wg.Done()
+			idle.Reset(helperIdle)
+		case <-idle.C:
+			helpers.Add(-1)
+			return
+		}
+	}
 }
 
 // gemmJob is one Gemm call, split into parts of per rows (splitRows) or
@@ -344,6 +423,7 @@ func (kn *gemmKernel) gemmSerial(tA, tB Transpose, m, n, k int, alpha float32, a
 	cols := min(kn.nc, (n+kn.nr-1)/kn.nr*kn.nr)
 	pa, pb := buf[:rows*kb], buf[rows*kb:rows*kb+kb*cols]
 	t := buf[rows*kb+kb*cols:][:kn.mr*kn.nr]
+	direct := kn.direct != nil && tA == NoTrans && n <= directMaxTiles*kn.nr
 	for jc := 0; jc < n; jc += kn.nc {
 		ncc := min(kn.nc, n-jc)
 		for pc := 0; pc < k; pc += kb {
@@ -355,6 +435,10 @@ func (kn *gemmKernel) gemmSerial(tA, tB Transpose, m, n, k int, alpha float32, a
 			}
 			for ic := 0; ic < m; ic += kn.mc {
 				mcc := min(kn.mc, m-ic)
+				if direct {
+					kn.macroKernelDirect(mcc, ncc, kcc, a[ic*lda+pc:], lda, pa, pb, t, c[ic*ldc+jc:], ldc, alpha, bt)
+					continue
+				}
 				packA(pa, kn.mr, tA, a, lda, ic, mcc, pc, kcc)
 				kn.macroKernel(mcc, ncc, kcc, pa, pb, t, c[ic*ldc+jc:], ldc, alpha, bt)
 			}
@@ -455,6 +539,35 @@ func (kn *gemmKernel) macroKernel(rows, cols, depth int, pa, pb, t []float32, c 
 			}
 			kn.tile(depth, ap, bp, t, nr, 1, 0)
 			storeTile(c[ir*ldc+jr:], ldc, t, nr, mm, nn, alpha, beta)
+		}
+	}
+}
+
+// directMaxTiles is the most column tiles of C for which gemmSerial
+// reads A in place (gemmKernel.direct) instead of packing it.
+const directMaxTiles = 3
+
+// macroKernelDirect is macroKernel with A (rows x depth, row stride lda,
+// not transposed) read in place by kn.direct; a last tile of fewer than
+// mr rows is packed into pa first, as it would be without direct.
+func (kn *gemmKernel) macroKernelDirect(rows, cols, depth int, a []float32, lda int, pa, pb, t []float32, c []float32, ldc int, alpha, beta float32) {
+	mr, nr := kn.mr, kn.nr
+	full := rows / mr * mr
+	for jr := 0; jr < cols; jr += nr {
+		nn := min(nr, cols-jr)
+		bp := pb[jr*depth : (jr+nr)*depth]
+		for ir := 0; ir < full; ir += mr {
+			if nn == nr {
+				kn.direct(depth, a[ir*lda:], lda, bp, c[ir*ldc+jr:], ldc, alpha, beta)
+				continue
+			}
+			kn.direct(depth, a[ir*lda:], lda, bp, t, nr, 1, 0)
+			storeTile(c[ir*ldc+jr:], ldc, t, nr, mr, nn, alpha, beta)
+		}
+		if full < rows {
+			packA(pa, mr, NoTrans, a, lda, full, rows-full, 0, depth)
+			kn.tile(depth, pa[:mr*depth], bp, t, nr, 1, 0)
+			storeTile(c[full*ldc+jr:], ldc, t, nr, rows-full, nn, alpha, beta)
 		}
 	}
 }

@@ -23,7 +23,8 @@ var avx512Kernel = &gemmKernel{
 	name: "avx512f12x32",
 	mr:   12, nr: 32,
 	mc: 144, kc: 256, nc: 512,
-	tile: tile12x32AVX512,
+	tile:   tile12x32AVX512,
+	direct: direct12x32AVX512,
 }
 
 // defaultKernel is the micro-kernel Gemm uses, and gemmKernels every one
@@ -67,6 +68,17 @@ func tile12x32AVX512(depth int, pa, pb, c []float32, ldc int, alpha, beta float3
 	kernel12x32AVX512(depth, &pa[0], &pb[0], &c[0], ldc, alpha, beta)
 }
 
+func direct12x32AVX512(depth int, a []float32, lda int, pb, c []float32, ldc int, alpha, beta float32) {
+	const mr, nr = 12, 32
+	if depth < 1 || ldc < nr || lda < depth {
+		panic("densenet: bad micro-kernel call")
+	}
+	_ = a[(mr-1)*lda+depth-1]
+	_ = pb[nr*depth-1]
+	_ = c[(mr-1)*ldc+nr-1]
+	kernel12x32AVX512Direct(depth, &a[0], lda, &pb[0], &c[0], ldc, alpha, beta)
+}
+
 // kernel6x16AVX2 sets the 6x16 block of C at c (row stride ldc floats) to
 // alpha*A·B + beta*C, where a holds depth steps of 6 floats and b depth
 // steps of 16; it does not read C when beta is 0. It needs AVX2 and FMA.
@@ -78,3 +90,9 @@ func kernel6x16AVX2(depth int, a, b, c *float32, ldc int, alpha, beta float32)
 //
 //go:noescape
 func kernel12x32AVX512(depth int, a, b, c *float32, ldc int, alpha, beta float32)
+
+// kernel12x32AVX512Direct is kernel12x32AVX512 with A read in place: row
+// i of the tile is a[i*lda:][:depth].
+//
+//go:noescape
+func kernel12x32AVX512Direct(depth int, a *float32, lda int, b, c *float32, ldc int, alpha, beta float32)

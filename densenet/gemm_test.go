@@ -93,6 +93,8 @@ func testGemmKernel(t *testing.T, kn *gemmKernel) {
 		{70, 80, 100},              // parallel, split by rows
 		{8, 300, 300},              // parallel, split by columns
 		{1, 80, 256}, {256, 1, 80}, // the model's last layer
+		{mc + 2*mr + 1, 40, kc + 5},        // A in place (gemmKernel.direct): row blocks, panels, edges
+		{3 * mr, directMaxTiles*nr + 1, 3}, // one column past A in place
 	}
 	type coef struct{ alpha, beta float32 }
 	coefs := []coef{{1, 0}, {1, 1}, {-0.5, 2}, {0, 0.5}, {2, -1}}
@@ -249,6 +251,18 @@ func TestGemmNoAllocs(t *testing.T) {
 		})
 		if allocs > 0 {
 			t.Fatalf("%s: single-goroutine Gemm allocates %v times per call", kn.name, allocs)
+		}
+	}
+	// A parallel product (2 goroutines: the caller and a helper, which
+	// stays while calls keep coming) allocates nothing either.
+	m, n, k = 256, 256, 128
+	a, b, c = randSlice(rng, m*k), randSlice(rng, k*n), make([]float32, m*n)
+	for _, kn := range gemmKernels {
+		allocs := testing.AllocsPerRun(50, func() {
+			gemmWith(kn, 2, nil, NoTrans, Trans, m, n, k, 1, a, k, b, k, 0, c, n)
+		})
+		if allocs > 0 {
+			t.Fatalf("%s: parallel Gemm allocates %v times per call", kn.name, allocs)
 		}
 	}
 }

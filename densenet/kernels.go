@@ -10,14 +10,16 @@ package densenet
 //		dst[i] += alpha * x[i]
 //	}
 //
-// It panics if len(x) != len(dst). dst may be x.
+// On amd64 the first multiple of 8 elements are fused multiply-adds
+// (vec_amd64.s), which may differ from the loop in the last bit. It
+// panics if len(x) != len(dst). dst may be x.
 func Axpy(dst []float32, alpha float32, x []float32) {
 	if len(x) != len(dst) {
 		panic("densenet: Axpy length mismatch")
 	}
 	x = x[:len(dst)]
-	for i, v := range x {
-		dst[i] += alpha * v
+	for i := vecAxpy(dst, alpha, x); i < len(x); i++ { // SIMD where it runs, then the rest
+		dst[i] += alpha * x[i]
 	}
 }
 

@@ -194,7 +194,7 @@ func (m *MLP) checkParams(name string, p []float32) {
 // Workspace holds the activations and scratch of one batch: what Forward
 // keeps for Backward, and the packing buffers of the matrix products
 // (allocated by the first Forward and Backward, reused afterwards, so that
-// later passes allocate nothing but the goroutines of parallel products).
+// later passes allocate nothing; see Gemm for its helper goroutines).
 // It belongs to the MLP that made it and is not safe for concurrent use;
 // give each goroutine its own.
 type Workspace struct {

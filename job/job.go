@@ -457,11 +457,23 @@ func (e *Env) watchSnapshots(ctx context.Context, s *Summary) func() {
 // shards' records of this worker's pushes against its checkpoint in the
 // model, and records the result in s. It returns an error wrapping
 // ErrNotExactlyOnce when they disagree, when the check cannot run, or
-// when the cluster failed. A job that never built a client pushed
-// nothing; one whose lease was lost is dead to the cluster already
-// (which rolls back), and its shards may serve another version.
+// when the cluster failed (also before the job built its client). A job
+// that never built a client pushed nothing; one whose lease was lost is
+// dead to the cluster already (which rolls back), and its shards may
+// serve another version.
 func (e *Env) verify(ctx context.Context, s *Summary, runErr error) error {
-	if e.Client == nil || errors.Is(context.Cause(ctx), ErrLeaseLost) || errors.Is(runErr, ErrLeaseLost) {
+	if errors.Is(context.Cause(ctx), ErrLeaseLost) || errors.Is(runErr, ErrLeaseLost) {
+		return nil
+	}
+	if e.Client == nil {
+		// A cluster that failed before this worker could build its
+		// client (its lease was lost and no snapshot was there to roll
+		// back to, say) holds no model that counts: not exactly-once,
+		// as for a worker that trained.
+		if errors.Is(runErr, controlplane.ErrClusterFailed) {
+			s.ExactlyOnce = &checkpoint.Verified{Problem: "the cluster failed before this worker trained: " + runErr.Error()}
+			return fmt.Errorf("%w: %s", ErrNotExactlyOnce, s.ExactlyOnce.Problem)
+		}
 		return nil
 	}
 	vctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), verifyTimeout)

@@ -11,11 +11,41 @@ import (
 // documentation for each format's lines and groups). A Decoder keeps scratch
 // buffers and per-file state; use one per goroutine and per open file.
 func NewDecoder(f Format) (Decoder, error) {
+	return NewDecoderWith(f, DecoderOptions{})
+}
+
+// DecoderOptions change how a Decoder turns tokens into feature ids.
+type DecoderOptions struct {
+	// Namespace[f], for a field f below len(Namespace), is the field in
+	// whose namespace the tokens of field f are hashed: the id of token t
+	// of field f is FeatureID(Namespace[f], t), so that the same token in
+	// f and in Namespace[f] is the same feature (a user's history of items
+	// and the candidate item share their embeddings). The fields of the
+	// samples are unchanged. Only libFM/libSVM, libFFM and the sample-group
+	// format take it.
+	//
+	// The default value (nil) hashes every field in its own namespace.
+	Namespace []uint32
+}
+
+// NewDecoderWith is NewDecoder with options; it fails for a format that
+// does not take them.
+func NewDecoderWith(f Format, o DecoderOptions) (Decoder, error) {
+	if len(o.Namespace) > 0 && f != LibFM && f != LibFFM && f != SampleGroup {
+		return nil, fmt.Errorf("reader: format %v does not take field namespaces (libfm, libffm and group do)", f)
+	}
+	for g, ns := range o.Namespace {
+		if ns >= MaxField {
+			return nil, fmt.Errorf("reader: field %d's namespace %d is not below %d", g, ns, MaxField)
+		}
+	}
 	switch f {
 	case LibFM, LibFFM:
-		return &sampleDecoder{p: NewParser(f)}, nil
+		p := NewParser(f)
+		p.ns = o.Namespace
+		return &sampleDecoder{p: p}, nil
 	case SampleGroup:
-		return &groupDecoder{}, nil
+		return &groupDecoder{ns: o.Namespace}, nil
 	case XML:
 		return &xmlDecoder{}, nil
 	case Criteo:
@@ -154,4 +184,12 @@ func clip(b []byte) string {
 		return string(b[:n]) + "..."
 	}
 	return string(b)
+}
+
+// namespace returns the field whose namespace field's tokens hash in.
+func namespace(ns []uint32, field uint32) uint32 {
+	if int(field) < len(ns) {
+		return ns[field]
+	}
+	return field
 }

@@ -169,6 +169,13 @@
 // are keyed by these ids, so it must never change. For example
 // FeatureID(0, "1") == 0xb62d47a677df3c59 (see TestFeatureIDGolden).
 //
+// A Decoder made with DecoderOptions.Namespace hashes the tokens of a field
+// in another field's namespace, FeatureID(Namespace[field], token), so that
+// the same token in two fields is one feature: a user's history of items
+// (a sequence field) and the candidate item share their embeddings. The
+// job's config declares it (model.sequence), and every reader of the job's
+// data, trainer and server alike, must decode with the same namespaces.
+//
 // WriteLibFFM writes each id as its decimal token; reading such a file hashes
 // those tokens again, so ids are renamed consistently (one new id per
 // (field, old id)), while labels, fields and values are kept.

@@ -21,6 +21,7 @@ type groupDecoder struct {
 	// levels is the number of levels of the open group, 0 when none is open
 	// (at the start of a file, or after a malformed group header).
 	levels int
+	ns     []uint32 // DecoderOptions.Namespace
 	buf    lineBuf
 	labels []float32
 	// Dense features of the line being decoded: field j holds
@@ -263,7 +264,7 @@ func (d *groupDecoder) feature(tok []byte) error {
 			return errors.New(le.Reason)
 		}
 	}
-	d.buf.add(field, FeatureID(field, tok[c1+1:end]), v)
+	d.buf.add(field, FeatureID(namespace(d.ns, field), tok[c1+1:end]), v)
 	return nil
 }
 

@@ -60,6 +60,7 @@ func malformed(format string, args ...any) *LineError {
 // later format may keep scratch state in it); use one per goroutine.
 type Parser struct {
 	format Format
+	ns     []uint32 // DecoderOptions.Namespace
 }
 
 // NewParser returns a parser for format f. It panics if f is not LibFM or
@@ -122,9 +123,9 @@ func (p *Parser) ParseLine(line []byte, feats []Feature) (label float32, out []F
 		var f Feature
 		var le *LineError
 		if p.format == LibFFM {
-			f, le = parseFFM(line[i:j], c1, c2, colons)
+			f, le = parseFFM(line[i:j], c1, c2, colons, p.ns)
 		} else {
-			f, le = parseFM(line[i:j], pos, c1, colons)
+			f, le = parseFM(line[i:j], pos, c1, colons, p.ns)
 		}
 		if le != nil {
 			return 0, feats[:n0], le
@@ -161,7 +162,7 @@ func nextBlank(b []byte, i int) int {
 
 // parseFM parses "token:value" at position pos; c is the index of the first
 // of the token's colons.
-func parseFM(tok []byte, pos, c, colons int) (Feature, *LineError) {
+func parseFM(tok []byte, pos, c, colons int, ns []uint32) (Feature, *LineError) {
 	switch {
 	case colons == 0:
 		return Feature{}, malformed("feature %q: want token:value", tok)
@@ -176,12 +177,12 @@ func parseFM(tok []byte, pos, c, colons int) (Feature, *LineError) {
 	if le != nil {
 		return Feature{}, le
 	}
-	return Feature{Field: uint32(pos), ID: FeatureID(uint32(pos), tok[:c]), Value: v}, nil
+	return Feature{Field: uint32(pos), ID: FeatureID(namespace(ns, uint32(pos)), tok[:c]), Value: v}, nil
 }
 
 // parseFFM parses "field:token:value"; c1 and c2 index the first two of the
 // token's colons.
-func parseFFM(tok []byte, c1, c2, colons int) (Feature, *LineError) {
+func parseFFM(tok []byte, c1, c2, colons int, ns []uint32) (Feature, *LineError) {
 	if colons != 2 {
 		return Feature{}, malformed("feature %q: want field:token:value", tok)
 	}
@@ -196,7 +197,7 @@ func parseFFM(tok []byte, c1, c2, colons int) (Feature, *LineError) {
 	if le != nil {
 		return Feature{}, le
 	}
-	return Feature{Field: field, ID: FeatureID(field, tok[c1+1:c2]), Value: v}, nil
+	return Feature{Field: field, ID: FeatureID(namespace(ns, field), tok[c1+1:c2]), Value: v}, nil
 }
 
 func parseField(b []byte) (uint32, bool) {

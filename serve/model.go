@@ -29,6 +29,7 @@ type replica struct {
 	full    uint64 // the full export of its chain
 	samples int64  // trained samples at seq's cut
 	net     *worker.Net
+	ns      []uint32 // the model's field namespaces (reader.DecoderOptions)
 	params  []float32
 	tables  []*ams.Table // by model table (config order)
 	byName  map[string]int
@@ -52,7 +53,7 @@ func newReplica(m *export.Manifest) (*replica, error) {
 	if err != nil {
 		return nil, fmt.Errorf("serve: export %d: %w", m.Seq, err)
 	}
-	r := &replica{net: net, byName: map[string]int{}}
+	r := &replica{net: net, ns: cfg.Model.Sequence.Namespace(0), byName: map[string]int{}}
 	for i, spec := range cfg.Model.Tables {
 		var init ams.InitSpec
 		for _, t := range m.Tables {

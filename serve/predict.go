@@ -18,7 +18,10 @@ var ErrBadRequest = errors.New("serve: bad request")
 // every candidate, and each candidate's features. A feature list is
 // space-separated tokens FIELD:TOKEN or FIELD:TOKEN:VALUE, as in the
 // libFFM and sample-group training formats: the feature's id is
-// reader.FeatureID(FIELD, TOKEN) and its value VALUE (default 1). The
+// reader.FeatureID(FIELD, TOKEN), or with a behaviour history (config
+// model.sequence) FeatureID(the field's namespace, TOKEN) as the trainer
+// read it, and its value VALUE (default 1). A history field's tokens, in
+// order, oldest first, are the user's history. The
 // user's features are pooled and pushed through the network's first
 // layer once per request where the model's layout puts their fields at
 // the user level (the multi-prefix tree of training, applied to
@@ -43,9 +46,13 @@ func (s *Server) Predict(req *Request) (*Response, error) {
 	if len(req.Candidates) == 0 || len(req.Candidates) > maxCandidates {
 		return nil, fmt.Errorf("%w: %d candidates, want 1 to %d", ErrBadRequest, len(req.Candidates), maxCandidates)
 	}
+	r := s.cur.Load()
+	if r == nil {
+		return nil, ErrNotReady
+	}
 	g := groupPool.Get().(*reader.Group)
 	defer groupPool.Put(g)
-	if err := buildGroup(g, req); err != nil {
+	if err := buildGroup(g, req, r.ns); err != nil {
 		return nil, err
 	}
 	resp := &Response{Scores: make([]float32, len(req.Candidates))}
@@ -91,18 +98,18 @@ func (s *Server) Score(g *reader.Group, out []float32) (uint64, error) {
 
 // buildGroup makes g the sample group of req: the user line at level 1,
 // each candidate a sample at level 0 under it (label 0: unused).
-func buildGroup(g *reader.Group, req *Request) error {
+func buildGroup(g *reader.Group, req *Request, ns []uint32) error {
 	g.Reset(2)
 	var f []uint32
 	var ids []uint64
 	var vals []float32
 	var err error
-	if f, ids, vals, err = parseFeatures(req.User, f, ids, vals); err != nil {
+	if f, ids, vals, err = parseFeatures(req.User, ns, f, ids, vals); err != nil {
 		return fmt.Errorf("%w: user: %w", ErrBadRequest, err)
 	}
 	g.AddLine(1, -1, f, ids, vals)
 	for i, c := range req.Candidates {
-		if f, ids, vals, err = parseFeatures(c, f[:0], ids[:0], vals[:0]); err != nil {
+		if f, ids, vals, err = parseFeatures(c, ns, f[:0], ids[:0], vals[:0]); err != nil {
 			return fmt.Errorf("%w: candidate %d: %w", ErrBadRequest, i, err)
 		}
 		g.AddLine(0, 0, f, ids, vals)
@@ -116,8 +123,9 @@ func buildGroup(g *reader.Group, req *Request) error {
 const maxField = 1 << 16
 
 // parseFeatures appends the features of s (FIELD:TOKEN[:VALUE] ...) to
-// the slices.
-func parseFeatures(s string, fields []uint32, ids []uint64, vals []float32) ([]uint32, []uint64, []float32, error) {
+// the slices, hashing a field's tokens in its namespace ns[field] (its own
+// beyond ns).
+func parseFeatures(s string, ns []uint32, fields []uint32, ids []uint64, vals []float32) ([]uint32, []uint64, []float32, error) {
 	for _, tok := range bytes.Fields([]byte(s)) {
 		fs, rest, ok := bytes.Cut(tok, []byte{':'})
 		if !ok {
@@ -138,7 +146,11 @@ func parseFeatures(s string, fields []uint32, ids []uint64, vals []float32) ([]u
 		if len(rest) == 0 {
 			return nil, nil, nil, fmt.Errorf("feature %q: empty token", tok)
 		}
-		fields, ids, vals = append(fields, uint32(field)), append(ids, reader.FeatureID(uint32(field), rest)), append(vals, v)
+		space := uint32(field)
+		if int(field) < len(ns) {
+			space = ns[field]
+		}
+		fields, ids, vals = append(fields, uint32(field)), append(ids, reader.FeatureID(space, rest)), append(vals, v)
 	}
 	return fields, ids, vals, nil
 }

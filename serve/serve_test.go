@@ -123,7 +123,7 @@ func smallJob(f string, dim int, train []string, test, scores string) config.Con
 
 // runJob runs the job of cfg on a new embedded cluster and returns the
 // test scores it wrote.
-func runJob(t *testing.T, cfg config.Config) []float32 {
+func runJob(t testing.TB, cfg config.Config) []float32 {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
@@ -138,7 +138,7 @@ func runJob(t *testing.T, cfg config.Config) []float32 {
 	return readScores(t, cfg.Job.TestScores)
 }
 
-func readScores(t *testing.T, path string) []float32 {
+func readScores(t testing.TB, path string) []float32 {
 	t.Helper()
 	b, err := os.ReadFile(path)
 	if err != nil {

@@ -27,6 +27,25 @@
 //     model's dim-1 weight per ID beside the field's embedding. A batch
 //     takes no feature of a mirror field directly.
 //
+// # Sequence fields
+//
+// A sequence field (FieldSpec.SeqLen = L > 0) holds a user's behaviour
+// history: the features a node gives it are an ordered list, oldest first
+// (the order of the input line). Its columns in the level block are L
+// positions of the table's dim, then one length column:
+//
+//  1. Of a list of n features the last min(n, L) are kept; kept feature j
+//     (0 = the oldest kept) is value x row in position j's columns, and
+//     positions min(n, L)..L-1 are zeros. Features are never pooled
+//     together, whatever the Pooling.
+//  2. The length column holds min(n, L) as a float; it is input only
+//     (ScatterTree gives it no gradient, like a dense field).
+//  3. A dropped (older) feature's id is not in IDs: it is never pulled.
+//
+// Layout.Cols gives a field's columns within its level's block, SeqLen its
+// positions; the network that reads the block (DIN's attention, DIEN's
+// GRU) finds each position there.
+//
 // # Batches
 //
 // A Batch is built by Reset and AddNode (or Add, which is AddNode at level 0:

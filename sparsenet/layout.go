@@ -43,9 +43,12 @@ type Layout struct {
 	offsets    []int // field -> offset in the dense input (levels concatenated)
 	levelCols  []int // level k has the columns [levelCols[k], levelCols[k+1])
 	levelDense [][]denseSlot
-	denseW     []int // level -> Σ dense widths of its dense fields
-	mirror     []int // field -> its mirror field (FieldSpec.From), -1 for none
-	from       []int // field -> the field it mirrors, -1 for an ordinary field
+	denseW     []int   // level -> Σ dense widths of its dense fields
+	mirror     []int   // field -> its mirror field (FieldSpec.From), -1 for none
+	from       []int   // field -> the field it mirrors, -1 for an ordinary field
+	seqLen     []int   // field -> SeqLen of a sequence field, 0 for a bag
+	seqLenOff  []int   // field -> offset of a sequence field's length in its level's per-node dense buffer
+	levelSeq   [][]int // level -> its sequence fields
 	width      int
 	pooling    Pooling
 }
@@ -93,7 +96,8 @@ type Batch struct {
 	// dedup per table; dedup[t].Keys are the unique ids of table t.
 	dedup  []Dedup
 	levels []levelBatch
-	count  []float32 // Mean: per field, the bag size of the node being added; zero between calls
+	count  []float32 // per field, the bag size of the node being added; zero between calls
+	seen   []int32   // per sequence field, its features placed so far in the node being added; zero between calls
 }
 
 // levelBatch holds the nodes of one level.
@@ -114,7 +118,7 @@ type feat struct {
 // NewBatch returns an empty batch for the layout.
 func (l *Layout) NewBatch() *Batch {
 	return &Batch{l: l, dedup: make([]Dedup, len(l.dims)), levels: make([]levelBatch, len(l.levelCols)-1),
-		count: make([]float32, len(l.fieldTable))}
+		count: make([]float32, len(l.fieldTable)), seen: make([]int32, len(l.fieldTable))}
 }
 
 // Reset empties the batch, keeping its buffers.

@@ -22,7 +22,19 @@ type FieldSpec struct {
 	// dim-1 weights beside the embeddings). A batch takes no feature of a
 	// mirror field directly. 0: an ordinary field.
 	From int
+	// SeqLen, when above 0, makes this a sequence field of that many
+	// positions (a user's behaviour history): the features of a node's
+	// field are an ordered list, oldest first, of which the last SeqLen
+	// are kept, each in its own position's columns instead of pooled
+	// together, followed by one column holding the list's kept length
+	// (see the package documentation, Sequence fields). Only a sparse
+	// field may be one; it is neither mirrored nor a mirror, and it is
+	// at most MaxSeqLen. 0: a bag field.
+	SeqLen int
 }
+
+// MaxSeqLen bounds FieldSpec.SeqLen.
+const MaxSeqLen = 4096
 
 // NewLayoutFields builds a layout from one spec per field; dims[t] is the dim
 // of table t. The dense input is the concatenation of the level blocks, level
@@ -52,13 +64,16 @@ func NewLayoutFields(fields []FieldSpec, dims []int, pooling Pooling) (*Layout, 
 			fields[s.From-1].Level != s.Level || s.Table < 0):
 			return nil, fmt.Errorf("%w: field %d mirrors field %d, which is not a sparse, unmirrored field of its level", ErrBadLayout, f, s.From-1)
 		}
+		if err := checkSeq(fields, f); err != nil {
+			return nil, err
+		}
 		levels = max(levels, s.Level+1)
 	}
 	nf := len(fields)
 	l := &Layout{fieldTable: make([]int, nf), fieldLevel: make([]int, nf), denseWidth: make([]int, nf), mirror: make([]int, nf), from: make([]int, nf),
 		denseOff: make([]int, nf), dims: append([]int(nil), dims...), offsets: make([]int, nf),
 		levelCols: make([]int, levels+1), levelDense: make([][]denseSlot, levels), denseW: make([]int, levels),
-		pooling: pooling}
+		seqLen: make([]int, nf), seqLenOff: make([]int, nf), levelSeq: make([][]int, levels), pooling: pooling}
 	for k := 0; k < levels; k++ {
 		l.levelCols[k] = l.width
 		for f, s := range fields {
@@ -67,9 +82,12 @@ func NewLayoutFields(fields []FieldSpec, dims []int, pooling Pooling) (*Layout, 
 			}
 			l.fieldTable[f], l.fieldLevel[f], l.offsets[f] = s.Table, k, l.width
 			w := s.DenseWidth
-			if s.Table >= 0 {
+			switch {
+			case s.SeqLen > 0:
+				w = l.addSeq(f, k, s.SeqLen, dims[s.Table])
+			case s.Table >= 0:
 				w = dims[s.Table]
-			} else {
+			default:
 				l.denseWidth[f], l.denseOff[f] = w, l.denseW[k]
 				l.levelDense[k] = append(l.levelDense[k], denseSlot{col: l.width - l.levelCols[k], off: l.denseW[k], width: w})
 				l.denseW[k] += w
@@ -151,33 +169,34 @@ func (b *Batch) AddNode(level int, fields []uint32, ids []uint64, values []float
 		panic(fmt.Sprintf("sparsenet: AddNode: level %d input of %d nodes x %d columns overflows int32", level, node+1, cols))
 	}
 	base := int32(node*cols - l.levelCols[level])
-	start := len(lb.feats)
+	for _, f := range fields {
+		b.count[f]++
+	}
 	for k, f := range fields {
+		x, scale := base+int32(l.offsets[f]), values[k]
+		switch {
+		case l.seqLen[f] > 0:
+			p, keep := b.seqPos(f)
+			if !keep {
+				continue
+			}
+			x += int32(p * l.dims[l.fieldTable[f]])
+		case l.pooling == Mean:
+			scale /= b.count[f]
+		}
 		t := l.fieldTable[f]
-		lb.feats = append(lb.feats, feat{row: b.dedup[t].Index(ids[k]), x: base + int32(l.offsets[f]),
-			table: int32(t), scale: values[k]})
-	}
-	if l.pooling == Mean {
-		for _, f := range fields {
-			b.count[f]++
-		}
-		for k, f := range fields {
-			lb.feats[start+k].scale /= b.count[f]
-		}
-		for _, f := range fields {
-			b.count[f] = 0
-		}
-	}
-	for k, f := range fields { // the mirror fields, pooled as their fields are
-		if m := l.mirror[f]; m >= 0 {
-			ft := lb.feats[start+k]
+		lb.feats = append(lb.feats, feat{row: b.dedup[t].Index(ids[k]), x: x, table: int32(t), scale: scale})
+		if m := l.mirror[f]; m >= 0 { // the mirror field, pooled as its field is
 			t := l.fieldTable[m]
-			ft.row, ft.x, ft.table = b.dedup[t].Index(ids[k]), base+int32(l.offsets[m]), int32(t)
-			lb.feats = append(lb.feats, ft)
+			lb.feats = append(lb.feats, feat{row: b.dedup[t].Index(ids[k]), x: base + int32(l.offsets[m]), table: int32(t), scale: scale})
 		}
 	}
 	if dw := l.denseW[level]; dw > 0 {
 		lb.dense = growZero(lb.dense, dw)
+		b.setSeqLens(level, lb.dense[node*dw:])
+	}
+	for _, f := range fields {
+		b.count[f] = 0
 	}
 	lb.nodes++
 	if level == 0 {

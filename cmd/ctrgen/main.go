@@ -5,6 +5,7 @@
 // Usage:
 //
 //	ctrgen -train train.libffm -test test.libffm [-train-samples N] [-test-samples M] [-config job.yaml] [-drift-lifetime L]
+//	ctrgen -seq [-history-len 50] [-drift=false] -train train.group -test test.group -format group
 //
 // Flags:
 //
@@ -13,38 +14,47 @@
 //	-train-samples   number of training samples (default: data.train_samples of the config, 500000)
 //	-test-samples    number of test samples (default: data.test_samples, 40000)
 //	-config          YAML config whose data: section shapes the data
-//	-format          libffm (default) or group: the sample-group format, one
-//	                 group per user run (user fields on a level-1 line)
-//	-drift-lifetime  vocabulary drift: each id is drawn for this many samples,
-//	                 then its Zipf rank gets a new id (data.drift_lifetime;
-//	                 default: the config's, 0: no drift)
+//	-format          libffm (default) or group: the sample-group format, a group per user run
+//	-drift-lifetime  vocabulary drift: each id is drawn for this many samples, then its Zipf
+//	                 rank gets a new id (default: data.drift_lifetime of the config, 0: no drift)
+//	-seq             write internal/seqgen's user-behaviour sequences (DIN, DIEN; fields there)
+//	-history-len     with -seq: the longest history (default 50)
+//	-drift           with -seq: interests move along the history (default true)
 //
 // The samples are streamed to the files: memory does not grow with the
 // number of training samples (the test set keeps its labels and teacher
 // probabilities). The test samples continue the training stream (with
-// drift, in the vocabulary of the time right after the training samples).
-// It prints the best achievable test AUC (the hidden teacher's) on stderr.
+// drift, in the vocabulary of the time right after the training samples;
+// with -seq they are another stream of the same world: seqgen's Fork). It
+// prints the best achievable test AUC (the hidden teacher's) on stderr.
 package main
 
 import (
 	"bufio"
+	"cmp"
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 
 	"github.com/xdlgo/xps/config"
 	"github.com/xdlgo/xps/internal/cli"
 	"github.com/xdlgo/xps/internal/datagen"
 	"github.com/xdlgo/xps/internal/metrics"
+	"github.com/xdlgo/xps/internal/seqgen"
 	"github.com/xdlgo/xps/reader"
 )
 
 type flags struct {
 	train, test, cfgFile, format string
-	nTrain, nTest                int
+	nTrain, nTest, historyLen    int
 	drift                        int64
+	seq, seqDrift                bool
 }
+
+// writeFunc is the Write method of both generators.
+type writeFunc func(w io.Writer, n int, f reader.Format, sample func(label, prob float32)) error
 
 func main() {
 	var f flags
@@ -55,6 +65,9 @@ func main() {
 	flag.StringVar(&f.cfgFile, "config", "", "YAML config whose data: section shapes the data")
 	flag.StringVar(&f.format, "format", "libffm", "output format: libffm or group")
 	flag.Int64Var(&f.drift, "drift-lifetime", 0, "vocabulary drift: samples an id is drawn for before its rank gets a new id (default data.drift_lifetime of the config; 0 there: no drift)")
+	flag.BoolVar(&f.seq, "seq", false, "write the user-behaviour sequence dataset (internal/seqgen) instead")
+	flag.IntVar(&f.historyLen, "history-len", seqgen.DefaultMaxLen, "with -seq: the longest history")
+	flag.BoolVar(&f.seqDrift, "drift", true, "with -seq: the user's interest moves along the history")
 	cli.ParseCommandLine("ctrgen")
 	if err := run(f); err != nil {
 		cli.Fatal("ctrgen", err)
@@ -78,16 +91,10 @@ func run(f flags) error {
 		}
 	}
 	d := cfg.Data
-	if f.nTrain > 0 {
-		d.TrainSamples = f.nTrain
-	}
-	if f.nTest > 0 {
-		d.TestSamples = f.nTest
-	}
-	if f.drift != 0 {
-		d.DriftLifetime = f.drift
-	}
-	gen, err := datagen.New(d.Config)
+	d.TrainSamples = cmp.Or(max(f.nTrain, 0), d.TrainSamples)
+	d.TestSamples = cmp.Or(max(f.nTest, 0), d.TestSamples)
+	d.DriftLifetime = cmp.Or(f.drift, d.DriftLifetime)
+	gen, test, err := generators(f, d.Config)
 	if err != nil {
 		return err
 	}
@@ -98,24 +105,36 @@ func run(f flags) error {
 		return nil
 	}
 	var labels, probs []float32
-	err = write(gen, f.test, d.TestSamples, format, func(y, p float32) {
-		labels, probs = append(labels, y), append(probs, p)
-	})
-	if err != nil {
+	keep := func(y, p float32) { labels, probs = append(labels, y), append(probs, p) }
+	if err := write(test, f.test, d.TestSamples, format, keep); err != nil {
 		return err
 	}
 	fmt.Fprintf(os.Stderr, "ctrgen: best achievable test AUC %.4f\n", metrics.AUC(labels, probs))
 	return nil
 }
 
+// generators returns the training and test streams: datagen's test set
+// continues its training stream, seqgen's is a Fork.
+func generators(f flags, d datagen.Config) (train, test writeFunc, err error) {
+	if !f.seq {
+		gen, err := datagen.New(d)
+		return gen.Write, gen.Write, err
+	}
+	gen, err := seqgen.New(seqgen.Config{MaxLen: f.historyLen, Drift: f.seqDrift, Seed: d.Seed, WorldSeed: d.WorldSeed})
+	if err != nil {
+		return nil, nil, err
+	}
+	return gen.Write, gen.Fork(seqgen.TestStream).Write, nil
+}
+
 // write streams the next n samples of gen to a new file at path.
-func write(gen *datagen.Generator, path string, n int, format reader.Format, sample func(y, p float32)) error {
+func write(gen writeFunc, path string, n int, format reader.Format, sample func(y, p float32)) error {
 	f, err := os.Create(path)
 	if err != nil {
 		return err
 	}
 	w := bufio.NewWriterSize(f, 1<<20)
-	err = gen.Write(w, n, format, sample)
+	err = gen(w, n, format, sample)
 	if err == nil {
 		err = w.Flush()
 	}

@@ -60,14 +60,14 @@ func (t *teacher) decay(rank uint32) float64 { return 1 / math.Sqrt(1+float64(ra
 // weight returns the hidden weight of feature e: approximately N(0, 1),
 // shrunk by its rank.
 func (t *teacher) weight(e entry) float64 {
-	return normalish(hashmix.Mix64(e.wid^t.weightKey)) * t.decay(e.rank)
+	return Normalish(hashmix.Mix64(e.wid^t.weightKey)) * t.decay(e.rank)
 }
 
 // addFactor adds the hidden factor vector of feature e to v.
 func (t *teacher) addFactor(v *[factorDim]float64, e entry) {
 	d := t.decay(e.rank)
 	for j := range v {
-		v[j] += d * normalish(hashmix.Mix64(e.wid^t.factorKey^uint64(j+1)*golden))
+		v[j] += d * Normalish(hashmix.Mix64(e.wid^t.factorKey^uint64(j+1)*golden))
 	}
 }
 
@@ -126,7 +126,7 @@ func New(cfg Config) (*Generator, error) {
 	for i := range logits {
 		logits[i] = t.first*first[i] + t.inter*inter[i]
 	}
-	t.bias = calibrateBias(logits, cfg.CTR)
+	t.bias = CalibrateBias(logits, cfg.CTR)
 	return newGenerator(&cfg, t, cfg.Seed), nil
 }
 
@@ -175,8 +175,10 @@ func newGenerator(cfg *Config, t teacher, seed uint64) *Generator {
 	return g
 }
 
-// calibrateBias returns b with mean(sigmoid(b + logits)) = ctr, by bisection.
-func calibrateBias(logits []float64, ctr float64) float64 {
+// CalibrateBias returns b with mean(sigmoid(b + logits)) = ctr, by
+// bisection: a teacher's bias for a target click rate (package seqgen's
+// too).
+func CalibrateBias(logits []float64, ctr float64) float64 {
 	var m float64
 	for _, s := range logits {
 		m = max(m, math.Abs(s))
@@ -345,10 +347,10 @@ func sigmoid(x float64) float64 { return 1 / (1 + math.Exp(-x)) }
 // uniform maps h to [0, 1).
 func uniform(h uint64) float64 { return float64(h>>11) / (1 << 53) }
 
-// normalish maps h to an approximately standard normal number: the
+// Normalish maps h to an approximately standard normal number: the
 // Irwin-Hall sum of its four 16-bit lanes, centred and scaled to unit
-// variance (range +-2*sqrt(3)).
-func normalish(h uint64) float64 {
+// variance (range +-2*sqrt(3)). Package seqgen's world draws with it too.
+func Normalish(h uint64) float64 {
 	s := float64(h&0xffff) + float64(h>>16&0xffff) + float64(h>>32&0xffff) + float64(h>>48)
 	return (s/65536 - 2) * math.Sqrt(3)
 }

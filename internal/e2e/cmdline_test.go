@@ -174,7 +174,7 @@ func TestStreamInterrupt(t *testing.T) {
 	train, test := filepath.Join(dir, "train.libffm"), filepath.Join(dir, "test.libffm")
 	start(t, "ctrgen", filepath.Join(bin, "ctrgen"), "-train", train, "-test", test, "-train-samples", "20000",
 		"-test-samples", "2000").wait(t, time.Minute)
-	addr := freeAddr(t)
+	addr := testutil.FreeAddr(t)
 	_, port, _ := strings.Cut(addr, ":")
 	start(t, "kafkad", filepath.Join(bin, "kafkad"), "-port", port, "-topics", "ctr:2")
 	testutil.Eventually(t, 30*time.Second, "kafkad to listen", func() bool {

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
-	"net"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -331,7 +330,7 @@ func faultTest(t *testing.T, src faultSource) {
 // test sets down and up again; etcd listens on the host's end, which
 // every process reaches.
 func faultNetwork(t *testing.T, dir string) (etcdembed.Options, *netns, []time.Duration) {
-	opts := etcdembed.Options{Dir: filepath.Join(dir, "etcd"), UnsafeNoFsync: true, ClientAddr: freeAddr(t)}
+	opts := etcdembed.Options{Dir: filepath.Join(dir, "etcd"), UnsafeNoFsync: true, ClientAddr: testutil.FreeAddr(t)}
 	cuts := envDurations(t, "XPS_FAULT_CUTS", "10s")
 	if len(cuts) == 0 {
 		return opts, nil, nil
@@ -641,7 +640,7 @@ func (fc *faultCluster) startJob(name string) *faultJob {
 		// A fixed address, as a StatefulSet's pod has: a shard restarted
 		// within its lease comes back, empty, where its predecessor
 		// served.
-		id, listen := fmt.Sprintf("ams-%d", i), freeAddr(t)
+		id, listen := fmt.Sprintf("ams-%d", i), testutil.FreeAddr(t)
 		if i == 2 && fc.ns != nil {
 			listen = fc.ns.InsideAddr(t)
 		}
@@ -672,16 +671,6 @@ func (fc *faultCluster) startJob(name string) *faultJob {
 	}
 	j.checkGateShare()
 	return j
-}
-
-// freeAddr returns a loopback address with a port free now.
-func freeAddr(t *testing.T) string {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
 }
 
 // slot adds the slot of a process: its member kind and id, a label for

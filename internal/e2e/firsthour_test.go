@@ -31,7 +31,7 @@ func TestFirstHour(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Run("unreachable etcd", func(t *testing.T) {
-		nobody := freeAddr(t) // nothing listens there
+		nobody := testutil.FreeAddr(t) // nothing listens there
 		for _, args := range [][]string{
 			{"worker", "-etcd", nobody, "-train", empty},
 			{"ams", "-etcd", nobody, "-id", "ams-0"},

@@ -7,6 +7,8 @@ import (
 	"os/exec"
 	"strings"
 	"testing"
+
+	"github.com/xdlgo/xps/internal/testutil"
 )
 
 // netns is a network namespace joined to the host by a veth pair: a
@@ -64,7 +66,7 @@ func (n *netns) Cmd(bin string, args ...string) []string {
 // InsideAddr returns an address inside the namespace with a port free on
 // the host (ports are per namespace: a free one is likely free there too).
 func (n *netns) InsideAddr(t *testing.T) string {
-	_, port, err := net.SplitHostPort(freeAddr(t))
+	_, port, err := net.SplitHostPort(testutil.FreeAddr(t))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/xdlgo/xps/internal/etcdembed"
+	"github.com/xdlgo/xps/internal/testutil"
 )
 
 // TestPrometheusScrapesCluster runs a real Prometheus server (Debian's
@@ -40,7 +41,7 @@ func TestPrometheusScrapesCluster(t *testing.T) {
 	}
 	defer etcd.Close()
 	ep := strings.Join(etcd.Endpoints(), ",")
-	targets := map[string]string{"ams-0": freeAddr(t), "ams-1": freeAddr(t), "scheduler": freeAddr(t), "worker-0": freeAddr(t)}
+	targets := map[string]string{"ams-0": testutil.FreeAddr(t), "ams-1": testutil.FreeAddr(t), "scheduler": testutil.FreeAddr(t), "worker-0": testutil.FreeAddr(t)}
 	for _, id := range []string{"ams-0", "ams-1"} {
 		start(t, id, filepath.Join(bin, "ams"), "-etcd", ep, "-cluster", "prom", "-id", id, "-http", targets[id])
 	}
@@ -71,7 +72,7 @@ func startPrometheus(t *testing.T, prom, dir string, targets map[string]string) 
 	if err := os.WriteFile(file, []byte(cfg.String()), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	addr := freeAddr(t)
+	addr := testutil.FreeAddr(t)
 	start(t, "prometheus", prom, "--config.file="+file, "--storage.tsdb.path="+filepath.Join(dir, "tsdb"),
 		"--web.listen-address="+addr)
 	return "http://" + addr

@@ -11,6 +11,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/xdlgo/xps/internal/testutil"
 )
 
 // walkthroughHeading is the README section whose first sh block
@@ -105,7 +107,7 @@ func (w *walkthrough) run(line string) {
 	}
 	line = loopbackAddr.ReplaceAllStringFunc(line, func(addr string) string {
 		if w.ports[addr] == "" {
-			w.ports[addr] = freeAddr(t)
+			w.ports[addr] = testutil.FreeAddr(t)
 		}
 		return w.ports[addr]
 	})

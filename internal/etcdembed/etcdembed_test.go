@@ -3,7 +3,7 @@ package etcdembed_test
 import (
 	"context"
 	"fmt"
-	"net"
+	"strings"
 	"testing"
 	"time"
 
@@ -12,6 +12,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/xdlgo/xps/internal/etcdembed"
+	"github.com/xdlgo/xps/internal/testutil"
 )
 
 func TestMain(m *testing.M) {
@@ -114,30 +115,22 @@ func TestOptionsValidate(t *testing.T) {
 // TestThreeMembers forms a three-member cluster (as the Helm chart's
 // bundled etcd does) and reads on one member what another wrote.
 func TestThreeMembers(t *testing.T) {
-	var peers, clients [3]string
-	for i := range peers {
-		peers[i], clients[i] = freeAddr(t), freeAddr(t)
-	}
-	initial := fmt.Sprintf("m0=http://%s,m1=http://%s,m2=http://%s", peers[0], peers[1], peers[2])
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	srvs := make([]*etcdembed.Server, 3)
-	errs := make(chan error, 3)
-	for i := range srvs {
-		go func() {
-			var err error
-			srvs[i], err = etcdembed.Start(ctx, etcdembed.Options{Dir: t.TempDir(), Name: fmt.Sprintf("m%d", i),
-				ClientAddr: clients[i], PeerAddr: peers[i], InitialCluster: initial, UnsafeNoFsync: true})
-			errs <- err
-		}()
-	}
-	for range srvs {
-		if err := <-errs; err != nil {
-			t.Fatal(err)
+	// The six addresses are picked free and closed before etcd binds them,
+	// so a test running beside this one may take one in between: that
+	// attempt fails with EADDRINUSE and the cluster is formed again on
+	// fresh addresses. Any other error fails the test.
+	var srvs []*etcdembed.Server
+	var err error
+	for attempt := 0; attempt < 5; attempt++ {
+		if srvs, err = startThree(ctx, t); err == nil || !strings.Contains(err.Error(), "address already in use") {
+			break
 		}
+		t.Logf("attempt %d: %v; retrying on fresh addresses", attempt, err)
 	}
-	for _, s := range srvs {
-		t.Cleanup(func() { s.Close() })
+	if err != nil {
+		t.Fatal(err)
 	}
 	put := client(t, srvs[0])
 	if _, err := put.Put(ctx, "k", "v"); err != nil {
@@ -153,11 +146,44 @@ func TestThreeMembers(t *testing.T) {
 	}
 }
 
-func freeAddr(t *testing.T) string {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
+// startThree starts a three-member cluster on fresh loopback addresses.
+// On error it stops the members that did start, or that wait for the
+// failed one to join.
+func startThree(ctx context.Context, t *testing.T) ([]*etcdembed.Server, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var peers, clients [3]string
+	for i := range peers {
+		peers[i], clients[i] = testutil.FreeAddr(t), testutil.FreeAddr(t)
 	}
-	defer l.Close()
-	return l.Addr().String()
+	initial := fmt.Sprintf("m0=http://%s,m1=http://%s,m2=http://%s", peers[0], peers[1], peers[2])
+	srvs := make([]*etcdembed.Server, 3)
+	errs := make(chan error, 3)
+	for i := range srvs {
+		go func() {
+			var err error
+			srvs[i], err = etcdembed.Start(ctx, etcdembed.Options{Dir: t.TempDir(), Name: fmt.Sprintf("m%d", i),
+				ClientAddr: clients[i], PeerAddr: peers[i], InitialCluster: initial, UnsafeNoFsync: true})
+			errs <- err
+		}()
+	}
+	var first error
+	for range srvs {
+		if err := <-errs; err != nil && first == nil {
+			first = err
+			cancel()
+		}
+	}
+	if first != nil {
+		for _, s := range srvs {
+			if s != nil {
+				s.Close()
+			}
+		}
+		return nil, first
+	}
+	for _, s := range srvs {
+		t.Cleanup(func() { s.Close() })
+	}
+	return srvs, nil
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/xdlgo/xps/internal/etcdembed"
 	"github.com/xdlgo/xps/internal/membership"
+	"github.com/xdlgo/xps/internal/testutil"
 	"github.com/xdlgo/xps/internal/tlsconf"
 	"github.com/xdlgo/xps/internal/tlsconf/tlstest"
 )
@@ -64,7 +65,7 @@ func TestTLSPeers(t *testing.T) {
 	ca := tlstest.NewCA(t, "dev")
 	var peers, clients [2]string
 	for i := range peers {
-		peers[i], clients[i] = freeAddr(t), freeAddr(t)
+		peers[i], clients[i] = testutil.FreeAddr(t), testutil.FreeAddr(t)
 	}
 	initial := fmt.Sprintf("m0=https://%s,m1=https://%s", peers[0], peers[1])
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)

@@ -1,19 +1,3 @@
-// Package movielens converts the MovieLens-100K ratings (GroupLens) into
-// click-through-rate samples: label = rating >= 4, user fields shared by
-// every rating of a user, item fields per rating.
-//
-// Fields (the same numbers in both outputs):
-//
-//	level 1 (user): 0 user id, 1 age, 2 gender, 3 occupation, 4 zip code
-//	level 0 (item): 5 item id, 6 genres (a bag: one feature per genre flag set)
-//
-// Tokens are the raw values (genres by their index 0..18), so no token holds
-// ':', '=' or a blank. Ratings are kept in the file's order (ua.base and
-// ua.test are sorted by user), and each run of one user's consecutive
-// ratings becomes one sample group: "group 2", the user's level-1 line, one
-// level-0 line per rating. The libFFM output writes the same samples
-// flattened ("label 0:u 1:age ... 5:item 6:g 6:g"), for peers that read
-// libFFM; reading either file gives the same feature ids.
 package movielens
 
 import (
@@ -31,6 +15,7 @@ type user struct{ id, age, gender, occupation, zip string }
 type item struct {
 	id     string
 	genres []string
+	main   string // the first genre flag set ("0", unknown, when none is)
 }
 
 // Dataset is the side information of MovieLens-100K.
@@ -56,6 +41,10 @@ func Open(dir string) (*Dataset, error) {
 			if flag == "1" {
 				it.genres = append(it.genres, strconv.Itoa(g))
 			}
+		}
+		it.main = "0"
+		if len(it.genres) > 0 {
+			it.main = it.genres[0]
 		}
 		d.items[f[0]] = it
 		return nil
@@ -95,8 +84,13 @@ func eachLine(path, sep string, n int, fn func([]string) error) error {
 	return nil
 }
 
-// Counts are what Convert wrote.
-type Counts struct{ Samples, Groups, Positives int }
+// Counts are what Convert or Sequences.Write wrote.
+type Counts struct {
+	Samples, Groups, Positives int
+	// EmptyHistory counts the samples without history and HistoryItems the
+	// movies of all histories (sequence mode).
+	EmptyHistory, HistoryItems int
+}
 
 // Convert reads the ratings file name (e.g. "ua.base") and writes it as
 // sample groups to group and as libFFM to ffm (either may be nil).
@@ -111,17 +105,9 @@ func (d *Dataset) Convert(name string, group, ffm io.Writer) (Counts, error) {
 	}
 	prev := ""
 	err := eachLine(filepath.Join(d.dir, name), "\t", 4, func(f []string) error {
-		u, ok := d.users[f[0]]
-		if !ok {
-			return fmt.Errorf("unknown user %q", f[0])
-		}
-		it, ok := d.items[f[1]]
-		if !ok {
-			return fmt.Errorf("unknown item %q", f[1])
-		}
-		r, err := strconv.Atoi(f[2])
+		u, it, r, err := d.rating(f)
 		if err != nil {
-			return fmt.Errorf("rating %q: %w", f[2], err)
+			return err
 		}
 		label := "0"
 		if r >= 4 {
@@ -162,3 +148,21 @@ func (d *Dataset) Convert(name string, group, ffm io.Writer) (Counts, error) {
 
 // withValues turns "f:tok f:tok" into libFFM's "f:tok:1 f:tok:1".
 func withValues(s string) string { return strings.ReplaceAll(s, " ", ":1 ") + ":1" }
+
+// rating looks up the user and the item of a ratings line (user, item,
+// rating, timestamp) and parses its rating.
+func (d *Dataset) rating(f []string) (user, item, int, error) {
+	u, ok := d.users[f[0]]
+	if !ok {
+		return user{}, item{}, 0, fmt.Errorf("unknown user %q", f[0])
+	}
+	it, ok := d.items[f[1]]
+	if !ok {
+		return user{}, item{}, 0, fmt.Errorf("unknown item %q", f[1])
+	}
+	r, err := strconv.Atoi(f[2])
+	if err != nil {
+		return user{}, item{}, 0, fmt.Errorf("rating %q: %w", f[2], err)
+	}
+	return u, it, r, nil
+}

@@ -1,11 +1,14 @@
 // Package testutil holds helpers shared by the tests of several packages:
-// a test context, polling with a deadline (instead of sleeps), and an etcd
-// server and client for tests. It is imported by _test.go files only.
+// a test context, polling with a deadline (instead of sleeps), an etcd
+// server and client for tests, and free loopback addresses for servers a
+// test must name before they start. It is imported by _test.go files only.
 package testutil
 
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
+	"net"
 	"os"
 	"path/filepath"
 	"sync/atomic"
@@ -119,4 +122,27 @@ func Conn(cli *clientv3.Client, prefix string) *controlplane.Conn {
 		panic(err)
 	}
 	return c
+}
+
+// FreeAddr returns a loopback address whose port is free now, for a
+// server a test must name before it starts (an etcd cluster's peers, a
+// StatefulSet-like fixed address). The port is drawn from below Linux's
+// ephemeral range (32768-60999), not asked of the kernel with port 0: a
+// port-0 pick and every outgoing connection's source port come from that
+// range, so a port picked there and closed is soon taken again by some
+// connection of a test running beside this one. Below it only another
+// explicit pick can collide, one time in thousands.
+func FreeAddr(t testing.TB) string {
+	t.Helper()
+	for range 100 {
+		addr := fmt.Sprintf("127.0.0.1:%d", 20000+rand.IntN(12768))
+		l, err := net.Listen("tcp", addr)
+		if err != nil {
+			continue
+		}
+		l.Close()
+		return addr
+	}
+	t.Fatal("testutil: no free loopback port in 100 tries")
+	return ""
 }

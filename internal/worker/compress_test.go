@@ -173,26 +173,7 @@ type stepResult struct {
 
 // trainStep runs what Trainer.step does on a batch, with rows from rowValue.
 func trainStep(l *sparsenet.Layout, mlp *densenet.MLP, params []float32, bt *compress.Batch) stepResult {
-	L := l.Levels()
-	rows := make([][]float32, l.Tables())
-	for ti := range rows {
-		dim := l.Dim(ti)
-		for _, id := range bt.Sparse.IDs(ti) {
-			for j := 0; j < dim; j++ {
-				rows[ti] = append(rows[ti], rowValue(ti, id, j))
-			}
-		}
-	}
-	tree := densenet.Tree{Cols: make([]int, L+1), Count: make([]int, L), X: make([][]float32, L), Parent: bt.Parent}
-	dX := make([][]float32, L)
-	for k := 0; k < L; k++ {
-		lo, hi := l.LevelCols(k)
-		tree.Cols[k], tree.Cols[k+1] = lo, hi
-		tree.Count[k] = bt.Sparse.Nodes(k)
-		tree.X[k] = make([]float32, tree.Count[k]*(hi-lo))
-		dX[k] = make([]float32, tree.Count[k]*(hi-lo))
-	}
-	bt.Sparse.PoolTree(rows, tree.X)
+	tree, dX := pooledTree(l, bt)
 	n := bt.N
 	ws := mlp.NewWorkspace(n)
 	res := stepResult{logits: make([]float32, n), dense: make([]float32, mlp.NumParams()), nodes: tree.Count}
@@ -200,11 +181,19 @@ func trainStep(l *sparsenet.Layout, mlp *densenet.MLP, params []float32, bt *com
 	probs, dlogits := make([]float32, n), make([]float32, n)
 	res.loss = densenet.SigmoidBCE(res.logits, bt.Labels[:n], probs, dlogits)
 	mlp.BackwardTree(ws, params, tree, dlogits, res.dense, dX)
+	res.sparse = idGrads(l, bt, dX)
+	return res
+}
+
+// idGrads scatters the level gradients dX of batch bt into its row
+// gradients, keyed by id, per table.
+func idGrads(l *sparsenet.Layout, bt *compress.Batch, dX [][]float32) []map[uint64][]float32 {
 	grads := make([][]float32, l.Tables())
 	for ti := range grads {
 		grads[ti] = make([]float32, len(bt.Sparse.IDs(ti))*l.Dim(ti))
 	}
 	bt.Sparse.ScatterTree(dX, grads)
+	var out []map[uint64][]float32
 	for ti := range grads {
 		dim, m := l.Dim(ti), map[uint64][]float32{}
 		for k, id := range bt.Sparse.IDs(ti) {
@@ -213,9 +202,9 @@ func trainStep(l *sparsenet.Layout, mlp *densenet.MLP, params []float32, bt *com
 			}
 			m[id] = grads[ti][k*dim : (k+1)*dim]
 		}
-		res.sparse = append(res.sparse, m)
+		out = append(out, m)
 	}
-	return res
+	return out
 }
 
 func closeTo(a, b float32, tol float64) bool {

@@ -105,7 +105,8 @@ func fileData(opts job.Options, splits []reader.FileSplit, sh *shapeFinder) (Dat
 	if err != nil {
 		return Data{}, err
 	}
-	inOrder := filesInOrder(opts.FS, splits, format, policy)
+	ns := cfg.Model.Sequence.Namespace(0)
+	inOrder := filesInOrder(opts.FS, splits, format, policy, ns)
 	train := strings.Join(cfg.Job.Train, ",")
 	d := Data{Train: inOrder, Desc: fmt.Sprintf("%d file splits of %s (format %s, streamed in order)", len(splits), train, format)}
 	n, skipped, err := peek(inOrder, sh)
@@ -133,11 +134,11 @@ func fileData(opts job.Options, splits []reader.FileSplit, sh *shapeFinder) (Dat
 	if d.Train, err = fileStream(opts.FS, cfg, splits, format, policy); err != nil {
 		return Data{}, err
 	}
-	if d.Test, err = loadTest(opts.FS, cfg.Job.Test, format, policy, sh); err != nil {
+	if d.Test, err = loadTest(opts.FS, cfg.Job.Test, format, policy, ns, sh); err != nil {
 		return Data{}, err
 	}
 	if opts.Index == 0 {
-		if d.Valid, err = loadTest(opts.FS, cfg.Job.Valid, format, policy, sh); err != nil {
+		if d.Valid, err = loadTest(opts.FS, cfg.Job.Valid, format, policy, ns, sh); err != nil {
 			return Data{}, fmt.Errorf("job.valid: %w", err)
 		}
 	}
@@ -153,14 +154,14 @@ func fileData(opts job.Options, splits []reader.FileSplit, sh *shapeFinder) (Dat
 // the data, not only from its neighbourhood.
 func fileStream(fsys reader.FS, cfg config.Config, splits []reader.FileSplit, format reader.Format, policy reader.ErrorPolicy) (stream, error) {
 	if !*cfg.Train.Shuffle {
-		return filesInOrder(fsys, splits, format, policy), nil
+		return filesInOrder(fsys, splits, format, policy, cfg.Model.Sequence.Namespace(0)), nil
 	}
 	blocks, err := cutBlocks(fsys, splits, max(cfg.Train.ShuffleWindow/16, blockMin))
 	if err != nil {
 		return nil, fmt.Errorf("worker: training data: %w", err)
 	}
 	shuffled := func(epoch int, start reader.Position) (reader.Source, error) {
-		dec, err := reader.NewDecoder(format)
+		dec, err := reader.NewDecoderWith(format, reader.DecoderOptions{Namespace: cfg.Model.Sequence.Namespace(0)})
 		if err != nil {
 			return nil, err
 		}
@@ -172,9 +173,13 @@ func fileStream(fsys reader.FS, cfg config.Config, splits []reader.FileSplit, fo
 
 // filesInOrder opens the training files of splits in order, whatever the
 // epoch.
-func filesInOrder(fsys reader.FS, splits []reader.FileSplit, format reader.Format, policy reader.ErrorPolicy) stream {
+func filesInOrder(fsys reader.FS, splits []reader.FileSplit, format reader.Format, policy reader.ErrorPolicy, ns []uint32) stream {
 	return func(_ int, start reader.Position) (reader.Source, error) {
-		return reader.OpenFilesAtFS(fsys, splits, format, policy, start)
+		dec, err := reader.NewDecoderWith(format, reader.DecoderOptions{Namespace: ns})
+		if err != nil {
+			return nil, err
+		}
+		return reader.NewFileSource(splits, reader.FileSourceOptions{Decoder: dec, OnError: policy, FS: fsys, Start: start})
 	}
 }
 
@@ -329,7 +334,7 @@ func inputFormat(cfg config.Config) (reader.Format, reader.ErrorPolicy, error) {
 }
 
 // loadTest reads the test files into memory and adds them to sh.
-func loadTest(fsys reader.FS, patterns []string, format reader.Format, policy reader.ErrorPolicy, sh *shapeFinder) ([]*reader.Group, error) {
+func loadTest(fsys reader.FS, patterns []string, format reader.Format, policy reader.ErrorPolicy, ns []uint32, sh *shapeFinder) ([]*reader.Group, error) {
 	if len(patterns) == 0 {
 		return nil, nil
 	}
@@ -341,7 +346,11 @@ func loadTest(fsys reader.FS, patterns []string, format reader.Format, policy re
 	for i, p := range paths {
 		ts[i] = reader.FileSplit{Path: p}
 	}
-	src, err := reader.OpenFilesFS(fsys, ts, format, policy)
+	dec, err := reader.NewDecoderWith(format, reader.DecoderOptions{Namespace: ns})
+	if err != nil {
+		return nil, err
+	}
+	src, err := reader.NewFileSource(ts, reader.FileSourceOptions{Decoder: dec, OnError: policy, FS: fsys})
 	if err != nil {
 		return nil, err
 	}

@@ -172,7 +172,7 @@ func (k *kafkaJob) open(ctx context.Context, bounded bool) (reader.Source, error
 	if err != nil {
 		return nil, err
 	}
-	o := kafkasrc.Options{Brokers: kc.Brokers, Topic: kc.Topic, Format: k.format, OnError: k.policy, Start: start,
+	o := kafkasrc.Options{Brokers: kc.Brokers, Topic: kc.Topic, Format: k.format, Namespace: k.cfg.Model.Sequence.Namespace(0), OnError: k.policy, Start: start,
 		Streaming: kc.Streaming && !bounded, MaxWait: kc.MaxWait, Idle: 2 * kc.MaxWait}
 	if !k.dealt {
 		return kafkasrc.Open(ctx, o)

@@ -21,6 +21,10 @@ import (
 //	deepfm:   MLP(x) + FM(x)
 //	dcnv2:    MLP(Cross(x))
 //	wdl:      MLP(x)
+//	din:      MLP(x', v)          (v: attention over the history, seqnet.go)
+//	dien:     MLP(x', v, Σ e_t)   (v: GRU, attention, AUGRU over the history)
+//
+// where x' is x without the history's sequence fields.
 //
 // plus, with the wide part (config model.wide: fm, deepfm and wdl by
 // default), w(.): the sum of the dim-1 weights of the sample's IDs. The
@@ -36,7 +40,8 @@ import (
 // row per sample first (densenet.ExpandTree) and takes the gradient back
 // to the nodes (densenet.ReduceTree).
 //
-// The dense parameters are the MLP's, then Cross's.
+// The dense parameters are the MLP's, then Cross's or the history
+// part's.
 type Net struct {
 	Layout *sparsenet.Layout
 	Kind   string
@@ -56,6 +61,9 @@ type Net struct {
 	WideCols []int
 	DeepCols []int
 	wideCol  []bool // by column of the layout: the wide part's
+	// Seq is the behaviour-history part of kinds din and dien (nil for
+	// the other kinds; see seqnet.go).
+	Seq *seqNet
 }
 
 // NewNet builds the network of cfg (defaults filled) for inputs of shape.
@@ -82,6 +90,11 @@ func NewNet(cfg config.Config, shape Shape) (*Net, error) {
 		if n.Cross, err = densenet.NewCross(w, cfg.Model.CrossLayers); err != nil {
 			return nil, fmt.Errorf("worker: %w", err)
 		}
+	case config.KindDIN, config.KindDIEN:
+		if n.Seq, err = newSeqNet(cfg, layout); err != nil {
+			return nil, err
+		}
+		w = n.Seq.inWidth()
 	}
 	sizes := append([]int{w}, cfg.Model.Hidden...)
 	if n.MLP, err = densenet.NewMLP(append(sizes, 1)); err != nil {
@@ -120,6 +133,9 @@ func (n *Net) NumParams() int {
 	if n.Cross != nil {
 		p += n.Cross.NumParams()
 	}
+	if n.Seq != nil {
+		p += n.Seq.numParams()
+	}
 	return p
 }
 
@@ -140,11 +156,17 @@ func (n *Net) Init(params []float32, seed uint64) {
 	if n.Cross != nil {
 		n.Cross.Init(params[m:], seed+1)
 	}
+	if n.Seq != nil {
+		n.Seq.init(params[m:], seed)
+	}
 }
 
 // Describe names the network's dense blocks, for the progress lines.
 func (n *Net) Describe() string {
 	hidden := n.MLP.Sizes[1 : len(n.MLP.Sizes)-1]
+	if n.Seq != nil {
+		return n.Seq.describe(hidden)
+	}
 	switch n.Kind {
 	case config.KindFM:
 		return fmt.Sprintf("fm (linear + pairwise interactions of dim %d%s)", n.FMDim, n.wideText())
@@ -170,6 +192,8 @@ type NetWorkspace struct {
 	flat, crossed, dflat, dcrossed, terms []float32
 	// wide: the wide part's buffers (nil without it).
 	wide *wideWorkspace
+	// seq: the history part's (din, dien; nil for the other kinds).
+	seq *seqWorkspace
 }
 
 // NewWorkspace returns buffers for batches of up to maxBatch samples;
@@ -182,6 +206,9 @@ func (n *Net) NewWorkspace(maxBatch, threads int) *NetWorkspace {
 	}
 	if n.Wide {
 		ws.wide = n.newWideWorkspace(maxBatch)
+	}
+	if n.Seq != nil {
+		ws.seq = n.Seq.newWorkspace(n.Layout.Levels(), threads)
 	}
 	if n.Cross != nil {
 		ws.cross = n.Cross.NewWorkspace(maxBatch)
@@ -206,6 +233,10 @@ func (n *Net) ForwardTree(ws *NetWorkspace, params []float32, t densenet.Tree, l
 // forwardDeep is ForwardTree without the wide part.
 func (n *Net) forwardDeep(ws *NetWorkspace, params []float32, t densenet.Tree, logits []float32) {
 	m, b := n.MLP.NumParams(), t.Count[0]
+	if n.Seq != nil {
+		n.MLP.ForwardTree(ws.mlp, params[:m], n.Seq.forward(ws.seq, params[m:], t), logits)
+		return
+	}
 	if n.Cross != nil {
 		size := b * n.inWidth()
 		flat, crossed := ws.flat[:size], ws.crossed[:size]
@@ -239,6 +270,11 @@ func (n *Net) BackwardTree(ws *NetWorkspace, params []float32, t densenet.Tree, 
 // backwardDeep is BackwardTree without the wide part.
 func (n *Net) backwardDeep(ws *NetWorkspace, params []float32, t densenet.Tree, dlogits, grad []float32, dX [][]float32) {
 	m, b := n.MLP.NumParams(), t.Count[0]
+	if n.Seq != nil {
+		n.MLP.BackwardTree(ws.mlp, params[:m], ws.seq.tree, dlogits, grad[:m], ws.seq.dx)
+		n.Seq.backward(ws.seq, params[m:], t, grad[m:], dX)
+		return
+	}
 	if n.Cross != nil {
 		size := b * n.inWidth()
 		dflat, dcrossed := ws.dflat[:size], ws.dcrossed[:size]

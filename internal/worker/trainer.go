@@ -325,6 +325,9 @@ func NewLayout(cfg config.Config, shape Shape) (*sparsenet.Layout, error) {
 		if f < len(shape.DenseWidths) && shape.DenseWidths[f] > 0 {
 			specs[f].Table, specs[f].DenseWidth = -1, shape.DenseWidths[f]
 		}
+		if isSeqField(cfg, f) && specs[f].Table >= 0 {
+			specs[f].SeqLen = cfg.Model.Sequence.MaxLen
+		}
 	}
 	if cfg.Model.HasWide() { // the wide part: every sparse field mirrored into the dim-1 table
 		wide := tableIdx[config.WideTable]

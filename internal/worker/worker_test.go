@@ -313,6 +313,12 @@ func TestStopsWhenLeaseLost(t *testing.T) {
 	if !errors.Is(err, controlplane.ErrClusterFailed) || again.Samples != 0 {
 		t.Fatalf("a worker started on the failed cluster: %v, %d samples trained", err, again.Samples)
 	}
+	// It never built a client, and its account says the model is not
+	// exactly-once all the same: the cluster failed (the first worker
+	// meets this case when the cluster fails before it built its client).
+	if v := again.ExactlyOnce; !errors.Is(err, job.ErrNotExactlyOnce) || v == nil || v.Exact || !strings.Contains(v.Problem, "failed") {
+		t.Fatalf("a worker started on the failed cluster = %v, account %+v: want it NOT exactly-once", err, v)
+	}
 }
 
 // runWorkers runs n worker jobs of opts (Index and Count set for each) at

@@ -9,6 +9,8 @@
 //	a_0 = ReLU(Σ_k v_k E[id_k] + b_0)           E: model.tables[0], on the AMS shards
 //	a_l = ReLU(W_l a_{l-1} + b_l), l = 1..H      model.output.hidden
 //	p   = softmax over output.labels of a_H      a slide.Layer in this worker
+//	                                             (output.owners > 1: a dslide.Layer
+//	                                             of that many shares, in this worker)
 //
 // The embedding sum with its bias and ReLU is the first hidden layer (a
 // sparse input layer, as in SLIDE's network and PyTorch's
@@ -71,7 +73,10 @@
 // one job lifecycle (package job: registration, lease, pauses, shard map,
 // attempts): it loads the data once, then trains in attempts from the
 // checkpoint the model holds. The SLIDE layer lives in one worker: the
-// model refuses more than one (sharding the layer is a later step).
+// model refuses more than one. With output.owners > 1 the layer is split
+// into shares with their own tables that train by exchanging softmax sums
+// (package sparsenet/slide/dslide), all of them in this worker; placing
+// the shares on the job's workers is a later step.
 //
 // # Snapshots
 //

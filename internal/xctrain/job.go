@@ -120,11 +120,15 @@ func (m *model) Train(ctx context.Context, env *job.Env, start *checkpoint.Check
 		return err
 	}
 	oc := env.Config.Model.Output
-	p := tr.out.Params()
+	p := tr.params
 	m.res.EmbeddingDim, m.res.Hidden, m.res.DenseParams = tr.table.Dim, oc.Hidden, tr.net.NumParams()
-	env.Say("training on %d shards: embedding dim %d, hidden %v, SLIDE output of %d labels (sparsity %v, %s, K=%d L=%d R=%d), %.0f MB in the layer",
-		env.Client.NumShards(), tr.table.Dim, oc.Hidden, tr.out.Config().Dim, oc.Sparsity, oc.Family, p.K, p.L, p.R,
-		float64(tr.out.ParamBytes()+tablesBytes(tr))/1e6)
+	owners := ""
+	if oc.Owners > 1 {
+		owners = fmt.Sprintf(" in %d shares (owner 0's tables)", oc.Owners)
+	}
+	env.Say("training on %d shards: embedding dim %d, hidden %v, SLIDE output of %d labels%s (sparsity %v, %s, K=%d L=%d R=%d), %.0f MB in the layer",
+		env.Client.NumShards(), tr.table.Dim, oc.Hidden, tr.labels, owners, oc.Sparsity, oc.Family, p.K, p.L, p.R,
+		float64(tr.out.ParamBytes()+tr.out.TablesBytes())/1e6)
 	if err := env.Pauser.StartTraining(ctx); err != nil {
 		return err
 	}
@@ -167,19 +171,17 @@ func (m *model) resume(env *job.Env, tr *Trainer, cp *checkpoint.Checkpoint) err
 	return nil
 }
 
-func tablesBytes(t *Trainer) int64 {
-	if tb := t.out.Tables(); tb != nil {
-		return tb.Bytes()
-	}
-	return 0
-}
-
 // WriteSummary writes the summary lines a worker prints at the end.
 func (r JobResult) WriteSummary(w io.Writer) {
 	fmt.Fprintf(w, "%s: trained %d samples (%d epochs) in %.1fs: %.0f samples/s on %d AMS shards\n",
 		r.Worker, r.Samples, r.Epochs, r.Seconds, r.SamplesPerSecond, r.Shards)
 	fmt.Fprintf(w, "%s: SLIDE output of %d labels over %d inputs, sparsity %v, %s K=%d L=%d R=%d, %.0f MB\n",
 		r.Worker, r.Labels, r.InputDim, r.Sparsity, r.Hash, r.K, r.L, r.R, float64(r.LayerBytes)/1e6)
+	if r.Owners > 1 && r.StepBytes > 0 {
+		fmt.Fprintf(w, "%s: %d shares: the busiest one's active labels %.2fx the mean (%.2fx on average); a batch moves %.2f MB between shares on different machines, %.0fx less than dense model parallelism's %.1f MB\n",
+			r.Worker, r.Owners, r.OwnerImbalance, r.OwnerImbalanceMean, float64(r.StepBytes)/1e6,
+			float64(r.DenseStepBytes)/float64(r.StepBytes), float64(r.DenseStepBytes)/1e6)
+	}
 	if e := r.Test; e.Samples > 0 {
 		if e.Sparse != nil {
 			fmt.Fprintf(w, "%s: test %v with sparse inference (%.2f ms for one sample)\n", r.Worker, *e.Sparse, e.SparseMs)

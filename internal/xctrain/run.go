@@ -77,11 +77,11 @@ func (t *Trainer) Run(ctx context.Context) (res Result, err error) {
 // describe fills the layer's shape into the summary.
 func (r *run) describe() {
 	t, res := r.t, r.res
-	p := t.out.Params()
+	p := t.params
 	oc := t.cfg.Model.Output
-	res.Labels, res.InputDim, res.Sparsity, res.Hash = t.out.Config().Dim, t.net.OutputWidth(), oc.Sparsity, oc.Family.String()
+	res.Labels, res.InputDim, res.Sparsity, res.Hash = t.labels, t.net.OutputWidth(), oc.Sparsity, oc.Family.String()
 	res.K, res.L, res.R = p.K, p.L, p.R
-	res.LayerBytes = t.out.ParamBytes() + tablesBytes(t)
+	res.LayerBytes = t.out.ParamBytes() + t.out.TablesBytes()
 }
 
 // summarize fills the run's figures into the summary (also of a run
@@ -94,6 +94,7 @@ func (r *run) summarize() {
 	}
 	res.Progressive, res.ProgressiveSamples = patk(&r.total), r.total.N()
 	res.FetchWaitSeconds, res.PushWaitSeconds = r.fetch.Seconds(), r.t.pushWait.Seconds()
+	r.t.describeOwners(res)
 }
 
 // step hands ev to the tracker and executes the actions it returns,

@@ -156,6 +156,19 @@ type Result struct {
 	// LayerBytes is the memory of the layer's parameters, optimizer state
 	// and hash tables.
 	LayerBytes int64 `json:"layer_bytes"`
+	// Owners is model.output.owners; with more than one, OwnerImbalance
+	// is the largest and OwnerImbalanceMean the mean over the training
+	// steps of the busiest share's active (sample, label) pairs over the
+	// shares' mean (1: perfectly balanced), and StepBytes and
+	// DenseStepBytes the bytes a training batch of this run's mean shape
+	// would move between the shares placed on different machines, as
+	// D-SLIDE and as dense model parallelism (dslide.StepBytes,
+	// dslide.DenseStepBytes).
+	Owners             int     `json:"owners"`
+	OwnerImbalance     float64 `json:"owner_imbalance,omitempty"`
+	OwnerImbalanceMean float64 `json:"owner_imbalance_mean,omitempty"`
+	StepBytes          int64   `json:"step_bytes,omitempty"`
+	DenseStepBytes     int64   `json:"dense_step_bytes,omitempty"`
 	// FetchWaitSeconds is training time spent waiting for the next pulled
 	// batch; PushWaitSeconds waiting for a free push buffer.
 	FetchWaitSeconds float64 `json:"fetch_wait_seconds"`
@@ -187,7 +200,9 @@ type Trainer struct {
 	table  ams.TableSpec
 	layout *sparsenet.Layout
 	net    *densenet.MLP // the embedding bias and the hidden layers
-	out    *slide.Layer
+	out    output
+	params slide.Params // the table shape (owner 0's, with owners)
+	labels int          // the layer's rows
 	ws     *densenet.Workspace
 	x      []float32 // the pooled embeddings, the MLP's input
 	h      []float32 // the MLP's output, the SLIDE layer's input
@@ -267,12 +282,12 @@ func New(cl *client.Client, opts Options) (*Trainer, error) {
 	}
 	sc := oc.Config
 	sc.Dim, sc.InputDim, sc.Seed = labels, net.OutputWidth(), cfg.Model.Seed
-	out, err := slide.New(sc)
+	out, params, err := newOutput(sc, oc.Owners)
 	if err != nil {
 		return nil, fmt.Errorf("xctrain: %w", err)
 	}
 	bs := max(cfg.Train.BatchSize, cfg.Train.EvalBatchSize)
-	t := &Trainer{cl: cl, cfg: cfg, opts: opts, table: table, layout: layout, net: net, out: out,
+	t := &Trainer{cl: cl, cfg: cfg, opts: opts, table: table, layout: layout, net: net, out: out, params: params, labels: labels,
 		ws: net.NewWorkspace(bs), x: make([]float32, bs*net.InputWidth()), h: make([]float32, bs*net.OutputWidth()),
 		dh: make([]float32, bs*net.OutputWidth()), dx: make([]float32, bs*net.InputWidth()), pred: make([]int32, bs*TopK),
 		free: make(chan *pushBuf, cfg.Train.MaxInflightPushes)}
@@ -284,9 +299,6 @@ func New(cl *client.Client, opts Options) (*Trainer, error) {
 
 // Close stops the SLIDE layer's goroutines.
 func (t *Trainer) Close() error { return t.out.Close() }
-
-// Layer returns the SLIDE layer (for inspection; not safe while Run runs).
-func (t *Trainer) Layer() *slide.Layer { return t.out }
 
 // Declare declares the embedding table and the dense vector on the shards
 // (idempotent).
@@ -464,8 +476,8 @@ func (t *Trainer) evaluate(ctx context.Context, test *Dataset, latency bool) (Ev
 	}
 	start := time.Now()
 	mode := t.cfg.Model.Output.Eval
-	doSparse := mode != "dense" && t.out.Tables() != nil
-	doDense := mode != "sparse" || t.out.Tables() == nil
+	doSparse := mode != "dense" && t.out.HasTables()
+	doDense := mode != "sparse" || !t.out.HasTables()
 	e := Eval{Samples: test.Len()}
 	if doSparse {
 		t0 := time.Now()

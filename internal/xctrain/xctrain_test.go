@@ -108,9 +108,11 @@ func TestTrainsGeneratedData(t *testing.T) {
 		{name: "sparse-dwta", sparsity: 0.05, hash: "dwta", epochs: 6, minP1: 0.2},
 		{name: "sparse-simhash", sparsity: 0.05, hash: "simhash", epochs: 6, minP1: 0.2},
 		{name: "dense", sparsity: 1, epochs: 4, minP1: 0.25},
+		// D-SLIDE: the labels in 2 shares with their own tables, in process
+		{name: "sparse-dwta-2owners", sparsity: 0.05, hash: "dwta", owners: 2, epochs: 6, minP1: 0.2},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if raceEnabled && tc.name == "sparse-simhash" {
+			if raceEnabled && (tc.name == "sparse-simhash" || tc.owners > 1) {
 				t.Skip("the race build runs one sparse family: the job is the same")
 			}
 			lc := startCluster(t)
@@ -139,13 +141,15 @@ func TestTrainsGeneratedData(t *testing.T) {
 
 // generatedCase is a job of TestTrainsGeneratedData: the output layer's
 // sparsity (1 for dense training), its hash family ("" for the default),
-// the epochs and the least dense-inference P@1 it must reach.
+// the epochs, the least dense-inference P@1 it must reach and the
+// layer's owners.
 type generatedCase struct {
 	name     string
 	sparsity float64
 	hash     string
 	epochs   int
 	minP1    float64 // with dense inference
+	owners   int     // model.output.owners (0: the default, 1)
 }
 
 // checkQuality checks the precision of res against chance, the P@1 of
@@ -208,6 +212,7 @@ func (tc generatedCase) config() config.Config {
 	if tc.hash != "" {
 		cfg.Model.Output.Hash = tc.hash
 	}
+	cfg.Model.Output.Owners = tc.owners
 	return cfg
 }
 

@@ -63,6 +63,9 @@ type Options struct {
 	Partitions []int
 	// Format is the messages' format. Required.
 	Format reader.Format
+	// Namespace is the decoder's reader.DecoderOptions.Namespace. The
+	// default value (nil) hashes every field in its own namespace.
+	Namespace []uint32
 	// OnError is the malformed-message policy. The default is StopOnBad.
 	OnError reader.ErrorPolicy
 	// Start holds positions to resume from (streams of other topics or
@@ -138,7 +141,7 @@ func Open(ctx context.Context, opts Options) (*Source, error) {
 	if len(opts.Brokers) == 0 || opts.Topic == "" {
 		return nil, fmt.Errorf("kafkasrc: brokers and topic are required")
 	}
-	dec, err := reader.NewDecoder(opts.Format)
+	dec, err := reader.NewDecoderWith(opts.Format, reader.DecoderOptions{Namespace: opts.Namespace})
 	if err != nil {
 		return nil, fmt.Errorf("kafkasrc: %w", err)
 	}

@@ -118,6 +118,13 @@ type Config struct {
 	// Seed makes everything deterministic: weights, hash functions,
 	// reservoirs and sampling. The default value is 1.
 	Seed uint64 `yaml:"-"`
+	// FirstRow is, for one owner's share of a sharded layer (ShardForward),
+	// the row of the whole layer that is this layer's row 0: row r starts
+	// with the weights of row FirstRow+r of a layer of the same Seed, so
+	// that owners start where one layer of their total width would, and
+	// ShardForward takes the labels in [FirstRow, FirstRow+Dim) as its
+	// own. FirstRow >= 0. The default value is 0.
+	FirstRow int `yaml:"-"`
 	// Schedule is the rehash schedule.
 	Schedule Schedule `yaml:",inline"`
 }
@@ -240,6 +247,9 @@ func (c *Config) Validate() error {
 	}
 	if c.InputDim < 1 {
 		bad("InputDim %d < 1", c.InputDim)
+	}
+	if c.FirstRow < 0 || c.FirstRow > 1<<31-1-c.Dim {
+		bad("FirstRow %d: rows past 2^31", c.FirstRow)
 	}
 	if !(c.Sparsity > 0 && c.Sparsity <= 1) {
 		bad("Sparsity %v not in (0, 1]", c.Sparsity)

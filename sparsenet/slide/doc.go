@@ -65,6 +65,11 @@
 //     of the same shape reads them back and rebuilds the tables from the
 //     weights with the saved hash functions. Load refuses another shape or
 //     a stream cut short (ErrBadSave).
+//  5. Sharded (package dslide): a layer can be one owner's share of a
+//     wider layer (Config.FirstRow). A step is then l.ShardForward (active
+//     sets among its rows, one Partial per sample), Combine over every
+//     owner's Partials, and l.ShardBackward with the combined Globals (its
+//     part of dx, Adam on its rows); shard.go documents the arithmetic.
 //
 // A Layer's methods must not be called concurrently (it is an
 // unsynchronised core; a server wraps it). Each call runs on Threads

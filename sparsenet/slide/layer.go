@@ -77,6 +77,7 @@ type worker struct {
 	hrow      []float32 // a centred row to hash
 	loss      float64
 	own       ownerScratch // phase 2: the rows this worker owns
+	kept      shardKept    // ShardForward's active sets, for ShardBackward
 }
 
 // contrib is one active (row, sample) pair of a batch: the row's weight
@@ -142,7 +143,7 @@ func New(cfg Config) (*Layer, error) {
 	l.pool.run(func(q int) {
 		lo, hi := span(q, cfg.Threads, d)
 		for row := lo; row < hi; row++ {
-			r := newRNG(cfg.Seed, tagInit, uint64(row))
+			r := newRNG(cfg.Seed, tagInit, uint64(cfg.FirstRow+row))
 			for i := row * din; i < (row+1)*din; i++ {
 				l.w[i] = float32(r.normal()) * cfg.InitStd
 			}
@@ -205,6 +206,14 @@ func (l *Layer) Steps(r int) int { return int(l.steps[r]) }
 // Tables returns the hash tables in use, or nil (a view, valid until the
 // next TrainBatch or Maintain).
 func (l *Layer) Tables() *Tables { return l.tables }
+
+// TablesBytes returns the bytes of the hash tables, 0 without tables.
+func (l *Layer) TablesBytes() int64 {
+	if l.tables == nil {
+		return 0
+	}
+	return l.tables.Bytes()
+}
 
 // Family returns the hash functions in use, or nil.
 func (l *Layer) Family() Family { return l.fam }
@@ -313,12 +322,7 @@ func (l *Layer) forwardBackward(q int, x []float32, n int, labels [][]int32, dx 
 		if len(labs) == 0 {
 			continue
 		}
-		r := newRNG(l.cfg.Seed^tagTrain, l.batch, uint64(i))
-		codes := l.icodes[i*l.par.L : (i+1)*l.par.L]
-		var nl int
-		w.active, nl, w.missed = w.sel.selectActive(l.tables, query{codes: codes, labels: labs,
-			target: target, fill: !l.cfg.NoFill, sel: l.cfg.TrainSelection}, &r, w.active, w.missed)
-		act := w.active
+		act, nl := l.activeSet(w, i, labs, target)
 		if cap(w.z) < len(act) {
 			w.z = make([]float32, len(act), 2*len(act))
 		}
@@ -340,13 +344,32 @@ func (l *Layer) forwardBackward(q int, x []float32, n int, labels [][]int32, dx 
 			}
 			w.out[id%P] = append(w.out[id%P], contrib{row: id, sample: int32(i), delta: g})
 		}
-		if l.cfg.InsertLabels && len(w.missed) > 0 {
-			for _, id := range w.missed {
-				w.moves = append(w.moves, id)
-				w.moveCodes = append(w.moveCodes, codes...)
-			}
+	}
+}
+
+// activeSet selects, on worker w, the active set of sample i of the batch
+// (labs: its labels as rows of this layer; target: round(Sparsity*Dim))
+// into w.active, with the sample's own random stream, and with
+// InsertLabels queues its missed labels for moveLabels. It returns the
+// set and the number of distinct labels at its front. Training
+// (forwardBackward) and a sharded owner's first half (shardForward) both
+// select through it, so their sets are the same for the same sample.
+func (l *Layer) activeSet(w *worker, i int, labs []int32, target int) ([]int32, int) {
+	r := newRNG(l.cfg.Seed^tagTrain, l.batch, uint64(i))
+	var codes []uint32
+	if l.tables != nil {
+		codes = l.icodes[i*l.par.L : (i+1)*l.par.L]
+	}
+	var nl int
+	w.active, nl, w.missed = w.sel.selectActive(l.tables, query{codes: codes, labels: labs,
+		target: target, fill: !l.cfg.NoFill, sel: l.cfg.TrainSelection}, &r, w.active, w.missed)
+	if l.cfg.InsertLabels {
+		for _, id := range w.missed {
+			w.moves = append(w.moves, id)
+			w.moveCodes = append(w.moveCodes, codes...)
 		}
 	}
+	return w.active, nl
 }
 
 // prefetchAhead is how many rows ahead the loops over random rows of W

@@ -104,6 +104,24 @@ func (l *Layer) writeTop(n, k int, out []int32) {
 	}
 }
 
+// TopScores writes to scores (n x k) the scores of the predictions the
+// last PredictDense or PredictSparse call on the same n and k wrote, in
+// their order, and -Inf where it wrote -1: what merging the top-k lists
+// of a sharded layer's owners needs. It panics on wrong lengths.
+func (l *Layer) TopScores(n, k int, scores []float32) {
+	t := &l.top
+	if n < 0 || k < 1 || len(scores) != n*k || len(t.n) != n || len(t.score) != n*k {
+		panic(fmt.Sprintf("slide: TopScores: n %d, k %d, len(scores) %d after a prediction of %d rows", n, k, len(scores), len(t.n)))
+	}
+	for i := 0; i < n; i++ {
+		c := int(t.n[i])
+		copy(scores[i*k:i*k+c], t.score[i*k:i*k+c])
+		for j := c; j < k; j++ {
+			scores[i*k+j] = float32(math.Inf(-1))
+		}
+	}
+}
+
 // PredictSparse is PredictDense over the LSH candidates of each input only:
 // the neurons of the L buckets it hashes to, cut down to at most
 // round(InferSparsity*Dim) by InferSelection (no random fill). Rows with
