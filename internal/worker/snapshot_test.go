@@ -85,8 +85,9 @@ func TestPeriodicSnapshots(t *testing.T) {
 			if !ams.IsCheckpointKey(k) {
 				continue
 			}
-			validCheckpoint(t, man, k, v, train)
-			withPositions++
+			if validCheckpoint(t, man, k, v, train).Applied > 0 {
+				withPositions++
+			}
 		}
 	}
 	if withPositions == 0 || len(complete) > 4 {
@@ -110,7 +111,9 @@ func TestPeriodicSnapshots(t *testing.T) {
 }
 
 // waitSnapshotWhileTraining waits for a snapshot in store with rows and
-// both workers' checkpoints and returns its manifest. Periodic snapshots
+// both workers' checkpoints, each after at least one batch, and returns
+// its manifest (one taken before a worker's first batch holds its start
+// checkpoint). Periodic snapshots
 // go on meanwhile (one may be in progress, an old one pruned under us):
 // it reads each manifest once and checks those read.
 func waitSnapshotWhileTraining(t *testing.T, store snapshot.Store) *snapshot.Manifest {
@@ -122,7 +125,18 @@ func waitSnapshotWhileTraining(t *testing.T, store snapshot.Store) *snapshot.Man
 			t.Fatal(err)
 		}
 		for _, seq := range seqs {
-			if man, err := snapshot.ReadManifest(store, seq); err == nil && len(man.Tables) > 0 && len(checkpoints(t, man)) == 2 {
+			man, err := snapshot.ReadManifest(store, seq)
+			if err != nil || len(man.Tables) == 0 {
+				continue
+			}
+			cps := checkpoints(t, man)
+			trained := 0
+			for _, c := range cps {
+				if c.Applied > 0 {
+					trained++
+				}
+			}
+			if trained == 2 {
 				during = man
 				return true
 			}
@@ -134,7 +148,9 @@ func waitSnapshotWhileTraining(t *testing.T, store snapshot.Store) *snapshot.Man
 
 // validCheckpoint decodes the reader entry k = v of snapshot man, failing
 // t unless it is a worker's checkpoint inside the epochs at a position in
-// one of the files train.
+// one of the files train, or the start checkpoint of a worker that had
+// trained no batch when the snapshot paused it (epoch 1, nothing applied,
+// no position).
 // checkConsistent checks that the shards' records of applied pushes in
 // snapshot man agree with its checkpoints, and that there are records.
 func checkConsistent(t *testing.T, man *snapshot.Manifest) {
@@ -150,9 +166,11 @@ func checkConsistent(t *testing.T, man *snapshot.Manifest) {
 func validCheckpoint(t *testing.T, man *snapshot.Manifest, k string, v []byte, train []string) Checkpoint {
 	t.Helper()
 	var c Checkpoint
-	if err := json.Unmarshal(v, &c); err != nil || !strings.HasPrefix(k, PositionKeyPrefix+"worker-") ||
-		!strings.HasSuffix(k, "/checkpoint") || c.Epoch < 1 || c.Applied <= 0 || len(c.Positions) == 0 ||
-		!slices.Contains(train, c.Positions[len(c.Positions)-1].File) {
+	err := json.Unmarshal(v, &c)
+	start := err == nil && c.Epoch == 1 && !c.EpochDone && c.Batch == 0 && c.Applied == 0 && c.Batches == 0 && len(c.Positions) == 0
+	if err != nil || !strings.HasPrefix(k, PositionKeyPrefix+"worker-") || !strings.HasSuffix(k, "/checkpoint") ||
+		!start && (c.Epoch < 1 || c.Applied <= 0 || len(c.Positions) == 0 ||
+			!slices.Contains(train, c.Positions[len(c.Positions)-1].File)) {
 		t.Fatalf("snapshot %d: checkpoint %s = %s", man.Seq, k, v)
 	}
 	return c
