@@ -1,0 +1,225 @@
+package dslide
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/xdlgo/xps/sparsenet/slide"
+)
+
+// DefaultWait is how long a Worker's request may wait at an owner for the
+// other workers before the owner replies Pending and the worker polls
+// again (calling Worker.Waiting in between).
+const DefaultWait = 200 * time.Millisecond
+
+// Worker is one worker's side of the rounds (see Owner): Peers[o] reaches
+// owner o of Part. Its methods are not safe for concurrent use.
+type Worker struct {
+	Part    Partition
+	Peers   []Peer
+	Index   int    // this worker's index among the round's workers
+	Version uint64 // the attempt's cluster version
+	// Wait is each request's wait at an owner (DefaultWait when zero).
+	Wait time.Duration
+	// Waiting, when set, is called while a round waits for other workers
+	// (between polls); an error from it ends the round with that error.
+	// A worker uses it to serve what cannot wait for the round's end.
+	Waiting func(ctx context.Context) error
+
+	round uint64
+	parts [][]slide.Partial
+	glob  []slide.Global
+	pred  []PredictReply
+	pos   []int
+	stats Stats
+}
+
+// Round returns the number of rounds this worker took part in.
+func (w *Worker) Round() uint64 { return w.round }
+
+// Stats returns the balance of the rounds so far (the owners' active
+// pairs, as Layer.Stats).
+func (w *Worker) Stats() Stats { return w.stats }
+
+// TrainBatch takes part in the next round with n samples (x: n x InputDim,
+// labels in [0, Total)); n may be 0 (a worker out of data still takes part
+// in every round of the epoch). pause says this worker was asked to pause
+// for a snapshot. It returns the mean loss over its samples with labels,
+// writes its dx (unless nil), and returns the round's RoundInfo. A label
+// out of range is an error wrapping slide.ErrBadLabel before anything is
+// sent.
+func (w *Worker) TrainBatch(ctx context.Context, x []float32, n int, labels [][]int32, dx []float32, pause bool) (float64, RoundInfo, error) {
+	total := int32(w.Part.Total())
+	for i, ls := range labels {
+		for _, v := range ls {
+			if v < 0 || v >= total {
+				return 0, RoundInfo{}, fmt.Errorf("%w: sample %d has label %d, want [0, %d)", slide.ErrBadLabel, i, v, total)
+			}
+		}
+	}
+	W := len(w.Peers)
+	if len(w.parts) != W {
+		w.parts = make([][]slide.Partial, W)
+	}
+	wait := w.Wait
+	if wait == 0 {
+		wait = DefaultWait
+	}
+	var info RoundInfo
+	active := make([]int, W)
+	err := w.poll(ctx, func(ctx context.Context, o int, poll bool) (bool, error) {
+		req := ForwardRequest{Version: w.Version, Round: w.round, Worker: w.Index, N: n, Pause: pause, Poll: poll, Wait: wait}
+		if !poll {
+			req.X, req.Labels = x, labels
+		}
+		rep, err := w.Peers[o].Forward(ctx, req)
+		if err != nil || rep.Pending {
+			return rep.Pending, err
+		}
+		if len(rep.Parts) != n {
+			return false, fmt.Errorf("%w: owner %d sent %d Partials for %d samples", ErrRound, o, len(rep.Parts), n)
+		}
+		w.parts[o], active[o] = rep.Parts, rep.Active
+		if o == 0 {
+			info = rep.Info
+		}
+		return false, nil
+	})
+	if err != nil {
+		return 0, RoundInfo{}, fmt.Errorf("dslide: round %d, forward: %w", w.round, err)
+	}
+	w.balance(active)
+	w.glob = grow(w.glob, n)
+	loss, _ := slide.Combine(w.parts, w.glob)
+	if dx != nil {
+		clear(dx)
+	}
+	var mu sync.Mutex
+	err = w.poll(ctx, func(ctx context.Context, o int, poll bool) (bool, error) {
+		req := BackwardRequest{Version: w.Version, Round: w.round, Worker: w.Index, Poll: poll, Wait: wait}
+		if !poll {
+			req.Globals = w.glob
+		}
+		rep, err := w.Peers[o].Backward(ctx, req)
+		if err != nil || rep.Pending {
+			return rep.Pending, err
+		}
+		if len(rep.Dx) != len(x) {
+			return false, fmt.Errorf("%w: owner %d sent %d dx values for %d", ErrRound, o, len(rep.Dx), len(x))
+		}
+		if dx != nil {
+			mu.Lock()
+			for i, v := range rep.Dx {
+				dx[i] += v
+			}
+			mu.Unlock()
+		}
+		return false, nil
+	})
+	if err != nil {
+		return 0, RoundInfo{}, fmt.Errorf("dslide: round %d, backward: %w", w.round, err)
+	}
+	w.round++
+	return loss, info, nil
+}
+
+// poll runs call for every owner at once (poll false), then again (poll
+// true) for those that replied pending, calling Waiting in between,
+// until none is.
+func (w *Worker) poll(ctx context.Context, call func(ctx context.Context, o int, poll bool) (bool, error)) error {
+	W := len(w.Peers)
+	pending := make([]bool, W)
+	errs := make([]error, W)
+	todo := make([]int, W)
+	for o := range todo {
+		todo[o] = o
+	}
+	for first := true; len(todo) > 0; first = false {
+		var wg sync.WaitGroup
+		for _, o := range todo {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				pending[o], errs[o] = call(ctx, o, !first)
+			}()
+		}
+		wg.Wait()
+		next := todo[:0]
+		for _, o := range todo {
+			if errs[o] != nil {
+				return fmt.Errorf("owner %d: %w", o, errs[o])
+			}
+			if pending[o] {
+				next = append(next, o)
+			}
+		}
+		todo = next
+		if len(todo) > 0 {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			if w.Waiting != nil {
+				if err := w.Waiting(ctx); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// balance records a round's active pairs per owner.
+func (w *Worker) balance(active []int) {
+	var sum, most int
+	for _, a := range active {
+		sum += a
+		most = max(most, a)
+	}
+	if sum == 0 {
+		return
+	}
+	r := float64(most) / (float64(sum) / float64(len(active)))
+	s := &w.stats
+	s.MeanImbalance = (s.MeanImbalance*float64(s.Steps) + r) / float64(s.Steps+1)
+	s.MaxImbalance = max(s.MaxImbalance, r)
+	s.Steps++
+}
+
+// Predict writes to out (n x k) the k best rows of the whole layer for
+// each input, merged from every owner's top k (Layer.PredictSparse and
+// PredictDense); rehash makes every owner rebuild its tables first. It
+// must be called between this worker's rounds.
+func (w *Worker) Predict(ctx context.Context, x []float32, n, k int, sparse, rehash bool, out []int32) error {
+	W := len(w.Peers)
+	if len(out) != n*k {
+		return fmt.Errorf("dslide: predict: len(out) %d for n %d, k %d", len(out), n, k)
+	}
+	if len(w.pred) != W {
+		w.pred, w.pos = make([]PredictReply, W), make([]int, W)
+	}
+	err := w.poll(ctx, func(ctx context.Context, o int, _ bool) (bool, error) {
+		rep, err := w.Peers[o].Predict(ctx, PredictRequest{Version: w.Version, N: n, K: k, X: x, Sparse: sparse, Rehash: rehash})
+		if err == nil && (len(rep.IDs) != n*k || len(rep.Scores) != n*k) {
+			err = fmt.Errorf("%w: owner %d sent %d rows and %d scores for %d x %d", ErrRound, o, len(rep.IDs), len(rep.Scores), n, k)
+		}
+		w.pred[o] = rep
+		return false, err
+	})
+	if err != nil {
+		return fmt.Errorf("dslide: predict: %w", err)
+	}
+	ids, sc := make([]int32, 0, W*n*k), make([]float32, 0, W*n*k)
+	for _, p := range w.pred {
+		ids, sc = append(ids, p.IDs...), append(sc, p.Scores...)
+	}
+	for i := 0; i < n; i++ {
+		row := out[i*k : (i+1)*k]
+		for j := range row {
+			row[j] = -1
+		}
+		mergeTop(w.Part, ids, sc, n, k, i, row, w.pos)
+	}
+	return nil
+}
