@@ -53,70 +53,8 @@ func TestRoundsEqualOneLayer(t *testing.T) {
 		}
 		rng := rand.New(rand.NewPCG(uint64(W), 3))
 		for r := 0; r < rounds; r++ {
-			// Worker w's batch: 3+w samples, none for the last worker in the
-			// last round (when there are several).
-			xs, ls := make([][]float32, W), make([][][]int32, W)
-			var x []float32
-			var labels [][]int32
-			for w := range W {
-				n := 3 + w
-				if W > 1 && w == W-1 && r == rounds-1 {
-					n = 0
-				}
-				xs[w], ls[w] = randBatch(rng, n, din, d)
-				x, labels = append(x, xs[w]...), append(labels, ls[w]...)
-			}
-			N := len(labels)
-			want := make([]float32, N*din)
-			refLoss, err := ref.TrainBatch(x, N, labels, want)
-			if err != nil {
-				t.Fatal(err)
-			}
-			withLabels := 0
-			for _, l := range labels {
-				if len(l) > 0 {
-					withLabels++
-				}
-			}
-			var wg sync.WaitGroup
-			losses, dxs, errs := make([]float64, W), make([][]float32, W), make([]error, W)
-			for w := range W {
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
-					dxs[w] = make([]float32, len(xs[w]))
-					losses[w], _, errs[w] = workers[w].TrainBatch(context.Background(), xs[w], len(ls[w]), ls[w], dxs[w], false)
-				}()
-			}
-			wg.Wait()
-			off, sum := 0, 0.0
-			for w := range W {
-				if errs[w] != nil {
-					t.Fatalf("W %d round %d worker %d: %v", W, r, w, errs[w])
-				}
-				n := len(ls[w])
-				var own []float32
-				wl := 0
-				for i, l := range ls[w] {
-					if len(l) > 0 {
-						wl++
-						own = append(own, want[(off+i)*din:(off+i+1)*din]...)
-					} else {
-						own = append(own, make([]float32, din)...)
-					}
-				}
-				sum += losses[w] * float64(wl)
-				for i := range dxs[w] {
-					exp := float64(own[i]) * float64(withLabels) / float64(max(wl, 1))
-					if !closeTo(float64(dxs[w][i]), exp, 1e-4) {
-						t.Fatalf("W %d round %d worker %d: dx[%d] = %v, want %v", W, r, w, i, dxs[w][i], exp)
-					}
-				}
-				off += n
-			}
-			if !closeTo(sum/float64(withLabels), refLoss, 1e-5) {
-				t.Fatalf("W %d round %d: the workers' losses make %v over the round, the layer's %v", W, r, sum/float64(withLabels), refLoss)
-			}
+			xs, ls := roundBatches(rng, W, r == rounds-1, din, d)
+			checkRound(t, ref, workers, xs, ls, din)
 		}
 		// Same weights: the merged dense predictions are the layer's.
 		x, _ := randBatch(rng, 7, din, d)
@@ -174,37 +112,7 @@ func TestRoundProtocol(t *testing.T) {
 		t.Fatalf("a round without worker 1: %v after %d waits", err, calls)
 	}
 
-	// Worker 0 contributed to round 1 already: a second contribution is
-	// an error; a poll without one too.
-	req := ForwardRequest{Version: 1, Round: 1, Worker: 0, N: 3, X: x, Labels: labels}
-	if _, err := owners[0].Forward(ctx, req); !errors.Is(err, ErrRound) {
-		t.Fatalf("a second contribution: %v", err)
-	}
-	if _, err := owners[0].Forward(ctx, ForwardRequest{Version: 1, Round: 1, Worker: 1, Poll: true}); !errors.Is(err, ErrRound) {
-		t.Fatalf("a poll without contributing: %v", err)
-	}
-	if _, err := owners[0].Backward(ctx, BackwardRequest{Version: 1, Round: 1, Worker: 0, Globals: make([]slide.Global, 3)}); !errors.Is(err, ErrRound) {
-		t.Fatalf("a backward before the forward: %v", err)
-	}
-	// Versions: newer pending, older stale; worker out of range.
-	if rep, err := owners[0].Forward(ctx, ForwardRequest{Version: 2, Round: 0, Worker: 1, Poll: true}); err != nil || !rep.Pending {
-		t.Fatalf("a newer version: %+v, %v", rep, err)
-	}
-	if _, err := owners[0].Forward(ctx, ForwardRequest{Version: 0, Round: 1, Worker: 1}); !errors.Is(err, ErrStale) {
-		t.Fatalf("an older version: %v", err)
-	}
-	if _, err := owners[0].Forward(ctx, ForwardRequest{Version: 1, Round: 0, Worker: 1, Poll: true}); !errors.Is(err, ErrStale) {
-		t.Fatalf("an older round: %v", err)
-	}
-	if _, err := owners[0].Forward(ctx, ForwardRequest{Version: 1, Round: 1, Worker: 2}); !errors.Is(err, ErrRound) {
-		t.Fatalf("worker 2 of 2: %v", err)
-	}
-	if _, err := owners[0].Forward(ctx, ForwardRequest{Version: 1, Round: 1, Worker: 1, N: 2, X: x}); !errors.Is(err, ErrRound) {
-		t.Fatalf("a batch of the wrong shape: %v", err)
-	}
-	if _, err := owners[0].Predict(ctx, PredictRequest{Version: 1, N: 1, K: 2, X: x[:din]}); err != nil {
-		t.Fatalf("predict while round 1 collects: %v", err)
-	}
+	checkRequestErrors(t, owners, x, labels)
 	// A bad label: refused before any owner hears of it (worker 1 can
 	// still contribute to round 1 after).
 	bad := [][]int32{{0}, {d}, {}}
@@ -241,5 +149,118 @@ func TestRoundProtocol(t *testing.T) {
 	owners[1].Close()
 	if _, err := owners[1].Forward(ctx, ForwardRequest{Version: 1, Round: 2, Worker: 0, N: 0}); !errors.Is(err, slide.ErrClosed) {
 		t.Fatalf("after Close: %v", err)
+	}
+}
+
+// roundBatches returns W workers' batches for a round: worker w has 3+w
+// samples, none for the last worker in the last round when W > 1.
+func roundBatches(rng *rand.Rand, W int, last bool, din, d int) (xs [][]float32, ls [][][]int32) {
+	xs, ls = make([][]float32, W), make([][][]int32, W)
+	for w := range W {
+		n := 3 + w
+		if W > 1 && w == W-1 && last {
+			n = 0
+		}
+		xs[w], ls[w] = randBatch(rng, n, din, d)
+	}
+	return xs, ls
+}
+
+// checkRound trains one round of the workers (concurrently) on their
+// batches xs, ls and ref on them together, and fails t unless each
+// worker's dx is ref's for its rows, scaled from the round's mean loss to
+// its own batch's, and their losses make ref's.
+func checkRound(t *testing.T, ref *Layer, workers []*Worker, xs [][]float32, ls [][][]int32, din int) {
+	t.Helper()
+	W := len(workers)
+	var x []float32
+	var labels [][]int32
+	withLabels := 0
+	for w := range W {
+		x, labels = append(x, xs[w]...), append(labels, ls[w]...)
+	}
+	for _, l := range labels {
+		if len(l) > 0 {
+			withLabels++
+		}
+	}
+	want := make([]float32, len(x))
+	refLoss, err := ref.TrainBatch(x, len(labels), labels, want)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	losses, dxs, errs := make([]float64, W), make([][]float32, W), make([]error, W)
+	for w := range W {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			dxs[w] = make([]float32, len(xs[w]))
+			losses[w], _, errs[w] = workers[w].TrainBatch(context.Background(), xs[w], len(ls[w]), ls[w], dxs[w], false)
+		}()
+	}
+	wg.Wait()
+	off, sum := 0, 0.0
+	for w := range W {
+		if errs[w] != nil {
+			t.Fatalf("W %d worker %d: %v", W, w, errs[w])
+		}
+		wl := 0
+		for _, l := range ls[w] {
+			if len(l) > 0 {
+				wl++
+			}
+		}
+		sum += losses[w] * float64(wl)
+		for i, v := range dxs[w] {
+			exp := float64(want[off*din+i]) * float64(withLabels) / float64(max(wl, 1))
+			if !closeTo(float64(v), exp, 1e-4) {
+				t.Fatalf("W %d worker %d: dx[%d] = %v, want %v", W, w, i, v, exp)
+			}
+		}
+		off += len(ls[w])
+	}
+	if !closeTo(sum/float64(withLabels), refLoss, 1e-5) {
+		t.Fatalf("W %d: the workers' losses make %v over the round, the layer's %v", W, sum/float64(withLabels), refLoss)
+	}
+}
+
+// checkRequestErrors: with worker 0's contribution to round 1 made, a
+// second one is an error, and so are a poll without one, a backward
+// before the forward, an older version or round, a worker out of range
+// and a batch of the wrong shape; a newer version is pending; Predict
+// works while the round collects.
+func checkRequestErrors(t *testing.T, owners []*Owner, x []float32, labels [][]int32) {
+	t.Helper()
+	ctx := context.Background()
+	const din = 4
+	req := ForwardRequest{Version: 1, Round: 1, Worker: 0, N: 3, X: x, Labels: labels}
+	if _, err := owners[0].Forward(ctx, req); !errors.Is(err, ErrRound) {
+		t.Fatalf("a second contribution: %v", err)
+	}
+	if _, err := owners[0].Forward(ctx, ForwardRequest{Version: 1, Round: 1, Worker: 1, Poll: true}); !errors.Is(err, ErrRound) {
+		t.Fatalf("a poll without contributing: %v", err)
+	}
+	if _, err := owners[0].Backward(ctx, BackwardRequest{Version: 1, Round: 1, Worker: 0, Globals: make([]slide.Global, 3)}); !errors.Is(err, ErrRound) {
+		t.Fatalf("a backward before the forward: %v", err)
+	}
+	// Versions: newer pending, older stale; worker out of range.
+	if rep, err := owners[0].Forward(ctx, ForwardRequest{Version: 2, Round: 0, Worker: 1, Poll: true}); err != nil || !rep.Pending {
+		t.Fatalf("a newer version: %+v, %v", rep, err)
+	}
+	if _, err := owners[0].Forward(ctx, ForwardRequest{Version: 0, Round: 1, Worker: 1}); !errors.Is(err, ErrStale) {
+		t.Fatalf("an older version: %v", err)
+	}
+	if _, err := owners[0].Forward(ctx, ForwardRequest{Version: 1, Round: 0, Worker: 1, Poll: true}); !errors.Is(err, ErrStale) {
+		t.Fatalf("an older round: %v", err)
+	}
+	if _, err := owners[0].Forward(ctx, ForwardRequest{Version: 1, Round: 1, Worker: 2}); !errors.Is(err, ErrRound) {
+		t.Fatalf("worker 2 of 2: %v", err)
+	}
+	if _, err := owners[0].Forward(ctx, ForwardRequest{Version: 1, Round: 1, Worker: 1, N: 2, X: x}); !errors.Is(err, ErrRound) {
+		t.Fatalf("a batch of the wrong shape: %v", err)
+	}
+	if _, err := owners[0].Predict(ctx, PredictRequest{Version: 1, N: 1, K: 2, X: x[:din]}); err != nil {
+		t.Fatalf("predict while round 1 collects: %v", err)
 	}
 }
