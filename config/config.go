@@ -342,7 +342,7 @@ const (
 // to Kind "slide" only.
 type OutputConfig struct {
 	// Kind is "logit" or "slide" (see OutputLogit, OutputSLIDE). "slide"
-	// needs train.format xml, one worker, and no Kafka.
+	// needs train.format xml and no Kafka.
 	//
 	// The default value is "logit".
 	Kind string `yaml:"kind"`
@@ -388,13 +388,28 @@ type OutputConfig struct {
 	// shares (D-SLIDE, package sparsenet/slide/dslide), each a layer with
 	// its own hash tables tuned to its share: a training step exchanges
 	// per-sample softmax sums between the shares instead of logits, and
-	// predictions merge their top-k lists. Every share lives in this
-	// worker's process for now (the step is the one workers holding a
-	// share each would run; spreading the shares over the job's workers
-	// is not built yet), so it trains as sharded but uses one machine.
+	// predictions merge their top-k lists. With one worker every share
+	// lives in its process. With job.workers W > 1 the layer is always
+	// split into W shares, one per worker, which train in rounds over gRPC
+	// (PeerListen); owners must then be 1 (the default: one share per
+	// worker) or W.
 	//
-	// The default value is 1: one layer.
+	// The default value is 1: one layer (one share per worker with
+	// several workers).
 	Owners int `yaml:"owners"`
+	// PeerListen is the address a worker of a SLIDE job with several
+	// workers serves its share of the layer on (the other workers' rounds
+	// and predictions, package sparsenet/slide/dslide/dslidenet), and
+	// PeerAdvertise the address the others dial, published in etcd. An
+	// empty PeerAdvertise is the listener's address, or, when PeerListen
+	// names no host, the address of the interface this machine reaches
+	// other hosts through.
+	//
+	// The default value of PeerListen is "127.0.0.1:0" (any free port,
+	// this machine only: set a host and port reachable from the other
+	// workers' machines on a cluster); PeerAdvertise's is empty.
+	PeerListen    string `yaml:"peer_listen"`
+	PeerAdvertise string `yaml:"peer_advertise"`
 }
 
 // TrainConfig controls the training loop.
@@ -725,7 +740,14 @@ func (o *OutputConfig) EnsureDefaults() {
 	if o.Owners == 0 {
 		o.Owners = 1
 	}
+	if o.PeerListen == "" {
+		o.PeerListen = DefaultPeerListen
+	}
 }
+
+// DefaultPeerListen is OutputConfig.PeerListen's default.
+const DefaultPeerListen = "127.0.0.1:0"
+
 
 // validate appends the problems of a "slide" output.
 func (o *OutputConfig) validate(c *Config, bad func(string, ...any)) {

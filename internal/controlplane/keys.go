@@ -2,6 +2,7 @@ package controlplane
 
 import (
 	"fmt"
+	"strconv"
 
 	"github.com/xdlgo/xps/internal/membership"
 )
@@ -50,6 +51,8 @@ import (
 //	                                 its lease
 //	P/progress/<worker>              worker, under its lease          schedulers' status pages
 //	                                 (PutProgress)                    (WatchStatus)
+//	P/dslide/owner/<index>           a SLIDE job's worker, under its  the job's workers (WaitOwnerAddrs)
+//	                                 lease (PutOwnerAddr)
 
 // MembersPrefix returns "P/members/" (package membership owns the family).
 func MembersPrefix(prefix string) string { return membership.MembersPrefix(prefix) }
@@ -135,6 +138,12 @@ func ProgressPrefix(prefix string) string { return prefix + "/progress/" }
 // ProgressKey returns "P/progress/<worker>": the worker's latest progress
 // report.
 func ProgressKey(prefix, worker string) string { return ProgressPrefix(prefix) + worker }
+
+// OwnerAddrPrefix returns "P/dslide/owner/".
+func OwnerAddrPrefix(prefix string) string { return prefix + "/dslide/owner/" }
+
+// OwnerAddrKey returns "P/dslide/owner/<index>".
+func OwnerAddrKey(prefix string, index int) string { return OwnerAddrPrefix(prefix) + strconv.Itoa(index) }
 
 // BarrierPrefix returns "P/barriers/<name>/".
 func BarrierPrefix(prefix, name string) string { return prefix + "/barriers/" + name + "/" }
