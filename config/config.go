@@ -748,7 +748,6 @@ func (o *OutputConfig) EnsureDefaults() {
 // DefaultPeerListen is OutputConfig.PeerListen's default.
 const DefaultPeerListen = "127.0.0.1:0"
 
-
 // validate appends the problems of a "slide" output.
 func (o *OutputConfig) validate(c *Config, bad func(string, ...any)) {
 	switch o.Kind {

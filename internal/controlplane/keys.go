@@ -143,7 +143,9 @@ func ProgressKey(prefix, worker string) string { return ProgressPrefix(prefix) +
 func OwnerAddrPrefix(prefix string) string { return prefix + "/dslide/owner/" }
 
 // OwnerAddrKey returns "P/dslide/owner/<index>".
-func OwnerAddrKey(prefix string, index int) string { return OwnerAddrPrefix(prefix) + strconv.Itoa(index) }
+func OwnerAddrKey(prefix string, index int) string {
+	return OwnerAddrPrefix(prefix) + strconv.Itoa(index)
+}
 
 // BarrierPrefix returns "P/barriers/<name>/".
 func BarrierPrefix(prefix, name string) string { return prefix + "/barriers/" + name + "/" }
