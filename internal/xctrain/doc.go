@@ -72,12 +72,36 @@
 // RunJob does all of it for a worker process, as the SLIDE model of the
 // one job lifecycle (package job: registration, lease, pauses, shard map,
 // attempts): it loads the data once, then trains in attempts from the
-// checkpoint the model holds. The SLIDE layer lives in one worker: the
-// model refuses more than one. With output.owners > 1 the layer is split
-// into shares with their own tables that train by exchanging softmax sums
-// (package sparsenet/slide/dslide), all of them in this worker; placing
-// the shares on the job's workers is a later step.
+// checkpoint the model holds. With output.owners > 1 and one worker the
+// layer is split into shares with their own tables that train by
+// exchanging softmax sums (package sparsenet/slide/dslide), all of them
+// in this worker.
 //
+// # Several workers
+//
+// With job.workers W > 1 the layer is split into W shares, one per worker
+// (peers.go; output.owners must be 1 or W). Each worker serves its share
+// over gRPC on output.peer_listen for the job's life (package
+// sparsenet/slide/dslide/dslidenet), publishes its address in etcd at each
+// attempt with the attempt's version (controlplane.PutOwnerAddr) and
+// waits for every worker's. A batch of train.batch_size samples is a
+// round of the layer, dealt out between the workers (worker w takes every
+// W-th sample from the w-th; a last batch shorter than W joins the one
+// before): each worker pulls, pools and runs the dense layers on its part
+// and pushes its gradients to the shards as one worker does, and the
+// layer's round (dslide.Owner) takes one step over the whole batch, as
+// one worker's layer would. Only worker 0 evaluates (over every share);
+// every worker serves its share until all are done (a barrier), since
+// worker 0's last evaluation and the final snapshot need them.
+//
+// A snapshot's pause is served after a round, by every worker after the
+// same one: each round carries the latest pause request any worker was
+// asked to serve, and every worker pauses after it, writing its share as
+// ShareFile(index, W) with its checkpoint. Any other pause (a rollback:
+// a worker died, and its rounds will never end) is served while a round
+// waits, changing no share. A restored cluster starts every worker's next
+// attempt from its share in the snapshot.
+
 // # Snapshots
 //
 // The SLIDE layer lives in the worker, so the job takes part in the

@@ -28,9 +28,11 @@ type JobResult struct {
 // worker, waits for the shard map, reads the XMLRepository files of
 // Config.Job.Train and Test, declares the model on the shards and trains,
 // in attempts from the checkpoint (and the layer it names) the model
-// holds. The SLIDE layer lives in one worker: job.workers must be 1.
+// holds. With several workers each holds one share of the SLIDE layer
+// (peers.go), and worker 0 evaluates.
 func RunJob(ctx context.Context, opts job.Options) (JobResult, error) {
 	m := &model{}
+	defer func() { m.peers.close() }() // Prepare starts it
 	err := job.Run(ctx, opts, m)
 	return m.res, err
 }
@@ -43,6 +45,8 @@ type model struct {
 	// attempts so far, ended why the job ended on its best model.
 	evals, validations []Eval
 	ended              string
+	// peers serves this worker's share of the layer (several workers).
+	peers *peerServer
 }
 
 // keep makes r, an attempt's result, the job's: with the evaluations and
@@ -68,8 +72,10 @@ func (m *model) Summary() *job.Summary { return &m.res.Summary }
 // Prepare reads the training and test files into memory.
 func (m *model) Prepare(ctx context.Context, env *job.Env) error {
 	cfg := env.Config
-	if env.Workers() != 1 {
-		return fmt.Errorf("xctrain: the SLIDE output layer lives in one worker: run 1 worker (job.workers is %d)", env.Workers())
+	if W := env.Workers(); W > 1 {
+		if err := m.preparePeers(env); err != nil {
+			return err
+		}
 	}
 	if len(cfg.Job.Train) == 0 {
 		return fmt.Errorf("%w: model.output.kind slide needs training files (-train, XMLRepository format; cmd/xcgen writes some)", ErrNoData)
@@ -80,6 +86,10 @@ func (m *model) Prepare(ctx context.Context, env *job.Env) error {
 	}
 	if m.train, err = Load(ctx, cfg.Job.Train, policy); err != nil {
 		return fmt.Errorf("training data: %w", err)
+	}
+	if W := env.Workers(); W > 1 && min(m.train.Len(), cfg.Train.BatchSize) < W {
+		return fmt.Errorf("%w: %d training samples in batches of %d for %d workers: a batch is dealt out between the workers, each needs a sample of it (fewer workers, or a larger train.batch_size)",
+			ErrNoData, m.train.Len(), cfg.Train.BatchSize, W)
 	}
 	m.res.Data, m.res.TrainSamples, m.res.SkippedSamples = m.train.Desc, m.train.Len(), m.train.Skipped
 	if len(cfg.Job.Test) > 0 {
@@ -99,11 +109,50 @@ func (m *model) Prepare(ctx context.Context, env *job.Env) error {
 	return nil
 }
 
+// preparePeers checks that a job of several workers can split its layer
+// between them and starts serving this worker's share.
+func (m *model) preparePeers(env *job.Env) error {
+	W, oc := env.Workers(), env.Config.Model.Output
+	switch {
+	case oc.Owners != 1 && oc.Owners != W:
+		return fmt.Errorf("xctrain: with %d workers the SLIDE layer is split into one share per worker: model.output.owners must be 1 or %d, not %d", W, W, oc.Owners)
+	case env.TLS != nil:
+		return fmt.Errorf("xctrain: a SLIDE job of %d workers exchanges its layer's rounds between workers in plaintext; mutual TLS between workers is not built yet: run 1 worker, or no TLS", W)
+	case len(env.Config.Job.Valid) > 0:
+		return fmt.Errorf("xctrain: validation (job.valid) with the SLIDE layer split between %d workers is not built yet: run 1 worker", W)
+	}
+	var err error
+	m.peers, err = startPeerServer(oc.PeerListen, oc.PeerAdvertise)
+	if err != nil {
+		return err
+	}
+	env.Say("serving this worker's share of the SLIDE layer on %s", m.peers.addr)
+	return nil
+}
+
 // Train runs one attempt: a trainer for the attempt's client, resumed from
-// the layer the checkpoint names when there is one.
+// the layer the checkpoint names when there is one. With several workers
+// it first meets the others (their shares' addresses at this attempt),
+// only worker 0 evaluates, and every worker keeps serving its share until
+// all are done (a barrier), since worker 0's last evaluation needs them.
 func (m *model) Train(ctx context.Context, env *job.Env, start *checkpoint.Checkpoint) error {
 	opts := Options{Config: env.Config, Train: m.train, Test: m.test, Valid: m.valid, Name: env.Name,
 		Progress: env.Progress, Logger: env.Logger, Pauser: env.Pauser, Conn: env.Conn, Final: env.BestRestored != nil}
+	if m.peers != nil {
+		p, err := m.peers.joinPeers(ctx, env)
+		if err != nil {
+			return fmt.Errorf("xctrain: meeting the other workers' shares: %w", err)
+		}
+		opts.Peers = p
+		if env.Index != 0 {
+			opts.Test = nil
+		}
+	}
+	return m.train1(ctx, env, start, opts)
+}
+
+// train1 is Train's attempt proper, with opts its trainer's options.
+func (m *model) train1(ctx context.Context, env *job.Env, start *checkpoint.Checkpoint, opts Options) error {
 	if m.valid != nil && env.KeepsBest() {
 		opts.KeepBest = env.KeepBest
 		opts.Rollback = env.RollBack
@@ -123,7 +172,10 @@ func (m *model) Train(ctx context.Context, env *job.Env, start *checkpoint.Check
 	p := tr.params
 	m.res.EmbeddingDim, m.res.Hidden, m.res.DenseParams = tr.table.Dim, oc.Hidden, tr.net.NumParams()
 	owners := ""
-	if oc.Owners > 1 {
+	switch {
+	case opts.Peers != nil:
+		owners = fmt.Sprintf(" in %d shares, one per worker (this worker's share and tables)", opts.Peers.Workers)
+	case oc.Owners > 1:
 		owners = fmt.Sprintf(" in %d shares (owner 0's tables)", oc.Owners)
 	}
 	env.Say("training on %d shards: embedding dim %d, hidden %v, SLIDE output of %d labels%s (sparsity %v, %s, K=%d L=%d R=%d), %.0f MB in the layer",
@@ -141,9 +193,30 @@ func (m *model) Train(ctx context.Context, env *job.Env, start *checkpoint.Check
 		return err
 	}
 	if env.SavesModel() { // the layer goes into the final snapshot, with the checkpoint naming it
-		return env.SaveModel(ctx, func(ctx context.Context) error { return tr.holdPauses(ctx, done) })
+		err = env.SaveModel(ctx, func(ctx context.Context) error { return tr.holdPauses(ctx, done) })
+	} else {
+		err = checkpoint.Store(ctx, env.Client, env.Name, done)
 	}
-	return checkpoint.Store(ctx, env.Client, env.Name, done)
+	if err == nil && opts.Peers != nil {
+		err = m.awaitPeers(ctx, env, tr, done)
+	}
+	return err
+}
+
+// awaitPeers keeps this worker's share served until every worker is done
+// with it (worker 0's last evaluation and final snapshot need every
+// share), serving the pauses of snapshots meanwhile (the final one
+// holds every share, with cp).
+func (m *model) awaitPeers(ctx context.Context, env *job.Env, tr *Trainer, cp checkpoint.Checkpoint) error {
+	hctx, cancel := context.WithCancel(ctx)
+	held := make(chan error, 1)
+	go func() { held <- tr.holdPauses(hctx, cp) }()
+	err := env.Barrier(ctx, "slide-shares")
+	cancel()
+	if herr := <-held; err == nil && herr != nil && hctx.Err() == nil {
+		err = herr
+	}
+	return err
 }
 
 // resume makes tr go on from the checkpoint the model holds, when it
@@ -152,7 +225,7 @@ func (m *model) resume(env *job.Env, tr *Trainer, cp *checkpoint.Checkpoint) err
 	if cp == nil {
 		return nil
 	}
-	_, hasLayer := cp.File(LayerFile)
+	_, hasLayer := cp.File(tr.layerFile())
 	switch {
 	case cp.Done && !hasLayer:
 		env.Say("the model's checkpoint says its job finished (%d samples); training again from the start", cp.Applied)

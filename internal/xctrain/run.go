@@ -59,6 +59,10 @@ func (t *Trainer) Run(ctx context.Context) (res Result, err error) {
 		opts.ProgressEvery = cfg.ProgressEvery
 	}
 	r.tk = tracker.New(opts)
+	if s, ok := t.out.(*shared); ok {
+		s.w.Waiting = r.inRound
+		defer func() { s.w.Waiting = nil }()
+	}
 	res.Epochs = start.Epoch // a run that trains no epoch (Final) ends at its start
 	defer func() {
 		if perr := t.waitPushes(); err == nil {
@@ -188,7 +192,8 @@ func (r *run) runEpoch(ctx context.Context, open tracker.Open) ([]tracker.Action
 		rng.Shuffle(n, func(i, j int) { order[i], order[j] = order[j], order[i] })
 	}
 	bs := cfg.BatchSize
-	r.nbatches = (n + bs - 1) / bs
+	batches := r.batches(order, bs)
+	r.nbatches = len(batches)
 	ahead := max(1, *cfg.PrefetchBatches)
 	free := make(chan *batch, ahead+1)
 	ready := make(chan *batch, ahead+1)
@@ -203,14 +208,14 @@ func (r *run) runEpoch(ctx context.Context, open tracker.Open) ([]tracker.Action
 	go func() {
 		defer wg.Done()
 		defer close(ready)
-		for lo := open.Batch * bs; lo < n; lo += bs {
+		for _, idx := range batches[min(open.Batch, len(batches)):] {
 			var b *batch
 			select {
 			case b = <-free:
 			case <-pctx.Done():
 				return
 			}
-			if err := t.fill(pctx, b, t.opts.Train, order[lo:min(lo+bs, n)], true); err != nil {
+			if err := t.fill(pctx, b, t.opts.Train, idx, true); err != nil {
 				pullErr = err
 				return
 			}
@@ -236,6 +241,36 @@ func (r *run) runEpoch(ctx context.Context, open tracker.Open) ([]tracker.Action
 	return r.step(ctx, tracker.EpochEnded{Now: time.Now()})
 }
 
+// batches cuts the epoch's sample order into this worker's batches of
+// bs samples (the last one shorter). With several workers (Peers) a
+// batch of bs samples is a round of the layer, dealt out between the
+// workers (worker w takes every W-th sample from the w-th), so that the
+// layer takes the steps one worker would on the same batches; a last
+// batch of fewer than W samples joins the one before, so that no worker's
+// part of a round is empty.
+func (r *run) batches(order []int32, bs int) [][]int32 {
+	var out [][]int32
+	for lo := 0; lo < len(order); lo += bs {
+		out = append(out, order[lo:min(lo+bs, len(order))])
+	}
+	p := r.t.opts.Peers
+	if p == nil {
+		return out
+	}
+	if k := len(out); k > 1 && len(out[k-1]) < p.Workers {
+		out[k-2] = order[(k-2)*bs:]
+		out = out[:k-1]
+	}
+	for k, g := range out {
+		mine := make([]int32, 0, len(g)/p.Workers+1)
+		for j := p.Index; j < len(g); j += p.Workers {
+			mine = append(mine, g[j])
+		}
+		out[k] = mine
+	}
+	return out
+}
+
 // trainStage trains the pulled batches of the epoch, from its firstBatch,
 // and reports each to the tracker.
 func (r *run) trainStage(ctx context.Context, ready <-chan *batch, free chan<- *batch, firstBatch int) error {
@@ -249,7 +284,13 @@ func (r *run) trainStage(ctx context.Context, ready <-chan *batch, free chan<- *
 			return nil
 		}
 		r.fetch += time.Since(w0)
-		if err := t.step(ctx, r, b); err != nil {
+		pz := t.opts.Pauser
+		var pause uint64
+		if pz != nil && pz.Requested() {
+			pause = pz.Pending()
+		}
+		pauseAll, err := t.step(ctx, r, b, pause)
+		if err != nil {
 			return err
 		}
 		n := b.n
@@ -260,12 +301,57 @@ func (r *run) trainStage(ctx context.Context, ready <-chan *batch, free chan<- *
 		r.res.Samples += int64(n)
 		r.res.Batches++
 		r.lineSamples += int64(n)
-		pz := t.opts.Pauser
-		ev := tracker.BatchTrained{Now: time.Now(), Samples: n, PauseRequested: pz != nil && pz.Requested()}
+		requested, err := r.agreedPause(ctx, pauseAll)
+		if err != nil {
+			return err
+		}
+		ev := tracker.BatchTrained{Now: time.Now(), Samples: n, PauseRequested: requested}
 		if _, err := r.step(ctx, ev); err != nil {
 			return err
 		}
 	}
+}
+
+// agreedPause reports whether this worker pauses after a step whose
+// workers serve pause request seq (0: none; see output.TrainBatch):
+// another worker may have seen the request first, so it waits until this
+// worker's pauser has seen it too, then pauses unless it has already
+// served it (in a round's wait, inRound).
+func (r *run) agreedPause(ctx context.Context, seq uint64) (bool, error) {
+	pz := r.t.opts.Pauser
+	if seq == 0 || pz == nil {
+		return false, nil
+	}
+	for pz.Pending() < seq {
+		select {
+		case <-ctx.Done():
+			return false, ctx.Err()
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+	return pz.Requested(), nil
+}
+
+// inRound serves, while a round of several workers waits for the others,
+// a pause that is not a snapshot's (a rollback): the round may never end
+// (its worker died), and the pause changes no share. A snapshot's pause
+// waits for the round's end, where every worker serves it (agreedPause):
+// the snapshot's shares and checkpoints then belong to the same round.
+func (r *run) inRound(ctx context.Context) error {
+	t := r.t
+	pz := t.opts.Pauser
+	if pz == nil || !pz.Requested() {
+		return nil
+	}
+	tgt, ok, err := t.opts.Conn.GetSnapshotTarget(ctx)
+	if err != nil {
+		return fmt.Errorf("xctrain: pause %d: %w", pz.Pending(), err)
+	}
+	if ok && tgt.Pause == pz.Pending() {
+		return nil
+	}
+	cp := r.tk.Checkpoint()
+	return t.snapshotPause(ctx, &cp)
 }
 
 func (r *run) progressLine() {

@@ -22,8 +22,23 @@ import (
 // Checkpoint with the layer (the cluster was restored from that snapshot)
 // loads the layer and goes on from its position.
 
-// LayerFile is the SLIDE layer's file in a snapshot.
+// LayerFile is the SLIDE layer's file in a snapshot. With several
+// workers each writes its share as ShareFile.
 const LayerFile = "output/slide.layer"
+
+// ShareFile returns the file of worker index's share of the layer (of
+// workers) in a snapshot.
+func ShareFile(index, workers int) string {
+	return fmt.Sprintf("output/slide.share-%d-of-%d.layer", index, workers)
+}
+
+// layerFile is the file this trainer writes its layer, or its share, as.
+func (t *Trainer) layerFile() string {
+	if p := t.opts.Peers; p != nil {
+		return ShareFile(p.Index, p.Workers)
+	}
+	return LayerFile
+}
 
 // Checkpoint is the job's record in the model: the next epoch and batch,
 // the samples and batches applied and, when stored for a snapshot, the
@@ -36,7 +51,7 @@ const commitEvery = time.Second
 // resume loads the layer of cp (verified against its size and SHA-256)
 // and makes Run start at cp's position.
 func (t *Trainer) resume(cp Checkpoint) error {
-	lf, ok := cp.File(LayerFile)
+	lf, ok := cp.File(t.layerFile())
 	if !ok {
 		return fmt.Errorf("xctrain: the model's checkpoint (epoch %d, batch %d) names no SLIDE layer", cp.Epoch, cp.Batch)
 	}
@@ -101,7 +116,7 @@ func (t *Trainer) snapshotPause(ctx context.Context, cp *Checkpoint) error {
 	return nil
 }
 
-// writeLayer saves the layer as LayerFile of snapshot tgt.Seq and stores
+// writeLayer saves the layer as layerFile of snapshot tgt.Seq and stores
 // the Checkpoint naming it.
 func (t *Trainer) writeLayer(ctx context.Context, tgt controlplane.SnapshotTarget, cp Checkpoint) error {
 	store, err := snapshot.OpenStore(tgt.Store, "")
@@ -109,7 +124,7 @@ func (t *Trainer) writeLayer(ctx context.Context, tgt controlplane.SnapshotTarge
 		return err
 	}
 	defer store.Close()
-	w, err := snapshot.CreateFile(store, tgt.Seq, LayerFile)
+	w, err := snapshot.CreateFile(store, tgt.Seq, t.layerFile())
 	if err != nil {
 		return err
 	}

@@ -66,6 +66,11 @@ type Options struct {
 	// Final starts the run at its end (job.Env.BestRestored): the kept
 	// model is validated again and evaluated.
 	Final bool
+	// Peers, when set, places the trainer among several workers: the
+	// layer is split into one share per worker and trains in rounds with
+	// theirs (peers.go). The default value (nil) keeps the whole layer in
+	// this process (model.output.owners shares).
+	Peers *Peers
 }
 
 // PAtK is precision at 1, 3 and 5.
@@ -282,7 +287,13 @@ func New(cl *client.Client, opts Options) (*Trainer, error) {
 	}
 	sc := oc.Config
 	sc.Dim, sc.InputDim, sc.Seed = labels, net.OutputWidth(), cfg.Model.Seed
-	out, params, err := newOutput(sc, oc.Owners)
+	var out output
+	var params slide.Params
+	if opts.Peers != nil {
+		out, params, err = newShared(sc, opts.Peers)
+	} else {
+		out, params, err = newOutput(sc, oc.Owners)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("xctrain: %w", err)
 	}
@@ -372,8 +383,10 @@ func grow[T any](b []T, n int) []T {
 	return b[:n]
 }
 
-// step trains on one pulled batch and starts its push.
-func (t *Trainer) step(ctx context.Context, r *run, b *batch) error {
+// step trains on one pulled batch and starts its push; pause is the
+// pause request this worker was asked to serve (0: none). It returns the
+// pause request every worker of the step serves after it (0: none).
+func (t *Trainer) step(ctx context.Context, r *run, b *batch, pause uint64) (uint64, error) {
 	n := b.n
 	ph := &r.res.Phases
 	t0 := time.Now()
@@ -382,7 +395,9 @@ func (t *Trainer) step(ctx context.Context, r *run, b *batch) error {
 	ph.Dense += t1.Sub(t0).Seconds()
 	if pe := *t.cfg.Model.Output.ProgressiveEvery; pe > 0 && r.res.Batches%int64(pe) == 0 {
 		pred := t.pred[:n*TopK]
-		t.out.PredictSparse(h, n, TopK, pred)
+		if err := t.out.Predict(ctx, h, n, TopK, true, pred); err != nil {
+			return 0, fmt.Errorf("xctrain: %w", err)
+		}
 		r.window.Add(pred, TopK, b.labels)
 		r.total.Add(pred, TopK, b.labels)
 		t2 := time.Now()
@@ -390,14 +405,14 @@ func (t *Trainer) step(ctx context.Context, r *run, b *batch) error {
 		t1 = t2
 	}
 	dh := t.dh[:n*t.net.OutputWidth()]
-	loss, err := t.out.TrainBatch(h, n, b.labels, dh)
+	loss, pauseAll, err := t.out.TrainBatch(ctx, h, n, b.labels, dh, pause)
 	t2 := time.Now()
 	ph.Output += t2.Sub(t1).Seconds()
 	if err != nil {
-		return fmt.Errorf("xctrain: %w", err)
+		return 0, fmt.Errorf("xctrain: %w", err)
 	}
 	if math.IsNaN(loss) || math.IsInf(loss, 0) {
-		return fmt.Errorf("xctrain: training diverged: batch loss is %v (lower model.output.lr or the table's lr)", loss)
+		return 0, fmt.Errorf("xctrain: training diverged: batch loss is %v (lower model.output.lr or the table's lr)", loss)
 	}
 	r.lossSum += loss
 	r.lossN++
@@ -408,7 +423,7 @@ func (t *Trainer) step(ctx context.Context, r *run, b *batch) error {
 	select {
 	case pb = <-t.free:
 	case <-ctx.Done():
-		return ctx.Err()
+		return 0, ctx.Err()
 	}
 	t0 = time.Now()
 	t.pushWait += t0.Sub(w0)
@@ -432,7 +447,7 @@ func (t *Trainer) step(ctx context.Context, r *run, b *batch) error {
 			t.setPushErr(err)
 		}
 	}()
-	return nil
+	return pauseAll, nil
 }
 
 // waitPushes waits until every push started so far is done and returns
@@ -481,9 +496,13 @@ func (t *Trainer) evaluate(ctx context.Context, test *Dataset, latency bool) (Ev
 	e := Eval{Samples: test.Len()}
 	if doSparse {
 		t0 := time.Now()
-		t.out.Rehash()
+		if err := t.out.Rehash(ctx); err != nil {
+			return Eval{}, fmt.Errorf("xctrain: %w", err)
+		}
 		e.RehashSeconds = time.Since(t0).Seconds()
 	}
+	_, shares := t.out.(*shared)
+	recall := doSparse && doDense && !shares // the other workers' candidates are not listed here
 	var sp, dp slide.Precision
 	var spDur, dpDur time.Duration
 	var rc candidateRecall
@@ -503,21 +522,25 @@ func (t *Trainer) evaluate(ctx context.Context, test *Dataset, latency bool) (Ev
 		pred := t.pred[:b.n*TopK]
 		if doSparse {
 			t0 := time.Now()
-			t.out.PredictSparse(h, b.n, TopK, pred)
+			if err := t.out.Predict(ctx, h, b.n, TopK, true, pred); err != nil {
+				return e, fmt.Errorf("xctrain: %w", err)
+			}
 			spDur += time.Since(t0)
 			sp.Add(pred, TopK, b.labels)
 		}
 		if doDense {
 			t0 := time.Now()
-			t.out.PredictDense(h, b.n, TopK, pred)
+			if err := t.out.Predict(ctx, h, b.n, TopK, false, pred); err != nil {
+				return e, fmt.Errorf("xctrain: %w", err)
+			}
 			dpDur += time.Since(t0)
 			dp.Add(pred, TopK, b.labels)
 		}
-		if doSparse && doDense {
+		if recall {
 			rc.add(t, h, pred, b.n)
 		}
 	}
-	if doSparse && doDense {
+	if recall {
 		e.Recall1, e.Recall5, e.Candidates = rc.hit1/float64(n), rc.hit5/float64(n*TopK), rc.cands/float64(n)
 	}
 	ms := func(d time.Duration, n int) float64 { return d.Seconds() * 1000 / float64(n) }
@@ -570,12 +593,12 @@ func (rc *candidateRecall) add(t *Trainer, h []float32, pred []int32, n int) {
 func (t *Trainer) evalLatency(ctx context.Context, b *batch, test *Dataset, m int, doSparse, doDense bool, e *Eval) error {
 	var err error
 	if doSparse {
-		if e.SparseMs, err = t.latency(ctx, b, test, m, t.out.PredictSparse); err != nil {
+		if e.SparseMs, err = t.latency(ctx, b, test, m, true); err != nil {
 			return err
 		}
 	}
 	if doDense {
-		if e.DenseMs, err = t.latency(ctx, b, test, m, t.out.PredictDense); err != nil {
+		if e.DenseMs, err = t.latency(ctx, b, test, m, false); err != nil {
 			return err
 		}
 	}
@@ -584,8 +607,7 @@ func (t *Trainer) evalLatency(ctx context.Context, b *batch, test *Dataset, m in
 
 // latency returns the mean time in ms of predicting the first m samples of
 // d one at a time: pull, dense layers, top-k.
-func (t *Trainer) latency(ctx context.Context, b *batch, d *Dataset, m int,
-	predict func(x []float32, n, k int, out []int32)) (float64, error) {
+func (t *Trainer) latency(ctx context.Context, b *batch, d *Dataset, m int, sparse bool) (float64, error) {
 	idx := []int32{0}
 	pred := t.pred[:TopK]
 	var total time.Duration
@@ -595,7 +617,9 @@ func (t *Trainer) latency(ctx context.Context, b *batch, d *Dataset, m int,
 		if err := t.fill(ctx, b, d, idx, false); err != nil {
 			return 0, err
 		}
-		predict(t.hidden(b), 1, TopK, pred)
+		if err := t.out.Predict(ctx, t.hidden(b), 1, TopK, sparse, pred); err != nil {
+			return 0, fmt.Errorf("xctrain: %w", err)
+		}
 		total += time.Since(t0)
 	}
 	if m == 0 {

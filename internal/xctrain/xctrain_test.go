@@ -322,7 +322,12 @@ func TestBadInput(t *testing.T) {
 		{name: "bad-output", train: []string{good}, edit: func(c *config.Config) {
 			c.Model.Output.Sparsity, c.Model.Output.Hash, c.Model.Output.Hidden = 2, "md5", []int{0}
 		}, wantIs: config.ErrInvalid, wantStrings: []string{"Sparsity 2", `hash family "md5"`, "hidden[0] = 0"}},
-		{name: "two-workers", train: []string{good}, count: 2, wantStrings: []string{"one worker"}},
+		{name: "owners-not-workers", train: []string{good}, count: 2, edit: func(c *config.Config) { c.Model.Output.Owners = 3 },
+			wantStrings: []string{"with 2 workers", "owners must be 1 or 2, not 3"}},
+		{name: "workers-valid", train: []string{good}, count: 2, edit: func(c *config.Config) { c.Job.Valid = []string{good} },
+			wantStrings: []string{"validation (job.valid)", "not built yet"}},
+		{name: "workers-peer-listen", train: []string{good}, count: 2, edit: func(c *config.Config) { c.Model.Output.PeerListen = "no-such-host-x:1" },
+			wantStrings: []string{"model.output.peer_listen", "no-such-host-x"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := smallConfig()

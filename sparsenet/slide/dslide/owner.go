@@ -41,23 +41,26 @@ var ErrRound = errors.New("dslide: bad round request")
 // ForwardRequest is a worker's contribution of its batch to a round: n
 // samples, X (n x InputDim) and each sample's labels (rows of the whole
 // layer). Poll asks again for a contribution already made (X and Labels
-// empty). Pause says the worker was asked to pause for a snapshot: every
-// worker's reply to the round says whether any was (RoundInfo.Pause), so
-// that all stop after the same round. Wait is how long the owner may
+// empty). Pause is the latest pause request the worker was asked to
+// serve (the control plane's sequence number; 0: none): every worker's
+// reply to the round carries the largest of the round (RoundInfo.Pause),
+// so that all stop after the same round. Wait is how long the owner may
 // wait for the other workers before replying Pending.
 type ForwardRequest struct {
 	Version, Round uint64
 	Worker, N      int
 	X              []float32
 	Labels         [][]int32
-	Pause, Poll    bool
+	Pause          uint64
+	Poll           bool
 	Wait           time.Duration
 }
 
 // RoundInfo is what every worker learns of a round from each owner.
 type RoundInfo struct {
-	// Pause: some worker was asked to pause when it contributed.
-	Pause bool
+	// Pause is the latest pause request some worker was asked to serve
+	// when it contributed (0: none).
+	Pause uint64
 	// Samples and WithLabels count the round's samples, and those with
 	// labels, over every worker.
 	Samples, WithLabels int
@@ -127,7 +130,8 @@ type Peer interface {
 //     contributed to r, its backward once every worker sent r's Globals;
 //     contributions to r+1 are taken once r's backward ran, and r's dx
 //     parts are kept until r+1's forward (by which time every worker has
-//     fetched them: it contributed to r+1 after).
+//     fetched them: it contributed to r+1 after), even while r+1
+//     collects.
 //  2. The layer changes only in a round's backward (weights, tables) and
 //     in Predict's Rehash; a worker between two rounds of its own sees
 //     every owner between rounds.
@@ -153,6 +157,9 @@ type Owner struct {
 	active  int
 	changed chan struct{} // closed and replaced when the round moves on
 	closed  bool
+	// prevDone: the round before round's dx parts are still there
+	// (collecting round, its forward not run yet).
+	prevDone bool
 }
 
 type phase int
@@ -169,7 +176,7 @@ type contribution struct {
 	n      int
 	x      []float32
 	labels [][]int32
-	pause  bool
+	pause  uint64
 }
 
 // NewOwner returns share index of part for workers workers at version,
@@ -207,9 +214,9 @@ func (o *Owner) Close() error {
 	return o.layer.Close()
 }
 
-// check validates a request's version, round and worker; the caller
-// holds mu. pending reports a request of a newer version.
-func (o *Owner) check(version, round uint64, worker int) (pending bool, err error) {
+// check validates a request's version and worker; the caller holds mu.
+// pending reports a request of a newer version.
+func (o *Owner) check(version uint64, worker int) (pending bool, err error) {
 	switch {
 	case o.closed:
 		return false, slide.ErrClosed
@@ -217,11 +224,18 @@ func (o *Owner) check(version, round uint64, worker int) (pending bool, err erro
 		return false, fmt.Errorf("%w: worker %d of %d", ErrRound, worker, o.workers)
 	case version > o.version:
 		return true, nil
-	case version < o.version || round < o.round:
-		return false, fmt.Errorf("%w: version %d round %d, owner %d is at version %d round %d",
-			ErrStale, version, round, o.index, o.version, o.round)
+	case version < o.version:
+		return false, fmt.Errorf("%w: version %d, owner %d is at version %d", ErrStale, version, o.index, o.version)
 	}
 	return false, nil
+}
+
+// dxReady reports whether round r's dx parts are there: its backward ran,
+// and the next round's forward has not (a worker may still be waiting for
+// its part when another contributes to the next round). The caller holds
+// mu.
+func (o *Owner) dxReady(r uint64) bool {
+	return o.round == r && o.phase == done || o.round == r+1 && o.phase == collecting && o.prevDone
 }
 
 // Forward takes worker's contribution to a round (or polls for one made)
@@ -229,12 +243,15 @@ func (o *Owner) check(version, round uint64, worker int) (pending bool, err erro
 func (o *Owner) Forward(ctx context.Context, req ForwardRequest) (ForwardReply, error) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	if pending, err := o.check(req.Version, req.Round, req.Worker); err != nil || pending {
+	if pending, err := o.check(req.Version, req.Worker); err != nil || pending {
 		return ForwardReply{Pending: pending}, err
 	}
-	if req.Round == o.round+1 && o.phase == done { // every worker fetched the last round's dx parts: it is past it
+	if req.Round < o.round {
+		return ForwardReply{}, fmt.Errorf("%w: round %d, owner %d is at round %d", ErrStale, req.Round, o.index, o.round)
+	}
+	if req.Round == o.round+1 && o.phase == done && !req.Poll { // this worker is past the round; others may still fetch its dx
 		o.round++
-		o.phase = collecting
+		o.phase, o.prevDone = collecting, true
 	}
 	if req.Round != o.round {
 		return ForwardReply{}, fmt.Errorf("%w: round %d from worker %d, owner %d is at round %d", ErrRound, req.Round, req.Worker, o.index, o.round)
@@ -295,6 +312,7 @@ func (o *Owner) complete() bool {
 // order; the caller holds mu.
 func (o *Owner) forward() {
 	o.info = RoundInfo{}
+	o.prevDone = false // every worker contributed: each has its last round's dx
 	o.x, o.labels = o.x[:0], o.labels[:0]
 	for w := range o.in {
 		c := &o.in[w]
@@ -307,7 +325,7 @@ func (o *Owner) forward() {
 		}
 		o.x = append(o.x, c.x...)
 		o.labels = append(o.labels, c.labels...)
-		o.info.Pause = o.info.Pause || c.pause
+		o.info.Pause = max(o.info.Pause, c.pause)
 		o.info.WithLabels += o.wl[w]
 		c.has = false
 	}
@@ -331,16 +349,17 @@ func (o *Owner) forward() {
 func (o *Owner) Backward(ctx context.Context, req BackwardRequest) (BackwardReply, error) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	if pending, err := o.check(req.Version, req.Round, req.Worker); err != nil || pending {
+	if pending, err := o.check(req.Version, req.Worker); err != nil || pending {
 		return BackwardReply{Pending: pending}, err
 	}
 	w := req.Worker
-	if req.Round != o.round || o.phase == collecting {
-		return BackwardReply{}, fmt.Errorf("%w: backward of round %d from worker %d, owner %d is at round %d before its forward",
-			ErrRound, req.Round, w, o.index, o.round)
-	}
-	lo, hi := o.off[w], o.off[w+1]
-	if !req.Poll {
+	waiting := func() bool { return req.Round == o.round && o.phase == forwarded }
+	switch {
+	case !req.Poll && !waiting():
+		return BackwardReply{}, fmt.Errorf("%w: backward of round %d from worker %d, owner %d is at round %d (phase %d)",
+			ErrRound, req.Round, w, o.index, o.round, o.phase)
+	case !req.Poll:
+		lo, hi := o.off[w], o.off[w+1]
 		if o.hasGlob[w] || len(req.Globals) != hi-lo {
 			return BackwardReply{}, fmt.Errorf("%w: worker %d sent %d Globals for its %d samples (twice: %v)", ErrRound, w, len(req.Globals), hi-lo, o.hasGlob[w])
 		}
@@ -349,15 +368,16 @@ func (o *Owner) Backward(ctx context.Context, req BackwardRequest) (BackwardRepl
 		if o.allGlobals() {
 			o.backward()
 		}
-	} else if !o.hasGlob[w] {
+	case waiting() && !o.hasGlob[w]:
 		return BackwardReply{}, fmt.Errorf("%w: worker %d polls round %d's backward without its Globals", ErrRound, w, req.Round)
 	}
-	if !o.await(ctx, req.Wait, func() bool { return o.phase != forwarded || o.round != req.Round }) {
+	if !o.await(ctx, req.Wait, func() bool { return !waiting() }) {
 		return BackwardReply{Pending: true}, nil
 	}
-	if o.closed || o.round != req.Round {
-		return BackwardReply{}, fmt.Errorf("%w: round %d ended while worker %d waited", ErrStale, req.Round, w)
+	if o.closed || !o.dxReady(req.Round) {
+		return BackwardReply{}, fmt.Errorf("%w: round %d's dx, owner %d is at round %d", ErrStale, req.Round, o.index, o.round)
 	}
+	lo, hi := o.off[w], o.off[w+1]
 	// The layer's gradient is of the round's mean loss; the worker's dx is
 	// of its own batch's: scaled by the round's samples with labels over
 	// the worker's.
@@ -410,6 +430,9 @@ func (o *Owner) Predict(ctx context.Context, req PredictRequest) (PredictReply, 
 	}
 	if req.Rehash {
 		o.layer.Rehash()
+	}
+	if req.N == 0 {
+		return PredictReply{}, nil
 	}
 	out := PredictReply{IDs: make([]int32, req.N*req.K), Scores: make([]float32, req.N*req.K)}
 	if req.Sparse {

@@ -84,15 +84,16 @@ func TestRoundProtocol(t *testing.T) {
 	w0 := &Worker{Part: part, Peers: peers, Index: 0, Version: 1}
 	w1 := &Worker{Part: part, Peers: peers, Index: 1, Version: 1}
 
-	// Only worker 1 is asked to pause; both learn it from the round.
+	// The workers were asked to pause for requests 4 and 7: both learn the
+	// latest from the round.
 	var wg sync.WaitGroup
 	var info0, info1 RoundInfo
 	var err0, err1 error
 	wg.Add(2)
-	go func() { defer wg.Done(); _, info0, err0 = w0.TrainBatch(ctx, x, 3, labels, nil, false) }()
-	go func() { defer wg.Done(); _, info1, err1 = w1.TrainBatch(ctx, x, 3, labels, nil, true) }()
+	go func() { defer wg.Done(); _, info0, err0 = w0.TrainBatch(ctx, x, 3, labels, nil, 4) }()
+	go func() { defer wg.Done(); _, info1, err1 = w1.TrainBatch(ctx, x, 3, labels, nil, 7) }()
 	wg.Wait()
-	if err0 != nil || err1 != nil || !info0.Pause || !info1.Pause || info0.Samples != 6 {
+	if err0 != nil || err1 != nil || info0.Pause != 7 || info1.Pause != 7 || info0.Samples != 6 {
 		t.Fatalf("round with a pause: %+v %v, %+v %v", info0, err0, info1, err1)
 	}
 
@@ -108,7 +109,7 @@ func TestRoundProtocol(t *testing.T) {
 		}
 		return nil
 	}
-	if _, _, err := w0.TrainBatch(ctx, x, 3, labels, nil, false); !errors.Is(err, stop) || calls != 3 {
+	if _, _, err := w0.TrainBatch(ctx, x, 3, labels, nil, 0); !errors.Is(err, stop) || calls != 3 {
 		t.Fatalf("a round without worker 1: %v after %d waits", err, calls)
 	}
 
@@ -116,7 +117,7 @@ func TestRoundProtocol(t *testing.T) {
 	// A bad label: refused before any owner hears of it (worker 1 can
 	// still contribute to round 1 after).
 	bad := [][]int32{{0}, {d}, {}}
-	if _, _, err := w1.TrainBatch(ctx, x, 3, bad, nil, false); !errors.Is(err, slide.ErrBadLabel) {
+	if _, _, err := w1.TrainBatch(ctx, x, 3, bad, nil, 0); !errors.Is(err, slide.ErrBadLabel) {
 		t.Fatalf("label %d of %d: %v", d, d, err)
 	}
 	// Round 1 completes for worker 1 once worker 0 polls again.
@@ -126,7 +127,7 @@ func TestRoundProtocol(t *testing.T) {
 		_ = err
 	}()
 	done := make(chan error, 1)
-	go func() { _, _, err := w1.TrainBatch(ctx, x, 3, labels, nil, false); done <- err }()
+	go func() { _, _, err := w1.TrainBatch(ctx, x, 3, labels, nil, 0); done <- err }()
 	// Worker 0 sends its Globals for round 1 (it polled its Partials).
 	for _, o := range owners {
 		for {
@@ -196,7 +197,7 @@ func checkRound(t *testing.T, ref *Layer, workers []*Worker, xs [][]float32, ls 
 		go func() {
 			defer wg.Done()
 			dxs[w] = make([]float32, len(xs[w]))
-			losses[w], _, errs[w] = workers[w].TrainBatch(context.Background(), xs[w], len(ls[w]), ls[w], dxs[w], false)
+			losses[w], _, errs[w] = workers[w].TrainBatch(context.Background(), xs[w], len(ls[w]), ls[w], dxs[w], 0)
 		}()
 	}
 	wg.Wait()
@@ -262,5 +263,46 @@ func checkRequestErrors(t *testing.T, owners []*Owner, x []float32, labels [][]i
 	}
 	if _, err := owners[0].Predict(ctx, PredictRequest{Version: 1, N: 1, K: 2, X: x[:din]}); err != nil {
 		t.Fatalf("predict while round 1 collects: %v", err)
+	}
+}
+
+// TestDxKeptWhileNextRoundCollects: a worker may fetch its dx of a round
+// after another worker has already contributed to the next round (its
+// request was waiting when the backward ran); the dx is there until the
+// next round's forward.
+func TestDxKeptWhileNextRoundCollects(t *testing.T) {
+	const d, din = 12, 3
+	base := slide.Config{Dim: d, InputDim: din, Sparsity: 1, Threads: 1, Seed: 2, LearningRate: 0.01}
+	_, owners, _ := newOwners(t, base, 1, 2)
+	o, ctx := owners[0], context.Background()
+	x, labels := randBatch(rand.New(rand.NewPCG(3, 4)), 2, din, d)
+	for w := range 2 {
+		if _, err := o.Forward(ctx, ForwardRequest{Version: 1, Worker: w, N: 2, X: x, Labels: labels}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	glob := make([]slide.Global, 2)
+	for w := range 2 {
+		rep, err := o.Forward(ctx, ForwardRequest{Version: 1, Worker: w, Poll: true})
+		if err != nil || rep.Pending {
+			t.Fatalf("worker %d's partials: %+v, %v", w, rep, err)
+		}
+		slide.Combine([][]slide.Partial{rep.Parts}, glob)
+		if _, err := o.Backward(ctx, BackwardRequest{Version: 1, Worker: w, Globals: glob}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := o.Forward(ctx, ForwardRequest{Version: 1, Round: 1, Worker: 1, N: 2, X: x, Labels: labels}); err != nil {
+		t.Fatal(err)
+	}
+	rep, err := o.Backward(ctx, BackwardRequest{Version: 1, Worker: 0, Poll: true})
+	if err != nil || rep.Pending || len(rep.Dx) != 2*din {
+		t.Fatalf("worker 0's dx of round 0 while round 1 collects: %+v, %v", rep, err)
+	}
+	if _, err := o.Forward(ctx, ForwardRequest{Version: 1, Round: 1, Worker: 0, N: 2, X: x, Labels: labels}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := o.Backward(ctx, BackwardRequest{Version: 1, Worker: 0, Poll: true}); !errors.Is(err, ErrStale) {
+		t.Fatalf("round 0's dx after round 1's forward: %v", err)
 	}
 }

@@ -45,12 +45,12 @@ func (w *Worker) Stats() Stats { return w.stats }
 
 // TrainBatch takes part in the next round with n samples (x: n x InputDim,
 // labels in [0, Total)); n may be 0 (a worker out of data still takes part
-// in every round of the epoch). pause says this worker was asked to pause
-// for a snapshot. It returns the mean loss over its samples with labels,
+// in every round of the epoch). pause is the pause request this worker
+// was asked to serve (0: none; see ForwardRequest). It returns the mean loss over its samples with labels,
 // writes its dx (unless nil), and returns the round's RoundInfo. A label
 // out of range is an error wrapping slide.ErrBadLabel before anything is
 // sent.
-func (w *Worker) TrainBatch(ctx context.Context, x []float32, n int, labels [][]int32, dx []float32, pause bool) (float64, RoundInfo, error) {
+func (w *Worker) TrainBatch(ctx context.Context, x []float32, n int, labels [][]int32, dx []float32, pause uint64) (float64, RoundInfo, error) {
 	total := int32(w.Part.Total())
 	for i, ls := range labels {
 		for _, v := range ls {
@@ -190,7 +190,7 @@ func (w *Worker) balance(active []int) {
 // Predict writes to out (n x k) the k best rows of the whole layer for
 // each input, merged from every owner's top k (Layer.PredictSparse and
 // PredictDense); rehash makes every owner rebuild its tables first. It
-// must be called between this worker's rounds.
+// must be called between this worker's rounds. With n 0 it only rehashes.
 func (w *Worker) Predict(ctx context.Context, x []float32, n, k int, sparse, rehash bool, out []int32) error {
 	W := len(w.Peers)
 	if len(out) != n*k {
@@ -209,6 +209,9 @@ func (w *Worker) Predict(ctx context.Context, x []float32, n, k int, sparse, reh
 	})
 	if err != nil {
 		return fmt.Errorf("dslide: predict: %w", err)
+	}
+	if n == 0 {
+		return nil
 	}
 	ids, sc := make([]int32, 0, W*n*k), make([]float32, 0, W*n*k)
 	for _, p := range w.pred {

@@ -81,7 +81,7 @@ func train(t *testing.T, base slide.Config, peers [2][]dslide.Peer, part dslide.
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				loss[w], _, errs[w] = ws[w].TrainBatch(context.Background(), xs[w], len(ls[w]), ls[w], got[w], false)
+				loss[w], _, errs[w] = ws[w].TrainBatch(context.Background(), xs[w], len(ls[w]), ls[w], got[w], 0)
 			}()
 		}
 		wg.Wait()
@@ -167,13 +167,13 @@ func TestServerStates(t *testing.T) {
 	}
 	w := &dslide.Worker{Part: part, Peers: []dslide.Peer{cl}, Version: 1}
 	x, labels := batch(rand.New(rand.NewPCG(1, 2)), 3, 3, 10)
-	if _, _, err := w.TrainBatch(ctx, x, 3, labels, nil, false); err != nil {
+	if _, _, err := w.TrainBatch(ctx, x, 3, labels, nil, 0); err != nil {
 		t.Fatal(err)
 	}
 	stop()
 	ctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
-	if _, _, err := w.TrainBatch(ctx, x, 3, labels, nil, false); err == nil || ctx.Err() != nil {
+	if _, _, err := w.TrainBatch(ctx, x, 3, labels, nil, 0); err == nil || ctx.Err() != nil {
 		t.Fatalf("a stopped server: %v (context %v)", err, ctx.Err())
 	}
 }
@@ -185,8 +185,8 @@ func TestWireRoundTrip(t *testing.T) {
 		MarshalBinary() ([]byte, error)
 		UnmarshalBinary([]byte) error
 	}{
-		&fwdReq{Version: 3, Round: 9, Worker: 1, N: 2, X: []float32{1, 2, 3, 4}, Labels: [][]int32{{5}, {}}, Pause: true, Wait: time.Second},
-		&fwdRep{Parts: []slide.Partial{{Max: 1, Sum: 2, Labels: 3, LabelLogits: 4}}, Info: dslide.RoundInfo{Pause: true, Samples: 7, WithLabels: 6}, Active: 9},
+		&fwdReq{Version: 3, Round: 9, Worker: 1, N: 2, X: []float32{1, 2, 3, 4}, Labels: [][]int32{{5}, {}}, Pause: 12, Wait: time.Second},
+		&fwdRep{Parts: []slide.Partial{{Max: 1, Sum: 2, Labels: 3, LabelLogits: 4}}, Info: dslide.RoundInfo{Pause: 3, Samples: 7, WithLabels: 6}, Active: 9},
 		&backReq{Version: 1, Round: 2, Worker: 3, Globals: []slide.Global{{Max: -1, Sum: 0.5, Labels: 2}}, Poll: true, Wait: 5},
 		&backRep{Dx: []float32{0.25, -1}},
 		&predReq{Version: 4, N: 1, K: 2, X: []float32{1, 2, 3}, Sparse: true, Rehash: true},

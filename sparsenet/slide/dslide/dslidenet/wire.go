@@ -140,7 +140,7 @@ func (m *fwdReq) MarshalBinary() ([]byte, error) {
 	e.u64(m.Round)
 	e.u32(uint32(m.Worker))
 	e.u32(uint32(m.N))
-	e.u8(m.Pause)
+	e.u64(m.Pause)
 	e.u8(m.Poll)
 	e.u64(uint64(m.Wait))
 	e.floats(m.X)
@@ -155,7 +155,7 @@ func (m *fwdReq) UnmarshalBinary(b []byte) error {
 	d := dec{b: b}
 	m.Version, m.Round = d.u64(), d.u64()
 	m.Worker, m.N = int(int32(d.u32())), int(int32(d.u32()))
-	m.Pause, m.Poll = d.u8(), d.u8()
+	m.Pause, m.Poll = d.u64(), d.u8()
 	m.Wait = time.Duration(d.u64())
 	m.X = d.floats()
 	m.Labels = make([][]int32, d.count(4))
@@ -170,7 +170,7 @@ const partialSize = 4 + 8 + 4 + 8
 func (m *fwdRep) MarshalBinary() ([]byte, error) {
 	e := enc{b: make([]byte, 0, 32+partialSize*len(m.Parts))}
 	e.u8(m.Pending)
-	e.u8(m.Info.Pause)
+	e.u64(m.Info.Pause)
 	e.u32(uint32(m.Info.Samples))
 	e.u32(uint32(m.Info.WithLabels))
 	e.u32(uint32(m.Active))
@@ -186,7 +186,7 @@ func (m *fwdRep) MarshalBinary() ([]byte, error) {
 
 func (m *fwdRep) UnmarshalBinary(b []byte) error {
 	d := dec{b: b}
-	m.Pending, m.Info.Pause = d.u8(), d.u8()
+	m.Pending, m.Info.Pause = d.u8(), d.u64()
 	m.Info.Samples, m.Info.WithLabels, m.Active = int(d.u32()), int(d.u32()), int(d.u32())
 	m.Parts = make([]slide.Partial, d.count(partialSize))
 	for i := range m.Parts {
