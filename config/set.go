@@ -288,6 +288,7 @@ func (o *Overrides) Apply(c *Config) error {
 func LoadWith(file string, o *Overrides) (Config, error) {
 	cfg := Default()
 	formatGiven := o != nil && o.sets("train.format")
+	metricGiven := o != nil && o.sets("train.valid_metric")
 	wideGiven := false
 	if file != "" {
 		b, err := os.ReadFile(file)
@@ -301,6 +302,8 @@ func LoadWith(file string, o *Overrides) (Config, error) {
 		if yaml.Unmarshal(b, &root) == nil && len(root.Content) > 0 {
 			formatGiven = formatGiven || mapValue(root.Content[0], "train") != nil &&
 				mapValue(mapValue(root.Content[0], "train"), "format") != nil
+			metricGiven = metricGiven || mapValue(root.Content[0], "train") != nil &&
+				mapValue(mapValue(root.Content[0], "train"), "valid_metric") != nil
 			wideGiven = mapValue(root.Content[0], "model") != nil && mapValue(mapValue(root.Content[0], "model"), "wide") != nil
 		}
 	}
@@ -311,6 +314,9 @@ func LoadWith(file string, o *Overrides) (Config, error) {
 	}
 	if !formatGiven {
 		cfg.Train.Format = "" // inferred from the training files
+	}
+	if !metricGiven {
+		cfg.Train.ValidMetric = "" // the final output kind's (p@1 for slide)
 	}
 	if file == "" {
 		kindDefaults(&cfg, o)

@@ -170,6 +170,42 @@ func TestZeroFlags(t *testing.T) {
 // TestFormatFromExtension: with no format given, the training files'
 // extension names it; -format, -set and the file's train.format override
 // it (issue 21, item 7).
+// TestValidMetricOfOutput: the validation metric's default is the final
+// output kind's, also when a flag or a file changes the kind; a metric
+// given stays.
+func TestValidMetricOfOutput(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		file string
+		want string
+	}{
+		{nil, "", "auc"},
+		{[]string{"-output", "slide", "-format", "xml"}, "", "p@1"},
+		{[]string{"-set", "model.output.kind=slide", "-format", "xml"}, "", "p@1"},
+		{[]string{"-output", "slide", "-format", "xml", "-set", "train.valid_metric=p@5"}, "", "p@5"},
+		{[]string{"-output", "slide"}, "train: {format: xml}\n", "p@1"},
+	} {
+		var o Overrides
+		fs := flag.NewFlagSet("t", flag.ContinueOnError)
+		fs.SetOutput(io.Discard)
+		o.Bind(fs)
+		if err := fs.Parse(c.args); err != nil {
+			t.Fatal(err)
+		}
+		file := ""
+		if c.file != "" {
+			file = filepath.Join(t.TempDir(), "job.yaml")
+			if err := os.WriteFile(file, []byte(strings.ReplaceAll(c.file, `\n`, "\n")), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		cfg, err := LoadWith(file, &o)
+		if err != nil || cfg.Train.ValidMetric != c.want {
+			t.Errorf("%v %q: valid_metric %q, %v; want %q", c.args, c.file, cfg.Train.ValidMetric, err, c.want)
+		}
+	}
+}
+
 func TestFormatFromExtension(t *testing.T) {
 	load := func(file string, args ...string) Config {
 		t.Helper()
