@@ -36,7 +36,7 @@ func build(t *testing.T) string {
 	t.Helper()
 	dir := t.TempDir()
 	cmd := exec.Command("go", "build", "-o", dir, "./cmd/ams", "./cmd/scheduler", "./cmd/worker", "./cmd/ctrgen",
-		"./cmd/hdfsd", "./cmd/hdfsput")
+		"./cmd/hdfsd", "./cmd/hdfsput", "./cmd/xcgen")
 	cmd.Dir = moduleRoot(t)
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
