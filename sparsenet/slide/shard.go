@@ -261,3 +261,32 @@ func (l *Layer) KeptActive() int {
 	}
 	return n
 }
+
+// KeptLogits writes to dst (n x Dim, n the samples of the last
+// ShardForward) the logits it kept, each at its row; a row not active for
+// a sample gets -Inf. It is what dense model parallelism sends from an
+// owner for every sample (at Sparsity 1 every row is active).
+func (l *Layer) KeptLogits(n int, dst []float32) {
+	l.checkOpen()
+	if len(dst) != n*l.d {
+		panic(fmt.Sprintf("slide: KeptLogits: len(dst) %d for n %d, Dim %d", len(dst), n, l.d))
+	}
+	inf := float32(math.Inf(-1))
+	for i := range dst {
+		dst[i] = inf
+	}
+	for q, w := range l.ws {
+		k := &w.kept
+		lo, hi := span(q, len(l.ws), n)
+		if len(k.start) != hi-lo+1 {
+			continue // a goroutine with no samples of this forward
+		}
+		for i := lo; i < hi; i++ {
+			s, e := k.start[i-lo], k.start[i-lo+1]
+			row := dst[i*l.d : (i+1)*l.d]
+			for j, id := range k.act[s:e] {
+				row[id] = k.z[int(s)+j]
+			}
+		}
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -54,6 +55,11 @@ type ForwardRequest struct {
 	Pause          uint64
 	Poll           bool
 	Wait           time.Duration
+	// Dense asks for the owner's logits of the worker's samples (n x its
+	// rows, -Inf where a row was not active) instead of its Partials: the
+	// exchange of dense model parallelism, which the benchmarks compare
+	// D-SLIDE against (Worker.Dense).
+	Dense bool
 }
 
 // RoundInfo is what every worker learns of a round from each owner.
@@ -71,7 +77,10 @@ type RoundInfo struct {
 type ForwardReply struct {
 	Pending bool
 	Parts   []slide.Partial
-	Info    RoundInfo
+	// Logits are the worker's samples' logits (Dense requests), instead
+	// of Parts.
+	Logits []float32
+	Info   RoundInfo
 	// Active is the (sample, row) pairs this owner made active in the
 	// round: its share of the work (balance).
 	Active int
@@ -153,6 +162,8 @@ type Owner struct {
 	glob    []slide.Global
 	hasGlob []bool
 	dx      []float32
+	logits  []float32 // the round's kept logits, when a worker asked for them
+	dense   []bool    // per worker: it asked for logits
 	info    RoundInfo
 	active  int
 	changed chan struct{} // closed and replaced when the round moves on
@@ -177,6 +188,7 @@ type contribution struct {
 	x      []float32
 	labels [][]int32
 	pause  uint64
+	dense  bool
 }
 
 // NewOwner returns share index of part for workers workers at version,
@@ -191,7 +203,7 @@ func NewOwner(base slide.Config, part Partition, index, workers int, version uin
 	}
 	return &Owner{index: index, workers: workers, version: version, din: base.InputDim, layer: l,
 		in: make([]contribution, workers), off: make([]int, workers+1), wl: make([]int, workers),
-		hasGlob: make([]bool, workers), changed: make(chan struct{})}, nil
+		hasGlob: make([]bool, workers), dense: make([]bool, workers), changed: make(chan struct{})}, nil
 }
 
 // Layer returns the owner's share. It may be used (Save, Load) only while
@@ -276,7 +288,12 @@ func (o *Owner) Forward(ctx context.Context, req ForwardRequest) (ForwardReply, 
 	if o.closed || o.round != req.Round {
 		return ForwardReply{}, fmt.Errorf("%w: round %d ended while worker %d waited", ErrStale, req.Round, req.Worker)
 	}
-	return ForwardReply{Parts: o.parts[o.off[req.Worker]:o.off[req.Worker+1]], Info: o.info, Active: o.active}, nil
+	lo, hi := o.off[req.Worker], o.off[req.Worker+1]
+	if o.dense[req.Worker] {
+		rows := o.layer.Config().Dim
+		return ForwardReply{Logits: o.logits[lo*rows : hi*rows], Info: o.info, Active: o.active}, nil
+	}
+	return ForwardReply{Parts: o.parts[lo:hi], Info: o.info, Active: o.active}, nil
 }
 
 // take copies req's batch into c; the caller holds mu.
@@ -288,7 +305,7 @@ func (o *Owner) take(c *contribution, req ForwardRequest) error {
 		return fmt.Errorf("%w: worker %d's batch: %d samples, %d inputs, %d label lists for input dim %d",
 			ErrRound, req.Worker, req.N, len(req.X), len(req.Labels), o.din)
 	}
-	c.has, c.n, c.pause = true, req.N, req.Pause
+	c.has, c.n, c.pause, c.dense = true, req.N, req.Pause, req.Dense
 	c.x = append(c.x[:0], req.X...)
 	c.labels = c.labels[:0]
 	for _, ls := range req.Labels {
@@ -326,6 +343,7 @@ func (o *Owner) forward() {
 		o.x = append(o.x, c.x...)
 		o.labels = append(o.labels, c.labels...)
 		o.info.Pause = max(o.info.Pause, c.pause)
+		o.dense[w] = c.dense
 		o.info.WithLabels += o.wl[w]
 		c.has = false
 	}
@@ -338,6 +356,11 @@ func (o *Owner) forward() {
 		panic(fmt.Sprintf("dslide: owner %d: %v", o.index, err))
 	}
 	o.active = o.layer.KeptActive()
+	if slices.Contains(o.dense, true) {
+		rows := o.layer.Config().Dim
+		o.logits = grow(o.logits, n*rows)
+		o.layer.KeptLogits(n, o.logits)
+	}
 	o.glob = grow(o.glob, n)
 	clear(o.hasGlob)
 	o.phase = forwarded

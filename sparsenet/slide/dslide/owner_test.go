@@ -306,3 +306,51 @@ func TestDxKeptWhileNextRoundCollects(t *testing.T) {
 		t.Fatalf("round 0's dx after round 1's forward: %v", err)
 	}
 }
+
+// TestDenseExchangeSameModel: rounds exchanging every owner's logits
+// (dense model parallelism, Worker.Dense) train the same model as rounds
+// exchanging Partials: the same losses and dx, to float rounding.
+func TestDenseExchangeSameModel(t *testing.T) {
+	const d, din = 29, 5
+	base := slide.Config{Dim: d, InputDim: din, Sparsity: 1, Threads: 2, Seed: 4, LearningRate: 0.02}
+	run := func(dense bool) ([]float64, [][]float32) {
+		part, _, peers := newOwners(t, base, 2, 2)
+		ws := []*Worker{{Part: part, Peers: peers, Index: 0, Version: 1, Dense: dense}, {Part: part, Peers: peers, Index: 1, Version: 1, Dense: dense}}
+		rng := rand.New(rand.NewPCG(8, 9))
+		var losses []float64
+		var dxs [][]float32
+		for range 3 {
+			xs, ls := roundBatches(rng, 2, false, din, d)
+			var wg sync.WaitGroup
+			loss, dx, errs := make([]float64, 2), make([][]float32, 2), make([]error, 2)
+			for w := range 2 {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					dx[w] = make([]float32, len(xs[w]))
+					loss[w], _, errs[w] = ws[w].TrainBatch(context.Background(), xs[w], len(ls[w]), ls[w], dx[w], 0)
+				}()
+			}
+			wg.Wait()
+			for w := range 2 {
+				if errs[w] != nil {
+					t.Fatal(errs[w])
+				}
+			}
+			losses, dxs = append(losses, loss...), append(dxs, dx...)
+		}
+		return losses, dxs
+	}
+	wantL, wantDx := run(false)
+	gotL, gotDx := run(true)
+	for i := range wantL {
+		if !closeTo(gotL[i], wantL[i], 1e-5) {
+			t.Fatalf("loss %d: dense exchange %v, Partials %v", i, gotL[i], wantL[i])
+		}
+		for j := range wantDx[i] {
+			if !closeTo(float64(gotDx[i][j]), float64(wantDx[i][j]), 1e-4) {
+				t.Fatalf("dx %d[%d]: dense exchange %v, Partials %v", i, j, gotDx[i][j], wantDx[i][j])
+			}
+		}
+	}
+}

@@ -3,6 +3,7 @@ package dslide
 import (
 	"context"
 	"fmt"
+	"math"
 	"sync"
 	"time"
 
@@ -27,6 +28,12 @@ type Worker struct {
 	// (between polls); an error from it ends the round with that error.
 	// A worker uses it to serve what cannot wait for the round's end.
 	Waiting func(ctx context.Context) error
+	// Dense makes the rounds exchange what dense model parallelism does:
+	// every owner sends its logits for this worker's samples (n x its
+	// rows) and the worker computes the softmax's sums from them, instead
+	// of each owner sending one Partial per sample. The model trained is
+	// the same; it is for comparing the bytes and time on the wire.
+	Dense bool
 
 	round uint64
 	parts [][]slide.Partial
@@ -70,13 +77,19 @@ func (w *Worker) TrainBatch(ctx context.Context, x []float32, n int, labels [][]
 	var info RoundInfo
 	active := make([]int, W)
 	err := w.poll(ctx, func(ctx context.Context, o int, poll bool) (bool, error) {
-		req := ForwardRequest{Version: w.Version, Round: w.round, Worker: w.Index, N: n, Pause: pause, Poll: poll, Wait: wait}
+		req := ForwardRequest{Version: w.Version, Round: w.round, Worker: w.Index, N: n, Pause: pause, Poll: poll, Wait: wait, Dense: w.Dense}
 		if !poll {
 			req.X, req.Labels = x, labels
 		}
 		rep, err := w.Peers[o].Forward(ctx, req)
 		if err != nil || rep.Pending {
 			return rep.Pending, err
+		}
+		if w.Dense {
+			if len(rep.Logits) != n*w.Part.Rows(o) {
+				return false, fmt.Errorf("%w: owner %d sent %d logits for %d samples of %d rows", ErrRound, o, len(rep.Logits), n, w.Part.Rows(o))
+			}
+			rep.Parts = partials(rep.Logits, n, w.Part.Bounds[o], w.Part.Rows(o), labels, make([]slide.Partial, n))
 		}
 		if len(rep.Parts) != n {
 			return false, fmt.Errorf("%w: owner %d sent %d Partials for %d samples", ErrRound, o, len(rep.Parts), n)
@@ -225,4 +238,38 @@ func (w *Worker) Predict(ctx context.Context, x []float32, n, k int, sparse, reh
 		mergeTop(w.Part, ids, sc, n, k, i, row, w.pos)
 	}
 	return nil
+}
+
+// partials computes from an owner's logits (n x rows, its first row
+// first, -Inf where inactive) each sample's Partial, as the owner does
+// (slide.Layer.ShardForward): dense model parallelism's worker side.
+func partials(logits []float32, n, first, rows int, labels [][]int32, out []slide.Partial) []slide.Partial {
+	for i := range n {
+		z := logits[i*rows : (i+1)*rows]
+		p := slide.Partial{Max: float32(math.Inf(-1))}
+		if len(labels[i]) > 0 {
+			for _, v := range z {
+				p.Max = max(p.Max, v)
+			}
+			for _, v := range z {
+				if !math.IsInf(float64(v), -1) {
+					p.Sum += math.Exp(float64(v - p.Max))
+				}
+			}
+			seen := map[int32]bool{}
+			for _, l := range labels[i] {
+				r := l - int32(first)
+				if r >= 0 && int(r) < rows && !seen[r] && !math.IsInf(float64(z[r]), -1) {
+					seen[r] = true
+					p.Labels++
+					p.LabelLogits += float64(z[r])
+				}
+			}
+		}
+		if p.Sum == 0 {
+			p.Max = float32(math.Inf(-1))
+		}
+		out[i] = p
+	}
+	return out
 }

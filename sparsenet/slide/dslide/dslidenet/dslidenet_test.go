@@ -185,8 +185,8 @@ func TestWireRoundTrip(t *testing.T) {
 		MarshalBinary() ([]byte, error)
 		UnmarshalBinary([]byte) error
 	}{
-		&fwdReq{Version: 3, Round: 9, Worker: 1, N: 2, X: []float32{1, 2, 3, 4}, Labels: [][]int32{{5}, {}}, Pause: 12, Wait: time.Second},
-		&fwdRep{Parts: []slide.Partial{{Max: 1, Sum: 2, Labels: 3, LabelLogits: 4}}, Info: dslide.RoundInfo{Pause: 3, Samples: 7, WithLabels: 6}, Active: 9},
+		&fwdReq{Version: 3, Round: 9, Worker: 1, N: 2, X: []float32{1, 2, 3, 4}, Labels: [][]int32{{5}, {}}, Pause: 12, Dense: true, Wait: time.Second},
+		&fwdRep{Parts: []slide.Partial{{Max: 1, Sum: 2, Labels: 3, LabelLogits: 4}}, Logits: []float32{1, -2}, Info: dslide.RoundInfo{Pause: 3, Samples: 7, WithLabels: 6}, Active: 9},
 		&backReq{Version: 1, Round: 2, Worker: 3, Globals: []slide.Global{{Max: -1, Sum: 0.5, Labels: 2}}, Poll: true, Wait: 5},
 		&backRep{Dx: []float32{0.25, -1}},
 		&predReq{Version: 4, N: 1, K: 2, X: []float32{1, 2, 3}, Sparse: true, Rehash: true},

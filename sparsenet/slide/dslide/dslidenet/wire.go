@@ -142,6 +142,7 @@ func (m *fwdReq) MarshalBinary() ([]byte, error) {
 	e.u32(uint32(m.N))
 	e.u64(m.Pause)
 	e.u8(m.Poll)
+	e.u8(m.Dense)
 	e.u64(uint64(m.Wait))
 	e.floats(m.X)
 	e.u32(uint32(len(m.Labels)))
@@ -155,7 +156,7 @@ func (m *fwdReq) UnmarshalBinary(b []byte) error {
 	d := dec{b: b}
 	m.Version, m.Round = d.u64(), d.u64()
 	m.Worker, m.N = int(int32(d.u32())), int(int32(d.u32()))
-	m.Pause, m.Poll = d.u64(), d.u8()
+	m.Pause, m.Poll, m.Dense = d.u64(), d.u8(), d.u8()
 	m.Wait = time.Duration(d.u64())
 	m.X = d.floats()
 	m.Labels = make([][]int32, d.count(4))
@@ -168,7 +169,7 @@ func (m *fwdReq) UnmarshalBinary(b []byte) error {
 const partialSize = 4 + 8 + 4 + 8
 
 func (m *fwdRep) MarshalBinary() ([]byte, error) {
-	e := enc{b: make([]byte, 0, 32+partialSize*len(m.Parts))}
+	e := enc{b: make([]byte, 0, 32+partialSize*len(m.Parts)+4*len(m.Logits))}
 	e.u8(m.Pending)
 	e.u64(m.Info.Pause)
 	e.u32(uint32(m.Info.Samples))
@@ -181,6 +182,7 @@ func (m *fwdRep) MarshalBinary() ([]byte, error) {
 		e.u32(uint32(p.Labels))
 		e.f64(p.LabelLogits)
 	}
+	e.floats(m.Logits)
 	return e.b, nil
 }
 
@@ -193,6 +195,7 @@ func (m *fwdRep) UnmarshalBinary(b []byte) error {
 		p := &m.Parts[i]
 		p.Max, p.Sum, p.Labels, p.LabelLogits = d.f32(), d.f64(), int32(d.u32()), d.f64()
 	}
+	m.Logits = d.floats()
 	return d.end("forward reply")
 }
 
