@@ -410,6 +410,14 @@ type OutputConfig struct {
 	// workers' machines on a cluster); PeerAdvertise's is empty.
 	PeerListen    string `yaml:"peer_listen"`
 	PeerAdvertise string `yaml:"peer_advertise"`
+	// Exchange is what the shares of a layer split between workers send
+	// each other in a round: "sparse" (D-SLIDE: per sample and share, the
+	// largest logit and two sums) or "dense" (dense model parallelism:
+	// every share's logits of every sample). Both train the same model;
+	// "dense" is there to compare the two over a network.
+	//
+	// The default value is "sparse".
+	Exchange string `yaml:"exchange"`
 }
 
 // TrainConfig controls the training loop.
@@ -743,6 +751,9 @@ func (o *OutputConfig) EnsureDefaults() {
 	if o.PeerListen == "" {
 		o.PeerListen = DefaultPeerListen
 	}
+	if o.Exchange == "" {
+		o.Exchange = "sparse"
+	}
 }
 
 // DefaultPeerListen is OutputConfig.PeerListen's default.
@@ -789,6 +800,9 @@ func (o *OutputConfig) validate(c *Config, bad func(string, ...any)) {
 	}
 	if o.EvalLimit < 0 {
 		bad("model.output.eval_limit %d is negative", o.EvalLimit)
+	}
+	if o.Exchange != "sparse" && o.Exchange != "dense" {
+		bad("model.output.exchange %q is not sparse or dense", o.Exchange)
 	}
 	if o.Owners < 0 || o.Labels > 0 && o.Owners > o.Labels {
 		bad("model.output.owners %d is not in [1, labels]", o.Owners)

@@ -52,6 +52,10 @@ type Summary struct {
 	Restores    int     `json:"restores,omitempty"`
 	LoadSeconds float64 `json:"load_seconds"`
 	WallSeconds float64 `json:"wall_seconds"`
+	// PeakRSSBytes is the process's peak resident memory at the end of
+	// the job (getrusage's maxrss; with worker -local the whole cluster's
+	// process).
+	PeakRSSBytes int64 `json:"peak_rss_bytes,omitempty"`
 	// Snapshots and SnapshotsFailed count the snapshot attempts the
 	// scheduler made while the job ran that succeeded and that failed;
 	// SnapshotError is the last failure's error.
@@ -221,7 +225,7 @@ func Run(ctx context.Context, opts Options, m Model) error {
 	s := m.Summary()
 	env := &Env{Options: opts, Name: membership.WorkerName(opts.Index), Conn: conn, baseLog: opts.Logger, summary: s}
 	s.Worker, s.Index, s.Count = env.Name, opts.Index, opts.Workers()
-	defer func() { s.WallSeconds = time.Since(wall).Seconds() }()
+	defer func() { s.WallSeconds, s.PeakRSSBytes = time.Since(wall).Seconds(), peakRSS() }()
 	// Kept: a lost lease is registered again. The cluster took the loss
 	// for this worker's death and rolls back; the attempt that was
 	// training stops and the next one resumes from the restored

@@ -120,8 +120,9 @@ type shared struct {
 }
 
 // newShared builds this worker's share of sc's layer for p's attempt and
-// serves it on p.Server.
-func newShared(sc slide.Config, p *Peers) (*shared, slide.Params, error) {
+// serves it on p.Server; dense makes its rounds exchange logits (dense
+// model parallelism) instead of D-SLIDE's sums.
+func newShared(sc slide.Config, p *Peers, dense bool) (*shared, slide.Params, error) {
 	part, err := dslide.Even(sc.Dim, p.Workers)
 	if err != nil {
 		return nil, slide.Params{}, err
@@ -130,7 +131,7 @@ func newShared(sc slide.Config, p *Peers) (*shared, slide.Params, error) {
 	if err != nil {
 		return nil, slide.Params{}, err
 	}
-	s := &shared{owner: o, srv: p.Server, w: &dslide.Worker{Part: part, Index: p.Index, Version: p.Version, Peers: make([]dslide.Peer, p.Workers)}}
+	s := &shared{owner: o, srv: p.Server, w: &dslide.Worker{Part: part, Index: p.Index, Version: p.Version, Peers: make([]dslide.Peer, p.Workers), Dense: dense}}
 	for i, addr := range p.Addrs {
 		if i == p.Index {
 			s.w.Peers[i] = o

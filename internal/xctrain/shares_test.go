@@ -68,10 +68,11 @@ func (l *syncLog) String() string {
 }
 
 // TestSharesAcrossWorkers: with 2 and 3 workers the layer is split into
-// one share per worker, trained in rounds over gRPC: every sample of
-// every epoch is trained once by one worker, worker 0 evaluates over
-// every share, the shares stay balanced, and the model is about as good
-// as one worker's on the same data.
+// one share per worker, trained in rounds over gRPC (2 workers also with
+// the dense model-parallel exchange): every sample of every epoch is
+// trained once by one worker, worker 0 evaluates over every share, the
+// shares stay balanced, and the model is about as good as one worker's on
+// the same data.
 func TestSharesAcrossWorkers(t *testing.T) {
 	ctx := testutil.Ctx(t, 5*time.Minute)
 	dir := t.TempDir()
@@ -81,8 +82,14 @@ func TestSharesAcrossWorkers(t *testing.T) {
 	cfg := withJob(smallConfig(), []string{train}, []string{test}, 1)
 	cfg.Train.ProgressEvery = time.Second
 	one := runWorkers(t, ctx, 1, cfg, "/xps/xctrain-shares-1")[0]
-	for _, W := range []int{2, 3} {
-		res := runWorkers(t, ctx, W, cfg, fmt.Sprintf("/xps/xctrain-shares-%d", W))
+	for _, c := range []struct {
+		W        int
+		exchange string
+	}{{2, "sparse"}, {3, "sparse"}, {2, "dense"}} {
+		W := c.W
+		cfg := cfg
+		cfg.Model.Output.Exchange = c.exchange
+		res := runWorkers(t, ctx, W, cfg, fmt.Sprintf("/xps/xctrain-shares-%d-%s", W, c.exchange))
 		var samples int64
 		for i, r := range res {
 			samples += r.Samples

@@ -290,7 +290,7 @@ func New(cl *client.Client, opts Options) (*Trainer, error) {
 	var out output
 	var params slide.Params
 	if opts.Peers != nil {
-		out, params, err = newShared(sc, opts.Peers)
+		out, params, err = newShared(sc, opts.Peers, oc.Exchange == "dense")
 	} else {
 		out, params, err = newOutput(sc, oc.Owners)
 	}

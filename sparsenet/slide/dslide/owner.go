@@ -115,10 +115,12 @@ type PredictRequest struct {
 }
 
 // PredictReply holds N x K rows (-1 past the owner's candidates) and
-// their scores.
+// their scores, or Pending when the owner of the request's version is not
+// there yet (a transport's answer before its worker starts the attempt).
 type PredictReply struct {
-	IDs    []int32
-	Scores []float32
+	Pending bool
+	IDs     []int32
+	Scores  []float32
 }
 
 // Peer is a worker's way to an owner.

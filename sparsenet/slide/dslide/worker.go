@@ -214,7 +214,10 @@ func (w *Worker) Predict(ctx context.Context, x []float32, n, k int, sparse, reh
 	}
 	err := w.poll(ctx, func(ctx context.Context, o int, _ bool) (bool, error) {
 		rep, err := w.Peers[o].Predict(ctx, PredictRequest{Version: w.Version, N: n, K: k, X: x, Sparse: sparse, Rehash: rehash})
-		if err == nil && (len(rep.IDs) != n*k || len(rep.Scores) != n*k) {
+		if err != nil || rep.Pending {
+			return rep.Pending, err
+		}
+		if len(rep.IDs) != n*k || len(rep.Scores) != n*k {
 			err = fmt.Errorf("%w: owner %d sent %d rows and %d scores for %d x %d", ErrRound, o, len(rep.IDs), len(rep.Scores), n, k)
 		}
 		w.pred[o] = rep

@@ -17,7 +17,7 @@
 //     short, long or inconsistent buffer), never a panic (FuzzWire).
 //  2. A Server without an owner, or with one of an older version than a
 //     request's, answers Pending (its worker has not started that attempt
-//     yet); an older request gets dslide.ErrStale's message back as a
+//     yet), to predictions too; an older request gets dslide.ErrStale's message back as a
 //     FailedPrecondition status, which the Client maps back to ErrStale.
 //  3. A Client's requests wait at most the request's Wait at the owner,
 //     plus the link: a dead peer fails the call (Unavailable), it does not

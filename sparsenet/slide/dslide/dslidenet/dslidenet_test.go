@@ -150,6 +150,9 @@ func TestServerStates(t *testing.T) {
 	if rep, err := cl.Forward(ctx, poll); err != nil || !rep.Pending {
 		t.Fatalf("no owner: %+v, %v", rep, err)
 	}
+	if rep, err := cl.Predict(ctx, dslide.PredictRequest{Version: 1, N: 1, K: 1, X: make([]float32, 3)}); err != nil || !rep.Pending {
+		t.Fatalf("predict, no owner: %+v, %v", rep, err)
+	}
 	o, err := dslide.NewOwner(base, part, 0, 1, 1)
 	if err != nil {
 		t.Fatal(err)
@@ -190,7 +193,7 @@ func TestWireRoundTrip(t *testing.T) {
 		&backReq{Version: 1, Round: 2, Worker: 3, Globals: []slide.Global{{Max: -1, Sum: 0.5, Labels: 2}}, Poll: true, Wait: 5},
 		&backRep{Dx: []float32{0.25, -1}},
 		&predReq{Version: 4, N: 1, K: 2, X: []float32{1, 2, 3}, Sparse: true, Rehash: true},
-		&predRep{IDs: []int32{-1, 7}, Scores: []float32{0, 3}},
+		&predRep{Pending: true, IDs: []int32{-1, 7}, Scores: []float32{0, 3}},
 	}
 	for _, m := range msgs {
 		b, _ := m.MarshalBinary()

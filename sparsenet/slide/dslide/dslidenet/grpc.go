@@ -119,7 +119,7 @@ func (sv *Server) backward(ctx context.Context, req *backReq) (*backRep, error) 
 func (sv *Server) predict(ctx context.Context, req *predReq) (*predRep, error) {
 	o := sv.current(req.Version)
 	if o == nil {
-		return nil, status.Errorf(codes.Unavailable, "dslidenet: no owner at version %d yet", req.Version)
+		return &predRep{Pending: true}, nil
 	}
 	rep, err := o.Predict(ctx, dslide.PredictRequest(*req))
 	return (*predRep)(&rep), toStatus(err)

@@ -266,7 +266,8 @@ func (m *predReq) UnmarshalBinary(b []byte) error {
 }
 
 func (m *predRep) MarshalBinary() ([]byte, error) {
-	e := enc{b: make([]byte, 0, 8+8*len(m.IDs))}
+	e := enc{b: make([]byte, 0, 9+8*len(m.IDs))}
+	e.u8(m.Pending)
 	e.ints(m.IDs)
 	e.floats(m.Scores)
 	return e.b, nil
@@ -274,6 +275,7 @@ func (m *predRep) MarshalBinary() ([]byte, error) {
 
 func (m *predRep) UnmarshalBinary(b []byte) error {
 	d := dec{b: b}
+	m.Pending = d.u8()
 	m.IDs = d.ints()
 	m.Scores = d.floats()
 	return d.end("predict reply")
