@@ -1,29 +1,38 @@
 // Command netdelay relays TCP connections with a fixed delay each way
 // (package internal/netdelay), for link benchmarks where the kernel has no
-// netem: netdelay -delay 10ms LISTEN=TARGET [LISTEN=TARGET...].
+// netem qdisc (bench/dslide_net.sh).
+//
+// Usage:
+//
+//	netdelay -delay 10ms LISTEN=TARGET [LISTEN=TARGET...]
+//
+// Flags:
+//
+//	-delay  the delay added to every byte, each way (default 10ms)
+//
+// Each LISTEN=TARGET pair listens on LISTEN and relays every connection to
+// TARGET. SIGINT or SIGTERM stops it.
 package main
 
 import (
+	"errors"
 	"flag"
 	"fmt"
 	"net"
-	"os"
 	"strings"
+	"time"
 
 	"github.com/xdlgo/xps/internal/cli"
 	"github.com/xdlgo/xps/internal/netdelay"
 )
 
 func main() {
-	delay := flag.Duration("delay", 0, "delay added to every byte, each way")
-	flag.Usage = func() {
-		fmt.Fprintln(flag.CommandLine.Output(), "Usage: netdelay -delay D LISTEN=TARGET [LISTEN=TARGET...]")
-		flag.PrintDefaults()
-	}
+	delay := flag.Duration("delay", 10*time.Millisecond, "the delay added to every byte, each way")
+	flag.Usage = cli.Usage(flag.CommandLine, "netdelay", "LISTEN=TARGET...")
 	flag.Parse()
 	if flag.NArg() == 0 {
 		flag.Usage()
-		os.Exit(2)
+		cli.Fatal("netdelay", errors.New("give at least one LISTEN=TARGET"))
 	}
 	ctx, stop := cli.SignalContext()
 	defer stop()
@@ -32,25 +41,26 @@ func main() {
 	for _, a := range flag.Args() {
 		listen, target, ok := strings.Cut(a, "=")
 		if !ok {
-			fmt.Fprintf(os.Stderr, "netdelay: %q is not LISTEN=TARGET\n", a)
-			os.Exit(2)
+			cli.Fatal("netdelay", fmt.Errorf("%q is not LISTEN=TARGET", a))
 		}
 		lis, err := net.Listen("tcp", listen)
 		if err != nil {
-			fmt.Fprintf(os.Stderr, "netdelay: %v\n", err)
-			os.Exit(1)
+			cli.Fatal("netdelay", err)
 		}
 		r := &netdelay.Relay{Target: target, Delay: *delay}
 		relays = append(relays, r)
 		go func() { errs <- r.Serve(lis) }()
 		fmt.Printf("netdelay: %s -> %s, %v each way\n", lis.Addr(), target, *delay)
 	}
+	var err error
 	select {
 	case <-ctx.Done():
-	case err := <-errs:
-		fmt.Fprintf(os.Stderr, "netdelay: %v\n", err)
+	case err = <-errs:
 	}
 	for _, r := range relays {
 		r.Close()
+	}
+	if err != nil {
+		cli.Fatal("netdelay", err)
 	}
 }

@@ -16,7 +16,7 @@ import (
 )
 
 // withArgs are the commands whose usage names positional arguments.
-var withArgs = map[string]bool{"hdfsput": true, "kafkaput": true, "plot": true}
+var withArgs = map[string]bool{"hdfsput": true, "kafkaput": true, "plot": true, "netdelay": true}
 
 // TestCommandLine checks the command line of every binary under cmd/ (issue
 // 21, item 8): -h lists every flag with its default and exits 0, the
