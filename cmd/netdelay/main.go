@@ -8,7 +8,9 @@
 //
 // Flags:
 //
-//	-delay  the delay added to every byte, each way (default 10ms)
+//	-delay   the delay added to every byte, each way (default 10ms)
+//	-report  print the bytes relayed so far (all pairs, both ways) this
+//	         often; 0: never (default 0s)
 //
 // Each LISTEN=TARGET pair listens on LISTEN and relays every connection to
 // TARGET. SIGINT or SIGTERM stops it.
@@ -28,6 +30,7 @@ import (
 
 func main() {
 	delay := flag.Duration("delay", 10*time.Millisecond, "the delay added to every byte, each way")
+	report := flag.Duration("report", 0, "print the bytes relayed so far (all pairs, both ways) this often; 0: never")
 	flag.Usage = cli.Usage(flag.CommandLine, "netdelay", "LISTEN=TARGET...")
 	flag.Parse()
 	if flag.NArg() == 0 {
@@ -52,10 +55,27 @@ func main() {
 		go func() { errs <- r.Serve(lis) }()
 		fmt.Printf("netdelay: %s -> %s, %v each way\n", lis.Addr(), target, *delay)
 	}
+	var tick <-chan time.Time
+	if *report > 0 {
+		t := time.NewTicker(*report)
+		defer t.Stop()
+		tick = t.C
+	}
 	var err error
-	select {
-	case <-ctx.Done():
-	case err = <-errs:
+loop:
+	for {
+		select {
+		case <-ctx.Done():
+			break loop
+		case err = <-errs:
+			break loop
+		case <-tick:
+			var b int64
+			for _, r := range relays {
+				b += r.Bytes()
+			}
+			fmt.Printf("netdelay: %d bytes relayed\n", b)
+		}
 	}
 	for _, r := range relays {
 		r.Close()

@@ -18,6 +18,7 @@ import (
 	"context"
 	"net"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -25,6 +26,8 @@ import (
 type Relay struct {
 	Target string
 	Delay  time.Duration
+
+	bytes atomic.Int64 // relayed, both ways
 
 	mu     sync.Mutex
 	conns  map[net.Conn]struct{}
@@ -64,6 +67,9 @@ func (r *Relay) isClosed() bool {
 	defer r.mu.Unlock()
 	return r.closed
 }
+
+// Bytes returns the bytes relayed so far, both ways.
+func (r *Relay) Bytes() int64 { return r.bytes.Load() }
 
 // Close ends the relay and every connection it holds.
 func (r *Relay) Close() {
@@ -148,7 +154,9 @@ func (r *Relay) pipe(dst, src net.Conn) {
 			continue // drain the reader
 		}
 		time.Sleep(time.Until(c.at.Add(r.Delay)))
-		_, err = dst.Write(c.b)
+		var n int
+		n, err = dst.Write(c.b)
+		r.bytes.Add(int64(n))
 	}
 	if tc, ok := dst.(*net.TCPConn); ok && err == nil {
 		tc.CloseWrite()

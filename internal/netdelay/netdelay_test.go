@@ -54,6 +54,9 @@ func TestRelayDelaysAndKeepsBytes(t *testing.T) {
 	if err != nil || !bytes.Equal(got, msg) {
 		t.Fatalf("echo through the relay: %d bytes (want %d), %v", len(got), len(msg), err)
 	}
+	if b := r.Bytes(); b != 2*int64(len(msg)) {
+		t.Fatalf("Bytes() = %d after echoing %d bytes", b, len(msg))
+	}
 	if took < 2*delay {
 		t.Fatalf("a round trip took %v, under twice the delay %v", took, delay)
 	}
