@@ -60,11 +60,15 @@ files() {
 	esac
 }
 
-# ours KIND FORMAT TRAIN TEST: one JSON line of worker -local.
+# ours KIND FORMAT TRAIN TEST: one JSON line of worker -local. The
+# negatives fields are DIEN's auxiliary loss only: for mlp they would be two
+# more bags in the MLP's input, which the reference's mlp does not have.
 ours() {
+	local negs=()
+	[ "$1" = mlp ] || negs=(-set "model.sequence.negatives=[$neg]")
 	"$out/worker" -local -quiet -json -train "$3" -test "$4" -format "$2" -epochs "$epochs" -dim 18 \
 		-set model.kind="$1" -set "model.sequence.history=[$hist]" -set "model.sequence.target=[$target]" \
-		-set "model.sequence.negatives=[$neg]" -set model.dense_optimizer.lr="$lr" \
+		"${negs[@]}" -set model.dense_optimizer.lr="$lr" \
 		-set model.tables[0].optimizer.initial_accumulator=1e-12 -set model.tables[0].optimizer.eps=1e-10 | tail -n 1
 }
 
