@@ -139,6 +139,18 @@ func (m *model) Train(ctx context.Context, env *job.Env, start *checkpoint.Check
 	opts := Options{Config: env.Config, Train: m.train, Test: m.test, Valid: m.valid, Name: env.Name,
 		Progress: env.Progress, Logger: env.Logger, Pauser: env.Pauser, Conn: env.Conn, Final: env.BestRestored != nil}
 	if m.peers != nil {
+		if v := env.Version; v == m.peers.version {
+			// The last attempt, at this version, ended early and its share
+			// is gone, while the other workers' shares went on: leave as a
+			// dead worker, so that the cluster rolls every share back to
+			// the last snapshot.
+			env.Say("the last attempt at version %d ended early and its share of the SLIDE layer is gone: leaving as a dead worker, so that the cluster rolls every share back to its last snapshot", v)
+			if err := env.Registration.Renew(ctx); err != nil {
+				return err
+			}
+			return fmt.Errorf("%w: this worker's share of version %d is lost", job.ErrRestored, v)
+		}
+		m.peers.version = env.Version
 		p, err := m.peers.joinPeers(ctx, env)
 		if err != nil {
 			return fmt.Errorf("xctrain: meeting the other workers' shares: %w", err)
@@ -167,6 +179,9 @@ func (m *model) train1(ctx context.Context, env *job.Env, start *checkpoint.Chec
 	}
 	if err := m.resume(env, tr, start); err != nil {
 		return err
+	}
+	if s, ok := tr.out.(*shared); ok {
+		s.serve()
 	}
 	oc := env.Config.Model.Output
 	p := tr.params
@@ -208,14 +223,21 @@ func (m *model) train1(ctx context.Context, env *job.Env, start *checkpoint.Chec
 // share), serving the pauses of snapshots meanwhile (the final one
 // holds every share, with cp).
 func (m *model) awaitPeers(ctx context.Context, env *job.Env, tr *Trainer, cp checkpoint.Checkpoint) error {
-	hctx, cancel := context.WithCancel(ctx)
+	bctx, cancel := context.WithCancelCause(ctx)
 	held := make(chan error, 1)
-	go func() { held <- tr.holdPauses(hctx, cp) }()
-	err := env.Barrier(ctx, "slide-shares")
-	cancel()
-	if herr := <-held; err == nil && herr != nil && hctx.Err() == nil {
-		err = herr
+	go func() {
+		err := tr.holdPauses(bctx, cp)
+		if bctx.Err() == nil { // it failed: the barrier cannot be waited for without it
+			cancel(err)
+		}
+		held <- err
+	}()
+	err := env.Barrier(bctx, "slide-shares")
+	if cause := context.Cause(bctx); err != nil && cause != nil && ctx.Err() == nil {
+		err = cause // holdPauses' failure
 	}
+	cancel(nil)
+	<-held
 	return err
 }
 

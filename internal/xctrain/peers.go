@@ -46,6 +46,9 @@ type peerServer struct {
 	srv  *dslidenet.Server
 	grpc *grpc.Server
 	addr string // advertised
+	// version is the cluster version of the last attempt that built a
+	// share (0: none yet).
+	version uint64
 }
 
 // startPeerServer listens on listen and serves the share (none until an
@@ -119,9 +122,10 @@ type shared struct {
 	conns []*grpc.ClientConn
 }
 
-// newShared builds this worker's share of sc's layer for p's attempt and
-// serves it on p.Server; dense makes its rounds exchange logits (dense
-// model parallelism) instead of D-SLIDE's sums.
+// newShared builds this worker's share of sc's layer for p's attempt;
+// serve makes p.Server serve it, once it holds what it resumes from.
+// dense makes its rounds exchange logits (dense model parallelism)
+// instead of D-SLIDE's sums.
 func newShared(sc slide.Config, p *Peers, dense bool) (*shared, slide.Params, error) {
 	part, err := dslide.Even(sc.Dim, p.Workers)
 	if err != nil {
@@ -147,9 +151,13 @@ func newShared(sc slide.Config, p *Peers, dense bool) (*shared, slide.Params, er
 		s.conns = append(s.conns, conn)
 		s.w.Peers[i] = dslidenet.NewClient(conn)
 	}
-	p.Server.Set(o)
 	return s, o.Layer().Params(), nil
 }
+
+// serve makes the share reachable by the other workers. Before, their
+// requests of this attempt are answered Pending: a share still loading
+// from a snapshot (Load) must not serve a prediction.
+func (s *shared) serve() { s.srv.Set(s.owner) }
 
 func (s *shared) TrainBatch(ctx context.Context, x []float32, n int, labels [][]int32, dx []float32, pause uint64) (float64, uint64, error) {
 	loss, info, err := s.w.TrainBatch(ctx, x, n, labels, dx, pause)

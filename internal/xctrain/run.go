@@ -301,9 +301,11 @@ func (r *run) trainStage(ctx context.Context, ready <-chan *batch, free chan<- *
 		r.res.Samples += int64(n)
 		r.res.Batches++
 		r.lineSamples += int64(n)
-		requested, err := r.agreedPause(ctx, pauseAll)
-		if err != nil {
-			return err
+		requested := pz != nil && pz.Requested() // one worker: as asked now
+		if _, ok := t.out.(*shared); ok {
+			if requested, err = r.agreedPause(ctx, pauseAll); err != nil {
+				return err
+			}
 		}
 		ev := tracker.BatchTrained{Now: time.Now(), Samples: n, PauseRequested: requested}
 		if _, err := r.step(ctx, ev); err != nil {
@@ -343,15 +345,24 @@ func (r *run) inRound(ctx context.Context) error {
 	if pz == nil || !pz.Requested() {
 		return nil
 	}
+	seq := pz.Pending()
 	tgt, ok, err := t.opts.Conn.GetSnapshotTarget(ctx)
 	if err != nil {
-		return fmt.Errorf("xctrain: pause %d: %w", pz.Pending(), err)
+		return fmt.Errorf("xctrain: pause %d: %w", seq, err)
 	}
-	if ok && tgt.Pause == pz.Pending() {
+	if ok && tgt.Pause == seq {
 		return nil
 	}
-	cp := r.tk.Checkpoint()
-	return t.snapshotPause(ctx, &cp)
+	if err := t.waitPushes(); err != nil {
+		return err
+	}
+	if err := checkpoint.Store(ctx, t.cl, t.opts.Name, r.tk.Checkpoint()); err != nil {
+		return fmt.Errorf("xctrain: pause %d: %w", seq, err)
+	}
+	if err := pz.PauseFor(ctx, seq); err != nil { // this request, whatever came since: a later one waits for its own check
+		return fmt.Errorf("xctrain: pause %d: %w", seq, err)
+	}
+	return nil
 }
 
 func (r *run) progressLine() {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"sync"
 	"time"
@@ -149,7 +150,7 @@ type Peer interface {
 type Owner struct {
 	index, workers int
 	version        uint64
-	din            int
+	din, total     int // input width; rows of the whole layer
 
 	mu      sync.Mutex
 	layer   *slide.Layer
@@ -203,7 +204,7 @@ func NewOwner(base slide.Config, part Partition, index, workers int, version uin
 	if err != nil {
 		return nil, fmt.Errorf("dslide: owner %d: %w", index, err)
 	}
-	return &Owner{index: index, workers: workers, version: version, din: base.InputDim, layer: l,
+	return &Owner{index: index, workers: workers, version: version, din: base.InputDim, total: part.Total(), layer: l,
 		in: make([]contribution, workers), off: make([]int, workers+1), wl: make([]int, workers),
 		hasGlob: make([]bool, workers), dense: make([]bool, workers), changed: make(chan struct{})}, nil
 }
@@ -307,6 +308,13 @@ func (o *Owner) take(c *contribution, req ForwardRequest) error {
 		return fmt.Errorf("%w: worker %d's batch: %d samples, %d inputs, %d label lists for input dim %d",
 			ErrRound, req.Worker, req.N, len(req.X), len(req.Labels), o.din)
 	}
+	for i, ls := range req.Labels {
+		for _, v := range ls {
+			if v < 0 || int(v) >= o.total {
+				return fmt.Errorf("%w: worker %d's sample %d has label %d, want [0, %d)", ErrRound, req.Worker, i, v, o.total)
+			}
+		}
+	}
 	c.has, c.n, c.pause, c.dense = true, req.N, req.Pause, req.Dense
 	c.x = append(c.x[:0], req.X...)
 	c.labels = c.labels[:0]
@@ -353,8 +361,7 @@ func (o *Owner) forward() {
 	o.off[o.workers], o.info.Samples = n, n
 	o.parts = grow(o.parts, n)
 	if err := o.layer.ShardForward(o.x, n, o.labels, o.parts); err != nil {
-		// Labels were checked by every worker (Worker.TrainBatch); a
-		// negative one here is a bug of the caller's transport.
+		// take checked every label: unreachable.
 		panic(fmt.Sprintf("dslide: owner %d: %v", o.index, err))
 	}
 	o.active = o.layer.KeptActive()
@@ -387,6 +394,11 @@ func (o *Owner) Backward(ctx context.Context, req BackwardRequest) (BackwardRepl
 		lo, hi := o.off[w], o.off[w+1]
 		if o.hasGlob[w] || len(req.Globals) != hi-lo {
 			return BackwardReply{}, fmt.Errorf("%w: worker %d sent %d Globals for its %d samples (twice: %v)", ErrRound, w, len(req.Globals), hi-lo, o.hasGlob[w])
+		}
+		for i, g := range req.Globals {
+			if g.Labels < 0 || g.Labels > 0 && !(g.Sum > 0 && g.Sum <= math.MaxFloat64) || math.IsNaN(float64(g.Max)) {
+				return BackwardReply{}, fmt.Errorf("%w: worker %d's Global %d is %+v", ErrRound, w, i, g)
+			}
 		}
 		copy(o.glob[lo:hi], req.Globals)
 		o.hasGlob[w] = true
@@ -447,7 +459,7 @@ func (o *Owner) Predict(ctx context.Context, req PredictRequest) (PredictReply, 
 	if req.Version != o.version {
 		return PredictReply{}, fmt.Errorf("%w: predict at version %d, owner %d is at %d", ErrStale, req.Version, o.index, o.version)
 	}
-	if req.N < 0 || req.K < 1 || len(req.X) != req.N*o.din {
+	if req.N < 0 || req.K < 1 || req.K > o.total || len(req.X) != req.N*o.din {
 		return PredictReply{}, fmt.Errorf("%w: predict %d inputs of %d values, k %d, for input dim %d", ErrRound, req.N, len(req.X), req.K, o.din)
 	}
 	if o.phase == forwarded {

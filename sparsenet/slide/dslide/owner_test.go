@@ -261,6 +261,12 @@ func checkRequestErrors(t *testing.T, owners []*Owner, x []float32, labels [][]i
 	if _, err := owners[0].Forward(ctx, ForwardRequest{Version: 1, Round: 1, Worker: 1, N: 2, X: x}); !errors.Is(err, ErrRound) {
 		t.Fatalf("a batch of the wrong shape: %v", err)
 	}
+	for _, bad := range []int32{-1, 20} {
+		req := ForwardRequest{Version: 1, Round: 1, Worker: 1, N: 1, X: x[:din], Labels: [][]int32{{bad}}}
+		if _, err := owners[0].Forward(ctx, req); !errors.Is(err, ErrRound) {
+			t.Fatalf("label %d of 20 sent straight to an owner: %v", bad, err)
+		}
+	}
 	if _, err := owners[0].Predict(ctx, PredictRequest{Version: 1, N: 1, K: 2, X: x[:din]}); err != nil {
 		t.Fatalf("predict while round 1 collects: %v", err)
 	}
@@ -286,6 +292,10 @@ func TestDxKeptWhileNextRoundCollects(t *testing.T) {
 		rep, err := o.Forward(ctx, ForwardRequest{Version: 1, Worker: w, Poll: true})
 		if err != nil || rep.Pending {
 			t.Fatalf("worker %d's partials: %+v, %v", w, rep, err)
+		}
+		forged := []slide.Global{{Labels: 1}, {Labels: 1, Sum: 1}} // a sum of 0 would write NaN into the weights
+		if _, err := o.Backward(ctx, BackwardRequest{Version: 1, Worker: w, Globals: forged}); !errors.Is(err, ErrRound) {
+			t.Fatalf("Globals with labels and a zero sum: %v", err)
 		}
 		slide.Combine([][]slide.Partial{rep.Parts}, glob)
 		if _, err := o.Backward(ctx, BackwardRequest{Version: 1, Worker: w, Globals: glob}); err != nil {

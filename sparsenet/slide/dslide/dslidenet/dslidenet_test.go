@@ -165,8 +165,17 @@ func TestServerStates(t *testing.T) {
 	if _, err := cl.Forward(ctx, dslide.ForwardRequest{Version: 0}); !errors.Is(err, dslide.ErrStale) {
 		t.Fatalf("an older request: %v", err)
 	}
-	if _, err := cl.Forward(ctx, dslide.ForwardRequest{Version: 1, N: 2, X: make([]float32, 3)}); !errors.Is(err, dslide.ErrRound) {
-		t.Fatalf("a malformed request: %v", err)
+	if _, err := cl.Forward(ctx, dslide.ForwardRequest{Version: 1, N: 2, X: make([]float32, 3), Labels: make([][]int32, 2)}); !errors.Is(err, dslide.ErrRound) {
+		t.Fatalf("a request of the wrong shape: %v", err)
+	}
+	if _, err := cl.Forward(ctx, dslide.ForwardRequest{Version: 1, N: 2, X: make([]float32, 6)}); err == nil {
+		t.Fatal("a request with no label lists for its 2 samples was taken")
+	}
+	if _, err := cl.Forward(ctx, dslide.ForwardRequest{Version: 1, N: 1, X: make([]float32, 3), Labels: [][]int32{{-1}}}); !errors.Is(err, dslide.ErrRound) {
+		t.Fatalf("a negative label: %v", err)
+	}
+	if _, err := cl.Predict(ctx, dslide.PredictRequest{Version: 1, N: 1, K: 1 << 30, X: make([]float32, 3)}); !errors.Is(err, dslide.ErrRound) {
+		t.Fatalf("predict k 2^30: %v", err)
 	}
 	w := &dslide.Worker{Part: part, Peers: []dslide.Peer{cl}, Version: 1}
 	x, labels := batch(rand.New(rand.NewPCG(1, 2)), 3, 3, 10)

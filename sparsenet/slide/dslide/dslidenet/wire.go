@@ -159,7 +159,11 @@ func (m *fwdReq) UnmarshalBinary(b []byte) error {
 	m.Pause, m.Poll, m.Dense = d.u64(), d.u8(), d.u8()
 	m.Wait = time.Duration(d.u64())
 	m.X = d.floats()
-	m.Labels = make([][]int32, d.count(4))
+	if nl := d.count(4); d.err == nil && nl != m.N {
+		d.err = errShort // one label list per sample
+	} else {
+		m.Labels = make([][]int32, nl)
+	}
 	for i := range m.Labels {
 		m.Labels[i] = d.ints()
 	}
