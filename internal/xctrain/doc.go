@@ -100,7 +100,10 @@
 // ShareFile(index, W) with its checkpoint. Any other pause (a rollback:
 // a worker died, and its rounds will never end) is served while a round
 // waits, changing no share. A restored cluster starts every worker's next
-// attempt from its share in the snapshot.
+// attempt from its share in the snapshot. An attempt that ends early while
+// the cluster serves on at the same version (a lease lost and won back)
+// has lost its share while the others' went on: the next attempt leaves as
+// a dead worker, so that the cluster rolls every share back.
 
 // # Snapshots
 //

@@ -3,15 +3,20 @@ package xctrain
 import (
 	"context"
 	"fmt"
+	"io/fs"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	clientv3 "go.etcd.io/etcd/client/v3"
+
 	"github.com/xdlgo/xps/cluster"
 	"github.com/xdlgo/xps/config"
 	"github.com/xdlgo/xps/internal/testutil"
 	"github.com/xdlgo/xps/job"
+	"github.com/xdlgo/xps/snapshot"
 )
 
 // runWorkers runs the SLIDE job on n workers (goroutines of this process,
@@ -114,5 +119,63 @@ func TestSharesAcrossWorkers(t *testing.T) {
 		if e.Dense.P1 < e1.Dense.P1-0.05 {
 			t.Fatalf("%d workers: dense P@1 %.4f, one worker %.4f", W, e.Dense.P1, e1.Dense.P1)
 		}
+	}
+}
+
+// TestSharesLeaseLostRollsBack: a worker of a layer split between 2
+// workers loses its lease after a snapshot holds both shares, and comes
+// back in the same life while the cluster serves on at the same version.
+// Its share is gone while the other's went on, so it leaves as a dead
+// worker: the cluster rolls every share back to the snapshot, both resume
+// from it and the job ends exactly once.
+func TestSharesLeaseLostRollsBack(t *testing.T) {
+	ctx := testutil.Ctx(t, 4*time.Minute)
+	dir := t.TempDir()
+	train := writeXC(t, dir, "train.txt", smallWorld, 0, 6000)
+	snaps := filepath.Join(dir, "snapshots")
+	lc, err := cluster.Start(ctx, cluster.Options{Shards: 2, Prefix: "/xps/xctrain-shares-lease", LeaseTTL: time.Second,
+		Config: config.Config{Job: config.JobConfig{Workers: 2}, Snapshot: snapshot.Policy{Store: snaps, Every: -1, EverySamples: 2000}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lc.Close()
+	cfg := withJob(smallConfig(), []string{train}, nil, 2)
+	cfg.Train.Epochs = 8 // far more than the test needs before its fault
+	cfg.Snapshot = snapshot.Policy{Store: snaps}
+	res, errs := make([]JobResult, 2), make([]error, 2)
+	logs := make([]syncLog, 2)
+	var wg sync.WaitGroup
+	for i := range 2 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			res[i], errs[i] = RunJob(ctx, job.Options{Config: cfg, Index: i, Etcd: lc.Etcd(), Prefix: lc.Prefix(), Progress: &logs[i]})
+		}()
+	}
+	testutil.Eventually(t, 2*time.Minute, "a snapshot holding both shares", func() bool {
+		var found [2]bool
+		filepath.WalkDir(snaps, func(p string, _ fs.DirEntry, _ error) error {
+			for i := range found {
+				found[i] = found[i] || strings.HasSuffix(p, filepath.Base(ShareFile(i, 2)))
+			}
+			return nil
+		})
+		return found[0] && found[1]
+	})
+	resp, err := lc.Etcd().Get(ctx, lc.Prefix()+"/members/worker/worker-1")
+	if err != nil || len(resp.Kvs) != 1 {
+		t.Fatalf("worker 1's registration: %v, %v", resp, err)
+	}
+	if _, err := lc.Etcd().Revoke(ctx, clientv3.LeaseID(resp.Kvs[0].Lease)); err != nil {
+		t.Fatal(err)
+	}
+	wg.Wait()
+	for i := range 2 {
+		if errs[i] != nil || res[i].ExactlyOnce == nil || !res[i].ExactlyOnce.Exact || res[i].Restores < 1 {
+			t.Fatalf("worker %d: %v, exactly once %+v, %d restores\n%s", i, errs[i], res[i].ExactlyOnce, res[i].Restores, logs[i].String())
+		}
+	}
+	if !strings.Contains(logs[1].String(), "leaving as a dead worker") {
+		t.Fatalf("worker 1 did not leave as a dead worker:\n%s", logs[1].String())
 	}
 }
