@@ -22,9 +22,15 @@
 # sparsity 0.2, SEEDS). Per run: worker 0's test P@1 (sparse and dense
 # inference), samples/s (all workers together), the wall time, each
 # worker's peak RSS and its share of the layer in MB, and the bytes a batch
-# moves between shares.
+# moves between shares (as counted from the messages' layout).
 #
-# Usage: sudo [DATA="670k bibtex"] [WORKERS="1 2 4"] [EXCHANGES="sparse dense"]
+#   wire    the bytes the relay actually carried per training round
+#           between the workers' shares (netdelay -report), 2 and 4
+#           workers, sparse and dense exchanges, 2000 samples of the 670K
+#           shape, no evaluation or progressive scoring (their traffic is
+#           not training's).
+#
+# Usage: sudo [DATA="670k bibtex wire"] [WORKERS="1 2 4"] [EXCHANGES="sparse dense"]
 #        [LINK=1gbit] [DELAY=10ms] bench/dslide_net.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -63,7 +69,7 @@ for i in 0 1 2 3; do
 done
 relays=()
 for i in 0 1 2 3; do relays+=("$host:$((7300 + i))=10.77.0.$((10 + i)):7200"); done
-"$bin/netdelay" -delay "$delay" "${relays[@]}" > "$out/netdelay.log" 2>&1 &
+"$bin/netdelay" -delay "$delay" -report 200ms "${relays[@]}" > "$out/netdelay.log" 2>&1 &
 pids+=($!)
 "$bin/etcd" -addr $host:2379 > "$out/etcd.log" 2>&1 &
 pids+=($!)
@@ -85,7 +91,7 @@ job() {
 	done
 	local wpids=()
 	for ((i = 0; i < W; i++)); do
-		ip netns exec "xpsw$i" "$bin/worker" "${common[@]}" -config "$cfg" -train "$train" -test "$test" -json \
+		ip netns exec "xpsw$i" "$bin/worker" "${common[@]}" -config "$cfg" -train "$train" ${test:+-test "$test"} -json \
 			-workers "$W" -worker-index "$i" -set model.seed="$seed" -set model.output.exchange="$ex" \
 			-set model.output.peer_listen="10.77.0.$((10 + i)):7200" -set model.output.peer_advertise="$host:$((7300 + i))" \
 			"$@" > "$out/$tag.worker-$i.log" 2>&1 &
@@ -106,7 +112,7 @@ rs = []
 for i in range(W):
     lines = open(f"{out}/{tag}.worker-{i}.log").read().strip().splitlines()
     rs.append(json.loads(lines[-1]))
-r0 = rs[0]; e = r0["test"]
+r0 = rs[0]; e = r0.get("test") or {}
 s, d = e.get("sparse") or {}, e.get("dense") or {}
 samples = sum(r["samples"] for r in rs)
 wall = max(r["seconds"] for r in rs)
@@ -119,9 +125,15 @@ print(f"| {name} | {W} | {ex if W > 1 else '-'} | {seed} | {s.get('p1', float('n
 PY
 }
 
+# relayed: the bytes the relay has carried so far.
+relayed() {
+	sleep 0.5
+	grep -o '[0-9]* bytes relayed' "$out/netdelay.log" | tail -n 1 | cut -d' ' -f1
+}
+
 echo "| data | workers | exchange | seed | P@1 sparse inf. | P@1 dense inf. | samples/s (all workers) | train s | peak RSS MB per worker | layer MB per worker | busiest share / mean | MB per batch and worker: D-SLIDE / dense MP |"
 echo "|---|---|---|---|---|---|---|---|---|---|---|---|"
-for set in ${DATA:-670k bibtex}; do
+for set in ${DATA:-670k bibtex wire}; do
 	echo "load before $set: $(cat /proc/loadavg)" >&2
 	case $set in
 	670k)
@@ -137,6 +149,25 @@ for set in ${DATA:-670k bibtex}; do
 				job 670k "$(pwd)/bench/configs/xc_670k.yaml" "$d/train-$n.txt" "$d/test.txt" "$W" "$ex" 1 -epochs "$eps"
 			done
 		done
+		;;
+	wire)
+		d=$(pwd)/bench/out/xc670k
+		[ -f "$d/train-2000.txt" ] || "$bin/xcgen" -quiet -out "$d/train-2000.txt" -samples 2000
+		wire=()
+		for W in 2 4; do
+			for ex in sparse dense; do
+				b0=$(relayed)
+				job wire "$(pwd)/bench/configs/xc_670k.yaml" "$d/train-2000.txt" "" "$W" "$ex" 1 -epochs 1 \
+					-set model.output.progressive_every=0 > /dev/null
+				b1=$(relayed)
+				# rounds: 2000 samples in batches of 128: 16 (the last of 80)
+				wire+=("| 670k | $W | $ex | $(((b1 - b0) / 16)) bytes ($(/usr/bin/python3 -c "print('%.3f' % (($b1 - $b0) / 16 / $W / 1e6))") MB per worker) |")
+			done
+		done
+		echo
+		echo "| data | workers | exchange | bytes relayed between workers per round (per worker) |"
+		echo "|---|---|---|---|"
+		printf '%s\n' "${wire[@]}"
 		;;
 	bibtex)
 		d=$(cd .. && pwd)/shared/data/bibtex

@@ -217,7 +217,9 @@ func (o *Owner) Layer() *slide.Layer { return o.layer }
 // Version returns the attempt's version.
 func (o *Owner) Version() uint64 { return o.version }
 
-// Close ends the owner: requests waiting fail, later ones too.
+// Close ends the owner: requests waiting and later ones are answered
+// Pending (the attempt is over: their callers wait for the cluster's
+// restore meanwhile).
 func (o *Owner) Close() error {
 	o.mu.Lock()
 	defer o.mu.Unlock()
@@ -230,11 +232,12 @@ func (o *Owner) Close() error {
 }
 
 // check validates a request's version and worker; the caller holds mu.
-// pending reports a request of a newer version.
+// pending reports a request of a newer version, or one to a closed owner
+// (its attempt is over, as the caller's will be).
 func (o *Owner) check(version uint64, worker int) (pending bool, err error) {
 	switch {
 	case o.closed:
-		return false, slide.ErrClosed
+		return true, nil
 	case worker < 0 || worker >= o.workers:
 		return false, fmt.Errorf("%w: worker %d of %d", ErrRound, worker, o.workers)
 	case version > o.version:
@@ -285,10 +288,12 @@ func (o *Owner) Forward(ctx context.Context, req ForwardRequest) (ForwardReply, 
 	case o.phase == collecting && !c.has:
 		return ForwardReply{}, fmt.Errorf("%w: worker %d polls round %d without contributing", ErrRound, req.Worker, req.Round)
 	}
-	if !o.await(ctx, req.Wait, func() bool { return o.round != req.Round || o.phase != collecting }) {
+	if !o.await(ctx, req.Wait, func() bool { return o.round != req.Round || o.phase != collecting }) || o.closed {
+		// Closed while waiting: its attempt ended, as the caller's will
+		// (the cluster is restored); the caller waits for that meanwhile.
 		return ForwardReply{Pending: true}, nil
 	}
-	if o.closed || o.round != req.Round {
+	if o.round != req.Round {
 		return ForwardReply{}, fmt.Errorf("%w: round %d ended while worker %d waited", ErrStale, req.Round, req.Worker)
 	}
 	lo, hi := o.off[req.Worker], o.off[req.Worker+1]
@@ -408,10 +413,10 @@ func (o *Owner) Backward(ctx context.Context, req BackwardRequest) (BackwardRepl
 	case waiting() && !o.hasGlob[w]:
 		return BackwardReply{}, fmt.Errorf("%w: worker %d polls round %d's backward without its Globals", ErrRound, w, req.Round)
 	}
-	if !o.await(ctx, req.Wait, func() bool { return !waiting() }) {
-		return BackwardReply{Pending: true}, nil
+	if !o.await(ctx, req.Wait, func() bool { return !waiting() }) || o.closed {
+		return BackwardReply{Pending: true}, nil // closed: see Forward
 	}
-	if o.closed || !o.dxReady(req.Round) {
+	if !o.dxReady(req.Round) {
 		return BackwardReply{}, fmt.Errorf("%w: round %d's dx, owner %d is at round %d", ErrStale, req.Round, o.index, o.round)
 	}
 	lo, hi := o.off[w], o.off[w+1]
@@ -454,7 +459,7 @@ func (o *Owner) Predict(ctx context.Context, req PredictRequest) (PredictReply, 
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	if o.closed {
-		return PredictReply{}, slide.ErrClosed
+		return PredictReply{Pending: true}, nil // see check
 	}
 	if req.Version != o.version {
 		return PredictReply{}, fmt.Errorf("%w: predict at version %d, owner %d is at %d", ErrStale, req.Version, o.index, o.version)

@@ -3,6 +3,7 @@ package dslidenet
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"net"
 	"reflect"
@@ -177,6 +178,8 @@ func TestServerStates(t *testing.T) {
 	if _, err := cl.Predict(ctx, dslide.PredictRequest{Version: 1, N: 1, K: 1 << 30, X: make([]float32, 3)}); !errors.Is(err, dslide.ErrRound) {
 		t.Fatalf("predict k 2^30: %v", err)
 	}
+	checkPollOverGRPC(t, base, &sv, cl)
+	sv.Set(o)
 	w := &dslide.Worker{Part: part, Peers: []dslide.Peer{cl}, Version: 1}
 	x, labels := batch(rand.New(rand.NewPCG(1, 2)), 3, 3, 10)
 	if _, _, err := w.TrainBatch(ctx, x, 3, labels, nil, 0); err != nil {
@@ -234,4 +237,40 @@ func FuzzWire(f *testing.F) {
 			_ = m.UnmarshalBinary(b)
 		}
 	})
+}
+
+// checkPollOverGRPC: a contribution that waits for another worker comes
+// back Pending and is polled again (a request with no data) over the
+// wire; an owner closed while a request waits answers it Pending.
+func checkPollOverGRPC(t *testing.T, base slide.Config, sv *Server, cl *Client) {
+	t.Helper()
+	ctx := context.Background()
+	part, _ := dslide.Even(base.Dim, 1)
+	o, err := dslide.NewOwner(base, part, 0, 2, 1) // 2 workers: worker 1 never comes
+	if err != nil {
+		t.Fatal(err)
+	}
+	sv.Set(o)
+	x, labels := batch(rand.New(rand.NewPCG(3, 3)), 2, base.InputDim, base.Dim)
+	rep, err := cl.Forward(ctx, dslide.ForwardRequest{Version: 1, N: 2, X: x, Labels: labels, Wait: time.Millisecond})
+	if err != nil || !rep.Pending {
+		t.Fatalf("a contribution waiting for worker 1: %+v, %v", rep, err)
+	}
+	poll := dslide.ForwardRequest{Version: 1, N: 2, Poll: true, Wait: time.Millisecond}
+	if rep, err := cl.Forward(ctx, poll); err != nil || !rep.Pending {
+		t.Fatalf("a poll: %+v, %v", rep, err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		poll.Wait = time.Minute
+		rep, err := cl.Forward(ctx, poll)
+		if err == nil && !rep.Pending {
+			err = fmt.Errorf("reply %+v", rep)
+		}
+		done <- err
+	}()
+	o.Close() // the poll waits at the owner or comes after: Pending either way
+	if err := <-done; err != nil {
+		t.Fatalf("a poll waiting when its owner closed: %v", err)
+	}
 }

@@ -159,8 +159,8 @@ func (m *fwdReq) UnmarshalBinary(b []byte) error {
 	m.Pause, m.Poll, m.Dense = d.u64(), d.u8(), d.u8()
 	m.Wait = time.Duration(d.u64())
 	m.X = d.floats()
-	if nl := d.count(4); d.err == nil && nl != m.N {
-		d.err = errShort // one label list per sample
+	if nl := d.count(4); d.err == nil && nl > 0 && (nl != m.N || nl > len(m.X)) {
+		d.err = errShort // one label list per sample of at least one input, or none (a poll)
 	} else {
 		m.Labels = make([][]int32, nl)
 	}
