@@ -74,9 +74,13 @@ type RoundInfo struct {
 }
 
 // ForwardReply holds the worker's samples' Partials from this owner, or
-// Pending when not every worker has contributed yet.
+// Pending when not every worker has contributed yet. Resend (with
+// Pending) says the request was not taken (no owner of its version yet,
+// or one whose attempt is over): the next one must carry its data again,
+// not poll.
 type ForwardReply struct {
 	Pending bool
+	Resend  bool
 	Parts   []slide.Partial
 	// Logits are the worker's samples' logits (Dense requests), instead
 	// of Parts.
@@ -98,9 +102,11 @@ type BackwardRequest struct {
 }
 
 // BackwardReply holds this owner's part of the worker's dx (n x
-// InputDim), or Pending until every worker's Globals have come.
+// InputDim), or Pending until every worker's Globals have come (Resend:
+// see ForwardReply).
 type BackwardReply struct {
 	Pending bool
+	Resend  bool
 	Dx      []float32
 }
 
@@ -262,7 +268,7 @@ func (o *Owner) Forward(ctx context.Context, req ForwardRequest) (ForwardReply, 
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	if pending, err := o.check(req.Version, req.Worker); err != nil || pending {
-		return ForwardReply{Pending: pending}, err
+		return ForwardReply{Pending: pending, Resend: pending}, err
 	}
 	if req.Round < o.round {
 		return ForwardReply{}, fmt.Errorf("%w: round %d, owner %d is at round %d", ErrStale, req.Round, o.index, o.round)
@@ -387,7 +393,7 @@ func (o *Owner) Backward(ctx context.Context, req BackwardRequest) (BackwardRepl
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	if pending, err := o.check(req.Version, req.Worker); err != nil || pending {
-		return BackwardReply{Pending: pending}, err
+		return BackwardReply{Pending: pending, Resend: pending}, err
 	}
 	w := req.Worker
 	waiting := func() bool { return req.Round == o.round && o.phase == forwarded }

@@ -76,29 +76,29 @@ func (w *Worker) TrainBatch(ctx context.Context, x []float32, n int, labels [][]
 	}
 	var info RoundInfo
 	active := make([]int, W)
-	err := w.poll(ctx, func(ctx context.Context, o int, poll bool) (bool, error) {
+	err := w.poll(ctx, func(ctx context.Context, o int, poll bool) (bool, bool, error) {
 		req := ForwardRequest{Version: w.Version, Round: w.round, Worker: w.Index, N: n, Pause: pause, Poll: poll, Wait: wait, Dense: w.Dense}
 		if !poll {
 			req.X, req.Labels = x, labels
 		}
 		rep, err := w.Peers[o].Forward(ctx, req)
 		if err != nil || rep.Pending {
-			return rep.Pending, err
+			return rep.Pending, rep.Resend, err
 		}
 		if w.Dense {
 			if len(rep.Logits) != n*w.Part.Rows(o) {
-				return false, fmt.Errorf("%w: owner %d sent %d logits for %d samples of %d rows", ErrRound, o, len(rep.Logits), n, w.Part.Rows(o))
+				return false, false, fmt.Errorf("%w: owner %d sent %d logits for %d samples of %d rows", ErrRound, o, len(rep.Logits), n, w.Part.Rows(o))
 			}
 			rep.Parts = partials(rep.Logits, n, w.Part.Bounds[o], w.Part.Rows(o), labels, make([]slide.Partial, n))
 		}
 		if len(rep.Parts) != n {
-			return false, fmt.Errorf("%w: owner %d sent %d Partials for %d samples", ErrRound, o, len(rep.Parts), n)
+			return false, false, fmt.Errorf("%w: owner %d sent %d Partials for %d samples", ErrRound, o, len(rep.Parts), n)
 		}
 		w.parts[o], active[o] = rep.Parts, rep.Active
 		if o == 0 {
 			info = rep.Info
 		}
-		return false, nil
+		return false, false, nil
 	})
 	if err != nil {
 		return 0, RoundInfo{}, fmt.Errorf("dslide: round %d, forward: %w", w.round, err)
@@ -110,17 +110,17 @@ func (w *Worker) TrainBatch(ctx context.Context, x []float32, n int, labels [][]
 		clear(dx)
 	}
 	var mu sync.Mutex
-	err = w.poll(ctx, func(ctx context.Context, o int, poll bool) (bool, error) {
+	err = w.poll(ctx, func(ctx context.Context, o int, poll bool) (bool, bool, error) {
 		req := BackwardRequest{Version: w.Version, Round: w.round, Worker: w.Index, Poll: poll, Wait: wait}
 		if !poll {
 			req.Globals = w.glob
 		}
 		rep, err := w.Peers[o].Backward(ctx, req)
 		if err != nil || rep.Pending {
-			return rep.Pending, err
+			return rep.Pending, rep.Resend, err
 		}
 		if len(rep.Dx) != len(x) {
-			return false, fmt.Errorf("%w: owner %d sent %d dx values for %d", ErrRound, o, len(rep.Dx), len(x))
+			return false, false, fmt.Errorf("%w: owner %d sent %d dx values for %d", ErrRound, o, len(rep.Dx), len(x))
 		}
 		if dx != nil {
 			mu.Lock()
@@ -129,7 +129,7 @@ func (w *Worker) TrainBatch(ctx context.Context, x []float32, n int, labels [][]
 			}
 			mu.Unlock()
 		}
-		return false, nil
+		return false, false, nil
 	})
 	if err != nil {
 		return 0, RoundInfo{}, fmt.Errorf("dslide: round %d, backward: %w", w.round, err)
@@ -138,24 +138,27 @@ func (w *Worker) TrainBatch(ctx context.Context, x []float32, n int, labels [][]
 	return loss, info, nil
 }
 
-// poll runs call for every owner at once (poll false), then again (poll
-// true) for those that replied pending, calling Waiting in between,
-// until none is.
-func (w *Worker) poll(ctx context.Context, call func(ctx context.Context, o int, poll bool) (bool, error)) error {
+// poll runs call for every owner at once with its data (poll false),
+// then again for those that replied pending, calling Waiting in between,
+// until none is: as a poll when the owner took the data, with the data
+// again when it did not (resend).
+func (w *Worker) poll(ctx context.Context, call func(ctx context.Context, o int, poll bool) (pending, resend bool, err error)) error {
 	W := len(w.Peers)
-	pending := make([]bool, W)
+	pending, taken := make([]bool, W), make([]bool, W)
 	errs := make([]error, W)
 	todo := make([]int, W)
 	for o := range todo {
 		todo[o] = o
 	}
-	for first := true; len(todo) > 0; first = false {
+	for len(todo) > 0 {
 		var wg sync.WaitGroup
 		for _, o := range todo {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				pending[o], errs[o] = call(ctx, o, !first)
+				var resend bool
+				pending[o], resend, errs[o] = call(ctx, o, taken[o])
+				taken[o] = !resend
 			}()
 		}
 		wg.Wait()
@@ -212,16 +215,16 @@ func (w *Worker) Predict(ctx context.Context, x []float32, n, k int, sparse, reh
 	if len(w.pred) != W {
 		w.pred, w.pos = make([]PredictReply, W), make([]int, W)
 	}
-	err := w.poll(ctx, func(ctx context.Context, o int, _ bool) (bool, error) {
+	err := w.poll(ctx, func(ctx context.Context, o int, _ bool) (bool, bool, error) {
 		rep, err := w.Peers[o].Predict(ctx, PredictRequest{Version: w.Version, N: n, K: k, X: x, Sparse: sparse, Rehash: rehash})
 		if err != nil || rep.Pending {
-			return rep.Pending, err
+			return rep.Pending, true, err
 		}
 		if len(rep.IDs) != n*k || len(rep.Scores) != n*k {
 			err = fmt.Errorf("%w: owner %d sent %d rows and %d scores for %d x %d", ErrRound, o, len(rep.IDs), len(rep.Scores), n, k)
 		}
 		w.pred[o] = rep
-		return false, err
+		return false, false, err
 	})
 	if err != nil {
 		return fmt.Errorf("dslide: predict: %w", err)

@@ -274,3 +274,30 @@ func checkPollOverGRPC(t *testing.T, base slide.Config, sv *Server, cl *Client) 
 		t.Fatalf("a poll waiting when its owner closed: %v", err)
 	}
 }
+
+// TestContributionBeforeOwner: a worker's contribution that reaches a
+// process whose owner is not there yet is not taken (Resend): the worker
+// sends it again, with its data, once the owner is, and the round ends.
+func TestContributionBeforeOwner(t *testing.T) {
+	base := slide.Config{Dim: 10, InputDim: 3, Sparsity: 1, Threads: 1, Seed: 1, LearningRate: 0.01}
+	part, _ := dslide.Even(10, 1)
+	var sv Server
+	cl, _ := serve(t, &sv)
+	o, err := dslide.NewOwner(base, part, 0, 1, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer o.Close()
+	waits := 0
+	w := &dslide.Worker{Part: part, Peers: []dslide.Peer{cl}, Version: 1, Wait: time.Millisecond,
+		Waiting: func(context.Context) error {
+			if waits++; waits == 2 { // the owner comes after the worker asked twice
+				sv.Set(o)
+			}
+			return nil
+		}}
+	x, labels := batch(rand.New(rand.NewPCG(1, 5)), 3, 3, 10)
+	if _, _, err := w.TrainBatch(context.Background(), x, 3, labels, make([]float32, 9), 0); err != nil || waits < 2 {
+		t.Fatalf("a round whose owner came late: %v after %d waits", err, waits)
+	}
+}

@@ -101,7 +101,7 @@ func (sv *Server) current(version uint64) *dslide.Owner {
 func (sv *Server) forward(ctx context.Context, req *fwdReq) (*fwdRep, error) {
 	o := sv.current(req.Version)
 	if o == nil {
-		return &fwdRep{Pending: true}, nil
+		return &fwdRep{Pending: true, Resend: true}, nil
 	}
 	rep, err := o.Forward(ctx, dslide.ForwardRequest(*req))
 	return (*fwdRep)(&rep), toStatus(err)
@@ -110,7 +110,7 @@ func (sv *Server) forward(ctx context.Context, req *fwdReq) (*fwdRep, error) {
 func (sv *Server) backward(ctx context.Context, req *backReq) (*backRep, error) {
 	o := sv.current(req.Version)
 	if o == nil {
-		return &backRep{Pending: true}, nil
+		return &backRep{Pending: true, Resend: true}, nil
 	}
 	rep, err := o.Backward(ctx, dslide.BackwardRequest(*req))
 	return (*backRep)(&rep), toStatus(err)

@@ -175,6 +175,7 @@ const partialSize = 4 + 8 + 4 + 8
 func (m *fwdRep) MarshalBinary() ([]byte, error) {
 	e := enc{b: make([]byte, 0, 32+partialSize*len(m.Parts)+4*len(m.Logits))}
 	e.u8(m.Pending)
+	e.u8(m.Resend)
 	e.u64(m.Info.Pause)
 	e.u32(uint32(m.Info.Samples))
 	e.u32(uint32(m.Info.WithLabels))
@@ -192,7 +193,7 @@ func (m *fwdRep) MarshalBinary() ([]byte, error) {
 
 func (m *fwdRep) UnmarshalBinary(b []byte) error {
 	d := dec{b: b}
-	m.Pending, m.Info.Pause = d.u8(), d.u64()
+	m.Pending, m.Resend, m.Info.Pause = d.u8(), d.u8(), d.u64()
 	m.Info.Samples, m.Info.WithLabels, m.Active = int(d.u32()), int(d.u32()), int(d.u32())
 	m.Parts = make([]slide.Partial, d.count(partialSize))
 	for i := range m.Parts {
@@ -236,15 +237,16 @@ func (m *backReq) UnmarshalBinary(b []byte) error {
 }
 
 func (m *backRep) MarshalBinary() ([]byte, error) {
-	e := enc{b: make([]byte, 0, 8+4*len(m.Dx))}
+	e := enc{b: make([]byte, 0, 9+4*len(m.Dx))}
 	e.u8(m.Pending)
+	e.u8(m.Resend)
 	e.floats(m.Dx)
 	return e.b, nil
 }
 
 func (m *backRep) UnmarshalBinary(b []byte) error {
 	d := dec{b: b}
-	m.Pending = d.u8()
+	m.Pending, m.Resend = d.u8(), d.u8()
 	m.Dx = d.floats()
 	return d.end("backward reply")
 }
