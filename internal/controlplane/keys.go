@@ -15,8 +15,8 @@ import (
 //	P/members/<kind>/<id>            every process, under its lease   scheduler (watch: joins, expiries),
 //	                                 (membership.Register)            WaitPauseAcks (is a worker alive),
 //	                                                                  status pages (MemberStatuses)
-//	P/left/<kind>/<id>               a process leaving cleanly        scheduler (a leave, not an expiry)
-//	                                 (membership.Registration.Close)
+//	P/left/<kind>/<id>               a process leaving cleanly        scheduler (a leave, not an expiry),
+//	                                 (membership.Registration.Close)  a SLIDE job's workers (WorkersLeft)
 //	P/shardmap                       leading scheduler                workers, embedded cluster, a new
 //	                                 (PublishShardMap)                leader (adoption), WaitShardMap*
 //	P/events/<seq>                   leading scheduler (PutEvent)     operators and tests (ListEvents)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strconv"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -64,4 +65,23 @@ func (c *Conn) WaitOwnerAddrs(ctx context.Context, n int, version uint64) ([]str
 			return nil, fmt.Errorf("controlplane: owner addresses: %w", err)
 		}
 	}
+}
+
+// WorkersLeft returns which of the named workers have left the cluster
+// cleanly (a job that ended, with or without an error) and not registered
+// again: a SLIDE job's workers, whose rounds need every worker, stop
+// waiting for them.
+func (c *Conn) WorkersLeft(ctx context.Context, names []string) ([]string, error) {
+	dir := LeftPrefix(c.prefix) + membership.KindWorker + "/"
+	resp, err := c.cli.Get(ctx, dir, clientv3.WithPrefix(), clientv3.WithKeysOnly())
+	if err != nil {
+		return nil, fmt.Errorf("controlplane: workers left: %w", err)
+	}
+	var left []string
+	for _, kv := range resp.Kvs {
+		if id := string(kv.Key[len(dir):]); slices.Contains(names, id) {
+			left = append(left, id)
+		}
+	}
+	return left, nil
 }

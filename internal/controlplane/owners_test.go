@@ -43,7 +43,13 @@ func TestOwnerAddrs(t *testing.T) {
 		t.Fatalf("WaitOwnerAddrs = %v", a)
 	}
 	// Worker 1 leaves: its address goes; a wait at version 2 waits again.
+	if left, err := c.WorkersLeft(ctx, []string{"worker-0", "worker-1"}); err != nil || len(left) != 0 {
+		t.Fatalf("WorkersLeft before a leave = %v, %v", left, err)
+	}
 	regs[1].Close()
+	if left, err := c.WorkersLeft(ctx, []string{"worker-0", "worker-1"}); err != nil || !slices.Equal(left, []string{"worker-1"}) {
+		t.Fatalf("WorkersLeft after worker-1 left = %v, %v", left, err)
+	}
 	short, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
 	defer cancel()
 	if a, err := c.WaitOwnerAddrs(short, 2, 2); err == nil {

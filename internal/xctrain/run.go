@@ -9,6 +9,7 @@ import (
 
 	"github.com/xdlgo/xps/config"
 	"github.com/xdlgo/xps/internal/checkpoint"
+	"github.com/xdlgo/xps/internal/membership"
 	"github.com/xdlgo/xps/internal/tracker"
 	"github.com/xdlgo/xps/sparsenet/slide"
 )
@@ -32,6 +33,8 @@ type run struct {
 	lineDur     time.Duration
 	window      slide.Precision
 	total       slide.Precision
+	// leftChecked is when peersLeft last asked etcd.
+	leftChecked time.Time
 }
 
 // Run trains for train.epochs epochs over the training data (shuffled per
@@ -339,8 +342,15 @@ func (r *run) agreedPause(ctx context.Context, seq uint64) (bool, error) {
 // (its worker died), and the pause changes no share. A snapshot's pause
 // waits for the round's end, where every worker serves it (agreedPause):
 // the snapshot's shares and checkpoints then belong to the same round.
+//
+// It also ends the run when another worker has left the cluster (its job
+// ended, say on an error): the round would wait for its share forever,
+// and no rollback comes for a clean leave.
 func (r *run) inRound(ctx context.Context) error {
 	t := r.t
+	if err := r.peersLeft(ctx); err != nil {
+		return err
+	}
 	pz := t.opts.Pauser
 	if pz == nil || !pz.Requested() {
 		return nil
@@ -361,6 +371,52 @@ func (r *run) inRound(ctx context.Context) error {
 	}
 	if err := pz.PauseFor(ctx, seq); err != nil { // this request, whatever came since: a later one waits for its own check
 		return fmt.Errorf("xctrain: pause %d: %w", seq, err)
+	}
+	return nil
+}
+
+// peersLeft fails, at most once a second, when a worker of the round has
+// left the cluster.
+func (r *run) peersLeft(ctx context.Context) error {
+	if time.Since(r.leftChecked) < time.Second {
+		return nil
+	}
+	r.leftChecked = time.Now()
+	return r.t.peersLeft(ctx)
+}
+
+// peerError is err, an error of the layer's rounds or predictions, or,
+// when a worker has left the cluster, the error saying so (a peer that
+// left stops answering: its share is gone for good, and no rollback
+// comes).
+func (t *Trainer) peerError(ctx context.Context, err error) error {
+	if err == nil || t.opts.Peers == nil {
+		return err
+	}
+	if lerr := t.peersLeft(ctx); lerr != nil {
+		return fmt.Errorf("%w (%v)", lerr, err) // not err's kind: an unreachable peer that left is not coming back
+	}
+	return err
+}
+
+// peersLeft fails when another worker of the job has left the cluster.
+func (t *Trainer) peersLeft(ctx context.Context) error {
+	p := t.opts.Peers
+	if p == nil || t.opts.Conn == nil {
+		return nil
+	}
+	var names []string
+	for i := range p.Workers {
+		if i != p.Index {
+			names = append(names, membership.WorkerName(i))
+		}
+	}
+	left, err := t.opts.Conn.WorkersLeft(ctx, names)
+	if err != nil {
+		return fmt.Errorf("xctrain: %w", err)
+	}
+	if len(left) > 0 {
+		return fmt.Errorf("xctrain: %v left the job (see its output for why): the SLIDE layer's rounds need every worker's share, so this worker stops too", left)
 	}
 	return nil
 }

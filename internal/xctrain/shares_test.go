@@ -2,8 +2,10 @@ package xctrain
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io/fs"
+	"net"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -14,6 +16,8 @@ import (
 
 	"github.com/xdlgo/xps/cluster"
 	"github.com/xdlgo/xps/config"
+	"github.com/xdlgo/xps/internal/controlplane"
+	"github.com/xdlgo/xps/internal/membership"
 	"github.com/xdlgo/xps/internal/testutil"
 	"github.com/xdlgo/xps/job"
 	"github.com/xdlgo/xps/snapshot"
@@ -177,5 +181,43 @@ func TestSharesLeaseLostRollsBack(t *testing.T) {
 	}
 	if !strings.Contains(logs[1].String(), "leaving as a dead worker") {
 		t.Fatalf("worker 1 did not leave as a dead worker:\n%s", logs[1].String())
+	}
+}
+
+// TestSharesPeerLeftEndsJob: when a worker of a split layer has left the
+// cluster cleanly (its job ended on an error), the other worker's rounds
+// cannot go on and no rollback comes for a clean leave: it ends with an
+// error naming the worker, instead of waiting for its share forever.
+// Worker 1 here is what such a worker leaves in etcd: its share's address
+// (nothing listens there any more) and its clean leave.
+func TestSharesPeerLeftEndsJob(t *testing.T) {
+	ctx := testutil.Ctx(t, 3*time.Minute)
+	dir := t.TempDir()
+	train := writeXC(t, dir, "train.txt", smallWorld, 0, 2000)
+	lc, err := cluster.Start(ctx, cluster.Options{Shards: 2, Prefix: "/xps/xctrain-shares-left",
+		Config: config.Config{Job: config.JobConfig{Workers: 2}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lc.Close()
+	gone, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	gone.Close() // an address nothing listens on
+	addr, _ := json.Marshal(controlplane.OwnerAddr{Addr: gone.Addr().String(), Version: 1})
+	for k, v := range map[string]string{
+		controlplane.OwnerAddrKey(lc.Prefix(), 1):                            string(addr),
+		controlplane.LeftKey(lc.Prefix(), membership.KindWorker, "worker-1"): "left",
+	} {
+		if _, err := lc.Etcd().Put(ctx, k, v); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var log syncLog
+	cfg := withJob(smallConfig(), []string{train}, nil, 2)
+	_, err = RunJob(ctx, job.Options{Config: cfg, Index: 0, Etcd: lc.Etcd(), Prefix: lc.Prefix(), Progress: &log})
+	if err == nil || !strings.Contains(err.Error(), "[worker-1] left the job") || strings.Contains(err.Error(), "restore") {
+		t.Fatalf("worker 0 with worker 1 gone: %v\n%s", err, log.String())
 	}
 }

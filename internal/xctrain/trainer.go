@@ -396,7 +396,7 @@ func (t *Trainer) step(ctx context.Context, r *run, b *batch, pause uint64) (uin
 	if pe := *t.cfg.Model.Output.ProgressiveEvery; pe > 0 && r.res.Batches%int64(pe) == 0 {
 		pred := t.pred[:n*TopK]
 		if err := t.out.Predict(ctx, h, n, TopK, true, pred); err != nil {
-			return 0, fmt.Errorf("xctrain: %w", err)
+			return 0, t.peerError(ctx, fmt.Errorf("xctrain: %w", err))
 		}
 		r.window.Add(pred, TopK, b.labels)
 		r.total.Add(pred, TopK, b.labels)
@@ -409,7 +409,7 @@ func (t *Trainer) step(ctx context.Context, r *run, b *batch, pause uint64) (uin
 	t2 := time.Now()
 	ph.Output += t2.Sub(t1).Seconds()
 	if err != nil {
-		return 0, fmt.Errorf("xctrain: %w", err)
+		return 0, t.peerError(ctx, fmt.Errorf("xctrain: %w", err))
 	}
 	if math.IsNaN(loss) || math.IsInf(loss, 0) {
 		return 0, fmt.Errorf("xctrain: training diverged: batch loss is %v (lower model.output.lr or the table's lr)", loss)

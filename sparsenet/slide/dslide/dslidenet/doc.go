@@ -20,6 +20,6 @@
 //     yet), to predictions too; an older request gets dslide.ErrStale's message back as a
 //     FailedPrecondition status, which the Client maps back to ErrStale.
 //  3. A Client's requests wait at most the request's Wait at the owner,
-//     plus the link: a dead peer fails the call (Unavailable), it does not
-//     hang it (the caller's context bounds the dial).
+//     plus the link: a dead peer fails the call (Unavailable), and one
+//     that does not answer fails it after the Wait and 5 minutes.
 package dslidenet

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"time"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -169,8 +170,15 @@ func fromStatus(err error) error {
 	return fmt.Errorf("dslidenet: %w", err)
 }
 
+// callSlack bounds a call past its request's Wait: the owner's compute
+// and the link. A peer that does not answer in it fails the call (a link
+// that swallows packets instead of refusing them).
+const callSlack = 5 * time.Minute
+
 // Forward implements dslide.Peer.
 func (c *Client) Forward(ctx context.Context, req dslide.ForwardRequest) (dslide.ForwardReply, error) {
+	ctx, cancel := context.WithTimeout(ctx, req.Wait+callSlack)
+	defer cancel()
 	rep, err := invoke[fwdRep](ctx, c, "Forward", (*fwdReq)(&req))
 	if err != nil {
 		return dslide.ForwardReply{}, err
@@ -180,6 +188,8 @@ func (c *Client) Forward(ctx context.Context, req dslide.ForwardRequest) (dslide
 
 // Backward implements dslide.Peer.
 func (c *Client) Backward(ctx context.Context, req dslide.BackwardRequest) (dslide.BackwardReply, error) {
+	ctx, cancel := context.WithTimeout(ctx, req.Wait+callSlack)
+	defer cancel()
 	rep, err := invoke[backRep](ctx, c, "Backward", (*backReq)(&req))
 	if err != nil {
 		return dslide.BackwardReply{}, err
@@ -189,6 +199,8 @@ func (c *Client) Backward(ctx context.Context, req dslide.BackwardRequest) (dsli
 
 // Predict implements dslide.Peer.
 func (c *Client) Predict(ctx context.Context, req dslide.PredictRequest) (dslide.PredictReply, error) {
+	ctx, cancel := context.WithTimeout(ctx, callSlack)
+	defer cancel()
 	rep, err := invoke[predRep](ctx, c, "Predict", (*predReq)(&req))
 	if err != nil {
 		return dslide.PredictReply{}, err
