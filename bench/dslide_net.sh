@@ -46,7 +46,10 @@ pids=()
 cleanup() {
 	for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
 	wait 2>/dev/null || true
-	for i in 0 1 2 3; do ip netns del "xpsw$i" 2>/dev/null || true; done
+	for i in 0 1 2 3; do
+		ip netns del "xpsw$i" 2>/dev/null || true
+		ip link del "xpsv$i" 2>/dev/null || true
+	done
 	ip link del xpsbr 2>/dev/null || true
 }
 trap cleanup EXIT
