@@ -24,27 +24,18 @@ import (
 // watchWriter collects progress lines and closes hit when one contains
 // want.
 type watchWriter struct {
-	mu   sync.Mutex
-	b    strings.Builder
+	syncLog
 	want string
 	hit  chan struct{}
 	once sync.Once
 }
 
 func (w *watchWriter) Write(p []byte) (int, error) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	w.b.Write(p)
-	if strings.Contains(w.b.String(), w.want) {
+	n, err := w.syncLog.Write(p)
+	if strings.Contains(w.String(), w.want) {
 		w.once.Do(func() { close(w.hit) })
 	}
-	return len(p), nil
-}
-
-func (w *watchWriter) String() string {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.b.String()
+	return n, err
 }
 
 // TestSnapshotAndResume: a snapshot asked for while the job trains holds
