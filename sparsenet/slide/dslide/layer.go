@@ -57,6 +57,7 @@ type Layer struct {
 	top    []int32
 	topS   []float32
 	pos    []int // mergeTop's scratch
+	active []int // balance's scratch
 	stats  Stats
 }
 
@@ -155,17 +156,25 @@ func (l *Layer) TrainBatch(x []float32, n int, labels [][]int32, dx []float32) (
 
 // balance records the step's active pairs per owner.
 func (l *Layer) balance() {
+	l.active = grow(l.active, len(l.owners))
+	for o, ow := range l.owners {
+		l.active[o] = ow.KeptActive()
+	}
+	l.stats.add(l.active)
+}
+
+// add records a step whose owners made active[o] (sample, row) pairs
+// active.
+func (s *Stats) add(active []int) {
 	var sum, most int
-	for _, ow := range l.owners {
-		a := ow.KeptActive()
+	for _, a := range active {
 		sum += a
 		most = max(most, a)
 	}
 	if sum == 0 {
 		return
 	}
-	r := float64(most) / (float64(sum) / float64(len(l.owners)))
-	s := &l.stats
+	r := float64(most) / (float64(sum) / float64(len(active)))
 	s.MeanImbalance = (s.MeanImbalance*float64(s.Steps) + r) / float64(s.Steps+1)
 	s.MaxImbalance = max(s.MaxImbalance, r)
 	s.Steps++
@@ -208,12 +217,18 @@ func (l *Layer) predict(x []float32, n, k int, out []int32, f func(*slide.Layer,
 		f(ow, x, n, k, ids[o*n*k:(o+1)*n*k])
 		ow.TopScores(n, k, sc[o*n*k:(o+1)*n*k])
 	}
+	mergeAll(l.part, ids, sc, n, k, out, l.pos)
+}
+
+// mergeAll writes to out (n x k) every sample's merge of the owners'
+// lists (mergeTop; ids and sc owner-major, pos scratch).
+func mergeAll(p Partition, ids []int32, sc []float32, n, k int, out []int32, pos []int) {
 	for i := 0; i < n; i++ {
 		row := out[i*k : (i+1)*k]
 		for j := range row {
 			row[j] = -1
 		}
-		mergeTop(l.part, ids, sc, n, k, i, row, l.pos)
+		mergeTop(p, ids, sc, n, k, i, row, pos)
 	}
 }
 

@@ -103,7 +103,7 @@ func (w *Worker) TrainBatch(ctx context.Context, x []float32, n int, labels [][]
 	if err != nil {
 		return 0, RoundInfo{}, fmt.Errorf("dslide: round %d, forward: %w", w.round, err)
 	}
-	w.balance(active)
+	w.stats.add(active)
 	w.glob = grow(w.glob, n)
 	loss, _ := slide.Combine(w.parts, w.glob)
 	if dx != nil {
@@ -186,23 +186,6 @@ func (w *Worker) poll(ctx context.Context, call func(ctx context.Context, o int,
 	return nil
 }
 
-// balance records a round's active pairs per owner.
-func (w *Worker) balance(active []int) {
-	var sum, most int
-	for _, a := range active {
-		sum += a
-		most = max(most, a)
-	}
-	if sum == 0 {
-		return
-	}
-	r := float64(most) / (float64(sum) / float64(len(active)))
-	s := &w.stats
-	s.MeanImbalance = (s.MeanImbalance*float64(s.Steps) + r) / float64(s.Steps+1)
-	s.MaxImbalance = max(s.MaxImbalance, r)
-	s.Steps++
-}
-
 // Predict writes to out (n x k) the k best rows of the whole layer for
 // each input, merged from every owner's top k (Layer.PredictSparse and
 // PredictDense); rehash makes every owner rebuild its tables first. It
@@ -236,13 +219,7 @@ func (w *Worker) Predict(ctx context.Context, x []float32, n, k int, sparse, reh
 	for _, p := range w.pred {
 		ids, sc = append(ids, p.IDs...), append(sc, p.Scores...)
 	}
-	for i := 0; i < n; i++ {
-		row := out[i*k : (i+1)*k]
-		for j := range row {
-			row[j] = -1
-		}
-		mergeTop(w.Part, ids, sc, n, k, i, row, w.pos)
-	}
+	mergeAll(w.Part, ids, sc, n, k, out, w.pos)
 	return nil
 }
 
