@@ -366,13 +366,8 @@ func (r *run) inRound(ctx context.Context) error {
 	if err := t.waitPushes(); err != nil {
 		return err
 	}
-	if err := checkpoint.Store(ctx, t.cl, t.opts.Name, r.tk.Checkpoint()); err != nil {
-		return fmt.Errorf("xctrain: pause %d: %w", seq, err)
-	}
-	if err := pz.PauseFor(ctx, seq); err != nil { // this request, whatever came since: a later one waits for its own check
-		return fmt.Errorf("xctrain: pause %d: %w", seq, err)
-	}
-	return nil
+	cp := r.tk.Checkpoint()
+	return t.pauseFor(ctx, seq, nil, &cp) // this request, whatever came since: a later one waits for its own check
 }
 
 // peersLeft fails, at most once a second, when a worker of the round has

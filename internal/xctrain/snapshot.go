@@ -90,19 +90,29 @@ func (t *Trainer) commitProgress(ctx context.Context, cp Checkpoint) error {
 // back) ends the run with an error wrapping controlplane.ErrRestored: the
 // lifecycle (package job) starts the next attempt from the restored model.
 func (t *Trainer) snapshotPause(ctx context.Context, cp *Checkpoint) error {
-	pz := t.opts.Pauser
 	if err := t.waitPushes(); err != nil {
 		return err
 	}
-	seq := pz.Pending()
+	seq := t.opts.Pauser.Pending()
 	tgt, ok, err := t.opts.Conn.GetSnapshotTarget(ctx)
 	if err != nil {
 		return fmt.Errorf("xctrain: snapshot pause %d: %w", seq, err)
 	}
+	var into *controlplane.SnapshotTarget
+	if ok && tgt.Pause == seq && tgt.Store != "" {
+		into = &tgt
+	}
+	return t.pauseFor(ctx, seq, into, cp)
+}
+
+// pauseFor serves pause request seq once every push is applied: cp,
+// unless nil, is stored, with the layer written into snapshot tgt when it
+// is not nil; then the request is acknowledged and its resume awaited.
+func (t *Trainer) pauseFor(ctx context.Context, seq uint64, tgt *controlplane.SnapshotTarget, cp *Checkpoint) error {
 	switch {
 	case cp == nil:
-	case ok && tgt.Pause == seq && tgt.Store != "":
-		if err := t.writeLayer(ctx, tgt, *cp); err != nil {
+	case tgt != nil:
+		if err := t.writeLayer(ctx, *tgt, *cp); err != nil {
 			return fmt.Errorf("xctrain: writing the SLIDE layer into snapshot %d: %w", tgt.Seq, err)
 		}
 	default:
@@ -110,7 +120,7 @@ func (t *Trainer) snapshotPause(ctx context.Context, cp *Checkpoint) error {
 			return fmt.Errorf("xctrain: snapshot pause %d: %w", seq, err)
 		}
 	}
-	if err := pz.PauseFor(ctx, seq); err != nil {
+	if err := t.opts.Pauser.PauseFor(ctx, seq); err != nil {
 		return fmt.Errorf("xctrain: snapshot pause %d: %w", seq, err)
 	}
 	return nil
