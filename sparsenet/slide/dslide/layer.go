@@ -114,13 +114,8 @@ func (l *Layer) Stats() Stats { return l.stats }
 // gets the gradient of that loss with respect to x. A label out of range
 // is an error (wrapping slide.ErrBadLabel) and changes nothing.
 func (l *Layer) TrainBatch(x []float32, n int, labels [][]int32, dx []float32) (float64, error) {
-	total := int32(l.part.Total())
-	for i, ls := range labels {
-		for _, v := range ls {
-			if v < 0 || v >= total {
-				return 0, fmt.Errorf("%w: sample %d has label %d, want [0, %d)", slide.ErrBadLabel, i, v, total)
-			}
-		}
+	if err := checkLabels(labels, l.part.Total()); err != nil {
+		return 0, err
 	}
 	for o, ow := range l.owners {
 		if cap(l.parts[o]) < n {
@@ -152,6 +147,19 @@ func (l *Layer) TrainBatch(x []float32, n int, labels [][]int32, dx []float32) (
 		}
 	}
 	return loss, nil
+}
+
+// checkLabels returns an error wrapping slide.ErrBadLabel for the first
+// label outside [0, total), nil when there is none.
+func checkLabels(labels [][]int32, total int) error {
+	for i, ls := range labels {
+		for _, v := range ls {
+			if v < 0 || int(v) >= total {
+				return fmt.Errorf("%w: sample %d has label %d, want [0, %d)", slide.ErrBadLabel, i, v, total)
+			}
+		}
+	}
+	return nil
 }
 
 // balance records the step's active pairs per owner.

@@ -193,7 +193,6 @@ const (
 // contribution is one worker's batch for a round.
 type contribution struct {
 	has    bool
-	n      int
 	x      []float32
 	labels [][]int32
 	pause  uint64
@@ -319,14 +318,10 @@ func (o *Owner) take(c *contribution, req ForwardRequest) error {
 		return fmt.Errorf("%w: worker %d's batch: %d samples, %d inputs, %d label lists for input dim %d",
 			ErrRound, req.Worker, req.N, len(req.X), len(req.Labels), o.din)
 	}
-	for i, ls := range req.Labels {
-		for _, v := range ls {
-			if v < 0 || int(v) >= o.total {
-				return fmt.Errorf("%w: worker %d's sample %d has label %d, want [0, %d)", ErrRound, req.Worker, i, v, o.total)
-			}
-		}
+	if err := checkLabels(req.Labels, o.total); err != nil {
+		return fmt.Errorf("%w: worker %d's batch: %w", ErrRound, req.Worker, err)
 	}
-	c.has, c.n, c.pause, c.dense = true, req.N, req.Pause, req.Dense
+	c.has, c.pause, c.dense = true, req.Pause, req.Dense
 	c.x = append(c.x[:0], req.X...)
 	c.labels = c.labels[:0]
 	for _, ls := range req.Labels {

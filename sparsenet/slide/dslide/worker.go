@@ -58,13 +58,8 @@ func (w *Worker) Stats() Stats { return w.stats }
 // out of range is an error wrapping slide.ErrBadLabel before anything is
 // sent.
 func (w *Worker) TrainBatch(ctx context.Context, x []float32, n int, labels [][]int32, dx []float32, pause uint64) (float64, RoundInfo, error) {
-	total := int32(w.Part.Total())
-	for i, ls := range labels {
-		for _, v := range ls {
-			if v < 0 || v >= total {
-				return 0, RoundInfo{}, fmt.Errorf("%w: sample %d has label %d, want [0, %d)", slide.ErrBadLabel, i, v, total)
-			}
-		}
+	if err := checkLabels(labels, w.Part.Total()); err != nil {
+		return 0, RoundInfo{}, err
 	}
 	W := len(w.Peers)
 	if len(w.parts) != W {
