@@ -300,11 +300,14 @@ func LoadWith(file string, o *Overrides) (Config, error) {
 		}
 		var root yaml.Node
 		if yaml.Unmarshal(b, &root) == nil && len(root.Content) > 0 {
-			formatGiven = formatGiven || mapValue(root.Content[0], "train") != nil &&
-				mapValue(mapValue(root.Content[0], "train"), "format") != nil
-			metricGiven = metricGiven || mapValue(root.Content[0], "train") != nil &&
-				mapValue(mapValue(root.Content[0], "train"), "valid_metric") != nil
-			wideGiven = mapValue(root.Content[0], "model") != nil && mapValue(mapValue(root.Content[0], "model"), "wide") != nil
+			// inFile reports whether the file gives section.key.
+			inFile := func(section, key string) bool {
+				sec := mapValue(root.Content[0], section)
+				return sec != nil && mapValue(sec, key) != nil
+			}
+			formatGiven = formatGiven || inFile("train", "format")
+			metricGiven = metricGiven || inFile("train", "valid_metric")
+			wideGiven = inFile("model", "wide")
 		}
 	}
 	if o != nil {
