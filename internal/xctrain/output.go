@@ -110,9 +110,10 @@ func (s sharedStats) Stats() dslide.Stats         { return s.sh.Stats() }
 func (s sharedStats) Partition() dslide.Partition { return s.sh.Partition() }
 
 // describeOwners fills the owners' figures into res: their balance so far
-// and the bytes of a batch of train.batch_size samples with the training
-// set's mean labels per sample, as D-SLIDE and as dense model
-// parallelism, seen from this worker's share (owner 0 in one process).
+// and the bytes of a batch of train.batch_size samples (with several
+// workers, this worker's part of it) with the training set's mean labels
+// per sample, as D-SLIDE and as dense model parallelism, seen from this
+// worker's share (owner 0 in one process).
 func (t *Trainer) describeOwners(res *Result) {
 	res.Owners = t.cfg.Model.Output.Owners
 	sh, ok := t.out.(sharded)
@@ -123,12 +124,11 @@ func (t *Trainer) describeOwners(res *Result) {
 	st := sh.Stats()
 	res.OwnerImbalance, res.OwnerImbalanceMean = st.MaxImbalance, st.MeanImbalance
 	d := t.opts.Train
-	n := t.cfg.Train.BatchSize
-	labels := int(math.Round(float64(len(d.Labels)) / float64(max(d.Len(), 1)) * float64(n)))
-	own := 0
-	if t.opts.Peers != nil {
-		own = t.opts.Peers.Index
+	n, own := t.cfg.Train.BatchSize, 0
+	if p := t.opts.Peers; p != nil { // this worker's part of the round's batch
+		n, own = (n+p.Workers-1)/p.Workers, p.Index
 	}
+	labels := int(math.Round(float64(len(d.Labels)) / float64(max(d.Len(), 1)) * float64(n)))
 	res.StepBytes = dslide.StepBytes(sh.Partition(), own, n, t.net.OutputWidth(), labels)
 	res.DenseStepBytes = dslide.DenseStepBytes(sh.Partition(), own, n, t.net.OutputWidth(), labels)
 }
