@@ -11,6 +11,8 @@ import (
 
 	"github.com/xdlgo/xps/internal/etcdembed"
 	"github.com/xdlgo/xps/internal/testutil"
+	"github.com/xdlgo/xps/internal/xctrain"
+	"github.com/xdlgo/xps/snapshot"
 )
 
 // slideSummary is the part of a SLIDE worker's JSON summary checked here.
@@ -66,6 +68,11 @@ func TestSlideSharesSurviveKill(t *testing.T) {
 			"-train", train, "-test", test, "-workers", "2", "-worker-index", fmt.Sprint(i), "-dim", "32", "-sparsity", "0.05",
 			"-epochs", "4", "-batch-size", "64", "-json", "-lease-ttl", "2s", "-log-level", "info")...)
 	}
+	store, err := snapshot.OpenDir(snaps)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
 	w0, w1 := worker(0, 1), worker(1, 1)
 	const written = "SLIDE layer written into the snapshot"
 	testutil.Eventually(t, 4*time.Minute, "a snapshot holding both shares", func() bool {
@@ -76,7 +83,8 @@ func TestSlideSharesSurviveKill(t *testing.T) {
 			default:
 			}
 		}
-		return strings.Contains(w0.output(), written) && strings.Contains(w1.output(), written)
+		return strings.Contains(w0.output(), written) && strings.Contains(w1.output(), written) &&
+			testutil.SnapshotNames(t, store, xctrain.ShareFile(0, 2), xctrain.ShareFile(1, 2)) // complete: its manifest written
 	})
 	w1.cmd.Process.Kill()
 	<-w1.done

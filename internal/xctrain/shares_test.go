@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io/fs"
 	"net"
 	"path/filepath"
 	"strings"
@@ -156,15 +155,13 @@ func TestSharesLeaseLostRollsBack(t *testing.T) {
 			res[i], errs[i] = RunJob(ctx, job.Options{Config: cfg, Index: i, Etcd: lc.Etcd(), Prefix: lc.Prefix(), Progress: &logs[i]})
 		}()
 	}
-	testutil.Eventually(t, 2*time.Minute, "a snapshot holding both shares", func() bool {
-		var found [2]bool
-		filepath.WalkDir(snaps, func(p string, _ fs.DirEntry, _ error) error {
-			for i := range found {
-				found[i] = found[i] || strings.HasSuffix(p, filepath.Base(ShareFile(i, 2)))
-			}
-			return nil
-		})
-		return found[0] && found[1]
+	store, err := snapshot.OpenDir(snaps)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	testutil.Eventually(t, 2*time.Minute, "a complete snapshot holding both shares", func() bool {
+		return testutil.SnapshotNames(t, store, ShareFile(0, 2), ShareFile(1, 2))
 	})
 	resp, err := lc.Etcd().Get(ctx, lc.Prefix()+"/members/worker/worker-1")
 	if err != nil || len(resp.Kvs) != 1 {
