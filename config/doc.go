@@ -60,6 +60,10 @@
 //	    rehash_base: 50         # slide: first re-insertion period in batches
 //	    redraw_period: 20000    # slide: batches between redraws of the hash functions (negative: never)
 //	    threads: 0              # slide: the layer's goroutines (0: every core)
+//	    infer_tune:             # slide: calibrate sparse inference before each evaluation
+//	      agreement: 0.99       # slide: wanted share of sparse top-1 = dense top-1 (training samples)
+//	      samples: 1024
+//	      off: false
 //	    eval: both              # slide: sparse, dense or both inferences on the test set
 //	    eval_limit: 0           # slide: score only the first N test samples (0: all)
 //	    progressive_every: 4    # slide: score every N-th training batch before training it (0: never)

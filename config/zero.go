@@ -75,6 +75,8 @@ var zeroRefused = map[string]string{
 	"model.cross_layers":                            "",
 	"model.sequence.max_len":                        "",
 	"model.output.owners":                           "",
+	"model.output.infer_tune.agreement":             "",
+	"model.output.infer_tune.samples":               "",
 }
 
 // optimizerZeroRefused are the optimizer settings (of every table's and

@@ -51,7 +51,12 @@
 //     goroutine is joined before Run returns.
 //  5. Evaluation after an epoch sees every push of the epoch applied;
 //     before sparse inference every neuron is re-inserted into the hash
-//     tables (slide.Layer.Rehash), so the tables match the weights.
+//     tables (slide.Layer.Rehash), so the tables match the weights, and
+//     sparse inference is calibrated on the first
+//     model.output.infer_tune.samples training samples (never the test
+//     set) against dense inference (slide.Layer.TuneInference); with the
+//     shares of several workers it is not (the other shares are in other
+//     processes).
 //
 // # Protocol
 //

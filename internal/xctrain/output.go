@@ -22,6 +22,10 @@ type output interface {
 	// Maintain runs the tables' upkeep after a step.
 	Maintain()
 	Rehash(ctx context.Context) error
+	// TuneInference calibrates sparse inference on the hidden vectors x
+	// (n of them); ok is false where it cannot run here (the shares of
+	// other workers).
+	TuneInference(ctx context.Context, x []float32, n int, o slide.InferTuneOptions) (res slide.InferTune, ok bool, err error)
 	Predict(ctx context.Context, x []float32, n, k int, sparse bool, out []int32) error
 	// Candidates is nil when the candidates cannot be listed here (the
 	// shares of other workers).
@@ -41,6 +45,7 @@ type inProcess interface {
 	PredictSparse(x []float32, n, k int, out []int32)
 	PredictDense(x []float32, n, k int, out []int32)
 	Rehash()
+	TuneInference(x []float32, n int, o slide.InferTuneOptions) (slide.InferTune, error)
 	Candidates(v []float32, dst []int32) []int32
 	Save(w io.Writer) error
 	Load(r io.Reader) error
@@ -67,6 +72,11 @@ func (l local) HasTables() bool { return l.hasTables }
 func (l local) Rehash(context.Context) error {
 	l.inProcess.Rehash()
 	return nil
+}
+
+func (l local) TuneInference(_ context.Context, x []float32, n int, o slide.InferTuneOptions) (slide.InferTune, bool, error) {
+	res, err := l.inProcess.TuneInference(x, n, o)
+	return res, err == nil, err
 }
 
 func (l local) Predict(_ context.Context, x []float32, n, k int, sparse bool, out []int32) error {

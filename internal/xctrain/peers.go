@@ -175,6 +175,11 @@ func (s *shared) Predict(ctx context.Context, x []float32, n, k int, sparse bool
 	return s.w.Predict(ctx, x, n, k, sparse, false, out)
 }
 
+// TuneInference does not run: the other shares are in other workers.
+func (s *shared) TuneInference(context.Context, []float32, int, slide.InferTuneOptions) (slide.InferTune, bool, error) {
+	return slide.InferTune{}, false, nil
+}
+
 // Candidates is nil: the other shares' candidates are in other workers.
 func (s *shared) Candidates([]float32, []int32) []int32 { return nil }
 func (s *shared) Save(w io.Writer) error                { return s.owner.Layer().Save(w) }

@@ -120,7 +120,28 @@ type Eval struct {
 	// RehashSeconds is the time spent re-inserting every neuron into the
 	// hash tables before sparse inference.
 	RehashSeconds float64 `json:"rehash_seconds"`
-	Seconds       float64 `json:"seconds"`
+	// InferTune is what the calibration of sparse inference chose (nil
+	// when it did not run: no sparse inference, infer_tune.off, or the
+	// shares of several workers).
+	InferTune *InferTune `json:"infer_tune,omitempty"`
+	Seconds   float64    `json:"seconds"`
+}
+
+// InferTune reports slide.Layer.TuneInference at an evaluation: the shape
+// of the tables sparse inference used, whether they were inference tables
+// apart from the training ones, the fraction of the calibration inputs
+// (training samples) whose sparse top-1 is the dense top-1 with them and
+// with the training tables, whether that met infer_tune.agreement, and the
+// seconds the calibration took.
+type InferTune struct {
+	K                 int     `json:"k"`
+	L                 int     `json:"l"`
+	Separate          bool    `json:"separate"`
+	Agreement         float64 `json:"agreement"`
+	TrainingAgreement float64 `json:"training_agreement"`
+	Met               bool    `json:"met"`
+	Inputs            int     `json:"inputs"`
+	Seconds           float64 `json:"seconds"`
 }
 
 // Result summarises a training run.
@@ -475,8 +496,10 @@ func (t *Trainer) takePushErr() error {
 // the shards' current rows (missing rows read as zeros; nothing is
 // created) and the layer's current weights, with sparse and/or dense
 // inference (output.eval). Before sparse inference every neuron is
-// re-inserted into the hash tables (Layer.Rehash). With latency set it
-// also times single-sample predictions.
+// re-inserted into the hash tables (Layer.Rehash) and sparse inference is
+// calibrated on training samples (Layer.TuneInference, unless
+// infer_tune.off). With latency set it also times single-sample
+// predictions.
 func (t *Trainer) Evaluate(ctx context.Context, latency bool) (Eval, error) {
 	return t.evaluate(ctx, t.opts.Test, latency)
 }
@@ -495,11 +518,9 @@ func (t *Trainer) evaluate(ctx context.Context, test *Dataset, latency bool) (Ev
 	doDense := mode != "sparse" || !t.out.HasTables()
 	e := Eval{Samples: test.Len()}
 	if doSparse {
-		t0 := time.Now()
-		if err := t.out.Rehash(ctx); err != nil {
-			return Eval{}, fmt.Errorf("xctrain: %w", err)
+		if err := t.prepareSparse(ctx, &e); err != nil {
+			return Eval{}, err
 		}
-		e.RehashSeconds = time.Since(t0).Seconds()
 	}
 	_, shares := t.out.(*shared)
 	recall := doSparse && doDense && !shares // the other workers' candidates are not listed here
@@ -559,6 +580,55 @@ func (t *Trainer) evaluate(ctx context.Context, test *Dataset, latency bool) (Ev
 	}
 	e.Seconds = time.Since(start).Seconds()
 	return e, nil
+}
+
+// prepareSparse readies sparse inference for an evaluation: every neuron
+// re-inserted into the hash tables, then the calibration (tuneInference).
+func (t *Trainer) prepareSparse(ctx context.Context, e *Eval) error {
+	t0 := time.Now()
+	if err := t.out.Rehash(ctx); err != nil {
+		return fmt.Errorf("xctrain: %w", err)
+	}
+	e.RehashSeconds = time.Since(t0).Seconds()
+	return t.tuneInference(ctx, e)
+}
+
+// tuneInference calibrates sparse inference (slide.Layer.TuneInference)
+// on the hidden vectors of the first model.output.infer_tune.samples
+// training samples (dense inference is the reference, so labels are not
+// read) and records the outcome in e.
+func (t *Trainer) tuneInference(ctx context.Context, e *Eval) error {
+	o := t.cfg.Model.Output.InferTune
+	o.EnsureDefaults()
+	train := t.opts.Train
+	if o.Off || train == nil || train.Len() == 0 {
+		return nil
+	}
+	start := time.Now()
+	n, din := min(o.Samples, train.Len()), t.net.OutputWidth()
+	h := make([]float32, 0, n*din)
+	b := t.newBatch()
+	bs := t.cfg.Train.EvalBatchSize
+	idx := make([]int32, 0, bs)
+	for lo := 0; lo < n; lo += bs {
+		idx = idx[:0]
+		for i := lo; i < min(lo+bs, n); i++ {
+			idx = append(idx, int32(i))
+		}
+		if err := t.fill(ctx, b, train, idx, false); err != nil {
+			return err
+		}
+		h = append(h, t.hidden(b)...)
+	}
+	res, ok, err := t.out.TuneInference(ctx, h, n, o)
+	if err != nil {
+		return fmt.Errorf("xctrain: %w", err)
+	}
+	if ok {
+		e.InferTune = &InferTune{K: res.Params.K, L: res.Params.L, Separate: res.Separate, Agreement: res.Agreement,
+			TrainingAgreement: res.TrainingAgreement, Met: res.Met, Inputs: res.Inputs, Seconds: time.Since(start).Seconds()}
+	}
+	return nil
 }
 
 // candidateRecall counts, over the samples Evaluate scored with both

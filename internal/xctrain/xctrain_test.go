@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -185,11 +186,16 @@ func (tc generatedCase) checkQuality(t *testing.T, res JobResult, chance float64
 		t.Fatalf("dense-inference P@1 %v, want >= %.4f (>= %.2f and >= %vx chance %.4f)", e.Dense, denseMin, minP1, times, chance)
 	}
 	if tc.sparsity < 1 {
-		// Sparse inference scores at most 100 of 1,000 labels from
-		// 24 tables of 7-bit codes: it finds the best label less
-		// often than the dense scan.
+		// Sparse inference scores at most 100 of 1,000 labels. Before
+		// each evaluation it is calibrated on training samples
+		// (slide.Layer.TuneInference): its P@1 must stay within 0.02
+		// of the dense scan's (the 24 training tables of 7-bit codes
+		// alone found the best label less often).
 		if e.Sparse == nil || e.Sparse.P1 < times*0.72*chance || res.L != 24 {
 			t.Fatalf("sparse-inference P@1 %v, want >= %.2fx chance %.4f (tables L=%d)", e.Sparse, times*0.72, chance, res.L)
+		}
+		if it := e.InferTune; it == nil || it.Inputs == 0 || math.Abs(e.Sparse.P1-e.Dense.P1) > 0.02 {
+			t.Fatalf("sparse-inference P@1 %v, dense %v: more than 0.02 apart, calibration %+v", e.Sparse.P1, e.Dense.P1, it)
 		}
 		if e.SparseMs <= 0 || res.ProgressiveSamples == 0 {
 			t.Fatalf("no latency or progressive figures: %+v", res)

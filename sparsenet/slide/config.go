@@ -74,6 +74,9 @@ type Config struct {
 	R int `yaml:"r"`
 	// Tune are the autotuning constants.
 	Tune TuneOptions `yaml:"tune"`
+	// InferTune are the constants of TuneInference, which a trainer calls
+	// before it evaluates.
+	InferTune InferTuneOptions `yaml:"infer_tune"`
 	// SimHashDensity is the fraction of the input coordinates each SimHash
 	// projection reads. The default value is 1/3 (SLIDE's).
 	SimHashDensity float64 `yaml:"simhash_density"`
@@ -184,6 +187,7 @@ func (c *Config) EnsureDefaults() {
 		c.Family = KindDWTA
 	}
 	c.Tune.EnsureDefaults()
+	c.InferTune.EnsureDefaults()
 	if c.SimHashDensity == 0 {
 		c.SimHashDensity = DefaultSimHashDensity
 	}
@@ -271,6 +275,9 @@ func (c *Config) Validate() error {
 	}
 	if err := c.Tune.Validate(); err != nil {
 		bad("Tune: %w", err)
+	}
+	if err := c.InferTune.Validate(); err != nil {
+		bad("InferTune: %w", err)
 	}
 	if !(c.SimHashDensity > 0 && c.SimHashDensity <= 1) {
 		bad("SimHashDensity %v not in (0, 1]", c.SimHashDensity)

@@ -96,6 +96,19 @@
 // L and R override each choice. When nothing fits (s >= c2) it returns
 // L = 1 at the smallest useful K.
 //
+// Tune's shape is chosen for training's cost, not for inference's
+// accuracy: at s >= c2 one table finds the best label for few inputs.
+// TuneInference (infer.go) measures instead: on calibration inputs it
+// counts how often sparse inference's top-1 is dense inference's, keeps
+// the training tables when that agreement reaches its target (0.99), and
+// otherwise builds separate inference tables that hash for the inner
+// product (simple LSH with the bias folded in: rows of equal length M,
+// [w - c, b, sqrt(M^2 - |w - c|^2 - b^2)], against inputs [x, 1, 0],
+// with dense SimHash), trying shapes of few bits and many tables in order
+// of cost within a per-input work bound, and keeps the first that agrees
+// enough, or the best. The candidate budget round(InferSparsity*d) is
+// never exceeded: only which candidates fill it changes.
+//
 // Memory of the tables: 4*(L*2^K*R + 2*L*2^K + L*d) bytes, about 12*L*d at
 // the autotuned R (the ids are 2*L*d, the per-table codes L*d); for 670K
 // labels at L = 164 that is 1.3 GB, which is why Config.L is worth setting

@@ -55,6 +55,11 @@ type Layer struct {
 	center  []float32 // subtracted from rows before hashing (nil: NoCenter)
 	icodes  []uint32  // the codes of a batch's inputs (n x L)
 
+	// Sparse inference's own tables, when TuneInference built them, and
+	// the shape it chose last.
+	infer     *inferIndex
+	lastInfer Params
+
 	pool  *pool
 	ws    []*worker
 	batch uint64
@@ -154,14 +159,9 @@ func New(cfg Config) (*Layer, error) {
 			l.center = make([]float32, din)
 			l.updateCenter()
 		}
-		all := make([]int32, 0, min(d, cfg.Schedule.SliceNeurons))
-		for lo := 0; lo < d; lo += cfg.Schedule.SliceNeurons {
-			all = all[:0]
-			for r := lo; r < min(d, lo+cfg.Schedule.SliceNeurons); r++ {
-				all = append(all, int32(r))
-			}
-			l.insertRows(l.tables, l.fam, l.hashedAt, all)
-		}
+		l.forSlices(func(int) bool { return true }, func(rows []int32) {
+			l.insertRows(l.tables, l.fam, l.center, l.hashedAt, rows)
+		})
 	}
 	return l, nil
 }
@@ -212,7 +212,11 @@ func (l *Layer) TablesBytes() int64 {
 	if l.tables == nil {
 		return 0
 	}
-	return l.tables.Bytes()
+	b := l.tables.Bytes()
+	if l.infer != nil {
+		b += l.infer.tables.Bytes()
+	}
+	return b
 }
 
 // Family returns the hash functions in use, or nil.
@@ -280,19 +284,25 @@ func (l *Layer) TrainBatch(x []float32, n int, labels [][]int32, dx []float32) (
 // hashInputs writes the codes of the n input rows of x to l.icodes (n x L),
 // with one HashBatch call when the family has it, else in parallel.
 func (l *Layer) hashInputs(x []float32, n int) []uint32 {
-	L, din := l.par.L, l.din
+	return l.hashWith(l.fam, l.par.L, x, n)
+}
+
+// hashWith is hashInputs with the family fam of L codes (x is n x
+// fam.Dim()).
+func (l *Layer) hashWith(fam Family, L int, x []float32, n int) []uint32 {
+	din := fam.Dim()
 	if cap(l.icodes) < n*L {
 		l.icodes = make([]uint32, n*L)
 	}
 	codes := l.icodes[:n*L]
-	if bh, ok := l.fam.(BatchHasher); ok {
+	if bh, ok := fam.(BatchHasher); ok {
 		bh.HashBatch(x, n, codes)
 		return codes
 	}
 	l.pool.run(func(q int) {
 		lo, hi := span(q, len(l.ws), n)
 		for i := lo; i < hi; i++ {
-			l.fam.Hash(x[i*din:(i+1)*din], codes[i*L:(i+1)*L])
+			fam.Hash(x[i*din:(i+1)*din], codes[i*L:(i+1)*L])
 		}
 	})
 	return codes
@@ -498,31 +508,32 @@ func (l *Layer) moveLabels(q int) {
 
 // Rehash re-inserts every row into the tables in use, now: for weights set
 // through Weights, or to refresh the tables outside the schedule. It stalls
-// for the hashing of all Dim rows. It does nothing without tables.
+// for the hashing of all Dim rows, and drops the inference tables of
+// TuneInference. It does nothing without tables.
 func (l *Layer) Rehash() {
 	l.checkOpen()
 	if l.tables == nil {
 		return
 	}
+	l.infer = nil
 	l.updateCenter()
-	slice := l.cfg.Schedule.SliceNeurons
-	for lo := 0; lo < l.d; lo += slice {
-		rows := l.mrows[:0]
-		for r := lo; r < min(l.d, lo+slice); r++ {
-			rows = append(rows, int32(r))
-		}
-		l.mrows = rows
-		l.insertRows(l.tables, l.fam, l.hashedAt, rows)
+	l.forSlices(func(int) bool { return true }, func(rows []int32) {
+		l.insertRows(l.tables, l.fam, l.center, l.hashedAt, rows)
+	})
+}
+
+// updateCenter sets center to the mean of the rows of W (meanRow). It
+// does nothing with NoCenter.
+func (l *Layer) updateCenter() {
+	if l.center != nil {
+		l.meanRow(l.center)
 	}
 }
 
-// updateCenter sets center to the mean of the rows of W (in parallel,
-// summed in float64 per goroutine, then in goroutine order, so the result
-// does not depend on timing). It does nothing with NoCenter.
-func (l *Layer) updateCenter() {
-	if l.center == nil {
-		return
-	}
+// meanRow sets center to the mean of the rows of W (in parallel, summed in
+// float64 per goroutine, then in goroutine order, so the result does not
+// depend on timing).
+func (l *Layer) meanRow(center []float32) {
 	din, P := l.din, len(l.ws)
 	sums := make([][]float64, P)
 	l.pool.run(func(q int) {
@@ -535,25 +546,26 @@ func (l *Layer) updateCenter() {
 		}
 		sums[q] = acc
 	})
-	for i := range l.center {
+	for i := range center {
 		var t float64
 		for q := range sums {
 			t += sums[q][i]
 		}
-		l.center[i] = float32(t / float64(l.d))
+		center[i] = float32(t / float64(l.d))
 	}
 }
 
-// hashRow is the vector row r is hashed as: its weights minus the center
-// (see Config.NoCenter), written to buf, or the weights themselves.
-func (l *Layer) hashRow(r int32, buf []float32) []float32 {
+// hashRow is the vector row r is hashed as against center: its weights
+// minus center (see Config.NoCenter), written to buf, or the weights
+// themselves when center is nil.
+func (l *Layer) hashRow(center []float32, r int32, buf []float32) []float32 {
 	w := l.w[int(r)*l.din : (int(r)+1)*l.din]
-	if l.center == nil {
+	if center == nil {
 		return w
 	}
 	buf = buf[:l.din]
 	for i, v := range w {
-		buf[i] = v - l.center[i]
+		buf[i] = v - center[i]
 	}
 	return buf
 }

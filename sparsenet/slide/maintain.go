@@ -141,10 +141,10 @@ func (l *Layer) Maintain() MaintainStats {
 		}
 	}
 	if st.build {
-		l.insertRows(l.back, l.backFam, l.backAt, st.rows)
+		l.insertRows(l.back, l.backFam, l.center, l.backAt, st.rows)
 		ms.Built = len(st.rows)
 	} else {
-		l.insertRows(l.tables, l.fam, l.hashedAt, st.rows)
+		l.insertRows(l.tables, l.fam, l.center, l.hashedAt, st.rows)
 		ms.Rehashed = len(st.rows)
 	}
 	if st.swap {
@@ -157,42 +157,57 @@ func (l *Layer) Maintain() MaintainStats {
 
 func (l *Layer) dirty(r int) bool { return l.steps[r] != l.hashedAt[r] }
 
-// insertRows hashes the weight rows with fam (one HashBatch of the gathered
-// rows, or in parallel over rows) and
-// (re)assigns them in tabs (in parallel over tables, each table owned by
-// one worker and filled in row order, so the result does not depend on the
-// number of workers), then records their step counts in at.
-func (l *Layer) insertRows(tabs *Tables, fam Family, at []uint32, rows []int32) {
+// insertRows hashes the weight rows with fam, each minus center
+// (hashRow), and (re)assigns them in tabs (insertCodes).
+func (l *Layer) insertRows(tabs *Tables, fam Family, center []float32, at []uint32, rows []int32) {
 	if len(rows) == 0 {
 		return
 	}
-	L, din, P := l.par.L, l.din, len(l.ws)
+	codes := l.rowCodes(fam, rows, func(r int32, buf []float32) []float32 { return l.hashRow(center, r, buf) })
+	l.insertCodes(tabs, at, rows, codes)
+}
+
+// rowCodes returns the codes fam gives the vectors vec(r, buf) of rows (one
+// HashBatch of the gathered vectors, or in parallel over rows); vec writes
+// row r's vector of fam.Dim() values to buf, or returns another slice.
+// The codes are valid until the next call.
+func (l *Layer) rowCodes(fam Family, rows []int32, vec func(r int32, buf []float32) []float32) []uint32 {
+	L, dim, P := fam.L(), fam.Dim(), len(l.ws)
 	if cap(l.mcodes) < len(rows)*L {
 		l.mcodes = make([]uint32, len(rows)*L)
 	}
 	codes := l.mcodes[:len(rows)*L]
 	if bh, ok := fam.(BatchHasher); ok {
-		if cap(l.mrowbuf) < len(rows)*din {
-			l.mrowbuf = make([]float32, len(rows)*din)
+		if cap(l.mrowbuf) < len(rows)*dim {
+			l.mrowbuf = make([]float32, len(rows)*dim)
 		}
-		buf := l.mrowbuf[:len(rows)*din]
+		buf := l.mrowbuf[:len(rows)*dim]
 		for j, r := range rows {
-			dst := buf[j*din : (j+1)*din]
-			copy(dst, l.hashRow(r, dst))
+			dst := buf[j*dim : (j+1)*dim]
+			copy(dst, vec(r, dst))
 		}
 		bh.HashBatch(buf, len(rows), codes)
-	} else {
-		l.pool.run(func(q int) {
-			lo, hi := span(q, P, len(rows))
-			w := l.ws[q]
-			if cap(w.hrow) < din {
-				w.hrow = make([]float32, din)
-			}
-			for j := lo; j < hi; j++ {
-				fam.Hash(l.hashRow(rows[j], w.hrow), codes[j*L:(j+1)*L])
-			}
-		})
+		return codes
 	}
+	l.pool.run(func(q int) {
+		lo, hi := span(q, P, len(rows))
+		w := l.ws[q]
+		if cap(w.hrow) < dim {
+			w.hrow = make([]float32, dim)
+		}
+		for j := lo; j < hi; j++ {
+			fam.Hash(vec(rows[j], w.hrow[:dim]), codes[j*L:(j+1)*L])
+		}
+	})
+	return codes
+}
+
+// insertCodes (re)assigns rows to the buckets of their codes (len(rows) x
+// L) in tabs (in parallel over tables, each table owned by one worker and
+// filled in row order, so the result does not depend on the number of
+// workers), then records their step counts in at.
+func (l *Layer) insertCodes(tabs *Tables, at []uint32, rows []int32, codes []uint32) {
+	L, P := tabs.l, len(l.ws)
 	l.pool.run(func(q int) {
 		for tb := q; tb < L; tb += P {
 			for j, row := range rows {

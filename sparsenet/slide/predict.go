@@ -124,9 +124,10 @@ func (l *Layer) TopScores(n, k int, scores []float32) {
 
 // PredictSparse is PredictDense over the LSH candidates of each input only:
 // the neurons of the L buckets it hashes to, cut down to at most
-// round(InferSparsity*Dim) by InferSelection (no random fill). Rows with
-// fewer than k candidates end in -1s. A layer without tables predicts
-// densely.
+// round(InferSparsity*Dim) by InferSelection (no random fill). It uses the
+// inference tables of TuneInference when there are, else the training
+// tables. Rows with fewer than k candidates end in -1s. A layer without
+// tables predicts densely.
 func (l *Layer) PredictSparse(x []float32, n, k int, out []int32) {
 	l.checkPredict("PredictSparse", x, n, k, out)
 	if l.tables == nil {
@@ -136,15 +137,15 @@ func (l *Layer) PredictSparse(x []float32, n, k int, out []int32) {
 	t := &l.top
 	t.reset(n, k)
 	target := max(1, int(math.Round(l.cfg.InferSparsity*float64(l.d))))
-	din, L := l.din, l.par.L
-	codes := l.hashInputs(x, n)
+	codes, tabs, sel := l.lookup(x, n)
+	din, L := l.din, tabs.L()
 	l.pool.run(func(q int) {
 		w := l.ws[q]
 		lo, hi := span(q, len(l.ws), n)
 		for i := lo; i < hi; i++ {
 			xi := x[i*din : (i+1)*din]
 			r := newRNG(l.cfg.Seed^tagInfer, 0, uint64(i))
-			w.active, _, w.missed = w.sel.selectActive(l.tables, query{codes: codes[i*L : (i+1)*L], target: target,
+			w.active, _, w.missed = sel(q).selectActive(tabs, query{codes: codes[i*L : (i+1)*L], target: target,
 				sel: l.cfg.InferSelection}, &r, w.active, w.missed)
 			ts, ti := t.score[i*k:(i+1)*k], t.id[i*k:(i+1)*k]
 			c := 0
@@ -170,10 +171,10 @@ func (l *Layer) Candidates(v []float32, dst []int32) []int32 {
 		panic(fmt.Sprintf("slide: Candidates: len(v) %d, want %d", len(v), l.din))
 	}
 	w := l.ws[0]
-	codes := l.hashInputs(v, 1)
+	codes, tabs, sel := l.lookup(v, 1)
 	r := newRNG(l.cfg.Seed^tagInfer, 0, 0)
 	target := max(1, int(math.Round(l.cfg.InferSparsity*float64(l.d))))
-	dst, _, w.missed = w.sel.selectActive(l.tables, query{codes: codes, target: target,
+	dst, _, w.missed = sel(0).selectActive(tabs, query{codes: codes, target: target,
 		sel: l.cfg.InferSelection}, &r, dst, w.missed)
 	return dst
 }

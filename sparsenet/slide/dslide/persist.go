@@ -54,6 +54,33 @@ func (l *Layer) Rehash() {
 	}
 }
 
+// TuneInference tunes every owner's sparse inference on its own rows
+// (slide.Layer.TuneInference). An input whose sparse top-1 is its dense
+// top-1 at every owner has the merged sparse top-1 of the dense one, so
+// the layer's agreement is at least 1 - Σ(1 - a_o) over the owners'
+// agreements a_o: that bound is the result's Agreement (and
+// TrainingAgreement); Met says every owner met its target, Params is owner
+// 0's shape, Tried and Bytes are sums.
+func (l *Layer) TuneInference(x []float32, n int, o slide.InferTuneOptions) (slide.InferTune, error) {
+	res := slide.InferTune{Inputs: n, Met: true, Agreement: 1, TrainingAgreement: 1}
+	for i, ow := range l.owners {
+		r, err := ow.TuneInference(x, n, o)
+		if err != nil {
+			return slide.InferTune{}, fmt.Errorf("dslide: owner %d: %w", i, err)
+		}
+		if i == 0 {
+			res.Params = r.Params
+		}
+		res.Agreement -= 1 - r.Agreement
+		res.TrainingAgreement -= 1 - r.TrainingAgreement
+		res.Met = res.Met && r.Met
+		res.Separate = res.Separate || r.Separate
+		res.Tried += r.Tried
+		res.Bytes += r.Bytes
+	}
+	return res, nil
+}
+
 // Candidates appends to dst[:0] the rows (of the whole layer) that
 // PredictSparse scores for input v: every owner's candidates; nil
 // without tables.
