@@ -1,5 +1,7 @@
 package slide
 
+import "math/bits"
+
 // selector builds active sets. It deduplicates with a stamp array (one
 // uint32 per neuron, advanced by two per query instead of cleared) and
 // counts table hits per candidate. It belongs to one goroutine.
@@ -83,12 +85,20 @@ func (s *selector) selectActive(t *Tables, q query, r *rng, dst, missed []int32)
 			missed = append(missed, id)
 		}
 	}
-	need := target - nl
+	dst = s.cut(dst, target-nl, q.sel, r)
+	if q.fill && len(dst) < target {
+		dst = s.fill(dst, target, candMark, labelMark, r)
+	}
+	return dst, nl, missed
+}
+
+// cut appends to dst the candidates s.cand, cut down to need by sel.
+func (s *selector) cut(dst []int32, need int, sel Selection, r *rng) []int32 {
 	switch {
 	case need <= 0:
 	case len(s.cand) <= need:
 		dst = append(dst, s.cand...)
-	case q.sel == SelectByCount:
+	case sel == SelectByCount:
 		dst = s.byCount(dst, need, r)
 	default:
 		c := s.cand
@@ -98,10 +108,33 @@ func (s *selector) selectActive(t *Tables, q query, r *rng, dst, missed []int32)
 		}
 		dst = append(dst, c[:need]...)
 	}
-	if q.fill && len(dst) < target {
-		dst = s.fill(dst, target, candMark, labelMark, r)
+	return dst
+}
+
+// selectSketch appends to dst[:0] the candidates of an input whose
+// signature is sig among the rows of sk, as selectActive does with the L
+// tables of one bit that sk stands for (a row is in the input's bucket of
+// table t when bit t of their signatures agree): every row that agrees on
+// at least one bit, with the number of bits it agrees on as its count,
+// cut down to target by sel (no labels, no fill).
+func (s *selector) selectSketch(sk *sketches, sig []uint64, target int, sel Selection, r *rng, dst []int32) []int32 {
+	candMark, _ := s.advance()
+	dst = dst[:0]
+	s.cand = s.cand[:0]
+	w := len(sig)
+	for id := 0; id < s.d; id++ {
+		row := sk.sig[id*w : (id+1)*w]
+		diff := 0
+		for i, x := range row {
+			diff += bits.OnesCount64(x ^ sig[i])
+		}
+		if c := sk.l - diff; c > 0 {
+			s.stamp[id] = candMark
+			s.count[id] = uint16(c)
+			s.cand = append(s.cand, int32(id))
+		}
 	}
-	return dst, nl, missed
+	return s.cut(dst, min(target, s.d), sel, r)
 }
 
 // byCount appends the need candidates with the highest counts, ties at

@@ -111,8 +111,12 @@ type BatchHasher interface {
 // maxDenseProj bounds the entries of SimHash's dense projection matrix.
 const maxDenseProj = 1 << 24
 
-// simChunk is the number of vectors HashBatch projects per GEMM.
-const simChunk = 256
+// simChunk is the number of vectors HashBatch projects per GEMM; up to
+// simDotRows vectors are projected by dot products instead.
+const (
+	simChunk   = 256
+	simDotRows = 2
+)
 
 // NewSimHash draws a SimHash family for vectors of length dim with l codes
 // of k bits, each bit projecting onto ceil(density*dim) coordinates
@@ -233,7 +237,17 @@ func (s *SimHash) HashBatch(x []float32, n int, out []uint32) {
 	for lo := 0; lo < n; lo += simChunk {
 		m := min(simChunk, n-lo)
 		p := (*bp)[:m*nh]
-		densenet.Gemm(densenet.NoTrans, densenet.Trans, m, nh, s.dim, 1, x[lo*s.dim:(lo+m)*s.dim], s.dim, s.proj, s.dim, 0, p, nh)
+		if m <= simDotRows {
+			// A GEMM would pack all of proj for these few rows.
+			for i := 0; i < m; i++ {
+				xi := x[(lo+i)*s.dim : (lo+i+1)*s.dim]
+				for h := range nh {
+					p[i*nh+h] = densenet.Dot(s.proj[h*s.dim:(h+1)*s.dim], xi)
+				}
+			}
+		} else {
+			densenet.Gemm(densenet.NoTrans, densenet.Trans, m, nh, s.dim, 1, x[lo*s.dim:(lo+m)*s.dim], s.dim, s.proj, s.dim, 0, p, nh)
+		}
 		for i := 0; i < m; i++ {
 			row := p[i*nh : (i+1)*nh]
 			codes := out[(lo+i)*s.l : (lo+i+1)*s.l]

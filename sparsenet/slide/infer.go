@@ -135,14 +135,21 @@ type InferTune struct {
 // [x, 1, 0], where c is the mean row and M the largest |[w_j - c, b_j]|
 // when the tables were built. Every u_j has length M, so the angle between
 // u_j and the input's vector falls as the score w_j·x + b_j rises (the
-// constant c·x aside), and with SimHash (dense ±1 projections) a row
-// shares a table's bucket with an input with a probability that rises
-// with its score: the rows found in the most tables (SelectByCount) are
-// those likeliest to score highest.
+// constant c·x aside), and with sign projections (hadamard) a row shares
+// a table's bucket with an input with a probability that rises with its
+// score: the rows found in the most tables (SelectByCount) are those
+// likeliest to score highest.
+//
+// With K = 1 the L tables are kept as one L-bit signature per row
+// (sketches) and a query scans them: a row is in the input's bucket of
+// table t when bit t of both signatures agree, so its count is L minus
+// the Hamming distance, the same candidates and counts as L one-bit
+// tables at d*L/64 words read instead of about L*d/2 ids.
 type inferIndex struct {
 	par    Params
-	fam    Family // SimHash over InputDim+2 values
-	tables *Tables
+	fam    Family      // hadamard over InputDim+2 values
+	tables *Tables     // K >= 2
+	sk     *sketches   // K = 1
 	center []float32   // c (zeros with NoCenter)
 	m2     float64     // M^2
 	at     []uint32    // steps[r] when row r was last inserted
@@ -258,7 +265,7 @@ func (l *Layer) TuneInference(x []float32, n int, o InferTuneOptions) (InferTune
 	l.infer = best
 	if best != nil {
 		l.lastInfer = best.par
-		res.Separate, res.Bytes = true, best.tables.Bytes()
+		res.Separate, res.Bytes = true, best.bytes()
 	}
 	res.Met = res.Agreement >= o.Agreement
 	return res, nil
@@ -303,32 +310,41 @@ func (l *Layer) inferShapes(o InferTuneOptions) []Params {
 }
 
 // inferCost is the work of one sparse prediction with inference tables of
-// shape p, in multiply-adds: hashing (K*L projections of InputDim+2
-// values), visiting the L buckets (about L*d/2^K ids, 4 each) and scoring
-// the candidates (round(InferSparsity*d) dot products).
+// shape p, in multiply-adds: hashing (hadamardCost), finding the
+// candidates (K = 1: a scan of d signatures of L bits, 2 per word; else
+// visiting the L buckets, about L*d/2^K ids, 4 each) and scoring them
+// (round(InferSparsity*d) dot products).
 func (l *Layer) inferCost(p Params) float64 {
 	c := max(1, math.Round(l.cfg.InferSparsity*float64(l.d)))
-	return float64(p.K*p.L*(l.din+2)) + 4*float64(p.L)*float64(l.d)/float64(int(1)<<p.K) + c*float64(l.din)
+	find := 4 * float64(p.L) * float64(l.d) / float64(int(1)<<p.K)
+	if p.K == 1 {
+		find = 2 * float64(l.d) * float64((p.L+63)/64)
+	}
+	return hadamardCost(l.din+2, p.K, p.L) + find + c*float64(l.din)
 }
 
-// inferBytes is the memory of tables of shape p over d rows.
+// inferBytes is the memory of inference tables of shape p over d rows.
 func inferBytes(p Params, d int) int64 {
+	if p.K == 1 {
+		return 8 * int64(d) * int64((p.L+63)/64)
+	}
 	return 4 * (int64(p.L)<<p.K*int64(p.R) + 2*int64(p.L)<<p.K + int64(p.L)*int64(d))
 }
 
 // buildInfer hashes every row into new inference tables of shape p.
 func (l *Layer) buildInfer(p Params) (*inferIndex, error) {
 	c := &l.cfg
-	fam, err := NewSimHash(l.din+2, p.K, p.L, 1, hash3(c.Seed, tagInferHash, uint64(p.K)<<32|uint64(p.L)))
+	fam, err := newHadamard(l.din+2, p.K, p.L, hash3(c.Seed, tagInferHash, uint64(p.K)<<32|uint64(p.L)))
 	if err != nil {
 		return nil, err
 	}
-	tabs, err := NewTables(l.d, p.K, p.L, p.R, hash3(c.Seed, tagInferTable, uint64(p.K)<<32|uint64(p.L)))
-	if err != nil {
-		return nil, err
-	}
-	idx := &inferIndex{par: p, fam: fam, tables: tabs, at: make([]uint32, l.d), batch: l.batch,
+	idx := &inferIndex{par: p, fam: fam, at: make([]uint32, l.d), batch: l.batch,
 		sels: make([]*selector, len(l.ws))}
+	if p.K == 1 {
+		idx.sk = newSketches(l.d, p.L, len(l.ws))
+	} else if idx.tables, err = NewTables(l.d, p.K, p.L, p.R, hash3(c.Seed, tagInferTable, uint64(p.K)<<32|uint64(p.L))); err != nil {
+		return nil, err
+	}
 	for q := range idx.sels {
 		idx.sels[q] = newSelector(l.d, p.L)
 	}
@@ -349,11 +365,26 @@ func (l *Layer) buildInfer(p Params) (*inferIndex, error) {
 	return idx, nil
 }
 
+// bytes is the memory of the tables or signatures.
+func (idx *inferIndex) bytes() int64 {
+	if idx.sk != nil {
+		return 8 * int64(len(idx.sk.sig))
+	}
+	return idx.tables.Bytes()
+}
+
 // insert returns the function that hashes rows into idx.
 func (idx *inferIndex) insert(l *Layer) func(rows []int32) {
 	return func(rows []int32) {
 		codes := l.rowCodes(idx.fam, rows, func(r int32, buf []float32) []float32 { return idx.row(l, r, buf) })
-		l.insertCodes(idx.tables, idx.at, rows, codes)
+		if idx.sk == nil {
+			l.insertCodes(idx.tables, idx.at, rows, codes)
+			return
+		}
+		for j, r := range rows {
+			idx.sk.set(r, codes[j*idx.par.L:(j+1)*idx.par.L])
+			idx.at[r] = l.steps[r]
+		}
 	}
 }
 
@@ -389,15 +420,71 @@ func (l *Layer) forSlices(keep func(r int) bool, fn func(rows []int32)) {
 	l.mrows = rows[:0]
 }
 
+// finder appends to dst[:0] the candidates of one input from its codes,
+// on worker q's scratch.
+type finder func(q int, codes []uint32, target int, r *rng, dst []int32) []int32
+
 // lookup hashes the n inputs of x for sparse inference and returns their
-// codes (n x L), the tables and the selector of worker q: with the
+// codes (n x L), L and how to find an input's candidates: with the
 // inference tables when TuneInference built them, else with the training
 // tables.
-func (l *Layer) lookup(x []float32, n int) ([]uint32, *Tables, func(q int) *selector) {
+func (l *Layer) lookup(x []float32, n int) ([]uint32, int, finder) {
 	l.refreshInfer()
-	if idx := l.infer; idx != nil {
-		codes := l.hashWith(idx.fam, idx.par.L, idx.inputs(x, n, l.din), n)
-		return codes, idx.tables, func(q int) *selector { return idx.sels[q] }
+	sel := l.cfg.InferSelection
+	idx := l.infer
+	if idx == nil {
+		return l.hashInputs(x, n), l.par.L, func(q int, codes []uint32, target int, r *rng, dst []int32) []int32 {
+			w := l.ws[q]
+			dst, _, w.missed = w.sel.selectActive(l.tables, query{codes: codes, target: target, sel: sel}, r, dst, w.missed)
+			return dst
+		}
 	}
-	return l.hashInputs(x, n), l.tables, func(q int) *selector { return l.ws[q].sel }
+	codes := l.hashWith(idx.fam, idx.par.L, idx.inputs(x, n, l.din), n)
+	if idx.sk != nil {
+		return codes, idx.par.L, func(q int, codes []uint32, target int, r *rng, dst []int32) []int32 {
+			sig := idx.sk.query(q, codes)
+			return idx.sels[q].selectSketch(idx.sk, sig, target, sel, r, dst)
+		}
+	}
+	return codes, idx.par.L, func(q int, codes []uint32, target int, r *rng, dst []int32) []int32 {
+		w := l.ws[q]
+		dst, _, w.missed = idx.sels[q].selectActive(idx.tables, query{codes: codes, target: target, sel: sel}, r, dst, w.missed)
+		return dst
+	}
+}
+
+// sketches holds an L-bit signature per row: bit t is row's code in table
+// t of L one-bit tables. qsig holds one query signature per worker.
+type sketches struct {
+	l, words int
+	sig      []uint64 // d x words
+	qsig     [][]uint64
+}
+
+func newSketches(d, l, workers int) *sketches {
+	w := (l + 63) / 64
+	sk := &sketches{l: l, words: w, sig: make([]uint64, d*w), qsig: make([][]uint64, workers)}
+	for q := range sk.qsig {
+		sk.qsig[q] = make([]uint64, w)
+	}
+	return sk
+}
+
+// pack writes the one-bit codes to sig.
+func pack(codes []uint32, sig []uint64) {
+	clear(sig)
+	for t, c := range codes {
+		sig[t/64] |= uint64(c&1) << (t % 64)
+	}
+}
+
+// set makes codes row r's signature.
+func (sk *sketches) set(r int32, codes []uint32) {
+	pack(codes, sk.sig[int(r)*sk.words:(int(r)+1)*sk.words])
+}
+
+// query packs an input's codes into worker q's query signature.
+func (sk *sketches) query(q int, codes []uint32) []uint64 {
+	pack(codes, sk.qsig[q])
+	return sk.qsig[q]
 }

@@ -214,7 +214,7 @@ func (l *Layer) TablesBytes() int64 {
 	}
 	b := l.tables.Bytes()
 	if l.infer != nil {
-		b += l.infer.tables.Bytes()
+		b += l.infer.bytes()
 	}
 	return b
 }

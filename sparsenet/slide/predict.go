@@ -137,16 +137,15 @@ func (l *Layer) PredictSparse(x []float32, n, k int, out []int32) {
 	t := &l.top
 	t.reset(n, k)
 	target := max(1, int(math.Round(l.cfg.InferSparsity*float64(l.d))))
-	codes, tabs, sel := l.lookup(x, n)
-	din, L := l.din, tabs.L()
+	codes, L, find := l.lookup(x, n)
+	din := l.din
 	l.pool.run(func(q int) {
 		w := l.ws[q]
 		lo, hi := span(q, len(l.ws), n)
 		for i := lo; i < hi; i++ {
 			xi := x[i*din : (i+1)*din]
 			r := newRNG(l.cfg.Seed^tagInfer, 0, uint64(i))
-			w.active, _, w.missed = sel(q).selectActive(tabs, query{codes: codes[i*L : (i+1)*L], target: target,
-				sel: l.cfg.InferSelection}, &r, w.active, w.missed)
+			w.active = find(q, codes[i*L:(i+1)*L], target, &r, w.active)
 			ts, ti := t.score[i*k:(i+1)*k], t.id[i*k:(i+1)*k]
 			c := 0
 			for _, id := range w.active {
@@ -170,11 +169,8 @@ func (l *Layer) Candidates(v []float32, dst []int32) []int32 {
 	if len(v) != l.din {
 		panic(fmt.Sprintf("slide: Candidates: len(v) %d, want %d", len(v), l.din))
 	}
-	w := l.ws[0]
-	codes, tabs, sel := l.lookup(v, 1)
+	codes, _, find := l.lookup(v, 1)
 	r := newRNG(l.cfg.Seed^tagInfer, 0, 0)
 	target := max(1, int(math.Round(l.cfg.InferSparsity*float64(l.d))))
-	dst, _, w.missed = sel(0).selectActive(tabs, query{codes: codes, target: target,
-		sel: l.cfg.InferSelection}, &r, dst, w.missed)
-	return dst
+	return find(0, codes, target, &r, dst)
 }
