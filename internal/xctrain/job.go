@@ -279,7 +279,7 @@ func (r JobResult) WriteSummary(w io.Writer) {
 	}
 	if e := r.Test; e.Samples > 0 {
 		if e.Sparse != nil {
-			fmt.Fprintf(w, "%s: test %v with sparse inference (%.2f ms for one sample)\n", r.Worker, *e.Sparse, e.SparseMs)
+			fmt.Fprintf(w, "%s: test %v with sparse inference (%.2f ms for one sample%s)\n", r.Worker, *e.Sparse, e.SparseMs, e.InferTune.describe())
 		}
 		if e.Dense != nil {
 			fmt.Fprintf(w, "%s: test %v with dense inference (%.2f ms for one sample)\n", r.Worker, *e.Dense, e.DenseMs)

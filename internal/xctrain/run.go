@@ -167,15 +167,7 @@ func (r *run) evaluate(ctx context.Context, when string, final bool) error {
 			fmt.Fprintf(w, ", rehash %.1fs", e.RehashSeconds)
 		}
 		if it := e.InferTune; it != nil {
-			which := "training tables"
-			if it.Separate {
-				which = "inference tables"
-			}
-			fmt.Fprintf(w, "; sparse inference on %s K=%d L=%d agrees with dense on %.3f of %d training samples (training tables %.3f), %.1fs",
-				which, it.K, it.L, it.Agreement, it.Inputs, it.TrainingAgreement, it.Seconds)
-			if !it.Met {
-				fmt.Fprintf(w, ", below infer_tune.agreement")
-			}
+			fmt.Fprintf(w, "; sparse inference calibrated in %.1fs%s (training tables %.3f)", it.Seconds, it.describe(), it.TrainingAgreement)
 		}
 		if e.Candidates > 0 {
 			fmt.Fprintf(w, "; the LSH candidates (%.0f) hold %.3f of the exact top-1, %.3f of the top-5", e.Candidates, e.Recall1, e.Recall5)

@@ -144,6 +144,24 @@ type InferTune struct {
 	Seconds           float64 `json:"seconds"`
 }
 
+// describe is it for a summary line: ", inference tables K=1 L=512
+// agreeing with dense inference on 0.993 of 1024 training samples", or
+// "" for nil.
+func (it *InferTune) describe() string {
+	if it == nil {
+		return ""
+	}
+	which := "training tables"
+	if it.Separate {
+		which = "inference tables"
+	}
+	s := fmt.Sprintf(", %s K=%d L=%d agreeing with dense inference on %.3f of %d training samples", which, it.K, it.L, it.Agreement, it.Inputs)
+	if !it.Met {
+		s += " (below infer_tune.agreement)"
+	}
+	return s
+}
+
 // Result summarises a training run.
 type Result struct {
 	Samples          int64   `json:"samples"`
