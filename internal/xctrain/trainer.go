@@ -547,22 +547,12 @@ func (t *Trainer) evaluate(ctx context.Context, test *Dataset, latency bool) (Ev
 	var rc candidateRecall
 	b := t.newBatch()
 	n := test.Len()
-	bs := t.cfg.Train.EvalBatchSize
-	idx := make([]int32, 0, bs)
-	for lo := 0; lo < n; lo += bs {
-		idx = idx[:0]
-		for i := lo; i < min(lo+bs, n); i++ {
-			idx = append(idx, int32(i))
-		}
-		if err := t.fill(ctx, b, test, idx, false); err != nil {
-			return e, err
-		}
-		h := t.hidden(b)
+	err := t.hiddenBatches(ctx, b, test, n, func(h []float32) error {
 		pred := t.pred[:b.n*TopK]
 		if doSparse {
 			t0 := time.Now()
 			if err := t.out.Predict(ctx, h, b.n, TopK, true, pred); err != nil {
-				return e, fmt.Errorf("xctrain: %w", err)
+				return fmt.Errorf("xctrain: %w", err)
 			}
 			spDur += time.Since(t0)
 			sp.Add(pred, TopK, b.labels)
@@ -570,7 +560,7 @@ func (t *Trainer) evaluate(ctx context.Context, test *Dataset, latency bool) (Ev
 		if doDense {
 			t0 := time.Now()
 			if err := t.out.Predict(ctx, h, b.n, TopK, false, pred); err != nil {
-				return e, fmt.Errorf("xctrain: %w", err)
+				return fmt.Errorf("xctrain: %w", err)
 			}
 			dpDur += time.Since(t0)
 			dp.Add(pred, TopK, b.labels)
@@ -578,6 +568,10 @@ func (t *Trainer) evaluate(ctx context.Context, test *Dataset, latency bool) (Ev
 		if recall {
 			rc.add(t, h, pred, b.n)
 		}
+		return nil
+	})
+	if err != nil {
+		return e, err
 	}
 	if recall {
 		e.Recall1, e.Recall5, e.Candidates = rc.hit1/float64(n), rc.hit5/float64(n*TopK), rc.cands/float64(n)
@@ -598,6 +592,27 @@ func (t *Trainer) evaluate(ctx context.Context, test *Dataset, latency bool) (Ev
 	}
 	e.Seconds = time.Since(start).Seconds()
 	return e, nil
+}
+
+// hiddenBatches pulls (creating nothing) the first n samples of d into b,
+// train.eval_batch_size at a time, runs the dense layers and calls fn with
+// each batch's hidden vectors (a view valid until the next batch).
+func (t *Trainer) hiddenBatches(ctx context.Context, b *batch, d *Dataset, n int, fn func(h []float32) error) error {
+	bs := t.cfg.Train.EvalBatchSize
+	idx := make([]int32, 0, bs)
+	for lo := 0; lo < n; lo += bs {
+		idx = idx[:0]
+		for i := lo; i < min(lo+bs, n); i++ {
+			idx = append(idx, int32(i))
+		}
+		if err := t.fill(ctx, b, d, idx, false); err != nil {
+			return err
+		}
+		if err := fn(t.hidden(b)); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // prepareSparse readies sparse inference for an evaluation: every neuron
@@ -625,18 +640,12 @@ func (t *Trainer) tuneInference(ctx context.Context, e *Eval) error {
 	start := time.Now()
 	n, din := min(o.Samples, train.Len()), t.net.OutputWidth()
 	h := make([]float32, 0, n*din)
-	b := t.newBatch()
-	bs := t.cfg.Train.EvalBatchSize
-	idx := make([]int32, 0, bs)
-	for lo := 0; lo < n; lo += bs {
-		idx = idx[:0]
-		for i := lo; i < min(lo+bs, n); i++ {
-			idx = append(idx, int32(i))
-		}
-		if err := t.fill(ctx, b, train, idx, false); err != nil {
-			return err
-		}
-		h = append(h, t.hidden(b)...)
+	err := t.hiddenBatches(ctx, t.newBatch(), train, n, func(hb []float32) error {
+		h = append(h, hb...)
+		return nil
+	})
+	if err != nil {
+		return err
 	}
 	res, ok, err := t.out.TuneInference(ctx, h, n, o)
 	if err != nil {
