@@ -11,6 +11,12 @@ import (
 // offHeap reports whether slab chunks are mapped outside the Go heap.
 const offHeap = true
 
+// RowsOffHeap reports whether tables keep their rows and large index
+// arrays outside the Go heap (mapped huge pages: the default Linux build),
+// so that the heap of a process that serves them holds little more than
+// request buffers.
+const RowsOffHeap = offHeap
+
 // mapRegion maps size bytes (a multiple of hugePage) of zeroed anonymous
 // memory aligned to hugePage and advises it as huge pages; nil on failure.
 func mapRegion(size int) []byte {

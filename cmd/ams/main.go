@@ -21,6 +21,9 @@
 //	-log-level   debug, info, warn or error (default info)
 //	-log-format  text or json (default text)
 //	-http        operations endpoint host:port: /metrics, /healthz, /readyz (default off)
+//	-gc-percent  garbage collector target (default 400 where rows are kept off the Go heap,
+//	             the default Linux build; 100 otherwise; GOGC, when set, wins)
+//	-cpuprofile  write a CPU profile of the shard's life to this file (default off)
 //	-tls-ca, -tls-cert, -tls-key  mutual TLS (all three or none; README, "TLS"): gRPC, etcd, roles
 //
 // The shard writes and reads snapshots and exports only in stores under the
@@ -42,6 +45,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"runtime/debug"
 
 	"github.com/xdlgo/xps/internal/amsnode"
 	"github.com/xdlgo/xps/internal/cli"
@@ -55,6 +59,8 @@ func main() {
 		etcd   = flag.String("etcd", "", "etcd endpoints, comma-separated host:port (required)")
 		name   = flag.String("cluster", "default", "cluster name")
 		stores = flag.String("store", "", "snapshot and export store roots, comma-separated directories and hdfs://HOST:PORT/PATH URIs (default none: every store is refused)")
+		gcPct  = flag.Int("gc-percent", amsnode.DefaultGCPercent, "the garbage collector's target percentage (debug.SetGCPercent; ignored when GOGC is set); the default is higher when rows are kept outside the Go heap")
+		prof   = flag.String("cpuprofile", "", "write a CPU profile of the shard's life, until it stops, to this file")
 		tiers  = flag.String("tier-dir", "", "directories on local disk (an SSD) for the cold rows of tiered tables, comma-separated; a table's tier_dir must lie under one, and the first is the default (default none: tiered tables are refused)")
 	)
 	flag.StringVar(&o.ID, "id", "", "shard ID, unique in the cluster (required)")
@@ -64,14 +70,17 @@ func main() {
 	flag.DurationVar(&o.LeaseTTL, "lease-ttl", membership.DefaultTTL, "registration lease TTL (heartbeat timeout)")
 	proc.Bind(flag.CommandLine, "info")
 	cli.ParseCommandLine("ams")
+	if os.Getenv("GOGC") == "" {
+		debug.SetGCPercent(*gcPct)
+	}
 	o.Stores = cli.SplitList(*stores)
 	o.TierDirs = cli.SplitList(*tiers)
-	if err := run(*etcd, *name, o, &proc); err != nil {
+	if err := run(*etcd, *name, *prof, o, &proc); err != nil {
 		cli.Fatal("ams", err)
 	}
 }
 
-func run(etcd, name string, o amsnode.Options, proc *cli.Proc) error {
+func run(etcd, name, prof string, o amsnode.Options, proc *cli.Proc) error {
 	endpoints := cli.Endpoints(etcd)
 	if len(endpoints) == 0 || o.ID == "" {
 		flag.Usage()
@@ -81,6 +90,13 @@ func run(etcd, name string, o amsnode.Options, proc *cli.Proc) error {
 		return err
 	}
 	defer proc.Close()
+	if prof != "" {
+		stopProfile, err := cli.StartCPUProfile(prof)
+		if err != nil {
+			return err
+		}
+		defer stopProfile()
+	}
 	var err error
 	if o.Prefix, err = membership.Prefix(name); err != nil {
 		return err
