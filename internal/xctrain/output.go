@@ -23,9 +23,9 @@ type output interface {
 	Maintain()
 	Rehash(ctx context.Context) error
 	// TuneInference calibrates sparse inference on the hidden vectors x
-	// (n of them); ok is false where it cannot run here (the shares of
-	// other workers).
-	TuneInference(ctx context.Context, x []float32, n int, o slide.InferTuneOptions) (res slide.InferTune, ok bool, err error)
+	// (n of them) of samples with these labels; ok is false where it
+	// cannot run here (the shares of other workers).
+	TuneInference(ctx context.Context, x []float32, n int, labels [][]int32, o slide.InferTuneOptions) (res slide.InferTune, ok bool, err error)
 	Predict(ctx context.Context, x []float32, n, k int, sparse bool, out []int32) error
 	// Candidates is nil when the candidates cannot be listed here (the
 	// shares of other workers).
@@ -45,7 +45,7 @@ type inProcess interface {
 	PredictSparse(x []float32, n, k int, out []int32)
 	PredictDense(x []float32, n, k int, out []int32)
 	Rehash()
-	TuneInference(x []float32, n int, o slide.InferTuneOptions) (slide.InferTune, error)
+	TuneInference(x []float32, n int, labels [][]int32, o slide.InferTuneOptions) (slide.InferTune, error)
 	Candidates(v []float32, dst []int32) []int32
 	Save(w io.Writer) error
 	Load(r io.Reader) error
@@ -74,8 +74,8 @@ func (l local) Rehash(context.Context) error {
 	return nil
 }
 
-func (l local) TuneInference(_ context.Context, x []float32, n int, o slide.InferTuneOptions) (slide.InferTune, bool, error) {
-	res, err := l.inProcess.TuneInference(x, n, o)
+func (l local) TuneInference(_ context.Context, x []float32, n int, labels [][]int32, o slide.InferTuneOptions) (slide.InferTune, bool, error) {
+	res, err := l.inProcess.TuneInference(x, n, labels, o)
 	return res, err == nil, err
 }
 

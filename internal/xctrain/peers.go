@@ -176,7 +176,7 @@ func (s *shared) Predict(ctx context.Context, x []float32, n, k int, sparse bool
 }
 
 // TuneInference does not run: the other shares are in other workers.
-func (s *shared) TuneInference(context.Context, []float32, int, slide.InferTuneOptions) (slide.InferTune, bool, error) {
+func (s *shared) TuneInference(context.Context, []float32, int, [][]int32, slide.InferTuneOptions) (slide.InferTune, bool, error) {
 	return slide.InferTune{}, false, nil
 }
 

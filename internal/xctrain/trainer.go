@@ -131,8 +131,8 @@ type Eval struct {
 // of the tables sparse inference used, whether they were inference tables
 // apart from the training ones, the fraction of the calibration inputs
 // (training samples) whose sparse top-1 is the dense top-1 with them and
-// with the training tables, whether that met infer_tune.agreement, and the
-// seconds the calibration took.
+// with the training tables, whether that or the training tables' P@1
+// met infer_tune.agreement, and the seconds the calibration took.
 type InferTune struct {
 	K                 int     `json:"k"`
 	L                 int     `json:"l"`
@@ -142,6 +142,12 @@ type InferTune struct {
 	Met               bool    `json:"met"`
 	Inputs            int     `json:"inputs"`
 	Seconds           float64 `json:"seconds"`
+	// DenseP1, TrainingP1 and P1 are the calibration samples' P@1 with
+	// dense inference, the training tables and the tables chosen (0 with
+	// several owners: slide.InferTune).
+	DenseP1    float64 `json:"dense_p1"`
+	TrainingP1 float64 `json:"training_p1"`
+	P1         float64 `json:"p1"`
 }
 
 // describe is it for a summary line: ", inference tables K=1 L=512
@@ -627,9 +633,9 @@ func (t *Trainer) prepareSparse(ctx context.Context, e *Eval) error {
 }
 
 // tuneInference calibrates sparse inference (slide.Layer.TuneInference)
-// on the hidden vectors of the first model.output.infer_tune.samples
-// training samples (dense inference is the reference, so labels are not
-// read) and records the outcome in e.
+// on the hidden vectors and labels of the first
+// model.output.infer_tune.samples training samples and records the
+// outcome in e.
 func (t *Trainer) tuneInference(ctx context.Context, e *Eval) error {
 	o := t.cfg.Model.Output.InferTune
 	o.EnsureDefaults()
@@ -640,20 +646,26 @@ func (t *Trainer) tuneInference(ctx context.Context, e *Eval) error {
 	start := time.Now()
 	n, din := min(o.Samples, train.Len()), t.net.OutputWidth()
 	h := make([]float32, 0, n*din)
-	err := t.hiddenBatches(ctx, t.newBatch(), train, n, func(hb []float32) error {
+	labels := make([][]int32, 0, n)
+	b := t.newBatch()
+	err := t.hiddenBatches(ctx, b, train, n, func(hb []float32) error {
 		h = append(h, hb...)
+		for _, ls := range b.labels {
+			labels = append(labels, slices.Clone(ls))
+		}
 		return nil
 	})
 	if err != nil {
 		return err
 	}
-	res, ok, err := t.out.TuneInference(ctx, h, n, o)
+	res, ok, err := t.out.TuneInference(ctx, h, n, labels, o)
 	if err != nil {
 		return fmt.Errorf("xctrain: %w", err)
 	}
 	if ok {
 		e.InferTune = &InferTune{K: res.Params.K, L: res.Params.L, Separate: res.Separate, Agreement: res.Agreement,
-			TrainingAgreement: res.TrainingAgreement, Met: res.Met, Inputs: res.Inputs, Seconds: time.Since(start).Seconds()}
+			TrainingAgreement: res.TrainingAgreement, Met: res.Met, Inputs: res.Inputs, Seconds: time.Since(start).Seconds(),
+			DenseP1: res.DenseP1, TrainingP1: res.TrainingP1, P1: res.P1}
 	}
 	return nil
 }

@@ -116,7 +116,12 @@ type InferTune struct {
 	// top-1 is their dense top-1 with those tables, TrainingAgreement the
 	// same with the training tables.
 	Agreement, TrainingAgreement float64
-	// Met is Agreement >= the option's Agreement.
+	// With labels: DenseP1, TrainingP1 and P1 are the calibration inputs'
+	// P@1 with dense inference, with the training tables and with the
+	// tables chosen.
+	DenseP1, TrainingP1, P1 float64
+	// Met is Agreement >= the option's Agreement, or with labels the
+	// training tables' P1 >= DenseP1 - (1 - the option's Agreement).
 	Met bool
 	// Tried is the number of table sets measured (the training tables
 	// included), Inputs the number of calibration inputs.
@@ -192,7 +197,9 @@ func (idx *inferIndex) inputs(x []float32, n, din int) []float32 {
 // inference does not trade away accuracy: on the n calibration inputs x (n
 // x InputDim; training or held-out inputs, never the test set's), it counts
 // how often the sparse top-1 is the dense top-1 (the agreement). When the
-// training tables reach o.Agreement they are kept. Otherwise it builds
+// training tables reach o.Agreement they are kept; so are they when labels
+// (nil, or the inputs' labels) are given and their P@1 on the inputs is at
+// least dense inference's minus 1-o.Agreement. Otherwise it builds
 // inference tables for the inner product (see inferIndex) of other
 // shapes, in order of cost (inferShapes), skipping shapes over
 // o.MaxBytes, and keeps the first that reaches o.Agreement, or
@@ -204,7 +211,7 @@ func (idx *inferIndex) inputs(x []float32, n, din int) []float32 {
 // are re-inserted before the next prediction. Rehash and Load drop them
 // (call TuneInference again). A layer without tables has nothing to tune
 // and returns the zero InferTune.
-func (l *Layer) TuneInference(x []float32, n int, o InferTuneOptions) (InferTune, error) {
+func (l *Layer) TuneInference(x []float32, n int, labels [][]int32, o InferTuneOptions) (InferTune, error) {
 	l.checkOpen()
 	if l.tables == nil {
 		return InferTune{}, nil
@@ -219,8 +226,8 @@ func (l *Layer) TuneInference(x []float32, n int, o InferTuneOptions) (InferTune
 	if err := o.Validate(); err != nil {
 		return InferTune{}, fmt.Errorf("%w: infer_tune: %w", ErrBadConfig, err)
 	}
-	if n < 1 || len(x) != n*l.din {
-		return InferTune{}, fmt.Errorf("%w: TuneInference: %d inputs of %d values for InputDim %d", ErrBadConfig, n, len(x), l.din)
+	if n < 1 || len(x) != n*l.din || labels != nil && len(labels) != n {
+		return InferTune{}, fmt.Errorf("%w: TuneInference: %d inputs of %d values and %d label sets for InputDim %d", ErrBadConfig, n, len(x), len(labels), l.din)
 	}
 	ref, got := make([]int32, n), make([]int32, n)
 	l.PredictDense(x, n, 1, ref)
@@ -238,8 +245,17 @@ func (l *Layer) TuneInference(x []float32, n int, o InferTuneOptions) (InferTune
 	res := InferTune{Params: l.par, Inputs: n, Tried: 1}
 	res.TrainingAgreement = agreement()
 	res.Agreement = res.TrainingAgreement
-	if o.Off || res.Agreement >= o.Agreement {
-		res.Met = res.Agreement >= o.Agreement
+	if labels != nil {
+		res.DenseP1 = PrecisionAtK(ref, 1, labels, 1)
+		res.TrainingP1 = PrecisionAtK(got, 1, labels, 1)
+		res.P1 = res.TrainingP1
+	}
+	// Tables as precise as dense inference on labelled inputs (a layer
+	// trained sparsely can rank better with its own tables than densely,
+	// over labels its steps never trained) are kept too.
+	precise := labels != nil && res.TrainingP1 >= res.DenseP1-(1-o.Agreement)
+	if o.Off || res.Agreement >= o.Agreement || precise {
+		res.Met = res.Agreement >= o.Agreement || precise
 		return res, nil
 	}
 	var best *inferIndex
@@ -257,6 +273,9 @@ func (l *Layer) TuneInference(x []float32, n int, o InferTuneOptions) (InferTune
 		res.Tried++
 		if a > res.Agreement {
 			best, res.Agreement, res.Params = idx, a, p
+			if labels != nil {
+				res.P1 = PrecisionAtK(got, 1, labels, 1)
+			}
 		}
 		if a >= o.Agreement {
 			break

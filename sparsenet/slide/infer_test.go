@@ -68,7 +68,7 @@ func TestTuneInference(t *testing.T) {
 			l.Rehash()
 			dense0, sparse0 := p1(l, tx, tl)
 			cal := 1024
-			res, err := l.TuneInference(x[:cal*din], cal, InferTuneOptions{})
+			res, err := l.TuneInference(x[:cal*din], cal, nil, InferTuneOptions{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -116,7 +116,7 @@ func TestTuneInferenceKeepsGoodTables(t *testing.T) {
 	s := newSynth(d, din, 4)
 	cfg := Config{Dim: d, InputDim: din, LearningRate: 0.005, Seed: 3, Sparsity: 0.3, K: 1, L: 8}
 	l, x, _ := trainedSynth(t, cfg, s, 1280, 1)
-	res, err := l.TuneInference(x[:256*din], 256, InferTuneOptions{Agreement: 0.3})
+	res, err := l.TuneInference(x[:256*din], 256, nil, InferTuneOptions{Agreement: 0.3})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -124,7 +124,7 @@ func TestTuneInferenceKeepsGoodTables(t *testing.T) {
 		t.Errorf("good training tables: %+v", res)
 	}
 	dense := newTestLayer(t, Config{Dim: d, InputDim: din, Sparsity: 1})
-	if res, err := dense.TuneInference(x[:din], 1, InferTuneOptions{}); err != nil || res != (InferTune{}) {
+	if res, err := dense.TuneInference(x[:din], 1, nil, InferTuneOptions{}); err != nil || res != (InferTune{}) {
 		t.Errorf("dense layer: %+v, %v", res, err)
 	}
 }
@@ -143,7 +143,7 @@ func TestTuneInferenceErrors(t *testing.T) {
 		{x, 4, InferTuneOptions{Agreement: 1.5}},
 		{x, 4, InferTuneOptions{MaxL: -1, MaxBytes: -1, MaxTries: -2}},
 	} {
-		if _, err := l.TuneInference(c.x, c.n, c.o); !errors.Is(err, ErrBadConfig) {
+		if _, err := l.TuneInference(c.x, c.n, nil, c.o); !errors.Is(err, ErrBadConfig) {
 			t.Errorf("n %d, %+v: %v, want ErrBadConfig", c.n, c.o, err)
 		}
 	}
@@ -268,7 +268,7 @@ func TestTuneInferenceTriesLastShapeFirst(t *testing.T) {
 	cfg := Config{Dim: d, InputDim: din, LearningRate: 0.005, Seed: 9, Sparsity: 0.2}
 	l, x, _ := trainedSynth(t, cfg, s, 3000, 1)
 	l.lastInfer = Params{K: 2, L: 1024, R: 150}
-	res, err := l.TuneInference(x[:512*din], 512, InferTuneOptions{})
+	res, err := l.TuneInference(x[:512*din], 512, nil, InferTuneOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -277,5 +277,44 @@ func TestTuneInferenceTriesLastShapeFirst(t *testing.T) {
 	}
 	if res.Bytes != l.infer.tables.Bytes() {
 		t.Errorf("bytes %d, tables hold %d", res.Bytes, l.infer.tables.Bytes())
+	}
+}
+
+// TestTuneInferenceKeepsPreciseTables: with labels, training tables whose
+// P@1 on the calibration inputs is no worse than dense inference's are
+// kept even when they disagree with it (here the labels are their own
+// predictions); with the dense predictions as labels they are not.
+func TestTuneInferenceKeepsPreciseTables(t *testing.T) {
+	d, din, cal := 300, 64, 512
+	s := newSynth(d, din, 3)
+	cfg := Config{Dim: d, InputDim: din, LearningRate: 0.005, Seed: 9, Sparsity: 0.1}
+	l, x, _ := trainedSynth(t, cfg, s, 3000, 1)
+	x = x[:cal*din]
+	own, dense := make([]int32, cal), make([]int32, cal)
+	l.PredictSparse(x, cal, 1, own)
+	l.PredictDense(x, cal, 1, dense)
+	asLabels := func(p []int32) [][]int32 {
+		out := make([][]int32, len(p))
+		for i, id := range p {
+			out[i] = []int32{id}
+		}
+		return out
+	}
+	res, err := l.TuneInference(x, cal, asLabels(own), InferTuneOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Separate || res.Tried != 1 || !res.Met || res.TrainingP1 != 1 || res.P1 != 1 || res.DenseP1 != res.TrainingAgreement {
+		t.Fatalf("own predictions as labels: %+v", res)
+	}
+	res, err = l.TuneInference(x, cal, asLabels(dense), InferTuneOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.Separate || !res.Met || res.DenseP1 != 1 || res.P1 != res.Agreement || res.TrainingP1 >= 0.9 {
+		t.Fatalf("dense predictions as labels: %+v", res)
+	}
+	if _, err := l.TuneInference(x, cal, asLabels(own[:3]), InferTuneOptions{}); !errors.Is(err, ErrBadConfig) {
+		t.Errorf("3 label sets for %d inputs: %v", cal, err)
 	}
 }

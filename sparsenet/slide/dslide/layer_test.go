@@ -222,3 +222,58 @@ func TestSaveLoad(t *testing.T) {
 		t.Fatalf("a save cut short: %v", err)
 	}
 }
+
+// TestTuneInference: every owner calibrates on its own rows (with the
+// labels among them, renumbered, when labels are given); without labels
+// the merged sparse top-1 then agrees with the merged dense top-1 at least
+// as often as the reported bound.
+func TestTuneInference(t *testing.T) {
+	const d, din, n = 120, 16, 400
+	base := slide.Config{Dim: d, InputDim: din, Sparsity: 0.1, Threads: 2, Seed: 5, LearningRate: 0.02}
+	dl, err := New(base, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dl.Close()
+	rng := rand.New(rand.NewPCG(3, 4))
+	for step := 0; step < 20; step++ {
+		x, labels := randBatch(rng, 64, din, d)
+		if _, err := dl.TrainBatch(x, 64, labels, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	x, labels := randBatch(rng, n, din, d)
+	own := dl.ownLabels(1, labels)
+	lo := int32(dl.Partition().Bounds[1])
+	for i, ls := range labels {
+		var want []int32
+		for _, id := range ls {
+			if id >= lo {
+				want = append(want, id-lo)
+			}
+		}
+		if !slices.Equal(own[i], want) {
+			t.Fatalf("sample %d: owner 1's labels %v, want %v of %v", i, own[i], want, ls)
+		}
+	}
+	res, err := dl.TuneInference(x, n, nil, slide.InferTuneOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sp, de := make([]int32, n), make([]int32, n)
+	dl.PredictSparse(x, n, 1, sp)
+	dl.PredictDense(x, n, 1, de)
+	same := 0
+	for i := range sp {
+		if sp[i] == de[i] {
+			same++
+		}
+	}
+	t.Logf("%+v; merged agreement %d/%d", res, same, n)
+	if float64(same)/n < res.Agreement || res.Agreement < 0.9 || res.Inputs != n || !res.Met {
+		t.Fatalf("merged agreement %d/%d, bound %+v", same, n, res)
+	}
+	if _, err := dl.TuneInference(x, n, labels, slide.InferTuneOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -55,16 +55,18 @@ func (l *Layer) Rehash() {
 }
 
 // TuneInference tunes every owner's sparse inference on its own rows
-// (slide.Layer.TuneInference). An input whose sparse top-1 is its dense
+// (slide.Layer.TuneInference), with each input's labels among those rows,
+// in the owner's numbering (none when labels is nil). An input whose sparse top-1 is its dense
 // top-1 at every owner has the merged sparse top-1 of the dense one, so
 // the layer's agreement is at least 1 - Σ(1 - a_o) over the owners'
 // agreements a_o: that bound is the result's Agreement (and
 // TrainingAgreement); Met says every owner met its target, Params is owner
-// 0's shape, Tried and Bytes are sums.
-func (l *Layer) TuneInference(x []float32, n int, o slide.InferTuneOptions) (slide.InferTune, error) {
+// 0's shape, Tried and Bytes are sums; the P@1 fields stay 0 (an owner's
+// are over its own labels only).
+func (l *Layer) TuneInference(x []float32, n int, labels [][]int32, o slide.InferTuneOptions) (slide.InferTune, error) {
 	res := slide.InferTune{Inputs: n, Met: true, Agreement: 1, TrainingAgreement: 1}
 	for i, ow := range l.owners {
-		r, err := ow.TuneInference(x, n, o)
+		r, err := ow.TuneInference(x, n, l.ownLabels(i, labels), o)
 		if err != nil {
 			return slide.InferTune{}, fmt.Errorf("dslide: owner %d: %w", i, err)
 		}
@@ -79,6 +81,24 @@ func (l *Layer) TuneInference(x []float32, n int, o slide.InferTuneOptions) (sli
 		res.Bytes += r.Bytes
 	}
 	return res, nil
+}
+
+// ownLabels returns labels restricted to owner o's rows, numbered from its
+// first row, or nil for nil.
+func (l *Layer) ownLabels(o int, labels [][]int32) [][]int32 {
+	if labels == nil {
+		return nil
+	}
+	lo, hi := int32(l.part.Bounds[o]), int32(l.part.Bounds[o+1])
+	out := make([][]int32, len(labels))
+	for i, ls := range labels {
+		for _, id := range ls {
+			if id >= lo && id < hi {
+				out[i] = append(out[i], id-lo)
+			}
+		}
+	}
+	return out
 }
 
 // Candidates appends to dst[:0] the rows (of the whole layer) that
