@@ -60,6 +60,9 @@
 //  3. Predict with l.PredictDense (all neurons) or l.PredictSparse (LSH
 //     candidates, at most round(InferSparsity*d) per input); measure with
 //     Precision. After setting weights through Weights, call Rehash.
+//     Before sparse predictions, l.TuneInference on calibration inputs
+//     (not the test set) picks the tables that keep PredictSparse's top-1
+//     dense inference's (see "Autotuning").
 //  4. Between batches, l.Save(w) writes the parameters, Adam state, step
 //     counts and rehash schedule (not the tables); l.Load(r) on a layer
 //     of the same shape reads them back and rebuilds the tables from the

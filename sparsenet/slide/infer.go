@@ -202,10 +202,10 @@ func (idx *inferIndex) inputs(x []float32, n, din int) []float32 {
 // least dense inference's minus 1-o.Agreement. Otherwise it builds
 // inference tables for the inner product (see inferIndex) of other
 // shapes, in order of cost (inferShapes), skipping shapes over
-// o.MaxBytes, and keeps the first that reaches o.Agreement, or
-// the best one when none does (the training tables when nothing beats
-// them), after at most o.MaxTries shapes; the shape chosen by the last
-// call is tried first. The candidate budget never changes.
+// o.MaxBytes or o.MaxCost, and keeps the first that reaches o.Agreement,
+// or the best one when none does (the training tables when nothing beats
+// them), after at most o.MaxTries shapes or o.MaxSeconds; the shape chosen
+// by the last call is tried first. The candidate budget never changes.
 //
 // Inference tables are hashed from the current weights; rows trained since
 // are re-inserted before the next prediction. Rehash and Load drop them
