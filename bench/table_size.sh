@@ -7,7 +7,9 @@
 # unique ids pulled per second, the worker's wait on pulls, peak RSS and
 # RSS per row (the whole process's, and the growth over the smallest run
 # per added row) against the row's payload (8-byte id, dim values and dim
-# Adagrad accumulators of 4 bytes, 8 bytes of statistics). Writes
+# Adagrad accumulators of 4 bytes, 8 bytes of statistics), and the
+# tables' own accounted bytes per row (slabs and index). Peak RSS includes
+# transients, such as an index's old and new arrays while it doubles. Writes
 # bench/out/table_size.csv and the curve bench/out/table_size.svg
 # (cmd/plot), and prints the largest run's rates as a fraction of the
 # smallest's (the issue's target: ids pulled per second at 50M rows at
@@ -27,7 +29,7 @@ go build -o "$out/plot" ./cmd/plot
 models=$(mktemp -d)
 trap 'rm -rf "$models"' EXIT
 csv="$out/table_size.csv"
-echo "vocab,rows,samples_per_s,ids_per_s,pull_wait_s,train_s,peak_rss,rss_per_row" >"$csv"
+echo "vocab,rows,samples_per_s,ids_per_s,pull_wait_s,train_s,peak_rss,rss_per_row,table_bytes_per_row" >"$csv"
 echo "samples: $samples; load before: $(cat /proc/loadavg)"
 for v in "${vocabs[@]}"; do
 	"$out/worker" -local -quiet -json -dim 18 -epochs 1 -train-samples "$samples" -set data.test_samples=20000 \
@@ -38,7 +40,8 @@ r = json.load(sys.stdin); v = sys.argv[1]
 rows = sum(t["rows"] for t in r["tables"])
 ids = r["unique_ids_per_batch"] * r["batches"] / r["seconds"]
 sps, wait, secs, rss = r["samples_per_second"], r["fetch_wait_seconds"], r["seconds"], r["peak_rss_bytes"]
-print("%s,%d,%.0f,%.0f,%.2f,%.2f,%d,%.1f" % (v, rows, sps, ids, wait, secs, rss, rss / rows))' "$v" >>"$csv"
+tab = sum(t["memory_bytes"] for t in r["tables"])
+print("%s,%d,%.0f,%.0f,%.2f,%.2f,%d,%.1f,%.1f" % (v, rows, sps, ids, wait, secs, rss, rss / rows, tab / rows))' "$v" >>"$csv"
 	tail -n 1 "$csv"
 	echo "load: $(cat /proc/loadavg)"
 	rm -rf "${models:?}/$v"
@@ -56,6 +59,7 @@ print(f"{ra:,} -> {rb:,} rows: samples/s {float(b['samples_per_s']) / float(a['s
       f"ids pulled/s {float(b['ids_per_s']) / float(a['ids_per_s']):.2f}x (target >= 0.85); "
       f"pull wait {a['pull_wait_s']} -> {b['pull_wait_s']} s of {a['train_s']} -> {b['train_s']} s")
 print(f"RSS per row at {rb:,} rows: {float(b['rss_per_row']):.0f} B, {float(b['rss_per_row']) / payload:.2f}x the {payload}-byte payload; "
-      f"growth per added row {grow:.0f} B, {grow / payload:.2f}x (target <= 1.2x)")
+      f"growth per added row {grow:.0f} B, {grow / payload:.2f}x (target <= 1.2x); "
+      f"the tables' own bytes per row {float(b['table_bytes_per_row']):.0f} B, {float(b['table_bytes_per_row']) / payload:.2f}x")
 PY
 echo "load after: $(cat /proc/loadavg); curve: $out/table_size.svg"
