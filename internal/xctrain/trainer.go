@@ -640,7 +640,8 @@ func (t *Trainer) tuneInference(ctx context.Context, e *Eval) error {
 	o := t.cfg.Model.Output.InferTune
 	o.EnsureDefaults()
 	train := t.opts.Train
-	if o.Off || train == nil || train.Len() == 0 {
+	_, shares := t.out.(*shared) // the other shares are in other workers
+	if o.Off || shares || train == nil || train.Len() == 0 {
 		return nil
 	}
 	start := time.Now()
