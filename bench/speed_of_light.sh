@@ -12,7 +12,9 @@
 #     directly (`worker -local`), and in separate processes (cmd/etcd,
 #     cmd/scheduler, two cmd/ams, one cmd/worker over loopback gRPC) on the
 #     same cores and file: samples/s (training only) and their ratio;
-#  3. the CPU seconds of each process of the separate run (/usr/bin/time
+#  3. heap allocations per batch (the worker's allocs_per_batch: its whole
+#     process, reading and evaluation included);
+#  4. the CPU seconds of each process of the separate run (/usr/bin/time
 #     for the worker, /proc for the shards and the scheduler), per sample
 #     and per pulled id: the per-core costs behind the capacity model in
 #     BENCHMARKS.md ("Capacity model").
@@ -101,6 +103,8 @@ print(f"  separate run: {n:,} samples in {sep['seconds']:.1f} s of training; uni
       f"{shard_cpu / max(n * ids, 1) * 1e9:.0f} ns per pulled-and-pushed id); worker CPU {wu + ws:.1f} s "
       f"({(wu + ws) / n * 1e6:.2f} us a sample, wall {wall:.1f} s, with reading the file and the test set); "
       f"scheduler CPU {cpu['scheduler']:.1f} s")
+print(f"  heap allocations per batch (whole process, reading and evaluation included): direct "
+      f"{direct.get('allocs_per_batch', float('nan')):.0f}, separate worker {sep.get('allocs_per_batch', float('nan')):.0f}")
 print("SOL_JSON " + json.dumps({"batch": batch, "bound": bound, "gflops": flops / secs / 1e9, "direct": d,
       "separate": s, "ids_per_sample": ids, "shard_cpu_s": shard_cpu, "worker_cpu_s": wu + ws, "samples": n}))
 PY

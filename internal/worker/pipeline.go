@@ -38,6 +38,7 @@ type run struct {
 	res          *Result
 	tk           *tracker.Tracker
 	trainDur     time.Duration
+	mallocs      uint64 // the process's heap allocations when Run started
 	uniq         int64
 	lossSum      float64
 	lossN        int

@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"math"
+	"runtime"
 	"sync"
 	"time"
 
@@ -183,6 +184,10 @@ type Result struct {
 	Batches        int64      `json:"batches"`
 	Epochs         int        `json:"epochs"`
 	UniquePerBatch float64    `json:"unique_ids_per_batch"`
+	// AllocsPerBatch is the heap allocations of the whole process (the
+	// readers, evaluations and, with -local, the embedded shards
+	// included) from the start of Run to its summary, per batch.
+	AllocsPerBatch float64 `json:"allocs_per_batch"`
 	// Nodes[k] counts the level-k nodes of every batch trained on (Nodes[0]
 	// = Samples); Samples/Nodes[k] is the compression ratio at level k.
 	Nodes []int64 `json:"nodes_per_level"`
@@ -492,6 +497,7 @@ func (t *Trainer) Run(ctx context.Context) (res Result, err error) {
 		}
 	}()
 	defer r.summarize() // also of a run stopped early
+	r.mallocs = mallocs()
 	if err := r.startSync(); err != nil {
 		return res, err
 	}
@@ -509,6 +515,13 @@ func (t *Trainer) Run(ctx context.Context) (res Result, err error) {
 	}
 	res.Epochs = r.tk.Epochs()
 	return res, nil
+}
+
+// mallocs is the process's count of heap allocations so far.
+func mallocs() uint64 {
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	return m.Mallocs
 }
 
 // testFigures are the latest evaluation's AUC and log loss, NaN before
@@ -541,6 +554,7 @@ func (r *run) summarize() {
 	}
 	if res.Batches > 0 {
 		res.UniquePerBatch = float64(r.uniq) / float64(res.Batches)
+		res.AllocsPerBatch = float64(mallocs()-r.mallocs) / float64(res.Batches)
 	}
 	res.PushWaitSeconds = r.t.pushWait.Seconds()
 	res.Positions = r.tk.Positions()
