@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -188,14 +187,16 @@ func (tc generatedCase) checkQuality(t *testing.T, res JobResult, chance float64
 	if tc.sparsity < 1 {
 		// Sparse inference scores at most 100 of 1,000 labels. Before
 		// each evaluation it is calibrated on training samples
-		// (slide.Layer.TuneInference): its P@1 must stay within 0.02
-		// of the dense scan's (the 24 training tables of 7-bit codes
-		// alone found the best label less often).
+		// (slide.Layer.TuneInference): its P@1 must not fall more than
+		// 0.02 below the dense scan's (the 24 training tables of 7-bit
+		// codes alone found the best label less often). It may be
+		// above: on the race build's half of the data the training
+		// tables rank better than dense inference and are kept.
 		if e.Sparse == nil || e.Sparse.P1 < times*0.72*chance || res.L != 24 {
 			t.Fatalf("sparse-inference P@1 %v, want >= %.2fx chance %.4f (tables L=%d)", e.Sparse, times*0.72, chance, res.L)
 		}
-		if it := e.InferTune; it == nil || it.Inputs == 0 || math.Abs(e.Sparse.P1-e.Dense.P1) > 0.02 {
-			t.Fatalf("sparse-inference P@1 %v, dense %v: more than 0.02 apart, calibration %+v", e.Sparse.P1, e.Dense.P1, it)
+		if it := e.InferTune; it == nil || it.Inputs == 0 || e.Sparse.P1 < e.Dense.P1-0.02 {
+			t.Fatalf("sparse-inference P@1 %v, dense %v: more than 0.02 below, calibration %+v", e.Sparse.P1, e.Dense.P1, it)
 		}
 		if e.SparseMs <= 0 || res.ProgressiveSamples == 0 {
 			t.Fatalf("no latency or progressive figures: %+v", res)

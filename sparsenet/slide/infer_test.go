@@ -318,3 +318,38 @@ func TestTuneInferenceKeepsPreciseTables(t *testing.T) {
 		t.Errorf("3 label sets for %d inputs: %v", cal, err)
 	}
 }
+
+// TestMorePrecise: the paired difference must reach two standard errors.
+func TestMorePrecise(t *testing.T) {
+	const n = 1024
+	labels := make([][]int32, n)
+	for i := range labels {
+		labels[i] = []int32{1}
+	}
+	for _, c := range []struct {
+		onlyA, onlyB int // inputs only a, only b gets right
+		want         bool
+	}{
+		{0, 0, false},
+		{4, 0, true},   // 4 >= 2*sqrt(4)
+		{3, 0, false},  // 3 < 2*sqrt(3)
+		{60, 40, true}, // 20 >= 2*sqrt(100)
+		{59, 40, false},
+		{40, 60, false},
+	} {
+		a, b := make([]int32, n), make([]int32, n)
+		for i := range a {
+			switch {
+			case i < c.onlyA:
+				a[i], b[i] = 1, 0
+			case i < c.onlyA+c.onlyB:
+				a[i], b[i] = 0, 1
+			default:
+				a[i], b[i] = 1, 1
+			}
+		}
+		if got := morePrecise(a, b, labels); got != c.want {
+			t.Errorf("only a %d, only b %d: %v, want %v", c.onlyA, c.onlyB, got, c.want)
+		}
+	}
+}
