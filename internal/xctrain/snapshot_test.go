@@ -84,6 +84,10 @@ func TestSnapshotAndResume(t *testing.T) {
 	var progress strings.Builder
 	opts.Progress = &progress
 	opts.Config.Train.EvalEvery = 5 // the first evaluation sees the loaded layer after 5 batches
+	// Not the calibration of sparse inference at each of those 20-odd
+	// evaluations: it doubled their cost and the race build's run went
+	// past the test's deadline. Snapshots are what this test is about.
+	opts.Config.Model.Output.InferTune.Off = true
 	res, err := RunJob(ctx, opts)
 	if err != nil {
 		t.Fatalf("run 2: %v\n%s", err, progress.String())
