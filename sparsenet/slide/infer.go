@@ -166,6 +166,14 @@ type inferIndex struct {
 
 // row writes row r's vector u_r to buf (len InputDim+2).
 func (idx *inferIndex) row(l *Layer, r int32, buf []float32) []float32 {
+	n2 := idx.centred(l, r, buf)
+	buf[l.din+1] = float32(math.Sqrt(max(0, idx.m2-n2))) // 0 for a row grown past M since
+	return buf
+}
+
+// centred writes [w_r - c, b_r] to buf[:InputDim+1] and returns its
+// squared length.
+func (idx *inferIndex) centred(l *Layer, r int32, buf []float32) float64 {
 	din := l.din
 	var n2 float64
 	for i, v := range l.w[int(r)*din : (int(r)+1)*din] {
@@ -175,9 +183,7 @@ func (idx *inferIndex) row(l *Layer, r int32, buf []float32) []float32 {
 	}
 	b := l.b[r]
 	buf[din] = b
-	n2 += float64(b) * float64(b)
-	buf[din+1] = float32(math.Sqrt(max(0, idx.m2-n2))) // 0 for a row grown past M since
-	return buf
+	return n2 + float64(b)*float64(b)
 }
 
 // inputs returns the n inputs of x as [x, 1, 0].
@@ -398,14 +404,9 @@ func (l *Layer) buildInfer(p Params) (*inferIndex, error) {
 	if !c.NoCenter {
 		l.meanRow(idx.center)
 	}
-	for r := 0; r < l.d; r++ {
-		var n2 float64
-		for i, v := range l.w[r*l.din : (r+1)*l.din] {
-			v -= idx.center[i]
-			n2 += float64(v) * float64(v)
-		}
-		n2 += float64(l.b[r]) * float64(l.b[r])
-		idx.m2 = max(idx.m2, n2)
+	buf := make([]float32, l.din+1)
+	for r := range int32(l.d) {
+		idx.m2 = max(idx.m2, idx.centred(l, r, buf))
 	}
 	l.forSlices(func(int) bool { return true }, idx.insert(l))
 	return idx, nil

@@ -160,7 +160,7 @@ func New(cfg Config) (*Layer, error) {
 			l.updateCenter()
 		}
 		l.forSlices(func(int) bool { return true }, func(rows []int32) {
-			l.insertRows(l.tables, l.fam, l.center, l.hashedAt, rows)
+			l.insertRows(l.tables, l.fam, l.hashedAt, rows)
 		})
 	}
 	return l, nil
@@ -518,7 +518,7 @@ func (l *Layer) Rehash() {
 	l.infer = nil
 	l.updateCenter()
 	l.forSlices(func(int) bool { return true }, func(rows []int32) {
-		l.insertRows(l.tables, l.fam, l.center, l.hashedAt, rows)
+		l.insertRows(l.tables, l.fam, l.hashedAt, rows)
 	})
 }
 
@@ -555,17 +555,16 @@ func (l *Layer) meanRow(center []float32) {
 	}
 }
 
-// hashRow is the vector row r is hashed as against center: its weights
-// minus center (see Config.NoCenter), written to buf, or the weights
-// themselves when center is nil.
-func (l *Layer) hashRow(center []float32, r int32, buf []float32) []float32 {
+// hashRow is the vector row r is hashed as: its weights minus the center
+// (see Config.NoCenter), written to buf, or the weights themselves.
+func (l *Layer) hashRow(r int32, buf []float32) []float32 {
 	w := l.w[int(r)*l.din : (int(r)+1)*l.din]
-	if center == nil {
+	if l.center == nil {
 		return w
 	}
 	buf = buf[:l.din]
 	for i, v := range w {
-		buf[i] = v - center[i]
+		buf[i] = v - l.center[i]
 	}
 	return buf
 }

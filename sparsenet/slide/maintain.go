@@ -141,10 +141,10 @@ func (l *Layer) Maintain() MaintainStats {
 		}
 	}
 	if st.build {
-		l.insertRows(l.back, l.backFam, l.center, l.backAt, st.rows)
+		l.insertRows(l.back, l.backFam, l.backAt, st.rows)
 		ms.Built = len(st.rows)
 	} else {
-		l.insertRows(l.tables, l.fam, l.center, l.hashedAt, st.rows)
+		l.insertRows(l.tables, l.fam, l.hashedAt, st.rows)
 		ms.Rehashed = len(st.rows)
 	}
 	if st.swap {
@@ -157,13 +157,13 @@ func (l *Layer) Maintain() MaintainStats {
 
 func (l *Layer) dirty(r int) bool { return l.steps[r] != l.hashedAt[r] }
 
-// insertRows hashes the weight rows with fam, each minus center
+// insertRows hashes the weight rows with fam, each minus the center
 // (hashRow), and (re)assigns them in tabs (insertCodes).
-func (l *Layer) insertRows(tabs *Tables, fam Family, center []float32, at []uint32, rows []int32) {
+func (l *Layer) insertRows(tabs *Tables, fam Family, at []uint32, rows []int32) {
 	if len(rows) == 0 {
 		return
 	}
-	codes := l.rowCodes(fam, rows, func(r int32, buf []float32) []float32 { return l.hashRow(center, r, buf) })
+	codes := l.rowCodes(fam, rows, l.hashRow)
 	l.insertCodes(tabs, at, rows, codes)
 }
 

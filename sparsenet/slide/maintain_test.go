@@ -105,7 +105,7 @@ func TestMaintainKeepsTablesFresh(t *testing.T) {
 		codes := make([]uint32, l.par.L)
 		buf := make([]float32, din)
 		for row := 0; row < d; row++ {
-			l.fam.Hash(l.hashRow(l.center, int32(row), buf), codes)
+			l.fam.Hash(l.hashRow(int32(row), buf), codes)
 			for tb, c := range codes {
 				if got, _ := l.tables.Code(int32(row), tb); got != c {
 					n++
