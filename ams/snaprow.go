@@ -4,6 +4,8 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
+	"slices"
+	"unsafe"
 )
 
 // Snapshot rows. A row travels into a snapshot as its values (Dim
@@ -29,16 +31,10 @@ func (t *Table) AppendSnapshotRow(dst []byte, id uint64) ([]byte, bool) {
 
 // appendSlot appends the encoding of the row in slot to dst.
 func (t *Table) appendSlot(dst []byte, slot uint32) []byte {
-	w, state, st := t.split(t.rows.row(slot))
-	for _, v := range w {
-		dst = binary.LittleEndian.AppendUint32(dst, math.Float32bits(v))
-	}
-	for _, v := range state {
-		dst = binary.LittleEndian.AppendUint32(dst, math.Float32bits(v))
-	}
-	for _, v := range st {
-		dst = binary.LittleEndian.AppendUint32(dst, v)
-	}
+	n := t.SnapshotRowBytes()
+	off := len(dst)
+	dst = slices.Grow(dst, n)[:off+n]
+	putRow(dst[off:], t.rows.row(slot))
 	return dst
 }
 
@@ -151,4 +147,62 @@ func (t *Table) IDs(dst []uint64) []uint64 {
 		return true
 	})
 	return dst
+}
+
+// LoadSnapshotRows writes the rows of ids from their encodings (b holds
+// SnapshotRowBytes bytes per id, in order, as AppendSnapshotRows writes
+// them), creating or overwriting each, as LoadSnapshotRow would one at a
+// time; a length of b that does not fit is an error wrapping
+// ErrDimMismatch, and then nothing is loaded. The ids are looked up a
+// group at a time with the next group's index lines prefetched, and on a
+// little-endian machine each row's bytes are copied into its slab row as
+// they are.
+func (t *Table) LoadSnapshotRows(ids []uint64, b []byte) error {
+	n := t.SnapshotRowBytes()
+	if len(b) != n*len(ids) {
+		return fmt.Errorf("%w: table %q: %d bytes of snapshot rows for %d ids, want %d each (dim %d, %d state words)",
+			ErrDimMismatch, t.spec.Name, len(b), len(ids), n, t.dim, t.sw)
+	}
+	t.idx.reserve(t.idx.len() + len(ids))
+	var slots [rowGroup]uint32
+	t.idx.prefetch(ids[:min(rowGroup, len(ids))])
+	for lo := 0; lo < len(ids); lo += rowGroup {
+		hi := min(lo+rowGroup, len(ids))
+		if hi < len(ids) {
+			t.idx.prefetch(ids[hi:min(hi+rowGroup, len(ids))])
+		}
+		t.lookupPrefetched(ids[lo:hi], &slots)
+		for k, id := range ids[lo:hi] {
+			slot := slots[k]
+			if slot == emptySlot {
+				// An earlier duplicate of this group may have loaded it.
+				var ok bool
+				if slot, ok = t.idx.get(id); !ok {
+					slot = t.alloc()
+					t.idx.insert(id, slot)
+				}
+			}
+			t.cleanSlot(slot)
+			getRow(t.rows.row(slot), b[(lo+k)*n:(lo+k+1)*n])
+		}
+	}
+	return nil
+}
+
+// getRow is putRow's inverse: the snapshot encoding in b into a slab row.
+func getRow(row []float32, b []byte) {
+	if nativeLittle {
+		copy(floatBytes(row), b)
+		return
+	}
+	words := rowWords(row)
+	for i := range words {
+		words[i] = binary.LittleEndian.Uint32(b[4*i:])
+	}
+}
+
+// rowWords views a slab row as its 32-bit words, so that the statistics'
+// bit patterns never pass through a float32 operation.
+func rowWords(row []float32) []uint32 {
+	return unsafe.Slice((*uint32)(unsafe.Pointer(unsafe.SliceData(row))), len(row))
 }

@@ -46,6 +46,8 @@ type Table struct {
 	rows slab[float32] // width d+sw+2: values, state, statistics
 	next uint32        // slots [0, next) have been handed out
 	free []uint32      // deleted slots, reused last-in first-out
+	// frees counts the slots Delete freed, ever (see RowSet, invariant 2).
+	frees uint64
 	// dirty holds a mark per slot, set by pushes (see dirty.go).
 	dirty []uint64
 	// shadow holds a mark per slot, set by a tiered table's shard (see
@@ -391,6 +393,7 @@ func (t *Table) Delete(id uint64) bool {
 	slot, ok := t.idx.remove(id)
 	if ok {
 		t.free = append(t.free, slot)
+		t.frees++
 	}
 	return ok
 }

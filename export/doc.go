@@ -24,7 +24,7 @@
 // reads as the table's initializer would make it (Table.Init), as in
 // training.
 //
-// The manifest names its files with their sizes and SHA-256, the kind
+// The manifest names its files with their sizes and CRC-32C, the kind
 // (full or delta), for a delta its base (the previous export of its
 // chain) and the full export its chain starts at, the cut (cluster
 // version, trained samples), and the job's configuration, from which a

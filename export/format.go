@@ -12,8 +12,12 @@ import (
 	"github.com/xdlgo/xps/snapshot"
 )
 
-// FormatVersion is the manifest format this build writes and reads.
-const FormatVersion = 1
+// FormatVersion is the manifest format this build writes: 2 names each
+// file's CRC-32C, 1 (still read) its SHA-256 (see snapshot.FileMeta).
+const FormatVersion = 2
+
+// oldestFormat is the oldest manifest format this build reads.
+const oldestFormat = 1
 
 // ManifestName is the manifest's file name in an export's directory.
 const ManifestName = "manifest.json"
@@ -259,8 +263,8 @@ func ReadManifest(s snapshot.Store, seq uint64) (*Manifest, error) {
 	switch sum, err := m.sum(); {
 	case err != nil:
 		return nil, fmt.Errorf("%w: %s/%s: %v", ErrCorrupt, Dir(seq), ManifestName, err)
-	case m.Format != FormatVersion:
-		return nil, fmt.Errorf("%w: %s: manifest format %d, this build reads %d", ErrCorrupt, Dir(seq), m.Format, FormatVersion)
+	case m.Format < oldestFormat || m.Format > FormatVersion:
+		return nil, fmt.Errorf("%w: %s: manifest format %d, this build reads %d to %d", ErrCorrupt, Dir(seq), m.Format, oldestFormat, FormatVersion)
 	case sum != m.Checksum:
 		return nil, fmt.Errorf("%w: %s/%s: checksum %s, want %s", ErrCorrupt, Dir(seq), ManifestName, sum, m.Checksum)
 	case m.Seq != seq:
@@ -272,7 +276,7 @@ func ReadManifest(s snapshot.Store, seq uint64) (*Manifest, error) {
 	return &m, nil
 }
 
-// Verify reads every file m names and checks its size and SHA-256.
+// Verify reads every file m names and checks its size and checksum.
 func Verify(s snapshot.Store, m *Manifest) error {
 	if err := snapshot.VerifyFiles(s, m.Dir(), m.files()); err != nil {
 		return fmt.Errorf("%w: %w", ErrCorrupt, err)

@@ -9,16 +9,20 @@
 // Snapshot seq lives in directory Dir(seq) = "snap-" + seq in 20 digits:
 //
 //	snap-00000000000000000007/
-//	  tables/<table>/shard-00000.sst   one sorted table per table per shard
+//	  tables/<table>/shard-00000.sst   one sorted table per table per shard (part 0)
+//	  tables/<table>/shard-00000-001.sst   ... and its further parts, if any
 //	  dense/<name>                     raw files (dense parameters)
 //	  filters/<table>/shard-00000      a table's admission filter states, per shard (FilterName)
 //	  manifest.json                    written last
 //
 // A table file is a Pebble sstable (written with Pebble's sstable writer)
 // whose keys are the rows' ids as 8 big-endian bytes, so that key order is
-// id order, and whose values are the rows as the AMS encodes them. Each
+// id order, and whose values are the rows as the AMS encodes them. A
+// shard may split its rows of a table into parts (CreateTablePart,
+// TablePartName: disjoint rows, each part sorted), so that its stripes
+// write their files in parallel; readers take every part. Each
 // shard writes its own files (CreateTable, WriteFile) and reports their
-// FileMeta (size, SHA-256, rows); whoever drives the snapshot writes the
+// FileMeta (size, CRC-32C, rows); whoever drives the snapshot writes the
 // Manifest with Commit once every part is in: version, shard count,
 // tables with their files, dense vectors, reader positions, config and
 // shard map. The manifest carries a SHA-256 of its own JSON (with the
@@ -31,7 +35,7 @@
 // (JSONSum, CommitJSON, ReadJSON).
 //
 // Latest returns the newest snapshot whose manifest and every file check
-// out (sizes and SHA-256 read in full) and says why it passed over newer
+// out (sizes and checksums read in full) and says why it passed over newer
 // ones, so a restore falls back to the previous good snapshot; Prune keeps
 // the newest K. Restoring onto another number of shards needs nothing
 // from the format: every shard reads every file of a table and keeps the

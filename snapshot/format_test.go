@@ -2,6 +2,7 @@ package snapshot_test
 
 import (
 	"bytes"
+	"crypto/sha256"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
@@ -314,10 +315,28 @@ func TestStreamedFile(t *testing.T) {
 			if err != nil || !bytes.Equal(got, data) {
 				t.Fatalf("read back %d bytes, err %v", len(got), err)
 			}
+			if meta.CRC32C == "" || meta.SHA256 != "" {
+				t.Fatalf("meta %+v: want a CRC-32C and no SHA-256", meta)
+			}
 			bad := meta
-			bad.SHA256 = strings.Repeat("0", 64)
+			bad.CRC32C = "00000000"
 			if _, err := read(bad); !errors.Is(err, snapshot.ErrCorrupt) {
 				t.Fatalf("read with another checksum: %v, want ErrCorrupt", err)
+			}
+			// A file named by a format-1 manifest (SHA-256) still reads,
+			// and is checked against it; one with no checksum does not.
+			old := meta
+			old.CRC32C, old.SHA256 = "", fmt.Sprintf("%x", sha256.Sum256(data))
+			if got, err := read(old); err != nil || !bytes.Equal(got, data) {
+				t.Fatalf("read with its SHA-256: %d bytes, err %v", len(got), err)
+			}
+			old.SHA256 = strings.Repeat("0", 64)
+			if _, err := read(old); !errors.Is(err, snapshot.ErrCorrupt) {
+				t.Fatalf("read with another SHA-256: %v, want ErrCorrupt", err)
+			}
+			old.SHA256 = ""
+			if _, err := read(old); !errors.Is(err, snapshot.ErrCorrupt) {
+				t.Fatalf("read with no checksum: %v, want ErrCorrupt", err)
 			}
 			bad = meta
 			bad.Size--
@@ -364,6 +383,19 @@ func TestCheckComplete(t *testing.T) {
 		{name: "no shards", edit: func(m *snapshot.Manifest) { m.Shards = 0 }},
 		{name: "a shard's table file missing", edit: func(m *snapshot.Manifest) { m.Tables[0].Files = m.Tables[0].Files[:1] }},
 		{name: "a table file twice", edit: func(m *snapshot.Manifest) { m.Tables[0].Files[1].Name = snapshot.TableName("emb", 0) }},
+		{name: "parts of a shard", edit: func(m *snapshot.Manifest) {
+			m.Tables[0].Files = append(m.Tables[0].Files, snapshot.FileMeta{Name: snapshot.TablePartName("emb", 1, 1)},
+				snapshot.FileMeta{Name: snapshot.TablePartName("emb", 0, 2)})
+		}, ok: true},
+		{name: "a part without its shard's part 0", edit: func(m *snapshot.Manifest) {
+			m.Tables[0].Files[1].Name = snapshot.TablePartName("emb", 1, 1)
+		}},
+		{name: "a part of a shard beyond the count", edit: func(m *snapshot.Manifest) {
+			m.Tables[0].Files = append(m.Tables[0].Files, snapshot.FileMeta{Name: snapshot.TablePartName("emb", 2, 1)})
+		}},
+		{name: "a file of another name", edit: func(m *snapshot.Manifest) {
+			m.Tables[0].Files = append(m.Tables[0].Files, snapshot.FileMeta{Name: "tables/emb/shard-0001.sst"})
+		}},
 		{name: "a dense range missing", edit: func(m *snapshot.Manifest) { m.Dense = m.Dense[:1] }},
 		{name: "dense ranges overlap", edit: func(m *snapshot.Manifest) { m.Dense[0].Lo = 4 }},
 		{name: "a checkpoint missing", edit: func(m *snapshot.Manifest) { m.Readers = nil }, require: require},
@@ -416,5 +448,29 @@ func TestPrunePinned(t *testing.T) {
 	// A rollback to 7 removes what came after it.
 	if removed, err := snapshot.RemoveAfter(s, 7); err != nil || !slices.Equal(removed, []uint64{8}) {
 		t.Errorf("RemoveAfter(7) removed %v, %v; want [8]", removed, err)
+	}
+}
+
+// TestTablePartNames: part 0 is the shard's TableName, the others carry
+// their number, and TableFileShard reads the shard back from canonical
+// names only.
+func TestTablePartNames(t *testing.T) {
+	for _, tc := range []struct{ shard, part int }{{0, 0}, {3, 0}, {3, 1}, {12, 999}, {123456, 1000}} {
+		name := snapshot.TablePartName("emb", tc.shard, tc.part)
+		if k, ok := snapshot.TableFileShard("emb", name); !ok || k != tc.shard {
+			t.Errorf("TableFileShard(%q) = %d %v, want %d", name, k, ok, tc.shard)
+		}
+		if _, ok := snapshot.TableFileShard("emb2", name); ok {
+			t.Errorf("%q is a file of table emb2", name)
+		}
+	}
+	if got, want := snapshot.TablePartName("emb", 7, 0), snapshot.TableName("emb", 7); got != want {
+		t.Errorf("part 0 = %q, want %q", got, want)
+	}
+	for _, name := range []string{"tables/emb/shard-00001-1.sst", "tables/emb/shard-1.sst", "tables/emb/shard-00001-000.sst",
+		"tables/emb/shard-00001.sst.tmp", "tables/emb/shard--0001.sst", "tables/emb/shard-00001-0001.sst", "filters/emb/shard-00001"} {
+		if k, ok := snapshot.TableFileShard("emb", name); ok {
+			t.Errorf("TableFileShard(%q) = %d, want no shard", name, k)
+		}
 	}
 }

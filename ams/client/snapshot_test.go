@@ -77,8 +77,20 @@ func newGRPCSnapshot(t *testing.T) *grpcSnapshot {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(m.Tables) != 1 || len(m.Tables[0].Files) != 2 || len(m.Readers) != 4 || len(m.Dense) != 2 {
+	if len(m.Tables) != 1 || len(m.Readers) != 4 || len(m.Dense) != 2 {
 		t.Fatalf("manifest: %+v", m)
+	}
+	// Each shard writes its rows as one file per stripe, part 0 among them.
+	perShard := map[int]int{}
+	for _, f := range m.Tables[0].Files {
+		k, ok := snapshot.TableFileShard("emb", f.Name)
+		if !ok {
+			t.Fatalf("table file %q is no shard's", f.Name)
+		}
+		perShard[k]++
+	}
+	if len(perShard) != 2 || !slices.ContainsFunc(m.Tables[0].Files, func(f snapshot.FileMeta) bool { return f.Name == snapshot.TableName("emb", 1) }) {
+		t.Fatalf("table files %+v, want each of 2 shards' parts", m.Tables[0].Files)
 	}
 	for i := range 2 { // each shard's records of applied pushes
 		if a, ok := m.Readers[ams.AppliedKey(i)]; !ok || string(a) != `{"w":{"ranges":[{"lo":0,"hi":1}],"samples":7,"digest":9}}` {

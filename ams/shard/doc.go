@@ -67,14 +67,19 @@
 // # Snapshots
 //
 // WriteSnapshot writes the shard's part of a snapshot (package snapshot):
-// one sorted table file per table, every row with its values, optimizer
-// state and statistics, gathered by each stripe's owner a chunk at a time
-// and merged in id order, and one file per dense range. Restore reads
-// every shard's files of a snapshot and keeps the ids the caller's owns
-// function gives it, so a snapshot written by N shards restores onto M
-// (the scheduler passes the new shard map's ShardOf); onto the layout it
-// was written under (Ownership.SameLayout) a shard reads only its own
-// file. Both run on the owners too, so they need no lock, but a
+// one sorted table file per table and stripe (the stripe's part,
+// snapshot.TablePartName), every row with its values, optimizer state and
+// statistics, and one file per dense range. Each stripe's owner lists its
+// rows in id order (ams.RowSet: the index read in bucket order, the pairs
+// radix-sorted) and encodes them a chunk at a time, reading each row by
+// its slot, while a goroutine per stripe hands the previous chunk to that
+// stripe's sstable writer: the stripes' files are written in parallel. An
+// export writes one file per table, the stripes' rows merged in id order.
+// Restore reads every shard's files of a snapshot and keeps the ids the
+// caller's owns function gives it, so a snapshot written by N shards
+// restores onto M (the scheduler passes the new shard map's ShardOf);
+// onto the layout it was written under (Ownership.SameLayout) a shard
+// reads only its own files. Both run on the owners too, so they need no lock, but a
 // consistent snapshot needs the pushes paused: the scheduler's job, not
 // the shard's. The Restore RPC runs one restore at a time. The RPCs
 // use only stores under the shard's store roots (Resource bounds, 6).

@@ -74,7 +74,7 @@ func (s *Shard) exportTable(store snapshot.Store, cat *catalog, ti *tableInfo, o
 	if err := export.CheckQuant(q); err != nil {
 		return export.Table{}, fmt.Errorf("%w: %w", ams.ErrBadRequest, err)
 	}
-	ids, err := s.exportIDs(cat, ti, o.Base != 0)
+	rows, err := s.exportRows(cat, ti, o.Base != 0)
 	if err != nil {
 		return export.Table{}, err
 	}
@@ -82,18 +82,28 @@ func (s *Shard) exportTable(store snapshot.Store, cat *catalog, ti *tableInfo, o
 	if err != nil {
 		return export.Table{}, err
 	}
-	w := &tableWrite{s: s, ti: ti, n: export.RowBytes(q, ti.spec.Dim), ids: ids, next: make([]int, len(s.stripes)),
-		deletions: true, row: func(tab *ams.Table, b []byte, id uint64) ([]byte, bool) {
-			v, ok := tab.Get(id)
-			if !ok {
-				return b, false // removed since: a deletion
+	n := export.RowBytes(q, ti.spec.Dim)
+	w := &tableWrite{s: s, ti: ti, n: n, rows: rows, deletions: true,
+		encode: func(tab *ams.Table, b []byte, r *ams.RowSet, lo, hi int, missing []int) ([]byte, []int) {
+			tab.PrepareRows(r, lo, hi)
+			for j := lo; j < hi; j++ {
+				tab.PrefetchRow(r, j+8)
+				v, ok := tab.RowValues(r, j)
+				if !ok { // removed since (a deletion), or on disk
+					missing = append(missing, j-lo)
+					b = slices.Grow(b, n)[:len(b)+n]
+					clear(b[len(b)-n:])
+					continue
+				}
+				b = export.AppendRow(b, q, v)
 			}
-			return export.AppendRow(b, q, v), true
+			return b, missing
 		},
 		fromCold: func(b, enc []byte) []byte {
 			return export.AppendRow(b, q, ams.SnapshotRowValues(enc, ti.spec.Dim))
 		}}
-	f, err := w.write(tw)
+	w.start()
+	f, err := w.write(tw, seq(len(s.stripes)))
 	if err != nil {
 		return export.Table{}, err
 	}
@@ -104,13 +114,13 @@ func (s *Shard) exportTable(store snapshot.Store, cat *catalog, ti *tableInfo, o
 	return export.Table{Name: ti.spec.Name, Dim: ti.spec.Dim, Quant: q, Init: init, Files: []snapshot.FileMeta{f}}, nil
 }
 
-// exportIDs has each owner list, sorted, the ids of its stripe of ti that
-// an export writes, taking the dirty marks and the tombstones: for a
+// exportRows has each owner list, sorted, the rows of its stripe of ti
+// that an export writes, taking the dirty marks and the tombstones: for a
 // delta the rows pushed since the last export and those removed since
 // (the removed ones may have come back: the writer finds out), for a full
 // export every row.
-func (s *Shard) exportIDs(cat *catalog, ti *tableInfo, delta bool) ([][]uint64, error) {
-	ids := make([][]uint64, len(s.stripes))
+func (s *Shard) exportRows(cat *catalog, ti *tableInfo, delta bool) ([]ams.RowSet, error) {
+	rows := make([]ams.RowSet, len(s.stripes))
 	lost := make([]uint64, len(s.stripes))
 	if err := s.onStripes(func(i int, st *stripe) error {
 		tab := st.tables[ti.idx]
@@ -122,19 +132,17 @@ func (s *Shard) exportIDs(cat *catalog, ti *tableInfo, delta bool) ([][]uint64, 
 			if cd != nil {
 				cd.exported(tab)
 			}
-			var err error
-			ids[i], err = st.allIDs(ti)
-			return err
+			return st.allRows(ti, &rows[i])
 		}
-		ids[i] = append(tab.TakeDirty(nil), tombs...)
+		ids := append(tab.TakeDirty(nil), tombs...)
 		if cd != nil {
 			var err error
-			if ids[i], err = cd.takeDirty(tab, ids[i]); err != nil {
+			if ids, err = cd.takeDirty(tab, ids); err != nil {
 				return err
 			}
 		}
-		sortIDs(ids[i])
-		ids[i] = slices.Compact(ids[i])
+		sortIDs(ids)
+		tab.LocateRows(&rows[i], slices.Compact(ids))
 		return nil
 	}); err != nil {
 		return nil, err
@@ -142,7 +150,16 @@ func (s *Shard) exportIDs(cat *catalog, ti *tableInfo, delta bool) ([][]uint64, 
 	if n := sum(lost); delta && n > 0 {
 		return nil, fmt.Errorf("%w: %d removed rows had no tombstone (more than %d per stripe since the last export)", ams.ErrNoExportBase, n, MaxTombstones)
 	}
-	return ids, nil
+	return rows, nil
+}
+
+// seq returns 0, 1, ..., n-1.
+func seq(n int) []int {
+	out := make([]int, n)
+	for i := range out {
+		out[i] = i
+	}
+	return out
 }
 
 func sum(v []uint64) uint64 {

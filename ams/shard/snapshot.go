@@ -3,11 +3,13 @@ package shard
 import (
 	"encoding/binary"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"math"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/xdlgo/xps/ams"
 	"github.com/xdlgo/xps/snapshot"
@@ -68,7 +70,7 @@ func (s *Shard) writeParts(store snapshot.Store, seq uint64, index int) ([]snaps
 	var tables []snapshot.TableEntry
 	for _, name := range names {
 		ti := cat.tables[name]
-		f, err := s.writeTable(store, seq, index, ti)
+		files, err := s.writeTable(store, seq, index, ti)
 		if err != nil {
 			return nil, nil, fmt.Errorf("ams: snapshot %d of table %q: %w", seq, name, err)
 		}
@@ -76,7 +78,7 @@ func (s *Shard) writeParts(store snapshot.Store, seq uint64, index int) ([]snaps
 		if err != nil {
 			return nil, nil, err
 		}
-		e := snapshot.TableEntry{Name: name, Spec: spec, Files: []snapshot.FileMeta{f}}
+		e := snapshot.TableEntry{Name: name, Spec: spec, Files: files}
 		ff, ok, err := s.writeFilter(store, seq, index, ti)
 		if err != nil {
 			return nil, nil, fmt.Errorf("ams: snapshot %d of table %q's admission filter: %w", seq, name, err)
@@ -91,61 +93,88 @@ func (s *Shard) writeParts(store snapshot.Store, seq uint64, index int) ([]snaps
 }
 
 // writeChunk is one chunk of a table being written: the stripe each row
-// comes from in id order, each stripe's range of its sorted ids, and each
-// stripe's encoded rows.
+// comes from in id order, each stripe's range of its rows, and each
+// stripe's encoded rows (w.n bytes per row of its range, in order).
 type writeChunk struct {
+	of     []int // the stripes whose rows it takes
 	from   []int32
 	lo, hi []int
 	bufs   [][]byte
 	// gone holds, per stripe, the positions (in its range) of ids whose
-	// row is gone: an export writes deletions for them.
+	// row is gone: an export writes deletions for them; their bytes in
+	// bufs are unused.
 	gone [][]int
 }
 
-// tableWrite is the state of one writeTable: each stripe's sorted ids and
-// how far the chunks have taken them.
+// tableWrite is the state of one writeTable: each stripe's rows in id
+// order and how far the chunks have taken them.
 type tableWrite struct {
 	s    *Shard
 	ti   *tableInfo
-	n    int        // encoded row size
-	ids  [][]uint64 // per stripe: its ids, sorted
-	next []int      // per stripe: first id not yet in a chunk
-	// row appends the encoding of id's row (n bytes) to b, on the owner of
-	// tab's stripe; false: the row is gone, and b is returned as it was.
-	row func(tab *ams.Table, b []byte, id uint64) ([]byte, bool)
+	n    int          // encoded row size
+	rows []ams.RowSet // per stripe: its ids, sorted, and their rows
+	next []int        // per stripe: first row not yet in a chunk
+	// encode appends the encoding of the rows [lo, hi) of r (n bytes
+	// each) to b, on the owner of tab's stripe, and the positions (from
+	// lo) of those not in tab to missing, leaving their bytes for later.
+	encode func(tab *ams.Table, b []byte, r *ams.RowSet, lo, hi int, missing []int) ([]byte, []int)
 	// deletions lets gone rows through as deletions (an export's); a
 	// snapshot's rows must all be there.
 	deletions bool
 	// fromCold appends the encoding of a row of the cold tier (its
 	// snapshot encoding, enc) to b; nil: enc as it is.
 	fromCold func(b, enc []byte) []byte
+	missing  [][]int // per stripe: encode's scratch
 }
 
-// writeTable writes ti's rows in id order into snapshot seq.
-func (s *Shard) writeTable(store snapshot.Store, seq uint64, index int, ti *tableInfo) (snapshot.FileMeta, error) {
-	ids, err := s.sortedIDs(ti)
+// writeTable writes ti's rows into snapshot seq, one file per stripe
+// (snapshot.TablePartName), the stripes' files written in parallel: each
+// file needs a core for the sstable writer's per-row work, and a shard has
+// a stripe per core.
+func (s *Shard) writeTable(store snapshot.Store, seq uint64, index int, ti *tableInfo) ([]snapshot.FileMeta, error) {
+	rows, err := s.sortedRows(ti)
 	if err != nil {
-		return snapshot.FileMeta{}, err
+		return nil, err
 	}
-	tw, err := snapshot.CreateTable(store, seq, ti.spec.Name, index)
-	if err != nil {
-		return snapshot.FileMeta{}, err
+	w := &tableWrite{s: s, ti: ti, n: s.rowBytes(ti), rows: rows, encode: (*ams.Table).AppendSnapshotRows}
+	w.start()
+	files := make([]snapshot.FileMeta, len(s.stripes))
+	errs := make([]error, len(s.stripes))
+	var wg sync.WaitGroup
+	for i := range s.stripes {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			tw, err := snapshot.CreateTablePart(store, seq, ti.spec.Name, index, i)
+			if err != nil {
+				errs[i] = err
+				return
+			}
+			files[i], errs[i] = w.write(tw, []int{i})
+		}()
 	}
-	w := &tableWrite{s: s, ti: ti, n: s.rowBytes(ti), ids: ids, next: make([]int, len(s.stripes)),
-		row: (*ams.Table).AppendSnapshotRow}
-	return w.write(tw)
+	wg.Wait()
+	return files, errors.Join(errs...)
 }
 
-// write writes the rows of w.ids in id order to tw and closes it, a chunk
-// at a time: the owners encode the rows of one chunk (each its own, in
+// start readies w for its writes.
+func (w *tableWrite) start() {
+	n := len(w.s.stripes)
+	w.next, w.missing = make([]int, n), make([][]int, n)
+}
+
+// write writes the rows of the stripes of (each of w.rows's stripes, in
+// at most one write at a time) in id order to tw and closes it, a chunk at
+// a time: the owners encode the rows of one chunk (each its own, in
 // parallel) while this goroutine hands the previous chunk to the table
 // writer, which writes its blocks from a goroutine of its own.
-func (w *tableWrite) write(tw *snapshot.TableWriter) (snapshot.FileMeta, error) {
+func (w *tableWrite) write(tw *snapshot.TableWriter, of []int) (snapshot.FileMeta, error) {
 	s := w.s
 	defer tw.Abort()
 	var chunks [2]writeChunk
 	for i := range chunks {
 		c := &chunks[i]
+		c.of = of
 		c.lo, c.hi = make([]int, len(s.stripes)), make([]int, len(s.stripes))
 		c.bufs = make([][]byte, len(s.stripes))
 		c.gone = make([][]int, len(s.stripes))
@@ -154,7 +183,7 @@ func (w *tableWrite) write(tw *snapshot.TableWriter) (snapshot.FileMeta, error) 
 	if !w.plan(cur) {
 		return tw.Close()
 	}
-	pending := w.encode(cur)
+	pending := w.encodeChunk(cur)
 	for {
 		err := <-pending
 		pending = nil
@@ -163,7 +192,7 @@ func (w *tableWrite) write(tw *snapshot.TableWriter) (snapshot.FileMeta, error) 
 		}
 		more := w.plan(other)
 		if more {
-			pending = w.encode(other)
+			pending = w.encodeChunk(other)
 		}
 		if err := w.add(tw, cur); err != nil {
 			if pending != nil {
@@ -178,44 +207,51 @@ func (w *tableWrite) write(tw *snapshot.TableWriter) (snapshot.FileMeta, error) 
 	}
 }
 
-// sortedIDs has each owner list the ids of its stripe of ti, sorted; ids
-// are disjoint across stripes.
-func (s *Shard) sortedIDs(ti *tableInfo) ([][]uint64, error) {
-	ids := make([][]uint64, len(s.stripes))
-	if err := s.onStripes(func(i int, st *stripe) error {
-		var err error
-		ids[i], err = st.allIDs(ti)
-		return err
-	}); err != nil {
+// sortedRows has each owner list the rows of its stripe of ti, sorted by
+// id; ids are disjoint across stripes.
+func (s *Shard) sortedRows(ti *tableInfo) ([]ams.RowSet, error) {
+	rows := make([]ams.RowSet, len(s.stripes))
+	if err := s.onStripes(func(i int, st *stripe) error { return st.allRows(ti, &rows[i]) }); err != nil {
 		return nil, err
 	}
-	return ids, nil
+	return rows, nil
 }
 
-// allIDs lists the ids of the stripe's rows of ti, in both tiers, sorted.
-func (st *stripe) allIDs(ti *tableInfo) ([]uint64, error) {
-	tab := st.tables[ti.idx]
-	ids := tab.IDs(make([]uint64, 0, tab.Len()))
+// allRows lists the rows of the stripe's rows of ti in r, in both tiers,
+// sorted by id.
+func (st *stripe) allRows(ti *tableInfo, r *ams.RowSet) error {
+	st.tables[ti.idx].SortedRows(r)
 	if cd := st.lives[ti.idx].coldOf(); cd != nil {
-		var err error
-		if ids, err = cd.ids(ids); err != nil {
-			return nil, err
+		ids, err := cd.ids(nil)
+		if err != nil {
+			return err
 		}
+		sortIDs(ids)
+		r.MergeAbsent(ids)
 	}
-	sortIDs(ids)
-	return slices.Compact(ids), nil
+	return nil
 }
 
-// plan merges the stripes' lists into c's next snapChunk rows and reports
-// whether c has any.
+// plan merges the lists of c's stripes into c's next snapChunk rows and
+// reports whether c has any.
 func (w *tableWrite) plan(c *writeChunk) bool {
-	ids, next := w.ids, w.next
+	next := w.next
 	c.from = c.from[:0]
-	copy(c.lo, next)
+	for _, i := range c.of {
+		c.lo[i] = next[i]
+	}
+	if len(c.of) == 1 { // one stripe: no merge
+		i := c.of[0]
+		k := min(snapChunk, w.rows[i].Len()-next[i])
+		for range k {
+			c.from = append(c.from, int32(i))
+		}
+		next[i] += k
+	}
 	for len(c.from) < snapChunk {
 		best := -1
-		for i := range ids {
-			if next[i] < len(ids[i]) && (best < 0 || ids[i][next[i]] < ids[best][next[best]]) {
+		for _, i := range c.of {
+			if next[i] < w.rows[i].Len() && (best < 0 || w.rows[i].IDs()[next[i]] < w.rows[best].IDs()[next[best]]) {
 				best = i
 			}
 		}
@@ -225,16 +261,21 @@ func (w *tableWrite) plan(c *writeChunk) bool {
 		c.from = append(c.from, int32(best))
 		next[best]++
 	}
-	copy(c.hi, next)
+	for _, i := range c.of {
+		c.hi[i] = next[i]
+	}
 	return len(c.from) > 0
 }
 
-// encode has the owners encode c's rows; the result comes on the channel.
-func (w *tableWrite) encode(c *writeChunk) <-chan error {
+// encodeChunk has the owners of c's stripes encode c's rows; the result
+// comes on the channel.
+func (w *tableWrite) encodeChunk(c *writeChunk) <-chan error {
 	done := make(chan error, 1)
-	go func() {
-		done <- w.s.onStripes(func(i int, st *stripe) error { return w.encodeStripe(st, i, c) })
-	}()
+	tasks := make([]*task, len(w.s.stripes))
+	for _, i := range c.of {
+		tasks[i] = &task{op: opFunc, fn: func(st *stripe) error { return w.encodeStripe(st, i, c) }}
+	}
+	go func() { done <- w.s.dispatch(tasks) }()
 	return done
 }
 
@@ -242,37 +283,39 @@ func (w *tableWrite) encode(c *writeChunk) <-chan error {
 // those DRAM lacks from a tiered table's cold tier, read in one batch.
 func (w *tableWrite) encodeStripe(st *stripe, i int, c *writeChunk) error {
 	tab := st.tables[w.ti.idx]
-	own := w.ids[i][c.lo[i]:c.hi[i]]
+	r := &w.rows[i]
+	lo, hi := c.lo[i], c.hi[i]
+	b, missing := w.encode(tab, c.bufs[i][:0], r, lo, hi, w.missing[i][:0])
+	c.bufs[i], w.missing[i], c.gone[i] = b, missing, c.gone[i][:0]
+	if len(missing) == 0 {
+		return nil
+	}
+	ids := r.IDs()[lo:hi]
 	var cd *cold
-	var coldIDs []uint64 // own's ids without a row in DRAM, sorted as own is
-	if c := st.lives[w.ti.idx].coldOf(); c != nil && c.rows > 0 {
-		cd = c
-		if coldIDs = tab.Missing(own, nil); len(coldIDs) > 0 {
-			if err := cd.read(coldIDs, false); err != nil {
-				return err
-			}
+	if x := st.lives[w.ti.idx].coldOf(); x != nil && x.rows > 0 {
+		cd = x
+		coldIDs := make([]uint64, len(missing)) // sorted, as ids are
+		for k, j := range missing {
+			coldIDs[k] = ids[j]
+		}
+		if err := cd.read(coldIDs, false); err != nil {
+			return err
 		}
 	}
-	b, gone := c.bufs[i][:0], c.gone[i][:0]
-	k := 0 // next of coldIDs
-	for j, id := range own {
-		var ok bool
-		if b, ok = w.row(tab, b, id); ok {
+	n := w.n
+	for k, j := range missing {
+		if cd != nil && cd.found[k] {
+			out := w.coldRow(b[j*n:j*n:(j+1)*n], cd.got[k])
+			if len(out) != n {
+				return fmt.Errorf("row %d from the cold tier encodes to %d bytes, want %d", ids[j], len(out), n)
+			}
 			continue
 		}
-		if k < len(coldIDs) && coldIDs[k] == id {
-			k++
-			if cd.found[k-1] {
-				b = w.coldRow(b, cd.got[k-1])
-				continue
-			}
-		}
 		if !w.deletions {
-			return fmt.Errorf("row %d vanished while being written (were pushes paused?)", id)
+			return fmt.Errorf("row %d vanished while being written (were pushes paused?)", ids[j])
 		}
-		gone = append(gone, j)
+		c.gone[i] = append(c.gone[i], j)
 	}
-	c.bufs[i], c.gone[i] = b, gone
 	return nil
 }
 
@@ -288,13 +331,12 @@ func (w *tableWrite) coldRow(b, enc []byte) []byte {
 // add hands c's encoded rows to tw in id order.
 func (w *tableWrite) add(tw *snapshot.TableWriter, c *writeChunk) error {
 	n := w.n
-	k := make([]int, len(w.ids))   // per stripe: ids of c written
-	off := make([]int, len(w.ids)) // per stripe: rows of c added
-	g := make([]int, len(w.ids))   // per stripe: gone ids of c passed
+	k := make([]int, len(w.rows)) // per stripe: rows of c written
+	g := make([]int, len(w.rows)) // per stripe: gone ids of c passed
 	for _, i := range c.from {
 		j := k[i]
 		k[i]++
-		id := w.ids[i][c.lo[i]+j]
+		id := w.rows[i].IDs()[c.lo[i]+j]
 		if gi := g[i]; gi < len(c.gone[i]) && c.gone[i][gi] == j {
 			g[i]++
 			if err := tw.Delete(id); err != nil {
@@ -302,32 +344,11 @@ func (w *tableWrite) add(tw *snapshot.TableWriter, c *writeChunk) error {
 			}
 			continue
 		}
-		r := off[i]
-		off[i]++
-		if err := tw.Add(id, c.bufs[i][r*n:(r+1)*n]); err != nil {
+		if err := tw.Add(id, c.bufs[i][j*n:(j+1)*n]); err != nil {
 			return err
 		}
 	}
 	return nil
-}
-
-// warmIndex looks each of ids up in tab, so that loading their rows right
-// after finds the index entries they probe in the cache: the lookups of
-// this short loop are independent, so the CPU keeps many of their cache
-// misses in flight at once, where LoadSnapshotRow (lookup, insert, copy:
-// long per row) would wait for each row's misses in turn. On 1M restored
-// rows it saved a quarter of the loading CPU. (Reading rows ahead of
-// AppendSnapshotRow the same way did not pay: the misses of rows spread
-// over the slab stayed as slow, and the lookups cost twice.) It returns a
-// value that depends on the lookups, for the caller to keep.
-func warmIndex(tab *ams.Table, ids []uint64) uint32 {
-	var x uint32
-	for _, id := range ids {
-		if _, ok := tab.Get(id); ok {
-			x++
-		}
-	}
-	return x
 }
 
 // sortIDs sorts ids in increasing order: a least-significant-digit radix
@@ -435,14 +456,18 @@ type Ownership struct {
 	Partitions int
 	// SameLayout says the snapshot was written under the map restored
 	// onto (same shards, same partition assignment): the rows Row gives
-	// the shard are all in the file the shard of slot Index wrote, and it
-	// reads only that one, not every shard's.
+	// the shard are all in the files the shard of slot Index wrote, and
+	// it reads only those, not every shard's.
 	SameLayout bool
 }
 
 // reads reports whether the shard reads file f of table t.
 func (own Ownership) reads(table string, f snapshot.FileMeta) bool {
-	return !own.SameLayout || f.Name == snapshot.TableName(table, own.Index)
+	if !own.SameLayout {
+		return true
+	}
+	k, ok := snapshot.TableFileShard(table, f.Name)
+	return ok && k == own.Index
 }
 
 // Begin starts version v on an empty shard: what a new cluster's
@@ -584,7 +609,6 @@ type restoreChunk struct {
 	n    int
 	ids  [][]uint64
 	bufs [][]byte
-	sink []uint32 // warmIndex's results, kept
 }
 
 func (c *restoreChunk) reset() {
@@ -605,7 +629,7 @@ func (s *Shard) restoreTable(store snapshot.Store, seq uint64, ti *tableInfo, t 
 	r := &tableRestore{s: s, cat: s.cat.Load(), store: store, seq: seq, ti: ti, table: t.Name, own: own, n: n}
 	for i := range r.chunks {
 		c := &r.chunks[i]
-		c.ids, c.bufs, c.sink = make([][]uint64, len(s.stripes)), make([][]byte, len(s.stripes)), make([]uint32, len(s.stripes))
+		c.ids, c.bufs = make([][]uint64, len(s.stripes)), make([][]byte, len(s.stripes))
 	}
 	r.cur, r.other = &r.chunks[0], &r.chunks[1]
 	var err error
@@ -678,18 +702,12 @@ type tableRestore struct {
 
 // load has the owners load c's rows; the result comes on the channel.
 func (r *tableRestore) load(c *restoreChunk) <-chan error {
-	n := r.n
 	done := make(chan error, 1)
 	go func() {
 		done <- r.s.onStripes(func(i int, st *stripe) error {
 			tab := st.tables[r.ti.idx]
-			ids, b := c.ids[i], c.bufs[i]
-			c.sink[i] += warmIndex(tab, ids)
-			values, state := make([]float32, tab.Dim()), make([]float32, tab.StateWidth())
-			for j, id := range ids {
-				if err := tab.LoadSnapshotRow(id, b[j*n:(j+1)*n], values, state); err != nil {
-					return err
-				}
+			if err := tab.LoadSnapshotRows(c.ids[i], c.bufs[i]); err != nil {
+				return err
 			}
 			if l := st.lives[r.ti.idx]; l != nil && l.cold != nil && int64(tab.Len()) > l.limit {
 				l.evict(tab) // the excess to disk (tiered.go, 4)

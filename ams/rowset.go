@@ -1,0 +1,253 @@
+package ams
+
+import (
+	"encoding/binary"
+	"slices"
+
+	"github.com/xdlgo/xps/internal/prefetch"
+)
+
+// RowSet is a list of ids in increasing order with where each one's row
+// lives in a Table (its slot, or none): what a snapshot or an export
+// writes, a chunk at a time, in id order. A Table fills it (SortedRows,
+// LocateRows) and encodes its rows (AppendSnapshotRows, RowValues) by
+// slot, without looking each id up again: written in id order, every row
+// would otherwise cost two dependent cache misses, the index bucket and
+// then the row, which made a snapshot's encoding CPU-bound (BENCHMARKS,
+// "Snapshot write and restore throughput").
+//
+// Invariants:
+//
+//  1. IDs strictly increase.
+//  2. Slots stay right as long as the table frees no slot: rows created
+//     since keep every existing slot (the slab never moves a row), but a
+//     Delete frees one that a later creation reuses. A RowSet remembers
+//     the table's count of freed slots; the methods that read rows
+//     through it look its ids up again when that count moved, so a
+//     RowSet never reads another id's row.
+//  3. The zero RowSet is empty and ready to fill.
+//
+// Not safe for concurrent use; it belongs to the owner of its table's
+// stripe, as the table does.
+type RowSet struct {
+	ids   []uint64
+	slots []uint32 // emptySlot: no row in the table
+	frees uint64   // the table's frees when the slots were taken
+}
+
+// IDs returns the set's ids, in increasing order. The slice aliases the
+// set: valid until it is filled again.
+func (r *RowSet) IDs() []uint64 { return r.ids }
+
+// Len is the number of ids.
+func (r *RowSet) Len() int { return len(r.ids) }
+
+// SortedRows fills r with every row of t, in id order. The index is read
+// in bucket order (sequentially) and the (id, slot) pairs are sorted with
+// a radix sort, so no row and no bucket is visited at random.
+func (t *Table) SortedRows(r *RowSet) {
+	n := t.idx.len()
+	r.ids, r.slots = slices.Grow(r.ids[:0], n), slices.Grow(r.slots[:0], n)
+	b := t.idx.b
+	for i := 0; i+2 < len(b); i += 3 {
+		if s := b[i+2]; s != emptySlot {
+			r.ids = append(r.ids, uint64(b[i])|uint64(b[i+1])<<32)
+			r.slots = append(r.slots, s)
+		}
+	}
+	r.frees = t.frees
+	r.sort()
+}
+
+// LocateRows fills r with ids (in increasing order, no duplicates: the
+// caller sorted them) and the slot of each, or none for an id without a
+// row in t.
+func (t *Table) LocateRows(r *RowSet, ids []uint64) {
+	r.ids = append(r.ids[:0], ids...)
+	r.slots = slices.Grow(r.slots[:0], len(ids))[:len(ids)]
+	t.locate(r.ids, r.slots)
+	r.frees = t.frees
+}
+
+// locate writes the slot of each of ids into slots (emptySlot: missing),
+// a group of rowGroup lookups at a time with the next group's index lines
+// prefetched, as pull does.
+func (t *Table) locate(ids []uint64, slots []uint32) {
+	var grp [rowGroup]uint32
+	t.idx.prefetch(ids[:min(rowGroup, len(ids))])
+	for lo := 0; lo < len(ids); lo += rowGroup {
+		hi := min(lo+rowGroup, len(ids))
+		if hi < len(ids) {
+			t.idx.prefetch(ids[hi:min(hi+rowGroup, len(ids))])
+		}
+		t.lookupPrefetched(ids[lo:hi], &grp)
+		copy(slots[lo:hi], grp[:hi-lo])
+	}
+}
+
+// MergeAbsent adds to r the ids of extra (in increasing order; duplicates
+// and ids r already holds are dropped) as ids without a row: a tiered
+// table's rows on disk, which a snapshot writes among those in DRAM.
+func (r *RowSet) MergeAbsent(extra []uint64) {
+	if len(extra) == 0 {
+		return
+	}
+	ids := make([]uint64, 0, len(r.ids)+len(extra))
+	slots := make([]uint32, 0, cap(ids))
+	i, j := 0, 0
+	for i < len(r.ids) || j < len(extra) {
+		switch {
+		case j == len(extra) || (i < len(r.ids) && r.ids[i] < extra[j]):
+			ids, slots = append(ids, r.ids[i]), append(slots, r.slots[i])
+			i++
+		case i < len(r.ids) && r.ids[i] == extra[j]:
+			j++ // in DRAM already: that row is the current one
+		default:
+			if len(ids) == 0 || ids[len(ids)-1] != extra[j] {
+				ids, slots = append(ids, extra[j]), append(slots, emptySlot)
+			}
+			j++
+		}
+	}
+	r.ids, r.slots = ids, slots
+}
+
+// refresh looks r's ids [lo, hi) up again when t freed a slot since r
+// took them (invariant 2).
+func (t *Table) refresh(r *RowSet, lo, hi int) {
+	if r.frees != t.frees {
+		t.locate(r.ids[lo:hi], r.slots[lo:hi])
+	}
+}
+
+// rowAhead is how many rows ahead of the one being read AppendSnapshotRows
+// and its kin prefetch: enough misses in flight to cover the latency.
+const rowAhead = 8
+
+// AppendSnapshotRows appends the encoding (AppendSnapshotRow's) of the
+// rows of r's ids [lo, hi) to dst, SnapshotRowBytes each, in order, and
+// appends to missing the position (counted from lo) of each id without a
+// row in t, whose bytes it leaves zero for the caller to fill or drop.
+func (t *Table) AppendSnapshotRows(dst []byte, r *RowSet, lo, hi int, missing []int) ([]byte, []int) {
+	t.refresh(r, lo, hi)
+	n := t.SnapshotRowBytes()
+	off := len(dst)
+	dst = slices.Grow(dst, n*(hi-lo))[:off+n*(hi-lo)]
+	slots := r.slots[lo:hi]
+	for k := range min(rowAhead, len(slots)) {
+		t.prefetchSlot(slots[k])
+	}
+	for k, slot := range slots {
+		if k+rowAhead < len(slots) {
+			t.prefetchSlot(slots[k+rowAhead])
+		}
+		out := dst[off+k*n : off+(k+1)*n : off+(k+1)*n]
+		if slot == emptySlot {
+			clear(out)
+			missing = append(missing, k)
+			continue
+		}
+		putRow(out, t.rows.row(slot))
+	}
+	return dst, missing
+}
+
+// RowValues returns the values of the row of r's j-th id, or false when it
+// has none. The slice aliases the table's storage (see Get). Callers going
+// through r in order should call PrefetchRows ahead.
+func (t *Table) RowValues(r *RowSet, j int) ([]float32, bool) {
+	slot := r.slots[j]
+	if slot == emptySlot {
+		return nil, false
+	}
+	w, _, _ := t.split(t.rows.row(slot))
+	return w, true
+}
+
+// PrepareRows readies r's ids [lo, hi) for RowValues: it looks them up
+// again if a slot was freed since r took them, and prefetches the first
+// rows.
+func (t *Table) PrepareRows(r *RowSet, lo, hi int) {
+	t.refresh(r, lo, hi)
+	for _, slot := range r.slots[lo:min(hi, lo+rowAhead)] {
+		t.prefetchSlot(slot)
+	}
+}
+
+// PrefetchRow hints that the row of r's j-th id will be read soon, if j
+// is in range and the id has a row.
+func (t *Table) PrefetchRow(r *RowSet, j int) {
+	if j < len(r.slots) {
+		t.prefetchSlot(r.slots[j])
+	}
+}
+
+func (t *Table) prefetchSlot(slot uint32) {
+	if slot != emptySlot {
+		prefetch.Float32s(t.rows.row(slot))
+	}
+}
+
+// putRow writes a slab row (values, state, statistics) into out as the
+// snapshot encoding: little-endian 32-bit words, which on a little-endian
+// machine are the row's own bytes.
+func putRow(out []byte, row []float32) {
+	if nativeLittle {
+		copy(out, floatBytes(row))
+		return
+	}
+	for i, w := range rowWords(row) {
+		binary.LittleEndian.PutUint32(out[4*i:], w)
+	}
+}
+
+// sort sorts the (id, slot) pairs by id: a least-significant-digit radix
+// sort, a byte per pass, that skips the passes where every id has the
+// same byte; small sets use a comparison sort.
+func (r *RowSet) sort() {
+	ids, slots := r.ids, r.slots
+	if len(ids) < 256 {
+		sortPairs(ids, slots)
+		return
+	}
+	var counts [8][256]int
+	for _, id := range ids {
+		for d := range counts {
+			counts[d][byte(id>>(8*d))]++
+		}
+	}
+	src, dst, srcS, dstS := ids, make([]uint64, len(ids)), slots, make([]uint32, len(ids))
+	for d := range counts {
+		c := &counts[d]
+		shift := 8 * d
+		if c[byte(src[0]>>shift)] == len(src) {
+			continue // every id has this byte: the pass would move nothing
+		}
+		sum := 0
+		for v, k := range c {
+			c[v] = sum
+			sum += k
+		}
+		for k, id := range src {
+			b := byte(id >> shift)
+			dst[c[b]], dstS[c[b]] = id, srcS[k]
+			c[b]++
+		}
+		src, dst, srcS, dstS = dst, src, dstS, srcS
+	}
+	if &src[0] != &ids[0] {
+		copy(ids, src)
+		copy(slots, srcS)
+	}
+}
+
+// sortPairs sorts ids increasing, moving slots along: an insertion sort,
+// for the small sets only.
+func sortPairs(ids []uint64, slots []uint32) {
+	for i := 1; i < len(ids); i++ {
+		for j := i; j > 0 && ids[j] < ids[j-1]; j-- {
+			ids[j], ids[j-1] = ids[j-1], ids[j]
+			slots[j], slots[j-1] = slots[j-1], slots[j]
+		}
+	}
+}
