@@ -7,9 +7,11 @@ import (
 	"fmt"
 	"maps"
 	"math"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/xdlgo/xps/ams"
 	"github.com/xdlgo/xps/snapshot"
@@ -618,36 +620,57 @@ func (c *restoreChunk) reset() {
 	}
 }
 
-// restoreTable reads every file of t and loads the rows own gives the
-// shard, a chunk at a time: the owners load one chunk (each its rows, in
-// parallel) while this goroutine reads the next.
+// restoreTable reads every file of t that own says the shard reads and
+// loads the rows own gives the shard, a chunk at a time: the owners load
+// one chunk (each its rows, in parallel) while a reader reads the next.
+// Files are read by up to GOMAXPROCS readers at once (a shard's stripes
+// wrote one file each, in parallel); the files hold disjoint rows.
 func (s *Shard) restoreTable(store snapshot.Store, seq uint64, ti *tableInfo, t snapshot.TableEntry, own Ownership) error {
 	n := s.rowBytes(ti)
 	if err := s.emptyTable(ti, s.restoreReserve(t, own, n)); err != nil {
 		return err
 	}
-	r := &tableRestore{s: s, cat: s.cat.Load(), store: store, seq: seq, ti: ti, table: t.Name, own: own, n: n}
-	for i := range r.chunks {
-		c := &r.chunks[i]
-		c.ids, c.bufs = make([][]uint64, len(s.stripes)), make([][]byte, len(s.stripes))
-	}
-	r.cur, r.other = &r.chunks[0], &r.chunks[1]
-	var err error
+	var files []snapshot.FileMeta
 	for _, f := range t.Files {
-		if !own.reads(t.Name, f) {
-			continue
-		}
-		if err = r.read(f); err != nil {
-			break
+		if own.reads(t.Name, f) {
+			files = append(files, f)
 		}
 	}
-	if err == nil {
-		err = r.flush()
+	readers := min(runtime.GOMAXPROCS(0), len(files))
+	errs := make([]error, readers)
+	var next atomic.Int64 // the next file to read
+	var failed atomic.Bool
+	var wg sync.WaitGroup
+	for k := range readers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			r := &tableRestore{s: s, cat: s.cat.Load(), store: store, seq: seq, ti: ti, table: t.Name, own: own, n: n}
+			for i := range r.chunks {
+				c := &r.chunks[i]
+				c.ids, c.bufs = make([][]uint64, len(s.stripes)), make([][]byte, len(s.stripes))
+			}
+			r.cur, r.other = &r.chunks[0], &r.chunks[1]
+			var err error
+			for i := int(next.Add(1) - 1); i < len(files) && !failed.Load(); i = int(next.Add(1) - 1) {
+				if err = r.read(files[i]); err != nil {
+					break
+				}
+			}
+			if err == nil {
+				err = r.flush()
+			}
+			if werr := r.wait(); err == nil {
+				err = werr
+			}
+			if err != nil {
+				failed.Store(true)
+			}
+			errs[k] = err
+		}()
 	}
-	if werr := r.wait(); err == nil {
-		err = werr
-	}
-	return err
+	wg.Wait()
+	return errors.Join(errs...)
 }
 
 // restoreReserve is the number of rows each stripe should reserve room
