@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
+	"slices"
 )
 
 // Pack holds many sample groups in a few flat arrays shared by all of them:
@@ -72,7 +73,21 @@ type Pack struct {
 	files   []string          // the distinct file names of positions
 	fileIdx map[string]uint32 // the index of each name in files
 	last    uint32            // the index of the last name looked up
+	// most is the size of the largest group appended since the last
+	// Reset, level by level (each figure on its own): Group sizes its
+	// destination for it at once, so that a pool of groups refilled from
+	// the Pack stops allocating after one round.
+	most packShape
 }
+
+// packShape is the largest lines, features, dense features, dense values
+// of each level of the groups of a Pack, and their most labels.
+type packShape struct {
+	levels []packLevelShape
+	labels int
+}
+
+type packLevelShape struct{ lines, features, dense, denseValues int }
 
 // Chunk sizes of a Pack's arrays, as log2 of their length in elements.
 const (
@@ -128,6 +143,44 @@ func (p *Pack) Reset() {
 	p.files = p.files[:0]
 	clear(p.fileIdx)
 	p.last = 0
+	p.most.levels, p.most.labels = p.most.levels[:0], 0
+}
+
+// note makes p.most cover g.
+func (p *Pack) note(g *Group) {
+	m := &p.most
+	for len(m.levels) < len(g.Levels) {
+		m.levels = append(m.levels, packLevelShape{})
+	}
+	for k := range g.Levels {
+		l, ml := &g.Levels[k], &m.levels[k]
+		ml.lines, ml.features = max(ml.lines, l.Len()), max(ml.features, len(l.IDs))
+		ml.dense, ml.denseValues = max(ml.dense, len(l.DenseFields)), max(ml.denseValues, len(l.DenseValues))
+	}
+	m.labels = max(m.labels, len(g.Labels))
+}
+
+// reserve gives dst, just reset to levels levels, the capacity of the
+// largest group of p (p.most), so that decoding any group into it does
+// not grow it.
+func (p *Pack) reserve(dst *Group) {
+	m := &p.most
+	for k := range min(len(dst.Levels), len(m.levels)) {
+		l, ml := &dst.Levels[k], &m.levels[k]
+		if k < len(dst.Levels)-1 {
+			l.Parent = slices.Grow(l.Parent, ml.lines)
+		}
+		l.Offsets = slices.Grow(l.Offsets, ml.lines)
+		l.Fields, l.IDs = slices.Grow(l.Fields, ml.features), slices.Grow(l.IDs, ml.features)
+		l.Values = slices.Grow(l.Values, ml.features)
+		l.DenseOffsets = slices.Grow(l.DenseOffsets, ml.lines)
+		l.DenseFields, l.DenseEnds = slices.Grow(l.DenseFields, ml.dense), slices.Grow(l.DenseEnds, ml.dense)
+		l.DenseValues = slices.Grow(l.DenseValues, ml.denseValues)
+	}
+	if len(m.levels) > 0 {
+		dst.LabelOffsets = slices.Grow(dst.LabelOffsets, m.levels[0].lines)
+	}
+	dst.Labels = slices.Grow(dst.Labels, m.labels)
 }
 
 // Append copies g into the Pack as group Len(). g must satisfy Validate
@@ -148,6 +201,7 @@ func (p *Pack) Append(g *Group) {
 	p.starts.write([]int64{p.data.n})
 	p.data.write(b)
 	p.samples += int64(g.NumSamples())
+	p.note(g)
 	if cap(b) <= packBufKeep {
 		p.buf = b
 	}
@@ -293,11 +347,14 @@ func (p *Pack) intern(name string) uint32 {
 // invariant 5), with the values of 1.0 that the Pack omitted written back.
 // It allocates nothing once dst's buffers have grown, as long as the groups
 // it is given have the same number of levels (dst.Reset drops the buffer of
-// the top level's Parent).
+// the top level's Parent); it grows them at once to hold the largest group
+// of the Pack, so a dst is grown once, on its first use, while the Pack
+// holds the same groups.
 func (p *Pack) Group(i int, dst *Group) {
 	r := p.reader(i)
 	flags := r.byte()
 	dst.Reset(int(r.uvarint()))
+	p.reserve(dst)
 	for k := range dst.Levels {
 		r.level(dst, k)
 	}

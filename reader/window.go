@@ -45,6 +45,7 @@ type WindowSource struct {
 	window *Pack
 	order  []int32
 	start  Position // where the window in memory starts in the stream
+	name   string   // WindowName(start), made when start changes
 	after  Position // where the stream goes on after it
 	next   int      // rank of the next chunk to emit
 	index  int      // first sample of that chunk (a resume inside it)
@@ -151,7 +152,7 @@ func NewWindowSource(o WindowOptions) (*WindowSource, error) {
 	if o.Open == nil || o.Bytes <= 0 || o.Chunk <= 0 {
 		return nil, fmt.Errorf("reader: window shuffle: need Open, Bytes > 0 and Chunk > 0 (Bytes %d, Chunk %d)", o.Bytes, o.Chunk)
 	}
-	s := &WindowSource{opts: o, window: new(Pack)}
+	s := &WindowSource{opts: o, window: new(Pack), name: WindowName(Position{})}
 	skip, index := 0, 0
 	s.after = o.Start
 	if base, ok := ParseWindowName(o.Start.File); ok {
@@ -202,7 +203,7 @@ func (s *WindowSource) Next(ctx context.Context, g *Group) error {
 	}
 	k := s.next
 	s.window.Group(int(s.order[k]), g)
-	name := WindowName(s.start)
+	name := s.name
 	g.Pos = Position{File: name, Offset: int64(k), Index: s.index}
 	g.Next = Position{File: name, Offset: int64(k + 1)}
 	if k+1 == len(s.order) {
@@ -218,6 +219,7 @@ func (s *WindowSource) Next(ctx context.Context, g *Group) error {
 func (s *WindowSource) fill(ctx context.Context) error {
 	s.window.Reset()
 	s.start, s.next, s.index = s.after, 0, 0
+	s.name = WindowName(s.start)
 	var payload int64
 	if s.havePend {
 		payload += WindowBytes(&s.pend)
@@ -277,7 +279,7 @@ func (s *WindowSource) shuffle() {
 	for i := range n {
 		s.order = append(s.order, int32(i))
 	}
-	h := StreamHash(WindowName(s.start))
+	h := StreamHash(s.name)
 	rng := rand.New(rand.NewPCG(s.opts.Seed^h, s.opts.Epoch))
 	rng.Shuffle(n, func(i, j int) { s.order[i], s.order[j] = s.order[j], s.order[i] })
 }
@@ -286,7 +288,7 @@ func (s *WindowSource) shuffle() {
 // the next window's start.
 func (s *WindowSource) Position() Position {
 	if s.next < len(s.order) || s.index > 0 {
-		return Position{File: WindowName(s.start), Offset: int64(s.next), Index: s.index}
+		return Position{File: s.name, Offset: int64(s.next), Index: s.index}
 	}
 	return s.afterWindow()
 }

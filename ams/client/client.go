@@ -28,6 +28,9 @@ type Client struct {
 	// dims maps table -> dim, learned from Declare: an immutable map
 	// replaced by Declare, read without a lock on the pull/push path.
 	dims atomic.Pointer[map[string]int]
+
+	// calls pools the workspaces of pulls and pushes (call).
+	calls sync.Pool
 }
 
 // DialOptions are the gRPC dial options for AMS traffic: messages of up
@@ -51,6 +54,7 @@ func New(m *ams.ShardMap, extra ...grpc.DialOption) (*Client, error) {
 	}
 	c := &Client{m: m, version: m.Version}
 	c.dims.Store(&map[string]int{})
+	c.calls.New = func() any { return newCall(c) }
 	if c.version == 0 {
 		c.version = ams.DefaultVersion
 	}
@@ -210,26 +214,34 @@ func (c *Client) pull(ctx context.Context, r *Route, rows [][]float32, dense []V
 	if err := c.checkLimits(r, dense); err != nil {
 		return false, fmt.Errorf("ams client: pull: %w", err)
 	}
-	var pend atomic.Bool
-	err = eachShard(len(c.stubs), func(s int) error {
-		d := c.direct(s)
-		if ls, ok := d.(LocalShard); ok && round == nil {
-			reqs, bufs, some := localRequests(r, s, rows, dense)
-			if !some {
-				return nil
-			}
-			if err := ls.PullRows(ctx, c.version, reqs, bufs, create); err != nil {
-				return c.rpcError("pull from", s, err)
-			}
+	k := c.getCall()
+	defer c.putCall(k)
+	k.op, k.ctx, k.r, k.bufs, k.dense, k.create, k.round = opPull, ctx, r, rows, dense, create, round
+	err = k.each()
+	return k.pending.Load(), err
+}
+
+// pullPart is shard s's part of k's pull: a direct call on the caller's
+// buffers when the shard is in this process and offers it, else a
+// message.
+func (k *call) pullPart(s int) error {
+	c := k.c
+	d := c.direct(s)
+	if ls, ok := d.(LocalShard); ok && k.round == nil {
+		reqs, bufs, some := k.localRequests(s)
+		if !some {
 			return nil
 		}
-		p, err := c.pullMessage(ctx, s, c.plane(s, d), r, rows, dense, create, round)
-		if p {
-			pend.Store(true)
+		if err := ls.PullRows(k.ctx, c.version, reqs, bufs, k.create); err != nil {
+			return c.rpcError("pull from", s, err)
 		}
-		return err
-	})
-	return pend.Load(), err
+		return nil
+	}
+	p, err := c.pullMessage(k.ctx, s, c.plane(s, d), k.r, k.bufs, k.dense, k.create, k.round)
+	if p {
+		k.pending.Store(true)
+	}
+	return err
 }
 
 // pullMessage pulls shard s's part of a pull through plane, with
@@ -340,28 +352,37 @@ func (c *Client) push(ctx context.Context, origin ams.Origin, r *Route, grads []
 	if err := c.checkLimits(r, dense); err != nil {
 		return fmt.Errorf("ams client: push: %w", err)
 	}
-	return eachShard(len(c.stubs), func(s int) error {
-		d := c.direct(s)
-		if ls, ok := d.(LocalShard); ok && round == nil {
-			reqs, bufs, some := localRequests(r, s, grads, dense)
-			if !some {
-				return nil
-			}
-			if err := ls.PushRows(ctx, c.version, origin, reqs, bufs); err != nil {
-				return c.rpcError("push to", s, err)
-			}
+	k := c.getCall()
+	defer c.putCall(k)
+	k.op, k.ctx, k.r, k.bufs, k.dense, k.round, k.origin, k.state = opPush, ctx, r, grads, dense, round, origin, state
+	return k.each()
+}
+
+// pushPart is shard s's part of k's push: a direct call on the caller's
+// buffers when the shard is in this process and offers it, else a
+// message.
+func (k *call) pushPart(s int) error {
+	c := k.c
+	d := c.direct(s)
+	if ls, ok := d.(LocalShard); ok && k.round == nil {
+		reqs, bufs, some := k.localRequests(s)
+		if !some {
 			return nil
 		}
-		req := c.pushMessage(s, r, grads, dense, round, state)
-		req.Origin = amspb.FromOrigin(origin)
-		if len(req.Tables) == 0 && len(req.Dense) == 0 && round == nil {
-			return nil
-		}
-		if _, err := c.plane(s, d).Push(ctx, req); err != nil {
+		if err := ls.PushRows(k.ctx, c.version, k.origin, reqs, bufs); err != nil {
 			return c.rpcError("push to", s, err)
 		}
 		return nil
-	})
+	}
+	req := c.pushMessage(s, k.r, k.bufs, k.dense, k.round, k.state)
+	req.Origin = amspb.FromOrigin(k.origin)
+	if len(req.Tables) == 0 && len(req.Dense) == 0 && k.round == nil {
+		return nil
+	}
+	if _, err := c.plane(s, d).Push(k.ctx, req); err != nil {
+		return c.rpcError("push to", s, err)
+	}
+	return nil
 }
 
 // pushMessage returns shard s's part of a push as a message.

@@ -69,19 +69,22 @@ func (c *Client) direct(s int) DataPlane {
 	return c.local.Local(c.m.Addrs[s])
 }
 
-// localRequests returns shard s's part of route r as requests on the
-// caller's buffers bufs (one per table of r; rows at their positions),
-// and dense as whole vectors; ok is false when the shard has no part in
-// the call.
-func localRequests(r *Route, s int, bufs [][]float32, dense []Vector) (reqs []ams.TableRequest, vecs []ams.DenseRequest, ok bool) {
+// localRequests returns shard s's part of k's route as requests on the
+// caller's buffers (one per table of the route; rows at their
+// positions), and the dense vectors whole, in k's lists for shard s; ok
+// is false when the shard has no part in the call.
+func (k *call) localRequests(s int) (reqs []ams.TableRequest, vecs []ams.DenseRequest, ok bool) {
+	r := k.r
+	reqs, vecs = k.reqs[s][:0], k.vecs[s][:0]
 	for ti, t := range r.tables {
 		if len(r.ids[s][ti]) > 0 {
-			reqs = append(reqs, ams.TableRequest{Table: t.name, IDs: r.ids[s][ti], Pos: r.pos[s][ti], Rows: bufs[ti]})
+			reqs = append(reqs, ams.TableRequest{Table: t.name, IDs: r.ids[s][ti], Pos: r.pos[s][ti], Rows: k.bufs[ti]})
 		}
 	}
-	for _, d := range dense {
+	for _, d := range k.dense {
 		vecs = append(vecs, ams.DenseRequest{Name: d.Name, Values: d.Values})
 	}
+	k.reqs[s], k.vecs[s] = reqs, vecs
 	return reqs, vecs, len(reqs) > 0 || len(vecs) > 0
 }
 

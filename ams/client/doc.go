@@ -38,4 +38,11 @@
 // routing state; a Route is read, not written, by the calls that use it,
 // which may share it. Buffers passed in are owned by the caller and are
 // not retained after a call returns.
+//
+// Every pull and push takes a workspace from the client's pool (its
+// arguments, the shards' errors, the request lists of direct calls, one
+// goroutine body per shard made once) and gives it back when it returns:
+// on the direct path a PullRoute or PushRoute (PushBatch) allocates
+// nothing once the pool and its lists have grown. Calls over gRPC still
+// build their messages.
 package client

@@ -34,6 +34,12 @@
 // is an immutable value behind an atomic pointer, replaced (copy on write)
 // by Declare, which alone takes a mutex.
 //
+// A pull's or push's split (one task per stripe, its id and position
+// lists, the WaitGroup) lives in a workspace from the shard's sync.Pool,
+// given back once every owner is done with it, so that serving batches
+// of about the same size allocates nothing per request; a workspace whose
+// lists outgrew a MiB is left to the collector instead.
+//
 // # Protocol
 //
 // Every request carries the cluster version; a request whose version is not

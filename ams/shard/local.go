@@ -28,17 +28,19 @@ func NewLocal(s *Shard) *Local { return &Local{service{s: s}} }
 // PullRows fills each table request's rows (at its positions) and the
 // shard's range of each dense vector, as Pull does.
 func (l *Local) PullRows(ctx context.Context, version uint64, tables []ams.TableRequest, dense []ams.DenseRequest, create bool) error {
-	ranges, err := l.check(ctx, version, dense)
-	if err != nil {
+	c := l.s.getCall()
+	defer l.s.putCall(c)
+	if err := l.check(ctx, c, version, dense); err != nil {
 		return err
 	}
 	if len(tables) > 0 {
-		if err := l.s.Pull(version, tables, create); err != nil {
+		if err := l.s.pull(c, version, tables, create); err != nil {
 			return err
 		}
 	}
 	for i, d := range dense {
-		if err := l.s.denseTask(ranges[i], opDensePull, version, d.Values[ranges[i].lo:ranges[i].hi]); err != nil {
+		di := c.infos[i]
+		if err := l.s.denseTask(c, di, opDensePull, version, d.Values[di.lo:di.hi]); err != nil {
 			return err
 		}
 	}
@@ -50,51 +52,49 @@ func (l *Local) PullRows(ctx context.Context, version uint64, tables []ams.Table
 // origin's batch once (ams.Origin). A bad dense vector refuses the whole
 // request before anything is applied.
 func (l *Local) PushRows(ctx context.Context, version uint64, origin ams.Origin, tables []ams.TableRequest, dense []ams.DenseRequest) error {
-	ranges, err := l.check(ctx, version, dense)
-	if err != nil {
+	c := l.s.getCall()
+	defer l.s.putCall(c)
+	if err := l.check(ctx, c, version, dense); err != nil {
 		return err
 	}
-	grads := make([]denseGrad, len(dense))
 	for i, d := range dense {
-		grads[i] = denseGrad{ranges[i], d.Values[ranges[i].lo:ranges[i].hi]}
+		di := c.infos[i]
+		c.grads = append(c.grads, denseGrad{di, d.Values[di.lo:di.hi]})
 	}
-	return l.s.apply(version, origin, tables, grads)
+	return l.s.applyIn(c, version, origin, tables, c.grads)
 }
 
 // check makes the checks every call makes first, in the service's order:
 // the context, the version, the dense vectors (denseRanges, whose ranges
-// it returns).
-func (l *Local) check(ctx context.Context, version uint64, dense []ams.DenseRequest) ([]*denseInfo, error) {
+// it leaves in c.infos).
+func (l *Local) check(ctx context.Context, c *call, version uint64, dense []ams.DenseRequest) error {
 	if err := ctx.Err(); err != nil {
-		return nil, err
+		return err
 	}
 	if err := l.s.checkVersion(version); err != nil {
-		return nil, err
+		return err
 	}
-	return l.denseRanges(dense)
+	return l.denseRanges(c, dense)
 }
 
 // denseRanges looks up each vector and checks that its buffer is the
 // whole vector, and that the shard's ranges keep within
-// ams.MaxDenseValues together.
-func (l *Local) denseRanges(dense []ams.DenseRequest) ([]*denseInfo, error) {
-	out := make([]*denseInfo, len(dense))
+// ams.MaxDenseValues together; it leaves their ranges in c.infos.
+func (l *Local) denseRanges(c *call, dense []ams.DenseRequest) error {
+	c.infos = c.infos[:0]
 	values := 0
-	for i, d := range dense {
+	for _, d := range dense {
 		di, err := l.s.denseInfo(d.Name, -1)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		if len(d.Values) != di.spec.Size {
-			return nil, fmt.Errorf("%w: dense %q: a buffer of %d values for a vector of %d", ams.ErrBadRequest, d.Name, len(d.Values), di.spec.Size)
+			return fmt.Errorf("%w: dense %q: a buffer of %d values for a vector of %d", ams.ErrBadRequest, d.Name, len(d.Values), di.spec.Size)
 		}
-		out[i] = di
+		c.infos = append(c.infos, di)
 		values += di.hi - di.lo
 	}
-	if err := ams.CheckRequestSize(0, 0, values); err != nil {
-		return nil, err
-	}
-	return out, nil
+	return ams.CheckRequestSize(0, 0, values)
 }
 
 var _ amspb.AMSServer = (*Local)(nil)

@@ -191,6 +191,9 @@ type Shard struct {
 
 	pulls, pushes, rowsPulled, rowsPushed atomic.Uint64
 
+	// calls pools the workspaces of pulls and pushes (call).
+	calls sync.Pool
+
 	done    chan struct{}
 	closing sync.Once
 	wg      sync.WaitGroup
@@ -205,6 +208,7 @@ func New(opts Options) *Shard {
 	s.tiers.roots, _ = parseStoreRoots(opts.TierDirs)
 	s.version.Store(opts.Version)
 	s.cat.Store(newCatalog(opts.Partitions))
+	s.calls.New = func() any { return newCall(opts.Stripes) }
 	s.stripes = make([]*stripe, opts.Stripes)
 	for i := range s.stripes {
 		// Unbuffered: a send succeeds only when the owner takes the task,
@@ -274,6 +278,12 @@ func (s *Shard) Samples() uint64 { return s.clock.Load() }
 // dispatch sends one task to each stripe that has work and waits for all.
 func (s *Shard) dispatch(tasks []*task) error {
 	var wg sync.WaitGroup
+	return s.dispatchWG(tasks, &wg)
+}
+
+// dispatchWG is dispatch waiting on wg, which the caller may reuse once
+// it returns (a call's).
+func (s *Shard) dispatchWG(tasks []*task, wg *sync.WaitGroup) error {
 	select {
 	case <-s.done:
 		return ams.ErrClosed
@@ -283,7 +293,7 @@ func (s *Shard) dispatch(tasks []*task) error {
 		if t == nil {
 			continue
 		}
-		t.wg = &wg
+		t.wg = wg
 		wg.Add(1)
 		select {
 		case s.stripes[i].in <- t:
@@ -301,6 +311,57 @@ func (s *Shard) dispatch(tasks []*task) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// call is the workspace of one pull or push on the stripe owners: a task
+// per stripe with its parts' id and position lists, the list dispatch
+// sends, the WaitGroup it waits on, and the dense ranges of a Local
+// call. Calls are pooled (Shard.calls): a request takes one and gives it
+// back once its dispatches returned, when no stripe owner holds any of
+// its tasks, so that a shard serving batches of about the same size
+// allocates nothing per request.
+type call struct {
+	tasks []task  // by stripe: the rows' parts
+	dense task    // the one task of a dense range
+	sent  []*task // by stripe: what dispatch sends (nil: nothing)
+	wg    sync.WaitGroup
+	infos []*denseInfo // Local's dense vectors, in request order
+	grads []denseGrad  // Local's dense gradients
+}
+
+func newCall(stripes int) *call {
+	return &call{tasks: make([]task, stripes), sent: make([]*task, stripes)}
+}
+
+func (s *Shard) getCall() *call { return s.calls.Get().(*call) }
+
+// callKeepBytes bounds the id and position lists of a call the pool
+// keeps: a call that served a larger request is left to the garbage
+// collector, so that a burst of huge requests leaves nothing behind once
+// collected (a sync.Pool keeps what it holds past one collection).
+const callKeepBytes = 1 << 20
+
+// putCall returns c to the pool, keeping its lists but none of the
+// request's buffers, unless its lists are over callKeepBytes.
+func (s *Shard) putCall(c *call) {
+	size := 0
+	for i := range c.tasks {
+		parts := c.tasks[i].parts
+		for j := range parts[:cap(parts)] {
+			p := &parts[:cap(parts)][j]
+			p.buf = nil
+			size += 8*cap(p.ids) + 4*cap(p.pos)
+		}
+	}
+	if size > callKeepBytes {
+		return
+	}
+	c.dense.denseBuf = nil
+	clear(c.infos)
+	c.infos = c.infos[:0]
+	clear(c.grads)
+	c.grads = c.grads[:0]
+	s.calls.Put(c)
 }
 
 // TableSpec returns the spec of a declared table.
@@ -426,8 +487,9 @@ func checkRows(r *ams.TableRequest, dim int) error {
 }
 
 // split checks reqs (their tables, buffers and the request limits) and
-// builds one task per stripe that has ids, for the given op.
-func (s *Shard) split(op opKind, version uint64, reqs []ams.TableRequest, create bool) ([]*task, int, error) {
+// builds in c one task per stripe that has ids, for the given op; it
+// returns the tasks to dispatch (c.sent) and the rows.
+func (s *Shard) split(c *call, op opKind, version uint64, reqs []ams.TableRequest, create bool) ([]*task, int, error) {
 	cat := s.cat.Load()
 	rows, values := 0, 0
 	for ri, r := range reqs {
@@ -447,25 +509,26 @@ func (s *Shard) split(op opKind, version uint64, reqs []ams.TableRequest, create
 		}
 		return nil, 0, fmt.Errorf("push: %w", err)
 	}
-	tasks := make([]*task, len(s.stripes))
 	now, step := s.now(), s.step()
+	for i := range c.tasks {
+		t := &c.tasks[i]
+		t.op, t.version, t.create, t.now, t.step, t.err = op, version, create, now, step, nil
+		t.parts = resize(t.parts, len(reqs))
+		c.sent[i] = nil
+	}
 	for ri, r := range reqs {
 		ti := cat.tables[r.Table]
+		hint := len(r.IDs)/len(s.stripes) + 8
+		for i := range c.tasks {
+			p := &c.tasks[i].parts[ri]
+			p.table, p.buf = ti.idx, r.Rows
+			p.ids, p.pos = resize(p.ids, hint)[:0], resize(p.pos, hint)[:0]
+		}
 		for k, id := range r.IDs {
 			si := cat.stripeOf(ti, id, len(s.stripes))
-			t := tasks[si]
-			if t == nil {
-				t = &task{op: op, version: version, create: create, now: now, step: step, parts: make([]part, len(reqs))}
-				tasks[si] = t
-			}
+			t := &c.tasks[si]
+			c.sent[si] = t
 			p := &t.parts[ri]
-			if p.ids == nil {
-				p.table = ti.idx
-				p.buf = r.Rows
-				hint := len(r.IDs)/len(s.stripes) + 8
-				p.ids = make([]uint64, 0, hint)
-				p.pos = make([]int32, 0, hint)
-			}
 			p.ids = append(p.ids, id)
 			if r.Pos != nil {
 				p.pos = append(p.pos, r.Pos[k])
@@ -474,21 +537,37 @@ func (s *Shard) split(op opKind, version uint64, reqs []ams.TableRequest, create
 			}
 		}
 	}
-	return tasks, rows, nil
+	return c.sent, rows, nil
+}
+
+// resize returns b with length n, reallocated only when its capacity is
+// short.
+func resize[T any](b []T, n int) []T {
+	if cap(b) < n {
+		return make([]T, n)
+	}
+	return b[:n]
 }
 
 // Pull fills each request's Rows with the rows of its IDs. With create,
 // missing rows are created by the table's initializer; without it they
 // read as zeros and are not created.
 func (s *Shard) Pull(version uint64, reqs []ams.TableRequest, create bool) error {
+	c := s.getCall()
+	defer s.putCall(c)
+	return s.pull(c, version, reqs, create)
+}
+
+// pull is Pull in the workspace c.
+func (s *Shard) pull(c *call, version uint64, reqs []ams.TableRequest, create bool) error {
 	if err := s.checkVersion(version); err != nil {
 		return err
 	}
-	tasks, rows, err := s.split(opPull, version, reqs, create)
+	tasks, rows, err := s.split(c, opPull, version, reqs, create)
 	if err != nil {
 		return err
 	}
-	if err := s.dispatch(tasks); err != nil {
+	if err := s.dispatchWG(tasks, &c.wg); err != nil {
 		return err
 	}
 	s.pulls.Add(1)
@@ -513,6 +592,13 @@ type denseGrad struct {
 // claims origin's batch (claim: a batch already applied is refused), and
 // only then dispatches; the caller has checked the dense gradients.
 func (s *Shard) apply(version uint64, origin ams.Origin, reqs []ams.TableRequest, dense []denseGrad) error {
+	c := s.getCall()
+	defer s.putCall(c)
+	return s.applyIn(c, version, origin, reqs, dense)
+}
+
+// applyIn is apply in the workspace c.
+func (s *Shard) applyIn(c *call, version uint64, origin ams.Origin, reqs []ams.TableRequest, dense []denseGrad) error {
 	if err := s.checkVersion(version); err != nil {
 		return err
 	}
@@ -520,7 +606,7 @@ func (s *Shard) apply(version uint64, origin ams.Origin, reqs []ams.TableRequest
 	rows := 0
 	if len(reqs) > 0 {
 		var err error
-		if tasks, rows, err = s.split(opPush, version, reqs, true); err != nil {
+		if tasks, rows, err = s.split(c, opPush, version, reqs, true); err != nil {
 			return err
 		}
 	}
@@ -534,14 +620,14 @@ func (s *Shard) apply(version uint64, origin ams.Origin, reqs []ams.TableRequest
 		}
 	}
 	if len(reqs) > 0 {
-		if err := s.dispatch(tasks); err != nil {
+		if err := s.dispatchWG(tasks, &c.wg); err != nil {
 			return err
 		}
 		s.pushes.Add(1)
 		s.rowsPushed.Add(uint64(rows))
 	}
 	for _, d := range dense {
-		if err := s.denseTask(d.di, opDensePush, version, d.grad); err != nil {
+		if err := s.denseTask(c, d.di, opDensePush, version, d.grad); err != nil {
 			return err
 		}
 	}
@@ -567,11 +653,12 @@ func (s *Shard) denseInfo(name string, n int) (*denseInfo, error) {
 }
 
 // denseTask sends op of version with buf (len hi-lo) to the stripe that
-// owns the vector.
-func (s *Shard) denseTask(di *denseInfo, op opKind, version uint64, buf []float32) error {
-	tasks := make([]*task, len(s.stripes))
-	tasks[di.stripe] = &task{op: op, version: version, dense: di.spec.Name, denseBuf: buf}
-	return s.dispatch(tasks)
+// owns the vector, as c's dense task.
+func (s *Shard) denseTask(c *call, di *denseInfo, op opKind, version uint64, buf []float32) error {
+	clear(c.sent)
+	c.dense = task{op: op, version: version, dense: di.spec.Name, denseBuf: buf}
+	c.sent[di.stripe] = &c.dense
+	return s.dispatchWG(c.sent, &c.wg)
 }
 
 // PullDense returns the shard's range [lo, hi) of a dense vector, copied. A
@@ -585,7 +672,9 @@ func (s *Shard) PullDense(version uint64, name string) (lo, hi int, values []flo
 		return 0, 0, nil, err
 	}
 	values = make([]float32, di.hi-di.lo)
-	if err := s.denseTask(di, opDensePull, version, values); err != nil {
+	c := s.getCall()
+	defer s.putCall(c)
+	if err := s.denseTask(c, di, opDensePull, version, values); err != nil {
 		return 0, 0, nil, err
 	}
 	return di.lo, di.hi, values, nil

@@ -132,7 +132,7 @@ func TestBeginEmptiesAndFencesStripes(t *testing.T) {
 		t.Fatal(err)
 	}
 	ids := []uint64{1, 2, 3, 4, 5, 6, 7, 8}
-	late, _, err := s.split(opPush, 1, []ams.TableRequest{{Table: "emb", IDs: ids, Rows: make([]float32, 2*len(ids))}}, true)
+	late, _, err := s.split(newCall(2), opPush, 1, []ams.TableRequest{{Table: "emb", IDs: ids, Rows: make([]float32, 2*len(ids))}}, true)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -33,7 +33,7 @@ type flags struct {
 	asJSON, printConfig, quiet    bool
 	shards, stripes, index        int
 	etcd, clusterName, configFile string
-	cpuProfile                    string
+	profiles                      cli.Profiles
 	proc                          cli.Proc
 	leaseTTL                      time.Duration
 }
@@ -53,7 +53,7 @@ func main() {
 	fs.BoolVar(&f.printConfig, "print-config", false, "print the effective config as YAML and exit")
 	fs.BoolVar(&f.quiet, "quiet", false, "no progress lines")
 	f.proc.Bind(fs, "warn")
-	fs.StringVar(&f.cpuProfile, "cpuprofile", "", "write a CPU profile of the whole run to this file")
+	f.profiles.Bind(fs)
 	fs.DurationVar(&f.leaseTTL, "lease-ttl", membership.DefaultTTL, "TTL of the worker's etcd lease: a worker silent this long is declared dead and the cluster rolls back")
 	var overrides config.Overrides
 	overrides.Bind(fs)
@@ -66,7 +66,7 @@ func main() {
 	}
 }
 
-func run(ctx context.Context, f flags, overrides *config.Overrides) error {
+func run(ctx context.Context, f flags, overrides *config.Overrides) (err error) {
 	cfg, err := config.LoadWith(f.configFile, overrides)
 	if err != nil {
 		return err
@@ -82,13 +82,11 @@ func run(ctx context.Context, f flags, overrides *config.Overrides) error {
 	}
 	defer f.proc.Close()
 	log := f.proc.Log
-	if f.cpuProfile != "" {
-		stopProfile, err := cli.StartCPUProfile(f.cpuProfile)
-		if err != nil {
-			return err
-		}
-		defer stopProfile()
+	stopProfiles, err := f.profiles.Start()
+	if err != nil {
+		return err
 	}
+	defer func() { err = errors.Join(err, stopProfiles()) }()
 	if f.local == (f.etcd != "") {
 		flag.Usage()
 		return errors.New("give exactly one of -local and -etcd")

@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"runtime"
 	"runtime/pprof"
 	"strings"
 	"sync"
@@ -147,6 +148,63 @@ func StartCPUProfile(path string) (stop func(), err error) {
 		return nil, fmt.Errorf("cpu profile: %w", err)
 	}
 	return func() { pprof.StopCPUProfile(); f.Close() }, nil
+}
+
+// Profiles are a main's -cpuprofile and -memprofile: a CPU profile of
+// the run, and a profile of every heap allocation of it.
+type Profiles struct{ CPU, Mem string }
+
+// Bind registers -cpuprofile and -memprofile on fs.
+func (p *Profiles) Bind(fs *flag.FlagSet) {
+	fs.StringVar(&p.CPU, "cpuprofile", "", "write a CPU profile of the whole run to this file")
+	fs.StringVar(&p.Mem, "memprofile", "", "write a profile of every heap allocation of the run to this file "+
+		"(runtime.MemProfileRate 1: slow; go tool pprof -sample_index=alloc_objects)")
+}
+
+// Start starts the profiles asked for; stop ends them and writes the
+// memory profile.
+func (p *Profiles) Start() (stop func() error, err error) {
+	stopCPU := func() {}
+	if p.CPU != "" {
+		if stopCPU, err = StartCPUProfile(p.CPU); err != nil {
+			return nil, err
+		}
+	}
+	stopMem := func() error { return nil }
+	if p.Mem != "" {
+		if stopMem, err = StartMemProfile(p.Mem); err != nil {
+			stopCPU()
+			return nil, err
+		}
+	}
+	return func() error {
+		stopCPU()
+		return stopMem()
+	}, nil
+}
+
+// StartMemProfile records every heap allocation (runtime.MemProfileRate
+// 1: slow, for attributing allocations by count) until the returned
+// function is called, which writes the allocation profile to path (go
+// tool pprof -sample_index=alloc_objects). The profile counts from the
+// process's start; the rate applies from now on.
+func StartMemProfile(path string) (stop func() error, err error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, fmt.Errorf("memory profile: %w", err)
+	}
+	runtime.MemProfileRate = 1
+	return func() error {
+		runtime.GC() // the profile is of the last completed GC cycle
+		err := pprof.Lookup("allocs").WriteTo(f, 0)
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			return fmt.Errorf("memory profile: %w", err)
+		}
+		return nil
+	}, nil
 }
 
 // Proc is what every long-running main shares: the -log-level,

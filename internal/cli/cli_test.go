@@ -4,8 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"flag"
 	"io"
 	"net/http"
+	"os"
+	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -87,6 +91,35 @@ func TestFatalLine(t *testing.T) {
 	} {
 		if got := FatalLine(tc.prog, errors.New(tc.err)); got != tc.want {
 			t.Errorf("FatalLine(%q, %q) = %q, want %q", tc.prog, tc.err, got, tc.want)
+		}
+	}
+}
+
+// TestProfiles: -cpuprofile and -memprofile write their profiles when
+// stopped, and the memory profile counts every allocation.
+func TestProfiles(t *testing.T) {
+	defer func(rate int) { runtime.MemProfileRate = rate }(runtime.MemProfileRate)
+	dir := t.TempDir()
+	fs := flag.NewFlagSet("t", flag.ContinueOnError)
+	var p Profiles
+	p.Bind(fs)
+	cpu, mem := filepath.Join(dir, "cpu.prof"), filepath.Join(dir, "mem.prof")
+	if err := fs.Parse([]string{"-cpuprofile", cpu, "-memprofile", mem}); err != nil {
+		t.Fatal(err)
+	}
+	stop, err := p.Start()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if runtime.MemProfileRate != 1 {
+		t.Fatalf("MemProfileRate %d with -memprofile, want 1", runtime.MemProfileRate)
+	}
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []string{cpu, mem} {
+		if st, err := os.Stat(f); err != nil || st.Size() == 0 {
+			t.Errorf("profile %s: %v (size %v)", f, err, st)
 		}
 	}
 }

@@ -99,3 +99,17 @@ func TestStepExecValidates(t *testing.T) {
 		t.Fatalf("executed %v, want %v", done, want)
 	}
 }
+
+// TestStepNamesEventTypes: Step's errors name the event's type as %T
+// does, a nil event included.
+func TestStepNamesEventTypes(t *testing.T) {
+	tk := New(Options{Epochs: 1})
+	for _, c := range []struct {
+		ev   Event
+		want string
+	}{{BatchTrained{}, "tracker: tracker.BatchTrained before Started"}, {nil, "tracker: <nil> before Started"}} {
+		if _, err := tk.Step(c.ev); err == nil || err.Error() != c.want {
+			t.Errorf("Step(%T) = %v, want %q", c.ev, err, c.want)
+		}
+	}
+}

@@ -3,6 +3,7 @@ package tracker
 import (
 	"errors"
 	"fmt"
+	"reflect"
 	"sort"
 	"time"
 
@@ -132,16 +133,16 @@ func New(opts Options) *Tracker {
 // order.
 func (t *Tracker) Step(ev Event) ([]Action, error) {
 	if t.done {
-		return nil, fmt.Errorf("%w: %T", ErrDone, ev)
+		return nil, fmt.Errorf("%w: %s", ErrDone, eventType(ev))
 	}
 	if _, ok := ev.(Started); !ok && !t.started {
-		return nil, fmt.Errorf("tracker: %T before Started", ev)
+		return nil, fmt.Errorf("tracker: %s before Started", eventType(ev))
 	}
 	if v, ok := ev.(Validated); ok {
 		return t.validated(v)
 	}
 	if t.valid != validNone {
-		return nil, fmt.Errorf("tracker: %T while waiting for Validated", ev)
+		return nil, fmt.Errorf("tracker: %s while waiting for Validated", eventType(ev))
 	}
 	switch ev := ev.(type) {
 	case Started:
@@ -175,7 +176,17 @@ func (t *Tracker) Step(ev Event) ([]Action, error) {
 	case EpochEnded:
 		return t.epochEnded(ev.Now), nil
 	}
-	return nil, fmt.Errorf("tracker: unknown event %T", ev)
+	return nil, fmt.Errorf("tracker: unknown event %s", eventType(ev))
+}
+
+// eventType is ev's type as %T prints it. Unlike handing ev to fmt, it
+// lets ev stay on its sender's stack: a driver's event per batch costs no
+// allocation.
+func eventType(ev Event) string {
+	if ev == nil {
+		return "<nil>"
+	}
+	return reflect.TypeOf(ev).String()
 }
 
 // start opens the first epoch to train, or goes straight to the final

@@ -100,6 +100,19 @@
 // error. RunJob also cancels training when the worker's etcd lease is
 // lost.
 //
+// # Memory
+//
+// A batch in steady state allocates nothing on the heap: the groups and
+// batch states of the pipeline's pools are made once per run (and reused
+// by every pass), sized once for the largest group of the data in memory
+// (reader.Pack), the compress.Builder recycles its batches, routes and
+// push buffers are reused, each push buffer has its own goroutine body
+// and push context (job.PushTimer), and the client and the embedded
+// shards pool their per-call workspaces. TestSteadyStateAllocs holds it
+// to a small bound on the direct path (what remains is amortised growth:
+// new table rows, pools filling); BenchmarkTrainAllocs reports
+// allocs/batch.
+//
 // # Timing
 //
 // Result.Seconds counts the training loop (waiting for batches included);

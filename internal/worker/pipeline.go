@@ -57,6 +57,24 @@ type run struct {
 	// syncIter is the round of the epoch this worker pushes next (sync
 	// mode).
 	syncIter uint32
+	// groups and states are the pools of the passes' stages, made by the
+	// first pass that needs them and reused by the next (every stage of a
+	// pass is joined before it returns), so that a later epoch does not
+	// grow new buffers.
+	groups []*reader.Group
+	states []*state
+}
+
+// pools returns the run's first n groups and m batch states, making the
+// ones missing.
+func (r *run) pools(n, m int) ([]*reader.Group, []*state) {
+	for len(r.groups) < n {
+		r.groups = append(r.groups, new(reader.Group))
+	}
+	for len(r.states) < m {
+		r.states = append(r.states, r.t.newState())
+	}
+	return r.groups[:n], r.states[:m]
 }
 
 // step hands ev to the tracker and executes the actions it returns,
@@ -221,8 +239,8 @@ func (r *run) pass(ctx context.Context, epoch int) error {
 // sequential runs the stages one after another for every batch: read until
 // a batch is full, pull, train, push and wait for the push.
 func (r *run) sequential(ctx context.Context, src reader.Source, builder *compress.Builder) error {
-	s := r.t.newState()
-	g := new(reader.Group)
+	groups, states := r.pools(1, 1)
+	g, s := groups[0], states[0]
 	drain := func() error {
 		for b := builder.Take(); b != nil; b = builder.Take() {
 			start := time.Now()
@@ -305,11 +323,12 @@ func (r *run) pipelined(parent context.Context, src reader.Source, builder *comp
 		p.stop()
 		p.wg.Wait()
 	}()
-	for i := 0; i < groupQueue; i++ {
-		p.freeGroups <- new(reader.Group)
+	groups, states := r.pools(groupQueue, depth+1)
+	for _, g := range groups {
+		p.freeGroups <- g
 	}
-	for i := 0; i < depth+1; i++ {
-		p.freeStates <- r.t.newState()
+	for _, s := range states {
+		p.freeStates <- s
 	}
 	p.wg.Add(3)
 	go p.read(src)

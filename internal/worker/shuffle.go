@@ -88,8 +88,9 @@ type genSource struct {
 	gen          *datagen.Generator
 	index, count int
 	max          int
-	total        int // train samples of every worker
-	made, n      int // groups and samples generated
+	total        int       // train samples of every worker
+	made, n      int       // groups and samples generated
+	probs        []float32 // the teacher's, reused and unused
 	stats        reader.SourceStats
 	closed       bool
 }
@@ -114,7 +115,7 @@ func openGenerated(dc config.DataConfig, index, count, maxGroup int, start reade
 
 // generate makes the next group of every worker's stream.
 func (s *genSource) generate(g *reader.Group) {
-	s.gen.NextGroup(g, min(s.total-s.n, s.max), nil)
+	s.probs = s.gen.NextGroup(g, min(s.total-s.n, s.max), s.probs[:0])
 	s.made++
 	s.n += g.NumSamples()
 }

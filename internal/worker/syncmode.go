@@ -91,5 +91,5 @@ func (t *Trainer) checkpointEntry(c Checkpoint) ([]client.StateEntry, error) {
 // pushRound pushes pb as this worker's part of round rd, through the
 // route of its batch's pull.
 func (t *Trainer) pushRound(ctx context.Context, pb *pushBuf, rd client.Round, state []client.StateEntry) error {
-	return t.cl.PushRound(ctx, rd, pb.route, pb.grads, []client.Vector{{Name: DenseName, Values: pb.dense}}, state)
+	return t.cl.PushRound(ctx, rd, pb.route, pb.grads, pb.vecs, state)
 }

@@ -262,6 +262,31 @@ type pushBuf struct {
 	route *client.Route
 	grads [][]float32
 	dense []float32
+	vecs  []client.Vector // dense, as the push's one vector
+	timer *job.PushTimer  // the push's context
+	// ctx and origin are the push in flight's, for run, which pushes on a
+	// goroutine of its own (go pb.run(): made once, it costs nothing per
+	// push).
+	ctx    context.Context
+	origin ams.Origin
+	run    func()
+}
+
+// newPushBuf returns a push buffer of t's model.
+func (t *Trainer) newPushBuf() *pushBuf {
+	pb := &pushBuf{route: t.cl.NewRoute(), grads: make([][]float32, t.layout.Tables()),
+		dense: make([]float32, t.net.NumParams()), timer: job.NewPushTimer()}
+	pb.vecs = []client.Vector{{Name: DenseName, Values: pb.dense}}
+	pb.run = func() {
+		defer t.pushWG.Done()
+		err := t.push(pb.ctx, pb.origin, pb)
+		pb.ctx = nil
+		t.free <- pb // capacity equals the ring size: never blocks
+		if err != nil {
+			t.setPushErr(err)
+		}
+	}
+	return pb
 }
 
 // New builds a trainer for the model in opts.Config and opts.Shape.
@@ -293,8 +318,7 @@ func New(cl *client.Client, opts Options) (*Trainer, error) {
 		tables: cfg.Model.Tables, free: make(chan *pushBuf, cfg.Train.MaxInflightPushes)}
 	t.ws = net.NewWorkspace(cfg.Train.BatchSize, cfg.Train.DenseThreads)
 	for i := 0; i < cfg.Train.MaxInflightPushes; i++ {
-		t.free <- &pushBuf{route: cl.NewRoute(), grads: make([][]float32, layout.Tables()),
-			dense: make([]float32, net.NumParams())}
+		t.free <- t.newPushBuf()
 	}
 	return t, nil
 }
@@ -408,7 +432,8 @@ type state struct {
 	cb      *compress.Batch
 	rows    [][]float32
 	params  []float32
-	xs, dxs [][]float32 // per level: nodes x level width
+	vecs    []client.Vector // params, as the pull's one vector
+	xs, dxs [][]float32     // per level: nodes x level width
 	logits  []float32
 	probs   []float32
 	dlogits []float32
@@ -424,9 +449,11 @@ type state struct {
 
 func (t *Trainer) newState() *state {
 	L := t.layout.Levels()
-	return &state{rows: make([][]float32, t.layout.Tables()), params: make([]float32, t.net.NumParams()),
+	s := &state{rows: make([][]float32, t.layout.Tables()), params: make([]float32, t.net.NumParams()),
 		xs: make([][]float32, L), dxs: make([][]float32, L), route: t.cl.NewRoute(),
 		tree: densenet.Tree{Cols: t.cols, Count: make([]int, L), X: make([][]float32, L)}}
+	s.vecs = []client.Vector{{Name: DenseName, Values: s.params}}
+	return s
 }
 
 // prepare sizes s's buffers for its batch and pools its input.
@@ -451,7 +478,7 @@ func (t *Trainer) pull(ctx context.Context, s *state, create bool) error {
 	if err := t.route(s); err != nil {
 		return err
 	}
-	return t.cl.PullRoute(ctx, s.route, s.rows, []client.Vector{{Name: DenseName, Values: s.params}}, create)
+	return t.cl.PullRoute(ctx, s.route, s.rows, s.vecs, create)
 }
 
 // route routes the batch's unique ids into s's route, once for its pull
@@ -670,24 +697,18 @@ func (t *Trainer) step(ctx context.Context, s *state, origin ams.Origin, wait bo
 		return loss, err
 	}
 	t.pushWG.Add(1)
-	go func() {
-		defer t.pushWG.Done()
-		err := t.push(ctx, origin, pb)
-		t.free <- pb // capacity equals the ring size: never blocks
-		if err != nil {
-			t.setPushErr(err)
-		}
-	}()
+	pb.ctx, pb.origin = ctx, origin
+	go pb.run()
 	return loss, nil
 }
 
 // push sends pb's gradients, of origin's batch, through the route of the
 // batch's pull. A push sent is waited for even when ctx ends
-// (job.PushContext): the run's stop drains it.
+// (job.PushContext, made by pb's timer): the run's stop drains it.
 func (t *Trainer) push(ctx context.Context, origin ams.Origin, pb *pushBuf) error {
-	pctx, cancel := job.PushContext(ctx)
-	defer cancel()
-	return t.cl.PushBatch(pctx, origin, pb.route, pb.grads, []client.Vector{{Name: DenseName, Values: pb.dense}})
+	pctx := pb.timer.Start(ctx)
+	defer pb.timer.Stop()
+	return t.cl.PushBatch(pctx, origin, pb.route, pb.grads, pb.vecs)
 }
 
 func (t *Trainer) setPushErr(err error) {
