@@ -164,27 +164,20 @@ func (t *Table) LoadSnapshotRows(ids []uint64, b []byte) error {
 			ErrDimMismatch, t.spec.Name, len(b), len(ids), n, t.dim, t.sw)
 	}
 	t.idx.reserve(t.idx.len() + len(ids))
-	var slots [rowGroup]uint32
-	t.idx.prefetch(ids[:min(rowGroup, len(ids))])
-	for lo := 0; lo < len(ids); lo += rowGroup {
-		hi := min(lo+rowGroup, len(ids))
-		if hi < len(ids) {
-			t.idx.prefetch(ids[hi:min(hi+rowGroup, len(ids))])
-		}
-		t.lookupPrefetched(ids[lo:hi], &slots)
-		for k, id := range ids[lo:hi] {
-			slot := slots[k]
-			if slot == emptySlot {
-				// An earlier duplicate of this group may have loaded it.
-				var ok bool
-				if slot, ok = t.idx.get(id); !ok {
-					slot = t.alloc()
-					t.idx.insert(id, slot)
-				}
+	slots := make([]uint32, len(ids))
+	t.locate(ids, slots) // an insert changes no other id's slot
+	for k, id := range ids {
+		slot := slots[k]
+		if slot == emptySlot {
+			// An earlier duplicate in ids may have loaded it.
+			var ok bool
+			if slot, ok = t.idx.get(id); !ok {
+				slot = t.alloc()
+				t.idx.insert(id, slot)
 			}
-			t.cleanSlot(slot)
-			getRow(t.rows.row(slot), b[(lo+k)*n:(lo+k+1)*n])
 		}
+		t.cleanSlot(slot)
+		getRow(t.rows.row(slot), b[k*n:(k+1)*n])
 	}
 	return nil
 }

@@ -353,44 +353,8 @@ func (w *tableWrite) add(tw *snapshot.TableWriter, c *writeChunk) error {
 	return nil
 }
 
-// sortIDs sorts ids in increasing order: a least-significant-digit radix
-// sort, a byte per pass, that skips the passes where every id has the same
-// byte (small ids have no high bytes to sort). On the random 64-bit ids of
-// a table it takes a small fraction of a comparison sort's time.
-func sortIDs(ids []uint64) {
-	if len(ids) < 1024 {
-		slices.Sort(ids)
-		return
-	}
-	var counts [8][256]int
-	for _, id := range ids {
-		for d := range counts {
-			counts[d][byte(id>>(8*d))]++
-		}
-	}
-	src, dst := ids, make([]uint64, len(ids))
-	for d := range counts {
-		c := &counts[d]
-		shift := 8 * d
-		if c[byte(src[0]>>shift)] == len(src) {
-			continue // every id has this byte: the pass would move nothing
-		}
-		sum := 0
-		for v, k := range c {
-			c[v] = sum
-			sum += k
-		}
-		for _, id := range src {
-			b := byte(id >> shift)
-			dst[c[b]] = id
-			c[b]++
-		}
-		src, dst = dst, src
-	}
-	if &src[0] != &ids[0] {
-		copy(ids, src)
-	}
-}
+// sortIDs sorts ids in increasing order (ams.SortIDs: a radix sort).
+func sortIDs(ids []uint64) { ams.SortIDs(ids) }
 
 // denseFileName is the file of this shard's range of a dense vector.
 func denseFileName(name string, index int) string {
