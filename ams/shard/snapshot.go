@@ -129,10 +129,11 @@ type tableWrite struct {
 	missing  [][]int // per stripe: encode's scratch
 }
 
-// writeTable writes ti's rows into snapshot seq, one file per stripe
-// (snapshot.TablePartName), the stripes' files written in parallel: each
-// file needs a core for the sstable writer's per-row work, and a shard has
-// a stripe per core.
+// writeTable writes ti's rows into snapshot seq as parts
+// (snapshot.TablePartName) written in parallel, one per core at most:
+// part p holds the rows of the stripes i with i mod parts = p, merged in
+// id order. Each part needs a core for the sstable writer's per-row work;
+// a shard has a stripe per core by default.
 func (s *Shard) writeTable(store snapshot.Store, seq uint64, index int, ti *tableInfo) ([]snapshot.FileMeta, error) {
 	rows, err := s.sortedRows(ti)
 	if err != nil {
@@ -140,19 +141,24 @@ func (s *Shard) writeTable(store snapshot.Store, seq uint64, index int, ti *tabl
 	}
 	w := &tableWrite{s: s, ti: ti, n: s.rowBytes(ti), rows: rows, encode: (*ams.Table).AppendSnapshotRows}
 	w.start()
-	files := make([]snapshot.FileMeta, len(s.stripes))
-	errs := make([]error, len(s.stripes))
+	parts := max(1, min(len(s.stripes), runtime.GOMAXPROCS(0)))
+	files := make([]snapshot.FileMeta, parts)
+	errs := make([]error, parts)
 	var wg sync.WaitGroup
-	for i := range s.stripes {
+	for p := range parts {
+		var of []int
+		for i := p; i < len(s.stripes); i += parts {
+			of = append(of, i)
+		}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			tw, err := snapshot.CreateTablePart(store, seq, ti.spec.Name, index, i)
+			tw, err := snapshot.CreateTablePart(store, seq, ti.spec.Name, index, p)
 			if err != nil {
-				errs[i] = err
+				errs[p] = err
 				return
 			}
-			files[i], errs[i] = w.write(tw, []int{i})
+			files[p], errs[p] = w.write(tw, of)
 		}()
 	}
 	wg.Wait()

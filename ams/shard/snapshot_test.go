@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"runtime"
 	"slices"
 	"testing"
 	"time"
@@ -193,6 +194,7 @@ func newTrainedSnapshot(t *testing.T) *trainedSnapshot {
 		if err != nil {
 			t.Fatal(err)
 		}
+		checkParts(t, part, i, 3)
 		if err := m.Add(part); err != nil {
 			t.Fatal(err)
 		}
@@ -356,5 +358,23 @@ func (ts *trainedSnapshot) checkRestoreReplaces(t *testing.T) {
 	}
 	if got, err := other.GetState(1, "reader/late"); err != nil || len(got) != 0 {
 		t.Errorf("a state entry the snapshot lacks, after the restore: %v, %v", got, err)
+	}
+}
+
+// checkParts checks that shard i of stripes stripes wrote each table as
+// min(stripes, GOMAXPROCS) parts, numbered from 0, holding its rows
+// between them.
+func checkParts(t *testing.T, part snapshot.Part, i, stripes int) {
+	t.Helper()
+	want := min(stripes, runtime.GOMAXPROCS(0))
+	for _, e := range part.Tables {
+		if len(e.Files) != want {
+			t.Fatalf("table %q: %d files, want %d parts", e.Name, len(e.Files), want)
+		}
+		for p, f := range e.Files {
+			if f.Name != snapshot.TablePartName(e.Name, i, p) {
+				t.Fatalf("table %q part %d is %q, want %q", e.Name, p, f.Name, snapshot.TablePartName(e.Name, i, p))
+			}
+		}
 	}
 }
