@@ -73,13 +73,13 @@
 // # Snapshots
 //
 // WriteSnapshot writes the shard's part of a snapshot (package snapshot):
-// one sorted table file per table and stripe (the stripe's part,
-// snapshot.TablePartName), every row with its values, optimizer state and
+// one sorted table file per table and stripe, at most one per core
+// (parts, snapshot.TablePartName), every row with its values, optimizer state and
 // statistics, and one file per dense range. Each stripe's owner lists its
 // rows in id order (ams.RowSet: the index read in bucket order, the pairs
 // radix-sorted) and encodes them a chunk at a time, reading each row by
-// its slot, while a goroutine per stripe hands the previous chunk to that
-// stripe's sstable writer: the stripes' files are written in parallel. An
+// its slot, while a goroutine per part hands the previous chunk to that
+// part's sstable writer: the parts are written in parallel. An
 // export writes one file per table, the stripes' rows merged in id order.
 // Restore reads every shard's files of a snapshot and keeps the ids the
 // caller's owns function gives it, so a snapshot written by N shards
