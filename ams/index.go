@@ -95,6 +95,32 @@ func (x *index) find(id uint64) (uint, bool) {
 	}
 }
 
+// findOrPlace returns the slot of id, or, when id is missing, indexes it
+// at slot next() in the empty bucket its probe ended at: one probe where
+// a get then an insert would make two. The caller reserved room first
+// (n < growAt), as no resize happens here.
+func (x *index) findOrPlace(id uint64, next func() uint32) (uint32, bool) {
+	lo, hi := uint32(id), uint32(id>>32)
+	b := x.b
+	i := hashIndex(id, x.shift)
+	for {
+		e := b[3*i : 3*i+3 : 3*i+3]
+		if e[2] == emptySlot {
+			if x.n >= x.growAt {
+				panic("ams: index: findOrPlace without room")
+			}
+			s := next()
+			e[0], e[1], e[2] = lo, hi, s
+			x.n++
+			return s, false
+		}
+		if e[0] == lo && e[1] == hi {
+			return e[2], true
+		}
+		i = (i + 1) & x.mask
+	}
+}
+
 // prefetch hints the CPU to load the home bucket of each of ids (see
 // package prefetch), so that the gets that follow find them in cache: the
 // hints have no branch on their result, so their misses are all in flight

@@ -147,6 +147,15 @@ func TestLoadSnapshotRows(t *testing.T) {
 			t.Fatalf("%s: LoadSnapshotRows differs from LoadSnapshotRow", into)
 		}
 	}
+	// An id twice in one load: one row, the later encoding.
+	dup := rowSetTable(t, 0, r)
+	twice := []uint64{ids[0], ids[1], ids[0]}
+	if err := dup.LoadSnapshotRows(twice, slices.Concat(enc[:2*n], enc[n:2*n])); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := snapshotOf(dup, ids[:2]); dup.Len() != 2 || !bytes.Equal(got, slices.Concat(enc[n:2*n], enc[n:2*n])) {
+		t.Fatalf("a duplicate id: %d rows, want 2 with the later encoding", dup.Len())
+	}
 	tab := rowSetTable(t, 0, r)
 	if err := tab.LoadSnapshotRows(ids, enc[:len(enc)-1]); !errors.Is(err, ErrDimMismatch) || tab.Len() != 0 {
 		t.Fatalf("short rows: %v, %d rows loaded; want ErrDimMismatch and none", err, tab.Len())

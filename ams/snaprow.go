@@ -153,8 +153,9 @@ func (t *Table) IDs(dst []uint64) []uint64 {
 // SnapshotRowBytes bytes per id, in order, as AppendSnapshotRows writes
 // them), creating or overwriting each, as LoadSnapshotRow would one at a
 // time; a length of b that does not fit is an error wrapping
-// ErrDimMismatch, and then nothing is loaded. The ids are looked up a
-// group at a time with the next group's index lines prefetched, and on a
+// ErrDimMismatch, and then nothing is loaded. Each id takes one probe of
+// the index, which finds its row or indexes a new one in the bucket the
+// probe ended at, with the next group's home buckets prefetched; on a
 // little-endian machine each row's bytes are copied into its slab row as
 // they are.
 func (t *Table) LoadSnapshotRows(ids []uint64, b []byte) error {
@@ -163,21 +164,21 @@ func (t *Table) LoadSnapshotRows(ids []uint64, b []byte) error {
 		return fmt.Errorf("%w: table %q: %d bytes of snapshot rows for %d ids, want %d each (dim %d, %d state words)",
 			ErrDimMismatch, t.spec.Name, len(b), len(ids), n, t.dim, t.sw)
 	}
+	if len(ids) == 0 {
+		return nil
+	}
 	t.idx.reserve(t.idx.len() + len(ids))
-	slots := make([]uint32, len(ids))
-	t.locate(ids, slots) // an insert changes no other id's slot
-	for k, id := range ids {
-		slot := slots[k]
-		if slot == emptySlot {
-			// An earlier duplicate in ids may have loaded it.
-			var ok bool
-			if slot, ok = t.idx.get(id); !ok {
-				slot = t.alloc()
-				t.idx.insert(id, slot)
-			}
+	t.idx.prefetch(ids[:min(rowGroup, len(ids))])
+	for lo := 0; lo < len(ids); lo += rowGroup {
+		hi := min(lo+rowGroup, len(ids))
+		if hi < len(ids) {
+			t.idx.prefetch(ids[hi:min(hi+rowGroup, len(ids))])
 		}
-		t.cleanSlot(slot)
-		getRow(t.rows.row(slot), b[k*n:(k+1)*n])
+		for k := lo; k < hi; k++ {
+			slot, _ := t.idx.findOrPlace(ids[k], t.alloc)
+			t.cleanSlot(slot)
+			getRow(t.rows.row(slot), b[k*n:(k+1)*n])
+		}
 	}
 	return nil
 }
