@@ -40,6 +40,8 @@ type exportState struct {
 // base, and the next must be full (ams.ErrNoExportBase). Like a snapshot it
 // is consistent only while nothing pushes.
 func (s *Shard) WriteExport(store snapshot.Store, o ExportOptions) (export.Part, error) {
+	s.modelMu.RLock()
+	defer s.modelMu.RUnlock()
 	s.exportMu.Lock()
 	defer s.exportMu.Unlock()
 	base := s.export.last

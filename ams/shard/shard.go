@@ -161,6 +161,13 @@ type Shard struct {
 
 	declareMu sync.Mutex // serialises Declare; never taken by pull or push
 	restoreMu sync.Mutex // serialises restores (the Restore RPC)
+	// modelMu is held for writing by Begin and Restore, which replace the
+	// model (reset), and for reading by WriteSnapshot and WriteExport,
+	// which read it in many owner tasks: neither sees a model half
+	// replaced. (A snapshot whose RPC the scheduler abandoned still runs
+	// on the shard when the scheduler restores it: the restore waits for
+	// it.) Taken before exportMu; never by pull or push.
+	modelMu sync.RWMutex
 
 	stateMu sync.Mutex        // guards state; never taken by pull or push
 	state   map[string][]byte // PutState's entries

@@ -47,6 +47,8 @@ func (s *Shard) onStripes(fn func(i int, st *stripe) error) error {
 // consistent only if nothing pushes while it runs: the scheduler pauses
 // the workers first.
 func (s *Shard) WriteSnapshot(store snapshot.Store, seq uint64, index int) (snapshot.Part, error) {
+	s.modelMu.RLock()
+	defer s.modelMu.RUnlock()
 	state := map[string]json.RawMessage{}
 	s.stateMu.Lock()
 	for k, v := range s.state {
@@ -450,6 +452,8 @@ func (own Ownership) reads(table string, f snapshot.FileMeta) bool {
 func (s *Shard) Begin(v uint64, partitions int) error {
 	s.restoreMu.Lock()
 	defer s.restoreMu.Unlock()
+	s.modelMu.Lock()
+	defer s.modelMu.Unlock()
 	if err := s.advanceVersion(v); err != nil {
 		return err
 	}
@@ -462,8 +466,8 @@ func (s *Shard) Begin(v uint64, partitions int) error {
 // reset empties the shard (tables, dense vectors, state entries) and has
 // every stripe serve version v from here on: a pull or push of another
 // version that reaches a stripe after the reset is refused, and one that
-// got there before is wiped. The caller advanced the shard's version to v
-// first, so no new request of an older one gets in. Tables declared from
+// got there before is wiped. The caller holds modelMu and advanced the
+// shard's version to v first, so no new request of an older one gets in. Tables declared from
 // here on are striped by partitions of that many (0: the current count).
 func (s *Shard) reset(v uint64, partitions int) error {
 	if partitions < 0 || partitions > ams.MaxPartitions {
@@ -511,6 +515,8 @@ func (s *Shard) reset(v uint64, partitions int) error {
 // shard's state entries are replaced by the manifest's Readers whose keys
 // own.State gives it.
 func (s *Shard) Restore(store snapshot.Store, m *snapshot.Manifest, own Ownership) error {
+	s.modelMu.Lock()
+	defer s.modelMu.Unlock()
 	if err := s.reset(s.Version(), own.Partitions); err != nil {
 		return fmt.Errorf("%w: %w", ams.ErrRestore, err)
 	}

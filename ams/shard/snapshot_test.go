@@ -160,6 +160,36 @@ func TestSnapshotRestoreOntoMoreShards(t *testing.T) {
 	ts.checkTrainOnAfterRestore(t)
 	ts.checkFreshShardsRestore(t)
 	ts.checkRestoreReplaces(t)
+	ts.checkSnapshotDuringRestore(t)
+}
+
+// checkSnapshotDuringRestore writes snapshots of a shard while it is
+// restored again and again (a snapshot the scheduler abandoned still runs
+// on the shard when the restore comes): each write sees the model before
+// or after a restore, never one half replaced (it panicked when a reset
+// emptied the stripes' tables under it), and ends without error.
+func (ts *trainedSnapshot) checkSnapshotDuringRestore(t *testing.T) {
+	dst := newTestCluster(t, 2)
+	ts.restoreFrom(t, dst)
+	s := dst.shards[0]
+	done := make(chan error)
+	go func() {
+		var err error
+		for k := range 50 {
+			if _, werr := s.WriteSnapshot(ts.store, uint64(100+k), 0); werr != nil && err == nil {
+				err = werr
+			}
+		}
+		done <- err
+	}()
+	for range 50 {
+		if err := s.Restore(ts.store, ts.m, dst.ownership(0)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := <-done; err != nil {
+		t.Fatalf("a snapshot written during restores: %v", err)
+	}
 }
 
 // trainedSnapshot is a 2-shard cluster trained on ids, with reader
