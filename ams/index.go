@@ -80,13 +80,19 @@ func (x *index) find(id uint64) (uint, bool) {
 	if x.n == 0 {
 		return 0, false
 	}
+	return x.probe(id)
+}
+
+// probe returns the bucket that holds id, or the empty bucket its probe
+// sequence ends at (false). The index has at least one empty bucket.
+func (x *index) probe(id uint64) (uint, bool) {
 	lo, hi := uint32(id), uint32(id>>32)
 	b := x.b
 	i := hashIndex(id, x.shift)
 	for {
 		e := b[3*i : 3*i+3 : 3*i+3]
 		if e[2] == emptySlot {
-			return 0, false
+			return i, false
 		}
 		if e[0] == lo && e[1] == hi {
 			return i, true
@@ -100,25 +106,18 @@ func (x *index) find(id uint64) (uint, bool) {
 // a get then an insert would make two. The caller reserved room first
 // (n < growAt), as no resize happens here.
 func (x *index) findOrPlace(id uint64, next func() uint32) (uint32, bool) {
-	lo, hi := uint32(id), uint32(id>>32)
-	b := x.b
-	i := hashIndex(id, x.shift)
-	for {
-		e := b[3*i : 3*i+3 : 3*i+3]
-		if e[2] == emptySlot {
-			if x.n >= x.growAt {
-				panic("ams: index: findOrPlace without room")
-			}
-			s := next()
-			e[0], e[1], e[2] = lo, hi, s
-			x.n++
-			return s, false
-		}
-		if e[0] == lo && e[1] == hi {
-			return e[2], true
-		}
-		i = (i + 1) & x.mask
+	i, ok := x.probe(id)
+	e := x.b[3*i : 3*i+3 : 3*i+3]
+	if ok {
+		return e[2], true
 	}
+	if x.n >= x.growAt {
+		panic("ams: index: findOrPlace without room")
+	}
+	s := next()
+	e[0], e[1], e[2] = uint32(id), uint32(id>>32), s
+	x.n++
+	return s, false
 }
 
 // prefetch hints the CPU to load the home bucket of each of ids (see
