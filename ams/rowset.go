@@ -10,7 +10,7 @@ import (
 // RowSet is a list of ids in increasing order with where each one's row
 // lives in a Table (its slot, or none): what a snapshot or an export
 // writes, a chunk at a time, in id order. A Table fills it (SortedRows,
-// LocateRows) and encodes its rows (AppendSnapshotRows, RowValues) by
+// LocateRows) and encodes its rows (AppendSnapshotRows, EachRowValues) by
 // slot, without looking each id up again: written in id order, every row
 // would otherwise cost two dependent cache misses, the index bucket and
 // then the row, which made a snapshot's encoding CPU-bound (BENCHMARKS,
@@ -120,8 +120,9 @@ func (t *Table) refresh(r *RowSet, lo, hi int) {
 	}
 }
 
-// rowAhead is how many rows ahead of the one being read AppendSnapshotRows
-// and its kin prefetch: enough misses in flight to cover the latency.
+// rowAhead is how many rows ahead of the one being read eachSlot
+// prefetches: enough misses in flight to cover the latency (4 and 16 did
+// no better on a 10M-row snapshot).
 const rowAhead = 8
 
 // AppendSnapshotRows appends the encoding (AppendSnapshotRow's) of the
@@ -129,56 +130,51 @@ const rowAhead = 8
 // appends to missing the position (counted from lo) of each id without a
 // row in t, whose bytes it leaves zero for the caller to fill or drop.
 func (t *Table) AppendSnapshotRows(dst []byte, r *RowSet, lo, hi int, missing []int) ([]byte, []int) {
-	t.refresh(r, lo, hi)
 	n := t.SnapshotRowBytes()
 	off := len(dst)
 	dst = slices.Grow(dst, n*(hi-lo))[:off+n*(hi-lo)]
+	t.eachSlot(r, lo, hi, func(k int, slot uint32) {
+		out := dst[off+k*n : off+(k+1)*n : off+(k+1)*n]
+		if slot == emptySlot {
+			clear(out)
+			missing = append(missing, k)
+			return
+		}
+		putRow(out, t.rows.row(slot))
+	})
+	return dst, missing
+}
+
+// EachRowValues calls fn for r's ids [lo, hi) in order, with k counted
+// from lo and the row's values, or ok false (and no values) for an id
+// without a row in t. The values alias the table's storage (see Get) and
+// are valid during the call only.
+func (t *Table) EachRowValues(r *RowSet, lo, hi int, fn func(k int, values []float32, ok bool)) {
+	t.eachSlot(r, lo, hi, func(k int, slot uint32) {
+		if slot == emptySlot {
+			fn(k, nil, false)
+			return
+		}
+		w, _, _ := t.split(t.rows.row(slot))
+		fn(k, w, true)
+	})
+}
+
+// eachSlot calls fn with the slot of each of r's ids [lo, hi) in order (k
+// counted from lo; emptySlot: no row), having looked them up again if t
+// freed a slot since r took them (invariant 2), and with the row
+// rowAhead ids on prefetched, so that the rows' misses overlap.
+func (t *Table) eachSlot(r *RowSet, lo, hi int, fn func(k int, slot uint32)) {
+	t.refresh(r, lo, hi)
 	slots := r.slots[lo:hi]
-	for k := range min(rowAhead, len(slots)) {
-		t.prefetchSlot(slots[k])
+	for _, slot := range slots[:min(rowAhead, len(slots))] {
+		t.prefetchSlot(slot)
 	}
 	for k, slot := range slots {
 		if k+rowAhead < len(slots) {
 			t.prefetchSlot(slots[k+rowAhead])
 		}
-		out := dst[off+k*n : off+(k+1)*n : off+(k+1)*n]
-		if slot == emptySlot {
-			clear(out)
-			missing = append(missing, k)
-			continue
-		}
-		putRow(out, t.rows.row(slot))
-	}
-	return dst, missing
-}
-
-// RowValues returns the values of the row of r's j-th id, or false when it
-// has none. The slice aliases the table's storage (see Get). Callers going
-// through r in order should call PrefetchRows ahead.
-func (t *Table) RowValues(r *RowSet, j int) ([]float32, bool) {
-	slot := r.slots[j]
-	if slot == emptySlot {
-		return nil, false
-	}
-	w, _, _ := t.split(t.rows.row(slot))
-	return w, true
-}
-
-// PrepareRows readies r's ids [lo, hi) for RowValues: it looks them up
-// again if a slot was freed since r took them, and prefetches the first
-// rows.
-func (t *Table) PrepareRows(r *RowSet, lo, hi int) {
-	t.refresh(r, lo, hi)
-	for _, slot := range r.slots[lo:min(hi, lo+rowAhead)] {
-		t.prefetchSlot(slot)
-	}
-}
-
-// PrefetchRow hints that the row of r's j-th id will be read soon, if j
-// is in range and the id has a row.
-func (t *Table) PrefetchRow(r *RowSet, j int) {
-	if j < len(r.slots) {
-		t.prefetchSlot(r.slots[j])
+		fn(k, slot)
 	}
 }
 
@@ -270,9 +266,7 @@ func sortPairs(ids []uint64, slots []uint32) {
 	for i := 1; i < len(ids); i++ {
 		for j := i; j > 0 && ids[j] < ids[j-1]; j-- {
 			ids[j], ids[j-1] = ids[j-1], ids[j]
-			if slots != nil {
-				slots[j], slots[j-1] = slots[j-1], slots[j]
-			}
+			slots[j], slots[j-1] = slots[j-1], slots[j]
 		}
 	}
 }

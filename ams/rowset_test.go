@@ -79,12 +79,16 @@ func TestRowSetMatchesPerRow(t *testing.T) {
 			if !bytes.Equal(got, wantB) || !slices.Equal(missing, wantMissing) {
 				t.Fatalf("n=%d %s: AppendSnapshotRows differs from AppendSnapshotRow (missing %v, want %v)", n, what, missing, wantMissing)
 			}
-			for j, id := range ids {
-				v, ok := tab.RowValues(rs, j)
-				w, wok := tab.Get(id)
-				if ok != wok || !slices.Equal(v, w) {
-					t.Fatalf("n=%d %s: RowValues(%d) = %v %v, want %v %v", n, what, j, v, ok, w, wok)
+			seen := 0
+			tab.EachRowValues(rs, 0, len(ids), func(j int, v []float32, ok bool) {
+				w, wok := tab.Get(ids[j])
+				if j != seen || ok != wok || !slices.Equal(v, w) {
+					t.Fatalf("n=%d %s: EachRowValues(%d) = %v %v, want %v %v", n, what, j, v, ok, w, wok)
 				}
+				seen++
+			})
+			if seen != len(ids) {
+				t.Fatalf("n=%d %s: EachRowValues visited %d of %d ids", n, what, seen, len(ids))
 			}
 		}
 		check("sorted", &rs)

@@ -462,9 +462,6 @@ type TableWriter struct {
 // CreateTable starts shard's file of table in snapshot seq of s. Close or
 // Abort must end it: until then the writer holds a goroutine of its own.
 func CreateTable(s Store, seq uint64, table string, shard int) (*TableWriter, error) {
-	if err := checkName(table, false); err != nil || strings.Contains(table, "/") {
-		return nil, fmt.Errorf("%w: table name %q", ErrBadName, table)
-	}
 	return CreateTablePart(s, seq, table, shard, 0)
 }
 

@@ -87,18 +87,15 @@ func (s *Shard) exportTable(store snapshot.Store, cat *catalog, ti *tableInfo, o
 	n := export.RowBytes(q, ti.spec.Dim)
 	w := &tableWrite{s: s, ti: ti, n: n, rows: rows, deletions: true,
 		encode: func(tab *ams.Table, b []byte, r *ams.RowSet, lo, hi int, missing []int) ([]byte, []int) {
-			tab.PrepareRows(r, lo, hi)
-			for j := lo; j < hi; j++ {
-				tab.PrefetchRow(r, j+8)
-				v, ok := tab.RowValues(r, j)
+			tab.EachRowValues(r, lo, hi, func(k int, v []float32, ok bool) {
 				if !ok { // removed since (a deletion), or on disk
-					missing = append(missing, j-lo)
+					missing = append(missing, k)
 					b = slices.Grow(b, n)[:len(b)+n]
 					clear(b[len(b)-n:])
-					continue
+					return
 				}
 				b = export.AppendRow(b, q, v)
-			}
+			})
 			return b, missing
 		},
 		fromCold: func(b, enc []byte) []byte {

@@ -258,7 +258,7 @@ func (w *tableWrite) plan(c *writeChunk) bool {
 		}
 		next[i] += k
 	}
-	for len(c.from) < snapChunk {
+	for len(c.of) > 1 && len(c.from) < snapChunk {
 		best := -1
 		for _, i := range c.of {
 			if next[i] < w.rows[i].Len() && (best < 0 || w.rows[i].IDs()[next[i]] < w.rows[best].IDs()[next[best]]) {
@@ -467,8 +467,9 @@ func (s *Shard) Begin(v uint64, partitions int) error {
 // every stripe serve version v from here on: a pull or push of another
 // version that reaches a stripe after the reset is refused, and one that
 // got there before is wiped. The caller holds modelMu and advanced the
-// shard's version to v first, so no new request of an older one gets in. Tables declared from
-// here on are striped by partitions of that many (0: the current count).
+// shard's version to v first, so no new request of an older one gets in.
+// Tables declared from here on are striped by partitions of that many (0:
+// the current count).
 func (s *Shard) reset(v uint64, partitions int) error {
 	if partitions < 0 || partitions > ams.MaxPartitions {
 		return fmt.Errorf("%w: %d partitions, want 1 to %d", ams.ErrBadRequest, partitions, ams.MaxPartitions)
@@ -599,8 +600,8 @@ func (c *restoreChunk) reset() {
 // restoreTable reads every file of t that own says the shard reads and
 // loads the rows own gives the shard, a chunk at a time: the owners load
 // one chunk (each its rows, in parallel) while a reader reads the next.
-// Files are read by up to GOMAXPROCS readers at once (a shard's stripes
-// wrote one file each, in parallel); the files hold disjoint rows.
+// Files are read by up to GOMAXPROCS readers at once (a shard wrote its
+// parts in parallel); the files hold disjoint rows.
 func (s *Shard) restoreTable(store snapshot.Store, seq uint64, ti *tableInfo, t snapshot.TableEntry, own Ownership) error {
 	n := s.rowBytes(ti)
 	if err := s.emptyTable(ti, s.restoreReserve(t, own, n)); err != nil {
