@@ -265,6 +265,14 @@ func faultTest(t *testing.T, src faultSource) {
 	}
 	began := time.Now()
 	seed := uint64(envInt(t, "XPS_FAULT_SEED", time.Now().UnixNano()))
+	var fc *faultCluster
+	// Registered first, so run last: after every process's log.
+	t.Cleanup(func() {
+		if t.Failed() && fc != nil {
+			t.Logf("--- the fault test (seed %d, XPS_FAULT_SEED replays it) failed (above the processes' logs):\n%s",
+				seed, strings.Join(fc.failures, "\n"))
+		}
+	})
 	kills := int(envInt(t, "XPS_FAULT_KILLS", 2))
 	samples := envInt(t, "XPS_FAULT_SAMPLES", faultSamples)
 	epochs := envInt(t, "XPS_FAULT_EPOCHS", 3)
@@ -296,7 +304,7 @@ func faultTest(t *testing.T, src faultSource) {
 	wantDigest := src.digest(t, env)
 	t.Logf("commands built in %.1fs, data ready in %.1fs", built.Seconds(), (time.Since(began) - built).Seconds())
 
-	fc := &faultCluster{t: t, ctx: ctx, bin: bin, dir: dir, cli: cli, endpoints: strings.Join(etcd.Endpoints(), ","),
+	fc = &faultCluster{t: t, ctx: ctx, bin: bin, dir: dir, cli: cli, endpoints: strings.Join(etcd.Endpoints(), ","),
 		cfg: cfg, test: test, data: data, total: epochs * samples, etcd: etcd, etcdOpts: etcdOpts, ns: ns}
 	defer func() { fc.etcd.Close() }()
 	base := fc.run("base", nil, nil)
@@ -306,19 +314,19 @@ func faultTest(t *testing.T, src faultSource) {
 		seed, src.name, samples, epochs, base.auc, base.seconds, faulty.kills, kills, faulty.auc, faulty.seconds, time.Since(began).Seconds())
 	for _, r := range []faultRun{base, faulty} {
 		if want := epochs * samples; r.applied != want {
-			t.Errorf("%s: the final model's history holds %d samples, want %d (%d epochs of %d): a sample was lost or applied twice",
+			fc.errorf("%s: the final model's history holds %d samples, want %d (%d epochs of %d): a sample was lost or applied twice",
 				r.name, r.applied, want, epochs, samples)
 		}
 		if r.digest != wantDigest {
-			t.Errorf("%s: the final model's history has sample digest %x, the data %x: its samples are not the data's, each once per epoch",
+			fc.errorf("%s: the final model's history has sample digest %x, the data %x: its samples are not the data's, each once per epoch",
 				r.name, r.digest, wantDigest)
 		}
 	}
 	if faulty.kills < len(plan) {
-		t.Errorf("only %d of %d faults happened before training ended", faulty.kills, len(plan))
+		fc.errorf("only %d of %d faults happened before training ended", faulty.kills, len(plan))
 	}
 	if d := math.Abs(faulty.auc - base.auc); d > 0.01 {
-		t.Errorf("AUC with faults %.4f differs from %.4f without by %.4f > 0.01", faulty.auc, base.auc, d)
+		fc.errorf("AUC with faults %.4f differs from %.4f without by %.4f > 0.01", faulty.auc, base.auc, d)
 	}
 }
 
@@ -359,6 +367,24 @@ type faultCluster struct {
 	etcdOpts etcdembed.Options
 	// ns is the network namespace shard ams-2 runs in, nil without one.
 	ns *netns
+	// failures are the test's failure messages (fatalf, errorf), logged
+	// again when the test ends, after every process's log: CI keeps the
+	// tail of a failed run's output, which those logs would otherwise fill.
+	failures []string
+}
+
+// fatalf fails the test now with the message, kept for the summary.
+func (fc *faultCluster) fatalf(format string, args ...any) {
+	fc.t.Helper()
+	fc.failures = append(fc.failures, fmt.Sprintf(format, args...))
+	fc.t.Fatalf(format, args...)
+}
+
+// errorf fails the test with the message, kept for the summary, and goes on.
+func (fc *faultCluster) errorf(format string, args ...any) {
+	fc.t.Helper()
+	fc.failures = append(fc.failures, fmt.Sprintf(format, args...))
+	fc.t.Errorf(format, args...)
 }
 
 // The kinds of fault.
@@ -598,24 +624,6 @@ type faultJob struct {
 	all          []*slot // every slot, the gate's included
 	open         bool    // the gate is open (read and written by the test's goroutine only)
 	wg           sync.WaitGroup
-	// failures are the run's failure messages (fatalf, errorf), logged
-	// again after the processes' logs: CI keeps the tail of a failed
-	// run's output, which the processes' logs would otherwise fill.
-	failures []string
-}
-
-// fatalf fails the test now with the message, kept for stop.
-func (j *faultJob) fatalf(format string, args ...any) {
-	j.t.Helper()
-	j.failures = append(j.failures, fmt.Sprintf(format, args...))
-	j.t.Fatalf(format, args...)
-}
-
-// errorf fails the test with the message, kept for stop, and goes on.
-func (j *faultJob) errorf(format string, args ...any) {
-	j.t.Helper()
-	j.failures = append(j.failures, fmt.Sprintf(format, args...))
-	j.t.Errorf(format, args...)
 }
 
 // startJob starts the processes of a run, all but the gate worker's, and
@@ -715,7 +723,6 @@ func (j *faultJob) stop() {
 		for _, s := range j.all {
 			j.t.Logf("--- %s (last life):\n%s", s.name, s.output())
 		}
-		j.t.Logf("--- %s failed (above the processes' logs): %s", j.name, strings.Join(j.failures, "; "))
 	}
 }
 
