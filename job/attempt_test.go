@@ -3,7 +3,9 @@ package job_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync/atomic"
+	"strings"
 	"testing"
 	"time"
 
@@ -89,5 +91,43 @@ func TestAttemptGivesUpWhenTheClusterMoves(t *testing.T) {
 	}
 	if cause, _ := m.cause.Load().(error); !errors.Is(cause, job.ErrRestored) || m.attempts.Load() != 2 || m.s.Restores != 1 {
 		t.Fatalf("attempt ended by %v; %d attempts, %d restores; want ErrRestored, 2 and 1", cause, m.attempts.Load(), m.s.Restores)
+	}
+}
+
+// againModel's first attempt ends with job.ErrTrainAgain (its data was
+// dealt anew as it finished); the second trains to the end.
+type againModel struct {
+	s        job.Summary
+	attempts atomic.Int32
+}
+
+func (m *againModel) Prepare(context.Context, *job.Env) error { return nil }
+func (m *againModel) Summary() *job.Summary                   { return &m.s }
+
+func (m *againModel) Train(context.Context, *job.Env, *checkpoint.Checkpoint) error {
+	if m.attempts.Add(1) == 1 {
+		return fmt.Errorf("worker: %w: partition deal 3 was replaced", job.ErrTrainAgain)
+	}
+	return nil
+}
+
+// TestTrainAgain: an attempt that ends with ErrTrainAgain is followed by
+// another at the same cluster version, with no restore waited for.
+func TestTrainAgain(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	lc, err := cluster.Start(ctx, cluster.Options{Shards: 1, Prefix: "/xps/job-again-test",
+		Config: config.Config{Snapshot: snapshot.Policy{Store: t.TempDir(), Every: -1}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lc.Close()
+	m := &againModel{}
+	var said strings.Builder
+	if err := job.Run(ctx, job.Options{Etcd: lc.Etcd(), Prefix: lc.Prefix(), Progress: &said}, m); err != nil {
+		t.Fatalf("job: %v\n%s", err, said.String())
+	}
+	if m.attempts.Load() != 2 || m.s.Restores != 0 || !strings.Contains(said.String(), "training on from the checkpoint in the model") {
+		t.Fatalf("%d attempts, %d restores, said:\n%s\nwant 2 attempts, no restore, and why", m.attempts.Load(), m.s.Restores, said.String())
 	}
 }

@@ -26,6 +26,13 @@ var ErrLeaseLost = errors.New("job: the worker lost its etcd lease")
 // is controlplane.ErrRestored.
 var ErrRestored = controlplane.ErrRestored
 
+// ErrTrainAgain is returned (wrapped) by a Model's Train when its attempt
+// ended before the worker's share of the data did: a Kafka worker whose
+// partitions were dealt anew just as it had read its old ones to their
+// end. The next attempt trains on at the same cluster version, from the
+// checkpoint in the model.
+var ErrTrainAgain = errors.New("job: train again")
+
 // Model is one kind of model trained by the lifecycle.
 type Model interface {
 	// Prepare loads the job's data, once, after the worker is registered
@@ -302,6 +309,10 @@ func (e *Env) attempts(ctx context.Context, m Model) error {
 		e.Pauser.SetVersion(e.Version)
 		e.Logger.Info("attempt starts", "attempt", e.Attempt)
 		err := e.attempt(ctx, m)
+		if errors.Is(err, ErrTrainAgain) && ctx.Err() == nil {
+			e.Say("%v; training on from the checkpoint in the model", err)
+			continue
+		}
 		if errors.Is(err, ams.ErrDuplicatePush) && ctx.Err() == nil {
 			// The model holds pushes of this worker that its checkpoint
 			// does not count: training on would apply them twice. Leave

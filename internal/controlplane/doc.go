@@ -39,7 +39,12 @@
 //  4. Partition deals and file assignments are published only by the
 //     leading scheduler; a deal's generation only grows, and no worker reads
 //     under a new deal before every worker has acknowledged it.
-//  5. Keys that must vanish with a process (barrier arrivals, election
+//  5. A worker that has marked its partitions done at a cluster version
+//     (it read them to their end and reads no more) is dealt none at that
+//     version: the mark is made only under the current deal, and a deal
+//     only if no mark was made since the marks were read (both etcd
+//     transactions), so no partition with unread messages goes to it.
+//  6. Keys that must vanish with a process (barrier arrivals, election
 //     keys, progress reports) live under that process's lease.
 //
 // Waits (WaitShardMap, WaitResume, ...) read the key, then watch it from

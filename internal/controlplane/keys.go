@@ -47,6 +47,8 @@ import (
 //	P/partitions                     leading scheduler                workers (WaitPartitionAssignment,
 //	                                 (PutPartitionAssignment)         WatchReassigned), scheduler
 //	P/partitions-ack/<worker>        worker (AckPartitions)           leading scheduler (WaitPartitionAcks)
+//	P/partitions-done/<worker>       worker (MarkPartitionsDone)      leading scheduler (PartitionsDone,
+//	                                                                  PutPartitionAssignmentIf)
 //	P/barriers/<name>/<kind>.<id>    a member at the barrier, under   the members at the barrier (Barrier)
 //	                                 its lease
 //	P/progress/<worker>              worker, under its lease          schedulers' status pages
@@ -131,6 +133,12 @@ func PartitionsKey(prefix string) string { return prefix + "/partitions" }
 
 // PartitionsAckKey returns "P/partitions-ack/<worker>".
 func PartitionsAckKey(prefix, worker string) string { return prefix + "/partitions-ack/" + worker }
+
+// PartitionsDonePrefix returns "P/partitions-done/".
+func PartitionsDonePrefix(prefix string) string { return prefix + "/partitions-done/" }
+
+// PartitionsDoneKey returns "P/partitions-done/<worker>".
+func PartitionsDoneKey(prefix, worker string) string { return PartitionsDonePrefix(prefix) + worker }
 
 // ProgressPrefix returns "P/progress/".
 func ProgressPrefix(prefix string) string { return prefix + "/progress/" }

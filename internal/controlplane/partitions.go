@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
@@ -19,6 +20,16 @@ import (
 // its old partitions and acknowledges the generation (AckPartitions); the
 // scheduler waits for every acknowledgement (WaitPartitionAcks) before
 // anyone reads under the new deal, so no partition is read twice.
+//
+// A worker of a bounded job that has read its partitions to their end
+// says so (MarkPartitionsDone) before it waits for the others, on
+// condition that its deal is still the current one; the scheduler deals
+// only to the workers that have not (PartitionsDone), on condition that no
+// worker said so since it looked (PutPartitionAssignmentIf). So a worker
+// that has stopped reading is never dealt a partition that may hold
+// unread messages, and one whose deal was replaced as it finished reads
+// its new partitions first: otherwise the rest of a partition moved to it
+// would never be read.
 
 // ErrReassigned is returned by WaitPartitionAcks when a newer partition
 // assignment replaced the one waited for.
@@ -57,6 +68,87 @@ func DealPartitions(gen int64, topic string, n int, workers []string) PartitionA
 // PutPartitionAssignment publishes a.
 func (c *Conn) PutPartitionAssignment(ctx context.Context, a PartitionAssignment) error {
 	return c.putJSON(ctx, PartitionsKey(c.prefix), "partition assignment", a)
+}
+
+// PutPartitionAssignmentIf publishes a unless a worker has marked its
+// partitions done (MarkPartitionsDone) after revision doneRev (that of
+// the PartitionsDone read the deal was made from); it reports whether a
+// was published.
+func (c *Conn) PutPartitionAssignmentIf(ctx context.Context, a PartitionAssignment, doneRev int64) (bool, error) {
+	b, err := json.Marshal(a)
+	if err != nil {
+		return false, fmt.Errorf("controlplane: partition assignment: %w", err)
+	}
+	done := PartitionsDonePrefix(c.prefix)
+	resp, err := c.cli.Txn(ctx).
+		If(clientv3.Compare(clientv3.ModRevision(done), "<", doneRev+1).WithPrefix()).
+		Then(clientv3.OpPut(PartitionsKey(c.prefix), string(b))).
+		Commit()
+	if err != nil {
+		return false, fmt.Errorf("controlplane: put partition assignment: %w", err)
+	}
+	return resp.Succeeded, nil
+}
+
+// partitionsDone is the value of a worker's PartitionsDoneKey.
+type partitionsDone struct {
+	Generation int64  `json:"generation"` // the deal whose partitions it read to their end
+	Version    uint64 `json:"version"`    // the cluster version it trained at
+}
+
+// MarkPartitionsDone records that worker, training at cluster version,
+// has read its partitions of deal gen to their end and reads no more,
+// provided gen is still the current deal: it reports false, recording
+// nothing, when a newer deal replaced it (whose partitions the worker must
+// read first).
+func (c *Conn) MarkPartitionsDone(ctx context.Context, worker string, gen int64, version uint64) (bool, error) {
+	key := PartitionsKey(c.prefix)
+	resp, err := c.cli.Get(ctx, key)
+	if err != nil {
+		return false, fmt.Errorf("controlplane: mark partitions done: %w", err)
+	}
+	if len(resp.Kvs) == 0 {
+		return false, fmt.Errorf("controlplane: mark partitions done: no partition assignment")
+	}
+	var cur PartitionAssignment
+	if err := json.Unmarshal(resp.Kvs[0].Value, &cur); err != nil {
+		return false, fmt.Errorf("%w: partition assignment: %v", ErrBadValue, err)
+	}
+	if cur.Generation != gen {
+		return false, nil
+	}
+	b, err := json.Marshal(partitionsDone{Generation: gen, Version: version})
+	if err != nil {
+		return false, err
+	}
+	txn, err := c.cli.Txn(ctx).
+		If(clientv3.Compare(clientv3.ModRevision(key), "=", resp.Kvs[0].ModRevision)).
+		Then(clientv3.OpPut(PartitionsDoneKey(c.prefix, worker), string(b))).
+		Commit()
+	if err != nil {
+		return false, fmt.Errorf("controlplane: mark partitions done: %w", err)
+	}
+	return txn.Succeeded, nil
+}
+
+// PartitionsDone returns the workers that have marked their partitions
+// done (MarkPartitionsDone) while training at cluster version (marks of
+// other versions are stale: a restored model is read again), and the
+// revision of the read, for PutPartitionAssignmentIf.
+func (c *Conn) PartitionsDone(ctx context.Context, version uint64) (map[string]bool, int64, error) {
+	dir := PartitionsDonePrefix(c.prefix)
+	resp, err := c.cli.Get(ctx, dir, clientv3.WithPrefix())
+	if err != nil {
+		return nil, 0, fmt.Errorf("controlplane: partitions done: %w", err)
+	}
+	done := map[string]bool{}
+	for _, kv := range resp.Kvs {
+		var d partitionsDone
+		if json.Unmarshal(kv.Value, &d) == nil && d.Version == version {
+			done[strings.TrimPrefix(string(kv.Key), dir)] = true
+		}
+	}
+	return done, resp.Header.Revision, nil
 }
 
 // GetPartitionAssignment returns the current assignment, if any.

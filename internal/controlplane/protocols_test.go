@@ -187,6 +187,55 @@ func TestPartitionDeal(t *testing.T) {
 	}
 }
 
+// TestPartitionsDone: a worker marks its partitions done only under the
+// current deal, marks of another cluster version do not count, and a deal
+// made before a mark is not published after it.
+func TestPartitionsDone(t *testing.T) {
+	c, _ := newConn(t)
+	ctx := testCtx(t)
+	if _, err := c.MarkPartitionsDone(ctx, "w0", 1, 7); err == nil {
+		t.Fatal("MarkPartitionsDone with no deal: no error")
+	}
+	a := controlplane.DealPartitions(1, "t", 4, []string{"w0", "w1"})
+	if err := c.PutPartitionAssignment(ctx, a); err != nil {
+		t.Fatal(err)
+	}
+	done, rev, err := c.PartitionsDone(ctx, 7)
+	if err != nil || len(done) != 0 {
+		t.Fatalf("PartitionsDone before any mark = %v, %v", done, err)
+	}
+	if ok, err := c.MarkPartitionsDone(ctx, "w0", 1, 7); !ok || err != nil {
+		t.Fatalf("MarkPartitionsDone under the current deal = %v, %v", ok, err)
+	}
+	// A deal made from the read before the mark would give w0 partitions.
+	stale := controlplane.DealPartitions(2, "t", 4, []string{"w0", "w1", "w2"})
+	if ok, err := c.PutPartitionAssignmentIf(ctx, stale, rev); ok || err != nil {
+		t.Fatalf("PutPartitionAssignmentIf after a mark = %v, %v; want not published", ok, err)
+	}
+	if cur, _, _ := c.GetPartitionAssignment(ctx); cur.Generation != 1 {
+		t.Fatalf("the deal is generation %d, want 1: the stale deal was published", cur.Generation)
+	}
+	done, rev, err = c.PartitionsDone(ctx, 7)
+	if err != nil || !reflect.DeepEqual(done, map[string]bool{"w0": true}) {
+		t.Fatalf("PartitionsDone = %v, %v; want w0", done, err)
+	}
+	if other, _, err := c.PartitionsDone(ctx, 8); err != nil || len(other) != 0 {
+		t.Fatalf("PartitionsDone of another version = %v, %v; want none", other, err)
+	}
+	b := controlplane.DealPartitions(2, "t", 4, []string{"w1", "w2"})
+	if ok, err := c.PutPartitionAssignmentIf(ctx, b, rev); !ok || err != nil {
+		t.Fatalf("PutPartitionAssignmentIf = %v, %v", ok, err)
+	}
+	// w1 finished under deal 1, which deal 2 replaced: it marks nothing
+	// and reads its partitions of deal 2 first.
+	if ok, err := c.MarkPartitionsDone(ctx, "w1", 1, 7); ok || err != nil {
+		t.Fatalf("MarkPartitionsDone under a replaced deal = %v, %v; want false", ok, err)
+	}
+	if done, _, _ := c.PartitionsDone(ctx, 7); done["w1"] {
+		t.Fatal("w1 marked done under a replaced deal")
+	}
+}
+
 // TestElect: one of two schedulers leads; when it resigns the other is
 // elected; the cluster state round-trips.
 func TestElect(t *testing.T) {

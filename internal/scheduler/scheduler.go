@@ -770,7 +770,11 @@ func startDeal(ctx context.Context, conn *controlplane.Conn, opts Options) (part
 }
 
 // dealPartitions publishes a new deal of the topic's partitions when the
-// live workers changed (or the last publication failed).
+// live workers changed (or the last publication failed). A worker that
+// has read its partitions to their end (controlplane.MarkPartitionsDone)
+// is dealt none: it reads no more, so the rest of a partition dealt to it
+// would never be read. The deal is published only if no worker marked its
+// partitions done since they were read (else it is made again).
 func (s *Scheduler) dealPartitions(ctx context.Context) {
 	d := &s.deal
 	if d.partitions == 0 {
@@ -791,18 +795,44 @@ func (s *Scheduler) dealPartitions(ctx context.Context) {
 		d.workers, d.dirty = live, false // nothing to deal: keep the last deal
 		return
 	}
-	a := controlplane.DealPartitions(d.gen+1, s.opts.Config.Kafka.Topic, d.partitions, live)
-	pctx, cancel := context.WithTimeout(ctx, opTimeout)
-	err := s.conn.PutPartitionAssignment(pctx, a)
-	cancel()
-	if err != nil {
-		if ctx.Err() == nil {
-			s.log.Warn("publishing partition assignment failed, will retry", "err", err)
+	for range 3 { // a worker marked done between the read and the put: again
+		pctx, cancel := context.WithTimeout(ctx, opTimeout)
+		ok, readers, a, err := s.publishDeal(pctx, live)
+		cancel()
+		if err != nil {
+			if ctx.Err() == nil {
+				s.log.Warn("publishing partition assignment failed, will retry", "err", err)
+			}
+			return
 		}
+		if !ok {
+			continue
+		}
+		if len(readers) == 0 {
+			d.workers, d.dirty = live, false // every live worker has read to the end: keep the last deal
+			return
+		}
+		d.gen, d.workers, d.dirty = a.Generation, live, false
+		s.log.Info("partitions dealt", "topic", a.Topic, "generation", a.Generation, "workers", readers)
+		s.putEvent(ctx, controlplane.Event{Type: "partitions", Version: uint64(a.Generation),
+			Detail: fmt.Sprintf("%d partitions of %s over %v", a.Partitions, a.Topic, readers)})
 		return
 	}
-	d.gen, d.workers, d.dirty = a.Generation, live, false
-	s.log.Info("partitions dealt", "topic", a.Topic, "generation", a.Generation, "workers", live)
-	s.putEvent(ctx, controlplane.Event{Type: "partitions", Version: uint64(a.Generation),
-		Detail: fmt.Sprintf("%d partitions of %s over %v", a.Partitions, a.Topic, live)})
+}
+
+// publishDeal deals the partitions to the live workers that still read
+// (readers) and publishes the deal unless a worker marked its partitions
+// done meanwhile (ok false). With no reader it publishes nothing.
+func (s *Scheduler) publishDeal(ctx context.Context, live []string) (ok bool, readers []string, a controlplane.PartitionAssignment, err error) {
+	done, rev, err := s.conn.PartitionsDone(ctx, s.fsm.State().Version)
+	if err != nil {
+		return false, nil, a, err
+	}
+	readers = slices.DeleteFunc(slices.Clone(live), func(w string) bool { return done[w] })
+	if len(readers) == 0 {
+		return true, nil, a, nil
+	}
+	a = controlplane.DealPartitions(s.deal.gen+1, s.opts.Config.Kafka.Topic, s.deal.partitions, readers)
+	ok, err = s.conn.PutPartitionAssignmentIf(ctx, a, rev)
+	return ok, readers, a, err
 }

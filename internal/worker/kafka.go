@@ -137,6 +137,27 @@ func (k *kafkaJob) sync(ctx context.Context) error {
 	}
 }
 
+// done records that this worker has read its partitions to their end
+// (controlplane.MarkPartitionsDone), training at cluster version, so that
+// the scheduler deals it no partition any more. When its deal was
+// replaced meanwhile, the new deal's partitions may hold messages nobody
+// else will read: it returns an error wrapping job.ErrTrainAgain, and the
+// next attempt reads them.
+func (k *kafkaJob) done(ctx context.Context, version uint64) error {
+	if !k.dealt {
+		return nil
+	}
+	ok, err := k.conn.MarkPartitionsDone(ctx, k.name, k.assign.Generation, version)
+	if err != nil {
+		return fmt.Errorf("worker: %w", err)
+	}
+	if !ok {
+		return fmt.Errorf("%w: partition deal %d was replaced as this worker read its partitions to their end",
+			job.ErrTrainAgain, k.assign.Generation)
+	}
+	return nil
+}
+
 // ackFromNowOn acknowledges every later deal until the returned stop is
 // called: for a worker that has finished reading (a bounded job waiting
 // for the others), so that a worker joining meanwhile is not kept waiting

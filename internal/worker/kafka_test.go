@@ -15,7 +15,10 @@ import (
 	"github.com/xdlgo/xps/cluster"
 	"github.com/xdlgo/xps/config"
 	"github.com/xdlgo/xps/export"
+	"github.com/xdlgo/xps/internal/controlplane"
 	"github.com/xdlgo/xps/internal/kafkatest"
+	"github.com/xdlgo/xps/internal/membership"
+	"github.com/xdlgo/xps/internal/testutil"
 	"github.com/xdlgo/xps/job"
 	"github.com/xdlgo/xps/reader"
 	"github.com/xdlgo/xps/reader/kafkasrc"
@@ -162,6 +165,111 @@ func TestKafkaPartitionsDealtAcrossWorkers(t *testing.T) {
 	}
 	if sum != 8000 {
 		t.Fatalf("positions in the model %v: %d messages, want 8000", stored, sum)
+	}
+}
+
+// TestKafkaFinishedWorkerIsDealtNothing is the end of a bounded job over
+// Kafka with a worker joining late: worker 0 has read its partitions to
+// their end and waits for the others, worker 1 is still reading its own,
+// and worker 2 joins. The new deal must not give worker 0 (which reads no
+// more) a partition worker 1 has not finished: the rest of it would never
+// be read (the fault test lost 5,611 of 1,200,000 samples so). Worker 1 is
+// held at a batch (its progress hook) from the moment it reads under the
+// two-worker deal until the three-worker deal is out.
+func TestKafkaFinishedWorkerIsDealtNothing(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	b, err := kafkatest.Start(kafkatest.Options{Topics: map[string]int{"ctr": 4}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	const total = 4000
+	produceMessages(t, b.Addrs(), "ctr", ctrMessages(total, 3))
+	lc, err := cluster.Start(ctx, cluster.Options{Shards: 2, Prefix: "/xps/kafka-late",
+		Config: config.Config{Kafka: config.KafkaConfig{Brokers: b.Addrs(), Topic: "ctr"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lc.Close()
+	conn, err := controlplane.New(lc.Etcd(), lc.Prefix())
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := kafkaConfig(b.Addrs(), "ctr")
+	cfg.Train.BatchSize = 32
+	cfg.Train.ProgressEvery = time.Nanosecond // a report (worker 1's hook) after every batch
+	cfg.Job.Workers = 3
+	deal := func() controlplane.PartitionAssignment {
+		a, _, err := conn.GetPartitionAssignment(ctx)
+		if err != nil {
+			t.Error(err)
+		}
+		return a
+	}
+	held, release := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	hold := func(job.Progress) { // worker 1's: hold it once it reads under the deal naming worker 0 too
+		a := deal()
+		if _, ok := a.Workers[membership.WorkerName(0)]; !ok || len(a.Workers) != 2 {
+			return
+		}
+		resp, err := lc.Etcd().Get(ctx, controlplane.PartitionsAckKey(lc.Prefix(), membership.WorkerName(1)))
+		if err != nil || len(resp.Kvs) == 0 || string(resp.Kvs[0].Value) != fmt.Sprint(a.Generation) {
+			return
+		}
+		once.Do(func() {
+			close(held)
+			<-release
+		})
+	}
+	var wg sync.WaitGroup
+	results, errs, progress := make([]JobResult, 3), make([]error, 3), make([]syncBuilder, 3)
+	run := func(i int, onProgress func(job.Progress)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			o := job.Options{Config: cfg, Etcd: lc.Etcd(), Prefix: lc.Prefix(), Index: i, Progress: &progress[i], OnProgress: onProgress}
+			results[i], errs[i] = RunJob(ctx, o)
+		}()
+	}
+	defer wg.Wait()
+	run(1, hold)
+	run(0, nil)
+	select {
+	case <-held:
+	case <-ctx.Done():
+		t.Fatalf("worker 1 never read under a deal with worker 0:\n%s\n%s", progress[0].String(), progress[1].String())
+	}
+	testutil.Eventually(t, time.Minute, "worker 0 waiting for the others", func() bool {
+		return strings.Contains(progress[0].String(), "waiting for all 3 workers")
+	})
+	run(2, nil)
+	testutil.Eventually(t, time.Minute, "a deal naming worker 2", func() bool {
+		_, ok := deal().Workers[membership.WorkerName(2)]
+		return ok
+	})
+	if a := deal(); len(a.Of(membership.WorkerName(0))) > 0 {
+		t.Errorf("deal %d gives worker 0, which has read its partitions to their end, partitions %v", a.Generation, a.Of(membership.WorkerName(0)))
+	}
+	close(release)
+	wg.Wait()
+	var applied int64
+	for i, err := range errs {
+		if err != nil {
+			t.Fatalf("worker %d: %v\n%s", i, err, progress[i].String())
+		}
+		applied += results[i].Applied
+	}
+	var read int64
+	for _, p := range storedPositions(t, lc, ctx) {
+		read += p.Offset
+	}
+	if applied != total || read != total {
+		for i := range progress {
+			t.Logf("worker %d:\n%s", i, progress[i].String())
+		}
+		t.Fatalf("the workers applied %d samples and the positions in the model cover %d messages, want %d of each", applied, read, total)
 	}
 }
 
