@@ -50,12 +50,16 @@ func RunJob(ctx context.Context, opts job.Options) (JobResult, error) {
 
 // model is the CTR model as the lifecycle's job.Model.
 type model struct {
-	res      JobResult
-	valid    []Eval // the validations of the attempts so far, and
-	evals    []Eval // their evaluations
-	ended    string // why the job ended on its best model (Result.Ended)
-	data     Data
-	kj       *kafkaJob
+	res   JobResult
+	valid []Eval // the validations of the attempts so far, and
+	evals []Eval // their evaluations
+	ended string // why the job ended on its best model (Result.Ended)
+	data  Data
+	kj    *kafkaJob
+	// again is the training of the attempts that ended with
+	// job.ErrTrainAgain (their deal replaced as they finished): it counts
+	// in the next attempt's result, as nothing of it was rolled back.
+	again    *Result
 	closeFS  func() error
 	stopAcks func()
 }
@@ -198,6 +202,16 @@ func (m *model) Train(ctx context.Context, env *job.Env, cp *checkpoint.Checkpoi
 		}
 	}
 	r, err := m.attempt(ctx, env, start)
+	if a := m.again; a != nil {
+		r.Samples, r.Batches, r.Seconds = r.Samples+a.Samples, r.Batches+a.Batches, r.Seconds+a.Seconds
+		if r.Seconds > 0 {
+			r.SamplesPerSecond = float64(r.Samples) / r.Seconds
+		}
+		m.again = nil
+	}
+	if errors.Is(err, job.ErrTrainAgain) {
+		m.again = &r
+	}
 	if env.BestRestored != nil || len(m.valid) > 0 { // the evaluations of every attempt, with their validations
 		r.Evals = append(m.evals, r.Evals...)
 	}
