@@ -85,22 +85,45 @@ func storedPositions(t testing.TB, lc *cluster.Cluster, ctx context.Context) map
 	return out
 }
 
+// kafkaCluster starts a broker with topic ctr of partitions partitions and
+// an embedded cluster of 2 shards under prefix; with deal, the cluster's
+// scheduler deals the topic's partitions to the workers. Both close when
+// the test ends.
+func kafkaCluster(t *testing.T, ctx context.Context, partitions int, prefix string, deal bool, cfg config.Config) (*kafkatest.Broker, *cluster.Cluster) {
+	t.Helper()
+	b, err := kafkatest.Start(kafkatest.Options{Topics: map[string]int{"ctr": partitions}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { b.Close() })
+	if deal {
+		cfg.Kafka = config.KafkaConfig{Brokers: b.Addrs(), Topic: "ctr"}
+	}
+	lc, err := cluster.Start(ctx, cluster.Options{Shards: 2, Prefix: prefix, Config: cfg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { lc.Close() })
+	return b, lc
+}
+
+// storedMessages sums the positions kept in the model: the messages read.
+func storedMessages(t testing.TB, lc *cluster.Cluster, ctx context.Context) int64 {
+	t.Helper()
+	var n int64
+	for _, p := range storedPositions(t, lc, ctx) {
+		n += p.Offset
+	}
+	return n
+}
+
 // TestKafkaBoundedResumesFromTheModel trains on a topic, produces more,
 // and trains again on the same model: the second job reads exactly the new
 // messages, from the positions the first one stored in the AMS.
 func TestKafkaBoundedResumesFromTheModel(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	b, err := kafkatest.Start(kafkatest.Options{Topics: map[string]int{"ctr": 4}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.Close()
-	lc, err := cluster.Start(ctx, cluster.Options{Shards: 2, Prefix: "/xps/kafka-resume"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer lc.Close()
+	b, lc := kafkaCluster(t, ctx, 4, "/xps/kafka-resume", false, config.Config{})
 	msgs := ctrMessages(6000, 1)
 	produceMessages(t, b.Addrs(), "ctr", msgs[:4000])
 	cfg := kafkaConfig(b.Addrs(), "ctr")
@@ -138,18 +161,8 @@ func TestKafkaBoundedResumesFromTheModel(t *testing.T) {
 func TestKafkaPartitionsDealtAcrossWorkers(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	b, err := kafkatest.Start(kafkatest.Options{Topics: map[string]int{"ctr": 4}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.Close()
+	b, lc := kafkaCluster(t, ctx, 4, "/xps/kafka-deal", true, config.Config{})
 	produceMessages(t, b.Addrs(), "ctr", ctrMessages(8000, 2))
-	lc, err := cluster.Start(ctx, cluster.Options{Shards: 2, Prefix: "/xps/kafka-deal",
-		Config: config.Config{Kafka: config.KafkaConfig{Brokers: b.Addrs(), Topic: "ctr"}}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer lc.Close()
 	cfg := kafkaConfig(b.Addrs(), "ctr")
 	cfg.Train.BatchSize = 32
 	// Worker 1 joins while worker 0 is training: a re-deal.
@@ -158,13 +171,8 @@ func TestKafkaPartitionsDealtAcrossWorkers(t *testing.T) {
 		t.Fatalf("workers trained %d + %d samples, want 8000 in all", results[0].Samples, results[1].Samples)
 	}
 	t.Logf("worker 0 trained %d samples, worker 1 %d", results[0].Samples, results[1].Samples)
-	stored := storedPositions(t, lc, ctx)
-	var sum int64
-	for _, p := range stored {
-		sum += p.Offset
-	}
-	if sum != 8000 {
-		t.Fatalf("positions in the model %v: %d messages, want 8000", stored, sum)
+	if n := storedMessages(t, lc, ctx); n != 8000 {
+		t.Fatalf("positions in the model %v: %d messages, want 8000", storedPositions(t, lc, ctx), n)
 	}
 }
 
@@ -179,19 +187,9 @@ func TestKafkaPartitionsDealtAcrossWorkers(t *testing.T) {
 func TestKafkaFinishedWorkerIsDealtNothing(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	b, err := kafkatest.Start(kafkatest.Options{Topics: map[string]int{"ctr": 4}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.Close()
+	b, lc := kafkaCluster(t, ctx, 4, "/xps/kafka-late", true, config.Config{})
 	const total = 4000
 	produceMessages(t, b.Addrs(), "ctr", ctrMessages(total, 3))
-	lc, err := cluster.Start(ctx, cluster.Options{Shards: 2, Prefix: "/xps/kafka-late",
-		Config: config.Config{Kafka: config.KafkaConfig{Brokers: b.Addrs(), Topic: "ctr"}}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer lc.Close()
 	conn, err := controlplane.New(lc.Etcd(), lc.Prefix())
 	if err != nil {
 		t.Fatal(err)
@@ -261,15 +259,11 @@ func TestKafkaFinishedWorkerIsDealtNothing(t *testing.T) {
 		}
 		applied += results[i].Applied
 	}
-	var read int64
-	for _, p := range storedPositions(t, lc, ctx) {
-		read += p.Offset
-	}
-	if applied != total || read != total {
+	if read := storedMessages(t, lc, ctx); applied != total || read != total {
 		for i := range progress {
 			t.Logf("worker %d:\n%s", i, progress[i].String())
 		}
-		t.Fatalf("the workers applied %d samples and the positions in the model cover %d messages, want %d of each", applied, read, total)
+		t.Fatalf("the workers applied %d samples and the positions in the model cover %d messages, want %d of each", applied, storedMessages(t, lc, ctx), total)
 	}
 }
 
@@ -279,18 +273,8 @@ func TestKafkaFinishedWorkerIsDealtNothing(t *testing.T) {
 func TestKafkaStreaming(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	b, err := kafkatest.Start(kafkatest.Options{Topics: map[string]int{"ctr": 2}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.Close()
 	exports := t.TempDir()
-	lc, err := cluster.Start(ctx, cluster.Options{Shards: 2, Prefix: "/xps/kafka-stream",
-		Config: config.Config{Export: export.Policy{Store: exports, Every: -time.Second}}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer lc.Close()
+	b, lc := kafkaCluster(t, ctx, 2, "/xps/kafka-stream", false, config.Config{Export: export.Policy{Store: exports, Every: -time.Second}})
 	msgs := ctrMessages(6000, 3)
 	produceMessages(t, b.Addrs(), "ctr", msgs[:500]) // for the shape
 	cfg := kafkaConfig(b.Addrs(), "ctr")
