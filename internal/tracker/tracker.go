@@ -61,7 +61,9 @@ type Options struct {
 	Final bool
 }
 
-// ErrDone is returned for an event after the run is done.
+// ErrDone is returned for an event after the run is done, but for
+// Stopped, which commits again (a stop may have cut the final commit
+// short).
 var ErrDone = errors.New("tracker: the run is done")
 
 // Tracker is the state of one training run. It is used by one goroutine.
@@ -133,6 +135,12 @@ func New(opts Options) *Tracker {
 // order.
 func (t *Tracker) Step(ev Event) ([]Action, error) {
 	if t.done {
+		if ev, ok := ev.(Stopped); ok {
+			// The stop cut the run's last actions short (the final
+			// commit, the barrier): commit again, as every stop does.
+			t.dirty = true
+			return t.commit(ev.Now, nil), nil
+		}
 		return nil, fmt.Errorf("%w: %s", ErrDone, eventType(ev))
 	}
 	if _, ok := ev.(Started); !ok && !t.started {

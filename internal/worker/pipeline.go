@@ -181,15 +181,15 @@ func (r *run) epoch(ctx context.Context, epoch int) ([]tracker.Action, error) {
 		err := r.pass(ctx, epoch)
 		switch {
 		case err == nil:
-			return r.step(ctx, tracker.EpochEnded{Now: time.Now()})
+			acts, err := r.step(ctx, tracker.EpochEnded{Now: time.Now()})
+			if err != nil && ctx.Err() != nil {
+				// Stopped as the epoch ended (its commit, the barrier):
+				// the commit may not have been carried out.
+				return nil, r.stopped(ctx, err)
+			}
+			return acts, err
 		case ctx.Err() != nil:
-			// Stopped: store what was trained on (and, for a stream, whose
-			// stop is its end, evaluate on the test set), with time of its
-			// own; a second Ctrl-C ends the process.
-			cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), stopTimeout)
-			_, cerr := r.step(cctx, tracker.Stopped{Now: time.Now()})
-			cancel()
-			return nil, errors.Join(err, cerr)
+			return nil, r.stopped(ctx, err)
 		case !errors.Is(err, ErrReopen) || t.opts.Reopen == nil:
 			return nil, err
 		}
@@ -200,6 +200,19 @@ func (r *run) epoch(ctx context.Context, epoch int) ([]tracker.Action, error) {
 			return nil, err
 		}
 	}
+}
+
+// stopped ends a run whose context ended (err is why it stopped): it
+// stores what was trained on (and, for a stream, whose stop is its end,
+// evaluates on the test set), with time of its own, so that the
+// checkpoint in the model counts every push the shards applied (a lost
+// lease then costs a pause, not a rollback); a second Ctrl-C ends the
+// process.
+func (r *run) stopped(ctx context.Context, err error) error {
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), stopTimeout)
+	defer cancel()
+	_, cerr := r.step(cctx, tracker.Stopped{Now: time.Now()})
+	return errors.Join(err, cerr)
 }
 
 // stopTimeout bounds what a stopped run still does: the last commit and,

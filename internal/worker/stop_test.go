@@ -308,3 +308,48 @@ func TestStopAfterACancelledCommit(t *testing.T) {
 		})
 	}
 }
+
+// TestStopDuringTheEpochEndCommit stops a run while the commit of its
+// last epoch's end is under way (a worker whose lease was lost in an etcd
+// outage just as its data ended): the stop must still store the
+// checkpoint of every batch the shards applied, or the worker, back in
+// its life, finds the model ahead of its checkpoint and has the cluster
+// roll back (the fault test's "it cost a restore, not a pause").
+func TestStopDuringTheEpochEndCommit(t *testing.T) {
+	for _, m := range modes {
+		t.Run(m.name, func(t *testing.T) {
+			_, cl := startCluster(t, 2)
+			groups := genGroups(t, 3000, 3)
+			ctx, cancel := context.WithCancel(testutil.Ctx(t, time.Minute))
+			defer cancel()
+			var commits atomic.Int32
+			var stored Checkpoint
+			cfg := pipelineConfig(m.pipeline)
+			cfg.Train.Epochs = 1
+			tr := newTrainer(t, cl, Options{Config: cfg, Shape: genShape, Train: memOpen(groups, false), CommitEvery: time.Hour,
+				Commit: func(cctx context.Context, c Checkpoint) error {
+					if commits.Add(1) == 1 { // the epoch's end: the stop comes during it
+						cancel()
+						return fmt.Errorf("commit: %w", cctx.Err())
+					}
+					if err := cctx.Err(); err != nil {
+						return err
+					}
+					stored = c
+					return nil
+				}})
+			res, err := tr.Run(ctx)
+			if !errors.Is(err, context.Canceled) {
+				t.Fatalf("Run = %v, want the stop", err)
+			}
+			recs, aerr := cl.Applied(context.Background(), tr.opts.Name)
+			if aerr != nil {
+				t.Fatal(aerr)
+			}
+			if commits.Load() < 2 || stored.Batches != res.Batches || !recs[0].Exactly(uint64(stored.Batches)) {
+				t.Fatalf("%d commits; the stored checkpoint counts %d batches; %d trained; shard 0 applied %s",
+					commits.Load(), stored.Batches, res.Batches, recs[0])
+			}
+		})
+	}
+}
