@@ -67,6 +67,19 @@
 // order; with shuffle: false files are streamed in order and positions are
 // file positions.
 //
+// A Kafka topic's positions live in the model, one per partition, and the
+// scheduler deals the partitions to the workers (controlplane's partition
+// deal protocol): on a new deal a worker commits its positions, and reads
+// its new partitions from theirs once every worker of the deal has
+// acknowledged it. A worker of a bounded job that has read its partitions
+// to their end marks them done before it waits for the others, and is
+// dealt none after that; if its deal was replaced as it finished, its
+// attempt ends with job.ErrTrainAgain and the next one reads the new
+// partitions first. A stop (a lost lease) at any point, the end of the
+// last epoch included, commits the checkpoint of every batch the shards
+// applied, so that a worker back in its life trains on at the same
+// version.
+//
 // # Data
 //
 // LoadData finds the model's shape in the first training samples and the
