@@ -205,22 +205,7 @@ func TestKafkaFinishedWorkerIsDealtNothing(t *testing.T) {
 		}
 		return a
 	}
-	held, release := make(chan struct{}), make(chan struct{})
-	var once sync.Once
-	hold := func(job.Progress) { // worker 1's: hold it once it reads under the deal naming worker 0 too
-		a := deal()
-		if _, ok := a.Workers[membership.WorkerName(0)]; !ok || len(a.Workers) != 2 {
-			return
-		}
-		resp, err := lc.Etcd().Get(ctx, controlplane.PartitionsAckKey(lc.Prefix(), membership.WorkerName(1)))
-		if err != nil || len(resp.Kvs) == 0 || string(resp.Kvs[0].Value) != fmt.Sprint(a.Generation) {
-			return
-		}
-		once.Do(func() {
-			close(held)
-			<-release
-		})
-	}
+	hold, held, release := holdUnderDeal(ctx, lc, deal, 1, 2)
 	var wg sync.WaitGroup
 	results, errs, progress := make([]JobResult, 3), make([]error, 3), make([]syncBuilder, 3)
 	run := func(i int, onProgress func(job.Progress)) {
@@ -265,6 +250,30 @@ func TestKafkaFinishedWorkerIsDealtNothing(t *testing.T) {
 		}
 		t.Fatalf("the workers applied %d samples and the positions in the model cover %d messages, want %d of each", applied, storedMessages(t, lc, ctx), total)
 	}
+}
+
+// holdUnderDeal returns a progress hook for worker w that holds it, once,
+// at the first batch it trains under a deal of n workers naming worker 0
+// too (it has acknowledged the deal, so it reads that deal's partitions),
+// until release is closed; held is closed when it is held.
+func holdUnderDeal(ctx context.Context, lc *cluster.Cluster, deal func() controlplane.PartitionAssignment, w, n int) (hook func(job.Progress), held, release chan struct{}) {
+	held, release = make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	hook = func(job.Progress) {
+		a := deal()
+		if _, ok := a.Workers[membership.WorkerName(0)]; !ok || len(a.Workers) != n {
+			return
+		}
+		resp, err := lc.Etcd().Get(ctx, controlplane.PartitionsAckKey(lc.Prefix(), membership.WorkerName(w)))
+		if err != nil || len(resp.Kvs) == 0 || string(resp.Kvs[0].Value) != fmt.Sprint(a.Generation) {
+			return
+		}
+		once.Do(func() {
+			close(held)
+			<-release
+		})
+	}
+	return hook, held, release
 }
 
 // TestKafkaStreaming trains on a topic while a producer writes to it, then
