@@ -45,7 +45,7 @@ import (
 //	P/assign/<worker>                leading scheduler                worker (WaitAssignment)
 //	                                 (PutAssignment)
 //	P/partitions                     leading scheduler                workers (WaitPartitionAssignment,
-//	                                 (PutPartitionAssignment)         WatchReassigned), scheduler
+//	                                 (PutPartitionAssignmentIf)       WatchReassigned), scheduler
 //	P/partitions-ack/<worker>        worker (AckPartitions)           leading scheduler (WaitPartitionAcks)
 //	P/partitions-done/<worker>       worker (MarkPartitionsDone)      leading scheduler (PartitionsDone,
 //	                                                                  PutPartitionAssignmentIf)

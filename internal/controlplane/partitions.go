@@ -14,7 +14,7 @@ import (
 
 // The partition deal protocol: with several workers reading one Kafka
 // topic, the leading scheduler deals its partitions to the live workers
-// (PutPartitionAssignment) and deals again, at a higher generation, when
+// (PutPartitionAssignmentIf) and deals again, at a higher generation, when
 // a worker joins or leaves. A worker that sees a newer deal
 // (WatchReassigned) stores the positions of what it trained on, gives up
 // its old partitions and acknowledges the generation (AckPartitions); the
@@ -63,11 +63,6 @@ func DealPartitions(gen int64, topic string, n int, workers []string) PartitionA
 		a.Workers[w] = append(a.Workers[w], p)
 	}
 	return a
-}
-
-// PutPartitionAssignment publishes a.
-func (c *Conn) PutPartitionAssignment(ctx context.Context, a PartitionAssignment) error {
-	return c.putJSON(ctx, PartitionsKey(c.prefix), "partition assignment", a)
 }
 
 // PutPartitionAssignmentIf publishes a unless a worker has marked its

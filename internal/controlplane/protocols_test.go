@@ -142,6 +142,19 @@ func TestAssignment(t *testing.T) {
 	}
 }
 
+// publishDeal publishes a as the scheduler does, from a read of the
+// workers' done marks (none here at version 0).
+func publishDeal(t *testing.T, ctx context.Context, c *controlplane.Conn, a controlplane.PartitionAssignment) {
+	t.Helper()
+	_, rev, err := c.PartitionsDone(ctx, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := c.PutPartitionAssignmentIf(ctx, a, rev); !ok || err != nil {
+		t.Fatalf("PutPartitionAssignmentIf(generation %d) = %v, %v", a.Generation, ok, err)
+	}
+}
+
 // TestPartitionDeal: a deal names every worker, acknowledgements release
 // the scheduler's wait, and a newer deal ends it with ErrReassigned.
 func TestPartitionDeal(t *testing.T) {
@@ -154,9 +167,7 @@ func TestPartitionDeal(t *testing.T) {
 	if _, ok, err := c.GetPartitionAssignment(ctx); ok || err != nil {
 		t.Fatalf("GetPartitionAssignment before any: %v, %v", ok, err)
 	}
-	if err := c.PutPartitionAssignment(ctx, a); err != nil {
-		t.Fatal(err)
-	}
+	publishDeal(t, ctx, c, a)
 	if got, err := c.WaitPartitionAssignment(ctx, "w1", 1); err != nil || !reflect.DeepEqual(got, a) {
 		t.Fatalf("WaitPartitionAssignment = %+v, %v", got, err)
 	}
@@ -175,13 +186,9 @@ func TestPartitionDeal(t *testing.T) {
 	reassigned := c.WatchReassigned(wctx, 1)
 	b := controlplane.DealPartitions(2, "t", 5, []string{"w0", "w1", "w2"})
 	go func() { acked <- c.WaitPartitionAcks(ctx, b) }()
-	if err := c.PutPartitionAssignment(ctx, b); err != nil {
-		t.Fatal(err)
-	}
+	publishDeal(t, ctx, c, b)
 	<-reassigned
-	if err := c.PutPartitionAssignment(ctx, controlplane.DealPartitions(3, "t", 5, []string{"w0"})); err != nil {
-		t.Fatal(err)
-	}
+	publishDeal(t, ctx, c, controlplane.DealPartitions(3, "t", 5, []string{"w0"}))
 	if err := <-acked; !errors.Is(err, controlplane.ErrReassigned) {
 		t.Fatalf("WaitPartitionAcks under a newer deal: %v, want ErrReassigned", err)
 	}
@@ -197,9 +204,7 @@ func TestPartitionsDone(t *testing.T) {
 		t.Fatal("MarkPartitionsDone with no deal: no error")
 	}
 	a := controlplane.DealPartitions(1, "t", 4, []string{"w0", "w1"})
-	if err := c.PutPartitionAssignment(ctx, a); err != nil {
-		t.Fatal(err)
-	}
+	publishDeal(t, ctx, c, a)
 	done, rev, err := c.PartitionsDone(ctx, 7)
 	if err != nil || len(done) != 0 {
 		t.Fatalf("PartitionsDone before any mark = %v, %v", done, err)
