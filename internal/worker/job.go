@@ -343,13 +343,11 @@ func (m *model) trainerOptions(env *job.Env, start checkpoint.Checkpoint) Option
 	o.Final = env.BestRestored != nil
 	if env.Workers() > 1 {
 		o.Barrier = func(ctx context.Context) error {
-			if m.kj != nil {
-				if err := m.kj.done(ctx, env.Version); err != nil {
-					return err
-				}
-			}
 			env.Pauser.StopTraining(ctx) // no more batches: snapshots need not wait for us
 			if m.kj != nil {             // reading is over: let later partition deals go on without us
+				if err := m.kj.done(ctx, env.Version); err != nil {
+					return err // train again (the next attempt starts training anew) or stopped
+				}
 				if m.stopAcks != nil {
 					m.stopAcks()
 				}

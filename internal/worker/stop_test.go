@@ -272,6 +272,14 @@ func TestModelAheadOfCheckpointRollsBack(t *testing.T) {
 // checkpoint 586 batches behind its pushes this way (the tracker took the
 // failed commit for done, and the stop committed nothing).
 func TestStopAfterACancelledCommit(t *testing.T) {
+	stopDuringCommit(t, 100000, time.Nanosecond, 3) // a periodic commit: stopped long before the epochs end
+}
+
+// stopDuringCommit trains epochs epochs, committing every commitEvery, in
+// each mode, and stops the run during its stopAt-th commit, which fails
+// with the stop's cancellation: a commit after it must store the
+// checkpoint of every batch the shards applied.
+func stopDuringCommit(t *testing.T, epochs int, commitEvery time.Duration, stopAt int32) {
 	for _, m := range modes {
 		t.Run(m.name, func(t *testing.T) {
 			_, cl := startCluster(t, 2)
@@ -281,10 +289,10 @@ func TestStopAfterACancelledCommit(t *testing.T) {
 			var commits atomic.Int32
 			var stored Checkpoint
 			cfg := pipelineConfig(m.pipeline)
-			cfg.Train.Epochs = 100000 // stopped long before
-			tr := newTrainer(t, cl, Options{Config: cfg, Shape: genShape, Train: memOpen(groups, false), CommitEvery: time.Nanosecond,
+			cfg.Train.Epochs = epochs
+			tr := newTrainer(t, cl, Options{Config: cfg, Shape: genShape, Train: memOpen(groups, false), CommitEvery: commitEvery,
 				Commit: func(cctx context.Context, c Checkpoint) error {
-					if commits.Add(1) == 3 { // the stop comes during this commit
+					if commits.Add(1) == stopAt { // the stop comes during this commit
 						cancel()
 						return fmt.Errorf("commit: %w", cctx.Err())
 					}
@@ -302,8 +310,9 @@ func TestStopAfterACancelledCommit(t *testing.T) {
 			if aerr != nil {
 				t.Fatal(aerr)
 			}
-			if stored.Batches != res.Batches || !recs[0].Exactly(uint64(stored.Batches)) {
-				t.Fatalf("stored checkpoint counts %d batches; %d trained; shard 0 applied %s", stored.Batches, res.Batches, recs[0])
+			if commits.Load() <= stopAt || stored.Batches != res.Batches || !recs[0].Exactly(uint64(stored.Batches)) {
+				t.Fatalf("%d commits; the stored checkpoint counts %d batches; %d trained; shard 0 applied %s",
+					commits.Load(), stored.Batches, res.Batches, recs[0])
 			}
 		})
 	}
@@ -316,40 +325,5 @@ func TestStopAfterACancelledCommit(t *testing.T) {
 // its life, finds the model ahead of its checkpoint and has the cluster
 // roll back (the fault test's "it cost a restore, not a pause").
 func TestStopDuringTheEpochEndCommit(t *testing.T) {
-	for _, m := range modes {
-		t.Run(m.name, func(t *testing.T) {
-			_, cl := startCluster(t, 2)
-			groups := genGroups(t, 3000, 3)
-			ctx, cancel := context.WithCancel(testutil.Ctx(t, time.Minute))
-			defer cancel()
-			var commits atomic.Int32
-			var stored Checkpoint
-			cfg := pipelineConfig(m.pipeline)
-			cfg.Train.Epochs = 1
-			tr := newTrainer(t, cl, Options{Config: cfg, Shape: genShape, Train: memOpen(groups, false), CommitEvery: time.Hour,
-				Commit: func(cctx context.Context, c Checkpoint) error {
-					if commits.Add(1) == 1 { // the epoch's end: the stop comes during it
-						cancel()
-						return fmt.Errorf("commit: %w", cctx.Err())
-					}
-					if err := cctx.Err(); err != nil {
-						return err
-					}
-					stored = c
-					return nil
-				}})
-			res, err := tr.Run(ctx)
-			if !errors.Is(err, context.Canceled) {
-				t.Fatalf("Run = %v, want the stop", err)
-			}
-			recs, aerr := cl.Applied(context.Background(), tr.opts.Name)
-			if aerr != nil {
-				t.Fatal(aerr)
-			}
-			if commits.Load() < 2 || stored.Batches != res.Batches || !recs[0].Exactly(uint64(stored.Batches)) {
-				t.Fatalf("%d commits; the stored checkpoint counts %d batches; %d trained; shard 0 applied %s",
-					commits.Load(), stored.Batches, res.Batches, recs[0])
-			}
-		})
-	}
+	stopDuringCommit(t, 1, time.Hour, 1) // no periodic commit: the first is the epoch end's
 }
