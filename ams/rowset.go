@@ -33,6 +33,10 @@ type RowSet struct {
 	ids   []uint64
 	slots []uint32 // emptySlot: no row in the table
 	frees uint64   // the table's frees when the slots were taken
+	// the radix sort's scratch, kept so that a set filled one id range
+	// after another allocates once
+	sortIDs   []uint64
+	sortSlots []uint32
 }
 
 // IDs returns the set's ids, in increasing order. The slice aliases the
@@ -42,17 +46,26 @@ func (r *RowSet) IDs() []uint64 { return r.ids }
 // Len is the number of ids.
 func (r *RowSet) Len() int { return len(r.ids) }
 
-// SortedRows fills r with every row of t, in id order. The index is read
-// in bucket order (sequentially) and the (id, slot) pairs are sorted with
-// a radix sort, so no row and no bucket is visited at random.
-func (t *Table) SortedRows(r *RowSet) {
-	n := t.idx.len()
+// SortedRows fills r with every row of t, in id order (SortedRowsIn of
+// every id).
+func (t *Table) SortedRows(r *RowSet) { t.SortedRowsIn(r, AllIDs, t.idx.len()) }
+
+// SortedRowsIn fills r with the rows of t whose ids lie in rg, in id
+// order. The index is read in bucket order (sequentially) and the (id,
+// slot) pairs are sorted with a radix sort, so no row and no bucket is
+// visited at random. n is how many rows rg holds, as far as the caller
+// knows (IDHistogram.Count): r grows to it at once, so that a set filled
+// range after range allocates only for the largest.
+func (t *Table) SortedRowsIn(r *RowSet, rg IDRange, n int) {
 	r.ids, r.slots = slices.Grow(r.ids[:0], n), slices.Grow(r.slots[:0], n)
 	b := t.idx.b
+	lo, span := rg.Lo, rg.Hi-rg.Lo
 	for i := 0; i+2 < len(b); i += 3 {
 		if s := b[i+2]; s != emptySlot {
-			r.ids = append(r.ids, uint64(b[i])|uint64(b[i+1])<<32)
-			r.slots = append(r.slots, s)
+			if id := uint64(b[i]) | uint64(b[i+1])<<32; id-lo <= span {
+				r.ids = append(r.ids, id)
+				r.slots = append(r.slots, s)
+			}
 		}
 	}
 	r.frees = t.frees
@@ -197,19 +210,30 @@ func putRow(out []byte, row []float32) {
 	}
 }
 
-// sort sorts the (id, slot) pairs by id (see radixSort).
-func (r *RowSet) sort() { radixSort(r.ids, r.slots) }
+// sort sorts the (id, slot) pairs by id (see radixSort), with r's
+// scratch.
+func (r *RowSet) sort() {
+	if n := len(r.ids); n >= radixMin && cap(r.sortIDs) < n {
+		r.sortIDs, r.sortSlots = make([]uint64, max(n, cap(r.ids))), make([]uint32, max(n, cap(r.ids)))
+	}
+	radixSort(r.ids, r.slots, r.sortIDs, r.sortSlots)
+}
 
 // SortIDs sorts ids in increasing order, with radixSort: on the random
 // 64-bit ids of a table it takes a fraction of a comparison sort's time.
-func SortIDs(ids []uint64) { radixSort(ids, nil) }
+func SortIDs(ids []uint64) { radixSort(ids, nil, nil, nil) }
+
+// radixMin is the shortest list radixSort sorts by radix: shorter ones
+// take an insertion sort.
+const radixMin = 256
 
 // radixSort sorts ids increasing and moves slots (nil, or as long as ids)
 // along: a least-significant-digit radix sort, a byte per pass, that skips
 // the passes where every id has the same byte (small ids have no high
-// bytes to sort); small lists use an insertion sort.
-func radixSort(ids []uint64, slots []uint32) {
-	if len(ids) < 256 {
+// bytes to sort); small lists use an insertion sort. scratchIDs and
+// scratchSlots (for slots) are used when long enough, and made otherwise.
+func radixSort(ids []uint64, slots []uint32, scratchIDs []uint64, scratchSlots []uint32) {
+	if len(ids) < radixMin {
 		sortPairs(ids, slots)
 		return
 	}
@@ -219,10 +243,16 @@ func radixSort(ids []uint64, slots []uint32) {
 			counts[d][byte(id>>(8*d))]++
 		}
 	}
-	src, dst := ids, make([]uint64, len(ids))
+	if len(scratchIDs) < len(ids) {
+		scratchIDs = make([]uint64, len(ids))
+	}
+	src, dst := ids, scratchIDs[:len(ids)]
 	var srcS, dstS []uint32
 	if slots != nil {
-		srcS, dstS = slots, make([]uint32, len(ids))
+		if len(scratchSlots) < len(ids) {
+			scratchSlots = make([]uint32, len(ids))
+		}
+		srcS, dstS = slots, scratchSlots[:len(ids)]
 	}
 	for d := range counts {
 		c := &counts[d]

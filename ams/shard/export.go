@@ -101,7 +101,10 @@ func (s *Shard) exportTable(store snapshot.Store, cat *catalog, ti *tableInfo, o
 		fromCold: func(b, enc []byte) []byte {
 			return export.AppendRow(b, q, ams.SnapshotRowValues(enc, ti.spec.Dim))
 		}}
-	w.start()
+	if err := w.start(); err != nil {
+		tw.Abort()
+		return export.Table{}, err
+	}
 	f, err := w.write(tw, seq(len(s.stripes)))
 	if err != nil {
 		return export.Table{}, err
@@ -113,13 +116,17 @@ func (s *Shard) exportTable(store snapshot.Store, cat *catalog, ti *tableInfo, o
 	return export.Table{Name: ti.spec.Name, Dim: ti.spec.Dim, Quant: q, Init: init, Files: []snapshot.FileMeta{f}}, nil
 }
 
-// exportRows has each owner list, sorted, the rows of its stripe of ti
-// that an export writes, taking the dirty marks and the tombstones: for a
-// delta the rows pushed since the last export and those removed since
-// (the removed ones may have come back: the writer finds out), for a full
-// export every row.
+// exportRows has each owner take the dirty marks and the tombstones of
+// its stripe of ti and, for a delta, list, sorted, the rows an export
+// writes: those pushed since the last export and those removed since (the
+// removed ones may have come back: the writer finds out). A full export
+// writes every row, listed range by range as a snapshot's are: its rows
+// are nil.
 func (s *Shard) exportRows(cat *catalog, ti *tableInfo, delta bool) ([]ams.RowSet, error) {
-	rows := make([]ams.RowSet, len(s.stripes))
+	var rows []ams.RowSet
+	if delta {
+		rows = make([]ams.RowSet, len(s.stripes))
+	}
 	lost := make([]uint64, len(s.stripes))
 	if err := s.onStripes(func(i int, st *stripe) error {
 		tab := st.tables[ti.idx]
@@ -131,7 +138,7 @@ func (s *Shard) exportRows(cat *catalog, ti *tableInfo, delta bool) ([]ams.RowSe
 			if cd != nil {
 				cd.exported(tab)
 			}
-			return st.allRows(ti, &rows[i])
+			return nil
 		}
 		ids := append(tab.TakeDirty(nil), tombs...)
 		if cd != nil {

@@ -118,6 +118,13 @@ type tableWrite struct {
 	n    int          // encoded row size
 	rows []ams.RowSet // per stripe: its ids, sorted, and their rows
 	next []int        // per stripe: first row not yet in a chunk
+	// ranges, when not nil, cut the ids into the ranges whose rows are
+	// listed (into rows) and written one after the other, so that the
+	// lists cost a range's rows, not the table's (planRanges); nil: rows
+	// holds every row to write already (an export's delta).
+	ranges []ams.IDRange
+	most   []int      // per stripe: its rows in its largest range
+	cold   [][]uint64 // per stripe: a tiered table's ids on disk, sorted
 	// encode appends the encoding of the rows [lo, hi) of r (n bytes
 	// each) to b, on the owner of tab's stripe, and the positions (from
 	// lo) of those not in tab to missing, leaving their bytes for later.
@@ -137,12 +144,10 @@ type tableWrite struct {
 // id order. Each part needs a core for the sstable writer's per-row work;
 // a shard has a stripe per core by default.
 func (s *Shard) writeTable(store snapshot.Store, seq uint64, index int, ti *tableInfo) ([]snapshot.FileMeta, error) {
-	rows, err := s.sortedRows(ti)
-	if err != nil {
+	w := &tableWrite{s: s, ti: ti, n: s.rowBytes(ti), encode: (*ams.Table).AppendSnapshotRows}
+	if err := w.start(); err != nil {
 		return nil, err
 	}
-	w := &tableWrite{s: s, ti: ti, n: s.rowBytes(ti), rows: rows, encode: (*ams.Table).AppendSnapshotRows}
-	w.start()
 	parts := max(1, min(len(s.stripes), runtime.GOMAXPROCS(0)))
 	files := make([]snapshot.FileMeta, parts)
 	errs := make([]error, parts)
@@ -167,38 +172,129 @@ func (s *Shard) writeTable(store snapshot.Store, seq uint64, index int, ti *tabl
 	return files, errors.Join(errs...)
 }
 
-// start readies w for its writes.
-func (w *tableWrite) start() {
+// start readies w for its writes: with rows not given, it plans the
+// ranges they are listed in.
+func (w *tableWrite) start() error {
 	n := len(w.s.stripes)
 	w.next, w.missing = make([]int, n), make([][]int, n)
+	if w.rows != nil {
+		return nil
+	}
+	w.rows, w.cold = make([]ams.RowSet, n), make([][]uint64, n)
+	return w.planRanges()
+}
+
+// rangeRows is about how many rows of a stripe a snapshot (or a full
+// export) lists and sorts at a time when the table has more: 24 bytes a
+// row (id, slot and the sort's scratch), 12 MiB. Below it the lists
+// cost a stripe's rows, above it they stay a small fraction of a byte
+// a row of the table (BENCHMARKS, "Issue 30, step 4"). A variable only
+// so that tests can cut small tables into many ranges.
+var rangeRows = 1 << 19
+
+// maxRanges bounds the ranges a table is cut into: listing each range
+// reads every stripe's whole index once.
+const maxRanges = 32
+
+// planRanges cuts the ids of w's table into ranges of about rangeRows
+// rows per stripe (at most maxRanges of them), from the stripes' ids
+// counted in an ams.IDHistogram: ranges of ids, not of hash buckets, so
+// that every range's rows follow the previous range's in id order.
+func (w *tableWrite) planRanges() error {
+	s, idx := w.s, w.ti.idx
+	n := len(s.stripes)
+	w.most = make([]int, n)
+	los, his := make([]uint64, n), make([]uint64, n)
+	if err := s.onStripes(func(i int, st *stripe) error {
+		w.most[i] = st.tables[idx].Len()
+		if w.most[i] > rangeRows {
+			los[i], his[i], _ = st.tables[idx].IDBounds()
+		}
+		return nil
+	}); err != nil {
+		return err
+	}
+	total := 0
+	for _, m := range w.most {
+		total += m
+	}
+	if slices.Max(w.most) <= rangeRows {
+		w.ranges = []ams.IDRange{ams.AllIDs}
+		return nil
+	}
+	lo, hi := uint64(math.MaxUint64), uint64(0)
+	for i, m := range w.most {
+		if m > rangeRows {
+			lo, hi = min(lo, los[i]), max(hi, his[i])
+		}
+	}
+	hists := make([]*ams.IDHistogram, n)
+	if err := s.onStripes(func(i int, st *stripe) error {
+		hists[i] = ams.NewIDHistogram(lo, hi) // ids outside count at the ends
+		st.tables[idx].CountIDs(hists[i])
+		return nil
+	}); err != nil {
+		return err
+	}
+	all := ams.NewIDHistogram(lo, hi)
+	for _, h := range hists {
+		all.Add(h)
+	}
+	w.ranges = all.Ranges(max(rangeRows*n, (total+maxRanges-1)/maxRanges))
+	for i, h := range hists {
+		w.most[i] = 0
+		for _, rg := range w.ranges {
+			w.most[i] = max(w.most[i], h.Count(rg))
+		}
+	}
+	return nil
 }
 
 // write writes the rows of the stripes of (each of w.rows's stripes, in
-// at most one write at a time) in id order to tw and closes it, a chunk at
-// a time: the owners encode the rows of one chunk (each its own, in
-// parallel) while this goroutine hands the previous chunk to the table
-// writer, which writes its blocks from a goroutine of its own.
+// at most one write at a time) in id order to tw and closes it: range
+// after range (when w has ranges), each listed on the stripes' owners
+// and then written a chunk at a time.
 func (w *tableWrite) write(tw *snapshot.TableWriter, of []int) (snapshot.FileMeta, error) {
-	s := w.s
 	defer tw.Abort()
 	var chunks [2]writeChunk
 	for i := range chunks {
 		c := &chunks[i]
 		c.of = of
-		c.lo, c.hi = make([]int, len(s.stripes)), make([]int, len(s.stripes))
-		c.bufs = make([][]byte, len(s.stripes))
-		c.gone = make([][]int, len(s.stripes))
+		c.lo, c.hi = make([]int, len(w.s.stripes)), make([]int, len(w.s.stripes))
+		c.bufs = make([][]byte, len(w.s.stripes))
+		c.gone = make([][]int, len(w.s.stripes))
 	}
+	if w.ranges == nil {
+		if err := w.writeRows(tw, &chunks); err != nil {
+			return snapshot.FileMeta{}, err
+		}
+	}
+	for k := range w.ranges {
+		if err := w.list(of, k); err != nil {
+			return snapshot.FileMeta{}, err
+		}
+		if err := w.writeRows(tw, &chunks); err != nil {
+			return snapshot.FileMeta{}, err
+		}
+	}
+	return tw.Close()
+}
+
+// writeRows hands the listed rows of chunks' stripes to tw, a chunk at a
+// time: the owners encode the rows of one chunk (each its own, in
+// parallel) while this goroutine hands the previous chunk to the table
+// writer, which writes its blocks from a goroutine of its own.
+func (w *tableWrite) writeRows(tw *snapshot.TableWriter, chunks *[2]writeChunk) error {
 	cur, other := &chunks[0], &chunks[1]
 	if !w.plan(cur) {
-		return tw.Close()
+		return nil
 	}
 	pending := w.encodeChunk(cur)
 	for {
 		err := <-pending
 		pending = nil
 		if err != nil {
-			return snapshot.FileMeta{}, err
+			return err
 		}
 		more := w.plan(other)
 		if more {
@@ -208,37 +304,49 @@ func (w *tableWrite) write(tw *snapshot.TableWriter, of []int) (snapshot.FileMet
 			if pending != nil {
 				<-pending
 			}
-			return snapshot.FileMeta{}, err
+			return err
 		}
 		if !more {
-			return tw.Close()
+			return nil
 		}
 		cur, other = other, cur
 	}
 }
 
-// sortedRows has each owner list the rows of its stripe of ti, sorted by
-// id; ids are disjoint across stripes.
-func (s *Shard) sortedRows(ti *tableInfo) ([]ams.RowSet, error) {
-	rows := make([]ams.RowSet, len(s.stripes))
-	if err := s.onStripes(func(i int, st *stripe) error { return st.allRows(ti, &rows[i]) }); err != nil {
-		return nil, err
+// list has the owners of the stripes of lists their rows of range k.
+func (w *tableWrite) list(of []int, k int) error {
+	tasks := make([]*task, len(w.s.stripes))
+	for _, i := range of {
+		w.next[i] = 0
+		tasks[i] = &task{op: opFunc, fn: func(st *stripe) error { return w.listStripe(st, i, k) }}
 	}
-	return rows, nil
+	return w.s.dispatch(tasks)
 }
 
-// allRows lists the rows of the stripe's rows of ti in r, in both tiers,
-// sorted by id.
-func (st *stripe) allRows(ti *tableInfo, r *ams.RowSet) error {
-	st.tables[ti.idx].SortedRows(r)
-	if cd := st.lives[ti.idx].coldOf(); cd != nil {
+// listStripe lists stripe i's rows of range k, in both tiers, sorted by
+// id, on its owner.
+func (w *tableWrite) listStripe(st *stripe, i, k int) error {
+	rg, r := w.ranges[k], &w.rows[i]
+	st.tables[w.ti.idx].SortedRowsIn(r, rg, w.most[i])
+	cd := st.lives[w.ti.idx].coldOf()
+	if cd == nil {
+		return nil
+	}
+	if k == 0 {
 		ids, err := cd.ids(nil)
 		if err != nil {
 			return err
 		}
 		sortIDs(ids)
-		r.MergeAbsent(ids)
+		w.cold[i] = ids
 	}
+	ids := w.cold[i]
+	a, _ := slices.BinarySearch(ids, rg.Lo)
+	b, found := slices.BinarySearch(ids, rg.Hi)
+	if found {
+		b++
+	}
+	r.MergeAbsent(ids[a:b])
 	return nil
 }
 
