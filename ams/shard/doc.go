@@ -79,7 +79,11 @@
 // rows in id order (ams.RowSet: the index read in bucket order, the pairs
 // radix-sorted) and encodes them a chunk at a time, reading each row by
 // its slot, while a goroutine per part hands the previous chunk to that
-// part's sstable writer: the parts are written in parallel. An
+// part's sstable writer: the parts are written in parallel. A stripe of
+// more than rangeRows rows is listed one id range at a time (the ranges
+// cut from the stripes' ids counted in an ams.IDHistogram), so that the
+// lists cost a range's rows, not the table's: without it a snapshot's
+// lists added 24-26 bytes a row to the shard's peak memory. An
 // export writes one file per table, the stripes' rows merged in id order.
 // Restore reads every shard's files of a snapshot and keeps the ids the
 // caller's owns function gives it, so a snapshot written by N shards
