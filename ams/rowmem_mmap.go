@@ -4,8 +4,9 @@ package ams
 
 import (
 	"runtime"
-	"syscall"
 	"unsafe"
+
+	"golang.org/x/sys/unix"
 )
 
 // offHeap reports whether slab chunks are mapped outside the Go heap.
@@ -19,25 +20,31 @@ const RowsOffHeap = offHeap
 
 // mapRegion maps size bytes (a multiple of hugePage) of zeroed anonymous
 // memory aligned to hugePage and advises it as huge pages; nil on failure.
+//
+// It maps and unmaps by address (unix.MmapPtr, unix.MunmapPtr): package
+// syscall's Munmap takes only a slice Mmap returned, whole, and refuses
+// (EINVAL) any other, so the trimmed range it was once given here was
+// never unmapped: every resized index leaked its old array and a reset
+// table its rows (TestRegionRelease).
 func mapRegion(size int) []byte {
-	raw, err := syscall.Mmap(-1, 0, size+hugePage, syscall.PROT_READ|syscall.PROT_WRITE,
-		syscall.MAP_PRIVATE|syscall.MAP_ANON)
+	raw, err := unix.MmapPtr(-1, 0, nil, uintptr(size+hugePage), unix.PROT_READ|unix.PROT_WRITE,
+		unix.MAP_PRIVATE|unix.MAP_ANON)
 	if err != nil {
 		return nil
 	}
 	// Trim to a hugePage-aligned range: unmap the head and the tail.
-	addr := uintptr(unsafe.Pointer(unsafe.SliceData(raw)))
-	head := int((hugePage - addr%hugePage) % hugePage)
+	addr := uintptr(raw)
+	head := (hugePage - addr%hugePage) % hugePage
 	if head > 0 {
-		syscall.Munmap(raw[:head:head]) //nolint:errcheck // best effort: the range stays mapped
+		unix.MunmapPtr(raw, head) //nolint:errcheck // best effort: the range stays mapped
 	}
-	if tail := len(raw) - head - size; tail > 0 {
-		syscall.Munmap(raw[head+size:]) //nolint:errcheck
+	if tail := uintptr(hugePage) - head; tail > 0 {
+		unix.MunmapPtr(unsafe.Add(raw, head+uintptr(size)), tail) //nolint:errcheck
 	}
-	mem := raw[head : head+size : head+size]
+	mem := unsafe.Slice((*byte)(unsafe.Add(raw, head)), size)
 	// Transparent huge pages may be off, or "never": then this fails and
 	// the region keeps normal pages.
-	_ = syscall.Madvise(mem, 14) // MADV_HUGEPAGE
+	_ = unix.Madvise(mem, unix.MADV_HUGEPAGE)
 	return mem
 }
 
@@ -48,5 +55,5 @@ func registerRegion(r *region) {
 
 // unmapRegion unmaps memory from mapRegion.
 func unmapRegion(mem []byte) {
-	syscall.Munmap(mem) //nolint:errcheck // nothing to do about a failure
+	unix.MunmapPtr(unsafe.Pointer(unsafe.SliceData(mem)), uintptr(len(mem))) //nolint:errcheck // nothing to do about a failure
 }
