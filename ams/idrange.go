@@ -105,7 +105,7 @@ func (t *Table) IDBounds() (lo, hi uint64, ok bool) {
 	lo = math.MaxUint64
 	b := t.idx.b
 	for i := 0; i+2 < len(b); i += 3 {
-		if b[i+2] != emptySlot {
+		if slotOf(b, i) != emptySlot {
 			id := uint64(b[i]) | uint64(b[i+1])<<32
 			lo, hi = min(lo, id), max(hi, id)
 		}
@@ -118,7 +118,7 @@ func (t *Table) IDBounds() (lo, hi uint64, ok bool) {
 func (t *Table) CountIDs(h *IDHistogram) {
 	b := t.idx.b
 	for i := 0; i+2 < len(b); i += 3 {
-		if b[i+2] != emptySlot {
+		if slotOf(b, i) != emptySlot {
 			h.counts[h.bucket(uint64(b[i])|uint64(b[i+1])<<32)]++
 		}
 	}

@@ -28,8 +28,14 @@ const minIndexCap = 8
 //
 // Buckets are packed as three uint32s (key low, key high, slot) in one
 // pointer-free slice: 12 bytes per bucket, one cache line touched per probe
-// in the common case, nothing for the garbage collector to scan. A bucket is
-// empty when its slot is emptySlot.
+// in the common case, nothing for the garbage collector to scan. A bucket
+// holds its slot complemented (^slot, see slotOf), so a bucket of zeros is
+// empty (^0 is emptySlot): a new array needs no pass to mark its buckets
+// empty, and a mapped one (whose pages read as zero until written) becomes
+// resident only as entries land in it. A resize places the old array's
+// entries, which lie in bucket order, in the same order in the new one,
+// and unmaps the old array a part at a time as it goes: while an index
+// doubles, the two arrays together stay near the size of the new one.
 //
 // The bucket of id is the top log2(cap) bits of Mix64(id ^ indexSalt).
 //
@@ -60,6 +66,10 @@ func indexCapFor(n int) int {
 
 func (x *index) len() int { return x.n }
 
+// slotOf returns the slot held by the bucket whose words start at b[i]
+// (emptySlot: empty).
+func slotOf(b []uint32, i int) uint32 { return ^b[i+2] }
+
 // capacity returns the number of buckets.
 func (x *index) capacity() int { return len(x.b) / 3 }
 
@@ -72,7 +82,7 @@ func (x *index) get(id uint64) (uint32, bool) {
 	if !ok {
 		return 0, false
 	}
-	return x.b[3*i+2], true
+	return slotOf(x.b, int(3*i)), true
 }
 
 // find returns the bucket that holds id.
@@ -91,7 +101,7 @@ func (x *index) probe(id uint64) (uint, bool) {
 	i := hashIndex(id, x.shift)
 	for {
 		e := b[3*i : 3*i+3 : 3*i+3]
-		if e[2] == emptySlot {
+		if e[2] == 0 { // emptySlot, complemented
 			return i, false
 		}
 		if e[0] == lo && e[1] == hi {
@@ -109,13 +119,13 @@ func (x *index) findOrPlace(id uint64, next func() uint32) (uint32, bool) {
 	i, ok := x.probe(id)
 	e := x.b[3*i : 3*i+3 : 3*i+3]
 	if ok {
-		return e[2], true
+		return ^e[2], true
 	}
 	if x.n >= x.growAt {
 		panic("ams: index: findOrPlace without room")
 	}
 	s := next()
-	e[0], e[1], e[2] = uint32(id), uint32(id>>32), s
+	e[0], e[1], e[2] = uint32(id), uint32(id>>32), ^s
 	x.n++
 	return s, false
 }
@@ -154,8 +164,8 @@ func (x *index) place(id uint64, slot uint32) {
 	i := hashIndex(id, x.shift)
 	for {
 		e := b[3*i : 3*i+3 : 3*i+3]
-		if e[2] == emptySlot {
-			e[0], e[1], e[2] = uint32(id), uint32(id>>32), slot
+		if e[2] == 0 { // empty
+			e[0], e[1], e[2] = uint32(id), uint32(id>>32), ^slot
 			return
 		}
 		if e[0] == uint32(id) && e[1] == uint32(id>>32) {
@@ -177,7 +187,7 @@ func (x *index) reserve(n int) {
 func (x *index) resize(c int) {
 	old, oldMem := x.b, x.mem
 	// Large bucket arrays live in mapped huge pages, like the slab chunks
-	// (see rowMemory); the old array is unmapped right after the rehash.
+	// (see rowMemory). The new array is zero: every bucket empty.
 	x.mem = nil
 	if 12*c >= hugePage {
 		x.mem = newRegion(12 * c)
@@ -187,19 +197,28 @@ func (x *index) resize(c int) {
 	} else {
 		x.b = make([]uint32, 3*c)
 	}
-	for i := 2; i < len(x.b); i += 3 {
-		x.b[i] = emptySlot
-	}
 	x.shift = uint8(64 - bits.TrailingZeros(uint(c)))
 	x.mask = uint(c - 1)
 	x.growAt = c * 3 / 4
+	released := 0 // bytes at the head of oldMem unmapped
 	for i := 0; i < len(old); i += 3 {
-		if s := old[i+2]; s != emptySlot {
+		if s := slotOf(old, i); s != emptySlot {
 			x.place(uint64(old[i])|uint64(old[i+1])<<32, s)
+		}
+		// The old array is read once, in order: give its memory back a
+		// part at a time, whole huge pages behind the bucket just read.
+		if oldMem != nil && 4*(i+3)-released >= resizeRelease {
+			n := (4*(i+3) - released) &^ (hugePage - 1)
+			oldMem.releaseHead(n)
+			released += n
 		}
 	}
 	oldMem.release()
 }
+
+// resizeRelease is how many bytes of the old array a resize reads before
+// it unmaps them.
+const resizeRelease = hugePage
 
 // remove deletes id and returns its slot. Entries after the freed bucket
 // that would no longer be reachable are shifted back into it.
@@ -209,14 +228,14 @@ func (x *index) remove(id uint64) (uint32, bool) {
 		return 0, false
 	}
 	b := x.b
-	slot := b[3*i+2]
+	slot := slotOf(b, int(3*i))
 	// Backward-shift deletion: i is the hole. Walk j over the rest of the
 	// cluster; an entry at j whose home h is not cyclically in (i, j] can
 	// move into the hole, which then moves to j.
 	j := i
 	for {
 		j = (j + 1) & x.mask
-		if b[3*j+2] == emptySlot {
+		if b[3*j+2] == 0 { // empty
 			break
 		}
 		h := hashIndex(uint64(b[3*j])|uint64(b[3*j+1])<<32, x.shift)
@@ -226,7 +245,7 @@ func (x *index) remove(id uint64) (uint32, bool) {
 			i = j
 		}
 	}
-	b[3*i+2] = emptySlot
+	b[3*i+2] = 0 // empty
 	x.n--
 	return slot, true
 }
@@ -236,7 +255,7 @@ func (x *index) remove(id uint64) (uint32, bool) {
 func (x *index) all(fn func(id uint64, slot uint32) bool) {
 	b := x.b
 	for i := 0; i+2 < len(b); i += 3 {
-		if s := b[i+2]; s != emptySlot {
+		if s := slotOf(b, i); s != emptySlot {
 			if !fn(uint64(b[i])|uint64(b[i+1])<<32, s) {
 				return
 			}

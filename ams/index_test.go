@@ -23,8 +23,7 @@ func checkIndex(t *testing.T, x *index, ref map[uint64]uint32) {
 			t.Fatalf("entry %d->%d, reference has %d (present %v)", id, slot, want, ok)
 		}
 		for i := hashIndex(id, x.shift); ; i = (i + 1) & x.mask {
-			s := x.b[3*i+2]
-			if s == emptySlot {
+			if slotOf(x.b, int(3*i)) == emptySlot {
 				t.Fatalf("id %d unreachable from its home bucket", id)
 			}
 			if uint64(x.b[3*i])|uint64(x.b[3*i+1])<<32 == id {
@@ -174,4 +173,29 @@ func TestIndexRejectsReservedSlot(t *testing.T) {
 	}()
 	var x index
 	x.insert(1, emptySlot)
+}
+
+// TestIndexResizeMapped grows an index through sizes whose arrays are
+// mapped regions, which a resize unmaps a part at a time while it reads
+// them: every entry stays, with its slot, reachable from its home, slots
+// 0 and maxSlot included (a bucket holds its slot complemented).
+func TestIndexResizeMapped(t *testing.T) {
+	var x index
+	ref := map[uint64]uint32{}
+	r := rand.New(rand.NewPCG(11, 12))
+	for i := range 700_000 {
+		id, slot := r.Uint64(), uint32(i)
+		if i == 1 {
+			slot = maxSlot
+		}
+		if _, dup := ref[id]; dup {
+			continue
+		}
+		x.insert(id, slot)
+		ref[id] = slot
+	}
+	if offHeap && x.mem == nil {
+		t.Fatalf("an index of %d buckets is not mapped", x.capacity())
+	}
+	checkIndex(t, &x, ref)
 }

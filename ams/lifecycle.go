@@ -188,7 +188,7 @@ func (t *Table) Sweep(sw *Sweeper, n int, remove func(RowInfo) bool) (visited in
 			t.prefetchVisit(bucketAt(k, c), bucketAt(k+sweepAhead, c))
 		}
 		i := bucketAt(sw.k, c)
-		slot := x.b[3*i+2]
+		slot := slotOf(x.b, 3*i)
 		if slot == emptySlot {
 			sw.k++
 			continue
@@ -223,7 +223,7 @@ func (t *Table) Sweep(sw *Sweeper, n int, remove func(RowInfo) bool) (visited in
 // bucket was asked for earlier) and bucket j (visited later).
 func (t *Table) prefetchVisit(i, j int) {
 	x := &t.idx
-	if s := x.b[3*i+2]; s != emptySlot {
+	if s := slotOf(x.b, 3*i); s != emptySlot {
 		row := t.rows.row(s)
 		prefetch.Float32s(row[len(row)-statWords:])
 	}

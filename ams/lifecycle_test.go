@@ -173,8 +173,8 @@ func TestSetStepOnlyMovesForward(t *testing.T) {
 // longestRun returns the longest run of occupied buckets of the index.
 func longestRun(x *index) int {
 	best, run := 0, 0
-	for i := 2; i < len(x.b); i += 3 {
-		if x.b[i] == emptySlot {
+	for i := 0; i < len(x.b); i += 3 {
+		if slotOf(x.b, i) == emptySlot {
 			run = 0
 			continue
 		}

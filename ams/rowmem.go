@@ -65,8 +65,20 @@ func (r *region) release() {
 		return
 	}
 	r.cleanup.Stop()
-	unmapRegion(r.mem)
+	if len(r.mem) > 0 {
+		unmapRegion(r.mem)
+	}
 	r.mem = nil
+}
+
+// releaseHead unmaps the first n bytes of r (a multiple of hugePage) now:
+// r's memory is the rest from here on. The caller must release r in the
+// end (its cleanup, which would unmap the whole of the first range, is
+// off).
+func (r *region) releaseHead(n int) {
+	r.cleanup.Stop()
+	unmapRegion(r.mem[:n:n])
+	r.mem = r.mem[n:]
 }
 
 // uint32s views r's memory as n uint32s (n*4 <= len(r.mem)).

@@ -61,7 +61,7 @@ func (t *Table) SortedRowsIn(r *RowSet, rg IDRange, n int) {
 	b := t.idx.b
 	lo, span := rg.Lo, rg.Hi-rg.Lo
 	for i := 0; i+2 < len(b); i += 3 {
-		if s := b[i+2]; s != emptySlot {
+		if s := slotOf(b, i); s != emptySlot {
 			if id := uint64(b[i]) | uint64(b[i+1])<<32; id-lo <= span {
 				r.ids = append(r.ids, id)
 				r.slots = append(r.slots, s)
