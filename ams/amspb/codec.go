@@ -44,8 +44,11 @@ func (c Codec) Marshal(v any) (mem.BufferSlice, error) {
 	return mem.BufferSlice{mem.NewBuffer(buf, c.Pool)}, nil
 }
 
-// Unmarshal decodes data into v, a protobuf message.
+// Unmarshal decodes data into v, a protobuf message, or a PullReply.
 func (c Codec) Unmarshal(data mem.BufferSlice, v any) error {
+	if r, ok := v.(*PullReply); ok {
+		return c.unmarshalPullReply(data, r)
+	}
 	m, ok := v.(proto.Message)
 	if !ok {
 		return fmt.Errorf("amspb: cannot unmarshal into %T: not a protobuf message", v)

@@ -263,10 +263,11 @@ func (c *Client) pullMessage(ctx context.Context, s int, plane DataPlane, r *Rou
 	if len(which) == 0 && len(dense) == 0 && round == nil {
 		return false, nil // in sync mode, every shard is asked: the barrier waits at each
 	}
-	resp, err := plane.Pull(ctx, req)
+	resp, release, err := pullVia(ctx, plane, req)
 	if err != nil {
 		return false, c.rpcError("pull from", s, err)
 	}
+	defer release()
 	if resp.RoundPending {
 		return true, nil
 	}

@@ -94,11 +94,30 @@ func (c *Client) plane(s int, d DataPlane) DataPlane {
 	if d != nil {
 		return directPlane{d}
 	}
-	return grpcPlane{c.stubs[s]}
+	return grpcPlane{c.stubs[s], c.conns[s]}
 }
 
 // grpcPlane adapts a gRPC stub to DataPlane.
-type grpcPlane struct{ stub amspb.AMSClient }
+type grpcPlane struct {
+	stub amspb.AMSClient
+	cc   grpc.ClientConnInterface // the stub's, for pulls without copies (pullVia)
+}
+
+// pullVia pulls through plane. Over gRPC the reply's bytes alias the
+// received message (amspb.PullReply) until release, which the caller
+// calls once it copied them out.
+func pullVia(ctx context.Context, plane DataPlane, req *amspb.PullRequest) (resp *amspb.PullResponse, release func(), err error) {
+	g, ok := plane.(grpcPlane)
+	if !ok {
+		resp, err = plane.Pull(ctx, req)
+		return resp, func() {}, err
+	}
+	r := new(amspb.PullReply)
+	if err := amspb.Pull(ctx, g.cc, req, r); err != nil {
+		return nil, func() {}, err
+	}
+	return &r.Resp, r.Release, nil
+}
 
 func (g grpcPlane) Pull(ctx context.Context, req *amspb.PullRequest) (*amspb.PullResponse, error) {
 	return g.stub.Pull(ctx, req)
