@@ -7,7 +7,10 @@
 // of package ams across a call. The pool (BufferPool) hands out buffers
 // without zeroing them and keeps, for reuse, at most PoolBytes of them,
 // none over 16 MiB: whatever a burst of large messages took beyond that
-// is left to the garbage collector when they are done.
+// is left to the garbage collector when they are done. The codec encodes
+// a pull reply and a push request by hand, splicing their payloads in
+// without a copy, and decodes a pull reply for Pull into a PullReply
+// whose payloads alias the received buffer until Release.
 //
 // A server built with ServerOptions answers an error with the code of the
 // first entry it matches and one google.rpc.ErrorInfo (domain
