@@ -103,23 +103,18 @@ func (h *IDHistogram) Count(rg IDRange) int {
 // false when t has none. It reads the index once, sequentially.
 func (t *Table) IDBounds() (lo, hi uint64, ok bool) {
 	lo = math.MaxUint64
-	b := t.idx.b
-	for i := 0; i+2 < len(b); i += 3 {
-		if slotOf(b, i) != emptySlot {
-			id := uint64(b[i]) | uint64(b[i+1])<<32
-			lo, hi = min(lo, id), max(hi, id)
-		}
-	}
+	t.idx.all(func(id uint64, _ uint32) bool {
+		lo, hi = min(lo, id), max(hi, id)
+		return true
+	})
 	return lo, hi, t.idx.len() > 0
 }
 
 // CountIDs counts the ids of t's rows in h. It reads the index once,
 // sequentially.
 func (t *Table) CountIDs(h *IDHistogram) {
-	b := t.idx.b
-	for i := 0; i+2 < len(b); i += 3 {
-		if slotOf(b, i) != emptySlot {
-			h.counts[h.bucket(uint64(b[i])|uint64(b[i+1])<<32)]++
-		}
-	}
+	t.idx.all(func(id uint64, _ uint32) bool {
+		h.counts[h.bucket(id)]++
+		return true
+	})
 }

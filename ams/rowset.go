@@ -9,7 +9,7 @@ import (
 
 // RowSet is a list of ids in increasing order with where each one's row
 // lives in a Table (its slot, or none): what a snapshot or an export
-// writes, a chunk at a time, in id order. A Table fills it (SortedRows,
+// writes, a chunk at a time, in id order. A Table fills it (SortedRowsIn,
 // LocateRows) and encodes its rows (AppendSnapshotRows, EachRowValues) by
 // slot, without looking each id up again: written in id order, every row
 // would otherwise cost two dependent cache misses, the index bucket and
@@ -45,10 +45,6 @@ func (r *RowSet) IDs() []uint64 { return r.ids }
 
 // Len is the number of ids.
 func (r *RowSet) Len() int { return len(r.ids) }
-
-// SortedRows fills r with every row of t, in id order (SortedRowsIn of
-// every id).
-func (t *Table) SortedRows(r *RowSet) { t.SortedRowsIn(r, AllIDs, t.idx.len()) }
 
 // SortedRowsIn fills r with the rows of t whose ids lie in rg, in id
 // order. The index is read in bucket order (sequentially) and the (id,

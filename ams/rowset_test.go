@@ -49,7 +49,7 @@ func snapshotOf(tab *Table, ids []uint64) ([]byte, []int) {
 	return b, missing
 }
 
-// TestRowSetMatchesPerRow checks SortedRows, LocateRows, MergeAbsent and
+// TestRowSetMatchesPerRow checks SortedRowsIn (of every id), LocateRows, MergeAbsent and
 // AppendSnapshotRows against listing, sorting and encoding row by row,
 // also after deletions freed slots that later creations reused.
 func TestRowSetMatchesPerRow(t *testing.T) {
@@ -57,10 +57,10 @@ func TestRowSetMatchesPerRow(t *testing.T) {
 	for _, n := range []int{0, 1, 7, 255, 256, 3000} {
 		tab := rowSetTable(t, n, r)
 		var rs RowSet
-		tab.SortedRows(&rs)
+		tab.SortedRowsIn(&rs, AllIDs, tab.Len())
 		want := slices.Sorted(slices.Values(tab.IDs(nil)))
 		if !slices.Equal(rs.IDs(), want) {
-			t.Fatalf("n=%d: SortedRows ids differ from the sorted ids", n)
+			t.Fatalf("n=%d: SortedRowsIn of every id differs from the sorted ids", n)
 		}
 		check := func(what string, rs *RowSet) {
 			t.Helper()
@@ -105,7 +105,7 @@ func TestRowSetMatchesPerRow(t *testing.T) {
 		check("after deletes", &rs)
 		// Ids on disk (absent from the table) merged in, some present.
 		extra := slices.Sorted(slices.Values([]uint64{1, 2, 2, want[n-1], 1 << 40}))
-		tab.SortedRows(&rs)
+		tab.SortedRowsIn(&rs, AllIDs, tab.Len())
 		rs.MergeAbsent(extra)
 		all := slices.Compact(slices.Sorted(slices.Values(append(tab.IDs(nil), extra...))))
 		if !slices.Equal(rs.IDs(), all) {
@@ -125,7 +125,7 @@ func TestLoadSnapshotRows(t *testing.T) {
 	r := rand.New(rand.NewPCG(3, 4))
 	src := rowSetTable(t, 2000, r)
 	var rs RowSet
-	src.SortedRows(&rs)
+	src.SortedRowsIn(&rs, AllIDs, src.Len())
 	enc, _ := src.AppendSnapshotRows(nil, &rs, 0, rs.Len(), nil)
 	ids := rs.IDs()
 	n := src.SnapshotRowBytes()
