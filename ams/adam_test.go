@@ -1,6 +1,7 @@
 package ams
 
 import (
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -81,12 +82,12 @@ var adamTestLens = func() []int {
 	return ns
 }()
 
-// withAdamAVX runs f with the vector kernel enabled (if the CPU has it) or
+// withOptAVX runs f with the vector kernel enabled (if the CPU has it) or
 // disabled.
-func withAdamAVX(on bool, f func()) {
-	saved := haveAdamAVX
-	haveAdamAVX = on && saved
-	defer func() { haveAdamAVX = saved }()
+func withOptAVX(on bool, f func()) {
+	saved := haveOptAVX
+	haveOptAVX = on && saved
+	defer func() { haveOptAVX = saved }()
 	f()
 }
 
@@ -95,7 +96,7 @@ func withAdamAVX(on bool, f func()) {
 // a relative 1e-6 on w, m and v, and the two paths against each other bit
 // for bit.
 func TestAdamApplyKernel(t *testing.T) {
-	t.Logf("vector kernel: %v", haveAdamAVX)
+	t.Logf("vector kernel: %v", haveOptAVX)
 	for _, o := range adamTestOpts {
 		for _, n := range adamTestLens {
 			rng := rand.New(rand.NewPCG(uint64(n), 11))
@@ -108,9 +109,9 @@ func TestAdamApplyKernel(t *testing.T) {
 				adamLoopRef(wRef, stRef[:n], stRef[n:2*n], g, o.Beta1, o.Beta2, lrT, o.Eps)
 
 				wVec, stVec := slices.Clone(w0), slices.Clone(st0)
-				withAdamAVX(true, func() { o.Apply(wVec, stVec, g) })
+				withOptAVX(true, func() { o.Apply(wVec, stVec, g) })
 				wGo, stGo := slices.Clone(w0), slices.Clone(st0)
-				withAdamAVX(false, func() { o.Apply(wGo, stGo, g) })
+				withOptAVX(false, func() { o.Apply(wGo, stGo, g) })
 
 				if !sameBits(g, gCopy) {
 					t.Fatalf("%v n=%d: Apply modified g", o, n)
@@ -147,12 +148,12 @@ func TestAdamBlocks(t *testing.T) {
 		st0[2*n] = 2
 		lrT := adamLRT(o, 3)
 		wGo, stGo := slices.Clone(w0), slices.Clone(st0)
-		withAdamAVX(false, func() { o.Apply(wGo, stGo, g) })
+		withOptAVX(false, func() { o.Apply(wGo, stGo, g) })
 		w, st := slices.Clone(w0), slices.Clone(st0)
 		m, v := st[:n], st[n:2*n]
 		k := adamBlocks(w, m, v, g, o.Beta1, 1-o.Beta1, o.Beta2, 1-o.Beta2, lrT, o.Eps)
 		want := 0
-		if haveAdamAVX {
+		if haveOptAVX {
 			want = n &^ 7
 		}
 		if k != want {
@@ -191,4 +192,78 @@ func benchAdamApply(b *testing.B, n int) {
 		st[2*n] = 0 // stay at t = 1, whatever b.N
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(n), "ns/element")
+}
+
+// TestAdagradApplyKernel checks Adagrad.Apply with the vector kernel (where
+// this build and CPU have one) against the scalar loop alone, bit for bit,
+// on every length up to 40 and two long ones, over three steps (the
+// accumulators grow), and adagradBlocks called directly: the longest
+// multiple-of-8 prefix, or nothing without AVX, and nothing past it.
+func TestAdagradApplyKernel(t *testing.T) {
+	t.Logf("vector kernel: %v", haveOptAVX)
+	o := Adagrad{LR: 0.05, InitialAccumulator: 0.1, Eps: 1e-7}
+	for _, n := range adamTestLens {
+		rng := rand.New(rand.NewPCG(uint64(n), 13))
+		w0, st, g := adamInputs(rng, n)
+		acc0 := st[n : 2*n] // non-negative
+		wVec, accVec := slices.Clone(w0), slices.Clone(acc0)
+		wGo, accGo := slices.Clone(w0), slices.Clone(acc0)
+		gCopy := slices.Clone(g)
+		for step := range 3 {
+			withOptAVX(true, func() { o.Apply(wVec, accVec, g) })
+			withOptAVX(false, func() { o.Apply(wGo, accGo, g) })
+			if !sameBits(g, gCopy) {
+				t.Fatalf("n=%d: Apply modified g", n)
+			}
+			if !sameBits(wVec, wGo) || !sameBits(accVec, accGo) {
+				t.Fatalf("n=%d step %d: kernel and scalar loop differ", n, step)
+			}
+		}
+		w, acc := slices.Clone(w0), slices.Clone(acc0)
+		k := adagradBlocks(w, acc, g, o.LR, o.Eps)
+		want := 0
+		if haveOptAVX {
+			want = n &^ 7
+		}
+		wGo, accGo = slices.Clone(w0), slices.Clone(acc0)
+		withOptAVX(false, func() { o.Apply(wGo, accGo, g) })
+		if k != want {
+			t.Fatalf("n=%d: adagradBlocks did %d elements, want %d", n, k, want)
+		}
+		if !sameBits(w[:k], wGo[:k]) || !sameBits(acc[:k], accGo[:k]) {
+			t.Fatalf("n=%d: adagradBlocks differs from the scalar loop", n)
+		}
+		if !sameBits(w[k:], w0[k:]) || !sameBits(acc[k:], acc0[k:]) {
+			t.Fatalf("n=%d: adagradBlocks wrote past element %d", n, k)
+		}
+	}
+}
+
+// Run:
+//
+//	go test -run='^$' -bench=AdagradApply -benchtime=2000x ./ams
+func BenchmarkAdagradApply_N18(b *testing.B) {
+	for _, vec := range []bool{false, true} {
+		b.Run(fmt.Sprintf("kernel=%v", vec && haveOptAVX), func(b *testing.B) {
+			const n = 18
+			o := Adagrad{LR: 0.05, InitialAccumulator: 0.1, Eps: 1e-7}
+			rng := rand.New(rand.NewPCG(1, 2))
+			rows := make([][3][]float32, 1024) // w, acc, g of rows in L1/L2
+			for i := range rows {
+				for j := range rows[i] {
+					rows[i][j] = make([]float32, n)
+					for k := range n {
+						rows[i][j][k] = float32(rng.Float64()*0.1 + 0.01)
+					}
+				}
+			}
+			withOptAVX(vec, func() {
+				for i := 0; b.Loop(); i++ {
+					r := &rows[i%len(rows)]
+					o.Apply(r[0], r[1], r[2])
+				}
+			})
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N), "ns/row")
+		})
+	}
 }

@@ -97,3 +97,74 @@ adamAVX_tail8:
 adamAVX_done:
 	VZEROUPPER
 	RET
+
+// func adagradAVX(n int, w, acc, grad *float32, lr, eps float32)
+//
+// For i in [0, n), n a positive multiple of 8:
+//
+//	a := acc[i] + g[i]*g[i]
+//	acc[i] = a
+//	w[i] = w[i] - (lr*g[i])/(sqrt(a)+eps)
+//
+// every operation rounded separately (no FMA), in Adagrad.Apply's order,
+// so the results are bit-identical to its loop. Constants in Y14-Y15; two
+// independent 8-lane blocks per iteration, as adamAVX.
+TEXT ·adagradAVX(SB), NOSPLIT, $0-40
+	MOVQ n+0(FP), CX
+	MOVQ w+8(FP), DI
+	MOVQ acc+16(FP), SI
+	MOVQ grad+24(FP), R8
+	VBROADCASTSS lr+32(FP), Y14
+	VBROADCASTSS eps+36(FP), Y15
+	SHLQ $2, CX        // n in bytes
+	MOVQ CX, BX
+	ANDQ $-64, BX      // bytes covered by 16-lane iterations
+	XORQ AX, AX        // byte offset
+	CMPQ BX, $0
+	JEQ adagradAVX_tail8
+
+adagradAVX_loop16:
+	VMOVUPS (R8)(AX*1), Y0
+	VMOVUPS 32(R8)(AX*1), Y5
+	VMULPS Y0, Y0, Y1          // g*g
+	VMULPS Y5, Y5, Y6
+	VADDPS (SI)(AX*1), Y1, Y1  // a = acc + g*g
+	VADDPS 32(SI)(AX*1), Y6, Y6
+	VMOVUPS Y1, (SI)(AX*1)
+	VMOVUPS Y6, 32(SI)(AX*1)
+	VSQRTPS Y1, Y1
+	VSQRTPS Y6, Y6
+	VADDPS Y15, Y1, Y1         // sqrt(a) + eps
+	VADDPS Y15, Y6, Y6
+	VMULPS Y0, Y14, Y0         // lr * g
+	VMULPS Y5, Y14, Y5
+	VDIVPS Y1, Y0, Y0          // lr*g / (sqrt(a)+eps)
+	VDIVPS Y6, Y5, Y5
+	VMOVUPS (DI)(AX*1), Y2
+	VMOVUPS 32(DI)(AX*1), Y7
+	VSUBPS Y0, Y2, Y2          // w - step
+	VSUBPS Y5, Y7, Y7
+	VMOVUPS Y2, (DI)(AX*1)
+	VMOVUPS Y7, 32(DI)(AX*1)
+	ADDQ $64, AX
+	CMPQ AX, BX
+	JLT adagradAVX_loop16
+
+adagradAVX_tail8:
+	CMPQ AX, CX
+	JGE adagradAVX_done
+	VMOVUPS (R8)(AX*1), Y0
+	VMULPS Y0, Y0, Y1
+	VADDPS (SI)(AX*1), Y1, Y1
+	VMOVUPS Y1, (SI)(AX*1)
+	VSQRTPS Y1, Y1
+	VADDPS Y15, Y1, Y1
+	VMULPS Y0, Y14, Y0
+	VDIVPS Y1, Y0, Y0
+	VMOVUPS (DI)(AX*1), Y2
+	VSUBPS Y0, Y2, Y2
+	VMOVUPS Y2, (DI)(AX*1)
+
+adagradAVX_done:
+	VZEROUPPER
+	RET
