@@ -2,6 +2,7 @@ package reader
 
 import (
 	"bytes"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"reflect"
@@ -349,3 +350,35 @@ func BenchmarkPackAppendGroup(b *testing.B)        { benchPack(b, packBenchFFM(b
 func BenchmarkPackGroup(b *testing.B)              { benchPack(b, packBenchFFM(b), true) }
 func BenchmarkPackAppendGroup_Random(b *testing.B) { benchPack(b, packBenchRandom(), false) }
 func BenchmarkPackGroup_Random(b *testing.B)       { benchPack(b, packBenchRandom(), true) }
+
+// BenchmarkPackGroupShuffled reads a Pack of 1M libFFM samples (about 230
+// MB, far beyond the caches) in a random order, as a WindowSource does,
+// without and with the prefetch hints WindowSource.Next gives ahead of
+// each read.
+func BenchmarkPackGroupShuffled(b *testing.B) {
+	groups := packBenchFFM(b)
+	var p Pack
+	for range 256 {
+		for _, g := range groups {
+			p.Append(g)
+		}
+	}
+	order := rand.New(rand.NewPCG(3, 4)).Perm(p.Len())
+	for _, hint := range []bool{false, true} {
+		b.Run(fmt.Sprintf("prefetch=%v", hint), func(b *testing.B) {
+			var dst Group
+			for i := 0; b.Loop(); i++ {
+				k := i % len(order)
+				if hint {
+					if j := k + PrefetchStartAhead; j < len(order) {
+						p.PrefetchStart(order[j])
+					}
+					if j := k + PrefetchAhead; j < len(order) {
+						p.Prefetch(order[j])
+					}
+				}
+				p.Group(order[k], &dst)
+			}
+		})
+	}
+}

@@ -202,6 +202,12 @@ func (s *WindowSource) Next(ctx context.Context, g *Group) error {
 		}
 	}
 	k := s.next
+	if j := k + PrefetchStartAhead; j < len(s.order) {
+		s.window.PrefetchStart(int(s.order[j]))
+	}
+	if j := k + PrefetchAhead; j < len(s.order) {
+		s.window.Prefetch(int(s.order[j]))
+	}
 	s.window.Group(int(s.order[k]), g)
 	name := s.name
 	g.Pos = Position{File: name, Offset: int64(k), Index: s.index}

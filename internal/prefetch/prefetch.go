@@ -18,6 +18,16 @@ func Float32(p *float32) { lines(unsafe.Pointer(p), 1) }
 // Uint32 hints that *p will be read soon (one line).
 func Uint32(p *uint32) { lines(unsafe.Pointer(p), 1) }
 
+// Bytes hints that b will be read soon: every line it touches.
+func Bytes(b []byte) {
+	if len(b) > 0 {
+		lines(unsafe.Pointer(unsafe.SliceData(b)), uintptr(len(b)))
+	}
+}
+
+// Int64 hints that *p will be read soon (one line).
+func Int64(p *int64) { lines(unsafe.Pointer(p), 1) }
+
 // Int32s hints that s will be read soon: every line it touches.
 func Int32s(s []int32) {
 	if len(s) > 0 {
