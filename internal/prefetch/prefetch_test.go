@@ -19,6 +19,16 @@ func TestHintsChangeNothing(t *testing.T) {
 	var u uint32 = 7
 	Uint32(&u)
 	Float32s(nil)
+	Bytes(nil)
+	raw := make([]byte, 300)
+	for lo := range 70 {
+		Bytes(raw[lo:])
+	}
+	var i64 int64 = 9
+	Int64(&i64)
+	if u != 7 || i64 != 9 || raw[0] != 0 {
+		t.Fatal("a hint changed memory")
+	}
 	for i, v := range buf {
 		if v != float32(i) {
 			t.Fatalf("buf[%d] = %v after prefetching", i, v)
