@@ -14,7 +14,11 @@
 #     same cores and file: samples/s (training only) and their ratio;
 #  3. heap allocations per batch (the worker's allocs_per_batch: its whole
 #     process, reading and evaluation included);
-#  4. the CPU seconds of each process of the separate run (/usr/bin/time
+#  4. the compressed data's per-node bound (20 of the 23 fields at user
+#     level, SOL_USER_RUN samples per user, default 20): the same GEMMs
+#     with the first layer's user part over the batch's user nodes, and
+#     ours in one process on that data;
+#  5. the CPU seconds of each process of the separate run (/usr/bin/time
 #     for the worker, /proc for the shards and the scheduler), per sample
 #     and per pulled id: the per-core costs behind the capacity model in
 #     BENCHMARKS.md ("Capacity model").
@@ -107,6 +111,41 @@ print(f"  heap allocations per batch (whole process, reading and evaluation incl
       f"{direct.get('allocs_per_batch', float('nan')):.0f}, separate worker {sep.get('allocs_per_batch', float('nan')):.0f}")
 print("SOL_JSON " + json.dumps({"batch": batch, "bound": bound, "gflops": flops / secs / 1e9, "direct": d,
       "separate": s, "ids_per_sample": ids, "shard_cpu_s": shard_cpu, "worker_cpu_s": wu + ws, "samples": n}))
+PY
+done
+# The compressed data's per-node bound: 20 of the 23 fields at user level,
+# each user's samples consecutive (samples_per_user), in the sample-group
+# format streamed in order, as bench/compression.sh. The first layer's
+# user part (360 of its 414 inputs) runs once per user node, so the bound
+# times, at OpenBLAS's speed, the GEMMs of one batch as the worker runs
+# them: the user part over the batch's user nodes (U = batch / the
+# measured samples per node), the rest over its samples.
+comp="$work/compressed.yaml"
+cat >"$comp" <<YAML
+data: {fields: 23, user_fields: 20, samples_per_user: ${SOL_USER_RUN:-20}, train_samples: $ntrain, test_samples: 10000}
+train: {shuffle: false, format: group}
+YAML
+"$out/ctrgen" -config "$comp" -format group -train "$out/sol_comp.train" -test "$out/sol_comp.test" >/dev/null 2>&1
+for batch in 256 5000; do
+	"$out/worker" -local -quiet -json -config "$comp" -train "$out/sol_comp.train" -test "$out/sol_comp.test" \
+		-dim 18 -hidden 200,80 -epochs 1 -batch-size "$batch" | tail -n 1 >"$work/comp.json"
+	users=$(/usr/bin/python3 -c 'import json, sys; o = json.load(open(sys.argv[1])); n = o["nodes_per_level"]; print(max(1, round(int(sys.argv[2]) * n[1] / n[0])))' "$work/comp.json" "$batch")
+	OPENBLAS_NUM_THREADS=$(nproc) /usr/bin/python3 ../shared/peers/blas_gemm.py \
+		"${users}x360x200" "${batch}x54x200" "${batch}x200x80" "${batch}x80x1" >"$work/blas.json"
+	/usr/bin/python3 - "$batch" "$users" "$work" <<'PY'
+import json, sys
+batch, users, work = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
+blas = [json.loads(l) for l in open(f"{work}/blas.json")]
+secs = sum(r["seconds"] for r in blas)
+flops = sum(2 * r["m"] * r["k"] * r["n"] for r in blas)
+bound = batch / secs
+o = json.load(open(f"{work}/comp.json"))
+d = o["samples_per_second"]
+print(f"compressed data, batch {batch}: {batch / users:.1f} samples per user node; per-node compute bound {bound:,.0f} samples/s "
+      f"(OpenBLAS {flops / secs / 1e9:.0f} GFLOP/s over {flops / batch / 1e3:.0f} kFLOP a sample); ours direct {d:,.0f} "
+      f"samples/s = {d / bound:.2f} of the bound; test AUC {o['test_auc']:.4f}")
+print("SOL_COMP_JSON " + json.dumps({"batch": batch, "users_per_batch": users, "bound": bound, "gflops": flops / secs / 1e9,
+      "direct": d, "samples": o["samples"]}))
 PY
 done
 echo "load after: $(cat /proc/loadavg)"
