@@ -88,17 +88,7 @@ func AddBias(dst, bias []float32) {
 // NaN stays NaN. It panics unless len(dst) is a multiple of len(bias).
 func AddBiasReLU(dst, bias []float32) {
 	checkRows("AddBiasReLU", dst, len(bias))
-	for len(dst) > 0 {
-		row := dst[:len(bias)]
-		for j, b := range bias {
-			v := row[j] + b
-			if v < 0 {
-				v = 0
-			}
-			row[j] = v
-		}
-		dst = dst[len(bias):]
-	}
+	biasReLU(dst, dst, bias)
 }
 
 // AddBiasReLUTo sets dst to the matrix x, which has len(bias) columns,
@@ -121,16 +111,25 @@ func AddBiasReLUTo(dst, x, bias []float32) {
 		panic("densenet: AddBiasReLUTo length mismatch")
 	}
 	checkRows("AddBiasReLUTo", x, len(bias))
+	biasReLU(dst, x, bias)
+}
+
+// biasReLU is AddBiasReLUTo's loop, the first multiple of 8 columns of
+// every row in the vector kernel where there is one (vec_amd64.s,
+// bit-identical to the loop: -0 and NaN pass through).
+func biasReLU(dst, x, bias []float32) {
+	h := len(bias)
+	k := vecBiasReLU(dst, x, bias)
 	for len(dst) > 0 {
-		row, src := dst[:len(bias)], x[:len(bias)]
-		for j, b := range bias {
+		row, src := dst[k:h], x[k:h]
+		for j, b := range bias[k:] {
 			v := src[j] + b
 			if v < 0 {
 				v = 0
 			}
 			row[j] = v
 		}
-		dst, x = dst[len(bias):], x[len(bias):]
+		dst, x = dst[h:], x[h:]
 	}
 }
 
@@ -151,8 +150,10 @@ func ReLUBackward(dst, grad, act []float32) {
 	if len(grad) != len(dst) || len(act) != len(dst) {
 		panic("densenet: ReLUBackward length mismatch")
 	}
-	grad = grad[:len(dst)]
-	act = act[:len(dst)]
+	// The first multiple of 8 in the vector kernel where there is one
+	// (vec_amd64.s, bit-identical: a NaN act gives 0, as here).
+	k := vecReLUBack(dst, grad, act)
+	dst, grad, act = dst[k:], grad[k:len(dst)], act[k:len(dst)]
 	for i, a := range act {
 		g := grad[i]
 		if !(a > 0) {
@@ -178,12 +179,16 @@ func ReLUBackward(dst, grad, act []float32) {
 func ColSums(dst, src []float32) {
 	checkRows("ColSums", src, len(dst))
 	clear(dst)
+	// The first multiple of 8 columns in the vector kernel where there is
+	// one (vec_amd64.s; each column summed row after row, as here).
+	h := len(dst)
+	k := vecColSums(dst, src)
 	for len(src) > 0 {
-		row := src[:len(dst)]
+		row := src[k:h]
 		for j, v := range row {
-			dst[j] += v
+			dst[k+j] += v
 		}
-		src = src[len(dst):]
+		src = src[h:]
 	}
 }
 

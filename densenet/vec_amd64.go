@@ -139,3 +139,58 @@ func gruGatesAVX2(gates, gh, gi, bin, bhn *float32, h, n int)
 
 //go:noescape
 func gruStateAVX2(h, hp, z, nn *float32, n int, a float32)
+
+// vecBiasReLU is AddBiasReLUTo's first n8 columns of every row: x and dst
+// hold rows of len(bias) floats; dst may be x.
+func vecBiasReLU(dst, x, bias []float32) int {
+	h := len(bias)
+	n, rows := h&^7, len(dst)/max(h, 1)
+	if !haveVec || n == 0 || rows == 0 {
+		return 0
+	}
+	_, _ = dst[rows*h-1], x[rows*h-1]
+	biasReLUAVX2(&dst[0], &x[0], &bias[0], rows, h, n)
+	return n
+}
+
+// vecReLUBack is ReLUBackward's first n8 elements.
+func vecReLUBack(dst, grad, act []float32) int {
+	n := len(dst) &^ 7
+	if !haveVec || n == 0 {
+		return 0
+	}
+	_, _ = grad[n-1], act[n-1]
+	reluBackAVX2(&dst[0], &grad[0], &act[0], n)
+	return n
+}
+
+// vecColSums adds the first n8 columns of every row of src (rows of
+// len(dst) floats) into dst.
+func vecColSums(dst, src []float32) int {
+	h := len(dst)
+	n, rows := h&^7, len(src)/max(h, 1)
+	if !haveVec || n == 0 || rows == 0 {
+		return 0
+	}
+	_ = src[rows*h-1]
+	colSumsAVX2(&dst[0], &src[0], rows, h, n)
+	return n
+}
+
+// biasReLUAVX2 sets dst = max(0, x + bias[o]) for each of rows rows of h
+// floats and each column o < n (a positive multiple of 8).
+//
+//go:noescape
+func biasReLUAVX2(dst, x, bias *float32, rows, h, n int)
+
+// reluBackAVX2 sets dst[i] = act[i] > 0 ? grad[i] : 0 for i < n, n a
+// positive multiple of 8.
+//
+//go:noescape
+func reluBackAVX2(dst, grad, act *float32, n int)
+
+// colSumsAVX2 adds column o < n (a positive multiple of 8) of each of rows
+// rows of h floats of src into dst[o].
+//
+//go:noescape
+func colSumsAVX2(dst, src *float32, rows, h, n int)

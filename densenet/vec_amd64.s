@@ -434,3 +434,86 @@ DATA halfv<>+20(SB)/4, $0x3f000000
 DATA halfv<>+24(SB)/4, $0x3f000000
 DATA halfv<>+28(SB)/4, $0x3f000000
 GLOBL halfv<>(SB), RODATA|NOPTR, $32
+
+// func biasReLUAVX2(dst, x, bias *float32, rows, h, n int)
+//
+// For each of rows rows of h floats and each column o < n (a positive
+// multiple of 8): dst = max(0, x + bias[o]), as VMAXPS with the zero as
+// its first operand returns the second when they compare equal or
+// either is NaN: -0 and NaN pass through, as in AddBiasReLU's loop.
+// dst may be x.
+TEXT ·biasReLUAVX2(SB), NOSPLIT, $0-48
+	MOVQ dst+0(FP), DI
+	MOVQ x+8(FP), SI
+	MOVQ bias+16(FP), R10
+	MOVQ rows+24(FP), DX
+	MOVQ h+32(FP), R8
+	MOVQ n+40(FP), CX
+	SHLQ $2, R8
+	VXORPS Y15, Y15, Y15
+biasrow:
+	XORQ AX, AX
+biascol:
+	VMOVUPS (SI)(AX*4), Y0
+	VADDPS (R10)(AX*4), Y0, Y0
+	VMAXPS Y0, Y15, Y0
+	VMOVUPS Y0, (DI)(AX*4)
+	ADDQ $8, AX
+	CMPQ AX, CX
+	JLT biascol
+	ADDQ R8, SI
+	ADDQ R8, DI
+	DECQ DX
+	JNZ biasrow
+	VZEROUPPER
+	RET
+
+// func reluBackAVX2(dst, grad, act *float32, n int)
+//
+// dst[i] = act[i] > 0 ? grad[i] : 0 for i < n, n a positive multiple of
+// 8: an ordered greater-than mask (false for NaN) ANDed with grad. dst
+// may be grad.
+TEXT ·reluBackAVX2(SB), NOSPLIT, $0-32
+	MOVQ dst+0(FP), DI
+	MOVQ grad+8(FP), SI
+	MOVQ act+16(FP), R10
+	MOVQ n+24(FP), CX
+	VXORPS Y15, Y15, Y15
+	XORQ AX, AX
+reluback:
+	VMOVUPS (R10)(AX*4), Y0
+	VCMPPS $0x1e, Y15, Y0, Y0 // act > 0, ordered, quiet
+	VANDPS (SI)(AX*4), Y0, Y0
+	VMOVUPS Y0, (DI)(AX*4)
+	ADDQ $8, AX
+	CMPQ AX, CX
+	JLT reluback
+	VZEROUPPER
+	RET
+
+// func colSumsAVX2(dst, src *float32, rows, h, n int)
+//
+// For each of rows rows of h floats of src and each column o < n (a
+// positive multiple of 8): dst[o] += src, row after row, so every column
+// sums in the order of ColSums' loop. dst is not cleared.
+TEXT ·colSumsAVX2(SB), NOSPLIT, $0-40
+	MOVQ dst+0(FP), DI
+	MOVQ src+8(FP), SI
+	MOVQ rows+16(FP), DX
+	MOVQ h+24(FP), R8
+	MOVQ n+32(FP), CX
+	SHLQ $2, R8
+sumrow:
+	XORQ AX, AX
+sumcol:
+	VMOVUPS (DI)(AX*4), Y0
+	VADDPS (SI)(AX*4), Y0, Y0
+	VMOVUPS Y0, (DI)(AX*4)
+	ADDQ $8, AX
+	CMPQ AX, CX
+	JLT sumcol
+	ADDQ R8, SI
+	DECQ DX
+	JNZ sumrow
+	VZEROUPPER
+	RET
