@@ -169,8 +169,9 @@ func (b *Batch) AddNode(level int, fields []uint32, ids []uint64, values []float
 		panic(fmt.Sprintf("sparsenet: AddNode: level %d input of %d nodes x %d columns overflows int32", level, node+1, cols))
 	}
 	base := int32(node*cols - l.levelCols[level])
-	for _, f := range fields {
+	for k, f := range fields {
 		b.count[f]++
+		b.dedup[l.fieldTable[f]].Prefetch(ids[k]) // the misses of the node's ids overlap
 	}
 	for k, f := range fields {
 		x, scale := base+int32(l.offsets[f]), values[k]

@@ -2,9 +2,11 @@ package sparsenet
 
 import (
 	"errors"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"testing"
+	"time"
 )
 
 func TestDedupMatchesMap(t *testing.T) {
@@ -225,4 +227,45 @@ func BenchmarkDedup_9k(b *testing.B) {
 		}
 	}
 	b.ReportMetric(float64(b.N*len(ids))/b.Elapsed().Seconds(), "ids/s")
+}
+
+// BenchmarkDedupEvicted is BenchmarkDedup_9k with the caches flushed
+// between batches (16 MiB written), as the trainer's and the tables' work
+// between two batches of the builder does, and the ids taken 69 at a time
+// (a sample's features), without and with Prefetch of a sample's ids
+// before their Index, as Batch.AddNode does.
+func BenchmarkDedupEvicted(b *testing.B) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	z := rand.NewZipf(rand.New(rand.NewPCG(5, 6)), 1.1, 1, 1<<21)
+	ids := make([]uint64, 256*69)
+	for i := range ids {
+		ids[i] = z.Uint64()*0x9E3779B97F4A7C15 ^ rng.Uint64N(2)
+	}
+	junk := make([]byte, 16<<20)
+	for _, hint := range []bool{false, true} {
+		b.Run(fmt.Sprintf("prefetch=%v", hint), func(b *testing.B) {
+			var d Dedup
+			var inBatch time.Duration
+			for b.Loop() {
+				for i := range junk {
+					junk[i]++
+				}
+				t0 := time.Now()
+				d.Reset()
+				for lo := 0; lo < len(ids); lo += 69 {
+					sample := ids[lo : lo+69]
+					if hint {
+						for _, id := range sample {
+							d.Prefetch(id)
+						}
+					}
+					for _, id := range sample {
+						d.Index(id)
+					}
+				}
+				inBatch += time.Since(t0)
+			}
+			b.ReportMetric(float64(inBatch.Nanoseconds())/float64(b.N*len(ids)), "ns/id")
+		})
+	}
 }

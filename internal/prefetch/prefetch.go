@@ -28,6 +28,9 @@ func Bytes(b []byte) {
 // Int64 hints that *p will be read soon (one line).
 func Int64(p *int64) { lines(unsafe.Pointer(p), 1) }
 
+// Of hints that *p will be read soon: every line of the value.
+func Of[T any](p *T) { lines(unsafe.Pointer(p), unsafe.Sizeof(*p)) }
+
 // Int32s hints that s will be read soon: every line it touches.
 func Int32s(s []int32) {
 	if len(s) > 0 {
