@@ -212,12 +212,7 @@ func TestLayoutErrors(t *testing.T) {
 // samples x 69 features) into about 9,000 unique ones, as a training batch
 // of the XDL-shaped data does.
 func BenchmarkDedup_9k(b *testing.B) {
-	rng := rand.New(rand.NewPCG(3, 4))
-	z := rand.NewZipf(rand.New(rand.NewPCG(5, 6)), 1.1, 1, 1<<21)
-	ids := make([]uint64, 256*69)
-	for i := range ids {
-		ids[i] = z.Uint64()*0x9E3779B97F4A7C15 ^ rng.Uint64N(2)
-	}
+	ids := dedupBenchIDs()
 	var d Dedup
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
@@ -235,12 +230,7 @@ func BenchmarkDedup_9k(b *testing.B) {
 // (a sample's features), without and with Prefetch of a sample's ids
 // before their Index, as Batch.AddNode does.
 func BenchmarkDedupEvicted(b *testing.B) {
-	rng := rand.New(rand.NewPCG(3, 4))
-	z := rand.NewZipf(rand.New(rand.NewPCG(5, 6)), 1.1, 1, 1<<21)
-	ids := make([]uint64, 256*69)
-	for i := range ids {
-		ids[i] = z.Uint64()*0x9E3779B97F4A7C15 ^ rng.Uint64N(2)
-	}
+	ids := dedupBenchIDs()
 	junk := make([]byte, 16<<20)
 	for _, hint := range []bool{false, true} {
 		b.Run(fmt.Sprintf("prefetch=%v", hint), func(b *testing.B) {
@@ -268,4 +258,15 @@ func BenchmarkDedupEvicted(b *testing.B) {
 			b.ReportMetric(float64(inBatch.Nanoseconds())/float64(b.N*len(ids)), "ns/id")
 		})
 	}
+}
+
+// dedupBenchIDs returns the ids of BenchmarkDedup_9k's batch.
+func dedupBenchIDs() []uint64 {
+	rng := rand.New(rand.NewPCG(3, 4))
+	z := rand.NewZipf(rand.New(rand.NewPCG(5, 6)), 1.1, 1, 1<<21)
+	ids := make([]uint64, 256*69)
+	for i := range ids {
+		ids[i] = z.Uint64()*0x9E3779B97F4A7C15 ^ rng.Uint64N(2)
+	}
+	return ids
 }
