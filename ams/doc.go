@@ -108,8 +108,9 @@
 // correction uses its own step count t. A DenseVar is one long row, so its
 // Adam state has one t. The exact update of each optimizer is written as a
 // reference loop in its doc comment. On amd64 with AVX, Adam runs the loop
-// over rows of 16 or more 8 lanes at a time in assembly (optkernel_amd64.s; the
-// purego build tag leaves it out). Kernel and loop round every operation
+// over rows of 16 or more, and Adagrad over rows of 8 or more, 8 lanes at
+// a time in assembly (optkernel_amd64.s; the purego build tag leaves it
+// out). Kernel and loop round every operation
 // separately, in the loop's order, with no fused multiply-add, so an
 // update is bit-identical with or without the kernel. The slices given to
 // Apply (w, state, g) must not overlap.
