@@ -5,7 +5,8 @@
 #      the Go heap, assembly kernels (GEMM, Adam);
 #   2. -tags purego under the race detector: rows on the Go heap and the
 #      pure-Go kernels, the build the detector can see into (it sees neither
-#      mmap'd memory nor assembly).
+#      mmap'd memory nor assembly); internal/e2e skips itself there, its
+#      processes being built without the detector.
 # 3. charts/test: the Helm chart linted, rendered, decoded strictly and run
 #    in Docker containers from the image deploy/image/build.sh builds
 #    (Helm is built once by deploy/tools.sh and cached; without Docker the

@@ -258,11 +258,6 @@ func faultTest(t *testing.T, src faultSource) {
 	if testing.Short() {
 		t.Skip("multi-process test skipped in -short mode")
 	}
-	if raceEnabled {
-		// The processes under test are built without the detector either
-		// way: the default build's run is the test.
-		t.Skip("fault-injection test runs in the default build, not under -race (its processes are not race-instrumented)")
-	}
 	began := time.Now()
 	seed := uint64(envInt(t, "XPS_FAULT_SEED", time.Now().UnixNano()))
 	var fc *faultCluster
