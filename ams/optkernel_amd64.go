@@ -5,12 +5,13 @@ package ams
 import "golang.org/x/sys/cpu"
 
 // The Adam and Adagrad kernels are in optkernel_amd64.s. Build with the
-// purego tag to leave them out (the race detector does not see memory accessed from assembly, so
-// `go test -race -tags purego` checks everything it can).
+// purego tag to leave them out (the race detector does not see memory
+// accessed from assembly, so `go test -race -tags purego` checks
+// everything it can).
 
 // haveOptAVX reports whether adamBlocks and adagradBlocks run the AVX
-// kernels. It is set
-// once, from the CPU's features, when the package is initialised.
+// kernels. It is set once, from the CPU's features, when the package is
+// initialised.
 var haveOptAVX = cpu.X86.HasAVX
 
 // adamBlocks runs Adam's element loop (see Adam) over the longest prefix of

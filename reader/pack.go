@@ -380,18 +380,14 @@ const (
 
 // PrefetchStart hints the CPU to load where group i's encoding begins. It
 // changes nothing; i must be in [0, Len()).
-func (p *Pack) PrefetchStart(i int) {
-	j := int64(i)
-	prefetch.Int64(&p.starts.chunks[j>>p.starts.shift][j&(1<<p.starts.shift-1)])
-}
+func (p *Pack) PrefetchStart(i int) { prefetch.Of(p.starts.addr(int64(i))) }
 
 // Prefetch hints the CPU to load the start of group i's encoding (up to
 // prefetchBytes, within its chunk). It reads the group's start offset (see
 // PrefetchStart) and changes nothing; i must be in [0, Len()).
 func (p *Pack) Prefetch(i int) {
-	off := p.starts.at(int64(i))
-	c := p.data.chunks[off>>p.data.shift][off&(1<<p.data.shift-1):]
-	prefetch.Bytes(c[:min(len(c), prefetchBytes)])
+	b := p.reader(i).b // the rest of the chunk the encoding starts in
+	prefetch.Bytes(b[:min(len(b), prefetchBytes)])
 }
 
 // reader returns a reader of group i's encoding.
@@ -607,7 +603,10 @@ func (c *packChunks[T]) write(v []T) {
 }
 
 // at returns element j.
-func (c *packChunks[T]) at(j int64) T { return c.chunks[j>>c.shift][j&(1<<c.shift-1)] }
+func (c *packChunks[T]) at(j int64) T { return *c.addr(j) }
+
+// addr returns the address of element j.
+func (c *packChunks[T]) addr(j int64) *T { return &c.chunks[j>>c.shift][j&(1<<c.shift-1)] }
 
 // reset empties the array, keeping its chunks.
 func (c *packChunks[T]) reset() {

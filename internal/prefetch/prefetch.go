@@ -25,9 +25,6 @@ func Bytes(b []byte) {
 	}
 }
 
-// Int64 hints that *p will be read soon (one line).
-func Int64(p *int64) { lines(unsafe.Pointer(p), 1) }
-
 // Of hints that *p will be read soon: every line of the value.
 func Of[T any](p *T) { lines(unsafe.Pointer(p), unsafe.Sizeof(*p)) }
 

@@ -25,7 +25,7 @@ func TestHintsChangeNothing(t *testing.T) {
 		Bytes(raw[lo:])
 	}
 	var i64 int64 = 9
-	Int64(&i64)
+	Of(&i64)
 	if u != 7 || i64 != 9 || raw[0] != 0 {
 		t.Fatal("a hint changed memory")
 	}
