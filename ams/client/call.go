@@ -23,8 +23,11 @@ const (
 // of direct calls. Calls are pooled (Client.calls), each with one
 // goroutine body per shard made once, so that a pull or push on the
 // direct path allocates nothing once the lists have grown. A call is used
-// by one pull or push at a time; its fields other than errs and pending
-// are read-only while each runs.
+// by one pull or push at a time; its fields other than errs, pending and
+// grads are read-only while each runs (part s writes only errs[s] and
+// grads[s]). A push's gathered gradients stay in grads for the next push
+// on the same call, so that the gRPC path does not allocate and clear a
+// buffer of a batch's gradients every time.
 type call struct {
 	c  *Client
 	op callOp
@@ -44,12 +47,13 @@ type call struct {
 	errs    []error              // by shard
 	wg      sync.WaitGroup
 	runs    []func() // by shard: part s on a goroutine of its own
+	grads   [][]byte // by shard: the gathered gradients of its last push, kept for the next
 }
 
 func newCall(c *Client) *call {
 	n := len(c.stubs)
 	k := &call{c: c, reqs: make([][]ams.TableRequest, n), vecs: make([][]ams.DenseRequest, n),
-		errs: make([]error, n), runs: make([]func(), n)}
+		errs: make([]error, n), runs: make([]func(), n), grads: make([][]byte, n)}
 	for s := range n {
 		k.runs[s] = func() {
 			defer k.wg.Done()

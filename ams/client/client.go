@@ -375,32 +375,47 @@ func (k *call) pushPart(s int) error {
 		}
 		return nil
 	}
-	req := c.pushMessage(s, k.r, k.bufs, k.dense, k.round, k.state)
+	req := c.pushMessage(s, k.r, k.bufs, k.dense, k.round, k.state, &k.grads[s])
 	req.Origin = amspb.FromOrigin(k.origin)
 	if len(req.Tables) == 0 && len(req.Dense) == 0 && k.round == nil {
 		return nil
 	}
 	if _, err := c.plane(s, d).Push(k.ctx, req); err != nil {
+		// The transport may still hold the gradients of a call that
+		// failed: the next push takes a new buffer.
+		k.grads[s] = nil
 		return c.rpcError("push to", s, err)
 	}
 	return nil
 }
 
-// pushMessage returns shard s's part of a push as a message.
-func (c *Client) pushMessage(s int, r *Route, grads [][]float32, dense []Vector, round *amspb.SyncRound, state []StateEntry) *amspb.PushRequest {
+// pushMessage returns shard s's part of a push as a message. The rows'
+// gradients are gathered into *arena, grown when too small; the message
+// aliases it, so it must not be reused before the push returns.
+func (c *Client) pushMessage(s int, r *Route, grads [][]float32, dense []Vector, round *amspb.SyncRound, state []StateEntry,
+	arena *[]byte) *amspb.PushRequest {
 	req := &amspb.PushRequest{ClusterVersion: c.version, Sync: round}
 	for _, e := range state {
 		if c.stateShard(e.Key) == s {
 			req.State = append(req.State, &amspb.StateEntry{Key: e.Key, Value: e.Value})
 		}
 	}
+	size := 0
+	for ti, t := range r.tables {
+		size += len(r.ids[s][ti]) * 4 * t.dim
+	}
+	if cap(*arena) < size {
+		*arena = make([]byte, size)
+	}
+	free := (*arena)[:size]
 	for ti, t := range r.tables {
 		ids := r.ids[s][ti]
 		if len(ids) == 0 {
 			continue
 		}
 		w := 4 * t.dim
-		buf := make([]byte, len(ids)*w)
+		buf := free[:len(ids)*w : len(ids)*w]
+		free = free[len(buf):]
 		for k, p := range r.pos[s][ti] {
 			ams.PutFloats(buf[k*w:(k+1)*w], grads[ti][int(p)*t.dim:int(p+1)*t.dim])
 		}
