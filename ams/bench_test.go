@@ -187,6 +187,14 @@ func benchTableCreate(b *testing.B, dim int, opt string, batch int) {
 // count, the same random rows in the same order, in the same run. It
 // reports both rates and ours/bare. Rows live in mmap'd huge-page regions
 // in the default build and on the heap with -tags purego.
+//
+// It also times the two halves of the table's gather on their own, each on
+// random ids of its own (so that no phase warms the cache for another):
+// the index lookups alone (index-rows/s) and the copies of rows by their
+// known slots (slab-rows/s). A hash-indexed gather makes both random
+// accesses for every id, so 1/(1/index + 1/slab) is what it costs
+// without overlap between them; ours at or above that figure means the
+// table's own code adds nothing over its two memory accesses.
 func BenchmarkGather(b *testing.B) {
 	for _, rows := range []int{10_000_000, 50_000_000} {
 		b.Run(fmt.Sprintf("rows=%dM", rows/1_000_000), func(b *testing.B) {
@@ -209,7 +217,28 @@ func BenchmarkGather(b *testing.B) {
 				}
 			}
 			out := make([]float32, batch*dim)
-			var ours, bare time.Duration
+			// The halves get ids of their own, so that no phase warms the
+			// cache for another.
+			other := func() [][]uint64 {
+				o := make([][]uint64, len(ids))
+				for i := range o {
+					o[i] = make([]uint64, batch)
+					for k := range o[i] {
+						o[i][k] = Mix64(uint64(rng.IntN(rows)))
+					}
+				}
+				return o
+			}
+			idxIDs := other()
+			slots := make([][]uint32, len(ids))
+			for i, o := range other() {
+				slots[i] = make([]uint32, batch)
+				for k, id := range o {
+					slots[i][k], _ = tb.idx.get(id)
+				}
+			}
+			var ours, bare, index, slab time.Duration
+			var sum uint32
 			n := 0
 			for b.Loop() {
 				t0 := time.Now()
@@ -218,13 +247,27 @@ func BenchmarkGather(b *testing.B) {
 				for k, p := range pos[n%len(pos)] {
 					copy(out[k*dim:(k+1)*dim], plain[p*dim:(p+1)*dim])
 				}
-				bare += time.Since(t1)
+				t2 := time.Now()
+				for _, id := range idxIDs[n%len(idxIDs)] {
+					s, _ := tb.idx.get(id)
+					sum += s
+				}
+				t3 := time.Now()
+				for k, s := range slots[n%len(slots)] {
+					copy(out[k*dim:(k+1)*dim], tb.rows.row(s)[:dim])
+				}
+				slab += time.Since(t3)
+				index += t3.Sub(t2)
+				bare += t2.Sub(t1)
 				ours += t1.Sub(t0)
 				n++
 			}
+			runtime.KeepAlive(sum)
 			b.ReportMetric(float64(n*batch)/ours.Seconds(), "ours-rows/s")
 			b.ReportMetric(float64(n*batch)/bare.Seconds(), "bare-rows/s")
 			b.ReportMetric(bare.Seconds()/ours.Seconds(), "ours/bare")
+			b.ReportMetric(float64(n*batch)/index.Seconds(), "index-rows/s")
+			b.ReportMetric(float64(n*batch)/slab.Seconds(), "slab-rows/s")
 		})
 	}
 }
