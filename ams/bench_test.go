@@ -8,6 +8,7 @@ import (
 	"runtime"
 	"runtime/debug"
 	"strconv"
+	"sync"
 	"testing"
 	"time"
 )
@@ -194,7 +195,10 @@ func benchTableCreate(b *testing.B, dim int, opt string, batch int) {
 // known slots (slab-rows/s). A hash-indexed gather makes both random
 // accesses for every id, so 1/(1/index + 1/slab) is what it costs
 // without overlap between them; ours at or above that figure means the
-// table's own code adds nothing over its two memory accesses.
+// table's own code adds nothing over its two memory accesses. Last, the
+// bare loop runs on two goroutines at once, each on rows of its own
+// (bare2-rows/s, the pair's total): whether a shard's stripes gathering
+// in parallel can add up on this machine.
 func BenchmarkGather(b *testing.B) {
 	for _, rows := range []int{10_000_000, 50_000_000} {
 		b.Run(fmt.Sprintf("rows=%dM", rows/1_000_000), func(b *testing.B) {
@@ -263,11 +267,35 @@ func BenchmarkGather(b *testing.B) {
 				n++
 			}
 			runtime.KeepAlive(sum)
+			// Fresh positions for every row, so that no row comes back
+			// while it may still be cached.
+			fresh := [2][]int{make([]int, n*batch), make([]int, n*batch)}
+			for _, f := range fresh {
+				for i := range f {
+					f[i] = rng.IntN(rows)
+				}
+			}
+			var wg sync.WaitGroup
+			t0 := time.Now()
+			for _, f := range fresh {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					buf := make([]float32, batch*dim)
+					for i, p := range f {
+						k := i % batch
+						copy(buf[k*dim:(k+1)*dim], plain[p*dim:(p+1)*dim])
+					}
+				}()
+			}
+			wg.Wait()
+			bare2 := time.Since(t0)
 			b.ReportMetric(float64(n*batch)/ours.Seconds(), "ours-rows/s")
 			b.ReportMetric(float64(n*batch)/bare.Seconds(), "bare-rows/s")
 			b.ReportMetric(bare.Seconds()/ours.Seconds(), "ours/bare")
 			b.ReportMetric(float64(n*batch)/index.Seconds(), "index-rows/s")
 			b.ReportMetric(float64(n*batch)/slab.Seconds(), "slab-rows/s")
+			b.ReportMetric(float64(2*n*batch)/bare2.Seconds(), "bare2-rows/s")
 		})
 	}
 }

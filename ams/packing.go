@@ -40,6 +40,22 @@ func FloatsView(b []byte) (v []float32, ok bool) {
 	return unsafe.Slice((*float32)(unsafe.Pointer(&b[0])), len(b)/4), true
 }
 
+// IDsView returns b viewed as uint64 ids when the machine is little-endian
+// and b is 8-byte aligned with a length that is a multiple of 8; otherwise
+// ok is false and the caller must copy (UnpackIDs). The view aliases b.
+func IDsView(b []byte) (ids []uint64, ok bool) {
+	if !nativeLittle || len(b)%8 != 0 {
+		return nil, false
+	}
+	if len(b) == 0 {
+		return []uint64{}, true
+	}
+	if uintptr(unsafe.Pointer(&b[0]))%8 != 0 {
+		return nil, false
+	}
+	return unsafe.Slice((*uint64)(unsafe.Pointer(&b[0])), len(b)/8), true
+}
+
 // PackFloats encodes v as packed little-endian float32s, appending to dst.
 func PackFloats(dst []byte, v []float32) []byte {
 	off := len(dst)

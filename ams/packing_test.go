@@ -3,7 +3,9 @@ package ams
 import (
 	"encoding/binary"
 	"math"
+	"slices"
 	"testing"
+	"unsafe"
 )
 
 func TestPackFloatsRoundTrip(t *testing.T) {
@@ -59,5 +61,29 @@ func TestPayloadViews(t *testing.T) {
 	}
 	if FloatsPayload(nil) != nil && len(FloatsPayload(nil)) != 0 {
 		t.Fatal("empty payload is not empty")
+	}
+}
+
+// IDsView reads packed ids in place: the same ids as UnpackIDs, and a
+// misaligned or ragged payload is refused for the caller to copy.
+func TestIDsView(t *testing.T) {
+	ids := []uint64{0, 1, 1<<64 - 1, 0x0123456789abcdef}
+	b := PackIDs(nil, ids)
+	if view, ok := IDsView(b); nativeLittle && (!ok || !slices.Equal(view, ids)) {
+		t.Fatalf("IDsView = %v, %v, want %v", view, ok, ids)
+	}
+	if view, ok := IDsView(nil); nativeLittle && (!ok || len(view) != 0) {
+		t.Fatalf("IDsView(nil) = %v, %v, want an empty view", view, ok)
+	}
+	odd := make([]byte, 32)
+	off := 1
+	if uintptr(unsafe.Pointer(&odd[off]))%8 == 0 {
+		off = 2
+	}
+	if _, ok := IDsView(odd[off : off+16]); ok {
+		t.Fatal("a misaligned view was accepted")
+	}
+	if _, ok := IDsView(odd[:12]); ok {
+		t.Fatal("12 bytes were viewed as ids")
 	}
 }

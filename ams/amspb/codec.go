@@ -24,7 +24,9 @@ var _ encoding.CodecV2 = Codec{}
 func (c Codec) Marshal(v any) (mem.BufferSlice, error) {
 	switch m := v.(type) {
 	case *PullResponse:
-		return marshalPullResponse(m), nil
+		return marshalPullResponse(m, nil, nil), nil
+	case *PooledReply:
+		return marshalPullResponse(&m.Resp, m.Rows, m.Pool), nil
 	case *PushRequest:
 		return marshalPushRequest(m), nil
 	}
@@ -61,11 +63,10 @@ func (c Codec) Unmarshal(data mem.BufferSlice, v any) error {
 // Name is "proto": the codec speaks the standard protobuf content type.
 func (Codec) Name() string { return "proto" }
 
-// ServerOptions install a BufferPool and a Codec on a gRPC server, and an
+// ServerOptions install p and a Codec of p on a gRPC server, and an
 // interceptor that answers every error as a status of the error table
 // (ToStatus), so that the service returns the shard's own errors.
-func ServerOptions() []grpc.ServerOption {
-	p := &BufferPool{}
+func ServerOptions(p *BufferPool) []grpc.ServerOption {
 	return []grpc.ServerOption{ServerOption(p), grpc.ForceServerCodecV2(Codec{Pool: p}),
 		grpc.ChainUnaryInterceptor(errorInterceptor)}
 }

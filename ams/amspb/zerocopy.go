@@ -49,7 +49,13 @@ func (w *wireWriter) str(num protowire.Number, s string) {
 	}
 }
 
-func (w *wireWriter) bytes(num protowire.Number, b []byte) {
+func (w *wireWriter) bytes(num protowire.Number, b []byte) { w.bytesOf(num, b, nil, nil) }
+
+// bytesOf writes the bytes field b, which is *buf's bytes when buf is
+// not nil: then the message owns buf, which goes back to pool once gRPC
+// has sent it (pooledBuffer). A small b is copied and buf left to the
+// garbage collector.
+func (w *wireWriter) bytesOf(num protowire.Number, b []byte, buf *[]byte, pool *BufferPool) {
 	if len(b) == 0 {
 		return
 	}
@@ -60,7 +66,7 @@ func (w *wireWriter) bytes(num protowire.Number, b []byte) {
 		return
 	}
 	w.flush()
-	w.out = append(w.out, mem.SliceBuffer(b))
+	w.out = append(w.out, pooledBuffer(buf, pool, b))
 }
 
 // message writes a length-delimited sub-message of the given encoded size.
@@ -90,13 +96,19 @@ func sizeVarint(num protowire.Number, v uint64) int {
 	return protowire.SizeTag(num) + protowire.SizeVarint(v)
 }
 
-// marshalPullResponse encodes m without copying its rows and values.
-func marshalPullResponse(m *PullResponse) mem.BufferSlice {
+// marshalPullResponse encodes m without copying its rows and values. With
+// a pool, rows[i] (when not nil) is the pool's buffer holding table i's
+// rows: the returned message owns it.
+func marshalPullResponse(m *PullResponse, rows []*[]byte, pool *BufferPool) mem.BufferSlice {
 	var w wireWriter
-	for _, t := range m.Tables {
+	for i, t := range m.Tables {
+		var buf *[]byte
+		if i < len(rows) {
+			buf = rows[i]
+		}
 		w.message(1, sizeStr(1, t.Table)+sizeBytes(2, t.Rows))
 		w.str(1, t.Table)
-		w.bytes(2, t.Rows)
+		w.bytesOf(2, t.Rows, buf, pool)
 	}
 	for _, d := range m.Dense {
 		w.message(2, sizeStr(1, d.Name)+sizeVarint(2, d.Lo)+sizeVarint(3, d.Hi)+sizeBytes(4, d.Values))

@@ -414,7 +414,7 @@ func (c *Client) pushMessage(s int, r *Route, grads [][]float32, dense []Vector,
 			continue
 		}
 		w := 4 * t.dim
-		buf := free[:len(ids)*w : len(ids)*w]
+		buf := free[: len(ids)*w : len(ids)*w]
 		free = free[len(buf):]
 		for k, p := range r.pos[s][ti] {
 			ams.PutFloats(buf[k*w:(k+1)*w], grads[ti][int(p)*t.dim:int(p+1)*t.dim])

@@ -16,11 +16,17 @@ import (
 	"github.com/xdlgo/xps/snapshot"
 )
 
-// ServerOptions are the gRPC server options for AMS traffic: messages of
-// up to ams.MaxMessageBytes (a larger one is refused from its length
-// prefix, unread), large HTTP/2 flow-control windows and buffers.
-func ServerOptions() []grpc.ServerOption {
-	return append(amspb.ServerOptions(),
+// ServerOptions are the gRPC server options NewGRPCServer uses (see
+// serverOptions), with a pool of their own: for a server of another
+// amspb.AMSServer.
+func ServerOptions() []grpc.ServerOption { return serverOptions(&amspb.BufferPool{}) }
+
+// serverOptions are the gRPC server options for AMS traffic: the codec
+// and buffer pool p (amspb.ServerOptions), messages of up to
+// ams.MaxMessageBytes (a larger one is refused from its length prefix,
+// unread), large HTTP/2 flow-control windows and buffers.
+func serverOptions(p *amspb.BufferPool) []grpc.ServerOption {
+	return append(amspb.ServerOptions(p),
 		grpc.WaitForHandlers(true), // Stop joins the handlers before the shard closes
 		grpc.MaxRecvMsgSize(ams.MaxMessageBytes),
 		grpc.MaxSendMsgSize(ams.MaxMessageBytes),
@@ -33,10 +39,12 @@ func ServerOptions() []grpc.ServerOption {
 
 // NewGRPCServer returns a gRPC server with the shard's service registered.
 // The caller owns it: Serve it on a listener and Stop it before closing the
-// shard.
+// shard. Pull replies are written into buffers of the server's pool, which
+// gRPC gives back once they are sent (amspb.RegisterPooledServer).
 func NewGRPCServer(s *Shard, extra ...grpc.ServerOption) *grpc.Server {
-	gs := grpc.NewServer(append(ServerOptions(), extra...)...)
-	amspb.RegisterAMSServer(gs, NewService(s))
+	p := &amspb.BufferPool{}
+	gs := grpc.NewServer(append(serverOptions(p), extra...)...)
+	amspb.RegisterPooledServer(gs, &service{s: s}, p)
 	return gs
 }
 
@@ -83,12 +91,14 @@ func (v *service) Declare(_ context.Context, req *amspb.DeclareRequest) (*amspb.
 	return &amspb.DeclareResponse{Created: created}, nil
 }
 
-// decodePull unpacks the ids of each table of a pull and allocates each
-// table's reply payload; where the machine allows (inPlace), the stripes
-// write rows straight into it. A pull beyond the request limits (its ids,
-// their rows, and dense dense values: ams.CheckRequestSize) is refused
-// before anything is allocated.
-func (v *service) decodePull(tables []*amspb.TableIDs, dense int) (reqs []ams.TableRequest, out [][]byte, inPlace bool, err error) {
+// decodePull unpacks the ids of each table of a pull and takes each
+// table's reply payload from p (allocated when p is nil); where the
+// machine allows (inPlace), the stripes write rows straight into it. A
+// pull beyond the request limits (its ids, their rows, and dense dense
+// values: ams.CheckRequestSize) is refused before anything is taken.
+// Every byte of a payload is written before the reply is sent: a pool's
+// buffers are not cleared.
+func (v *service) decodePull(tables []*amspb.TableIDs, dense int, p *amspb.BufferPool) (reqs []ams.TableRequest, out []*[]byte, inPlace bool, err error) {
 	cat := v.s.cat.Load()
 	ids, values := 0, 0
 	for _, t := range tables {
@@ -103,22 +113,40 @@ func (v *service) decodePull(tables []*amspb.TableIDs, dense int) (reqs []ams.Ta
 		return nil, nil, false, fmt.Errorf("pull: %w", err)
 	}
 	reqs = make([]ams.TableRequest, len(tables))
-	out = make([][]byte, len(tables))
+	out = make([]*[]byte, len(tables))
 	inPlace = true
 	for i, t := range tables {
-		idv, err := ams.UnpackIDs(nil, t.Ids)
+		idv, err := requestIDs(t.Ids)
 		if err != nil {
+			(&amspb.PooledReply{Rows: out, Pool: p}).Release()
 			return nil, nil, false, errors.Join(ams.ErrBadRequest, err)
 		}
 		n := len(idv) * cat.tables[t.Table].spec.Dim
-		out[i] = make([]byte, 4*n)
-		view, ok := ams.FloatsView(out[i])
+		if p != nil {
+			out[i] = p.Get(4 * n)
+		} else {
+			b := make([]byte, 4*n)
+			out[i] = &b
+		}
+		view, ok := ams.FloatsView(*out[i])
 		if !ok {
 			view, inPlace = make([]float32, n), false
 		}
 		reqs[i] = ams.TableRequest{Table: t.Table, IDs: idv, Rows: view}
 	}
 	return reqs, out, inPlace, nil
+}
+
+// requestIDs returns a request's packed ids, read in place where the
+// machine allows, as the gradients are (decodePush): over gRPC the
+// request's bytes are the message's own (protobuf's unmarshal copies them
+// out of gRPC's buffers) and nothing reuses them; a caller in the same
+// process keeps its payloads until the call returns.
+func requestIDs(b []byte) ([]uint64, error) {
+	if ids, ok := ams.IDsView(b); ok {
+		return ids, nil
+	}
+	return ams.UnpackIDs(nil, b)
 }
 
 // decodePush unpacks the ids and gradients of each table of a push, after
@@ -141,7 +169,7 @@ func (v *service) decodePush(tables []*amspb.TableGrads, dense int) ([]ams.Table
 	}
 	for i, t := range tables {
 		ti := cat.tables[t.Table]
-		idv, err := ams.UnpackIDs(nil, t.Ids)
+		idv, err := requestIDs(t.Ids)
 		if err != nil {
 			return nil, errors.Join(ams.ErrBadRequest, err)
 		}
@@ -163,6 +191,21 @@ func (v *service) decodePush(tables []*amspb.TableGrads, dense int) ([]ams.Table
 const roundWait = 200 * time.Millisecond
 
 func (v *service) Pull(ctx context.Context, req *amspb.PullRequest) (*amspb.PullResponse, error) {
+	r, err := v.pull(ctx, req, nil)
+	if err != nil {
+		return nil, err
+	}
+	return &r.Resp, nil
+}
+
+// PullPooled is Pull with the rows of the reply in buffers of p, which the
+// reply owns (amspb.PooledReply).
+func (v *service) PullPooled(ctx context.Context, req *amspb.PullRequest, p *amspb.BufferPool) (*amspb.PooledReply, error) {
+	return v.pull(ctx, req, p)
+}
+
+// pull answers a pull, its rows in buffers of p (allocated when p is nil).
+func (v *service) pull(ctx context.Context, req *amspb.PullRequest, p *amspb.BufferPool) (*amspb.PooledReply, error) {
 	if err := v.s.checkVersion(req.ClusterVersion); err != nil {
 		return nil, err
 	}
@@ -172,7 +215,7 @@ func (v *service) Pull(ctx context.Context, req *amspb.PullRequest) (*amspb.Pull
 			return nil, err
 		}
 		if pending {
-			return &amspb.PullResponse{RoundPending: true}, nil
+			return &amspb.PooledReply{Resp: amspb.PullResponse{RoundPending: true}}, nil
 		}
 	}
 	denseValues := 0
@@ -183,28 +226,38 @@ func (v *service) Pull(ctx context.Context, req *amspb.PullRequest) (*amspb.Pull
 		}
 		denseValues += di.hi - di.lo
 	}
-	reqs, out, inPlace, err := v.decodePull(req.Tables, denseValues)
+	reqs, out, inPlace, err := v.decodePull(req.Tables, denseValues, p)
 	if err != nil {
 		return nil, err
 	}
-	if err := v.s.Pull(req.ClusterVersion, reqs, req.Create); err != nil {
+	reply := &amspb.PooledReply{Resp: amspb.PullResponse{Tables: make([]*amspb.TableRows, len(reqs))}, Rows: out, Pool: p}
+	if err := v.pullInto(req, reqs, out, inPlace, &reply.Resp); err != nil {
+		reply.Release()
 		return nil, err
 	}
-	resp := &amspb.PullResponse{Tables: make([]*amspb.TableRows, len(reqs))}
+	return reply, nil
+}
+
+// pullInto pulls reqs, whose rows are out's (inPlace) or copied into them,
+// and the dense vectors req names, into resp.
+func (v *service) pullInto(req *amspb.PullRequest, reqs []ams.TableRequest, out []*[]byte, inPlace bool, resp *amspb.PullResponse) error {
+	if err := v.s.Pull(req.ClusterVersion, reqs, req.Create); err != nil {
+		return err
+	}
 	for i, r := range reqs {
 		if !inPlace {
-			ams.PutFloats(out[i], r.Rows)
+			ams.PutFloats(*out[i], r.Rows)
 		}
-		resp.Tables[i] = &amspb.TableRows{Table: r.Table, Rows: out[i]}
+		resp.Tables[i] = &amspb.TableRows{Table: r.Table, Rows: *out[i]}
 	}
 	for _, name := range req.Dense {
 		lo, hi, vals, err := v.s.PullDense(req.ClusterVersion, name)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		resp.Dense = append(resp.Dense, &amspb.DenseValues{Name: name, Lo: uint64(lo), Hi: uint64(hi), Values: ams.FloatsPayload(vals)})
 	}
-	return resp, nil
+	return nil
 }
 
 func (v *service) Push(_ context.Context, req *amspb.PushRequest) (*amspb.PushResponse, error) {
