@@ -1,7 +1,10 @@
 package ams
 
 import (
+	"bytes"
+	"encoding/binary"
 	"errors"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -94,71 +97,79 @@ func checkAgainstRef(t *testing.T, tb *Table, ref *refTable) {
 
 // TestTableAgainstReference drives a Table and the map reference with the
 // same random pulls, pushes (with duplicate ids) and deletes.
+// Dims 8 and 16 give rows of whole cache lines (values and state) for
+// some of the optimizers.
 func TestTableAgainstReference(t *testing.T) {
-	for _, opt := range []string{OptSGD, OptAdagrad, OptAdam, OptFTRL, OptMomentum} {
-		t.Run(opt, func(t *testing.T) {
-			spec := TableSpec{Name: "emb", Dim: 5, Optimizer: OptimizerSpec{Name: opt, L1: 0.01},
+	for _, dim := range []int{5, 8, 16} {
+		for _, opt := range []string{OptSGD, OptAdagrad, OptAdam, OptFTRL, OptMomentum} {
+			spec := TableSpec{Name: "emb", Dim: dim, Optimizer: OptimizerSpec{Name: opt, L1: 0.01},
 				Init: InitSpec{Kind: InitUniform, Scale: 0.1, Seed: 9}}
-			tb := newTestTable(t, spec)
-			ref := newRefTable(spec)
-			rng := rand.New(rand.NewPCG(3, 4))
-			d := spec.Dim
-			for step := uint32(1); step <= 300; step++ {
-				batch := 1 + rng.IntN(40)
-				ids := make([]uint64, batch)
-				for k := range ids {
-					ids[k] = rng.Uint64N(300) // repeats within and across batches
+			t.Run(fmt.Sprintf("dim=%d/%s", dim, opt), func(t *testing.T) { againstReference(t, spec) })
+		}
+	}
+}
+
+// againstReference drives a table of spec and the map reference with the
+// same random pulls, pushes and deletes.
+func againstReference(t *testing.T, spec TableSpec) {
+	tb := newTestTable(t, spec)
+	ref := newRefTable(spec)
+	rng := rand.New(rand.NewPCG(3, 4))
+	d := spec.Dim
+	for step := uint32(1); step <= 300; step++ {
+		batch := 1 + rng.IntN(40)
+		ids := make([]uint64, batch)
+		for k := range ids {
+			ids[k] = rng.Uint64N(300) // repeats within and across batches
+		}
+		switch rng.IntN(5) {
+		case 0, 1: // pull, creating or not
+			create := rng.IntN(2) == 0
+			out := make([]float32, batch*d)
+			created := tb.Pull(ids, out, create, step)
+			wantCreated := 0
+			for k, id := range ids {
+				if _, ok := ref.rows[id]; !ok && create {
+					wantCreated++
 				}
-				switch rng.IntN(5) {
-				case 0, 1: // pull, creating or not
-					create := rng.IntN(2) == 0
-					out := make([]float32, batch*d)
-					created := tb.Pull(ids, out, create, step)
-					wantCreated := 0
-					for k, id := range ids {
-						if _, ok := ref.rows[id]; !ok && create {
-							wantCreated++
-						}
-						if want := ref.pull(id, create, step); !slices.Equal(out[k*d:(k+1)*d], want) {
-							t.Fatalf("step %d: pull(%d) = %v, want %v", step, id, out[k*d:(k+1)*d], want)
-						}
-					}
-					if created != wantCreated {
-						t.Fatalf("step %d: pull created %d, want %d", step, created, wantCreated)
-					}
-				case 2, 3: // push
-					g := make([]float32, batch*d)
-					for i := range g {
-						g[i] = float32(rng.NormFloat64())
-					}
-					wantCreated := 0
-					for k, id := range ids {
-						if _, ok := ref.rows[id]; !ok {
-							wantCreated++
-						}
-						ref.push(id, g[k*d:(k+1)*d], step)
-					}
-					if created := tb.Push(ids, g, step); created != wantCreated {
-						t.Fatalf("step %d: push created %d, want %d", step, created, wantCreated)
-					}
-				case 4: // delete
-					for _, id := range ids[:batch/4+1] {
-						_, want := ref.rows[id]
-						if got := tb.Delete(id); got != want {
-							t.Fatalf("step %d: Delete(%d) = %v, want %v", step, id, got, want)
-						}
-						delete(ref.rows, id)
-					}
-				}
-				if step%50 == 0 {
-					checkAgainstRef(t, tb, ref)
+				if want := ref.pull(id, create, step); !slices.Equal(out[k*d:(k+1)*d], want) {
+					t.Fatalf("step %d: pull(%d) = %v, want %v", step, id, out[k*d:(k+1)*d], want)
 				}
 			}
+			if created != wantCreated {
+				t.Fatalf("step %d: pull created %d, want %d", step, created, wantCreated)
+			}
+		case 2, 3: // push
+			g := make([]float32, batch*d)
+			for i := range g {
+				g[i] = float32(rng.NormFloat64())
+			}
+			wantCreated := 0
+			for k, id := range ids {
+				if _, ok := ref.rows[id]; !ok {
+					wantCreated++
+				}
+				ref.push(id, g[k*d:(k+1)*d], step)
+			}
+			if created := tb.Push(ids, g, step); created != wantCreated {
+				t.Fatalf("step %d: push created %d, want %d", step, created, wantCreated)
+			}
+		case 4: // delete
+			for _, id := range ids[:batch/4+1] {
+				_, want := ref.rows[id]
+				if got := tb.Delete(id); got != want {
+					t.Fatalf("step %d: Delete(%d) = %v, want %v", step, id, got, want)
+				}
+				delete(ref.rows, id)
+			}
+		}
+		if step%50 == 0 {
 			checkAgainstRef(t, tb, ref)
-			if int(tb.next) != tb.Len()+len(tb.free) {
-				t.Fatalf("slots: %d handed out, %d live, %d free", tb.next, tb.Len(), len(tb.free))
-			}
-		})
+		}
+	}
+	checkAgainstRef(t, tb, ref)
+	if int(tb.next) != tb.Len()+len(tb.free) {
+		t.Fatalf("slots: %d handed out, %d live, %d free", tb.next, tb.Len(), len(tb.free))
 	}
 }
 
@@ -506,4 +517,66 @@ func TestTableGroupsMatchOneRowAtATime(t *testing.T) {
 		})
 		checkAgainstRef(t, batched, ref)
 	}
+}
+
+// A row's snapshot encoding is its values, its state and its statistics
+// (last touched, hits, step), little-endian; and it loads back unchanged,
+// one row at a time and in bulk.
+func TestSnapshotRowLayout(t *testing.T) {
+	for _, c := range []struct {
+		dim int
+		opt string
+	}{{16, OptSGD}, {8, OptAdagrad}, {18, OptAdagrad}, {5, OptAdam}, {3, OptFTRL}} {
+		spec := TableSpec{Name: "t", Dim: c.dim, Optimizer: OptimizerSpec{Name: c.opt}, Init: InitSpec{Kind: InitUniform, Scale: 0.1, Seed: 4}}
+		tb := newTestTable(t, spec)
+		tb.SetStep(77)
+		ids := []uint64{3, 1 << 40, 3, 99}
+		g := make([]float32, len(ids)*c.dim)
+		for i := range g {
+			g[i] = float32(i%7) - 3
+		}
+		tb.Push(ids, g, 1234)
+		for _, id := range ids {
+			b, ok := tb.AppendSnapshotRow(nil, id)
+			if !ok || len(b) != tb.SnapshotRowBytes() {
+				t.Fatalf("dim %d %s: id %d encodes as %d bytes (%v)", c.dim, c.opt, id, len(b), ok)
+			}
+			word := func(i int) uint32 { return binary.LittleEndian.Uint32(b[4*i:]) }
+			values, state, st := tb.split(tb.rows.row(mustSlot(t, tb, id)))
+			for i, v := range append(slices.Clone(values), state...) {
+				if word(i) != math.Float32bits(v) {
+					t.Fatalf("dim %d %s: id %d word %d = %#x, want %#x", c.dim, c.opt, id, i, word(i), math.Float32bits(v))
+				}
+			}
+			n := c.dim + tb.sw
+			wantHits := uint32(1)
+			if id == 3 {
+				wantHits = 2
+			}
+			if got := [3]uint32{word(n), word(n + 1), word(n + 2)}; got != [3]uint32{1234, wantHits, 77} || *st != got {
+				t.Fatalf("dim %d %s: id %d statistics encode as %v (row %v), want [1234 %d 77]", c.dim, c.opt, id, got, *st, wantHits)
+			}
+			one, bulk := newTestTable(t, spec), newTestTable(t, spec)
+			if err := one.LoadSnapshotRow(id, b, make([]float32, c.dim), make([]float32, tb.sw)); err != nil {
+				t.Fatal(err)
+			}
+			if err := bulk.LoadSnapshotRows([]uint64{id}, b); err != nil {
+				t.Fatal(err)
+			}
+			for _, back := range []*Table{one, bulk} {
+				if again, _ := back.AppendSnapshotRow(nil, id); !bytes.Equal(again, b) {
+					t.Fatalf("dim %d %s: id %d does not load back unchanged", c.dim, c.opt, id)
+				}
+			}
+		}
+	}
+}
+
+func mustSlot(t *testing.T, tb *Table, id uint64) uint32 {
+	t.Helper()
+	s, ok := tb.idx.get(id)
+	if !ok {
+		t.Fatalf("id %d has no row", id)
+	}
+	return s
 }
