@@ -27,33 +27,26 @@ func floatBytes(v []float32) []byte {
 // FloatsView returns b viewed as float32s when the machine is little-endian
 // and b is 4-byte aligned with a length that is a multiple of 4; otherwise
 // ok is false and the caller must copy (UnpackFloats). The view aliases b.
-func FloatsView(b []byte) (v []float32, ok bool) {
-	if !nativeLittle || len(b)%4 != 0 {
-		return nil, false
-	}
-	if len(b) == 0 {
-		return []float32{}, true
-	}
-	if uintptr(unsafe.Pointer(&b[0]))%4 != 0 {
-		return nil, false
-	}
-	return unsafe.Slice((*float32)(unsafe.Pointer(&b[0])), len(b)/4), true
-}
+func FloatsView(b []byte) (v []float32, ok bool) { return viewOf[float32](b) }
 
 // IDsView returns b viewed as uint64 ids when the machine is little-endian
 // and b is 8-byte aligned with a length that is a multiple of 8; otherwise
 // ok is false and the caller must copy (UnpackIDs). The view aliases b.
-func IDsView(b []byte) (ids []uint64, ok bool) {
-	if !nativeLittle || len(b)%8 != 0 {
+func IDsView(b []byte) (ids []uint64, ok bool) { return viewOf[uint64](b) }
+
+// viewOf views b as little-endian Ts in place: FloatsView and IDsView.
+func viewOf[T float32 | uint64](b []byte) ([]T, bool) {
+	size := int(unsafe.Sizeof(*new(T)))
+	if !nativeLittle || len(b)%size != 0 {
 		return nil, false
 	}
 	if len(b) == 0 {
-		return []uint64{}, true
+		return []T{}, true
 	}
-	if uintptr(unsafe.Pointer(&b[0]))%8 != 0 {
+	if uintptr(unsafe.Pointer(&b[0]))%uintptr(size) != 0 {
 		return nil, false
 	}
-	return unsafe.Slice((*uint64)(unsafe.Pointer(&b[0])), len(b)/8), true
+	return unsafe.Slice((*T)(unsafe.Pointer(&b[0])), len(b)/size), true
 }
 
 // PackFloats encodes v as packed little-endian float32s, appending to dst.
