@@ -223,19 +223,9 @@ func BenchmarkGather(b *testing.B) {
 			out := make([]float32, batch*dim)
 			// The halves get ids of their own, so that no phase warms the
 			// cache for another.
-			other := func() [][]uint64 {
-				o := make([][]uint64, len(ids))
-				for i := range o {
-					o[i] = make([]uint64, batch)
-					for k := range o[i] {
-						o[i][k] = Mix64(uint64(rng.IntN(rows)))
-					}
-				}
-				return o
-			}
-			idxIDs := other()
+			idxIDs := randomIDSets(rng, len(ids), batch, rows)
 			slots := make([][]uint32, len(ids))
-			for i, o := range other() {
+			for i, o := range randomIDSets(rng, len(ids), batch, rows) {
 				slots[i] = make([]uint32, batch)
 				for k, id := range o {
 					slots[i][k], _ = tb.idx.get(id)
@@ -267,29 +257,7 @@ func BenchmarkGather(b *testing.B) {
 				n++
 			}
 			runtime.KeepAlive(sum)
-			// Fresh positions for every row, so that no row comes back
-			// while it may still be cached.
-			fresh := [2][]int{make([]int, n*batch), make([]int, n*batch)}
-			for _, f := range fresh {
-				for i := range f {
-					f[i] = rng.IntN(rows)
-				}
-			}
-			var wg sync.WaitGroup
-			t0 := time.Now()
-			for _, f := range fresh {
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
-					buf := make([]float32, batch*dim)
-					for i, p := range f {
-						k := i % batch
-						copy(buf[k*dim:(k+1)*dim], plain[p*dim:(p+1)*dim])
-					}
-				}()
-			}
-			wg.Wait()
-			bare2 := time.Since(t0)
+			bare2 := gatherTwice(rng, plain, dim, batch, n*batch)
 			b.ReportMetric(float64(n*batch)/ours.Seconds(), "ours-rows/s")
 			b.ReportMetric(float64(n*batch)/bare.Seconds(), "bare-rows/s")
 			b.ReportMetric(bare.Seconds()/ours.Seconds(), "ours/bare")
@@ -298,4 +266,45 @@ func BenchmarkGather(b *testing.B) {
 			b.ReportMetric(float64(2*n*batch)/bare2.Seconds(), "bare2-rows/s")
 		})
 	}
+}
+
+// randomIDSets returns sets of batch ids of random rows of BenchmarkGather's
+// table.
+func randomIDSets(rng *rand.Rand, sets, batch, rows int) [][]uint64 {
+	o := make([][]uint64, sets)
+	for i := range o {
+		o[i] = make([]uint64, batch)
+		for k := range o[i] {
+			o[i][k] = Mix64(uint64(rng.IntN(rows)))
+		}
+	}
+	return o
+}
+
+// gatherTwice times two goroutines each gathering n random rows of dim
+// from plain at once, by batches of batch rows. Every row is drawn afresh,
+// so that none comes back while it may still be cached.
+func gatherTwice(rng *rand.Rand, plain []float32, dim, batch, n int) time.Duration {
+	rows := len(plain) / dim
+	fresh := [2][]int{make([]int, n), make([]int, n)}
+	for _, f := range fresh {
+		for i := range f {
+			f[i] = rng.IntN(rows)
+		}
+	}
+	var wg sync.WaitGroup
+	t0 := time.Now()
+	for _, f := range fresh {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			buf := make([]float32, batch*dim)
+			for i, p := range f {
+				k := i % batch
+				copy(buf[k*dim:(k+1)*dim], plain[p*dim:(p+1)*dim])
+			}
+		}()
+	}
+	wg.Wait()
+	return time.Since(t0)
 }
