@@ -10,7 +10,11 @@
 // is left to the garbage collector when they are done. The codec encodes
 // a pull reply and a push request by hand, splicing their payloads in
 // without a copy, and decodes a pull reply for Pull into a PullReply
-// whose payloads alias the received buffer until Release.
+// whose payloads alias the received buffer until Release. A server
+// registered with RegisterPooledServer answers a pull with a PooledReply:
+// its rows are in buffers of the server's pool, which the reply owns and
+// gRPC gives back once the reply is sent (the codec encodes them as
+// pool-owned buffers), so a shard does not allocate a reply a pull.
 //
 // A server built with ServerOptions answers an error with the code of the
 // first entry it matches and one google.rpc.ErrorInfo (domain
