@@ -18,6 +18,9 @@
 //	-lease-ttl   registration lease TTL, the heartbeat timeout (default 5s)
 //	-store       snapshot and export store roots, comma-separated directories
 //	             and hdfs://HOST:PORT/PATH URIs (default none)
+//	-tier-dir    local-disk (SSD) directories for the cold rows of tiered tables,
+//	             comma-separated; a table's tier_dir must lie under one, the first
+//	             is the default (default none: tiered tables are refused)
 //	-log-level   debug, info, warn or error (default info)
 //	-log-format  text or json (default text)
 //	-http        operations endpoint host:port: /metrics, /healthz, /readyz (default off)
