@@ -18,8 +18,9 @@ import (
 // opts at the cluster: its etcd client, and, when direct, its shards'
 // services for direct calls (opts.Local). With o.ModelRoot set, a job
 // without a snapshot store is given one of its own there (its config
-// changed in opts and o alike). The caller closes the cluster after the
-// job.
+// changed in opts and o alike). The job saves its model when stopped
+// (job.Options.SaveOnStop), since the model ends with the process. The
+// caller closes the cluster after the job.
 func StartFor(ctx context.Context, o Options, opts *job.Options, direct bool) (*Cluster, error) {
 	if o.ModelRoot != "" && opts.Config.Snapshot.Store == "" {
 		if err := opts.Config.KeepModelIn(o.ModelRoot, time.Now()); err != nil {
@@ -45,6 +46,7 @@ func StartFor(ctx context.Context, o Options, opts *job.Options, direct bool) (*
 		return nil, err
 	}
 	opts.Etcd, opts.Prefix = c.Etcd(), c.Prefix()
+	opts.SaveOnStop = true // the model lives in this process: a stop saves it
 	if direct {
 		opts.Local = c
 	}

@@ -202,6 +202,9 @@ type Env struct {
 	baseLog *slog.Logger
 	// summary is the model's Summary, which Run fills.
 	summary *Summary
+	// stopSaved is set once SaveOnStop ran (saved or failed): Run does
+	// not try again.
+	stopSaved bool
 }
 
 // setVersion sets the version the worker trains at, and puts it on every
@@ -257,8 +260,12 @@ func Run(ctx context.Context, opts Options, m Model) error {
 	stopWatch := env.watchSnapshots(ctx, s)
 	err = env.attempts(ctx, m)
 	stopWatch()
-	if err == nil && ctx.Err() == nil && env.SavesModel() && s.Model == nil { // not a stream stopped by Ctrl-C: its cluster stops too
+	switch {
+	case !env.SavesModel() || s.Model != nil || env.stopSaved: // saved already (a model that keeps state of its own)
+	case err == nil && ctx.Err() == nil:
 		err = env.SaveModel(ctx, nil)
+	case env.StoppedInOrder(ctx, err):
+		err = errors.Join(err, env.SaveOnStop(ctx, nil))
 	}
 	if verr := env.verify(ctx, s, err); verr != nil {
 		err = errors.Join(err, verr)

@@ -65,6 +65,15 @@ type Options struct {
 	// The etcd client (Etcd) is the caller's and carries its own. The
 	// default value (nil) speaks plaintext.
 	TLS *tls.Config
+	// SaveOnStop is set when the cluster stops with the job (`worker
+	// -local`: its model lives in this process): an orderly stop of the
+	// job (its ctx cancelled: Ctrl-C, SIGTERM) then saves the model, as
+	// the end of a job does (Env.SaveModel), with what was trained up to
+	// the stop and the checkpoint naming it, before Run returns, within
+	// StopSaveTimeout; a failed save is Run's error. A worker of a
+	// cluster that goes on without it leaves the model to the scheduler
+	// (which saves it when stopped itself). The default value is false.
+	SaveOnStop bool
 }
 
 // Workers returns the number of workers of the job (at least 1).

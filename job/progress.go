@@ -2,6 +2,7 @@ package job
 
 import (
 	"encoding/json"
+	"fmt"
 	"time"
 )
 
@@ -87,4 +88,16 @@ func (p *Progress) UnmarshalJSON(b []byte) error {
 	p.RunningAUC, p.RunningLogLoss = float64(j.RunningAUC), float64(j.RunningLogLoss)
 	p.TestAUC, p.TestLogLoss = float64(j.TestAUC), float64(j.TestLogLoss)
 	return nil
+}
+
+// EpochsText is how a summary names n epochs trained: "1 epoch", "3
+// epochs", or "a stream" for a stream (which has no epochs).
+func EpochsText(n int, stream bool) string {
+	switch {
+	case stream:
+		return "a stream"
+	case n == 1:
+		return "1 epoch"
+	}
+	return fmt.Sprintf("%d epochs", n)
 }

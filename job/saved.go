@@ -2,8 +2,10 @@ package job
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"time"
 )
 
 // SavedModel is where a job's final model was saved: the snapshot the
@@ -55,4 +57,45 @@ func (m *SavedModel) writeSaved(w io.Writer, worker string) {
 	}
 	fmt.Fprintf(w, "%s: the model is saved: snapshot %d of job %s (%d rows) in %s; resume it with -set job.id=%s -snapshot-store %s\n",
 		worker, m.Seq, m.Job, m.Rows, m.Store, m.Job, m.Store)
+}
+
+// StopSaveTimeout bounds the save of an orderly stop (Options.SaveOnStop):
+// a snapshot not written by then is given up, and the stop fails.
+const StopSaveTimeout = 2 * time.Minute
+
+// StoppedInOrder reports whether an attempt that ended with err was
+// stopped in order, so that the model saves on stop (SaveOnStop): the job
+// is to (Options.SaveOnStop), its ctx was cancelled (a signal), not for a
+// lost lease (the cluster took the worker for dead and rolls back), and
+// the attempt ended with nothing but the stop.
+func (e *Env) StoppedInOrder(ctx context.Context, err error) bool {
+	if !e.Options.SaveOnStop || ctx.Err() == nil || errors.Is(context.Cause(ctx), ErrLeaseLost) || errors.Is(err, ErrLeaseLost) {
+		return false
+	}
+	return err == nil || errors.Is(err, context.Canceled) || errors.Is(err, context.Cause(ctx))
+}
+
+// SaveOnStop saves the model of a job stopped in order (StoppedInOrder):
+// a snapshot of what the shards applied up to the stop, with the
+// checkpoint the stopped attempt stored, taken with time of its own
+// (StopSaveTimeout, as ctx has ended). hold is as for SaveModel. A second
+// Ctrl-C ends the process at once, unsaved (the signal's default action
+// is back after the first one). It says where the model went and how to
+// go on from it; a failure says that the model is not saved.
+func (e *Env) SaveOnStop(ctx context.Context, hold func(context.Context) error) error {
+	e.stopSaved = true
+	e.Say("stopped: saving the model to %s (at most %v; Ctrl-C again exits at once without it)", e.Config.Snapshot.Store, StopSaveTimeout)
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), StopSaveTimeout)
+	defer cancel()
+	if err := e.SaveModel(sctx, hold); err != nil {
+		e.Say("the model is NOT saved: %v", err)
+		return err
+	}
+	m := e.summary.Model
+	more := ""
+	if e.Config.Kafka.Streaming {
+		more = " (the stream reads only what is new)"
+	}
+	e.Say("run it again with -set job.id=%s -snapshot-store %s to go on from it%s", m.Job, m.Store, more)
+	return nil
 }

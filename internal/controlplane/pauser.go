@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"sync"
 	"sync/atomic"
+	"time"
 )
 
 // Pauser is the worker's side of the pause protocol (pause.go): a goroutine follows the scheduler's pause requests; while the
@@ -30,8 +31,10 @@ type Pauser struct {
 }
 
 // StartPauser follows pause requests newer than the last resume until
-// close. Until StartTraining, requests are acknowledged at once (the
-// worker pushes nothing yet).
+// Close. Until StartTraining, requests are acknowledged at once (the
+// worker pushes nothing yet). ctx bounds the first read only: a worker
+// stopped (its ctx cancelled) still acknowledges the pauses of the
+// snapshot that saves its model (job.Options.SaveOnStop) until Close.
 func (c *Conn) StartPauser(ctx context.Context, worker string, log *slog.Logger) (*Pauser, error) {
 	r, ok, err := c.LastResume(ctx)
 	if err != nil {
@@ -47,7 +50,7 @@ func (c *Conn) StartPauser(ctx context.Context, worker string, log *slog.Logger)
 	p := &Pauser{conn: c, worker: worker, log: log}
 	p.acked.Store(after)
 	p.requested.Store(after)
-	ctx, p.cancel = context.WithCancel(ctx)
+	ctx, p.cancel = context.WithCancel(context.WithoutCancel(ctx))
 	p.wg.Add(1)
 	go func() {
 		defer p.wg.Done()
@@ -141,13 +144,21 @@ func (p *Pauser) PauseFor(ctx context.Context, seq uint64) error {
 }
 
 // StopTraining makes every later request, and one pending now, be
-// acknowledged at once.
+// acknowledged at once. The one pending is acknowledged also when ctx
+// has ended (a stopped worker), within stopAckTimeout: a snapshot that
+// waits for it (the stop's own, job.Options.SaveOnStop) would wait for
+// ever otherwise.
 func (p *Pauser) StopTraining(ctx context.Context) {
+	actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), stopAckTimeout)
+	defer cancel()
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.training = false
-	p.ack(ctx, p.requested.Load())
+	p.ack(actx, p.requested.Load())
 }
+
+// stopAckTimeout bounds StopTraining's acknowledgement.
+const stopAckTimeout = 10 * time.Second
 
 // SetVersion sets the cluster version the worker trains at.
 func (p *Pauser) SetVersion(v uint64) { p.version.Store(v) }

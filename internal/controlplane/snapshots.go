@@ -39,6 +39,14 @@ type SnapshotResult struct {
 	Request int64 `json:"request,omitempty"`
 }
 
+// LastSnapshot returns the outcome of the latest snapshot attempt, and
+// false when none was made.
+func (c *Conn) LastSnapshot(ctx context.Context) (SnapshotResult, bool, error) {
+	var r SnapshotResult
+	ok, err := c.getJSON(ctx, SnapshotLastKey(c.prefix), "snapshot result", &r)
+	return r, ok, err
+}
+
 // PutSnapshotResult records the outcome of the latest attempt.
 func (c *Conn) PutSnapshotResult(ctx context.Context, r SnapshotResult) error {
 	return c.putJSON(ctx, SnapshotLastKey(c.prefix), "snapshot result", r)

@@ -3,9 +3,11 @@ package scheduler
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"log/slog"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
@@ -16,13 +18,16 @@ import (
 )
 
 // BindFlags defines on fs the flags of the scheduler binary that set o:
-// -id (ID), -shards (Shards, 2 unless given), -partitions (Partitions) and
-// -lease-ttl (LeaseTTL).
+// -id (ID), -shards (Shards, 2 unless given), -partitions (Partitions),
+// -lease-ttl (LeaseTTL), -rejoin-wait (RejoinWait) and
+// -stop-snapshot-timeout (StopSnapshotTimeout).
 func (o *Options) BindFlags(fs *flag.FlagSet) {
 	fs.StringVar(&o.ID, "id", "", "member id of this scheduler (default <hostname>-<pid>)")
 	fs.IntVar(&o.Shards, "shards", 2, "number of AMS shards the cluster forms with")
 	fs.IntVar(&o.Partitions, "partitions", ams.DefaultPartitions, "number of virtual partitions")
 	fs.DurationVar(&o.LeaseTTL, "lease-ttl", membership.DefaultTTL, "TTL of the scheduler's etcd lease")
+	fs.DurationVar(&o.StopSnapshotTimeout, "stop-snapshot-timeout", DefaultStopSnapshotTimeout,
+		"when stopped (SIGTERM, Ctrl-C) while it leads a serving cluster with a snapshot store, take a snapshot first, within this bound (the model since the last snapshot is kept); negative: take none")
 	fs.DurationVar(&o.RejoinWait, "rejoin-wait", DefaultRejoinWait,
 		"how long a shard or worker whose lease expired is waited for to register again in the same process (the cluster paused, then serving on at the same version) before restoring; negative: restore at once")
 }
@@ -73,9 +78,29 @@ func Serve(ctx context.Context, etcd *clientv3.Client, opts Options, proc *cli.P
 	select {
 	case <-ctx.Done():
 		proc.NotReady("shutting down")
+		if err := saveOnStop(ctx, s, opts.Logger); err != nil {
+			return errors.Join(err, s.Close())
+		}
 		opts.Logger.Info("shutting down")
 	case <-s.Done():
 		proc.NotReady("stopped")
 	}
 	return s.Close()
+}
+
+// saveOnStop takes the stop's snapshot (Scheduler.SaveOnStop) and says
+// what it did; a failure is said loudly and returned, so that the
+// scheduler exits non-zero.
+func saveOnStop(ctx context.Context, s *Scheduler, log *slog.Logger) error {
+	r, taken, err := s.SaveOnStop(ctx)
+	switch {
+	case err != nil:
+		log.Error("the model is NOT saved: the stop's snapshot failed; the model since the last snapshot is lost when the shards stop", "err", err)
+		return err
+	case taken:
+		log.Info("saved the model on stop", "snapshot", r.Seq, "rows", r.Rows, "samples_applied", r.Applied, "store", s.opts.Config.Snapshot.Store)
+	case r.Seq > 0:
+		log.Info("the model is saved already: nothing applied since the last snapshot", "snapshot", r.Seq, "store", s.opts.Config.Snapshot.Store)
+	}
+	return nil
 }

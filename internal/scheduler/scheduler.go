@@ -95,6 +95,12 @@ type Options struct {
 	// waited for. The default value is DefaultRejoinWait; a negative value
 	// turns the wait off (every lost lease restores at once).
 	RejoinWait time.Duration
+	// StopSnapshotTimeout bounds the snapshot a leading scheduler takes
+	// when it is stopped while the cluster serves (SaveOnStop), so that a
+	// cluster stopped in order (workers, then the scheduler) keeps what
+	// was trained since the last periodic snapshot. The default value is
+	// DefaultStopSnapshotTimeout; a negative value takes none.
+	StopSnapshotTimeout time.Duration
 	// TLS, when set, is the scheduler's identity towards the AMS shards
 	// (package tlsconf, the scheduler role): its clients speak mutual TLS
 	// and may call the admin RPCs (snapshots, restores, exports). The
@@ -105,6 +111,11 @@ type Options struct {
 // DefaultRejoinWait is the default of Options.RejoinWait: an etcd outage
 // of 30 s, and the TTL and re-registration after it, cost a pause.
 const DefaultRejoinWait = time.Minute
+
+// DefaultStopSnapshotTimeout is the default of
+// Options.StopSnapshotTimeout: within the chart's grace period for the
+// scheduler (terminationGracePeriodSeconds: 120).
+const DefaultStopSnapshotTimeout = 90 * time.Second
 
 // EnsureDefaults fills zero fields with their default values.
 func (o *Options) EnsureDefaults() {
@@ -152,6 +163,9 @@ func (o *Options) EnsureDefaults() {
 	}
 	if o.RejoinWait == 0 {
 		o.RejoinWait = DefaultRejoinWait
+	}
+	if o.StopSnapshotTimeout == 0 {
+		o.StopSnapshotTimeout = DefaultStopSnapshotTimeout
 	}
 }
 

@@ -247,6 +247,8 @@ func (m *model) attempt(ctx context.Context, env *job.Env, start checkpoint.Chec
 	switch {
 	case env.BestRestored != nil:
 		env.Say("the kept model: %d samples trained, to epoch %d", start.Applied, start.Epoch)
+	case start.Applied > 0 && m.kj != nil:
+		env.Say("resuming the stream from the positions stored in the model (%d samples applied before)", start.Applied)
 	case start.Applied > 0:
 		env.Say("resuming at epoch %d from %v (%d samples applied before)", start.Epoch, start.Positions, start.Applied)
 	}
@@ -365,8 +367,8 @@ func (r JobResult) WriteSummary(w io.Writer) {
 	if r.Data != "" {
 		fmt.Fprintf(w, "%s: data: %s\n", r.Worker, r.Data)
 	}
-	fmt.Fprintf(w, "%s: trained %d samples (%d epochs) in %.1fs: %.0f samples/s on %d AMS shards",
-		r.Worker, r.Samples, r.Epochs, r.Seconds, r.SamplesPerSecond, r.Shards)
+	fmt.Fprintf(w, "%s: trained %d samples (%s) in %.1fs: %.0f samples/s on %d AMS shards",
+		r.Worker, r.Samples, job.EpochsText(r.Epochs, r.Stopped), r.Seconds, r.SamplesPerSecond, r.Shards)
 	if s := malformed(r.Skipped, r.format); s != "" {
 		fmt.Fprintf(w, "; skipped %s", s)
 	}

@@ -22,6 +22,7 @@ import (
 	"github.com/xdlgo/xps/job"
 	"github.com/xdlgo/xps/reader"
 	"github.com/xdlgo/xps/reader/kafkasrc"
+	"github.com/xdlgo/xps/snapshot"
 )
 
 // ctrMessages returns n libFFM messages of a learnable click model: the
@@ -365,4 +366,86 @@ func (s *syncBuilder) String() string {
 
 func clusterShardMap(ctx context.Context, lc *cluster.Cluster) (*ams.ShardMap, error) {
 	return lc.Conn().WaitShardMap(ctx)
+}
+
+// TestKafkaStreamStopSavesAndRerunReadsOnlyNew is issue 57's case: a
+// streaming job of an embedded cluster (worker -local) trains 20,000
+// messages and is stopped (Ctrl-C cancels its context). The stop must
+// save the model, positions included, in its snapshot store; the same job
+// run again on a new embedded cluster over that store must train none of
+// the first 20,000 messages and go on at the stored offsets. Before the
+// fix the stop saved nothing (the store held only the empty first
+// snapshot) and the second run trained the 20,000 again from offset 0.
+func TestKafkaStreamStopSavesAndRerunReadsOnlyNew(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	b, err := kafkatest.Start(kafkatest.Options{Topics: map[string]int{"ctr": 2}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	msgs := ctrMessages(23000, 5)
+	produceMessages(t, b.Addrs(), "ctr", msgs[:20000])
+	cfg := kafkaConfig(b.Addrs(), "ctr")
+	cfg.Kafka.Streaming = true
+	cfg.Job.ID = "stream-rerun"
+	cfg.Snapshot.Store = t.TempDir()
+	// stream runs the job on a cluster of its own until the model holds
+	// positions summing to want, then stops it as Ctrl-C does.
+	stream := func(run int, want int64) (JobResult, string) {
+		opts := job.Options{Config: cfg, Progress: new(syncBuilder)}
+		lc, err := cluster.StartFor(ctx, cluster.Options{Shards: 2, Prefix: fmt.Sprintf("/xps/stream-rerun-%d", run)}, &opts, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer lc.Close()
+		if !opts.SaveOnStop {
+			t.Fatal("an embedded cluster's job does not save its model on a stop")
+		}
+		jctx, stop := context.WithCancel(ctx)
+		defer stop()
+		done := make(chan struct{})
+		var res JobResult
+		var jobErr error
+		go func() {
+			defer close(done)
+			res, jobErr = RunJob(jctx, opts)
+		}()
+		progress := opts.Progress.(*syncBuilder)
+		testutil.Eventually(t, time.Minute, fmt.Sprintf("run %d: the model's positions to hold %d messages", run, want),
+			func() bool { return storedMessages(t, lc, ctx) == want })
+		stop()
+		<-done
+		if jobErr != nil || !res.Stopped {
+			t.Fatalf("run %d: the stopped stream: stopped %v, %v\n%s", run, res.Stopped, jobErr, progress.String())
+		}
+		if res.Model == nil || res.Model.Store != cfg.Snapshot.Store || res.Model.Rows == 0 {
+			t.Fatalf("run %d: the stop saved no model: %+v\n%s", run, res.Model, progress.String())
+		}
+		return res, progress.String()
+	}
+	first, _ := stream(1, 20000)
+	if first.Samples != 20000 {
+		t.Fatalf("the first run trained %d samples, want 20000", first.Samples)
+	}
+	store, err := snapshot.OpenStore(cfg.Snapshot.Store, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	man, _, err := snapshot.Latest(store)
+	if err != nil || man.Seq != first.Model.Seq {
+		t.Fatalf("the store's newest snapshot: %+v, %v; want the stop's, %d", man, err, first.Model.Seq)
+	}
+	produceMessages(t, b.Addrs(), "ctr", msgs[20000:])
+	second, out := stream(2, 23000)
+	if second.Samples != 3000 {
+		t.Fatalf("the second run trained %d samples, want the 3000 new ones (none of the first 20000)\n%s", second.Samples, out)
+	}
+	if !strings.Contains(out, "resuming the stream from the positions stored in the model (20000 samples applied before)") {
+		t.Fatalf("the second run did not say it resumes the stream:\n%s", out)
+	}
+	if second.Model.Seq <= first.Model.Seq {
+		t.Fatalf("the second stop saved snapshot %d, not after the first's %d", second.Model.Seq, first.Model.Seq)
+	}
 }

@@ -34,7 +34,7 @@ func TestSummaryUndefinedFigures(t *testing.T) {
 	}
 	var text strings.Builder
 	res.WriteSummary(&text)
-	for _, want := range []string{": trained 4 samples (1 epochs) in ", "; skipped 1 malformed line\n",
+	for _, want := range []string{": trained 4 samples (1 epoch) in ", "; skipped 1 malformed line\n",
 		": test AUC undefined (one class), logloss "} {
 		if !strings.Contains(text.String(), want) {
 			t.Errorf("the summary lacks %q:\n%s", want, text.String())

@@ -2,6 +2,7 @@ package xctrain
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"slices"
@@ -204,6 +205,12 @@ func (m *model) train1(ctx context.Context, env *job.Env, start *checkpoint.Chec
 	done := tr.modelCheckpoint(r) // what this attempt's model holds
 	done.Done, done.Epoch, done.Best = true, r.Epochs, r.Best
 	m.keep(&r, env.BestRestored != nil)
+	if err != nil && r.Stopped != nil && env.SavesModel() && env.StoppedInOrder(ctx, err) {
+		// The model lives on in no process once this one ends (worker
+		// -local): save it, the layer with the stop's checkpoint.
+		cp := *r.Stopped
+		return errors.Join(err, env.SaveOnStop(ctx, func(ctx context.Context) error { return tr.holdPauses(ctx, cp) }))
+	}
 	if err != nil {
 		return err
 	}
@@ -268,8 +275,8 @@ func (m *model) resume(env *job.Env, tr *Trainer, cp *checkpoint.Checkpoint) err
 
 // WriteSummary writes the summary lines a worker prints at the end.
 func (r JobResult) WriteSummary(w io.Writer) {
-	fmt.Fprintf(w, "%s: trained %d samples (%d epochs) in %.1fs: %.0f samples/s on %d AMS shards\n",
-		r.Worker, r.Samples, r.Epochs, r.Seconds, r.SamplesPerSecond, r.Shards)
+	fmt.Fprintf(w, "%s: trained %d samples (%s) in %.1fs: %.0f samples/s on %d AMS shards\n",
+		r.Worker, r.Samples, job.EpochsText(r.Epochs, false), r.Seconds, r.SamplesPerSecond, r.Shards)
 	fmt.Fprintf(w, "%s: SLIDE output of %d labels over %d inputs, sparsity %v, %s K=%d L=%d R=%d, %.0f MB\n",
 		r.Worker, r.Labels, r.InputDim, r.Sparsity, r.Hash, r.K, r.L, r.R, float64(r.LayerBytes)/1e6)
 	if r.Owners > 1 && r.StepBytes > 0 {

@@ -2,6 +2,7 @@ package xctrain
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"sync"
@@ -78,8 +79,36 @@ func (t *Trainer) Run(ctx context.Context) (res Result, err error) {
 	if err == nil {
 		err = tracker.Epochs(acts, func(open tracker.Open) ([]tracker.Action, error) { return r.runEpoch(ctx, open) })
 	}
+	if err != nil && ctx.Err() != nil && opts.Commits {
+		err = r.stopped(ctx, err)
+	}
 	return res, err
 }
+
+// stopped ends a run whose context ended (err is why): it stores the
+// checkpoint of every batch trained (the tracker's Stopped commits), with
+// time of its own, and keeps it in Result.Stopped, so that the stop's
+// snapshot (job.Env.SaveOnStop) names where the run got to.
+func (r *run) stopped(ctx context.Context, err error) error {
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), stopTimeout)
+	defer cancel()
+	acts, serr := r.tk.Step(tracker.Stopped{Now: time.Now()})
+	for _, a := range acts {
+		if serr != nil {
+			break
+		}
+		if c, ok := a.(tracker.Commit); ok {
+			if serr = r.t.commitProgress(cctx, c.Checkpoint); serr == nil {
+				cp := c.Checkpoint
+				r.res.Stopped = &cp
+			}
+		}
+	}
+	return errors.Join(err, serr)
+}
+
+// stopTimeout bounds the commit of a stopped run.
+const stopTimeout = time.Minute
 
 // describe fills the layer's shape into the summary.
 func (r *run) describe() {

@@ -203,6 +203,10 @@ type Result struct {
 	// Resumed is the checkpoint this run started from (nil: the
 	// beginning); Samples and Batches count this run's only.
 	Resumed *Checkpoint `json:"resumed,omitempty"`
+	// Stopped is the checkpoint a run stopped (its context cancelled)
+	// stored of what it trained, when it could (nil otherwise): the
+	// position a snapshot of the stop's model names, with the layer.
+	Stopped *Checkpoint `json:"-"`
 	// LayerBytes is the memory of the layer's parameters, optimizer state
 	// and hash tables.
 	LayerBytes int64 `json:"layer_bytes"`
