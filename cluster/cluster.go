@@ -118,6 +118,9 @@ type Cluster struct {
 	sched *scheduler.Scheduler
 	// schedMetrics is the scheduler's collector on Options.Metrics.
 	schedMetrics prometheus.Collector
+	// models is the model root of a job StartFor gave a directory there,
+	// whose retention Close applies (nil: none).
+	models *modelRoot
 	// direct maps the address of each running shard to its service, for
 	// workers in this process (Local). It is replaced whole (copy on
 	// write) when a shard starts or stops, and read without a lock.
@@ -256,7 +259,9 @@ func (c *Cluster) setDirect(started, stopped *amsnode.Node) {
 	c.direct.Store(&m)
 }
 
-// Close stops the scheduler, the shards and etcd, and removes etcd's data.
+// Close stops the scheduler, the shards and etcd, and removes etcd's data;
+// a job given a directory under Options.ModelRoot then has its retention
+// applied (modelRoot.keep).
 // The scheduler goes first: it would take the shards' leaving for a
 // failure.
 func (c *Cluster) Close() error {
@@ -279,6 +284,9 @@ func (c *Cluster) Close() error {
 	}
 	if c.dir != "" {
 		errs = append(errs, os.RemoveAll(c.dir))
+	}
+	if c.models != nil {
+		errs = append(errs, c.models.keep())
 	}
 	return errors.Join(errs...)
 }

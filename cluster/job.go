@@ -4,9 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"os"
-	"path/filepath"
-	"slices"
 	"time"
 
 	"github.com/xdlgo/xps/job"
@@ -18,21 +15,17 @@ import (
 // opts at the cluster: its etcd client, and, when direct, its shards'
 // services for direct calls (opts.Local). With o.ModelRoot set, a job
 // without a snapshot store is given one of its own there (its config
-// changed in opts and o alike). The job saves its model when stopped
+// changed in opts and o alike), and Close keeps the directory's newest
+// KeptModels trained models (modelRoot.keep). The job saves its model when stopped
 // (job.Options.SaveOnStop), since the model ends with the process. The
 // caller closes the cluster after the job.
 func StartFor(ctx context.Context, o Options, opts *job.Options, direct bool) (*Cluster, error) {
+	var models *modelRoot
 	if o.ModelRoot != "" && opts.Config.Snapshot.Store == "" {
 		if err := opts.Config.KeepModelIn(o.ModelRoot, time.Now()); err != nil {
 			return nil, err
 		}
-		removed, err := pruneModels(opts.Config.Snapshot.Store)
-		if err != nil {
-			return nil, err
-		}
-		if len(removed) > 0 && opts.Progress != nil {
-			fmt.Fprintf(opts.Progress, "removed the %d oldest models from %s (it keeps the last %d jobs')\n", len(removed), o.ModelRoot, KeptModels)
-		}
+		models = &modelRoot{root: o.ModelRoot, dir: opts.Config.Snapshot.Store, progress: opts.Progress}
 	}
 	o.Prefix, o.Logger, o.Config = opts.Prefix, opts.Logger, opts.Config
 	if o.Shards <= 0 {
@@ -45,6 +38,7 @@ func StartFor(ctx context.Context, o Options, opts *job.Options, direct bool) (*
 	if err != nil {
 		return nil, err
 	}
+	c.models = models // kept by Close
 	opts.Etcd, opts.Prefix = c.Etcd(), c.Prefix()
 	opts.SaveOnStop = true // the model lives in this process: a stop saves it
 	if direct {
@@ -59,24 +53,3 @@ func StartFor(ctx context.Context, o Options, opts *job.Options, direct bool) (*
 // exports, Kafka lag; no script, it reloads itself), GET /status.json the
 // same figures as JSON. Register it for both paths.
 func (c *Cluster) StatusHandler() http.Handler { return c.sched.StatusHandler() }
-
-// KeptModels is how many jobs' models Options.ModelRoot keeps.
-const KeptModels = 5
-
-// pruneModels removes from the directory above dir (a job's model under
-// Options.ModelRoot) the models of all but the newest KeptModels jobs, dir
-// counted, so that runs repeated for days do not fill the disk. It
-// removes only directories named as config.NewJobID names jobs, and
-// returns their paths.
-func pruneModels(dir string) (removed []string, err error) {
-	old, _ := filepath.Glob(filepath.Join(filepath.Dir(dir), "job-????????-??????-*"))
-	old = slices.DeleteFunc(old, func(p string) bool { return p == dir })
-	slices.Sort(old) // by time: the ids start with it
-	for _, p := range old[:max(0, len(old)-(KeptModels-1))] {
-		if err := os.RemoveAll(p); err != nil {
-			return removed, fmt.Errorf("cluster: removing an old model: %w", err)
-		}
-		removed = append(removed, p)
-	}
-	return removed, nil
-}

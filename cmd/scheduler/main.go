@@ -17,6 +17,11 @@
 //	-lease-ttl d           TTL of the scheduler's lease. Default 5s.
 //	-rejoin-wait d         wait for a member whose lease expired to come back
 //	                       (a pause, no restore). Default 1m; <0: restore.
+//	-stop-snapshot-timeout d
+//	                       when stopped while leading a serving cluster with
+//	                       a snapshot store, snapshot what the workers'
+//	                       checkpoints count beyond the last snapshot first,
+//	                       within d. Default 90s; <0: none.
 //	-log-level level       debug, info, warn or error. Default info.
 //	-log-format f          text or json. Default text.
 //	-tls-ca, -tls-cert, -tls-key  mutual TLS with etcd and the shards (README, "TLS").
@@ -66,9 +71,10 @@
 // standby takes over when the leader stops or its lease expires, resuming
 // from etcd.
 //
-// SIGINT or SIGTERM stops the scheduler gracefully: it leaves the cluster
-// (writing its left marker) and exits 0. It exits 1 if it cannot start or if
-// its lease is lost.
+// SIGINT or SIGTERM stops the scheduler gracefully: it takes the stop's
+// snapshot (above), leaves the cluster (writing its left marker) and exits
+// 0. It exits 1 if it cannot start, if its lease is lost, or if the stop's
+// snapshot fails (the model since the last snapshot is then not saved).
 package main
 
 import (

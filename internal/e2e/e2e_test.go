@@ -67,9 +67,15 @@ func (p *proc) output() string {
 
 func start(t *testing.T, name, bin string, args ...string) *proc {
 	t.Helper()
+	return startIn(t, t.TempDir(), name, bin, args...) // what it writes in its working directory (worker -local: xps-models/) goes too
+}
+
+// startIn is start in the working directory dir.
+func startIn(t *testing.T, dir, name, bin string, args ...string) *proc {
+	t.Helper()
 	p := &proc{name: name, done: make(chan error, 1)}
 	p.cmd = exec.Command(bin, args...)
-	p.cmd.Dir = t.TempDir() // what it writes in its working directory (worker -local: xps-models/) goes too
+	p.cmd.Dir = dir
 	p.cmd.Stdout, p.cmd.Stderr = p, p
 	if err := p.cmd.Start(); err != nil {
 		t.Fatalf("start %s: %v", name, err)

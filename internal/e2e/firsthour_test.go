@@ -116,6 +116,22 @@ func modelOutlivesLocal(t *testing.T, bin string) {
 		!strings.Contains(r.output(), "(20000 samples applied before)") || !strings.Contains(r.output(), "worker-0: the model is saved: snapshot") {
 		t.Errorf("worker %v: exit %v, want a second epoch resumed from the saved model, saved again:\n%s", args, err, r.output())
 	}
+	// Failed runs in the same directory, more than it keeps: each removes
+	// only its own empty directory, and the trained model stays (one
+	// removed it before, issue 57).
+	empty := filepath.Join(p.cmd.Dir, "empty.libffm")
+	if err := os.WriteFile(empty, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i <= 5; i++ {
+		f := startIn(t, p.cmd.Dir, "worker", filepath.Join(bin, "worker"), "-local", "-train", empty)
+		if err := f.exit(t, time.Minute); err == nil || !strings.Contains(f.output(), ": this run trained nothing, so it keeps no model") {
+			t.Fatalf("failed run %d: exit %v, want a failure that says it removed its own empty model directory:\n%s", i, err, f.output())
+		}
+	}
+	if left, _ := filepath.Glob(filepath.Join(p.cmd.Dir, "xps-models", "*")); len(left) != 1 || left[0] != m[3] {
+		t.Errorf("after 6 failed runs xps-models/ holds %v, want only the trained model %s", left, m[3])
+	}
 }
 
 // readableOutput runs the worker on a libFM file named .libfm without
