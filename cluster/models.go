@@ -37,7 +37,7 @@ func (r *modelRoot) keep() error {
 		if err := os.RemoveAll(r.dir); err != nil {
 			return fmt.Errorf("cluster: removing the model directory of a run that trained nothing: %w", err)
 		}
-		r.say("removed %s: this run trained nothing, so it keeps no model (%s keeps the last %d trained jobs')", r.dir, r.root, KeptModels)
+		r.say("removed %s: it holds no trained model (the run failed or stopped before a snapshot of what it trained), so it does not count (%s keeps the last %d trained jobs')", r.dir, r.root, KeptModels)
 		return nil
 	}
 	removed, err := pruneModels(r.dir)

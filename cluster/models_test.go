@@ -87,7 +87,7 @@ func TestKeepModels(t *testing.T) {
 	if got, want := names(t, root), append(slices.Clone(old), "mine"); !slices.Equal(got, want) {
 		t.Errorf("after a run that trained nothing: left %v, want %v", got, want)
 	}
-	if !strings.Contains(said.String(), "removed "+c.Snapshot.Store+": this run trained nothing") {
+	if !strings.Contains(said.String(), "removed "+c.Snapshot.Store+": it holds no trained model") {
 		t.Errorf("the untrained run's removal is not said: %q", said.String())
 	}
 	// 2. A run that trains: the newest 4 trained old ones and it stay

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"strconv"
+	"unicode/utf8"
 )
 
 // NewDecoder returns a new Decoder for format f (see the package
@@ -177,11 +178,34 @@ func parseFinite32(b []byte) (v float32, why string) {
 	return float32(f), ""
 }
 
-// clip shortens b to at most 64 bytes for an error message.
+// clip shortens b for an error message to the longest prefix whose %q
+// form is at most 64 bytes between the quotes, cut at a rune boundary, and
+// marks a cut with "...". Messages quote it with %q, which escapes control
+// bytes and invalid UTF-8, so no input byte reaches a message raw and
+// binary input (4 bytes per escaped byte) is clipped as short as text.
 func clip(b []byte) string {
 	const n = 64
-	if len(b) > n {
-		return string(b[:n]) + "..."
+	if len(b) <= n/4 {
+		return string(b) // no byte quotes wider than 4
+	}
+	var buf [16]byte
+	w := 0
+	for i := 0; i < len(b); {
+		r, size := utf8.DecodeRune(b[i:])
+		switch {
+		case r == utf8.RuneError && size == 1:
+			w += len(`\xff`)
+		case r == '"':
+			w += len(`\"`)
+		case r == '\'':
+			w++
+		default:
+			w += len(strconv.AppendQuoteRune(buf[:0], r)) - 2
+		}
+		if w > n {
+			return string(b[:i]) + "..."
+		}
+		i += size
 	}
 	return string(b)
 }

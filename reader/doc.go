@@ -187,6 +187,17 @@
 // errors.Is(err, ErrMalformed). Lines longer than MaxLineBytes are malformed
 // too. No input makes the parser panic.
 //
+// A reason quotes input bytes Go-escaped (%q: control bytes and invalid
+// UTF-8 become \x.. escapes), clipped to a prefix of at most 64 bytes of
+// escaped text, so that no message holds raw input bytes. When the rejected
+// line is not text (a control byte other than tab and carriage return, DEL,
+// or invalid UTF-8) the reason ends with a note saying so. Input that starts
+// with the magic bytes of a binary format given by mistake, Parquet ("PAR1")
+// or gzip (1f 8b), has that as the reason of every line error instead: Read
+// and DecodeMessage look at the start of their input, a FileSource at the
+// start of each file it reads from offset 0 (a split with Start > 0 does not
+// see it, and gets the note).
+//
 // ReadOptions.OnError chooses what Read does with a malformed line:
 // StopOnBad (the default) returns the first one as the error together with the
 // samples read before it; SkipBad counts it in ReadStats.Skipped, keeps the

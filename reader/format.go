@@ -68,8 +68,11 @@ func ParseFormat(s string) (Format, error) {
 	case "criteo":
 		return Criteo, nil
 	}
-	return 0, fmt.Errorf("reader: unknown format %q (want libfm, libsvm, libffm, group, xml, xmlrepo or criteo)", s)
+	return 0, fmt.Errorf("reader: unknown format %q (want %s)", s, formatNames)
 }
+
+// formatNames lists the names ParseFormat accepts, for error messages.
+const formatNames = "libfm, libsvm, libffm, group, xml, xmlrepo or criteo"
 
 // MarshalText implements encoding.TextMarshaler.
 func (f Format) MarshalText() ([]byte, error) {

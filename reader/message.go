@@ -19,8 +19,19 @@ func (malformedMessage) Unwrap() error { return ErrMalformed }
 // line format, or one sample group of a multi-line format. Lines are split
 // as in files (LF or CRLF; blank and '#' lines skipped); header lines are
 // not recognised. An error wraps ErrMalformedMessage and names the line
-// within the message; g is then in an unspecified state.
+// within the message; g is then in an unspecified state. A message that
+// starts with the magic bytes of Parquet or gzip is reported as such.
 func DecodeMessage(dec Decoder, data []byte, g *Group) error {
+	if err := decodeMessage(dec, data, g); err != nil {
+		if why := binaryInput("the message", data); why != "" {
+			return fmt.Errorf("%w: %s", ErrMalformedMessage, why)
+		}
+		return err
+	}
+	return nil
+}
+
+func decodeMessage(dec Decoder, data []byte, g *Group) error {
 	lineNo, started := 0, false
 	for len(data) > 0 {
 		line := data
@@ -46,7 +57,7 @@ func DecodeMessage(dec Decoder, data []byte, g *Group) error {
 		}
 		started = true
 		if err := dec.Decode(line, g); err != nil {
-			return fmt.Errorf("%w: line %d: %s", ErrMalformedMessage, lineNo, reasonOf(err).Error())
+			return fmt.Errorf("%w: line %d: %s", ErrMalformedMessage, lineNo, withBinaryNote(reasonOf(err).Error(), line))
 		}
 	}
 	if !started {

@@ -95,7 +95,7 @@ func (p *Parser) ParseLine(line []byte, feats []Feature) (label float32, out []F
 	j := nextBlank(line, i)
 	label, ok := parseLabel(line[i:j])
 	if !ok {
-		return 0, feats, malformed("label %q is not a finite number", line[i:j])
+		return 0, feats, malformed("label %q is not a finite number", clip(line[i:j]))
 	}
 	n0 := len(feats)
 	for pos := 0; ; pos++ {
@@ -165,11 +165,11 @@ func nextBlank(b []byte, i int) int {
 func parseFM(tok []byte, pos, c, colons int, ns []uint32) (Feature, *LineError) {
 	switch {
 	case colons == 0:
-		return Feature{}, malformed("feature %q: want token:value", tok)
+		return Feature{}, malformed("feature %q: want token:value", clip(tok))
 	case colons > 1:
-		return Feature{}, malformed("feature %q: want token:value, found more than one ':' (a libFFM line?)", tok)
+		return Feature{}, malformed("feature %q: want token:value, found more than one ':' (a libFFM line?)", clip(tok))
 	case c == 0:
-		return Feature{}, malformed("feature %q: empty token", tok)
+		return Feature{}, malformed("feature %q: empty token", clip(tok))
 	case pos >= MaxField:
 		return Feature{}, malformed("more than %d features", MaxField)
 	}
@@ -184,14 +184,14 @@ func parseFM(tok []byte, pos, c, colons int, ns []uint32) (Feature, *LineError) 
 // token's colons.
 func parseFFM(tok []byte, c1, c2, colons int, ns []uint32) (Feature, *LineError) {
 	if colons != 2 {
-		return Feature{}, malformed("feature %q: want field:token:value", tok)
+		return Feature{}, malformed("feature %q: want field:token:value", clip(tok))
 	}
 	field, ok := parseField(tok[:c1])
 	if !ok {
-		return Feature{}, malformed("feature %q: field %q is not an integer in [0, %d)", tok, tok[:c1], MaxField)
+		return Feature{}, malformed("feature %q: field %q is not an integer in [0, %d)", clip(tok), clip(tok[:c1]), MaxField)
 	}
 	if c2 == c1+1 {
-		return Feature{}, malformed("feature %q: empty token", tok)
+		return Feature{}, malformed("feature %q: empty token", clip(tok))
 	}
 	v, le := parseValue(tok, tok[c2+1:])
 	if le != nil {
@@ -244,7 +244,7 @@ func parseValue(tok, b []byte) (float32, *LineError) {
 		return v, nil
 	}
 	if len(b) == 0 {
-		return 0, malformed("feature %q: empty value", tok)
+		return 0, malformed("feature %q: empty value", clip(tok))
 	}
 	f, err := strconv.ParseFloat(string(b), 32)
 	if err != nil {
@@ -252,12 +252,12 @@ func parseValue(tok, b []byte) (float32, *LineError) {
 			return float32(f), nil // underflow to zero or a subnormal
 		}
 		if errors.Is(err, strconv.ErrRange) {
-			return 0, malformed("feature %q: value %q overflows float32", tok, b)
+			return 0, malformed("feature %q: value %q overflows float32", clip(tok), clip(b))
 		}
-		return 0, malformed("feature %q: value %q is not a number", tok, b)
+		return 0, malformed("feature %q: value %q is not a number", clip(tok), clip(b))
 	}
 	if math.IsNaN(f) || math.IsInf(f, 0) {
-		return 0, malformed("feature %q: value %q is not finite", tok, b)
+		return 0, malformed("feature %q: value %q is not finite", clip(tok), clip(b))
 	}
 	return float32(f), nil
 }

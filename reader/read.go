@@ -158,6 +158,10 @@ func Read(r io.Reader, source string, opts ReadOptions) (*Dataset, ReadStats, er
 	ds := NewDataset()
 	var st ReadStats
 	lr := lineReader{br: bufio.NewReaderSize(r, readBufferSize)}
+	// binary says why r is not text, from the magic bytes of its first line
+	// (unknown when that line is too long): the reason of every line error.
+	// Peeking would wait for bytes a stream may not have sent yet.
+	binary := ""
 	p := NewParser(opts.Format)
 	var feats []Feature
 	for opts.MaxSamples == 0 || st.Samples < int64(opts.MaxSamples) {
@@ -170,6 +174,9 @@ func Read(r io.Reader, source string, opts ReadOptions) (*Dataset, ReadStats, er
 		}
 		lineNo := st.Lines
 		st.Lines++
+		if lineNo == 0 {
+			binary = binaryInput("the input", line)
+		}
 		st.Bytes += int64(n)
 		if lineNo%int64(opts.Stride) != int64(opts.Index) {
 			continue
@@ -189,6 +196,11 @@ func Read(r io.Reader, source string, opts ReadOptions) (*Dataset, ReadStats, er
 		default:
 			le := perr.(*LineError)
 			le.Source, le.Line = source, lineNo+1
+			if binary != "" {
+				le.Reason = binary
+			} else {
+				le.Reason = withBinaryNote(le.Reason, line)
+			}
 			if opts.OnError == StopOnBad {
 				return ds, st, le
 			}

@@ -81,6 +81,10 @@ type FileSource struct {
 	end    int64 // End of splits[si], math.MaxInt64 for "to the end"
 	exact  bool  // the read of the file began at 0: line numbers are exact
 	lineNo int64 // physical line number of the last line read (when exact)
+	// binary says why f is not text (it starts with the magic bytes of
+	// Parquet or gzip), or is "": it is the reason of every line error
+	// about f. Known only once f was read from offset 0.
+	binary string
 
 	// The first line of the next group, read ahead (a copy).
 	pend     []byte
@@ -345,7 +349,7 @@ func (s *FileSource) open() error {
 	if err != nil {
 		return fmt.Errorf("reader: split %v: %w", sp, err)
 	}
-	s.f, s.name = f, sp.Path
+	s.f, s.name, s.binary = f, sp.Path, ""
 	if s.lr.br == nil {
 		s.lr.br = bufio.NewReaderSize(f, readBufferSize)
 	}
@@ -365,6 +369,15 @@ func (s *FileSource) seek(off int64) error {
 	s.lr.br.Reset(s.f)
 	s.off = off
 	s.lineNo = 0
+	if off == 0 {
+		// Look at the magic bytes; the first line is read from the same
+		// buffer.
+		head, err := s.lr.br.Peek(magicLen)
+		if err != nil && err != io.EOF {
+			return fmt.Errorf("reader: %s: %w", s.name, err)
+		}
+		s.binary = binaryInput("the file", head)
+	}
 	return nil
 }
 
@@ -400,7 +413,7 @@ func (s *FileSource) openSplit() error {
 	if !long {
 		header, herr := s.dec.Header(line)
 		if herr != nil {
-			le := s.lineErr(herr, off, s.lineNo)
+			le := s.lineErr(herr, line, off, s.lineNo)
 			if s.policy == StopOnBad {
 				return le
 			}
@@ -449,7 +462,7 @@ func (s *FileSource) openAt(p Position) error {
 		if ok && !long && off <= p.Offset {
 			header, herr := s.dec.Header(line)
 			if herr != nil {
-				return s.lineErr(herr, off, s.lineNo)
+				return s.lineErr(herr, line, off, s.lineNo)
 			}
 			if header && off == p.Offset {
 				return fmt.Errorf("%w: position %v is not at a group boundary (it is the header)", ErrBadPosition, p)
@@ -554,7 +567,7 @@ func (s *FileSource) readGroup(g *Group) (bool, error) {
 	s.havePend = false
 	var bad *LineError
 	if err := s.dec.Decode(s.pend, g); err != nil {
-		bad = s.lineErr(err, off, lineNo)
+		bad = s.lineErr(err, s.pend, off, lineNo)
 	}
 	for bad == nil || s.policy == SkipBad {
 		line, loff, long, ok, err := s.readLine()
@@ -574,13 +587,13 @@ func (s *FileSource) readGroup(g *Group) (bool, error) {
 			bad = s.lineErrf(loff, s.lineNo, "line is longer than %d bytes", MaxLineBytes)
 		default:
 			if err := s.dec.Decode(line, g); err != nil {
-				bad = s.lineErr(err, loff, s.lineNo)
+				bad = s.lineErr(err, line, loff, s.lineNo)
 			}
 		}
 	}
 	if bad == nil {
 		if err := s.dec.End(g); err != nil {
-			bad = s.lineErr(err, off, lineNo)
+			bad = s.lineErr(err, nil, off, lineNo)
 		} else if len(g.Levels) == 0 || g.NumSamples() == 0 {
 			bad = s.lineErrf(off, lineNo, "group without samples")
 		}
@@ -597,20 +610,25 @@ func (s *FileSource) readGroup(g *Group) (bool, error) {
 
 func (s *FileSource) skipped(le *LineError) { s.stats.AddSkipped(le) }
 
-// lineErr turns a Decoder's error about the line at off into a *LineError.
-func (s *FileSource) lineErr(err error, off, lineNo int64) *LineError {
+// lineErr turns a Decoder's error about line, the line at off (nil for a
+// group's End), into a *LineError, noting when the line is not text.
+func (s *FileSource) lineErr(err error, line []byte, off, lineNo int64) *LineError {
 	reason := err.Error()
 	var le *LineError
 	if errors.As(err, &le) {
 		reason = le.Reason
 	}
-	return s.lineErrf(off, lineNo, "%s", reason)
+	return s.lineErrf(off, lineNo, "%s", withBinaryNote(reason, line))
 }
 
 // lineErrf returns a *LineError about the line at off: with its line number
-// when known, else with its byte offset in the reason.
+// when known, else with its byte offset in the reason. In a file that is
+// not text (s.binary) the reason is why, whatever the line.
 func (s *FileSource) lineErrf(off, lineNo int64, format string, args ...any) *LineError {
 	le := &LineError{Source: s.splits[s.si].Path, Reason: fmt.Sprintf(format, args...)}
+	if s.binary != "" {
+		le.Reason = s.binary
+	}
 	if s.exact {
 		le.Line = lineNo
 	} else {

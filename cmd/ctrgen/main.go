@@ -4,7 +4,7 @@
 //
 // Usage:
 //
-//	ctrgen -train train.libffm -test test.libffm [-train-samples N] [-test-samples M] [-config job.yaml] [-drift-lifetime L]
+//	ctrgen -train train.libffm -test test.libffm [-train-samples N] [-test-samples M] [-seed S] [-config job.yaml] [-drift-lifetime L]
 //	ctrgen -seq [-history-len 50] [-drift=false] -train train.group -test test.group -format group
 //
 // Flags:
@@ -17,6 +17,9 @@
 //	-format          libffm (default) or group: the sample-group format, a group per user run
 //	-drift-lifetime  vocabulary drift: each id is drawn for this many samples, then its Zipf
 //	                 rank gets a new id (default: data.drift_lifetime of the config, 0: no drift)
+//	-seed            the sample stream (default: data.seed of the config, 1): another seed
+//	                 draws other samples of the same world (data.world_seed: the same
+//	                 teacher and users), e.g. a second day of data or a validation file
 //	-seq             write internal/seqgen's user-behaviour sequences (DIN, DIEN; fields there)
 //	-history-len     with -seq: the longest history (default 50)
 //	-drift           with -seq: interests move along the history (default true)
@@ -50,6 +53,7 @@ type flags struct {
 	train, test, cfgFile, format string
 	nTrain, nTest, historyLen    int
 	drift                        int64
+	seed                         uint64
 	seq, seqDrift                bool
 }
 
@@ -65,6 +69,7 @@ func main() {
 	flag.StringVar(&f.cfgFile, "config", "", "YAML config whose data: section shapes the data")
 	flag.StringVar(&f.format, "format", "libffm", "output format: libffm or group")
 	flag.Int64Var(&f.drift, "drift-lifetime", 0, "vocabulary drift: samples an id is drawn for before its rank gets a new id (default data.drift_lifetime of the config; 0 there: no drift)")
+	flag.Uint64Var(&f.seed, "seed", 0, "the sample stream: another seed draws other samples of the same world (the same teacher and users), e.g. a second day or a validation file (default data.seed of the config, 1)")
 	flag.BoolVar(&f.seq, "seq", false, "write the user-behaviour sequence dataset (internal/seqgen) instead")
 	flag.IntVar(&f.historyLen, "history-len", seqgen.DefaultMaxLen, "with -seq: the longest history")
 	flag.BoolVar(&f.seqDrift, "drift", true, "with -seq: the user's interest moves along the history")
@@ -94,6 +99,7 @@ func run(f flags) error {
 	d.TrainSamples = cmp.Or(max(f.nTrain, 0), d.TrainSamples)
 	d.TestSamples = cmp.Or(max(f.nTest, 0), d.TestSamples)
 	d.DriftLifetime = cmp.Or(f.drift, d.DriftLifetime)
+	d.Seed = cmp.Or(f.seed, d.Seed)
 	gen, test, err := generators(f, d.Config)
 	if err != nil {
 		return err

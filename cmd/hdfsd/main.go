@@ -22,8 +22,7 @@ func main() {
 		if errors.Is(err, flag.ErrHelp) {
 			os.Exit(0)
 		}
-		fmt.Fprintln(os.Stderr, "hdfsd:", err)
-		os.Exit(1)
+		cli.Fatal("hdfsd", err)
 	}
 }
 

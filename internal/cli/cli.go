@@ -114,15 +114,24 @@ func SplitList(s string) []string {
 	return out
 }
 
-// Fatal prints FatalLine(prog, err) to stderr and exits with status 1,
-// or a *Signal's ExitCode when err is one (see Cause).
-func Fatal(prog string, err error) {
-	fmt.Fprintln(os.Stderr, FatalLine(prog, err))
+// Fatal reports err to stderr (Report) and exits with Report's status.
+func Fatal(prog string, err error) { os.Exit(Report(os.Stderr, prog, err)) }
+
+// Report prints FatalLine(prog, err) to w and returns the status a main
+// exits with: 2 for a bad command line (an error matching ErrUsage; the
+// line Hint(prog) follows), a *Signal's ExitCode when err is one (see
+// Cause), else 1.
+func Report(w io.Writer, prog string, err error) int {
+	fmt.Fprintln(w, FatalLine(prog, err))
 	var s *Signal
-	if errors.As(err, &s) {
-		os.Exit(s.ExitCode())
+	switch {
+	case errors.Is(err, ErrUsage):
+		fmt.Fprintln(w, Hint(prog))
+		return 2
+	case errors.As(err, &s):
+		return s.ExitCode()
 	}
-	os.Exit(1)
+	return 1
 }
 
 // FatalLine is "prog: err", or err alone when it already starts with

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"strings"
 )
@@ -13,6 +14,25 @@ import (
 // (a flag's value left after a space in a quoted list, a flag without its
 // dash) is an error rather than ignored.
 var ErrStrayArgs = errors.New("unexpected argument")
+
+// ErrUsage is matched (errors.Is) by Parse's error for a bad command
+// line: an unknown flag, a bad flag value, a missing flag value or a
+// positional argument. The error's text is the problem alone ("flag
+// provided but not defined: -x"); Fatal and Report print it with a hint
+// (Hint) and exit with status 2, as package flag does, without the full
+// usage.
+var ErrUsage = errors.New("cli: bad command line")
+
+// usageError is Parse's error for a bad command line: its text is err's,
+// and it matches both err and ErrUsage.
+type usageError struct{ err error }
+
+func (e *usageError) Error() string   { return e.err.Error() }
+func (e *usageError) Unwrap() []error { return []error{e.err, ErrUsage} }
+
+// Hint is the line printed after a bad command line: where the flags are
+// listed ("run `worker -h` for every flag").
+func Hint(prog string) string { return "run `" + prog + " -h` for every flag" }
 
 // Usage returns a usage function for fs: "Usage: prog [flags] synopsis",
 // then every flag with its usage and its default, the zero ones too ("",
@@ -48,32 +68,76 @@ func defaultNote(f *flag.Flag, typ, usage string) string {
 	return " (default " + f.DefValue + ")"
 }
 
-// Parse parses args into fs with Usage(fs, prog, "") as its usage; a
-// positional argument is an error wrapping ErrStrayArgs.
+// Parse parses args into fs and sets Usage(fs, prog, "") as fs's usage.
+// -h or -help prints that usage to fs.Output() and returns flag.ErrHelp.
+// A bad command line (an unknown flag, a bad or missing flag value, a
+// positional argument, the last wrapping ErrStrayArgs) prints nothing and
+// returns an error matching ErrUsage, for the caller to report (Fatal,
+// Report): one line and a hint, not the hundred lines of usage package
+// flag prints. An fs made with flag.ExitOnError exits instead of
+// returning an error (status 0 after -h, else Report's 2); one made with
+// flag.PanicOnError panics with it.
 func Parse(fs *flag.FlagSet, prog string, args []string) error {
-	fs.Usage = Usage(fs, prog, "")
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
-	return strayArgs(fs, prog)
-}
-
-func strayArgs(fs *flag.FlagSet, prog string) error {
-	if fs.NArg() == 0 {
+	err := parse(fs, prog, args)
+	if err == nil {
 		return nil
 	}
-	return fmt.Errorf("%w %q: %s takes flags only (-h lists them)", ErrStrayArgs, fs.Arg(0), prog)
+	switch fs.ErrorHandling() {
+	case flag.ExitOnError:
+		if errors.Is(err, flag.ErrHelp) {
+			os.Exit(0)
+		}
+		os.Exit(Report(fs.Output(), prog, err))
+	case flag.PanicOnError:
+		panic(err)
+	}
+	return err
+}
+
+// parse is Parse returning every error: package flag is kept from
+// printing (its message goes to the returned error, its usage only after
+// -h) and from exiting.
+func parse(fs *flag.FlagSet, prog string, args []string) error {
+	usage := Usage(fs, prog, "")
+	name, handling, out := fs.Name(), fs.ErrorHandling(), fs.Output()
+	fs.Init(name, flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	fs.Usage = func() {}
+	err := fs.Parse(args)
+	fs.Init(name, handling)
+	fs.SetOutput(out)
+	fs.Usage = usage
+	switch {
+	case errors.Is(err, flag.ErrHelp):
+		usage()
+		return err
+	case err != nil:
+		return &usageError{err}
+	case fs.NArg() > 0:
+		return &usageError{fmt.Errorf("%w %q: %s takes flags only", ErrStrayArgs, fs.Arg(0), prog)}
+	}
+	return nil
 }
 
 // ParseCommandLine parses os.Args[1:] into flag.CommandLine as Parse does,
-// for a main: -h prints the usage and exits 0; a bad flag or a positional
-// argument prints the problem and exits with status 2.
+// for a main: -h prints the usage and exits 0; a bad command line prints
+// the problem and Hint and exits with status 2.
 func ParseCommandLine(prog string) {
-	fs := flag.CommandLine
-	fs.Usage = Usage(fs, prog, "")
-	fs.Parse(os.Args[1:]) //nolint:errcheck // ExitOnError
-	if err := strayArgs(fs, prog); err != nil {
-		fmt.Fprintln(fs.Output(), FatalLine(prog, err))
-		os.Exit(2)
+	if code, exit := parseMain(flag.CommandLine, prog, os.Args[1:]); exit {
+		os.Exit(code)
+	}
+}
+
+// parseMain is ParseCommandLine on fs and args: whether the main is to
+// exit, and with which status, after printing what it prints to
+// fs.Output().
+func parseMain(fs *flag.FlagSet, prog string, args []string) (code int, exit bool) {
+	switch err := parse(fs, prog, args); {
+	case err == nil:
+		return 0, false
+	case errors.Is(err, flag.ErrHelp):
+		return 0, true
+	default:
+		return Report(fs.Output(), prog, err), true
 	}
 }

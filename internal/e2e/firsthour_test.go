@@ -125,7 +125,7 @@ func modelOutlivesLocal(t *testing.T, bin string) {
 	}
 	for i := 0; i <= 5; i++ {
 		f := startIn(t, p.cmd.Dir, "worker", filepath.Join(bin, "worker"), "-local", "-train", empty)
-		if err := f.exit(t, time.Minute); err == nil || !strings.Contains(f.output(), ": this run trained nothing, so it keeps no model") {
+		if err := f.exit(t, time.Minute); err == nil || !strings.Contains(f.output(), ": it holds no trained model") {
 			t.Fatalf("failed run %d: exit %v, want a failure that says it removed its own empty model directory:\n%s", i, err, f.output())
 		}
 	}
@@ -159,6 +159,25 @@ func readableOutput(t *testing.T, bin, dir string) {
 	if err := p.exit(t, time.Minute); err == nil || !strings.Contains(p.output(), txt+":1: malformed line") ||
 		!strings.Contains(p.output(), "but the file looks like libfm: give -format libfm") {
 		t.Errorf("worker -train %s: exit %v, want a line error with a hint at -format libfm:\n%s", txt, err, p.output())
+	}
+	// A Criteo TSV line whose last column is empty, as real Criteo data
+	// has: the hint names -format criteo (the sniffer once stripped the
+	// trailing tab and counted 39 columns, issue 57).
+	cols := []string{"1"}
+	for i := range 13 {
+		cols = append(cols, fmt.Sprint(i))
+	}
+	for i := range 26 {
+		cols = append(cols, fmt.Sprintf("%08x", i*7919))
+	}
+	cols[len(cols)-1] = ""
+	criteo := filepath.Join(dir, "day0.txt")
+	if err := os.WriteFile(criteo, []byte(strings.Join(cols, "\t")+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	p = start(t, "worker", filepath.Join(bin, "worker"), "-local", "-train", criteo)
+	if err := p.exit(t, time.Minute); err == nil || !strings.Contains(p.output(), "give -format criteo") {
+		t.Errorf("worker -train %s (Criteo, empty last column): exit %v, want a hint at -format criteo:\n%s", criteo, err, p.output())
 	}
 	p = start(t, "worker", filepath.Join(bin, "worker"), "-local", "-set", "data.train_samples=100000", "-set", "train.progress_every=50ms")
 	if err := p.exit(t, 2*time.Minute); err != nil {

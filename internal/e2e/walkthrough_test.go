@@ -6,6 +6,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -95,23 +96,40 @@ type walkthrough struct {
 	jobs      []*proc           // the background jobs, %1 first
 	all       []*proc           // every command run
 	ctrgen    string            // ctrgen's output
+	// funcs are the shell functions the lines defined (name() { echo ...; }).
+	funcs map[string]string
+	// blockJobs are the background jobs of the block being run
+	// (TestReadmeBlocks stops them at its end).
+	blockJobs []*proc
 }
 
-var loopbackAddr = regexp.MustCompile(`127\.0\.0\.1:(\d+)`)
+var (
+	loopbackAddr = regexp.MustCompile(`127\.0\.0\.1:(\d+)`)
+	portFlag     = regexp.MustCompile(`-port \d+`)
+)
 
-// run runs one line.
+// run runs one line: simple commands (quotes, a trailing &, and the
+// functions the block defined, as $(name arg)), nothing else of a shell.
 func (w *walkthrough) run(line string) {
 	t := w.t
-	if strings.ContainsAny(line, `"'$|;<>\`) || strings.Contains(line, "&&") {
-		t.Fatalf("README line %q: the walkthrough test runs simple commands only", line)
-	}
-	line = loopbackAddr.ReplaceAllStringFunc(line, func(addr string) string {
+	free := func(addr string) string {
 		if w.ports[addr] == "" {
 			w.ports[addr] = testutil.FreeAddr(t)
 		}
 		return w.ports[addr]
+	}
+	line = loopbackAddr.ReplaceAllStringFunc(line, free)
+	line = portFlag.ReplaceAllStringFunc(line, func(f string) string { // -port N listens on 127.0.0.1:N
+		_, port, _ := strings.Cut(free("127.0.0.1:"+strings.TrimPrefix(f, "-port ")), ":")
+		return "-port " + port
 	})
-	args := strings.Fields(line)
+	if w.define(line) {
+		return
+	}
+	args, err := shellWords(line, w.funcs)
+	if err != nil {
+		t.Fatalf("README line %q: %v (the README test runs simple commands only)", line, err)
+	}
 	background := args[len(args)-1] == "&"
 	if background {
 		args = args[:len(args)-1]
@@ -120,19 +138,30 @@ func (w *walkthrough) run(line string) {
 	switch {
 	case args[0] == "kill" || args[0] == "wait":
 		w.control(line, args)
+	case w.built(args):
 	case background:
-		w.jobs = append(w.jobs, w.start(args))
+		p := w.start(w.command(args))
+		w.jobs = append(w.jobs, p)
+		w.blockJobs = append(w.blockJobs, p)
+	case slices.Contains(args, "-streaming") && slices.Contains(args, "true"):
+		// A stream never ends: the user stops it with Ctrl-C, as
+		// TestReadmeBlocks does at the block's end.
+		w.blockJobs = append(w.blockJobs, w.start(w.command(args)))
 	default:
-		p := w.start(args)
+		if strings.HasSuffix(args[0], "curl") {
+			w.waitHTTP(args)
+		}
+		p := w.start(w.command(args))
 		w.waitForeground(p, 5*time.Minute)
-		if strings.HasSuffix(args[0], "/ctrgen") {
+		if strings.HasSuffix(p.cmd.Args[0], "/ctrgen") {
 			w.ctrgen = p.output()
 		}
 	}
 }
 
 // start starts a command of the block: go in the module root (its -o
-// bin/ made the directory's bin/), anything else in the directory.
+// bin/ made the directory's bin/), anything else in the directory (see
+// command for what it rewrites).
 func (w *walkthrough) start(args []string) *proc {
 	p := &proc{name: strings.Join(args, " "), done: make(chan error, 1)}
 	p.cmd = exec.Command(args[0], args[1:]...)

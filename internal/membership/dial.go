@@ -52,9 +52,13 @@ func WithTLS(cfg *tls.Config) DialOption {
 
 // Dial connects to etcd at endpoints ("host:port") and checks that the
 // cluster answers a linearizable read within DialCheckTimeout (and before
-// ctx ends); if not, the error wraps ErrUnreachable and names the
-// endpoints. The client logs warnings and errors to logger (nil:
-// nowhere). The caller closes the client.
+// ctx ends). If not, it probes the endpoints for the protocol the client
+// does not speak, within ProbeTimeout: when TLS answers a plaintext
+// client, or plaintext a TLS one (WithTLS), the error wraps
+// ErrTLSMismatch and says which -tls-* flags to give or drop; otherwise
+// (nothing listens there, a certificate etcd refuses) it wraps
+// ErrUnreachable. Both name the endpoints. The client logs warnings and
+// errors to logger (nil: nowhere). The caller closes the client.
 func Dial(ctx context.Context, endpoints []string, logger *slog.Logger, opts ...DialOption) (*clientv3.Client, error) {
 	if len(endpoints) == 0 {
 		return nil, fmt.Errorf("membership: dial: no etcd endpoints")
@@ -81,6 +85,9 @@ func Dial(ctx context.Context, endpoints []string, logger *slog.Logger, opts ...
 	if _, err := cli.Get(cctx, "/xps", clientv3.WithCountOnly()); err != nil {
 		cli.Close()
 		if ctx.Err() == nil {
+			if err := tlsMismatch(ctx, endpoints, cfg.TLS != nil); err != nil {
+				return nil, err
+			}
 			return nil, fmt.Errorf("%w: no answer from %s within %v (is etcd running there?): %w",
 				ErrUnreachable, strings.Join(endpoints, ","), DialCheckTimeout, err)
 		}

@@ -41,7 +41,9 @@
 //
 // A process (AMS shard, worker, scheduler):
 //
-//  1. dials etcd ([Dial] or clientv3.New);
+//  1. dials etcd ([Dial] or clientv3.New); [Dial] fails within seconds
+//     with an error naming the endpoints: [ErrTLSMismatch] when the
+//     process and etcd disagree on TLS, [ErrUnreachable] otherwise;
 //  2. calls [Register] with its Member and a lease TTL;
 //  3. selects on [Registration.Lost] next to its work: a closed Lost means
 //     the cluster considers it dead, and it must stop serving;

@@ -16,7 +16,8 @@ const warmBatch = 32 << 10
 // warmStart loads the newest model of the export store at loc into the
 // shards through cl: each export of the chain in order (a delta's rows
 // overwrite, its deletions delete), then the last one's dense vector. It
-// returns the export loaded and the rows it set.
+// returns the export loaded and the rows the model's tables hold then (a
+// row a delta sets again counts once, a deleted one not at all).
 func warmStart(ctx context.Context, cl *client.Client, loc string, tables map[string]int) (*export.Manifest, int64, error) {
 	store, err := snapshot.OpenStore(loc, "")
 	if err != nil {
@@ -27,18 +28,15 @@ func warmStart(ctx context.Context, cl *client.Client, loc string, tables map[st
 	if err != nil {
 		return nil, 0, err
 	}
-	var rows int64
 	for _, m := range chain {
 		for _, t := range m.Tables {
 			dim, ok := tables[t.Name]
 			if !ok || dim != t.Dim {
 				return nil, 0, fmt.Errorf("export %d has table %q of dim %d; the model's is %d (declared: %v)", m.Seq, t.Name, t.Dim, dim, ok)
 			}
-			n, err := loadTable(ctx, cl, store, m, t)
-			if err != nil {
+			if err := loadTable(ctx, cl, store, m, t); err != nil {
 				return nil, 0, err
 			}
-			rows += n
 		}
 	}
 	last := chain[len(chain)-1]
@@ -49,17 +47,25 @@ func warmStart(ctx context.Context, cl *client.Client, loc string, tables map[st
 	if err := cl.SetDense(ctx, DenseName, params); err != nil {
 		return nil, 0, err
 	}
+	usage, err := cl.Tables(ctx)
+	if err != nil {
+		return nil, 0, err
+	}
+	var rows int64
+	for _, u := range usage {
+		if _, ok := tables[u.Name]; ok {
+			rows += u.Rows + u.Tier.ColdRows
+		}
+	}
 	return last, rows, nil
 }
 
 // loadTable loads table t of export m, warmBatch rows a request.
-func loadTable(ctx context.Context, cl *client.Client, store snapshot.Store, m *export.Manifest, t export.Table) (int64, error) {
+func loadTable(ctx context.Context, cl *client.Client, store snapshot.Store, m *export.Manifest, t export.Table) error {
 	var ids, dels []uint64
 	var vals []float32
-	var rows int64
 	flush := func() error {
 		err := cl.LoadRows(ctx, t.Name, t.Dim, ids, vals, dels)
-		rows += int64(len(ids))
 		ids, vals, dels = ids[:0], vals[:0], dels[:0]
 		return err
 	}
@@ -77,7 +83,7 @@ func loadTable(ctx context.Context, cl *client.Client, store snapshot.Store, m *
 	if err == nil {
 		err = flush()
 	}
-	return rows, err
+	return err
 }
 
 // warmStartJob is the job's warm start (job.warm_start): worker 0 loads
@@ -96,7 +102,7 @@ func (m *model) warmStartJob(ctx context.Context, env *job.Env, start Checkpoint
 		if err != nil {
 			return fmt.Errorf("worker: warm start from %s: %w", env.Config.Job.WarmStart, err)
 		}
-		env.Say("warm start: loaded export %d (%d samples trained) from %s: %d rows and the dense parameters",
+		env.Say("warm start: loaded export %d (%d samples trained) from %s: the model holds %d rows and the dense parameters",
 			last.Seq, last.Samples, env.Config.Job.WarmStart, rows)
 	}
 	if env.Workers() > 1 {
