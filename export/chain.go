@@ -15,8 +15,9 @@ import (
 // manifest and files are intact; the walk stops at the first export
 // after the chain's last that does not (a missing link, a delta being
 // written, a corrupt one), and skipped says why, each error wrapping
-// ErrCorrupt. With no intact full export and cur nil, the error wraps
-// ErrNoExport.
+// ErrCorrupt (and ErrIncomplete for one being written). With no intact
+// full export and cur nil, the error wraps ErrNoExport and skipped says
+// why of every export the store holds.
 func Next(s snapshot.Store, cur *Manifest) (next []*Manifest, skipped []error, err error) {
 	seqs, err := Exports(s)
 	if err != nil {
@@ -26,6 +27,13 @@ func Next(s snapshot.Store, cur *Manifest) (next []*Manifest, skipped []error, e
 	last := cur
 	switch {
 	case full == nil && cur == nil:
+		// Nothing can be served: say why of every export, the newest
+		// first (newestFull passed over those it could not read).
+		for i := len(seqs) - 1; i >= 0; i-- {
+			if _, err := ReadManifest(s, seqs[i]); err != nil {
+				skipped = append(skipped, err)
+			}
+		}
 		return nil, skipped, fmt.Errorf("%w in %s: %w", ErrNoExport, s, errors.Join(skipped...))
 	case full != nil && (cur == nil || full.Seq > cur.Full):
 		next, last = []*Manifest{full}, full

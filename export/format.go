@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"path"
 	"slices"
 	"time"
@@ -31,6 +32,22 @@ const (
 // ErrCorrupt is wrapped by the errors of a missing, short or altered
 // manifest or file, and of a broken chain.
 var ErrCorrupt = errors.New("export: corrupt export")
+
+// ErrIncomplete is wrapped by ReadManifest's error for an export whose
+// manifest is not there (yet): the manifest is written last, so the
+// export is being written, or its write was abandoned. Such an error
+// matches ErrCorrupt too (the export cannot be used), but says neither.
+var ErrIncomplete = errors.New("export: export being written")
+
+// incompleteError is ReadManifest's error for an export without a
+// manifest: it matches ErrIncomplete and ErrCorrupt.
+type incompleteError struct{ dir string }
+
+func (e *incompleteError) Error() string {
+	return fmt.Sprintf("export: %s: no %s yet: the export is being written (or its write was abandoned)", e.dir, ManifestName)
+}
+
+func (e *incompleteError) Unwrap() []error { return []error{ErrIncomplete, ErrCorrupt} }
 
 // ErrNoExport is wrapped by Chain's error when the store holds no intact
 // full export.
@@ -248,11 +265,13 @@ func Commit(s snapshot.Store, m *Manifest) error {
 }
 
 // ReadManifest reads and checks the manifest of export seq (not its files:
-// see Verify). A missing, truncated or altered manifest is an error
-// wrapping ErrCorrupt.
+// see Verify). A truncated or altered manifest is an error wrapping
+// ErrCorrupt; a missing one wraps ErrIncomplete (and ErrCorrupt).
 func ReadManifest(s snapshot.Store, seq uint64) (*Manifest, error) {
 	var m Manifest
-	if err := snapshot.ReadJSON(s, path.Join(Dir(seq), ManifestName), &m); err != nil {
+	if err := snapshot.ReadJSON(s, path.Join(Dir(seq), ManifestName), &m); errors.Is(err, fs.ErrNotExist) {
+		return nil, &incompleteError{dir: Dir(seq)}
+	} else if err != nil {
 		return nil, fmt.Errorf("%w: %s/%s: %w", ErrCorrupt, Dir(seq), ManifestName, err)
 	}
 	snapshot.CompactJSON(&m.Config)

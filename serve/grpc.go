@@ -24,6 +24,11 @@ type predictor struct {
 }
 
 func (p predictor) Predict(_ context.Context, req *servepb.PredictRequest) (*servepb.PredictResponse, error) {
+	if !p.s.acquire() {
+		p.s.count("grpc", "overloaded")
+		return nil, status.Error(codes.ResourceExhausted, ErrOverloaded.Error())
+	}
+	defer p.s.release()
 	resp, err := p.s.predict("grpc", &Request{User: req.User, Candidates: req.Candidates})
 	switch {
 	case errors.Is(err, ErrNotReady):

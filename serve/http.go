@@ -4,18 +4,17 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 )
 
-// maxRequestBytes bounds a request body.
-const maxRequestBytes = 8 << 20
-
 // Handler returns the server's HTTP/JSON API:
 //
-//	POST /predict   a Request as JSON; answers a Response (400 for a
-//	                request that cannot be scored, 503 before a model is
-//	                loaded)
+//	POST /predict   a Request as JSON (strict: see decodeRequest);
+//	                answers a Response (400 for a request that cannot be
+//	                scored or is over a limit of Options.Limits, 413 for a
+//	                body over MaxBodyBytes, 503 before a model is loaded
+//	                and, with Retry-After, while MaxInFlight requests are
+//	                served)
 //	GET  /healthz   200 once a model is loaded, 503 before
 //	GET  /status    the served export, its trained samples and rows per
 //	                table, as JSON
@@ -36,14 +35,32 @@ func (s *Server) Handler() http.Handler {
 }
 
 func (s *Server) handlePredict(w http.ResponseWriter, r *http.Request) {
-	var req Request
-	dec := json.NewDecoder(io.LimitReader(r.Body, maxRequestBytes))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&req); err != nil {
+	if !s.acquire() {
+		s.count("http", "overloaded")
+		w.Header().Set("Retry-After", "1")
+		http.Error(w, ErrOverloaded.Error(), http.StatusServiceUnavailable)
+		return
+	}
+	defer s.release()
+	lim := s.opts.Limits.MaxBodyBytes
+	if r.ContentLength > lim {
+		s.count("http", "too_large")
+		http.Error(w, fmt.Sprintf("serve: the body's %d bytes are over the limit, %d", r.ContentLength, lim), http.StatusRequestEntityTooLarge)
+		return
+	}
+	req, err := decodeRequest(http.MaxBytesReader(w, r.Body, lim))
+	var tooLarge *http.MaxBytesError
+	switch {
+	case errors.As(err, &tooLarge):
+		s.count("http", "too_large")
+		http.Error(w, fmt.Sprintf("serve: the body is over the limit, %d bytes", lim), http.StatusRequestEntityTooLarge)
+		return
+	case err != nil:
+		s.count("http", "bad_request")
 		http.Error(w, fmt.Sprintf("serve: bad request: %v", err), http.StatusBadRequest)
 		return
 	}
-	resp, err := s.predict("http", &req)
+	resp, err := s.predict("http", req)
 	switch {
 	case errors.Is(err, ErrNotReady):
 		http.Error(w, err.Error(), http.StatusServiceUnavailable)

@@ -23,7 +23,7 @@ func newMetrics(s *Server, reg prometheus.Registerer) *metrics {
 	}
 	m := &metrics{
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ops.Namespace, Subsystem: "serve", Name: "requests_total",
-			Help: "Prediction requests, by API (http, grpc) and outcome (ok, bad_request, not_ready, error)."}, []string{"api", "outcome"}),
+			Help: "Prediction requests, by API (http, grpc) and outcome (ok, bad_request, not_ready, error, overloaded, too_large)."}, []string{"api", "outcome"}),
 		latency: prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: ops.Namespace, Subsystem: "serve", Name: "request_seconds",
 			Help: "Latency of prediction requests, by API.", Buckets: ops.RPCBuckets}, []string{"api"}),
 	}
@@ -49,6 +49,14 @@ func (s *Server) predict(api string, req *Request) (*Response, error) {
 		m.latency.WithLabelValues(api).Observe(time.Since(start).Seconds())
 	}
 	return resp, err
+}
+
+// count counts a request of api refused before it was scored, with its
+// outcome ("overloaded", "too_large", "bad_request").
+func (s *Server) count(api, outcome string) {
+	if m := s.metrics; m != nil {
+		m.requests.WithLabelValues(api, outcome).Inc()
+	}
 }
 
 // modelCollector reports the model served: its export, the samples it

@@ -43,8 +43,9 @@ type Response struct {
 // before a model is loaded and with an error wrapping ErrBadRequest for a
 // request it cannot parse.
 func (s *Server) Predict(req *Request) (*Response, error) {
-	if len(req.Candidates) == 0 || len(req.Candidates) > maxCandidates {
-		return nil, fmt.Errorf("%w: %d candidates, want 1 to %d", ErrBadRequest, len(req.Candidates), maxCandidates)
+	lim := &s.opts.Limits
+	if err := lim.checkCounts(req); err != nil {
+		return nil, err
 	}
 	r := s.cur.Load()
 	if r == nil {
@@ -52,7 +53,7 @@ func (s *Server) Predict(req *Request) (*Response, error) {
 	}
 	g := groupPool.Get().(*reader.Group)
 	defer groupPool.Put(g)
-	if err := buildGroup(g, req, r.ns); err != nil {
+	if err := buildGroup(g, req, r.ns, lim); err != nil {
 		return nil, err
 	}
 	resp := &Response{Scores: make([]float32, len(req.Candidates))}
@@ -97,26 +98,37 @@ func (s *Server) Score(g *reader.Group, out []float32) (uint64, error) {
 }
 
 // buildGroup makes g the sample group of req: the user line at level 1,
-// each candidate a sample at level 0 under it (label 0: unused).
-func buildGroup(g *reader.Group, req *Request, ns []uint32) error {
+// each candidate a sample at level 0 under it (label 0: unused). The
+// features are counted against lim as they are parsed: a request over a
+// limit is refused before it costs more.
+func buildGroup(g *reader.Group, req *Request, ns []uint32, lim *Limits) error {
 	g.Reset(2)
 	var f []uint32
 	var ids []uint64
 	var vals []float32
 	var err error
-	if f, ids, vals, err = parseFeatures(req.User, ns, f, ids, vals); err != nil {
+	if f, ids, vals, err = parseFeatures(req.User, ns, f, ids, vals, min(lim.MaxUserFeatures, lim.MaxFeatures)); err != nil {
 		return fmt.Errorf("%w: user: %w", ErrBadRequest, err)
 	}
 	g.AddLine(1, -1, f, ids, vals)
+	left := lim.MaxFeatures - len(ids)
 	for i, c := range req.Candidates {
-		if f, ids, vals, err = parseFeatures(c, ns, f[:0], ids[:0], vals[:0]); err != nil {
+		if f, ids, vals, err = parseFeatures(c, ns, f[:0], ids[:0], vals[:0], min(lim.MaxCandidateFeatures, left)); err != nil {
+			if errors.Is(err, errTooMany) && left < lim.MaxCandidateFeatures {
+				err = fmt.Errorf("%w: the request's features are over MaxFeatures, %d", err, lim.MaxFeatures)
+			}
 			return fmt.Errorf("%w: candidate %d: %w", ErrBadRequest, i, err)
 		}
+		left -= len(ids)
 		g.AddLine(0, 0, f, ids, vals)
 		g.AddLabels(0)
 	}
 	return nil
 }
+
+// errTooMany is wrapped by parseFeatures' error for more features than
+// its limit.
+var errTooMany = errors.New("too many features")
 
 // maxField bounds a request's field numbers (a model has at most
 // worker.MaxFields fields).
@@ -124,9 +136,13 @@ const maxField = 1 << 16
 
 // parseFeatures appends the features of s (FIELD:TOKEN[:VALUE] ...) to
 // the slices, hashing a field's tokens in its namespace ns[field] (its own
-// beyond ns).
-func parseFeatures(s string, ns []uint32, fields []uint32, ids []uint64, vals []float32) ([]uint32, []uint64, []float32, error) {
-	for _, tok := range bytes.Fields([]byte(s)) {
+// beyond ns); more than limit features are an error wrapping errTooMany.
+func parseFeatures(s string, ns []uint32, fields []uint32, ids []uint64, vals []float32, limit int) ([]uint32, []uint64, []float32, error) {
+	n := 0
+	for tok := range bytes.FieldsSeq([]byte(s)) {
+		if n++; n > limit {
+			return nil, nil, nil, fmt.Errorf("%w: more than %d", errTooMany, limit)
+		}
 		fs, rest, ok := bytes.Cut(tok, []byte{':'})
 		if !ok {
 			return nil, nil, nil, fmt.Errorf("feature %q: want FIELD:TOKEN[:VALUE]", tok)

@@ -309,7 +309,7 @@ func TestGRPCAnswersAsHTTP(t *testing.T) {
 // scored, one refused) are counted, and the model served is reported.
 func checkServeMetrics(t *testing.T, reg *prometheus.Registry) {
 	want := `
-# HELP xps_serve_requests_total Prediction requests, by API (http, grpc) and outcome (ok, bad_request, not_ready, error).
+# HELP xps_serve_requests_total Prediction requests, by API (http, grpc) and outcome (ok, bad_request, not_ready, error, overloaded, too_large).
 # TYPE xps_serve_requests_total counter
 xps_serve_requests_total{api="grpc",outcome="bad_request"} 1
 xps_serve_requests_total{api="grpc",outcome="ok"} 1

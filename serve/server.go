@@ -30,6 +30,9 @@ type Options struct {
 	// and outcome, their latency, and the model served (xps_serve_*). The
 	// default value (nil) registers none.
 	Metrics prometheus.Registerer
+	// Limits bound a request's work and the requests served at once;
+	// zero fields take their defaults (Limits.EnsureDefaults).
+	Limits Limits
 }
 
 // ErrNotReady is returned by Predict before a model is loaded.
@@ -45,12 +48,18 @@ type Server struct {
 	cur   atomic.Pointer[replica]
 	// metrics is nil without Options.Metrics.
 	metrics *metrics
+	// inFlight holds a token per request being read or scored
+	// (Limits.MaxInFlight places).
+	inFlight chan struct{}
 
 	// Owned by the updating goroutine (Update's caller), under upd.
 	upd     sync.Mutex
 	standby *replica           // the other replica, at cur's export or stale; nil: none
 	chain   []*export.Manifest // the exports cur holds, full first
-	refused string             // the last reason logged for a refused export
+	// refused are the reasons logged for exports that could not be used
+	// (each names its export), so that each is logged once (at most
+	// maxRefusals kept: beyond, they are forgotten and may be said again).
+	refused map[string]bool
 }
 
 // New opens the store and loads its newest model; an empty store is not
@@ -66,11 +75,15 @@ func New(opts Options) (*Server, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
+	opts.Limits.EnsureDefaults()
+	if err := opts.Limits.Validate(); err != nil {
+		return nil, err
+	}
 	store, err := snapshot.OpenStore(opts.Store, "")
 	if err != nil {
 		return nil, fmt.Errorf("serve: %w", err)
 	}
-	s := &Server{opts: opts, store: store}
+	s := &Server{opts: opts, store: store, inFlight: make(chan struct{}, opts.Limits.MaxInFlight)}
 	s.metrics = newMetrics(s, opts.Metrics)
 	if _, err := s.Update(); err != nil && !errors.Is(err, export.ErrNoExport) {
 		store.Close()
@@ -126,6 +139,9 @@ func (s *Server) Update() (bool, error) {
 	next, skipped, err := export.Next(s.store, cur)
 	for _, e := range skipped {
 		s.logRefusal(e)
+	}
+	if errors.Is(err, export.ErrNoExport) && len(skipped) > 0 {
+		s.logRefusal(fmt.Errorf("nothing to serve from %s yet: no usable full export (each refusal is logged once)", s.opts.Store))
 	}
 	if err != nil {
 		return false, err
@@ -214,15 +230,32 @@ func applyAll(r *replica, store snapshot.Store, ms []*export.Manifest) error {
 	return nil
 }
 
-// logRefusal logs why an export was refused, once per reason.
+// logRefusal logs why an export was refused, once per reason (a reason
+// names its export): one being written (no manifest yet) at Info level,
+// as news of what comes, not as damage; any other at Warn. The caller
+// holds upd.
 func (s *Server) logRefusal(err error) {
 	msg := err.Error()
-	if s.refused == msg {
+	if s.refused[msg] {
 		return
 	}
-	s.refused = msg
-	s.opts.Logger.Warn("export refused: serving the last good version", "err", err)
+	if s.refused == nil || len(s.refused) >= maxRefusals {
+		s.refused = map[string]bool{}
+	}
+	s.refused[msg] = true
+	what := "serving the last good version"
+	if s.cur.Load() == nil {
+		what = "no model loaded yet"
+	}
+	if errors.Is(err, export.ErrIncomplete) {
+		s.opts.Logger.Info("export not usable yet: "+what, "err", err)
+		return
+	}
+	s.opts.Logger.Warn("export refused: "+what, "err", err)
 }
+
+// maxRefusals bounds the refusals remembered (Server.refused).
+const maxRefusals = 1024
 
 func seqs(ms []*export.Manifest) []uint64 {
 	out := make([]uint64, 0, len(ms))

@@ -9,27 +9,21 @@
 //
 // Flags:
 //
-//	-train           output file for the training samples (required)
-//	-test            output file for the test samples (optional)
-//	-train-samples   number of training samples (default: data.train_samples of the config, 500000)
-//	-test-samples    number of test samples (default: data.test_samples, 40000)
+//	-train, -test    output files of the training (required) and test samples
+//	-train-samples, -test-samples  how many (default data.train_samples, 500000; data.test_samples, 40000)
 //	-config          YAML config whose data: section shapes the data
 //	-format          libffm (default) or group: the sample-group format, a group per user run
-//	-drift-lifetime  vocabulary drift: each id is drawn for this many samples, then its Zipf
-//	                 rank gets a new id (default: data.drift_lifetime of the config, 0: no drift)
-//	-seed            the sample stream (default: data.seed of the config, 1): another seed
-//	                 draws other samples of the same world (data.world_seed: the same
-//	                 teacher and users), e.g. a second day of data or a validation file
+//	-drift-lifetime  samples an id is drawn for before its rank gets a new id (data.drift_lifetime; 0: none)
+//	-seed            the sample stream (default data.seed, 1): another draws other samples
+//	                 of the same world (teacher and users): a second day, a validation file
 //	-seq             write internal/seqgen's user-behaviour sequences (DIN, DIEN; fields there)
-//	-history-len     with -seq: the longest history (default 50)
-//	-drift           with -seq: interests move along the history (default true)
+//	-history-len, -drift  with -seq: the longest history (50), interests move (true)
 //
 // The samples are streamed to the files: memory does not grow with the
-// number of training samples (the test set keeps its labels and teacher
+// training samples (the test set keeps its labels and teacher
 // probabilities). The test samples continue the training stream (with
-// drift, in the vocabulary of the time right after the training samples;
-// with -seq they are another stream of the same world: seqgen's Fork). It
-// prints the best achievable test AUC (the hidden teacher's) on stderr.
+// drift, in the vocabulary right after it; with -seq another stream of the
+// same world: seqgen's Fork). It prints the best achievable test AUC.
 package main
 
 import (

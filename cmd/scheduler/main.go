@@ -17,11 +17,9 @@
 //	-lease-ttl d           TTL of the scheduler's lease. Default 5s.
 //	-rejoin-wait d         wait for a member whose lease expired to come back
 //	                       (a pause, no restore). Default 1m; <0: restore.
-//	-stop-snapshot-timeout d
-//	                       when stopped while leading a serving cluster with
-//	                       a snapshot store, snapshot what the workers'
-//	                       checkpoints count beyond the last snapshot first,
-//	                       within d. Default 90s; <0: none.
+//	-stop-snapshot-timeout d  when stopped while leading a serving cluster
+//	                       with a store, snapshot what is new first, within d
+//	                       (90s); <0: none.
 //	-log-level level       debug, info, warn or error. Default info.
 //	-log-format f          text or json. Default text.
 //	-tls-ca, -tls-cert, -tls-key  mutual TLS with etcd and the shards (README, "TLS").

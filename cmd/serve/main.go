@@ -14,6 +14,9 @@
 //	-grpc addr        the gRPC address (servepb.Predictor). Default
 //	                  127.0.0.1:8501; "" turns it off.
 //	-poll d           how often to look for new exports. Default 1s.
+//	-max-body-bytes, -max-user-features, -max-candidates, -max-candidate-features,
+//	-max-features, -max-in-flight  a request's limits and the requests served
+//	                  at once (serve.Limits, whose docs give the defaults).
 //	-log-level level  debug, info, warn or error. Default info.
 //	-log-format f     text or json. Default text.
 //	-http addr        operations endpoint: /metrics, /healthz, /readyz.
@@ -62,8 +65,10 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 		grpcAt = fs.String("grpc", "127.0.0.1:8501", `gRPC address ("" off)`)
 		poll   = fs.Duration("poll", time.Second, "how often to look for new exports")
 		proc   cli.Proc
+		limits serve.Limits
 	)
 	proc.Bind(fs, "info")
+	limits.BindFlags(fs)
 	if err := cli.Parse(fs, "serve", args); err != nil {
 		return err
 	}
@@ -76,7 +81,7 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 		fs.Usage()
 		return errors.New("-store is required")
 	}
-	s, err := serve.New(serve.Options{Store: *store, Poll: *poll, Logger: log, Metrics: proc.Metrics()})
+	s, err := serve.New(serve.Options{Store: *store, Poll: *poll, Logger: log, Metrics: proc.Metrics(), Limits: limits})
 	if err != nil {
 		return err
 	}
