@@ -185,10 +185,30 @@ func Start(ctx context.Context, opts Options) (c *Cluster, err error) {
 	if c.conn, err = controlplane.New(c.cli, opts.Prefix); err != nil {
 		return nil, fmt.Errorf("cluster: %w", err)
 	}
-	if _, err := c.conn.WaitServing(ctx); err != nil {
+	if err := c.waitServing(ctx); err != nil {
 		return nil, fmt.Errorf("cluster: %w", err)
 	}
 	return c, nil
+}
+
+// waitServing waits until the cluster serves, or until the scheduler
+// stops on its own (it refused the job: a snapshot store of another job,
+// say), whose error it then returns: the job would wait for ever.
+func (c *Cluster) waitServing(ctx context.Context) error {
+	wctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() {
+		select {
+		case <-c.sched.Done():
+			cancel()
+		case <-wctx.Done():
+		}
+	}()
+	_, err := c.conn.WaitServing(wctx)
+	if serr := c.sched.Err(); serr != nil {
+		return fmt.Errorf("the scheduler stopped: %w", serr)
+	}
+	return err
 }
 
 // Endpoints are the embedded etcd's client endpoints.

@@ -1,10 +1,13 @@
 package cluster_test
 
 import (
+	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/xdlgo/xps/cluster"
+	"github.com/xdlgo/xps/config"
 	"github.com/xdlgo/xps/internal/testutil"
 )
 
@@ -53,5 +56,34 @@ func TestResolver(t *testing.T) {
 	var none *cluster.Cluster
 	if none.Local(after[1]) != nil {
 		t.Fatal("a nil cluster resolved a shard")
+	}
+}
+
+// TestStartReportsTheSchedulersRefusal: a cluster whose scheduler refuses
+// the job (a snapshot store of another job) fails to start with the
+// scheduler's reason, instead of waiting for ever for a cluster that will
+// never serve (issue 48: worker -local hung).
+func TestStartReportsTheSchedulersRefusal(t *testing.T) {
+	ctx := testutil.Ctx(t, time.Minute)
+	var cfg config.Config
+	cfg.Snapshot.Store = t.TempDir()
+	cfg.Job.ID = "first-job"
+	first, err := cluster.Start(ctx, cluster.Options{Prefix: "/xps/refusal-1", Config: cfg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	testutil.Eventually(t, 30*time.Second, "the first job's first snapshot", func() bool {
+		m, _ := filepath.Glob(filepath.Join(cfg.Snapshot.Store, "snap-*", "manifest.json"))
+		return len(m) > 0
+	})
+	first.Close() // its first snapshot, of job first-job, stays in the store
+	cfg.Job.ID = "" // a new job on that store
+	lc, err := cluster.Start(ctx, cluster.Options{Prefix: "/xps/refusal-2", Config: cfg})
+	if err == nil {
+		lc.Close()
+		t.Fatal("a cluster of a new job on another job's snapshot store started")
+	}
+	if ctx.Err() != nil || !strings.Contains(err.Error(), "holds snapshots of job first-job") {
+		t.Fatalf("the refusal: %v (ctx %v), want the scheduler's reason naming job first-job", err, ctx.Err())
 	}
 }

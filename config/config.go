@@ -1113,7 +1113,14 @@ func Parse(b []byte) (Config, error) {
 	var c Config
 	dec := yaml.NewDecoder(bytes.NewReader(b))
 	dec.KnownFields(true)
-	if err := dec.Decode(&c); err != nil && !errors.Is(err, io.EOF) {
+	// An unknown key or a value of the wrong type (a *yaml.TypeError)
+	// leaves the rest decoded: its problems are reported with the
+	// values' below, in one run, not one kind after the other.
+	var keys error
+	var te *yaml.TypeError
+	if err := dec.Decode(&c); errors.As(err, &te) {
+		keys = fmt.Errorf("%w: %w", ErrInvalid, err)
+	} else if err != nil && !errors.Is(err, io.EOF) {
 		return Config{}, fmt.Errorf("%w: %w", ErrInvalid, err)
 	}
 	var root yaml.Node
@@ -1122,7 +1129,7 @@ func Parse(b []byte) (Config, error) {
 	}
 	zeros := explicitZeros(&root, &c)
 	c.EnsureDefaults()
-	if err := errors.Join(append(zeros, c.Validate())...); err != nil {
+	if err := errors.Join(append(append([]error{keys}, zeros...), c.Validate())...); err != nil {
 		return Config{}, err
 	}
 	return c, nil

@@ -296,7 +296,12 @@ func LoadWith(file string, o *Overrides) (Config, error) {
 			return cfg, fmt.Errorf("config: %w", err)
 		}
 		if cfg, err = Parse(b); err != nil {
-			return cfg, fmt.Errorf("config: %s: %w", file, err)
+			err = fmt.Errorf("config: %s: %w", file, err)
+			if o != nil { // the flags' unknown keys too, in the same run
+				tmp := Default()
+				err = errors.Join(err, o.Apply(&tmp))
+			}
+			return cfg, err
 		}
 		var root yaml.Node
 		if yaml.Unmarshal(b, &root) == nil && len(root.Content) > 0 {

@@ -17,9 +17,7 @@ import (
 	"testing"
 	"time"
 
-	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
 
 	"github.com/xdlgo/xps/export"
@@ -161,20 +159,7 @@ func TestInFlightBound(t *testing.T) {
 	if retry == "" {
 		t.Errorf("503 while overloaded without Retry-After")
 	}
-	gs := grpc.NewServer()
-	s.RegisterGRPC(gs)
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	go gs.Serve(lis)
-	defer gs.Stop()
-	gc, err := grpc.NewClient(lis.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer gc.Close()
-	c := servepb.NewPredictorClient(gc)
+	c := grpcClient(t, s)
 	if _, err := c.Predict(context.Background(), &servepb.PredictRequest{User: "0:u1", Candidates: []string{"1:a"}}); status.Code(err) != codes.ResourceExhausted {
 		t.Errorf("gRPC while overloaded: %v, want RESOURCE_EXHAUSTED", err)
 	}

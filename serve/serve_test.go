@@ -277,20 +277,7 @@ func TestGRPCAnswersAsHTTP(t *testing.T) {
 	}
 	defer s.Close()
 	defer checkServeMetrics(t, reg)
-	gs := grpc.NewServer()
-	s.RegisterGRPC(gs)
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	go gs.Serve(lis)
-	defer gs.Stop()
-	conn, err := grpc.NewClient(lis.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	c := servepb.NewPredictorClient(conn)
+	c := grpcClient(t, s)
 	req := serve.Request{User: "0:u1", Candidates: []string{"1:a 2:b", "1:c", "3:d:0.5"}}
 	want, err := s.Predict(&req)
 	if err != nil {
@@ -320,4 +307,24 @@ xps_serve_requests_total{api="grpc",outcome="ok"} 1
 	if n, err := promtest.GatherAndCount(reg, "xps_serve_model_export", "xps_serve_request_seconds", "xps_serve_model_rows"); err != nil || n < 3 {
 		t.Errorf("%d series of the model and latency, %v; want the export, the gRPC latency and rows", n, err)
 	}
+}
+
+// grpcClient serves s's gRPC service on a loopback port and returns a
+// client of it; both stop when the test ends.
+func grpcClient(t *testing.T, s *serve.Server) servepb.PredictorClient {
+	t.Helper()
+	gs := grpc.NewServer()
+	s.RegisterGRPC(gs)
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go gs.Serve(lis)
+	t.Cleanup(gs.Stop)
+	conn, err := grpc.NewClient(lis.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	return servepb.NewPredictorClient(conn)
 }

@@ -4,7 +4,8 @@
 // process with -in-flight requests in flight for -duration, and prints
 // one JSON line: requests/s and latency percentiles. With -dump it writes
 // the requests, one JSON object per line, for the reference peer to score.
-// With -brokers it measures freshness instead (serveload.Freshness): it
+// With -flood N, N hostile clients send huge requests meanwhile (issue
+// 48's probe). With -brokers it measures freshness instead (serveload.Freshness): it
 // writes -trials bursts of -burst probe samples into -topic and times how
 // long each takes to show in the server's scores.
 package main
@@ -41,6 +42,8 @@ func run(ctx context.Context) error {
 		duration = flag.Duration("duration", 20*time.Second, "how long to send")
 		dump     = flag.String("dump", "", "write the requests here (JSON lines) and exit")
 		brokers  = flag.String("brokers", "", "measure freshness: the training topic's brokers")
+		floodN   = flag.Int("flood", 0, "hostile clients sending, meanwhile, requests of one user with -flood-user-features features (their answers by status in the result)")
+		floodF   = flag.Int("flood-user-features", 300000, "user features of a flood request")
 		fresh    serveload.FreshOptions
 	)
 	flag.StringVar(&fresh.Topic, "topic", "ctr", "freshness: the training topic")
@@ -75,7 +78,8 @@ func run(ctx context.Context) error {
 		}
 		return f.Close()
 	}
-	return printJSON(serveload.Run(ctx, serveload.Options{URL: *url, Requests: reqs, InFlight: *inFlight, Duration: *duration}))
+	return printJSON(serveload.Run(ctx, serveload.Options{URL: *url, Requests: reqs, InFlight: *inFlight, Duration: *duration,
+		Flood: *floodN, FloodUserFeatures: *floodF}))
 }
 
 // printJSON prints v as one JSON line, unless err.

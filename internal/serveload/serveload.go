@@ -15,6 +15,7 @@ import (
 	"net/http"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -80,6 +81,13 @@ type Options struct {
 	// Duration bounds the run; so does Max requests (0: none).
 	Duration time.Duration
 	Max      int
+	// Flood, when positive, is how many hostile clients send, for the
+	// whole run and each in a closed loop, requests of one user with
+	// FloodUserFeatures user features and the first request's candidates
+	// (issue 48's probe: 32 of 300,000 features); Result.Flood counts
+	// their answers by HTTP status.
+	Flood             int
+	FloodUserFeatures int
 }
 
 // Result is a run's figures.
@@ -95,6 +103,51 @@ type Result struct {
 	P99ms      float64 `json:"p99_ms"`
 	MaxMs      float64 `json:"max_ms"`
 	FirstError string  `json:"first_error,omitempty"`
+	// Flood counts the flood's answers by HTTP status ("error": no
+	// answer), with Options.Flood.
+	Flood map[string]int `json:"flood,omitempty"`
+}
+
+// flood runs o.Flood hostile clients until ctx ends (see Options.Flood)
+// and returns their answers by status.
+func flood(ctx context.Context, o Options) map[string]int {
+	var b strings.Builder
+	for i := range o.FloodUserFeatures {
+		fmt.Fprintf(&b, "0:f%d ", i)
+	}
+	req := serve.Request{User: b.String()}
+	if len(o.Requests) > 0 {
+		req.Candidates = o.Requests[0].Candidates
+	}
+	body, _ := json.Marshal(req)
+	var mu sync.Mutex
+	answers := map[string]int{}
+	var wg sync.WaitGroup
+	for range o.Flood {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			hc := &http.Client{Transport: &http.Transport{}}
+			defer hc.CloseIdleConnections()
+			for ctx.Err() == nil {
+				code := "error"
+				if r, err := http.NewRequestWithContext(ctx, http.MethodPost, o.URL, bytes.NewReader(body)); err == nil {
+					if resp, err := hc.Do(r); err == nil {
+						io.Copy(io.Discard, resp.Body)
+						resp.Body.Close()
+						code = strconv.Itoa(resp.StatusCode)
+					}
+				}
+				if ctx.Err() == nil {
+					mu.Lock()
+					answers[code]++
+					mu.Unlock()
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	return answers
 }
 
 // Run sends o's requests, in turn, from InFlight clients until Duration
@@ -110,6 +163,12 @@ func Run(ctx context.Context, o Options) (Result, error) {
 	}
 	ctx, cancel := context.WithTimeout(ctx, o.Duration)
 	defer cancel()
+	flooded := make(chan map[string]int, 1)
+	if o.Flood > 0 {
+		go func() { flooded <- flood(ctx, o) }()
+	} else {
+		flooded <- nil
+	}
 	tr := &http.Transport{MaxIdleConnsPerHost: o.InFlight}
 	defer tr.CloseIdleConnections()
 	hc := &http.Client{Transport: tr}
@@ -155,8 +214,9 @@ func Run(ctx context.Context, o Options) (Result, error) {
 	}
 	wg.Wait()
 	secs := time.Since(start).Seconds()
+	cancel()
 	slices.Sort(lat)
-	res := Result{Requests: len(lat), Errors: errs, InFlight: o.InFlight, Seconds: secs, FirstError: first}
+	res := Result{Requests: len(lat), Errors: errs, InFlight: o.InFlight, Seconds: secs, FirstError: first, Flood: <-flooded}
 	if len(o.Requests) > 0 {
 		res.Candidates = len(o.Requests[0].Candidates)
 	}
