@@ -76,7 +76,7 @@ func TestStartReportsTheSchedulersRefusal(t *testing.T) {
 		m, _ := filepath.Glob(filepath.Join(cfg.Snapshot.Store, "snap-*", "manifest.json"))
 		return len(m) > 0
 	})
-	first.Close() // its first snapshot, of job first-job, stays in the store
+	first.Close()   // its first snapshot, of job first-job, stays in the store
 	cfg.Job.ID = "" // a new job on that store
 	lc, err := cluster.Start(ctx, cluster.Options{Prefix: "/xps/refusal-2", Config: cfg})
 	if err == nil {
