@@ -1,11 +1,14 @@
 package cluster_test
 
 import (
+	"errors"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/xdlgo/xps/ams"
+	"github.com/xdlgo/xps/ams/client"
 	"github.com/xdlgo/xps/cluster"
 	"github.com/xdlgo/xps/config"
 	"github.com/xdlgo/xps/internal/testutil"
@@ -85,5 +88,40 @@ func TestStartReportsTheSchedulersRefusal(t *testing.T) {
 	}
 	if ctx.Err() != nil || !strings.Contains(err.Error(), "holds snapshots of job first-job") {
 		t.Fatalf("the refusal: %v (ctx %v), want the scheduler's reason naming job first-job", err, ctx.Err())
+	}
+}
+
+// TestBadCheckpointIsRefused is issue 48's first probe case: a PutState of
+// bytes that are no checkpoint, under a worker's checkpoint key, was
+// stored, and every later snapshot failed on it (the final one too, so the
+// model was not saved). Now the shards refuse it, store nothing, and the
+// next snapshot is written.
+func TestBadCheckpointIsRefused(t *testing.T) {
+	ctx := testutil.Ctx(t, time.Minute)
+	var cfg config.Config
+	cfg.Snapshot.Store = t.TempDir()
+	lc, err := cluster.Start(ctx, cluster.Options{Prefix: "/xps/bad-checkpoint", Config: cfg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lc.Close()
+	m, err := lc.Conn().WaitServing(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cl, err := client.New(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	err = cl.PutState(ctx, []client.StateEntry{{Key: ams.CheckpointKey("worker-0"), Value: []byte("\x00not a checkpoint")}})
+	if !errors.Is(err, ams.ErrBadRequest) {
+		t.Fatalf("a value that is no checkpoint under a checkpoint key: %v, want ErrBadRequest", err)
+	}
+	if entries, err := cl.GetState(ctx, ams.StateReaderPrefix); err != nil || len(entries) != 0 {
+		t.Fatalf("the shards hold %v (%v), want nothing stored", entries, err)
+	}
+	if r, err := lc.Conn().RequestSnapshot(ctx, false); err != nil || r.Error != "" {
+		t.Fatalf("the snapshot after the refused write: %+v, %v", r, err)
 	}
 }

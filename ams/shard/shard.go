@@ -64,6 +64,14 @@ type Options struct {
 	// opens it (a restarted shard restores from a snapshot). The default
 	// value is none: a tiered table is refused.
 	TierDirs []string
+	// CheckState, when set, checks every entry a PutState stores (not a
+	// deletion) against its protocol before anything is stored: the
+	// embedder's decoder of what its keys hold (amsnode gives
+	// checkpoint.CheckEntry, so that a value under a checkpoint key that
+	// is no checkpoint is refused instead of failing every later
+	// snapshot). An error refuses the whole call with ams.ErrBadRequest.
+	// The default value (nil) checks the limits only.
+	CheckState func(key string, value []byte) error
 }
 
 // MaxStripes bounds Options.Stripes: a stripe is a goroutine and a share

@@ -23,7 +23,7 @@ type StateEntry struct {
 
 // PutState stores entries (copies of the values); an empty value deletes
 // its key. The whole call is refused, and nothing stored, when an entry
-// breaks a limit. State is small (reader positions): a mutex guards it,
+// breaks a limit or Options.CheckState refuses it. State is small (reader positions): a mutex guards it,
 // off the pull/push path.
 func (s *Shard) PutState(version uint64, entries []StateEntry) error {
 	if err := s.checkVersion(version); err != nil {
@@ -31,6 +31,15 @@ func (s *Shard) PutState(version uint64, entries []StateEntry) error {
 	}
 	if err := checkStateEntries(entries); err != nil {
 		return err
+	}
+	if check := s.opts.CheckState; check != nil {
+		for _, e := range entries {
+			if len(e.Value) > 0 {
+				if err := check(e.Key, e.Value); err != nil {
+					return fmt.Errorf("%w: state entry %q: %w", ams.ErrBadRequest, e.Key, err)
+				}
+			}
+		}
 	}
 	s.stateMu.Lock()
 	defer s.stateMu.Unlock()

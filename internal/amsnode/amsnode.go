@@ -113,7 +113,8 @@ func Start(ctx context.Context, cli *clientv3.Client, opts Options) (*Node, erro
 	if n.addr == "" {
 		n.addr = lis.Addr().String()
 	}
-	n.shard = shard.New(shard.Options{ID: opts.ID, Stripes: opts.Stripes, Blank: true, Stores: opts.Stores, TierDirs: opts.TierDirs})
+	n.shard = shard.New(shard.Options{ID: opts.ID, Stripes: opts.Stripes, Blank: true, Stores: opts.Stores, TierDirs: opts.TierDirs,
+		CheckState: checkState})
 	var extra []grpc.ServerOption
 	if opts.Metrics != nil {
 		extra = ops.GRPCServerMetrics(opts.Metrics, "ams")
