@@ -44,7 +44,13 @@
 //     leaves as a dead one and registers as a new life
 //     (membership.Kept.Renew), so that the cluster rolls the model back
 //     to its last snapshot, and resumes from there.
-//  7. The end, however the job ended (done, stopped by its context as
+//  7. A job done saves its model (the first worker, with a snapshot
+//     store: Env.SaveModel). A job stopped in order (its context
+//     cancelled, as SIGTERM does, not for a lost lease) whose cluster
+//     stops with it (Options.SaveOnStop: worker -local) saves it too, with
+//     the checkpoint the stop stored, within StopSaveTimeout
+//     (Env.SaveOnStop); a failed save is Run's error.
+//  8. The end, however the job ended (done, stopped by its context as
 //     SIGTERM does, failed): the shards' records of the worker's pushes
 //     (ams.Origin: a shard applies each of a worker's batches once) are
 //     checked against its checkpoint in the model (checkpoint.Verify) and

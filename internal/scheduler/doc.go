@@ -32,7 +32,11 @@
 //     leader does (adoption). It stops on its own only when its etcd
 //     client is closed (Done is closed, Err wraps [ErrLostRegistration]);
 //     [Scheduler.Close] stops it otherwise, waits for its goroutines and
-//     leaves the cluster gracefully.
+//     leaves the cluster gracefully. Serve, stopped by a signal, first
+//     takes the stop's snapshot ([Scheduler.SaveOnStop]: when it leads a
+//     serving cluster with a snapshot store and the workers' checkpoints
+//     count samples the last snapshot does not), so that a cluster
+//     stopped in order keeps what was trained.
 //
 // # Status page
 //
