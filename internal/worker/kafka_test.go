@@ -5,6 +5,8 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -447,5 +449,50 @@ func TestKafkaStreamStopSavesAndRerunReadsOnlyNew(t *testing.T) {
 	}
 	if second.Model.Seq <= first.Model.Seq {
 		t.Fatalf("the second stop saved snapshot %d, not after the first's %d", second.Model.Seq, first.Model.Seq)
+	}
+}
+
+// TestStopThatCannotSaveFails: when the stop's snapshot cannot be written
+// (the store is gone: a file stands where its directory was), the stopped
+// job says that the model is not saved and fails, instead of ending as if
+// it had kept what it trained (issue 57).
+func TestStopThatCannotSaveFails(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	b, err := kafkatest.Start(kafkatest.Options{Topics: map[string]int{"ctr": 1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	produceMessages(t, b.Addrs(), "ctr", ctrMessages(2000, 6))
+	cfg := kafkaConfig(b.Addrs(), "ctr")
+	cfg.Kafka.Streaming = true
+	cfg.Snapshot.Store = filepath.Join(t.TempDir(), "store")
+	progress := new(syncBuilder)
+	opts := job.Options{Config: cfg, Progress: progress}
+	lc, err := cluster.StartFor(ctx, cluster.Options{Shards: 2, Prefix: "/xps/stop-cannot-save"}, &opts, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lc.Close()
+	jctx, stop := context.WithCancel(ctx)
+	defer stop()
+	done := make(chan error, 1)
+	go func() {
+		_, err := RunJob(jctx, opts)
+		done <- err
+	}()
+	testutil.Eventually(t, time.Minute, "the model's positions to hold 2000 messages",
+		func() bool { return storedMessages(t, lc, ctx) == 2000 })
+	if err := os.RemoveAll(cfg.Snapshot.Store); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(cfg.Snapshot.Store, []byte("not a directory"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	stop()
+	err = <-done
+	if err == nil || !strings.Contains(progress.String(), "the model is NOT saved") {
+		t.Fatalf("a stop whose snapshot cannot be written: %v, want an error and a line saying the model is not saved\n%s", err, progress.String())
 	}
 }
