@@ -41,3 +41,18 @@ func TestCheckStateTakesEveryCheckpoint(t *testing.T) {
 		t.Errorf("another key refused: %v", err)
 	}
 }
+
+// FuzzCheckState: the shard's check of a checkpoint entry never panics,
+// and what it takes, package json reads as a JSON value.
+func FuzzCheckState(f *testing.F) {
+	for _, s := range []string{`{}`, `{"applied": 5, "batches": 2, "positions": [{"file": "a", "offset": 3}]}`,
+		`{"applied": -1}`, `garbage`, `null`, `{"positions": null}`, `[]`} {
+		f.Add([]byte(s))
+	}
+	key := ams.CheckpointKey("worker-0")
+	f.Fuzz(func(t *testing.T, b []byte) {
+		if checkState(key, b) == nil && !json.Valid(b) {
+			t.Fatalf("took %q, which is no JSON", b)
+		}
+	})
+}
