@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -313,6 +314,14 @@ func LoadWith(file string, o *Overrides) (Config, error) {
 			formatGiven = formatGiven || inFile("train", "format")
 			metricGiven = metricGiven || inFile("train", "valid_metric")
 			wideGiven = inFile("model", "wide")
+			if i := cfg.Model.TableIndex(WideTable); i >= 0 && !namesTable(root.Content[0], WideTable) {
+				// The wide part's table is the kind's, added by Parse's
+				// defaults: the changes below must find the tables the
+				// file gives, as they find Default()'s without a file
+				// (-dim sets the tables' dims, never the wide part's 1);
+				// EnsureDefaults adds it again.
+				cfg.Model.Tables = slices.Delete(cfg.Model.Tables, i, i+1)
+			}
 		}
 	}
 	if o != nil {
@@ -362,6 +371,25 @@ func kindDefaults(cfg *Config, o *Overrides) {
 	if !given("model.wide") {
 		cfg.Model.Wide = nil // the kind's (EnsureDefaults adds the wide table)
 	}
+}
+
+// namesTable reports whether the YAML document doc lists, under
+// model.tables, a table of that name.
+func namesTable(doc *yaml.Node, name string) bool {
+	model := mapValue(doc, "model")
+	if model == nil {
+		return false
+	}
+	tables := mapValue(model, "tables")
+	if tables == nil || tables.Kind != yaml.SequenceNode {
+		return false
+	}
+	for _, t := range tables.Content {
+		if n := mapValue(t, "name"); n != nil && n.Value == name {
+			return true
+		}
+	}
+	return false
 }
 
 // sets reports whether a change sets the key at path.

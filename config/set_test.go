@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -250,5 +251,54 @@ func TestFormatFromExtension(t *testing.T) {
 	os.WriteFile(inferred, []byte("job: {train: [a.libfm]}\n"), 0o644)
 	if got := load(inferred).Train.Format; got != "libfm" {
 		t.Errorf("the file's job.train a.libfm: %s, want libfm", got)
+	}
+}
+
+// TestKindFromAFileOrAFlagMeansTheSame is issue 47's third item: the
+// model's kind given in a file or with -set, with the short flags before
+// or after it, gives one configuration. `-config` with `model: {kind:
+// deepfm}` and `-dim 16` was refused ("table wide has dim 16, the wide
+// part's weights need dim 1": the file's defaults had added the wide
+// table before -dim set every table's dim), while `-set
+// model.kind=deepfm -dim 16` worked.
+func TestKindFromAFileOrAFlagMeansTheSame(t *testing.T) {
+	dir := t.TempDir()
+	load := func(file string, args ...string) string {
+		t.Helper()
+		var o Overrides
+		fs := flag.NewFlagSet("t", flag.ContinueOnError)
+		fs.SetOutput(io.Discard)
+		o.Bind(fs)
+		if err := fs.Parse(args); err != nil {
+			t.Fatal(err)
+		}
+		c, err := LoadWith(file, &o)
+		if err != nil {
+			t.Fatalf("%s %v: %v", file, args, err)
+		}
+		b, err := c.Marshal()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(b)
+	}
+	for _, kind := range []string{KindDeepFM, KindFM, KindWDL, KindDCNv2, KindMLP} {
+		file := filepath.Join(dir, kind+".yaml")
+		if err := os.WriteFile(file, []byte("model: {kind: "+kind+"}\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		shape := []string{"-dim", "16", "-lr", "0.02"}
+		if kind != KindFM {
+			shape = append(shape, "-hidden", "64,32")
+		}
+		want := load("", append([]string{"-set", "model.kind=" + kind}, shape...)...)
+		for _, got := range []string{
+			load("", append(slices.Clone(shape), "-set", "model.kind="+kind)...),
+			load(file, shape...),
+		} {
+			if got != want {
+				t.Errorf("kind %s: the file or the flags' order changed the configuration:\n%s\nwant\n%s", kind, got, want)
+			}
+		}
 	}
 }
