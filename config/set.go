@@ -335,6 +335,18 @@ func LoadWith(file string, o *Overrides) (Config, error) {
 	if !metricGiven {
 		cfg.Train.ValidMetric = "" // the final output kind's (p@1 for slide)
 	}
+	if file == "" && o != nil && cfg.Model.Kind != KindMLP {
+		// The changes again, onto the defaults of the kind they name
+		// (Default() is mlp's): what they mean does not depend on whether
+		// -set model.kind comes before them or after (-dim sets the dim
+		// of lr's own table, as from a file of kind lr).
+		base := kindBase(cfg.Model.Kind)
+		if err := o.Apply(&base); err != nil {
+			return base, err
+		}
+		base.Train.Format, base.Train.ValidMetric = cfg.Train.Format, cfg.Train.ValidMetric
+		cfg = base
+	}
 	if file == "" {
 		kindDefaults(&cfg, o)
 	} else if !wideGiven && (o == nil || !o.sets("model.wide")) {
@@ -342,6 +354,20 @@ func LoadWith(file string, o *Overrides) (Config, error) {
 	}
 	cfg.EnsureDefaults()
 	return cfg, cfg.Validate()
+}
+
+// kindBase is the default configuration of a model of kind: Default()'s
+// for that kind, without the wide part's table (EnsureDefaults adds it
+// once the changes are made, with its dim of 1).
+func kindBase(kind string) Config {
+	var c Config
+	c.Model.Kind = kind
+	c.EnsureDefaults()
+	if i := c.Model.TableIndex(WideTable); i >= 0 {
+		c.Model.Tables = slices.Delete(c.Model.Tables, i, i+1)
+	}
+	c.Model.Wide = nil
+	return c
 }
 
 // kindDefaults gives a config that started from Default() the defaults of

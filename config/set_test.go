@@ -282,13 +282,13 @@ func TestKindFromAFileOrAFlagMeansTheSame(t *testing.T) {
 		}
 		return string(b)
 	}
-	for _, kind := range []string{KindDeepFM, KindFM, KindWDL, KindDCNv2, KindMLP} {
+	for _, kind := range []string{KindDeepFM, KindFM, KindWDL, KindDCNv2, KindMLP, KindLR} {
 		file := filepath.Join(dir, kind+".yaml")
 		if err := os.WriteFile(file, []byte("model: {kind: "+kind+"}\n"), 0o644); err != nil {
 			t.Fatal(err)
 		}
 		shape := []string{"-dim", "16", "-lr", "0.02"}
-		if kind != KindFM {
+		if kind != KindFM && kind != KindLR {
 			shape = append(shape, "-hidden", "64,32")
 		}
 		want := load("", append([]string{"-set", "model.kind=" + kind}, shape...)...)
