@@ -391,14 +391,16 @@ func (w *walkthrough) command(args []string) []string {
 	out := make([]string, len(args))
 	tmp := filepath.Join(w.dir, "tmp") + "/"
 	for i, a := range args {
+		switch {
+		case i == 0 && strings.HasPrefix(a, w.dir): // a built binary
+		case readmeTmp.MatchString(a): // the README's /tmp, before paths into the module are made absolute (the module may lie under /tmp)
+			os.MkdirAll(tmp, 0o755)
+			a = readmeTmp.ReplaceAllString(a, "${1}"+tmp)
+		}
 		for _, p := range []string{"bench/", "deploy/", "../shared/"} {
 			if strings.HasPrefix(a, p) {
 				a = filepath.Join(w.root, a)
 			}
-		}
-		if readmeTmp.MatchString(a) && !strings.HasPrefix(a, w.dir) {
-			os.MkdirAll(tmp, 0o755)
-			a = readmeTmp.ReplaceAllString(a, "${1}"+tmp)
 		}
 		out[i] = a
 	}
