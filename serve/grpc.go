@@ -24,11 +24,12 @@ type predictor struct {
 }
 
 func (p predictor) Predict(_ context.Context, req *servepb.PredictRequest) (*servepb.PredictResponse, error) {
-	if !p.s.acquire() {
+	release := p.s.acquire(-1)
+	if release == nil {
 		p.s.count("grpc", "overloaded")
 		return nil, status.Error(codes.ResourceExhausted, ErrOverloaded.Error())
 	}
-	defer p.s.release()
+	defer release()
 	resp, err := p.s.predict("grpc", &Request{User: req.User, Candidates: req.Candidates})
 	switch {
 	case errors.Is(err, ErrNotReady):

@@ -35,13 +35,14 @@ func (s *Server) Handler() http.Handler {
 }
 
 func (s *Server) handlePredict(w http.ResponseWriter, r *http.Request) {
-	if !s.acquire() {
+	release := s.acquire(r.ContentLength)
+	if release == nil {
 		s.count("http", "overloaded")
 		w.Header().Set("Retry-After", "1")
 		http.Error(w, ErrOverloaded.Error(), http.StatusServiceUnavailable)
 		return
 	}
-	defer s.release()
+	defer release()
 	lim := s.opts.Limits.MaxBodyBytes
 	if r.ContentLength > lim {
 		s.count("http", "too_large")

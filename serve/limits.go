@@ -40,7 +40,10 @@ type Limits struct {
 	// every candidate's. The default value is 65536.
 	MaxFeatures int
 	// MaxInFlight bounds the requests read and scored at once (HTTP and
-	// gRPC together). The default value is 4 x GOMAXPROCS, at least 8.
+	// gRPC together); beyond it, a quarter as many places (at least 2)
+	// are kept for HTTP requests whose body is announced at 64 KiB or
+	// less, so that a flood of large requests does not shut out the
+	// ordinary ones. The default value is 4 x GOMAXPROCS, at least 8.
 	MaxInFlight int
 }
 
@@ -107,18 +110,37 @@ func (l *Limits) Validate() error {
 // already: the request is refused without being read.
 var ErrOverloaded = errors.New("serve: too many requests in flight")
 
-// acquire takes a place among the requests in flight, or reports false
-// when all MaxInFlight are taken. release gives it back.
-func (s *Server) acquire() bool {
+// smallBody is the largest body announced (Content-Length) that may take
+// one of the places kept for small requests when MaxInFlight are taken:
+// a flood of large requests (each read and parsed up to a limit) then
+// does not shut out the ordinary ones, a few KB each.
+const smallBody = 64 << 10
+
+// smallPlaces is how many places are kept for small requests beyond
+// MaxInFlight: a quarter of MaxInFlight, at least 2. They add at most
+// smallPlaces x smallBody of bodies to the bound on memory.
+func smallPlaces(maxInFlight int) int { return max(2, maxInFlight/4) }
+
+// acquire takes a place among the requests in flight for a request whose
+// body is size bytes (-1: unknown), and returns the func that gives it
+// back, or nil when all MaxInFlight places are taken and, for a small
+// request (size known, at most smallBody), all the small ones too.
+func (s *Server) acquire(size int64) func() {
 	select {
 	case s.inFlight <- struct{}{}:
-		return true
+		return func() { <-s.inFlight }
 	default:
-		return false
+	}
+	if size < 0 || size > smallBody {
+		return nil
+	}
+	select {
+	case s.small <- struct{}{}:
+		return func() { <-s.small }
+	default:
+		return nil
 	}
 }
-
-func (s *Server) release() { <-s.inFlight }
 
 // checkCounts refuses a request with more candidates than the limits
 // allow; the features are counted as they are parsed (buildGroup).

@@ -121,7 +121,10 @@ func TestHostileRequests(t *testing.T) {
 
 // TestInFlightBound: beyond MaxInFlight requests being read or scored, a
 // request is refused at once, 503 with Retry-After over HTTP and
-// RESOURCE_EXHAUSTED over gRPC, and served again once one ends.
+// RESOURCE_EXHAUSTED over gRPC, except a small one (a body announced at
+// 64 KiB or less), which may take one of the places kept for small
+// requests, so that large requests do not shut out the ordinary ones; a
+// place is free again once its request ends.
 func TestInFlightBound(t *testing.T) {
 	store, _, _ := trainAndExport(t, "libffm", export.FP32)
 	s, err := serve.New(serve.Options{Store: store, Limits: serve.Limits{MaxInFlight: 1}})
@@ -131,47 +134,71 @@ func TestInFlightBound(t *testing.T) {
 	defer s.Close()
 	hs := httptest.NewServer(s.Handler())
 	defer hs.Close()
-	// A request whose body arrives slowly holds the one place: its
-	// headers and half its body are sent, the rest later.
-	conn, err := net.Dial("tcp", hs.Listener.Addr().String())
-	if err != nil {
-		t.Fatal(err)
+	small := `{"user": "0:u1", "candidates": ["1:a"]}`
+	large := "{" + strings.Repeat(" ", 70<<10) + small[1:] // valid JSON over 64 KiB
+	// hold sends body's headers and its first 10 bytes: its request holds
+	// a place until finish sends the rest and reads the answer.
+	hold := func(body string) (finish func() int) {
+		conn, err := net.Dial("tcp", hs.Listener.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { conn.Close() })
+		fmt.Fprintf(conn, "POST /predict HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n%s", len(body), body[:10])
+		return func() int {
+			fmt.Fprint(conn, body[10:])
+			ans, err := http.ReadResponse(bufio.NewReader(conn), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ans.Body.Close()
+			return ans.StatusCode
+		}
 	}
-	defer conn.Close()
-	body := `{"user": "0:u1", "candidates": ["1:a"]}`
-	fmt.Fprintf(conn, "POST /predict HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n%s", len(body), body[:10])
-	// Until the handler holds the place, a second request may still get it:
-	// poll until one is refused.
-	var code int
-	var retry string
-	deadline := time.Now().Add(30 * time.Second)
-	for code != http.StatusServiceUnavailable {
+	send := func(body string) (int, string) {
 		resp, err := http.Post(hs.URL+"/predict", "application/json", strings.NewReader(body))
 		if err != nil {
 			t.Fatal(err)
 		}
 		resp.Body.Close()
-		code, retry = resp.StatusCode, resp.Header.Get("Retry-After")
-		if time.Now().After(deadline) {
-			t.Fatalf("no request was refused while one held the only place (last: %d)", code)
+		return resp.StatusCode, resp.Header.Get("Retry-After")
+	}
+	// untilRefused sends body until it is refused: the holds take their
+	// places when their handlers run.
+	untilRefused := func(what, body string) {
+		t.Helper()
+		deadline := time.Now().Add(30 * time.Second)
+		for {
+			code, retry := send(body)
+			if code == http.StatusServiceUnavailable {
+				if retry == "" {
+					t.Errorf("%s: 503 without Retry-After", what)
+				}
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: never refused (last: %d)", what, code)
+			}
 		}
 	}
-	if retry == "" {
-		t.Errorf("503 while overloaded without Retry-After")
+	endLarge := hold(large)
+	untilRefused("a large request while a large one holds the only place", large)
+	if code, _ := send(small); code != 200 {
+		t.Errorf("a small request while a large one holds the only place: %d, want 200 (a place kept for small ones)", code)
 	}
+	end1, end2 := hold(small), hold(small)
+	untilRefused("a small request while every place is held", small)
 	c := grpcClient(t, s)
 	if _, err := c.Predict(context.Background(), &servepb.PredictRequest{User: "0:u1", Candidates: []string{"1:a"}}); status.Code(err) != codes.ResourceExhausted {
 		t.Errorf("gRPC while overloaded: %v, want RESOURCE_EXHAUSTED", err)
 	}
-	// The slow request ends: the place is free again.
-	fmt.Fprint(conn, body[10:])
-	ans, err := http.ReadResponse(bufio.NewReader(conn), nil)
-	if err != nil || ans.StatusCode != 200 {
-		t.Fatalf("the slow request: %v, %v", ans, err)
+	for i, end := range []func() int{endLarge, end1, end2} {
+		if code := end(); code != 200 {
+			t.Errorf("held request %d: %d, want 200", i, code)
+		}
 	}
-	ans.Body.Close()
-	if code, b := post(t, hs.URL, body); code != 200 {
-		t.Errorf("after the slow request ended: %d %s", code, b)
+	if code, _ := send(large); code != 200 {
+		t.Errorf("a large request once the places are free: %d", code)
 	}
 }
 

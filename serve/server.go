@@ -49,8 +49,9 @@ type Server struct {
 	// metrics is nil without Options.Metrics.
 	metrics *metrics
 	// inFlight holds a token per request being read or scored
-	// (Limits.MaxInFlight places).
-	inFlight chan struct{}
+	// (Limits.MaxInFlight places), small one per small request beyond
+	// them (smallPlaces).
+	inFlight, small chan struct{}
 
 	// Owned by the updating goroutine (Update's caller), under upd.
 	upd     sync.Mutex
@@ -83,7 +84,8 @@ func New(opts Options) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("serve: %w", err)
 	}
-	s := &Server{opts: opts, store: store, inFlight: make(chan struct{}, opts.Limits.MaxInFlight)}
+	s := &Server{opts: opts, store: store, inFlight: make(chan struct{}, opts.Limits.MaxInFlight),
+		small: make(chan struct{}, smallPlaces(opts.Limits.MaxInFlight))}
 	s.metrics = newMetrics(s, opts.Metrics)
 	if _, err := s.Update(); err != nil && !errors.Is(err, export.ErrNoExport) {
 		store.Close()
