@@ -207,22 +207,25 @@ func TestValidMetricOfOutput(t *testing.T) {
 	}
 }
 
-func TestFormatFromExtension(t *testing.T) {
-	load := func(file string, args ...string) Config {
-		t.Helper()
-		var o Overrides
-		fs := flag.NewFlagSet("t", flag.ContinueOnError)
-		fs.SetOutput(io.Discard)
-		o.Bind(fs)
-		if err := fs.Parse(args); err != nil {
-			t.Fatal(err)
-		}
-		c, err := LoadWith(file, &o)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return c
+// loadArgs is LoadWith of file ("": none) and the command line args.
+func loadArgs(t *testing.T, file string, args ...string) Config {
+	t.Helper()
+	var o Overrides
+	fs := flag.NewFlagSet("t", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	o.Bind(fs)
+	if err := fs.Parse(args); err != nil {
+		t.Fatal(err)
 	}
+	c, err := LoadWith(file, &o)
+	if err != nil {
+		t.Fatalf("%s %v: %v", file, args, err)
+	}
+	return c
+}
+
+func TestFormatFromExtension(t *testing.T) {
+	load := func(file string, args ...string) Config { t.Helper(); return loadArgs(t, file, args...) }
 	for _, c := range []struct {
 		args []string
 		want string
@@ -265,17 +268,7 @@ func TestKindFromAFileOrAFlagMeansTheSame(t *testing.T) {
 	dir := t.TempDir()
 	load := func(file string, args ...string) string {
 		t.Helper()
-		var o Overrides
-		fs := flag.NewFlagSet("t", flag.ContinueOnError)
-		fs.SetOutput(io.Discard)
-		o.Bind(fs)
-		if err := fs.Parse(args); err != nil {
-			t.Fatal(err)
-		}
-		c, err := LoadWith(file, &o)
-		if err != nil {
-			t.Fatalf("%s %v: %v", file, args, err)
-		}
+		c := loadArgs(t, file, args...)
 		b, err := c.Marshal()
 		if err != nil {
 			t.Fatal(err)

@@ -2,9 +2,9 @@ package serve_test
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"fmt"
+	"github.com/xdlgo/xps/internal/testutil"
 	"io"
 	"log/slog"
 	"net"
@@ -13,7 +13,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -202,24 +201,6 @@ func TestInFlightBound(t *testing.T) {
 	}
 }
 
-// syncBuffer is a bytes.Buffer safe for a logger and a reader.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // TestSaysWhyExportsAreUnusable is issue 48's probe of a store with only
 // unusable exports: serve answered /healthz 503 and logged nothing, and
 // called an export still being written corrupt. Now each unusable export
@@ -250,7 +231,7 @@ func TestSaysWhyExportsAreUnusable(t *testing.T) {
 	if err := os.MkdirAll(filepath.Join(dir, export.Dir(m.Seq+1)), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	var logs syncBuffer
+	var logs testutil.Buffer
 	s, err := serve.New(serve.Options{Store: dir, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 	if err != nil {
 		t.Fatal(err)

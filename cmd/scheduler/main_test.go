@@ -6,7 +6,6 @@ import (
 	"errors"
 	"flag"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -20,24 +19,6 @@ import (
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
-
-// syncBuffer is a bytes.Buffer safe for the logger and the test to share.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 func TestRun(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -54,7 +35,7 @@ func TestRun(t *testing.T) {
 	defer cli.Close()
 
 	runCtx, stop := context.WithCancel(ctx)
-	var logs syncBuffer
+	var logs testutil.Buffer
 	done := make(chan error, 1)
 	go func() {
 		done <- run(runCtx, []string{"-etcd", strings.Join(srv.Endpoints(), ","), "-cluster", "c1",

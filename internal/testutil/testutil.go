@@ -5,12 +5,14 @@
 package testutil
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"math/rand/v2"
 	"net"
 	"os"
 	"path/filepath"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -145,4 +147,24 @@ func FreeAddr(t testing.TB) string {
 	}
 	t.Fatal("testutil: no free loopback port in 100 tries")
 	return ""
+}
+
+// Buffer is a bytes.Buffer safe for concurrent writers (a logger, a
+// job's progress) and a reader (the test).
+type Buffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *Buffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+// String returns what was written so far.
+func (s *Buffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }

@@ -210,7 +210,7 @@ func TestKafkaFinishedWorkerIsDealtNothing(t *testing.T) {
 	}
 	hold, held, release := holdUnderDeal(ctx, lc, deal, 1, 2)
 	var wg sync.WaitGroup
-	results, errs, progress := make([]JobResult, 3), make([]error, 3), make([]syncBuilder, 3)
+	results, errs, progress := make([]JobResult, 3), make([]error, 3), make([]testutil.Buffer, 3)
 	run := func(i int, onProgress func(job.Progress)) {
 		wg.Add(1)
 		go func() {
@@ -294,7 +294,7 @@ func TestKafkaStreaming(t *testing.T) {
 	cfg.Train.ProgressEvery = 100 * time.Millisecond
 	cfg.Job.Test = []string{writeFile(t, t.TempDir(), "test.libffm", string(bytes.Join(ctrMessages(1000, 4), []byte("\n")))+"\n")}
 	jobCtx, stop := context.WithCancel(ctx)
-	var progress syncBuilder
+	var progress testutil.Buffer
 	done := make(chan struct{})
 	var res JobResult
 	var jobErr error
@@ -348,24 +348,6 @@ func TestKafkaStreaming(t *testing.T) {
 	}
 }
 
-// syncBuilder is a strings.Builder safe for a writer and a reader.
-type syncBuilder struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (s *syncBuilder) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuilder) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 func clusterShardMap(ctx context.Context, lc *cluster.Cluster) (*ams.ShardMap, error) {
 	return lc.Conn().WaitShardMap(ctx)
 }
@@ -395,7 +377,7 @@ func TestKafkaStreamStopSavesAndRerunReadsOnlyNew(t *testing.T) {
 	// stream runs the job on a cluster of its own until the model holds
 	// positions summing to want, then stops it as Ctrl-C does.
 	stream := func(run int, want int64) (JobResult, string) {
-		opts := job.Options{Config: cfg, Progress: new(syncBuilder)}
+		opts := job.Options{Config: cfg, Progress: new(testutil.Buffer)}
 		lc, err := cluster.StartFor(ctx, cluster.Options{Shards: 2, Prefix: fmt.Sprintf("/xps/stream-rerun-%d", run)}, &opts, true)
 		if err != nil {
 			t.Fatal(err)
@@ -413,7 +395,7 @@ func TestKafkaStreamStopSavesAndRerunReadsOnlyNew(t *testing.T) {
 			defer close(done)
 			res, jobErr = RunJob(jctx, opts)
 		}()
-		progress := opts.Progress.(*syncBuilder)
+		progress := opts.Progress.(*testutil.Buffer)
 		testutil.Eventually(t, time.Minute, fmt.Sprintf("run %d: the model's positions to hold %d messages", run, want),
 			func() bool { return storedMessages(t, lc, ctx) == want })
 		stop()
@@ -468,7 +450,7 @@ func TestStopThatCannotSaveFails(t *testing.T) {
 	cfg := kafkaConfig(b.Addrs(), "ctr")
 	cfg.Kafka.Streaming = true
 	cfg.Snapshot.Store = filepath.Join(t.TempDir(), "store")
-	progress := new(syncBuilder)
+	progress := new(testutil.Buffer)
 	opts := job.Options{Config: cfg, Progress: progress}
 	lc, err := cluster.StartFor(ctx, cluster.Options{Shards: 2, Prefix: "/xps/stop-cannot-save"}, &opts, true)
 	if err != nil {

@@ -132,7 +132,7 @@ type recoveryWorkers struct {
 	results  [2]JobResult
 	errs     [2]error
 	restarts [2]int
-	logs     [2]syncBuilder
+	logs     [2]testutil.Buffer
 }
 
 // startRecoveryWorkers starts the two workers names of a job of cfg on

@@ -2,6 +2,7 @@ package worker
 
 import (
 	"context"
+	"github.com/xdlgo/xps/internal/testutil"
 	"strings"
 	"sync"
 	"testing"
@@ -31,7 +32,7 @@ func TestSyncMode(t *testing.T) {
 	var wg sync.WaitGroup
 	results := make([]JobResult, 2)
 	errs := make([]error, 2)
-	logs := make([]syncBuilder, 2)
+	logs := make([]testutil.Buffer, 2)
 	for i := range 2 {
 		wg.Add(1)
 		go func() {

@@ -2,6 +2,7 @@ package worker
 
 import (
 	"context"
+	"github.com/xdlgo/xps/internal/testutil"
 	"regexp"
 	"strconv"
 	"testing"
@@ -32,7 +33,7 @@ func TestWarmStartCountsTheModelsRows(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer lc.Close()
-		progress := new(syncBuilder)
+		progress := new(testutil.Buffer)
 		res, err := RunJob(ctx, job.Options{Config: cfg, Etcd: lc.Etcd(), Prefix: lc.Prefix(), Progress: progress})
 		if err != nil {
 			t.Fatalf("%s: %v\n%s", name, err, progress.String())

@@ -340,7 +340,7 @@ func startWorkers(t *testing.T, ctx context.Context, n int, stagger time.Duratio
 	t.Cleanup(wg.Wait)
 	results := make([]JobResult, n)
 	errs := make([]error, n)
-	progress := make([]syncBuilder, n)
+	progress := make([]testutil.Buffer, n)
 	for i := range n {
 		wg.Add(1)
 		go func() {
