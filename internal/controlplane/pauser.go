@@ -144,13 +144,17 @@ func (p *Pauser) PauseFor(ctx context.Context, seq uint64) error {
 }
 
 // StopTraining makes every later request, and one pending now, be
-// acknowledged at once. The one pending is acknowledged also when ctx
-// has ended (a stopped worker), within stopAckTimeout: a snapshot that
-// waits for it (the stop's own, job.Options.SaveOnStop) would wait for
-// ever otherwise.
+// acknowledged at once. The one pending is acknowledged with ctx, or,
+// when ctx has ended (a stopped worker), within stopAckTimeout: a
+// snapshot that waits for it (the stop's own, job.Options.SaveOnStop)
+// would wait for ever otherwise.
 func (p *Pauser) StopTraining(ctx context.Context) {
-	actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), stopAckTimeout)
-	defer cancel()
+	actx := ctx
+	if ctx.Err() != nil {
+		var cancel context.CancelFunc
+		actx, cancel = context.WithTimeout(context.WithoutCancel(ctx), stopAckTimeout)
+		defer cancel()
+	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.training = false
