@@ -253,7 +253,9 @@ func Run(ctx context.Context, opts Options, m Model) error {
 	env.OnProgress = pub.wrap(opts.OnProgress)
 	// Pauses are acknowledged from now on (at once until training starts),
 	// so that a worker loading its data holds up no snapshot.
-	if env.Pauser, err = conn.StartPauser(ctx, env.Name, opts.Logger); err != nil {
+	// A job that saves its model on a stop keeps acknowledging pauses
+	// after its ctx ended: its stop's snapshot pauses it.
+	if env.Pauser, err = conn.StartPauser(ctx, env.Name, opts.Logger, opts.SaveOnStop); err != nil {
 		return fmt.Errorf("job: %w", err)
 	}
 	defer env.Pauser.Close()

@@ -25,17 +25,20 @@ type Pauser struct {
 
 	mu       sync.Mutex
 	training bool
+	// outlive: the pauser outlives its job's ctx (StartPauser).
+	outlive bool
 
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 }
 
 // StartPauser follows pause requests newer than the last resume until
-// Close. Until StartTraining, requests are acknowledged at once (the
-// worker pushes nothing yet). ctx bounds the first read only: a worker
-// stopped (its ctx cancelled) still acknowledges the pauses of the
-// snapshot that saves its model (job.Options.SaveOnStop) until Close.
-func (c *Conn) StartPauser(ctx context.Context, worker string, log *slog.Logger) (*Pauser, error) {
+// ctx ends or Close; with outlive, until Close only: a worker stopped
+// (its ctx cancelled) then still acknowledges the pauses of the snapshot
+// that saves its model (job.Options.SaveOnStop), and StopTraining
+// acknowledges a pending one after ctx ended too. Until StartTraining,
+// requests are acknowledged at once (the worker pushes nothing yet).
+func (c *Conn) StartPauser(ctx context.Context, worker string, log *slog.Logger, outlive bool) (*Pauser, error) {
 	r, ok, err := c.LastResume(ctx)
 	if err != nil {
 		return nil, err
@@ -47,10 +50,13 @@ func (c *Conn) StartPauser(ctx context.Context, worker string, log *slog.Logger)
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	p := &Pauser{conn: c, worker: worker, log: log}
+	p := &Pauser{conn: c, worker: worker, log: log, outlive: outlive}
 	p.acked.Store(after)
 	p.requested.Store(after)
-	ctx, p.cancel = context.WithCancel(context.WithoutCancel(ctx))
+	if outlive {
+		ctx = context.WithoutCancel(ctx)
+	}
+	ctx, p.cancel = context.WithCancel(ctx)
 	p.wg.Add(1)
 	go func() {
 		defer p.wg.Done()
@@ -144,13 +150,13 @@ func (p *Pauser) PauseFor(ctx context.Context, seq uint64) error {
 }
 
 // StopTraining makes every later request, and one pending now, be
-// acknowledged at once. The one pending is acknowledged with ctx, or,
-// when ctx has ended (a stopped worker), within stopAckTimeout: a
-// snapshot that waits for it (the stop's own, job.Options.SaveOnStop)
-// would wait for ever otherwise.
+// acknowledged at once. The one pending is acknowledged with ctx, or, for
+// a pauser that outlives its job's ctx (StartPauser) when ctx has ended
+// (a stopped worker), within stopAckTimeout: a snapshot that waits for it
+// (the stop's own, job.Options.SaveOnStop) would wait for ever otherwise.
 func (p *Pauser) StopTraining(ctx context.Context) {
 	actx := ctx
-	if ctx.Err() != nil {
+	if ctx.Err() != nil && p.outlive {
 		var cancel context.CancelFunc
 		actx, cancel = context.WithTimeout(context.WithoutCancel(ctx), stopAckTimeout)
 		defer cancel()

@@ -28,7 +28,7 @@ func TestPauseResume(t *testing.T) {
 	if seq, err := c.LastPause(ctx); err != nil || seq != 0 {
 		t.Fatalf("LastPause on a new cluster = %d, %v", seq, err)
 	}
-	pz, err := c.StartPauser(ctx, "w0", nil)
+	pz, err := c.StartPauser(ctx, "w0", nil, false)
 	if err != nil {
 		t.Fatal(err)
 	}
