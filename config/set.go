@@ -347,9 +347,7 @@ func LoadWith(file string, o *Overrides) (Config, error) {
 		base.Train.Format, base.Train.ValidMetric = cfg.Train.Format, cfg.Train.ValidMetric
 		cfg = base
 	}
-	if file == "" {
-		kindDefaults(&cfg, o)
-	} else if !wideGiven && (o == nil || !o.sets("model.wide")) {
+	if file != "" && !wideGiven && (o == nil || !o.sets("model.wide")) {
 		cfg.Model.Wide = nil // the final kind's (a file's defaults were its own kind's)
 	}
 	cfg.EnsureDefaults()
@@ -368,35 +366,6 @@ func kindBase(kind string) Config {
 	}
 	c.Model.Wide = nil
 	return c
-}
-
-// kindDefaults gives a config that started from Default() the defaults of
-// its model.kind where they differ from mlp's and o does not set the key:
-// no hidden layer for lr and fm, lr's dim-1 FTRL table, the wide part of
-// fm, deepfm and wdl. (A config
-// file starts empty: EnsureDefaults gives them.)
-func kindDefaults(cfg *Config, o *Overrides) {
-	kind := cfg.Model.Kind
-	given := func(prefix string) bool {
-		if o == nil {
-			return false
-		}
-		for _, ch := range o.changes {
-			if ch.path == prefix || strings.HasPrefix(ch.path, prefix+".") || strings.HasPrefix(ch.path, prefix+"[") {
-				return true
-			}
-		}
-		return false
-	}
-	if (kind == KindLR || kind == KindFM) && !given("model.hidden") {
-		cfg.Model.Hidden = nil
-	}
-	if kind == KindLR && !given("model.tables") {
-		cfg.Model.Tables = nil
-	}
-	if !given("model.wide") {
-		cfg.Model.Wide = nil // the kind's (EnsureDefaults adds the wide table)
-	}
 }
 
 // namesTable reports whether the YAML document doc lists, under
