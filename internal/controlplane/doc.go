@@ -46,6 +46,16 @@
 //     transactions), so no partition with unread messages goes to it.
 //  6. Keys that must vanish with a process (barrier arrivals, election
 //     keys, progress reports) live under that process's lease.
+//  7. etcd runs none of our code, so anyone who may write a key may write
+//     anything there: its readers check what they read, and a record no
+//     process of ours could have written ([BadRecord]: a member record
+//     under no lease, a pause acknowledgement above the latest pause) is
+//     quarantined: reported once per revision, never silently dropped,
+//     and never waited on nor taken as given. A worker's acknowledgement
+//     counts once made since the pause, whatever overwrites it later.
+//     Without per-worker identities (TLS) a record that looks like a
+//     worker's own (its name, under a lease, the current pause) cannot be
+//     told from it.
 //
 // Waits (WaitShardMap, WaitResume, ...) read the key, then watch it from
 // the next revision, so no write between the two is missed; a broken watch

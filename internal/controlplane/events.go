@@ -31,6 +31,9 @@ const (
 	EventState = "state"
 	// EventShardMap: a shard map of Version was published.
 	EventShardMap = "shardmap"
+	// EventQuarantined: a record no process of the job wrote was
+	// ignored (Detail: its key and why).
+	EventQuarantined = "quarantined"
 )
 
 // Event is a scheduler report, stored as JSON under <prefix>/events/<seq>.

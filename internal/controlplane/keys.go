@@ -95,7 +95,10 @@ func PauseKey(prefix string) string { return prefix + "/snapshot/pause" }
 
 // PauseAckKey returns "P/snapshot/paused/<worker>": the latest pause the
 // worker has acknowledged.
-func PauseAckKey(prefix, worker string) string { return prefix + "/snapshot/paused/" + worker }
+func PauseAckKey(prefix, worker string) string { return PauseAckPrefix(prefix) + worker }
+
+// PauseAckPrefix returns "P/snapshot/paused/".
+func PauseAckPrefix(prefix string) string { return prefix + "/snapshot/paused/" }
 
 // ResumeKey returns "P/snapshot/resume": the latest resume ("seq",
 // "seq version") or "failed why".

@@ -166,43 +166,145 @@ func (c *Conn) AckPause(ctx context.Context, worker string, seq uint64) error {
 	return c.putSeq(ctx, PauseAckKey(c.prefix, worker), seq)
 }
 
+// A BadRecord is a record a reader refused: one no process of ours could
+// have written (a forged or hand-written key), reported with why and
+// otherwise ignored, so that it can neither block nor fool the protocol
+// that reads it (quarantined).
+type BadRecord struct {
+	Key      string
+	Value    []byte
+	Revision int64 // the record's mod revision: a report per revision
+	Why      string
+}
+
 // WaitPauseAcks waits until each of workers has acknowledged pause seq or
 // is no longer a member (it left or its lease expired: it pushes nothing).
-func (c *Conn) WaitPauseAcks(ctx context.Context, workers []string, seq uint64) error {
+//
+// It reads every acknowledgement written since the pause was requested
+// (the pause key's revision), not only the latest value: a worker that
+// acknowledged seq has paused, though its key was overwritten since. An
+// acknowledgement above seq (a pause not yet requested) or one that does
+// not decode is no worker's: it is reported to quarantine, once per
+// revision, and counts as no acknowledgement. A member record that
+// membership.CheckRecord refuses does not make its worker a member.
+// quarantine may be nil.
+func (c *Conn) WaitPauseAcks(ctx context.Context, workers []string, seq uint64, quarantine func(BadRecord)) error {
+	wctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	from, err := c.pauseRevision(ctx, seq)
+	if err != nil {
+		return fmt.Errorf("controlplane: wait for the workers to pause for snapshot %d: %w", seq, err)
+	}
+	acks := c.cli.Watch(wctx, PauseAckPrefix(c.prefix), clientv3.WithPrefix(), clientv3.WithRev(from))
+	acked := map[string]bool{}
+	reported := map[recordRev]bool{}
+	ack := func(key string, value []byte, rev int64) {
+		w, ok := strings.CutPrefix(key, PauseAckPrefix(c.prefix))
+		if !ok {
+			return
+		}
+		n, ok := parseSeq(value)
+		switch {
+		case ok && n == seq:
+			acked[w] = true
+		case ok && n < seq: // an earlier pause's
+		default:
+			if k := (recordRev{key, rev}); !reported[k] && quarantine != nil {
+				reported[k] = true
+				why := fmt.Sprintf("acknowledges pause %q while pause %d is the latest requested", value, seq)
+				quarantine(BadRecord{Key: key, Value: value, Revision: rev, Why: why})
+			}
+		}
+	}
 	for {
-		resp, err := c.cli.Get(ctx, c.prefix+"/", clientv3.WithPrefix(), clientv3.WithKeysOnly())
+		// The workers alive, and the acknowledgements as they are now
+		// (history older than a compaction is gone from the watch).
+		resp, err := c.cli.Get(ctx, membership.MembersPrefix(c.prefix)+membership.KindWorker+"/", clientv3.WithPrefix())
 		if err != nil {
 			return fmt.Errorf("controlplane: wait for the workers to pause for snapshot %d: %w", seq, err)
 		}
-		keys := map[string]bool{}
+		live := map[string]bool{}
 		for _, kv := range resp.Kvs {
-			keys[string(kv.Key)] = true
+			key := string(kv.Key)
+			if m, err := membership.CheckRecord(c.prefix, key, kv.Value, kv.Lease); err == nil {
+				live[m.ID] = true
+			} else if k := (recordRev{key, kv.ModRevision}); !reported[k] && quarantine != nil {
+				reported[k] = true
+				quarantine(BadRecord{Key: key, Value: kv.Value, Revision: kv.ModRevision, Why: err.Error()})
+			}
+		}
+		cur, err := c.cli.Get(ctx, PauseAckPrefix(c.prefix), clientv3.WithPrefix(), clientv3.WithRev(resp.Header.Revision))
+		if err != nil {
+			return fmt.Errorf("controlplane: wait for the workers to pause for snapshot %d: %w", seq, err)
+		}
+		for _, kv := range cur.Kvs {
+			ack(string(kv.Key), kv.Value, kv.ModRevision)
 		}
 		var waiting []string
 		for _, w := range workers {
-			if !keys[MemberKey(c.prefix, membership.KindWorker, w)] {
-				continue
-			}
-			r, err := c.cli.Get(ctx, PauseAckKey(c.prefix, w))
-			if err != nil {
-				return fmt.Errorf("controlplane: wait for %s to pause for snapshot %d: %w", w, seq, err)
-			}
-			if len(r.Kvs) == 0 {
-				waiting = append(waiting, w)
-				continue
-			}
-			if n, ok := parseSeq(r.Kvs[0].Value); !ok || n < seq {
+			if live[w] && !acked[w] {
 				waiting = append(waiting, w)
 			}
 		}
 		if len(waiting) == 0 {
 			return nil
 		}
-		// Wait for the next change in the cluster's keys.
-		if err := c.waitChange(ctx, c.prefix+"/", resp.Header.Revision); err != nil {
+		// Wait for the next change in the cluster's keys, taking the
+		// acknowledgements the watch delivers meanwhile.
+		if err := c.waitAcks(ctx, resp.Header.Revision, &acks, ack); err != nil {
 			return fmt.Errorf("controlplane: %v did not pause for snapshot %d: %w", waiting, seq, err)
 		}
 	}
+}
+
+// waitAcks waits for a change of the cluster's keys after rev, or for
+// acknowledgements from *acks, which it hands to ack (*acks is set to nil
+// once that watch breaks: the caller's Gets read what is current).
+func (c *Conn) waitAcks(ctx context.Context, rev int64, acks *clientv3.WatchChan, ack func(key string, value []byte, rev int64)) error {
+	wctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	changed := c.cli.Watch(wctx, c.prefix+"/", clientv3.WithPrefix(), clientv3.WithRev(rev+1))
+	for {
+		select {
+		case r, ok := <-*acks:
+			if !ok || r.Err() != nil {
+				*acks = nil
+				continue
+			}
+			for _, ev := range r.Events {
+				if ev.Type == clientv3.EventTypePut {
+					ack(string(ev.Kv.Key), ev.Kv.Value, ev.Kv.ModRevision)
+				}
+			}
+			return nil
+		case <-changed:
+			return nil
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+// recordRev names one revision of a record, to report it once.
+type recordRev struct {
+	key string
+	rev int64
+}
+
+// pauseRevision returns the revision at which pause seq was requested:
+// the pause key's mod revision while it holds seq, else (a later pause,
+// or a value that is none) the current revision.
+func (c *Conn) pauseRevision(ctx context.Context, seq uint64) (int64, error) {
+	resp, err := c.cli.Get(ctx, PauseKey(c.prefix))
+	if err != nil {
+		return 0, err
+	}
+	if len(resp.Kvs) > 0 {
+		if n, ok := parseSeq(resp.Kvs[0].Value); ok && n == seq {
+			return resp.Kvs[0].ModRevision, nil
+		}
+	}
+	return resp.Header.Revision, nil
 }
 
 // WaitResume waits for a resume of seq or later and returns it; a failed

@@ -39,7 +39,7 @@ func TestPauseResume(t *testing.T) {
 	if err := c.PutPause(ctx, 1); err != nil {
 		t.Fatal(err)
 	}
-	if err := c.WaitPauseAcks(ctx, []string{"w0", "gone"}, 1); err != nil {
+	if err := c.WaitPauseAcks(ctx, []string{"w0", "gone"}, 1, nil); err != nil {
 		t.Fatal(err)
 	}
 	checkStartWaits(t, ctx, pz)
@@ -56,14 +56,14 @@ func TestPauseResume(t *testing.T) {
 	}
 	eventuallyT(t, "the pauser to see request 2", pz.Requested)
 	short, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
-	err = c.WaitPauseAcks(short, []string{"w0"}, 2)
+	err = c.WaitPauseAcks(short, []string{"w0"}, 2, nil)
 	cancel()
 	if !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("WaitPauseAcks before the trainer paused: %v", err)
 	}
 	paused := make(chan error, 1)
 	go func() { paused <- pz.Pause(ctx) }()
-	if err := c.WaitPauseAcks(ctx, []string{"w0"}, 2); err != nil {
+	if err := c.WaitPauseAcks(ctx, []string{"w0"}, 2, nil); err != nil {
 		t.Fatal(err)
 	}
 	if err := c.PutResume(ctx, 2, 2); err != nil { // resumed at version 2: a restore

@@ -177,3 +177,42 @@ func checkName(what, s string) error {
 	}
 	return nil
 }
+
+// ErrNotAMember is returned (wrapped) by CheckRecord for a record under
+// the members' keys that no member of ours writes.
+var ErrNotAMember = errors.New("membership: not a member's record")
+
+// CheckRecord decodes the record under a member key (key, value and the
+// lease it is attached to) and checks that a member could have written
+// it: Register writes every record under the member's lease, so a record
+// attached to none is no member's (a hand-written or forged key). Readers
+// that act on membership (the scheduler's watch, a snapshot's pause)
+// quarantine such records: they report them and otherwise ignore them.
+func CheckRecord(prefix, key string, value []byte, lease int64) (Member, error) {
+	kind, id, ok := ParseMemberKey(prefix, key)
+	if !ok {
+		return Member{}, fmt.Errorf("%w: %q is not a member key", ErrNotAMember, key)
+	}
+	m, err := DecodeMember(kind, id, value)
+	if err != nil {
+		return Member{}, err
+	}
+	if lease == 0 {
+		return Member{}, fmt.Errorf("%w: %s is attached to no lease (members register under one)", ErrNotAMember, key)
+	}
+	return m, nil
+}
+
+// WorkerIndex parses a worker's member id, "worker-<i>" (WorkerName), and
+// reports false for any other id.
+func WorkerIndex(id string) (int, bool) {
+	n, ok := strings.CutPrefix(id, "worker-")
+	if !ok || n == "" || (len(n) > 1 && n[0] == '0') {
+		return 0, false
+	}
+	i, err := strconv.Atoi(n)
+	if err != nil || i < 0 || WorkerName(i) != id {
+		return 0, false
+	}
+	return i, true
+}

@@ -546,17 +546,17 @@ func transient(errs []error) bool {
 func (s *Scheduler) waitPaused(ctx context.Context, workers []string, seq uint64) ([]string, error) {
 	wctx, cancel := context.WithTimeout(ctx, s.opts.SnapshotPauseTimeout)
 	defer cancel()
-	resp, err := s.cli.Get(wctx, membership.MembersPrefix(s.opts.Prefix)+membership.KindWorker+"/", clientv3.WithPrefix(), clientv3.WithKeysOnly())
+	resp, err := s.cli.Get(wctx, membership.MembersPrefix(s.opts.Prefix)+membership.KindWorker+"/", clientv3.WithPrefix())
 	if err != nil {
 		return workers, fmt.Errorf("listing the workers: %w", err)
 	}
 	workers = slices.Clone(workers)
 	for _, kv := range resp.Kvs {
-		if _, id, ok := membership.ParseMemberKey(s.opts.Prefix, string(kv.Key)); ok && !slices.Contains(workers, id) {
-			workers = append(workers, id)
+		if m, ok := s.checkMember(ctx, kv); ok && !slices.Contains(workers, m.ID) {
+			workers = append(workers, m.ID)
 		}
 	}
-	if err := s.conn.WaitPauseAcks(wctx, workers, seq); err != nil {
+	if err := s.conn.WaitPauseAcks(wctx, workers, seq, func(b controlplane.BadRecord) { s.quarantine(ctx, b) }); err != nil {
 		return workers, fmt.Errorf("workers did not pause within %v: %w", s.opts.SnapshotPauseTimeout, err)
 	}
 	return workers, nil

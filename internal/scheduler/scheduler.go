@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/xdlgo/xps/ams"
@@ -236,13 +237,19 @@ type Scheduler struct {
 		state  clusterfsm.State
 		since  time.Time // when state was entered (the status page)
 		leader bool
+		// seq is the last event sequence number (putEvent runs on the
+		// run goroutine and, for a quarantined record, on a snapshot's).
+		seq uint64
+		// quarantined counts the records reported by quarantine;
+		// reported holds each one's key and revision, to report it once.
+		quarantined int
+		reported    map[string]int64
 	}
 
 	// Owned by the run goroutine.
 	fsm     *clusterfsm.Core
 	members map[string]tracked // by "kind/id"
 	left    map[string]bool    // left markers present, by "kind/id"
-	seq     uint64             // last event sequence number
 	pending *ams.ShardMap      // shard map not yet published
 	maps    map[uint64]*ams.ShardMap
 	// lastRequest is the etcd revision of the newest snapshot request
@@ -541,7 +548,7 @@ func (s *Scheduler) sync(ctx context.Context) (int64, error) {
 			left[kind+"/"+id] = true
 			continue
 		}
-		if m, ok := s.decodeMember(key, kv.Value); ok {
+		if m, ok := s.checkMember(ctx, kv); ok {
 			live[m.String()] = tracked{member: m, createRev: kv.CreateRevision}
 		}
 	}
@@ -660,7 +667,7 @@ func (s *Scheduler) apply(ctx context.Context, ev *clientv3.Event) {
 		s.memberLeft(ctx, old, s.left[k])
 		return
 	}
-	m, ok := s.decodeMember(key, ev.Kv.Value)
+	m, ok := s.checkMember(ctx, ev.Kv)
 	if !ok {
 		return
 	}
@@ -674,17 +681,63 @@ func (s *Scheduler) apply(ctx context.Context, ev *clientv3.Event) {
 	s.memberJoined(ctx, s.members[k])
 }
 
-func (s *Scheduler) decodeMember(key string, value []byte) (membership.Member, bool) {
-	kind, id, ok := membership.ParseMemberKey(s.opts.Prefix, key)
-	if !ok {
-		return membership.Member{}, false
+// checkMember decodes a member record and checks that a member of this
+// job could have written it (membership.CheckRecord: under a lease). In a
+// job over files, whose shares the scheduler assigns to worker-0 up to
+// job.workers (assign), a worker of any other name gets no data: its
+// record is no worker's either. (A Kafka job's partitions are dealt to
+// the workers alive, whatever their count.) A record that fails is
+// quarantined: reported, and no member.
+func (s *Scheduler) checkMember(ctx context.Context, kv *mvccpb.KeyValue) (membership.Member, bool) {
+	key := string(kv.Key)
+	m, err := membership.CheckRecord(s.opts.Prefix, key, kv.Value, kv.Lease)
+	if err == nil && m.Kind == membership.KindWorker && len(s.opts.Config.Job.Train) > 0 && !s.opts.Config.Kafka.Enabled() {
+		if i, ok := membership.WorkerIndex(m.ID); !ok || i >= s.opts.Config.Job.Workers {
+			err = fmt.Errorf("%s is not one of the job's %d workers (worker-0 to worker-%d; the scheduler's -workers must be the workers' own)",
+				m.ID, s.opts.Config.Job.Workers, s.opts.Config.Job.Workers-1)
+		}
 	}
-	m, err := membership.DecodeMember(kind, id, value)
 	if err != nil {
-		s.log.Warn("ignoring bad member record", "key", key, "err", err)
+		s.quarantine(ctx, controlplane.BadRecord{Key: key, Value: kv.Value, Revision: kv.ModRevision, Why: err.Error()})
 		return membership.Member{}, false
 	}
 	return m, true
+}
+
+// quarantine reports a record that no process of the job could have
+// written, once per key and revision: a warning, an event and the
+// quarantined_records metric. The record stays in etcd and is otherwise
+// ignored, so it can neither block nor fool the protocol that reads it.
+// Safe to call from any goroutine.
+func (s *Scheduler) quarantine(ctx context.Context, b controlplane.BadRecord) {
+	s.mu.Lock()
+	if s.mu.reported == nil {
+		s.mu.reported = map[string]int64{}
+	}
+	if rev, ok := s.mu.reported[b.Key]; ok && rev == b.Revision {
+		s.mu.Unlock()
+		return
+	}
+	s.mu.reported[b.Key] = b.Revision
+	s.mu.quarantined++
+	s.mu.Unlock()
+	s.log.Warn("quarantined a record no process of this job wrote: ignored", "key", b.Key, "value", clip(b.Value), "why", b.Why)
+	s.putEvent(ctx, controlplane.Event{Type: controlplane.EventQuarantined, Detail: b.Key + ": " + b.Why})
+}
+
+// Quarantined returns how many records the scheduler quarantined.
+func (s *Scheduler) Quarantined() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.mu.quarantined
+}
+
+// clip quotes a record's value for a log line, at most 64 bytes of it.
+func clip(b []byte) string {
+	if len(b) > 64 {
+		return fmt.Sprintf("%q... (%d bytes)", b[:64], len(b))
+	}
+	return fmt.Sprintf("%q", b)
 }
 
 // publishPending publishes the pending shard map; on failure it stays
@@ -713,10 +766,13 @@ func (s *Scheduler) publishPending(ctx context.Context) {
 func (s *Scheduler) putEvent(ctx context.Context, e controlplane.Event) {
 	now := time.Now()
 	e.Time = now
-	s.seq = max(s.seq+1, uint64(now.UnixNano()))
+	s.mu.Lock()
+	s.mu.seq = max(s.mu.seq+1, uint64(now.UnixNano()))
+	seq := s.mu.seq
+	s.mu.Unlock()
 	pctx, cancel := context.WithTimeout(ctx, opTimeout)
 	defer cancel()
-	if err := s.conn.PutEvent(pctx, s.seq, e); err != nil && ctx.Err() == nil {
+	if err := s.conn.PutEvent(pctx, seq, e); err != nil && ctx.Err() == nil {
 		s.log.Warn("recording event failed", "type", e.Type, "err", err)
 	}
 }

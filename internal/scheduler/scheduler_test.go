@@ -148,11 +148,11 @@ func checkTwoShardsServe(t *testing.T, srv *etcdembed.Server, s *scheduler.Sched
 // checkWorkerLeave checks that a worker that leaves gracefully is reported
 // as a clean leave.
 func checkWorkerLeave(t *testing.T, cli *clientv3.Client, p string) {
-	w := register(t, cli, p, membership.KindWorker, "w1", "")
+	w := register(t, cli, p, membership.KindWorker, "worker-0", "")
 	if err := w.Close(); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 5*time.Second, "the worker's leave", func() bool { return hasEvent(t, cli, p, "left worker/w1") })
+	eventually(t, 5*time.Second, "the worker's leave", func() bool { return hasEvent(t, cli, p, "left worker/worker-0") })
 }
 
 // checkShardLossFails kills shard ams-1 (registered as regA): its client
@@ -184,8 +184,8 @@ func checkShardLossFails(t *testing.T, s *scheduler.Scheduler, cli, cliA *client
 		"state RESTORING", // the new cluster's shards begin empty
 		"shardmap",
 		"state SERVING",
-		"joined worker/w1",
-		"left worker/w1",
+		"joined worker/worker-0",
+		"left worker/worker-0",
 		"lease-expired ams/ams-1",
 		"state DEGRADED",
 		"state FAILED",

@@ -1,0 +1,120 @@
+package scheduler_test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/xdlgo/xps/internal/clusterfsm"
+	"github.com/xdlgo/xps/internal/controlplane"
+	"github.com/xdlgo/xps/internal/membership"
+	"github.com/xdlgo/xps/internal/scheduler"
+	"github.com/xdlgo/xps/internal/testutil"
+	"github.com/xdlgo/xps/snapshot"
+)
+
+// TestForgedRecordsNeitherWedgeNorFoolASnapshot is issue 48's probe, on a
+// plaintext cluster: anyone who can write etcd wrote a member record of a
+// worker the job does not have (under a lease of its own) and an
+// acknowledgement of a pause not yet requested for the job's real worker.
+// Before, the snapshot waited for the ghost worker until its pause timeout
+// and failed (the probe's 44 s wedge), or took the forged acknowledgement
+// for the worker's and cut the snapshot while the worker still pushed. Now
+// the scheduler quarantines both records (reported, ignored) and the
+// snapshot waits for the real worker's pause only: the worker acknowledges
+// only once both reports are out, and the snapshot must succeed after it.
+func TestForgedRecordsNeitherWedgeNorFoolASnapshot(t *testing.T) {
+	const p = "/xps/forged"
+	store := t.TempDir()
+	train := filepath.Join(t.TempDir(), "train.libffm")
+	if err := os.WriteFile(train, []byte("1 0:1:1\n0 0:2:1\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	srv := startEtcd(t)
+	cli := newClient(t, srv)
+	addrs := []string{startShard(t, "ams-0"), startShard(t, "ams-1")}
+	opts := scheduler.Options{Prefix: p, ID: "sched-1", Shards: 2, Partitions: 8, LeaseTTL: 2 * time.Second,
+		TickInterval: 50 * time.Millisecond, Logger: testLogger(t), SnapshotPauseTimeout: 2 * time.Minute}
+	opts.Config.Job.Train, opts.Config.Job.Workers = []string{train}, 1
+	opts.Config.Snapshot.Store = store
+	opts.Config.Snapshot.Every = -time.Second // on request only
+	s, err := scheduler.New(cli, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	for i, a := range addrs {
+		defer register(t, cli, p, membership.KindAMS, []string{"ams-0", "ams-1"}[i], a).Close()
+	}
+	eventually(t, 10*time.Second, "SERVING", func() bool { return s.Status().Phase == clusterfsm.Serving })
+	st, err := snapshot.OpenDir(store)
+	if err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 10*time.Second, "the initial snapshot", func() bool { _, _, err := snapshot.Latest(st); return err == nil })
+
+	// The job's one worker: it acknowledges each pause once gate is closed.
+	conn := testutil.Conn(cli, p)
+	defer register(t, cli, p, membership.KindWorker, "worker-0", "").Close()
+	gate := make(chan struct{})
+	ctx, cancel := context.WithCancel(testCtx(t))
+	defer cancel()
+	acked := make(chan error, 1)
+	go func() {
+		acked <- conn.WatchPauses(ctx, 0, func(seq uint64) error {
+			select {
+			case <-gate:
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+			return conn.AckPause(ctx, "worker-0", seq)
+		})
+	}()
+
+	// The forgeries: a ghost worker-7 under a lease of the forger's own,
+	// and worker-0's acknowledgement of pause 1<<40.
+	lease, err := cli.Grant(testCtx(t), 60)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ghost := membership.MemberKey(p, membership.KindWorker, "worker-7")
+	if _, err := cli.Put(testCtx(t), ghost, `{"kind":"worker","id":"worker-7","pid":4242}`, clientv3.WithLease(lease.ID)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cli.Put(testCtx(t), controlplane.PauseAckKey(p, "worker-0"), "1099511627776"); err != nil {
+		t.Fatal(err)
+	}
+
+	result := make(chan controlplane.SnapshotResult, 1)
+	go func() {
+		r, err := conn.RequestSnapshot(ctx, false)
+		if err != nil {
+			r.Error = err.Error()
+		}
+		result <- r
+	}()
+	deadline := time.After(time.Minute)
+	for s.Quarantined() < 2 {
+		select {
+		case r := <-result:
+			t.Fatalf("the snapshot ended (%+v) before the worker paused; %d records quarantined", r, s.Quarantined())
+		case <-deadline:
+			t.Fatalf("%d records quarantined after a minute; want the ghost worker's and the forged acknowledgement", s.Quarantined())
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+	close(gate)
+	r := <-result
+	if r.Error != "" || r.Workers != 1 {
+		t.Fatalf("the snapshot after the worker's pause: %+v; want one written, pausing worker-0 alone", r)
+	}
+	if !hasEvent(t, cli, p, controlplane.EventQuarantined) {
+		t.Errorf("no %q event: %v", controlplane.EventQuarantined, events(t, cli, p))
+	}
+	cancel()
+	<-acked
+}
