@@ -33,6 +33,7 @@ var schedulerMetrics = [][3]string{
 	{"export_timestamp_seconds", "When the newest export was written (Unix time).", ""},
 	{"export_bytes", "Size of the newest export's files.", ""},
 	{"kafka_lag", "Messages behind the ends of the topic, summed over the workers' latest reports.", ""},
+	{"quarantined_records", "etcd records this scheduler quarantined (no process of the job wrote them: reported and ignored).", ""},
 }
 
 // Collector returns a Prometheus collector of the scheduler's view
@@ -50,6 +51,7 @@ func (c *metricsCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(c.descs[name], prometheus.GaugeValue, v, labels...)
 	}
 	emit("leader", b2f(d.Leading))
+	emit("quarantined_records", float64(c.s.Quarantined()))
 	emit("cluster_version", float64(d.Version))
 	if d.State != "" {
 		emit("cluster_state", 1, d.State)

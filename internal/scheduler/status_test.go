@@ -122,7 +122,8 @@ func TestStatusPageServe(t *testing.T) {
 // delivers it).
 func checkSchedulerMetrics(t *testing.T, url string) {
 	wants := []string{"xps_scheduler_leader 1", `xps_scheduler_cluster_state{state="SERVING"} 1`,
-		`xps_scheduler_members{kind="worker"} 1`, "xps_scheduler_snapshot_seq 4", "xps_scheduler_snapshot_applied_samples 5000"}
+		`xps_scheduler_members{kind="worker"} 1`, "xps_scheduler_snapshot_seq 4", "xps_scheduler_snapshot_applied_samples 5000",
+		"xps_scheduler_quarantined_records 0"}
 	var metrics string
 	eventually(t, 10*time.Second, "the scheduler's metrics", func() bool {
 		metrics = get(t, url)
