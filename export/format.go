@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"math"
 	"path"
 	"slices"
 	"time"
@@ -215,6 +216,9 @@ func (m *Manifest) sum() (string, error) {
 	return snapshot.JSONSum(&c)
 }
 
+// maxDim bounds a table's dim: ams.MaxDim, the widest row a table has.
+const maxDim = 1 << 16
+
 // check reports what is wrong with a manifest's structure.
 func (m *Manifest) check() error {
 	switch {
@@ -226,14 +230,14 @@ func (m *Manifest) check() error {
 		return fmt.Errorf("kind %q", m.Kind)
 	}
 	for _, t := range m.Tables {
-		if err := CheckQuant(t.Quant); err != nil || t.Dim < 1 || len(t.Files) != m.Shards {
+		if err := CheckQuant(t.Quant); err != nil || t.Dim < 1 || t.Dim > maxDim || len(t.Files) != m.Shards {
 			return fmt.Errorf("table %q: quant %q, dim %d, %d files of %d shards", t.Name, t.Quant, t.Dim, len(t.Files), m.Shards)
 		}
 	}
 	for _, d := range m.Dense {
 		next := 0
 		for _, p := range d.Parts {
-			if p.Lo != next || p.Hi < p.Lo || p.File.Size != 4*int64(p.Hi-p.Lo) {
+			if p.Lo != next || p.Hi < p.Lo || p.Hi-p.Lo > math.MaxInt64/4 || p.File.Size != 4*int64(p.Hi-p.Lo) {
 				return fmt.Errorf("dense %q: range [%d, %d) of %d bytes after %d", d.Name, p.Lo, p.Hi, p.File.Size, next)
 			}
 			next = p.Hi

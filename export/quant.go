@@ -63,12 +63,14 @@ func AppendRow(b []byte, q string, v []float32) []byte {
 		sb := bf16Up(m / 127)
 		b = binary.LittleEndian.AppendUint16(b, sb)
 		s := math.Float32frombits(uint32(sb) << 16)
-		inv := float32(0)
+		// In float64: 1/s overflows a float32 for a subnormal scale (every
+		// value of a row below 2^-121 or so then clamped to ±127).
+		inv := 0.0
 		if s > 0 {
-			inv = 1 / s
+			inv = 1 / float64(s)
 		}
 		for _, x := range v {
-			q := math.Round(float64(x * inv))
+			q := math.Round(float64(x) * inv)
 			b = append(b, byte(int8(max(-127, min(127, q)))))
 		}
 	default:
@@ -81,7 +83,8 @@ func AppendRow(b []byte, q string, v []float32) []byte {
 
 // DecodeRow decodes the encoding q of len(dst) values from b into dst. It
 // fails when b is not RowBytes(q, len(dst)) long or holds a value that is
-// not finite (a scale, or an fp32 or fp16 value).
+// not finite (a scale, an fp32 or fp16 value, or an int8 value times its
+// scale).
 func DecodeRow(dst []float32, q string, b []byte) error {
 	if len(b) != RowBytes(q, len(dst)) {
 		return fmt.Errorf("export: a %s row of %d bytes for %d values (want %d)", q, len(b), len(dst), RowBytes(q, len(dst)))
@@ -97,9 +100,8 @@ func DecodeRow(dst []float32, q string, b []byte) error {
 			return fmt.Errorf("export: an int8 row with scale %v", s)
 		}
 		for i := range dst {
-			dst[i] = float32(int8(b[2+i])) * s
+			dst[i] = float32(int8(b[2+i])) * s // may overflow: checked below
 		}
-		return nil
 	default:
 		for i := range dst {
 			dst[i] = math.Float32frombits(binary.LittleEndian.Uint32(b[4*i:]))

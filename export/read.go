@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"slices"
 
 	"github.com/xdlgo/xps/snapshot"
 )
@@ -71,8 +72,12 @@ func ReadDense(s snapshot.Store, m *Manifest, name string) ([]float32, error) {
 		if d.Name != name {
 			continue
 		}
-		out := make([]float32, d.Len)
+		// Grown as the parts are read: no allocation the files do not back.
+		var out []float32
 		for _, p := range d.Parts {
+			if p.Lo != len(out) || p.Hi < p.Lo {
+				return nil, fmt.Errorf("%w: %s: dense %q: range [%d, %d) after %d values", ErrCorrupt, m.Dir(), name, p.Lo, p.Hi, len(out))
+			}
 			r, err := snapshot.OpenFileIn(s, m.Dir(), p.File)
 			if err != nil {
 				return nil, fmt.Errorf("%w: %w", ErrCorrupt, err)
@@ -82,16 +87,20 @@ func ReadDense(s snapshot.Store, m *Manifest, name string) ([]float32, error) {
 			if err != nil {
 				return nil, fmt.Errorf("%w: %w", ErrCorrupt, err)
 			}
-			if len(b) != 4*(p.Hi-p.Lo) {
+			if len(b)%4 != 0 || len(b)/4 != p.Hi-p.Lo {
 				return nil, fmt.Errorf("%w: %s/%s: %d bytes for [%d, %d)", ErrCorrupt, m.Dir(), p.File.Name, len(b), p.Lo, p.Hi)
 			}
+			out = slices.Grow(out, p.Hi-p.Lo)
 			for i := range p.Hi - p.Lo {
 				x := math.Float32frombits(binary.LittleEndian.Uint32(b[4*i:]))
 				if !finite(x) {
 					return nil, fmt.Errorf("%w: %s/%s: value %d is %v", ErrCorrupt, m.Dir(), p.File.Name, p.Lo+i, x)
 				}
-				out[p.Lo+i] = x
+				out = append(out, x)
 			}
+		}
+		if len(out) != d.Len {
+			return nil, fmt.Errorf("%w: %s: dense %q: ranges of %d values, the vector has %d", ErrCorrupt, m.Dir(), name, len(out), d.Len)
 		}
 		return out, nil
 	}

@@ -254,6 +254,9 @@ func (m *Manifest) compact() {
 	for i := range m.Tables {
 		CompactJSON(&m.Tables[i].Spec)
 	}
+	for i := range m.Dense {
+		CompactJSON(&m.Dense[i].Spec)
+	}
 	for k, v := range m.Readers {
 		CompactJSON(&v)
 		m.Readers[k] = v

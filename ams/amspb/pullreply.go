@@ -105,6 +105,9 @@ func eachField(b []byte, fn func(num protowire.Number, typ protowire.Type, v []b
 		if n < 0 {
 			return protowire.ParseError(n)
 		}
+		if !num.IsValid() { // ConsumeTag takes numbers up to 2^31-1
+			return fmt.Errorf("invalid field number %d", num)
+		}
 		b = b[n:]
 		var v []byte
 		var x uint64
