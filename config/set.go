@@ -157,6 +157,15 @@ func decode(v reflect.Value, value string) error {
 	} else {
 		node = *node.Content[0]
 	}
+	if node.Kind == yaml.ScalarNode && node.ShortTag() == "!!null" {
+		// As in the YAML file: null empties a pointer, list or map, and
+		// leaves any other key as it was.
+		switch v.Kind() {
+		case reflect.Pointer, reflect.Slice, reflect.Map, reflect.Interface:
+			v.Set(reflect.Zero(v.Type()))
+		}
+		return nil
+	}
 	if err := node.Decode(p.Interface()); err != nil {
 		return err
 	}

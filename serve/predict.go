@@ -139,7 +139,10 @@ const maxField = 1 << 16
 // beyond ns); more than limit features are an error wrapping errTooMany.
 func parseFeatures(s string, ns []uint32, fields []uint32, ids []uint64, vals []float32, limit int) ([]uint32, []uint64, []float32, error) {
 	n := 0
-	for tok := range bytes.FieldsSeq([]byte(s)) {
+	// Blanks are spaces and tabs, as in the training formats: a token may
+	// hold any other byte (bytes.Fields would split "a\vb", which the
+	// trainer hashed whole, and score another feature).
+	for tok := range bytes.FieldsFuncSeq([]byte(s), func(r rune) bool { return r == ' ' || r == '\t' }) {
 		if n++; n > limit {
 			return nil, nil, nil, fmt.Errorf("%w: more than %d", errTooMany, limit)
 		}
