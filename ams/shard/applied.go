@@ -121,6 +121,11 @@ func restoredApplied(readers map[string]json.RawMessage, own Ownership) (map[str
 			if a == nil {
 				continue
 			}
+			for i, r := range a.Ranges { // Applied's invariants, on which Has relies
+				if r.Lo >= r.Hi || i > 0 && a.Ranges[i-1].Hi >= r.Lo {
+					return nil, fmt.Errorf("%w: state %q: %s's applied batches %s are not sorted disjoint ranges", ams.ErrRestore, k, w, a)
+				}
+			}
 			have, ok := out[w]
 			switch {
 			case !ok:
