@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # Runs every fuzz target of the module (each `func FuzzXxx(f *testing.F)`
-# in a *_test.go file, found with grep) for FUZZTIME (default 5s), one
+# in a *_test.go file, found with grep) for FUZZTIME (default 4s), one
 # target at a time, and fails when any fails. test.sh runs it after the
 # race pass; run it alone as
 #
-#	.ci/fuzz.sh                 # every target, FUZZTIME each
+#	.ci/fuzz.sh                 # every target, FUZZTIME each (4s: CI)
 #	FUZZTIME=60s .ci/fuzz.sh    # longer, e.g. by hand or nightly
 #	.ci/fuzz.sh ./export ./serve   # the targets of these packages only
 #
@@ -22,20 +22,28 @@
 # library, gRPC, Pebble, etcd) with coverage instrumentation: about 8 s
 # per target here before any fuzzing, and minutes for the first one. So
 # each package's test binary is built once (go test -c), instrumented as
-# go test -fuzz would (-d=libfuzzer) but only where our decoders' logic
-# lives: this module, encoding/json, strconv, protowire and yaml.v3; the
-# other dependencies are the ordinary builds the test steps cached. Then
-# the binary runs each target with the flags go test -fuzz passes it.
+# go test -fuzz would (-d=libfuzzer) but only where the decoders' logic
+# lives: the packages with fuzz targets, and encoding/json, strconv,
+# protowire and yaml.v3 under them; every other package is the ordinary
+# build the test steps cached. Then the binary runs each target with the
+# flags go test -fuzz passes it.
+#
+# Go before 1.27 sometimes fails a target at the end of -fuzztime with a
+# bare "context deadline exceeded" and no failing input, when a worker
+# was busy as the time ran out (golang/go#75804, a race in the fuzzing
+# coordinator; more likely on a loaded machine). Such a run is reported
+# as "ok*" and does not fail the step: it found nothing. Drop the check
+# once the toolchain is 1.27 or later.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-FUZZTIME=${FUZZTIME:-5s}
+FUZZTIME=${FUZZTIME:-4s}
 module=$(go list -m)
 arch=$(go env GOARCH)
 fuzzcache="$(go env GOCACHE)/fuzz"
 
 # Targets: "dir name" per line, from the test files' declarations.
 # charts/ and examples/ are modules of their own.
-targets=$(grep -rHE --include='*_test.go' -e '^func Fuzz[A-Za-z0-9_]*\(f \*testing\.F\)' "${@:-.}" |
+targets=$(grep -rHE --include='*_test.go' -e '^func Fuzz[A-Za-z0-9_]*\([A-Za-z_][A-Za-z0-9_]* \*testing\.F\)' "${@:-.}" |
 	grep -vE '^(\./)?(charts|examples)/|/testdata/' |
 	sed -E 's|^(\./)?(.*)/[^/]*_test\.go:func (Fuzz[A-Za-z0-9_]*)\(.*|\2 \3|; s|^[^/ ]*_test\.go:func (Fuzz[A-Za-z0-9_]*)\(.*|. \1|' |
 	sort -u)
@@ -58,7 +66,10 @@ fi
 gcflags=()
 case "$arch" in
 amd64 | arm64) # where the compiler instruments for fuzzing (as go test -fuzz)
-	for p in "$module/..." encoding/json strconv google.golang.org/protobuf/encoding/protowire gopkg.in/yaml.v3; do
+	for d in $dirs; do
+		if [ "$d" = . ]; then gcflags+=("-gcflags=$module=-d=libfuzzer"); else gcflags+=("-gcflags=$module/$d=-d=libfuzzer"); fi
+	done
+	for p in encoding/json strconv google.golang.org/protobuf/encoding/protowire gopkg.in/yaml.v3; do
 		gcflags+=("-gcflags=$p=-d=libfuzzer")
 	done
 	;;
@@ -86,15 +97,23 @@ while read -r dir name; do
 	fi
 	# A failing input the run wrote into the corpus directory.
 	new=$(comm -13 <(echo "$before") <(find "$corpus" -type f 2>/dev/null | sort) | sed "/^$/d" || true)
-	[ -n "$new" ] && status=FAIL
+	if [ -n "$new" ]; then
+		status=FAIL
+	elif [ "$status" = FAIL ] && grep -qE '^[[:space:]]*context deadline exceeded$' "$log" &&
+		! grep -qE 'Failing input|panic:|_test\.go:[0-9]+:|timed out' "$log"; then
+		status='ok*' # golang/go#75804: the deadline, no finding
+	fi
 	execs=$(grep -oE 'execs: [0-9]+' "$log" | tail -1 || true)
-	printf '%-4s %-45s %3ds  %s\n' "$status" "$import.$name" $((SECONDS - t0)) "$execs"
+	printf '%-4s %-45s %3ds  %s\n' "$status" "$import.$name" $((SECONDS - t0)) "$execs" | tee -a "$bin/summary"
 	if [ "$status" = FAIL ]; then
 		cat "$log"
 		for f in $new; do echo "failing input: $f (go test -run=$name/$(basename "$f") ./$dir)"; done
 		failed+=("$import.$name")
 	fi
 done <<<"$targets"
+if grep -q '^ok\*' "$bin/summary" 2>/dev/null; then
+	echo "ok*: failed as -fuzztime ran out, with no failing input (golang/go#75804, fixed in Go 1.27): not a finding"
+fi
 echo "fuzzing took $((SECONDS - start))s"
 if [ ${#failed[@]} -gt 0 ]; then
 	echo "fuzz.sh: ${#failed[@]} target(s) failed: ${failed[*]}" >&2
