@@ -18,6 +18,8 @@ type DenseVar struct {
 	values []float32
 	state  []float32
 	inited bool
+	// refused counts the gradients Apply refused for a NaN or ±Inf.
+	refused uint64
 }
 
 // NewDenseVar returns the part [lo, hi) of the vector spec describes,
@@ -56,6 +58,10 @@ func (v *DenseVar) Bounds() (lo, hi int) { return v.lo, v.hi }
 // Initialized reports whether Set or Load has given v its values.
 func (v *DenseVar) Initialized() bool { return v.inited }
 
+// Refused returns the number of gradients Apply refused for a NaN or
+// ±Inf since v was made.
+func (v *DenseVar) Refused() uint64 { return v.refused }
+
 // Values returns the hi-lo values. The slice aliases v's storage: Apply,
 // Set and Load change it; copy it before handing it to another goroutine.
 func (v *DenseVar) Values() []float32 { return v.values }
@@ -66,10 +72,15 @@ func (v *DenseVar) Values() []float32 { return v.values }
 func (v *DenseVar) State() []float32 { return v.state }
 
 // Set installs initial values (copied) and resets the optimizer state. It
-// fails with an error wrapping ErrDimMismatch unless len(values) == hi-lo.
+// fails with an error wrapping ErrDimMismatch unless len(values) == hi-lo,
+// and with one wrapping ErrNonFinite when a value is NaN or ±Inf; either
+// way v is left as it was.
 func (v *DenseVar) Set(values []float32) error {
 	if len(values) != len(v.values) {
 		return fmt.Errorf("%w: dense %q: set with %d values, want %d", ErrDimMismatch, v.spec.Name, len(values), len(v.values))
+	}
+	if err := CheckFinite(fmt.Sprintf("dense %q: set", v.spec.Name), nil, values, 0); err != nil {
+		return err
 	}
 	copy(v.values, values)
 	v.initState()
@@ -104,12 +115,20 @@ func (v *DenseVar) Load(values, state []float32) error {
 // Apply updates the values with the gradient grad (hi-lo values, not
 // modified). It fails with an error wrapping ErrNotInitialized before Set
 // or Load, and with one wrapping ErrDimMismatch when len(grad) != hi-lo.
+// A gradient that holds a NaN or ±Inf is refused: it changes nothing
+// (values, optimizer state, the schedule's step) and is counted
+// (Refused), and Apply returns nil, as a push's refused row does not
+// fail the push.
 func (v *DenseVar) Apply(grad []float32) error {
 	if !v.inited {
 		return fmt.Errorf("%w: dense %q", ErrNotInitialized, v.spec.Name)
 	}
 	if len(grad) != len(v.values) {
 		return fmt.Errorf("%w: dense %q: gradient of %d values, want %d", ErrDimMismatch, v.spec.Name, len(grad), len(v.values))
+	}
+	if !allFiniteLong(grad) {
+		v.refused++
+		return nil
 	}
 	opt := v.opt
 	if sc := v.spec.Schedule; sc.On() {

@@ -82,7 +82,8 @@
 //
 // Pull with create and Push create missing rows: values from the table's
 // InitSpec, state from Optimizer.InitState, last-touched = now, hits = 1.
-// Afterwards each occurrence of an ID in a Push touches the row:
+// Afterwards each occurrence of an ID in a Push touches the row (but one
+// whose gradient is refused, see Non-finite gradients and values):
 // last-touched = now and hits + 1 (saturating at 2^32-1), so one
 // pull-then-push training step adds 1. A Pull of an existing row reads it
 // and changes nothing (a training pull is followed by the push that touches
@@ -114,6 +115,43 @@
 // separately, in the loop's order, with no fused multiply-add, so an
 // update is bit-identical with or without the kernel. The slices given to
 // Apply (w, state, g) must not overlap.
+//
+// # Non-finite gradients and values
+//
+// A NaN or ±Inf never reaches a row or a dense parameter from a client;
+// one bad client neither poisons the model nor stops the others:
+//
+//  1. A push checks the gradient rows of each group of ids before it
+//     touches their rows (nonFiniteRows: on amd64 with AVX2 one kernel
+//     call per group, 8 values at a time, in nonfinite_amd64.s; else
+//     AllFinite's loop; a group with a bad row is served row by row). Under
+//     the table's NonFinite policy "refuse" (the default) a row holding a
+//     NaN or ±Inf is skipped: the row keeps its values, optimizer state,
+//     statistics and dirty mark, a missing row is not created (nor asked
+//     of the admission filter), and Counters.NonFiniteRefused counts it.
+//     The push's other rows are applied and the push succeeds: refusing
+//     the whole push would fail the worker's job, and a retry would carry
+//     the same gradients.
+//  2. Under "clip" the row is applied with each NaN as 0 and each ±Inf as
+//     ±NonFiniteBound (ClipNonFinite, on a copy: a push never modifies
+//     its gradients), and Counters.NonFiniteClipped counts it.
+//  3. A dense vector always refuses: a gradient of a shard's range
+//     holding a NaN or ±Inf changes nothing (values, optimizer state, the
+//     schedule's step) and DenseVar.Refused counts it. Each shard checks
+//     its own range of a push.
+//  4. Values a client sets are checked before anything is set: a warm
+//     start's rows (shard.LoadRows) are refused whole with ErrNonFinite,
+//     or clipped and counted under "clip"; a dense range's values
+//     (DenseVar.Set: a declaration's initial values, a warm start) are
+//     refused with ErrNonFinite. A snapshot's rows are restored as
+//     written (the shards' own data: refusing them could leave a cluster
+//     unable to recover).
+//  5. The counts are a table's Counters (and DenseUsage), reported by a
+//     shard's stats, its metrics and the worker's summary.
+//
+// The check covers what clients send, not what the optimizers compute: a
+// finite gradient large enough for its square to overflow (beyond about
+// 1.8e19) still turns an accumulator infinite.
 //
 // # Deterministic initialisation
 //

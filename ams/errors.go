@@ -38,6 +38,13 @@ var (
 	// MaxMessageBytes). It is a case of ErrBadRequest, which errors.Is
 	// matches too.
 	ErrTooLarge = fmt.Errorf("%w: too large", ErrBadRequest)
+	// ErrNonFinite: values a client sets (a warm start's rows or dense
+	// range, a dense vector's initial values) that hold a NaN or ±Inf,
+	// where the table refuses them (TableSpec.NonFinite; a dense vector
+	// always does). The call is refused whole, nothing set. It is a case
+	// of ErrBadRequest. (A push's non-finite gradient rows are not an
+	// error: they are skipped and counted, see the package doc.)
+	ErrNonFinite = fmt.Errorf("%w: non-finite value", ErrBadRequest)
 	// ErrConflict: a declaration that contradicts an existing one.
 	ErrConflict = errors.New("ams: declaration conflicts with existing")
 	// ErrUnknownDense: a dense vector that was never declared.

@@ -22,8 +22,9 @@ const sweepAhead = 8
 const maxStepAge = 1 << 31
 
 // Counters are what a table did since it was made (a restore makes new
-// tables): rows created, IDs the admission filter kept out, and rows
-// removed by expiry and by the memory budget.
+// tables): rows created, IDs the admission filter kept out, rows removed
+// by expiry and by the memory budget, and rows refused or clipped for a
+// NaN or ±Inf.
 type Counters struct {
 	// Created counts rows created by pulls and pushes (admitted IDs);
 	// rows loaded from a snapshot are not counted.
@@ -38,12 +39,20 @@ type Counters struct {
 	// rows removed to keep the shard within its memory budget.
 	Expired uint64 `json:"expired"`
 	Evicted uint64 `json:"evicted"`
+	// NonFiniteRefused counts gradient rows of pushes that held a NaN or
+	// ±Inf and were not applied (TableSpec.NonFinite refuse);
+	// NonFiniteClipped such rows, and rows of values a load set, that
+	// were clipped and applied (clip). A load refused for one is an
+	// error, not counted.
+	NonFiniteRefused uint64 `json:"nonfinite_refused"`
+	NonFiniteClipped uint64 `json:"nonfinite_clipped"`
 }
 
 // Add returns the sum of c and d, field by field.
 func (c Counters) Add(d Counters) Counters {
 	return Counters{Created: c.Created + d.Created, FilteredPulls: c.FilteredPulls + d.FilteredPulls,
-		FilteredPushes: c.FilteredPushes + d.FilteredPushes, Expired: c.Expired + d.Expired, Evicted: c.Evicted + d.Evicted}
+		FilteredPushes: c.FilteredPushes + d.FilteredPushes, Expired: c.Expired + d.Expired, Evicted: c.Evicted + d.Evicted,
+		NonFiniteRefused: c.NonFiniteRefused + d.NonFiniteRefused, NonFiniteClipped: c.NonFiniteClipped + d.NonFiniteClipped}
 }
 
 // admission is a table's admission filter over the model's virtual
@@ -259,6 +268,20 @@ type TableUsage struct {
 	// table in memory. Rows and RowBytes count the rows in DRAM only.
 	Tier TierUsage `json:"tier"`
 }
+
+// DenseUsage is what a dense vector did, over the shards that report it:
+// the gradients of its ranges refused for a NaN or ±Inf (DenseVar.Apply).
+// A push carries every shard's range of a gradient, and each shard
+// refuses its own: a NaN in one range refuses that range only.
+type DenseUsage struct {
+	Name string `json:"name"`
+	// NonFiniteRefused counts the refused gradients of the vector's
+	// ranges (one per shard's range a push carried).
+	NonFiniteRefused uint64 `json:"nonfinite_refused"`
+}
+
+// Add adds o's figures to u.
+func (u *DenseUsage) Add(o DenseUsage) { u.NonFiniteRefused += o.NonFiniteRefused }
 
 // TierUsage is what the cold tier of a tiered table holds, and the
 // traffic between its tiers.

@@ -278,6 +278,24 @@ type TableSpec struct {
 	//
 	// The default value is empty.
 	TierDir string `yaml:"tier_dir"`
+	// NonFinite is what the table does with a gradient row a push
+	// carries, or a row of values a warm start loads (shard.LoadRows),
+	// that holds a NaN or ±Inf: "refuse" (a pushed row is not applied:
+	// the row keeps its values, optimizer state and statistics, and a
+	// missing row is not created; a load is refused whole) or "clip"
+	// (each NaN becomes 0 and each ±Inf ±NonFiniteBound, and the row is
+	// applied or loaded). Either way the rows are counted
+	// (Counters.NonFiniteRefused, NonFiniteClipped). See the package
+	// doc, "Non-finite gradients and values".
+	//
+	// The default value is "refuse".
+	NonFinite string `yaml:"nonfinite"`
+	// NonFiniteBound is the magnitude clip gives ±Inf, in (0,
+	// MaxNonFiniteBound]: small enough that a clipped gradient's square
+	// stays finite in the optimizers' accumulators.
+	//
+	// The default value is 1.
+	NonFiniteBound float32 `yaml:"nonfinite_bound"`
 }
 
 // Storage kinds of TableSpec.Storage.
@@ -329,6 +347,10 @@ func (s *TableSpec) EnsureDefaults() {
 	s.Init.EnsureDefaults()
 	s.Admission.EnsureDefaults()
 	s.Expiry.EnsureDefaults()
+	if s.NonFinite == "" {
+		s.NonFinite = DefaultNonFinite
+	}
+	setDefault(&s.NonFiniteBound, DefaultNonFiniteBound)
 }
 
 // Validate reports every problem of the spec at once (see
@@ -350,6 +372,7 @@ func (s TableSpec) Validate() error {
 		errs = append(errs, fmt.Errorf("%w: table %q: budget: rows %d and bytes %d must not be negative (0: no bound)", ErrBadSpec, s.Name, s.Budget.Rows, s.Budget.Bytes))
 	}
 	errs = append(errs, s.validateStorage()...)
+	errs = append(errs, s.validateNonFinite()...)
 	exp := s.Expiry
 	exp.EnsureDefaults()
 	for _, e := range slices.Concat(appendPrefixed(nil, "admission", adm.Validate()), appendPrefixed(nil, "expiry", exp.Validate())) {

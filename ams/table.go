@@ -60,6 +60,12 @@ type Table struct {
 	step  uint32
 	admit *admission
 	cnt   Counters
+
+	// clip is the spec's NonFinite policy (true: clip, false: refuse),
+	// bound its NonFiniteBound; clipped holds a clipped gradient row.
+	clip    bool
+	bound   float32
+	clipped []float32
 }
 
 // Indexes into the statistics words of a row (see statsOf).
@@ -100,12 +106,14 @@ func NewTable(spec TableSpec) (*Table, error) {
 	}
 	sw := opt.StateWidth(spec.Dim)
 	return &Table{
-		spec: spec,
-		dim:  spec.Dim,
-		sw:   sw,
-		opt:  opt,
-		init: in,
-		rows: newSlab[float32](spec.Dim + sw + statWords),
+		spec:  spec,
+		dim:   spec.Dim,
+		sw:    sw,
+		opt:   opt,
+		init:  in,
+		rows:  newSlab[float32](spec.Dim + sw + statWords),
+		clip:  spec.NonFinite == NonFiniteClip,
+		bound: spec.NonFiniteBound,
 	}, nil
 }
 
@@ -270,9 +278,11 @@ func (t *Table) lookupPrefetched(ids []uint64, slots *[rowGroup]uint32) {
 // Push applies the optimizer to the row of each id with its gradient
 // grads[k*Dim:(k+1)*Dim]. A missing row is created with the initializer
 // first, then updated. Duplicate ids are applied in order. Every row pushed
-// is touched (last-touched time now, hit count plus one). It returns the
-// number of rows created. It panics unless len(grads) == len(ids)*Dim.
-// grads is not modified.
+// is touched (last-touched time now, hit count plus one). A gradient that
+// holds a NaN or ±Inf is refused or clipped by the spec's NonFinite
+// policy and counted: a refused one touches, creates and changes nothing
+// (see the package doc). It returns the number of rows created. It panics
+// unless len(grads) == len(ids)*Dim. grads is not modified.
 func (t *Table) Push(ids []uint64, grads []float32, now uint32) int {
 	if len(grads) != len(ids)*t.dim {
 		panic(fmt.Sprintf("ams: Table.Push: len(grads)=%d for %d ids of dim %d", len(grads), len(ids), t.dim))
@@ -293,9 +303,11 @@ func (t *Table) PushAt(ids []uint64, pos []int32, grads []float32, now uint32) i
 // push implements Push (pos == nil: gradient k is at position k) and
 // PushAt. Per group of ids it looks the rows up (their index lines
 // prefetched a group earlier), prefetches the rows found and the next
-// group's index lines, touches the statistics of the rows found, then
-// applies the gradients in order, creating missing rows. Touching early is
-// invisible to callers: Apply never reads statistics.
+// group's index lines, checks that the gradients are finite (a group
+// with one that is not goes to pushChecked), touches the statistics of
+// the rows found, then applies the gradients in order, creating missing
+// rows. Touching early is invisible to callers: Apply never reads
+// statistics.
 func (t *Table) push(ids []uint64, pos []int32, grads []float32, now uint32) int {
 	d := t.dim
 	var slots [rowGroup]uint32
@@ -303,6 +315,10 @@ func (t *Table) push(ids []uint64, pos []int32, grads []float32, now uint32) int
 	t.idx.prefetch(ids[:min(rowGroup, len(ids))])
 	for lo := 0; lo < len(ids); lo += rowGroup {
 		grp := t.lookupGroup(ids, lo, t.rows.width, &slots) // the whole row
+		if bad := nonFiniteRows(grads, pos, lo, len(grp), d); bad != 0 {
+			created += t.pushChecked(grp, &slots, bad, grads, pos, lo, now)
+			continue
+		}
 		for k := range grp {
 			if slot := slots[k]; slot != emptySlot {
 				touch(statsOf(t.rows.row(slot)), now, t.step)
@@ -333,6 +349,63 @@ func (t *Table) push(ids []uint64, pos []int32, grads []float32, now uint32) int
 	}
 	return created
 }
+
+// pushChecked is push's loop for a group of ids (from lo) some of whose
+// gradients hold a NaN or ±Inf (bit k of bad: grp[k]'s): it serves the
+// ids one at a time, in order, as push does, but refuses or clips those
+// gradients first (by the spec's NonFinite policy) and counts them. A
+// refused gradient touches, marks, creates and changes nothing. slots
+// are the group's lookups. It returns the rows created.
+func (t *Table) pushChecked(grp []uint64, slots *[rowGroup]uint32, bad uint32, grads []float32, pos []int32, lo int, now uint32) int {
+	created := 0
+	for k, id := range grp {
+		g := rowAt(grads, pos, lo+k, t.dim)
+		if bad&(1<<k) != 0 {
+			if !t.clip {
+				t.cnt.NonFiniteRefused++
+				continue
+			}
+			g = t.clipRow(g)
+		}
+		slot := slots[k]
+		if slot == emptySlot {
+			// Missing at lookup; an earlier duplicate may have created it.
+			var ok bool
+			if slot, ok = t.idx.get(id); !ok {
+				if t.admit != nil && !t.admit.pushed(id) {
+					t.cnt.FilteredPushes++ // not admitted: dropped
+					continue
+				}
+				slot = t.create(id, now) // touched by its creation
+				created++
+				t.markDirty(slot)
+				w, state, _ := t.split(t.rows.row(slot))
+				t.opt.Apply(w, state, g)
+				continue
+			}
+		}
+		touch(statsOf(t.rows.row(slot)), now, t.step)
+		t.markDirty(slot)
+		w, state, _ := t.split(t.rows.row(slot))
+		t.opt.Apply(w, state, g)
+	}
+	return created
+}
+
+// clipRow returns a copy of gradient g (in the table's buffer, valid
+// until the next call) with NaN as 0 and ±Inf as ±bound, and counts it.
+func (t *Table) clipRow(g []float32) []float32 {
+	if t.clipped == nil {
+		t.clipped = make([]float32, t.dim)
+	}
+	ClipNonFinite(t.clipped, g, t.bound)
+	t.cnt.NonFiniteClipped++
+	return t.clipped
+}
+
+// CountClipped counts n rows of values a load clipped (see
+// Counters.NonFiniteClipped).
+func (t *Table) CountClipped(n int) { t.cnt.NonFiniteClipped += uint64(n) }
 
 // touch records a push of a row: last-touched time now, last-update step
 // step, one more hit (saturating).

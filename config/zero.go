@@ -68,6 +68,7 @@ var zeroRefused = map[string]string{
 	"model.tables[*].admission.max_partition_bytes": "",
 	"model.tables[*].admission.generations":         "",
 	"model.tables[*].expiry.max_expire_fraction":    "",
+	"model.tables[*].nonfinite_bound":               "a tiny value such as 1e-12 clips an Inf to nearly 0",
 	"model.output.sparsity":                         "1 is dense training",
 	"model.output.lr":                               "",
 	"model.output.rehash_base":                      "",

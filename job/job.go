@@ -74,9 +74,14 @@ type Summary struct {
 	// the worker believes. Nil when the job never reached the shards.
 	ExactlyOnce *checkpoint.Verified `json:"exactly_once,omitempty"`
 	// Tables is what each sparse table holds at the end of the job, over
-	// all the shards: rows, memory, and what admission, expiry and the
-	// memory budget did (nil when the shards could not be asked).
+	// all the shards: rows, memory, and what admission, expiry, the
+	// memory budget and the non-finite policy did (nil when the shards
+	// could not be asked).
 	Tables []ams.TableUsage `json:"tables,omitempty"`
+	// Dense is what each dense vector's ranges refused for a NaN or Inf
+	// at the end of the job, over all the shards (nil when the shards
+	// could not be asked).
+	Dense []ams.DenseUsage `json:"dense,omitempty"`
 	// Model is where the final model was saved (nil when it was not:
 	// not the first worker, or no snapshot store).
 	Model *SavedModel `json:"model,omitempty"`
@@ -84,7 +89,8 @@ type Summary struct {
 
 // WriteLines writes the summary's lines common to every model: the
 // snapshots taken while the job ran, exactly-once by the shards' account
-// of the worker's pushes, the tables, and where the final model is.
+// of the worker's pushes, the tables, a warning for rows the shards
+// refused or clipped for a NaN or Inf, and where the final model is.
 func (s Summary) WriteLines(w io.Writer) {
 	if s.Snapshots > 0 || s.SnapshotsFailed > 0 {
 		fmt.Fprintf(w, "%s: %d snapshots taken while the job ran", s.Worker, s.Snapshots)
@@ -97,7 +103,39 @@ func (s Summary) WriteLines(w io.Writer) {
 	for _, t := range s.Tables {
 		fmt.Fprintf(w, "%s: table %s: %s\n", s.Worker, t.Name, UsageText(t))
 	}
+	s.writeNonFinite(w)
 	s.Model.writeSaved(w, s.Worker)
+}
+
+// writeNonFinite writes a warning line for each table and dense vector
+// whose shards refused or clipped rows holding a NaN or Inf (nothing when
+// none did): training produced them, and the model did not take them as
+// they were.
+func (s Summary) writeNonFinite(w io.Writer) {
+	for _, t := range s.Tables {
+		if t.NonFiniteRefused > 0 {
+			fmt.Fprintf(w, "%s: WARNING: table %s: the shards refused %s holding a NaN or Inf (not applied; the table's nonfinite: clip would clip them)\n",
+				s.Worker, t.Name, nOf(t.NonFiniteRefused, "gradient row"))
+		}
+		if t.NonFiniteClipped > 0 {
+			fmt.Fprintf(w, "%s: WARNING: table %s: the shards clipped %s holding a NaN or Inf (NaN as 0, Inf as the table's nonfinite_bound) and applied them\n",
+				s.Worker, t.Name, nOf(t.NonFiniteClipped, "row"))
+		}
+	}
+	for _, d := range s.Dense {
+		if d.NonFiniteRefused > 0 {
+			fmt.Fprintf(w, "%s: WARNING: dense %s: the shards refused %s holding a NaN or Inf (counted per shard's range; not applied)\n",
+				s.Worker, d.Name, nOf(d.NonFiniteRefused, "gradient"))
+		}
+	}
+}
+
+// nOf is "1 thing" or "n things".
+func nOf(n uint64, thing string) string {
+	if n == 1 {
+		return "1 " + thing
+	}
+	return fmt.Sprintf("%d %ss", n, thing)
 }
 
 // UsageText describes a table's figures in one line: its rows and their
@@ -525,12 +563,12 @@ func (e *Env) usage(ctx context.Context, s *Summary) {
 	}
 	uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), verifyTimeout)
 	defer cancel()
-	t, err := e.Client.Tables(uctx)
+	t, d, err := e.Client.Usage(uctx)
 	if err != nil {
 		e.Logger.Warn("the tables' figures", "err", err)
 		return
 	}
-	s.Tables = t
+	s.Tables, s.Dense = t, d
 }
 
 // serving waits until the cluster serves a version (a new cluster's shards

@@ -235,10 +235,15 @@ type TableSpec struct {
 	BudgetBytes int64 `protobuf:"varint,8,opt,name=budget_bytes,json=budgetBytes,proto3" json:"budget_bytes,omitempty"`
 	// where the rows live (ams.TableSpec.Storage): "memory" (or empty) or
 	// "tiered"; and the directory of a tiered table's cold tier.
-	Storage       string `protobuf:"bytes,9,opt,name=storage,proto3" json:"storage,omitempty"`
-	TierDir       string `protobuf:"bytes,10,opt,name=tier_dir,json=tierDir,proto3" json:"tier_dir,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Storage string `protobuf:"bytes,9,opt,name=storage,proto3" json:"storage,omitempty"`
+	TierDir string `protobuf:"bytes,10,opt,name=tier_dir,json=tierDir,proto3" json:"tier_dir,omitempty"`
+	// what the table does with a gradient or loaded row holding a NaN or
+	// Inf (ams.TableSpec.NonFinite): "refuse" (or empty) or "clip"; and the
+	// magnitude clip gives an Inf (0: the default).
+	Nonfinite      string  `protobuf:"bytes,11,opt,name=nonfinite,proto3" json:"nonfinite,omitempty"`
+	NonfiniteBound float32 `protobuf:"fixed32,12,opt,name=nonfinite_bound,json=nonfiniteBound,proto3" json:"nonfinite_bound,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *TableSpec) Reset() {
@@ -339,6 +344,20 @@ func (x *TableSpec) GetTierDir() string {
 		return x.TierDir
 	}
 	return ""
+}
+
+func (x *TableSpec) GetNonfinite() string {
+	if x != nil {
+		return x.Nonfinite
+	}
+	return ""
+}
+
+func (x *TableSpec) GetNonfiniteBound() float32 {
+	if x != nil {
+		return x.NonfiniteBound
+	}
+	return 0
 }
 
 // AdmissionSpec is filters.Spec.
@@ -1770,9 +1789,13 @@ type TableStats struct {
 	FilterBytes uint64 `protobuf:"varint,10,opt,name=filter_bytes,json=filterBytes,proto3" json:"filter_bytes,omitempty"`
 	// a tiered table's cold tier (ams.TierUsage); unset for a table in
 	// memory.
-	Tier          *TierUsage `protobuf:"bytes,11,opt,name=tier,proto3" json:"tier,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Tier *TierUsage `protobuf:"bytes,11,opt,name=tier,proto3" json:"tier,omitempty"`
+	// ams.Counters: gradient rows refused for a NaN or Inf, and rows
+	// clipped and applied.
+	NonfiniteRefused uint64 `protobuf:"varint,12,opt,name=nonfinite_refused,json=nonfiniteRefused,proto3" json:"nonfinite_refused,omitempty"`
+	NonfiniteClipped uint64 `protobuf:"varint,13,opt,name=nonfinite_clipped,json=nonfiniteClipped,proto3" json:"nonfinite_clipped,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
 }
 
 func (x *TableStats) Reset() {
@@ -1882,6 +1905,74 @@ func (x *TableStats) GetTier() *TierUsage {
 	return nil
 }
 
+func (x *TableStats) GetNonfiniteRefused() uint64 {
+	if x != nil {
+		return x.NonfiniteRefused
+	}
+	return 0
+}
+
+func (x *TableStats) GetNonfiniteClipped() uint64 {
+	if x != nil {
+		return x.NonfiniteClipped
+	}
+	return 0
+}
+
+// DenseStats is ams.DenseUsage: a dense vector's range on one shard.
+type DenseStats struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Name  string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	// gradients of the range refused for a NaN or Inf.
+	NonfiniteRefused uint64 `protobuf:"varint,2,opt,name=nonfinite_refused,json=nonfiniteRefused,proto3" json:"nonfinite_refused,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
+}
+
+func (x *DenseStats) Reset() {
+	*x = DenseStats{}
+	mi := &file_ams_proto_msgTypes[26]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DenseStats) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DenseStats) ProtoMessage() {}
+
+func (x *DenseStats) ProtoReflect() protoreflect.Message {
+	mi := &file_ams_proto_msgTypes[26]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DenseStats.ProtoReflect.Descriptor instead.
+func (*DenseStats) Descriptor() ([]byte, []int) {
+	return file_ams_proto_rawDescGZIP(), []int{26}
+}
+
+func (x *DenseStats) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *DenseStats) GetNonfiniteRefused() uint64 {
+	if x != nil {
+		return x.NonfiniteRefused
+	}
+	return 0
+}
+
 // TierUsage is ams.TierUsage.
 type TierUsage struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -1899,7 +1990,7 @@ type TierUsage struct {
 
 func (x *TierUsage) Reset() {
 	*x = TierUsage{}
-	mi := &file_ams_proto_msgTypes[26]
+	mi := &file_ams_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1911,7 +2002,7 @@ func (x *TierUsage) String() string {
 func (*TierUsage) ProtoMessage() {}
 
 func (x *TierUsage) ProtoReflect() protoreflect.Message {
-	mi := &file_ams_proto_msgTypes[26]
+	mi := &file_ams_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1924,7 +2015,7 @@ func (x *TierUsage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TierUsage.ProtoReflect.Descriptor instead.
 func (*TierUsage) Descriptor() ([]byte, []int) {
-	return file_ams_proto_rawDescGZIP(), []int{26}
+	return file_ams_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *TierUsage) GetColdRows() int64 {
@@ -1993,14 +2084,16 @@ type StatsResponse struct {
 	RowsPulled     uint64                 `protobuf:"varint,6,opt,name=rows_pulled,json=rowsPulled,proto3" json:"rows_pulled,omitempty"`
 	RowsPushed     uint64                 `protobuf:"varint,7,opt,name=rows_pushed,json=rowsPushed,proto3" json:"rows_pushed,omitempty"`
 	// the shard's records of applied pushes, one per worker, by worker name.
-	Applied       []*Applied `protobuf:"bytes,8,rep,name=applied,proto3" json:"applied,omitempty"`
+	Applied []*Applied `protobuf:"bytes,8,rep,name=applied,proto3" json:"applied,omitempty"`
+	// the shard's dense ranges, by name.
+	Dense         []*DenseStats `protobuf:"bytes,9,rep,name=dense,proto3" json:"dense,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *StatsResponse) Reset() {
 	*x = StatsResponse{}
-	mi := &file_ams_proto_msgTypes[27]
+	mi := &file_ams_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2012,7 +2105,7 @@ func (x *StatsResponse) String() string {
 func (*StatsResponse) ProtoMessage() {}
 
 func (x *StatsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_ams_proto_msgTypes[27]
+	mi := &file_ams_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2025,7 +2118,7 @@ func (x *StatsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StatsResponse.ProtoReflect.Descriptor instead.
 func (*StatsResponse) Descriptor() ([]byte, []int) {
-	return file_ams_proto_rawDescGZIP(), []int{27}
+	return file_ams_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *StatsResponse) GetShardId() string {
@@ -2084,6 +2177,13 @@ func (x *StatsResponse) GetApplied() []*Applied {
 	return nil
 }
 
+func (x *StatsResponse) GetDense() []*DenseStats {
+	if x != nil {
+		return x.Dense
+	}
+	return nil
+}
+
 // Applied is a shard's record of one worker's applied pushes (ams.Applied).
 type Applied struct {
 	state  protoimpl.MessageState `protogen:"open.v1"`
@@ -2101,7 +2201,7 @@ type Applied struct {
 
 func (x *Applied) Reset() {
 	*x = Applied{}
-	mi := &file_ams_proto_msgTypes[28]
+	mi := &file_ams_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2113,7 +2213,7 @@ func (x *Applied) String() string {
 func (*Applied) ProtoMessage() {}
 
 func (x *Applied) ProtoReflect() protoreflect.Message {
-	mi := &file_ams_proto_msgTypes[28]
+	mi := &file_ams_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2126,7 +2226,7 @@ func (x *Applied) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Applied.ProtoReflect.Descriptor instead.
 func (*Applied) Descriptor() ([]byte, []int) {
-	return file_ams_proto_rawDescGZIP(), []int{28}
+	return file_ams_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *Applied) GetWorker() string {
@@ -2174,7 +2274,7 @@ type StateEntry struct {
 
 func (x *StateEntry) Reset() {
 	*x = StateEntry{}
-	mi := &file_ams_proto_msgTypes[29]
+	mi := &file_ams_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2186,7 +2286,7 @@ func (x *StateEntry) String() string {
 func (*StateEntry) ProtoMessage() {}
 
 func (x *StateEntry) ProtoReflect() protoreflect.Message {
-	mi := &file_ams_proto_msgTypes[29]
+	mi := &file_ams_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2199,7 +2299,7 @@ func (x *StateEntry) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StateEntry.ProtoReflect.Descriptor instead.
 func (*StateEntry) Descriptor() ([]byte, []int) {
-	return file_ams_proto_rawDescGZIP(), []int{29}
+	return file_ams_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *StateEntry) GetKey() string {
@@ -2226,7 +2326,7 @@ type PutStateRequest struct {
 
 func (x *PutStateRequest) Reset() {
 	*x = PutStateRequest{}
-	mi := &file_ams_proto_msgTypes[30]
+	mi := &file_ams_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2238,7 +2338,7 @@ func (x *PutStateRequest) String() string {
 func (*PutStateRequest) ProtoMessage() {}
 
 func (x *PutStateRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_ams_proto_msgTypes[30]
+	mi := &file_ams_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2251,7 +2351,7 @@ func (x *PutStateRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PutStateRequest.ProtoReflect.Descriptor instead.
 func (*PutStateRequest) Descriptor() ([]byte, []int) {
-	return file_ams_proto_rawDescGZIP(), []int{30}
+	return file_ams_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *PutStateRequest) GetClusterVersion() uint64 {
@@ -2276,7 +2376,7 @@ type PutStateResponse struct {
 
 func (x *PutStateResponse) Reset() {
 	*x = PutStateResponse{}
-	mi := &file_ams_proto_msgTypes[31]
+	mi := &file_ams_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2288,7 +2388,7 @@ func (x *PutStateResponse) String() string {
 func (*PutStateResponse) ProtoMessage() {}
 
 func (x *PutStateResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_ams_proto_msgTypes[31]
+	mi := &file_ams_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2301,7 +2401,7 @@ func (x *PutStateResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PutStateResponse.ProtoReflect.Descriptor instead.
 func (*PutStateResponse) Descriptor() ([]byte, []int) {
-	return file_ams_proto_rawDescGZIP(), []int{31}
+	return file_ams_proto_rawDescGZIP(), []int{32}
 }
 
 type GetStateRequest struct {
@@ -2314,7 +2414,7 @@ type GetStateRequest struct {
 
 func (x *GetStateRequest) Reset() {
 	*x = GetStateRequest{}
-	mi := &file_ams_proto_msgTypes[32]
+	mi := &file_ams_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2326,7 +2426,7 @@ func (x *GetStateRequest) String() string {
 func (*GetStateRequest) ProtoMessage() {}
 
 func (x *GetStateRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_ams_proto_msgTypes[32]
+	mi := &file_ams_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2339,7 +2439,7 @@ func (x *GetStateRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetStateRequest.ProtoReflect.Descriptor instead.
 func (*GetStateRequest) Descriptor() ([]byte, []int) {
-	return file_ams_proto_rawDescGZIP(), []int{32}
+	return file_ams_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *GetStateRequest) GetClusterVersion() uint64 {
@@ -2366,7 +2466,7 @@ type GetStateResponse struct {
 
 func (x *GetStateResponse) Reset() {
 	*x = GetStateResponse{}
-	mi := &file_ams_proto_msgTypes[33]
+	mi := &file_ams_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2378,7 +2478,7 @@ func (x *GetStateResponse) String() string {
 func (*GetStateResponse) ProtoMessage() {}
 
 func (x *GetStateResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_ams_proto_msgTypes[33]
+	mi := &file_ams_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2391,7 +2491,7 @@ func (x *GetStateResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetStateResponse.ProtoReflect.Descriptor instead.
 func (*GetStateResponse) Descriptor() ([]byte, []int) {
-	return file_ams_proto_rawDescGZIP(), []int{33}
+	return file_ams_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *GetStateResponse) GetEntries() []*StateEntry {
@@ -2415,7 +2515,7 @@ type WriteSnapshotRequest struct {
 
 func (x *WriteSnapshotRequest) Reset() {
 	*x = WriteSnapshotRequest{}
-	mi := &file_ams_proto_msgTypes[34]
+	mi := &file_ams_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2427,7 +2527,7 @@ func (x *WriteSnapshotRequest) String() string {
 func (*WriteSnapshotRequest) ProtoMessage() {}
 
 func (x *WriteSnapshotRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_ams_proto_msgTypes[34]
+	mi := &file_ams_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2440,7 +2540,7 @@ func (x *WriteSnapshotRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WriteSnapshotRequest.ProtoReflect.Descriptor instead.
 func (*WriteSnapshotRequest) Descriptor() ([]byte, []int) {
-	return file_ams_proto_rawDescGZIP(), []int{34}
+	return file_ams_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *WriteSnapshotRequest) GetClusterVersion() uint64 {
@@ -2482,7 +2582,7 @@ type WriteSnapshotResponse struct {
 
 func (x *WriteSnapshotResponse) Reset() {
 	*x = WriteSnapshotResponse{}
-	mi := &file_ams_proto_msgTypes[35]
+	mi := &file_ams_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2494,7 +2594,7 @@ func (x *WriteSnapshotResponse) String() string {
 func (*WriteSnapshotResponse) ProtoMessage() {}
 
 func (x *WriteSnapshotResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_ams_proto_msgTypes[35]
+	mi := &file_ams_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2507,7 +2607,7 @@ func (x *WriteSnapshotResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WriteSnapshotResponse.ProtoReflect.Descriptor instead.
 func (*WriteSnapshotResponse) Descriptor() ([]byte, []int) {
-	return file_ams_proto_rawDescGZIP(), []int{35}
+	return file_ams_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *WriteSnapshotResponse) GetPart() []byte {
@@ -2535,7 +2635,7 @@ type WriteExportRequest struct {
 
 func (x *WriteExportRequest) Reset() {
 	*x = WriteExportRequest{}
-	mi := &file_ams_proto_msgTypes[36]
+	mi := &file_ams_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2547,7 +2647,7 @@ func (x *WriteExportRequest) String() string {
 func (*WriteExportRequest) ProtoMessage() {}
 
 func (x *WriteExportRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_ams_proto_msgTypes[36]
+	mi := &file_ams_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2560,7 +2660,7 @@ func (x *WriteExportRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WriteExportRequest.ProtoReflect.Descriptor instead.
 func (*WriteExportRequest) Descriptor() ([]byte, []int) {
-	return file_ams_proto_rawDescGZIP(), []int{36}
+	return file_ams_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *WriteExportRequest) GetClusterVersion() uint64 {
@@ -2616,7 +2716,7 @@ type WriteExportResponse struct {
 
 func (x *WriteExportResponse) Reset() {
 	*x = WriteExportResponse{}
-	mi := &file_ams_proto_msgTypes[37]
+	mi := &file_ams_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2628,7 +2728,7 @@ func (x *WriteExportResponse) String() string {
 func (*WriteExportResponse) ProtoMessage() {}
 
 func (x *WriteExportResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_ams_proto_msgTypes[37]
+	mi := &file_ams_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2641,7 +2741,7 @@ func (x *WriteExportResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WriteExportResponse.ProtoReflect.Descriptor instead.
 func (*WriteExportResponse) Descriptor() ([]byte, []int) {
-	return file_ams_proto_rawDescGZIP(), []int{37}
+	return file_ams_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *WriteExportResponse) GetPart() []byte {
@@ -2669,7 +2769,7 @@ type LoadRequest struct {
 
 func (x *LoadRequest) Reset() {
 	*x = LoadRequest{}
-	mi := &file_ams_proto_msgTypes[38]
+	mi := &file_ams_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2681,7 +2781,7 @@ func (x *LoadRequest) String() string {
 func (*LoadRequest) ProtoMessage() {}
 
 func (x *LoadRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_ams_proto_msgTypes[38]
+	mi := &file_ams_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2694,7 +2794,7 @@ func (x *LoadRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LoadRequest.ProtoReflect.Descriptor instead.
 func (*LoadRequest) Descriptor() ([]byte, []int) {
-	return file_ams_proto_rawDescGZIP(), []int{38}
+	return file_ams_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *LoadRequest) GetClusterVersion() uint64 {
@@ -2754,7 +2854,7 @@ type LoadResponse struct {
 
 func (x *LoadResponse) Reset() {
 	*x = LoadResponse{}
-	mi := &file_ams_proto_msgTypes[39]
+	mi := &file_ams_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2766,7 +2866,7 @@ func (x *LoadResponse) String() string {
 func (*LoadResponse) ProtoMessage() {}
 
 func (x *LoadResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_ams_proto_msgTypes[39]
+	mi := &file_ams_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2779,7 +2879,7 @@ func (x *LoadResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LoadResponse.ProtoReflect.Descriptor instead.
 func (*LoadResponse) Descriptor() ([]byte, []int) {
-	return file_ams_proto_rawDescGZIP(), []int{39}
+	return file_ams_proto_rawDescGZIP(), []int{40}
 }
 
 type RestoreRequest struct {
@@ -2797,7 +2897,7 @@ type RestoreRequest struct {
 
 func (x *RestoreRequest) Reset() {
 	*x = RestoreRequest{}
-	mi := &file_ams_proto_msgTypes[40]
+	mi := &file_ams_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2809,7 +2909,7 @@ func (x *RestoreRequest) String() string {
 func (*RestoreRequest) ProtoMessage() {}
 
 func (x *RestoreRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_ams_proto_msgTypes[40]
+	mi := &file_ams_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2822,7 +2922,7 @@ func (x *RestoreRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RestoreRequest.ProtoReflect.Descriptor instead.
 func (*RestoreRequest) Descriptor() ([]byte, []int) {
-	return file_ams_proto_rawDescGZIP(), []int{40}
+	return file_ams_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *RestoreRequest) GetClusterVersion() uint64 {
@@ -2870,7 +2970,7 @@ type RestoreResponse struct {
 
 func (x *RestoreResponse) Reset() {
 	*x = RestoreResponse{}
-	mi := &file_ams_proto_msgTypes[41]
+	mi := &file_ams_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2882,7 +2982,7 @@ func (x *RestoreResponse) String() string {
 func (*RestoreResponse) ProtoMessage() {}
 
 func (x *RestoreResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_ams_proto_msgTypes[41]
+	mi := &file_ams_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2895,7 +2995,7 @@ func (x *RestoreResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RestoreResponse.ProtoReflect.Descriptor instead.
 func (*RestoreResponse) Descriptor() ([]byte, []int) {
-	return file_ams_proto_rawDescGZIP(), []int{41}
+	return file_ams_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *RestoreResponse) GetRows() uint64 {
@@ -2927,7 +3027,7 @@ const file_ams_proto_rawDesc = "" +
 	"\x04kind\x18\x01 \x01(\tR\x04kind\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\x02R\x05value\x12\x14\n" +
 	"\x05scale\x18\x03 \x01(\x02R\x05scale\x12\x12\n" +
-	"\x04seed\x18\x04 \x01(\x04R\x04seed\"\xf6\x02\n" +
+	"\x04seed\x18\x04 \x01(\x04R\x04seed\"\xbd\x03\n" +
 	"\tTableSpec\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x10\n" +
 	"\x03dim\x18\x02 \x01(\rR\x03dim\x127\n" +
@@ -2940,7 +3040,9 @@ const file_ams_proto_rawDesc = "" +
 	"\fbudget_bytes\x18\b \x01(\x03R\vbudgetBytes\x12\x18\n" +
 	"\astorage\x18\t \x01(\tR\astorage\x12\x19\n" +
 	"\btier_dir\x18\n" +
-	" \x01(\tR\atierDir\"\xc1\x01\n" +
+	" \x01(\tR\atierDir\x12\x1c\n" +
+	"\tnonfinite\x18\v \x01(\tR\tnonfinite\x12'\n" +
+	"\x0fnonfinite_bound\x18\f \x01(\x02R\x0enonfiniteBound\"\xc1\x01\n" +
 	"\rAdmissionSpec\x12\x12\n" +
 	"\x04kind\x18\x01 \x01(\tR\x04kind\x12\f\n" +
 	"\x01p\x18\x02 \x01(\x01R\x01p\x12\f\n" +
@@ -3041,7 +3143,7 @@ const file_ams_proto_rawDesc = "" +
 	"\x04grad\x18\x03 \x01(\fR\x04grad\"\x13\n" +
 	"\x11PushDenseResponse\"7\n" +
 	"\fStatsRequest\x12'\n" +
-	"\x0fcluster_version\x18\x01 \x01(\x04R\x0eclusterVersion\"\xe0\x02\n" +
+	"\x0fcluster_version\x18\x01 \x01(\x04R\x0eclusterVersion\"\xba\x03\n" +
 	"\n" +
 	"TableStats\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x12\n" +
@@ -3055,7 +3157,13 @@ const file_ams_proto_rawDesc = "" +
 	"\trow_bytes\x18\t \x01(\x04R\browBytes\x12!\n" +
 	"\ffilter_bytes\x18\n" +
 	" \x01(\x04R\vfilterBytes\x12)\n" +
-	"\x04tier\x18\v \x01(\v2\x15.xps.ams.v1.TierUsageR\x04tier\"\xf1\x01\n" +
+	"\x04tier\x18\v \x01(\v2\x15.xps.ams.v1.TierUsageR\x04tier\x12+\n" +
+	"\x11nonfinite_refused\x18\f \x01(\x04R\x10nonfiniteRefused\x12+\n" +
+	"\x11nonfinite_clipped\x18\r \x01(\x04R\x10nonfiniteClipped\"M\n" +
+	"\n" +
+	"DenseStats\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12+\n" +
+	"\x11nonfinite_refused\x18\x02 \x01(\x04R\x10nonfiniteRefused\"\xf1\x01\n" +
 	"\tTierUsage\x12\x1b\n" +
 	"\tcold_rows\x18\x01 \x01(\x03R\bcoldRows\x12\x1d\n" +
 	"\n" +
@@ -3066,7 +3174,7 @@ const file_ams_proto_rawDesc = "" +
 	"disk_reads\x18\x05 \x01(\x04R\tdiskReads\x12!\n" +
 	"\fdisk_batches\x18\x06 \x01(\x04R\vdiskBatches\x12\x1a\n" +
 	"\bpromoted\x18\a \x01(\x04R\bpromoted\x12\x18\n" +
-	"\ademoted\x18\b \x01(\x04R\ademoted\"\xbe\x02\n" +
+	"\ademoted\x18\b \x01(\x04R\ademoted\"\xec\x02\n" +
 	"\rStatsResponse\x12\x19\n" +
 	"\bshard_id\x18\x01 \x01(\tR\ashardId\x12'\n" +
 	"\x0fcluster_version\x18\x02 \x01(\x04R\x0eclusterVersion\x12.\n" +
@@ -3077,7 +3185,8 @@ const file_ams_proto_rawDesc = "" +
 	"rowsPulled\x12\x1f\n" +
 	"\vrows_pushed\x18\a \x01(\x04R\n" +
 	"rowsPushed\x12-\n" +
-	"\aapplied\x18\b \x03(\v2\x13.xps.ams.v1.AppliedR\aapplied\"\x85\x01\n" +
+	"\aapplied\x18\b \x03(\v2\x13.xps.ams.v1.AppliedR\aapplied\x12,\n" +
+	"\x05dense\x18\t \x03(\v2\x16.xps.ams.v1.DenseStatsR\x05dense\"\x85\x01\n" +
 	"\aApplied\x12\x16\n" +
 	"\x06worker\x18\x01 \x01(\tR\x06worker\x12\x16\n" +
 	"\x06ranges\x18\x02 \x01(\fR\x06ranges\x12\x18\n" +
@@ -3160,7 +3269,7 @@ func file_ams_proto_rawDescGZIP() []byte {
 	return file_ams_proto_rawDescData
 }
 
-var file_ams_proto_msgTypes = make([]protoimpl.MessageInfo, 43)
+var file_ams_proto_msgTypes = make([]protoimpl.MessageInfo, 44)
 var file_ams_proto_goTypes = []any{
 	(*OptimizerSpec)(nil),         // 0: xps.ams.v1.OptimizerSpec
 	(*InitSpec)(nil),              // 1: xps.ams.v1.InitSpec
@@ -3188,23 +3297,24 @@ var file_ams_proto_goTypes = []any{
 	(*PushDenseResponse)(nil),     // 23: xps.ams.v1.PushDenseResponse
 	(*StatsRequest)(nil),          // 24: xps.ams.v1.StatsRequest
 	(*TableStats)(nil),            // 25: xps.ams.v1.TableStats
-	(*TierUsage)(nil),             // 26: xps.ams.v1.TierUsage
-	(*StatsResponse)(nil),         // 27: xps.ams.v1.StatsResponse
-	(*Applied)(nil),               // 28: xps.ams.v1.Applied
-	(*StateEntry)(nil),            // 29: xps.ams.v1.StateEntry
-	(*PutStateRequest)(nil),       // 30: xps.ams.v1.PutStateRequest
-	(*PutStateResponse)(nil),      // 31: xps.ams.v1.PutStateResponse
-	(*GetStateRequest)(nil),       // 32: xps.ams.v1.GetStateRequest
-	(*GetStateResponse)(nil),      // 33: xps.ams.v1.GetStateResponse
-	(*WriteSnapshotRequest)(nil),  // 34: xps.ams.v1.WriteSnapshotRequest
-	(*WriteSnapshotResponse)(nil), // 35: xps.ams.v1.WriteSnapshotResponse
-	(*WriteExportRequest)(nil),    // 36: xps.ams.v1.WriteExportRequest
-	(*WriteExportResponse)(nil),   // 37: xps.ams.v1.WriteExportResponse
-	(*LoadRequest)(nil),           // 38: xps.ams.v1.LoadRequest
-	(*LoadResponse)(nil),          // 39: xps.ams.v1.LoadResponse
-	(*RestoreRequest)(nil),        // 40: xps.ams.v1.RestoreRequest
-	(*RestoreResponse)(nil),       // 41: xps.ams.v1.RestoreResponse
-	nil,                           // 42: xps.ams.v1.WriteExportRequest.QuantEntry
+	(*DenseStats)(nil),            // 26: xps.ams.v1.DenseStats
+	(*TierUsage)(nil),             // 27: xps.ams.v1.TierUsage
+	(*StatsResponse)(nil),         // 28: xps.ams.v1.StatsResponse
+	(*Applied)(nil),               // 29: xps.ams.v1.Applied
+	(*StateEntry)(nil),            // 30: xps.ams.v1.StateEntry
+	(*PutStateRequest)(nil),       // 31: xps.ams.v1.PutStateRequest
+	(*PutStateResponse)(nil),      // 32: xps.ams.v1.PutStateResponse
+	(*GetStateRequest)(nil),       // 33: xps.ams.v1.GetStateRequest
+	(*GetStateResponse)(nil),      // 34: xps.ams.v1.GetStateResponse
+	(*WriteSnapshotRequest)(nil),  // 35: xps.ams.v1.WriteSnapshotRequest
+	(*WriteSnapshotResponse)(nil), // 36: xps.ams.v1.WriteSnapshotResponse
+	(*WriteExportRequest)(nil),    // 37: xps.ams.v1.WriteExportRequest
+	(*WriteExportResponse)(nil),   // 38: xps.ams.v1.WriteExportResponse
+	(*LoadRequest)(nil),           // 39: xps.ams.v1.LoadRequest
+	(*LoadResponse)(nil),          // 40: xps.ams.v1.LoadResponse
+	(*RestoreRequest)(nil),        // 41: xps.ams.v1.RestoreRequest
+	(*RestoreResponse)(nil),       // 42: xps.ams.v1.RestoreResponse
+	nil,                           // 43: xps.ams.v1.WriteExportRequest.QuantEntry
 }
 var file_ams_proto_depIdxs = []int32{
 	0,  // 0: xps.ams.v1.TableSpec.optimizer:type_name -> xps.ams.v1.OptimizerSpec
@@ -3222,43 +3332,44 @@ var file_ams_proto_depIdxs = []int32{
 	16, // 12: xps.ams.v1.PushRequest.tables:type_name -> xps.ams.v1.TableGrads
 	15, // 13: xps.ams.v1.PushRequest.dense:type_name -> xps.ams.v1.DenseGrad
 	12, // 14: xps.ams.v1.PushRequest.sync:type_name -> xps.ams.v1.SyncRound
-	29, // 15: xps.ams.v1.PushRequest.state:type_name -> xps.ams.v1.StateEntry
+	30, // 15: xps.ams.v1.PushRequest.state:type_name -> xps.ams.v1.StateEntry
 	18, // 16: xps.ams.v1.PushRequest.origin:type_name -> xps.ams.v1.Origin
-	26, // 17: xps.ams.v1.TableStats.tier:type_name -> xps.ams.v1.TierUsage
+	27, // 17: xps.ams.v1.TableStats.tier:type_name -> xps.ams.v1.TierUsage
 	25, // 18: xps.ams.v1.StatsResponse.tables:type_name -> xps.ams.v1.TableStats
-	28, // 19: xps.ams.v1.StatsResponse.applied:type_name -> xps.ams.v1.Applied
-	29, // 20: xps.ams.v1.PutStateRequest.entries:type_name -> xps.ams.v1.StateEntry
-	29, // 21: xps.ams.v1.GetStateResponse.entries:type_name -> xps.ams.v1.StateEntry
-	42, // 22: xps.ams.v1.WriteExportRequest.quant:type_name -> xps.ams.v1.WriteExportRequest.QuantEntry
-	7,  // 23: xps.ams.v1.AMS.Declare:input_type -> xps.ams.v1.DeclareRequest
-	11, // 24: xps.ams.v1.AMS.Pull:input_type -> xps.ams.v1.PullRequest
-	17, // 25: xps.ams.v1.AMS.Push:input_type -> xps.ams.v1.PushRequest
-	20, // 26: xps.ams.v1.AMS.PullDense:input_type -> xps.ams.v1.PullDenseRequest
-	22, // 27: xps.ams.v1.AMS.PushDense:input_type -> xps.ams.v1.PushDenseRequest
-	24, // 28: xps.ams.v1.AMS.Stats:input_type -> xps.ams.v1.StatsRequest
-	30, // 29: xps.ams.v1.AMS.PutState:input_type -> xps.ams.v1.PutStateRequest
-	32, // 30: xps.ams.v1.AMS.GetState:input_type -> xps.ams.v1.GetStateRequest
-	34, // 31: xps.ams.v1.AMS.WriteSnapshot:input_type -> xps.ams.v1.WriteSnapshotRequest
-	40, // 32: xps.ams.v1.AMS.Restore:input_type -> xps.ams.v1.RestoreRequest
-	36, // 33: xps.ams.v1.AMS.WriteExport:input_type -> xps.ams.v1.WriteExportRequest
-	38, // 34: xps.ams.v1.AMS.Load:input_type -> xps.ams.v1.LoadRequest
-	8,  // 35: xps.ams.v1.AMS.Declare:output_type -> xps.ams.v1.DeclareResponse
-	14, // 36: xps.ams.v1.AMS.Pull:output_type -> xps.ams.v1.PullResponse
-	19, // 37: xps.ams.v1.AMS.Push:output_type -> xps.ams.v1.PushResponse
-	21, // 38: xps.ams.v1.AMS.PullDense:output_type -> xps.ams.v1.PullDenseResponse
-	23, // 39: xps.ams.v1.AMS.PushDense:output_type -> xps.ams.v1.PushDenseResponse
-	27, // 40: xps.ams.v1.AMS.Stats:output_type -> xps.ams.v1.StatsResponse
-	31, // 41: xps.ams.v1.AMS.PutState:output_type -> xps.ams.v1.PutStateResponse
-	33, // 42: xps.ams.v1.AMS.GetState:output_type -> xps.ams.v1.GetStateResponse
-	35, // 43: xps.ams.v1.AMS.WriteSnapshot:output_type -> xps.ams.v1.WriteSnapshotResponse
-	41, // 44: xps.ams.v1.AMS.Restore:output_type -> xps.ams.v1.RestoreResponse
-	37, // 45: xps.ams.v1.AMS.WriteExport:output_type -> xps.ams.v1.WriteExportResponse
-	39, // 46: xps.ams.v1.AMS.Load:output_type -> xps.ams.v1.LoadResponse
-	35, // [35:47] is the sub-list for method output_type
-	23, // [23:35] is the sub-list for method input_type
-	23, // [23:23] is the sub-list for extension type_name
-	23, // [23:23] is the sub-list for extension extendee
-	0,  // [0:23] is the sub-list for field type_name
+	29, // 19: xps.ams.v1.StatsResponse.applied:type_name -> xps.ams.v1.Applied
+	26, // 20: xps.ams.v1.StatsResponse.dense:type_name -> xps.ams.v1.DenseStats
+	30, // 21: xps.ams.v1.PutStateRequest.entries:type_name -> xps.ams.v1.StateEntry
+	30, // 22: xps.ams.v1.GetStateResponse.entries:type_name -> xps.ams.v1.StateEntry
+	43, // 23: xps.ams.v1.WriteExportRequest.quant:type_name -> xps.ams.v1.WriteExportRequest.QuantEntry
+	7,  // 24: xps.ams.v1.AMS.Declare:input_type -> xps.ams.v1.DeclareRequest
+	11, // 25: xps.ams.v1.AMS.Pull:input_type -> xps.ams.v1.PullRequest
+	17, // 26: xps.ams.v1.AMS.Push:input_type -> xps.ams.v1.PushRequest
+	20, // 27: xps.ams.v1.AMS.PullDense:input_type -> xps.ams.v1.PullDenseRequest
+	22, // 28: xps.ams.v1.AMS.PushDense:input_type -> xps.ams.v1.PushDenseRequest
+	24, // 29: xps.ams.v1.AMS.Stats:input_type -> xps.ams.v1.StatsRequest
+	31, // 30: xps.ams.v1.AMS.PutState:input_type -> xps.ams.v1.PutStateRequest
+	33, // 31: xps.ams.v1.AMS.GetState:input_type -> xps.ams.v1.GetStateRequest
+	35, // 32: xps.ams.v1.AMS.WriteSnapshot:input_type -> xps.ams.v1.WriteSnapshotRequest
+	41, // 33: xps.ams.v1.AMS.Restore:input_type -> xps.ams.v1.RestoreRequest
+	37, // 34: xps.ams.v1.AMS.WriteExport:input_type -> xps.ams.v1.WriteExportRequest
+	39, // 35: xps.ams.v1.AMS.Load:input_type -> xps.ams.v1.LoadRequest
+	8,  // 36: xps.ams.v1.AMS.Declare:output_type -> xps.ams.v1.DeclareResponse
+	14, // 37: xps.ams.v1.AMS.Pull:output_type -> xps.ams.v1.PullResponse
+	19, // 38: xps.ams.v1.AMS.Push:output_type -> xps.ams.v1.PushResponse
+	21, // 39: xps.ams.v1.AMS.PullDense:output_type -> xps.ams.v1.PullDenseResponse
+	23, // 40: xps.ams.v1.AMS.PushDense:output_type -> xps.ams.v1.PushDenseResponse
+	28, // 41: xps.ams.v1.AMS.Stats:output_type -> xps.ams.v1.StatsResponse
+	32, // 42: xps.ams.v1.AMS.PutState:output_type -> xps.ams.v1.PutStateResponse
+	34, // 43: xps.ams.v1.AMS.GetState:output_type -> xps.ams.v1.GetStateResponse
+	36, // 44: xps.ams.v1.AMS.WriteSnapshot:output_type -> xps.ams.v1.WriteSnapshotResponse
+	42, // 45: xps.ams.v1.AMS.Restore:output_type -> xps.ams.v1.RestoreResponse
+	38, // 46: xps.ams.v1.AMS.WriteExport:output_type -> xps.ams.v1.WriteExportResponse
+	40, // 47: xps.ams.v1.AMS.Load:output_type -> xps.ams.v1.LoadResponse
+	36, // [36:48] is the sub-list for method output_type
+	24, // [24:36] is the sub-list for method input_type
+	24, // [24:24] is the sub-list for extension type_name
+	24, // [24:24] is the sub-list for extension extendee
+	0,  // [0:24] is the sub-list for field type_name
 }
 
 func init() { file_ams_proto_init() }
@@ -3272,7 +3383,7 @@ func file_ams_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_ams_proto_rawDesc), len(file_ams_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   43,
+			NumMessages:   44,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -32,7 +32,8 @@ func FromTableSpec(s ams.TableSpec) *TableSpec {
 		Admission: &AdmissionSpec{Kind: a.Kind, P: a.P, N: uint32(a.N), FalsePositiveRate: a.FalsePositiveRate,
 			MaxPartitionBytes: uint64(a.MaxPartitionBytes), Generations: uint32(a.Generations)},
 		Expiry:     fromExpirySpec(s.Expiry),
-		BudgetRows: s.Budget.Rows, BudgetBytes: s.Budget.Bytes, Storage: s.Storage, TierDir: s.TierDir}
+		BudgetRows: s.Budget.Rows, BudgetBytes: s.Budget.Bytes, Storage: s.Storage, TierDir: s.TierDir,
+		Nonfinite: s.NonFinite, NonfiniteBound: s.NonFiniteBound}
 }
 
 func fromExpirySpec(e filters.ExpirySpec) *ExpirySpec {
@@ -43,7 +44,8 @@ func fromExpirySpec(e filters.ExpirySpec) *ExpirySpec {
 // ToTableSpec converts a wire table spec to its Go form.
 func ToTableSpec(p *TableSpec) ams.TableSpec {
 	s := ams.TableSpec{Name: p.GetName(), Dim: int(p.GetDim()), Optimizer: ToOptimizerSpec(p.GetOptimizer()),
-		Budget: ams.Budget{Rows: p.GetBudgetRows(), Bytes: p.GetBudgetBytes()}, Storage: p.GetStorage(), TierDir: p.GetTierDir()}
+		Budget: ams.Budget{Rows: p.GetBudgetRows(), Bytes: p.GetBudgetBytes()}, Storage: p.GetStorage(), TierDir: p.GetTierDir(),
+		NonFinite: p.GetNonfinite(), NonFiniteBound: p.GetNonfiniteBound()}
 	if in := p.GetInit(); in != nil {
 		s.Init = ams.InitSpec{Kind: in.Kind, Value: in.Value, Scale: in.Scale, Seed: in.Seed}
 	}
@@ -105,7 +107,8 @@ func ToApplied(p *Applied) (*ams.Applied, error) {
 func FromTableUsage(u ams.TableUsage) *TableStats {
 	return &TableStats{Name: u.Name, Rows: uint64(u.Rows), MemoryBytes: uint64(u.MemoryBytes), RowBytes: uint64(u.RowBytes),
 		FilterBytes: uint64(u.FilterBytes), Created: u.Created, FilteredPulls: u.FilteredPulls, FilteredPushes: u.FilteredPushes,
-		Expired: u.Expired, Evicted: u.Evicted, Tier: fromTierUsage(u.Tier)}
+		Expired: u.Expired, Evicted: u.Evicted, NonfiniteRefused: u.NonFiniteRefused, NonfiniteClipped: u.NonFiniteClipped,
+		Tier: fromTierUsage(u.Tier)}
 }
 
 func fromTierUsage(u ams.TierUsage) *TierUsage {
@@ -125,7 +128,18 @@ func toTierUsage(p *TierUsage) ams.TierUsage {
 func ToTableUsage(p *TableStats) ams.TableUsage {
 	return ams.TableUsage{Name: p.GetName(), Rows: int64(p.GetRows()), MemoryBytes: int64(p.GetMemoryBytes()), RowBytes: int64(p.GetRowBytes()),
 		FilterBytes: int64(p.GetFilterBytes()), Counters: ams.Counters{Created: p.GetCreated(), FilteredPulls: p.GetFilteredPulls(),
-			FilteredPushes: p.GetFilteredPushes(), Expired: p.GetExpired(), Evicted: p.GetEvicted()}, Tier: toTierUsage(p.GetTier())}
+			FilteredPushes: p.GetFilteredPushes(), Expired: p.GetExpired(), Evicted: p.GetEvicted(),
+			NonFiniteRefused: p.GetNonfiniteRefused(), NonFiniteClipped: p.GetNonfiniteClipped()}, Tier: toTierUsage(p.GetTier())}
+}
+
+// FromDenseUsage converts one shard's figures of a dense range.
+func FromDenseUsage(u ams.DenseUsage) *DenseStats {
+	return &DenseStats{Name: u.Name, NonfiniteRefused: u.NonFiniteRefused}
+}
+
+// ToDenseUsage converts one shard's figures of a dense range.
+func ToDenseUsage(p *DenseStats) ams.DenseUsage {
+	return ams.DenseUsage{Name: p.GetName(), NonFiniteRefused: p.GetNonfiniteRefused()}
 }
 
 // FromLRSchedule converts a Go learning-rate schedule to its wire form

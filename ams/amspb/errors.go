@@ -40,7 +40,7 @@ const ErrorDomain = "xps.ams"
 // side of a call. Order matters where an error matches several entries:
 // the first one's code is the status's code, so more specific entries
 // come first (ErrClosed before ErrUnavailable, which it wraps, and
-// ErrTooLarge before ErrBadRequest).
+// ErrTooLarge and ErrNonFinite before ErrBadRequest).
 var Errors = [...]ErrorCode{
 	{Err: ams.ErrStaleVersion, Code: codes.Aborted, Reason: "STALE_VERSION"},
 	{Err: ams.ErrConflict, Code: codes.FailedPrecondition, Reason: "CONFLICT"},
@@ -58,6 +58,7 @@ var Errors = [...]ErrorCode{
 	// gRPC itself refuses a message over its size limit (ams.MaxMessageBytes)
 	// with RESOURCE_EXHAUSTED, before a shard sees it.
 	{Err: ams.ErrTooLarge, Code: codes.ResourceExhausted, Reason: "TOO_LARGE", Bare: true},
+	{Err: ams.ErrNonFinite, Code: codes.InvalidArgument, Reason: "NON_FINITE"},
 	{Err: ams.ErrBadRequest, Code: codes.InvalidArgument, Reason: "BAD_REQUEST"},
 	{Err: ams.ErrBadSpec, Code: codes.InvalidArgument, Reason: "BAD_SPEC"},
 	{Err: ams.ErrDimMismatch, Code: codes.InvalidArgument, Reason: "DIM_MISMATCH"},

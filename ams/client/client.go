@@ -454,29 +454,51 @@ func (c *Client) Stats(ctx context.Context) ([]*amspb.StatsResponse, error) {
 }
 
 // Tables returns the figures of every table (rows, memory, admission,
-// expiry and budget counters: ams.TableUsage), summed over the shards, in
-// name order.
+// expiry, budget and non-finite counters: ams.TableUsage), summed over
+// the shards, in name order.
 func (c *Client) Tables(ctx context.Context) ([]ams.TableUsage, error) {
+	tables, _, err := c.Usage(ctx)
+	return tables, err
+}
+
+// Usage returns the figures of every table (as Tables does) and of every
+// dense vector (ams.DenseUsage), summed over the shards, each in name
+// order, from one Stats call to each shard.
+func (c *Client) Usage(ctx context.Context) ([]ams.TableUsage, []ams.DenseUsage, error) {
 	stats, err := c.Stats(ctx)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	byName := map[string]*ams.TableUsage{}
+	tables := map[string]*ams.TableUsage{}
+	dense := map[string]*ams.DenseUsage{}
 	for _, st := range stats {
 		for _, t := range st.Tables {
-			u := byName[t.Name]
+			u := tables[t.Name]
 			if u == nil {
 				u = &ams.TableUsage{Name: t.Name}
-				byName[t.Name] = u
+				tables[t.Name] = u
 			}
 			u.Add(amspb.ToTableUsage(t))
 		}
+		for _, d := range st.Dense {
+			u := dense[d.Name]
+			if u == nil {
+				u = &ams.DenseUsage{Name: d.Name}
+				dense[d.Name] = u
+			}
+			u.Add(amspb.ToDenseUsage(d))
+		}
 	}
-	out := make([]ams.TableUsage, 0, len(byName))
-	for _, name := range slices.Sorted(maps.Keys(byName)) {
-		out = append(out, *byName[name])
+	return sortedValues(tables), sortedValues(dense), nil
+}
+
+// sortedValues returns the values of m in key order.
+func sortedValues[T any](m map[string]*T) []T {
+	out := make([]T, 0, len(m))
+	for _, name := range slices.Sorted(maps.Keys(m)) {
+		out = append(out, *m[name])
 	}
-	return out, nil
+	return out
 }
 
 // Applied returns every shard's record of worker's applied pushes (see

@@ -155,6 +155,14 @@
 //     scheduler's, the data plane the workers'; any other call is refused
 //     with ams.ErrRoleNotAllowed (gRPC PERMISSION_DENIED). Without TLS
 //     every call is served, as before.
+//  8. A push's gradient rows holding a NaN or ±Inf are refused (or
+//     clipped, by the table's nonfinite setting) and counted, the rest
+//     of the push applied; a dense range's such gradient is refused and
+//     counted; values a client sets holding one (LoadRows, where the
+//     table does not clip; SetDense; a declaration's initial dense
+//     values) refuse the call with ams.ErrNonFinite before anything is
+//     set. Stats, the worker's summary and the metrics report the counts
+//     (ams/doc.go, Non-finite gradients and values).
 //
 // The rows of a table are bounded only by its budget (ams.Budget, see
 // Row lifecycle): without one, many requests, each within its limits,

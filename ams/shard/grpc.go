@@ -341,6 +341,9 @@ func (v *service) Stats(_ context.Context, req *amspb.StatsRequest) (*amspb.Stat
 	for _, w := range slices.Sorted(maps.Keys(st.Applied)) {
 		resp.Applied = append(resp.Applied, amspb.FromApplied(w, st.Applied[w]))
 	}
+	for _, d := range st.Dense {
+		resp.Dense = append(resp.Dense, amspb.FromDenseUsage(d))
+	}
 	return resp, nil
 }
 

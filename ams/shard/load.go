@@ -2,6 +2,7 @@ package shard
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/xdlgo/xps/ams"
 )
@@ -12,7 +13,10 @@ import (
 // start loads a model export through it (values only: the optimizer
 // starts afresh). Every id must belong to this shard under the map the
 // caller routes by; nothing checks that (a row on the wrong shard is never
-// pulled).
+// pulled). A row that holds a NaN or ±Inf refuses the whole call with
+// ams.ErrNonFinite, nothing loaded or deleted, unless the table clips
+// (ams.TableSpec.NonFinite): then it is loaded clipped and counted.
+// values is not modified.
 func (s *Shard) LoadRows(version uint64, table string, ids []uint64, values []float32, deletes []uint64) error {
 	if err := s.checkVersion(version); err != nil {
 		return err
@@ -25,6 +29,17 @@ func (s *Shard) LoadRows(version uint64, table string, ids []uint64, values []fl
 	d := ti.spec.Dim
 	if len(values) != len(ids)*d {
 		return fmt.Errorf("%w: load of table %q: %d values for %d ids of dim %d", ams.ErrDimMismatch, table, len(values), len(ids), d)
+	}
+	var clipped []bool // by row, when a row was clipped
+	if ti.spec.NonFinite == ams.NonFiniteClip {
+		if !ams.AllFinite(values) {
+			values, clipped = slices.Clone(values), make([]bool, len(ids))
+			for k := range ids {
+				clipped[k] = ams.ClipNonFinite(values[k*d:(k+1)*d], values[k*d:(k+1)*d], ti.spec.NonFiniteBound) > 0
+			}
+		}
+	} else if err := ams.CheckFinite(fmt.Sprintf("load of table %q", table), ids, values, d); err != nil {
+		return err
 	}
 	n := len(s.stripes)
 	load, del := make([][]int, n), make([][]uint64, n)
@@ -42,6 +57,9 @@ func (s *Shard) LoadRows(version uint64, table string, ids []uint64, values []fl
 		for _, k := range load[i] {
 			if err := tab.Load(ids[k], values[k*d:(k+1)*d], nil, now, 1); err != nil {
 				return err
+			}
+			if clipped != nil && clipped[k] {
+				tab.CountClipped(1)
 			}
 		}
 		for _, id := range del[i] {

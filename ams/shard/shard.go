@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
+	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -460,6 +462,9 @@ func (s *Shard) Declare(version uint64, tables []ams.TableSpec, dense []DenseDec
 		if d.Init != nil && len(d.Init) != d.Hi-d.Lo {
 			return nil, fmt.Errorf("%w: dense %q: %d initial values for range [%d,%d)", ams.ErrBadRequest, d.Spec.Name, len(d.Init), d.Lo, d.Hi)
 		}
+		if err := ams.CheckFinite(fmt.Sprintf("declare dense %q: initial values", d.Spec.Name), nil, d.Init, 0); err != nil {
+			return nil, err
+		}
 		if di, ok := next.dense[d.Spec.Name]; ok {
 			if di.spec != d.Spec || di.lo != d.Lo || di.hi != d.Hi {
 				return nil, fmt.Errorf("%w: dense %q", ams.ErrConflict, d.Spec.Name)
@@ -736,6 +741,8 @@ type Stats struct {
 	Applied map[string]*ams.Applied
 	// Tiers are the cold tier stores of the shard's tiered tables.
 	Tiers []TierStats
+	// Dense is the figures of the shard's dense ranges, by name.
+	Dense []ams.DenseUsage
 }
 
 // Stats collects table sizes from every stripe owner and the counters.
@@ -758,5 +765,9 @@ func (s *Shard) Stats() (Stats, error) {
 		}
 		st.Tables[ti.idx] = ts
 	}
+	for _, t := range tasks {
+		st.Dense = append(st.Dense, t.denseStats...)
+	}
+	slices.SortFunc(st.Dense, func(a, b ams.DenseUsage) int { return strings.Compare(a.Name, b.Name) })
 	return st, nil
 }

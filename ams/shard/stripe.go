@@ -60,6 +60,8 @@ type task struct {
 	denseBuf []float32
 
 	stats []TableStats
+	// denseStats receives the figures of the stripe's dense vectors (opStats).
+	denseStats []ams.DenseUsage
 
 	fn func(st *stripe) error
 
@@ -226,6 +228,9 @@ func (st *stripe) serve(t *task) error {
 			if tab != nil && idx < len(t.stats) {
 				t.stats[idx] = tableStats(tab, st.lives[idx])
 			}
+		}
+		for name, v := range st.dense {
+			t.denseStats = append(t.denseStats, ams.DenseUsage{Name: name, NonFiniteRefused: v.Refused()})
 		}
 	}
 	return nil

@@ -9,9 +9,9 @@ import (
 )
 
 // collector reads a shard's figures when Prometheus scrapes: tables'
-// rows and memory, the counters of admission, expiry and the budget, the
-// version served and the traffic. Reading them asks every stripe owner
-// once (shard.Stats), as a worker's progress line does.
+// rows and memory, the counters of admission, expiry, the budget and
+// non-finite rows, the version served and the traffic. Reading them asks
+// every stripe owner once (shard.Stats), as a worker's progress line does.
 type collector struct {
 	s     *shard.Shard
 	descs ops.Descs
@@ -28,6 +28,8 @@ var shardMetrics = [][3]string{
 	{"not_admitted_total", "IDs the admission filter did not admit, by table and operation (pull: read as the initial row; push: gradient dropped).", "table,op"},
 	{"rows_expired_total", "Rows removed by the table's expiry rules, by table.", "table"},
 	{"rows_evicted_total", "Rows removed to keep the shard within its memory budget, by table.", "table"},
+	{"nonfinite_rows_total", "Rows holding a NaN or Inf, by table and action (refused: a pushed gradient not applied; clipped: NaN as 0, Inf as the table's nonfinite_bound, then applied or loaded).", "table,action"},
+	{"dense_nonfinite_refused_total", "Gradients of the shard's range of a dense vector refused for a NaN or Inf, by vector.", "dense"},
 	{"tier_cold_rows", "Rows in the cold tier on disk, by table (tiered tables).", "table"},
 	{"tier_cold_bytes", "Encoded bytes of the rows in the cold tier, by table.", "table"},
 	{"tier_lookups_total", "IDs pulls and pushes asked of a tiered table, by table.", "table"},
@@ -85,9 +87,14 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 		emit("not_admitted_total", counter, float64(t.FilteredPushes), t.Name, "push")
 		emit("rows_expired_total", counter, float64(t.Expired), t.Name)
 		emit("rows_evicted_total", counter, float64(t.Evicted), t.Name)
+		emit("nonfinite_rows_total", counter, float64(t.NonFiniteRefused), t.Name, "refused")
+		emit("nonfinite_rows_total", counter, float64(t.NonFiniteClipped), t.Name, "clipped")
 		if t.Tier != (ams.TierUsage{}) {
 			emitTier(emit, t.Name, t.Tier)
 		}
+	}
+	for _, d := range st.Dense {
+		emit("dense_nonfinite_refused_total", counter, float64(d.NonFiniteRefused), d.Name)
 	}
 	for _, d := range st.Tiers {
 		emit("tier_disk_bytes", gauge, float64(d.DiskBytes), d.Dir)

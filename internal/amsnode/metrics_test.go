@@ -1,6 +1,7 @@
 package amsnode_test
 
 import (
+	"math"
 	"strings"
 	"testing"
 	"time"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/xdlgo/xps/ams"
 	"github.com/xdlgo/xps/ams/amspb"
+	"github.com/xdlgo/xps/ams/shard"
 	"github.com/xdlgo/xps/internal/amsnode"
 	xtest "github.com/xdlgo/xps/internal/testutil"
 )
@@ -38,6 +40,17 @@ func TestMetrics(t *testing.T) {
 	if err := n.Shard().Push(1, []ams.TableRequest{{Table: "emb", IDs: []uint64{7, 8, 9}, Rows: make([]float32, 6)}}); err != nil {
 		t.Fatal(err)
 	}
+	// A gradient row holding a NaN is refused, and counted; so is a
+	// dense gradient.
+	if err := n.Shard().Push(1, []ams.TableRequest{{Table: "emb", IDs: []uint64{7, 8}, Rows: []float32{0, float32(math.NaN()), 1, 1}}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := n.Shard().Declare(1, nil, []shard.DenseDecl{{Spec: ams.DenseSpec{Name: "mlp", Size: 2}, Lo: 0, Hi: 2, Init: []float32{1, 2}}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := n.Shard().PushDense(1, "mlp", []float32{float32(math.Inf(-1)), 0}); err != nil {
+		t.Fatal(err)
+	}
 	cc, err := grpc.NewClient(n.Addr(), grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {
 		t.Fatal(err)
@@ -57,6 +70,17 @@ xps_ams_table_rows{table="emb"} 3
 xps_ams_version 1
 `
 	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "xps_ams_table_rows", "xps_ams_version"); err != nil {
+		t.Error(err)
+	}
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(`
+# HELP xps_ams_nonfinite_rows_total Rows holding a NaN or Inf, by table and action (refused: a pushed gradient not applied; clipped: NaN as 0, Inf as the table's nonfinite_bound, then applied or loaded).
+# TYPE xps_ams_nonfinite_rows_total counter
+xps_ams_nonfinite_rows_total{action="clipped",table="emb"} 0
+xps_ams_nonfinite_rows_total{action="refused",table="emb"} 1
+# HELP xps_ams_dense_nonfinite_refused_total Gradients of the shard's range of a dense vector refused for a NaN or Inf, by vector.
+# TYPE xps_ams_dense_nonfinite_refused_total counter
+xps_ams_dense_nonfinite_refused_total{dense="mlp"} 1
+`), "xps_ams_nonfinite_rows_total", "xps_ams_dense_nonfinite_refused_total"); err != nil {
 		t.Error(err)
 	}
 	if n, err := testutil.GatherAndCount(reg, "xps_ams_rpc_seconds"); err != nil || n != 1 {
