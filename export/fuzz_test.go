@@ -6,14 +6,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io/fs"
 	"math"
 	"path"
 	"reflect"
 	"runtime"
 	"slices"
-	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -142,89 +139,32 @@ func checkEncode(t *testing.T, q string, v []float32) {
 	}
 }
 
-// memStore is a snapshot.Store in memory, for FuzzReadManifest (a
-// DirStore's fsyncs would be most of an execution).
-type memStore struct {
-	mu    sync.Mutex
-	files map[string][]byte
-}
-
-type memWriter struct {
-	s    *memStore
-	name string
-	buf  bytes.Buffer
-}
-
-func (w *memWriter) Write(p []byte) (int, error) { return w.buf.Write(p) }
-func (w *memWriter) Abort() error                { return nil }
-func (w *memWriter) Commit() error {
-	w.s.mu.Lock()
-	defer w.s.mu.Unlock()
-	w.s.files[w.name] = slices.Clone(w.buf.Bytes())
-	return nil
-}
-
-type memReader struct{ *bytes.Reader }
-
-func (memReader) Close() error { return nil }
-
-func (s *memStore) Create(name string) (snapshot.Writer, error) {
-	if !fs.ValidPath(name) || name == "." {
-		return nil, snapshot.ErrBadName
+// readAll returns the file name of s.
+func readAll(t testing.TB, s snapshot.Store, name string) []byte {
+	r, err := s.Open(name)
+	if err != nil {
+		t.Fatal(err)
 	}
-	return &memWriter{s: s, name: name}, nil
+	defer r.Close()
+	b := make([]byte, r.Size())
+	if _, err := r.ReadAt(b, 0); err != nil && len(b) > 0 {
+		t.Fatal(err)
+	}
+	return b
 }
 
-func (s *memStore) Open(name string) (snapshot.Reader, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	b, ok := s.files[name]
-	if !ok {
-		return nil, &fs.PathError{Op: "open", Path: name, Err: fs.ErrNotExist}
+// put writes the file name of s whole.
+func put(t *testing.T, s snapshot.Store, name string, b []byte) {
+	w, err := s.Create(name)
+	if err == nil {
+		_, err = w.Write(b)
 	}
-	return memReader{bytes.NewReader(b)}, nil
-}
-
-func (s *memStore) List(dir string) ([]snapshot.Entry, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	seen := map[string]snapshot.Entry{}
-	for name, b := range s.files {
-		rest, ok := strings.CutPrefix(name, dir+"/")
-		if dir == "" {
-			rest, ok = name, true
-		}
-		if ok {
-			first, _, sub := strings.Cut(rest, "/")
-			seen[first] = snapshot.Entry{Name: first, Size: int64(len(b)), Dir: sub}
-		}
+	if err == nil {
+		err = w.Commit()
 	}
-	out := make([]snapshot.Entry, 0, len(seen))
-	for _, e := range seen {
-		out = append(out, e)
+	if err != nil {
+		t.Fatal(err)
 	}
-	slices.SortFunc(out, func(a, b snapshot.Entry) int { return strings.Compare(a.Name, b.Name) })
-	return out, nil
-}
-
-func (s *memStore) Remove(name string) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for k := range s.files {
-		if k == name || strings.HasPrefix(k, name+"/") {
-			delete(s.files, k)
-		}
-	}
-	return nil
-}
-
-func (*memStore) String() string { return "memory" }
-func (*memStore) Close() error   { return nil }
-
-func (s *memStore) put(name string, b []byte) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.files[name] = b
 }
 
 // FuzzReadManifest reads arbitrary bytes as an export's manifest: as they
@@ -237,7 +177,7 @@ func (s *memStore) put(name string, b []byte) {
 // manifest whose files are missing (Verify, ReadTable, ReadDense, Next)
 // is an error, not a panic nor an allocation the files do not back.
 func FuzzReadManifest(f *testing.F) {
-	s := &memStore{files: map[string][]byte{}}
+	s := snapshot.NewMemStore()
 	m := &Manifest{Seq: 7, Kind: KindDelta, Base: 5, Full: 3, Job: "job-1", Version: 4, Samples: 1000,
 		Created: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC), Shards: 1,
 		Tables: []Table{{Name: "emb", Dim: 2, Quant: Int8, Init: json.RawMessage(`{"kind":"zero"}`),
@@ -247,14 +187,14 @@ func FuzzReadManifest(f *testing.F) {
 	if err := Commit(s, m); err != nil {
 		f.Fatal(err)
 	}
-	f.Add(s.files[path.Join(Dir(7), ManifestName)])
+	f.Add(readAll(f, s, path.Join(Dir(7), ManifestName)))
 	f.Add([]byte(`{"format":2,"seq":7,"kind":"full","full":7,"shards":0,"tables":[],"checksum":""}`))
 	f.Add([]byte(`{"format":2,"seq":7,"kind":"full","full":7,"shards":1,"tables":[{"name":"t","dim":1,"quant":"fp16","files":[{"name":"t","size":0}]}],"dense":[{"name":"d","len":2,"parts":[{"lo":0,"hi":2,"file":{"name":"d","size":8}}]}],"checksum":""}`))
 	f.Add([]byte(`{"format":2,"seq":7,"kind":"full","full":7,"shards":0,"tables":[],"dense":[{"name":"d","len":1099511627776,"parts":[{"lo":0,"hi":1099511627776,"file":{"name":"d","size":4398046511104}}]}],"checksum":""}`))
 	f.Add([]byte(`{"format":1,"seq":7,"kind":"delta","base":6,"full":9,"tables":[{"name":"t","dim":0,"quant":"bf16","files":null}],"checksum":""}`))
 	f.Fuzz(func(t *testing.T, b []byte) {
-		s := &memStore{files: map[string][]byte{}}
-		s.put(path.Join(Dir(7), ManifestName), b)
+		s := snapshot.NewMemStore()
+		put(t, s, path.Join(Dir(7), ManifestName), b)
 		if m, err := ReadManifest(s, 7); err != nil {
 			if !errors.Is(err, ErrCorrupt) {
 				t.Fatalf("ReadManifest refused %q with %v, not ErrCorrupt", b, err)
@@ -278,7 +218,7 @@ func FuzzReadManifest(f *testing.F) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		s.put(path.Join(m.Dir(), ManifestName), indented)
+		put(t, s, path.Join(m.Dir(), ManifestName), indented)
 		got, err := ReadManifest(s, m.Seq)
 		want := m.check()
 		if m.Format < oldestFormat || m.Format > FormatVersion {

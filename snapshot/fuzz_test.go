@@ -5,100 +5,15 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
-	"io/fs"
 	"path"
 	"reflect"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/xdlgo/xps/snapshot"
 )
-
-// memStore is a Store in memory, for the fuzz targets (a DirStore's
-// fsyncs would be most of an execution). Create, Open and List are all
-// they use.
-type memStore struct {
-	mu    sync.Mutex
-	files map[string][]byte
-}
-
-func newMemStore() *memStore { return &memStore{files: map[string][]byte{}} }
-
-type memWriter struct {
-	s    *memStore
-	name string
-	buf  bytes.Buffer
-}
-
-func (w *memWriter) Write(p []byte) (int, error) { return w.buf.Write(p) }
-func (w *memWriter) Abort() error                { return nil }
-func (w *memWriter) Commit() error {
-	w.s.mu.Lock()
-	defer w.s.mu.Unlock()
-	w.s.files[w.name] = slices.Clone(w.buf.Bytes())
-	return nil
-}
-
-type memReader struct{ *bytes.Reader }
-
-func (memReader) Close() error { return nil }
-
-func (s *memStore) Create(name string) (snapshot.Writer, error) {
-	if !fs.ValidPath(name) || name == "." {
-		return nil, snapshot.ErrBadName
-	}
-	return &memWriter{s: s, name: name}, nil
-}
-
-func (s *memStore) Open(name string) (snapshot.Reader, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	b, ok := s.files[name]
-	if !ok || !fs.ValidPath(name) {
-		return nil, &fs.PathError{Op: "open", Path: name, Err: fs.ErrNotExist}
-	}
-	return memReader{bytes.NewReader(b)}, nil
-}
-
-func (s *memStore) List(dir string) ([]snapshot.Entry, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	seen := map[string]snapshot.Entry{}
-	for name, b := range s.files {
-		rest, ok := strings.CutPrefix(name, dir+"/")
-		if dir == "" {
-			rest, ok = name, true
-		}
-		if !ok {
-			continue
-		}
-		first, _, sub := strings.Cut(rest, "/")
-		seen[first] = snapshot.Entry{Name: first, Size: int64(len(b)), Dir: sub}
-	}
-	var out []snapshot.Entry
-	for _, e := range seen {
-		out = append(out, e)
-	}
-	slices.SortFunc(out, func(a, b snapshot.Entry) int { return strings.Compare(a.Name, b.Name) })
-	return out, nil
-}
-
-func (s *memStore) Remove(name string) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for k := range s.files {
-		if k == name || strings.HasPrefix(k, name+"/") {
-			delete(s.files, k)
-		}
-	}
-	return nil
-}
-
-func (*memStore) String() string { return "memory" }
-func (*memStore) Close() error   { return nil }
 
 // sampleManifest is a manifest as Commit writes it, for the seeds.
 func sampleManifest(t testing.TB, s snapshot.Store) []byte {
@@ -138,12 +53,12 @@ func must[T any](v T, err error) T {
 // (CheckComplete, Verify of files that are not there, Latest) return
 // errors, not panics.
 func FuzzReadManifest(f *testing.F) {
-	f.Add(sampleManifest(f, newMemStore()))
+	f.Add(sampleManifest(f, snapshot.NewMemStore()))
 	f.Add([]byte(`{"format":2,"seq":7,"tables":null,"checksum":""}`))
 	f.Add([]byte(`{"format":1,"seq":7,"shards":-1,"tables":[{"name":"t","files":[{"name":"..","size":-1}]}],"dense":[{"name":"d","len":3,"hi":2,"file":{"name":""}}],"checksum":"x"}`))
 	f.Add([]byte(`{"format":2,"seq":7,"tables":[],"config":{ "a" : [1, 2] },"readers":{"k":null},"checksum":""}`))
 	f.Fuzz(func(t *testing.T, b []byte) {
-		s := newMemStore()
+		s := snapshot.NewMemStore()
 		name := path.Join(snapshot.Dir(7), snapshot.ManifestName)
 		put(t, s, name, b)
 		if m, err := snapshot.ReadManifest(s, 7); err != nil {
@@ -280,7 +195,7 @@ func hasFile(m *snapshot.Manifest) bool {
 // strictly increasing order, and what reads to the end without an error
 // is written back by TableWriter as a table that reads the same.
 func FuzzTableReader(f *testing.F) {
-	s := newMemStore()
+	s := snapshot.NewMemStore()
 	for i, compress := range []bool{false, true} {
 		w, err := snapshot.CreateTableFile(s, "seed", "t", compress)
 		if err != nil {
@@ -303,7 +218,7 @@ func FuzzTableReader(f *testing.F) {
 	}
 	f.Add([]byte{})
 	f.Fuzz(func(t *testing.T, b []byte) {
-		s := newMemStore()
+		s := snapshot.NewMemStore()
 		put(t, s, "x/t", b)
 		rows, err := readRows(t, s, "x")
 		if err != nil {
