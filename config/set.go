@@ -4,6 +4,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/xdlgo/xps/ams"
 	"os"
 	"reflect"
 	"slices"
@@ -299,7 +300,7 @@ func LoadWith(file string, o *Overrides) (Config, error) {
 	cfg := Default()
 	formatGiven := o != nil && o.sets("train.format")
 	metricGiven := o != nil && o.sets("train.valid_metric")
-	wideGiven := false
+	wideGiven, tablesGiven := false, false
 	if file != "" {
 		b, err := os.ReadFile(file)
 		if err != nil {
@@ -323,6 +324,7 @@ func LoadWith(file string, o *Overrides) (Config, error) {
 			formatGiven = formatGiven || inFile("train", "format")
 			metricGiven = metricGiven || inFile("train", "valid_metric")
 			wideGiven = inFile("model", "wide")
+			tablesGiven = inFile("model", "tables")
 			if i := cfg.Model.TableIndex(WideTable); i >= 0 && !namesTable(root.Content[0], WideTable) {
 				// The wide part's table is the kind's, added by Parse's
 				// defaults: the changes below must find the tables the
@@ -344,17 +346,26 @@ func LoadWith(file string, o *Overrides) (Config, error) {
 	if !metricGiven {
 		cfg.Train.ValidMetric = "" // the final output kind's (p@1 for slide)
 	}
-	if file == "" && o != nil && cfg.Model.Kind != KindMLP {
-		// The changes again, onto the defaults of the kind they name
-		// (Default() is mlp's): what they mean does not depend on whether
-		// -set model.kind comes before them or after (-dim sets the dim
-		// of lr's own table, as from a file of kind lr).
-		base := kindBase(cfg.Model.Kind)
+	if file == "" && o != nil && (cfg.Model.Kind != KindMLP || cfg.Model.Output.Kind != OutputLogit && cfg.Model.Output.Kind != "") {
+		// The changes again, onto the defaults of the kind (and output)
+		// they name (Default() is mlp's): what they mean does not depend
+		// on whether -set model.kind comes before them or after (-dim sets
+		// the dim of lr's own table, as from a file of kind lr).
+		base := kindBase(cfg.Model.Kind, cfg.Model.Output.Kind)
 		if err := o.Apply(&base); err != nil {
 			return base, err
 		}
 		base.Train.Format, base.Train.ValidMetric = cfg.Train.Format, cfg.Train.ValidMetric
 		cfg = base
+	}
+	if file != "" && !tablesGiven && o != nil && (o.sets("model.kind") || o.sets("model.output.kind")) {
+		// The file's tables are its kind's defaults (Parse's), and the
+		// changes name another kind or output: its defaults instead, with
+		// the changes made again (-dim, -lr on them).
+		cfg.Model.Tables = []ams.TableSpec{kindTable(cfg.Model.Kind, cfg.Model.Output.Kind)}
+		if err := o.Apply(&cfg); err != nil {
+			return cfg, err
+		}
 	}
 	if file != "" && !wideGiven && (o == nil || !o.sets("model.wide")) {
 		cfg.Model.Wide = nil // the final kind's (a file's defaults were its own kind's)
@@ -363,12 +374,12 @@ func LoadWith(file string, o *Overrides) (Config, error) {
 	return cfg, cfg.Validate()
 }
 
-// kindBase is the default configuration of a model of kind: Default()'s
-// for that kind, without the wide part's table (EnsureDefaults adds it
-// once the changes are made, with its dim of 1).
-func kindBase(kind string) Config {
+// kindBase is the default configuration of a model of kind with output:
+// Default()'s for them, without the wide part's table (EnsureDefaults adds
+// it once the changes are made, with its dim of 1).
+func kindBase(kind, output string) Config {
 	var c Config
-	c.Model.Kind = kind
+	c.Model.Kind, c.Model.Output.Kind = kind, output
 	c.EnsureDefaults()
 	if i := c.Model.TableIndex(WideTable); i >= 0 {
 		c.Model.Tables = slices.Delete(c.Model.Tables, i, i+1)
