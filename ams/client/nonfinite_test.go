@@ -87,8 +87,16 @@ func TestNonFiniteOverTheWire(t *testing.T) {
 		}
 	}
 
-	// A warm start's values: refused whole on a refusing table, clipped
-	// on a clipping one.
+	checkNonFiniteLoads(t, c, n)
+	checkNonFiniteCounters(t, c)
+}
+
+// checkNonFiniteLoads: a warm start's values are refused whole on a
+// refusing table and clipped on a clipping one; SetDense with a NaN is
+// refused.
+func checkNonFiniteLoads(t *testing.T, c *client.Client, n int) {
+	t.Helper()
+	ctx := context.Background()
 	vals := []float32{0.5, 0.5, float32(math.Inf(-1)), 0.5}
 	if err := c.LoadRows(ctx, "refuse", 2, []uint64{100, 101}, vals, nil); !errors.Is(err, ams.ErrNonFinite) || !errors.Is(err, ams.ErrBadRequest) {
 		t.Fatalf("load of a -Inf into a refusing table = %v, want ams.ErrNonFinite", err)
@@ -96,7 +104,7 @@ func TestNonFiniteOverTheWire(t *testing.T) {
 	if err := c.LoadRows(ctx, "clip", 2, []uint64{100, 101}, vals, nil); err != nil {
 		t.Fatal(err)
 	}
-	got = got[:4]
+	got := make([]float32, 4)
 	if err := c.Pull(ctx, []client.Table{{Name: "clip", IDs: []uint64{100, 101}, Rows: got}}, nil, false); err != nil {
 		t.Fatal(err)
 	}
@@ -109,7 +117,13 @@ func TestNonFiniteOverTheWire(t *testing.T) {
 		t.Fatalf("SetDense with a NaN = %v, want ams.ErrNonFinite", err)
 	}
 
-	usage, dusage, err := c.Usage(ctx)
+}
+
+// checkNonFiniteCounters: the shards' stats count every refused and
+// clipped row and vector of TestNonFiniteOverTheWire.
+func checkNonFiniteCounters(t *testing.T, c *client.Client) {
+	t.Helper()
+	usage, dusage, err := c.Usage(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}

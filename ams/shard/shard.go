@@ -398,6 +398,26 @@ type DenseDecl struct {
 	Init []float32
 }
 
+// check validates a dense declaration whose spec has its defaults: its
+// spec, its range within the vector and ams.MaxDenseValues, and its
+// initial values' count and finiteness.
+func (d *DenseDecl) check() error {
+	if err := d.Spec.Validate(); err != nil {
+		return fmt.Errorf("ams: declare dense %q: %w", d.Spec.Name, err)
+	}
+	if d.Lo < 0 || d.Hi < d.Lo || d.Hi > d.Spec.Size {
+		return fmt.Errorf("%w: dense %q range [%d,%d) of size %d", ams.ErrBadRequest, d.Spec.Name, d.Lo, d.Hi, d.Spec.Size)
+	}
+	if d.Hi-d.Lo > ams.MaxDenseValues {
+		return fmt.Errorf("%w: dense %q: the shard's range [%d,%d) has more than %d values (ams.MaxDenseValues): use more shards",
+			ams.ErrTooLarge, d.Spec.Name, d.Lo, d.Hi, ams.MaxDenseValues)
+	}
+	if d.Init != nil && len(d.Init) != d.Hi-d.Lo {
+		return fmt.Errorf("%w: dense %q: %d initial values for range [%d,%d)", ams.ErrBadRequest, d.Spec.Name, len(d.Init), d.Lo, d.Hi)
+	}
+	return ams.CheckFinite(fmt.Sprintf("declare dense %q: initial values", d.Spec.Name), nil, d.Init, 0)
+}
+
 // Declare creates tables and dense ranges. Existing identical declarations
 // are kept as they are (their rows and values untouched); a declaration
 // that differs from an existing one fails with ams.ErrConflict. It returns the
@@ -449,20 +469,7 @@ func (s *Shard) Declare(version uint64, tables []ams.TableSpec, dense []DenseDec
 	}
 	for _, d := range dense {
 		d.Spec.EnsureDefaults()
-		if err := d.Spec.Validate(); err != nil {
-			return nil, fmt.Errorf("ams: declare dense %q: %w", d.Spec.Name, err)
-		}
-		if d.Lo < 0 || d.Hi < d.Lo || d.Hi > d.Spec.Size {
-			return nil, fmt.Errorf("%w: dense %q range [%d,%d) of size %d", ams.ErrBadRequest, d.Spec.Name, d.Lo, d.Hi, d.Spec.Size)
-		}
-		if d.Hi-d.Lo > ams.MaxDenseValues {
-			return nil, fmt.Errorf("%w: dense %q: the shard's range [%d,%d) has more than %d values (ams.MaxDenseValues): use more shards",
-				ams.ErrTooLarge, d.Spec.Name, d.Lo, d.Hi, ams.MaxDenseValues)
-		}
-		if d.Init != nil && len(d.Init) != d.Hi-d.Lo {
-			return nil, fmt.Errorf("%w: dense %q: %d initial values for range [%d,%d)", ams.ErrBadRequest, d.Spec.Name, len(d.Init), d.Lo, d.Hi)
-		}
-		if err := ams.CheckFinite(fmt.Sprintf("declare dense %q: initial values", d.Spec.Name), nil, d.Init, 0); err != nil {
+		if err := d.check(); err != nil {
 			return nil, err
 		}
 		if di, ok := next.dense[d.Spec.Name]; ok {

@@ -33,24 +33,7 @@ func TestMetrics(t *testing.T) {
 	if err := n.Shard().Begin(1, 0); err != nil {
 		t.Fatal(err)
 	}
-	spec := ams.TableSpec{Name: "emb", Dim: 2, Optimizer: ams.OptimizerSpec{Name: "sgd", LR: 1}, Init: ams.InitSpec{Kind: "zeros"}}
-	if _, err := n.Shard().Declare(1, []ams.TableSpec{spec}, nil); err != nil {
-		t.Fatal(err)
-	}
-	if err := n.Shard().Push(1, []ams.TableRequest{{Table: "emb", IDs: []uint64{7, 8, 9}, Rows: make([]float32, 6)}}); err != nil {
-		t.Fatal(err)
-	}
-	// A gradient row holding a NaN is refused, and counted; so is a
-	// dense gradient.
-	if err := n.Shard().Push(1, []ams.TableRequest{{Table: "emb", IDs: []uint64{7, 8}, Rows: []float32{0, float32(math.NaN()), 1, 1}}}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := n.Shard().Declare(1, nil, []shard.DenseDecl{{Spec: ams.DenseSpec{Name: "mlp", Size: 2}, Lo: 0, Hi: 2, Init: []float32{1, 2}}}); err != nil {
-		t.Fatal(err)
-	}
-	if err := n.Shard().PushDense(1, "mlp", []float32{float32(math.Inf(-1)), 0}); err != nil {
-		t.Fatal(err)
-	}
+	pushWithNonFinite(t, n.Shard())
 	cc, err := grpc.NewClient(n.Addr(), grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {
 		t.Fatal(err)
@@ -106,6 +89,31 @@ xps_ams_dense_nonfinite_refused_total{dense="mlp"} 1
 xps_ams_pushes_total 0
 `), "xps_ams_pushes_total"); err != nil {
 		t.Error(err)
+	}
+}
+
+// pushWithNonFinite declares table emb and dense vector mlp on sh and
+// pushes into them: three good rows, then a row holding a NaN (refused and
+// counted), and a dense gradient holding an Inf (refused and counted).
+func pushWithNonFinite(t *testing.T, sh *shard.Shard) {
+	t.Helper()
+	spec := ams.TableSpec{Name: "emb", Dim: 2, Optimizer: ams.OptimizerSpec{Name: "sgd", LR: 1}, Init: ams.InitSpec{Kind: "zeros"}}
+	if _, err := sh.Declare(1, []ams.TableSpec{spec}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := sh.Push(1, []ams.TableRequest{{Table: "emb", IDs: []uint64{7, 8, 9}, Rows: make([]float32, 6)}}); err != nil {
+		t.Fatal(err)
+	}
+	// A gradient row holding a NaN is refused, and counted; so is a
+	// dense gradient.
+	if err := sh.Push(1, []ams.TableRequest{{Table: "emb", IDs: []uint64{7, 8}, Rows: []float32{0, float32(math.NaN()), 1, 1}}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := sh.Declare(1, nil, []shard.DenseDecl{{Spec: ams.DenseSpec{Name: "mlp", Size: 2}, Lo: 0, Hi: 2, Init: []float32{1, 2}}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := sh.PushDense(1, "mlp", []float32{float32(math.Inf(-1)), 0}); err != nil {
+		t.Fatal(err)
 	}
 }
 

@@ -57,37 +57,13 @@ func TestForgedRecordsNeitherWedgeNorFoolASnapshot(t *testing.T) {
 	}
 	eventually(t, 10*time.Second, "the initial snapshot", func() bool { _, _, err := snapshot.Latest(st); return err == nil })
 
-	// The job's one worker: it acknowledges each pause once gate is closed.
 	conn := testutil.Conn(cli, p)
 	defer register(t, cli, p, membership.KindWorker, "worker-0", "").Close()
 	gate := make(chan struct{})
 	ctx, cancel := context.WithCancel(testCtx(t))
 	defer cancel()
-	acked := make(chan error, 1)
-	go func() {
-		acked <- conn.WatchPauses(ctx, 0, func(seq uint64) error {
-			select {
-			case <-gate:
-			case <-ctx.Done():
-				return ctx.Err()
-			}
-			return conn.AckPause(ctx, "worker-0", seq)
-		})
-	}()
-
-	// The forgeries: a ghost worker-7 under a lease of the forger's own,
-	// and worker-0's acknowledgement of pause 1<<40.
-	lease, err := cli.Grant(testCtx(t), 60)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ghost := membership.MemberKey(p, membership.KindWorker, "worker-7")
-	if _, err := cli.Put(testCtx(t), ghost, `{"kind":"worker","id":"worker-7","pid":4242}`, clientv3.WithLease(lease.ID)); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := cli.Put(testCtx(t), controlplane.PauseAckKey(p, "worker-0"), "1099511627776"); err != nil {
-		t.Fatal(err)
-	}
+	acked := gatedAcker(ctx, conn, "worker-0", gate)
+	forge(t, cli, p)
 
 	result := make(chan controlplane.SnapshotResult, 1)
 	go func() {
@@ -117,4 +93,39 @@ func TestForgedRecordsNeitherWedgeNorFoolASnapshot(t *testing.T) {
 	}
 	cancel()
 	<-acked
+}
+
+// gatedAcker acknowledges each pause for worker once gate is closed, as
+// the worker would at a batch boundary; the channel has WatchPauses' end.
+func gatedAcker(ctx context.Context, conn *controlplane.Conn, worker string, gate <-chan struct{}) <-chan error {
+	acked := make(chan error, 1)
+	go func() {
+		acked <- conn.WatchPauses(ctx, 0, func(seq uint64) error {
+			select {
+			case <-gate:
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+			return conn.AckPause(ctx, worker, seq)
+		})
+	}()
+	return acked
+}
+
+// forge writes the probe's records into cluster p: a ghost worker-7 under
+// a lease of the forger's own, and worker-0's acknowledgement of pause
+// 1<<40.
+func forge(t *testing.T, cli *clientv3.Client, p string) {
+	t.Helper()
+	lease, err := cli.Grant(testCtx(t), 60)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ghost := membership.MemberKey(p, membership.KindWorker, "worker-7")
+	if _, err := cli.Put(testCtx(t), ghost, `{"kind":"worker","id":"worker-7","pid":4242}`, clientv3.WithLease(lease.ID)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cli.Put(testCtx(t), controlplane.PauseAckKey(p, "worker-0"), "1099511627776"); err != nil {
+		t.Fatal(err)
+	}
 }
