@@ -1,4 +1,4 @@
-package worker
+package ctr
 
 import (
 	"fmt"
@@ -88,7 +88,7 @@ func NewNet(cfg config.Config, shape Shape) (*Net, error) {
 		}
 	case config.KindDCNv2:
 		if n.Cross, err = densenet.NewCross(w, cfg.Model.CrossLayers); err != nil {
-			return nil, fmt.Errorf("worker: %w", err)
+			return nil, fmt.Errorf("ctr: %w", err)
 		}
 	case config.KindDIN, config.KindDIEN:
 		if n.Seq, err = newSeqNet(cfg, layout); err != nil {
@@ -98,10 +98,10 @@ func NewNet(cfg config.Config, shape Shape) (*Net, error) {
 	}
 	sizes := append([]int{w}, cfg.Model.Hidden...)
 	if n.MLP, err = densenet.NewMLP(append(sizes, 1)); err != nil {
-		return nil, fmt.Errorf("worker: %w", err)
+		return nil, fmt.Errorf("ctr: %w", err)
 	}
 	if p := n.NumParams(); p > maxDenseParams {
-		return nil, fmt.Errorf("worker: the dense network (%s, MLP %v) would have %d parameters, more than %d", n.Kind, n.MLP.Sizes, p, maxDenseParams)
+		return nil, fmt.Errorf("ctr: the dense network (%s, MLP %v) would have %d parameters, more than %d", n.Kind, n.MLP.Sizes, p, maxDenseParams)
 	}
 	return n, nil
 }
@@ -111,7 +111,7 @@ func NewNet(cfg config.Config, shape Shape) (*Net, error) {
 func fmDim(cfg config.Config, shape Shape) (int, error) {
 	for f, w := range shape.DenseWidths {
 		if w > 0 {
-			return 0, fmt.Errorf("worker: model.kind %s needs every field to be sparse, but field %d is dense", cfg.Model.Kind, f)
+			return 0, fmt.Errorf("ctr: model.kind %s needs every field to be sparse, but field %d is dense", cfg.Model.Kind, f)
 		}
 	}
 	dim := cfg.Model.Tables[0].Dim
@@ -120,7 +120,7 @@ func fmDim(cfg config.Config, shape Shape) (int, error) {
 			continue
 		}
 		if tb.Dim != dim {
-			return 0, fmt.Errorf("worker: model.kind %s needs one embedding dim for every field, but table %s has dim %d and table %s dim %d",
+			return 0, fmt.Errorf("ctr: model.kind %s needs one embedding dim for every field, but table %s has dim %d and table %s dim %d",
 				cfg.Model.Kind, cfg.Model.Tables[0].Name, dim, tb.Name, tb.Dim)
 		}
 	}
