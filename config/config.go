@@ -157,7 +157,7 @@ const (
 )
 
 // SequenceConfig declares a user's behaviour history (DIN and DIEN,
-// package worker's Net): sequence fields whose features are an ordered
+// package model/ctr's Net): sequence fields whose features are an ordered
 // list of items, oldest first, aligned position by position (the item
 // ids, their categories, ...), and the candidate's fields of the same
 // vocabularies.
@@ -238,7 +238,7 @@ const WideTable = "wide"
 // ModelConfig declares the model: sparse tables, fields, MLP.
 type ModelConfig struct {
 	// Kind is the network over the pooled field embeddings (package
-	// worker's Net): mlp (concatenate the fields, MLP); lr (logistic
+	// model/ctr's Net): mlp (concatenate the fields, MLP); lr (logistic
 	// regression: the fields' pooled rows through one linear layer; with
 	// dim-1 rows, a weight per ID); fm (a factorization machine: the
 	// linear layer plus the pairwise interactions of the fields'

@@ -10,13 +10,13 @@ import (
 	"github.com/xdlgo/xps/config"
 	"github.com/xdlgo/xps/densenet"
 	"github.com/xdlgo/xps/export"
-	"github.com/xdlgo/xps/internal/worker"
+	"github.com/xdlgo/xps/model/ctr"
 	"github.com/xdlgo/xps/reader"
 	"github.com/xdlgo/xps/snapshot"
 )
 
 // denseName is the dense vector that holds the MLP's parameters.
-const denseName = worker.DenseName
+const denseName = ctr.DenseName
 
 // replica is one copy of the served model: the network, its parameters
 // and each table's rows, as of the export seq of a chain. The Server
@@ -28,7 +28,7 @@ type replica struct {
 	seq     uint64 // the export applied last; 0: none
 	full    uint64 // the full export of its chain
 	samples int64  // trained samples at seq's cut
-	net     *worker.Net
+	net     *ctr.Net
 	ns      []uint32 // the model's field namespaces (reader.DecoderOptions)
 	params  []float32
 	tables  []*ams.Table // by model table (config order)
@@ -45,11 +45,11 @@ func newReplica(m *export.Manifest) (*replica, error) {
 		return nil, fmt.Errorf("serve: export %d: the config: %w", m.Seq, err)
 	}
 	cfg.EnsureDefaults()
-	var shape worker.Shape
+	var shape ctr.Shape
 	if err := json.Unmarshal(m.Shape, &shape); err != nil || shape.Fields < 1 {
 		return nil, fmt.Errorf("serve: export %d: no input shape (%v): the export was written by an older trainer", m.Seq, err)
 	}
-	net, err := worker.NewNet(cfg, shape)
+	net, err := ctr.NewNet(cfg, shape)
 	if err != nil {
 		return nil, fmt.Errorf("serve: export %d: %w", m.Seq, err)
 	}
@@ -129,7 +129,7 @@ func (r *replica) rows() map[string]int {
 // the pulled rows and the forward pass's.
 type scorer struct {
 	builder *compress.Builder
-	infer   *worker.Infer
+	infer   *ctr.Infer
 	rows    [][]float32
 	logits  []float32
 }

@@ -131,7 +131,7 @@ func buildGroup(g *reader.Group, req *Request, ns []uint32, lim *Limits) error {
 var errTooMany = errors.New("too many features")
 
 // maxField bounds a request's field numbers (a model has at most
-// worker.MaxFields fields).
+// ctr.MaxFields fields).
 const maxField = 1 << 16
 
 // parseFeatures appends the features of s (FIELD:TOKEN[:VALUE] ...) to

@@ -2,6 +2,7 @@ package archtest
 
 import (
 	"bufio"
+	"fmt"
 	"go/parser"
 	"go/token"
 	"os"
@@ -180,6 +181,85 @@ func TestDesignRules(t *testing.T) {
 	}
 }
 
+// servePkgs are the packages of the prediction server: its library and
+// its binary.
+var servePkgs = []string{"serve", "cmd/serve"}
+
+// serveForbidden are the packages of the module that the prediction
+// server must not link (serve depends on the model, the export format and
+// its protocol only): the job lifecycle and the two trainers.
+var serveForbidden = []string{"job", "internal/worker", "internal/xctrain"}
+
+// serveForbiddenExternal are the import path prefixes of outside modules
+// the prediction server must not link: etcd (its client) and Kafka.
+var serveForbiddenExternal = []string{"go.etcd.io/etcd/", "github.com/segmentio/kafka-go"}
+
+// serveViolations lists how the packages of servePkgs break the serving
+// rule: a package of serveForbidden among their dependencies in the
+// module, or a package of theirs importing an outside package of
+// serveForbiddenExternal. Outside modules are not followed: an etcd or
+// Kafka import reaches the server through a package of the module.
+func serveViolations(g graph) []string {
+	var out []string
+	for _, root := range servePkgs {
+		for p := range g.deps(root) {
+			for _, f := range serveForbidden {
+				if under(p, f) {
+					out = append(out, fmt.Sprintf("%s links %s: the prediction server never links the job lifecycle or a trainer", root, p))
+				}
+			}
+			for _, im := range g[p] {
+				for _, f := range serveForbiddenExternal {
+					if strings.HasPrefix(im, f) {
+						out = append(out, fmt.Sprintf("%s links %s (imported by %s): the prediction server never links etcd or Kafka", root, im, p))
+					}
+				}
+			}
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// modelViolations lists how the model floor (model/...) breaks its rule:
+// a package of it imports internal/ (public packages never import back
+// up into it) or reaches a trainer, the job lifecycle or package xps.
+func modelViolations(g graph) []string {
+	var out []string
+	for pkg, imports := range g {
+		if !under(pkg, "model") {
+			continue
+		}
+		for _, im := range imports {
+			if to, ok := local(im); ok && under(to, "internal") {
+				out = append(out, fmt.Sprintf("%s imports %s: the model floor is public and never imports internal/", pkg, to))
+			}
+		}
+		for p := range g.deps(pkg) {
+			if p == "." || under(p, "job") || under(p, "internal/worker") || under(p, "internal/xctrain") {
+				out = append(out, fmt.Sprintf("%s reaches %s: the model never depends on a trainer or the job lifecycle", pkg, p))
+			}
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// TestServeAndModelRules enforces the rules of the model floor and the
+// prediction server (serveViolations, modelViolations).
+func TestServeAndModelRules(t *testing.T) {
+	g := loadGraph(t)
+	for _, v := range serveViolations(g) {
+		t.Error(v)
+	}
+	for _, v := range modelViolations(g) {
+		t.Error(v)
+	}
+	if _, ok := g["model/ctr"]; !ok {
+		t.Error("no package model/ctr: the rule of the model floor checks nothing")
+	}
+}
+
 // TestRulesCatchViolations feeds the checks a graph that breaks each rule
 // once, so that a check that cannot fail is noticed.
 func TestRulesCatchViolations(t *testing.T) {
@@ -198,5 +278,19 @@ func TestRulesCatchViolations(t *testing.T) {
 	}
 	if m := row.FindStringSubmatch("| 3 | `internal/controlplane` | the control plane |"); m == nil || m[2] != "internal/controlplane" {
 		t.Fatalf("row does not parse a table line: %v", m)
+	}
+	bad := graph{
+		"cmd/serve": {module + "/serve"}, "serve": {module + "/model/ctr", module + "/internal/x"},
+		"internal/x": {module + "/job", "go.etcd.io/etcd/client/v3"}, "job": {"github.com/segmentio/kafka-go"},
+		"model/ctr": {module + "/internal/worker"}, "internal/worker": nil,
+	}
+	if v := serveViolations(bad); len(v) != 8 { // job, internal/worker (through model/ctr), etcd, kafka-go; from serve and from cmd/serve
+		t.Fatalf("serveViolations of a server linking job, a trainer, etcd and Kafka: %q", v)
+	}
+	if v := modelViolations(bad); len(v) != 2 { // imports internal/, reaches the trainer
+		t.Fatalf("modelViolations of a model importing the trainer: %q", v)
+	}
+	if v := serveViolations(graph{"cmd/serve": {module + "/serve"}, "serve": {module + "/model/ctr"}, "model/ctr": {"math"}}); v != nil {
+		t.Fatalf("serveViolations of a clean server: %q", v)
 	}
 }

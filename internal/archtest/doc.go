@@ -11,7 +11,10 @@
 //     shard, the AMS binary does not link the reader, snapshot does not import ams, densenet imports neither the
 //     module nor RPC or etcd, filters imports only internal/hashmix of the
 //     module and nothing of RPC, etcd or files, and nothing imports a cmd/
-//     package.
+//     package; the prediction server (serve, cmd/serve) links neither job,
+//     internal/worker, internal/xctrain, etcd nor kafka-go, and the model
+//     floor (model/...) imports nothing under internal/ and reaches
+//     neither a trainer, job nor package xps (TestServeAndModelRules).
 //
 // Its size test (funclen_test.go) parses every hand-written .go file of the
 // module, tests included (generated files, testdata and nested modules are

@@ -13,6 +13,7 @@ import (
 	"github.com/xdlgo/xps/internal/membership"
 	"github.com/xdlgo/xps/internal/metrics"
 	"github.com/xdlgo/xps/job"
+	"github.com/xdlgo/xps/model/ctr"
 	"github.com/xdlgo/xps/reader"
 )
 
@@ -26,7 +27,7 @@ type Data struct {
 	// set (config job.valid, or data.valid_samples: the first worker's).
 	Test, Valid []*reader.Group
 	// Shape is the model input shape found in the data and the config.
-	Shape Shape
+	Shape ctr.Shape
 	// Desc describes where the data came from, for humans.
 	Desc string
 	// BestAUC is the best achievable test AUC (the hidden teacher's own),
@@ -438,10 +439,10 @@ func peek(open func(int, reader.Position) (reader.Source, error), sh *shapeFinde
 // shapeFinder collects the fields of sample groups: the largest field, the
 // level of the line each field is first seen on, and dense widths.
 type shapeFinder struct {
-	fields int // 1 + the largest field, at most MaxFields+1
+	fields int // 1 + the largest field, at most ctr.MaxFields+1
 	level  map[uint32]int
 	dense  map[uint32]int
-	// big is the largest field too large for a model (>= MaxFields) and
+	// big is the largest field too large for a model (>= ctr.MaxFields) and
 	// bigAt where it was first seen (see where); bigSeen says there is one.
 	big     uint32
 	bigAt   string
@@ -484,11 +485,11 @@ func (s *shapeFinder) add(g *reader.Group) {
 
 // field records field f, seen on a line of level k of g.
 func (s *shapeFinder) field(f uint32, k int, g *reader.Group) {
-	s.fields = max(s.fields, int(min(f, MaxFields))+1)
+	s.fields = max(s.fields, int(min(f, ctr.MaxFields))+1)
 	if _, ok := s.level[f]; !ok {
 		s.level[f] = k
 	}
-	if f >= MaxFields && (!s.bigSeen || f > s.big) {
+	if f >= ctr.MaxFields && (!s.bigSeen || f > s.big) {
 		s.big, s.bigAt, s.bigSeen = f, s.where(g), true
 	}
 }
@@ -514,26 +515,26 @@ func (s *shapeFinder) where(g *reader.Group) string {
 
 // shape returns the model shape: config values win over what the data
 // shows; data levels are used when useLevels.
-func (s *shapeFinder) shape(cfg config.Config, useLevels bool) (Shape, error) {
+func (s *shapeFinder) shape(cfg config.Config, useLevels bool) (ctr.Shape, error) {
 	if s.err != nil {
-		return Shape{}, s.err
+		return ctr.Shape{}, s.err
 	}
 	m := cfg.Model
 	n := max(m.Fields, len(m.FieldTables), len(m.FieldLevels))
-	if n > MaxFields {
-		return Shape{}, fmt.Errorf("worker: the config gives the model %d fields (model.fields, field_tables, field_levels), more than %d", n, MaxFields)
+	if n > ctr.MaxFields {
+		return ctr.Shape{}, fmt.Errorf("worker: the config gives the model %d fields (model.fields, field_tables, field_levels), more than %d", n, ctr.MaxFields)
 	}
 	if m.Fields == 0 {
 		n = max(n, s.fields)
 	}
 	if n == 0 {
-		return Shape{}, fmt.Errorf("%w: the data has no features", ErrNoData)
+		return ctr.Shape{}, fmt.Errorf("%w: the data has no features", ErrNoData)
 	}
-	if n > MaxFields {
-		return Shape{}, fmt.Errorf("worker: field %d%s: the model would have %d fields (1 + the largest field in the data), more than %d: check the data format (libFM fields are positions in the line) or set model.fields",
-			s.big, s.bigAt, int64(s.big)+1, MaxFields)
+	if n > ctr.MaxFields {
+		return ctr.Shape{}, fmt.Errorf("worker: field %d%s: the model would have %d fields (1 + the largest field in the data), more than %d: check the data format (libFM fields are positions in the line) or set model.fields",
+			s.big, s.bigAt, int64(s.big)+1, ctr.MaxFields)
 	}
-	sh := Shape{Fields: n, Levels: make([]int, n), DenseWidths: make([]int, n)}
+	sh := ctr.Shape{Fields: n, Levels: make([]int, n), DenseWidths: make([]int, n)}
 	for f := 0; f < n; f++ {
 		switch {
 		case f < len(m.FieldLevels):

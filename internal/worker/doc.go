@@ -22,7 +22,8 @@
 //     train.prefetch_batches batches (at least 1) ahead of training, from
 //     a fixed set of prefetch+1 batch states;
 //  4. train/push (Run's goroutine): pool embeddings once per tree node,
-//     compute each level's share of the first layer once per node, MLP
+//     then the network (package model/ctr, which serve shares): each
+//     level's share of the first layer once per node, MLP
 //     forward, sigmoid + binary cross-entropy, backward (the user part's
 //     weight gradient once per user), scatter gradients per unique id, and
 //     push asynchronously, through the route of the batch's pull (handed

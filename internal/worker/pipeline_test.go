@@ -20,6 +20,7 @@ import (
 	"github.com/xdlgo/xps/internal/datagen"
 	"github.com/xdlgo/xps/internal/testutil"
 	"github.com/xdlgo/xps/job"
+	"github.com/xdlgo/xps/model/ctr"
 	"github.com/xdlgo/xps/reader"
 )
 
@@ -48,7 +49,7 @@ func startCluster(t *testing.T, shards int) (*cluster.Cluster, *client.Client) {
 
 // genShape is the shape of genGroups' data: fields 0 and 1 describe the
 // user (the level-1 line), 2 to 5 the item.
-var genShape = Shape{Fields: 6, Levels: []int{1, 1, 0, 0, 0, 0}}
+var genShape = ctr.Shape{Fields: 6, Levels: []int{1, 1, 0, 0, 0, 0}}
 
 // genConfig is datagen's configuration for the tests' data: short user runs,
 // so that groups are small and straddle batches of 64.
@@ -326,7 +327,7 @@ func TestRunTrainsEverySampleOncePerEpoch(t *testing.T) {
 			cfg.Model.Tables = append(cfg.Model.Tables, ams.TableSpec{Name: sid, Dim: 1})
 			cfg.Model.FieldTables = []string{"emb", "emb", "emb", "emb", "emb", "emb", sid}
 			cfg.EnsureDefaults()
-			shape := Shape{Fields: 7, Levels: []int{1, 1, 0, 0, 0, 0, 0}}
+			shape := ctr.Shape{Fields: 7, Levels: []int{1, 1, 0, 0, 0, 0, 0}}
 			tr := newTrainer(t, cl, Options{Config: cfg, Shape: shape, Train: memOpen(groups, true)})
 			res, err := tr.Run(testutil.Ctx(t, time.Minute))
 			if err != nil {
@@ -412,9 +413,9 @@ func TestRunFilePositionIsSourceEnd(t *testing.T) {
 // batchEnds returns the End of every batch of size bs over groups, read as
 // an in-memory source reads them (in order): those of the batches filled by
 // the first k groups, and those of every batch after Flush.
-func batchEnds(t *testing.T, cfg config.Config, shape Shape, groups []*reader.Group, k int) (full, all []reader.Position) {
+func batchEnds(t *testing.T, cfg config.Config, shape ctr.Shape, groups []*reader.Group, k int) (full, all []reader.Position) {
 	t.Helper()
-	l, err := NewLayout(cfg, shape)
+	l, err := ctr.NewLayout(cfg, shape)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/xdlgo/xps/ams/client"
 	"github.com/xdlgo/xps/internal/tracker"
+	"github.com/xdlgo/xps/model/ctr"
 )
 
 // ErrSync reports a job that cannot run in sync mode.
@@ -33,7 +34,7 @@ func (r *run) pullStep(ctx context.Context, s *state) error {
 		return err
 	}
 	for {
-		pending, err := t.cl.PullRound(ctx, r.round(r.tk.Epoch(), false), s.route, s.rows, []client.Vector{{Name: DenseName, Values: s.params}})
+		pending, err := t.cl.PullRound(ctx, r.round(r.tk.Epoch(), false), s.route, s.rows, []client.Vector{{Name: ctr.DenseName, Values: s.params}})
 		if err != nil || !pending {
 			return err
 		}

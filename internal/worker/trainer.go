@@ -21,21 +21,10 @@ import (
 	"github.com/xdlgo/xps/internal/metrics"
 	"github.com/xdlgo/xps/internal/tracker"
 	"github.com/xdlgo/xps/job"
+	"github.com/xdlgo/xps/model/ctr"
 	"github.com/xdlgo/xps/reader"
 	"github.com/xdlgo/xps/sparsenet"
 )
-
-// DenseName is the name of the MLP's dense parameter vector on the shards.
-const DenseName = "mlp"
-
-// MaxFields bounds the number of fields of a model: the MLP input is one
-// pooled vector per field, so a stray huge field number in the data would
-// otherwise ask for a giant network.
-const MaxFields = 4096
-
-// maxDenseParams bounds the MLP's parameter count (one gRPC message carries
-// a shard's share of it as float32s).
-const maxDenseParams = 1 << 27
 
 // ErrNoData is returned when there is nothing to train or evaluate on.
 var ErrNoData = errors.New("worker: no data")
@@ -43,24 +32,12 @@ var ErrNoData = errors.New("worker: no data")
 // ErrBadLabel is returned for a label binary cross-entropy cannot use.
 var ErrBadLabel = errors.New("worker: label outside [0, 1]")
 
-// Shape is the input shape of a model: its fields, the level of each and,
-// for dense fields, their width.
-type Shape struct {
-	// Fields is the number of fields.
-	Fields int `json:"fields"`
-	// Levels[f] is the level of field f (nil: every field at level 0).
-	Levels []int `json:"levels,omitempty"`
-	// DenseWidths[f] > 0 marks field f as a dense field of that width (nil:
-	// every field sparse).
-	DenseWidths []int `json:"dense_widths,omitempty"`
-}
-
 // Options configure a Trainer.
 type Options struct {
 	// Config is the job's configuration (defaults filled, validated).
 	Config config.Config
 	// Shape is the model's input shape. Required (Fields > 0).
-	Shape Shape
+	Shape ctr.Shape
 	// Train opens the training data for an epoch (1-based). Required.
 	Train func(epoch int) (reader.Source, error)
 	// Test is the test set, held in memory. The default value (nil) skips
@@ -243,10 +220,10 @@ type Trainer struct {
 	cfg      config.Config
 	opts     Options
 	layout   *sparsenet.Layout
-	net      *Net
+	net      *ctr.Net
 	tables   []ams.TableSpec // index = layout table index
 	cols     []int           // column blocks of the levels in the dense network's input
-	ws       *NetWorkspace
+	ws       *ctr.NetWorkspace
 
 	// push ring: a buffer is taken before a push and returned after it.
 	free     chan *pushBuf
@@ -276,7 +253,7 @@ type pushBuf struct {
 func (t *Trainer) newPushBuf() *pushBuf {
 	pb := &pushBuf{route: t.cl.NewRoute(), grads: make([][]float32, t.layout.Tables()),
 		dense: make([]float32, t.net.NumParams()), timer: job.NewPushTimer()}
-	pb.vecs = []client.Vector{{Name: DenseName, Values: pb.dense}}
+	pb.vecs = []client.Vector{{Name: ctr.DenseName, Values: pb.dense}}
 	pb.run = func() {
 		defer t.pushWG.Done()
 		err := t.push(pb.ctx, pb.origin, pb)
@@ -306,7 +283,10 @@ func New(cl *client.Client, opts Options) (*Trainer, error) {
 	if opts.Train == nil {
 		return nil, fmt.Errorf("%w: no training source", ErrNoData)
 	}
-	net, err := NewNet(cfg, opts.Shape)
+	if opts.Shape.Fields <= 0 {
+		return nil, fmt.Errorf("%w: the model has no fields", ErrNoData)
+	}
+	net, err := ctr.NewNet(cfg, opts.Shape)
 	if err != nil {
 		return nil, err
 	}
@@ -321,60 +301,6 @@ func New(cl *client.Client, opts Options) (*Trainer, error) {
 		t.free <- t.newPushBuf()
 	}
 	return t, nil
-}
-
-// NewLayout builds the sparse layout of a model: cfg.Model.FieldTables
-// (default: every field in Tables[0]), shape's levels (all 0 when
-// train.compress is off) and dense widths.
-func NewLayout(cfg config.Config, shape Shape) (*sparsenet.Layout, error) {
-	fields := shape.Fields
-	if fields <= 0 {
-		return nil, fmt.Errorf("%w: the model has no fields", ErrNoData)
-	}
-	if fields > MaxFields {
-		return nil, fmt.Errorf("worker: the shape has %d fields, more than %d", fields, MaxFields)
-	}
-	tableIdx := map[string]int{}
-	dims := make([]int, len(cfg.Model.Tables))
-	for i, tb := range cfg.Model.Tables {
-		tableIdx[tb.Name] = i
-		dims[i] = tb.Dim
-	}
-	if n := len(cfg.Model.FieldTables); n > 0 && n != fields {
-		return nil, fmt.Errorf("worker: model.field_tables names %d tables but the model has %d fields (set model.fields)", n, fields)
-	}
-	specs := make([]sparsenet.FieldSpec, fields)
-	for f := range specs {
-		if len(cfg.Model.FieldTables) > 0 {
-			specs[f].Table = tableIdx[cfg.Model.FieldTables[f]]
-		}
-		if f < len(shape.Levels) && *cfg.Train.Compress {
-			specs[f].Level = shape.Levels[f]
-		}
-		if f < len(shape.DenseWidths) && shape.DenseWidths[f] > 0 {
-			specs[f].Table, specs[f].DenseWidth = -1, shape.DenseWidths[f]
-		}
-		if isSeqField(cfg, f) && specs[f].Table >= 0 {
-			specs[f].SeqLen = cfg.Model.Sequence.MaxLen
-		}
-	}
-	if cfg.Model.HasWide() { // the wide part: every sparse field mirrored into the dim-1 table
-		wide := tableIdx[config.WideTable]
-		for f := range fields {
-			if specs[f].Table >= 0 {
-				specs = append(specs, sparsenet.FieldSpec{Table: wide, Level: specs[f].Level, From: f + 1})
-			}
-		}
-	}
-	pooling := sparsenet.Sum
-	if cfg.Model.Pooling == "mean" {
-		pooling = sparsenet.Mean
-	}
-	l, err := sparsenet.NewLayoutFields(specs, dims, pooling)
-	if err != nil {
-		return nil, fmt.Errorf("worker: %w", err)
-	}
-	return l, nil
 }
 
 // Fields returns the number of fields of the model (its data's, without
@@ -404,7 +330,7 @@ func (t *Trainer) Describe() string { return t.net.Describe() }
 func (t *Trainer) Declare(ctx context.Context) error {
 	init := make([]float32, t.net.NumParams())
 	t.net.Init(init, t.cfg.Model.Seed)
-	d := client.Dense{Spec: ams.DenseSpec{Name: DenseName, Size: len(init), Optimizer: t.cfg.Model.DenseOptimizer,
+	d := client.Dense{Spec: ams.DenseSpec{Name: ctr.DenseName, Size: len(init), Optimizer: t.cfg.Model.DenseOptimizer,
 		Schedule: t.cfg.Model.DenseSchedule}, Init: init}
 	if err := t.cl.Declare(ctx, t.tables, []client.Dense{d}); err != nil {
 		return fmt.Errorf("worker: declare model: %w", err)
@@ -452,7 +378,7 @@ func (t *Trainer) newState() *state {
 	s := &state{rows: make([][]float32, t.layout.Tables()), params: make([]float32, t.net.NumParams()),
 		xs: make([][]float32, L), dxs: make([][]float32, L), route: t.cl.NewRoute(),
 		tree: densenet.Tree{Cols: t.cols, Count: make([]int, L), X: make([][]float32, L)}}
-	s.vecs = []client.Vector{{Name: DenseName, Values: s.params}}
+	s.vecs = []client.Vector{{Name: ctr.DenseName, Values: s.params}}
 	return s
 }
 
@@ -647,7 +573,7 @@ func (t *Trainer) evalAndReport(ctx context.Context, res *Result, when string) (
 
 // forward pools s's batch and runs the MLP forward; it returns the number
 // of samples.
-func (t *Trainer) forward(ws *NetWorkspace, s *state) int {
+func (t *Trainer) forward(ws *ctr.NetWorkspace, s *state) int {
 	t.prepare(s)
 	n := s.cb.N
 	t.net.ForwardTree(ws, s.params, s.tree, s.logits[:n])

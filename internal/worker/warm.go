@@ -7,6 +7,7 @@ import (
 	"github.com/xdlgo/xps/ams/client"
 	"github.com/xdlgo/xps/export"
 	"github.com/xdlgo/xps/job"
+	"github.com/xdlgo/xps/model/ctr"
 	"github.com/xdlgo/xps/snapshot"
 )
 
@@ -40,11 +41,11 @@ func warmStart(ctx context.Context, cl *client.Client, loc string, tables map[st
 		}
 	}
 	last := chain[len(chain)-1]
-	params, err := export.ReadDense(store, last, DenseName)
+	params, err := export.ReadDense(store, last, ctr.DenseName)
 	if err != nil {
 		return nil, 0, err
 	}
-	if err := cl.SetDense(ctx, DenseName, params); err != nil {
+	if err := cl.SetDense(ctx, ctr.DenseName, params); err != nil {
 		return nil, 0, err
 	}
 	usage, err := cl.Tables(ctx)

@@ -19,6 +19,7 @@ import (
 	"github.com/xdlgo/xps/internal/datagen"
 	"github.com/xdlgo/xps/internal/testutil"
 	"github.com/xdlgo/xps/job"
+	"github.com/xdlgo/xps/model/ctr"
 	"github.com/xdlgo/xps/reader"
 )
 
@@ -221,14 +222,14 @@ func TestNewRefusesBadInput(t *testing.T) {
 	if _, err := New(nil, Options{Config: cfg, Train: open}); !errors.Is(err, ErrNoData) {
 		t.Fatalf("no fields: %v, want ErrNoData", err)
 	}
-	if _, err := New(nil, Options{Config: cfg, Shape: Shape{Fields: 2}}); !errors.Is(err, ErrNoData) {
+	if _, err := New(nil, Options{Config: cfg, Shape: ctr.Shape{Fields: 2}}); !errors.Is(err, ErrNoData) {
 		t.Fatalf("no training source: %v, want ErrNoData", err)
 	}
 	cfg.Model.FieldTables = []string{"emb", "emb", "emb"}
-	if _, err := New(nil, Options{Config: cfg, Shape: Shape{Fields: 2}, Train: open}); err == nil {
+	if _, err := New(nil, Options{Config: cfg, Shape: ctr.Shape{Fields: 2}, Train: open}); err == nil {
 		t.Fatal("three named fields for a two-field model: no error")
 	}
-	if _, err := New(nil, Options{Config: smallConfig(), Shape: Shape{Fields: 100000}, Train: open}); err == nil || !strings.Contains(err.Error(), "fields") {
+	if _, err := New(nil, Options{Config: smallConfig(), Shape: ctr.Shape{Fields: 100000}, Train: open}); err == nil || !strings.Contains(err.Error(), "fields") {
 		t.Fatalf("a field number of 100000: %v, want an error about fields", err)
 	}
 	var sh shapeFinder

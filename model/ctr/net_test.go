@@ -1,4 +1,4 @@
-package worker
+package ctr
 
 import (
 	"math"
@@ -34,8 +34,8 @@ func testNet(t *testing.T, kind string, n, users int, rng *rand.Rand) (*Net, []f
 	if err != nil {
 		t.Fatal(err)
 	}
-	if net.Wide != cfg.Model.HasWide() || net.Wide && net.Layout.Width() != 6*4+6 {
-		t.Fatalf("%s: wide %v, layout width %d", kind, net.Wide, net.Layout.Width())
+	if net.wide != cfg.Model.HasWide() || net.wide && net.Layout.Width() != 6*4+6 {
+		t.Fatalf("%s: wide %v, layout width %d", kind, net.wide, net.Layout.Width())
 	}
 	params := make([]float32, net.NumParams())
 	net.Init(params, 3)

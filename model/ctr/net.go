@@ -1,4 +1,4 @@
-package worker
+package ctr
 
 import (
 	"fmt"
@@ -43,27 +43,29 @@ import (
 // The dense parameters are the MLP's, then Cross's or the history
 // part's.
 type Net struct {
+	// Layout is the input's layout: fields, levels, their columns.
 	Layout *sparsenet.Layout
-	Kind   string
-	MLP    *densenet.MLP
-	// Cross is dcnv2's cross layers (nil for the other kinds).
-	Cross *densenet.Cross
-	// FMDim is the fields' embedding dim for kinds fm and deepfm, whose FM
-	// term covers every field (0 for the other kinds).
-	FMDim int
 	// Cols are the input columns by level, for densenet.Tree: level k's
 	// are [Cols[k], Cols[k+1]).
 	Cols []int
-	// Wide says the layout has the wide part's mirror fields: level k's
-	// last WideCols[k] columns; DeepCols are the columns of the other
+
+	kind string
+	mlp  *densenet.MLP
+	// cross is dcnv2's cross layers (nil for the other kinds).
+	cross *densenet.Cross
+	// fmDim is the fields' embedding dim for kinds fm and deepfm, whose FM
+	// term covers every field (0 for the other kinds).
+	fmDim int
+	// wide says the layout has the wide part's mirror fields: level k's
+	// last wideCols[k] columns; deepCols are the columns of the other
 	// fields by level, as Cols (nil without the wide part).
-	Wide     bool
-	WideCols []int
-	DeepCols []int
+	wide     bool
+	wideCols []int
+	deepCols []int
 	wideCol  []bool // by column of the layout: the wide part's
-	// Seq is the behaviour-history part of kinds din and dien (nil for
+	// seq is the behaviour-history part of kinds din and dien (nil for
 	// the other kinds; see seqnet.go).
-	Seq *seqNet
+	seq *seqNet
 }
 
 // NewNet builds the network of cfg (defaults filled) for inputs of shape.
@@ -72,46 +74,46 @@ func NewNet(cfg config.Config, shape Shape) (*Net, error) {
 	if err != nil {
 		return nil, err
 	}
-	n := &Net{Layout: layout, Kind: cfg.Model.Kind, Cols: make([]int, layout.Levels()+1)}
+	n := &Net{Layout: layout, kind: cfg.Model.Kind, Cols: make([]int, layout.Levels()+1)}
 	for k := 0; k < layout.Levels(); k++ {
 		_, n.Cols[k+1] = layout.LevelCols(k)
 	}
 	w := layout.Width()
 	if cfg.Model.HasWide() {
 		n.splitWide()
-		w = n.DeepCols[len(n.DeepCols)-1]
+		w = n.deepCols[len(n.deepCols)-1]
 	}
-	switch n.Kind {
+	switch n.kind {
 	case config.KindFM, config.KindDeepFM:
-		if n.FMDim, err = fmDim(cfg, shape); err != nil {
+		if n.fmDim, err = fmDimOf(cfg, shape); err != nil {
 			return nil, err
 		}
 	case config.KindDCNv2:
-		if n.Cross, err = densenet.NewCross(w, cfg.Model.CrossLayers); err != nil {
-			return nil, fmt.Errorf("worker: %w", err)
+		if n.cross, err = densenet.NewCross(w, cfg.Model.CrossLayers); err != nil {
+			return nil, fmt.Errorf("ctr: %w", err)
 		}
 	case config.KindDIN, config.KindDIEN:
-		if n.Seq, err = newSeqNet(cfg, layout); err != nil {
+		if n.seq, err = newSeqNet(cfg, layout); err != nil {
 			return nil, err
 		}
-		w = n.Seq.inWidth()
+		w = n.seq.inWidth()
 	}
 	sizes := append([]int{w}, cfg.Model.Hidden...)
-	if n.MLP, err = densenet.NewMLP(append(sizes, 1)); err != nil {
-		return nil, fmt.Errorf("worker: %w", err)
+	if n.mlp, err = densenet.NewMLP(append(sizes, 1)); err != nil {
+		return nil, fmt.Errorf("ctr: %w", err)
 	}
 	if p := n.NumParams(); p > maxDenseParams {
-		return nil, fmt.Errorf("worker: the dense network (%s, MLP %v) would have %d parameters, more than %d", n.Kind, n.MLP.Sizes, p, maxDenseParams)
+		return nil, fmt.Errorf("ctr: the dense network (%s, MLP %v) would have %d parameters, more than %d", n.kind, n.mlp.Sizes, p, maxDenseParams)
 	}
 	return n, nil
 }
 
-// fmDim returns the one embedding dim of every field, which the FM term
+// fmDimOf returns the one embedding dim of every field, which the FM term
 // needs (its interactions are dot products of the fields' rows).
-func fmDim(cfg config.Config, shape Shape) (int, error) {
+func fmDimOf(cfg config.Config, shape Shape) (int, error) {
 	for f, w := range shape.DenseWidths {
 		if w > 0 {
-			return 0, fmt.Errorf("worker: model.kind %s needs every field to be sparse, but field %d is dense", cfg.Model.Kind, f)
+			return 0, fmt.Errorf("ctr: model.kind %s needs every field to be sparse, but field %d is dense", cfg.Model.Kind, f)
 		}
 	}
 	dim := cfg.Model.Tables[0].Dim
@@ -120,7 +122,7 @@ func fmDim(cfg config.Config, shape Shape) (int, error) {
 			continue
 		}
 		if tb.Dim != dim {
-			return 0, fmt.Errorf("worker: model.kind %s needs one embedding dim for every field, but table %s has dim %d and table %s dim %d",
+			return 0, fmt.Errorf("ctr: model.kind %s needs one embedding dim for every field, but table %s has dim %d and table %s dim %d",
 				cfg.Model.Kind, cfg.Model.Tables[0].Name, dim, tb.Name, tb.Dim)
 		}
 	}
@@ -129,12 +131,12 @@ func fmDim(cfg config.Config, shape Shape) (int, error) {
 
 // NumParams returns the number of dense parameters.
 func (n *Net) NumParams() int {
-	p := n.MLP.NumParams()
-	if n.Cross != nil {
-		p += n.Cross.NumParams()
+	p := n.mlp.NumParams()
+	if n.cross != nil {
+		p += n.cross.NumParams()
 	}
-	if n.Seq != nil {
-		p += n.Seq.numParams()
+	if n.seq != nil {
+		p += n.seq.numParams()
 	}
 	return p
 }
@@ -144,36 +146,36 @@ func (n *Net) NumParams() int {
 // sum of the rows (a weight per ID): the rows and the layer both starting
 // near 0 would make a product of two small factors that learns slowly.
 func (n *Net) Init(params []float32, seed uint64) {
-	m := n.MLP.NumParams()
-	n.MLP.Init(params[:m], seed)
-	if n.Kind == config.KindLR {
-		w, b := n.MLP.LayerParams(params[:m], 0)
+	m := n.mlp.NumParams()
+	n.mlp.Init(params[:m], seed)
+	if n.kind == config.KindLR {
+		w, b := n.mlp.LayerParams(params[:m], 0)
 		for i := range w {
 			w[i] = 1
 		}
 		clear(b)
 	}
-	if n.Cross != nil {
-		n.Cross.Init(params[m:], seed+1)
+	if n.cross != nil {
+		n.cross.Init(params[m:], seed+1)
 	}
-	if n.Seq != nil {
-		n.Seq.init(params[m:], seed)
+	if n.seq != nil {
+		n.seq.init(params[m:], seed)
 	}
 }
 
 // Describe names the network's dense blocks, for the progress lines.
 func (n *Net) Describe() string {
-	hidden := n.MLP.Sizes[1 : len(n.MLP.Sizes)-1]
-	if n.Seq != nil {
-		return n.Seq.describe(hidden)
+	hidden := n.mlp.Sizes[1 : len(n.mlp.Sizes)-1]
+	if n.seq != nil {
+		return n.seq.describe(hidden)
 	}
-	switch n.Kind {
+	switch n.kind {
 	case config.KindFM:
-		return fmt.Sprintf("fm (linear + pairwise interactions of dim %d%s)", n.FMDim, n.wideText())
+		return fmt.Sprintf("fm (linear + pairwise interactions of dim %d%s)", n.fmDim, n.wideText())
 	case config.KindDeepFM:
-		return fmt.Sprintf("deepfm (MLP %v + pairwise interactions of dim %d%s)", hidden, n.FMDim, n.wideText())
+		return fmt.Sprintf("deepfm (MLP %v + pairwise interactions of dim %d%s)", hidden, n.fmDim, n.wideText())
 	case config.KindDCNv2:
-		return fmt.Sprintf("dcnv2 (%d cross layers of width %d, then MLP %v)", n.Cross.Layers, n.Cross.Width, hidden)
+		return fmt.Sprintf("dcnv2 (%d cross layers of width %d, then MLP %v)", n.cross.Layers, n.cross.Width, hidden)
 	case config.KindLR:
 		return "lr (one linear layer)"
 	case config.KindWDL:
@@ -199,19 +201,19 @@ type NetWorkspace struct {
 // NewWorkspace returns buffers for batches of up to maxBatch samples;
 // threads caps the goroutines of a matrix product (0: GOMAXPROCS).
 func (n *Net) NewWorkspace(maxBatch, threads int) *NetWorkspace {
-	ws := &NetWorkspace{mlp: n.MLP.NewWorkspace(maxBatch)}
+	ws := &NetWorkspace{mlp: n.mlp.NewWorkspace(maxBatch)}
 	ws.mlp.Threads = threads
-	if n.FMDim > 0 {
-		ws.fm, ws.terms = densenet.NewFMWorkspace(n.FMDim, maxBatch), make([]float32, maxBatch)
+	if n.fmDim > 0 {
+		ws.fm, ws.terms = densenet.NewFMWorkspace(n.fmDim, maxBatch), make([]float32, maxBatch)
 	}
-	if n.Wide {
+	if n.wide {
 		ws.wide = n.newWideWorkspace(maxBatch)
 	}
-	if n.Seq != nil {
-		ws.seq = n.Seq.newWorkspace(n.Layout.Levels(), threads)
+	if n.seq != nil {
+		ws.seq = n.seq.newWorkspace(n.Layout.Levels(), threads)
 	}
-	if n.Cross != nil {
-		ws.cross = n.Cross.NewWorkspace(maxBatch)
+	if n.cross != nil {
+		ws.cross = n.cross.NewWorkspace(maxBatch)
 		ws.cross.Threads = threads
 		size := maxBatch * n.inWidth()
 		ws.flat, ws.crossed, ws.dflat, ws.dcrossed = make([]float32, size), make([]float32, size), make([]float32, size), make([]float32, size)
@@ -222,7 +224,7 @@ func (n *Net) NewWorkspace(maxBatch, threads int) *NetWorkspace {
 // ForwardTree sets logits (Count[0] values) to the logits of the samples
 // of the compressed batch t.
 func (n *Net) ForwardTree(ws *NetWorkspace, params []float32, t densenet.Tree, logits []float32) {
-	if !n.Wide {
+	if !n.wide {
 		n.forwardDeep(ws, params, t, logits)
 		return
 	}
@@ -232,20 +234,20 @@ func (n *Net) ForwardTree(ws *NetWorkspace, params []float32, t densenet.Tree, l
 
 // forwardDeep is ForwardTree without the wide part.
 func (n *Net) forwardDeep(ws *NetWorkspace, params []float32, t densenet.Tree, logits []float32) {
-	m, b := n.MLP.NumParams(), t.Count[0]
-	if n.Seq != nil {
-		n.MLP.ForwardTree(ws.mlp, params[:m], n.Seq.forward(ws.seq, params[m:], t), logits)
+	m, b := n.mlp.NumParams(), t.Count[0]
+	if n.seq != nil {
+		n.mlp.ForwardTree(ws.mlp, params[:m], n.seq.forward(ws.seq, params[m:], t), logits)
 		return
 	}
-	if n.Cross != nil {
+	if n.cross != nil {
 		size := b * n.inWidth()
 		flat, crossed := ws.flat[:size], ws.crossed[:size]
 		densenet.ExpandTree(flat, t)
-		n.Cross.Forward(ws.cross, params[m:], flat, b, crossed)
-		n.MLP.Forward(ws.mlp, params[:m], crossed, b, logits)
+		n.cross.Forward(ws.cross, params[m:], flat, b, crossed)
+		n.mlp.Forward(ws.mlp, params[:m], crossed, b, logits)
 		return
 	}
-	n.MLP.ForwardTree(ws.mlp, params[:m], t, logits)
+	n.mlp.ForwardTree(ws.mlp, params[:m], t, logits)
 	if ws.fm != nil {
 		terms := ws.terms[:b]
 		ws.fm.ForwardTree(t, terms)
@@ -258,7 +260,7 @@ func (n *Net) forwardDeep(ws *NetWorkspace, params []float32, t densenet.Tree, l
 // dense parameters and dX[k] to that with respect to the level-k nodes'
 // pooled rows, given dlogits, the gradient with respect to the logits.
 func (n *Net) BackwardTree(ws *NetWorkspace, params []float32, t densenet.Tree, dlogits, grad []float32, dX [][]float32) {
-	if !n.Wide {
+	if !n.wide {
 		n.backwardDeep(ws, params, t, dlogits, grad, dX)
 		return
 	}
@@ -269,21 +271,21 @@ func (n *Net) BackwardTree(ws *NetWorkspace, params []float32, t densenet.Tree, 
 
 // backwardDeep is BackwardTree without the wide part.
 func (n *Net) backwardDeep(ws *NetWorkspace, params []float32, t densenet.Tree, dlogits, grad []float32, dX [][]float32) {
-	m, b := n.MLP.NumParams(), t.Count[0]
-	if n.Seq != nil {
-		n.MLP.BackwardTree(ws.mlp, params[:m], ws.seq.tree, dlogits, grad[:m], ws.seq.dx)
-		n.Seq.backward(ws.seq, params[m:], t, grad[m:], dX)
+	m, b := n.mlp.NumParams(), t.Count[0]
+	if n.seq != nil {
+		n.mlp.BackwardTree(ws.mlp, params[:m], ws.seq.tree, dlogits, grad[:m], ws.seq.dx)
+		n.seq.backward(ws.seq, params[m:], t, grad[m:], dX)
 		return
 	}
-	if n.Cross != nil {
+	if n.cross != nil {
 		size := b * n.inWidth()
 		dflat, dcrossed := ws.dflat[:size], ws.dcrossed[:size]
-		n.MLP.Backward(ws.mlp, params[:m], ws.crossed[:size], b, dlogits, grad[:m], dcrossed)
-		n.Cross.Backward(ws.cross, params[m:], ws.flat[:size], b, dcrossed, grad[m:], dflat)
+		n.mlp.Backward(ws.mlp, params[:m], ws.crossed[:size], b, dlogits, grad[:m], dcrossed)
+		n.cross.Backward(ws.cross, params[m:], ws.flat[:size], b, dcrossed, grad[m:], dflat)
 		densenet.ReduceTree(dX, t, dflat, 0)
 		return
 	}
-	n.MLP.BackwardTree(ws.mlp, params[:m], t, dlogits, grad[:m], dX)
+	n.mlp.BackwardTree(ws.mlp, params[:m], t, dlogits, grad[:m], dX)
 	if ws.fm != nil {
 		ws.fm.BackwardTree(t, dlogits, dX, 1)
 	}

@@ -1,4 +1,4 @@
-package worker
+package ctr
 
 import (
 	"fmt"
@@ -89,11 +89,11 @@ func newSeqNet(cfg config.Config, l *sparsenet.Layout) (*seqNet, error) {
 	for _, list := range [][]int{s.History, s.Negatives} {
 		for i, f := range list {
 			if l.Level(f) != sn.level {
-				return nil, fmt.Errorf("worker: model.sequence: field %d is of level %d, history field %d of level %d: a history's fields share a level",
+				return nil, fmt.Errorf("ctr: model.sequence: field %d is of level %d, history field %d of level %d: a history's fields share a level",
 					f, l.Level(f), s.History[0], sn.level)
 			}
 			if l.SeqLen(f) != sn.L {
-				return nil, fmt.Errorf("worker: model.sequence: field %d (%d) is not a sequence field of %d positions", f, i, sn.L)
+				return nil, fmt.Errorf("ctr: model.sequence: field %d (%d) is not a sequence field of %d positions", f, i, sn.L)
 			}
 			lo, hi := l.Cols(f)
 			base, _ := l.LevelCols(sn.level)
@@ -118,14 +118,14 @@ func (*seqNet) fields(l *sparsenet.Layout, list, hist []int, what string) ([]seq
 	off := 0
 	for i, f := range list {
 		if f >= l.Fields() {
-			return nil, fmt.Errorf("worker: model.sequence.%s: field %d, the model has %d fields", what, f, l.Fields())
+			return nil, fmt.Errorf("ctr: model.sequence.%s: field %d, the model has %d fields", what, f, l.Fields())
 		}
 		t := l.Table(f)
 		if t < 0 {
-			return nil, fmt.Errorf("worker: model.sequence.%s: field %d is dense; a history and its candidate are sparse fields", what, f)
+			return nil, fmt.Errorf("ctr: model.sequence.%s: field %d is dense; a history and its candidate are sparse fields", what, f)
 		}
 		if ht := l.Table(hist[i]); ht != t {
-			return nil, fmt.Errorf("worker: model.sequence.%s: field %d uses table %d but history field %d uses table %d: they share ids and must share a table (model.field_tables)",
+			return nil, fmt.Errorf("ctr: model.sequence.%s: field %d uses table %d but history field %d uses table %d: they share ids and must share a table (model.field_tables)",
 				what, f, t, hist[i], ht)
 		}
 		lo, _ := l.Cols(f)
@@ -139,16 +139,16 @@ func (*seqNet) fields(l *sparsenet.Layout, list, hist []int, what string) ([]seq
 func (sn *seqNet) newBlocks(s config.SequenceConfig) error {
 	var err error
 	if sn.att, err = densenet.NewAttention(sn.D, s.Attention, sn.dien); err != nil {
-		return fmt.Errorf("worker: %w", err)
+		return fmt.Errorf("ctr: %w", err)
 	}
 	if !sn.dien {
 		return nil
 	}
 	if sn.gru, err = densenet.NewGRU(sn.D, sn.D, false); err != nil {
-		return fmt.Errorf("worker: %w", err)
+		return fmt.Errorf("ctr: %w", err)
 	}
 	if sn.aug, err = densenet.NewGRU(sn.D, sn.D, true); err != nil {
-		return fmt.Errorf("worker: %w", err)
+		return fmt.Errorf("ctr: %w", err)
 	}
 	return nil
 }

@@ -1,4 +1,4 @@
-package worker
+package ctr
 
 import "github.com/xdlgo/xps/densenet"
 
@@ -12,20 +12,20 @@ import "github.com/xdlgo/xps/densenet"
 // whose gradient for a wide column of node i of level k is the sum of
 // dlogits over the samples below it (densenet.ReduceTree).
 
-// splitWide marks the wide part's columns: the last WideCols[k] of each
+// splitWide marks the wide part's columns: the last wideCols[k] of each
 // level's block, one per mirror field (their table has dim 1).
 func (n *Net) splitWide() {
 	L := n.Layout.Levels()
-	n.Wide, n.WideCols, n.DeepCols = true, make([]int, L), make([]int, L+1)
+	n.wide, n.wideCols, n.deepCols = true, make([]int, L), make([]int, L+1)
 	for f := range n.Layout.Fields() {
 		if n.Layout.MirrorOf(f) >= 0 {
-			n.WideCols[n.Layout.Level(f)]++
+			n.wideCols[n.Layout.Level(f)]++
 		}
 	}
 	n.wideCol = make([]bool, n.Layout.Width())
 	for k := range L {
-		n.DeepCols[k+1] = n.DeepCols[k] + n.Cols[k+1] - n.Cols[k] - n.WideCols[k]
-		for c := n.Cols[k+1] - n.WideCols[k]; c < n.Cols[k+1]; c++ {
+		n.deepCols[k+1] = n.deepCols[k] + n.Cols[k+1] - n.Cols[k] - n.wideCols[k]
+		for c := n.Cols[k+1] - n.wideCols[k]; c < n.Cols[k+1]; c++ {
 			n.wideCol[c] = true
 		}
 	}
@@ -34,14 +34,14 @@ func (n *Net) splitWide() {
 // inWidth is the width of the MLP's (or Cross's) input: the layout's
 // without the wide part's columns.
 func (n *Net) inWidth() int {
-	if n.Wide {
-		return n.DeepCols[len(n.DeepCols)-1]
+	if n.wide {
+		return n.deepCols[len(n.deepCols)-1]
 	}
 	return n.Layout.Width()
 }
 
 func (n *Net) wideText() string {
-	if n.Wide {
+	if n.wide {
 		return " + the wide part"
 	}
 	return ""
