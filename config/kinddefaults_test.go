@@ -14,7 +14,7 @@ import (
 // wide part's table shares them; din, dien and the SLIDE output keep
 // TensorFlow's start; a table the user lists keeps what it says.
 func TestKindDefaults(t *testing.T) {
-	want := map[string]float32{KindMLP: 0.1, KindLR: 0.1, KindWDL: 0.1, KindFM: 0.05, KindDeepFM: 0.05, KindDCNv2: 0.05}
+	want := map[string]float32{KindMLP: 0.1, KindLR: 0.05, KindWDL: 0.05, KindFM: 0.05, KindDeepFM: 0.05, KindDCNv2: 0.05}
 	for kind, lr := range want {
 		for _, args := range [][]string{{"-set", "model.kind=" + kind}, {"-dim", "8", "-set", "model.kind=" + kind}} {
 			c := loadArgs(t, "", args...)
