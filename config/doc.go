@@ -36,7 +36,7 @@
 //	  tables:                   # sparse embedding tables, on the AMS shards
 //	    - name: emb
 //	      dim: 18
-//	      optimizer: {name: adagrad, lr: 0.1, initial_accumulator: 1e-12, eps: 1e-10}  # the kind's (mlp here)
+//	      optimizer: {name: adagrad, lr: 0.1, initial_accumulator: 1e-4, eps: 1e-10}  # the kind's (mlp here)
 //	      init: {kind: uniform, scale: 0.01}
 //	  fields: 0                 # number of fields; 0 = 1 + the largest field in the data
 //	  field_tables: []          # table name per field; empty = every field uses tables[0]

@@ -20,7 +20,11 @@ func TestKindDefaults(t *testing.T) {
 			c := loadArgs(t, "", args...)
 			for _, tb := range c.Model.Tables {
 				o := tb.Optimizer
-				if o.Name != ams.OptAdagrad || o.LR != lr || o.InitialAccumulator != ZooAccumulator || o.Eps != ZooEps {
+				acc := float32(ZooAccumulator)
+				if kind == KindMLP {
+					acc = MLPAccumulator
+				}
+				if o.Name != ams.OptAdagrad || o.LR != lr || o.InitialAccumulator != acc || o.Eps != ZooEps {
 					t.Errorf("%v: table %s optimizer %+v; want adagrad %v from PyTorch's start", args, tb.Name, o, lr)
 				}
 			}
