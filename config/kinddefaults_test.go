@@ -9,22 +9,18 @@ import (
 )
 
 // TestKindDefaults (issue 47): a kind given alone gets its own sparse
-// defaults, PyTorch's Adagrad start at the kind's learning rate, for the
+// defaults, Adagrad from an accumulator of 1e-4 at the kind's learning rate, for the
 // six kinds of the zoo, whether named by a flag or with other changes; the
 // wide part's table shares them; din, dien and the SLIDE output keep
 // TensorFlow's start; a table the user lists keeps what it says.
 func TestKindDefaults(t *testing.T) {
-	want := map[string]float32{KindMLP: 0.1, KindLR: 0.05, KindWDL: 0.05, KindFM: 0.05, KindDeepFM: 0.05, KindDCNv2: 0.05}
+	want := map[string]float32{KindMLP: 0.1, KindLR: 0.05, KindWDL: 0.05, KindFM: 0.1, KindDeepFM: 0.1, KindDCNv2: 0.05}
 	for kind, lr := range want {
 		for _, args := range [][]string{{"-set", "model.kind=" + kind}, {"-dim", "8", "-set", "model.kind=" + kind}} {
 			c := loadArgs(t, "", args...)
 			for _, tb := range c.Model.Tables {
 				o := tb.Optimizer
-				acc := float32(ZooAccumulator)
-				if kind == KindMLP {
-					acc = MLPAccumulator
-				}
-				if o.Name != ams.OptAdagrad || o.LR != lr || o.InitialAccumulator != acc || o.Eps != ZooEps {
+				if o.Name != ams.OptAdagrad || o.LR != lr || o.InitialAccumulator != ZooAccumulator || o.Eps != ZooEps {
 					t.Errorf("%v: table %s optimizer %+v; want adagrad %v from PyTorch's start", args, tb.Name, o, lr)
 				}
 			}
@@ -45,8 +41,8 @@ func TestKindDefaults(t *testing.T) {
 	if err := os.WriteFile(file, []byte("train: {epochs: 2}\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if o := loadArgs(t, file, "-set", "model.kind=deepfm", "-dim", "8").Model.Tables[0]; o.Optimizer.LR != 0.05 || o.Dim != 8 {
-		t.Errorf("a file without tables, -set model.kind=deepfm -dim 8: table %+v; want deepfm's lr 0.05 at dim 8", o)
+	if o := loadArgs(t, file, "-set", "model.kind=deepfm", "-dim", "8").Model.Tables[0]; o.Optimizer.LR != 0.1 || o.Dim != 8 {
+		t.Errorf("a file without tables, -set model.kind=deepfm -dim 8: table %+v; want deepfm's lr 0.1 at dim 8", o)
 	}
 	c := loadArgs(t, "", "-set", "model.kind=fm", "-set", "model.tables[0].optimizer.initial_accumulator=0.1", "-lr", "0.3")
 	if o := c.Model.Tables[0].Optimizer; o.LR != 0.3 || o.InitialAccumulator != 0.1 {
