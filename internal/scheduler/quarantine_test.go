@@ -9,12 +9,10 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
-	"github.com/xdlgo/xps/internal/clusterfsm"
 	"github.com/xdlgo/xps/internal/controlplane"
 	"github.com/xdlgo/xps/internal/membership"
 	"github.com/xdlgo/xps/internal/scheduler"
 	"github.com/xdlgo/xps/internal/testutil"
-	"github.com/xdlgo/xps/snapshot"
 )
 
 // TestForgedRecordsNeitherWedgeNorFoolASnapshot is issue 48's probe, on a
@@ -29,34 +27,14 @@ import (
 // only once both reports are out, and the snapshot must succeed after it.
 func TestForgedRecordsNeitherWedgeNorFoolASnapshot(t *testing.T) {
 	const p = "/xps/forged"
-	store := t.TempDir()
 	train := filepath.Join(t.TempDir(), "train.libffm")
 	if err := os.WriteFile(train, []byte("1 0:1:1\n0 0:2:1\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	srv := startEtcd(t)
-	cli := newClient(t, srv)
-	addrs := []string{startShard(t, "ams-0"), startShard(t, "ams-1")}
-	opts := scheduler.Options{Prefix: p, ID: "sched-1", Shards: 2, Partitions: 8, LeaseTTL: 2 * time.Second,
-		TickInterval: 50 * time.Millisecond, Logger: testLogger(t), SnapshotPauseTimeout: 2 * time.Minute}
-	opts.Config.Job.Train, opts.Config.Job.Workers = []string{train}, 1
-	opts.Config.Snapshot.Store = store
-	opts.Config.Snapshot.Every = -time.Second // on request only
-	s, err := scheduler.New(cli, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	for i, a := range addrs {
-		defer register(t, cli, p, membership.KindAMS, []string{"ams-0", "ams-1"}[i], a).Close()
-	}
-	eventually(t, 10*time.Second, "SERVING", func() bool { return s.Status().Phase == clusterfsm.Serving })
-	st, err := snapshot.OpenDir(store)
-	if err != nil {
-		t.Fatal(err)
-	}
-	eventually(t, 10*time.Second, "the initial snapshot", func() bool { _, _, err := snapshot.Latest(st); return err == nil })
-
+	s, cli, _, _ := startStoreCluster(t, p, func(o *scheduler.Options) {
+		o.SnapshotPauseTimeout = 2 * time.Minute
+		o.Config.Job.Train, o.Config.Job.Workers = []string{train}, 1
+	})
 	conn := testutil.Conn(cli, p)
 	defer register(t, cli, p, membership.KindWorker, "worker-0", "").Close()
 	gate := make(chan struct{})

@@ -4,6 +4,8 @@ import (
 	"testing"
 	"time"
 
+	clientv3 "go.etcd.io/etcd/client/v3"
+
 	"github.com/xdlgo/xps/ams/client"
 	"github.com/xdlgo/xps/internal/checkpoint"
 	"github.com/xdlgo/xps/internal/clusterfsm"
@@ -22,28 +24,7 @@ import (
 // without a snapshot store.
 func TestSaveOnStop(t *testing.T) {
 	const p = "/xps/save-on-stop"
-	store := t.TempDir()
-	srv := startEtcd(t)
-	cli := newClient(t, srv)
-	addrs := []string{startShard(t, "ams-0"), startShard(t, "ams-1")}
-	opts := scheduler.Options{Prefix: p, ID: "sched-1", Shards: 2, Partitions: 8, LeaseTTL: 2 * time.Second,
-		TickInterval: 50 * time.Millisecond, Logger: testLogger(t)}
-	opts.Config.Snapshot.Store = store
-	opts.Config.Snapshot.Every = -time.Second // on request only: the stop's is the only one after the first
-	s, err := scheduler.New(cli, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	for i, a := range addrs {
-		defer register(t, cli, p, membership.KindAMS, []string{"ams-0", "ams-1"}[i], a).Close()
-	}
-	eventually(t, 10*time.Second, "SERVING", func() bool { return s.Status().Phase == clusterfsm.Serving })
-	st, err := snapshot.OpenDir(store)
-	if err != nil {
-		t.Fatal(err)
-	}
-	eventually(t, 10*time.Second, "the initial snapshot", func() bool { _, _, err := snapshot.Latest(st); return err == nil })
+	s, cli, opts, st := startStoreCluster(t, p, nil)
 	conn := testutil.Conn(cli, p)
 	// A worker stopped: its checkpoint (of a sync-mode job, whose
 	// pushes name no batch) counts 500 samples the model does not hold in
@@ -76,4 +57,39 @@ func TestSaveOnStop(t *testing.T) {
 	if _, taken, err := s2.SaveOnStop(testCtx(t)); taken || err != nil {
 		t.Fatalf("without a store: taken %v, %v", taken, err)
 	}
+}
+
+// startStoreCluster starts etcd, two blank shards and a scheduler of
+// cluster p with a snapshot store that snapshots on request only (opts
+// changed by edit, when given), and returns once the cluster serves and
+// its initial snapshot is stored; everything stops with the test.
+func startStoreCluster(t *testing.T, p string, edit func(*scheduler.Options)) (*scheduler.Scheduler, *clientv3.Client, scheduler.Options, snapshot.Store) {
+	t.Helper()
+	store := t.TempDir()
+	srv := startEtcd(t)
+	cli := newClient(t, srv)
+	addrs := []string{startShard(t, "ams-0"), startShard(t, "ams-1")}
+	opts := scheduler.Options{Prefix: p, ID: "sched-1", Shards: 2, Partitions: 8, LeaseTTL: 2 * time.Second,
+		TickInterval: 50 * time.Millisecond, Logger: testLogger(t)}
+	opts.Config.Snapshot.Store = store
+	opts.Config.Snapshot.Every = -time.Second // on request only
+	if edit != nil {
+		edit(&opts)
+	}
+	s, err := scheduler.New(cli, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	for i, a := range addrs {
+		r := register(t, cli, p, membership.KindAMS, []string{"ams-0", "ams-1"}[i], a)
+		t.Cleanup(func() { r.Close() })
+	}
+	eventually(t, 10*time.Second, "SERVING", func() bool { return s.Status().Phase == clusterfsm.Serving })
+	st, err := snapshot.OpenDir(store)
+	if err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 10*time.Second, "the initial snapshot", func() bool { _, _, err := snapshot.Latest(st); return err == nil })
+	return s, cli, opts, st
 }
