@@ -26,8 +26,7 @@ func TestCommandLine(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs the binaries")
 	}
-	bin := t.TempDir()
-	buildInto(t, bin, "./cmd/...")
+	bin := build(t)
 	entries, err := os.ReadDir(filepath.Join(moduleRoot(t), "cmd"))
 	if err != nil {
 		t.Fatal(err)
@@ -169,7 +168,6 @@ func TestStreamInterrupt(t *testing.T) {
 		t.Skip("runs the binaries")
 	}
 	bin := build(t)
-	buildInto(t, bin, "./cmd/kafkad", "./cmd/kafkaput")
 	dir := t.TempDir()
 	train, test := filepath.Join(dir, "train.libffm"), filepath.Join(dir, "test.libffm")
 	start(t, "ctrgen", filepath.Join(bin, "ctrgen"), "-train", train, "-test", test, "-train-samples", "20000",

@@ -3,7 +3,6 @@ package e2e
 import (
 	"context"
 	"fmt"
-	"os/exec"
 	"path/filepath"
 	"testing"
 	"time"
@@ -33,7 +32,6 @@ func TestFaultInjectionKafka(t *testing.T) {
 		// epochs are in the topic.
 		epochs: func(int64) int64 { return 1 },
 		start: func(t *testing.T, env faultEnv) faultData {
-			buildInto(t, env.bin, "./cmd/kafkad", "./cmd/kafkaput")
 			kd := start(t, "kafkad", filepath.Join(env.bin, "kafkad"), "-port", "0", "-topics", "ctr:4")
 			var addr string
 			defer func() { kafkaAddr = addr }()
@@ -55,14 +53,4 @@ func TestFaultInjectionKafka(t *testing.T) {
 			return sourceDigest(t, src, err)
 		},
 	})
-}
-
-// buildInto compiles more commands into the directory of build.
-func buildInto(t *testing.T, dir string, pkgs ...string) {
-	t.Helper()
-	cmd := exec.Command("go", append([]string{"build", "-o", dir}, pkgs...)...)
-	cmd.Dir = moduleRoot(t)
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
 }

@@ -16,5 +16,9 @@ func TestMain(m *testing.M) {
 		fmt.Println("internal/e2e: skipped under -race: the processes under test are built without the detector; the default build's run is the test")
 		os.Exit(0)
 	}
-	os.Exit(m.Run())
+	code := m.Run()
+	if binDir != "" {
+		os.RemoveAll(binDir)
+	}
+	os.Exit(code)
 }

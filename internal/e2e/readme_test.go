@@ -33,6 +33,7 @@ func TestReadmeBlocks(t *testing.T) {
 	root := moduleRoot(t)
 	blocks := readmeBlocks(t, filepath.Join(root, "README.md"))
 	w := &walkthrough{t: t, root: root, dir: t.TempDir(), ports: map[string]string{}, funcs: map[string]string{}}
+	w.linkBin()
 	for _, b := range blocks {
 		plan, ok := readmePlans[b.key()]
 		if !ok {
@@ -356,6 +357,15 @@ func shellWords(line string, funcs map[string]string) ([]string, error) {
 		return nil, errors.New("no command")
 	}
 	return words, nil
+}
+
+// linkBin makes the directory's bin/ the package's commands (build): the
+// README's `go build -o bin/ ./cmd/...` is what build ran, and its `go run
+// ./cmd/NAME` runs bin/NAME, so neither links the commands again.
+func (w *walkthrough) linkBin() {
+	if err := os.Symlink(build(w.t), filepath.Join(w.dir, "bin")); err != nil {
+		w.t.Fatal(err)
+	}
 }
 
 // built reports whether args is `go build -o bin/ ./cmd/...` with bin/

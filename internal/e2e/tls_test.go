@@ -29,18 +29,6 @@ train: {batch_size: 128, epochs: 1, progress_every: 1s}
 data: {train_samples: 8000, test_samples: 2000, fields: 8, user_fields: 3, vocab: 2000, mean_bag: 2}
 `
 
-// buildTLS compiles the commands TestMultiProcessTLS runs.
-func buildTLS(t *testing.T) string {
-	t.Helper()
-	dir := t.TempDir()
-	cmd := exec.Command("go", "build", "-o", dir, "./cmd/etcd", "./cmd/ams", "./cmd/scheduler", "./cmd/worker", "./cmd/ctrgen")
-	cmd.Dir = moduleRoot(t)
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
-	return dir
-}
-
 // tlsArgs are the -tls-* flags of a certificate of role from ca.
 func tlsArgs(t *testing.T, ca *tlstest.CA, role string) []string {
 	f := ca.Issue(t, role)
@@ -61,7 +49,7 @@ func TestMultiProcessTLS(t *testing.T) {
 	if testing.Short() {
 		t.Skip("multi-process test skipped in -short mode")
 	}
-	bin := buildTLS(t)
+	bin := build(t)
 	dir := t.TempDir()
 	ca, foreign := tlstest.NewCA(t, "dev"), tlstest.NewCA(t, "foreign")
 	cfg := filepath.Join(dir, "job.yaml")

@@ -35,6 +35,7 @@ func TestReadmeWalkthrough(t *testing.T) {
 	root := moduleRoot(t)
 	lines := readmeBlock(t, filepath.Join(root, "README.md"), walkthroughHeading)
 	w := &walkthrough{t: t, root: root, dir: t.TempDir(), ports: map[string]string{}}
+	w.linkBin()
 	for _, line := range lines {
 		w.run(line)
 	}
