@@ -11,7 +11,7 @@ import (
 	"github.com/xdlgo/xps/ams/client"
 	"github.com/xdlgo/xps/cluster"
 	"github.com/xdlgo/xps/config"
-	"github.com/xdlgo/xps/internal/testutil"
+	"github.com/xdlgo/xps/tests/testutil"
 )
 
 // TestResolver checks that the cluster resolves exactly its running

@@ -14,9 +14,9 @@ import (
 	"github.com/xdlgo/xps/cluster"
 	"github.com/xdlgo/xps/config"
 	"github.com/xdlgo/xps/internal/checkpoint"
-	"github.com/xdlgo/xps/internal/testutil"
 	"github.com/xdlgo/xps/job"
 	"github.com/xdlgo/xps/snapshot"
+	"github.com/xdlgo/xps/tests/testutil"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }

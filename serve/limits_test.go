@@ -4,7 +4,7 @@ import (
 	"bufio"
 	"context"
 	"fmt"
-	"github.com/xdlgo/xps/internal/testutil"
+	"github.com/xdlgo/xps/tests/testutil"
 	"io"
 	"log/slog"
 	"net"

@@ -13,9 +13,9 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/xdlgo/xps/internal/tlsconf"
-	"github.com/xdlgo/xps/internal/tlsconf/tlstest"
 	"github.com/xdlgo/xps/serve"
 	"github.com/xdlgo/xps/serve/servepb"
+	"github.com/xdlgo/xps/tests/tlstest"
 )
 
 // TestGRPCTLSRefusesStrangers: serve's gRPC server with mutual TLS (as

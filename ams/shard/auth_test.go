@@ -20,7 +20,7 @@ import (
 	"github.com/xdlgo/xps/ams/client"
 	"github.com/xdlgo/xps/ams/shard"
 	"github.com/xdlgo/xps/internal/tlsconf"
-	"github.com/xdlgo/xps/internal/tlsconf/tlstest"
+	"github.com/xdlgo/xps/tests/tlstest"
 )
 
 // tlsShard serves a shard with mutual TLS (the AMS role's certificate of

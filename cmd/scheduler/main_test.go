@@ -15,7 +15,7 @@ import (
 
 	"github.com/xdlgo/xps/internal/etcdembed"
 	"github.com/xdlgo/xps/internal/membership"
-	"github.com/xdlgo/xps/internal/testutil"
+	"github.com/xdlgo/xps/tests/testutil"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }

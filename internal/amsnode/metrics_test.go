@@ -15,7 +15,7 @@ import (
 	"github.com/xdlgo/xps/ams/amspb"
 	"github.com/xdlgo/xps/ams/shard"
 	"github.com/xdlgo/xps/internal/amsnode"
-	xtest "github.com/xdlgo/xps/internal/testutil"
+	xtest "github.com/xdlgo/xps/tests/testutil"
 )
 
 // TestMetrics: with Options.Metrics, a scrape reports the shard's tables

@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/xdlgo/xps/internal/tlsconf"
-	"github.com/xdlgo/xps/internal/tlsconf/tlstest"
+	"github.com/xdlgo/xps/tests/tlstest"
 )
 
 // TestTLSFlags: -tls-ca, -tls-cert and -tls-key load the process's

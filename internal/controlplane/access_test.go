@@ -12,9 +12,9 @@ import (
 	"github.com/xdlgo/xps/internal/controlplane"
 	"github.com/xdlgo/xps/internal/etcdembed"
 	"github.com/xdlgo/xps/internal/membership"
-	"github.com/xdlgo/xps/internal/testutil"
 	"github.com/xdlgo/xps/internal/tlsconf"
-	"github.com/xdlgo/xps/internal/tlsconf/tlstest"
+	"github.com/xdlgo/xps/tests/testutil"
+	"github.com/xdlgo/xps/tests/tlstest"
 )
 
 // authEtcd starts an etcd with mutual TLS (client-cert-auth) and returns

@@ -13,8 +13,8 @@ import (
 
 	"github.com/xdlgo/xps/internal/controlplane"
 	"github.com/xdlgo/xps/internal/membership"
-	"github.com/xdlgo/xps/internal/testutil"
 	"github.com/xdlgo/xps/reader"
+	"github.com/xdlgo/xps/tests/testutil"
 )
 
 // TestPauseResume runs the pause protocol between a scheduler's calls and a

@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/xdlgo/xps/internal/testutil"
+	"github.com/xdlgo/xps/tests/testutil"
 )
 
 // withArgs are the commands whose usage names positional arguments.

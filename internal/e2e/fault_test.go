@@ -27,10 +27,10 @@ import (
 	"github.com/xdlgo/xps/internal/controlplane"
 	"github.com/xdlgo/xps/internal/etcdembed"
 	"github.com/xdlgo/xps/internal/membership"
-	"github.com/xdlgo/xps/internal/testutil"
 	"github.com/xdlgo/xps/internal/worker"
 	"github.com/xdlgo/xps/reader"
 	"github.com/xdlgo/xps/snapshot"
+	"github.com/xdlgo/xps/tests/testutil"
 )
 
 // faultConfig is the fault test's job: a progress line every 100ms (the

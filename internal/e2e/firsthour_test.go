@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/xdlgo/xps/internal/testutil"
+	"github.com/xdlgo/xps/tests/testutil"
 )
 
 // TestFirstHour runs the built binaries as a new user would and checks

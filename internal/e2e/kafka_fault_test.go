@@ -7,9 +7,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/xdlgo/xps/internal/testutil"
 	"github.com/xdlgo/xps/reader"
 	"github.com/xdlgo/xps/reader/kafkasrc"
+	"github.com/xdlgo/xps/tests/testutil"
 )
 
 // TestFaultInjectionKafka is TestFaultInjection over a Kafka topic: a

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/xdlgo/xps/internal/testutil"
+	"github.com/xdlgo/xps/tests/testutil"
 )
 
 const orderlyConfig = `

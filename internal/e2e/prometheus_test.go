@@ -16,7 +16,7 @@ import (
 	"time"
 
 	"github.com/xdlgo/xps/internal/etcdembed"
-	"github.com/xdlgo/xps/internal/testutil"
+	"github.com/xdlgo/xps/tests/testutil"
 )
 
 // TestPrometheusScrapesCluster runs a real Prometheus server (Debian's

@@ -10,9 +10,9 @@ import (
 	"time"
 
 	"github.com/xdlgo/xps/internal/etcdembed"
-	"github.com/xdlgo/xps/internal/testutil"
 	"github.com/xdlgo/xps/internal/xctrain"
 	"github.com/xdlgo/xps/snapshot"
+	"github.com/xdlgo/xps/tests/testutil"
 )
 
 // slideSummary is the part of a SLIDE worker's JSON summary checked here.

@@ -15,7 +15,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/xdlgo/xps/internal/testutil"
+	"github.com/xdlgo/xps/tests/testutil"
 )
 
 // statusJob is a small generated job that trains until it is stopped, with

@@ -15,9 +15,9 @@ import (
 
 	"github.com/xdlgo/xps/internal/controlplane"
 	"github.com/xdlgo/xps/internal/membership"
-	"github.com/xdlgo/xps/internal/testutil"
 	"github.com/xdlgo/xps/internal/tlsconf"
-	"github.com/xdlgo/xps/internal/tlsconf/tlstest"
+	"github.com/xdlgo/xps/tests/testutil"
+	"github.com/xdlgo/xps/tests/tlstest"
 )
 
 // tlsJobConfig is a short job: one epoch of 8000 samples.

@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/xdlgo/xps/internal/testutil"
+	"github.com/xdlgo/xps/tests/testutil"
 )
 
 // walkthroughHeading is the README section whose first sh block

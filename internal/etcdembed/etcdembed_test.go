@@ -12,7 +12,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/xdlgo/xps/internal/etcdembed"
-	"github.com/xdlgo/xps/internal/testutil"
+	"github.com/xdlgo/xps/tests/testutil"
 )
 
 func TestMain(m *testing.M) {

@@ -11,9 +11,9 @@ import (
 
 	"github.com/xdlgo/xps/internal/etcdembed"
 	"github.com/xdlgo/xps/internal/membership"
-	"github.com/xdlgo/xps/internal/testutil"
 	"github.com/xdlgo/xps/internal/tlsconf"
-	"github.com/xdlgo/xps/internal/tlsconf/tlstest"
+	"github.com/xdlgo/xps/tests/testutil"
+	"github.com/xdlgo/xps/tests/tlstest"
 )
 
 // dialTLS dials srv with cfg (nil: plaintext) within d.

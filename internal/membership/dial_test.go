@@ -10,7 +10,7 @@ import (
 	"github.com/xdlgo/xps/internal/etcdembed"
 	"github.com/xdlgo/xps/internal/membership"
 	"github.com/xdlgo/xps/internal/tlsconf"
-	"github.com/xdlgo/xps/internal/tlsconf/tlstest"
+	"github.com/xdlgo/xps/tests/tlstest"
 )
 
 // TestDialTLSMismatch runs a real etcd with mutual TLS next to the

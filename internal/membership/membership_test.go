@@ -14,7 +14,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/xdlgo/xps/internal/membership"
-	"github.com/xdlgo/xps/internal/testutil"
+	"github.com/xdlgo/xps/tests/testutil"
 )
 
 // etcd is the server shared by the tests of this package; each test works

@@ -12,7 +12,7 @@ import (
 	"google.golang.org/grpc"
 
 	"github.com/xdlgo/xps/internal/tlsconf"
-	"github.com/xdlgo/xps/internal/tlsconf/tlstest"
+	"github.com/xdlgo/xps/tests/tlstest"
 )
 
 // listen accepts on a loopback port until the test ends, calling serve

@@ -11,8 +11,8 @@ import (
 	"github.com/xdlgo/xps/internal/clusterfsm"
 	"github.com/xdlgo/xps/internal/membership"
 	"github.com/xdlgo/xps/internal/scheduler"
-	"github.com/xdlgo/xps/internal/testutil"
 	"github.com/xdlgo/xps/snapshot"
+	"github.com/xdlgo/xps/tests/testutil"
 )
 
 // TestSaveOnStop is issue 57's cluster stop: a scheduler stopped while

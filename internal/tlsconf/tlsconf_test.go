@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/xdlgo/xps/internal/tlsconf"
-	"github.com/xdlgo/xps/internal/tlsconf/tlstest"
+	"github.com/xdlgo/xps/tests/tlstest"
 )
 
 // handshake runs a TLS handshake between a server and a client config on

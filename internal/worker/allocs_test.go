@@ -15,9 +15,9 @@ import (
 	"github.com/xdlgo/xps/ams/client"
 	"github.com/xdlgo/xps/ams/shard"
 	"github.com/xdlgo/xps/config"
-	"github.com/xdlgo/xps/internal/testutil"
 	"github.com/xdlgo/xps/job"
 	"github.com/xdlgo/xps/reader"
+	"github.com/xdlgo/xps/tests/testutil"
 )
 
 // maxAllocsPerBatch bounds the heap allocations per batch of the

@@ -17,10 +17,10 @@ import (
 	"github.com/xdlgo/xps/config"
 	"github.com/xdlgo/xps/internal/controlplane"
 	"github.com/xdlgo/xps/internal/membership"
-	"github.com/xdlgo/xps/internal/testutil"
 	"github.com/xdlgo/xps/job"
 	"github.com/xdlgo/xps/reader"
 	"github.com/xdlgo/xps/snapshot"
+	"github.com/xdlgo/xps/tests/testutil"
 )
 
 // TestRecovery trains two workers on two files while a shard is restarted

@@ -8,8 +8,8 @@ import (
 	"github.com/xdlgo/xps/cluster"
 	"github.com/xdlgo/xps/config"
 	"github.com/xdlgo/xps/internal/datagen"
-	"github.com/xdlgo/xps/internal/testutil"
 	"github.com/xdlgo/xps/job"
+	"github.com/xdlgo/xps/tests/testutil"
 )
 
 // TestWorkersShareOneSmallFile runs two workers on one training file far

@@ -15,9 +15,9 @@ import (
 	"github.com/xdlgo/xps/config"
 	"github.com/xdlgo/xps/internal/checkpoint"
 	"github.com/xdlgo/xps/internal/controlplane"
-	"github.com/xdlgo/xps/internal/testutil"
 	"github.com/xdlgo/xps/job"
 	"github.com/xdlgo/xps/snapshot"
+	"github.com/xdlgo/xps/tests/testutil"
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
 

@@ -6,9 +6,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/xdlgo/xps/internal/testutil"
 	"github.com/xdlgo/xps/job"
 	"github.com/xdlgo/xps/reader"
+	"github.com/xdlgo/xps/tests/testutil"
 )
 
 // TestSummaryUndefinedFigures runs a job whose test set has one class: its

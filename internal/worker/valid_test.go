@@ -8,10 +8,10 @@ import (
 
 	"github.com/xdlgo/xps/cluster"
 	"github.com/xdlgo/xps/config"
-	"github.com/xdlgo/xps/internal/testutil"
 	"github.com/xdlgo/xps/internal/tracker"
 	"github.com/xdlgo/xps/job"
 	"github.com/xdlgo/xps/snapshot"
+	"github.com/xdlgo/xps/tests/testutil"
 )
 
 // TestEarlyStoppingKeepsBest trains a model that overfits a small

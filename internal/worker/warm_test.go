@@ -2,7 +2,7 @@ package worker
 
 import (
 	"context"
-	"github.com/xdlgo/xps/internal/testutil"
+	"github.com/xdlgo/xps/tests/testutil"
 	"regexp"
 	"strconv"
 	"testing"

@@ -17,10 +17,10 @@ import (
 	"github.com/xdlgo/xps/config"
 	"github.com/xdlgo/xps/internal/controlplane"
 	"github.com/xdlgo/xps/internal/datagen"
-	"github.com/xdlgo/xps/internal/testutil"
 	"github.com/xdlgo/xps/job"
 	"github.com/xdlgo/xps/model/ctr"
 	"github.com/xdlgo/xps/reader"
+	"github.com/xdlgo/xps/tests/testutil"
 )
 
 func smallConfig() config.Config {

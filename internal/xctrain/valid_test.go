@@ -6,10 +6,10 @@ import (
 	"time"
 
 	"github.com/xdlgo/xps/cluster"
-	"github.com/xdlgo/xps/internal/testutil"
 	"github.com/xdlgo/xps/internal/tracker"
 	"github.com/xdlgo/xps/job"
 	"github.com/xdlgo/xps/snapshot"
+	"github.com/xdlgo/xps/tests/testutil"
 )
 
 // TestEarlyStoppingKeepsBest is the Bibtex story of issue 27 on a small

@@ -14,11 +14,11 @@ import (
 	"github.com/xdlgo/xps/ams"
 	"github.com/xdlgo/xps/cluster"
 	"github.com/xdlgo/xps/config"
-	"github.com/xdlgo/xps/internal/testutil"
 	"github.com/xdlgo/xps/internal/xcgen"
 	"github.com/xdlgo/xps/job"
 	"github.com/xdlgo/xps/reader"
 	"github.com/xdlgo/xps/sparsenet/slide"
+	"github.com/xdlgo/xps/tests/testutil"
 )
 
 // smallWorld is a generated extreme-classification problem small enough for

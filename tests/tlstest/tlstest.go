@@ -1,9 +1,3 @@
-// Package tlstest makes certificate authorities and role certificates in
-// Go for tests (no openssl): a CA writes its certificate and each
-// certificate it issues as PEM files in the test's temporary directory,
-// named by tlsconf.Files. Certificates follow the role convention of
-// package tlsconf (Subject OU and CN = the role) and are valid for
-// localhost and 127.0.0.1. It is imported by _test.go files only.
 package tlstest
 
 import (

@@ -1,7 +1,3 @@
-// Package testutil holds helpers shared by the tests of several packages:
-// a test context, polling with a deadline (instead of sleeps), an etcd
-// server and client for tests, and free loopback addresses for servers a
-// test must name before they start. It is imported by _test.go files only.
 package testutil
 
 import (
