@@ -12,8 +12,8 @@ import (
 	"testing"
 
 	"github.com/xdlgo/xps/internal/hdfsconn"
-	"github.com/xdlgo/xps/internal/hdfstest"
 	"github.com/xdlgo/xps/snapshot"
+	"github.com/xdlgo/xps/tests/hdfstest"
 )
 
 // stores returns one store of each kind, each on a fresh root.

@@ -14,7 +14,7 @@ import (
 	"github.com/xdlgo/xps/ams"
 	"github.com/xdlgo/xps/ams/amspb"
 	"github.com/xdlgo/xps/internal/hdfsconn"
-	"github.com/xdlgo/xps/internal/hdfstest"
+	"github.com/xdlgo/xps/tests/hdfstest"
 )
 
 // storeCase is a location checked against the roots of TestStoreRoots:

@@ -1,4 +1,4 @@
-// Command hdfsd runs the loopback HDFS test server of internal/hdfstest as a
+// Command hdfsd runs the loopback HDFS test server of tests/hdfstest as a
 // process of its own. It is not Hadoop: it is an in-memory namenode and
 // datanode that speak HDFS's wire protocols (Hadoop RPC with simple
 // authentication, DataTransferProtocol 28), for tests and local tools that

@@ -12,7 +12,7 @@ import (
 	"syscall"
 
 	"github.com/xdlgo/xps/internal/cli"
-	"github.com/xdlgo/xps/internal/hdfstest"
+	"github.com/xdlgo/xps/tests/hdfstest"
 )
 
 func main() {

@@ -1,5 +1,5 @@
 // Command kafkad runs a Kafka-protocol broker (franz-go's kfake, in memory;
-// see internal/kafkatest) as its own process on loopback, for multi-process
+// see tests/kafkatest) as its own process on loopback, for multi-process
 // tests, examples and benchmarks on machines without a Kafka installation.
 // Clients (the worker, kafkaput, kcat) talk to it over the real Kafka wire
 // protocol. It is not Kafka: data lives in memory until it exits.
@@ -22,7 +22,7 @@ import (
 	"strings"
 
 	"github.com/xdlgo/xps/internal/cli"
-	"github.com/xdlgo/xps/internal/kafkatest"
+	"github.com/xdlgo/xps/tests/kafkatest"
 )
 
 func main() {

@@ -11,7 +11,7 @@ import (
 	"testing/iotest"
 
 	"github.com/xdlgo/xps/internal/hdfsconn"
-	"github.com/xdlgo/xps/internal/hdfstest"
+	"github.com/xdlgo/xps/tests/hdfstest"
 )
 
 func TestParseURI(t *testing.T) {

@@ -11,9 +11,9 @@ import (
 	"github.com/xdlgo/xps/config"
 	"github.com/xdlgo/xps/internal/datagen"
 	"github.com/xdlgo/xps/internal/hdfsconn"
-	"github.com/xdlgo/xps/internal/hdfstest"
 	"github.com/xdlgo/xps/job"
 	"github.com/xdlgo/xps/reader/hdfssrc"
+	"github.com/xdlgo/xps/tests/hdfstest"
 )
 
 // TestTrainsFromHDFS puts generated CTR files on the HDFS test server

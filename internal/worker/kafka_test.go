@@ -18,12 +18,12 @@ import (
 	"github.com/xdlgo/xps/config"
 	"github.com/xdlgo/xps/export"
 	"github.com/xdlgo/xps/internal/controlplane"
-	"github.com/xdlgo/xps/internal/kafkatest"
 	"github.com/xdlgo/xps/internal/membership"
 	"github.com/xdlgo/xps/job"
 	"github.com/xdlgo/xps/reader"
 	"github.com/xdlgo/xps/reader/kafkasrc"
 	"github.com/xdlgo/xps/snapshot"
+	"github.com/xdlgo/xps/tests/kafkatest"
 	"github.com/xdlgo/xps/tests/testutil"
 )
 

@@ -12,9 +12,9 @@ import (
 	"testing"
 
 	"github.com/xdlgo/xps/internal/hdfsconn"
-	"github.com/xdlgo/xps/internal/hdfstest"
 	"github.com/xdlgo/xps/reader"
 	"github.com/xdlgo/xps/reader/hdfssrc"
+	"github.com/xdlgo/xps/tests/hdfstest"
 )
 
 // BenchmarkRead reads the same libFFM samples (CTR-shaped: 23 fields, about

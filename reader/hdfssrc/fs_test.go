@@ -14,9 +14,9 @@ import (
 	"time"
 
 	"github.com/xdlgo/xps/internal/hdfsconn"
-	"github.com/xdlgo/xps/internal/hdfstest"
 	"github.com/xdlgo/xps/reader"
 	"github.com/xdlgo/xps/reader/hdfssrc"
+	"github.com/xdlgo/xps/tests/hdfstest"
 )
 
 const testBlockSize = 4096 // many blocks per file, so reads cross them

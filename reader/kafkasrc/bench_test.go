@@ -11,9 +11,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/xdlgo/xps/internal/kafkatest"
 	"github.com/xdlgo/xps/reader"
 	"github.com/xdlgo/xps/reader/kafkasrc"
+	"github.com/xdlgo/xps/tests/kafkatest"
 )
 
 // BenchmarkRead reads the same libFFM samples (CTR-shaped: 23 fields, about

@@ -16,9 +16,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/xdlgo/xps/internal/kafkatest"
 	"github.com/xdlgo/xps/reader"
 	"github.com/xdlgo/xps/reader/kafkasrc"
+	"github.com/xdlgo/xps/tests/kafkatest"
 )
 
 func startBroker(t testing.TB, topics map[string]int) *kafkatest.Broker {
