@@ -5,7 +5,7 @@
 #      the Go heap, assembly kernels (GEMM, Adam);
 #   2. -tags purego under the race detector: rows on the Go heap and the
 #      pure-Go kernels, the build the detector can see into (it sees neither
-#      mmap'd memory nor assembly); internal/e2e skips itself there, its
+#      mmap'd memory nor assembly); tests/e2e skips itself there, its
 #      processes being built without the detector.
 # 3. .ci/fuzz.sh: every fuzz target (func FuzzXxx) for FUZZTIME each
 #    (default 4s: 33 targets, 4.5 minutes on 2 busy cores, 2 of them
@@ -25,7 +25,7 @@ if ! command -v kcat >/dev/null && [ "$(id -u)" = 0 ] && command -v apt-get >/de
 	echo "== apt-get install kcat (for the Kafka interop test)"
 	(apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq kcat) >/dev/null || echo "could not install kcat: its test will skip"
 fi
-# Debian's prometheus (a real server scraping a cluster: internal/e2e) and
+# Debian's prometheus (a real server scraping a cluster: tests/e2e) and
 # docker-compose (charts/test), when missing and we may install them.
 for pkg in prometheus:prometheus docker-compose:docker-compose; do
 	if ! command -v "${pkg%%:*}" >/dev/null && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
@@ -35,7 +35,7 @@ for pkg in prometheus:prometheus docker-compose:docker-compose; do
 	fi
 done
 # Debian's chromium (with fonts-liberation, to draw text) renders the status
-# page headless in internal/e2e and screenshots it; installed likewise.
+# page headless in tests/e2e and screenshots it; installed likewise.
 if ! command -v chromium >/dev/null && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
 	echo "== apt-get install chromium (for the status page test)"
 	(apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium fonts-liberation) >/dev/null ||

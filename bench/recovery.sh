@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Recovery time after kill -9 of an AMS shard (issue 6): from the kill to
 # training resumed, with a model of ROWS rows. Runs TestRecoveryTime
-# (internal/e2e/recovery_bench_test.go, whose doc defines every
+# (tests/e2e/recovery_bench_test.go, whose doc defines every
 # milestone): real processes on loopback (embedded etcd, 3 cmd/ams
 # shards, cmd/scheduler with a directory snapshot store, one cmd/worker),
 # the worker's table filled to ROWS rows, snapshots taken, then KILLS
@@ -21,7 +21,7 @@ trap 'rm -f "$out"' EXIT
 echo "load before: $(uptime)"
 echo "cores: $(nproc); memory: $(free -g | awk '/^Mem:/ {print $2 " GiB"}'); rows: $XPS_RECOVERY_ROWS;" \
   "kills: ${XPS_RECOVERY_KILLS:-3}; shards: ${XPS_RECOVERY_SHARDS:-3}; lease TTL: ${XPS_RECOVERY_TTL:-2s}"
-go test -count=1 -run 'TestRecoveryTime$' -v -timeout 60m ./internal/e2e | tee "$out"
+go test -count=1 -run 'TestRecoveryTime$' -v -timeout 60m ./tests/e2e | tee "$out"
 echo "load after: $(uptime)"
 /usr/bin/python3 - "$out" <<'PY'
 import json, re, statistics, sys

@@ -13,7 +13,7 @@ import (
 // pass; the default build's run is the test.
 func TestMain(m *testing.M) {
 	if raceEnabled {
-		fmt.Println("internal/e2e: skipped under -race: the processes under test are built without the detector; the default build's run is the test")
+		fmt.Println("tests/e2e: skipped under -race: the processes under test are built without the detector; the default build's run is the test")
 		os.Exit(0)
 	}
 	code := m.Run()

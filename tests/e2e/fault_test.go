@@ -133,7 +133,7 @@ func envInt(t *testing.T, name string, def int64) int64 {
 // long one:
 //
 //	XPS_FAULT_KILLS=6 XPS_FAULT_SAMPLES=1000000 XPS_FAULT_EPOCHS=3 \
-//	    go test ./internal/e2e -run 'TestFaultInjection(Kafka)?$' -v -timeout 30m
+//	    go test ./tests/e2e -run 'TestFaultInjection(Kafka)?$' -v -timeout 30m
 //
 // XPS_FAULT_SEED=N replays a run's plan (the kills' points and victims;
 // the timing of the processes is not replayed): the seed is printed first.

@@ -33,7 +33,7 @@ import (
 // benchmark, skipped unless XPS_RECOVERY_ROWS lists the row counts
 // (bench/recovery.sh runs it):
 //
-//	XPS_RECOVERY_ROWS=1000000,10000000 go test ./internal/e2e -run TestRecoveryTime -v -timeout 60m
+//	XPS_RECOVERY_ROWS=1000000,10000000 go test ./tests/e2e -run TestRecoveryTime -v -timeout 60m
 //
 // For each N it starts a cluster of real processes on loopback, as the
 // other tests of this package do: an embedded etcd, XPS_RECOVERY_SHARDS
