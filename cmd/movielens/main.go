@@ -1,6 +1,6 @@
 // Command movielens converts MovieLens-100K (../shared/data/ml-100k) into
 // the sample-group format and libFFM, for training and for the PyTorch
-// reference (see internal/movielens for the fields):
+// reference (see cmd/movielens/internal/movielens for the fields):
 //
 //	go run ./cmd/movielens -data ../shared/data/ml-100k -out /tmp/ml
 //
@@ -26,8 +26,8 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/xdlgo/xps/cmd/movielens/internal/movielens"
 	"github.com/xdlgo/xps/internal/cli"
-	"github.com/xdlgo/xps/internal/movielens"
 )
 
 func main() {

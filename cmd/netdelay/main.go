@@ -1,6 +1,6 @@
 // Command netdelay relays TCP connections with a fixed delay each way
-// (package internal/netdelay), for link benchmarks where the kernel has no
-// netem qdisc (bench/dslide_net.sh).
+// (package cmd/netdelay/internal/netdelay), for link benchmarks where the
+// kernel has no netem qdisc (bench/dslide_net.sh).
 //
 // Usage:
 //
@@ -24,8 +24,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/xdlgo/xps/cmd/netdelay/internal/netdelay"
 	"github.com/xdlgo/xps/internal/cli"
-	"github.com/xdlgo/xps/internal/netdelay"
 )
 
 func main() {

@@ -1,6 +1,6 @@
 // Command pullbench measures the AMS pull path against raw TCP between two
-// processes (see internal/pullbench). Start the server side, then the
-// client side with the addresses it prints:
+// processes (see cmd/pullbench/internal/pullbench). Start the server side,
+// then the client side with the addresses it prints:
 //
 //	pullbench -serve [-rows 1048576] [-dim 16] [-ams-addr A] [-tcp-addr T]
 //	pullbench -ams A -tcp T [-rows N] [-dim 16] [-ids 50000] [-inflight 1,4] [-seconds 5]
@@ -21,8 +21,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/xdlgo/xps/cmd/pullbench/internal/pullbench"
 	"github.com/xdlgo/xps/internal/cli"
-	"github.com/xdlgo/xps/internal/pullbench"
 )
 
 func main() {

@@ -1,12 +1,12 @@
 // Command serveload is the serving benchmark's load generator (see
-// internal/serveload and bench/serve.sh): it builds requests of one user
-// and -candidates candidates from a test file, sends them to a serve
-// process with -in-flight requests in flight for -duration, and prints
+// cmd/serveload/internal/serveload and bench/serve.sh): it builds requests
+// of one user and -candidates candidates from a test file, sends them to a
+// serve process with -in-flight requests in flight for -duration, and prints
 // one JSON line: requests/s and latency percentiles. With -dump it writes
 // the requests, one JSON object per line, for the reference peer to score.
-// With -flood N, N hostile clients send huge requests meanwhile (issue
-// 48's probe). With -brokers it measures freshness instead (serveload.Freshness): it
-// writes -trials bursts of -burst probe samples into -topic and times how
+// With -flood N, N hostile clients send huge requests meanwhile (issue 48's
+// probe). With -brokers it measures freshness instead (serveload.Freshness):
+// it writes -trials bursts of -burst probe samples into -topic and times how
 // long each takes to show in the server's scores.
 package main
 
@@ -19,8 +19,8 @@ import (
 	"os"
 	"time"
 
+	"github.com/xdlgo/xps/cmd/serveload/internal/serveload"
 	"github.com/xdlgo/xps/internal/cli"
-	"github.com/xdlgo/xps/internal/serveload"
 )
 
 func main() {

@@ -1,6 +1,6 @@
 // Command tierbench grows a table on an in-process AMS shard to -rows rows
-// by training it (package internal/tierbench) and writes a CSV of its
-// throughput and memory as it grows to standard output:
+// by training it (package cmd/tierbench/internal/tierbench) and writes a CSV
+// of its throughput and memory as it grows to standard output:
 //
 //	tierbench -rows 200000000 -budget 20000000 -tier-dir /ssd/tier [-dim 16] [-batch 4096] [-new 0.5]
 //
@@ -15,8 +15,8 @@ import (
 	"os/signal"
 	"syscall"
 
+	"github.com/xdlgo/xps/cmd/tierbench/internal/tierbench"
 	"github.com/xdlgo/xps/internal/cli"
-	"github.com/xdlgo/xps/internal/tierbench"
 )
 
 func main() {

@@ -151,6 +151,18 @@ func (g graph) deps(pkg string) map[string]bool {
 
 func under(pkg, dir string) bool { return pkg == dir || strings.HasPrefix(pkg, dir+"/") }
 
+// commandLibrary reports whether package to is a library of a command
+// (cmd/X/internal/...) and pkg is of that command's tree (cmd/X, or
+// another of its libraries): a tool's library used by its one command
+// lives beside it, and Go lets nothing else import it.
+func commandLibrary(pkg, to string) bool {
+	parts := strings.Split(to, "/")
+	if len(parts) < 4 || parts[0] != "cmd" || parts[2] != "internal" {
+		return false
+	}
+	return under(pkg, "cmd/"+parts[1])
+}
+
 func TestDesignRules(t *testing.T) {
 	g := loadGraph(t)
 	for pkg, imports := range g {
@@ -166,7 +178,7 @@ func TestDesignRules(t *testing.T) {
 			case pkg == "filters" && (isLocal && to != "internal/hashmix" || strings.Contains(p, "grpc") ||
 				strings.Contains(p, "etcd") || p == "os" || p == "io/fs" || p == "net" || strings.HasPrefix(p, "net/")):
 				t.Errorf("filters imports %s: admission is pure logic, without RPC, etcd or files", p)
-			case isLocal && under(to, "cmd"):
+			case isLocal && under(to, "cmd") && !commandLibrary(pkg, to):
 				t.Errorf("%s imports the command %s", pkg, to)
 			}
 		}
@@ -275,6 +287,21 @@ func TestRulesCatchViolations(t *testing.T) {
 	}
 	if !under("ams/client", "ams") || under("amsx", "ams") {
 		t.Fatal("under")
+	}
+	for _, c := range []struct {
+		pkg, to string
+		ok      bool
+	}{
+		{"cmd/pullbench", "cmd/pullbench/internal/pullbench", true},
+		{"cmd/pullbench/internal/x", "cmd/pullbench/internal/pullbench", true},
+		{"cmd/serve", "cmd/pullbench/internal/pullbench", false}, // another command's library
+		{"serve", "cmd/pullbench/internal/pullbench", false},
+		{"cmd/pullbenchx", "cmd/pullbench/internal/pullbench", false},
+		{"cmd/serve", "cmd/pullbench", false}, // a main
+	} {
+		if got := commandLibrary(c.pkg, c.to); got != c.ok {
+			t.Errorf("commandLibrary(%s, %s) = %v", c.pkg, c.to, got)
+		}
 	}
 	if m := row.FindStringSubmatch("| 3 | `internal/controlplane` | the control plane |"); m == nil || m[2] != "internal/controlplane" {
 		t.Fatalf("row does not parse a table line: %v", m)

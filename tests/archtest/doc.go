@@ -11,7 +11,7 @@
 //     shard, the AMS binary does not link the reader, snapshot does not import ams, densenet imports neither the
 //     module nor RPC or etcd, filters imports only internal/hashmix of the
 //     module and nothing of RPC, etcd or files, and nothing imports a cmd/
-//     package; the prediction server (serve, cmd/serve) links neither job,
+//     package but a command its own library (cmd/X/internal/...); the prediction server (serve, cmd/serve) links neither job,
 //     internal/worker, internal/xctrain, etcd nor kafka-go, and the model
 //     floor (model/...) imports nothing under internal/ and reaches
 //     neither a trainer, job nor package xps (TestServeAndModelRules).
@@ -23,8 +23,10 @@
 //  4. when a function is longer than 80 lines, from its func line to its
 //     closing brace, unless funcExempt lists it with a reason (GEMM
 //     micro-kernels);
-//  5. when the non-test files of a cmd/ package total 150 lines or more:
-//     mains parse flags, wire and handle signals;
+//  5. when the non-test files of a command's main package (cmd/X) total
+//     150 lines or more: mains parse flags, wire and handle signals (a
+//     tool's library used by its one command lives beneath it, in
+//     cmd/X/internal/, and is no main);
 //  6. when an entry of funcExempt, or of the temporary lists of what is
 //     being split now (funcSplitting, cmdSplitting), no longer exceeds its
 //     limit or is gone, so that the lists only shrink.

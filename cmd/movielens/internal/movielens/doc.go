@@ -72,4 +72,13 @@
 // groups, 1,677 without history, mean history 38.5) and 20,001 test
 // ratings (9,802 groups, 458 without history, mean history 38.3); a test
 // CTR of 0.565 (TestSequencesRealData prints the counts).
+//
+// It is cmd/movielens's library (only that command imports it).
+//
+// Files:
+//
+//	movielens.go  Open (the data set's files), Dataset.Convert: the plain
+//	              mode
+//	seq.go        SeqOptions, Dataset.Sequences: the sequence mode, its
+//	              time split and histories; SequenceTargets
 package movielens

@@ -14,4 +14,11 @@
 //
 // Invariants: every goroutine a Server starts stops in Close; Run ends when
 // its duration has passed and every request it sent has been answered.
+//
+// It is cmd/pullbench's library (only that command imports it).
+//
+// Files:
+//
+//	pullbench.go  the server side (ServerOptions, Start, Server) and the
+//	              client side (RunOptions, RunAMS, RunTCP, Result)
 package pullbench

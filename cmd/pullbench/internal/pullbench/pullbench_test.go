@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/xdlgo/xps/internal/pullbench"
+	"github.com/xdlgo/xps/cmd/pullbench/internal/pullbench"
 )
 
 // TestRun runs both sides briefly against a small server: each completes

@@ -12,7 +12,7 @@ import (
 	"github.com/xdlgo/xps/reader"
 )
 
-const dataDir = "../../../shared/data/ml-100k"
+const dataDir = "../../../../../shared/data/ml-100k" // the module root is four levels up
 
 // TestConvertRealData converts ua.test and reads both outputs back: the
 // same samples, labels and feature ids, one group per user.

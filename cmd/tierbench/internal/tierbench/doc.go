@@ -21,4 +21,10 @@
 //  1. The batches are a pure function of the options (Seed): two runs,
 //     in memory and tiered, train the same rows.
 //  2. Run closes the shard, and with it the cold tier, before it returns.
+//
+// It is cmd/tierbench's library (only that command imports it).
+//
+// Files:
+//
+//	tierbench.go  Options and Run
 package tierbench

@@ -1,8 +1,3 @@
-// Package serveload is the load generator of the serving benchmark
-// (bench/serve.sh): it builds prediction requests from a test file, one
-// user and its candidates each, and sends them to a server over HTTP with
-// a bounded number of requests in flight, measuring each request's
-// latency.
 package serveload
 
 import (
