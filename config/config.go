@@ -14,8 +14,8 @@ import (
 
 	"github.com/xdlgo/xps/ams"
 	"github.com/xdlgo/xps/export"
-	"github.com/xdlgo/xps/internal/datagen"
 	"github.com/xdlgo/xps/reader"
+	"github.com/xdlgo/xps/reader/synth/datagen"
 	"github.com/xdlgo/xps/snapshot"
 	"github.com/xdlgo/xps/sparsenet/slide"
 )
@@ -582,7 +582,7 @@ type DataConfig struct {
 	// The default value is 0: no validation set.
 	ValidSamples int `yaml:"valid_samples"`
 	// Config is the generator's own configuration (package
-	// internal/datagen: fields, user_fields, mean_bag, vocab, zipf_s,
+	// reader/synth/datagen: fields, user_fields, mean_bag, vocab, zipf_s,
 	// samples_per_user, users, seed, world_seed, ctr, logit_std,
 	// rank_scale, interaction_share), with its defaults.
 	datagen.Config `yaml:",inline"`

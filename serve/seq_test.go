@@ -12,8 +12,8 @@ import (
 
 	"github.com/xdlgo/xps/config"
 	"github.com/xdlgo/xps/export"
-	"github.com/xdlgo/xps/internal/seqgen"
 	"github.com/xdlgo/xps/reader"
+	"github.com/xdlgo/xps/reader/synth/seqgen"
 	"github.com/xdlgo/xps/serve"
 )
 

@@ -16,7 +16,7 @@
 //	-drift-lifetime  samples an id is drawn for before its rank gets a new id (data.drift_lifetime; 0: none)
 //	-seed            the sample stream (default data.seed, 1): another draws other samples
 //	                 of the same world (teacher and users): a second day, a validation file
-//	-seq             write internal/seqgen's user-behaviour sequences (DIN, DIEN; fields there)
+//	-seq             write reader/synth/seqgen's user-behaviour sequences (DIN, DIEN; fields there)
 //	-history-len, -drift  with -seq: the longest history (50), interests move (true)
 //
 // The samples are streamed to the files: memory does not grow with the
@@ -37,10 +37,10 @@ import (
 
 	"github.com/xdlgo/xps/config"
 	"github.com/xdlgo/xps/internal/cli"
-	"github.com/xdlgo/xps/internal/datagen"
 	"github.com/xdlgo/xps/internal/metrics"
-	"github.com/xdlgo/xps/internal/seqgen"
 	"github.com/xdlgo/xps/reader"
+	"github.com/xdlgo/xps/reader/synth/datagen"
+	"github.com/xdlgo/xps/reader/synth/seqgen"
 )
 
 type flags struct {
@@ -64,7 +64,7 @@ func main() {
 	flag.StringVar(&f.format, "format", "libffm", "output format: libffm or group")
 	flag.Int64Var(&f.drift, "drift-lifetime", 0, "vocabulary drift: samples an id is drawn for before its rank gets a new id (default data.drift_lifetime of the config; 0 there: no drift)")
 	flag.Uint64Var(&f.seed, "seed", 0, "the sample stream: another seed draws other samples of the same world (the same teacher and users), e.g. a second day or a validation file (default data.seed of the config, 1)")
-	flag.BoolVar(&f.seq, "seq", false, "write the user-behaviour sequence dataset (internal/seqgen) instead")
+	flag.BoolVar(&f.seq, "seq", false, "write the user-behaviour sequence dataset (reader/synth/seqgen) instead")
 	flag.IntVar(&f.historyLen, "history-len", seqgen.DefaultMaxLen, "with -seq: the longest history")
 	flag.BoolVar(&f.seqDrift, "drift", true, "with -seq: the user's interest moves along the history")
 	cli.ParseCommandLine("ctrgen")

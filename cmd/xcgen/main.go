@@ -1,7 +1,7 @@
 // Command xcgen writes generated extreme multi-label data shaped like
-// Amazon-670K (see package internal/xcgen) in the XMLRepository text format
-// ("N F L" header, then "l1,l2 f:v f:v ..." lines), which the reader's xml
-// format reads.
+// Amazon-670K (see package reader/synth/xcgen) in the XMLRepository text
+// format ("N F L" header, then "l1,l2 f:v f:v ..." lines), which the
+// reader's xml format reads.
 //
 // Usage:
 //
@@ -33,7 +33,7 @@ import (
 	"time"
 
 	"github.com/xdlgo/xps/internal/cli"
-	"github.com/xdlgo/xps/internal/xcgen"
+	"github.com/xdlgo/xps/reader/synth/xcgen"
 )
 
 func main() {

@@ -9,12 +9,12 @@ import (
 	"strings"
 
 	"github.com/xdlgo/xps/config"
-	"github.com/xdlgo/xps/internal/datagen"
 	"github.com/xdlgo/xps/internal/membership"
 	"github.com/xdlgo/xps/internal/metrics"
 	"github.com/xdlgo/xps/job"
 	"github.com/xdlgo/xps/model/ctr"
 	"github.com/xdlgo/xps/reader"
+	"github.com/xdlgo/xps/reader/synth/datagen"
 )
 
 // Data is a job's training and test data.

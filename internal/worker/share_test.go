@@ -7,8 +7,8 @@ import (
 
 	"github.com/xdlgo/xps/cluster"
 	"github.com/xdlgo/xps/config"
-	"github.com/xdlgo/xps/internal/datagen"
 	"github.com/xdlgo/xps/job"
+	"github.com/xdlgo/xps/reader/synth/datagen"
 	"github.com/xdlgo/xps/tests/testutil"
 )
 

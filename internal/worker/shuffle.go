@@ -8,8 +8,8 @@ import (
 	"slices"
 
 	"github.com/xdlgo/xps/config"
-	"github.com/xdlgo/xps/internal/datagen"
 	"github.com/xdlgo/xps/reader"
+	"github.com/xdlgo/xps/reader/synth/datagen"
 )
 
 // stream opens a worker's training data in order for an epoch, at start

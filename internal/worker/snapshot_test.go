@@ -16,10 +16,10 @@ import (
 	"github.com/xdlgo/xps/cluster"
 	"github.com/xdlgo/xps/config"
 	"github.com/xdlgo/xps/internal/checkpoint"
-	"github.com/xdlgo/xps/internal/datagen"
 	"github.com/xdlgo/xps/internal/membership"
 	"github.com/xdlgo/xps/job"
 	"github.com/xdlgo/xps/reader"
+	"github.com/xdlgo/xps/reader/synth/datagen"
 	"github.com/xdlgo/xps/snapshot"
 	"github.com/xdlgo/xps/tests/testutil"
 )

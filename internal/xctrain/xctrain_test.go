@@ -14,9 +14,9 @@ import (
 	"github.com/xdlgo/xps/ams"
 	"github.com/xdlgo/xps/cluster"
 	"github.com/xdlgo/xps/config"
-	"github.com/xdlgo/xps/internal/xcgen"
 	"github.com/xdlgo/xps/job"
 	"github.com/xdlgo/xps/reader"
+	"github.com/xdlgo/xps/reader/synth/xcgen"
 	"github.com/xdlgo/xps/sparsenet/slide"
 	"github.com/xdlgo/xps/tests/testutil"
 )

@@ -5,8 +5,8 @@ import (
 	"math/rand/v2"
 	"slices"
 
-	"github.com/xdlgo/xps/internal/datagen"
 	"github.com/xdlgo/xps/internal/hashmix"
+	"github.com/xdlgo/xps/reader/synth/datagen"
 )
 
 // Key derivation constants: each hidden quantity has its own key derived

@@ -52,4 +52,12 @@
 // A Generator is immutable and safe for concurrent use; Sample and
 // WriteXML take their scratch space from the caller (a Sample) or allocate
 // it per call.
+//
+// It is one of the synthetic sources under reader/synth (public: a model
+// written outside the module can train and be checked on it), beside datagen and seqgen.
+//
+// Files:
+//
+//	xcgen.go  Config, New, the Generator (Sample, Prototype, WriteXML) and
+//	          Sample (AppendXML)
 package xcgen

@@ -98,4 +98,15 @@
 //
 // A Generator is not safe for concurrent use; give each goroutine its own,
 // with its own Seed.
+//
+// It is one of the synthetic sources under reader/synth (public: a model
+// written outside the module can train and be checked on it), beside seqgen and xcgen.
+//
+// Files:
+//
+//	config.go     Config (every field's default), EnsureDefaults, Validate
+//	generator.go  the teacher, its calibration (New, CalibrateBias), the
+//	              Generator: Generate, NextGroup, Fork; Normalish
+//	drift.go      the drifting vocabulary (Config.DriftLifetime)
+//	write.go      Write, WriteLibFFM, WriteGroups: streamed text
 package datagen

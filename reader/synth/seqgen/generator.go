@@ -6,9 +6,9 @@ import (
 	"slices"
 	"strconv"
 
-	"github.com/xdlgo/xps/internal/datagen"
 	"github.com/xdlgo/xps/internal/hashmix"
 	"github.com/xdlgo/xps/reader"
+	"github.com/xdlgo/xps/reader/synth/datagen"
 )
 
 // The fields of a sample (see the package documentation).
