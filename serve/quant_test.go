@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/xdlgo/xps/export"
-	"github.com/xdlgo/xps/internal/metrics"
+	"github.com/xdlgo/xps/model/metrics"
 	"github.com/xdlgo/xps/serve"
 	"github.com/xdlgo/xps/snapshot"
 )

@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/xdlgo/xps/export"
-	"github.com/xdlgo/xps/internal/metrics"
+	"github.com/xdlgo/xps/model/metrics"
 )
 
 // TestWarmStart: a new cluster whose job starts from another job's export

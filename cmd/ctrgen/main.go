@@ -37,7 +37,7 @@ import (
 
 	"github.com/xdlgo/xps/config"
 	"github.com/xdlgo/xps/internal/cli"
-	"github.com/xdlgo/xps/internal/metrics"
+	"github.com/xdlgo/xps/model/metrics"
 	"github.com/xdlgo/xps/reader"
 	"github.com/xdlgo/xps/reader/synth/datagen"
 	"github.com/xdlgo/xps/reader/synth/seqgen"

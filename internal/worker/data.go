@@ -10,9 +10,9 @@ import (
 
 	"github.com/xdlgo/xps/config"
 	"github.com/xdlgo/xps/internal/membership"
-	"github.com/xdlgo/xps/internal/metrics"
 	"github.com/xdlgo/xps/job"
 	"github.com/xdlgo/xps/model/ctr"
+	"github.com/xdlgo/xps/model/metrics"
 	"github.com/xdlgo/xps/reader"
 	"github.com/xdlgo/xps/reader/synth/datagen"
 )

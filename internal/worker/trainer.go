@@ -18,10 +18,10 @@ import (
 	"github.com/xdlgo/xps/config"
 	"github.com/xdlgo/xps/densenet"
 	"github.com/xdlgo/xps/internal/checkpoint"
-	"github.com/xdlgo/xps/internal/metrics"
 	"github.com/xdlgo/xps/internal/tracker"
 	"github.com/xdlgo/xps/job"
 	"github.com/xdlgo/xps/model/ctr"
+	"github.com/xdlgo/xps/model/metrics"
 	"github.com/xdlgo/xps/reader"
 	"github.com/xdlgo/xps/sparsenet"
 )

@@ -12,7 +12,7 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/xdlgo/xps/internal/metrics"
+	"github.com/xdlgo/xps/model/metrics"
 	"github.com/xdlgo/xps/reader"
 )
 

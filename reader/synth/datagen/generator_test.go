@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/xdlgo/xps/internal/metrics"
+	"github.com/xdlgo/xps/model/metrics"
 	"github.com/xdlgo/xps/reader"
 )
 

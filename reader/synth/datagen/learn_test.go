@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"github.com/xdlgo/xps/internal/hashmix"
-	"github.com/xdlgo/xps/internal/metrics"
+	"github.com/xdlgo/xps/model/metrics"
 	"github.com/xdlgo/xps/reader"
 )
 

@@ -4,7 +4,7 @@ import (
 	"math"
 	"testing"
 
-	"github.com/xdlgo/xps/internal/metrics"
+	"github.com/xdlgo/xps/model/metrics"
 )
 
 // teacherStats are the figures of the package documentation: CTR, the
