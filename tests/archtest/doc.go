@@ -5,15 +5,16 @@
 //  1. when a package of the module is not in the table, or the table lists
 //     one that does not exist;
 //  2. when a package imports one on a higher layer;
-//  3. when one of the dependency rules of DESIGN.md that layers do not
-//     express is broken (listed at the end of ARCHITECTURE.md): the AMS
-//     packages import no worker-side package, the client does not reach the
-//     shard, the AMS binary does not link the reader, snapshot does not import ams, densenet imports neither the
-//     module nor RPC or etcd, filters imports only internal/hashmix of the
-//     module and nothing of RPC, etcd or files, and nothing imports a cmd/
-//     package but a command its own library (cmd/X/internal/...); the prediction server (serve, cmd/serve) links neither job,
-//     internal/worker, internal/xctrain, etcd nor kafka-go, and the model
-//     floor (model/...) imports nothing under internal/ and reaches
+//  3. when one of the dependency rules of DESIGN.md that layers do not express
+//     is broken (listed at the end of ARCHITECTURE.md): the AMS packages
+//     import no worker-side package, the client does not reach the shard, the
+//     AMS binary does not link the reader, snapshot does not import ams,
+//     densenet imports neither the module nor RPC or etcd, filters imports
+//     only internal/hashmix of the module and nothing of RPC, etcd or files,
+//     and nothing imports a cmd/ package but a command its own library
+//     (cmd/X/internal/...); the prediction server (serve, cmd/serve) links
+//     neither job, internal/worker, internal/xctrain, etcd nor kafka-go, and
+//     the model floor (model/...) imports nothing under internal/ and reaches
 //     neither a trainer, job nor package xps (TestServeAndModelRules).
 //
 // Its size test (funclen_test.go) parses every hand-written .go file of the
@@ -31,5 +32,28 @@
 //     being split now (funcSplitting, cmdSplitting), no longer exceeds its
 //     limit or is gone, so that the lists only shrink.
 //
+// Its wing tests (wings_test.go) keep the house sorted into its wings
+// (internal/, tests/, cmd/ and the public packages) and fail
+//
+//  7. when a public package (under neither internal/, cmd/ nor tests/)
+//     imports a package of internal/ by an arrow that publicIntoInternal
+//     does not list: the list holds the arrows of issue 49's base (and
+//     three carried by the generators' move to reader/synth), none may be
+//     added, and an entry no package has any more must go;
+//  8. when a non-test file outside tests/ imports the testing wing, but
+//     for the test servers' own commands (cmd/hdfsd, cmd/kafkad:
+//     testsImporters);
+//  9. when the non-generated Go lines under the top-level internal/ are
+//     more than 25% of the house's (every .go file but *.pb.go and those
+//     marked "Code generated ... DO NOT EDIT.", nested modules and
+//     testdata included); TestInternalShare prints the figure.
+//
 // The package holds no code: it is only its tests.
+//
+// Files:
+//
+//	archtest_test.go  the layer table, the import rules, the rules of the
+//	                  prediction server and the model floor (1-3)
+//	funclen_test.go   the sizes of functions and mains (4-6)
+//	wings_test.go     the wings and internal/'s share (7-9)
 package archtest
