@@ -132,10 +132,11 @@ type summary struct {
 	Shards           int     `json:"shards"`
 	// ExactlyOnce is the shards' account of the worker's pushes.
 	ExactlyOnce *struct {
-		Exact   bool   `json:"exact"`
-		Batches uint64 `json:"batches"`
-		Samples int64  `json:"samples"`
-		Problem string `json:"problem"`
+		Exact       bool   `json:"exact"`
+		Batches     uint64 `json:"batches"`
+		Samples     int64  `json:"samples"`
+		Problem     string `json:"problem"`
+		NotVerified string `json:"not_verified"`
 	} `json:"exactly_once"`
 }
 
