@@ -33,7 +33,6 @@ var sleepAllowed = map[string]string{
 	"reader/kafkasrc/source_test.go:TestStreamingKeepsUpAndLagReturnsToZero": "pace: messages produced while the source reads",
 	"internal/membership/membership_test.go:TestKeep":                        "poll: until registered again, 30 s deadline",
 	"internal/worker/kafka_test.go:TestKafkaStreaming":                       "pace and poll: messages produced while the job reads; positions polled until a deadline",
-	"internal/worker/worker_test.go:startWorkers":                            "pace: the workers start staggered (issue 51 names it: to go)",
 	"internal/worker/gate_test.go:waitLiveApplied":                           "poll: the checkpoints' applied counts, 1 m deadline",
 	"internal/scheduler/exports_test.go:TestExportEverySamples":              "pace: applied counts grow between the scheduler's ticks",
 	"internal/scheduler/election_test.go:TestStandbyTakesOver":               "negative: the standby stays a standby while the leader lives",
