@@ -46,7 +46,7 @@ export XPS_E2E_BIN=$bin
 pass=0 fail=0
 for i in $(seq 1 "$RUNS"); do
 	for t in $TESTS; do
-		seed=${SEED:-$(od -An -N8 -tu8 /dev/urandom | tr -d ' ' | awk '{print $1 % 9223372036854775807}')}
+		seed=${SEED:-$((RANDOM << 45 | RANDOM << 30 | RANDOM << 15 | RANDOM))}
 		log=$(mktemp)
 		began=$(date +%s)
 		if (cd internal/e2e && XPS_FAULT_SEED=$seed "$bin/e2e.test" -test.run "$t" -test.v -test.timeout 30m) >"$log" 2>&1; then
@@ -56,9 +56,11 @@ for i in $(seq 1 "$RUNS"); do
 			cp "$log" "$logs-$seed.log"
 		fi
 		secs=$(($(date +%s) - began))
-		faults=$(grep -o 'with [0-9]* of [0-9]* kills' "$log" | head -1 | awk '{print $2}')
-		note=$(grep -m1 -o 'lives: \[[^]]*\]' "$log" | tail -1 || true)
-		[ "$res" = FAIL ] && note="log: $logs-$seed.log; $(grep -m1 -E -- '--- FAIL|panic:' "$log" | cut -c1-80)"
+		faults=$(grep -o 'with [0-9]* of [0-9]* kills' "$log" | head -1 | awk '{print $2}' || true)
+		note=$(grep -o 'lives: \[[^]]*\]' "$log" | tail -1 || true)
+		if [ "$res" = FAIL ]; then
+			note="log: $logs-$seed.log; $(grep -m1 -E -- '--- FAIL|panic:|timed out' "$log" | cut -c1-80 || true)"
+		fi
 		echo "| ${t%\$} | $seed | $res | $secs | ${faults:-?} | $note |" | tee -a "$OUT"
 		rm -f "$log"
 	done
