@@ -54,11 +54,17 @@
 //     SIGTERM does, failed): the shards' records of the worker's pushes
 //     (ams.Origin: a shard applies each of a worker's batches once) are
 //     checked against its checkpoint in the model (checkpoint.Verify) and
-//     the result is the Summary's ExactlyOnce. When they agree the worker
-//     leaves gracefully; when they do not, when the check cannot run, or
-//     when the cluster failed, Run fails with ErrNotExactlyOnce and the
-//     worker leaves as a dead one does (Registration.Abandon), so that the
-//     scheduler rolls the model back to its last snapshot.
+//     the result is the Summary's ExactlyOnce, with the scheduler's
+//     record of the last restore (a cluster that failed holds no model
+//     that counts). When they agree the worker leaves gracefully; when
+//     they do not, or when the cluster failed, Run fails with
+//     ErrNotExactlyOnce; when a read of the check fails (the shards',
+//     etcd's), with ErrNotVerified, the verdict saying why: never
+//     "exactly-once" from the shards' records alone. Either way the worker
+//     leaves as a dead one does (Registration.Abandon), so that the
+//     scheduler rolls the model back to its last snapshot. After a stop
+//     the checks have StopBudget from it, so that a stopped worker is gone
+//     within 20 s whatever etcd does.
 //
 // # Invariants
 //

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/xdlgo/xps/ams"
@@ -175,6 +176,8 @@ func (s Summary) writeExactlyOnce(w io.Writer) {
 	case v.Exact:
 		fmt.Fprintf(w, "%s: exactly-once, by the shards' records: each of %d batches (%d samples, digest %016x) applied once on every one of %d shards\n",
 			s.Worker, v.Batches, v.Samples, v.Digest, v.Shards)
+	case v.NotVerified != "" && v.Problem == "":
+		fmt.Fprintf(w, "%s: exactly-once not verified: %s\n", s.Worker, v.NotVerified)
 	case !v.Checked && v.Problem == "":
 		fmt.Fprintf(w, "%s: exactly-once not checked by batch (sync mode applies each round once by its number)\n", s.Worker)
 	default:
@@ -190,6 +193,13 @@ func (s Summary) writeExactlyOnce(w io.Writer) {
 // (membership.Registration.Abandon), so that the scheduler rolls the
 // model back to its last snapshot.
 var ErrNotExactlyOnce = errors.New("job: the model does not hold exactly what this worker trained")
+
+// ErrNotVerified is returned (wrapped) by Run when a check of the
+// exactly-once verdict could not be made (the shards' records or the
+// scheduler's record of restores could not be read, in time for a stopped
+// job: StopBudget): the summary says "not verified" and why, never
+// "exactly-once". The worker leaves as for ErrNotExactlyOnce.
+var ErrNotVerified = errors.New("job: exactly-once could not be verified")
 
 // PushTimeout bounds one push of a batch (PushContext).
 const PushTimeout = time.Minute
@@ -208,6 +218,27 @@ func PushContext(ctx context.Context) (context.Context, context.CancelFunc) {
 
 // verifyTimeout bounds the end-of-job check of the shards' records.
 const verifyTimeout = 30 * time.Second
+
+// StopBudget bounds the checks a stopped job (its ctx ended: SIGTERM,
+// Ctrl-C) makes after the stop, counted from it: the exactly-once check
+// and the tables' figures share it, and a check it cuts short is "not
+// verified", never passed. With the graceful leave from etcd (at most 5
+// s) a worker told to stop is gone within 20 s whatever etcd does, inside
+// Kubernetes' default grace period of 30 s (the chart gives workers 60).
+// worker -local's save of its model on a stop has a bound of its own
+// (StopSaveTimeout): its etcd is in its own process.
+const StopBudget = 12 * time.Second
+
+// endContext returns the context of a check Run makes once the job ended:
+// ctx's values without its end, bounded by verifyTimeout and, once ctx
+// ended (a stop), by StopBudget from the stop.
+func (e *Env) endContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	d := verifyTimeout
+	if at := e.stoppedAt.Load(); at != nil && ctx.Err() != nil {
+		d = min(d, time.Until(at.Add(StopBudget)))
+	}
+	return context.WithTimeout(context.WithoutCancel(ctx), d)
+}
 
 // Env is what the lifecycle gives a model.
 type Env struct {
@@ -243,6 +274,9 @@ type Env struct {
 	// stopSaved is set once SaveOnStop ran (saved or failed): Run does
 	// not try again.
 	stopSaved bool
+	// stoppedAt is when ctx ended (a stop), from which the checks after
+	// it have StopBudget (endContext); nil while it runs.
+	stoppedAt atomic.Pointer[time.Time]
 }
 
 // setVersion sets the version the worker trains at, and puts it on every
@@ -274,6 +308,7 @@ func Run(ctx context.Context, opts Options, m Model) error {
 	env := &Env{Options: opts, Name: membership.WorkerName(opts.Index), Conn: conn, baseLog: opts.Logger, summary: s}
 	s.Worker, s.Index, s.Count = env.Name, opts.Index, opts.Workers()
 	defer func() { s.WallSeconds, s.PeakRSSBytes = time.Since(wall).Seconds(), peakRSS() }()
+	defer context.AfterFunc(ctx, func() { now := time.Now(); env.stoppedAt.Store(&now) })()
 	// Kept: a lost lease is registered again. The cluster took the loss
 	// for this worker's death and rolls back; the attempt that was
 	// training stops and the next one resumes from the restored
@@ -538,21 +573,39 @@ func (e *Env) verify(ctx context.Context, s *Summary, runErr error) error {
 		}
 		return nil
 	}
-	vctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), verifyTimeout)
+	vctx, cancel := e.endContext(ctx)
 	defer cancel()
 	v, err := checkpoint.Verify(vctx, e.Client, e.Name)
 	if err != nil {
-		s.ExactlyOnce = &checkpoint.Verified{Problem: err.Error()}
-		return fmt.Errorf("%w: the shards' records could not be checked: %w", ErrNotExactlyOnce, err)
+		s.ExactlyOnce = &checkpoint.Verified{NotVerified: "the shards' records could not be read: " + e.endError(vctx, err)}
+		return fmt.Errorf("%w: %s", ErrNotVerified, s.ExactlyOnce.NotVerified)
 	}
-	if r, ok, err := e.Conn.LastResume(vctx); err == nil && ok && r.Failed {
+	// The shards' records alone do not make the verdict: a cluster that
+	// failed (the scheduler's record of its last restore, in etcd) holds
+	// no model that counts, whatever they say.
+	switch r, ok, err := e.Conn.LastResume(vctx); {
+	case err != nil:
+		v.Exact, v.NotVerified = false, "the scheduler's record of the cluster's restores (in etcd) could not be read: "+e.endError(vctx, err)
+	case ok && r.Failed:
 		v.Exact, v.Problem = false, "the cluster failed and could not recover: "+r.Why
 	}
 	s.ExactlyOnce = &v
-	if !v.Exact && v.Checked || v.Problem != "" {
+	switch {
+	case !v.Exact && v.Checked || v.Problem != "":
 		return fmt.Errorf("%w: %s", ErrNotExactlyOnce, v.Problem)
+	case v.NotVerified != "":
+		return fmt.Errorf("%w: %s", ErrNotVerified, v.NotVerified)
 	}
 	return nil
+}
+
+// endError says why a check of endContext failed: err, and that the
+// stop's budget ran out when it did.
+func (e *Env) endError(ctx context.Context, err error) string {
+	if errors.Is(ctx.Err(), context.DeadlineExceeded) && e.stoppedAt.Load() != nil {
+		return fmt.Sprintf("%v (the job was stopped, and its checks have %v from the stop)", err, StopBudget)
+	}
+	return err.Error()
 }
 
 // usage records in s what the tables hold at the end of the job; a
@@ -561,11 +614,11 @@ func (e *Env) usage(ctx context.Context, s *Summary) {
 	if e.Client == nil || errors.Is(context.Cause(ctx), ErrLeaseLost) {
 		return
 	}
-	uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), verifyTimeout)
+	uctx, cancel := e.endContext(ctx)
 	defer cancel()
 	t, d, err := e.Client.Usage(uctx)
 	if err != nil {
-		e.Logger.Warn("the tables' figures", "err", err)
+		e.Logger.Warn("the tables' figures", "err", e.endError(uctx, err))
 		return
 	}
 	s.Tables, s.Dense = t, d

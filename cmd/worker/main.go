@@ -111,8 +111,11 @@ func run(ctx context.Context, f flags, overrides *config.Overrides) (err error) 
 	f.proc.ReadyUntil(ctx)
 	res, err := xps.Train(ctx, opts)
 	if err != nil {
-		if s := res.Summary(); s != nil && ctx.Err() == nil {
-			s.WriteLines(os.Stderr) // the shards' account, whatever went wrong
+		if s := res.Summary(); s != nil {
+			s.WriteLines(os.Stderr) // the shards' account, whatever went wrong (a stop too)
+			if f.asJSON { // the verdict for scripts; the exit status says it failed
+				err = errors.Join(err, cli.PrintJSON(os.Stdout, res))
+			}
 		}
 		return err
 	}

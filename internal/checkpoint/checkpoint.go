@@ -266,6 +266,10 @@ type Verified struct {
 	Shards  int    `json:"shards"`
 	// Problem says what disagrees, when not Exact.
 	Problem string `json:"problem,omitempty"`
+	// NotVerified says why a check could not be made (a read that failed,
+	// a shard or etcd that did not answer in time): the verdict is then
+	// neither exactly-once nor its opposite, and Exact is false.
+	NotVerified string `json:"not_verified,omitempty"`
 }
 
 // Verify compares worker's checkpoint in the model with every shard's

@@ -168,8 +168,10 @@ func TestKafkaPartitionsDealtAcrossWorkers(t *testing.T) {
 	produceMessages(t, b.Addrs(), "ctr", ctrMessages(8000, 2))
 	cfg := kafkaConfig(b.Addrs(), "ctr")
 	cfg.Train.BatchSize = 32
-	// Worker 1 joins while worker 0 is training: a re-deal.
-	results := runWorkers(t, ctx, 2, 300*time.Millisecond, job.Options{Config: cfg, Etcd: lc.Etcd(), Prefix: lc.Prefix()})
+	// Worker 1 joins once worker 0 has trained 20 of its 250 batches (a
+	// progress line each): a re-deal while it trains.
+	cfg.Train.ProgressEvery = time.Nanosecond
+	results := runWorkers(t, ctx, 2, 20, job.Options{Config: cfg, Etcd: lc.Etcd(), Prefix: lc.Prefix()})
 	if total := results[0].Samples + results[1].Samples; total != 8000 {
 		t.Fatalf("workers trained %d + %d samples, want 8000 in all", results[0].Samples, results[1].Samples)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -22,11 +23,14 @@ import (
 )
 
 // batchLines is a progress writer that closes reached once n progress lines
-// of batches were written.
+// of batches were written. With hold set, every batch line after the n-th
+// waits until hold is closed: the trainer, which writes them, trains no
+// further batch meanwhile.
 type batchLines struct {
 	mu      sync.Mutex
 	n       int
 	reached chan struct{}
+	hold    chan struct{}
 	text    strings.Builder
 }
 
@@ -40,13 +44,36 @@ func (b *batchLines) String() string {
 
 func (b *batchLines) Write(p []byte) (int, error) {
 	b.mu.Lock()
-	defer b.mu.Unlock()
 	b.text.Write(p)
+	held := false
 	if strings.Contains(string(p), " batch ") {
 		b.n--
 		if b.n == 0 {
 			close(b.reached)
 		}
+		held = b.n < 0 && b.hold != nil
+	}
+	b.mu.Unlock()
+	if held {
+		<-b.hold
+	}
+	return len(p), nil
+}
+
+// logSignal is a log writer that closes seen once a line holds want.
+type logSignal struct {
+	mu   sync.Mutex
+	want string
+	seen chan struct{}
+	text strings.Builder
+}
+
+func (l *logSignal) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.text.Write(p)
+	if strings.Contains(string(p), l.want) && !strings.Contains(l.text.String()[:l.text.Len()-len(p)], l.want) {
+		close(l.seen)
 	}
 	return len(p), nil
 }
@@ -155,21 +182,22 @@ func testLeaseLost(t *testing.T, rejoinWait time.Duration, restores int) {
 		t.Fatal(err)
 	}
 	defer lc.Close()
-	cfg := smallConfig() // 2 epochs, batches of 64
-	// Long enough (2500 batches, a few seconds) that the lost lease is
-	// noticed while the job trains, however fast the machine.
-	cfg.Data.TrainSamples = 80000
-	if raceEnabled { // about 20 times slower: fewer samples, as long a job
-		cfg.Data.TrainSamples = 8000
-	}
+	cfg := smallConfig() // 8000 samples, 2 epochs, batches of 64
 	want := int64(2 * cfg.Data.TrainSamples)
+	// The lost lease is noticed while the job trains, however fast the
+	// machine: after the 20th batch, each batch's progress line waits
+	// until the worker has logged the loss (its keep-alive saw the lease
+	// gone, as the attempt's watcher does, which then ends the attempt).
 	progress := newBatchLines(20)
+	lost := &logSignal{want: "lost the etcd lease", seen: make(chan struct{})}
+	progress.hold = lost.seen
 	cfg.Train.ProgressEvery = time.Nanosecond
 	done := make(chan error, 1)
 	var res JobResult
 	go func() {
 		var err error
-		res, err = RunJob(ctx, job.Options{Config: cfg, Etcd: lc.Etcd(), Prefix: lc.Prefix(), Progress: progress, LeaseTTL: time.Second})
+		res, err = RunJob(ctx, job.Options{Config: cfg, Etcd: lc.Etcd(), Prefix: lc.Prefix(), Progress: progress, LeaseTTL: time.Second,
+			Logger: slog.New(slog.NewTextHandler(lost, nil))})
 		done <- err
 	}()
 	select {

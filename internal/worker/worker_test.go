@@ -323,32 +323,45 @@ func TestStopsWhenLeaseLost(t *testing.T) {
 }
 
 // runWorkers runs n worker jobs of opts (Index and Count set for each) at
-// once, worker i starting after i*stagger, and fails the test, with the
+// once, worker i starting once worker i-1 has written joinAfter progress
+// lines of batches (0: all at once; or ended), and fails the test, with the
 // workers' progress, if any fails.
-func runWorkers(t *testing.T, ctx context.Context, n int, stagger time.Duration, opts job.Options) []JobResult {
+func runWorkers(t *testing.T, ctx context.Context, n, joinAfter int, opts job.Options) []JobResult {
 	t.Helper()
-	return startWorkers(t, ctx, n, stagger, opts, nil)()
+	return startWorkers(t, ctx, n, joinAfter, opts, nil)()
 }
 
 // startWorkers starts n worker jobs of opts (Index and Count set for each;
-// FS fsys(i) when fsys is set), worker i after i*stagger, and returns a
-// function that waits for them and fails the test, with the workers'
-// progress, if any failed. The test's end waits for them too (cancel ctx
-// first).
-func startWorkers(t *testing.T, ctx context.Context, n int, stagger time.Duration, opts job.Options, fsys func(i int) reader.FS) func() []JobResult {
+// FS fsys(i) when fsys is set), worker i once worker i-1 has written
+// joinAfter progress lines of batches (0: all at once; keyed to progress,
+// never to the clock), and returns a function that waits for them and
+// fails the test, with the workers' progress, if any failed. The test's
+// end waits for them too (cancel ctx first).
+func startWorkers(t *testing.T, ctx context.Context, n, joinAfter int, opts job.Options, fsys func(i int) reader.FS) func() []JobResult {
 	t.Helper()
 	var wg sync.WaitGroup
 	t.Cleanup(wg.Wait)
 	results := make([]JobResult, n)
 	errs := make([]error, n)
-	progress := make([]testutil.Buffer, n)
+	progress := make([]*batchLines, n)
+	ended := make([]chan struct{}, n)
+	for i := range progress {
+		progress[i], ended[i] = newBatchLines(joinAfter), make(chan struct{})
+	}
 	for i := range n {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			time.Sleep(time.Duration(i) * stagger)
+			defer close(ended[i])
+			if i > 0 && joinAfter > 0 {
+				select {
+				case <-progress[i-1].reached:
+				case <-ended[i-1]: // it wrote fewer lines: the test says what it expected
+				case <-ctx.Done():
+				}
+			}
 			o := opts
-			o.Index, o.Config.Job.Workers, o.Progress = i, n, &progress[i]
+			o.Index, o.Config.Job.Workers, o.Progress = i, n, progress[i]
 			if fsys != nil {
 				o.FS = fsys(i)
 			}

@@ -17,7 +17,7 @@ func TestMain(m *testing.M) {
 		os.Exit(0)
 	}
 	code := m.Run()
-	if binDir != "" {
+	if binDir != "" && os.Getenv("XPS_E2E_BIN") == "" {
 		os.RemoveAll(binDir)
 	}
 	os.Exit(code)
