@@ -16,7 +16,7 @@ import (
 //	job/shape                    the job's first worker (Declare)    ams/client.WriteExport (the export's shape)
 //	sync/rounds                  every shard, its own (sync mode)    that shard, after a restore
 //	reader/<worker>/checkpoint   worker <worker>: its Checkpoint     the worker, resuming; the scheduler
-//	                             (internal/checkpoint)               (samples applied, -snapshot-every-samples)
+//	                             (job/checkpoint)                    (samples applied, -snapshot-every-samples)
 //	reader/kafka://<topic>/<p>   the worker reading partition p      the next worker to read partition p
 //	applied/<index>              shard <index> of the map, into its  that shard (or every shard, onto another
 //	                             snapshot part (not PutState): its   layout) restoring the snapshot

@@ -13,8 +13,8 @@ import (
 
 	"github.com/xdlgo/xps/cluster"
 	"github.com/xdlgo/xps/config"
-	"github.com/xdlgo/xps/internal/checkpoint"
 	"github.com/xdlgo/xps/job"
+	"github.com/xdlgo/xps/job/checkpoint"
 	"github.com/xdlgo/xps/snapshot"
 	"github.com/xdlgo/xps/tests/testutil"
 )

@@ -13,9 +13,9 @@ import (
 
 	"github.com/xdlgo/xps/ams"
 	"github.com/xdlgo/xps/ams/client"
-	"github.com/xdlgo/xps/internal/checkpoint"
 	"github.com/xdlgo/xps/internal/controlplane"
 	"github.com/xdlgo/xps/internal/membership"
+	"github.com/xdlgo/xps/job/checkpoint"
 )
 
 // ErrLeaseLost is the cause of a job's end when its etcd lease was lost

@@ -113,7 +113,7 @@ func run(ctx context.Context, f flags, overrides *config.Overrides) (err error) 
 	if err != nil {
 		if s := res.Summary(); s != nil {
 			s.WriteLines(os.Stderr) // the shards' account, whatever went wrong (a stop too)
-			if f.asJSON { // the verdict for scripts; the exit status says it failed
+			if f.asJSON {           // the verdict for scripts; the exit status says it failed
 				err = errors.Join(err, cli.PrintJSON(os.Stdout, res))
 			}
 		}

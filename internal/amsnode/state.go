@@ -14,7 +14,7 @@ import (
 // counts are numbers that can be (no negative epoch, batch, samples or
 // batches; positions with offsets of zero or more). Before, a value that
 // was no checkpoint was stored from any client and failed every later
-// snapshot (issue 48). It reads the JSON of internal/checkpoint's
+// snapshot (issue 48). It reads the JSON of job/checkpoint's
 // Checkpoint, whose package the AMS binary does not link (it imports the
 // sample reader): TestCheckStateTakesEveryCheckpoint holds the two
 // together. Other keys pass.

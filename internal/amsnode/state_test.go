@@ -5,13 +5,13 @@ import (
 	"testing"
 
 	"github.com/xdlgo/xps/ams"
-	"github.com/xdlgo/xps/internal/checkpoint"
+	"github.com/xdlgo/xps/job/checkpoint"
 	"github.com/xdlgo/xps/reader"
 	"github.com/xdlgo/xps/snapshot"
 )
 
 // TestCheckStateTakesEveryCheckpoint holds checkState to the JSON of
-// internal/checkpoint: every checkpoint a job stores passes, and what is
+// job/checkpoint: every checkpoint a job stores passes, and what is
 // no checkpoint, or one whose counts cannot be, is refused; other keys
 // pass whatever they hold.
 func TestCheckStateTakesEveryCheckpoint(t *testing.T) {

@@ -8,9 +8,9 @@ import (
 	"github.com/xdlgo/xps/ams"
 	"github.com/xdlgo/xps/ams/client"
 	"github.com/xdlgo/xps/export"
-	"github.com/xdlgo/xps/internal/checkpoint"
 	"github.com/xdlgo/xps/internal/clusterfsm"
 	"github.com/xdlgo/xps/internal/controlplane"
+	"github.com/xdlgo/xps/job/checkpoint"
 	"github.com/xdlgo/xps/snapshot"
 )
 

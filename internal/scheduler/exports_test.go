@@ -8,10 +8,10 @@ import (
 	"github.com/xdlgo/xps/ams"
 	"github.com/xdlgo/xps/ams/client"
 	"github.com/xdlgo/xps/export"
-	"github.com/xdlgo/xps/internal/checkpoint"
 	"github.com/xdlgo/xps/internal/clusterfsm"
 	"github.com/xdlgo/xps/internal/membership"
 	"github.com/xdlgo/xps/internal/scheduler"
+	"github.com/xdlgo/xps/job/checkpoint"
 	"github.com/xdlgo/xps/snapshot"
 	"github.com/xdlgo/xps/tests/testutil"
 )

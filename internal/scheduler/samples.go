@@ -6,8 +6,8 @@ import (
 
 	"github.com/xdlgo/xps/ams"
 	"github.com/xdlgo/xps/ams/client"
-	"github.com/xdlgo/xps/internal/checkpoint"
 	"github.com/xdlgo/xps/internal/clusterfsm"
+	"github.com/xdlgo/xps/job/checkpoint"
 )
 
 // sampleCount is the state of snapshots every N samples

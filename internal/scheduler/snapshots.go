@@ -7,8 +7,8 @@ import (
 
 	"github.com/xdlgo/xps/ams"
 	"github.com/xdlgo/xps/ams/client"
-	"github.com/xdlgo/xps/internal/checkpoint"
 	"github.com/xdlgo/xps/internal/controlplane"
+	"github.com/xdlgo/xps/job/checkpoint"
 	"github.com/xdlgo/xps/snapshot"
 )
 

@@ -5,9 +5,9 @@ import (
 	"fmt"
 
 	"github.com/xdlgo/xps/ams"
-	"github.com/xdlgo/xps/internal/checkpoint"
 	"github.com/xdlgo/xps/internal/clusterfsm"
 	"github.com/xdlgo/xps/internal/controlplane"
+	"github.com/xdlgo/xps/job/checkpoint"
 )
 
 // SaveOnStop takes the snapshot of a scheduler being stopped (Serve calls

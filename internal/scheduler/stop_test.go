@@ -7,10 +7,10 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/xdlgo/xps/ams/client"
-	"github.com/xdlgo/xps/internal/checkpoint"
 	"github.com/xdlgo/xps/internal/clusterfsm"
 	"github.com/xdlgo/xps/internal/membership"
 	"github.com/xdlgo/xps/internal/scheduler"
+	"github.com/xdlgo/xps/job/checkpoint"
 	"github.com/xdlgo/xps/snapshot"
 	"github.com/xdlgo/xps/tests/testutil"
 )

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/xdlgo/xps/internal/checkpoint"
+	"github.com/xdlgo/xps/job/checkpoint"
 	"github.com/xdlgo/xps/reader"
 )
 

@@ -7,7 +7,7 @@ import (
 	"sort"
 	"time"
 
-	"github.com/xdlgo/xps/internal/checkpoint"
+	"github.com/xdlgo/xps/job/checkpoint"
 	"github.com/xdlgo/xps/reader"
 )
 

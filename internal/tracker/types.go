@@ -3,7 +3,7 @@ package tracker
 import (
 	"time"
 
-	"github.com/xdlgo/xps/internal/checkpoint"
+	"github.com/xdlgo/xps/job/checkpoint"
 	"github.com/xdlgo/xps/reader"
 )
 

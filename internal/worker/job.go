@@ -12,8 +12,8 @@ import (
 	"time"
 
 	"github.com/xdlgo/xps/ams"
-	"github.com/xdlgo/xps/internal/checkpoint"
 	"github.com/xdlgo/xps/job"
+	"github.com/xdlgo/xps/job/checkpoint"
 	"github.com/xdlgo/xps/reader"
 	"github.com/xdlgo/xps/reader/hdfssrc"
 )

@@ -12,9 +12,9 @@ import (
 	"github.com/xdlgo/xps/ams"
 	"github.com/xdlgo/xps/ams/client"
 	"github.com/xdlgo/xps/config"
-	"github.com/xdlgo/xps/internal/checkpoint"
 	"github.com/xdlgo/xps/internal/controlplane"
 	"github.com/xdlgo/xps/job"
+	"github.com/xdlgo/xps/job/checkpoint"
 	"github.com/xdlgo/xps/reader"
 	"github.com/xdlgo/xps/reader/kafkasrc"
 )

@@ -118,7 +118,7 @@
 // snapshot pause the train stage stops at a batch boundary, waits until
 // every push it made is applied, writes the layer (slide.Layer.Save) into
 // the snapshot as LayerFile through the snapshot package, and stores its
-// Checkpoint (internal/checkpoint: the file's size and SHA-256, the next
+// Checkpoint (job/checkpoint: the file's size and SHA-256, the next
 // epoch and batch, the samples applied) under the worker's AMS state key
 // (ams.CheckpointKey), the key every job uses; then it acknowledges and
 // waits for the resume. Between snapshots it stores its progress (no file)

@@ -7,8 +7,8 @@ import (
 	"io"
 	"slices"
 
-	"github.com/xdlgo/xps/internal/checkpoint"
 	"github.com/xdlgo/xps/job"
+	"github.com/xdlgo/xps/job/checkpoint"
 	"github.com/xdlgo/xps/reader"
 )
 

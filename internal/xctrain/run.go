@@ -9,9 +9,9 @@ import (
 	"time"
 
 	"github.com/xdlgo/xps/config"
-	"github.com/xdlgo/xps/internal/checkpoint"
 	"github.com/xdlgo/xps/internal/membership"
 	"github.com/xdlgo/xps/internal/tracker"
+	"github.com/xdlgo/xps/job/checkpoint"
 	"github.com/xdlgo/xps/sparsenet/slide"
 )
 

@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/xdlgo/xps/internal/checkpoint"
 	"github.com/xdlgo/xps/internal/controlplane"
+	"github.com/xdlgo/xps/job/checkpoint"
 	"github.com/xdlgo/xps/snapshot"
 )
 

@@ -15,8 +15,8 @@ import (
 	"github.com/xdlgo/xps/ams/client"
 	"github.com/xdlgo/xps/cluster"
 	"github.com/xdlgo/xps/config"
-	"github.com/xdlgo/xps/internal/checkpoint"
 	"github.com/xdlgo/xps/job"
+	"github.com/xdlgo/xps/job/checkpoint"
 	"github.com/xdlgo/xps/snapshot"
 	"github.com/xdlgo/xps/tests/testutil"
 )

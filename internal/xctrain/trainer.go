@@ -14,9 +14,9 @@ import (
 	"github.com/xdlgo/xps/ams/client"
 	"github.com/xdlgo/xps/config"
 	"github.com/xdlgo/xps/densenet"
-	"github.com/xdlgo/xps/internal/checkpoint"
 	"github.com/xdlgo/xps/internal/controlplane"
 	"github.com/xdlgo/xps/job"
+	"github.com/xdlgo/xps/job/checkpoint"
 	"github.com/xdlgo/xps/sparsenet"
 	"github.com/xdlgo/xps/sparsenet/slide"
 )

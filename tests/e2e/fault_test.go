@@ -23,11 +23,11 @@ import (
 
 	"github.com/xdlgo/xps/ams"
 	"github.com/xdlgo/xps/config"
-	"github.com/xdlgo/xps/internal/checkpoint"
 	"github.com/xdlgo/xps/internal/controlplane"
 	"github.com/xdlgo/xps/internal/etcdembed"
 	"github.com/xdlgo/xps/internal/membership"
 	"github.com/xdlgo/xps/internal/worker"
+	"github.com/xdlgo/xps/job/checkpoint"
 	"github.com/xdlgo/xps/reader"
 	"github.com/xdlgo/xps/snapshot"
 	"github.com/xdlgo/xps/tests/testutil"

@@ -4,7 +4,7 @@ import (
 	"testing"
 
 	"github.com/xdlgo/xps/ams"
-	"github.com/xdlgo/xps/internal/checkpoint"
+	"github.com/xdlgo/xps/job/checkpoint"
 	"github.com/xdlgo/xps/snapshot"
 )
 
