@@ -196,7 +196,7 @@ func (m *model) Train(ctx context.Context, env *job.Env, cp *checkpoint.Checkpoi
 		start = *cp
 	}
 	if m.kj != nil && env.Attempt > 1 {
-		m.kj.cl = env.Client
+		m.kj.cl, m.kj.version = env.Client, env.Version
 		if err := m.kj.sync(ctx); err != nil {
 			return fmt.Errorf("worker: %w", err)
 		}

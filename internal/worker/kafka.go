@@ -36,7 +36,9 @@ type kafkaJob struct {
 	name   string
 	dealt  bool                             // partitions come from the scheduler's deal
 	assign controlplane.PartitionAssignment // the current deal (when dealt)
-	say    func(string, ...any)
+	// version is the cluster version the worker trains at (the attempt's).
+	version uint64
+	say     func(string, ...any)
 }
 
 func newKafkaJob(env *job.Env) (*kafkaJob, error) {
@@ -45,7 +47,7 @@ func newKafkaJob(env *job.Env) (*kafkaJob, error) {
 		return nil, err
 	}
 	return &kafkaJob{cfg: env.Config, conn: env.Conn, cl: env.Client, format: format, policy: policy, name: env.Name,
-		dealt: env.Workers() > 1, say: env.Say}, nil
+		dealt: env.Workers() > 1, version: env.Version, say: env.Say}, nil
 }
 
 // streamPrefix is the state key prefix of this topic's positions.
@@ -115,6 +117,18 @@ func (k *kafkaJob) sync(ctx context.Context) error {
 		}
 		if err := k.conn.AckPartitions(ctx, k.name, cur.Generation); err != nil {
 			return err
+		}
+		// Read to the end at this version already (before a lost lease,
+		// or by a life of this worker that died): the scheduler deals it
+		// nothing any more, and no deal will name it.
+		done, _, err := k.conn.PartitionsDone(ctx, k.version)
+		if err != nil {
+			return err
+		}
+		if done[k.name] {
+			k.assign = cur
+			k.say("this worker read its partitions to their end at version %d already: nothing left to read (partition deal %d)", k.version, cur.Generation)
+			return nil
 		}
 		k.say("waiting for the scheduler's partition deal (start it with -kafka and -topic)")
 		a, err := k.conn.WaitPartitionAssignment(ctx, k.name, cur.Generation)
