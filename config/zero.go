@@ -98,6 +98,59 @@ func init() {
 	}
 }
 
+// zeroTag is the struct tag that marks a config key whose explicit zero
+// is refused: `zero:"refused"`, or `zero:"refused; HINT"` with a hint of
+// what to write instead, which the error gives after the default.
+const zeroTag = "zero"
+
+// taggedZeros returns the keys under struct type t (YAML paths under
+// prefix, [*] for every element of a list) whose field carries zeroTag,
+// each with its hint ("" for none). It follows what Set and the YAML
+// decoder follow: exported fields by their YAML key, inline structs,
+// pointers, lists of structs.
+func taggedZeros(t reflect.Type, prefix string, out map[string]string) map[string]string {
+	if out == nil {
+		out = map[string]string{}
+	}
+	for i := 0; i < t.NumField(); i++ {
+		sf := t.Field(i)
+		key, opts, _ := strings.Cut(sf.Tag.Get("yaml"), ",")
+		if !sf.IsExported() || key == "-" {
+			continue
+		}
+		if key == "" {
+			key = strings.ToLower(sf.Name)
+		}
+		path := strings.TrimPrefix(prefix+"."+key, ".")
+		if strings.Contains(opts, "inline") {
+			path = prefix
+		}
+		if tag, ok := sf.Tag.Lookup(zeroTag); ok {
+			rule, hint, _ := strings.Cut(tag, ";")
+			if rule != "refused" {
+				panic(fmt.Sprintf("config: %s.%s: tag %s:%q, want \"refused\" or \"refused; HINT\"", t, sf.Name, zeroTag, tag))
+			}
+			out[path] = strings.TrimSpace(hint)
+		}
+		ft := deref(sf.Type)
+		if ft.Kind() == reflect.Slice {
+			path, ft = path+"[*]", deref(ft.Elem())
+		}
+		if ft.Kind() == reflect.Struct {
+			taggedZeros(ft, path, out)
+		}
+	}
+	return out
+}
+
+// deref is t without its pointers.
+func deref(t reflect.Type) reflect.Type {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	return t
+}
+
 // listIndex matches a list index of a path, "[3]".
 var listIndex = regexp.MustCompile(`\[\d+\]`)
 
