@@ -22,7 +22,9 @@
 // seeds (data.train_samples, data.vocab, ...), kafka.commit_every and
 // kafka.max_wait (with kafka.brokers), snapshot.every (a negative value:
 // only on request), snapshot.keep, export.every, export.full_every and
-// export.keep. Where zero has a meaning, the key's doc says which, and a
+// export.keep: the keys whose field is tagged zero:"refused" (the
+// tag's text after a semicolon is a hint the error gives; see zero.go).
+// Where zero has a meaning, the key's doc says which, and a
 // written zero keeps it: train.eval_every 0 (after each epoch only),
 // train.prefetch_batches 0, train.dense_threads 0 (every core),
 // model.fields 0 (from the data), snapshot.every_samples and

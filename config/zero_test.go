@@ -13,31 +13,31 @@ import (
 )
 
 // TestZeroTagsAreTheList: the zero:"refused" tags of the config structs
-// name exactly the keys of zeroRefused, with the same hints.
+// name exactly the keys of the list they replaced, with the same hints.
 func TestZeroTagsAreTheList(t *testing.T) {
 	tagged := taggedZeros(reflect.TypeFor[Config](), "", nil)
-	for _, p := range slices.Sorted(maps.Keys(zeroRefused)) {
+	for _, p := range slices.Sorted(maps.Keys(listedZeros)) {
 		if hint, ok := tagged[p]; !ok {
 			t.Errorf("%s: listed, not tagged", p)
-		} else if hint != zeroRefused[p] {
-			t.Errorf("%s: tagged with the hint %q, listed with %q", p, hint, zeroRefused[p])
+		} else if hint != listedZeros[p] {
+			t.Errorf("%s: tagged with the hint %q, listed with %q", p, hint, listedZeros[p])
 		}
 	}
 	for _, p := range slices.Sorted(maps.Keys(tagged)) {
-		if _, ok := zeroRefused[p]; !ok {
+		if _, ok := listedZeros[p]; !ok {
 			t.Errorf("%s: tagged, not listed", p)
 		}
 	}
 }
 
-// TestZeroRefusedEverywhere: every key of zeroRefused refuses a zero given
-// by Set (-set, the short flags) and by a YAML file, with the message that
-// names the key, its default and its hint.
+// TestZeroRefusedEverywhere: every key the list of refused zeros held
+// refuses a zero given by Set (-set, the short flags) and by a YAML file,
+// with the message the list gave: the key, its default and its hint.
 func TestZeroRefusedEverywhere(t *testing.T) {
-	for _, pattern := range slices.Sorted(maps.Keys(zeroRefused)) {
+	for _, pattern := range slices.Sorted(maps.Keys(listedZeros)) {
 		path := strings.ReplaceAll(pattern, "[*]", "[0]")
 		hint := ""
-		if h := zeroRefused[pattern]; h != "" {
+		if h := listedZeros[pattern]; h != "" {
 			hint = "; " + h
 		}
 		want := fmt.Sprintf("%s 0 is not allowed (leave it out for the default, %s%s)", path, defaultOf(pattern), hint)
@@ -110,4 +110,80 @@ func zeroDocument(t *testing.T, path, zero string) []byte {
 		t.Fatal(err)
 	}
 	return b
+}
+
+// listedZeros is the table of refused zeros that config/zero.go held
+// before the tags replaced it (commit ff7339f), as it was: the keys (YAML
+// paths, [*] for every element of a list) whose explicit zero is refused,
+// each with a hint of what to write instead ("" for none beyond the
+// default).
+var listedZeros = map[string]string{
+	"job.workers":                  "",
+	"job.split_bytes":              "",
+	"model.tables[*].optimizer.lr": "",
+	"model.dense_optimizer.lr":     "",
+	"model.seed":                   "",
+	"train.batch_size":             "",
+	"train.epochs":                 "",
+	"train.shuffle_chunk":          "",
+	"train.shuffle_window":         "",
+	"train.memory_limit":           "",
+	"train.eval_batch_size":        "",
+	"train.max_inflight_pushes":    "",
+	"train.progress_every":         "",
+	"data.train_samples":           "",
+	"data.test_samples":            "",
+	"data.fields":                  "",
+	"data.user_fields":             "",
+	"data.mean_bag":                "",
+	"data.vocab":                   "",
+	"data.zipf_s":                  "",
+	"data.samples_per_user":        "",
+	"data.users":                   "",
+	"data.seed":                    "",
+	"data.world_seed":              "",
+	"data.ctr":                     "",
+	"data.logit_std":               "",
+	"data.rank_scale":              "",
+	"data.interaction_share":       "",
+	"kafka.commit_every":           "",
+	"kafka.max_wait":               "",
+	"snapshot.every":               "a negative value takes snapshots only on request",
+	"snapshot.keep":                "",
+	"export.every":                 "a negative value takes exports only on request",
+	"export.full_every":            "",
+	"export.keep":                  "",
+	"model.tables[*].init.scale":   "for rows that start at zero use init.kind zeros",
+	"model.tables[*].admission.false_positive_rate": "",
+	"model.tables[*].admission.max_partition_bytes": "",
+	"model.tables[*].admission.generations":         "",
+	"model.tables[*].expiry.max_expire_fraction":    "",
+	"model.tables[*].nonfinite_bound":               "a tiny value such as 1e-12 clips an Inf to nearly 0",
+	"model.output.sparsity":                         "1 is dense training",
+	"model.output.lr":                               "",
+	"model.output.rehash_base":                      "",
+	"model.output.redraw_period":                    "",
+	"model.cross_layers":                            "",
+	"model.sequence.max_len":                        "",
+	"model.output.owners":                           "",
+	"model.output.infer_tune.agreement":             "",
+	"model.output.infer_tune.samples":               "",
+}
+
+// listedOptimizerZeros are the optimizer settings (of every table's and
+// of the dense optimizer) whose explicit zero is refused, with hints.
+var listedOptimizerZeros = map[string]string{
+	"initial_accumulator": "a tiny value such as 1e-12 starts the accumulator near zero",
+	"eps":                 "",
+	"beta1":               "a tiny value such as 1e-12 is Adam without momentum",
+	"beta2":               "",
+	"beta":                "a tiny value such as 1e-12",
+	"momentum":            "for no momentum use the optimizer sgd",
+}
+
+func init() {
+	for k, hint := range listedOptimizerZeros {
+		listedZeros["model.tables[*].optimizer."+k] = hint
+		listedZeros["model.dense_optimizer."+k] = hint
+	}
 }
