@@ -1,12 +1,10 @@
 package config
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"io"
 	"math"
-	"os"
 	"slices"
 	"time"
 
@@ -40,6 +38,9 @@ type Config struct {
 	// Export is the scheduler's model export policy (package export):
 	// where exports for serving go, how often, and how rows are encoded.
 	Export export.Policy `yaml:"export"`
+
+	// built is set by Build (see Built).
+	built bool
 }
 
 // JobConfig is what every process of a job reads: the data and how many
@@ -505,7 +506,7 @@ type TrainConfig struct {
 	//
 	// The default value is the format the extension of the training files
 	// names (FormatOf: .libfm and .libsvm libfm, .libffm libffm, .group
-	// group), else "libffm". LoadWith infers it likewise when neither the
+	// group), else "libffm". Build infers it likewise when neither the
 	// file nor a flag gives it.
 	Format string `yaml:"format"`
 	// OnError says what a malformed input line does: stop the job, or skip
@@ -861,8 +862,15 @@ func (c *Config) TableNames() []string {
 	return out
 }
 
+// validated, when a test sets it, is called by every Validate: the tests
+// that hold a process to one validation count the calls.
+var validated func()
+
 // Validate reports every problem at once, each wrapping ErrInvalid.
 func (c *Config) Validate() error {
+	if validated != nil {
+		validated()
+	}
 	var errs []error
 	bad := func(format string, args ...any) {
 		errs = append(errs, fmt.Errorf("%w: "+format, append([]any{ErrInvalid}, args...)...))
@@ -1144,46 +1152,12 @@ func (c *Config) validateValidation(bad func(string, ...any)) {
 }
 
 // Parse decodes YAML (unknown keys are errors), fills defaults and
-// validates. A key written as zero where zero means nothing
-// (train.batch_size: 0, ...; see the package doc) is an error.
-func Parse(b []byte) (Config, error) {
-	var c Config
-	dec := yaml.NewDecoder(bytes.NewReader(b))
-	dec.KnownFields(true)
-	// An unknown key or a value of the wrong type (a *yaml.TypeError)
-	// leaves the rest decoded: its problems are reported with the
-	// values' below, in one run, not one kind after the other.
-	var keys error
-	var te *yaml.TypeError
-	if err := dec.Decode(&c); errors.As(err, &te) {
-		keys = fmt.Errorf("%w: %w", ErrInvalid, err)
-	} else if err != nil && !errors.Is(err, io.EOF) {
-		return Config{}, fmt.Errorf("%w: %w", ErrInvalid, err)
-	}
-	var root yaml.Node
-	if err := yaml.Unmarshal(b, &root); err != nil {
-		return Config{}, fmt.Errorf("%w: %w", ErrInvalid, err)
-	}
-	zeros := explicitZeros(&root, &c)
-	c.EnsureDefaults()
-	if err := errors.Join(append(append([]error{keys}, zeros...), c.Validate())...); err != nil {
-		return Config{}, err
-	}
-	return c, nil
-}
+// validates: Build(YAML(b)). A key written as zero where zero means
+// nothing (train.batch_size: 0, ...; see the package doc) is an error.
+func Parse(b []byte) (Config, error) { return Build(YAML(b)) }
 
-// Load reads and parses a YAML file.
-func Load(path string) (Config, error) {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return Config{}, fmt.Errorf("config: %w", err)
-	}
-	c, err := Parse(b)
-	if err != nil {
-		return Config{}, fmt.Errorf("config: %s: %w", path, err)
-	}
-	return c, nil
-}
+// Load reads and parses a YAML file: Build(File(path)).
+func Load(path string) (Config, error) { return Build(File(path)) }
 
 // Marshal renders the config as YAML.
 func (c *Config) Marshal() ([]byte, error) { return yaml.Marshal(c) }

@@ -3,9 +3,15 @@
 // back the YAML file, the command-line flags (which override the file) and
 // the Go API.
 //
-// Usage: Load (or Default) fills defaults and validates; a caller that
-// builds a Config by hand calls EnsureDefaults then Validate. Validate
-// reports every problem at once (errors.Join), each wrapping ErrInvalid.
+// Usage: Build makes a job's configuration once, from the user's sources
+// (a YAML file, the command line's -set and short flags, a Config made in
+// Go): the defaults, then the sources, then one validation that reports
+// every problem at once (errors.Join), each wrapping ErrInvalid or
+// ErrBadPath. A command's main calls it (config.Build(config.File(f),
+// &overrides)); the job takes the Built result as it is, and builds a
+// Config made in Go itself. Parse and Load are Build of a YAML document
+// and of a file; Default is every default, EnsureDefaults fills a
+// Config's zero fields and Validate checks one.
 //
 // # Zero
 //
