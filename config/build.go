@@ -55,9 +55,10 @@ func Build(sources ...Source) (Config, error) {
 	return c, nil
 }
 
-// Built reports whether c is what Build returned: its defaults filled and
-// validated with its sources. A Config changed after Build still reports
-// true: who changes it keeps it valid.
+// Built reports whether c is what Build returned: complete and valid.
+// Package job takes such a Config as it is, without building it again; a
+// Config changed after Build still reports true, and who changes it keeps
+// it valid.
 func (c *Config) Built() bool { return c.built }
 
 // builder holds what Build's sources give.
