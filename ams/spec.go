@@ -50,24 +50,24 @@ type OptimizerSpec struct {
 	// LR is the learning rate (FTRL's alpha).
 	//
 	// The default value is 0.01.
-	LR float32 `yaml:"lr"`
+	LR float32 `yaml:"lr" zero:"refused"`
 	// Beta1 is Adam's first-moment decay, in [0, 1).
 	//
 	// The default value is 0.9.
-	Beta1 float32 `yaml:"beta1"`
+	Beta1 float32 `yaml:"beta1" zero:"refused; a tiny value such as 1e-12 is Adam without momentum"`
 	// Beta2 is Adam's second-moment decay, in [0, 1).
 	//
 	// The default value is 0.999.
-	Beta2 float32 `yaml:"beta2"`
+	Beta2 float32 `yaml:"beta2" zero:"refused"`
 	// Eps is added to the root of the second moment by Adam and Adagrad.
 	//
 	// The default value is 1e-8.
-	Eps float32 `yaml:"eps"`
+	Eps float32 `yaml:"eps" zero:"refused"`
 	// InitialAccumulator is the starting value of Adagrad's sum of squared
 	// gradients (TensorFlow's and XDL's initial_accumulator_value).
 	//
 	// The default value is 0.1.
-	InitialAccumulator float32 `yaml:"initial_accumulator"`
+	InitialAccumulator float32 `yaml:"initial_accumulator" zero:"refused; a tiny value such as 1e-12 starts the accumulator near zero"`
 	// L1 is FTRL's L1 regularisation strength (>= 0).
 	//
 	// The default value is 0.
@@ -80,11 +80,11 @@ type OptimizerSpec struct {
 	// needs Beta > 0 or L2 > 0).
 	//
 	// The default value is 1.
-	Beta float32 `yaml:"beta"`
+	Beta float32 `yaml:"beta" zero:"refused; a tiny value such as 1e-12"`
 	// Momentum is the momentum optimizer's decay, in [0, 1).
 	//
 	// The default value is 0.9.
-	Momentum float32 `yaml:"momentum"`
+	Momentum float32 `yaml:"momentum" zero:"refused; for no momentum use the optimizer sgd"`
 }
 
 // EnsureDefaults fills every zero field with its default.
@@ -194,7 +194,7 @@ type InitSpec struct {
 	// of the normal kind (>= 0).
 	//
 	// The default value is 0.01.
-	Scale float32 `yaml:"scale"`
+	Scale float32 `yaml:"scale" zero:"refused; for rows that start at zero use init.kind zeros"`
 	// Seed selects the random stream. Tables with the same seed give an ID
 	// the same initial row; give tables distinct seeds to decorrelate them.
 	//
@@ -295,7 +295,7 @@ type TableSpec struct {
 	// stays finite in the optimizers' accumulators.
 	//
 	// The default value is 1.
-	NonFiniteBound float32 `yaml:"nonfinite_bound"`
+	NonFiniteBound float32 `yaml:"nonfinite_bound" zero:"refused; a tiny value such as 1e-12 clips an Inf to nearly 0"`
 }
 
 // Storage kinds of TableSpec.Storage.

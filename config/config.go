@@ -1,12 +1,10 @@
 package config
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"io"
 	"math"
-	"os"
 	"slices"
 	"time"
 
@@ -40,6 +38,9 @@ type Config struct {
 	// Export is the scheduler's model export policy (package export):
 	// where exports for serving go, how often, and how rows are encoded.
 	Export export.Policy `yaml:"export"`
+
+	// built is set by Build (see Built).
+	built bool
 }
 
 // JobConfig is what every process of a job reads: the data and how many
@@ -96,7 +97,7 @@ type JobConfig struct {
 	// Workers is the number of workers sharing the training data.
 	//
 	// The default value is 1.
-	Workers int `yaml:"workers"`
+	Workers int `yaml:"workers" zero:"refused"`
 	// SplitBytes is the smallest byte range worth cutting a training file
 	// into: the scheduler cuts a file larger than a worker's share (every
 	// file, when there are fewer files than workers) into at most workers
@@ -106,7 +107,7 @@ type JobConfig struct {
 	// (never for xml, whose files start with a header: see reader.Assign).
 	//
 	// The default value is 64 MiB.
-	SplitBytes int64 `yaml:"split_bytes"`
+	SplitBytes int64 `yaml:"split_bytes" zero:"refused"`
 }
 
 // KafkaConfig makes a job train from a Kafka topic instead of files (see
@@ -134,11 +135,11 @@ type KafkaConfig struct {
 	// stored in the model (and at the end and at every reassignment).
 	//
 	// The default value is 1s.
-	CommitEvery time.Duration `yaml:"commit_every"`
+	CommitEvery time.Duration `yaml:"commit_every" zero:"refused"`
 	// MaxWait is how long one fetch waits for new messages.
 	//
 	// The default value is 200ms.
-	MaxWait time.Duration `yaml:"max_wait"`
+	MaxWait time.Duration `yaml:"max_wait" zero:"refused"`
 }
 
 // Enabled reports whether the job trains from Kafka.
@@ -190,7 +191,7 @@ type SequenceConfig struct {
 	// longer history.
 	//
 	// The default value is 50.
-	MaxLen int `yaml:"max_len"`
+	MaxLen int `yaml:"max_len" zero:"refused"`
 	// Attention lists the hidden layers (PReLU) of the local activation
 	// unit, the MLP that scores a history position against the candidate
 	// from [e, q, e-q, e*q].
@@ -266,7 +267,7 @@ type ModelConfig struct {
 	// CrossLayers is the number of dcnv2's cross layers.
 	//
 	// The default value is 2 (with kind dcnv2; 0 otherwise).
-	CrossLayers int `yaml:"cross_layers"`
+	CrossLayers int `yaml:"cross_layers" zero:"refused"`
 	// Tables are the sparse embedding tables held by the AMS shards.
 	//
 	// The default value is one table "emb" of dim 18 with Adagrad (lr 0.05)
@@ -314,7 +315,7 @@ type ModelConfig struct {
 	// Seed drives MLP initialisation and shuffling.
 	//
 	// The default value is 1.
-	Seed uint64 `yaml:"seed"`
+	Seed uint64 `yaml:"seed" zero:"refused"`
 	// Sequence declares a user's behaviour history and the candidate's
 	// fields it is scored against: the input of kinds din and dien.
 	Sequence SequenceConfig `yaml:"sequence"`
@@ -396,7 +397,7 @@ type OutputConfig struct {
 	//
 	// The default value is 1: one layer (one share per worker with
 	// several workers).
-	Owners int `yaml:"owners"`
+	Owners int `yaml:"owners" zero:"refused"`
 	// PeerListen is the address a worker of a SLIDE job with several
 	// workers serves its share of the layer on (the other workers' rounds
 	// and predictions, package sparsenet/slide/dslide/dslidenet), and
@@ -426,11 +427,11 @@ type TrainConfig struct {
 	// MaxBatchSize.
 	//
 	// The default value (also for 0) is 256.
-	BatchSize int `yaml:"batch_size"`
+	BatchSize int `yaml:"batch_size" zero:"refused"`
 	// Epochs is the number of passes over the training data.
 	//
 	// The default value (also for 0) is 1.
-	Epochs int `yaml:"epochs"`
+	Epochs int `yaml:"epochs" zero:"refused"`
 	// Shuffle shuffles the training data at every epoch, in bounded
 	// memory (reader.WindowSource): the worker's file splits are read in
 	// blocks in an order shuffled for the epoch (seeded by model.seed and
@@ -456,7 +457,7 @@ type TrainConfig struct {
 	// fits in one window is shuffled whole, and read once for all epochs.
 	//
 	// The default value is 256 MiB (268435456).
-	ShuffleWindow int64 `yaml:"shuffle_window"`
+	ShuffleWindow int64 `yaml:"shuffle_window" zero:"refused"`
 	// InMemory reads the whole training data into memory once, instead of
 	// streaming it through a window: the shuffle is over the whole data.
 	// Before it loads, the worker prints its estimate of the memory the
@@ -469,14 +470,14 @@ type TrainConfig struct {
 	//
 	// The default value is half of the machine's memory (or of GOMEMLIMIT
 	// when that is set and lower).
-	MemoryLimit int64 `yaml:"memory_limit"`
+	MemoryLimit int64 `yaml:"memory_limit" zero:"refused"`
 	// ShuffleChunk is the most samples of one group kept together by
 	// Shuffle. Larger chunks compress training batches more; smaller ones
 	// mix more users into a batch (on MovieLens-100K, chunks of 16 cost
 	// about 0.002 test AUC against 1, see BENCHMARKS.md).
 	//
 	// The default value (also for 0) is 16.
-	ShuffleChunk int `yaml:"shuffle_chunk"`
+	ShuffleChunk int `yaml:"shuffle_chunk" zero:"refused"`
 	// Compress turns on multi-prefix-tree compression of batches (see
 	// model.field_levels). With false every field is treated as level 0.
 	//
@@ -505,7 +506,7 @@ type TrainConfig struct {
 	//
 	// The default value is the format the extension of the training files
 	// names (FormatOf: .libfm and .libsvm libfm, .libffm libffm, .group
-	// group), else "libffm". LoadWith infers it likewise when neither the
+	// group), else "libffm". Build infers it likewise when neither the
 	// file nor a flag gives it.
 	Format string `yaml:"format"`
 	// OnError says what a malformed input line does: stop the job, or skip
@@ -521,7 +522,7 @@ type TrainConfig struct {
 	// EvalBatchSize is the batch size of evaluation.
 	//
 	// The default value (also for 0) is 4096; at most MaxBatchSize.
-	EvalBatchSize int `yaml:"eval_batch_size"`
+	EvalBatchSize int `yaml:"eval_batch_size" zero:"refused"`
 	// ValidMetric is the validation set's figure that judges the model
 	// (job.valid): auc or logloss for the CTR model; p@1, p@3 or p@5 for
 	// a slide output (sparse inference when it is on, else dense).
@@ -543,7 +544,7 @@ type TrainConfig struct {
 	// when the bound is reached.
 	//
 	// The default value (also for 0) is 2; at most MaxInFlight.
-	MaxInflightPushes int `yaml:"max_inflight_pushes"`
+	MaxInflightPushes int `yaml:"max_inflight_pushes" zero:"refused"`
 	// PrefetchBatches is how many batches ahead are loaded and pulled while
 	// the current one trains (their rows may then miss the updates of the
 	// batches before them, as in any asynchronous mode). The pipelined
@@ -562,7 +563,7 @@ type TrainConfig struct {
 	// ProgressEvery is the interval between progress lines.
 	//
 	// The default value is 2s.
-	ProgressEvery time.Duration `yaml:"progress_every"`
+	ProgressEvery time.Duration `yaml:"progress_every" zero:"refused"`
 }
 
 // DataConfig configures the built-in generated CTR dataset.
@@ -570,11 +571,11 @@ type DataConfig struct {
 	// TrainSamples is the number of generated training samples.
 	//
 	// The default value is 500000.
-	TrainSamples int `yaml:"train_samples"`
+	TrainSamples int `yaml:"train_samples" zero:"refused"`
 	// TestSamples is the number of generated test samples.
 	//
 	// The default value is 40000.
-	TestSamples int `yaml:"test_samples"`
+	TestSamples int `yaml:"test_samples" zero:"refused"`
 	// ValidSamples is the number of generated validation samples (a
 	// stream of their own, like the test set's: job.valid for the
 	// generated data).
@@ -861,8 +862,15 @@ func (c *Config) TableNames() []string {
 	return out
 }
 
+// validated, when a test sets it, is called by every Validate: the tests
+// that hold a process to one validation count the calls.
+var validated func()
+
 // Validate reports every problem at once, each wrapping ErrInvalid.
 func (c *Config) Validate() error {
+	if validated != nil {
+		validated()
+	}
 	var errs []error
 	bad := func(format string, args ...any) {
 		errs = append(errs, fmt.Errorf("%w: "+format, append([]any{ErrInvalid}, args...)...))
@@ -1144,46 +1152,12 @@ func (c *Config) validateValidation(bad func(string, ...any)) {
 }
 
 // Parse decodes YAML (unknown keys are errors), fills defaults and
-// validates. A key written as zero where zero means nothing
-// (train.batch_size: 0, ...; see the package doc) is an error.
-func Parse(b []byte) (Config, error) {
-	var c Config
-	dec := yaml.NewDecoder(bytes.NewReader(b))
-	dec.KnownFields(true)
-	// An unknown key or a value of the wrong type (a *yaml.TypeError)
-	// leaves the rest decoded: its problems are reported with the
-	// values' below, in one run, not one kind after the other.
-	var keys error
-	var te *yaml.TypeError
-	if err := dec.Decode(&c); errors.As(err, &te) {
-		keys = fmt.Errorf("%w: %w", ErrInvalid, err)
-	} else if err != nil && !errors.Is(err, io.EOF) {
-		return Config{}, fmt.Errorf("%w: %w", ErrInvalid, err)
-	}
-	var root yaml.Node
-	if err := yaml.Unmarshal(b, &root); err != nil {
-		return Config{}, fmt.Errorf("%w: %w", ErrInvalid, err)
-	}
-	zeros := explicitZeros(&root, &c)
-	c.EnsureDefaults()
-	if err := errors.Join(append(append([]error{keys}, zeros...), c.Validate())...); err != nil {
-		return Config{}, err
-	}
-	return c, nil
-}
+// validates: Build(YAML(b)). A key written as zero where zero means
+// nothing (train.batch_size: 0, ...; see the package doc) is an error.
+func Parse(b []byte) (Config, error) { return Build(YAML(b)) }
 
-// Load reads and parses a YAML file.
-func Load(path string) (Config, error) {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return Config{}, fmt.Errorf("config: %w", err)
-	}
-	c, err := Parse(b)
-	if err != nil {
-		return Config{}, fmt.Errorf("config: %s: %w", path, err)
-	}
-	return c, nil
-}
+// Load reads and parses a YAML file: Build(File(path)).
+func Load(path string) (Config, error) { return Build(File(path)) }
 
 // Marshal renders the config as YAML.
 func (c *Config) Marshal() ([]byte, error) { return yaml.Marshal(c) }

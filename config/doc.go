@@ -3,9 +3,15 @@
 // back the YAML file, the command-line flags (which override the file) and
 // the Go API.
 //
-// Usage: Load (or Default) fills defaults and validates; a caller that
-// builds a Config by hand calls EnsureDefaults then Validate. Validate
-// reports every problem at once (errors.Join), each wrapping ErrInvalid.
+// Usage: Build makes a job's configuration once, from the user's sources
+// (a YAML file, the command line's -set and short flags, a Config made in
+// Go): the defaults, then the sources, then one validation that reports
+// every problem at once (errors.Join), each wrapping ErrInvalid or
+// ErrBadPath. A command's main calls it (config.Build(config.File(f),
+// &overrides)); the job takes the Built result as it is, and builds a
+// Config made in Go itself. Parse and Load are Build of a YAML document
+// and of a file; Default is every default, EnsureDefaults fills a
+// Config's zero fields and Validate checks one.
 //
 // # Zero
 //
@@ -22,7 +28,9 @@
 // seeds (data.train_samples, data.vocab, ...), kafka.commit_every and
 // kafka.max_wait (with kafka.brokers), snapshot.every (a negative value:
 // only on request), snapshot.keep, export.every, export.full_every and
-// export.keep. Where zero has a meaning, the key's doc says which, and a
+// export.keep: the keys whose field is tagged zero:"refused" (the
+// tag's text after a semicolon is a hint the error gives; see zero.go).
+// Where zero has a meaning, the key's doc says which, and a
 // written zero keeps it: train.eval_every 0 (after each epoch only),
 // train.prefetch_batches 0, train.dense_threads 0 (every core),
 // model.fields 0 (from the data), snapshot.every_samples and

@@ -4,10 +4,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"github.com/xdlgo/xps/ams"
-	"os"
 	"reflect"
-	"slices"
 	"strconv"
 	"strings"
 
@@ -290,131 +287,6 @@ func (o *Overrides) Apply(c *Config) error {
 		}
 	}
 	return errors.Join(errs...)
-}
-
-// LoadWith returns the config of file ("": the defaults) with o's changes
-// made, defaults filled and validated: what a command line gives. When
-// neither the file nor a change gives train.format, it is the format the
-// training files' extension names (FormatOf).
-func LoadWith(file string, o *Overrides) (Config, error) {
-	cfg := Default()
-	formatGiven := o != nil && o.sets("train.format")
-	metricGiven := o != nil && o.sets("train.valid_metric")
-	wideGiven, tablesGiven := false, false
-	if file != "" {
-		b, err := os.ReadFile(file)
-		if err != nil {
-			return cfg, fmt.Errorf("config: %w", err)
-		}
-		if cfg, err = Parse(b); err != nil {
-			err = fmt.Errorf("config: %s: %w", file, err)
-			if o != nil { // the flags' unknown keys too, in the same run
-				tmp := Default()
-				err = errors.Join(err, o.Apply(&tmp))
-			}
-			return cfg, err
-		}
-		var root yaml.Node
-		if yaml.Unmarshal(b, &root) == nil && len(root.Content) > 0 {
-			// inFile reports whether the file gives section.key.
-			inFile := func(section, key string) bool {
-				sec := mapValue(root.Content[0], section)
-				return sec != nil && mapValue(sec, key) != nil
-			}
-			formatGiven = formatGiven || inFile("train", "format")
-			metricGiven = metricGiven || inFile("train", "valid_metric")
-			wideGiven = inFile("model", "wide")
-			tablesGiven = inFile("model", "tables")
-			if i := cfg.Model.TableIndex(WideTable); i >= 0 && !namesTable(root.Content[0], WideTable) {
-				// The wide part's table is the kind's, added by Parse's
-				// defaults: the changes below must find the tables the
-				// file gives, as they find Default()'s without a file
-				// (-dim sets the tables' dims, never the wide part's 1);
-				// EnsureDefaults adds it again.
-				cfg.Model.Tables = slices.Delete(cfg.Model.Tables, i, i+1)
-			}
-		}
-	}
-	if o != nil {
-		if err := o.Apply(&cfg); err != nil {
-			return cfg, err
-		}
-	}
-	if !formatGiven {
-		cfg.Train.Format = "" // inferred from the training files
-	}
-	if !metricGiven {
-		cfg.Train.ValidMetric = "" // the final output kind's (p@1 for slide)
-	}
-	if file == "" && o != nil && (cfg.Model.Kind != KindMLP || cfg.Model.Output.Kind != OutputLogit && cfg.Model.Output.Kind != "") {
-		// The changes again, onto the defaults of the kind (and output)
-		// they name (Default() is mlp's): what they mean does not depend
-		// on whether -set model.kind comes before them or after (-dim sets
-		// the dim of lr's own table, as from a file of kind lr).
-		base := kindBase(cfg.Model.Kind, cfg.Model.Output.Kind)
-		if err := o.Apply(&base); err != nil {
-			return base, err
-		}
-		base.Train.Format, base.Train.ValidMetric = cfg.Train.Format, cfg.Train.ValidMetric
-		cfg = base
-	}
-	if file != "" && !tablesGiven && o != nil && (o.sets("model.kind") || o.sets("model.output.kind")) {
-		// The file's tables are its kind's defaults (Parse's), and the
-		// changes name another kind or output: its defaults instead, with
-		// the changes made again (-dim, -lr on them).
-		cfg.Model.Tables = []ams.TableSpec{kindTable(cfg.Model.Kind, cfg.Model.Output.Kind)}
-		if err := o.Apply(&cfg); err != nil {
-			return cfg, err
-		}
-	}
-	if file != "" && !wideGiven && (o == nil || !o.sets("model.wide")) {
-		cfg.Model.Wide = nil // the final kind's (a file's defaults were its own kind's)
-	}
-	cfg.EnsureDefaults()
-	return cfg, cfg.Validate()
-}
-
-// kindBase is the default configuration of a model of kind with output:
-// Default()'s for them, without the wide part's table (EnsureDefaults adds
-// it once the changes are made, with its dim of 1).
-func kindBase(kind, output string) Config {
-	var c Config
-	c.Model.Kind, c.Model.Output.Kind = kind, output
-	c.EnsureDefaults()
-	if i := c.Model.TableIndex(WideTable); i >= 0 {
-		c.Model.Tables = slices.Delete(c.Model.Tables, i, i+1)
-	}
-	c.Model.Wide = nil
-	return c
-}
-
-// namesTable reports whether the YAML document doc lists, under
-// model.tables, a table of that name.
-func namesTable(doc *yaml.Node, name string) bool {
-	model := mapValue(doc, "model")
-	if model == nil {
-		return false
-	}
-	tables := mapValue(model, "tables")
-	if tables == nil || tables.Kind != yaml.SequenceNode {
-		return false
-	}
-	for _, t := range tables.Content {
-		if n := mapValue(t, "name"); n != nil && n.Value == name {
-			return true
-		}
-	}
-	return false
-}
-
-// sets reports whether a change sets the key at path.
-func (o *Overrides) sets(path string) bool {
-	for _, ch := range o.changes {
-		if ch.path == path {
-			return true
-		}
-	}
-	return false
 }
 
 // FormatOf is the format the extension of the training files names

@@ -200,14 +200,14 @@ func TestValidMetricOfOutput(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		cfg, err := LoadWith(file, &o)
+		cfg, err := Build(File(file), &o)
 		if err != nil || cfg.Train.ValidMetric != c.want {
 			t.Errorf("%v %q: valid_metric %q, %v; want %q", c.args, c.file, cfg.Train.ValidMetric, err, c.want)
 		}
 	}
 }
 
-// loadArgs is LoadWith of file ("": none) and the command line args.
+// loadArgs is Build of file ("": none) and the command line args.
 func loadArgs(t *testing.T, file string, args ...string) Config {
 	t.Helper()
 	var o Overrides
@@ -217,7 +217,7 @@ func loadArgs(t *testing.T, file string, args ...string) Config {
 	if err := fs.Parse(args); err != nil {
 		t.Fatal(err)
 	}
-	c, err := LoadWith(file, &o)
+	c, err := Build(File(file), &o)
 	if err != nil {
 		t.Fatalf("%s %v: %v", file, args, err)
 	}

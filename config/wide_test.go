@@ -21,7 +21,7 @@ func TestWide(t *testing.T) {
 		if err := fs.Parse(args); err != nil {
 			t.Fatal(err)
 		}
-		return LoadWith("", &o)
+		return Build(&o)
 	}
 	for kind, wide := range map[string]bool{KindMLP: false, KindLR: false, KindFM: true, KindDeepFM: true, KindWDL: true, KindDCNv2: false} {
 		c, err := load("-set", "model.kind="+kind)
@@ -53,7 +53,7 @@ func TestWide(t *testing.T) {
 		if err := fs.Parse([]string{"-set", "model.kind=deepfm"}); err != nil {
 			t.Fatal(err)
 		}
-		c, err := LoadWith(path, &o)
+		c, err := Build(File(path), &o)
 		if err != nil || c.Model.HasWide() != want {
 			t.Errorf("file %q with -set model.kind=deepfm: %v, wide %v, want %v", body, err, c.Model.HasWide(), want)
 		}

@@ -17,85 +17,71 @@ import (
 // In a Config built in Go, a zero field means its default (EnsureDefaults
 // fills it): a struct literal need not spell out every setting. A user who
 // writes zero, in the YAML file or on the command line (-set, the short
-// flags), means zero, and for the keys of zeroRefused zero means nothing:
-// a batch of 0 samples, 0 epochs, a learning rate of 0. Parse and Set
-// refuse such a zero, as they refuse a negative value, instead of quietly
-// running with the default. Keys where zero means something (eval_every
+// flags), means zero, and for the keys whose field is tagged
+// zero:"refused" zero means nothing: a batch of 0 samples, 0 epochs, a
+// learning rate of 0. Parse and Set refuse such a zero, as they refuse a
+// negative value, instead of quietly running with the default. Keys where zero means something (eval_every
 // 0: after each epoch only; model.fields 0: from the data; every_samples
 // 0: off; budget 0: no bound; ...) keep it, as their docs say.
 
-// zeroRefused lists the keys (YAML paths, [*] for every element of a list)
-// whose explicit zero is refused, each with a hint of what to write
-// instead ("" for none beyond the default).
-var zeroRefused = map[string]string{
-	"job.workers":                  "",
-	"job.split_bytes":              "",
-	"model.tables[*].optimizer.lr": "",
-	"model.dense_optimizer.lr":     "",
-	"model.seed":                   "",
-	"train.batch_size":             "",
-	"train.epochs":                 "",
-	"train.shuffle_chunk":          "",
-	"train.shuffle_window":         "",
-	"train.memory_limit":           "",
-	"train.eval_batch_size":        "",
-	"train.max_inflight_pushes":    "",
-	"train.progress_every":         "",
-	"data.train_samples":           "",
-	"data.test_samples":            "",
-	"data.fields":                  "",
-	"data.user_fields":             "",
-	"data.mean_bag":                "",
-	"data.vocab":                   "",
-	"data.zipf_s":                  "",
-	"data.samples_per_user":        "",
-	"data.users":                   "",
-	"data.seed":                    "",
-	"data.world_seed":              "",
-	"data.ctr":                     "",
-	"data.logit_std":               "",
-	"data.rank_scale":              "",
-	"data.interaction_share":       "",
-	"kafka.commit_every":           "",
-	"kafka.max_wait":               "",
-	"snapshot.every":               "a negative value takes snapshots only on request",
-	"snapshot.keep":                "",
-	"export.every":                 "a negative value takes exports only on request",
-	"export.full_every":            "",
-	"export.keep":                  "",
-	"model.tables[*].init.scale":   "for rows that start at zero use init.kind zeros",
-	"model.tables[*].admission.false_positive_rate": "",
-	"model.tables[*].admission.max_partition_bytes": "",
-	"model.tables[*].admission.generations":         "",
-	"model.tables[*].expiry.max_expire_fraction":    "",
-	"model.tables[*].nonfinite_bound":               "a tiny value such as 1e-12 clips an Inf to nearly 0",
-	"model.output.sparsity":                         "1 is dense training",
-	"model.output.lr":                               "",
-	"model.output.rehash_base":                      "",
-	"model.output.redraw_period":                    "",
-	"model.cross_layers":                            "",
-	"model.sequence.max_len":                        "",
-	"model.output.owners":                           "",
-	"model.output.infer_tune.agreement":             "",
-	"model.output.infer_tune.samples":               "",
-}
+// zeroRefused maps the keys (YAML paths, [*] for every element of a list)
+// whose explicit zero is refused to a hint of what to write instead (""
+// for none beyond the default): the fields of the config structs tagged
+// zero:"refused", wherever the structs sit in Config (an optimizer's keys
+// under every table and under model.dense_optimizer).
+var zeroRefused = taggedZeros(reflect.TypeFor[Config](), "", nil)
 
-// optimizerZeroRefused are the optimizer settings (of every table's and
-// of the dense optimizer) whose explicit zero is refused, with hints.
-var optimizerZeroRefused = map[string]string{
-	"initial_accumulator": "a tiny value such as 1e-12 starts the accumulator near zero",
-	"eps":                 "",
-	"beta1":               "a tiny value such as 1e-12 is Adam without momentum",
-	"beta2":               "",
-	"beta":                "a tiny value such as 1e-12",
-	"momentum":            "for no momentum use the optimizer sgd",
-}
+// zeroTag is the struct tag that marks a config key whose explicit zero
+// is refused: `zero:"refused"`, or `zero:"refused; HINT"` with a hint of
+// what to write instead, which the error gives after the default.
+const zeroTag = "zero"
 
-func init() {
-	for k, hint := range optimizerZeroRefused {
-		zeroRefused["model.tables[*].optimizer."+k] = hint
-		zeroRefused["model.dense_optimizer."+k] = hint
+// taggedZeros returns the keys under struct type t (YAML paths under
+// prefix, [*] for every element of a list) whose field carries zeroTag,
+// each with its hint ("" for none). It follows what Set and the YAML
+// decoder follow: exported fields by their YAML key, inline structs,
+// pointers, lists of structs.
+func taggedZeros(t reflect.Type, prefix string, out map[string]string) map[string]string {
+	if out == nil {
+		out = map[string]string{}
 	}
+	for i := 0; i < t.NumField(); i++ {
+		sf := t.Field(i)
+		key, opts, _ := strings.Cut(sf.Tag.Get("yaml"), ",")
+		if !sf.IsExported() || key == "-" {
+			continue
+		}
+		if key == "" {
+			key = strings.ToLower(sf.Name)
+		}
+		path := strings.TrimPrefix(prefix+"."+key, ".")
+		if strings.Contains(opts, "inline") {
+			path = prefix
+		}
+		if tag, ok := sf.Tag.Lookup(zeroTag); ok {
+			rule, hint, _ := strings.Cut(tag, ";")
+			if rule != "refused" {
+				panic(fmt.Sprintf("config: %s.%s: tag %s:%q, want \"refused\" or \"refused; HINT\"", t, sf.Name, zeroTag, tag))
+			}
+			out[path] = strings.TrimSpace(hint)
+		}
+		ft := deref(sf.Type)
+		if ft.Kind() == reflect.Slice {
+			path, ft = path+"[*]", deref(ft.Elem())
+		}
+		if ft.Kind() == reflect.Struct {
+			taggedZeros(ft, path, out)
+		}
+	}
+	return out
+}
+
+// deref is t without its pointers.
+func deref(t reflect.Type) reflect.Type {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	return t
 }
 
 // listIndex matches a list index of a path, "[3]".

@@ -21,7 +21,7 @@ type Policy struct {
 	// only on request (scheduler -export-now).
 	//
 	// The default value is 1m.
-	Every time.Duration `yaml:"every"`
+	Every time.Duration `yaml:"every" zero:"refused; a negative value takes exports only on request"`
 	// EverySamples also takes an export once the workers' checkpoints in
 	// the model count this many more samples applied than at the last one
 	// taken for this reason.
@@ -34,11 +34,11 @@ type Policy struct {
 	// the first after the cluster restored a snapshot, is always full.
 	//
 	// The default value is 100.
-	FullEvery int `yaml:"full_every"`
+	FullEvery int `yaml:"full_every" zero:"refused"`
 	// Keep is how many full exports are kept, each with its deltas.
 	//
 	// The default value is 2.
-	Keep int `yaml:"keep"`
+	Keep int `yaml:"keep" zero:"refused"`
 	// Quant is the encoding of every table's rows: fp32, fp16 or int8
 	// (see the constants); Tables overrides it per table.
 	//

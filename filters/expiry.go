@@ -91,7 +91,7 @@ type ExpirySpec struct {
 	// without rules, for a table that only the ExpireFunc expires.
 	//
 	// The default value is 0.1.
-	MaxExpireFraction float64 `yaml:"max_expire_fraction"`
+	MaxExpireFraction float64 `yaml:"max_expire_fraction" zero:"refused"`
 }
 
 // EnsureDefaults fills every zero field that has a default.

@@ -105,7 +105,7 @@ type Spec struct {
 	// FalsePositiveRate for r = 1, and about FalsePositiveRate^r beyond.
 	//
 	// The default value is 0.01.
-	FalsePositiveRate float64 `yaml:"false_positive_rate"`
+	FalsePositiveRate float64 `yaml:"false_positive_rate" zero:"refused"`
 	// MaxPartitionBytes bounds the Bloom bits of the count policy in one
 	// virtual partition, in bytes, all generations and levels together
 	// (the counters add 4 bytes per level and generation). A table's
@@ -116,7 +116,7 @@ type Spec struct {
 	//
 	// The default value is 16384 (16 KiB: 64 MiB per table over 4096
 	// partitions).
-	MaxPartitionBytes int `yaml:"max_partition_bytes"`
+	MaxPartitionBytes int `yaml:"max_partition_bytes" zero:"refused"`
 	// Generations is how many generations of Bloom filters a partition of
 	// the count policy keeps, in [1, MaxGenerations]. Sightings are
 	// recorded in the newest; when one of its filters is full, the oldest
@@ -126,7 +126,7 @@ type Spec struct {
 	// (N-1) x Capacity.
 	//
 	// The default value is 2.
-	Generations int `yaml:"generations"`
+	Generations int `yaml:"generations" zero:"refused"`
 }
 
 // EnsureDefaults fills every zero field with its default.

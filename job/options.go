@@ -18,8 +18,10 @@ import (
 // Options configure a worker's job, for every model. The job's data,
 // workers and model come from Config (its job and model sections).
 type Options struct {
-	// Config is the job's configuration. Required: Run fills its defaults
-	// and validates it.
+	// Config is the job's configuration. Required. A Config from
+	// config.Build (a command line's) is taken as it is; one made in Go,
+	// whose zero fields mean their defaults, Run builds (config.Build:
+	// defaults, then one validation).
 	Config config.Config
 	// Etcd is the etcd client the worker registers with and finds the
 	// shard map through. Required.
@@ -87,9 +89,12 @@ func (o Options) withDefaults() (Options, error) {
 	if o.Prefix == "" {
 		o.Prefix = membership.DefaultPrefix
 	}
-	o.Config.EnsureDefaults()
-	if err := o.Config.Validate(); err != nil {
-		return o, fmt.Errorf("job: %w", err)
+	if !o.Config.Built() {
+		cfg, err := config.Build(o.Config)
+		if err != nil {
+			return o, fmt.Errorf("job: %w", err)
+		}
+		o.Config = cfg
 	}
 	if o.Index < 0 || o.Index >= o.Workers() {
 		return o, fmt.Errorf("job: worker index %d is not in [0, %d) (job.workers)", o.Index, o.Workers())

@@ -20,7 +20,7 @@ type Policy struct {
 	// takes them only on request (and every EverySamples).
 	//
 	// The default value is 10m.
-	Every time.Duration `yaml:"every"`
+	Every time.Duration `yaml:"every" zero:"refused; a negative value takes snapshots only on request"`
 	// EverySamples also takes a snapshot once the workers' checkpoints in
 	// the model count this many more samples applied than at the last one
 	// taken for this reason.
@@ -30,7 +30,7 @@ type Policy struct {
 	// Keep is how many complete snapshots are kept.
 	//
 	// The default value is 3.
-	Keep int `yaml:"keep"`
+	Keep int `yaml:"keep" zero:"refused"`
 }
 
 // Default values of Policy.

@@ -118,7 +118,7 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 	if err := cli.Parse(fs, "scheduler", args); err != nil {
 		return err
 	}
-	cfg, err := config.LoadWith(*cfgFile, &overrides)
+	cfg, err := config.Build(config.File(*cfgFile), &overrides)
 	if err != nil {
 		return err
 	}

@@ -67,7 +67,7 @@ func main() {
 }
 
 func run(ctx context.Context, f flags, overrides *config.Overrides) (err error) {
-	cfg, err := config.LoadWith(f.configFile, overrides)
+	cfg, err := config.Build(config.File(f.configFile), overrides)
 	if err != nil {
 		return err
 	}

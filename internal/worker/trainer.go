@@ -34,7 +34,8 @@ var ErrBadLabel = errors.New("worker: label outside [0, 1]")
 
 // Options configure a Trainer.
 type Options struct {
-	// Config is the job's configuration (defaults filled, validated).
+	// Config is the job's configuration (defaults filled, validated:
+	// config.Build, which job.Run calls).
 	Config config.Config
 	// Shape is the model's input shape. Required (Fields > 0).
 	Shape ctr.Shape
@@ -268,12 +269,7 @@ func (t *Trainer) newPushBuf() *pushBuf {
 
 // New builds a trainer for the model in opts.Config and opts.Shape.
 func New(cl *client.Client, opts Options) (*Trainer, error) {
-	cfg := opts.Config
-	cfg.EnsureDefaults()
-	if err := cfg.Validate(); err != nil {
-		return nil, fmt.Errorf("worker: %w", err)
-	}
-	opts.Config = cfg
+	cfg := opts.Config // built by the job (job.Run): its defaults filled, validated
 	if opts.Name == "" {
 		opts.Name = "worker"
 	}

@@ -34,8 +34,9 @@ const latencySamples = 200
 
 // Options configure a Trainer.
 type Options struct {
-	// Config is the job's configuration; Model.Output.Kind must be
-	// "slide". Defaults are filled and it is validated by New.
+	// Config is the job's configuration (defaults filled, validated:
+	// config.Build, which job.Run calls); Model.Output.Kind must be
+	// "slide".
 	Config config.Config
 	// Train is the training data. Required.
 	Train *Dataset
@@ -284,11 +285,7 @@ type pushBuf struct {
 // New builds the model: the layout of the one embedding table, the dense
 // layers and the SLIDE layer (in this process). Close releases the layer.
 func New(cl *client.Client, opts Options) (*Trainer, error) {
-	cfg := opts.Config
-	cfg.EnsureDefaults()
-	if err := cfg.Validate(); err != nil {
-		return nil, fmt.Errorf("xctrain: %w", err)
-	}
+	cfg := opts.Config // built by the job (job.Run): its defaults filled, validated
 	oc := cfg.Model.Output
 	if oc.Kind != config.OutputSLIDE {
 		return nil, fmt.Errorf("xctrain: model.output.kind is %q, want %q", oc.Kind, config.OutputSLIDE)

@@ -56,7 +56,7 @@ type Config struct {
 	// sample: the active set has round(s*d) neurons (but never fewer than
 	// the sample's labels). 1 trains densely (every neuron, with GEMMs and
 	// no hashing). 0 < Sparsity <= 1. The default value is 0.005.
-	Sparsity float64 `yaml:"sparsity"`
+	Sparsity float64 `yaml:"sparsity" zero:"refused; 1 is dense training"`
 	// InferSparsity is the fraction of the neurons PredictSparse scores
 	// per sample (at most round(InferSparsity*d) candidates). 0 <
 	// InferSparsity <= 1. The default value is Sparsity. Hash tables are
@@ -106,7 +106,7 @@ type Config struct {
 	TrainSelection Selection `yaml:"-"`
 	InferSelection Selection `yaml:"-"`
 	// LearningRate is Adam's step size. The default value is 0.001.
-	LearningRate float32 `yaml:"lr"`
+	LearningRate float32 `yaml:"lr" zero:"refused"`
 	// Beta1, Beta2 and Epsilon are Adam's constants. The default values
 	// are 0.9, 0.999 and 1e-8.
 	Beta1   float32 `yaml:"beta1"`
@@ -139,7 +139,7 @@ type Schedule struct {
 	// all neurons that re-inserts those updated since they were last
 	// hashed takes this many calls to Maintain. The default value is 50
 	// (SLIDE's).
-	RehashBase int `yaml:"rehash_base"`
+	RehashBase int `yaml:"rehash_base" zero:"refused"`
 	// RehashGrowth multiplies the period after each period, so that
 	// re-insertion gets rarer as training settles. RehashGrowth >= 1. The
 	// default value is 1.5.
@@ -150,7 +150,7 @@ type Schedule struct {
 	// functions (new functions, new tables built in the background of
 	// training by Maintain's slices, then swapped in). Negative: never.
 	// The default value is 20000.
-	RedrawPeriod int `yaml:"redraw_period"`
+	RedrawPeriod int `yaml:"redraw_period" zero:"refused"`
 	// SliceNeurons caps the neurons hashed by one Maintain call. A sweep
 	// whose share per call would exceed it takes longer than its period.
 	// The default value is 16384.

@@ -22,7 +22,7 @@ type InferTuneOptions struct {
 	// agrees is right exactly when the dense one is, sparse P@1 on the
 	// calibration inputs is then within 1-Agreement of dense P@1. 0 <
 	// Agreement <= 1. The default value is 0.99.
-	Agreement float64 `yaml:"agreement"`
+	Agreement float64 `yaml:"agreement" zero:"refused"`
 	// MaxL is the most inference tables. The default value is 4096.
 	MaxL int `yaml:"max_l"`
 	// MaxBytes bounds the memory of the inference tables. The default
@@ -43,7 +43,7 @@ type InferTuneOptions struct {
 	// Samples is how many training inputs a trainer calibrates on
 	// (package xctrain; TuneInference takes the inputs it is given). The
 	// default value is 1024.
-	Samples int `yaml:"samples"`
+	Samples int `yaml:"samples" zero:"refused"`
 	// Off turns the tuning off: PredictSparse keeps the training tables.
 	Off bool `yaml:"off"`
 }

@@ -163,7 +163,7 @@ func TestFaultInjection(t *testing.T) {
 		digest: func(t *testing.T, env faultEnv) uint64 {
 			// Each worker's share, as the scheduler deals it, read as the
 			// worker reads it in every epoch.
-			cfg, err := config.LoadWith(env.cfg, nil)
+			cfg, err := config.Build(config.File(env.cfg))
 			if err != nil {
 				t.Fatal(err)
 			}

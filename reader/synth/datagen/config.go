@@ -14,57 +14,57 @@ var ErrBadConfig = errors.New("datagen: bad config")
 // defaults in EnsureDefaults.
 type Config struct {
 	// Fields is the number of fields of a sample. The default value is 23.
-	Fields int `yaml:"fields"`
+	Fields int `yaml:"fields" zero:"refused"`
 	// UserFields is the number of user fields: fields 0..UserFields-1
 	// describe the user and repeat, id for id, across the consecutive samples
 	// of one user; the other fields describe the item and change per sample.
 	// 1 <= UserFields < Fields. The default value is 10.
-	UserFields int `yaml:"user_fields"`
+	UserFields int `yaml:"user_fields" zero:"refused"`
 	// MeanBag is the mean number of ids in a field's bag: a bag holds
 	// 1 + Poisson(MeanBag-1) distinct ids. 1 <= MeanBag <= 64. The default
 	// value is 3.
-	MeanBag float64 `yaml:"mean_bag"`
+	MeanBag float64 `yaml:"mean_bag" zero:"refused"`
 	// Vocab is the number of distinct ids (Zipf ranks) per field.
 	// The default value is 100000.
-	Vocab int `yaml:"vocab"`
+	Vocab int `yaml:"vocab" zero:"refused"`
 	// ZipfS is the Zipf exponent of the ids: rank k is drawn with
 	// probability proportional to (1+k)^-ZipfS. ZipfS > 1. The default value
 	// is 1.1.
-	ZipfS float64 `yaml:"zipf_s"`
+	ZipfS float64 `yaml:"zipf_s" zero:"refused"`
 	// SamplesPerUser is the mean length of a user's run of consecutive
 	// samples (geometrically distributed, at least 1). The default value
 	// is 20.
-	SamplesPerUser float64 `yaml:"samples_per_user"`
+	SamplesPerUser float64 `yaml:"samples_per_user" zero:"refused"`
 	// Users is the number of distinct users; each run picks one uniformly.
 	// A user's fields are a function of the user and WorldSeed, so a user
 	// who comes back has the same profile. The default value is 100000.
-	Users int `yaml:"users"`
+	Users int `yaml:"users" zero:"refused"`
 	// Seed selects the sample stream: which users, items and labels are
 	// drawn. The default value is 1.
-	Seed uint64 `yaml:"seed"`
+	Seed uint64 `yaml:"seed" zero:"refused"`
 	// WorldSeed selects the hidden world: the teacher's weights and the
 	// users' profiles. Generators with different Seeds and the same
 	// WorldSeed draw different samples from the same distribution (use them
 	// for train and test files). The default value is 1.
-	WorldSeed uint64 `yaml:"world_seed"`
+	WorldSeed uint64 `yaml:"world_seed" zero:"refused"`
 	// CTR is the target mean click probability; the teacher's bias is
 	// calibrated to it. 0 < CTR < 1. The default value is 0.2.
-	CTR float64 `yaml:"ctr"`
+	CTR float64 `yaml:"ctr" zero:"refused"`
 	// LogitStd is the standard deviation of the teacher's logit around its
 	// bias: the strength of the signal, which sets the Bayes AUC.
 	// 0 < LogitStd <= 10. The default value is 1.5.
-	LogitStd float64 `yaml:"logit_std"`
+	LogitStd float64 `yaml:"logit_std" zero:"refused"`
 	// RankScale sets how fast the teacher's hidden weights shrink with an
 	// id's Zipf rank k: by 1/sqrt(1 + k/RankScale). Popular ids carry the
 	// signal and rare ones are nearly neutral, as in real logs, so that a
 	// model can learn most of the teacher from ids it has seen often.
 	// The default value is 10.
-	RankScale float64 `yaml:"rank_scale"`
+	RankScale float64 `yaml:"rank_scale" zero:"refused"`
 	// InteractionShare is the share of the logit's variance that comes
 	// from the user x item interaction term; the rest comes from the
 	// per-field weights. A negative value disables the interaction.
 	// InteractionShare < 1. The default value is 0.15.
-	InteractionShare float64 `yaml:"interaction_share"`
+	InteractionShare float64 `yaml:"interaction_share" zero:"refused"`
 	// DriftLifetime turns on vocabulary drift (see the package
 	// documentation): the id of each Zipf rank of each field is drawn for
 	// DriftLifetime samples and then replaced by a new id of the same rank,
