@@ -54,5 +54,5 @@ echo "== .ci/fuzz.sh: every fuzz target, ${FUZZTIME:-4s} each"
 .ci/fuzz.sh
 echo "== charts/ (a module of its own): helm lint and template, strict decoding, the chart's pods in Docker containers"
 (cd charts/test && go vet ./... && go test -count=1 -timeout 25m ./...) # -count=1: helm and docker read files the test cache cannot see
-echo "== examples/ (a module of its own, on the public API only): build, vet, run"
-(cd examples && go vet ./... && go run ./customsource -samples 100000 && go run ./ownmodel -train 100000 -epochs 3)
+echo "== examples/ (a module of its own, on the public API only): build, vet, test, run"
+(cd examples && go vet ./... && go test ./... && go run ./customsource -samples 100000 && go run ./ownmodel -train 100000 -epochs 3)

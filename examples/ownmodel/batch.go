@@ -50,6 +50,17 @@ func (b *batch) init(cl *client.Client, o options) {
 // pull loads samples idx of ds into b and pulls their rows and the dense
 // vector (creating missing rows when create is set).
 func (b *batch) pull(ctx context.Context, ds *reader.Dataset, idx []int, userFields uint32, create bool) error {
+	b.load(ds, idx, userFields)
+	b.route.Reset()
+	if err := b.route.Add(tableName, b.ids); err != nil {
+		return err
+	}
+	return b.cl.PullRoute(ctx, b.route, [][]float32{b.rows}, []client.Vector{{Name: denseName, Values: b.params}}, create)
+}
+
+// load loads samples idx of ds into b: their unique ids, each sample's
+// features, and buffers of their sizes.
+func (b *batch) load(ds *reader.Dataset, idx []int, userFields uint32) {
 	clear(b.slot)
 	b.ids, b.feats, b.off, b.nUser, b.labels = b.ids[:0], b.feats[:0], append(b.off[:0], 0), b.nUser[:0], b.labels[:0]
 	for _, i := range idx {
@@ -84,11 +95,6 @@ func (b *batch) pull(ctx context.Context, ds *reader.Dataset, idx []int, userFie
 	for _, p := range []*[]float32{&b.logits, &b.probs, &b.dlogits, &b.first} {
 		*p = grow(*p, n)
 	}
-	b.route.Reset()
-	if err := b.route.Add(tableName, b.ids); err != nil {
-		return err
-	}
-	return b.cl.PullRoute(ctx, b.route, [][]float32{b.rows}, []client.Vector{{Name: denseName, Values: b.params}}, create)
 }
 
 // forward computes every sample's logit = b + Σ w + uᵀ·M·v, and its

@@ -20,7 +20,8 @@
 // batch once. The checkpoint (epoch, batch, samples and batches applied,
 // the samples' digest) is stored in the model every -checkpoint-every
 // batches, at every pause the scheduler asks for (served at batch
-// boundaries) and at the end. The program then scores a test set and
+// boundaries: the scheduler snapshots the model every -snapshot-every
+// samples) and at the end. The program then scores a test set and
 // exits non-zero when its AUC is below -min-auc, so CI can run it as a
 // check. It checks too that the bilinear term earns its keep: the AUC of
 // the first-order part alone (b + Σ w) must be at least -min-gain lower.
@@ -60,6 +61,8 @@ func main() {
 	flag.IntVar(&o.batch, "batch", 256, "samples per batch")
 	flag.IntVar(&o.dim, "dim", 8, "factor width k")
 	flag.IntVar(&o.every, "checkpoint-every", 50, "store the checkpoint every this many batches")
+	flag.Int64Var(&o.snapshotEvery, "snapshot-every", 50_000, "have the scheduler snapshot the model every this many samples applied (0: no snapshots)")
+	flag.StringVar(&o.store, "snapshot-store", "", "the directory of the snapshots (default: a temporary one, removed at the end)")
 	minAUC := flag.Float64("min-auc", 0.77, "fail when the test AUC is below this")
 	minGain := flag.Float64("min-gain", 0.01, "fail when the bilinear term adds less than this to the test AUC of the first-order part alone")
 	flag.Parse()
@@ -72,13 +75,31 @@ func main() {
 func run(o options, minAUC, minGain float64) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
-	c, err := cluster.Start(ctx, cluster.Options{Shards: 2})
+	cfg := config.Default()
+	if o.snapshotEvery > 0 {
+		// Snapshots every so many samples (none by time): the scheduler
+		// pauses the worker for each, and saves the final model.
+		dir := o.store
+		if dir == "" {
+			tmp, err := os.MkdirTemp("", "ownmodel-snapshots-")
+			if err != nil {
+				return err
+			}
+			defer func() {
+				fmt.Printf("ownmodel: removing the temporary snapshot store %s (-snapshot-store keeps them)\n", tmp)
+				os.RemoveAll(tmp)
+			}()
+			dir = tmp
+		}
+		cfg.Snapshot.Store, cfg.Snapshot.Every, cfg.Snapshot.EverySamples = dir, -1, o.snapshotEvery
+	}
+	c, err := cluster.Start(ctx, cluster.Options{Shards: 2, Config: cfg})
 	if err != nil {
 		return err
 	}
 	defer c.Close()
 	m := &bilinear{o: o}
-	err = job.Run(ctx, job.Options{Config: config.Default(), Etcd: c.Etcd(), Prefix: c.Prefix(), Local: c, Progress: os.Stderr}, m)
+	err = job.Run(ctx, job.Options{Config: cfg, Etcd: c.Etcd(), Prefix: c.Prefix(), Local: c, Progress: os.Stderr}, m)
 	m.sum.WriteLines(os.Stdout)
 	if err != nil {
 		return err
@@ -99,6 +120,8 @@ func run(o options, minAUC, minGain float64) error {
 // options shape the data and the training.
 type options struct {
 	train, test, epochs, batch, dim, every int
+	snapshotEvery                          int64
+	store                                  string
 }
 
 // The model's variables on the shards.
