@@ -37,7 +37,6 @@ var docFilesPending = map[string]string{
 	"densenet":                         "issue 49 item 6: file list not written yet",
 	"export":                           "issue 49 item 6: file list not written yet",
 	"filters":                          "issue 49 item 6: file list not written yet",
-	"internal/controlplane":            "issue 49 item 6: file list not written yet",
 	"internal/scheduler":               "issue 49 item 6: file list not written yet",
 	"internal/worker":                  "issue 49 item 6: file list not written yet",
 	"internal/xctrain":                 "issue 49 item 6: file list not written yet",
