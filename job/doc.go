@@ -87,7 +87,7 @@
 //
 // # Files
 //
-//   - job.go: Model, Env and Run, the lifecycle of a worker's job: attempts, restores, verification the Summary it prints, and PushContext.
+//   - job.go: Model, Env and Run, the lifecycle of a worker's job: attempts, restores, verification, the Summary it prints, and PushContext.
 //   - options.go: Options, a worker's job for every model.
 //   - progress.go: Progress, a worker's report on its training, with its JSON and EpochsText.
 //   - publish.go: the publisher of progress reports to etcd, under the worker's lease.

@@ -43,7 +43,6 @@ var docFilesPending = map[string]string{
 	"reader/synth/datagen":             "issue 49 item 6: file list not written yet",
 	"reader/synth/seqgen":              "issue 49 item 6: file list not written yet",
 	"reader/synth/xcgen":               "issue 49 item 6: file list not written yet",
-	"serve":                            "issue 49 item 6: no doc.go yet",
 	"serve/servepb":                    "issue 49 item 6: file list not written yet",
 	"snapshot":                         "issue 49 item 6: file list not written yet",
 	"sparsenet":                        "issue 49 item 6: file list not written yet",
