@@ -25,25 +25,18 @@ var docFilesPending = map[string]string{
 	"ams/amspb":                        "issue 49 item 6: file list not written yet",
 	"ams/client":                       "issue 49 item 6: file list not written yet",
 	"ams/shard":                        "issue 49 item 6: file list not written yet",
-	"ams/tier":                         "issue 49 item 6: file list not written yet",
-	"cluster":                          "issue 49 item 6: file list not written yet",
 	"cmd/movielens/internal/movielens": "issue 49 item 6: file list not written yet",
 	"cmd/netdelay/internal/netdelay":   "issue 49 item 6: file list not written yet",
 	"cmd/pullbench/internal/pullbench": "issue 49 item 6: file list not written yet",
 	"cmd/serveload/internal/serveload": "issue 49 item 6: file list not written yet",
 	"cmd/tierbench/internal/tierbench": "issue 49 item 6: file list not written yet",
-	"compress":                         "issue 49 item 6: file list not written yet",
 	"config":                           "issue 49 item 6: file list not written yet",
 	"densenet":                         "issue 49 item 6: file list not written yet",
 	"export":                           "issue 49 item 6: file list not written yet",
 	"filters":                          "issue 49 item 6: file list not written yet",
 	"reader":                           "issue 49 item 6: file list not written yet",
-	"reader/hdfssrc":                   "issue 49 item 6: file list not written yet",
-	"reader/kafkasrc":                  "issue 49 item 6: file list not written yet",
 	"reader/synth/datagen":             "issue 49 item 6: file list not written yet",
 	"reader/synth/seqgen":              "issue 49 item 6: file list not written yet",
-	"reader/synth/xcgen":               "issue 49 item 6: file list not written yet",
-	"serve/servepb":                    "issue 49 item 6: file list not written yet",
 	"snapshot":                         "issue 49 item 6: file list not written yet",
 	"sparsenet":                        "issue 49 item 6: file list not written yet",
 	"sparsenet/slide":                  "issue 49 item 6: file list not written yet",
@@ -52,7 +45,6 @@ var docFilesPending = map[string]string{
 	"tests/archtest":                   "issue 49 item 6: file list not written yet",
 	"tests/e2e":                        "issue 49 item 6: file list not written yet",
 	"tests/hdfstest":                   "issue 49 item 6: file list not written yet",
-	"tests/hdfstest/hdfspb":            "issue 49 item 6: file list not written yet",
 	"tests/kafkatest":                  "issue 49 item 6: file list not written yet",
 	"tests/testutil":                   "issue 49 item 6: file list not written yet",
 	"tests/tlstest":                    "issue 49 item 6: file list not written yet",
@@ -129,12 +121,16 @@ func docFileProblems(pkgs map[string]docPkg, pending map[string]string) []string
 }
 
 // docPkgProblems returns what is wrong with the doc.go of the package in
-// dir: missing, no "# Files" section, malformed, missing or stale names.
+// dir: missing, no "# Files" section (unless the package has no file to
+// list: its code is all generated), malformed, missing or stale names.
 func docPkgProblems(dir string, p docPkg) []string {
 	if !p.hasDoc {
 		return []string{fmt.Sprintf("%s has no doc.go: write one with the package doc and a # Files section", dir)}
 	}
 	names, found, bad := docFileList(p.doc)
+	if !found && len(p.files) == 0 { // only generated code: nothing to list
+		return nil
+	}
 	if !found {
 		return []string{fmt.Sprintf("%s/doc.go has no \"# Files\" section in its package doc (see ARCHITECTURE.md)", dir)}
 	}
