@@ -51,9 +51,8 @@
 // Its sleep test (sleep_test.go) fails
 //
 //  10. when a test function (or a helper of tests/testutil) calls time.Sleep
-//     and sleepAllowed does not list
-//     it with its reason (poll, pace, model...), or lists one that no
-//     longer does.
+//     and sleepAllowed does not list it with its reason (poll, pace,
+//     model...), or lists one that no longer does.
 //
 // Its file-list test (docfiles_test.go) fails
 //
