@@ -23,6 +23,6 @@
 //   - readme_test.go: README's command blocks, run as written.
 //   - walkthrough_test.go: README's walkthrough, run as written.
 //   - recovery_bench_test.go: TestRecoveryTime (bench/recovery.sh).
-//   - race_on_test.go: whether the race detector is on.
-//   - race_off_test.go: whether the race detector is on.
+//   - race_on_test.go: raceEnabled true, under the race detector.
+//   - race_off_test.go: raceEnabled false, without it.
 package e2e
