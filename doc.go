@@ -9,4 +9,8 @@
 // come from files named in the config, or from its own reader.Source
 // (job.Options.Source). See examples/ for a complete program, and
 // ARCHITECTURE.md for the packages by layer.
+//
+// # Files
+//
+//   - train.go: Train, a worker's job for its model kind, and Result, the summary of whichever model it trained.
 package xps

@@ -214,4 +214,35 @@
 // and the reason that names it on the wire, so that a client's error
 // matches the same sentinel whether the shard answered over gRPC or in
 // the worker's process; a test fails on a sentinel without an entry.
+//
+// # Files
+//
+//   - table.go: Table (NewTable, Pull, Push, Get, Load, Delete, Range): one stripe's sparse table, an index and a slab of rows.
+//   - index.go: the pointer-free open-addressing index from feature ID to slot.
+//   - slab.go: slab, chunked storage of fixed-width rows addressed by slot.
+//   - rowmem.go: row memory: where slab chunks and large index arrays live (mmap'd outside the Go heap on Linux).
+//   - rowmem_mmap.go: the mapped regions (Linux, not purego) and RowsOffHeap.
+//   - rowmem_heap.go: row memory on the Go heap (other systems, purego) and RowsOffHeap.
+//   - spec.go: OptimizerSpec, InitSpec, TableSpec with its Budget, and DenseSpec, with their defaults.
+//   - optimizer.go: Optimizer and the update rules SGD, Adagrad, Adam, FTRL and Momentum.
+//   - optkernel_amd64.go: the Adam and Adagrad kernels of optkernel_amd64.s (amd64, not purego).
+//   - optkernel_other.go: no optimizer kernels: the scalar loops do all (other architectures, purego).
+//   - schedule.go: LRSchedule, a dense variable's learning rate warm-up and decays.
+//   - init.go: the initializers of new rows (InitSpec.Fill).
+//   - dense.go: DenseVar, one shard's part of a dense parameter vector with its optimizer state.
+//   - lifecycle.go: Counters, the admission of new rows, RowInfo and Sweeper (expiry), and the usage reports (TableUsage, DenseUsage, TierUsage).
+//   - dirty.go: dirty marks, the rows an incremental export takes (TakeDirty).
+//   - nonfinite.go: the policies for NaN and ±Inf in gradients and values (AllFinite, ClipNonFinite, CheckFinite).
+//   - nonfinite_amd64.go: the AVX2 kernel of nonfinite_amd64.s that finds non-finite gradient rows (amd64, not purego).
+//   - nonfinite_other.go: the reference loop that finds non-finite gradient rows (other architectures, purego).
+//   - applied.go: Origin, BatchRange and Applied: the records of applied pushes, so that none is applied twice.
+//   - shardmap.go: ShardMap (NewShardMap), Partition and the hashes that place ids, DenseRange, StateShard.
+//   - packing.go: the packed little-endian payloads of ids and floats (PackFloats, FloatsView, IDsPayload...).
+//   - request.go: TableRequest and DenseRequest, the ids of a pull or push served by a shard.
+//   - limits.go: the limits of one request and one gRPC message (CheckRequestSize).
+//   - statekeys.go: the table of every model-state key, who writes and who reads it (CheckpointKey, AppliedKey...).
+//   - rowset.go: RowSet, ids in order with their slots, what a snapshot or export writes a chunk at a time; SortIDs.
+//   - snaprow.go: a row's snapshot encoding (AppendSnapshotRow, DecodeSnapshotValues) and the ids a table holds or misses.
+//   - idrange.go: IDRange and IDHistogram: a table's ids cut into consecutive ranges of at most a limit each.
+//   - errors.go: every error of the AMS packages (this one, shard and client).
 package ams

@@ -16,4 +16,10 @@
 //
 // Start starts everything; Close stops it in reverse order and removes the
 // temporary etcd directory it created.
+//
+// # Files
+//
+//   - cluster.go: Options and Cluster (Start, RestartShard, Local, Close): an embedded etcd, the shards and the scheduler in this process.
+//   - job.go: StartFor, a cluster for a job run in this process (`worker -local`), and StatusHandler.
+//   - models.go: the model root: the trained models of the last KeptModels jobs, older ones pruned.
 package cluster

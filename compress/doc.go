@@ -57,4 +57,8 @@
 // Invalid data (a field outside the layout, a sparse field given a vector or
 // the reverse, a dense vector of the wrong width, a malformed group) gives an
 // error naming the group's position before any of its samples is added.
+//
+// # Files
+//
+//   - builder.go: Options, Builder (Add, Take, Recycle, Flush), Batch, a batch of prefix trees, and Stats, the compression ratios.
 package compress

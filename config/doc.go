@@ -97,4 +97,14 @@
 //	  zipf_s: 1.1
 //	  samples_per_user: 20
 //	  seed: 1
+//
+// # Files
+//
+//   - config.go: Config and its sections (job, model, train, data...), Default, EnsureDefaults, Validate, Load and Write.
+//   - build.go: Source (File, YAML, a Config, Overrides) and Build: defaults, the user's sources, one validation.
+//   - set.go: Config.Set of a key path, and Overrides, the command line's changes (-set, the short flags: Bind, Apply).
+//   - zero.go: zero in the Go API (the default) against zero written by a user (refused for fields tagged zero).
+//   - sequence.go: the behaviour-history section of din and dien (IsSequence, MaxSeqLen).
+//   - memory.go: DefaultShuffleWindow and the default memory limit, from the machine's memory.
+//   - jobid.go: NewJobID and Config.KeepModelIn.
 package config

@@ -253,4 +253,22 @@
 // is the run that checks everything the detector can see; the tests run
 // every kernel the machine has (gemmKernels) against the reference loop
 // in either build.
+//
+// # Files
+//
+//   - kernels.go: the vector kernels (Axpy, Dot, AddBias, ReLU, ColSums...).
+//   - gemm.go: Gemm, the blocked and parallel matrix product, and its pure-Go micro-kernel.
+//   - gemm_amd64.go: the AVX2 and AVX-512 micro-kernels of gemm_amd64.s and the choice among them (amd64, not purego).
+//   - gemm_generic.go: the pure-Go micro-kernel only (other architectures, purego).
+//   - vec_amd64.go: the element-wise kernels of vec_amd64.s (AVX2 and FMA) and their wrappers (amd64, not purego).
+//   - vec_generic.go: no element-wise kernels: the Go loops do all (other architectures, purego).
+//   - mlp.go: MLPOptions, MLP (NewMLP, Init, Forward, Backward) and its Workspace.
+//   - tree.go: Tree, a compressed batch, and MLP.ForwardTree and BackwardTree over it.
+//   - expand.go: ExpandTree and ReduceTree, a tree to its flat batch and back.
+//   - fm.go: the factorization machine's second-order term, flat and over a tree (FMForward, FMWorkspace).
+//   - linear.go: the first-order (wide) term: RowSums and RowSumsGrad.
+//   - cross.go: Cross, DCN-V2's cross layers.
+//   - attention.go: Attention, DIN's local activation unit, and AttentionPool.
+//   - gru.go: GRU, with DIEN's AUGRU.
+//   - loss.go: Sigmoid and SigmoidBCE, the loss and its gradient.
 package densenet

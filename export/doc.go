@@ -54,4 +54,13 @@
 //     link.
 //  4. DecodeRow refuses a row of the wrong length or with a value that is
 //     not finite, so that no export can make serving score NaN.
+//
+// # Files
+//
+//   - format.go: Manifest, Table, Dense and Part, the file names, Commit, ReadManifest, Verify and Exports.
+//   - chain.go: Next, the exports a reader applies next (a full export and its deltas), Prune and RemoveIncomplete.
+//   - read.go: ReadTable and ReadDense, an export's rows and dense vectors.
+//   - quant.go: the encodings of a table's values (fp32, fp16, int8...): CheckQuant, RowBytes, AppendRow, DecodeRow.
+//   - convert.go: Convert, an export re-encoded into another store.
+//   - policy.go: Policy, where exports go, when they are taken and how rows are encoded.
 package export

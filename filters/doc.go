@@ -247,4 +247,12 @@
 //     skip the rest of the lap's rows, or go on to count them as Capped.
 //  5. When the lap is over it calls Lap.End and reports the LapStats and
 //     EvalErrors.
+//
+// # Files
+//
+//   - spec.go: Spec (EnsureDefaults, Validate), Sizing and the package's errors.
+//   - filter.go: Filter (New, Admit, Count, MemoryBytes): admission of new IDs by probability or count, per partition.
+//   - state.go: a partition's admission state, its binary format (MarshalPartition, AppendPartition, DropPartition).
+//   - expiry.go: ExpirySpec, Expiry (NewExpiry), RowStats and Lap: which rows expire and how many per lap.
+//   - expiry_expr.go: the expiry expression (expr), compiled and evaluated over a row's statistics.
 package filters

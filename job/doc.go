@@ -84,4 +84,19 @@
 // lifecycle; the model's own figures are its business. A figure that may
 // be undefined (an AUC of one class) is a Metric, whose JSON is null
 // then: a summary always encodes.
+//
+// # Files
+//
+//   - job.go: Model, Env and Run, the lifecycle of a worker's job: attempts, restores, verification, the Summary it prints, and PushContext.
+//   - options.go: Options, a worker's job for every model.
+//   - progress.go: Progress, a worker's report on its training, with its JSON and EpochsText.
+//   - publish.go: the publisher of progress reports to etcd, under the worker's lease.
+//   - metric.go: Metric, a figure that may be undefined (null in JSON).
+//   - best.go: the best model of a job with a validation set: KeepBest pins it, RollBack returns to it.
+//   - saved.go: SavedModel, SaveModel and SaveOnStop: the final model's snapshot.
+//   - recover.go: Recoverable, the errors an attempt goes on from after a restore, and Barrier.
+//   - pushtimer.go: PushTimer, a push's context without an allocation per push (PushContext's twin).
+//   - wait.go: WaitSaying, a wait for the scheduler that says what it waits for.
+//   - dial.go: the dial options of a worker's clients of the shards (mutual TLS).
+//   - rss.go: peakRSS, the process's peak resident set.
 package job

@@ -311,4 +311,24 @@
 // SourceStats.Errors. I/O errors name the file and are sticky too. A
 // cancelled context is returned by Next as ctx.Err() and is not sticky:
 // the source checks the context before each group and a later call goes on.
+//
+// # Files
+//
+//   - group.go: Group and Level (a sample group's feature lines by level), Position, Source, SourceStats and Decoder.
+//   - format.go: Format (ParseFormat) and FeatureID, a field's token hashed to its ID.
+//   - decode.go: NewDecoder and NewDecoderWith (DecoderOptions), a Decoder for each format, and the decoder of libFM and libFFM lines.
+//   - groupfmt.go: the sample-group format: its decoder and WriteGroup.
+//   - criteo.go: the Criteo display-advertising format's decoder.
+//   - xml.go: the XMLRepository format's decoder (extreme classification).
+//   - sniff.go: FormatOfName, SniffFormat and SniffFileFS: a file's format from its name or its first line.
+//   - message.go: DecodeMessage, a group from one Kafka message.
+//   - parse.go: Parser and LineError: a line into a label and features (ErrMalformed).
+//   - read.go: ErrorPolicy, ReadOptions, Read and ReadFile into a Dataset, and WriteLibFFM.
+//   - dataset.go: Feature and Dataset, flat samples in memory.
+//   - fs.go: FS and File, LocalFS (the default), and the walk of a directory's files.
+//   - source.go: FileSplit, FileSourceOptions and FileSource: groups read from file splits in order, resumable at a Position.
+//   - readall.go: OpenFiles and OpenFilesFS, ReadAll and Digest.
+//   - assign.go: FileInfo, StatFiles and Assign, files and byte ranges divided among workers.
+//   - window.go: WindowSource, a shuffle of a stream in bounded memory, window by window.
+//   - pack.go: Pack, many groups in a few flat arrays (a worker's data in memory, a shuffle window).
 package reader

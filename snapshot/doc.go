@@ -71,4 +71,13 @@
 //  7. Table keys strictly increase (Add refuses others with ErrOrder).
 //  8. Prune never removes one of the newest K complete snapshots, nor an
 //     incomplete one newer than every complete one (it may be in progress).
+//
+// # Files
+//
+//   - store.go: Store, Writer and Reader, OpenStore and DirStore, a Store in a directory.
+//   - hdfs.go: HDFSStore, a Store in a directory on HDFS.
+//   - memstore.go: MemStore, a Store in memory for tests.
+//   - jsonfile.go: numbered directories (SeqDir, SeqDirs) and checksummed JSON manifests (CommitJSON, ReadJSON), shared with package export.
+//   - format.go: Manifest, FileMeta and the table files (TableWriter, TableReader), raw files, Commit, Verify, Latest, Prune and RemoveAfter.
+//   - policy.go: Policy, where a cluster's snapshots go and when they are taken.
 package snapshot

@@ -70,4 +70,11 @@
 // Steady-state use (Reset and refill) allocates nothing. Nothing here does
 // I/O or knows about shards; a Batch and its buffers are not safe for
 // concurrent use.
+//
+// # Files
+//
+//   - layout.go: Pooling, Layout (NewLayout) and Batch (IDs, Pool, Scatter): a flat batch's rows pooled into the first layer's input and its gradient scattered back.
+//   - levels.go: FieldSpec, NewLayoutFields and the tree of a compressed batch (AddNode, PoolTree, ScatterTree).
+//   - seq.go: sequence fields (FieldSpec.SeqLen): their columns (Cols, SeqLen) and lengths.
+//   - dedup.go: Dedup, the distinct IDs of a batch in first-seen order, pointer-free.
 package sparsenet

@@ -25,4 +25,14 @@
 // ams.ErrUnavailable, RESOURCE_EXHAUSTED (a message over the size limit,
 // ams.MaxMessageBytes, refused by gRPC) ams.ErrTooLarge, CANCELED and
 // DEADLINE_EXCEEDED the context's errors.
+//
+// # Files
+//
+//   - codec.go: Codec, gRPC's protobuf codec with buffers of a BufferPool, and the server and dial options that install it.
+//   - pool.go: BufferPool, size-tiered byte buffers, and its gRPC options.
+//   - pooled.go: PooledReply and RegisterPooledServer: a pull reply's rows in pool buffers gRPC gives back.
+//   - pullreply.go: PullReply and Pull: a pull reply whose rows alias the received bytes.
+//   - zerocopy.go: the pull reply and push request encoded by hand without copying their payloads.
+//   - convert.go: the From and To conversions between ams types and their wire form.
+//   - errors.go: Errors, the table of sentinels, gRPC codes and reasons, with ToStatus and FromStatus.
 package amspb

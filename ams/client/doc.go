@@ -45,4 +45,16 @@
 // on the direct path a PullRoute or PushRoute (PushBatch) allocates
 // nothing once the pool and its lists have grown. Calls over gRPC still
 // build their messages.
+//
+// # Files
+//
+//   - client.go: Client (New, Declare, Pull, Push, PushBatch, the dense vectors, Stats, Usage, Applied), DialOptions, Table, Dense and Vector.
+//   - call.go: call, one pull or push on every shard, its parts run in parallel; calls are pooled so the direct path allocates nothing.
+//   - route.go: Route, a batch's unique ids split by shard once for its pull and its push.
+//   - direct.go: DataPlane, LocalShard and Resolver, NewLocal: calls to shards in this process without gRPC.
+//   - sync.go: Round, PullRound and PushRound of sync mode.
+//   - state.go: StateEntry, PutState and GetState: named values kept beside the model.
+//   - snapshot.go: SnapshotOptions, WriteSnapshot, Restore and RestoreEach.
+//   - export.go: ExportOptions and WriteExport, a model export of every shard.
+//   - load.go: LoadRows and SetDense, a model set from an export (a warm start).
 package client

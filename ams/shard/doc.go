@@ -191,4 +191,22 @@
 // # Time
 //
 // Row statistics (last-touched time) use Options.Now, in whole seconds.
+//
+// # Files
+//
+//   - shard.go: Options, Shard (New, Declare, Pull, Push, the dense ranges, Stats, Close): the catalog and the split of requests over the stripes.
+//   - stripe.go: a stripe, its owner goroutine and the tasks it runs on its rows.
+//   - lifecycle.go: the rows' lifecycle on their owner: expiry sweeps, the memory budget's CLOCK eviction, tombstones (DrainTombstones).
+//   - admission.go: admission filter states in snapshots, and each partition's given back on a restore to the stripe that now holds it.
+//   - tiered.go: tiered tables: rows beyond the DRAM budget in the cold tier (package tier), TierStats.
+//   - applied.go: the records of applied pushes (Applied), so that no batch is applied twice.
+//   - syncround.go: sync mode: Round, RoundPart, the rounds' accumulators and WaitRound.
+//   - state.go: StateEntry, PutState and GetState: named values kept beside the model.
+//   - snapshot.go: WriteSnapshot, Begin and Restore: a shard's part of a snapshot, written and read back.
+//   - export.go: ExportOptions and WriteExport, a shard's part of a model export.
+//   - load.go: LoadRows, rows set from an export (a warm start).
+//   - stores.go: the store locations a shard's RPCs may name (Options.Stores).
+//   - grpc.go: NewService and NewGRPCServer, the AMS service over the shard, and ServerOptions.
+//   - local.go: Local, the data plane for a worker in the same process (PullRows, PushRows).
+//   - auth.go: Roles, the callers allowed each RPC under TLS, and TLSServerOptions.
 package shard

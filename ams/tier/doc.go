@@ -36,4 +36,8 @@
 //
 // A Store is safe for concurrent use (Pebble's DB is); the shard's stripe
 // owners issue a batch's reads together.
+//
+// # Files
+//
+//   - tier.go: Options, Store (Open, Put, Delete, Get, Scan, ScanFrom, IDs, Clear, DropTable, Stats): the rows of the disk tier in pebble.
 package tier

@@ -21,4 +21,10 @@
 //
 // Start starts the serving goroutine; Close deregisters (a clean leave),
 // stops the gRPC server and then the shard, in that order.
+//
+// # Files
+//
+//   - amsnode.go: Options and Node: Start (shard, gRPC server, registration in etcd) and Close.
+//   - metrics.go: the Prometheus collector of a shard's figures, read at scrape time.
+//   - state.go: checkState, the shard's check that a checkpoint key's value is a checkpoint.
 package amsnode

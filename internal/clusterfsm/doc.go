@@ -229,4 +229,12 @@
 //     paused at, is harmless. Step is not safe for concurrent use: one
 //     goroutine owns the Core; long operations (snapshot, restore) run
 //     elsewhere and report back as events.
+//
+// # Files
+//
+//   - core.go: Core, the state machine: New, Step and the transitions of joins, losses, ticks, snapshots, restores and exports.
+//   - adopt.go: a new leader's adoption of the cluster it found (Options.Adopt) and the losses before its first decision.
+//   - types.go: the members, states and phases, the Events Step takes, the Actions and the Output it returns.
+//   - options.go: Options and Adopted, with EnsureDefaults and Validate.
+//   - ids.go: CompareIDs, the numeric-aware order of member ids.
 package clusterfsm

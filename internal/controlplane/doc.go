@@ -6,24 +6,7 @@
 // the sample reader it names.
 //
 // A [Conn] is an etcd client and the cluster's key prefix; each protocol
-// is a set of methods on it, in a file of its own:
-//
-//	shardmap.go    the versioned shard map: published by the scheduler,
-//	               waited for by workers (after a restore, of a new version)
-//	pause.go       pause, resume and failure: consistent snapshots and
-//	               rollbacks stop the workers at a batch boundary; the
-//	               snapshot target names where worker-held state goes
-//	pauser.go      the worker's side of pause.go
-//	snapshots.go   snapshot requests and their results
-//	assign.go      training files divided among the workers
-//	partitions.go  Kafka partitions dealt to the live workers
-//	barrier.go     barriers of members (the final evaluation)
-//	leadership.go  the schedulers' election and the state a new leader adopts
-//	events.go      the scheduler's event log
-//	status.go      what a status page shows: the workers' progress
-//	               reports (under their leases), the snapshot and export
-//	               results, the members and their leases
-//
+// is a set of methods on it, in a file of its own (see Files below).
 // keys.go lists every key of a cluster with the process that writes it and
 // those that read it; no other package builds a key.
 //
@@ -60,4 +43,24 @@
 // Waits (WaitShardMap, WaitResume, ...) read the key, then watch it from
 // the next revision, so no write between the two is missed; a broken watch
 // starts over with a read. Every wait ends with its context.
+//
+// # Files
+//
+//   - conn.go: Conn (New, Client, Prefix), ErrBadValue and the JSON get, put, wait and watch every protocol uses.
+//   - keys.go: the table of every etcd key of a cluster, who writes and who reads it, and the key functions.
+//   - access.go: Access, the etcd roles' grants per process, and ProvisionAuth, which creates users and roles.
+//   - job.go: JobRecord, the job a cluster runs (ClaimJob, GetJob).
+//   - shardmap.go: the versioned shard map: published by the scheduler, waited for by workers (after a restore, of a new version).
+//   - pause.go: pause, resume and failure: consistent snapshots and rollbacks stop the workers at a batch boundary; SnapshotTarget names where worker-held state goes.
+//   - pauser.go: Pauser, the worker's side of pause.go.
+//   - snapshots.go: snapshot requests and their results (RequestSnapshot, PutSnapshotResult, WatchSnapshotResults).
+//   - exports.go: export requests and their results (RequestExport, PutExportResult).
+//   - rollback.go: rollback requests to the pinned snapshot and their results (RequestRollback, PutRollbackResult).
+//   - assign.go: training files divided among the workers (PutAssignment, WaitAssignment).
+//   - partitions.go: Kafka partitions dealt to the live workers, their acknowledgements and the workers done (DealPartitions, WatchReassigned, AckPartitions).
+//   - owners.go: the addresses a SLIDE job's workers serve their share of the layer on (PutOwnerAddr, WaitOwnerAddrs).
+//   - barrier.go: barriers of members (the final evaluation).
+//   - leadership.go: the schedulers' election (Elect, Leader) and the state a new leader adopts (ClusterState).
+//   - events.go: the scheduler's event log (PutEvent, ListEvents).
+//   - status.go: what a status page shows: the workers' progress reports (under their leases), the snapshot and export results, the members and their leases.
 package controlplane

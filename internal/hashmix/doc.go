@@ -2,4 +2,8 @@
 // formats (feature IDs), the parameter server (partitions, stripes, index,
 // initializers) and the data generator. Its output is part of stored
 // formats (feature IDs, virtual partitions, initial rows): it never changes.
+//
+// # Files
+//
+//   - hashmix.go: Mix64 (splitmix64's finalizer), Hash3 of three words and Stream, a seeded generator of uint64s, ints and floats.
 package hashmix

@@ -27,4 +27,8 @@
 //  1. FormatURI(ParseURI(s)) names the same file as s, with the port made
 //     explicit and the path cleaned.
 //  2. A VerifiedReader returns only bytes of chunks the client verified.
+//
+// # Files
+//
+//   - hdfsconn.go: URI with ParseURI and FormatURI, DefaultUser, Dial, VerifiedReader and Put.
 package hdfsconn

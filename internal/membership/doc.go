@@ -51,4 +51,12 @@
 //
 // Keys that must die with a member (a barrier arrival, a scheduler's
 // election key) are put under [Registration.Lease].
+//
+// # Files
+//
+//   - member.go: Member, its Validate, the member and left keys (Prefix, MemberKey, LeftKey and their parsers) and CheckRecord.
+//   - register.go: Register, a Registration under a lease (Lost, Close, Abandon) and ListMembers.
+//   - keep.go: Keep, a Kept registration that registers again as the same member after its lease is lost.
+//   - dial.go: Dial of etcd with its options (WithTLS) and ZapLogger, etcd's log onto slog.
+//   - probe.go: the probe that tells a TLS mismatch when Dial's first read fails.
 package membership

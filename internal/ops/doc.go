@@ -21,4 +21,10 @@
 //  5. Metrics are read at scrape time (collectors over the process's own
 //     counters) or updated off the hot path (one histogram observation per
 //     RPC): scraping never takes a lock the data plane holds.
+//
+// # Files
+//
+//   - ops.go: Namespace, NewRegistry and Server, the HTTP server of /metrics, /healthz and /readyz.
+//   - descs.go: Descs, a collector's metric descriptions by short name.
+//   - grpc.go: RPCBuckets and GRPCServerMetrics, the RPC latency histograms of a gRPC server.
 package ops

@@ -31,4 +31,10 @@
 // value, or x and y of different lengths (ErrBadValue); a CSV cell that is
 // not a number (ErrBadValue, naming line and column). Empty CSV cells are
 // skipped: a run that has no AUC yet leaves the cell empty.
+//
+// # Files
+//
+//   - plot.go: Figure, Panel and Series with EnsureDefaults and Validate, and the axes' scales and ticks.
+//   - svg.go: Figure.WriteSVG and WriteSVGElement, the SVG drawing.
+//   - csv.go: Table, a CSV file read by ReadTable, and Table.Series, its columns as series.
 package plot

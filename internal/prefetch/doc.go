@@ -9,4 +9,10 @@
 // code must be correct without it. On amd64 (without the purego build tag)
 // Lines issues one PREFETCHT0 per 64-byte line; elsewhere, and under
 // purego (the build the race detector checks), it does nothing.
+//
+// # Files
+//
+//   - prefetch.go: the hints by type (Float32s, Bytes, Of...), all over lines.
+//   - prefetch_amd64.go: the declaration of lines, whose body is prefetch_amd64.s: one PREFETCHT0 per cache line (amd64, not purego).
+//   - prefetch_other.go: lines doing nothing (other architectures, purego).
 package prefetch

@@ -62,4 +62,21 @@
 //     member key was deleted (package membership).
 //  3. Only the leader writes the control plane's scheduler keys; a standby
 //     writes nothing but its own registration and election key.
+//
+// # Files
+//
+//   - scheduler.go: Options, Scheduler (New, Done, Err, Close), the election and the loop that follows the members and the requests in etcd.
+//   - driver.go: the driver of the clusterfsm Core: events in, its actions carried out (shard maps, pauses, snapshots, restores, the job's claim).
+//   - snapshots.go: one snapshot attempt: the shards write their parts, the manifest commits, old snapshots are pruned.
+//   - exports.go: exports of the model: the chain of full and delta exports and an attempt over the shards.
+//   - rollback.go: a rollback to the pinned snapshot, asked for by a worker, and its result.
+//   - samples.go: the snapshots every N samples applied (Options.Snapshot.EverySamples).
+//   - stop.go: SaveOnStop, the snapshot of a scheduler stopped in order.
+//   - dial.go: the scheduler's client of the shards (mutual TLS when it has an identity).
+//   - command.go: the scheduler binary: Options.BindFlags, Serve and RequestNow (-snapshot-now, -export-now).
+//   - metrics.go: the Prometheus collector of the scheduler's view of the cluster.
+//   - status.go: what the status page keeps in memory: the workers' progress histories and the latest results.
+//   - statuspage.go: StatusHandler and the data it renders.
+//   - statuscharts.go: the status page's curves, as inline SVG.
+//   - statustemplate.go: the status page's HTML template.
 package scheduler

@@ -30,4 +30,8 @@
 //	c, err := tlsconf.Load(tlsconf.Files{CA: "ca.crt", Cert: "tls.crt", Key: "tls.key"})
 //	srv := grpc.NewServer(tlsconf.ServerOptions(c)...)
 //	role, err := tlsconf.PeerRole(state) // in a handler: who calls
+//
+// # Files
+//
+//   - tlsconf.go: Files (the CA, certificate and key paths) with Validate, Load into a Config, its Server and Client tls.Configs, RoleOf and PeerRole, and the gRPC options.
 package tlsconf

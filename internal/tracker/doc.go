@@ -35,4 +35,10 @@
 //     by every checkpoint after it; Pin (keep this model) follows only a
 //     better validation, and Rollback (end on the kept model) only a
 //     validation that was not better, with Options.KeepBest.
+//
+// # Files
+//
+//   - tracker.go: Options and Tracker: Step, the checkpoints it commits (Checkpoint, After, Best) and ValidationWords.
+//   - types.go: the Events Step takes (Started, BatchTrained, Tick, Validated...) and the Actions it returns (Open, Commit, Pause, Evaluate, Pin...).
+//   - drive.go: StepExec and Epochs, the loop a driver runs the tracker's actions with.
 package tracker

@@ -131,4 +131,17 @@
 //
 // Result.Seconds counts the training loop (waiting for batches included);
 // evaluation and the preparation of in-memory data are excluded.
+//
+// # Files
+//
+//   - trainer.go: Options, Trainer (New, Declare, Run) and its state: a batch's pull, routing and push ring; Result and Eval.
+//   - pipeline.go: one run of the trainer: the tracker's actions carried out, and the pipeline read, batch, pull, trainLoop; progress lines.
+//   - syncmode.go: sync mode's rounds: pulls and pushes with every worker at the same step (ErrSync).
+//   - valid.go: the validation the tracker asks for, and keeping the best model.
+//   - data.go: Data (LoadData, TrainDigest): a job's training and test data from files, sources or the generator, with its shape and memory check.
+//   - shuffle.go: the shuffled window over file blocks and the generated source.
+//   - kafka.go: a Kafka job: dealt partitions, their positions stored in the model, the workers done.
+//   - job.go: JobResult, RunJob and the job.Model of a CTR job (Prepare, Train, the final export).
+//   - warm.go: a warm start: the tables loaded from an export before training.
+//   - metrics.go: ProgressMetrics, a worker's training metrics for Prometheus.
 package worker

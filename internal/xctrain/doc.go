@@ -148,4 +148,15 @@
 // candidates, the batched scoring time per sample, and after the last
 // epoch the latency of one prediction (pull, dense layers, top-5) over
 // the first 200 test samples. Result.Phases splits the train stage's time.
+//
+// # Files
+//
+//   - trainer.go: Options, Trainer (New, Declare, Evaluate), a batch's step and the push ring; Result, Eval, PAtK and Phases.
+//   - run.go: one Run: the tracker's actions carried out, the epochs' train stage, pauses agreed with the peers, progress lines.
+//   - valid.go: the validation the tracker asks for (P@k), and keeping the best model.
+//   - snapshot.go: the SLIDE layer in the cluster's snapshots: its file, the checkpoint naming it, the resume from it.
+//   - output.go: the output layer as the trainer drives it: one slide.Layer, in-process owners or a share of a shared layer.
+//   - peers.go: Peers and the peer server: a worker's share of the layer served to the others over gRPC.
+//   - data.go: Dataset (Load, Sample, Prefix), extreme-classification data in memory.
+//   - job.go: JobResult, RunJob and the job.Model of a SLIDE job.
 package xctrain

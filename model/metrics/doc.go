@@ -13,9 +13,8 @@
 // written outside the module measure with the same functions. Like the
 // rest of the floor it imports nothing of the module.
 //
-// Files:
+// # Files
 //
-//	metrics.go  AUC (exact, from ranks) and LogLoss of a batch
-//	stream.go   Stream: AUC (binned) and log loss over an unbounded stream
-//	            of predictions in constant memory (progressive validation)
+//   - metrics.go: AUC (exact, from ranks) and LogLoss of a batch.
+//   - stream.go: Stream: AUC (binned) and log loss over an unbounded stream of predictions in constant memory (progressive validation).
 package metrics

@@ -20,4 +20,8 @@
 //     is not an HDFS URI, is refused with an error wrapping ErrOtherFS.
 //  2. Every name an FS returns (Glob, Join) is a URI on its namenode.
 //  3. An FS is safe for concurrent use (the client is); each File is not.
+//
+// # Files
+//
+//   - fs.go: FS (Dial, ForPaths), a reader.FS over HDFS: Open, Stat, ReadDir, Glob.
 package hdfssrc

@@ -42,4 +42,9 @@
 // Close). It owns one fetch goroutine per partition (a kafka-go Reader bound
 // to that partition, no consumer group) that reads ahead into a bounded
 // queue; Close stops and joins them all.
+//
+// # Files
+//
+//   - source.go: Options, Source (Open, Next, Positions, Lag, Close), stream names, PartitionOffsets and AssignPartitions.
+//   - produce.go: ProduceFiles, sample files written to a topic one group per message.
 package kafkasrc

@@ -201,4 +201,26 @@
 // batch touches ~47,000 distinct rows, half the layer, and their update is
 // memory-bound (the weights, moments and bias of a row: 1.5 KB). Memory per
 // neuron: 1,560 bytes of parameters and state, 2,806 bytes of tables.
+//
+// # Files
+//
+//   - config.go: Config (EnsureDefaults, Validate), Selection, Schedule and the package's errors.
+//   - layer.go: Layer (New, TrainBatch, the weights and tables): a sparse softmax layer trained on its active neurons.
+//   - active.go: the selector that builds a sample's active set from the tables' buckets.
+//   - dense.go: dense training (Sparsity 1), every neuron active.
+//   - adam.go: Adam's bias-corrected step sizes, precomputed.
+//   - exp.go: exp32, the softmax's float32 exponential.
+//   - pool.go: the pool that runs one phase on n goroutines.
+//   - rng.go: rng, the counter-based randomness of reservoirs and densification.
+//   - family.go: Family, the LSH families SimHash and DWTA (NewSimHash, NewDWTA) and BatchHasher.
+//   - hadamard.go: SimHash with structured (Walsh-Hadamard) projections, for the inference tables.
+//   - tables.go: Tables (NewTables, Insert, Remove, Bucket...), the hash tables of neuron ids with bounded buckets.
+//   - maintain.go: Maintain and MaintainStats: the rehash schedule of updated rows and the tables' rebuilds.
+//   - tune.go: Params, TuneOptions and Tune: the tables' shape for a layer's size and sparsity.
+//   - text.go: ParseKind, a hash family by name.
+//   - infer.go: InferTuneOptions, InferTune and TuneInference: inference tables tuned on calibration inputs.
+//   - predict.go: PredictDense, PredictSparse, TopScores and Candidates: top-k predictions.
+//   - metrics.go: PrecisionAtK and Precision, P@k of ranked predictions.
+//   - shard.go: a sharded layer's (D-SLIDE) halves: Partial, Global, Combine, ShardForward and ShardBackward.
+//   - save.go: Save, SaveSize and Load of a layer (ErrBadSave).
 package slide

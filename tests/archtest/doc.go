@@ -48,12 +48,29 @@
 //     marked "Code generated ... DO NOT EDIT.", nested modules and
 //     testdata included); TestInternalShare prints the figure.
 //
+// Its sleep test (sleep_test.go) fails
+//
+//  10. when a test function (or a helper of tests/testutil) calls time.Sleep
+//     and sleepAllowed does not list it with its reason (poll, pace,
+//     model...), or lists one that no longer does.
+//
+// Its file-list test (docfiles_test.go) fails
+//
+//  11. when a package but a command's main has no doc.go, or its package
+//     doc has no "# Files" section naming exactly the package's
+//     non-test, non-generated .go files but doc.go (a package that is only
+//     its tests names its _test.go files; one whose code is all generated
+//     has nothing to list), unless the temporary docFilesPending lists it;
+//     an entry of docFilesPending whose package passes, or is gone, fails
+//     too, so that the list only shrinks.
+//
 // The package holds no code: it is only its tests.
 //
-// Files:
+// # Files
 //
-//	archtest_test.go  the layer table, the import rules, the rules of the
-//	                  prediction server and the model floor (1-3)
-//	funclen_test.go   the sizes of functions and mains (4-6)
-//	wings_test.go     the wings and internal/'s share (7-9)
+//   - archtest_test.go: the layer table, the import rules, the rules of the prediction server and the model floor (1-3).
+//   - funclen_test.go: the sizes of functions and mains (4-6).
+//   - wings_test.go: the wings and internal/'s share (7-9).
+//   - sleep_test.go: no time.Sleep in tests but those sleepAllowed lists (10).
+//   - docfiles_test.go: every package's doc.go and its # Files section (11).
 package archtest

@@ -6,24 +6,23 @@
 // It finds the module's root by `go env GOMOD` (moduleRoot), not by a
 // relative path.
 //
-// Files (all tests):
+// # Files
 //
-//	main_test.go            TestMain: the commands' build directory, -race skip
-//	e2e_test.go             building and starting the commands (build, start,
-//	                        proc); a file job and an HDFS job over processes
-//	cmdline_test.go         every command's -h and its defaults against
-//	                        README's table; SIGINT while training and waiting
-//	fault_test.go           shards, workers and the scheduler killed mid-job
-//	kafka_fault_test.go     the same over a Kafka stream
-//	netcut_test.go          a network namespace whose link a test cuts
-//	orderly_test.go         a finished job and an orderly stop are no failure
-//	firsthour_test.go       what the binaries say to a new user's mistakes
-//	tls_test.go             a whole cluster under mutual TLS
-//	slide_test.go           the SLIDE layer's shares survive a worker's kill
-//	prometheus_test.go      a real Prometheus scrapes a cluster
-//	statuspage_test.go      the status page rendered by headless Chromium
-//	readme_test.go          README's command blocks, run as written
-//	walkthrough_test.go     README's walkthrough, run as written
-//	recovery_bench_test.go  TestRecoveryTime (bench/recovery.sh)
-//	race_on_test.go, race_off_test.go  whether the race detector is on
+//   - main_test.go: TestMain: the commands' build directory, -race skip.
+//   - e2e_test.go: building and starting the commands (build, start, proc); a file job and an HDFS job over processes.
+//   - cmdline_test.go: every command's -h and its defaults against README's table; SIGINT while training and waiting.
+//   - fault_test.go: shards, workers and the scheduler killed mid-job.
+//   - kafka_fault_test.go: the same over a Kafka stream.
+//   - netcut_test.go: a network namespace whose link a test cuts.
+//   - orderly_test.go: a finished job and an orderly stop are no failure.
+//   - firsthour_test.go: what the binaries say to a new user's mistakes.
+//   - tls_test.go: a whole cluster under mutual TLS.
+//   - slide_test.go: the SLIDE layer's shares survive a worker's kill.
+//   - prometheus_test.go: a real Prometheus scrapes a cluster.
+//   - statuspage_test.go: the status page rendered by headless Chromium.
+//   - readme_test.go: README's command blocks, run as written.
+//   - walkthrough_test.go: README's walkthrough, run as written.
+//   - recovery_bench_test.go: TestRecoveryTime (bench/recovery.sh).
+//   - race_on_test.go: raceEnabled true, under the race detector.
+//   - race_off_test.go: raceEnabled false, without it.
 package e2e

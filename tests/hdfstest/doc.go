@@ -93,26 +93,14 @@
 //
 // # Files
 //
-//	server.go      Server: Start, the two listeners, Close, Blocks and
-//	               CorruptBlock
-//	options.go     Options, EnsureDefaults, Validate
-//	namenode.go    the namenode's session and its ClientProtocol methods
-//	namespace.go   the tree of directories and files, leases, block lists
-//	datanode.go    the datanode: READ_BLOCK, WRITE_BLOCK, BLOCK_CHECKSUM
-//	blockstore.go  the replicas in memory with a checksum per chunk
-//	wire.go        framing: the RPC preamble and frames, delimited
-//	               messages, data transfer ops and packets
-//	errors.go      the Java exception classes the server reports
-//
-// It is a test server, in the testing wing (tests/): outside tests/ only
-// test files import it, and cmd/hdfsd, its process.
-//
-// # Generated code
-//
-// The protobuf types in hdfstest/hdfspb come from copies of the client's
-// Hadoop .proto files with their proto package and file names changed, so
-// they can be linked into one binary with the client's own registrations
-// without a conflict; the wire format is unchanged. See proto/gen.sh.
+//   - server.go: Server: Start, the two listeners, Close, Blocks and CorruptBlock.
+//   - options.go: Options, EnsureDefaults, Validate.
+//   - namenode.go: the namenode's session and its ClientProtocol methods.
+//   - namespace.go: the tree of directories and files, leases, block lists.
+//   - datanode.go: the datanode: READ_BLOCK, WRITE_BLOCK, BLOCK_CHECKSUM.
+//   - blockstore.go: the replicas in memory with a checksum per chunk.
+//   - wire.go: framing: the RPC preamble and frames, delimited messages, data transfer ops and packets.
+//   - errors.go: the Java exception classes the server reports.
 package hdfstest
 
 //go:generate ./proto/gen.sh

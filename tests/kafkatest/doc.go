@@ -10,8 +10,7 @@
 // testing wing (tests/): outside tests/ only test files import it, and
 // cmd/kafkad.
 //
-// Files:
+// # Files
 //
-//	kafkatest.go  Options, Start, the Broker (Addrs, CreateTopic, Close),
-//	              ParseTopics (cmd/kafkad's -topics), Produce
+//   - kafkatest.go: Options, Start, the Broker (Addrs, CreateTopic, Close), ParseTopics (cmd/kafkad's -topics), Produce.
 package kafkatest

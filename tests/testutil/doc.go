@@ -4,11 +4,8 @@
 // test must name before they start. It is imported by _test.go files only
 // (tests/archtest holds every package outside tests/ to that).
 //
-// Files:
+// # Files
 //
-//	testutil.go   Ctx, Eventually, StartEtcd, EtcdClient, SharedEtcd (one
-//	              etcd for a whole test binary, a key prefix per test),
-//	              Conn, FreeAddr, Buffer (a concurrency-safe log sink)
-//	snapshots.go  SnapshotNames: whether a complete snapshot holds
-//	              workers' checkpoints naming every one of some files
+//   - testutil.go: Ctx, Eventually, StartEtcd, EtcdClient, SharedEtcd (one etcd for a whole test binary, a key prefix per test), Conn, FreeAddr, Buffer (a concurrency-safe log sink).
+//   - snapshots.go: SnapshotNames: whether a complete snapshot holds workers' checkpoints naming every one of some files.
 package testutil

@@ -6,8 +6,7 @@
 // localhost and 127.0.0.1. It is imported by _test.go files only
 // (tests/archtest holds every package outside tests/ to that).
 //
-// Files:
+// # Files
 //
-//	tlstest.go  CA: NewCA, Issue and IssueSubject (a certificate and key
-//	            as PEM files), Config (a role's tlsconf.Config)
+//   - tlstest.go: CA: NewCA, Issue and IssueSubject (a certificate and key as PEM files), Config (a role's tlsconf.Config).
 package tlstest

@@ -102,11 +102,10 @@
 // It is one of the synthetic sources under reader/synth (public: a model
 // written outside the module can train and be checked on it), beside seqgen and xcgen.
 //
-// Files:
+// # Files
 //
-//	config.go     Config (every field's default), EnsureDefaults, Validate
-//	generator.go  the teacher, its calibration (New, CalibrateBias), the
-//	              Generator: Generate, NextGroup, Fork; Normalish
-//	drift.go      the drifting vocabulary (Config.DriftLifetime)
-//	write.go      Write, WriteLibFFM, WriteGroups: streamed text
+//   - config.go: Config (every field's default), EnsureDefaults, Validate.
+//   - generator.go: the teacher, its calibration (New, CalibrateBias), the Generator: Generate, NextGroup, Fork; Normalish.
+//   - drift.go: the drifting vocabulary (Config.DriftLifetime).
+//   - write.go: Write, WriteLibFFM, WriteGroups: streamed text.
 package datagen

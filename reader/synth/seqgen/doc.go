@@ -103,12 +103,10 @@
 // It is one of the synthetic sources under reader/synth (public: a model
 // written outside the module can train and be checked on it), beside datagen and xcgen.
 //
-// Files:
+// # Files
 //
-//	config.go     Config (every field's default), EnsureDefaults, Validate
-//	world.go      the hidden world: item vectors, users' profiles and the
-//	              teacher's attention
-//	generator.go  the Generator (New, Fork, NextGroup): the stream;
-//	              SequenceTargets (the history fields' target fields)
-//	write.go      Write: either text format, a group at a time
+//   - config.go: Config (every field's default), EnsureDefaults, Validate.
+//   - world.go: the hidden world: item vectors, users' profiles and the teacher's attention.
+//   - generator.go: the Generator (New, Fork, NextGroup): the stream; SequenceTargets (the history fields' target fields).
+//   - write.go: Write: either text format, a group at a time.
 package seqgen

@@ -56,8 +56,7 @@
 // It is one of the synthetic sources under reader/synth (public: a model
 // written outside the module can train and be checked on it), beside datagen and seqgen.
 //
-// Files:
+// # Files
 //
-//	xcgen.go  Config, New, the Generator (Sample, Prototype, WriteXML) and
-//	          Sample (AppendXML)
+//   - xcgen.go: Config, New, the Generator (Sample, Prototype, WriteXML) and Sample (AppendXML).
 package xcgen

@@ -44,4 +44,12 @@
 //     lower row), which is the top-k of the union of their candidates.
 //  4. Owners are stepped in order of their index and all complete a step
 //     before the next begins; a Layer is not safe for concurrent use.
+//
+// # Files
+//
+//   - layer.go: Partition (Even), Layer (New, TrainBatch, Maintain, PredictDense, PredictSparse) and Stats: the owners of one process.
+//   - persist.go: Layer's Save and Load, Rehash, TuneInference, Candidates and sizes.
+//   - owner.go: rounds across workers: Owner (Forward, Backward, Predict), its requests and replies, and Peer.
+//   - worker.go: Worker, a worker's side of the rounds (TrainBatch, Predict), and DefaultWait.
+//   - bytes.go: StepBytes and DenseStepBytes, the bytes a step sends between owners.
 package dslide

@@ -75,10 +75,8 @@
 //
 // It is cmd/movielens's library (only that command imports it).
 //
-// Files:
+// # Files
 //
-//	movielens.go  Open (the data set's files), Dataset.Convert: the plain
-//	              mode
-//	seq.go        SeqOptions, Dataset.Sequences: the sequence mode, its
-//	              time split and histories; SequenceTargets
+//   - movielens.go: Open (the data set's files), Dataset.Convert: the plain mode.
+//   - seq.go: SeqOptions, Dataset.Sequences: the sequence mode, its time split and histories; SequenceTargets.
 package movielens

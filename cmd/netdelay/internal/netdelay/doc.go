@@ -15,7 +15,7 @@
 //
 // It is cmd/netdelay's library (only that command imports it).
 //
-// Files:
+// # Files
 //
-//	netdelay.go  Relay: Serve, Bytes, Close
+//   - netdelay.go: Relay: Serve, Bytes, Close.
 package netdelay

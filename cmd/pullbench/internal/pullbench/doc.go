@@ -17,8 +17,7 @@
 //
 // It is cmd/pullbench's library (only that command imports it).
 //
-// Files:
+// # Files
 //
-//	pullbench.go  the server side (ServerOptions, Start, Server) and the
-//	              client side (RunOptions, RunAMS, RunTCP, Result)
+//   - pullbench.go: the server side (ServerOptions, Start, Server) and the client side (RunOptions, RunAMS, RunTCP, Result).
 package pullbench

@@ -6,10 +6,8 @@
 //
 // It is cmd/serveload's library (only that command imports it).
 //
-// Files:
+// # Files
 //
-//	serveload.go  LoadRequests (requests from a test file), Options, Run
-//	              and its Result (requests/s, latency percentiles)
-//	fresh.go      FreshOptions, Freshness: how long samples written into
-//	              the training topic take to show in the server's answers
+//   - serveload.go: LoadRequests (requests from a test file), Options, Run and its Result (requests/s, latency percentiles).
+//   - fresh.go: FreshOptions, Freshness: how long samples written into the training topic take to show in the server's answers.
 package serveload

@@ -24,7 +24,7 @@
 //
 // It is cmd/tierbench's library (only that command imports it).
 //
-// Files:
+// # Files
 //
-//	tierbench.go  Options and Run
+//   - tierbench.go: Options and Run.
 package tierbench

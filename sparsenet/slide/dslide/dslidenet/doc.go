@@ -22,4 +22,9 @@
 //  3. A Client's requests wait at most the request's Wait at the owner,
 //     plus the link: a dead peer fails the call (Unavailable), and one
 //     that does not answer fails it after the Wait and 5 minutes.
+//
+// # Files
+//
+//   - grpc.go: Server (Register, Set) and Client (Forward, Backward, Predict): the owner service over gRPC, with its codec.
+//   - wire.go: the messages' fixed little-endian layout (MarshalBinary, UnmarshalBinary).
 package dslidenet

@@ -1,0 +1,41 @@
+// Package serve is the prediction server: it follows an export store (a
+// directory or hdfs://), serves the newest model the store's chain holds
+// (the newest intact full export and the deltas after it) and scores a
+// user's candidates over HTTP/JSON (Handler) and gRPC (RegisterGRPC,
+// package servepb). It depends on the model (model/ctr), the export format
+// and its protocol only: it links neither the trainer, the job lifecycle,
+// etcd nor Kafka.
+//
+// # Invariants
+//
+//  1. The Server keeps two replicas of the model. A new delta is applied
+//     to the standby replica first, which then serves, and then to the one
+//     that served before, which becomes the standby once its requests end:
+//     every request is scored by one whole version, never by half an
+//     export, and requests keep being served while exports are applied.
+//  2. An export that cannot be used (missing, half-written, corrupt) is
+//     logged once and refused: the server stays on the last good version.
+//     An empty store is no error: Predict answers ErrNotReady until an
+//     export appears.
+//  3. No mix of requests drives the server's memory past a bound: a
+//     request's work is bounded by its features (Limits.MaxFeatures), and
+//     at most Limits.MaxInFlight requests are read and scored at once;
+//     beyond, a request is refused at once rather than queued.
+//
+// # Usage
+//
+//	s, err := serve.New(serve.Options{Store: "/tmp/exports"})
+//	go s.Run(ctx) // applies new exports every Options.Poll
+//	http.Handle("/", s.Handler())
+//	defer s.Close()
+//
+// # Files
+//
+//   - server.go: Options, Server (New, Run, Update, Version, Close): the chain followed and the two replicas switched.
+//   - model.go: a replica of the model (network, parameters, rows) with the exports applied to it, and a request's scorer.
+//   - predict.go: Request, Response, Predict and Score, and the parsing of a request's features.
+//   - limits.go: Limits, their flags, the in-flight places and the strict decoding of a request.
+//   - http.go: Handler, the HTTP/JSON API, and Status.
+//   - grpc.go: RegisterGRPC, the gRPC prediction service.
+//   - metrics.go: the server's Prometheus metrics: requests, latency and the model served.
+package serve
