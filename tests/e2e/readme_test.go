@@ -233,6 +233,7 @@ var readmePlans = map[string]readmePlan{
 		"bin/worker": "-epochs 1",
 	}, check: wantOutput("the model is saved already", "the model is saved: snapshot")},
 	"### Use it from Go #1": {skip: "test.sh runs it (examples/ is a module of its own)"},
+	"### Use it from Go #2": {skip: "test.sh runs it (examples/ownmodel, in the module of examples/)"},
 }
 
 // wantOutput checks that the block's commands together said each of want.
