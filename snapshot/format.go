@@ -914,7 +914,7 @@ func OpenTableFile(s Store, dir string, f FileMeta) (*TableReader, error) {
 	if err != nil {
 		return nil, err
 	}
-	sr, err := sstable.NewReader(readable{r}, sstable.ReaderOptions{})
+	sr, err := openSSTable(r)
 	if err != nil {
 		r.Close()
 		return nil, fmt.Errorf("%w: %s: %w", ErrCorrupt, name, err)
@@ -927,6 +927,33 @@ func OpenTableFile(s Store, dir string, f FileMeta) (*TableReader, error) {
 	return &TableReader{r: sr, it: it, name: name, seek: true}, nil
 }
 
+// openSSTable opens the sstable of r. Pebble's reader panics on some
+// corrupt footers (a block handle's length past the footer: slice bounds
+// out of range, found by FuzzTableReader); such a panic is the file's
+// corruption, returned as an error.
+func openSSTable(r Reader) (sr *sstable.Reader, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			sr, err = nil, fmt.Errorf("the sstable reader failed on it: %v", p)
+		}
+	}()
+	return sstable.NewReader(readable{r}, sstable.ReaderOptions{})
+}
+
+// step calls next (the iterator's First or Next), a panic of pebble's on
+// a corrupt block being the file's corruption (ok false, t.err set). V is
+// pebble's lazy value type, which its internal package declares.
+func step[V any](t *TableReader, next func() (*sstable.InternalKey, V)) (k *sstable.InternalKey, lv V, ok bool) {
+	defer func() {
+		if p := recover(); p != nil {
+			k, ok = nil, false
+			t.err = fmt.Errorf("%w: %s: the sstable reader failed on it: %v", ErrCorrupt, t.name, p)
+		}
+	}()
+	k, lv = next()
+	return k, lv, true
+}
+
 // Next moves to the next row and reports whether there is one; after
 // false, Err tells whether the end was reached or reading failed.
 func (t *TableReader) Next() bool {
@@ -937,7 +964,10 @@ func (t *TableReader) Next() bool {
 	if t.seek {
 		next, t.seek = t.it.First, false
 	}
-	k, lv := next()
+	k, lv, ok := step(t, next)
+	if !ok {
+		return false
+	}
 	if k == nil {
 		if err := t.it.Error(); err != nil {
 			t.err = fmt.Errorf("%w: %s: %w", ErrCorrupt, t.name, err)
