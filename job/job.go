@@ -234,8 +234,12 @@ const StopBudget = 12 * time.Second
 // ended (a stop), by StopBudget from the stop.
 func (e *Env) endContext(ctx context.Context) (context.Context, context.CancelFunc) {
 	d := verifyTimeout
-	if at := e.stoppedAt.Load(); at != nil && ctx.Err() != nil {
-		d = min(d, time.Until(at.Add(StopBudget)))
+	if ctx.Err() != nil {
+		// Run's AfterFunc records the stop's time; it runs in a goroutine
+		// of its own, so it may not have yet: then the stop is now.
+		now := time.Now()
+		e.stoppedAt.CompareAndSwap(nil, &now)
+		d = min(d, time.Until(e.stoppedAt.Load().Add(StopBudget)))
 	}
 	return context.WithTimeout(context.WithoutCancel(ctx), d)
 }
@@ -308,7 +312,7 @@ func Run(ctx context.Context, opts Options, m Model) error {
 	env := &Env{Options: opts, Name: membership.WorkerName(opts.Index), Conn: conn, baseLog: opts.Logger, summary: s}
 	s.Worker, s.Index, s.Count = env.Name, opts.Index, opts.Workers()
 	defer func() { s.WallSeconds, s.PeakRSSBytes = time.Since(wall).Seconds(), peakRSS() }()
-	defer context.AfterFunc(ctx, func() { now := time.Now(); env.stoppedAt.Store(&now) })()
+	defer context.AfterFunc(ctx, func() { now := time.Now(); env.stoppedAt.CompareAndSwap(nil, &now) })()
 	// Kept: a lost lease is registered again. The cluster took the loss
 	// for this worker's death and rolls back; the attempt that was
 	// training stops and the next one resumes from the restored

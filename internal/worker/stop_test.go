@@ -62,17 +62,19 @@ func (b *batchLines) Write(p []byte) (int, error) {
 
 // logSignal is a log writer that closes seen once a line holds want.
 type logSignal struct {
-	mu   sync.Mutex
-	want string
-	seen chan struct{}
-	text strings.Builder
+	mu     sync.Mutex
+	want   string
+	seen   chan struct{}
+	closed bool
+	text   strings.Builder
 }
 
 func (l *logSignal) Write(p []byte) (int, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.text.Write(p)
-	if strings.Contains(string(p), l.want) && !strings.Contains(l.text.String()[:l.text.Len()-len(p)], l.want) {
+	if !l.closed && strings.Contains(string(p), l.want) {
+		l.closed = true
 		close(l.seen)
 	}
 	return len(p), nil
