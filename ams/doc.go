@@ -105,16 +105,9 @@
 //	ftrl      z[d] n[d]                  width 2d     all 0
 //	momentum  v[d]                       width d      all 0
 //
-// Adam is lazy: a row's moments decay only when it is pushed, and its bias
-// correction uses its own step count t. A DenseVar is one long row, so its
-// Adam state has one t. The exact update of each optimizer is written as a
-// reference loop in its doc comment. On amd64 with AVX, Adam runs the loop
-// over rows of 16 or more, and Adagrad over rows of 8 or more, 8 lanes at
-// a time in assembly (optkernel_amd64.s; the purego build tag leaves it
-// out). Kernel and loop round every operation
-// separately, in the loop's order, with no fused multiply-add, so an
-// update is bit-identical with or without the kernel. The slices given to
-// Apply (w, state, g) must not overlap.
+// The update rules themselves, with their reference loops and AVX
+// kernels, are package model/optim's (see its doc); optimizer.go names
+// them here.
 //
 // # Non-finite gradients and values
 //
@@ -224,9 +217,7 @@
 //   - rowmem_mmap.go: the mapped regions (Linux, not purego) and RowsOffHeap.
 //   - rowmem_heap.go: row memory on the Go heap (other systems, purego) and RowsOffHeap.
 //   - spec.go: OptimizerSpec, InitSpec, TableSpec with its Budget, and DenseSpec, with their defaults.
-//   - optimizer.go: Optimizer and the update rules SGD, Adagrad, Adam, FTRL and Momentum.
-//   - optkernel_amd64.go: the Adam and Adagrad kernels of optkernel_amd64.s (amd64, not purego).
-//   - optkernel_other.go: no optimizer kernels: the scalar loops do all (other architectures, purego).
+//   - optimizer.go: Optimizer, SGD, Adagrad, Adam, FTRL and Momentum: package model/optim's update rules under the table core's names.
 //   - schedule.go: LRSchedule, a dense variable's learning rate warm-up and decays.
 //   - init.go: the initializers of new rows (InitSpec.Fill).
 //   - dense.go: DenseVar, one shard's part of a dense parameter vector with its optimizer state.

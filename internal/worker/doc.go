@@ -40,7 +40,8 @@
 //
 // # The driver and its tracker
 //
-// What a run decides is not in the loop: Run feeds a tracker.Tracker (the
+// What a run decides is not in the loop: Run feeds (through a
+// trainrun.Driver, which both models share) a tracker.Tracker (the
 // I/O-free core, scripted in internal/tracker/testdata) the run's events
 // — started, batch trained, tick, idle source, partitions re-dealt, epoch
 // ended, stopped — and executes the actions it returns: open an epoch,
@@ -109,8 +110,8 @@
 //
 // A Trainer is used by one goroutine. The stage goroutines are owned by the
 // epoch that starts them; push goroutines each own one push buffer from a
-// fixed ring (with its gradients and the route of its batch) until their
-// push completes, and are joined before Run returns, on success and on
+// fixed ring (trainrun.Ring, with its gradients and the route of its
+// batch) until their push completes, and are joined before Run returns, on success and on
 // error. RunJob also cancels training when the worker's etcd lease is
 // lost.
 //

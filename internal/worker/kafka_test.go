@@ -124,7 +124,7 @@ func storedMessages(t testing.TB, lc *cluster.Cluster, ctx context.Context) int6
 // and trains again on the same model: the second job reads exactly the new
 // messages, from the positions the first one stored in the AMS.
 func TestKafkaBoundedResumesFromTheModel(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()
 	b, lc := kafkaCluster(t, ctx, 4, "/xps/kafka-resume", false, config.Config{})
 	msgs := ctrMessages(6000, 1)
@@ -162,7 +162,7 @@ func TestKafkaBoundedResumesFromTheModel(t *testing.T) {
 // the scheduler deals (and re-deals as the second joins): every message is
 // trained on exactly once in all.
 func TestKafkaPartitionsDealtAcrossWorkers(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()
 	b, lc := kafkaCluster(t, ctx, 4, "/xps/kafka-deal", true, config.Config{})
 	produceMessages(t, b.Addrs(), "ctr", ctrMessages(8000, 2))
@@ -190,7 +190,7 @@ func TestKafkaPartitionsDealtAcrossWorkers(t *testing.T) {
 // held at a batch (its progress hook) from the moment it reads under the
 // two-worker deal until the three-worker deal is out.
 func TestKafkaFinishedWorkerIsDealtNothing(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()
 	b, lc := kafkaCluster(t, ctx, 4, "/xps/kafka-late", true, config.Config{})
 	const total = 4000
@@ -285,7 +285,7 @@ func holdUnderDeal(ctx context.Context, lc *cluster.Cluster, deal func() control
 // stops the job: it keeps up, reports its lag and progressive validation,
 // and stores its positions when stopped.
 func TestKafkaStreaming(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()
 	exports := t.TempDir()
 	b, lc := kafkaCluster(t, ctx, 2, "/xps/kafka-stream", false, config.Config{Export: export.Policy{Store: exports, Every: -time.Second}})
@@ -309,20 +309,8 @@ func TestKafkaStreaming(t *testing.T) {
 		time.Sleep(50 * time.Millisecond)
 	}
 	// Wait until everything is trained on (the positions reach the end).
-	deadline := time.Now().Add(time.Minute)
-	for {
-		var sum int64
-		for _, p := range storedPositions(t, lc, ctx) {
-			sum += p.Offset
-		}
-		if sum == int64(len(msgs)) {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("positions reached %d of %d messages\n%s", sum, len(msgs), progress.String())
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	testutil.Reaches(t, time.Minute, "the model's positions to hold every message", int64(len(msgs)),
+		func() int64 { return storedMessages(t, lc, ctx) }, progress.String)
 	// The topic is quiet now: the worker waits for messages, and must still
 	// pause for an export at once (it once paused only after its next
 	// batch: a snapshot or export of a quiet stream failed after the
@@ -363,7 +351,7 @@ func clusterShardMap(ctx context.Context, lc *cluster.Cluster) (*ams.ShardMap, e
 // fix the stop saved nothing (the store held only the empty first
 // snapshot) and the second run trained the 20,000 again from offset 0.
 func TestKafkaStreamStopSavesAndRerunReadsOnlyNew(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()
 	b, err := kafkatest.Start(kafkatest.Options{Topics: map[string]int{"ctr": 2}})
 	if err != nil {
@@ -398,8 +386,8 @@ func TestKafkaStreamStopSavesAndRerunReadsOnlyNew(t *testing.T) {
 			res, jobErr = RunJob(jctx, opts)
 		}()
 		progress := opts.Progress.(*testutil.Buffer)
-		testutil.Eventually(t, time.Minute, fmt.Sprintf("run %d: the model's positions to hold %d messages", run, want),
-			func() bool { return storedMessages(t, lc, ctx) == want })
+		testutil.Reaches(t, time.Minute, fmt.Sprintf("run %d: the model's positions to hold %d messages", run, want), want,
+			func() int64 { return storedMessages(t, lc, ctx) }, progress.String)
 		stop()
 		<-done
 		if jobErr != nil || !res.Stopped {
@@ -441,7 +429,7 @@ func TestKafkaStreamStopSavesAndRerunReadsOnlyNew(t *testing.T) {
 // job says that the model is not saved and fails, instead of ending as if
 // it had kept what it trained (issue 57).
 func TestStopThatCannotSaveFails(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()
 	b, err := kafkatest.Start(kafkatest.Options{Topics: map[string]int{"ctr": 1}})
 	if err != nil {
@@ -466,8 +454,8 @@ func TestStopThatCannotSaveFails(t *testing.T) {
 		_, err := RunJob(jctx, opts)
 		done <- err
 	}()
-	testutil.Eventually(t, time.Minute, "the model's positions to hold 2000 messages",
-		func() bool { return storedMessages(t, lc, ctx) == 2000 })
+	testutil.Reaches(t, time.Minute, "the model's positions to hold 2000 messages", 2000,
+		func() int64 { return storedMessages(t, lc, ctx) }, progress.String)
 	if err := os.RemoveAll(cfg.Snapshot.Store); err != nil {
 		t.Fatal(err)
 	}

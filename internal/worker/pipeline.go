@@ -14,6 +14,7 @@ import (
 	"github.com/xdlgo/xps/ams"
 	"github.com/xdlgo/xps/compress"
 	"github.com/xdlgo/xps/internal/tracker"
+	"github.com/xdlgo/xps/internal/trainrun"
 	"github.com/xdlgo/xps/job"
 	"github.com/xdlgo/xps/model/metrics"
 	"github.com/xdlgo/xps/reader"
@@ -37,6 +38,7 @@ type run struct {
 	t            *Trainer
 	res          *Result
 	tk           *tracker.Tracker
+	drv          trainrun.Driver // drives tk through run's Steps
 	trainDur     time.Duration
 	mallocs      uint64 // the process's heap allocations when Run started
 	uniq         int64
@@ -77,56 +79,39 @@ func (r *run) pools(n, m int) ([]*reader.Group, []*state) {
 	return r.groups[:n], r.states[:m]
 }
 
-// step hands ev to the tracker and executes the actions it returns,
-// except Open (only the tracker's start and an epoch's end return one,
-// and Run executes those).
+// step hands ev to the run's driver (trainrun.Driver: the tracker, and
+// the actions it returns carried out by run's Steps).
 func (r *run) step(ctx context.Context, ev tracker.Event) ([]tracker.Action, error) {
-	return r.tk.StepExec(ev, func(a tracker.Action) (tracker.Event, error) {
-		if v, ok := a.(tracker.Validate); ok {
-			return r.validate(ctx, v.When)
-		}
-		return nil, r.exec(ctx, a)
-	})
+	return r.drv.Step(ctx, ev)
 }
 
-// exec executes one action of the tracker.
-func (r *run) exec(ctx context.Context, a tracker.Action) error {
-	t := r.t
-	switch a := a.(type) {
-	case tracker.Commit:
-		return r.commit(ctx, a.Checkpoint)
-	case tracker.Pause:
-		return r.pause(ctx, a.Checkpoint)
-	case tracker.Evaluate:
-		_, err := t.evalAndReport(ctx, r.res, a.When)
-		return err
-	case tracker.Progress:
-		r.progress(ctx)
-	case tracker.LeaveRound:
-		return r.leaveRound(ctx, a.Checkpoint)
-	case tracker.Drain:
-		return t.drain()
-	case tracker.Barrier:
-		if t.opts.Barrier != nil {
-			return t.opts.Barrier(ctx)
-		}
-	case tracker.Reopen:
-		return t.opts.Reopen(ctx)
-	case tracker.Pin:
-		return r.keepBest(ctx, a.Checkpoint)
-	case tracker.Rollback:
-		r.res.Ended, r.res.Epochs = a.Reason, r.tk.Trained()
-		return t.opts.Rollback(ctx, a.Reason)
-	case tracker.Done:
-	default:
-		return fmt.Errorf("worker: unexpected action %T", a)
+// Evaluate carries out the tracker's Evaluate (trainrun.Steps).
+func (r *run) Evaluate(ctx context.Context, e tracker.Evaluate) error {
+	_, err := r.t.evalAndReport(ctx, r.res, e.When)
+	return err
+}
+
+// Rollback ends the run on the best model kept (trainrun.Steps).
+func (r *run) Rollback(ctx context.Context, reason string) error {
+	r.res.Ended, r.res.Epochs = reason, r.tk.Trained()
+	return r.t.opts.Rollback(ctx, reason)
+}
+
+// Barrier waits for the other workers at the end of the data
+// (trainrun.Rounds).
+func (r *run) Barrier(ctx context.Context) error {
+	if r.t.opts.Barrier != nil {
+		return r.t.opts.Barrier(ctx)
 	}
 	return nil
 }
 
-// commit waits until every push has been applied, then stores c
+// Reopen reopens the source on a new deal (trainrun.Rounds).
+func (r *run) Reopen(ctx context.Context) error { return r.t.opts.Reopen(ctx) }
+
+// Commit waits until every push has been applied, then stores c
 // (Options.Commit).
-func (r *run) commit(ctx context.Context, c Checkpoint) error {
+func (r *run) Commit(ctx context.Context, c Checkpoint) error {
 	t := r.t
 	if err := t.drain(); err != nil {
 		return err
@@ -137,17 +122,17 @@ func (r *run) commit(ctx context.Context, c Checkpoint) error {
 	return nil
 }
 
-// pause stops at this batch boundary for a snapshot: every push applied,
+// Pause stops at this batch boundary for a snapshot: every push applied,
 // the checkpoint committed (when given), then Options.Pause until the
 // resume. Pulls already in flight (read-ahead) may still run: they change
 // no row's values.
-func (r *run) pause(ctx context.Context, c *Checkpoint) error {
+func (r *run) Pause(ctx context.Context, c *Checkpoint) error {
 	t := r.t
 	if err := t.drain(); err != nil {
 		return err
 	}
 	if c != nil {
-		if err := r.commit(ctx, *c); err != nil {
+		if err := r.Commit(ctx, *c); err != nil {
 			return err
 		}
 	}
@@ -204,15 +189,13 @@ func (r *run) epoch(ctx context.Context, epoch int) ([]tracker.Action, error) {
 
 // stopped ends a run whose context ended (err is why it stopped): it
 // stores what was trained on (and, for a stream, whose stop is its end,
-// evaluates on the test set), with time of its own, so that the
-// checkpoint in the model counts every push the shards applied (a lost
-// lease then costs a pause, not a rollback); a second Ctrl-C ends the
-// process.
+// evaluates on the test set), with time of its own (trainrun's
+// Driver.Stopped), so that the checkpoint in the model counts every push
+// the shards applied (a lost lease then costs a pause, not a rollback); a
+// second Ctrl-C ends the process.
 func (r *run) stopped(ctx context.Context, err error) error {
-	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), stopTimeout)
-	defer cancel()
-	_, cerr := r.step(cctx, tracker.Stopped{Now: time.Now()})
-	return errors.Join(err, cerr)
+	_, err = r.drv.Stopped(ctx, err, stopTimeout)
+	return err
 }
 
 // stopTimeout bounds what a stopped run still does: the last commit and,
@@ -555,13 +538,13 @@ func (r *run) train(ctx context.Context, s *state, wait bool, start time.Time) e
 	return err
 }
 
-// progress makes one progress report (job.Progress): samples/s since the
+// Progress makes one progress report (job.Progress): samples/s since the
 // last one, the running loss of the epoch, the AUC of the training
 // batches' predictions (made before each batch was trained on) since the
 // last one, the compression ratio, the source's lag when it has one, and
 // the rows the shards hold (with what admission, expiry and the budget
 // did); it prints it as a line and hands it to OnProgress.
-func (r *run) progress(ctx context.Context) {
+func (r *run) Progress(ctx context.Context) {
 	t, res := r.t, r.res
 	p := job.Progress{Worker: t.opts.Name, Time: time.Now(), Epoch: r.tk.Epoch(), Epochs: t.cfg.Train.Epochs,
 		Batches: res.Batches, Samples: res.Samples, Loss: r.lossSum / float64(max(r.lossN, 1)),

@@ -39,7 +39,7 @@ func (r *run) pullStep(ctx context.Context, s *state) error {
 			return err
 		}
 		if t.opts.PauseRequested != nil && t.opts.PauseRequested() {
-			if err := r.pause(ctx, nil); err != nil { // sync mode: the checkpoint goes with the round
+			if err := r.Pause(ctx, nil); err != nil { // sync mode: the checkpoint goes with the round
 				return err
 			}
 		}
@@ -64,9 +64,9 @@ func (r *run) joinRound(s *state, ev tracker.BatchTrained) error {
 	return nil
 }
 
-// leaveRound ends this worker's epoch in sync mode: its part of the next
+// LeaveRound ends this worker's epoch in sync mode: its part of the next
 // round is done, with c, the checkpoint of the finished epoch.
-func (r *run) leaveRound(ctx context.Context, c Checkpoint) error {
+func (r *run) LeaveRound(ctx context.Context, c Checkpoint) error {
 	t := r.t
 	c.Sync = true
 	e, err := t.checkpointEntry(c)

@@ -9,7 +9,6 @@ import (
 	"log/slog"
 	"math"
 	"runtime"
-	"sync"
 	"time"
 
 	"github.com/xdlgo/xps/ams"
@@ -18,6 +17,7 @@ import (
 	"github.com/xdlgo/xps/config"
 	"github.com/xdlgo/xps/densenet"
 	"github.com/xdlgo/xps/internal/tracker"
+	"github.com/xdlgo/xps/internal/trainrun"
 	"github.com/xdlgo/xps/job"
 	"github.com/xdlgo/xps/job/checkpoint"
 	"github.com/xdlgo/xps/model/ctr"
@@ -226,44 +226,26 @@ type Trainer struct {
 	cols     []int           // column blocks of the levels in the dense network's input
 	ws       *ctr.NetWorkspace
 
-	// push ring: a buffer is taken before a push and returned after it.
-	free     chan *pushBuf
-	pushWG   sync.WaitGroup
-	pushWait time.Duration // Run's goroutine only
-	errMu    sync.Mutex
-	pushErr  error // first asynchronous push error; guarded by errMu
+	// pushes is the push ring: a buffer taken before a batch's backward
+	// and returned when its push is done.
+	pushes *trainrun.Ring[pushBuf]
 }
 
 // pushBuf holds one batch's gradients while its push is in flight, and
 // the route its pull used (swapped in from the batch's state).
 type pushBuf struct {
-	route *client.Route
-	grads [][]float32
-	dense []float32
-	vecs  []client.Vector // dense, as the push's one vector
-	timer *job.PushTimer  // the push's context
-	// ctx and origin are the push in flight's, for run, which pushes on a
-	// goroutine of its own (go pb.run(): made once, it costs nothing per
-	// push).
-	ctx    context.Context
-	origin ams.Origin
-	run    func()
+	route  *client.Route
+	grads  [][]float32
+	dense  []float32
+	vecs   []client.Vector // dense, as the push's one vector
+	origin ams.Origin      // the batch's: the shards apply it once
 }
 
 // newPushBuf returns a push buffer of t's model.
-func (t *Trainer) newPushBuf() *pushBuf {
-	pb := &pushBuf{route: t.cl.NewRoute(), grads: make([][]float32, t.layout.Tables()),
-		dense: make([]float32, t.net.NumParams()), timer: job.NewPushTimer()}
+func (t *Trainer) newPushBuf() pushBuf {
+	pb := pushBuf{route: t.cl.NewRoute(), grads: make([][]float32, t.layout.Tables()),
+		dense: make([]float32, t.net.NumParams())}
 	pb.vecs = []client.Vector{{Name: ctr.DenseName, Values: pb.dense}}
-	pb.run = func() {
-		defer t.pushWG.Done()
-		err := t.push(pb.ctx, pb.origin, pb)
-		pb.ctx = nil
-		t.free <- pb // capacity equals the ring size: never blocks
-		if err != nil {
-			t.setPushErr(err)
-		}
-	}
 	return pb
 }
 
@@ -291,11 +273,9 @@ func New(cl *client.Client, opts Options) (*Trainer, error) {
 	}
 	layout := net.Layout
 	t := &Trainer{cl: cl, cfg: cfg, opts: opts, layout: layout, net: net, cols: net.Cols,
-		tables: cfg.Model.Tables, free: make(chan *pushBuf, cfg.Train.MaxInflightPushes)}
+		tables: cfg.Model.Tables}
 	t.ws = net.NewWorkspace(cfg.Train.BatchSize, cfg.Train.DenseThreads)
-	for i := 0; i < cfg.Train.MaxInflightPushes; i++ {
-		t.free <- t.newPushBuf()
-	}
+	t.pushes = trainrun.NewRing("worker", cfg.Train.MaxInflightPushes, t.newPushBuf, t.push)
 	return t, nil
 }
 
@@ -440,6 +420,7 @@ func (t *Trainer) Run(ctx context.Context) (res Result, err error) {
 		Patience: tc.Patience, KeepBest: t.opts.KeepBest != nil && t.opts.Rollback != nil && t.opts.Sync == nil,
 		Final: t.opts.Final})
 	res.Nodes = make([]int64, t.layout.Levels())
+	r.drv = trainrun.Driver{Name: "worker", Tracker: r.tk, Model: r, Drain: t.drain}
 	defer func() {
 		if derr := t.drain(); err == nil { // join every push goroutine, whatever happened
 			err = derr
@@ -505,7 +486,7 @@ func (r *run) summarize() {
 		res.UniquePerBatch = float64(r.uniq) / float64(res.Batches)
 		res.AllocsPerBatch = float64(mallocs()-r.mallocs) / float64(res.Batches)
 	}
-	res.PushWaitSeconds = r.t.pushWait.Seconds()
+	res.PushWaitSeconds = r.t.pushes.Waited().Seconds()
 	res.Positions = r.tk.Positions()
 	res.Applied, res.Digest = r.tk.Applied()
 	p := Progressive{Samples: r.stream.N(), AUC: job.Metric(r.stream.AUC()), LogLoss: job.Metric(r.stream.LogLoss())}
@@ -536,10 +517,7 @@ func (r *run) startSync() error {
 
 // drain waits until every push has been applied and returns the first
 // asynchronous push error.
-func (t *Trainer) drain() error {
-	t.pushWG.Wait()
-	return t.takePushErr()
-}
+func (t *Trainer) drain() error { return t.pushes.Drain() }
 
 func (t *Trainer) evalAndReport(ctx context.Context, res *Result, when string) (Eval, error) {
 	if len(t.opts.Test) == 0 {
@@ -592,14 +570,11 @@ func (t *Trainer) step(ctx context.Context, s *state, origin ams.Origin, wait bo
 	if math.IsNaN(loss) || math.IsInf(loss, 0) {
 		return 0, fmt.Errorf("worker: training diverged: batch loss is %v", loss)
 	}
-	var pb *pushBuf
-	w0 := time.Now()
-	select { // wait for a free push buffer: bounds pushes in flight
-	case pb = <-t.free:
-	case <-ctx.Done():
-		return 0, ctx.Err()
+	slot, err := t.pushes.Take(ctx) // bounds pushes in flight
+	if err != nil {
+		return 0, err
 	}
-	t.pushWait += time.Since(w0)
+	pb := &slot.Buf
 	t.net.BackwardTree(t.ws, s.params, s.tree, s.dlogits[:n], pb.dense, s.dxs)
 	// The push reuses the pull's route; s takes the push buffer's idle one
 	// for its next batch.
@@ -608,43 +583,25 @@ func (t *Trainer) step(ctx context.Context, s *state, origin ams.Origin, wait bo
 		pb.grads[ti] = grow(pb.grads[ti], len(s.cb.Sparse.IDs(ti))*t.layout.Dim(ti))
 	}
 	s.cb.Sparse.ScatterTree(s.dxs, pb.grads)
-	if wait {
-		var err error
-		if s.round != nil {
-			err = t.pushRound(ctx, pb, *s.round, s.roundState)
-		} else {
-			err = t.push(ctx, origin, pb)
-		}
-		t.free <- pb
-		return loss, err
+	pb.origin = origin
+	switch {
+	case !wait:
+		t.pushes.Go(ctx, slot)
+		return loss, nil
+	case s.round != nil:
+		err = t.pushRound(ctx, pb, *s.round, s.roundState)
+		t.pushes.Put(slot)
+	default:
+		err = t.pushes.Sync(ctx, slot, t.push)
 	}
-	t.pushWG.Add(1)
-	pb.ctx, pb.origin = ctx, origin
-	go pb.run()
-	return loss, nil
+	return loss, err
 }
 
-// push sends pb's gradients, of origin's batch, through the route of the
-// batch's pull. A push sent is waited for even when ctx ends
-// (job.PushContext, made by pb's timer): the run's stop drains it.
-func (t *Trainer) push(ctx context.Context, origin ams.Origin, pb *pushBuf) error {
-	pctx := pb.timer.Start(ctx)
-	defer pb.timer.Stop()
-	return t.cl.PushBatch(pctx, origin, pb.route, pb.grads, pb.vecs)
-}
-
-func (t *Trainer) setPushErr(err error) {
-	t.errMu.Lock()
-	defer t.errMu.Unlock()
-	if t.pushErr == nil {
-		t.pushErr = fmt.Errorf("worker: asynchronous push: %w", err)
-	}
-}
-
-func (t *Trainer) takePushErr() error {
-	t.errMu.Lock()
-	defer t.errMu.Unlock()
-	return t.pushErr
+// push sends pb's gradients, of pb.origin's batch, through the route of
+// the batch's pull; ctx is the push's (trainrun.Ring: waited for even
+// when the run's context ends, the run's stop drains it).
+func (t *Trainer) push(ctx context.Context, pb *pushBuf) error {
+	return t.cl.PushBatch(ctx, pb.origin, pb.route, pb.grads, pb.vecs)
 }
 
 // Evaluate scores the test set with the shards' current model (a row not

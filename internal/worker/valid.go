@@ -13,9 +13,9 @@ import (
 // figure to judge the model by.
 var ErrValidation = errors.New("worker: the validation set cannot judge the model")
 
-// validate scores the validation set once every push is applied and
+// Validate scores the validation set once every push is applied and
 // answers the tracker with its figure (train.valid_metric).
-func (r *run) validate(ctx context.Context, when string) (tracker.Event, error) {
+func (r *run) Validate(ctx context.Context, when string) (tracker.Event, error) {
 	t := r.t
 	if err := t.drain(); err != nil {
 		return nil, err
@@ -43,10 +43,10 @@ func (r *run) validate(ctx context.Context, when string) (tracker.Event, error) 
 	return tracker.Validated{Value: v}, nil
 }
 
-// keepBest keeps the model as the best so far: every push applied, cp
+// Pin keeps the model as the best so far: every push applied, cp
 // (which holds the new best) committed, then Options.KeepBest.
-func (r *run) keepBest(ctx context.Context, cp Checkpoint) error {
-	if err := r.commit(ctx, cp); err != nil {
+func (r *run) Pin(ctx context.Context, cp Checkpoint) error {
+	if err := r.Commit(ctx, cp); err != nil {
 		return err
 	}
 	return r.t.opts.KeepBest(ctx)

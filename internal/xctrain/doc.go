@@ -45,8 +45,8 @@
 //  4. The SLIDE layer and the dense workspaces are touched by the train
 //     stage's goroutine only; the pull stage only fills batches it owns
 //     (a fixed ring of train.prefetch_batches+1 batches passed through
-//     channels); each push owns its buffer (a ring of
-//     train.max_inflight_pushes), with the route of its batch's pull
+//     channels); each push owns its buffer (a trainrun.Ring of
+//     train.max_inflight_pushes, the CTR trainer's too), with the route of its batch's pull
 //     swapped in from the batch, until the shards applied it. Every
 //     goroutine is joined before Run returns.
 //  5. Evaluation after an epoch sees every push of the epoch applied;

@@ -2,7 +2,6 @@ package xctrain
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"math/rand/v2"
 	"sync"
@@ -11,6 +10,7 @@ import (
 	"github.com/xdlgo/xps/config"
 	"github.com/xdlgo/xps/internal/membership"
 	"github.com/xdlgo/xps/internal/tracker"
+	"github.com/xdlgo/xps/internal/trainrun"
 	"github.com/xdlgo/xps/job/checkpoint"
 	"github.com/xdlgo/xps/sparsenet/slide"
 )
@@ -22,6 +22,7 @@ type run struct {
 	t        *Trainer
 	res      *Result
 	tk       *tracker.Tracker
+	drv      trainrun.Driver // drives tk through run's Steps
 	epoch    int
 	nbatches int
 	batch    int // within the epoch
@@ -63,6 +64,7 @@ func (t *Trainer) Run(ctx context.Context) (res Result, err error) {
 		opts.ProgressEvery = cfg.ProgressEvery
 	}
 	r.tk = tracker.New(opts)
+	r.drv = trainrun.Driver{Name: "xctrain", Tracker: r.tk, Model: r, Drain: t.waitPushes}
 	if s, ok := t.out.(*shared); ok {
 		s.w.Waiting = r.inRound
 		defer func() { s.w.Waiting = nil }()
@@ -90,21 +92,11 @@ func (t *Trainer) Run(ctx context.Context) (res Result, err error) {
 // time of its own, and keeps it in Result.Stopped, so that the stop's
 // snapshot (job.Env.SaveOnStop) names where the run got to.
 func (r *run) stopped(ctx context.Context, err error) error {
-	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), stopTimeout)
-	defer cancel()
-	acts, serr := r.tk.Step(tracker.Stopped{Now: time.Now()})
-	for _, a := range acts {
-		if serr != nil {
-			break
-		}
-		if c, ok := a.(tracker.Commit); ok {
-			if serr = r.t.commitProgress(cctx, c.Checkpoint); serr == nil {
-				cp := c.Checkpoint
-				r.res.Stopped = &cp
-			}
-		}
+	cp, err := r.drv.Stopped(ctx, err, stopTimeout)
+	if cp != nil {
+		r.res.Stopped = cp
 	}
-	return errors.Join(err, serr)
+	return err
 }
 
 // stopTimeout bounds the commit of a stopped run.
@@ -129,49 +121,47 @@ func (r *run) summarize() {
 		res.SamplesPerSecond = float64(res.Samples) / res.Seconds
 	}
 	res.Progressive, res.ProgressiveSamples = patk(&r.total), r.total.N()
-	res.FetchWaitSeconds, res.PushWaitSeconds = r.fetch.Seconds(), r.t.pushWait.Seconds()
+	res.FetchWaitSeconds, res.PushWaitSeconds = r.fetch.Seconds(), r.t.pushes.Waited().Seconds()
 	r.t.describeOwners(res)
 }
 
-// step hands ev to the tracker and executes the actions it returns,
-// except Open (only the tracker's start and an epoch's end return one,
-// and Run executes those): it returns the Open and what follows it.
+// step hands ev to the run's driver (trainrun.Driver: the tracker, and
+// the actions it returns carried out by run's Steps).
 func (r *run) step(ctx context.Context, ev tracker.Event) ([]tracker.Action, error) {
-	return r.tk.StepExec(ev, func(a tracker.Action) (tracker.Event, error) {
-		if v, ok := a.(tracker.Validate); ok {
-			return r.validate(ctx, v.When)
-		}
-		return nil, r.exec(ctx, a)
-	})
+	return r.drv.Step(ctx, ev)
 }
 
-// exec executes one action of the tracker.
-func (r *run) exec(ctx context.Context, a tracker.Action) error {
-	t := r.t
-	switch a := a.(type) {
-	case tracker.Commit:
-		return t.commitProgress(ctx, a.Checkpoint)
-	case tracker.Pause:
-		return t.snapshotPause(ctx, a.Checkpoint)
-	case tracker.Evaluate:
-		if err := t.waitPushes(); err != nil { // the evaluation sees every update before it
-			return err
-		}
-		return r.evaluate(ctx, a.When, a.Final)
-	case tracker.Progress:
-		r.progressLine()
-	case tracker.Drain:
-		return t.waitPushes()
-	case tracker.Pin:
-		return t.keepBest(ctx, a.Checkpoint)
-	case tracker.Rollback:
-		r.res.Ended, r.res.Epochs = a.Reason, r.tk.Trained()
-		return t.opts.Rollback(ctx, a.Reason)
-	case tracker.Done:
-	default: // LeaveRound, Barrier and Reopen: sync mode, several workers and streams are not the SLIDE job's
-		return fmt.Errorf("xctrain: unexpected action %T", a)
+// Commit stores the job's progress c (trainrun.Steps).
+func (r *run) Commit(ctx context.Context, c checkpoint.Checkpoint) error {
+	return r.t.commitProgress(ctx, c)
+}
+
+// Pause serves the scheduler's pause (trainrun.Steps).
+func (r *run) Pause(ctx context.Context, c *checkpoint.Checkpoint) error {
+	return r.t.snapshotPause(ctx, c)
+}
+
+// Evaluate scores the test set once every push is applied
+// (trainrun.Steps).
+func (r *run) Evaluate(ctx context.Context, e tracker.Evaluate) error {
+	if err := r.t.waitPushes(); err != nil { // the evaluation sees every update before it
+		return err
 	}
-	return nil
+	return r.evaluate(ctx, e.When, e.Final)
+}
+
+// Progress prints a progress line (trainrun.Steps).
+func (r *run) Progress(context.Context) { r.progressLine() }
+
+// Pin keeps the model as the best so far (trainrun.Steps).
+func (r *run) Pin(ctx context.Context, c checkpoint.Checkpoint) error {
+	return r.t.keepBest(ctx, c)
+}
+
+// Rollback ends the run on the best model kept (trainrun.Steps).
+func (r *run) Rollback(ctx context.Context, reason string) error {
+	r.res.Ended, r.res.Epochs = reason, r.tk.Trained()
+	return r.t.opts.Rollback(ctx, reason)
 }
 
 func (r *run) evaluate(ctx context.Context, when string, final bool) error {

@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"math"
 	"slices"
-	"sync"
 	"time"
 
 	"github.com/xdlgo/xps/ams"
@@ -15,7 +14,7 @@ import (
 	"github.com/xdlgo/xps/config"
 	"github.com/xdlgo/xps/densenet"
 	"github.com/xdlgo/xps/internal/controlplane"
-	"github.com/xdlgo/xps/job"
+	"github.com/xdlgo/xps/internal/trainrun"
 	"github.com/xdlgo/xps/job/checkpoint"
 	"github.com/xdlgo/xps/sparsenet"
 	"github.com/xdlgo/xps/sparsenet/slide"
@@ -265,11 +264,7 @@ type Trainer struct {
 	dx     []float32 // gradient of the loss for the pooled embeddings
 	pred   []int32
 
-	free     chan *pushBuf
-	pushWG   sync.WaitGroup
-	pushWait time.Duration
-	errMu    sync.Mutex
-	pushErr  error // first asynchronous push error; guarded by errMu
+	pushes *trainrun.Ring[pushBuf] // the push ring
 
 	start *Checkpoint // where Run starts (resume), nil: the beginning
 }
@@ -277,9 +272,11 @@ type Trainer struct {
 // pushBuf holds one batch's gradients while its push is in flight, and
 // the route its pull used (swapped in from the batch).
 type pushBuf struct {
-	route *client.Route
-	grads [][]float32 // one buffer: the table's
-	dense []float32
+	route  *client.Route
+	grads  [][]float32 // one buffer: the table's
+	dense  []float32
+	vecs   []client.Vector // dense, as the push's one vector
+	origin ams.Origin      // the batch's: the shards apply it once
 }
 
 // New builds the model: the layout of the one embedding table, the dense
@@ -346,11 +343,12 @@ func New(cl *client.Client, opts Options) (*Trainer, error) {
 	bs := max(cfg.Train.BatchSize, cfg.Train.EvalBatchSize)
 	t := &Trainer{cl: cl, cfg: cfg, opts: opts, table: table, layout: layout, net: net, out: out, params: params, labels: labels,
 		ws: net.NewWorkspace(bs), x: make([]float32, bs*net.InputWidth()), h: make([]float32, bs*net.OutputWidth()),
-		dh: make([]float32, bs*net.OutputWidth()), dx: make([]float32, bs*net.InputWidth()), pred: make([]int32, bs*TopK),
-		free: make(chan *pushBuf, cfg.Train.MaxInflightPushes)}
-	for i := 0; i < cfg.Train.MaxInflightPushes; i++ {
-		t.free <- &pushBuf{route: cl.NewRoute(), grads: make([][]float32, 1), dense: make([]float32, net.NumParams())}
-	}
+		dh: make([]float32, bs*net.OutputWidth()), dx: make([]float32, bs*net.InputWidth()), pred: make([]int32, bs*TopK)}
+	t.pushes = trainrun.NewRing("xctrain", cfg.Train.MaxInflightPushes, func() pushBuf {
+		pb := pushBuf{route: cl.NewRoute(), grads: make([][]float32, 1), dense: make([]float32, net.NumParams())}
+		pb.vecs = []client.Vector{{Name: DenseName, Values: pb.dense}}
+		return pb
+	}, t.push)
 	return t, nil
 }
 
@@ -464,15 +462,12 @@ func (t *Trainer) step(ctx context.Context, r *run, b *batch, pause uint64) (uin
 	r.lossN++
 	t.out.Maintain()
 	ph.Maintain += time.Since(t2).Seconds()
-	var pb *pushBuf
-	w0 := time.Now()
-	select {
-	case pb = <-t.free:
-	case <-ctx.Done():
-		return 0, ctx.Err()
+	slot, err := t.pushes.Take(ctx) // bounds pushes in flight
+	if err != nil {
+		return 0, err
 	}
+	pb := &slot.Buf
 	t0 = time.Now()
-	t.pushWait += t0.Sub(w0)
 	demb := t.dx[:n*t.net.InputWidth()]
 	t.net.Backward(t.ws, b.params, t.x[:n*t.net.InputWidth()], n, dh, pb.dense, demb)
 	// The push reuses the pull's route; b takes the push buffer's idle one
@@ -481,41 +476,21 @@ func (t *Trainer) step(ctx context.Context, r *run, b *batch, pause uint64) (uin
 	pb.grads[0] = grow(pb.grads[0], len(b.sb.IDs(0))*t.table.Dim)
 	b.sb.Scatter(demb, pb.grads)
 	ph.Dense += time.Since(t0).Seconds()
-	origin := ams.Origin{Worker: t.opts.Name, Batch: uint64(r.tk.Batches()), Samples: uint32(n)} // the shards apply it once
-	t.pushWG.Add(1)
-	go func() {
-		defer t.pushWG.Done()
-		pctx, cancel := job.PushContext(ctx) // waited for even when ctx ends: the stop drains it
-		err := t.cl.PushBatch(pctx, origin, pb.route, pb.grads, []client.Vector{{Name: DenseName, Values: pb.dense}})
-		cancel()
-		t.free <- pb // capacity equals the ring size: never blocks
-		if err != nil {
-			t.setPushErr(err)
-		}
-	}()
+	pb.origin = ams.Origin{Worker: t.opts.Name, Batch: uint64(r.tk.Batches()), Samples: uint32(n)}
+	t.pushes.Go(ctx, slot)
 	return pauseAll, nil
 }
 
+// push sends pb's gradients through the route of its batch's pull; ctx
+// is the push's (trainrun.Ring: waited for even when the run's context
+// ends, the run's stop drains it).
+func (t *Trainer) push(ctx context.Context, pb *pushBuf) error {
+	return t.cl.PushBatch(ctx, pb.origin, pb.route, pb.grads, pb.vecs)
+}
+
 // waitPushes waits until every push started so far is done and returns
-// the first error of one (and forgets it).
-func (t *Trainer) waitPushes() error {
-	t.pushWG.Wait()
-	return t.takePushErr()
-}
-
-func (t *Trainer) setPushErr(err error) {
-	t.errMu.Lock()
-	defer t.errMu.Unlock()
-	if t.pushErr == nil {
-		t.pushErr = fmt.Errorf("xctrain: asynchronous push: %w", err)
-	}
-}
-
-func (t *Trainer) takePushErr() error {
-	t.errMu.Lock()
-	defer t.errMu.Unlock()
-	return t.pushErr
-}
+// the first error of one.
+func (t *Trainer) waitPushes() error { return t.pushes.Drain() }
 
 // Evaluate scores the test set (its first output.eval_limit samples) with
 // the shards' current rows (missing rows read as zeros; nothing is

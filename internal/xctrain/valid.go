@@ -7,12 +7,12 @@ import (
 	"github.com/xdlgo/xps/internal/tracker"
 )
 
-// validate scores the validation set once every push is applied and
+// Validate scores the validation set once every push is applied and
 // answers the tracker with its train.valid_metric: P@k of dense
 // inference when the evaluation does it (the model's own figure; sparse
 // inference depends on the hash tables too, drawn anew after a restore),
 // else of sparse inference.
-func (r *run) validate(ctx context.Context, when string) (tracker.Event, error) {
+func (r *run) Validate(ctx context.Context, when string) (tracker.Event, error) {
 	t := r.t
 	if err := t.waitPushes(); err != nil {
 		return nil, err

@@ -25,7 +25,7 @@ func adamSteps(lr, beta1, beta2 float32) []float32 {
 
 // adamRow applies one lazy Adam step to row r with weight gradient g and
 // bias gradient gb: the row's step count t advances and sets the bias
-// correction, in the "epsilon hat" form of ams.Adam, which updates the
+// correction, in the "epsilon hat" form of optim.Adam, which updates the
 // weights (with its AVX kernel where there is one):
 //
 //	t := steps[r] + 1

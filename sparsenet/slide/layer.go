@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"math"
 
-	"github.com/xdlgo/xps/ams"
+	"github.com/xdlgo/xps/model/optim"
 	"github.com/xdlgo/xps/densenet"
 	"github.com/xdlgo/xps/internal/prefetch"
 )
@@ -28,14 +28,14 @@ type Layer struct {
 	d, din int
 
 	// Parameters and Adam state, all flat: row r of W is
-	// w[r*din:(r+1)*din], its Adam state (m, v, t, see ams.Adam)
+	// w[r*din:(r+1)*din], its Adam state (m, v, t, see optim.Adam)
 	// st[r*(2*din+1):(r+1)*(2*din+1)]; the bias moments are mb[r], vb[r];
 	// steps[r] counts the updates of row r.
 	w, b   []float32
 	st     []float32
 	mb, vb []float32
 	steps  []uint32
-	opt    ams.Adam
+	opt    optim.Adam
 	lrT    []float32 // Adam's bias-corrected step for t = 1..len(lrT) (bias)
 
 	// Hashing (nil without tables). hashedAt[r] is steps[r] when row r was
@@ -116,7 +116,7 @@ func New(cfg Config) (*Layer, error) {
 		st: make([]float32, d*(2*din+1)),
 		mb: make([]float32, d), vb: make([]float32, d),
 		steps: make([]uint32, d),
-		opt:   ams.Adam{LR: cfg.LearningRate, Beta1: cfg.Beta1, Beta2: cfg.Beta2, Eps: cfg.Epsilon},
+		opt:   optim.Adam{LR: cfg.LearningRate, Beta1: cfg.Beta1, Beta2: cfg.Beta2, Eps: cfg.Epsilon},
 	}
 	l.lrT = adamSteps(cfg.LearningRate, cfg.Beta1, cfg.Beta2)
 	if cfg.hasTables() {

@@ -41,6 +41,35 @@ func Eventually(t testing.TB, d time.Duration, what string, cond func() bool) {
 	}
 }
 
+// Reaches polls value every 20ms until it equals want. It fails the test
+// only when value stops moving for stall (the work is stuck, not slow: a
+// loaded machine that trains at a third of the speed still reaches want)
+// or when it passes want. what names the wait in the failure; detail, if
+// not nil, adds what the test has seen (its progress output).
+func Reaches(t testing.TB, stall time.Duration, what string, want int64, value func() int64, detail func() string) {
+	t.Helper()
+	last, moved := value(), time.Now()
+	for last != want {
+		if last > want {
+			t.Fatalf("waiting for %s: %d passed the %d wanted%s", what, last, want, details(detail))
+		}
+		if time.Since(moved) > stall {
+			t.Fatalf("waiting for %s: stuck at %d of %d for %v%s", what, last, want, stall, details(detail))
+		}
+		time.Sleep(20 * time.Millisecond)
+		if v := value(); v != last {
+			last, moved = v, time.Now()
+		}
+	}
+}
+
+func details(detail func() string) string {
+	if detail == nil {
+		return ""
+	}
+	return "\n" + detail()
+}
+
 // StartEtcd starts an embedded etcd for the test, closed when it ends.
 func StartEtcd(t testing.TB) *etcdembed.Server {
 	t.Helper()

@@ -1,6 +1,6 @@
 //go:build amd64 && !purego
 
-package ams
+package optim
 
 import "golang.org/x/sys/cpu"
 

@@ -1,6 +1,6 @@
 //go:build !amd64 || purego
 
-package ams
+package optim
 
 // haveOptAVX is false without assembly (other architectures, or the
 // purego build tag): Adam.Apply and Adagrad.Apply run their scalar loops
