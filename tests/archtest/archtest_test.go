@@ -171,6 +171,8 @@ func TestDesignRules(t *testing.T) {
 			switch {
 			case under(pkg, "ams") && isLocal && (under(to, "reader") || under(to, "compress") || under(to, "sparsenet") || under(to, "densenet")):
 				t.Errorf("%s imports the worker side (%s): ams talks to workers only through its protocol", pkg, to)
+			case under(pkg, "sparsenet") && isLocal && under(to, "ams"):
+				t.Errorf("%s imports %s: the worker's layers share the update rules of model/optim, not the table core", pkg, to)
 			case pkg == "snapshot" && isLocal && under(to, "ams"):
 				t.Errorf("snapshot imports %s: snapshot defines formats and stores and never imports ams", to)
 			case pkg == "densenet" && (isLocal || strings.Contains(p, "grpc") || strings.Contains(p, "etcd")):

@@ -8,7 +8,7 @@
 //  3. when one of the dependency rules of DESIGN.md that layers do not express
 //     is broken (listed at the end of ARCHITECTURE.md): the AMS packages
 //     import no worker-side package, the client does not reach the shard, the
-//     AMS binary does not link the reader, snapshot does not import ams,
+//     AMS binary does not link the reader, snapshot and sparsenet do not import ams,
 //     densenet imports neither the module nor RPC or etcd, filters imports
 //     only internal/hashmix of the module and nothing of RPC, etcd or files,
 //     and nothing imports a cmd/ package but a command its own library
