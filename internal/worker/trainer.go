@@ -360,18 +360,12 @@ func (t *Trainer) newState() *state {
 
 // prepare sizes s's buffers for its batch and pools its input.
 func (t *Trainer) prepare(s *state) {
-	b := s.cb
-	n := b.N
-	for k := range s.xs {
-		lo, hi := t.layout.LevelCols(k)
-		m := b.Sparse.Nodes(k) * (hi - lo)
-		s.xs[k], s.dxs[k] = grow(s.xs[k], m), grow(s.dxs[k], m)
-		s.tree.Count[k] = b.Sparse.Nodes(k)
-		s.tree.X[k] = s.xs[k]
+	n := s.cb.N
+	t.net.Pool(&s.tree, s.xs, s.cb, s.rows)
+	for k, x := range s.xs {
+		s.dxs[k] = grow(s.dxs[k], len(x))
 	}
-	s.tree.Parent = b.Parent
 	s.logits, s.probs, s.dlogits = grow(s.logits, n), grow(s.probs, n), grow(s.dlogits, n)
-	b.Sparse.PoolTree(s.rows, s.xs)
 }
 
 // pull fetches the batch's unique rows and the dense parameters, in one

@@ -65,7 +65,7 @@ func startPeerServer(listen, advertise string) (*peerServer, error) {
 		return nil, err
 	}
 	p := &peerServer{srv: &dslidenet.Server{}, addr: addr,
-		grpc: grpc.NewServer(grpc.MaxRecvMsgSize(maxPeerMessage), grpc.MaxSendMsgSize(maxPeerMessage),
+		grpc: grpc.NewServer(dslidenet.ServerOption(), grpc.MaxRecvMsgSize(maxPeerMessage), grpc.MaxSendMsgSize(maxPeerMessage),
 			grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 5 * time.Second, PermitWithoutStream: true}))}
 	p.srv.Register(p.grpc)
 	go p.grpc.Serve(lis)

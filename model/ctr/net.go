@@ -309,13 +309,21 @@ func (n *Net) NewInfer(maxBatch int) *Infer {
 // order) and writes the logit of each of its samples to logits (at least
 // b.N long), with the dense parameters params.
 func (n *Net) Forward(in *Infer, params []float32, b *compress.Batch, rows [][]float32, logits []float32) {
-	for k := range in.xs {
-		lo, hi := n.Layout.LevelCols(k)
-		in.xs[k] = grow(in.xs[k], b.Sparse.Nodes(k)*(hi-lo))
-		in.tree.Count[k] = b.Sparse.Nodes(k)
-		in.tree.X[k] = in.xs[k]
-	}
-	in.tree.Parent = b.Parent
-	b.Sparse.PoolTree(rows, in.xs)
+	n.Pool(&in.tree, in.xs, b, rows)
 	n.ForwardTree(in.ws, params, in.tree, logits[:b.N])
+}
+
+// Pool pools batch b over rows (per table, the rows of b.Sparse.IDs in
+// order) into xs, one buffer per level grown when short, and points tree
+// (Count, X, Parent) at them: the tree ForwardTree takes. The trainer and
+// Forward share it.
+func (n *Net) Pool(tree *densenet.Tree, xs [][]float32, b *compress.Batch, rows [][]float32) {
+	for k := range xs {
+		lo, hi := n.Layout.LevelCols(k)
+		xs[k] = grow(xs[k], b.Sparse.Nodes(k)*(hi-lo))
+		tree.Count[k] = b.Sparse.Nodes(k)
+		tree.X[k] = xs[k]
+	}
+	tree.Parent = b.Parent
+	b.Sparse.PoolTree(rows, xs)
 }

@@ -4,9 +4,9 @@ import (
 	"fmt"
 	"math"
 
-	"github.com/xdlgo/xps/model/optim"
 	"github.com/xdlgo/xps/densenet"
 	"github.com/xdlgo/xps/internal/prefetch"
+	"github.com/xdlgo/xps/model/optim"
 )
 
 // Stream tags of the per-sample random number generators.

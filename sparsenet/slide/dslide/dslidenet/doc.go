@@ -7,9 +7,10 @@
 // Predict) carry flat arrays of float32 inputs, Partials, Globals and dx
 // rows, so they travel in a fixed little-endian layout (wire.go) under
 // the gRPC content subtype "dslide" (application/grpc+dslide), with no
-// per-value tags and one copy on each side. The codec is registered with
-// gRPC's encoding registry when the package is loaded; a request naming
-// another subtype is refused by gRPC.
+// per-value tags and one copy on each side. The codec is not registered
+// globally: the server that serves the owner service is made with
+// ServerOption (its codec for every call), and the client names it on each
+// call, so importing the package changes nothing else's codecs.
 //
 // # Invariants
 //
@@ -25,6 +26,6 @@
 //
 // # Files
 //
-//   - grpc.go: Server (Register, Set) and Client (Forward, Backward, Predict): the owner service over gRPC, with its codec.
+//   - grpc.go: Server (ServerOption, Register, Set) and Client (Forward, Backward, Predict): the owner service over gRPC, with its codec.
 //   - wire.go: the messages' fixed little-endian layout (MarshalBinary, UnmarshalBinary).
 package dslidenet

@@ -30,7 +30,7 @@ func serve(t *testing.T, sv *Server) (*Client, func()) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := grpc.NewServer()
+	s := grpc.NewServer(ServerOption())
 	sv.Register(s)
 	go s.Serve(lis)
 	conn, err := grpc.NewClient(lis.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()))

@@ -41,7 +41,13 @@ func (codec) Unmarshal(b []byte, v any) error {
 
 func (codec) Name() string { return Subtype }
 
-func init() { gencoding.RegisterCodec(codec{}) }
+var _ gencoding.Codec = codec{}
+
+// ServerOption installs the codec of the owner service on the gRPC server
+// that Register is given (it serves that service only): the codec is not
+// registered globally, so that importing the package changes no other
+// server's or connection's codecs.
+func ServerOption() grpc.ServerOption { return grpc.ForceServerCodec(codec{}) }
 
 const service = "xps.dslide.v1.Owner"
 
@@ -78,7 +84,7 @@ type Server struct {
 	owner *dslide.Owner
 }
 
-// Register adds the owner service to s.
+// Register adds the owner service to s, a server made with ServerOption.
 func (sv *Server) Register(s *grpc.Server) { s.RegisterService(&serviceDesc, sv) }
 
 // Set makes o (nil: none) the owner served.
@@ -149,7 +155,7 @@ func NewClient(conn *grpc.ClientConn) *Client { return &Client{conn: conn} }
 
 func invoke[Rep any](ctx context.Context, c *Client, method string, req any) (*Rep, error) {
 	rep := new(Rep)
-	if err := c.conn.Invoke(ctx, "/"+service+"/"+method, req, rep, grpc.CallContentSubtype(Subtype)); err != nil {
+	if err := c.conn.Invoke(ctx, "/"+service+"/"+method, req, rep, grpc.ForceCodec(codec{})); err != nil {
 		return nil, fromStatus(err)
 	}
 	return rep, nil
