@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/xdlgo/xps/internal/hashmix"
+	"github.com/xdlgo/xps/model/hashmix"
 )
 
 // benchPartitions is the partitions of one stripe owner: 4096 virtual

@@ -7,7 +7,7 @@ import (
 
 	"github.com/bits-and-blooms/bloom/v3"
 
-	"github.com/xdlgo/xps/internal/hashmix"
+	"github.com/xdlgo/xps/model/hashmix"
 )
 
 // probabilityDomain keys the probability policy's hash apart from the

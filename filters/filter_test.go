@@ -7,7 +7,7 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/xdlgo/xps/internal/hashmix"
+	"github.com/xdlgo/xps/model/hashmix"
 )
 
 // testSalt stands for ams.TableHash of a table's name.

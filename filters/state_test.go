@@ -10,7 +10,7 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/xdlgo/xps/internal/hashmix"
+	"github.com/xdlgo/xps/model/hashmix"
 )
 
 // tinyCount is a count spec at the smallest budget, so that states are

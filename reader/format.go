@@ -5,7 +5,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/xdlgo/xps/internal/hashmix"
+	"github.com/xdlgo/xps/model/hashmix"
 )
 
 // Format is a sample text format.

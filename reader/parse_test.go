@@ -9,7 +9,7 @@ import (
 	"strconv"
 	"testing"
 
-	"github.com/xdlgo/xps/internal/hashmix"
+	"github.com/xdlgo/xps/model/hashmix"
 )
 
 // refFeatureID is the documented hash written the slow, obvious way.

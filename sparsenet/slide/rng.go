@@ -3,7 +3,7 @@ package slide
 import (
 	"math"
 
-	"github.com/xdlgo/xps/internal/hashmix"
+	"github.com/xdlgo/xps/model/hashmix"
 )
 
 // hash3 mixes three words into one; it is the counter-based randomness of

@@ -177,7 +177,7 @@ func TestDesignRules(t *testing.T) {
 				t.Errorf("snapshot imports %s: snapshot defines formats and stores and never imports ams", to)
 			case pkg == "densenet" && (isLocal || strings.Contains(p, "grpc") || strings.Contains(p, "etcd")):
 				t.Errorf("densenet imports %s: it is math only", p)
-			case pkg == "filters" && (isLocal && to != "internal/hashmix" || strings.Contains(p, "grpc") ||
+			case pkg == "filters" && (isLocal && to != "model/hashmix" || strings.Contains(p, "grpc") ||
 				strings.Contains(p, "etcd") || p == "os" || p == "io/fs" || p == "net" || strings.HasPrefix(p, "net/")):
 				t.Errorf("filters imports %s: admission is pure logic, without RPC, etcd or files", p)
 			case isLocal && under(to, "cmd") && !commandLibrary(pkg, to):

@@ -10,7 +10,7 @@
 //     import no worker-side package, the client does not reach the shard, the
 //     AMS binary does not link the reader, snapshot and sparsenet do not import ams,
 //     densenet imports neither the module nor RPC or etcd, filters imports
-//     only internal/hashmix of the module and nothing of RPC, etcd or files,
+//     only model/hashmix of the module and nothing of RPC, etcd or files,
 //     and nothing imports a cmd/ package but a command its own library
 //     (cmd/X/internal/...); the prediction server (serve, cmd/serve) links
 //     neither job, internal/worker, internal/xctrain, etcd nor kafka-go, and

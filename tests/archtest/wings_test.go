@@ -33,7 +33,6 @@ var publicIntoInternal = []string{
 	// plane (xps.Train, cluster, job) and the cores share private helpers.
 	". -> internal/worker",
 	". -> internal/xctrain",
-	"ams -> internal/hashmix",
 	"ams -> internal/prefetch",
 	"ams/shard -> internal/hdfsconn",
 	"ams/shard -> internal/tlsconf",
@@ -42,23 +41,14 @@ var publicIntoInternal = []string{
 	"cluster -> internal/etcdembed",
 	"cluster -> internal/membership",
 	"cluster -> internal/scheduler",
-	"filters -> internal/hashmix",
 	"job -> internal/controlplane",
 	"job -> internal/membership",
-	"reader -> internal/hashmix",
 	"reader -> internal/prefetch",
 	"reader/hdfssrc -> internal/hdfsconn",
 	"serve -> internal/ops",
 	"snapshot -> internal/hdfsconn",
 	"sparsenet -> internal/prefetch",
-	"sparsenet/slide -> internal/hashmix",
 	"sparsenet/slide -> internal/prefetch",
-	// Carried, not new: the generators imported hashmix inside internal/
-	// before issue 49 moved them to reader/synth (as reader imports it);
-	// config -> internal/datagen went with the move.
-	"reader/synth/datagen -> internal/hashmix",
-	"reader/synth/seqgen -> internal/hashmix",
-	"reader/synth/xcgen -> internal/hashmix",
 }
 
 // testsImporters lists the packages outside tests/ whose non-test files

@@ -1,6 +1,6 @@
 package datagen
 
-import "github.com/xdlgo/xps/internal/hashmix"
+import "github.com/xdlgo/xps/model/hashmix"
 
 // drift maps a field's Zipf rank to the id that holds it at a time (a
 // sample's index in the stream). Without drift (lifetime 0) a rank's token

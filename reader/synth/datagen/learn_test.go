@@ -4,7 +4,7 @@ import (
 	"math"
 	"testing"
 
-	"github.com/xdlgo/xps/internal/hashmix"
+	"github.com/xdlgo/xps/model/hashmix"
 	"github.com/xdlgo/xps/model/metrics"
 	"github.com/xdlgo/xps/reader"
 )

@@ -6,7 +6,7 @@ import (
 	"slices"
 	"strconv"
 
-	"github.com/xdlgo/xps/internal/hashmix"
+	"github.com/xdlgo/xps/model/hashmix"
 	"github.com/xdlgo/xps/reader"
 	"github.com/xdlgo/xps/reader/synth/datagen"
 )

@@ -11,7 +11,7 @@ import (
 	"slices"
 	"strconv"
 
-	"github.com/xdlgo/xps/internal/hashmix"
+	"github.com/xdlgo/xps/model/hashmix"
 )
 
 // ErrBadConfig is wrapped by Config.Validate's errors.
