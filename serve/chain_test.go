@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"sync"
 	"testing"
@@ -135,7 +136,9 @@ func TestFollowsTheChain(t *testing.T) {
 		t.Fatalf("a new server at export %d scores %v: the deleted row must read as its initial value, as at export %d (%v)",
 			v, x, m.Seq, want[m.Seq])
 	}
+	checkMemory(t, s, false)
 	checkWholeVersions(t, s, predict, m.Seq+2, want[m.Seq])
+	checkMemory(t, s, true)
 	checkRefusals(t, s, store, dir, m, id)
 	// An empty store: not ready, not an error.
 	empty, err := serve.New(serve.Options{Store: t.TempDir()})
@@ -145,6 +148,34 @@ func TestFollowsTheChain(t *testing.T) {
 	defer empty.Close()
 	if _, err := empty.Predict(&serve.Request{Candidates: []string{cand}}); !errors.Is(err, serve.ErrNotReady) {
 		t.Fatalf("an empty store: %v, want ErrNotReady", err)
+	}
+}
+
+// checkMemory: s's accounting (Status.Memory) counts the served model's
+// values (at least rows x dim 8 x 4 bytes), its tables whole, and the
+// standby replica only when there is one (after a delta: the replica
+// that served before it).
+func checkMemory(t *testing.T, s *serve.Server, standby bool) {
+	t.Helper()
+	st := s.Status()
+	m := st.Memory
+	var rows int64
+	for _, n := range st.Rows {
+		rows += int64(n)
+	}
+	switch {
+	case rows == 0 || m.Values < rows*8*4 || m.Values > rows*8*4+1<<20:
+		t.Fatalf("memory %+v: values for %d rows of dim 8 and a small MLP", m, rows)
+	case m.Tables < m.Values:
+		t.Fatalf("memory %+v: the tables hold less than their values", m)
+	case standby && (m.Standby < m.Values || m.Standby > 2*m.Tables):
+		t.Fatalf("memory %+v: want the standby replica counted, about as large as the served one", m)
+	case !standby && m.Standby != 0:
+		t.Fatalf("memory %+v: no standby replica yet, but it is counted", m)
+	case m.Heap <= 0 || m.Runtime < m.Heap:
+		t.Fatalf("memory %+v: the runtime's figures", m)
+	case runtime.GOOS == "linux" && m.RSS <= 0:
+		t.Fatalf("memory %+v: no resident set read", m)
 	}
 }
 

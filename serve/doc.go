@@ -37,5 +37,6 @@
 //   - limits.go: Limits, their flags, the in-flight places and the strict decoding of a request.
 //   - http.go: Handler, the HTTP/JSON API, and Status.
 //   - grpc.go: RegisterGRPC, the gRPC prediction service.
-//   - metrics.go: the server's Prometheus metrics: requests, latency and the model served.
+//   - metrics.go: the server's Prometheus metrics: requests, latency, the model served and its memory.
+//   - memory.go: Memory, the accounting of the server's memory by part (the model's values and tables, the standby replica, the runtime, the resident set).
 package serve

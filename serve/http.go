@@ -86,11 +86,13 @@ type Status struct {
 	Full    uint64         `json:"full"`
 	Samples int64          `json:"samples"`
 	Rows    map[string]int `json:"rows,omitempty"`
+	// Memory is the server's memory by part (see Memory).
+	Memory Memory `json:"memory"`
 }
 
 // Status returns the served version and its size.
 func (s *Server) Status() Status {
-	st := Status{Store: s.opts.Store}
+	st := Status{Store: s.opts.Store, Memory: s.memory()}
 	r := s.cur.Load()
 	if r == nil {
 		return st

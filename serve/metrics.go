@@ -60,19 +60,22 @@ func (s *Server) count(api, outcome string) {
 }
 
 // modelCollector reports the model served: its export, the samples it
-// was trained on and its rows, by table.
+// was trained on, its rows by table, and the server's memory by part.
 type modelCollector struct{ s *Server }
 
 var (
 	exportDesc  = prometheus.NewDesc("xps_serve_model_export", "Sequence number of the export served (0: none loaded).", nil, nil)
 	samplesDesc = prometheus.NewDesc("xps_serve_model_samples", "Samples the served model was trained on.", nil, nil)
 	rowsDesc    = prometheus.NewDesc("xps_serve_model_rows", "Rows of the served model, by table.", []string{"table"}, nil)
+	memoryDesc  = prometheus.NewDesc("xps_serve_memory_bytes",
+		"The server's memory by part (values, tables, standby, heap, runtime, rss; see /status and serve.Memory).", []string{"part"}, nil)
 )
 
 func (c modelCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- exportDesc
 	ch <- samplesDesc
 	ch <- rowsDesc
+	ch <- memoryDesc
 }
 
 func (c modelCollector) Collect(ch chan<- prometheus.Metric) {
@@ -81,5 +84,12 @@ func (c modelCollector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(samplesDesc, prometheus.GaugeValue, float64(st.Samples))
 	for t, n := range st.Rows {
 		ch <- prometheus.MustNewConstMetric(rowsDesc, prometheus.GaugeValue, float64(n), t)
+	}
+	m := st.Memory
+	for _, p := range []struct {
+		part  string
+		bytes int64
+	}{{"values", m.Values}, {"tables", m.Tables}, {"standby", m.Standby}, {"heap", m.Heap}, {"runtime", m.Runtime}, {"rss", m.RSS}} {
+		ch <- prometheus.MustNewConstMetric(memoryDesc, prometheus.GaugeValue, float64(p.bytes), p.part)
 	}
 }

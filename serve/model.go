@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"sync"
+	"sync/atomic"
 
 	"github.com/xdlgo/xps/ams"
 	"github.com/xdlgo/xps/compress"
@@ -34,6 +35,9 @@ type replica struct {
 	tables  []*ams.Table // by model table (config order)
 	byName  map[string]int
 	scratch sync.Pool // of *scorer
+	// mem is the replica's memory as of its last export applied
+	// (measure), read by Status without the lock.
+	mem atomic.Pointer[replicaMemory]
 }
 
 // newReplica builds an empty replica for the model of full export m: its

@@ -55,12 +55,26 @@ type Server struct {
 
 	// Owned by the updating goroutine (Update's caller), under upd.
 	upd     sync.Mutex
-	standby *replica           // the other replica, at cur's export or stale; nil: none
+	standby *replica           // the other replica, at cur's export or stale; nil: none (setStandby)
 	chain   []*export.Manifest // the exports cur holds, full first
 	// refused are the reasons logged for exports that could not be used
 	// (each names its export), so that each is logged once (at most
 	// maxRefusals kept: beyond, they are forgotten and may be said again).
 	refused map[string]bool
+	// standbyBytes mirrors the standby's memory for Status.
+	standbyBytes atomic.Int64
+}
+
+// setStandby makes r (nil: none) the standby replica.
+func (s *Server) setStandby(r *replica) {
+	s.standby = r
+	var n int64
+	if r != nil {
+		if m := r.mem.Load(); m != nil {
+			n = m.tables
+		}
+	}
+	s.standbyBytes.Store(n)
 }
 
 // New opens the store and loads its newest model; an empty store is not
@@ -175,7 +189,8 @@ func (s *Server) load(chain []*export.Manifest) error {
 		return err
 	}
 	s.cur.Store(r)
-	s.standby, s.chain = nil, chain
+	s.setStandby(nil)
+	s.chain = chain
 	return nil
 }
 
@@ -190,6 +205,8 @@ func (s *Server) build(chain []*export.Manifest) (*replica, error) {
 			return nil, err
 		}
 	}
+	rm := r.measure()
+	r.mem.Store(&rm)
 	return r, nil
 }
 
@@ -199,7 +216,7 @@ func (s *Server) build(chain []*export.Manifest) (*replica, error) {
 func (s *Server) advance(deltas []*export.Manifest) error {
 	cur := s.cur.Load()
 	sb := s.standby
-	s.standby = nil
+	s.setStandby(nil)
 	if sb == nil || sb.seq != cur.seq {
 		var err error
 		if sb, err = s.build(s.chain); err != nil {
@@ -214,7 +231,7 @@ func (s *Server) advance(deltas []*export.Manifest) error {
 	if err := applyAll(cur, s.store, deltas); err != nil {
 		return nil // the new version serves; the standby is rebuilt next time
 	}
-	s.standby = cur
+	s.setStandby(cur)
 	return nil
 }
 
@@ -229,6 +246,8 @@ func applyAll(r *replica, store snapshot.Store, ms []*export.Manifest) error {
 			return err
 		}
 	}
+	rm := r.measure()
+	r.mem.Store(&rm)
 	return nil
 }
 
