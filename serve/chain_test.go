@@ -2,6 +2,8 @@ package serve_test
 
 import (
 	"errors"
+	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -18,7 +20,7 @@ import (
 // writeDelta writes export seq onto base (full) in store: table "emb"'s
 // row of each id of set set to val, each id of del deleted, the dense
 // parameters and everything else copied from the manifest m.
-func writeDelta(t *testing.T, store snapshot.Store, m *export.Manifest, seq, base uint64, set map[uint64]float32, del []uint64) {
+func writeDelta(t testing.TB, store snapshot.Store, m *export.Manifest, seq, base uint64, set map[uint64]float32, del []uint64) {
 	t.Helper()
 	tab := m.Tables[0]
 	keys := map[uint64]bool{}
@@ -136,9 +138,9 @@ func TestFollowsTheChain(t *testing.T) {
 		t.Fatalf("a new server at export %d scores %v: the deleted row must read as its initial value, as at export %d (%v)",
 			v, x, m.Seq, want[m.Seq])
 	}
-	checkMemory(t, s, false)
+	mem := checkMemory(t, s, nil)
 	checkWholeVersions(t, s, predict, m.Seq+2, want[m.Seq])
-	checkMemory(t, s, true)
+	checkMemory(t, s, mem)
 	checkRefusals(t, s, store, dir, m, id)
 	// An empty store: not ready, not an error.
 	empty, err := serve.New(serve.Options{Store: t.TempDir()})
@@ -152,10 +154,11 @@ func TestFollowsTheChain(t *testing.T) {
 }
 
 // checkMemory: s's accounting (Status.Memory) counts the served model's
-// values (at least rows x dim 8 x 4 bytes), its tables whole, and the
-// standby replica only when there is one (after a delta: the replica
-// that served before it).
-func checkMemory(t *testing.T, s *serve.Server, standby bool) {
+// values (at least rows x dim 8 x 4 bytes) and its tables whole, and the
+// deltas are applied in place: after them the tables take about what
+// they took before (before: the accounting of the last check, nil at the
+// first), not a second copy of the model. It returns the accounting.
+func checkMemory(t *testing.T, s *serve.Server, before *serve.Memory) *serve.Memory {
 	t.Helper()
 	st := s.Status()
 	m := st.Memory
@@ -168,15 +171,14 @@ func checkMemory(t *testing.T, s *serve.Server, standby bool) {
 		t.Fatalf("memory %+v: values for %d rows of dim 8 and a small MLP", m, rows)
 	case m.Tables < m.Values:
 		t.Fatalf("memory %+v: the tables hold less than their values", m)
-	case standby && (m.Standby < m.Values || m.Standby > 2*m.Tables):
-		t.Fatalf("memory %+v: want the standby replica counted, about as large as the served one", m)
-	case !standby && m.Standby != 0:
-		t.Fatalf("memory %+v: no standby replica yet, but it is counted", m)
+	case before != nil && m.Tables > before.Tables+before.Tables/10:
+		t.Fatalf("memory %+v after deltas of one row, %+v before: a delta must not cost another copy of the model", m, *before)
 	case m.Heap <= 0 || m.Runtime < m.Heap:
 		t.Fatalf("memory %+v: the runtime's figures", m)
 	case runtime.GOOS == "linux" && m.RSS <= 0:
 		t.Fatalf("memory %+v: no resident set read", m)
 	}
+	return &m
 }
 
 // checkWholeVersions has four goroutines predict while s applies the
@@ -253,5 +255,62 @@ func checkRefusals(t *testing.T, s *serve.Server, store snapshot.Store, dir stri
 	defer s3.Close()
 	if v, _ := s3.Version(); v != m.Seq+2 {
 		t.Fatalf("a restarted server serves export %d, want the last good %d", v, m.Seq+2)
+	}
+}
+
+// BenchmarkDeltaInPlace measures what a delta of k rows costs the server
+// (issue 52: memory in proportion to k, not a second copy of the model):
+// each iteration writes a delta of k new rows onto the chain (not timed)
+// and Update reads and applies it. Reported: the bytes allocated while
+// Update runs and the growth of the tables, per row of the delta, and the
+// model's tables before (the bytes a second copy would cost).
+func BenchmarkDeltaInPlace(b *testing.B) {
+	dir, _, _ := trainAndExport(b, "libffm", export.FP32)
+	store, err := snapshot.OpenDir(dir)
+	if err != nil {
+		b.Fatal(err)
+	}
+	full, _, err := export.Next(store, nil)
+	if err != nil || len(full) != 1 {
+		b.Fatalf("the trainer's exports: %d, %v", len(full), err)
+	}
+	m := full[0]
+	s, err := serve.New(serve.Options{Store: dir, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	seq, next := m.Seq, uint64(1)<<40 // new ids, above the trained ones' hashes' usual range
+	for _, k := range []int{1000, 10000, 100000} {
+		b.Run(fmt.Sprintf("rows=%d", k), func(b *testing.B) {
+			var allocated, grown int64
+			model := s.Status().Memory.Tables
+			for range b.N {
+				b.StopTimer()
+				set := make(map[uint64]float32, k)
+				for range k {
+					set[next] = 0.01
+					next++
+				}
+				writeDelta(b, store, m, seq+1, seq, set, nil)
+				seq++
+				before := s.Status().Memory.Tables
+				var ms0, ms1 runtime.MemStats
+				runtime.ReadMemStats(&ms0)
+				b.StartTimer()
+				if changed, err := s.Update(); err != nil || !changed {
+					b.Fatalf("Update: %v, %v", changed, err)
+				}
+				b.StopTimer()
+				runtime.ReadMemStats(&ms1)
+				allocated += int64(ms1.TotalAlloc - ms0.TotalAlloc)
+				grown += s.Status().Memory.Tables - before
+				b.StartTimer()
+			}
+			rows := float64(b.N * k)
+			b.ReportMetric(float64(allocated)/rows, "alloc-B/row")
+			b.ReportMetric(float64(grown)/rows, "tables-B/row")
+			b.ReportMetric(float64(model), "model-tables-B")
+		})
 	}
 }

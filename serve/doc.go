@@ -8,11 +8,13 @@
 //
 // # Invariants
 //
-//  1. The Server keeps two replicas of the model. A new delta is applied
-//     to the standby replica first, which then serves, and then to the one
-//     that served before, which becomes the standby once its requests end:
-//     every request is scored by one whole version, never by half an
-//     export, and requests keep being served while exports are applied.
+//  1. The Server keeps one copy of the model and applies deltas to it in
+//     place: a delta is read into memory first (its rows only) while
+//     requests go on, then applied under the replica's write lock, which
+//     requests hold for reading: every request is scored by one whole
+//     version, never by half an export, and a delta costs memory in
+//     proportion to its rows. A new full export is loaded beside the model
+//     that serves, which is dropped once its requests end.
 //  2. An export that cannot be used (missing, half-written, corrupt) is
 //     logged once and refused: the server stays on the last good version.
 //     An empty store is no error: Predict answers ErrNotReady until an
@@ -31,12 +33,12 @@
 //
 // # Files
 //
-//   - server.go: Options, Server (New, Run, Update, Version, Close): the chain followed and the two replicas switched.
-//   - model.go: a replica of the model (network, parameters, rows) with the exports applied to it, and a request's scorer.
+//   - server.go: Options, Server (New, Run, Update, Version, Close): the chain followed, deltas applied in place, a new model switched in.
+//   - model.go: the served model (network, parameters, rows), the exports and deltas applied to it, and a request's scorer.
 //   - predict.go: Request, Response, Predict and Score, and the parsing of a request's features.
 //   - limits.go: Limits, their flags, the in-flight places and the strict decoding of a request.
 //   - http.go: Handler, the HTTP/JSON API, and Status.
 //   - grpc.go: RegisterGRPC, the gRPC prediction service.
 //   - metrics.go: the server's Prometheus metrics: requests, latency, the model served and its memory.
-//   - memory.go: Memory, the accounting of the server's memory by part (the model's values and tables, the standby replica, the runtime, the resident set).
+//   - memory.go: Memory, the accounting of the server's memory by part (the model's values and tables, the runtime, the resident set).
 package serve

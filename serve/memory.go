@@ -16,21 +16,19 @@ import (
 //	          model itself, what an export of fp32 rows holds
 //	tables    the served replica's tables and parameters whole: values,
 //	          the id index and the slabs' unused room
-//	standby   the other replica (deltas are applied to it first), counted
-//	          as tables is; 0 while there is none
 //	heap      the Go heap in use (live objects and what the collector has
 //	          not yet freed): tables of both replicas, request buffers
 //	runtime   everything the Go runtime holds from the system (heap,
 //	          stacks, its own metadata), released pages excluded
 //	rss       the process's resident set (0 where /proc has none)
 //
-// rss - tables - standby is what serving costs beyond its two models:
-// request buffers, the runtime, the binary. The README's sizing rule is
-// written from these figures.
+// rss - tables is what serving costs beyond its model: request buffers,
+// the runtime, the binary, and while a delta is applied its rows, while a
+// new full export loads the new model (the old one is dropped once its
+// requests end). The README's sizing rule is written from these figures.
 type Memory struct {
 	Values  int64 `json:"values_bytes"`
 	Tables  int64 `json:"tables_bytes"`
-	Standby int64 `json:"standby_bytes"`
 	Heap    int64 `json:"heap_bytes"`
 	Runtime int64 `json:"runtime_bytes"`
 	RSS     int64 `json:"rss_bytes"`
@@ -58,7 +56,6 @@ func (s *Server) memory() Memory {
 			m.Values, m.Tables = rm.values, rm.tables
 		}
 	}
-	m.Standby = s.standbyBytes.Load()
 	samples := []rtmetrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}, {Name: "/memory/classes/heap/unused:bytes"},
 		{Name: "/memory/classes/total:bytes"}, {Name: "/memory/classes/heap/released:bytes"}}
 	rtmetrics.Read(samples)

@@ -68,7 +68,7 @@ var (
 	samplesDesc = prometheus.NewDesc("xps_serve_model_samples", "Samples the served model was trained on.", nil, nil)
 	rowsDesc    = prometheus.NewDesc("xps_serve_model_rows", "Rows of the served model, by table.", []string{"table"}, nil)
 	memoryDesc  = prometheus.NewDesc("xps_serve_memory_bytes",
-		"The server's memory by part (values, tables, standby, heap, runtime, rss; see /status and serve.Memory).", []string{"part"}, nil)
+		"The server's memory by part (values, tables, heap, runtime, rss; see /status and serve.Memory).", []string{"part"}, nil)
 )
 
 func (c modelCollector) Describe(ch chan<- *prometheus.Desc) {
@@ -89,7 +89,7 @@ func (c modelCollector) Collect(ch chan<- prometheus.Metric) {
 	for _, p := range []struct {
 		part  string
 		bytes int64
-	}{{"values", m.Values}, {"tables", m.Tables}, {"standby", m.Standby}, {"heap", m.Heap}, {"runtime", m.Runtime}, {"rss", m.RSS}} {
+	}{{"values", m.Values}, {"tables", m.Tables}, {"heap", m.Heap}, {"runtime", m.Runtime}, {"rss", m.RSS}} {
 		ch <- prometheus.MustNewConstMetric(memoryDesc, prometheus.GaugeValue, float64(p.bytes), p.part)
 	}
 }

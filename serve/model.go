@@ -19,11 +19,11 @@ import (
 // denseName is the dense vector that holds the MLP's parameters.
 const denseName = ctr.DenseName
 
-// replica is one copy of the served model: the network, its parameters
-// and each table's rows, as of the export seq of a chain. The Server
-// keeps two (see the package doc); mu is held for reading by every
-// request that scores with the replica and for writing while an export is
-// applied to it, so that a request sees whole exports only.
+// replica is the served model: the network, its parameters and each
+// table's rows, as of the export seq of a chain (see the package doc); mu
+// is held for reading by every request that scores with the replica and
+// for writing while a delta read beforehand is applied to it, so that a
+// request sees whole exports only.
 type replica struct {
 	mu      sync.RWMutex
 	seq     uint64 // the export applied last; 0: none
@@ -90,14 +90,11 @@ func (r *replica) apply(s snapshot.Store, m *export.Manifest) error {
 		return fmt.Errorf("serve: delta %d onto export %d, but the replica is at export %d", m.Seq, m.Base, r.seq)
 	}
 	for _, t := range m.Tables {
-		i, ok := r.byName[t.Name]
-		if !ok {
-			return fmt.Errorf("serve: export %d has table %q, which its model does not", m.Seq, t.Name)
+		i, err := r.table(m, t)
+		if err != nil {
+			return err
 		}
 		tab := r.tables[i]
-		if t.Dim != tab.Dim() {
-			return fmt.Errorf("serve: export %d: table %q of dim %d, the model's has %d", m.Seq, t.Name, t.Dim, tab.Dim())
-		}
 		if err := export.ReadTable(s, m, t.Name, func(id uint64, v []float32) error {
 			if v == nil {
 				tab.Delete(id)
@@ -108,16 +105,107 @@ func (r *replica) apply(s snapshot.Store, m *export.Manifest) error {
 			return err
 		}
 	}
-	params, err := export.ReadDense(s, m, denseName)
+	params, err := r.readParams(s, m)
 	if err != nil {
 		return err
-	}
-	if len(params) != len(r.params) {
-		return fmt.Errorf("serve: export %d: %d MLP parameters, the network has %d", m.Seq, len(params), len(r.params))
 	}
 	copy(r.params, params)
 	r.seq, r.full, r.samples = m.Seq, m.Full, m.Samples
 	return nil
+}
+
+// table returns the index of export m's table t among r's, checking that
+// the model has it, of t's dim.
+func (r *replica) table(m *export.Manifest, t export.Table) (int, error) {
+	i, ok := r.byName[t.Name]
+	if !ok {
+		return 0, fmt.Errorf("serve: export %d has table %q, which its model does not", m.Seq, t.Name)
+	}
+	if d := r.tables[i].Dim(); t.Dim != d {
+		return 0, fmt.Errorf("serve: export %d: table %q of dim %d, the model's has %d", m.Seq, t.Name, t.Dim, d)
+	}
+	return i, nil
+}
+
+// readParams reads export m's MLP parameters, as many as r's network has.
+func (r *replica) readParams(s snapshot.Store, m *export.Manifest) ([]float32, error) {
+	params, err := export.ReadDense(s, m, denseName)
+	if err != nil {
+		return nil, err
+	}
+	if len(params) != len(r.params) {
+		return nil, fmt.Errorf("serve: export %d: %d MLP parameters, the network has %d", m.Seq, len(params), len(r.params))
+	}
+	return params, nil
+}
+
+// delta is a delta export read into memory, checked against the replica's
+// model, to be applied in place (applyDelta, which then cannot fail).
+type delta struct {
+	m      *export.Manifest
+	tables []tableDelta
+	params []float32
+}
+
+// tableDelta is one table's rows of a delta: ids[i]'s values are
+// values[i*dim:(i+1)*dim], deleted the ids it deletes.
+type tableDelta struct {
+	tab     int // r.tables' index
+	ids     []uint64
+	values  []float32
+	deleted []uint64
+}
+
+// readDelta reads delta export m for r (no lock needed: it reads only
+// r's shape, which never changes).
+func (r *replica) readDelta(s snapshot.Store, m *export.Manifest) (*delta, error) {
+	if m.Kind != export.KindDelta {
+		return nil, fmt.Errorf("serve: export %d is not a delta", m.Seq)
+	}
+	d := &delta{m: m}
+	for _, t := range m.Tables {
+		i, err := r.table(m, t)
+		if err != nil {
+			return nil, err
+		}
+		td := tableDelta{tab: i}
+		if err := export.ReadTable(s, m, t.Name, func(id uint64, v []float32) error {
+			if v == nil {
+				td.deleted = append(td.deleted, id)
+				return nil
+			}
+			td.ids, td.values = append(td.ids, id), append(td.values, v...)
+			return nil
+		}); err != nil {
+			return nil, err
+		}
+		d.tables = append(d.tables, td)
+	}
+	params, err := r.readParams(s, m)
+	if err != nil {
+		return nil, err
+	}
+	d.params = params
+	return d, nil
+}
+
+// applyDelta applies d, read by readDelta onto r's version, in place. The
+// caller holds r.mu for writing.
+func (r *replica) applyDelta(d *delta) {
+	for _, td := range d.tables {
+		tab := r.tables[td.tab]
+		for _, id := range td.deleted {
+			tab.Delete(id)
+		}
+		dim := tab.Dim()
+		for k, id := range td.ids {
+			// The lengths were checked (readDelta: the table's dim), so
+			// Load, whose only error is a length, cannot fail.
+			_ = tab.Load(id, td.values[k*dim:(k+1)*dim], nil, 0, 0)
+		}
+	}
+	copy(r.params, d.params)
+	r.seq, r.full, r.samples = d.m.Seq, d.m.Full, d.m.Samples
 }
 
 // Rows returns the rows the replica holds, by table.

@@ -32,7 +32,7 @@ import (
 )
 
 // genFile writes n generated samples in format f ("libffm" or "group").
-func genFile(t *testing.T, path string, seed uint64, n int, f string) {
+func genFile(t testing.TB, path string, seed uint64, n int, f string) {
 	t.Helper()
 	dc := datagen.Config{Fields: 6, UserFields: 2, MeanBag: 2, Vocab: 300, SamplesPerUser: 6, Users: 500, Seed: seed}
 	if n >= 100000 { // a benchmark's size: the default generated data (ctrgen's)
@@ -64,7 +64,7 @@ func genFile(t *testing.T, path string, seed uint64, n int, f string) {
 // an embedded cluster, with the final model exported (quantized by q)
 // and the test set's scores written; it returns the export store, the
 // test file and the scores.
-func trainAndExport(t *testing.T, f, q string) (store, test string, scores []float32) {
+func trainAndExport(t testing.TB, f, q string) (store, test string, scores []float32) {
 	return trainAndExportN(t, f, q, 8, 20000)
 }
 
@@ -95,7 +95,7 @@ func trainAndExportKind(t *testing.T, f, kind string) (store, test string, score
 
 // trainAndExportN is trainAndExport with tables of dim and n training
 // samples.
-func trainAndExportN(t *testing.T, f, q string, dim, n int) (store, test string, scores []float32) {
+func trainAndExportN(t testing.TB, f, q string, dim, n int) (store, test string, scores []float32) {
 	t.Helper()
 	dir := t.TempDir()
 	train, test := filepath.Join(dir, "train."+f), filepath.Join(dir, "test."+f)

@@ -54,27 +54,12 @@ type Server struct {
 	inFlight, small chan struct{}
 
 	// Owned by the updating goroutine (Update's caller), under upd.
-	upd     sync.Mutex
-	standby *replica           // the other replica, at cur's export or stale; nil: none (setStandby)
-	chain   []*export.Manifest // the exports cur holds, full first
+	upd   sync.Mutex
+	chain []*export.Manifest // the exports cur holds, full first
 	// refused are the reasons logged for exports that could not be used
 	// (each names its export), so that each is logged once (at most
 	// maxRefusals kept: beyond, they are forgotten and may be said again).
 	refused map[string]bool
-	// standbyBytes mirrors the standby's memory for Status.
-	standbyBytes atomic.Int64
-}
-
-// setStandby makes r (nil: none) the standby replica.
-func (s *Server) setStandby(r *replica) {
-	s.standby = r
-	var n int64
-	if r != nil {
-		if m := r.mem.Load(); m != nil {
-			n = m.tables
-		}
-	}
-	s.standbyBytes.Store(n)
 }
 
 // New opens the store and loads its newest model; an empty store is not
@@ -189,7 +174,6 @@ func (s *Server) load(chain []*export.Manifest) error {
 		return err
 	}
 	s.cur.Store(r)
-	s.setStandby(nil)
 	s.chain = chain
 	return nil
 }
@@ -210,44 +194,34 @@ func (s *Server) build(chain []*export.Manifest) (*replica, error) {
 	return r, nil
 }
 
-// advance applies deltas: to the standby replica first (rebuilt from the
-// chain when it is stale), which then serves, then to the replica that
-// served before, which becomes the standby once its requests end.
+// advance applies deltas in place to the replica that serves: each is
+// read into memory first, while requests go on, then all are applied
+// under the replica's write lock, so that a request is scored by the
+// version before them or the one after, never by part of one. A delta
+// that cannot be read changes nothing. The memory a delta costs is its
+// rows' (held until applied), not another copy of the model.
 func (s *Server) advance(deltas []*export.Manifest) error {
-	cur := s.cur.Load()
-	sb := s.standby
-	s.setStandby(nil)
-	if sb == nil || sb.seq != cur.seq {
-		var err error
-		if sb, err = s.build(s.chain); err != nil {
+	r := s.cur.Load()
+	base := r.seq // written by this goroutine only (under upd)
+	ds := make([]*delta, 0, len(deltas))
+	for _, m := range deltas {
+		if m.Base != base {
+			return fmt.Errorf("serve: delta %d onto export %d, but the replica is at export %d", m.Seq, m.Base, base)
+		}
+		d, err := r.readDelta(s.store, m)
+		if err != nil {
 			return err
 		}
+		ds, base = append(ds, d), m.Seq
 	}
-	if err := applyAll(sb, s.store, deltas); err != nil {
-		return err
-	}
-	s.cur.Store(sb)
-	s.chain = append(s.chain, deltas...)
-	if err := applyAll(cur, s.store, deltas); err != nil {
-		return nil // the new version serves; the standby is rebuilt next time
-	}
-	s.setStandby(cur)
-	return nil
-}
-
-// applyAll applies ms to r under its write lock: requests still scoring
-// with r finish first, and later ones wait.
-func applyAll(r *replica, store snapshot.Store, ms []*export.Manifest) error {
 	r.mu.Lock()
-	defer r.mu.Unlock()
-	for _, m := range ms {
-		if err := r.apply(store, m); err != nil {
-			r.seq = 0 // unknown state: never served, rebuilt before use
-			return err
-		}
+	for _, d := range ds {
+		r.applyDelta(d)
 	}
 	rm := r.measure()
 	r.mem.Store(&rm)
+	r.mu.Unlock()
+	s.chain = append(s.chain, deltas...)
 	return nil
 }
 
