@@ -257,7 +257,7 @@ type Env struct {
 	Registration *membership.Kept
 	// Pauser follows the scheduler's pauses: an attempt calls
 	// StartTraining once it pushes, and pauses at batch boundaries while
-	// Requested.
+	// Requested. A model uses Env's methods of the same names (pause.go).
 	Pauser *controlplane.Pauser
 	// Client reaches the shards of the current shard map, at Version.
 	Client  *client.Client

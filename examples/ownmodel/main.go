@@ -202,10 +202,10 @@ func (m *bilinear) Train(ctx context.Context, env *job.Env, start *checkpoint.Ch
 // trainAll trains the epochs from cp on, keeping cp the checkpoint of what
 // the shards applied, and stores it at the end marked done.
 func (m *bilinear) trainAll(ctx context.Context, env *job.Env, cp *checkpoint.Checkpoint) error {
-	if err := env.Pauser.StartTraining(ctx); err != nil {
+	if err := env.StartTraining(ctx); err != nil {
 		return err
 	}
-	defer env.Pauser.StopTraining(ctx)
+	defer env.StopTraining(ctx)
 	m.b.init(env.Client, m.o)
 	n, t0 := m.train.Len(), time.Now()
 	for ; cp.Epoch <= m.o.epochs; cp.Epoch, cp.Batch = cp.Epoch+1, 0 {
@@ -240,11 +240,11 @@ func (m *bilinear) boundary(ctx context.Context, env *job.Env, cp *checkpoint.Ch
 		sctx, cancel := job.PushContext(ctx) // stored although ctx ended
 		defer cancel()
 		return errors.Join(ctx.Err(), checkpoint.Store(sctx, env.Client, env.Name, *cp))
-	case env.Pauser.Requested():
+	case env.PauseRequested():
 		if err := checkpoint.Store(ctx, env.Client, env.Name, *cp); err != nil {
 			return err
 		}
-		return env.Pauser.Pause(ctx)
+		return env.Pause(ctx)
 	case cp.Batch > 0 && cp.Batch%m.o.every == 0:
 		return checkpoint.Store(ctx, env.Client, env.Name, *cp)
 	}

@@ -268,11 +268,11 @@ func (m *model) attempt(ctx context.Context, env *job.Env, start checkpoint.Chec
 	m.res.Fields, m.res.Levels, m.res.DenseParams = tr.Fields(), tr.Levels(), tr.DenseParams()
 	env.Say("training on %d shards (version %d): %d fields in %d levels, %s, %d dense parameters",
 		env.Client.NumShards(), env.Version, m.res.Fields, m.res.Levels, tr.Describe(), m.res.DenseParams)
-	if err := env.Pauser.StartTraining(ctx); err != nil {
+	if err := env.StartTraining(ctx); err != nil {
 		return Result{}, err
 	}
 	r, err := tr.Run(ctx)
-	env.Pauser.StopTraining(ctx)
+	env.StopTraining(ctx)
 	if err == nil && env.Config.Job.TestScores != "" && env.Index == 0 && len(r.Evals) > 0 {
 		err = writeScores(env.Config.Job.TestScores, r.Evals[len(r.Evals)-1].probs)
 	}
@@ -337,7 +337,7 @@ func (m *model) trainerOptions(env *job.Env, start checkpoint.Checkpoint) Option
 	}
 	// Pause at a batch boundary when the scheduler asks (a snapshot, a
 	// rollback).
-	o.PauseRequested, o.Pause = env.Pauser.Requested, env.Pauser.Pause
+	o.PauseRequested, o.Pause = env.PauseRequested, env.Pause
 	if env.KeepsBest() && len(o.Valid) > 0 {
 		o.KeepBest = func(ctx context.Context) error { _, err := env.KeepBest(ctx, nil); return err }
 		o.Rollback = env.RollBack
@@ -345,7 +345,7 @@ func (m *model) trainerOptions(env *job.Env, start checkpoint.Checkpoint) Option
 	o.Final = env.BestRestored != nil
 	if env.Workers() > 1 {
 		o.Barrier = func(ctx context.Context) error {
-			env.Pauser.StopTraining(ctx) // no more batches: snapshots need not wait for us
+			env.StopTraining(ctx) // no more batches: snapshots need not wait for us
 			if m.kj != nil {             // reading is over: let later partition deals go on without us
 				if err := m.kj.done(ctx, env.Version); err != nil {
 					return err // train again (the next attempt starts training anew) or stopped

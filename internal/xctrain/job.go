@@ -197,10 +197,10 @@ func (m *model) train1(ctx context.Context, env *job.Env, start *checkpoint.Chec
 	env.Say("training on %d shards: embedding dim %d, hidden %v, SLIDE output of %d labels%s (sparsity %v, %s, K=%d L=%d R=%d), %.0f MB in the layer",
 		env.Client.NumShards(), tr.table.Dim, oc.Hidden, tr.labels, owners, oc.Sparsity, oc.Family, p.K, p.L, p.R,
 		float64(tr.out.ParamBytes()+tr.out.TablesBytes())/1e6)
-	if err := env.Pauser.StartTraining(ctx); err != nil {
+	if err := env.StartTraining(ctx); err != nil {
 		return err
 	}
-	defer env.Pauser.StopTraining(ctx)
+	defer env.StopTraining(ctx)
 	r, err := tr.Run(ctx)
 	done := tr.modelCheckpoint(r) // what this attempt's model holds
 	done.Done, done.Epoch, done.Best = true, r.Epochs, r.Best
