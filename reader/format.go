@@ -105,11 +105,13 @@ const (
 // FeatureID returns the id of the feature with the given token in field:
 // FNV-1a 64 over the 4 little-endian bytes of field then the token bytes,
 // finished with the splitmix64 finalizer. It is part of the data format and
-// never changes; see the package documentation.
-func FeatureID(field uint32, token []byte) uint64 {
+// never changes; see the package documentation. The token is bytes or a
+// string (the same id for the same bytes), so that a caller holding a
+// string hashes it without a copy.
+func FeatureID[T ~string | ~[]byte](field uint32, token T) uint64 {
 	h := hashField(field)
-	for _, c := range token {
-		h ^= uint64(c)
+	for i := 0; i < len(token); i++ {
+		h ^= uint64(token[i])
 		h *= fnvPrime64
 	}
 	return hashmix.Mix64(h)

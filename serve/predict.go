@@ -1,10 +1,10 @@
 package serve
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"sync"
 
 	"github.com/xdlgo/xps/reader"
@@ -142,21 +142,21 @@ func parseFeatures(s string, ns []uint32, fields []uint32, ids []uint64, vals []
 	// Blanks are spaces and tabs, as in the training formats: a token may
 	// hold any other byte (bytes.Fields would split "a\vb", which the
 	// trainer hashed whole, and score another feature).
-	for tok := range bytes.FieldsFuncSeq([]byte(s), func(r rune) bool { return r == ' ' || r == '\t' }) {
+	for tok := range strings.FieldsFuncSeq(s, func(r rune) bool { return r == ' ' || r == '\t' }) {
 		if n++; n > limit {
 			return nil, nil, nil, fmt.Errorf("%w: more than %d", errTooMany, limit)
 		}
-		fs, rest, ok := bytes.Cut(tok, []byte{':'})
+		fs, rest, ok := strings.Cut(tok, ":")
 		if !ok {
 			return nil, nil, nil, fmt.Errorf("feature %q: want FIELD:TOKEN[:VALUE]", tok)
 		}
-		field, err := strconv.ParseUint(string(fs), 10, 32)
+		field, err := strconv.ParseUint(fs, 10, 32)
 		if err != nil || field >= maxField {
 			return nil, nil, nil, fmt.Errorf("feature %q: field %q is not a number below %d", tok, fs, maxField)
 		}
 		v := float32(1)
-		if i := bytes.LastIndexByte(rest, ':'); i >= 0 {
-			x, err := strconv.ParseFloat(string(rest[i+1:]), 32)
+		if i := strings.LastIndexByte(rest, ':'); i >= 0 {
+			x, err := strconv.ParseFloat(rest[i+1:], 32)
 			if err != nil || x != x || x > 3.4e38 || x < -3.4e38 {
 				return nil, nil, nil, fmt.Errorf("feature %q: value %q is not a finite number", tok, rest[i+1:])
 			}
