@@ -74,8 +74,9 @@ type builder struct {
 // base is the configuration the changes are made to: the given keys with
 // the defaults of the kind and output the changes end with (else those
 // given), less the defaults that follow from keys a change may set: the
-// wide part and its table, train.format and train.valid_metric, which
-// EnsureDefaults fills after the changes.
+// wide part and its table, train.format, train.valid_metric and
+// model.output.infer_sparsity (sparsity's), which EnsureDefaults fills
+// after the changes.
 func (b *builder) base() Config {
 	g := &b.given
 	c := *g
@@ -93,6 +94,7 @@ func (b *builder) base() Config {
 		c.Model.Tables = slices.Delete(c.Model.Tables, i, i+1)
 	}
 	c.Train.Format, c.Train.ValidMetric = g.Train.Format, g.Train.ValidMetric
+	c.Model.Output.InferSparsity = g.Model.Output.InferSparsity
 	return c
 }
 

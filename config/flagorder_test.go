@@ -189,3 +189,36 @@ func lineDiff(a, b string) string {
 	}
 	return strings.Join(out, "\n")
 }
+
+// TestDerivedDefaultsFollowTheSource: a default derived from another key
+// (model.output.infer_sparsity follows model.output.sparsity) follows it
+// whether the key comes from a file or from -set: `-set
+// model.output.sparsity=0.1` left infer_sparsity at the default
+// sparsity's 0.005, where the same key in a file gave 0.1. A value given
+// for the derived key itself stays.
+func TestDerivedDefaultsFollowTheSource(t *testing.T) {
+	slide := [][2]string{{"job.train", "t.xml"}, {"train.format", "xml"}, {"model.output.kind", "slide"}}
+	set := func(kv [][2]string) *Overrides {
+		var args []string
+		for _, p := range kv {
+			args = append(args, "-set", p[0]+"="+p[1])
+		}
+		return overrides(t, args...)
+	}
+	for _, extra := range [][][2]string{
+		{{"model.output.sparsity", "0.1"}},
+		{{"model.output.sparsity", "0.1"}, {"model.output.infer_sparsity", "0.2"}},
+	} {
+		all := append(slices.Clone(slide), extra...)
+		file := printed(t, YAML(yamlOf(all)))
+		if !strings.Contains(file, "infer_sparsity: "+map[int]string{1: "0.1", 2: "0.2"}[len(extra)]) {
+			t.Fatalf("%v in a file:\n%s", extra, file)
+		}
+		if got := printed(t, set(all)); got != file {
+			t.Errorf("%v by -set prints\n%s\nwant, as from a file:\n%s", extra, got, file)
+		}
+		if got := printed(t, YAML(yamlOf(slide)), set(extra)); got != file {
+			t.Errorf("%v by -set over a file prints\n%s\nwant:\n%s", extra, got, file)
+		}
+	}
+}
