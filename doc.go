@@ -12,5 +12,5 @@
 //
 // # Files
 //
-//   - train.go: Train, a worker's job for its model kind, and Result, the summary of whichever model it trained.
+//   - train.go: Train, a worker's job for its model kind, and Result (CTRResult, SLIDEResult), the summary of whichever model it trained.
 package xps

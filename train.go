@@ -15,11 +15,19 @@ import (
 // model the job trained.
 type Result struct {
 	// CTR is the CTR model's result (model.output.kind logit).
-	CTR *worker.JobResult
+	CTR *CTRResult
 	// SLIDE is the extreme classification model's result
 	// (model.output.kind slide).
-	SLIDE *xctrain.JobResult
+	SLIDE *SLIDEResult
 }
+
+// CTRResult and SLIDEResult are the summaries of the two models' jobs
+// (their trainers' JobResult, whose fields and JSON are what the worker's
+// -json prints), named here so that a program can hold and pass them.
+type (
+	CTRResult   = worker.JobResult
+	SLIDEResult = xctrain.JobResult
+)
 
 // Train runs a worker's job on a cluster (an embedded one, see package
 // cluster, or a running one through opts.Etcd): the model opts.Config
