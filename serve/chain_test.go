@@ -17,6 +17,23 @@ import (
 	"github.com/xdlgo/xps/snapshot"
 )
 
+// exportedModel trains the tests' small model with its final model
+// exported (fp32) and returns the export store's directory, the store and
+// the one full export in it.
+func exportedModel(t testing.TB) (string, snapshot.Store, *export.Manifest) {
+	t.Helper()
+	dir, _, _ := trainAndExport(t, "libffm", export.FP32)
+	store, err := snapshot.OpenDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	full, _, err := export.Next(store, nil)
+	if err != nil || len(full) != 1 {
+		t.Fatalf("the trainer's exports: %d, %v", len(full), err)
+	}
+	return dir, store, full[0]
+}
+
 // writeDelta writes export seq onto base (full) in store: table "emb"'s
 // row of each id of set set to val, each id of del deleted, the dense
 // parameters and everything else copied from the manifest m.
@@ -95,16 +112,7 @@ func writeDelta(t testing.TB, store snapshot.Store, m *export.Manifest, seq, bas
 // applied, a corrupt or unlinked delta is refused with the server staying
 // on the last good version, and a restarted server rebuilds the chain.
 func TestFollowsTheChain(t *testing.T) {
-	dir, _, _ := trainAndExport(t, "libffm", export.FP32)
-	store, err := snapshot.OpenDir(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	full, _, err := export.Next(store, nil)
-	if err != nil || len(full) != 1 {
-		t.Fatalf("the trainer's exports: %d, %v", len(full), err)
-	}
-	m := full[0]
+	dir, store, m := exportedModel(t)
 	// The candidate: one feature; its id's row moves with each version.
 	cand := "3:probe"
 	id := reader.FeatureID(3, []byte("probe"))
@@ -265,16 +273,7 @@ func checkRefusals(t *testing.T, s *serve.Server, store snapshot.Store, dir stri
 // Update runs and the growth of the tables, per row of the delta, and the
 // model's tables before (the bytes a second copy would cost).
 func BenchmarkDeltaInPlace(b *testing.B) {
-	dir, _, _ := trainAndExport(b, "libffm", export.FP32)
-	store, err := snapshot.OpenDir(dir)
-	if err != nil {
-		b.Fatal(err)
-	}
-	full, _, err := export.Next(store, nil)
-	if err != nil || len(full) != 1 {
-		b.Fatalf("the trainer's exports: %d, %v", len(full), err)
-	}
-	m := full[0]
+	dir, store, m := exportedModel(b)
 	s, err := serve.New(serve.Options{Store: dir, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		b.Fatal(err)
