@@ -346,7 +346,7 @@ func (m *model) trainerOptions(env *job.Env, start checkpoint.Checkpoint) Option
 	if env.Workers() > 1 {
 		o.Barrier = func(ctx context.Context) error {
 			env.StopTraining(ctx) // no more batches: snapshots need not wait for us
-			if m.kj != nil {             // reading is over: let later partition deals go on without us
+			if m.kj != nil {      // reading is over: let later partition deals go on without us
 				if err := m.kj.done(ctx, env.Version); err != nil {
 					return err // train again (the next attempt starts training anew) or stopped
 				}
