@@ -27,5 +27,6 @@
 // # Files
 //
 //   - ring.go: Ring and Slot, the push ring.
+//   - push.go: Push, a batch's push, and NewPushRing, the ring both trainers push through.
 //   - driver.go: Steps, Rounds and Driver, the tracker's driver.
 package trainrun

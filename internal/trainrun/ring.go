@@ -88,10 +88,11 @@ func (r *Ring[B]) Go(ctx context.Context, s *Slot[B]) {
 	go s.run()
 }
 
-// Sync pushes s with push (a push of its own, such as a sync round's)
-// and waits for it; s returns to the ring.
-func (r *Ring[B]) Sync(ctx context.Context, s *Slot[B], push func(context.Context, *B) error) error {
-	err := s.pushWith(ctx, push)
+// Sync pushes s and waits for the push (a batch of the sequential
+// loop); s returns to the ring, and the push's error is Sync's, not kept
+// for Drain.
+func (r *Ring[B]) Sync(ctx context.Context, s *Slot[B]) error {
+	err := s.pushWith(ctx, r.push)
 	r.free <- s
 	return err
 }

@@ -93,7 +93,11 @@ func TestRingPushOutlivesTheRunsContext(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	started, release := make(chan struct{}), make(chan struct{})
 	var pushErr atomic.Value
-	r := NewRing("test", 1, func() int { return 0 }, func(pctx context.Context, _ *int) error {
+	want := errors.New("sync push")
+	r := NewRing("test", 1, func() int { return 0 }, func(pctx context.Context, b *int) error {
+		if *b == 1 { // the Sync push below
+			return want
+		}
 		close(started)
 		<-release
 		pushErr.Store(pctx.Err() == nil)
@@ -117,8 +121,8 @@ func TestRingPushOutlivesTheRunsContext(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := errors.New("sync push")
-	if err := r.Sync(ctx, s, func(context.Context, *int) error { return want }); err != want {
+	s.Buf = 1
+	if err := r.Sync(ctx, s); err != want {
 		t.Fatalf("Sync: %v, want its push's error", err)
 	}
 	if err := r.Drain(); err != nil {

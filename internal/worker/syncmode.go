@@ -8,6 +8,7 @@ import (
 
 	"github.com/xdlgo/xps/ams/client"
 	"github.com/xdlgo/xps/internal/tracker"
+	"github.com/xdlgo/xps/internal/trainrun"
 	"github.com/xdlgo/xps/model/ctr"
 )
 
@@ -91,6 +92,6 @@ func (t *Trainer) checkpointEntry(c Checkpoint) ([]client.StateEntry, error) {
 
 // pushRound pushes pb as this worker's part of round rd, through the
 // route of its batch's pull.
-func (t *Trainer) pushRound(ctx context.Context, pb *pushBuf, rd client.Round, state []client.StateEntry) error {
-	return t.cl.PushRound(ctx, rd, pb.route, pb.grads, pb.vecs, state)
+func (t *Trainer) pushRound(ctx context.Context, pb *trainrun.Push, rd client.Round, state []client.StateEntry) error {
+	return t.cl.PushRound(ctx, rd, pb.Route, pb.Grads, pb.Vecs, state)
 }

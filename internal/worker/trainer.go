@@ -228,25 +228,7 @@ type Trainer struct {
 
 	// pushes is the push ring: a buffer taken before a batch's backward
 	// and returned when its push is done.
-	pushes *trainrun.Ring[pushBuf]
-}
-
-// pushBuf holds one batch's gradients while its push is in flight, and
-// the route its pull used (swapped in from the batch's state).
-type pushBuf struct {
-	route  *client.Route
-	grads  [][]float32
-	dense  []float32
-	vecs   []client.Vector // dense, as the push's one vector
-	origin ams.Origin      // the batch's: the shards apply it once
-}
-
-// newPushBuf returns a push buffer of t's model.
-func (t *Trainer) newPushBuf() pushBuf {
-	pb := pushBuf{route: t.cl.NewRoute(), grads: make([][]float32, t.layout.Tables()),
-		dense: make([]float32, t.net.NumParams())}
-	pb.vecs = []client.Vector{{Name: ctr.DenseName, Values: pb.dense}}
-	return pb
+	pushes *trainrun.Ring[trainrun.Push]
 }
 
 // New builds a trainer for the model in opts.Config and opts.Shape.
@@ -275,7 +257,7 @@ func New(cl *client.Client, opts Options) (*Trainer, error) {
 	t := &Trainer{cl: cl, cfg: cfg, opts: opts, layout: layout, net: net, cols: net.Cols,
 		tables: cfg.Model.Tables}
 	t.ws = net.NewWorkspace(cfg.Train.BatchSize, cfg.Train.DenseThreads)
-	t.pushes = trainrun.NewRing("worker", cfg.Train.MaxInflightPushes, t.newPushBuf, t.push)
+	t.pushes = trainrun.NewPushRing("worker", cfg.Train.MaxInflightPushes, cl, layout.Tables(), ctr.DenseName, net.NumParams())
 	return t, nil
 }
 
@@ -569,15 +551,15 @@ func (t *Trainer) step(ctx context.Context, s *state, origin ams.Origin, wait bo
 		return 0, err
 	}
 	pb := &slot.Buf
-	t.net.BackwardTree(t.ws, s.params, s.tree, s.dlogits[:n], pb.dense, s.dxs)
+	t.net.BackwardTree(t.ws, s.params, s.tree, s.dlogits[:n], pb.Dense, s.dxs)
 	// The push reuses the pull's route; s takes the push buffer's idle one
 	// for its next batch.
-	pb.route, s.route = s.route, pb.route
-	for ti := range pb.grads {
-		pb.grads[ti] = grow(pb.grads[ti], len(s.cb.Sparse.IDs(ti))*t.layout.Dim(ti))
+	pb.Route, s.route = s.route, pb.Route
+	for ti := range pb.Grads {
+		pb.Grads[ti] = grow(pb.Grads[ti], len(s.cb.Sparse.IDs(ti))*t.layout.Dim(ti))
 	}
-	s.cb.Sparse.ScatterTree(s.dxs, pb.grads)
-	pb.origin = origin
+	s.cb.Sparse.ScatterTree(s.dxs, pb.Grads)
+	pb.Origin = origin
 	switch {
 	case !wait:
 		t.pushes.Go(ctx, slot)
@@ -586,16 +568,9 @@ func (t *Trainer) step(ctx context.Context, s *state, origin ams.Origin, wait bo
 		err = t.pushRound(ctx, pb, *s.round, s.roundState)
 		t.pushes.Put(slot)
 	default:
-		err = t.pushes.Sync(ctx, slot, t.push)
+		err = t.pushes.Sync(ctx, slot)
 	}
 	return loss, err
-}
-
-// push sends pb's gradients, of pb.origin's batch, through the route of
-// the batch's pull; ctx is the push's (trainrun.Ring: waited for even
-// when the run's context ends, the run's stop drains it).
-func (t *Trainer) push(ctx context.Context, pb *pushBuf) error {
-	return t.cl.PushBatch(ctx, pb.origin, pb.route, pb.grads, pb.vecs)
 }
 
 // Evaluate scores the test set with the shards' current model (a row not

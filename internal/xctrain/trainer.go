@@ -264,19 +264,9 @@ type Trainer struct {
 	dx     []float32 // gradient of the loss for the pooled embeddings
 	pred   []int32
 
-	pushes *trainrun.Ring[pushBuf] // the push ring
+	pushes *trainrun.Ring[trainrun.Push] // the push ring
 
 	start *Checkpoint // where Run starts (resume), nil: the beginning
-}
-
-// pushBuf holds one batch's gradients while its push is in flight, and
-// the route its pull used (swapped in from the batch).
-type pushBuf struct {
-	route  *client.Route
-	grads  [][]float32 // one buffer: the table's
-	dense  []float32
-	vecs   []client.Vector // dense, as the push's one vector
-	origin ams.Origin      // the batch's: the shards apply it once
 }
 
 // New builds the model: the layout of the one embedding table, the dense
@@ -344,11 +334,7 @@ func New(cl *client.Client, opts Options) (*Trainer, error) {
 	t := &Trainer{cl: cl, cfg: cfg, opts: opts, table: table, layout: layout, net: net, out: out, params: params, labels: labels,
 		ws: net.NewWorkspace(bs), x: make([]float32, bs*net.InputWidth()), h: make([]float32, bs*net.OutputWidth()),
 		dh: make([]float32, bs*net.OutputWidth()), dx: make([]float32, bs*net.InputWidth()), pred: make([]int32, bs*TopK)}
-	t.pushes = trainrun.NewRing("xctrain", cfg.Train.MaxInflightPushes, func() pushBuf {
-		pb := pushBuf{route: cl.NewRoute(), grads: make([][]float32, 1), dense: make([]float32, net.NumParams())}
-		pb.vecs = []client.Vector{{Name: DenseName, Values: pb.dense}}
-		return pb
-	}, t.push)
+	t.pushes = trainrun.NewPushRing("xctrain", cfg.Train.MaxInflightPushes, cl, 1, DenseName, net.NumParams())
 	return t, nil
 }
 
@@ -469,23 +455,16 @@ func (t *Trainer) step(ctx context.Context, r *run, b *batch, pause uint64) (uin
 	pb := &slot.Buf
 	t0 = time.Now()
 	demb := t.dx[:n*t.net.InputWidth()]
-	t.net.Backward(t.ws, b.params, t.x[:n*t.net.InputWidth()], n, dh, pb.dense, demb)
+	t.net.Backward(t.ws, b.params, t.x[:n*t.net.InputWidth()], n, dh, pb.Dense, demb)
 	// The push reuses the pull's route; b takes the push buffer's idle one
 	// for its next pull.
-	pb.route, b.route = b.route, pb.route
-	pb.grads[0] = grow(pb.grads[0], len(b.sb.IDs(0))*t.table.Dim)
-	b.sb.Scatter(demb, pb.grads)
+	pb.Route, b.route = b.route, pb.Route
+	pb.Grads[0] = grow(pb.Grads[0], len(b.sb.IDs(0))*t.table.Dim)
+	b.sb.Scatter(demb, pb.Grads)
 	ph.Dense += time.Since(t0).Seconds()
-	pb.origin = ams.Origin{Worker: t.opts.Name, Batch: uint64(r.tk.Batches()), Samples: uint32(n)}
+	pb.Origin = ams.Origin{Worker: t.opts.Name, Batch: uint64(r.tk.Batches()), Samples: uint32(n)}
 	t.pushes.Go(ctx, slot)
 	return pauseAll, nil
-}
-
-// push sends pb's gradients through the route of its batch's pull; ctx
-// is the push's (trainrun.Ring: waited for even when the run's context
-// ends, the run's stop drains it).
-func (t *Trainer) push(ctx context.Context, pb *pushBuf) error {
-	return t.cl.PushBatch(ctx, pb.origin, pb.route, pb.grads, pb.vecs)
 }
 
 // waitPushes waits until every push started so far is done and returns
