@@ -37,14 +37,15 @@ type Memory struct {
 // replicaMemory is a replica's values and whole table bytes.
 type replicaMemory struct{ values, tables int64 }
 
-// measure counts r's memory; the caller holds r.mu (either way).
-func (r *replica) measure() replicaMemory {
+// measure counts r's memory into r.mem, for Status; the caller holds
+// r.mu (either way) or r does not serve yet.
+func (r *replica) measure() {
 	m := replicaMemory{values: 4 * int64(len(r.params)), tables: 4 * int64(cap(r.params))}
 	for _, t := range r.tables {
 		m.values += 4 * int64(t.Len()) * int64(t.Dim())
 		m.tables += t.MemoryBytes()
 	}
-	return m
+	r.mem.Store(&m)
 }
 
 // memory returns the server's accounting (see Memory).

@@ -78,16 +78,12 @@ func newReplica(m *export.Manifest) (*replica, error) {
 	return r, nil
 }
 
-// apply applies export m (verified: export.Next) to r: a full export onto
-// an empty replica, a delta onto its base. The caller holds r.mu for
-// writing. An error leaves r in an unspecified state: the caller drops
-// it.
-func (r *replica) apply(s snapshot.Store, m *export.Manifest) error {
-	switch {
-	case m.Kind == export.KindFull && r.seq != 0:
-		return fmt.Errorf("serve: full export %d onto a replica at export %d", m.Seq, r.seq)
-	case m.Kind == export.KindDelta && m.Base != r.seq:
-		return fmt.Errorf("serve: delta %d onto export %d, but the replica is at export %d", m.Seq, m.Base, r.seq)
+// applyFull loads full export m (verified: export.Next) into r, a new
+// replica not yet serving: its rows go straight into the tables. An error
+// leaves r in an unspecified state: the caller drops it.
+func (r *replica) applyFull(s snapshot.Store, m *export.Manifest) error {
+	if m.Kind != export.KindFull || r.seq != 0 {
+		return fmt.Errorf("serve: export %d (%s) onto a replica at export %d: want a full export onto a new one", m.Seq, m.Kind, r.seq)
 	}
 	for _, t := range m.Tables {
 		i, err := r.table(m, t)
@@ -96,11 +92,7 @@ func (r *replica) apply(s snapshot.Store, m *export.Manifest) error {
 		}
 		tab := r.tables[i]
 		if err := export.ReadTable(s, m, t.Name, func(id uint64, v []float32) error {
-			if v == nil {
-				tab.Delete(id)
-				return nil
-			}
-			return tab.Load(id, v, nil, 0, 0)
+			return tab.Load(id, v, nil, 0, 0) // a full export deletes nothing (export.ReadTable refuses it)
 		}); err != nil {
 			return err
 		}
@@ -111,6 +103,7 @@ func (r *replica) apply(s snapshot.Store, m *export.Manifest) error {
 	}
 	copy(r.params, params)
 	r.seq, r.full, r.samples = m.Seq, m.Full, m.Samples
+	r.measure()
 	return nil
 }
 
@@ -140,7 +133,7 @@ func (r *replica) readParams(s snapshot.Store, m *export.Manifest) ([]float32, e
 }
 
 // delta is a delta export read into memory, checked against the replica's
-// model, to be applied in place (applyDelta, which then cannot fail).
+// model, to be applied in place (applyDeltas, which then cannot fail).
 type delta struct {
 	m      *export.Manifest
 	tables []tableDelta
@@ -156,12 +149,28 @@ type tableDelta struct {
 	deleted []uint64
 }
 
-// readDelta reads delta export m for r (no lock needed: it reads only
-// r's shape, which never changes).
-func (r *replica) readDelta(s snapshot.Store, m *export.Manifest) (*delta, error) {
-	if m.Kind != export.KindDelta {
-		return nil, fmt.Errorf("serve: export %d is not a delta", m.Seq)
+// readDeltas reads deltas ms, a chain from r's export on, into memory
+// for applyDeltas (no lock needed: it reads only r's shape, which never
+// changes, and r.seq, which only the caller writes). A delta not linked
+// to the one before it is refused.
+func (r *replica) readDeltas(s snapshot.Store, ms []*export.Manifest) ([]*delta, error) {
+	base := r.seq
+	ds := make([]*delta, 0, len(ms))
+	for _, m := range ms {
+		if m.Kind != export.KindDelta || m.Base != base {
+			return nil, fmt.Errorf("serve: export %d (%s) onto export %d, but the replica is at export %d", m.Seq, m.Kind, m.Base, base)
+		}
+		d, err := r.readDelta(s, m)
+		if err != nil {
+			return nil, err
+		}
+		ds, base = append(ds, d), m.Seq
 	}
+	return ds, nil
+}
+
+// readDelta reads delta export m for r.
+func (r *replica) readDelta(s snapshot.Store, m *export.Manifest) (*delta, error) {
 	d := &delta{m: m}
 	for _, t := range m.Tables {
 		i, err := r.table(m, t)
@@ -189,23 +198,27 @@ func (r *replica) readDelta(s snapshot.Store, m *export.Manifest) (*delta, error
 	return d, nil
 }
 
-// applyDelta applies d, read by readDelta onto r's version, in place. The
-// caller holds r.mu for writing.
-func (r *replica) applyDelta(d *delta) {
-	for _, td := range d.tables {
-		tab := r.tables[td.tab]
-		for _, id := range td.deleted {
-			tab.Delete(id)
+// applyDeltas applies ds, read by readDeltas, to r in place, then counts
+// r's memory (measure). The caller holds r.mu for writing, or r does not
+// serve yet.
+func (r *replica) applyDeltas(ds []*delta) {
+	for _, d := range ds {
+		for _, td := range d.tables {
+			tab := r.tables[td.tab]
+			for _, id := range td.deleted {
+				tab.Delete(id)
+			}
+			dim := tab.Dim()
+			for k, id := range td.ids {
+				// The lengths were checked (readDelta: the table's dim), so
+				// Load, whose only error is a length, cannot fail.
+				_ = tab.Load(id, td.values[k*dim:(k+1)*dim], nil, 0, 0)
+			}
 		}
-		dim := tab.Dim()
-		for k, id := range td.ids {
-			// The lengths were checked (readDelta: the table's dim), so
-			// Load, whose only error is a length, cannot fail.
-			_ = tab.Load(id, td.values[k*dim:(k+1)*dim], nil, 0, 0)
-		}
+		copy(r.params, d.params)
+		r.seq, r.full, r.samples = d.m.Seq, d.m.Full, d.m.Samples
 	}
-	copy(r.params, d.params)
-	r.seq, r.full, r.samples = d.m.Seq, d.m.Full, d.m.Samples
+	r.measure()
 }
 
 // Rows returns the rows the replica holds, by table.

@@ -167,7 +167,7 @@ func (s *Server) Update() (bool, error) {
 }
 
 // load builds a replica of a new chain (a full export and its deltas) and
-// serves it; the old replicas are dropped once their requests end.
+// serves it; the old one is dropped once its requests end.
 func (s *Server) load(chain []*export.Manifest) error {
 	r, err := s.build(chain)
 	if err != nil {
@@ -184,13 +184,16 @@ func (s *Server) build(chain []*export.Manifest) (*replica, error) {
 	if err != nil {
 		return nil, err
 	}
-	for _, m := range chain {
-		if err := r.apply(s.store, m); err != nil {
+	if err := r.applyFull(s.store, chain[0]); err != nil {
+		return nil, err
+	}
+	for i := 1; i < len(chain); i++ { // one delta at a time: memory for one
+		ds, err := r.readDeltas(s.store, chain[i:i+1])
+		if err != nil {
 			return nil, err
 		}
+		r.applyDeltas(ds)
 	}
-	rm := r.measure()
-	r.mem.Store(&rm)
 	return r, nil
 }
 
@@ -202,24 +205,12 @@ func (s *Server) build(chain []*export.Manifest) (*replica, error) {
 // rows' (held until applied), not another copy of the model.
 func (s *Server) advance(deltas []*export.Manifest) error {
 	r := s.cur.Load()
-	base := r.seq // written by this goroutine only (under upd)
-	ds := make([]*delta, 0, len(deltas))
-	for _, m := range deltas {
-		if m.Base != base {
-			return fmt.Errorf("serve: delta %d onto export %d, but the replica is at export %d", m.Seq, m.Base, base)
-		}
-		d, err := r.readDelta(s.store, m)
-		if err != nil {
-			return err
-		}
-		ds, base = append(ds, d), m.Seq
+	ds, err := r.readDeltas(s.store, deltas)
+	if err != nil {
+		return err
 	}
 	r.mu.Lock()
-	for _, d := range ds {
-		r.applyDelta(d)
-	}
-	rm := r.measure()
-	r.mem.Store(&rm)
+	r.applyDeltas(ds)
 	r.mu.Unlock()
 	s.chain = append(s.chain, deltas...)
 	return nil
