@@ -6,9 +6,9 @@ import (
 	"io"
 
 	"github.com/xdlgo/xps/config"
-	"github.com/xdlgo/xps/internal/worker"
-	"github.com/xdlgo/xps/internal/xctrain"
 	"github.com/xdlgo/xps/job"
+	"github.com/xdlgo/xps/job/ctrtrain"
+	"github.com/xdlgo/xps/job/xctrain"
 )
 
 // Result is a finished job's summary: one of its fields is set, for the
@@ -25,7 +25,7 @@ type Result struct {
 // (their trainers' JobResult, whose fields and JSON are what the worker's
 // -json prints), named here so that a program can hold and pass them.
 type (
-	CTRResult   = worker.JobResult
+	CTRResult   = ctrtrain.JobResult
 	SLIDEResult = xctrain.JobResult
 )
 
@@ -39,7 +39,7 @@ func Train(ctx context.Context, opts job.Options) (Result, error) {
 		r, err := xctrain.RunJob(ctx, opts)
 		return Result{SLIDE: &r}, err
 	}
-	r, err := worker.RunJob(ctx, opts)
+	r, err := ctrtrain.RunJob(ctx, opts)
 	return Result{CTR: &r}, err
 }
 

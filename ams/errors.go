@@ -74,7 +74,7 @@ var (
 	// anything is created or opened.
 	ErrStoreNotAllowed = errors.New("ams: store location not allowed")
 	// ErrRoleNotAllowed: a call whose caller's role (the role its TLS
-	// certificate names, package internal/tlsconf) may not make it: only
+	// certificate names, package cluster/tlsconf) may not make it: only
 	// the scheduler and an admin write snapshots and exports and restore,
 	// only workers (and admins) push. Shards refuse it only with TLS on.
 	ErrRoleNotAllowed = errors.New("ams: role not allowed")

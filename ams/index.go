@@ -3,7 +3,7 @@ package ams
 import (
 	"math/bits"
 
-	"github.com/xdlgo/xps/internal/prefetch"
+	"github.com/xdlgo/xps/model/prefetch"
 )
 
 // emptySlot marks a free bucket of the index. It is never a valid slot, so

@@ -3,7 +3,7 @@ package ams
 import (
 	"fmt"
 
-	"github.com/xdlgo/xps/internal/prefetch"
+	"github.com/xdlgo/xps/model/prefetch"
 
 	"github.com/xdlgo/xps/filters"
 )

@@ -4,7 +4,7 @@ import (
 	"encoding/binary"
 	"slices"
 
-	"github.com/xdlgo/xps/internal/prefetch"
+	"github.com/xdlgo/xps/model/prefetch"
 )
 
 // RowSet is a list of ids in increasing order with where each one's row

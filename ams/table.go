@@ -5,7 +5,7 @@ import (
 	"math"
 	"unsafe"
 
-	"github.com/xdlgo/xps/internal/prefetch"
+	"github.com/xdlgo/xps/model/prefetch"
 )
 
 // Table is the storage of one sparse table in one stripe: an index from

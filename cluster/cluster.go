@@ -18,12 +18,12 @@ import (
 
 	"github.com/xdlgo/xps/ams/client"
 	"github.com/xdlgo/xps/ams/shard"
+	"github.com/xdlgo/xps/cluster/amsnode"
+	"github.com/xdlgo/xps/cluster/controlplane"
+	"github.com/xdlgo/xps/cluster/etcdembed"
+	"github.com/xdlgo/xps/cluster/membership"
+	"github.com/xdlgo/xps/cluster/scheduler"
 	"github.com/xdlgo/xps/config"
-	"github.com/xdlgo/xps/internal/amsnode"
-	"github.com/xdlgo/xps/internal/controlplane"
-	"github.com/xdlgo/xps/internal/etcdembed"
-	"github.com/xdlgo/xps/internal/membership"
-	"github.com/xdlgo/xps/internal/scheduler"
 )
 
 // Options configure a local cluster.

@@ -328,13 +328,13 @@ type ModelConfig struct {
 // Output kinds.
 const (
 	// OutputLogit is one logit with sigmoid cross-entropy on binary labels:
-	// the CTR model (package internal/worker).
+	// the CTR model (package job/ctrtrain).
 	OutputLogit = "logit"
 	// OutputSLIDE is a softmax over output.labels labels trained through
 	// a SLIDE layer (package sparsenet/slide) on XMLRepository data: the
 	// embedding sum of a sample's features (model.tables[0], plus a bias,
 	// ReLU) goes through output.hidden into the layer (package
-	// internal/xctrain). model.hidden, model.fields and field settings do
+	// job/xctrain). model.hidden, model.fields and field settings do
 	// not apply.
 	OutputSLIDE = "slide"
 )

@@ -52,7 +52,7 @@
 //	  hidden: [200, 80]         # MLP hidden layer sizes (ReLU); the output is one logit
 //	  dense_optimizer: {name: adam, lr: 0.001}
 //	  seed: 1                   # MLP initialisation and shuffling
-//	  output:                   # logit (CTR) or slide (extreme classification, package internal/xctrain)
+//	  output:                   # logit (CTR) or slide (extreme classification, package job/xctrain)
 //	    kind: logit
 //	    labels: 0               # slide: output neurons; 0 = from the data
 //	    hidden: []              # slide: dense ReLU layers between the embedding sum and the SLIDE layer

@@ -113,7 +113,7 @@ func BenchmarkMLP_ForwardBackward_Batch256(b *testing.B) {
 	benchMLP(b, []int{414, 200, 80, 1}, MLPOptions{}, 256)
 }
 
-// The dense part of the SLIDE model (internal/xctrain): the embedding
+// The dense part of the SLIDE model (job/xctrain): the embedding
 // sum's bias and ReLU, one hidden layer, a ReLU output for the SLIDE layer.
 func BenchmarkMLP_SLIDE_Dim128_Hidden256_Batch128(b *testing.B) {
 	benchMLP(b, []int{128, 256}, MLPOptions{InputBias: true, OutputReLU: true}, 128)

@@ -2,7 +2,7 @@
 // fully connected network (the "DenseNet" on top of the pooled embeddings),
 // a sigmoid cross-entropy loss, and the float32 kernels they run on. The
 // same network, with an input bias and a ReLU on its output, is the dense
-// part of the SLIDE extreme-classification model (internal/xctrain). It is
+// part of the SLIDE extreme-classification model (job/xctrain). It is
 // Go, with Go-assembly GEMM micro-kernels on amd64 (see Performance), and
 // depends only on golang.org/x/sys/cpu; it knows nothing of RPC, files or
 // etcd.
@@ -34,7 +34,7 @@
 //   - OutputReLU: the last layer has a ReLU too; its output is a hidden
 //     activation of width s_L for a layer outside this package.
 //
-// The SLIDE model (internal/xctrain) uses both: its dense vector on the
+// The SLIDE model (job/xctrain) uses both: its dense vector on the
 // AMS shards, for embedding dim E and hidden widths h_1 .. h_H, is
 //
 //	b_in (E), W_0 (h_1 x E), b_0 (h_1), ..., W_{H-1} (h_H x h_{H-1}), b_{H-1} (h_H)

@@ -263,7 +263,7 @@ func TestOptionsAgainstReference(t *testing.T) {
 }
 
 // sparseInputStack is the dense part of xctrain's SLIDE network as it was
-// written there before it used MLP (internal/xctrain's denseNet), on the
+// written there before it used MLP (job/xctrain's denseNet), on the
 // exported kernels: ReLU(x + b_in), then fully connected ReLU layers, in
 // place on its own buffers. sizes has the embedding width first; the
 // parameters are laid out b_in, W_1, b_1, ..., as MLP lays them out.

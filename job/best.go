@@ -7,7 +7,7 @@ import (
 	"slices"
 	"time"
 
-	"github.com/xdlgo/xps/internal/controlplane"
+	"github.com/xdlgo/xps/cluster/controlplane"
 )
 
 // The best model of a job with a validation set (config job.valid): the

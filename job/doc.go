@@ -2,7 +2,7 @@
 // register in etcd, watch the lease, follow the scheduler's pauses, find
 // the shard map and build the AMS client, load the model's data, train in
 // attempts, and meet the other workers at barriers. A model (the CTR
-// model of internal/worker, the SLIDE model of internal/xctrain)
+// model of job/ctrtrain, the SLIDE model of job/xctrain)
 // implements Model and is given an Env; everything that is the same for
 // every model lives here, once.
 //

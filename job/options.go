@@ -10,8 +10,8 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/xdlgo/xps/ams/client"
+	"github.com/xdlgo/xps/cluster/membership"
 	"github.com/xdlgo/xps/config"
-	"github.com/xdlgo/xps/internal/membership"
 	"github.com/xdlgo/xps/reader"
 )
 
@@ -62,7 +62,7 @@ type Options struct {
 	// everything through gRPC.
 	Local client.Resolver
 	// TLS, when set, is the client configuration of the worker's gRPC
-	// connections to the shards (package internal/tlsconf's Client, with
+	// connections to the shards (package cluster/tlsconf's Client, with
 	// a certificate of the worker role): mutual TLS instead of plaintext.
 	// The etcd client (Etcd) is the caller's and carries its own. The
 	// default value (nil) speaks plaintext.

@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/xdlgo/xps/internal/controlplane"
-	"github.com/xdlgo/xps/internal/membership"
+	"github.com/xdlgo/xps/cluster/controlplane"
+	"github.com/xdlgo/xps/cluster/membership"
 	"github.com/xdlgo/xps/tests/testutil"
 )
 

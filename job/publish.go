@@ -6,8 +6,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/xdlgo/xps/internal/controlplane"
-	"github.com/xdlgo/xps/internal/membership"
+	"github.com/xdlgo/xps/cluster/controlplane"
+	"github.com/xdlgo/xps/cluster/membership"
 )
 
 // publishTimeout bounds one put of a progress report: a report that etcd

@@ -10,7 +10,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/xdlgo/xps/ams"
-	"github.com/xdlgo/xps/internal/controlplane"
+	"github.com/xdlgo/xps/cluster/controlplane"
 )
 
 // Recoverable reports whether a failed attempt may go on after a restore:

@@ -6,7 +6,7 @@ import (
 	"math"
 	"slices"
 
-	"github.com/xdlgo/xps/internal/prefetch"
+	"github.com/xdlgo/xps/model/prefetch"
 )
 
 // Pack holds many sample groups in a few flat arrays shared by all of them:

@@ -58,7 +58,7 @@ func criteoTSV(lastEmpty bool) string {
 // TestSniffCriteoEmptyLastColumn: a Criteo file whose first line ends in an
 // empty column, read as libffm (the default for train.txt) or by its
 // .libffm extension, fails at line 1, and sniffing the file the error names
-// says criteo, which internal/worker's formatHint turns into "give -format
+// says criteo, which job/ctrtrain's formatHint turns into "give -format
 // criteo". Counting columns after trimming the trailing tab found 39
 // columns and no hint.
 func TestSniffCriteoEmptyLastColumn(t *testing.T) {

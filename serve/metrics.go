@@ -6,7 +6,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/xdlgo/xps/internal/ops"
+	"github.com/xdlgo/xps/cluster/ops"
 )
 
 // metrics are the server's Prometheus metrics (Options.Metrics): requests

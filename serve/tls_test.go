@@ -12,7 +12,7 @@ import (
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
 
-	"github.com/xdlgo/xps/internal/tlsconf"
+	"github.com/xdlgo/xps/cluster/tlsconf"
 	"github.com/xdlgo/xps/serve"
 	"github.com/xdlgo/xps/serve/servepb"
 	"github.com/xdlgo/xps/tests/tlstest"

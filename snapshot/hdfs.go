@@ -14,7 +14,7 @@ import (
 
 	"github.com/colinmarc/hdfs/v2"
 
-	"github.com/xdlgo/xps/internal/hdfsconn"
+	"github.com/xdlgo/xps/snapshot/hdfsconn"
 )
 
 // HDFSStore is a Store in a directory on HDFS.

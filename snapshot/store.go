@@ -9,7 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/xdlgo/xps/internal/hdfsconn"
+	"github.com/xdlgo/xps/snapshot/hdfsconn"
 )
 
 // ErrBadName is wrapped by the errors about a name that is not a valid

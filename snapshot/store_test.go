@@ -11,8 +11,8 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/xdlgo/xps/internal/hdfsconn"
 	"github.com/xdlgo/xps/snapshot"
+	"github.com/xdlgo/xps/snapshot/hdfsconn"
 	"github.com/xdlgo/xps/tests/hdfstest"
 )
 

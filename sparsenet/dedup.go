@@ -1,6 +1,6 @@
 package sparsenet
 
-import "github.com/xdlgo/xps/internal/prefetch"
+import "github.com/xdlgo/xps/model/prefetch"
 
 // Dedup assigns dense indices 0, 1, 2, ... to distinct uint64 keys in
 // first-seen order. It is a pointer-free open-addressing table with

@@ -11,7 +11,7 @@ import (
 
 	"github.com/xdlgo/xps/ams"
 	"github.com/xdlgo/xps/ams/amspb"
-	"github.com/xdlgo/xps/internal/tlsconf"
+	"github.com/xdlgo/xps/cluster/tlsconf"
 )
 
 // Roles lists, for each RPC of the AMS service, the roles (package

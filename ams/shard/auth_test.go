@@ -19,7 +19,7 @@ import (
 	"github.com/xdlgo/xps/ams/amspb"
 	"github.com/xdlgo/xps/ams/client"
 	"github.com/xdlgo/xps/ams/shard"
-	"github.com/xdlgo/xps/internal/tlsconf"
+	"github.com/xdlgo/xps/cluster/tlsconf"
 	"github.com/xdlgo/xps/tests/tlstest"
 )
 

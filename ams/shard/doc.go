@@ -149,7 +149,7 @@
 //     ams.ErrStoreNotAllowed (gRPC PERMISSION_DENIED). A shard started
 //     with no roots refuses every location.
 //  7. A server built with TLSServerOptions (mutual TLS, package
-//     internal/tlsconf) checks the role of every call, the OU of the
+//     cluster/tlsconf) checks the role of every call, the OU of the
 //     caller's verified certificate, against Roles before the shard sees
 //     it: admin RPCs (WriteSnapshot, Restore, WriteExport) are the
 //     scheduler's, the data plane the workers'; any other call is refused

@@ -13,7 +13,7 @@ import (
 	"github.com/xdlgo/xps/ams"
 	"github.com/xdlgo/xps/ams/tier"
 	"github.com/xdlgo/xps/filters"
-	"github.com/xdlgo/xps/internal/hdfsconn"
+	"github.com/xdlgo/xps/snapshot/hdfsconn"
 )
 
 // Options configure a Shard. The zero value is usable.

@@ -8,8 +8,8 @@ import (
 	"strings"
 
 	"github.com/xdlgo/xps/ams"
-	"github.com/xdlgo/xps/internal/hdfsconn"
 	"github.com/xdlgo/xps/snapshot"
+	"github.com/xdlgo/xps/snapshot/hdfsconn"
 )
 
 // storeRoots are the store locations a shard's RPCs may name

@@ -50,9 +50,9 @@ import (
 	"os"
 	"runtime/debug"
 
-	"github.com/xdlgo/xps/internal/amsnode"
+	"github.com/xdlgo/xps/cluster/amsnode"
+	"github.com/xdlgo/xps/cluster/membership"
 	"github.com/xdlgo/xps/internal/cli"
-	"github.com/xdlgo/xps/internal/membership"
 )
 
 func main() {

@@ -39,10 +39,10 @@ import (
 	"os"
 	"time"
 
+	"github.com/xdlgo/xps/cluster/controlplane"
+	"github.com/xdlgo/xps/cluster/etcdembed"
+	"github.com/xdlgo/xps/cluster/membership"
 	"github.com/xdlgo/xps/internal/cli"
-	"github.com/xdlgo/xps/internal/controlplane"
-	"github.com/xdlgo/xps/internal/etcdembed"
-	"github.com/xdlgo/xps/internal/membership"
 )
 
 func main() {

@@ -28,7 +28,7 @@ import (
 	"strings"
 
 	"github.com/xdlgo/xps/internal/cli"
-	"github.com/xdlgo/xps/internal/hdfsconn"
+	"github.com/xdlgo/xps/snapshot/hdfsconn"
 )
 
 func main() {

@@ -1,5 +1,5 @@
 // Command plot draws line plots of CSV files as an SVG (package
-// internal/plot): one panel per y column, stacked, sharing the x column;
+// cluster/ops/plot): one panel per y column, stacked, sharing the x column;
 // one series per file (or per value of a label column).
 //
 // Usage:
@@ -31,8 +31,8 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/xdlgo/xps/cluster/ops/plot"
 	"github.com/xdlgo/xps/internal/cli"
-	"github.com/xdlgo/xps/internal/plot"
 )
 
 type flags struct{ out, x, ys, by, title string }

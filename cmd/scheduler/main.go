@@ -1,7 +1,7 @@
 // Command scheduler runs the scheduler of an xps cluster: it registers in
 // etcd, watches the AMS shards, workers and other schedulers, publishes the
 // shard map once the expected shards have joined, and reports lease expiries
-// (see package internal/scheduler).
+// (see package cluster/scheduler).
 //
 // Usage:
 //
@@ -83,10 +83,10 @@ import (
 	"io"
 	"os"
 
+	"github.com/xdlgo/xps/cluster/membership"
+	"github.com/xdlgo/xps/cluster/scheduler"
 	"github.com/xdlgo/xps/config"
 	"github.com/xdlgo/xps/internal/cli"
-	"github.com/xdlgo/xps/internal/membership"
-	"github.com/xdlgo/xps/internal/scheduler"
 )
 
 func main() {

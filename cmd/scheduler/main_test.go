@@ -13,8 +13,8 @@ import (
 	"go.uber.org/goleak"
 	"go.uber.org/zap"
 
-	"github.com/xdlgo/xps/internal/etcdembed"
-	"github.com/xdlgo/xps/internal/membership"
+	"github.com/xdlgo/xps/cluster/etcdembed"
+	"github.com/xdlgo/xps/cluster/membership"
 	"github.com/xdlgo/xps/tests/testutil"
 )
 

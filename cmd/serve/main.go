@@ -42,8 +42,8 @@ import (
 
 	"google.golang.org/grpc"
 
+	"github.com/xdlgo/xps/cluster/tlsconf"
 	"github.com/xdlgo/xps/internal/cli"
-	"github.com/xdlgo/xps/internal/tlsconf"
 	"github.com/xdlgo/xps/serve"
 )
 

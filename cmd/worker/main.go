@@ -21,11 +21,11 @@ import (
 
 	"github.com/xdlgo/xps"
 	"github.com/xdlgo/xps/cluster"
+	"github.com/xdlgo/xps/cluster/membership"
 	"github.com/xdlgo/xps/config"
 	"github.com/xdlgo/xps/internal/cli"
-	"github.com/xdlgo/xps/internal/membership"
-	"github.com/xdlgo/xps/internal/worker"
 	"github.com/xdlgo/xps/job"
+	"github.com/xdlgo/xps/job/ctrtrain"
 )
 
 type flags struct {
@@ -101,7 +101,7 @@ func run(ctx context.Context, f flags, overrides *config.Overrides) (err error) 
 	}
 	opts := job.Options{Config: cfg, Prefix: prefix, Index: f.index, Progress: progress, Logger: log, LeaseTTL: f.leaseTTL}
 	if m := f.proc.Metrics(); m != nil {
-		opts.OnProgress = worker.ProgressMetrics(m)
+		opts.OnProgress = ctrtrain.ProgressMetrics(m)
 	}
 	closeCluster, err := connect(ctx, f, &opts)
 	if err != nil {

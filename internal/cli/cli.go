@@ -18,8 +18,8 @@ import (
 	"syscall"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/xdlgo/xps/internal/ops"
-	"github.com/xdlgo/xps/internal/tlsconf"
+	"github.com/xdlgo/xps/cluster/ops"
+	"github.com/xdlgo/xps/cluster/tlsconf"
 )
 
 // Logger returns a text logger on stderr at the named level (debug, info,
@@ -220,7 +220,7 @@ func StartMemProfile(path string) (stop func() error, err error) {
 // -log-format and -http flags, the logger they make (on every line: the
 // program, its member id, the OS pid and, once SetVersion says, the
 // cluster version), and the
-// operations endpoint (package ops) when -http is set, and the TLS
+// operations endpoint (package cluster/ops) when -http is set, and the TLS
 // identity of -tls-ca, -tls-cert and -tls-key.
 type Proc struct {
 	Level, Format, HTTP string
@@ -313,6 +313,14 @@ func (p *Proc) NotReady(reason string) {
 	if p.Ops != nil {
 		p.Ops.SetNotReady(reason)
 	}
+}
+
+// OpsAddr is the operations endpoint's address, "" without -http.
+func (p *Proc) OpsAddr() string {
+	if p.Ops == nil {
+		return ""
+	}
+	return p.Ops.Addr()
 }
 
 // Close stops the operations endpoint.

@@ -6,7 +6,7 @@ import (
 	"io"
 	"testing"
 
-	"github.com/xdlgo/xps/internal/tlsconf"
+	"github.com/xdlgo/xps/cluster/tlsconf"
 	"github.com/xdlgo/xps/tests/tlstest"
 )
 

@@ -3,7 +3,7 @@
 // dien, with or without the wide part): the sparse layout of its input,
 // the pooling of pulled embedding rows into that input, and the dense
 // blocks' forward and backward on a compressed (multi-prefix-tree) batch.
-// The trainer (internal/worker) and the prediction server (package serve)
+// The trainer (job/ctrtrain) and the prediction server (package serve)
 // build the same Net from the same config and Shape, so that a server
 // scores as the trainer's evaluation does.
 //

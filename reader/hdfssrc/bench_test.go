@@ -11,9 +11,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/xdlgo/xps/internal/hdfsconn"
 	"github.com/xdlgo/xps/reader"
 	"github.com/xdlgo/xps/reader/hdfssrc"
+	"github.com/xdlgo/xps/snapshot/hdfsconn"
 	"github.com/xdlgo/xps/tests/hdfstest"
 )
 
@@ -26,7 +26,7 @@ import (
 //   - file-bytes, hdfs-bytes: the bytes only, copied to io.Discard, through
 //     the verified reader that FS uses;
 //   - hdfs-bytes-unverified: the client's own large reads, which can pass a
-//     corrupt chunk as data (see internal/hdfsconn): the cost of verifying.
+//     corrupt chunk as data (see snapshot/hdfsconn): the cost of verifying.
 //
 // The namenode is $XPS_HDFS_NAMENODE (host:port; bench/hdfs_read.sh starts
 // cmd/hdfsd as its own process) or, when unset, an in-process test server

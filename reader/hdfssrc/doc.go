@@ -9,7 +9,7 @@
 //
 // Reads go through hdfsconn.VerifiedReader, so a corrupt replica is
 // reported as a checksum error and never trained on (see package
-// internal/hdfsconn for the client's gap this closes).
+// snapshot/hdfsconn for the client's gap this closes).
 //
 // ForPaths picks the file system of a job's paths: local when none is an
 // HDFS URI, one FS when all are on one namenode, an error otherwise.

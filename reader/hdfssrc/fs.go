@@ -11,8 +11,8 @@ import (
 
 	"github.com/colinmarc/hdfs/v2"
 
-	"github.com/xdlgo/xps/internal/hdfsconn"
 	"github.com/xdlgo/xps/reader"
+	"github.com/xdlgo/xps/snapshot/hdfsconn"
 )
 
 // ErrOtherFS is wrapped by the errors about a name an FS does not serve.

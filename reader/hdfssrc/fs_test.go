@@ -13,9 +13,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/xdlgo/xps/internal/hdfsconn"
 	"github.com/xdlgo/xps/reader"
 	"github.com/xdlgo/xps/reader/hdfssrc"
+	"github.com/xdlgo/xps/snapshot/hdfsconn"
 	"github.com/xdlgo/xps/tests/hdfstest"
 )
 

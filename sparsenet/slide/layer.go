@@ -5,8 +5,8 @@ import (
 	"math"
 
 	"github.com/xdlgo/xps/densenet"
-	"github.com/xdlgo/xps/internal/prefetch"
 	"github.com/xdlgo/xps/model/optim"
+	"github.com/xdlgo/xps/model/prefetch"
 )
 
 // Stream tags of the per-sample random number generators.

@@ -4,7 +4,7 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/xdlgo/xps/internal/prefetch"
+	"github.com/xdlgo/xps/model/prefetch"
 )
 
 // noBucket marks a neuron that is assigned to no bucket of a table.

@@ -13,7 +13,7 @@
 //     only model/hashmix of the module and nothing of RPC, etcd or files,
 //     and nothing imports a cmd/ package but a command its own library
 //     (cmd/X/internal/...); the prediction server (serve, cmd/serve) links
-//     neither job, internal/worker, internal/xctrain, etcd nor kafka-go, and
+//     neither job, job/ctrtrain, job/xctrain, etcd nor kafka-go, and
 //     the model floor (model/...) imports nothing under internal/ and reaches
 //     neither a trainer, job nor package xps (TestServeAndModelRules).
 //
@@ -36,10 +36,9 @@
 // (internal/, tests/, cmd/ and the public packages) and fail
 //
 //  7. when a public package (under neither internal/, cmd/ nor tests/)
-//     imports a package of internal/ by an arrow that publicIntoInternal
-//     does not list: the list holds the arrows of issue 49's base (and
-//     three carried by the generators' move to reader/synth), none may be
-//     added, and an entry no package has any more must go;
+//     imports a package of internal/: a public package is built on public
+//     ones only, so that a program outside the module can do whatever
+//     one of the module's public packages does;
 //  8. when a non-test file outside tests/ imports the testing wing, but
 //     for the test servers' own commands (cmd/hdfsd, cmd/kafkad:
 //     testsImporters);

@@ -14,9 +14,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/xdlgo/xps/internal/controlplane"
-	"github.com/xdlgo/xps/internal/etcdembed"
-	"github.com/xdlgo/xps/internal/membership"
+	"github.com/xdlgo/xps/cluster/controlplane"
+	"github.com/xdlgo/xps/cluster/etcdembed"
+	"github.com/xdlgo/xps/cluster/membership"
 	"github.com/xdlgo/xps/tests/testutil"
 )
 

@@ -22,12 +22,12 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/xdlgo/xps/ams"
+	"github.com/xdlgo/xps/cluster/controlplane"
+	"github.com/xdlgo/xps/cluster/etcdembed"
+	"github.com/xdlgo/xps/cluster/membership"
 	"github.com/xdlgo/xps/config"
-	"github.com/xdlgo/xps/internal/controlplane"
-	"github.com/xdlgo/xps/internal/etcdembed"
-	"github.com/xdlgo/xps/internal/membership"
-	"github.com/xdlgo/xps/internal/worker"
 	"github.com/xdlgo/xps/job/checkpoint"
+	"github.com/xdlgo/xps/job/ctrtrain"
 	"github.com/xdlgo/xps/reader"
 	"github.com/xdlgo/xps/snapshot"
 	"github.com/xdlgo/xps/tests/testutil"
@@ -177,7 +177,7 @@ func TestFaultInjection(t *testing.T) {
 			}
 			var sum uint64
 			for _, share := range shares {
-				d, err := worker.TrainDigest(cfg, share, int(env.epochs))
+				d, err := ctrtrain.TrainDigest(cfg, share, int(env.epochs))
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -15,7 +15,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/xdlgo/xps/internal/etcdembed"
+	"github.com/xdlgo/xps/cluster/etcdembed"
 	"github.com/xdlgo/xps/tests/testutil"
 )
 

@@ -20,10 +20,10 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/xdlgo/xps/ams/client"
+	"github.com/xdlgo/xps/cluster/controlplane"
+	"github.com/xdlgo/xps/cluster/etcdembed"
+	"github.com/xdlgo/xps/cluster/membership"
 	"github.com/xdlgo/xps/config"
-	"github.com/xdlgo/xps/internal/controlplane"
-	"github.com/xdlgo/xps/internal/etcdembed"
-	"github.com/xdlgo/xps/internal/membership"
 	"github.com/xdlgo/xps/snapshot"
 	"github.com/xdlgo/xps/tests/testutil"
 )

@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/xdlgo/xps/internal/etcdembed"
-	"github.com/xdlgo/xps/internal/xctrain"
+	"github.com/xdlgo/xps/cluster/etcdembed"
+	"github.com/xdlgo/xps/job/xctrain"
 	"github.com/xdlgo/xps/snapshot"
 	"github.com/xdlgo/xps/tests/testutil"
 )

@@ -13,9 +13,9 @@ import (
 
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 
-	"github.com/xdlgo/xps/internal/controlplane"
-	"github.com/xdlgo/xps/internal/membership"
-	"github.com/xdlgo/xps/internal/tlsconf"
+	"github.com/xdlgo/xps/cluster/controlplane"
+	"github.com/xdlgo/xps/cluster/membership"
+	"github.com/xdlgo/xps/cluster/tlsconf"
 	"github.com/xdlgo/xps/tests/testutil"
 	"github.com/xdlgo/xps/tests/tlstest"
 )

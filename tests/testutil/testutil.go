@@ -17,8 +17,8 @@ import (
 	"go.uber.org/goleak"
 	"go.uber.org/zap"
 
-	"github.com/xdlgo/xps/internal/controlplane"
-	"github.com/xdlgo/xps/internal/etcdembed"
+	"github.com/xdlgo/xps/cluster/controlplane"
+	"github.com/xdlgo/xps/cluster/etcdembed"
 )
 
 // Ctx returns a context that ends after d or when the test ends.

@@ -15,7 +15,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/xdlgo/xps/internal/tlsconf"
+	"github.com/xdlgo/xps/cluster/tlsconf"
 )
 
 // CA is a test certificate authority.

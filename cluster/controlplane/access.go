@@ -1,0 +1,152 @@
+package controlplane
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/xdlgo/xps/cluster/membership"
+)
+
+// A Grant is one permission of an etcd role: one key, or every key that
+// starts with Key when Prefix, to read, or to read and write.
+type Grant struct {
+	Key    string
+	Prefix bool
+	Write  bool
+}
+
+// The etcd users of the components, the CommonNames of their certificates
+// (package tlsconf's roles; an etcd with client-cert-auth takes a
+// certificate's CN as its user).
+const (
+	UserScheduler = "scheduler"
+	UserAMS       = "ams"
+	UserWorker    = "worker"
+	// UserAdmin is an operator's user: it holds etcd's root role (it may
+	// do everything, provisioning again included).
+	UserAdmin = "admin"
+	// UserEtcd is the etcd members' own user (cmd/etcd -auth-clusters
+	// provisions through it): it holds the root role too.
+	UserEtcd = "etcd"
+)
+
+// dialCheckKey is the key membership.Dial reads to see that etcd answers.
+const dialCheckKey = "/xps"
+
+// Access returns the permissions of each component's user on the cluster
+// under prefix, from the table of keys (keys.go): every component reads
+// the whole cluster, and writes only what it writes there:
+//
+//   - the scheduler reads and writes everything under P/;
+//   - a shard writes its kind's member and left records;
+//   - a worker writes its kind's member and left records, pause and
+//     partition acknowledgements, barriers, progress reports and export
+//     requests (RequestExport at the end of a job).
+//
+// Workers share one user (one certificate per component), so one worker
+// may write another's keys of those families; none may write the shard
+// map, the cluster state, pauses and resumes, assignments or the
+// leader's election. The operator's admin holds the root role instead.
+func Access(prefix string) map[string][]Grant {
+	read := []Grant{{Key: dialCheckKey}, {Key: prefix + "/", Prefix: true}}
+	write := func(prefix bool, keys ...string) []Grant {
+		g := append([]Grant(nil), read...)
+		for _, k := range keys {
+			g = append(g, Grant{Key: k, Prefix: prefix, Write: true})
+		}
+		return g
+	}
+	member := func(kind string) []string {
+		return []string{MembersPrefix(prefix) + kind + "/", LeftPrefix(prefix) + kind + "/"}
+	}
+	worker := write(true, append(member(membership.KindWorker), PauseAckKey(prefix, ""), PartitionsAckKey(prefix, ""),
+		strings.TrimSuffix(BarrierPrefix(prefix, ""), "/"), ProgressPrefix(prefix))...)
+	return map[string][]Grant{
+		UserScheduler: write(true, prefix+"/"),
+		UserAMS:       write(true, member(membership.KindAMS)...),
+		UserWorker:    append(worker, Grant{Key: ExportRequestKey(prefix), Write: true}),
+	}
+}
+
+// ProvisionAuth creates etcd's users and roles for the components of the
+// cluster under prefix (Access) and enables etcd's auth. Each user gets a
+// role named "<user>:<prefix>" holding exactly its grants for this
+// cluster (provisioning again replaces them; other clusters' roles are
+// left alone). The users have no password: they authenticate by their
+// certificate, so etcd must run with client-cert-auth (TLS on). It also
+// creates the root, admin and etcd users, of the root role (etcd enables
+// auth only with a root user). Before auth is enabled any client may run
+// it; afterwards only a root one (the admin's or an etcd member's
+// certificate). Several may run at once (the members of a cluster as
+// they start): each ends granting every permission. It writes a line per
+// role to w.
+func ProvisionAuth(ctx context.Context, cli *clientv3.Client, prefix string, w io.Writer) error {
+	for _, u := range []string{"root", UserAdmin, UserEtcd} {
+		if err := addUser(ctx, cli, u, "root"); err != nil {
+			return err
+		}
+	}
+	for user, grants := range Access(prefix) {
+		role := user + ":" + prefix
+		if err := setRole(ctx, cli, role, grants); err != nil {
+			return err
+		}
+		if err := addUser(ctx, cli, user, role); err != nil {
+			return err
+		}
+		fmt.Fprintf(w, "etcd user %s: role %s, %d permissions\n", user, role, len(grants))
+	}
+	if _, err := cli.AuthEnable(ctx); err != nil {
+		return fmt.Errorf("controlplane: enable etcd auth: %w", err)
+	}
+	fmt.Fprintln(w, "etcd auth enabled")
+	return nil
+}
+
+// addUser creates user without a password (if new) and grants it role.
+func addUser(ctx context.Context, cli *clientv3.Client, user, role string) error {
+	_, err := cli.UserAddWithOptions(ctx, user, "", &clientv3.UserAddOptions{NoPassword: true})
+	if err != nil && !errors.Is(err, rpctypes.ErrUserAlreadyExist) {
+		return fmt.Errorf("controlplane: add etcd user %s: %w", user, err)
+	}
+	if _, err := cli.UserGrantRole(ctx, user, role); err != nil {
+		return fmt.Errorf("controlplane: grant etcd role %s to %s: %w", role, user, err)
+	}
+	return nil
+}
+
+// setRole creates role (if new) and replaces its permissions by grants.
+func setRole(ctx context.Context, cli *clientv3.Client, role string, grants []Grant) error {
+	if _, err := cli.RoleAdd(ctx, role); err != nil && !errors.Is(err, rpctypes.ErrRoleAlreadyExist) {
+		return fmt.Errorf("controlplane: add etcd role %s: %w", role, err)
+	}
+	got, err := cli.RoleGet(ctx, role)
+	if err != nil {
+		return fmt.Errorf("controlplane: get etcd role %s: %w", role, err)
+	}
+	for _, p := range got.Perm {
+		_, err := cli.RoleRevokePermission(ctx, role, string(p.Key), string(p.RangeEnd))
+		if err != nil && !errors.Is(err, rpctypes.ErrPermissionNotGranted) {
+			return fmt.Errorf("controlplane: revoke from etcd role %s: %w", role, err)
+		}
+	}
+	for _, g := range grants {
+		end, perm := "", clientv3.PermissionType(clientv3.PermRead)
+		if g.Prefix {
+			end = clientv3.GetPrefixRangeEnd(g.Key)
+		}
+		if g.Write {
+			perm = clientv3.PermissionType(clientv3.PermReadWrite)
+		}
+		if _, err := cli.RoleGrantPermission(ctx, role, g.Key, end, perm); err != nil {
+			return fmt.Errorf("controlplane: grant %+v to etcd role %s: %w", g, role, err)
+		}
+	}
+	return nil
+}

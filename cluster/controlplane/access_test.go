@@ -1,0 +1,105 @@
+package controlplane_test
+
+import (
+	"errors"
+	"io"
+	"testing"
+	"time"
+
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/xdlgo/xps/cluster/controlplane"
+	"github.com/xdlgo/xps/cluster/etcdembed"
+	"github.com/xdlgo/xps/cluster/membership"
+	"github.com/xdlgo/xps/cluster/tlsconf"
+	"github.com/xdlgo/xps/tests/testutil"
+	"github.com/xdlgo/xps/tests/tlstest"
+)
+
+// authEtcd starts an etcd with mutual TLS (client-cert-auth) and returns
+// a dialer of clients by role (the CN of their certificate is their
+// etcd user).
+func authEtcd(t *testing.T) func(role string) *clientv3.Client {
+	t.Helper()
+	ca := tlstest.NewCA(t, "dev")
+	srv, err := etcdembed.Start(testutil.Ctx(t, 30*time.Second), etcdembed.Options{Dir: t.TempDir(), UnsafeNoFsync: true,
+		TLS: ca.Issue(t, tlsconf.RoleEtcd)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { srv.Close() })
+	return func(role string) *clientv3.Client {
+		cli, err := clientv3.New(clientv3.Config{Endpoints: srv.Endpoints(), DialTimeout: 5 * time.Second,
+			TLS: ca.Config(t, role).Client()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { cli.Close() })
+		return cli
+	}
+}
+
+// TestProvisionAuth: once the cluster's etcd users and roles are
+// provisioned and auth enabled, a worker may not delete or overwrite the
+// scheduler's shard map nor write the cluster's resume (a one-key failure
+// of the whole cluster before), while the scheduler may; a worker and a
+// shard register and leave under their own records only; a certificate
+// of no etcd user reads nothing; only the admin provisions again.
+func TestProvisionAuth(t *testing.T) {
+	dial := authEtcd(t)
+	ctx := testutil.Ctx(t, time.Minute)
+	const p = "/xps/auth"
+	admin, sched, worker, shard := dial(tlsconf.RoleAdmin), dial(tlsconf.RoleScheduler), dial(tlsconf.RoleWorker), dial(tlsconf.RoleAMS)
+	if err := controlplane.ProvisionAuth(ctx, admin, p, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	shardMap := controlplane.ShardMapKey(p)
+	if _, err := sched.Put(ctx, shardMap, "{}"); err != nil {
+		t.Fatalf("scheduler's put of the shard map: %v", err)
+	}
+	denied := func(who string, err error) {
+		t.Helper()
+		if !errors.Is(err, rpctypes.ErrPermissionDenied) {
+			t.Errorf("%s: %v, want permission denied", who, err)
+		}
+	}
+	_, err := worker.Delete(ctx, shardMap)
+	denied("worker's delete of the shard map", err)
+	_, err = worker.Put(ctx, shardMap, "{}")
+	denied("worker's put of the shard map", err)
+	_, err = worker.Put(ctx, controlplane.ResumeKey(p), "failed by a worker")
+	denied("worker's put of the resume", err)
+	_, err = shard.Put(ctx, controlplane.MemberKey(p, membership.KindWorker, "worker-0"), "{}")
+	denied("shard's put of a worker's record", err)
+	_, err = worker.Put(ctx, "/xps/other/shardmap", "{}")
+	denied("worker's put in another cluster", err)
+	if resp, err := worker.Get(ctx, shardMap); err != nil || len(resp.Kvs) != 1 {
+		t.Fatalf("worker's read of the shard map: %v, %v", resp, err)
+	}
+	if _, err := dial(tlsconf.RoleServe).Get(ctx, shardMap); err == nil {
+		t.Error("a certificate of no etcd user read the shard map")
+	}
+	for _, c := range []struct {
+		cli  *clientv3.Client
+		kind string
+	}{{worker, membership.KindWorker}, {shard, membership.KindAMS}} {
+		reg, err := membership.Register(ctx, c.cli, p, membership.Member{Kind: c.kind, ID: c.kind + "-0"}, 5*time.Second)
+		if err != nil {
+			t.Fatalf("%s registers: %v", c.kind, err)
+		}
+		if err := reg.Close(); err != nil {
+			t.Fatalf("%s leaves: %v", c.kind, err)
+		}
+	}
+	if _, err := worker.Put(ctx, controlplane.ProgressKey(p, "worker-0"), "{}"); err != nil {
+		t.Fatalf("worker's progress report: %v", err)
+	}
+	if _, err := sched.Delete(ctx, shardMap); err != nil {
+		t.Fatalf("scheduler's delete of the shard map: %v", err)
+	}
+	denied("worker's provisioning", controlplane.ProvisionAuth(ctx, worker, p, io.Discard))
+	if err := controlplane.ProvisionAuth(ctx, admin, p, io.Discard); err != nil {
+		t.Fatalf("admin's provisioning again: %v", err)
+	}
+}
