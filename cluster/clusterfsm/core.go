@@ -47,6 +47,9 @@ type Core struct {
 	// redeal: a worker joined or left gracefully during a snapshot; deal
 	// the data anew when it is done.
 	redeal bool
+	// queue holds the requests that came during a cut, until CutSettled
+	// (queue.go).
+	queue queue
 
 	// model: there is a model to lose, so no good snapshot left means
 	// FAILED: the cluster served, was adopted, or started with snapshots
@@ -177,8 +180,12 @@ func (c *Core) live(kind Kind, id string) bool {
 // Step applies one event and returns what the driver must do.
 func (c *Core) Step(ev Event) Output {
 	var o Output
-	if t, ok := ev.(Tick); ok {
+	switch t := ev.(type) {
+	case Tick:
 		c.tick(&o, t.Now)
+		return o
+	case CutSettled: // also when FAILED: the queued requests are answered
+		c.settle(&o)
 		return o
 	}
 	if c.state.Phase == Failed {
@@ -599,24 +606,18 @@ func (c *Core) prune() {
 // restored instead, as after any failed restore.
 func (c *Core) rollback(o *Output) {
 	switch {
-	case c.refuseCut(o):
+	case !c.mayCut(o, RollbackRequest, false):
 	case c.pinned == 0 || !slices.Contains(c.good, c.pinned):
 		o.Rejected = ErrNoPinned
 	default:
+		c.emit(o, StartRollback{To: c.pinned})
 		c.restoreOf(o, c.pinned, "rollback to pinned "+c.pinned.String()+" requested")
 		c.rollingBack = true
 	}
 }
 
 func (c *Core) requestSnapshot(o *Output, pin bool) {
-	switch {
-	case c.state.Phase != Serving:
-		o.Rejected = fmt.Errorf("%w: it is %v", ErrNotServing, c.state)
-	case c.pending != 0:
-		o.Rejected = fmt.Errorf("%w: %v", ErrSnapshotBusy, c.pending)
-	case c.expPending != 0:
-		o.Rejected = fmt.Errorf("%w: export #%d", ErrSnapshotBusy, c.expPending)
-	default:
+	if c.mayCut(o, SnapshotRequest, pin) {
 		c.takeSnapshot(o, pin)
 	}
 }
@@ -629,22 +630,9 @@ func (c *Core) takeExport(o *Output) {
 }
 
 func (c *Core) requestExport(o *Output) {
-	if !c.refuseCut(o) {
+	if c.mayCut(o, ExportRequest, false) {
 		c.takeExport(o)
 	}
-}
-
-// refuseCut refuses, in o, an export or a rollback while the cluster is
-// not serving or a snapshot or an export is in progress, and reports
-// whether it did.
-func (c *Core) refuseCut(o *Output) bool {
-	switch {
-	case c.state.Phase != Serving:
-		o.Rejected = fmt.Errorf("%w: it is %v", ErrNotServing, c.state)
-	case c.busy():
-		o.Rejected = fmt.Errorf("%w: a snapshot or an export is in progress", ErrSnapshotBusy)
-	}
-	return o.Rejected != nil
 }
 
 // exportDone ends the export in progress; a new deal of the data that

@@ -53,7 +53,6 @@ func TestRejected(t *testing.T) {
 		{"snapshot not in progress", nil, SnapshotDone{ID: 1}, ErrStale},
 		{"restore while serving", nil, RestoreDone{Shard: "ams-0", Snapshot: 1, Version: 1}, ErrStale},
 		{"tick back", func(c *Core) { c.Step(Tick{Now: scriptEpoch}) }, Tick{Now: scriptEpoch.Add(-time.Second)}, ErrStale},
-		{"snapshot busy", func(c *Core) { c.Step(SnapshotRequested{}) }, SnapshotRequested{}, ErrSnapshotBusy},
 		{"snapshot while degraded", func(c *Core) { c.Step(LeaseExpired(ams("ams-0"))) }, SnapshotRequested{}, ErrNotServing},
 		{"after failing", func(c *Core) {
 			c.Step(SnapshotRequested{})

@@ -36,16 +36,20 @@
 // Joined and Left (Graceful false: the lease expired) with a Member of kind
 // ams, worker or scheduler; Tick(now); SnapshotRequested(pin);
 // SnapshotDone(id, err); RollbackRequested; ExportRequested; ExportDone(id,
-// err); RestoreDone(shard, snapshot, version, err).
+// err); CutSettled (the driver has done its part of a cut's end);
+// RestoreDone(shard, snapshot, version, err).
 //
 // # Outputs (Action)
 //
 // Transition (record it); PublishShardMap(v, shards); PauseWorkers(v);
 // TakeSnapshot(id, v); AbortSnapshot(id); Restore(s, v, shards);
 // AssignReaders(v, workers) (deal the data, reload reader positions from
-// the AMS); Resume(v); GiveUp(err). Output.Rejected says why an event
-// changed nothing (ErrStale, ErrBadEvent, ErrNotServing, ErrSnapshotBusy,
-// ErrFailed).
+// the AMS); Resume(v); GiveUp(err); StartRollback(to) (the restore that
+// follows is a rollback's: answer its requester when it ends);
+// Queued(request, pin) (a request waits for the cut in progress: log it);
+// Refused(request, err) (answer a queued request's requester with err).
+// Output.Rejected says why an event changed nothing (ErrStale,
+// ErrBadEvent, ErrNotServing, ErrNoPinned, ErrFailed).
 //
 // # Design choices
 //
@@ -126,8 +130,9 @@
 //     once it is restored the good snapshots after it are forgotten: they
 //     hold a future the job discarded. A pinned snapshot that fails to
 //     restore is pinned no more, and the newest good one is restored.
-//   - Snapshots run only while SERVING, one at a time: requested ones are
-//     refused otherwise (ErrNotServing, ErrSnapshotBusy); periodic ones
+//   - Snapshots run only while SERVING, one at a time: a requested one is
+//     refused while the cluster does not serve (ErrNotServing) and queued
+//     while another cut runs (see the next choices); periodic ones
 //     (Options.SnapshotEvery) start at the first tick at least a period
 //     after the start of the previous one or the start of serving. A
 //     snapshot in progress when the cluster leaves SERVING is aborted;
@@ -137,10 +142,29 @@
 //   - Model exports (TakeExport) are cuts like snapshots, with the same
 //     rules (SERVING only, periodic by Options.ExportEvery or requested,
 //     aborted when the cluster leaves SERVING), and a snapshot and an
-//     export never run at once: both pause the workers, so each is
-//     refused (ErrSnapshotBusy) or waits for the next tick while the
-//     other runs, and a new deal of the data waits for either. An export
-//     is not a restore point: ExportDone changes no snapshot list.
+//     export never run at once: both pause the workers, so a requested
+//     one is queued, and a periodic one waits for the next tick, while
+//     the other runs, and a new deal of the data waits for either. An
+//     export is not a restore point: ExportDone changes no snapshot list.
+//   - Requests during a cut. A snapshot, a rollback or an export
+//     requested while SERVING with a snapshot or an export in progress is
+//     queued (Queued), not refused: the core keeps one of each kind, so
+//     requests of a kind coalesce, and a queued snapshot is pinned if any
+//     request it stands for was. The queue waits for the driver to have
+//     settled the end of the cut (CutSettled, fed after it resumed the
+//     workers the cut paused and recorded its result, so that the next
+//     cut's pause comes after that resume and that record). It is then
+//     taken whole and replayed in a fixed order, the snapshot, the
+//     rollback, the export, each stepped as if just requested: it starts,
+//     is refused (Refused: the cluster left SERVING or FAILED meanwhile,
+//     or no pinned snapshot is good), or is queued again behind a cut an
+//     earlier one started (a queued rollback or export waits for a queued
+//     snapshot; a rollback that starts leaves SERVING, so an export queued
+//     with it is refused). Leaving SERVING keeps the queue: it is answered
+//     when the aborted cut's end is settled. The queue lives in the Core
+//     only: a scheduler that loses the leadership drops it with its Core,
+//     and the next leader starts with none (its requesters are never
+//     answered).
 //   - Stale events change nothing and are rejected with ErrStale: a
 //     replayed join, a Left of a member that is not live or of another
 //     incarnation, a SnapshotDone of a snapshot not in progress, a
@@ -198,11 +222,24 @@
 //  7. GiveUp is asked only when no good snapshot is left and none is
 //     unanswered: with ErrNoSnapshot when there was a model to lose, with
 //     ErrBegin when a shard failed to begin; after it (FAILED) no action
-//     is asked again.
+//     is asked again but Refused, the answer to a request queued before.
 //  8. The core waits only for something: it stays FORMING only while too
 //     few shards or workers are live or, adopting, until the first Tick;
 //     DEGRADED or STOPPED only while fewer than N shards are live or it
 //     awaits an aborted snapshot's answer.
+//  9. A request is queued (Queued) only while SERVING with a snapshot or
+//     an export in progress, and then never refused at once; at most one
+//     request of each kind is queued. Only CutSettled takes requests off
+//     the queue, all of them, replaying them in the order snapshot,
+//     rollback, export; each is answered then by its cut's start
+//     (TakeSnapshot, StartRollback, TakeExport), by Refused with the
+//     error Step would have rejected it with (ErrNotServing, ErrNoPinned,
+//     ErrFailed), or by being queued again. A queued snapshot is pinned
+//     iff one of the requests it stands for asked for a pin.
+//  10. StartRollback is asked only while SERVING with no snapshot in
+//     progress and the pinned snapshot good; it names the pinned
+//     snapshot, which the Restore that follows in the same Output
+//     targets.
 //
 // property_test.go checks all of these against random event sequences.
 //
@@ -221,9 +258,13 @@
 //     with the member key's create revision as Incarnation: first every
 //     member of the initial sync, then a Tick at once (when adopting, it
 //     ends the sync), then a Tick at a steady period; SnapshotRequested
-//     from the CLI or RPC, answering the requester with Output.Rejected;
-//     one SnapshotDone per TakeSnapshot; one RestoreDone per shard per
-//     Restore.
+//     from the CLI or RPC, answering the requester with Output.Rejected
+//     (RollbackRequested and ExportRequested likewise); one SnapshotDone
+//     per TakeSnapshot and one ExportDone per TakeExport, each followed,
+//     once the driver resumed the workers that cut paused and recorded
+//     its result, by a CutSettled; one RestoreDone per shard per Restore.
+//     A queued request's requester is answered by its cut's result, or
+//     by Refused.
 //  3. Carry out each Output's actions in order, idempotently: a Resume
 //     or PauseWorkers of the version workers already run at, or are
 //     paused at, is harmless. Step is not safe for concurrent use: one
@@ -237,4 +278,5 @@
 //   - types.go: the members, states and phases, the Events Step takes, the Actions and the Output it returns.
 //   - options.go: Options and Adopted, with EnsureDefaults and Validate.
 //   - ids.go: CompareIDs, the numeric-aware order of member ids.
+//   - queue.go: the requests queued during a cut (Queued) and their replay at CutSettled.
 package clusterfsm

@@ -420,7 +420,7 @@ func (o *observer) check(ev Event, out Output, c *Core) error {
 	if err := o.checkOutputShape(ev, out, prev); err != nil {
 		return err
 	}
-	step := actionCheck{cur: prev}
+	step := actionCheck{cur: prev, ev: ev}
 	for _, a := range out.Actions {
 		if err := o.checkAction(a, &step); err != nil {
 			return err
@@ -499,18 +499,51 @@ func (o *observer) noteSnapshotDone(ev SnapshotDone) error {
 	return nil
 }
 
-// noteRollback checks that a rollback is accepted exactly when the
-// cluster serves, no snapshot or export runs, and a pinned snapshot is
-// good.
+// noteRollback checks that a rollback is refused only when the cluster
+// does not serve or no pinned snapshot is good (while a cut runs it is
+// queued); StartRollback checks when one may start (checkStartRollback).
 func (o *observer) noteRollback(out Output) error {
 	can := o.state.Phase == Serving && len(o.pending) == 0 && o.good[o.pinned]
-	if out.Rejected == nil && !can {
-		return fmt.Errorf("rollback accepted in %v, pending %v, pinned %v, good %v", o.state, o.pending, o.pinned, o.good)
-	}
-	if out.Rejected != nil && can && !errors.Is(out.Rejected, ErrSnapshotBusy) { // an export may run
+	if out.Rejected != nil && can {
 		return fmt.Errorf("rollback refused: %v", out.Rejected)
 	}
-	o.rollback = out.Rejected == nil
+	return nil
+}
+
+// checkStartRollback checks that a rollback starts only while SERVING,
+// no snapshot runs and the pinned snapshot is good, and to it.
+func (o *observer) checkStartRollback(a StartRollback, cur State) error {
+	if cur.Phase != Serving || len(o.pending) > 0 || !o.good[o.pinned] || a.To != o.pinned {
+		return fmt.Errorf("%v in %v, pending %v, pinned %v, good %v", a, cur, o.pending, o.pinned, o.good)
+	}
+	o.rollback = true
+	return nil
+}
+
+// checkQueued checks that a request is queued only while SERVING with a
+// cut in progress (a snapshot, or an export: a periodic one), and only
+// as an answer to a request or to a CutSettled.
+func (o *observer) checkQueued(ev Event, a Queued, cur State) error {
+	switch ev.(type) {
+	case SnapshotRequested, RollbackRequested, ExportRequested, CutSettled:
+	default:
+		return fmt.Errorf("%v answers %v", a, ev)
+	}
+	if cur.Phase != Serving || len(o.pending) == 0 && o.opts.ExportEvery == 0 {
+		return fmt.Errorf("%v in %v, pending %v", a, cur, o.pending)
+	}
+	return nil
+}
+
+// checkRefused checks that only a CutSettled refuses a queued request,
+// for a reason a request may be rejected with.
+func (o *observer) checkRefused(ev Event, a Refused) error {
+	if _, ok := ev.(CutSettled); !ok {
+		return fmt.Errorf("%v answers %v", a, ev)
+	}
+	if !errors.Is(a.Err, ErrNotServing) && !errors.Is(a.Err, ErrNoPinned) && !errors.Is(a.Err, ErrFailed) {
+		return fmt.Errorf("%v: not a refusal of a request", a)
+	}
 	return nil
 }
 
@@ -546,8 +579,8 @@ func (o *observer) checkOutputShape(ev Event, out Output, prev State) error {
 	if out.Rejected != nil && len(out.Actions) > 0 {
 		return fmt.Errorf("rejected (%v) with actions", out.Rejected)
 	}
-	if prev.Phase == Failed && len(out.Actions) > 0 {
-		return fmt.Errorf("actions after FAILED")
+	if prev.Phase == Failed && slices.ContainsFunc(out.Actions, func(a Action) bool { _, ok := a.(Refused); return !ok }) {
+		return fmt.Errorf("actions after FAILED, but the refusals of queued requests")
 	}
 	if o.adopt == nil {
 		return nil
@@ -569,6 +602,7 @@ func (o *observer) checkOutputShape(ev Event, out Output, prev State) error {
 // actionCheck is what checking one output's actions in order carries from
 // one action to the next.
 type actionCheck struct {
+	ev        Event // the event answered
 	cur       State // the state the transitions so far lead to
 	needPause bool  // left SERVING, workers not yet paused
 	paused    bool  // workers were paused in this step (a rollback pauses, then leaves SERVING)
@@ -611,6 +645,12 @@ func (o *observer) checkAction(a Action, step *actionCheck) error {
 		if w := o.liveIDs(KindWorker); !slices.Equal(a.Workers, w) && !(len(w) == 0 && len(a.Workers) == 0) {
 			return fmt.Errorf("%v: live workers are %v", a, w)
 		}
+	case StartRollback:
+		return o.checkStartRollback(a, cur)
+	case Queued:
+		return o.checkQueued(step.ev, a, cur)
+	case Refused:
+		return o.checkRefused(step.ev, a)
 	case GiveUp:
 		if errors.Is(a.Err, ErrNoSnapshot) != o.model {
 			return fmt.Errorf("%v: the cluster has a model: %v", a, o.model)
@@ -830,14 +870,20 @@ func runRandom(t *testing.T, r chooser, n int, stats map[string]int) {
 		}
 	}
 	var trace []string
+	settle := false // the driver settles the cut a SnapshotDone ended
 	for i := range len(sync) + n {
 		var ev Event
-		if i < len(sync) {
+		switch {
+		case i < len(sync):
 			ev = sync[i]
-		} else {
+		case settle:
+			ev = CutSettled{}
+		default:
 			ev = randomEvent(r, c, &now, opts.Shards)
 		}
 		out := c.Step(ev)
+		_, done := ev.(SnapshotDone)
+		settle = done && (out.Rejected == nil || errors.Is(out.Rejected, ErrFailed)) && r.IntN(8) != 0
 		trace = append(trace, fmt.Sprintf("%v\n%s", ev, out))
 		if err := o.check(ev, out, c); err != nil {
 			if len(trace) > 400 {
@@ -870,7 +916,9 @@ func runRandom(t *testing.T, r chooser, n int, stats map[string]int) {
 // versions never go down, maps are published once per version with N live
 // shards, workers resume only when every shard of the map is live and has
 // restored, snapshots only start while SERVING and one at a time, restores
-// pick the newest good snapshot, the core gives up only with none left.
+// pick the newest good snapshot, the core gives up only with none left,
+// requests are queued only during a cut and refused only for a reason a
+// request is rejected with.
 func TestRandomSequences(t *testing.T) {
 	stats := map[string]int{}
 	for seed := range uint64(500) {
@@ -884,7 +932,8 @@ func TestRandomSequences(t *testing.T) {
 	// The generator must reach every phase and every action, often.
 	for _, k := range []string{"FORMING", "SERVING", "DEGRADED", "RESTORING", "FAILED", "STOPPED",
 		"clusterfsm.Resume", "clusterfsm.Restore", "clusterfsm.TakeSnapshot", "clusterfsm.AbortSnapshot",
-		"clusterfsm.AssignReaders", "clusterfsm.GiveUp", "fallback", "adopt->SERVING", "adopt->DEGRADED"} {
+		"clusterfsm.AssignReaders", "clusterfsm.GiveUp", "clusterfsm.Queued", "clusterfsm.Refused",
+		"fallback", "adopt->SERVING", "adopt->DEGRADED"} {
 		if stats[k] < 50 {
 			t.Errorf("the generator reached %s only %d times", k, stats[k])
 		}

@@ -33,13 +33,16 @@ import (
 //	rollback                    RollbackRequested
 //	export                      ExportRequested
 //	exported N [fail]           ExportDone of export #N
+//	settle                      CutSettled (the driver settled the cut that
+//	                            ended: queued requests go)
 //	done snap-N [fail]          SnapshotDone, failed with "injected" if fail
 //	restored SHARD... snap-N|empty [vV] [fail]
 //	                            RestoreDone, one per shard (empty: of
 //	                            snapshot 0, a new cluster begun); without
 //	                            vV at the Core's current version
 //	show                        print slots, live members, good snapshots,
-//	                            the pending and pinned snapshots
+//	                            the pending and pinned snapshots, the queued
+//	                            requests
 //
 // MEMBER is [KIND/]ID[#INCARNATION][@LIFE]; without KIND it comes from the ID's
 // prefix: ams..., worker..., sched... (so ams-0, worker-1, sched-a).
@@ -164,7 +167,7 @@ func parseCmd(s string) (cmd, error) {
 		if c.pin = len(args) == 1 && args[0] == "pin"; len(args) != 0 && !c.pin {
 			return c, errors.New("snapshot: takes pin or nothing")
 		}
-	case "rollback", "export", "show":
+	case "rollback", "export", "show", "settle":
 		if len(args) != 0 {
 			return c, fmt.Errorf("%s: takes no argument", c.verb)
 		}
@@ -596,6 +599,8 @@ func (r *runner) runCmd(out *strings.Builder, c cmd) {
 		r.step(out, ExportRequested{})
 	case "exported":
 		r.step(out, ExportDone{ID: c.export, Err: errOf(c.fail)})
+	case "settle":
+		r.step(out, CutSettled{})
 	case "done":
 		r.step(out, SnapshotDone{ID: c.snap, Err: errOf(c.fail)})
 	case "restored":
@@ -619,6 +624,13 @@ func (r *runner) runCmd(out *strings.Builder, c cmd) {
 		}
 		if p := r.core.Pinned(); p != 0 {
 			fmt.Fprintf(out, "pinned: %v\n", p)
+		}
+		if q := r.core.Queued(); len(q) > 0 {
+			var rs []string
+			for _, a := range q {
+				rs = append(rs, strings.TrimPrefix(a.String(), "queue "))
+			}
+			fmt.Fprintf(out, "queued: %s\n", strings.Join(rs, ", "))
 		}
 	}
 }

@@ -20,12 +20,10 @@ var (
 	// not in progress, a RestoreDone of another attempt, a tick older than
 	// the last one.
 	ErrStale = errors.New("clusterfsm: stale event")
-	// ErrNotServing is the Output.Rejected cause of a snapshot requested
-	// while the cluster is not SERVING.
+	// ErrNotServing is the Output.Rejected (or Refused.Err) cause of a
+	// snapshot, a rollback or an export requested while the cluster is
+	// not SERVING.
 	ErrNotServing = errors.New("clusterfsm: cluster is not serving")
-	// ErrSnapshotBusy is the Output.Rejected cause of a snapshot requested
-	// while another one is in progress.
-	ErrSnapshotBusy = errors.New("clusterfsm: a snapshot is in progress")
 	// ErrNoPinned is the Output.Rejected cause of a rollback requested
 	// while no pinned snapshot is among the good ones.
 	ErrNoPinned = errors.New("clusterfsm: no pinned snapshot to roll back to")
@@ -184,8 +182,8 @@ func (s State) String() string {
 }
 
 // Event is an input of Core.Step: Joined, Left, Tick, SnapshotRequested,
-// SnapshotDone, RollbackRequested, ExportRequested, ExportDone or
-// RestoreDone.
+// SnapshotDone, RollbackRequested, ExportRequested, ExportDone,
+// CutSettled or RestoreDone.
 type Event interface {
 	isEvent()
 	String() string
@@ -232,6 +230,15 @@ type ExportDone struct {
 	Err error
 }
 
+// CutSettled: the driver has carried out the end of the snapshot or the
+// export whose SnapshotDone or ExportDone it fed last (resumed the
+// workers the cut paused, recorded its result). The requests queued
+// meanwhile (Queued) go now, in order: the snapshot, the rollback, the
+// export, each started, queued again or refused (Refused) as if it had
+// just been requested. Fed at any other time it only does the same with
+// what is queued.
+type CutSettled struct{}
+
 // SnapshotDone answers a TakeSnapshot (or its AbortSnapshot): Err nil
 // means the manifest of snapshot ID was committed.
 type SnapshotDone struct {
@@ -255,6 +262,7 @@ func (SnapshotRequested) isEvent() {}
 func (RollbackRequested) isEvent() {}
 func (ExportRequested) isEvent()   {}
 func (ExportDone) isEvent()        {}
+func (CutSettled) isEvent()        {}
 func (SnapshotDone) isEvent()      {}
 func (RestoreDone) isEvent()       {}
 
@@ -282,6 +290,8 @@ func (e ExportDone) String() string {
 	}
 	return fmt.Sprintf("export #%d done", e.ID)
 }
+
+func (CutSettled) String() string { return "cut settled" }
 
 func (e SnapshotDone) String() string {
 	if e.Err != nil {
@@ -389,6 +399,58 @@ type Resume struct{ Version uint64 }
 // GiveUp: the cluster cannot recover; stop the job with Err.
 type GiveUp struct{ Err error }
 
+// Request is the kind of an on-demand request that the core queues while
+// a snapshot or an export is in progress (Queued, Refused).
+type Request uint8
+
+// Requests.
+const (
+	// SnapshotRequest is a SnapshotRequested.
+	SnapshotRequest Request = iota + 1
+	// RollbackRequest is a RollbackRequested.
+	RollbackRequest
+	// ExportRequest is an ExportRequested.
+	ExportRequest
+)
+
+func (r Request) String() string {
+	switch r {
+	case SnapshotRequest:
+		return "snapshot"
+	case RollbackRequest:
+		return "rollback"
+	case ExportRequest:
+		return "export"
+	}
+	return fmt.Sprintf("Request(%d)", int(r))
+}
+
+// Queued: a request came while a snapshot or an export was in progress
+// (both pause the workers, so cuts take turns). The core keeps it, one of
+// each kind (a second one of a kind already queued joins it), until the
+// next CutSettled starts or refuses it. Pin: the queued snapshot is to be
+// pinned (one pinned request among those it stands for is enough).
+// Nothing to carry out: log it; its requester is answered when it has
+// run, or is refused.
+type Queued struct {
+	Request Request
+	Pin     bool
+}
+
+// Refused: a queued request was refused when its turn came (CutSettled):
+// answer its requester with Err as if Step had rejected the request
+// itself (wrapping ErrNotServing, ErrNoPinned or ErrFailed).
+type Refused struct {
+	Request Request
+	Err     error
+}
+
+// StartRollback: a rollback to the pinned snapshot To starts (on request,
+// or queued); the restore that follows is its. Answer its requester once
+// the cluster serves again (To restored, or another snapshot if To failed
+// to restore) or has failed.
+type StartRollback struct{ To SnapshotID }
+
 func (Transition) isAction()      {}
 func (PublishShardMap) isAction() {}
 func (PauseWorkers) isAction()    {}
@@ -400,6 +462,9 @@ func (Restore) isAction()         {}
 func (AssignReaders) isAction()   {}
 func (Resume) isAction()          {}
 func (GiveUp) isAction()          {}
+func (Queued) isAction()          {}
+func (Refused) isAction()         {}
+func (StartRollback) isAction()   {}
 
 func (a Transition) String() string { return fmt.Sprintf("%s -> %s: %s", a.From, a.To, a.Cause) }
 func (a PublishShardMap) String() string {
@@ -423,11 +488,20 @@ func (a AssignReaders) String() string {
 }
 func (a Resume) String() string { return fmt.Sprintf("resume v%d", a.Version) }
 func (a GiveUp) String() string { return fmt.Sprintf("give up: %v", a.Err) }
+func (a Queued) String() string {
+	if a.Pin {
+		return "queue " + a.Request.String() + " pinned"
+	}
+	return "queue " + a.Request.String()
+}
+func (a Refused) String() string       { return fmt.Sprintf("refuse %v: %v", a.Request, a.Err) }
+func (a StartRollback) String() string { return "rollback to " + a.To.String() }
 
 // Output is what one Step asks of the driver: the Actions, in order. When
 // the event changed nothing, Rejected says why (wrapping ErrBadEvent,
-// ErrStale, ErrNotServing, ErrSnapshotBusy or ErrFailed); the driver logs
-// it, or returns it to whoever requested a snapshot.
+// ErrStale, ErrNotServing, ErrNoPinned or ErrFailed); the driver logs
+// it, or returns it to whoever requested a snapshot, a rollback or an
+// export.
 type Output struct {
 	Actions  []Action
 	Rejected error

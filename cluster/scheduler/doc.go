@@ -24,7 +24,13 @@
 //  4. Each action is carried out in order on the run goroutine, except
 //     snapshots and restores, which run in goroutines of their own and
 //     report back as events. Writes that must land (the recorded state, a
-//     resume, a failure) are retried until they do.
+//     resume, a failure) are retried until they do. At the end of a
+//     snapshot or an export it feeds the state machine the end, resumes
+//     the workers the cut paused, records the result, and only then feeds
+//     it clusterfsm.CutSettled: the snapshot, rollback and export requests
+//     that came during the cut, which the state machine queued, start
+//     then or are refused (answered through their results), in its
+//     order. The driver keeps no queue of its own.
 //  5. If the scheduler's own lease is lost (etcd unreachable for longer
 //     than the TTL) its leadership goes with it: it forgets the term
 //     (its operations end), registers again (membership.Keep) and

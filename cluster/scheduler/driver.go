@@ -265,6 +265,30 @@ func (s *Scheduler) do(ctx context.Context, a clusterfsm.Action) {
 		s.retry(ctx, "tell the workers the cluster failed", func(ctx context.Context) error {
 			return s.conn.PutFailed(ctx, a.Err.Error())
 		})
+	case clusterfsm.StartRollback, clusterfsm.Queued, clusterfsm.Refused:
+		s.doRequest(ctx, a)
+	}
+}
+
+// doRequest carries out an action about the requests for a snapshot, a
+// rollback or an export: the core queues those that come during a cut
+// and starts or refuses them once the driver settled its end.
+func (s *Scheduler) doRequest(ctx context.Context, a clusterfsm.Action) {
+	switch a := a.(type) {
+	case clusterfsm.StartRollback:
+		s.rb = &rollbackOp{want: a.To, request: s.lastRollbackRequest}
+	case clusterfsm.Queued:
+		s.log.Info("request queued until the cut in progress ends", "request", a.Request.String(), "pin", a.Pin)
+	case clusterfsm.Refused:
+		s.log.Info("queued request refused", "request", a.Request.String(), "why", a.Err)
+		switch a.Request {
+		case clusterfsm.SnapshotRequest:
+			s.refuseSnapshot(ctx, a.Err)
+		case clusterfsm.RollbackRequest:
+			s.refuseRollback(ctx, a.Err)
+		case clusterfsm.ExportRequest:
+			s.refuseExport(ctx, a.Err)
+		}
 	}
 }
 
@@ -599,7 +623,7 @@ func (s *Scheduler) finish(ctx context.Context, d opDone) {
 		s.step(ctx, d.ev)
 		s.resumeCut(ctx, op.pauseSeq)
 		s.putSnapshotResult(ctx, *d.snap)
-		s.replayRequests(ctx)
+		s.step(ctx, clusterfsm.CutSettled{}) // the requests queued meanwhile go
 		return
 	}
 	if done, ok := d.ev.(clusterfsm.ExportDone); ok && s.exp != nil && s.exp.id == done.ID {
@@ -615,7 +639,8 @@ func (s *Scheduler) finish(ctx context.Context, d opDone) {
 
 // requestSnapshot feeds an on-demand snapshot request (pinned with pin)
 // to the core; a refused one is answered at once through the snapshot
-// result (controlplane.RequestSnapshot).
+// result (controlplane.RequestSnapshot), one the core queued (during a
+// cut) when it runs or is refused (clusterfsm.Refused).
 func (s *Scheduler) requestSnapshot(ctx context.Context, pin bool) {
 	var err error
 	if s.opts.Config.Snapshot.Store == "" {
@@ -623,14 +648,14 @@ func (s *Scheduler) requestSnapshot(ctx context.Context, pin bool) {
 	} else {
 		err = s.step(ctx, clusterfsm.SnapshotRequested{Pin: pin})
 	}
-	if errors.Is(err, clusterfsm.ErrSnapshotBusy) {
-		s.requested = true // asked again when the one in progress is done
-		s.requestedPin = s.requestedPin || pin
-		return
-	}
 	if err != nil {
-		s.putSnapshotResult(ctx, controlplane.SnapshotResult{Time: time.Now().UTC(), Error: err.Error(), Request: s.lastRequest})
+		s.refuseSnapshot(ctx, err)
 	}
+}
+
+// refuseSnapshot answers the newest snapshot request with err.
+func (s *Scheduler) refuseSnapshot(ctx context.Context, err error) {
+	s.putSnapshotResult(ctx, controlplane.SnapshotResult{Time: time.Now().UTC(), Error: err.Error(), Request: s.lastRequest})
 }
 
 func (s *Scheduler) putSnapshotResult(ctx context.Context, res controlplane.SnapshotResult) {

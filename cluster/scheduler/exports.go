@@ -194,12 +194,13 @@ func (s *Scheduler) exported(ctx context.Context, d opDone) {
 		s.log.Warn("recording the export result failed", "err", err)
 	}
 	cancel()
-	s.replayRequests(ctx)
+	s.step(ctx, clusterfsm.CutSettled{}) // the requests queued meanwhile go
 }
 
 // requestExport feeds an on-demand export request to the core; a refused
 // one is answered at once through the export result
-// (controlplane.RequestExport), a busy one when the cut in progress ends.
+// (controlplane.RequestExport), one the core queued (during a cut) when
+// it runs or is refused (clusterfsm.Refused).
 func (s *Scheduler) requestExport(ctx context.Context) {
 	var err error
 	if s.opts.Config.Export.Store == "" {
@@ -207,34 +208,17 @@ func (s *Scheduler) requestExport(ctx context.Context) {
 	} else {
 		err = s.step(ctx, clusterfsm.ExportRequested{})
 	}
-	if errors.Is(err, clusterfsm.ErrSnapshotBusy) {
-		s.exportRequested = true
-		return
-	}
 	if err != nil {
-		pctx, cancel := context.WithTimeout(ctx, opTimeout)
-		defer cancel()
-		if perr := s.conn.PutExportResult(pctx, controlplane.ExportResult{Time: time.Now().UTC(), Error: err.Error(),
-			Request: s.lastExportRequest}); perr != nil {
-			s.log.Warn("recording the export result failed", "err", perr)
-		}
+		s.refuseExport(ctx, err)
 	}
 }
 
-// replayRequests asks again for the snapshot, the rollback and the
-// export asked for while another cut was in progress.
-func (s *Scheduler) replayRequests(ctx context.Context) {
-	if s.requested {
-		pin := s.requestedPin
-		s.requested, s.requestedPin = false, false
-		s.requestSnapshot(ctx, pin)
-	}
-	if s.rollbackRequested {
-		s.rollbackRequested = false
-		s.requestRollback(ctx)
-	}
-	if s.exportRequested {
-		s.exportRequested = false
-		s.requestExport(ctx)
+// refuseExport answers the newest export request with err.
+func (s *Scheduler) refuseExport(ctx context.Context, err error) {
+	pctx, cancel := context.WithTimeout(ctx, opTimeout)
+	defer cancel()
+	if perr := s.conn.PutExportResult(pctx, controlplane.ExportResult{Time: time.Now().UTC(), Error: err.Error(),
+		Request: s.lastExportRequest}); perr != nil {
+		s.log.Warn("recording the export result failed", "err", perr)
 	}
 }

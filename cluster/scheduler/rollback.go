@@ -2,7 +2,6 @@ package scheduler
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
@@ -20,21 +19,21 @@ type rollbackOp struct {
 
 // requestRollback feeds a rollback request to the core (a worker keeping
 // its job's best model, controlplane.RequestRollback); one refused is
-// answered at once, one asked for during a cut when the cut ends.
+// answered at once, one the core queued (during a cut) when it runs or is
+// refused (clusterfsm.Refused). The rollback that starts is recorded at
+// its clusterfsm.StartRollback.
 func (s *Scheduler) requestRollback(ctx context.Context) {
 	if s.fsm == nil {
 		return
 	}
-	want := s.fsm.Pinned()
-	err := s.step(ctx, clusterfsm.RollbackRequested{})
-	switch {
-	case errors.Is(err, clusterfsm.ErrSnapshotBusy):
-		s.rollbackRequested = true
-	case err != nil:
-		s.putRollbackResult(ctx, controlplane.RollbackResult{Time: time.Now().UTC(), Error: err.Error(), Request: s.lastRollbackRequest})
-	default:
-		s.rb = &rollbackOp{want: want, request: s.lastRollbackRequest}
+	if err := s.step(ctx, clusterfsm.RollbackRequested{}); err != nil {
+		s.refuseRollback(ctx, err)
 	}
+}
+
+// refuseRollback answers the newest rollback request with err.
+func (s *Scheduler) refuseRollback(ctx context.Context, err error) {
+	s.putRollbackResult(ctx, controlplane.RollbackResult{Time: time.Now().UTC(), Error: err.Error(), Request: s.lastRollbackRequest})
 }
 
 // rolledBack answers the rollback in progress once the cluster serves

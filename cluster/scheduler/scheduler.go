@@ -262,28 +262,22 @@ type Scheduler struct {
 	modelKeys []string
 	// jobID is the id of the job the cluster runs (claimJob), recorded in
 	// every snapshot.
-	jobID     string
-	deal      partitionDeal // Kafka partitions dealt to workers
-	pauseSeq  uint64        // last pause request
-	snap      *snapOp       // the snapshot in progress
-	requested bool          // a snapshot was asked for while another was in progress
-	// requestedPin: the snapshot asked for meanwhile is to be pinned.
-	requestedPin bool
-	// rb is the rollback in progress, rollbackRequested a rollback asked
-	// for while a cut was in progress, lastRollbackRequest the etcd
+	jobID    string
+	deal     partitionDeal // Kafka partitions dealt to workers
+	pauseSeq uint64        // last pause request
+	snap     *snapOp       // the snapshot in progress
+	// rb is the rollback in progress, lastRollbackRequest the etcd
 	// revision of the newest rollback request seen, restoring the
-	// snapshot of the restore in progress.
+	// snapshot of the restore in progress. (Requests that come during
+	// a cut are queued by the core: clusterfsm.Queued.)
 	rb                  *rollbackOp
-	rollbackRequested   bool
 	lastRollbackRequest int64
 	restoring           clusterfsm.SnapshotID
 	// exp is the model export in progress, chain the export store's
-	// chain as this leader knows it; exportRequested: an export was asked
-	// for while a cut was in progress; lastExportRequest is the etcd
+	// chain as this leader knows it; lastExportRequest is the etcd
 	// revision of the newest export request seen.
 	exp               *expOp
 	chain             exportChain
-	exportRequested   bool
 	lastExportRequest int64
 	samples           sampleCount // snapshots every Snapshot.EverySamples
 	done_             chan opDone // background operations report here
@@ -477,9 +471,9 @@ func (s *Scheduler) endTerm() {
 		}
 		break
 	}
-	s.fsm, s.pending, s.snap, s.requested, s.requestedPin = nil, nil, nil, false, false
-	s.rb, s.rollbackRequested = nil, false
-	s.exp, s.chain, s.exportRequested = nil, exportChain{}, false
+	s.fsm, s.pending, s.snap = nil, nil, nil // the requests the core queued go with it
+	s.rb = nil
+	s.exp, s.chain = nil, exportChain{}
 	s.members, s.left, s.maps = make(map[string]tracked), make(map[string]bool), make(map[uint64]*ams.ShardMap)
 	s.modelKeys, s.jobID, s.samples = nil, "", sampleCount{}
 	s.mu.Lock()
