@@ -92,7 +92,7 @@
 //   - progress.go: Progress, a worker's report on its training, with its JSON and EpochsText.
 //   - publish.go: the publisher of progress reports to etcd, under the worker's lease.
 //   - metric.go: Metric, a figure that may be undefined (null in JSON).
-//   - pause.go: StartTraining, StopTraining, PauseRequested and Pause: the scheduler's pauses as a model sees them.
+//   - pause.go: StartTraining, StopTraining, PauseRequested and Pause: the scheduler's pauses as a model sees them; Lifecycle, what a training run uses of Env; PendingPause, PauseFor, SnapshotTarget and WorkersLeft for a model with state outside the shards.
 //   - best.go: the best model of a job with a validation set: KeepBest pins it, RollBack returns to it.
 //   - saved.go: SavedModel, SaveModel and SaveOnStop: the final model's snapshot.
 //   - recover.go: Recoverable, the errors an attempt goes on from after a restore, and Barrier.

@@ -314,7 +314,7 @@ func (m *model) trainerOptions(env *job.Env, start checkpoint.Checkpoint) Option
 	if len(start.Positions) > 0 && m.kj == nil {
 		at = start.Positions[len(start.Positions)-1]
 	}
-	train, cl, name := m.data.Train, env.Client, env.Name
+	train, name := m.data.Train, env.Name
 	o := Options{Config: env.Config, Shape: m.data.Shape, Test: m.data.Test, Valid: m.data.Valid, Start: start,
 		Train: func(epoch int) (reader.Source, error) {
 			if epoch == start.Epoch && !start.EpochDone {
@@ -323,43 +323,70 @@ func (m *model) trainerOptions(env *job.Env, start checkpoint.Checkpoint) Option
 			return train(epoch, reader.Position{})
 		},
 		Name: name, Progress: env.Progress, OnProgress: env.OnProgress, Logger: env.Logger}
+	// The checkpoint goes into the model, for snapshots (a pause commits
+	// it too), and every second, so that the count of samples applied
+	// there is fresh (scheduler -snapshot-every-samples); a Kafka job's
+	// as often as its config says.
+	o.CommitEvery = time.Second
 	if m.kj != nil {
-		o.Commit, o.CommitEvery, o.Reopen = m.kj.commit, env.Config.Kafka.CommitEvery, m.kj.sync
-	} else {
-		// The checkpoint goes into the model, for snapshots (a pause
-		// commits it too), and every second, so that the count of samples
-		// applied there is fresh (scheduler -snapshot-every-samples).
-		o.Commit = func(ctx context.Context, c Checkpoint) error { return checkpoint.Store(ctx, cl, name, c) }
-		o.CommitEvery = time.Second
+		o.CommitEvery = env.Config.Kafka.CommitEvery
 	}
 	if env.Config.Train.Sync {
 		o.Sync = &SyncOptions{Worker: env.Index, Workers: env.Workers(), Key: ams.CheckpointKey(name)}
 	}
-	// Pause at a batch boundary when the scheduler asks (a snapshot, a
-	// rollback).
-	o.PauseRequested, o.Pause = env.PauseRequested, env.Pause
-	if env.KeepsBest() && len(o.Valid) > 0 {
-		o.KeepBest = func(ctx context.Context) error { _, err := env.KeepBest(ctx, nil); return err }
-		o.Rollback = env.RollBack
-	}
+	o.Job = jobRun{Lifecycle: env, env: env, m: m}
 	o.Final = env.BestRestored != nil
-	if env.Workers() > 1 {
-		o.Barrier = func(ctx context.Context) error {
-			env.StopTraining(ctx) // no more batches: snapshots need not wait for us
-			if m.kj != nil {      // reading is over: let later partition deals go on without us
-				if err := m.kj.done(ctx, env.Version); err != nil {
-					return err // train again (the next attempt starts training anew) or stopped
-				}
-				if m.stopAcks != nil {
-					m.stopAcks()
-				}
-				m.stopAcks = m.kj.ackFromNowOn(ctx)
-			}
-			env.Say("waiting for all %d workers to finish training before the final evaluation", env.Workers())
-			return env.Barrier(ctx, "final-eval")
-		}
-	}
 	return o
+}
+
+// jobRun is the CTR model's job as its trainer sees it (Job): the
+// lifecycle's pauses and best model are env's; where the checkpoint goes,
+// the reopen and the final barrier depend on the source (Kafka or files)
+// and on the workers.
+type jobRun struct {
+	job.Lifecycle
+	env *job.Env
+	m   *model
+}
+
+// Commit stores c: a Kafka job's positions (and applied count) in its
+// topic's records, a file job's checkpoint in the model.
+func (j jobRun) Commit(ctx context.Context, c Checkpoint) error {
+	if j.m.kj != nil {
+		return j.m.kj.commit(ctx, c)
+	}
+	return checkpoint.Store(ctx, j.env.Client, j.env.Name, c)
+}
+
+// Reopen takes the scheduler's new deal of a Kafka job's partitions; a
+// file source never asks for one.
+func (j jobRun) Reopen(ctx context.Context) error {
+	if j.m.kj == nil {
+		return errors.New("worker: a file source asked for a reopen, which only a Kafka source does")
+	}
+	return j.m.kj.sync(ctx)
+}
+
+// Barrier waits for the other workers of a job of several (none for one):
+// this worker stops training first (snapshots need not wait for it), and
+// a Kafka job's worker lets later partition deals go on without it.
+func (j jobRun) Barrier(ctx context.Context) error {
+	env, m := j.env, j.m
+	if env.Workers() <= 1 {
+		return nil
+	}
+	env.StopTraining(ctx)
+	if m.kj != nil {
+		if err := m.kj.done(ctx, env.Version); err != nil {
+			return err // train again (the next attempt starts training anew) or stopped
+		}
+		if m.stopAcks != nil {
+			m.stopAcks()
+		}
+		m.stopAcks = m.kj.ackFromNowOn(ctx)
+	}
+	env.Say("waiting for all %d workers to finish training before the final evaluation", env.Workers())
+	return env.Barrier(ctx, "final-eval")
 }
 
 // WriteSummary writes the summary lines a worker prints at the end.

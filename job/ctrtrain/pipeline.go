@@ -94,36 +94,33 @@ func (r *run) Evaluate(ctx context.Context, e tracker.Evaluate) error {
 // Rollback ends the run on the best model kept (trainrun.Steps).
 func (r *run) Rollback(ctx context.Context, reason string) error {
 	r.res.Ended, r.res.Epochs = reason, r.tk.Trained()
-	return r.t.opts.Rollback(ctx, reason)
+	return r.t.opts.Job.RollBack(ctx, reason)
 }
 
 // Barrier waits for the other workers at the end of the data
 // (trainrun.Rounds).
 func (r *run) Barrier(ctx context.Context) error {
-	if r.t.opts.Barrier != nil {
-		return r.t.opts.Barrier(ctx)
-	}
-	return nil
+	return r.t.opts.Job.Barrier(ctx)
 }
 
 // Reopen reopens the source on a new deal (trainrun.Rounds).
-func (r *run) Reopen(ctx context.Context) error { return r.t.opts.Reopen(ctx) }
+func (r *run) Reopen(ctx context.Context) error { return r.t.opts.Job.Reopen(ctx) }
 
 // Commit waits until every push has been applied, then stores c
-// (Options.Commit).
+// (Job.Commit).
 func (r *run) Commit(ctx context.Context, c Checkpoint) error {
 	t := r.t
 	if err := t.drain(); err != nil {
 		return err
 	}
-	if err := t.opts.Commit(ctx, c); err != nil {
+	if err := t.opts.Job.Commit(ctx, c); err != nil {
 		return fmt.Errorf("worker: commit reader positions: %w", err)
 	}
 	return nil
 }
 
 // Pause stops at this batch boundary for a snapshot: every push applied,
-// the checkpoint committed (when given), then Options.Pause until the
+// the checkpoint committed (when given), then the job's pause until the
 // resume. Pulls already in flight (read-ahead) may still run: they change
 // no row's values.
 func (r *run) Pause(ctx context.Context, c *Checkpoint) error {
@@ -137,7 +134,7 @@ func (r *run) Pause(ctx context.Context, c *Checkpoint) error {
 		}
 	}
 	start := time.Now()
-	if err := t.opts.Pause(ctx); err != nil {
+	if err := t.opts.Job.Pause(ctx); err != nil {
 		return fmt.Errorf("worker: pause: %w", err)
 	}
 	r.lastProgress = r.lastProgress.Add(time.Since(start)) // the pause is not training time
@@ -175,7 +172,7 @@ func (r *run) epoch(ctx context.Context, epoch int) ([]tracker.Action, error) {
 			return acts, err
 		case ctx.Err() != nil:
 			return nil, r.stopped(ctx, err)
-		case !errors.Is(err, ErrReopen) || t.opts.Reopen == nil:
+		case !errors.Is(err, ErrReopen) || t.opts.Job == nil:
 			return nil, err
 		}
 		if t.opts.Progress != nil {
@@ -450,12 +447,12 @@ const idlePauseCheck = 50 * time.Millisecond
 func (p *pipeline) trainLoop(parent context.Context) {
 	r := p.r
 	var commitTick, pauseTick <-chan time.Time
-	if every := r.t.opts.CommitEvery; r.t.opts.Commit != nil && every > 0 {
+	if every := r.t.opts.CommitEvery; r.t.opts.Job != nil && every > 0 {
 		tk := time.NewTicker(every)
 		defer tk.Stop()
 		commitTick = tk.C
 	}
-	if r.t.opts.PauseRequested != nil { // a pause asked while no batch comes
+	if r.t.opts.Job != nil { // a pause asked while no batch comes
 		tk := time.NewTicker(idlePauseCheck)
 		defer tk.Stop()
 		pauseTick = tk.C
@@ -485,7 +482,7 @@ func (p *pipeline) trainLoop(parent context.Context) {
 				return
 			}
 		case now := <-pauseTick:
-			if !r.t.opts.PauseRequested() {
+			if !r.t.pauseRequested() {
 				continue
 			}
 			if _, err := r.step(parent, tracker.Tick{Now: now, PauseRequested: true}); err != nil {
@@ -533,7 +530,7 @@ func (r *run) train(ctx context.Context, s *state, wait bool, start time.Time) e
 	r.window.add(b.Labels[:b.N], s.probs[:b.N])
 	res.BytesRead = r.bytesBefore + r.srcBytes.Load()
 	ev.Now = time.Now()
-	ev.PauseRequested = t.opts.PauseRequested != nil && t.opts.PauseRequested()
+	ev.PauseRequested = t.pauseRequested()
 	_, err = r.step(ctx, ev)
 	return err
 }

@@ -321,7 +321,7 @@ func stopDuringCommit(t *testing.T, epochs int, commitEvery time.Duration, stopA
 			cfg := pipelineConfig(m.pipeline)
 			cfg.Train.Epochs = epochs
 			tr := newTrainer(t, cl, Options{Config: cfg, Shape: genShape, Train: memOpen(groups, false), CommitEvery: commitEvery,
-				Commit: func(cctx context.Context, c Checkpoint) error {
+				Job: commitJob(func(cctx context.Context, c Checkpoint) error {
 					if commits.Add(1) == stopAt { // the stop comes during this commit
 						cancel()
 						return fmt.Errorf("commit: %w", cctx.Err())
@@ -331,7 +331,7 @@ func stopDuringCommit(t *testing.T, epochs int, commitEvery time.Duration, stopA
 					}
 					stored = c
 					return nil
-				}})
+				})})
 			res, err := tr.Run(ctx)
 			if !errors.Is(err, context.Canceled) {
 				t.Fatalf("Run = %v, want the stop", err)
@@ -357,3 +357,18 @@ func stopDuringCommit(t *testing.T, epochs int, commitEvery time.Duration, stopA
 func TestStopDuringTheEpochEndCommit(t *testing.T) {
 	stopDuringCommit(t, 1, time.Hour, 1) // no periodic commit: the first is the epoch end's
 }
+
+// commitJob is a Job of one worker that stores its checkpoint with commit
+// and never pauses nor keeps a best model.
+type commitJob func(ctx context.Context, c Checkpoint) error
+
+func (commitJob) PauseRequested() bool            { return false }
+func (commitJob) Pause(ctx context.Context) error { return nil }
+func (commitJob) KeepsBest() bool                 { return false }
+func (commitJob) KeepBest(context.Context, func(context.Context) error) (uint64, error) {
+	return 0, nil
+}
+func (commitJob) RollBack(context.Context, string) error           { return nil }
+func (f commitJob) Commit(ctx context.Context, c Checkpoint) error { return f(ctx, c) }
+func (commitJob) Reopen(context.Context) error                     { return ErrReopen }
+func (commitJob) Barrier(context.Context) error                    { return nil }

@@ -39,7 +39,7 @@ func (r *run) pullStep(ctx context.Context, s *state) error {
 		if err != nil || !pending {
 			return err
 		}
-		if t.opts.PauseRequested != nil && t.opts.PauseRequested() {
+		if t.pauseRequested() {
 			if err := r.Pause(ctx, nil); err != nil { // sync mode: the checkpoint goes with the round
 				return err
 			}

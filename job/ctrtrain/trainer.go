@@ -53,35 +53,20 @@ type Options struct {
 	OnProgress func(job.Progress)
 	// Logger receives structured logs. The default value discards them.
 	Logger *slog.Logger
-	// Barrier, when set, runs after the last batch's push has been
-	// applied and before the final evaluation (a job with several workers
-	// waits there for the others, so that the final AUC is the whole
-	// model's). The default value is nil.
-	Barrier func(ctx context.Context) error
-	// Commit, when set, stores the checkpoint of the batches whose pushes
-	// have all been applied (reader positions, one per stream, see
-	// Result.Positions; the epoch; the samples applied): every CommitEvery
-	// while training, at the end of each epoch, before a reopen and at a
-	// pause. The default value is nil (positions are only reported).
-	Commit      func(ctx context.Context, c Checkpoint) error
+	// CommitEvery is how often the checkpoint is committed while
+	// training (Job.Commit), besides the end of each epoch, a reopen and
+	// a pause. The default value (0) commits only there.
 	CommitEvery time.Duration
 	// Start is where a run resumes: the epoch it starts in (Train opens
 	// that epoch's data from the position it resumes at) and the samples
 	// applied before. The default value is epoch 1, nothing applied.
 	Start Checkpoint
-	// Reopen, when set, runs when the epoch's source fails with an error
-	// wrapping ErrReopen (its partitions were reassigned), after every
-	// push has been applied and the positions committed; then the same
-	// epoch goes on with a source from Train. The default value (nil)
-	// makes ErrReopen fail the run like any other error.
-	Reopen func(ctx context.Context) error
-	// PauseRequested, when set, is asked after every batch whether the
-	// scheduler wants a pause (for a consistent snapshot); when it says yes
-	// the trainer waits until every push has been applied, commits its
-	// positions (Commit) and calls Pause, which returns when training may
-	// go on. Both must be set or neither.
-	PauseRequested func() bool
-	Pause          func(ctx context.Context) error
+	// Job is the job the trainer runs in (see Job). The default value
+	// (nil) is a run outside a job: it commits no checkpoint, never
+	// pauses, fails on ErrReopen like on any other error, and one that
+	// stops early (train.patience) stops at the end of the epoch with the
+	// model it has.
+	Job Job
 	// Sync, when set, trains in sync mode (train.sync): see SyncOptions.
 	// The default value (nil) is asynchronous training.
 	Sync *SyncOptions
@@ -90,14 +75,6 @@ type Options struct {
 	// wherever the test set is (train.eval_every). The default value
 	// (nil) validates nothing.
 	Valid []*reader.Group
-	// KeepBest, when set, keeps the model as the best so far
-	// (job.Env.KeepBest), called once every push is applied and the
-	// checkpoint holding the new best is committed; Rollback ends the run
-	// on the kept model (job.Env.RollBack). Both or neither; without them
-	// a run that stops early (train.patience) stops at the end of the
-	// epoch with the model it has.
-	KeepBest func(ctx context.Context) error
-	Rollback func(ctx context.Context, why string) error
 	// Final starts the run at its end: the job was rolled back to its
 	// best model (job.Env.BestRestored), which is validated again and
 	// evaluated.
@@ -128,8 +105,37 @@ type SyncOptions struct {
 // that a restore of the model (a snapshot) restores it too.
 type Checkpoint = checkpoint.Checkpoint
 
+// Job is the job a Trainer runs in, as the trainer uses it (the CTR
+// model's job on package job implements it): the lifecycle's pauses and
+// best model, and where the run's checkpoint goes.
+type Job interface {
+	// Lifecycle: after every batch the trainer asks whether the
+	// scheduler wants a pause (for a consistent snapshot); when it does,
+	// the trainer waits until every push has been applied, commits its
+	// checkpoint and pauses. With a validation set and a job that keeps
+	// its best model, a new best is kept there and a run that stops early
+	// ends on it (rolled back).
+	job.Lifecycle
+	// Commit stores the checkpoint of the batches whose pushes have all
+	// been applied (reader positions, one per stream, see
+	// Result.Positions; the epoch; the samples applied): every
+	// Options.CommitEvery while training, at the end of each epoch,
+	// before a reopen and at a pause (not in sync mode, whose checkpoint
+	// travels with its rounds).
+	Commit(ctx context.Context, c Checkpoint) error
+	// Reopen runs when the epoch's source fails with an error wrapping
+	// ErrReopen (its partitions were reassigned), after every push has
+	// been applied and the positions committed; then the same epoch goes
+	// on with a source from Options.Train.
+	Reopen(ctx context.Context) error
+	// Barrier runs after the last batch's push has been applied and
+	// before the final evaluation (a job with several workers waits there
+	// for the others, so that the final AUC is the whole model's).
+	Barrier(ctx context.Context) error
+}
+
 // ErrReopen is wrapped by a source's error to make the trainer commit its
-// positions, run Options.Reopen and reopen the epoch's data.
+// positions, run Job.Reopen and reopen the epoch's data.
 var ErrReopen = errors.New("worker: reopen the training data")
 
 // Eval is one evaluation on the test set (or the validation set).
@@ -389,11 +395,11 @@ func (t *Trainer) Run(ctx context.Context) (res Result, err error) {
 	r := &run{t: t, res: &res, lastProgress: time.Now(), window: newWindow(), stream: metrics.NewStream()}
 	tc := &t.cfg.Train
 	r.tk = tracker.New(tracker.Options{Epochs: tc.Epochs, Start: start,
-		Commits: t.opts.Commit != nil && t.opts.Sync == nil, CommitEvery: t.opts.CommitEvery,
+		Commits: t.opts.Job != nil && t.opts.Sync == nil, CommitEvery: t.opts.CommitEvery,
 		ProgressEvery: progressEvery(t), EvalEvery: tc.EvalEvery, Evaluate: len(t.opts.Test) > 0,
-		Sync: t.opts.Sync != nil, Barrier: t.opts.Barrier != nil, EvaluateOnStop: t.cfg.Kafka.Streaming,
+		Sync: t.opts.Sync != nil, Barrier: t.opts.Job != nil, EvaluateOnStop: t.cfg.Kafka.Streaming,
 		Validate: len(t.opts.Valid) > 0, Higher: config.HigherIsBetter(tc.ValidMetric), MinDelta: tc.MinDelta,
-		Patience: tc.Patience, KeepBest: t.opts.KeepBest != nil && t.opts.Rollback != nil && t.opts.Sync == nil,
+		Patience: tc.Patience, KeepBest: t.keepsBest(),
 		Final: t.opts.Final})
 	res.Nodes = make([]int64, t.layout.Levels())
 	r.drv = trainrun.Driver{Name: "worker", Tracker: r.tk, Model: r, Drain: t.drain}
@@ -678,3 +684,13 @@ func figure(m job.Metric) string {
 	}
 	return "undefined"
 }
+
+// keepsBest reports whether the run keeps its best model in the job
+// (not in sync mode, whose rounds are the workers' together).
+func (t *Trainer) keepsBest() bool {
+	j := t.opts.Job
+	return j != nil && j.KeepsBest() && len(t.opts.Valid) > 0 && t.opts.Sync == nil
+}
+
+// pauseRequested reports whether the job's scheduler waits for a pause.
+func (t *Trainer) pauseRequested() bool { return t.opts.Job != nil && t.opts.Job.PauseRequested() }

@@ -44,10 +44,11 @@ func (r *run) Validate(ctx context.Context, when string) (tracker.Event, error) 
 }
 
 // Pin keeps the model as the best so far: every push applied, cp
-// (which holds the new best) committed, then Options.KeepBest.
+// (which holds the new best) committed, then kept in the job.
 func (r *run) Pin(ctx context.Context, cp Checkpoint) error {
 	if err := r.Commit(ctx, cp); err != nil {
 		return err
 	}
-	return r.t.opts.KeepBest(ctx)
+	_, err := r.t.opts.Job.KeepBest(ctx, nil)
+	return err
 }

@@ -138,7 +138,7 @@ func (m *model) preparePeers(env *job.Env) error {
 // all are done (a barrier), since worker 0's last evaluation needs them.
 func (m *model) Train(ctx context.Context, env *job.Env, start *checkpoint.Checkpoint) error {
 	opts := Options{Config: env.Config, Train: m.train, Test: m.test, Valid: m.valid, Name: env.Name,
-		Progress: env.Progress, Logger: env.Logger, Pauser: env.Pauser, Conn: env.Conn, Final: env.BestRestored != nil}
+		Progress: env.Progress, Logger: env.Logger, Job: env, Final: env.BestRestored != nil}
 	if m.peers != nil {
 		if v := env.Version; v == m.peers.version {
 			// The last attempt, at this version, ended early and its share
@@ -166,10 +166,6 @@ func (m *model) Train(ctx context.Context, env *job.Env, start *checkpoint.Check
 
 // train1 is Train's attempt proper, with opts its trainer's options.
 func (m *model) train1(ctx context.Context, env *job.Env, start *checkpoint.Checkpoint, opts Options) error {
-	if m.valid != nil && env.KeepsBest() {
-		opts.KeepBest = env.KeepBest
-		opts.Rollback = env.RollBack
-	}
 	tr, err := New(env.Client, opts)
 	if err != nil {
 		return err

@@ -53,10 +53,10 @@ func (t *Trainer) Run(ctx context.Context) (res Result, err error) {
 		start, res.Resumed = *t.start, t.start
 	}
 	cfg := t.cfg.Train
-	opts := tracker.Options{Epochs: cfg.Epochs, Start: start, Commits: t.opts.Pauser != nil,
+	opts := tracker.Options{Epochs: cfg.Epochs, Start: start, Commits: t.opts.Job != nil,
 		EvalEvery: cfg.EvalEvery, Evaluate: t.opts.Test != nil,
 		Validate: t.opts.Valid != nil, Higher: config.HigherIsBetter(cfg.ValidMetric), MinDelta: cfg.MinDelta,
-		Patience: cfg.Patience, KeepBest: t.opts.KeepBest != nil && t.opts.Rollback != nil, Final: t.opts.Final}
+		Patience: cfg.Patience, KeepBest: t.keepsBest(), Final: t.opts.Final}
 	if opts.Commits {
 		opts.CommitEvery = commitEvery
 	}
@@ -161,7 +161,7 @@ func (r *run) Pin(ctx context.Context, c checkpoint.Checkpoint) error {
 // Rollback ends the run on the best model kept (trainrun.Steps).
 func (r *run) Rollback(ctx context.Context, reason string) error {
 	r.res.Ended, r.res.Epochs = reason, r.tk.Trained()
-	return r.t.opts.Rollback(ctx, reason)
+	return r.t.opts.Job.RollBack(ctx, reason)
 }
 
 func (r *run) evaluate(ctx context.Context, when string, final bool) error {
@@ -309,10 +309,9 @@ func (r *run) trainStage(ctx context.Context, ready <-chan *batch, free chan<- *
 			return nil
 		}
 		r.fetch += time.Since(w0)
-		pz := t.opts.Pauser
 		var pause uint64
-		if pz != nil && pz.Requested() {
-			pause = pz.Pending()
+		if t.pauseRequested() {
+			pause = t.opts.Job.PendingPause()
 		}
 		pauseAll, err := t.step(ctx, r, b, pause)
 		if err != nil {
@@ -326,7 +325,7 @@ func (r *run) trainStage(ctx context.Context, ready <-chan *batch, free chan<- *
 		r.res.Samples += int64(n)
 		r.res.Batches++
 		r.lineSamples += int64(n)
-		requested := pz != nil && pz.Requested() // one worker: as asked now
+		requested := t.pauseRequested() // one worker: as asked now
 		if _, ok := t.out.(*shared); ok {
 			if requested, err = r.agreedPause(ctx, pauseAll); err != nil {
 				return err
@@ -345,18 +344,18 @@ func (r *run) trainStage(ctx context.Context, ready <-chan *batch, free chan<- *
 // worker's pauser has seen it too, then pauses unless it has already
 // served it (in a round's wait, inRound).
 func (r *run) agreedPause(ctx context.Context, seq uint64) (bool, error) {
-	pz := r.t.opts.Pauser
-	if seq == 0 || pz == nil {
+	j := r.t.opts.Job
+	if seq == 0 || j == nil {
 		return false, nil
 	}
-	for pz.Pending() < seq {
+	for j.PendingPause() < seq {
 		select {
 		case <-ctx.Done():
 			return false, ctx.Err()
 		case <-time.After(5 * time.Millisecond):
 		}
 	}
-	return pz.Requested(), nil
+	return j.PauseRequested(), nil
 }
 
 // inRound serves, while a round of several workers waits for the others,
@@ -373,12 +372,11 @@ func (r *run) inRound(ctx context.Context) error {
 	if err := r.peersLeft(ctx); err != nil {
 		return err
 	}
-	pz := t.opts.Pauser
-	if pz == nil || !pz.Requested() {
+	if !t.pauseRequested() {
 		return nil
 	}
-	seq := pz.Pending()
-	tgt, ok, err := t.opts.Conn.GetSnapshotTarget(ctx)
+	seq := t.opts.Job.PendingPause()
+	tgt, ok, err := t.opts.Job.SnapshotTarget(ctx)
 	if err != nil {
 		return fmt.Errorf("xctrain: pause %d: %w", seq, err)
 	}
@@ -419,7 +417,7 @@ func (t *Trainer) peerError(ctx context.Context, err error) error {
 // peersLeft fails when another worker of the job has left the cluster.
 func (t *Trainer) peersLeft(ctx context.Context) error {
 	p := t.opts.Peers
-	if p == nil || t.opts.Conn == nil {
+	if p == nil || t.opts.Job == nil {
 		return nil
 	}
 	var names []string
@@ -428,7 +426,7 @@ func (t *Trainer) peersLeft(ctx context.Context) error {
 			names = append(names, membership.WorkerName(i))
 		}
 	}
-	left, err := t.opts.Conn.WorkersLeft(ctx, names)
+	left, err := t.opts.Job.WorkersLeft(ctx, names)
 	if err != nil {
 		return fmt.Errorf("xctrain: %w", err)
 	}
@@ -459,3 +457,11 @@ func (r *run) progressLine() {
 	r.lineSamples, r.lineDur = 0, 0
 	r.window = slide.Precision{}
 }
+
+// keepsBest reports whether the run keeps its best model in the job.
+func (t *Trainer) keepsBest() bool {
+	return t.opts.Job != nil && t.opts.Job.KeepsBest() && t.opts.Valid != nil
+}
+
+// pauseRequested reports whether the job's scheduler waits for a pause.
+func (t *Trainer) pauseRequested() bool { return t.opts.Job != nil && t.opts.Job.PauseRequested() }

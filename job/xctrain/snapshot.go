@@ -93,8 +93,8 @@ func (t *Trainer) snapshotPause(ctx context.Context, cp *Checkpoint) error {
 	if err := t.waitPushes(); err != nil {
 		return err
 	}
-	seq := t.opts.Pauser.Pending()
-	tgt, ok, err := t.opts.Conn.GetSnapshotTarget(ctx)
+	seq := t.opts.Job.PendingPause()
+	tgt, ok, err := t.opts.Job.SnapshotTarget(ctx)
 	if err != nil {
 		return fmt.Errorf("xctrain: snapshot pause %d: %w", seq, err)
 	}
@@ -120,7 +120,7 @@ func (t *Trainer) pauseFor(ctx context.Context, seq uint64, tgt *controlplane.Sn
 			return fmt.Errorf("xctrain: snapshot pause %d: %w", seq, err)
 		}
 	}
-	if err := t.opts.Pauser.PauseFor(ctx, seq); err != nil {
+	if err := t.opts.Job.PauseFor(ctx, seq); err != nil {
 		return fmt.Errorf("xctrain: snapshot pause %d: %w", seq, err)
 	}
 	return nil
@@ -173,7 +173,7 @@ func (t *Trainer) holdPauses(ctx context.Context, cp Checkpoint) error {
 	tick := time.NewTicker(10 * time.Millisecond)
 	defer tick.Stop()
 	for {
-		if t.opts.Pauser.Requested() {
+		if t.opts.Job.PauseRequested() {
 			if err := t.snapshotPause(ctx, &cp); err != nil {
 				return err
 			}

@@ -14,6 +14,7 @@ import (
 	"github.com/xdlgo/xps/cluster/controlplane"
 	"github.com/xdlgo/xps/config"
 	"github.com/xdlgo/xps/densenet"
+	"github.com/xdlgo/xps/job"
 	"github.com/xdlgo/xps/job/checkpoint"
 	"github.com/xdlgo/xps/job/trainrun"
 	"github.com/xdlgo/xps/sparsenet"
@@ -47,22 +48,18 @@ type Options struct {
 	Progress io.Writer
 	// Logger receives structured logs. The default value discards them.
 	Logger *slog.Logger
-	// Pauser and Conn take the trainer into the cluster's snapshot
-	// pauses (see snapshot.go): at a requested pause it writes the layer
-	// into the snapshot and waits for the resume. The default value (nil)
-	// never pauses.
-	Pauser *controlplane.Pauser
-	Conn   *controlplane.Conn
+	// Job is the job's lifecycle (a *job.Env), which takes the trainer
+	// into the cluster's snapshot pauses (see snapshot.go: at a requested
+	// pause it writes the layer into the snapshot and waits for the
+	// resume) and, with a validation set and a job that keeps its best
+	// model, keeps the best there and ends a run that stops early on it.
+	// The default value (nil) is a run outside a job: it never pauses and
+	// keeps no best.
+	Job Job
 	// Valid is the validation data (config job.valid), scored by
 	// train.valid_metric after every epoch and every train.eval_every
 	// batches. The default value (nil) validates nothing.
 	Valid *Dataset
-	// KeepBest, when set, keeps the model as the best so far
-	// (job.Env.KeepBest, with hold serving the snapshot's pause, which
-	// writes the layer into it) and returns the snapshot; Rollback ends the run on the kept model
-	// (job.Env.RollBack). Both or neither.
-	KeepBest func(ctx context.Context, hold func(context.Context) error) (uint64, error)
-	Rollback func(ctx context.Context, why string) error
 	// Final starts the run at its end (job.Env.BestRestored): the kept
 	// model is validated again and evaluated.
 	Final bool
@@ -71,6 +68,19 @@ type Options struct {
 	// theirs (peers.go). The default value (nil) keeps the whole layer in
 	// this process (model.output.owners shares).
 	Peers *Peers
+}
+
+// Job is the job's lifecycle as the SLIDE trainer uses it (*job.Env
+// implements it): the pauses and the best model of every model, and what
+// a model with state outside the shards needs besides: the pause's
+// sequence number, matched to the snapshot being taken so that the layer
+// goes into exactly that one, and which of the other workers left.
+type Job interface {
+	job.Lifecycle
+	PendingPause() uint64
+	PauseFor(ctx context.Context, seq uint64) error
+	SnapshotTarget(ctx context.Context) (controlplane.SnapshotTarget, bool, error)
+	WorkersLeft(ctx context.Context, names []string) ([]string, error)
 }
 
 // PAtK is precision at 1, 3 and 5.

@@ -50,6 +50,6 @@ func (t *Trainer) keepBest(ctx context.Context, cp Checkpoint) error {
 	if err := t.commitProgress(ctx, cp); err != nil {
 		return err
 	}
-	_, err := t.opts.KeepBest(ctx, func(ctx context.Context) error { return t.holdPauses(ctx, cp) })
+	_, err := t.opts.Job.KeepBest(ctx, func(ctx context.Context) error { return t.holdPauses(ctx, cp) })
 	return err
 }
