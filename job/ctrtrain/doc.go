@@ -1,8 +1,10 @@
-// Package ctrtrain is the CTR model's training loop in a worker process: it reads sample
-// groups, packs them into multi-prefix-tree compressed batches, pulls the
-// batches' unique embedding rows and the dense parameters from the AMS
-// shards, runs the MLP forward and backward on the worker's cores, and
-// pushes gradients back asynchronously.
+// Package ctrtrain is the CTR model's training loop in a worker process:
+// it reads sample groups, packs them into multi-prefix-tree compressed
+// batches, pulls the batches' unique embedding rows and the dense
+// parameters from the AMS shards, runs the MLP forward and backward on the
+// worker's cores, and pushes gradients back asynchronously. It runs in
+// its job through one interface (Job: the lifecycle's pauses and best
+// model, the checkpoint's commit, the reopen, the final barrier).
 //
 // # Pipeline
 //
