@@ -29,7 +29,7 @@
 //  5. Epochs are opened in order, each once per run; Done comes after the
 //     final evaluation, once. After Done every event is an error.
 //  6. Evaluation after the last epoch comes after Drain (every push
-//     applied) and, with several workers, after Barrier.
+//     applied) and, with Options.Barrier, after Barrier.
 //  7. Validate is the last action of its step, and nothing but its
 //     Validated is taken until it comes. The best validation is carried
 //     by every checkpoint after it; Pin (keep this model) follows only a

@@ -37,8 +37,9 @@ type Options struct {
 	EvaluateOnStop bool
 	// Sync marks sync mode: the end of an epoch leaves the epoch's round.
 	Sync bool
-	// Barrier waits for the other workers (a job of several) at the final
-	// barrier, before the final evaluation.
+	// Barrier emits the final Barrier, before the final evaluation: a job
+	// of several workers waits there for the others (a run in a job of
+	// one emits it too, and its Barrier does nothing).
 	Barrier bool
 	// Validate validates the model (Validate, answered by Validated)
 	// wherever it evaluates, and after every epoch: the first worker of a
