@@ -135,7 +135,9 @@ func gemmWith(kn *gemmKernel, threads int, scratch *[][]float32, tA, tB Transpos
 	// C is cut into parts along its longer side (in micro-tiles), a few
 	// per goroutine, which the goroutines take in turn, so that one
 	// goroutine delayed by other work on its core does not hold up the
-	// call. Every part packs its own copy of the shared operand.
+	// call. Parts of rows share op(B), packed once before they start
+	// when it is small enough (sharedBMax); otherwise every part packs
+	// its own copy of the shared operand.
 	mr, nr := kn.mr, kn.nr
 	rowTiles := (m + mr - 1) / mr
 	colTiles := (n + nr - 1) / nr
@@ -148,6 +150,7 @@ func gemmWith(kn *gemmKernel, threads int, scratch *[][]float32, tA, tB Transpos
 	if m*n*k >= parallelMinWork && threads > 1 {
 		parts = max(1, min(threads*partsPerThread, tiles/minTilesPerPart))
 		t = min(threads, parts)
+		parts = parts / t * t // as many parts for each goroutine
 	}
 	per := (tiles + parts - 1) / parts * tile // rows or columns of C per part
 	parts = (limit + per - 1) / per
@@ -179,7 +182,13 @@ func gemmWith(kn *gemmKernel, threads int, scratch *[][]float32, tA, tB Transpos
 		}
 	}
 
-	job := gemmJob{kn, tA, tB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, splitRows, per, limit}
+	job := gemmJob{kn, tA, tB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, splitRows, per, limit, nil}
+	if size := kn.packedBSize(n, k); t > 1 && splitRows && size <= sharedBMax {
+		p := getScratch(size)
+		pooled = append(pooled, p)
+		job.pb = (*p)[:size]
+		kn.packAllB(job.pb, tB, b, ldb, n, k)
+	}
 	if t == 1 {
 		for lo := 0; lo < limit; lo += per {
 			job.run(lo, bufs[0])
@@ -308,6 +317,9 @@ type gemmJob struct {
 	splitRows bool
 	per       int
 	limit     int
+	// pb, when not nil, is op(B) packed whole (packAllB), which every
+	// part of rows reads instead of packing its own.
+	pb []float32
 }
 
 // run computes the rows (or columns) [lo, lo+per) of C, packing into buf.
@@ -318,14 +330,14 @@ func (j *gemmJob) run(lo int, buf []float32) {
 		if j.tA == Trans {
 			aoff = lo // rows of op(A) are columns of A
 		}
-		j.kn.gemmSerial(j.tA, j.tB, hi-lo, j.n, j.k, j.alpha, j.a[aoff:], j.lda, j.b, j.ldb, j.beta, j.c[lo*j.ldc:], j.ldc, buf)
+		j.kn.gemmSerial(j.tA, j.tB, hi-lo, j.n, j.k, j.alpha, j.a[aoff:], j.lda, j.b, j.ldb, j.beta, j.c[lo*j.ldc:], j.ldc, buf, j.pb)
 		return
 	}
 	boff := lo // columns of op(B) are columns of B
 	if j.tB == Trans {
 		boff = lo * j.ldb // columns of op(B) are rows of B
 	}
-	j.kn.gemmSerial(j.tA, j.tB, j.m, hi-lo, j.k, j.alpha, j.a, j.lda, j.b[boff:], j.ldb, j.beta, j.c[lo:], j.ldc, buf)
+	j.kn.gemmSerial(j.tA, j.tB, j.m, hi-lo, j.k, j.alpha, j.a, j.lda, j.b[boff:], j.ldb, j.beta, j.c[lo:], j.ldc, buf, nil)
 }
 
 // packSize returns the scratch floats gemmSerial needs for an m x n x k
@@ -337,6 +349,37 @@ func (kn *gemmKernel) packSize(m, n, k int) int {
 	rows := min(kn.mc, (m+kn.mr-1)/kn.mr*kn.mr)
 	cols := min(kn.nc, (n+kn.nr-1)/kn.nr*kn.nr)
 	return rows*kb + kb*cols + kn.mr*kn.nr
+}
+
+// sharedBMax is the most floats of op(B) that a parallel Gemm split by
+// rows packs once for all its parts (16 MiB): above it, every part packs
+// the panels it uses as it goes, which keeps them in cache.
+const sharedBMax = 1 << 22
+
+// packedBSize returns the floats all the panels of an op(B) of k x n take
+// when packed in gemmSerial's order (packAllB).
+func (kn *gemmKernel) packedBSize(n, k int) int {
+	size := 0
+	for jc := 0; jc < n; jc += kn.nc {
+		size += (min(kn.nc, n-jc) + kn.nr - 1) / kn.nr * kn.nr * k
+	}
+	return size
+}
+
+// packAllB packs every panel of op(B) (k x n) into dst, in the order
+// gemmSerial uses them: blocks of nc columns, each cut into panels of
+// panelDepth(k) inner indices, each panel as packB lays it out.
+func (kn *gemmKernel) packAllB(dst []float32, tB Transpose, b []float32, ldb, n, k int) {
+	kb, off := kn.panelDepth(k), 0
+	for jc := 0; jc < n; jc += kn.nc {
+		ncc := min(kn.nc, n-jc)
+		w := (ncc + kn.nr - 1) / kn.nr * kn.nr
+		for pc := 0; pc < k; pc += kb {
+			kcc := min(kb, k-pc)
+			packB(dst[off:off+kcc*w], kn.nr, tB, b, ldb, pc, kcc, jc, ncc)
+			off += kcc * w
+		}
+	}
 }
 
 // panelDepth returns the depth of gemmSerial's panels for inner dimension
@@ -416,19 +459,27 @@ func scaleMatrix(m, n int, beta float32, c []float32, ldc int) {
 // inner dimension, op(B) is packed into pb; for each block of mc rows
 // of C, op(A) is packed into pa and the macro-kernel updates the mc x nc
 // block of C tile by tile. beta applies on the first panel only; later
-// panels accumulate.
-func (kn *gemmKernel) gemmSerial(tA, tB Transpose, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int, buf []float32) {
+// panels accumulate. pre, when not nil, holds every panel of op(B)
+// packed already (packAllB), read in place of packing them into pb.
+func (kn *gemmKernel) gemmSerial(tA, tB Transpose, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int, buf, pre []float32) {
 	kb := kn.panelDepth(k)
 	rows := min(kn.mc, (m+kn.mr-1)/kn.mr*kn.mr)
 	cols := min(kn.nc, (n+kn.nr-1)/kn.nr*kn.nr)
 	pa, pb := buf[:rows*kb], buf[rows*kb:rows*kb+kb*cols]
 	t := buf[rows*kb+kb*cols:][:kn.mr*kn.nr]
 	direct := kn.direct != nil && tA == NoTrans && n <= directMaxTiles*kn.nr
+	off := 0 // of the next panel in pre
 	for jc := 0; jc < n; jc += kn.nc {
 		ncc := min(kn.nc, n-jc)
 		for pc := 0; pc < k; pc += kb {
 			kcc := min(kb, k-pc)
-			packB(pb, kn.nr, tB, b, ldb, pc, kcc, jc, ncc)
+			panel := pb
+			if pre != nil {
+				w := (ncc + kn.nr - 1) / kn.nr * kn.nr * kcc
+				panel, off = pre[off:off+w], off+w
+			} else {
+				packB(pb, kn.nr, tB, b, ldb, pc, kcc, jc, ncc)
+			}
 			bt := beta
 			if pc > 0 {
 				bt = 1
@@ -436,11 +487,11 @@ func (kn *gemmKernel) gemmSerial(tA, tB Transpose, m, n, k int, alpha float32, a
 			for ic := 0; ic < m; ic += kn.mc {
 				mcc := min(kn.mc, m-ic)
 				if direct {
-					kn.macroKernelDirect(mcc, ncc, kcc, a[ic*lda+pc:], lda, pa, pb, t, c[ic*ldc+jc:], ldc, alpha, bt)
+					kn.macroKernelDirect(mcc, ncc, kcc, a[ic*lda+pc:], lda, pa, panel, t, c[ic*ldc+jc:], ldc, alpha, bt)
 					continue
 				}
 				packA(pa, kn.mr, tA, a, lda, ic, mcc, pc, kcc)
-				kn.macroKernel(mcc, ncc, kcc, pa, pb, t, c[ic*ldc+jc:], ldc, alpha, bt)
+				kn.macroKernel(mcc, ncc, kcc, pa, panel, t, c[ic*ldc+jc:], ldc, alpha, bt)
 			}
 		}
 	}

@@ -172,18 +172,30 @@ func runGemmCase(t *testing.T, rng *rand.Rand, kn *gemmKernel, threads int, tA, 
 	}
 }
 
+// TestGemmThreadsBitwiseEqual checks that results do not depend on the
+// number of goroutines, on parts of columns and on parts of rows (whose
+// op(B) is packed once for all of them: several panels of depth, several
+// blocks of columns, op(B) transposed or not).
 func TestGemmThreadsBitwiseEqual(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 4))
-	m, n, k := 150, 210, 300
-	a, b := randSlice(rng, m*k), randSlice(rng, k*n)
-	c0 := randSlice(rng, m*n)
-	for _, kn := range gemmKernels {
-		for _, beta := range []float32{0, 0.5} {
-			c1, c2 := slices.Clone(c0), slices.Clone(c0)
-			gemmWith(kn, 1, nil, NoTrans, NoTrans, m, n, k, 1.5, a, k, b, n, beta, c1, n)
-			gemmWith(kn, 2, nil, NoTrans, NoTrans, m, n, k, 1.5, a, k, b, n, beta, c2, n)
-			if !slices.Equal(c1, c2) {
-				t.Fatalf("%s, beta=%v: results depend on the number of goroutines", kn.name, beta)
+	for _, sh := range [][3]int{{150, 210, 300}, {600, 530, 300}, {420, 64, 700}} {
+		m, n, k := sh[0], sh[1], sh[2]
+		a, b := randSlice(rng, m*k), randSlice(rng, k*n)
+		c0 := randSlice(rng, m*n)
+		for _, kn := range gemmKernels {
+			for _, tB := range []Transpose{NoTrans, Trans} {
+				ldb := n
+				if tB == Trans {
+					ldb = k
+				}
+				for _, beta := range []float32{0, 0.5} {
+					c1, c2 := slices.Clone(c0), slices.Clone(c0)
+					gemmWith(kn, 1, nil, NoTrans, tB, m, n, k, 1.5, a, k, b, ldb, beta, c1, n)
+					gemmWith(kn, 2, nil, NoTrans, tB, m, n, k, 1.5, a, k, b, ldb, beta, c2, n)
+					if !slices.Equal(c1, c2) {
+						t.Fatalf("%s %v tB=%v beta=%v: results depend on the number of goroutines", kn.name, sh, tB, beta)
+					}
+				}
 			}
 		}
 	}
