@@ -224,6 +224,12 @@
 //     has AVX2 and FMA;
 //   - generic4x2: pure Go, a 4x2 tile, everywhere else.
 //
+// KernelName says which one this process uses. The environment can take
+// a CPU feature away from the choice, as golang.org/x/sys/cpu reads
+// GODEBUG when the process starts: GODEBUG=cpu.avx512f=off runs the AVX2
+// path on an AVX-512 machine (to test or benchmark it there), and
+// GODEBUG=cpu.avx2=off the pure-Go one.
+//
 // Each kernel brings its own block sizes (mc, kc, nc). Tiles that stick
 // out of C are computed into a scratch tile and copied in, so the
 // assembly never touches memory outside C. When C is narrow (at most

@@ -112,6 +112,11 @@ func Gemm(tA, tB Transpose, m, n, k int, alpha float32, a []float32, lda int, b 
 	gemm(runtime.GOMAXPROCS(0), nil, tA, tB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
 }
 
+// KernelName is the name of the micro-kernel Gemm uses in this process:
+// avx512f12x32, avx2fma6x16 or generic4x2 (see the package doc's
+// Performance section, and GODEBUG's cpu options there).
+func KernelName() string { return defaultKernel.name }
+
 // gemm is Gemm with at most threads goroutines (threads <= 0 means one).
 // With scratch non-nil, goroutine i packs into (*scratch)[i], which gemm
 // grows as needed (a Workspace keeps them); with scratch nil the buffers

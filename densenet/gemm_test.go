@@ -4,6 +4,9 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"os"
+	"os/exec"
+	"regexp"
 	"slices"
 	"testing"
 )
@@ -276,5 +279,37 @@ func TestGemmNoAllocs(t *testing.T) {
 		if allocs > 0 {
 			t.Fatalf("%s: parallel Gemm allocates %v times per call", kn.name, allocs)
 		}
+	}
+}
+
+// TestKernelNameFollowsGODEBUG runs this test binary again with a CPU
+// feature taken away through GODEBUG (golang.org/x/sys/cpu's options) and
+// checks that the process then chooses the kernel below it: the switch
+// the package doc gives for testing and benchmarking the AVX2 path on an
+// AVX-512 machine.
+func TestKernelNameFollowsGODEBUG(t *testing.T) {
+	if name := os.Getenv("XPS_PRINT_KERNEL"); name != "" {
+		fmt.Fprintf(os.Stderr, "kernel=%s\n", KernelName())
+		return
+	}
+	want := map[string]string{"avx512f12x32": "cpu.avx512f=off", "avx2fma6x16": "cpu.avx2=off"}
+	off, ok := want[KernelName()]
+	if !ok {
+		t.Skipf("this process runs %s: no feature to take away", KernelName())
+	}
+	cmd := exec.Command(os.Args[0], "-test.run", "^TestKernelNameFollowsGODEBUG$")
+	cmd.Env = append(os.Environ(), "XPS_PRINT_KERNEL=1", "GODEBUG="+off)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	m := regexp.MustCompile(`kernel=(\S+)`).FindSubmatch(out)
+	if m == nil {
+		t.Fatalf("no kernel line in %s", out)
+	}
+	if got := string(m[1]); got == KernelName() {
+		t.Errorf("with GODEBUG=%s the process still runs %s", off, got)
+	} else {
+		t.Logf("%s: %s, with GODEBUG=%s: %s", "default", KernelName(), off, got)
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/xdlgo/xps/ams"
+	"github.com/xdlgo/xps/densenet"
 	"github.com/xdlgo/xps/job"
 	"github.com/xdlgo/xps/job/checkpoint"
 	"github.com/xdlgo/xps/reader"
@@ -266,8 +267,8 @@ func (m *model) attempt(ctx context.Context, env *job.Env, start checkpoint.Chec
 		return Result{}, err
 	}
 	m.res.Fields, m.res.Levels, m.res.DenseParams = tr.Fields(), tr.Levels(), tr.DenseParams()
-	env.Say("training on %d shards (version %d): %d fields in %d levels, %s, %d dense parameters",
-		env.Client.NumShards(), env.Version, m.res.Fields, m.res.Levels, tr.Describe(), m.res.DenseParams)
+	env.Say("training on %d shards (version %d): %d fields in %d levels, %s, %d dense parameters, GEMM kernel %s",
+		env.Client.NumShards(), env.Version, m.res.Fields, m.res.Levels, tr.Describe(), m.res.DenseParams, densenet.KernelName())
 	if err := env.StartTraining(ctx); err != nil {
 		return Result{}, err
 	}
