@@ -50,13 +50,15 @@ func (e *Env) SaveModel(ctx context.Context, hold func(context.Context) error) e
 	return nil
 }
 
-// writeSaved writes where the final model is, and how to go on from it.
+// writeSaved writes where the final model is, and how to go on from it:
+// the two config keys, which every program on package job has, and the
+// worker's flags that set them.
 func (m *SavedModel) writeSaved(w io.Writer, worker string) {
 	if m == nil {
 		return
 	}
-	fmt.Fprintf(w, "%s: the model is saved: snapshot %d of job %s (%d rows) in %s; resume it with -set job.id=%s -snapshot-store %s\n",
-		worker, m.Seq, m.Job, m.Rows, m.Store, m.Job, m.Store)
+	fmt.Fprintf(w, "%s: the model is saved: snapshot %d of job %s (%d rows) in %s; resume it with job.id %s and snapshot.store %s (the worker's flags: -set job.id=%s -snapshot-store %s)\n",
+		worker, m.Seq, m.Job, m.Rows, m.Store, m.Job, m.Store, m.Job, m.Store)
 }
 
 // StopSaveTimeout bounds the save of an orderly stop (Options.SaveOnStop):

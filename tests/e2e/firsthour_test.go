@@ -99,7 +99,7 @@ func modelOutlivesLocal(t *testing.T, bin string) {
 	if err := p.exit(t, 2*time.Minute); err != nil {
 		t.Fatalf("worker -local: %v\n%s", err, p.output())
 	}
-	saved := regexp.MustCompile(`worker-0: the model is saved: snapshot (\d+) of job (\S+) \(\d+ rows\) in (\S+); resume it with (-set job.id=\S+ -snapshot-store \S+)\n`)
+	saved := regexp.MustCompile(`worker-0: the model is saved: snapshot (\d+) of job (\S+) \(\d+ rows\) in (\S+); resume it with job.id \S+ and snapshot.store \S+ \(the worker's flags: (-set job.id=\S+ -snapshot-store [^\s)]+)\)\n`)
 	m := saved.FindStringSubmatch(p.output())
 	if m == nil {
 		t.Fatalf("worker -local: no line saying where the model is:\n%s", p.output())
