@@ -352,7 +352,7 @@ func (j *gemmJob) run(lo int, buf []float32) {
 func (kn *gemmKernel) packSize(m, n, k int) int {
 	kb := kn.panelDepth(k)
 	rows := min(kn.mc, (m+kn.mr-1)/kn.mr*kn.mr)
-	cols := min(kn.nc, (n+kn.nr-1)/kn.nr*kn.nr)
+	cols := min(kn.nc, kn.padCols(n))
 	return rows*kb + kb*cols + kn.mr*kn.nr
 }
 
@@ -366,10 +366,14 @@ const sharedBMax = 1 << 22
 func (kn *gemmKernel) packedBSize(n, k int) int {
 	size := 0
 	for jc := 0; jc < n; jc += kn.nc {
-		size += (min(kn.nc, n-jc) + kn.nr - 1) / kn.nr * kn.nr * k
+		size += kn.padCols(min(kn.nc, n-jc)) * k
 	}
 	return size
 }
+
+// padCols is n columns rounded up to whole micro-panels of nr, the
+// width a packed panel of them takes.
+func (kn *gemmKernel) padCols(n int) int { return (n + kn.nr - 1) / kn.nr * kn.nr }
 
 // packAllB packs every panel of op(B) (k x n) into dst, in the order
 // gemmSerial uses them: blocks of nc columns, each cut into panels of
@@ -378,7 +382,7 @@ func (kn *gemmKernel) packAllB(dst []float32, tB Transpose, b []float32, ldb, n,
 	kb, off := kn.panelDepth(k), 0
 	for jc := 0; jc < n; jc += kn.nc {
 		ncc := min(kn.nc, n-jc)
-		w := (ncc + kn.nr - 1) / kn.nr * kn.nr
+		w := kn.padCols(ncc)
 		for pc := 0; pc < k; pc += kb {
 			kcc := min(kb, k-pc)
 			packB(dst[off:off+kcc*w], kn.nr, tB, b, ldb, pc, kcc, jc, ncc)
@@ -469,7 +473,7 @@ func scaleMatrix(m, n int, beta float32, c []float32, ldc int) {
 func (kn *gemmKernel) gemmSerial(tA, tB Transpose, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int, buf, pre []float32) {
 	kb := kn.panelDepth(k)
 	rows := min(kn.mc, (m+kn.mr-1)/kn.mr*kn.mr)
-	cols := min(kn.nc, (n+kn.nr-1)/kn.nr*kn.nr)
+	cols := min(kn.nc, kn.padCols(n))
 	pa, pb := buf[:rows*kb], buf[rows*kb:rows*kb+kb*cols]
 	t := buf[rows*kb+kb*cols:][:kn.mr*kn.nr]
 	direct := kn.direct != nil && tA == NoTrans && n <= directMaxTiles*kn.nr
@@ -480,7 +484,7 @@ func (kn *gemmKernel) gemmSerial(tA, tB Transpose, m, n, k int, alpha float32, a
 			kcc := min(kb, k-pc)
 			panel := pb
 			if pre != nil {
-				w := (ncc + kn.nr - 1) / kn.nr * kn.nr * kcc
+				w := kn.padCols(ncc) * kcc
 				panel, off = pre[off:off+w], off+w
 			} else {
 				packB(pb, kn.nr, tB, b, ldb, pc, kcc, jc, ncc)
