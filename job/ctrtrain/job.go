@@ -335,7 +335,7 @@ func (m *model) trainerOptions(env *job.Env, start checkpoint.Checkpoint) Option
 	if env.Config.Train.Sync {
 		o.Sync = &SyncOptions{Worker: env.Index, Workers: env.Workers(), Key: ams.CheckpointKey(name)}
 	}
-	o.Job = jobRun{Lifecycle: env, env: env, m: m}
+	o.Job = jobRun{Env: env, m: m}
 	o.Final = env.BestRestored != nil
 	return o
 }
@@ -345,9 +345,8 @@ func (m *model) trainerOptions(env *job.Env, start checkpoint.Checkpoint) Option
 // the reopen and the final barrier depend on the source (Kafka or files)
 // and on the workers.
 type jobRun struct {
-	job.Lifecycle
-	env *job.Env
-	m   *model
+	*job.Env // its Lifecycle; Barrier below is the trainer's, not Env's
+	m        *model
 }
 
 // Commit stores c: a Kafka job's positions (and applied count) in its
@@ -356,7 +355,7 @@ func (j jobRun) Commit(ctx context.Context, c Checkpoint) error {
 	if j.m.kj != nil {
 		return j.m.kj.commit(ctx, c)
 	}
-	return checkpoint.Store(ctx, j.env.Client, j.env.Name, c)
+	return checkpoint.Store(ctx, j.Client, j.Name, c)
 }
 
 // Reopen takes the scheduler's new deal of a Kafka job's partitions; a
@@ -372,7 +371,7 @@ func (j jobRun) Reopen(ctx context.Context) error {
 // this worker stops training first (snapshots need not wait for it), and
 // a Kafka job's worker lets later partition deals go on without it.
 func (j jobRun) Barrier(ctx context.Context) error {
-	env, m := j.env, j.m
+	env, m := j.Env, j.m
 	if env.Workers() <= 1 {
 		return nil
 	}
