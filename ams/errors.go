@@ -91,4 +91,8 @@ var (
 	// ErrClosed: the shard was closed. It is a case of ErrUnavailable,
 	// which errors.Is matches too.
 	ErrClosed = fmt.Errorf("%w: shard closed", ErrUnavailable)
+	// ErrProtocol: a worker and a shard that do not speak the same data
+	// plane protocol (package ams/stream's ProtocolVersion), or a shard of
+	// a build older than the stream data plane: run one build on both.
+	ErrProtocol = errors.New("ams: data plane protocol mismatch")
 )

@@ -129,3 +129,18 @@ func IDsPayload(ids []uint64) []byte {
 	}
 	return PackIDs(nil, ids)
 }
+
+// PutIDs writes ids as packed little-endian uint64s into b, which must
+// hold exactly 8*len(ids) bytes.
+func PutIDs(b []byte, ids []uint64) {
+	if len(b) != 8*len(ids) {
+		panic(fmt.Sprintf("ams: PutIDs: %d bytes for %d ids", len(b), len(ids)))
+	}
+	if nativeLittle {
+		copy(b, IDsPayload(ids))
+		return
+	}
+	for i, id := range ids {
+		binary.LittleEndian.PutUint64(b[8*i:], id)
+	}
+}

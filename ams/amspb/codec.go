@@ -29,6 +29,8 @@ func (c Codec) Marshal(v any) (mem.BufferSlice, error) {
 		return marshalPullResponse(&m.Resp, m.Rows, m.Pool), nil
 	case *PushRequest:
 		return marshalPushRequest(m), nil
+	case *Raw:
+		return mem.BufferSlice{mem.NewBuffer(m.Buf, m.Pool)}, nil
 	}
 	m, ok := v.(proto.Message)
 	if !ok {
@@ -48,8 +50,14 @@ func (c Codec) Marshal(v any) (mem.BufferSlice, error) {
 
 // Unmarshal decodes data into v, a protobuf message, or a PullReply.
 func (c Codec) Unmarshal(data mem.BufferSlice, v any) error {
-	if r, ok := v.(*PullReply); ok {
+	switch r := v.(type) {
+	case *PullReply:
 		return c.unmarshalPullReply(data, r)
+	case *Raw:
+		b := c.Pool.Get(data.Len())
+		data.CopyTo(*b)
+		r.Buf, r.Pool = b, c.Pool
+		return nil
 	}
 	m, ok := v.(proto.Message)
 	if !ok {
@@ -58,6 +66,18 @@ func (c Codec) Unmarshal(data mem.BufferSlice, v any) error {
 	buf := data.MaterializeToBuffer(c.Pool)
 	defer buf.Free()
 	return proto.Unmarshal(buf.ReadOnlyData(), m)
+}
+
+// Raw is a message of a protocol of its own (package ams/stream's frames),
+// which the Codec moves as its bytes: it sends Buf as a buffer owned by
+// Pool, which gRPC gives back once the bytes are written (so the sender
+// must not touch Buf after sending it), and receives a message into a
+// buffer of its own pool, contiguous and aligned as the pool's buffers are
+// (a fresh allocation: 8 bytes at least), which the receiver owns and puts
+// back into Pool when done.
+type Raw struct {
+	Buf  *[]byte
+	Pool *BufferPool
 }
 
 // Name is "proto": the codec speaks the standard protobuf content type.

@@ -48,6 +48,7 @@ var Errors = [...]ErrorCode{
 	{Err: ams.ErrRestore, Code: codes.FailedPrecondition, Reason: "RESTORE"},
 	{Err: ams.ErrRoundApplied, Code: codes.FailedPrecondition, Reason: "ROUND_APPLIED"},
 	{Err: ams.ErrNoExportBase, Code: codes.FailedPrecondition, Reason: "NO_EXPORT_BASE"},
+	{Err: ams.ErrProtocol, Code: codes.FailedPrecondition, Reason: "PROTOCOL"},
 	{Err: ams.ErrRoundAhead, Code: codes.OutOfRange, Reason: "ROUND_AHEAD"},
 	{Err: ams.ErrDuplicatePush, Code: codes.AlreadyExists, Reason: "DUPLICATE_PUSH"},
 	{Err: ams.ErrTier, Code: codes.Internal, Reason: "TIER"},

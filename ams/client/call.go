@@ -8,6 +8,7 @@ import (
 
 	"github.com/xdlgo/xps/ams"
 	"github.com/xdlgo/xps/ams/amspb"
+	"github.com/xdlgo/xps/ams/stream"
 )
 
 // callOp is what a call does on every shard.
@@ -46,15 +47,20 @@ type call struct {
 	vecs    [][]ams.DenseRequest // by shard: the direct call's vectors
 	errs    []error              // by shard
 	wg      sync.WaitGroup
-	runs    []func() // by shard: part s on a goroutine of its own
-	grads   [][]byte // by shard: the gathered gradients of its last push, kept for the next
+	runs    []func()             // by shard: part s on a goroutine of its own
+	grads   [][]byte             // by shard: the gathered gradients of its last push, kept for the next
+	meta    [][]stream.TableMeta // by shard: a stream request's tables
+	dmeta   [][]stream.DenseMeta // by shard: a stream request's dense vectors
+	sinks   []pullSink           // by shard: where its stream's reply to a pull goes
 }
 
 func newCall(c *Client) *call {
 	n := len(c.stubs)
 	k := &call{c: c, reqs: make([][]ams.TableRequest, n), vecs: make([][]ams.DenseRequest, n),
-		errs: make([]error, n), runs: make([]func(), n), grads: make([][]byte, n)}
+		errs: make([]error, n), runs: make([]func(), n), grads: make([][]byte, n),
+		meta: make([][]stream.TableMeta, n), dmeta: make([][]stream.DenseMeta, n), sinks: make([]pullSink, n)}
 	for s := range n {
+		k.sinks[s] = pullSink{k, s}
 		k.runs[s] = func() {
 			defer k.wg.Done()
 			k.errs[s] = k.part(s)
@@ -70,6 +76,8 @@ func (c *Client) putCall(k *call) {
 	for s := range k.reqs {
 		clear(k.reqs[s])
 		clear(k.vecs[s])
+		clear(k.meta[s])
+		clear(k.dmeta[s])
 	}
 	clear(k.errs)
 	k.op, k.ctx, k.r, k.bufs, k.dense, k.create, k.round, k.origin, k.state = 0, nil, nil, nil, nil, false, nil, ams.Origin{}, nil

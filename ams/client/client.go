@@ -14,6 +14,7 @@ import (
 
 	"github.com/xdlgo/xps/ams"
 	"github.com/xdlgo/xps/ams/amspb"
+	"github.com/xdlgo/xps/ams/stream"
 )
 
 // Client talks to every shard of one shard map.
@@ -22,7 +23,8 @@ type Client struct {
 	version uint64
 	conns   []*grpc.ClientConn
 	stubs   []amspb.AMSClient
-	local   Resolver // shards served in this process (NewLocal), or nil
+	streams []*stream.Conn // the data plane's stream to each shard
+	local   Resolver       // shards served in this process (NewLocal), or nil
 
 	declareMu sync.Mutex // serialises Declare's copy-on-write of dims
 	// dims maps table -> dim, learned from Declare: an immutable map
@@ -58,6 +60,7 @@ func New(m *ams.ShardMap, extra ...grpc.DialOption) (*Client, error) {
 	if c.version == 0 {
 		c.version = ams.DefaultVersion
 	}
+	frames := &amspb.BufferPool{}
 	for i, addr := range m.Addrs {
 		cc, err := grpc.NewClient(addr, append(DialOptions(), extra...)...)
 		if err != nil {
@@ -66,13 +69,17 @@ func New(m *ams.ShardMap, extra ...grpc.DialOption) (*Client, error) {
 		}
 		c.conns = append(c.conns, cc)
 		c.stubs = append(c.stubs, amspb.NewAMSClient(cc))
+		c.streams = append(c.streams, stream.NewConn(cc, frames))
 	}
 	return c, nil
 }
 
-// Close closes every connection.
+// Close closes every stream and connection.
 func (c *Client) Close() error {
 	var errs []error
+	for _, st := range c.streams {
+		errs = append(errs, st.Close())
+	}
 	for _, cc := range c.conns {
 		errs = append(errs, cc.Close())
 	}
@@ -237,6 +244,9 @@ func (k *call) pullPart(s int) error {
 		}
 		return nil
 	}
+	if d == nil && k.round == nil {
+		return k.pullStream(s)
+	}
 	p, err := c.pullMessage(k.ctx, s, c.plane(s, d), k.r, k.bufs, k.dense, k.create, k.round)
 	if p {
 		k.pending.Store(true)
@@ -249,18 +259,16 @@ func (k *call) pullPart(s int) error {
 func (c *Client) pullMessage(ctx context.Context, s int, plane DataPlane, r *Route, rows [][]float32, dense []Vector,
 	create bool, round *amspb.SyncRound) (pending bool, err error) {
 	req := &amspb.PullRequest{ClusterVersion: c.version, Create: create, Sync: round}
-	var which []int
 	for ti, t := range r.tables {
 		if len(r.ids[s][ti]) == 0 {
 			continue
 		}
-		which = append(which, ti)
 		req.Tables = append(req.Tables, &amspb.TableIDs{Table: t.name, Ids: ams.IDsPayload(r.ids[s][ti])})
 	}
 	for _, d := range dense {
 		req.Dense = append(req.Dense, d.Name)
 	}
-	if len(which) == 0 && len(dense) == 0 && round == nil {
+	if len(req.Tables) == 0 && len(dense) == 0 && round == nil {
 		return false, nil // in sync mode, every shard is asked: the barrier waits at each
 	}
 	resp, release, err := pullVia(ctx, plane, req)
@@ -271,19 +279,52 @@ func (c *Client) pullMessage(ctx context.Context, s int, plane DataPlane, r *Rou
 	if resp.RoundPending {
 		return true, nil
 	}
-	return false, c.scatterPull(s, r, rows, dense, which, resp)
+	return false, c.scatterPull(s, r, rows, dense, (*pbPulled)(resp))
+}
+
+// pulled is a shard's reply to a pull, as a message (pbPulled) or a
+// stream's frame (streamPulled): the rows of each table of the pull that
+// had ids for the shard, in the route's order, and each dense vector's
+// range.
+type pulled interface {
+	tables() int
+	rows(j int) []byte
+	vectors() int
+	vector(j int) (lo, hi uint64, b []byte)
+}
+
+type pbPulled amspb.PullResponse
+
+func (p *pbPulled) tables() int       { return len(p.Tables) }
+func (p *pbPulled) rows(j int) []byte { return p.Tables[j].Rows }
+func (p *pbPulled) vectors() int      { return len(p.Dense) }
+func (p *pbPulled) vector(j int) (uint64, uint64, []byte) {
+	return p.Dense[j].Lo, p.Dense[j].Hi, p.Dense[j].Values
+}
+
+type streamPulled stream.Reply
+
+func (p *streamPulled) tables() int       { return len(p.Rows) }
+func (p *streamPulled) rows(j int) []byte { return p.Rows[j] }
+func (p *streamPulled) vectors() int      { return len(p.Ranges) }
+func (p *streamPulled) vector(j int) (uint64, uint64, []byte) {
+	return uint64(p.Ranges[j].Lo), uint64(p.Ranges[j].Hi), p.Dense[j]
 }
 
 // scatterPull copies shard s's reply to a pull of the route's tables
-// which (and of dense) into the caller's buffers.
-func (c *Client) scatterPull(s int, r *Route, rows [][]float32, dense []Vector, which []int, resp *amspb.PullResponse) error {
-	if len(resp.Tables) != len(which) {
-		return fmt.Errorf("ams client: pull from shard %s: %d tables in reply, want %d", c.m.Shards[s], len(resp.Tables), len(which))
-	}
-	for j, ti := range which {
-		t := r.tables[ti]
+// (those with ids for the shard) and of dense into the caller's buffers.
+func (c *Client) scatterPull(s int, r *Route, rows [][]float32, dense []Vector, resp pulled) error {
+	j := 0
+	for ti, t := range r.tables {
 		pos := r.pos[s][ti]
-		b := resp.Tables[j].Rows
+		if len(pos) == 0 {
+			continue
+		}
+		if j >= resp.tables() {
+			break
+		}
+		b := resp.rows(j)
+		j++
 		if len(b) != 4*len(pos)*t.dim {
 			return fmt.Errorf("ams client: pull from shard %s: table %q: %d bytes for %d ids of dim %d",
 				c.m.Shards[s], t.name, len(b), len(pos), t.dim)
@@ -293,11 +334,15 @@ func (c *Client) scatterPull(s int, r *Route, rows [][]float32, dense []Vector, 
 			ams.UnpackFloatsInto(rows[ti][int(p)*t.dim:int(p+1)*t.dim], b[k*w:(k+1)*w])
 		}
 	}
-	if len(resp.Dense) != len(dense) {
-		return fmt.Errorf("ams client: pull from shard %s: %d dense vectors in reply, want %d", c.m.Shards[s], len(resp.Dense), len(dense))
+	if j != resp.tables() || j != r.tablesOn(s) {
+		return fmt.Errorf("ams client: pull from shard %s: %d tables in reply, want %d", c.m.Shards[s], resp.tables(), r.tablesOn(s))
+	}
+	if resp.vectors() != len(dense) {
+		return fmt.Errorf("ams client: pull from shard %s: %d dense vectors in reply, want %d", c.m.Shards[s], resp.vectors(), len(dense))
 	}
 	for j, d := range dense {
-		if err := c.putDense(s, d, resp.Dense[j].Lo, resp.Dense[j].Hi, resp.Dense[j].Values); err != nil {
+		lo, hi, b := resp.vector(j)
+		if err := c.putDense(s, d, lo, hi, b); err != nil {
 			return err
 		}
 	}
@@ -375,6 +420,9 @@ func (k *call) pushPart(s int) error {
 		}
 		return nil
 	}
+	if d == nil && k.round == nil {
+		return k.pushStream(s)
+	}
 	req := c.pushMessage(s, k.r, k.bufs, k.dense, k.round, k.state, &k.grads[s])
 	req.Origin = amspb.FromOrigin(k.origin)
 	if len(req.Tables) == 0 && len(req.Dense) == 0 && k.round == nil {
@@ -413,12 +461,9 @@ func (c *Client) pushMessage(s int, r *Route, grads [][]float32, dense []Vector,
 		if len(ids) == 0 {
 			continue
 		}
-		w := 4 * t.dim
-		buf := free[: len(ids)*w : len(ids)*w]
+		buf := free[: len(ids)*4*t.dim : len(ids)*4*t.dim]
 		free = free[len(buf):]
-		for k, p := range r.pos[s][ti] {
-			ams.PutFloats(buf[k*w:(k+1)*w], grads[ti][int(p)*t.dim:int(p+1)*t.dim])
-		}
+		gatherGrads(buf, grads[ti], r.pos[s][ti], t.dim)
 		req.Tables = append(req.Tables, &amspb.TableGrads{Table: t.name, Ids: ams.IDsPayload(ids), Grads: buf})
 	}
 	for _, d := range dense {
@@ -426,6 +471,15 @@ func (c *Client) pushMessage(s int, r *Route, grads [][]float32, dense []Vector,
 		req.Dense = append(req.Dense, &amspb.DenseGrad{Name: d.Name, Grad: ams.FloatsPayload(d.Values[lo:hi])})
 	}
 	return req
+}
+
+// gatherGrads packs the gradient rows of a shard's ids, row k at pos[k]
+// in grads, into b.
+func gatherGrads(b []byte, grads []float32, pos []int32, dim int) {
+	w := 4 * dim
+	for k, p := range pos {
+		ams.PutFloats(b[k*w:(k+1)*w], grads[int(p)*dim:int(p+1)*dim])
+	}
 }
 
 // PullDense fetches a whole dense vector (len(out) == its size) from the

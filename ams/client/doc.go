@@ -43,14 +43,26 @@
 // arguments, the shards' errors, the request lists of direct calls, one
 // goroutine body per shard made once) and gives it back when it returns:
 // on the direct path a PullRoute or PushRoute (PushBatch) allocates
-// nothing once the pool and its lists have grown. Calls over gRPC still
-// build their messages.
+// nothing once the pool and its lists have grown.
+//
+// # The data plane
+//
+// Pulls and pushes to a shard in another process travel on the client's
+// stream to it (package ams/stream): one long-lived gRPC stream per shard,
+// each pull or push one frame of the stream's own layout, built from the
+// route and the batch's buffers in a pooled buffer, with the reply's rows
+// scattered into the batch's buffers as it arrives. Calls of any number
+// of goroutines share the stream (a pipelined worker has its next pulls
+// and its last pushes in flight at once). Sync-mode rounds (PullRound,
+// PushRound), whose pulls wait at the shard, and every other call go
+// through the AMS service's gRPC methods.
 //
 // # Files
 //
 //   - client.go: Client (New, Declare, Pull, Push, PushBatch, the dense vectors, Stats, Usage, Applied), DialOptions, Table, Dense and Vector.
 //   - call.go: call, one pull or push on every shard, its parts run in parallel; calls are pooled so the direct path allocates nothing.
 //   - route.go: Route, a batch's unique ids split by shard once for its pull and its push.
+//   - stream.go: pulls and pushes over each shard's stream (package ams/stream): the frames built from a route, the reply's scatter.
 //   - direct.go: DataPlane, LocalShard and Resolver, NewLocal: calls to shards in this process without gRPC.
 //   - sync.go: Round, PullRound and PushRound of sync mode.
 //   - state.go: StateEntry, PutState and GetState: named values kept beside the model.

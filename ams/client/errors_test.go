@@ -15,6 +15,7 @@ import (
 	"github.com/xdlgo/xps/ams/amspb"
 	"github.com/xdlgo/xps/ams/client"
 	"github.com/xdlgo/xps/ams/shard"
+	"github.com/xdlgo/xps/ams/stream"
 )
 
 // failingShard answers every pull and push with err, as a shard's
@@ -45,6 +46,14 @@ func (f *failingShard) PushRows(context.Context, uint64, []ams.TableRequest, []a
 	return f.err
 }
 
+// failingStream serves a failingShard's stream data plane.
+type failingStream struct{ f *failingShard }
+
+func (s failingStream) Pull(context.Context, *stream.Request, *stream.ReplyWriter) error {
+	return s.f.err
+}
+func (s failingStream) Push(context.Context, *stream.Request) error { return s.f.err }
+
 // messagesOnly hides a failingShard's PullRows and PushRows: the client
 // calls its Pull and Push.
 type messagesOnly struct{ client.DataPlane }
@@ -58,6 +67,7 @@ func serveFailing(t *testing.T, f *failingShard) *ams.ShardMap {
 	}
 	gs := grpc.NewServer(shard.ServerOptions()...)
 	amspb.RegisterAMSServer(gs, f)
+	stream.Register(gs, failingStream{f}, nil)
 	go gs.Serve(lis)
 	t.Cleanup(gs.Stop)
 	m, err := ams.NewShardMap(1, 8, []string{"ams-0"}, []string{lis.Addr().String()})

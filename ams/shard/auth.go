@@ -11,6 +11,7 @@ import (
 
 	"github.com/xdlgo/xps/ams"
 	"github.com/xdlgo/xps/ams/amspb"
+	"github.com/xdlgo/xps/ams/stream"
 	"github.com/xdlgo/xps/cluster/tlsconf"
 )
 
@@ -33,6 +34,7 @@ var Roles = map[string][]string{
 	amspb.AMS_Declare_FullMethodName:       {tlsconf.RoleWorker, tlsconf.RoleAdmin},
 	amspb.AMS_Pull_FullMethodName:          {tlsconf.RoleWorker, tlsconf.RoleAdmin},
 	amspb.AMS_Push_FullMethodName:          {tlsconf.RoleWorker, tlsconf.RoleAdmin},
+	stream.FullMethod:                      {tlsconf.RoleWorker, tlsconf.RoleAdmin},
 	amspb.AMS_PullDense_FullMethodName:     {tlsconf.RoleWorker, tlsconf.RoleAdmin},
 	amspb.AMS_PushDense_FullMethodName:     {tlsconf.RoleWorker, tlsconf.RoleAdmin},
 	amspb.AMS_Load_FullMethodName:          {tlsconf.RoleWorker, tlsconf.RoleAdmin},

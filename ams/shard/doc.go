@@ -207,6 +207,7 @@
 //   - load.go: LoadRows, rows set from an export (a warm start).
 //   - stores.go: the store locations a shard's RPCs may name (Options.Stores).
 //   - grpc.go: NewService and NewGRPCServer, the AMS service over the shard, and ServerOptions.
+//   - stream.go: the stream data plane's Handler (package ams/stream) over the shard, which NewGRPCServer registers.
 //   - local.go: Local, the data plane for a worker in the same process (PullRows, PushRows).
 //   - auth.go: Roles, the callers allowed each RPC under TLS, and TLSServerOptions.
 package shard

@@ -13,6 +13,7 @@ import (
 
 	"github.com/xdlgo/xps/ams"
 	"github.com/xdlgo/xps/ams/amspb"
+	"github.com/xdlgo/xps/ams/stream"
 	"github.com/xdlgo/xps/snapshot"
 )
 
@@ -45,6 +46,7 @@ func NewGRPCServer(s *Shard, extra ...grpc.ServerOption) *grpc.Server {
 	p := &amspb.BufferPool{}
 	gs := grpc.NewServer(append(serverOptions(p), extra...)...)
 	amspb.RegisterPooledServer(gs, &service{s: s}, p)
+	stream.Register(gs, streamHandler{s}, p)
 	return gs
 }
 

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/xdlgo/xps/ams"
+	"github.com/xdlgo/xps/ams/stream"
 	"github.com/xdlgo/xps/ams/tier"
 	"github.com/xdlgo/xps/filters"
 	"github.com/xdlgo/xps/snapshot/hdfsconn"
@@ -344,6 +345,9 @@ type call struct {
 	wg    sync.WaitGroup
 	infos []*denseInfo // Local's dense vectors, in request order
 	grads []denseGrad  // Local's dense gradients
+
+	values []int          // a stream pull's reply shape: row values by table
+	ranges []stream.Range // and dense ranges by vector
 }
 
 func newCall(stripes int) *call {
@@ -378,6 +382,7 @@ func (s *Shard) putCall(c *call) {
 	c.infos = c.infos[:0]
 	clear(c.grads)
 	c.grads = c.grads[:0]
+	c.values, c.ranges = c.values[:0], c.ranges[:0]
 	s.calls.Put(c)
 }
 

@@ -1,0 +1,254 @@
+package stream
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+
+	spb "google.golang.org/genproto/googleapis/rpc/status"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/xdlgo/xps/ams"
+	"github.com/xdlgo/xps/ams/amspb"
+)
+
+// Sink receives the reply to a pull, on the stream's receiving goroutine
+// while the caller waits for it: it copies the rows and values it wants
+// out of the reply, whose payloads are views of the frame.
+type Sink interface {
+	Deliver(*Reply) error
+}
+
+// Conn is a worker's stream to one shard over a gRPC connection: requests
+// of any number of callers go out on one stream, each tagged with an id,
+// and a receiving goroutine hands each reply to its caller. The stream is
+// opened by the first call and again by the first call after it broke;
+// the calls in flight on a stream that breaks fail with its error (gRPC's
+// UNAVAILABLE, ams.ErrUnavailable for the client), and are not sent again
+// by the Conn: a caller that retries a push sends it again with its
+// origin, and the shard refuses a batch it already applied
+// (ams.ErrDuplicatePush). A Conn is safe for concurrent use.
+type Conn struct {
+	cc   grpc.ClientConnInterface
+	pool *amspb.BufferPool // the frames it sends
+
+	ids   atomic.Uint64
+	mu    sync.Mutex // guards cur and opening it
+	cur   *link      // the open stream, or nil
+	calls sync.Pool  // *waiter
+}
+
+// NewConn returns a Conn over cc, whose codec must be amspb's
+// (amspb.DialOptions); frames are built in buffers of pool.
+func NewConn(cc grpc.ClientConnInterface, pool *amspb.BufferPool) *Conn {
+	c := &Conn{cc: cc, pool: pool}
+	c.calls.New = func() any { return &waiter{done: make(chan error, 1)} }
+	return c
+}
+
+// Frame returns a buffer of n bytes for a request frame, which the caller
+// fills (RequestWriter) and gives to Do.
+func (c *Conn) Frame(n int) *[]byte { return getFrame(c.pool, n) }
+
+// NextID returns a fresh request id.
+func (c *Conn) NextID() uint64 { return c.ids.Add(1) }
+
+// link is one open stream.
+type link struct {
+	stream grpc.ClientStream
+	cancel context.CancelFunc
+
+	sendMu sync.Mutex // serialises SendMsg
+	out    amspb.Raw  // the message being sent, under sendMu
+
+	mu      sync.Mutex // guards pending and err
+	pending map[uint64]*waiter
+	err     error // why the stream broke; no call joins it after
+}
+
+// waiter is a call in flight.
+type waiter struct {
+	sink Sink
+	done chan error
+}
+
+// Do sends the request frame (a buffer of Pool, with id, which it gives
+// up) and waits for its reply, which it hands to sink (nil: the reply of
+// a push, which carries nothing). It returns the error the shard failed
+// the request with (a gRPC status of the error table), the stream's error,
+// or the context's. A call whose context ends before its reply arrives
+// returns at once unless the reply is being delivered, which it waits
+// for; its reply is dropped. Sending waits on gRPC's flow control, not on
+// the context: a shard that does not read holds its worker's sends.
+func (c *Conn) Do(ctx context.Context, id uint64, frame *[]byte, sink Sink) error {
+	l, err := c.link(ctx)
+	if err != nil {
+		c.pool.Put(frame)
+		return err
+	}
+	w := c.calls.Get().(*waiter)
+	w.sink = sink
+	l.mu.Lock()
+	if l.err != nil {
+		l.mu.Unlock()
+		c.pool.Put(frame)
+		c.calls.Put(w)
+		return l.err
+	}
+	l.pending[id] = w
+	l.mu.Unlock()
+	l.sendMu.Lock()
+	l.out = amspb.Raw{Buf: frame, Pool: c.pool}
+	err = l.stream.SendMsg(&l.out)
+	l.out = amspb.Raw{}
+	l.sendMu.Unlock()
+	if err != nil {
+		c.fail(l, err)
+	}
+	select {
+	case err = <-w.done:
+	case <-ctx.Done():
+		l.mu.Lock()
+		_, waiting := l.pending[id]
+		delete(l.pending, id)
+		l.mu.Unlock()
+		if !waiting { // taken by the receiver: wait for its delivery
+			<-w.done
+		}
+		err = ctx.Err()
+	}
+	w.sink = nil
+	c.calls.Put(w)
+	return err
+}
+
+// link returns the open stream, opening one (and exchanging hellos) when
+// there is none; ctx bounds the opening.
+func (c *Conn) link(ctx context.Context) (*link, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.cur != nil {
+		return c.cur, nil
+	}
+	sctx, cancel := context.WithCancel(context.Background())
+	stop := context.AfterFunc(ctx, cancel)
+	defer stop()
+	s, err := c.cc.NewStream(sctx, &streamDesc, FullMethod)
+	if err == nil {
+		err = hello(s)
+	}
+	if err != nil {
+		cancel()
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		return nil, err
+	}
+	l := &link{stream: s, cancel: cancel, pending: map[uint64]*waiter{}}
+	c.cur = l
+	go c.receive(l)
+	return l, nil
+}
+
+// hello sends the worker's hello and checks the shard's.
+func hello(s grpc.ClientStream) error {
+	b := Hello()
+	if err := s.SendMsg(&amspb.Raw{Buf: &b}); err != nil {
+		return err
+	}
+	var in amspb.Raw
+	if err := s.RecvMsg(&in); err != nil {
+		if status.Code(err) == codes.Unimplemented {
+			return fmt.Errorf("%w: the shard has no stream data plane (%s): it is an older build; run one build on workers and shards", ams.ErrProtocol, ServiceName)
+		}
+		return err
+	}
+	v, err := ParseHello(*in.Buf)
+	in.Pool.Put(in.Buf)
+	if err != nil {
+		return fmt.Errorf("%w: %w", ams.ErrProtocol, err)
+	}
+	if v != ProtocolVersion {
+		return fmt.Errorf("%w: the shard speaks data plane protocol %d, this worker %d: run one build on both", ams.ErrProtocol, v, ProtocolVersion)
+	}
+	return nil
+}
+
+// receive reads l's replies and hands each to its caller until the
+// stream breaks, then fails the calls still waiting.
+func (c *Conn) receive(l *link) {
+	var in amspb.Raw
+	var r Reply
+	for {
+		if err := l.stream.RecvMsg(&in); err != nil {
+			c.fail(l, err)
+			return
+		}
+		if err := ParseReply(*in.Buf, &r); err != nil {
+			in.Pool.Put(in.Buf)
+			c.fail(l, fmt.Errorf("%w: %w", ams.ErrProtocol, err))
+			return
+		}
+		l.mu.Lock()
+		w := l.pending[r.ID]
+		delete(l.pending, r.ID)
+		l.mu.Unlock()
+		if w != nil {
+			w.done <- deliver(&r, w.sink)
+		}
+		in.Pool.Put(in.Buf)
+	}
+}
+
+// deliver returns the error a reply carries, or hands it to sink.
+func deliver(r *Reply, sink Sink) error {
+	if r.Err != nil {
+		var st spb.Status
+		if err := proto.Unmarshal(r.Err, &st); err != nil {
+			return fmt.Errorf("%w: a reply's error that is not a status (%q)", ams.ErrProtocol, r.Err)
+		}
+		return status.ErrorProto(&st)
+	}
+	if sink == nil {
+		return nil
+	}
+	return sink.Deliver(r)
+}
+
+// fail ends l with err: the calls waiting on it get err, and the next
+// call opens a new stream.
+func (c *Conn) fail(l *link, err error) {
+	c.mu.Lock()
+	if c.cur == l {
+		c.cur = nil
+	}
+	c.mu.Unlock()
+	l.mu.Lock()
+	if l.err == nil {
+		l.err = err
+	}
+	waiting := l.pending
+	l.pending = map[uint64]*waiter{}
+	l.mu.Unlock()
+	for _, w := range waiting {
+		w.done <- err
+	}
+	l.cancel()
+}
+
+// Close ends the open stream, failing the calls in flight with
+// ams.ErrClosed.
+func (c *Conn) Close() error {
+	c.mu.Lock()
+	l := c.cur
+	c.mu.Unlock()
+	if l != nil {
+		c.fail(l, errors.Join(ams.ErrClosed, errors.New("ams stream: the worker closed its stream")))
+	}
+	return nil
+}
