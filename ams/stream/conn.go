@@ -86,6 +86,10 @@ type waiter struct {
 // for; its reply is dropped. Sending waits on gRPC's flow control, not on
 // the context: a shard that does not read holds its worker's sends.
 func (c *Conn) Do(ctx context.Context, id uint64, frame *[]byte, sink Sink) error {
+	if err := ctx.Err(); err != nil {
+		c.pool.Put(frame)
+		return err
+	}
 	l, err := c.link(ctx)
 	if err != nil {
 		c.pool.Put(frame)
