@@ -69,9 +69,21 @@ func New(m *ams.ShardMap, extra ...grpc.DialOption) (*Client, error) {
 		}
 		c.conns = append(c.conns, cc)
 		c.stubs = append(c.stubs, amspb.NewAMSClient(cc))
-		c.streams = append(c.streams, stream.NewConn(cc, frames))
+		c.streams = append(c.streams, stream.NewConn(cc, frames, tcpAddr(addr, extra)))
 	}
 	return c, nil
+}
+
+// tcpAddr returns the address of a shard's TCP stream (package
+// ams/stream): its gRPC address, for a client on DialOptions alone
+// (plaintext). A client given options of its own (TLS credentials, for
+// one) keeps its stream on gRPC, so that nothing it sends leaves its
+// credentials' protection.
+func tcpAddr(addr string, extra []grpc.DialOption) string {
+	if len(extra) > 0 {
+		return ""
+	}
+	return addr
 }
 
 // Close closes every stream and connection.

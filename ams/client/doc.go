@@ -48,7 +48,11 @@
 // # The data plane
 //
 // Pulls and pushes to a shard in another process travel on the client's
-// stream to it (package ams/stream): one long-lived gRPC stream per shard,
+// stream to it (package ams/stream): one long-lived stream per shard — a
+// TCP connection of its own to the shard's port for a client made on
+// DialOptions alone (plaintext), a gRPC stream for a client given dial
+// options of its own (TLS credentials), so that nothing leaves their
+// protection —
 // each pull or push one frame of the stream's own layout, built from the
 // route and the batch's buffers in a pooled buffer, with the reply's rows
 // scattered into the batch's buffers as it arrives. Calls of any number

@@ -15,6 +15,10 @@ import (
 // pulls whose rows are gathered straight into the reply's frame.
 type streamHandler struct{ s *Shard }
 
+// StreamHandler returns s's stream data plane, the one NewGRPCServer
+// registers, for a TCP stream listener of its own (stream.Mux).
+func StreamHandler(s *Shard) stream.Handler { return streamHandler{s} }
+
 var _ stream.Handler = streamHandler{}
 
 func (h streamHandler) Pull(_ context.Context, q *stream.Request, w *stream.ReplyWriter) error {

@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	spb "google.golang.org/genproto/googleapis/rpc/status"
 	"google.golang.org/grpc"
@@ -36,6 +38,9 @@ type Sink interface {
 type Conn struct {
 	cc   grpc.ClientConnInterface
 	pool *amspb.BufferPool // the frames it sends
+	addr string            // the shard's address for a TCP stream of its own ("": none)
+	dial func(ctx context.Context, network, addr string) (net.Conn, error)
+	tcp  bool // try the TCP stream when opening (cleared, under mu, once it failed)
 
 	ids   atomic.Uint64
 	mu    sync.Mutex // guards cur and opening it
@@ -44,9 +49,14 @@ type Conn struct {
 }
 
 // NewConn returns a Conn over cc, whose codec must be amspb's
-// (amspb.DialOptions); frames are built in buffers of pool.
-func NewConn(cc grpc.ClientConnInterface, pool *amspb.BufferPool) *Conn {
-	c := &Conn{cc: cc, pool: pool}
+// (amspb.DialOptions); frames are built in buffers of pool. With addr
+// set (the shard's plaintext address, the one cc dials) the Conn opens
+// its stream on a TCP connection of its own to addr (Magic, then the
+// frames), and falls back to a gRPC stream on cc for good the first time
+// that fails (a shard that serves TLS, or does not split its port with a
+// Mux). Never give addr for a connection that must be encrypted.
+func NewConn(cc grpc.ClientConnInterface, pool *amspb.BufferPool, addr string) *Conn {
+	c := &Conn{cc: cc, pool: pool, addr: addr, tcp: addr != "", dial: (&net.Dialer{Timeout: tcpDialTimeout}).DialContext}
 	c.calls.New = func() any { return &waiter{done: make(chan error, 1)} }
 	return c
 }
@@ -58,13 +68,25 @@ func (c *Conn) Frame(n int) *[]byte { return getFrame(c.pool, n) }
 // NextID returns a fresh request id.
 func (c *Conn) NextID() uint64 { return c.ids.Add(1) }
 
+// Transport names the transport of the open stream: "tcp" (a TCP
+// connection of its own), "grpc", or "" when none is open.
+func (c *Conn) Transport() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.cur == nil {
+		return ""
+	}
+	switch c.cur.t.(type) {
+	case *tcpTransport:
+		return "tcp"
+	}
+	return "grpc"
+}
+
 // link is one open stream.
 type link struct {
-	stream grpc.ClientStream
-	cancel context.CancelFunc
-
-	sendMu sync.Mutex // serialises SendMsg
-	out    amspb.Raw  // the message being sent, under sendMu
+	t      transport
+	sendMu sync.Mutex // serialises sends
 
 	mu      sync.Mutex // guards pending and err
 	pending map[uint64]*waiter
@@ -107,9 +129,7 @@ func (c *Conn) Do(ctx context.Context, id uint64, frame *[]byte, sink Sink) erro
 	l.pending[id] = w
 	l.mu.Unlock()
 	l.sendMu.Lock()
-	l.out = amspb.Raw{Buf: frame, Pool: c.pool}
-	err = l.stream.SendMsg(&l.out)
-	l.out = amspb.Raw{}
+	err = l.t.send(frame, c.pool)
 	l.sendMu.Unlock()
 	if err != nil {
 		c.fail(l, err)
@@ -139,41 +159,94 @@ func (c *Conn) link(ctx context.Context) (*link, error) {
 	if c.cur != nil {
 		return c.cur, nil
 	}
-	sctx, cancel := context.WithCancel(context.Background())
-	stop := context.AfterFunc(ctx, cancel)
-	defer stop()
-	s, err := c.cc.NewStream(sctx, &streamDesc, FullMethod)
-	if err == nil {
-		err = hello(s)
-	}
+	t, err := c.open(ctx)
 	if err != nil {
-		cancel()
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
 		return nil, err
 	}
-	l := &link{stream: s, cancel: cancel, pending: map[uint64]*waiter{}}
+	l := &link{t: t, pending: map[uint64]*waiter{}}
 	c.cur = l
 	go c.receive(l)
 	return l, nil
 }
 
-// hello sends the worker's hello and checks the shard's.
-func hello(s grpc.ClientStream) error {
-	b := Hello()
-	if err := s.SendMsg(&amspb.Raw{Buf: &b}); err != nil {
-		return err
+// tcpDialTimeout bounds the dial and the hello of a TCP stream: a shard
+// that does not answer in time is reached over gRPC instead.
+const tcpDialTimeout = 10 * time.Second
+
+// open opens a transport and exchanges hellos on it: a TCP stream of its
+// own while that is to be tried, else a gRPC stream.
+func (c *Conn) open(ctx context.Context) (transport, error) {
+	if c.tcp {
+		t, spoke, err := c.openTCP(ctx)
+		if err == nil || !spoke || ctx.Err() != nil {
+			return t, err
+		}
+		c.tcp = false // connected, but not to a stream: gRPC from now on
 	}
-	var in amspb.Raw
-	if err := s.RecvMsg(&in); err != nil {
+	sctx, cancel := context.WithCancel(context.Background())
+	stop := context.AfterFunc(ctx, cancel)
+	defer stop()
+	s, err := c.cc.NewStream(sctx, &streamDesc, FullMethod)
+	if err != nil {
+		cancel()
+		return nil, err
+	}
+	t := &grpcTransport{s: s, cancel: cancel}
+	if err := hello(t); err != nil {
+		cancel()
+		return nil, err
+	}
+	return t, nil
+}
+
+// openTCP dials the shard's address, sends Magic and exchanges hellos.
+// A shard that cannot be reached fails it with UNAVAILABLE (the next call
+// tries again); connected is true when the connection was made, so that a
+// failure is the shard's answer (it serves no TCP stream).
+func (c *Conn) openTCP(ctx context.Context) (t transport, connected bool, err error) {
+	dctx, cancel := context.WithTimeout(ctx, tcpDialTimeout)
+	defer cancel()
+	nc, err := c.dial(dctx, "tcp", c.addr)
+	if err != nil {
+		return nil, false, unavailable(err)
+	}
+	tt := newTCPTransport(nc, c.pool)
+	stop := context.AfterFunc(dctx, tt.close)
+	defer stop()
+	magic := Magic
+	if _, err = nc.Write(magic[:]); err == nil {
+		err = hello(tt)
+	}
+	if err != nil || !stop() {
+		tt.close()
+		return nil, true, errors.Join(err, dctx.Err())
+	}
+	return tt, true, nil
+}
+
+// hello sends the worker's hello and checks the shard's.
+func hello(t transport) error {
+	b := Hello()
+	err := t.send(&b, nil)
+	buf, pool, rerr := t.recv() // after a failed send, the shard's reason
+	if err == nil {
+		err = rerr
+	} else if rerr != nil {
+		err = rerr
+	} else {
+		pool.Put(buf)
+	}
+	if err != nil {
 		if status.Code(err) == codes.Unimplemented {
 			return fmt.Errorf("%w: the shard has no stream data plane (%s): it is an older build; run one build on workers and shards", ams.ErrProtocol, ServiceName)
 		}
 		return err
 	}
-	v, err := ParseHello(*in.Buf)
-	in.Pool.Put(in.Buf)
+	v, err := ParseHello(*buf)
+	pool.Put(buf)
 	if err != nil {
 		return fmt.Errorf("%w: %w", ams.ErrProtocol, err)
 	}
@@ -186,15 +259,15 @@ func hello(s grpc.ClientStream) error {
 // receive reads l's replies and hands each to its caller until the
 // stream breaks, then fails the calls still waiting.
 func (c *Conn) receive(l *link) {
-	var in amspb.Raw
 	var r Reply
 	for {
-		if err := l.stream.RecvMsg(&in); err != nil {
+		buf, pool, err := l.t.recv()
+		if err != nil {
 			c.fail(l, err)
 			return
 		}
-		if err := ParseReply(*in.Buf, &r); err != nil {
-			in.Pool.Put(in.Buf)
+		if err := ParseReply(*buf, &r); err != nil {
+			pool.Put(buf)
 			c.fail(l, fmt.Errorf("%w: %w", ams.ErrProtocol, err))
 			return
 		}
@@ -205,7 +278,7 @@ func (c *Conn) receive(l *link) {
 		if w != nil {
 			w.done <- deliver(&r, w.sink)
 		}
-		in.Pool.Put(in.Buf)
+		pool.Put(buf)
 	}
 }
 
@@ -242,7 +315,7 @@ func (c *Conn) fail(l *link, err error) {
 	for _, w := range waiting {
 		w.done <- err
 	}
-	l.cancel()
+	l.t.close()
 }
 
 // Close ends the open stream, failing the calls in flight with

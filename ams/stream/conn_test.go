@@ -122,9 +122,11 @@ func (p *proxy) cut() {
 	p.conns = nil
 }
 
-// serve serves h (nil: no stream service, as an older build) over gRPC on
-// loopback behind a proxy, and returns a Conn to it.
-func serve(t *testing.T, register func(*grpc.Server)) (*stream.Conn, *proxy) {
+// serve serves h (nil: no stream service, as an older build) and what
+// register adds over gRPC on loopback behind a proxy, with a Mux for TCP
+// streams when tcp is set, and returns a Conn to it that tries a TCP
+// stream when tcp is set.
+func serve(t *testing.T, h stream.Handler, register func(*grpc.Server), tcp bool) (*stream.Conn, *proxy) {
 	t.Helper()
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -132,21 +134,49 @@ func serve(t *testing.T, register func(*grpc.Server)) (*stream.Conn, *proxy) {
 	}
 	p := &amspb.BufferPool{}
 	gs := grpc.NewServer(amspb.ServerOptions(p)...)
-	register(gs)
-	go gs.Serve(lis)
+	if h != nil {
+		stream.Register(gs, h, nil)
+	}
+	if register != nil {
+		register(gs)
+	}
+	var gl net.Listener = lis
+	if tcp && h != nil {
+		m := stream.NewMux(lis, h, nil)
+		gl = m
+		t.Cleanup(m.Wait)
+	}
+	go gs.Serve(gl)
 	t.Cleanup(gs.Stop)
 	px := newProxy(t, lis.Addr().String())
 	cc, err := grpc.NewClient(px.lis.Addr().String(), append(amspb.DialOptions(), grpc.WithTransportCredentials(insecure.NewCredentials()))...)
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := stream.NewConn(cc, &amspb.BufferPool{})
+	addr := ""
+	if tcp {
+		addr = px.lis.Addr().String()
+	}
+	c := stream.NewConn(cc, &amspb.BufferPool{}, addr)
 	t.Cleanup(func() { c.Close(); cc.Close() })
 	return c, px
 }
 
-func serveEcho(t *testing.T, e *echo) (*stream.Conn, *proxy) {
-	return serve(t, func(gs *grpc.Server) { stream.Register(gs, e, nil) })
+// eachTransport runs f over a gRPC stream and over a TCP stream, and
+// checks that each ran on its transport.
+func eachTransport(t *testing.T, f func(t *testing.T, tcp bool) *stream.Conn) {
+	for _, tcp := range []bool{false, true} {
+		name := map[bool]string{false: "grpc", true: "tcp"}[tcp]
+		t.Run(name, func(t *testing.T) {
+			if c := f(t, tcp); c.Transport() != name && c.Transport() != "" {
+				t.Fatalf("the stream ran on %q", c.Transport())
+			}
+		})
+	}
+}
+
+func serveEcho(t *testing.T, e *echo, tcp bool) (*stream.Conn, *proxy) {
+	return serve(t, e, nil, tcp)
 }
 
 // rowsSink copies a pull's first table's rows.
@@ -173,9 +203,11 @@ func pull(ctx context.Context, c *stream.Conn, table string, ids []uint64, sink 
 
 // TestConcurrentCalls: calls of many goroutines share one stream, and each
 // gets its own reply (the replies' ids route them).
-func TestConcurrentCalls(t *testing.T) {
+func TestConcurrentCalls(t *testing.T) { eachTransport(t, testConcurrentCalls) }
+
+func testConcurrentCalls(t *testing.T, tcp bool) *stream.Conn {
 	e := &echo{dim: 3}
-	c, _ := serveEcho(t, e)
+	c, _ := serveEcho(t, e, tcp)
 	ctx := context.Background()
 	var wg sync.WaitGroup
 	errs := make(chan error, 8)
@@ -204,12 +236,15 @@ func TestConcurrentCalls(t *testing.T) {
 	for err := range errs {
 		t.Fatal(err)
 	}
+	return c
 }
 
 // TestErrorReply: a request the shard fails gets the shard's error back
 // as a status of the error table, and the stream goes on.
-func TestErrorReply(t *testing.T) {
-	c, _ := serveEcho(t, &echo{dim: 1})
+func TestErrorReply(t *testing.T) { eachTransport(t, testErrorReply) }
+
+func testErrorReply(t *testing.T, tcp bool) *stream.Conn {
+	c, _ := serveEcho(t, &echo{dim: 1}, tcp)
 	var sink rowsSink
 	err := pull(context.Background(), c, "fail", []uint64{1}, &sink)
 	if !errors.Is(amspb.FromStatus(err), ams.ErrUnknownTable) {
@@ -218,14 +253,17 @@ func TestErrorReply(t *testing.T) {
 	if err := pull(context.Background(), c, "emb", []uint64{4}, &sink); err != nil || sink.rows[0] != 4 {
 		t.Fatalf("the pull after it: %v %v", sink.rows, err)
 	}
+	return c
 }
 
 // TestResetFailsCallsInFlight: a connection reset by the network fails
 // the calls in flight with UNAVAILABLE (none is sent again by the Conn),
 // and a later call opens a new stream once gRPC has reconnected.
-func TestResetFailsCallsInFlight(t *testing.T) {
+func TestResetFailsCallsInFlight(t *testing.T) { eachTransport(t, testResetFailsCallsInFlight) }
+
+func testResetFailsCallsInFlight(t *testing.T, tcp bool) *stream.Conn {
 	e := &echo{dim: 1, release: make(chan struct{}), started: make(chan struct{}, 1)}
-	c, px := serveEcho(t, e)
+	c, px := serveEcho(t, e, tcp)
 	ctx := context.Background()
 	var sink rowsSink
 	if err := pull(ctx, c, "emb", []uint64{1}, &sink); err != nil {
@@ -250,13 +288,16 @@ func TestResetFailsCallsInFlight(t *testing.T) {
 	if err != nil || sink.rows[0] != 5 {
 		t.Fatalf("no new stream after the reset: %v", err)
 	}
+	return c
 }
 
 // TestCancelWhileWaiting: a call whose context ends returns the context's
 // error; its reply, when it comes, is dropped, and the stream goes on.
-func TestCancelWhileWaiting(t *testing.T) {
+func TestCancelWhileWaiting(t *testing.T) { eachTransport(t, testCancelWhileWaiting) }
+
+func testCancelWhileWaiting(t *testing.T, tcp bool) *stream.Conn {
 	e := &echo{dim: 1, release: make(chan struct{}), started: make(chan struct{}, 1)}
-	c, _ := serveEcho(t, e)
+	c, _ := serveEcho(t, e, tcp)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	sink := &rowsSink{}
@@ -274,12 +315,13 @@ func TestCancelWhileWaiting(t *testing.T) {
 	if sink.rows != nil {
 		t.Fatalf("a canceled call's sink got %v", sink.rows)
 	}
+	return c
 }
 
 // TestOlderShard: a shard without the stream service (an older build)
 // fails the first call with ams.ErrProtocol, naming the cause.
 func TestOlderShard(t *testing.T) {
-	c, _ := serve(t, func(gs *grpc.Server) { amspb.RegisterAMSServer(gs, amspb.UnimplementedAMSServer{}) })
+	c, _ := serve(t, nil, func(gs *grpc.Server) { amspb.RegisterAMSServer(gs, amspb.UnimplementedAMSServer{}) }, true)
 	err := pull(context.Background(), c, "emb", []uint64{1}, &rowsSink{})
 	if !errors.Is(err, ams.ErrProtocol) {
 		t.Fatalf("a pull from an older shard: %v", err)
@@ -290,8 +332,7 @@ func TestOlderShard(t *testing.T) {
 // with ams.ErrProtocol, as a worker does a shard's.
 func TestOtherVersion(t *testing.T) {
 	// The shard's side: a hello of version 99.
-	c, px := serveEcho(t, &echo{dim: 1})
-	_ = c
+	_, px := serveEcho(t, &echo{dim: 1}, false)
 	cc, err := grpc.NewClient(px.lis.Addr().String(), append(amspb.DialOptions(), grpc.WithTransportCredentials(insecure.NewCredentials()))...)
 	if err != nil {
 		t.Fatal(err)
@@ -309,12 +350,18 @@ func TestOtherVersion(t *testing.T) {
 		t.Fatal(err)
 	}
 	var in amspb.Raw
+	if err := s.RecvMsg(&in); err != nil { // the shard's hello, to name its version
+		t.Fatal(err)
+	}
+	if v, err := stream.ParseHello(*in.Buf); err != nil || v != stream.ProtocolVersion {
+		t.Fatalf("the shard's hello: %d, %v", v, err)
+	}
 	err = s.RecvMsg(&in)
 	if !errors.Is(amspb.FromStatus(err), ams.ErrProtocol) {
 		t.Fatalf("a hello of version 99: %v", err)
 	}
 	// The worker's side: a shard that answers with version 99.
-	w, _ := serve(t, func(gs *grpc.Server) {
+	w, _ := serve(t, nil, func(gs *grpc.Server) {
 		gs.RegisterService(&grpc.ServiceDesc{ServiceName: stream.ServiceName, HandlerType: (*any)(nil),
 			Streams: []grpc.StreamDesc{{StreamName: "Stream", ServerStreams: true, ClientStreams: true,
 				Handler: func(_ any, ss grpc.ServerStream) error {
@@ -326,8 +373,34 @@ func TestOtherVersion(t *testing.T) {
 					b[8] = 99
 					return ss.SendMsg(&amspb.Raw{Buf: &b})
 				}}}}, struct{}{})
-	})
+	}, false)
 	if err := pull(context.Background(), w, "emb", []uint64{1}, &rowsSink{}); !errors.Is(err, ams.ErrProtocol) {
 		t.Fatalf("a pull from a shard of version 99: %v", err)
+	}
+}
+
+// TestFallsBackToGRPC: a worker that tries a TCP stream on a shard that
+// serves none (no Mux: a TLS shard, or one in a test) goes on over gRPC.
+func TestFallsBackToGRPC(t *testing.T) {
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	gs := grpc.NewServer(amspb.ServerOptions(&amspb.BufferPool{})...)
+	stream.Register(gs, &echo{dim: 2}, nil)
+	go gs.Serve(lis)
+	t.Cleanup(gs.Stop)
+	cc, err := grpc.NewClient(lis.Addr().String(), append(amspb.DialOptions(), grpc.WithTransportCredentials(insecure.NewCredentials()))...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := stream.NewConn(cc, &amspb.BufferPool{}, lis.Addr().String())
+	t.Cleanup(func() { c.Close(); cc.Close() })
+	var sink rowsSink
+	if err := pull(context.Background(), c, "emb", []uint64{3}, &sink); err != nil || sink.rows[1] != 4 {
+		t.Fatalf("a pull: %v %v", sink.rows, err)
+	}
+	if c.Transport() != "grpc" {
+		t.Fatalf("the stream ran on %q", c.Transport())
 	}
 }

@@ -9,11 +9,27 @@
 // or trailers, no handler goroutine per call, and no protobuf copy of a
 // payload.
 //
-// The stream is the service xps.ams.v1.AMSData (FullMethod) beside the
-// AMS service on the shard's gRPC server: the same port, TLS and roles
-// (shard.Roles names FullMethod), message size limit
-// (ams.MaxMessageBytes) and buffer pool. amspb's codec moves a frame as
-// an amspb.Raw.
+// # Transports
+//
+// The frames travel on one of two transports, on the shard's one port:
+//
+//   - a TCP connection of the stream's own, in plaintext clusters: the
+//     worker dials the shard's gRPC address and opens with Magic; the
+//     shard's listener (Mux) tells it from gRPC's HTTP/2 preface and
+//     serves it (ServeConn). Each frame follows its 4-byte length, and is
+//     read from the socket straight into a pooled buffer: no HTTP/2
+//     frames, no flow-control bookkeeping, no gRPC objects per message.
+//   - a gRPC stream, the service xps.ams.v1.AMSData (FullMethod) beside
+//     the AMS service: where the cluster speaks TLS (the shard's TLS,
+//     roles — shard.Roles names FullMethod — and message size limit
+//     apply), where a worker was given dial options of its own, and
+//     where a shard answers a TCP stream with anything but its hello. A
+//     worker falls back to it once for good per shard. amspb's codec moves
+//     a frame as an amspb.Raw.
+//
+// Both carry the same frames and the same hello, and fail a broken
+// stream's calls alike (UNAVAILABLE). A TCP frame over
+// ams.MaxMessageBytes is refused from its length, unread.
 //
 // A Conn (the worker's side) sends requests of any number of callers on
 // one stream, tagged with ids, and its receiving goroutine hands each
@@ -51,5 +67,7 @@
 //
 //   - frame.go: the frames' layout: RequestWriter, ParseRequest, WriteReply, ParseReply, the hello.
 //   - conn.go: Conn, the worker's side: Do, the receiving goroutine, failure and reopening.
-//   - server.go: Register, Handler and ReplyWriter, the shard's side.
+//   - server.go: Register, ServeConn, Handler and ReplyWriter, the shard's side.
+//   - transport.go: the two transports (a gRPC stream, a TCP connection with length-prefixed frames) and Magic.
+//   - mux.go: Mux, a shard's listener split between gRPC and TCP streams by their first bytes.
 package stream

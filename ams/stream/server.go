@@ -6,9 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"sync"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 
@@ -56,18 +58,30 @@ func Register(gs *grpc.Server, h Handler, p *amspb.BufferPool) {
 	desc := grpc.ServiceDesc{ServiceName: ServiceName, HandlerType: (*any)(nil),
 		Streams: []grpc.StreamDesc{streamDesc}}
 	desc.Streams[0].Handler = func(_ any, ss grpc.ServerStream) error {
-		return (&server{ss: ss, h: h, pool: p}).serve()
+		return amspb.ToStatus((&server{t: &grpcTransport{s: ss}, ctx: ss.Context(), h: h, pool: p}).serve())
 	}
 	gs.RegisterService(&desc, struct{}{})
 }
 
+// ServeConn serves h on a TCP connection of the stream's own, whose Magic
+// has been read (Mux), until the worker closes it or it breaks; replies
+// are built in buffers of p, frames read into them. It closes c.
+func ServeConn(ctx context.Context, c net.Conn, h Handler, p *amspb.BufferPool) error {
+	t := newTCPTransport(c, p)
+	defer t.close()
+	stop := context.AfterFunc(ctx, t.close)
+	defer stop()
+	return (&server{t: t, ctx: ctx, h: h, pool: p}).serve()
+}
+
 // server serves one stream.
 type server struct {
-	ss   grpc.ServerStream
+	t    transport
+	ctx  context.Context
 	h    Handler
 	pool *amspb.BufferPool
 
-	sendMu  sync.Mutex // serialises SendMsg
+	sendMu  sync.Mutex // serialises sends
 	sendErr error      // the first failed send, under sendMu
 }
 
@@ -76,72 +90,76 @@ type server struct {
 // breaks.
 func (s *server) serve() error {
 	if err := s.hello(); err != nil {
-		return amspb.ToStatus(err)
+		return err
 	}
-	reqs := make(chan amspb.Raw, serveParallel)
+	type req struct {
+		buf  *[]byte
+		pool *amspb.BufferPool
+	}
+	reqs := make(chan req, serveParallel)
 	var wg sync.WaitGroup
 	for range serveParallel {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			s.work(reqs)
+			var q Request
+			names := Names{}
+			w := ReplyWriter{pool: s.pool}
+			for r := range reqs {
+				reply := s.serveOne(s.ctx, *r.buf, &q, names, &w)
+				r.pool.Put(r.buf)
+				s.send(reply)
+			}
 		}()
 	}
-	var in amspb.Raw
 	var err error
 	for {
-		if err = s.ss.RecvMsg(&in); err != nil {
+		var r req
+		if r.buf, r.pool, err = s.t.recv(); err != nil {
 			break
 		}
-		reqs <- in
+		reqs <- r
 	}
 	close(reqs)
 	wg.Wait()
-	if errors.Is(err, io.EOF) {
-		return nil
+	if errors.Is(err, io.EOF) || status.Code(err) == codes.Unavailable {
+		return nil // the worker closed or dropped the stream
 	}
 	return err
 }
 
+// send sends a reply frame, or drops it once a send failed.
+func (s *server) send(reply *[]byte) {
+	s.sendMu.Lock()
+	defer s.sendMu.Unlock()
+	if s.sendErr == nil {
+		s.sendErr = s.t.send(reply, s.pool)
+	} else {
+		s.pool.Put(reply)
+	}
+}
+
 // hello reads the worker's hello and answers with the shard's; a worker
-// of another protocol version gets ams.ErrProtocol.
+// of another protocol version gets ams.ErrProtocol after it (so that it
+// can name both versions).
 func (s *server) hello() error {
-	var in amspb.Raw
-	if err := s.ss.RecvMsg(&in); err != nil {
+	buf, pool, err := s.t.recv()
+	if err != nil {
 		return err
 	}
-	v, err := ParseHello(*in.Buf)
-	in.Pool.Put(in.Buf)
+	v, err := ParseHello(*buf)
+	pool.Put(buf)
 	if err != nil {
 		return fmt.Errorf("%w: %w", ams.ErrProtocol, err)
+	}
+	b := Hello()
+	if err := s.t.send(&b, nil); err != nil {
+		return err
 	}
 	if v != ProtocolVersion {
 		return fmt.Errorf("%w: the worker speaks data plane protocol %d, this shard %d: run one build on both", ams.ErrProtocol, v, ProtocolVersion)
 	}
-	b := Hello()
-	return s.ss.SendMsg(&amspb.Raw{Buf: &b})
-}
-
-// work serves requests until reqs is closed: each one's reply is sent
-// before its frame goes back to the pool.
-func (s *server) work(reqs <-chan amspb.Raw) {
-	ctx := s.ss.Context()
-	var q Request
-	names := Names{}
-	w := ReplyWriter{pool: s.pool}
-	var out amspb.Raw
-	for in := range reqs {
-		reply := s.serveOne(ctx, *in.Buf, &q, names, &w)
-		in.Pool.Put(in.Buf)
-		s.sendMu.Lock()
-		if s.sendErr == nil {
-			out = amspb.Raw{Buf: reply, Pool: s.pool}
-			s.sendErr = s.ss.SendMsg(&out)
-		} else {
-			s.pool.Put(reply)
-		}
-		s.sendMu.Unlock()
-	}
+	return nil
 }
 
 // serveOne serves one request frame and returns its reply frame.

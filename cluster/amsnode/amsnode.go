@@ -17,6 +17,7 @@ import (
 
 	"github.com/xdlgo/xps/ams"
 	"github.com/xdlgo/xps/ams/shard"
+	"github.com/xdlgo/xps/ams/stream"
 	"github.com/xdlgo/xps/cluster/membership"
 	"github.com/xdlgo/xps/cluster/ops"
 	"github.com/xdlgo/xps/cluster/tlsconf"
@@ -70,6 +71,7 @@ type Node struct {
 	shard *shard.Shard
 	gs    *grpc.Server
 	lis   net.Listener
+	mux   *stream.Mux // the stream's TCP connections beside gRPC on lis (plaintext only), or nil
 	reg   *membership.Kept
 	addr  string
 
@@ -123,10 +125,15 @@ func Start(ctx context.Context, cli *clientv3.Client, opts Options) (*Node, erro
 	}
 	extra = append(extra, shard.TLSServerOptions(opts.TLS)...)
 	n.gs = shard.NewGRPCServer(n.shard, extra...)
+	grpcLis := lis
+	if opts.TLS == nil {
+		n.mux = stream.NewMux(lis, shard.StreamHandler(n.shard), nil)
+		grpcLis = n.mux
+	}
 	n.wg.Add(1)
 	go func() {
 		defer n.wg.Done()
-		n.serveErr = n.gs.Serve(lis)
+		n.serveErr = n.gs.Serve(grpcLis)
 	}()
 	// Kept: a lost lease is registered again, and the shard serves on
 	// with its rows (see the package doc).
@@ -160,6 +167,10 @@ func (n *Node) Close() error {
 		}
 		n.gs.Stop()
 		n.wg.Wait()
+		if n.mux != nil {
+			n.mux.Close()
+			n.mux.Wait()
+		}
 		if n.collector != nil {
 			n.opts.Metrics.Unregister(n.collector)
 		}

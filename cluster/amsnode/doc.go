@@ -1,5 +1,6 @@
 // Package amsnode runs one AMS shard as a cluster member: the shard, its
-// gRPC server on a TCP listener, and its etcd registration under a lease
+// gRPC server on a TCP listener (shared, in a plaintext cluster, with the
+// data plane's TCP streams: stream.Mux), and its etcd registration under a lease
 // (the lease keep-alive is the shard's heartbeat). cmd/ams and the embedded
 // local cluster both use it, so a shard in one process behaves exactly as a
 // shard in its own process.
@@ -20,7 +21,8 @@
 // restores.
 //
 // Start starts the serving goroutine; Close deregisters (a clean leave),
-// stops the gRPC server and then the shard, in that order.
+// stops the gRPC server, then the TCP streams (waiting for the requests
+// they serve), then the shard, in that order.
 //
 // # Files
 //

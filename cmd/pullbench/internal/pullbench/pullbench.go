@@ -16,6 +16,7 @@ import (
 	"github.com/xdlgo/xps/ams"
 	"github.com/xdlgo/xps/ams/client"
 	"github.com/xdlgo/xps/ams/shard"
+	"github.com/xdlgo/xps/ams/stream"
 )
 
 // Table is the name of the benchmark's table.
@@ -35,6 +36,7 @@ type Server struct {
 	sh   *shard.Shard
 	gs   *grpc.Server
 	amsL net.Listener
+	mux  *stream.Mux // the shard's port split between gRPC and the data plane's TCP streams
 	tcpL net.Listener
 	wg   sync.WaitGroup
 	mu   sync.Mutex
@@ -89,7 +91,8 @@ func Start(opts ServerOptions) (*Server, error) {
 		return nil, fmt.Errorf("pullbench: %w", err)
 	}
 	s.wg.Add(2)
-	go func() { defer s.wg.Done(); s.gs.Serve(s.amsL) }()
+	s.mux = stream.NewMux(s.amsL, shard.StreamHandler(sh), nil)
+	go func() { defer s.wg.Done(); s.gs.Serve(s.mux) }()
 	go func() { defer s.wg.Done(); s.acceptTCP() }()
 	return s, nil
 }
@@ -109,6 +112,8 @@ func (s *Server) Close() error {
 	}
 	s.mu.Unlock()
 	s.gs.Stop()
+	s.mux.Close()
+	s.mux.Wait()
 	s.tcpL.Close()
 	s.wg.Wait()
 	return s.sh.Close()

@@ -1,0 +1,132 @@
+package stream
+
+import (
+	"bufio"
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"sync"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/xdlgo/xps/ams"
+	"github.com/xdlgo/xps/ams/amspb"
+)
+
+// transport moves the frames of one stream each way: a gRPC stream, or a
+// TCP connection of the stream's own (tcpTransport). send is called by one
+// goroutine at a time, recv by one goroutine.
+type transport interface {
+	// send writes a frame, a buffer of pool (nil: no pool's), which it
+	// gives up: it goes back to pool once written.
+	send(frame *[]byte, pool *amspb.BufferPool) error
+	// recv returns the next frame, in a buffer of the pool it returns;
+	// the caller puts it back there when done.
+	recv() (*[]byte, *amspb.BufferPool, error)
+	// close ends the transport; a recv waiting returns.
+	close()
+}
+
+// grpcTransport is a gRPC stream (either side's) carrying frames as
+// amspb.Raw messages.
+type grpcTransport struct {
+	s      grpc.Stream
+	cancel context.CancelFunc // the client's stream; nil on the server's side
+	out    amspb.Raw          // the message being sent (sends are serialised)
+	in     amspb.Raw
+}
+
+func (g *grpcTransport) send(frame *[]byte, pool *amspb.BufferPool) error {
+	g.out = amspb.Raw{Buf: frame, Pool: pool}
+	err := g.s.SendMsg(&g.out)
+	g.out = amspb.Raw{}
+	if errors.Is(err, io.EOF) {
+		// The other side ended the stream; its status is what RecvMsg
+		// returns, which the receiving side reports.
+		return status.Error(codes.Unavailable, "ams stream: the shard ended the stream")
+	}
+	return err
+}
+
+func (g *grpcTransport) recv() (*[]byte, *amspb.BufferPool, error) {
+	if err := g.s.RecvMsg(&g.in); err != nil {
+		return nil, nil, err
+	}
+	return g.in.Buf, g.in.Pool, nil
+}
+
+func (g *grpcTransport) close() {
+	if g.cancel != nil {
+		g.cancel()
+	}
+}
+
+// Magic opens a TCP connection of the stream's own on a shard's port,
+// where the shard's listener (Mux) tells it from gRPC's HTTP/2 preface.
+var Magic = [8]byte{'X', 'P', 'S', 'D', 'A', 'T', 'A', '1'}
+
+// tcpTransport carries frames on a TCP connection, each one after its
+// length (4 bytes, little-endian): no HTTP/2 framing, a frame read from
+// the socket straight into a pooled buffer.
+type tcpTransport struct {
+	conn net.Conn
+	r    *bufio.Reader
+	pool *amspb.BufferPool // what recv reads into
+	hdr  [4]byte
+	bufs net.Buffers
+	once sync.Once
+}
+
+// tcpReadBuffer is the reader's buffer: lengths and small frames come
+// through it, a large frame's bytes straight from the socket.
+const tcpReadBuffer = 64 << 10
+
+func newTCPTransport(c net.Conn, pool *amspb.BufferPool) *tcpTransport {
+	if tc, ok := c.(*net.TCPConn); ok {
+		tc.SetNoDelay(true)
+	}
+	return &tcpTransport{conn: c, r: bufio.NewReaderSize(c, tcpReadBuffer), pool: pool}
+}
+
+func (t *tcpTransport) send(frame *[]byte, pool *amspb.BufferPool) error {
+	binary.LittleEndian.PutUint32(t.hdr[:], uint32(len(*frame)))
+	t.bufs = append(t.bufs[:0], t.hdr[:], *frame)
+	_, err := t.bufs.WriteTo(t.conn)
+	if pool != nil {
+		pool.Put(frame)
+	}
+	if err != nil {
+		return unavailable(err)
+	}
+	return nil
+}
+
+func (t *tcpTransport) recv() (*[]byte, *amspb.BufferPool, error) {
+	var hdr [4]byte
+	if _, err := io.ReadFull(t.r, hdr[:]); err != nil {
+		return nil, nil, unavailable(err)
+	}
+	n := int(binary.LittleEndian.Uint32(hdr[:]))
+	if n > ams.MaxMessageBytes {
+		return nil, nil, status.Errorf(codes.ResourceExhausted, "ams stream: a frame of %d bytes, more than %d (ams.MaxMessageBytes)", n, ams.MaxMessageBytes)
+	}
+	b := t.pool.Get(n)
+	if _, err := io.ReadFull(t.r, *b); err != nil {
+		t.pool.Put(b)
+		return nil, nil, unavailable(err)
+	}
+	return b, t.pool, nil
+}
+
+func (t *tcpTransport) close() { t.once.Do(func() { t.conn.Close() }) }
+
+// unavailable makes a connection's error the status gRPC gives a broken
+// stream, so that both transports fail a call alike (ams.ErrUnavailable).
+func unavailable(err error) error {
+	return status.Error(codes.Unavailable, fmt.Sprintf("ams stream: %v", err))
+}
