@@ -77,7 +77,8 @@ type tcpTransport struct {
 	conn net.Conn
 	r    *bufio.Reader
 	pool *amspb.BufferPool // what recv reads into
-	hdr  [4]byte
+	hdr  [4]byte           // send's length
+	rhdr [4]byte           // recv's length (a field: a local would escape to the heap)
 	bufs net.Buffers
 	once sync.Once
 }
@@ -107,11 +108,10 @@ func (t *tcpTransport) send(frame *[]byte, pool *amspb.BufferPool) error {
 }
 
 func (t *tcpTransport) recv() (*[]byte, *amspb.BufferPool, error) {
-	var hdr [4]byte
-	if _, err := io.ReadFull(t.r, hdr[:]); err != nil {
+	if _, err := io.ReadFull(t.r, t.rhdr[:]); err != nil {
 		return nil, nil, unavailable(err)
 	}
-	n := int(binary.LittleEndian.Uint32(hdr[:]))
+	n := int(binary.LittleEndian.Uint32(t.rhdr[:]))
 	if n > ams.MaxMessageBytes {
 		return nil, nil, status.Errorf(codes.ResourceExhausted, "ams stream: a frame of %d bytes, more than %d (ams.MaxMessageBytes)", n, ams.MaxMessageBytes)
 	}
