@@ -23,15 +23,11 @@ var _ stream.Handler = streamHandler{}
 
 func (h streamHandler) Pull(_ context.Context, q *stream.Request, w *stream.ReplyWriter) error {
 	s := h.s
-	if err := s.checkVersion(q.Version); err != nil {
-		return err
-	}
-	c := s.getCall()
-	defer s.putCall(c)
-	ids, values, err := h.tables(c, q.Tables)
+	c, ids, values, err := h.open(q)
 	if err != nil {
 		return err
 	}
+	defer s.putCall(c)
 	dense := 0
 	for _, d := range q.Dense {
 		di, err := s.denseInfo(d.Name, -1)
@@ -62,6 +58,20 @@ func (h streamHandler) Pull(_ context.Context, q *stream.Request, w *stream.Repl
 	return nil
 }
 
+// open checks q's version, takes a call (the caller puts it back) and
+// looks up q's tables in it (tables).
+func (h streamHandler) open(q *stream.Request) (c *call, ids, values int, err error) {
+	if err := h.s.checkVersion(q.Version); err != nil {
+		return nil, 0, 0, err
+	}
+	c = h.s.getCall()
+	if ids, values, err = h.tables(c, q.Tables); err != nil {
+		h.s.putCall(c)
+		return nil, 0, 0, err
+	}
+	return c, ids, values, nil
+}
+
 // tables looks up the request's tables, leaving each one's row values
 // (ids x dim) in c.values, and returns the ids and values in all.
 func (h streamHandler) tables(c *call, tables []ams.TableRequest) (ids, values int, err error) {
@@ -81,15 +91,11 @@ func (h streamHandler) tables(c *call, tables []ams.TableRequest) (ids, values i
 
 func (h streamHandler) Push(_ context.Context, q *stream.Request) error {
 	s := h.s
-	if err := s.checkVersion(q.Version); err != nil {
-		return err
-	}
-	c := s.getCall()
-	defer s.putCall(c)
-	ids, values, err := h.tables(c, q.Tables)
+	c, ids, values, err := h.open(q)
 	if err != nil {
 		return err
 	}
+	defer s.putCall(c)
 	dense := 0
 	for _, d := range q.Dense {
 		di, err := s.denseInfo(d.Name, len(d.Values))
