@@ -12,6 +12,7 @@ import (
 	"github.com/xdlgo/xps/ams"
 	"github.com/xdlgo/xps/ams/client"
 	"github.com/xdlgo/xps/ams/shard"
+	"github.com/xdlgo/xps/ams/stream"
 )
 
 // startShards serves n shards over real gRPC on loopback and returns a
@@ -28,8 +29,9 @@ func startShards(t testing.TB, n int, version uint64, stores ...string) (*ams.Sh
 			t.Fatal(err)
 		}
 		gs := shard.NewGRPCServer(s)
-		go gs.Serve(lis)
-		t.Cleanup(func() { gs.Stop(); s.Close() })
+		mux := stream.NewMux(lis, shard.StreamHandler(s), nil) // the data plane's TCP streams, as amsnode serves them
+		go gs.Serve(mux)
+		t.Cleanup(func() { gs.Stop(); mux.Wait(); s.Close() })
 		ids = append(ids, s.ID())
 		addrs = append(addrs, lis.Addr().String())
 		shards = append(shards, s)

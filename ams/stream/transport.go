@@ -79,7 +79,8 @@ type tcpTransport struct {
 	pool *amspb.BufferPool // what recv reads into
 	hdr  [4]byte           // send's length
 	rhdr [4]byte           // recv's length (a field: a local would escape to the heap)
-	bufs net.Buffers
+	iov  [2][]byte    // the length and the frame of a send
+	bufs net.Buffers // iov's, consumed by its WriteTo
 	once sync.Once
 }
 
@@ -96,7 +97,8 @@ func newTCPTransport(c net.Conn, pool *amspb.BufferPool) *tcpTransport {
 
 func (t *tcpTransport) send(frame *[]byte, pool *amspb.BufferPool) error {
 	binary.LittleEndian.PutUint32(t.hdr[:], uint32(len(*frame)))
-	t.bufs = append(t.bufs[:0], t.hdr[:], *frame)
+	t.iov = [2][]byte{t.hdr[:], *frame}
+	t.bufs = t.iov[:] // WriteTo consumes the slice, not the array
 	_, err := t.bufs.WriteTo(t.conn)
 	if pool != nil {
 		pool.Put(frame)
