@@ -79,8 +79,8 @@ type tcpTransport struct {
 	pool *amspb.BufferPool // what recv reads into
 	hdr  [4]byte           // send's length
 	rhdr [4]byte           // recv's length (a field: a local would escape to the heap)
-	iov  [2][]byte    // the length and the frame of a send
-	bufs net.Buffers // iov's, consumed by its WriteTo
+	iov  [2][]byte         // the length and the frame of a send
+	bufs net.Buffers       // iov's, consumed by its WriteTo
 	once sync.Once
 }
 
