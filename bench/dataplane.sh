@@ -19,7 +19,10 @@
 # worktree in bench/out/old), alternated with the others: the data plane
 # before and after.
 #
-# Usage: [ROUNDS=3] [BATCHES="256 5000"] [OLD=REV] bench/dataplane.sh [train_samples]
+# EXTRA adds worker flags to every run (both shapes), e.g.
+# EXTRA="-set model.kind=deepfm" for another kind of the zoo.
+#
+# Usage: [ROUNDS=3] [BATCHES="256 5000"] [OLD=REV] [EXTRA=...] bench/dataplane.sh [train_samples]
 # (default 1000000). Writes bench/out/dataplane.jsonl, one line per run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -57,7 +60,7 @@ mallocs() { # go_memstats_mallocs_total of the process serving /metrics at $1
 	curl -s "http://$1/metrics" | awk '/^go_memstats_mallocs_total/ {print $2}'
 }
 port() { echo $((20000 + RANDOM % 10000)); }
-model=(-format libffm -dim 18 -hidden 200,80 -epochs 1 -test "$test")
+model=(-format libffm -dim 18 -hidden 200,80 -epochs 1 -test "$test" ${EXTRA:-})
 results="$out/dataplane.jsonl"
 : >"$results"
 echo "cores: $(nproc); train samples: $ntrain; rounds: $rounds; load before: $(cat /proc/loadavg)"

@@ -404,3 +404,29 @@ func TestFallsBackToGRPC(t *testing.T) {
 		t.Fatalf("the stream ran on %q", c.Transport())
 	}
 }
+
+// TestMuxSplitsThePort: through one Mux, a TCP stream is served, gRPC
+// calls reach the gRPC server, and a connection that sends less than
+// Magic and hangs up leaves both working.
+func TestMuxSplitsThePort(t *testing.T) {
+	c, px := serve(t, &echo{dim: 1}, func(gs *grpc.Server) { amspb.RegisterAMSServer(gs, amspb.UnimplementedAMSServer{}) }, true)
+	short, err := net.Dial("tcp", px.lis.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	short.Write([]byte("XPS"))
+	short.Close()
+	var sink rowsSink
+	if err := pull(context.Background(), c, "emb", []uint64{6}, &sink); err != nil || sink.rows[0] != 6 || c.Transport() != "tcp" {
+		t.Fatalf("a pull through the Mux: %v %v on %q", sink.rows, err, c.Transport())
+	}
+	cc, err := grpc.NewClient(px.lis.Addr().String(), append(amspb.DialOptions(), grpc.WithTransportCredentials(insecure.NewCredentials()))...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cc.Close()
+	_, err = amspb.NewAMSClient(cc).Stats(context.Background(), &amspb.StatsRequest{})
+	if status.Code(err) != codes.Unimplemented {
+		t.Fatalf("a gRPC call through the Mux: %v, want the server's UNIMPLEMENTED", err)
+	}
+}
