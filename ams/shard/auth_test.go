@@ -19,6 +19,7 @@ import (
 	"github.com/xdlgo/xps/ams/amspb"
 	"github.com/xdlgo/xps/ams/client"
 	"github.com/xdlgo/xps/ams/shard"
+	"github.com/xdlgo/xps/ams/stream"
 	"github.com/xdlgo/xps/cluster/tlsconf"
 	"github.com/xdlgo/xps/tests/tlstest"
 )
@@ -159,6 +160,21 @@ func TestTLSRoles(t *testing.T) {
 	tables := []client.Table{{Name: "emb", IDs: []uint64{7}, Rows: []float32{1, 2}}}
 	if err := worker.Push(ctx(t), tables, nil); err != nil {
 		t.Fatalf("worker's Push = %v", err)
+	}
+	// The data plane's stream (a gRPC stream under TLS) is the workers'.
+	dcc, err := grpc.NewClient(m.Addrs[0], append(amspb.DialOptions(), withTLS(ca.Config(t, tlsconf.RoleScheduler).Client()))...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dcc.Close()
+	st, err := dcc.NewStream(ctx(t), &grpc.StreamDesc{ServerStreams: true, ClientStreams: true}, stream.FullMethod)
+	if err == nil {
+		hello := stream.Hello()
+		st.SendMsg(&amspb.Raw{Buf: &hello})
+		err = st.RecvMsg(&amspb.Raw{})
+	}
+	if status.Code(err) != codes.PermissionDenied || !errors.Is(amspb.FromStatus(err), ams.ErrRoleNotAllowed) {
+		t.Fatalf("scheduler's data plane stream = %v, want PERMISSION_DENIED", err)
 	}
 	if _, err := sched.Stats(ctx(t)); err != nil {
 		t.Fatalf("scheduler's Stats = %v", err)
