@@ -326,14 +326,14 @@ func (p *streamPulled) vector(j int) (uint64, uint64, []byte) {
 // scatterPull copies shard s's reply to a pull of the route's tables
 // (those with ids for the shard) and of dense into the caller's buffers.
 func (c *Client) scatterPull(s int, r *Route, rows [][]float32, dense []Vector, resp pulled) error {
-	j := 0
+	j, want := 0, 0 // tables read from the reply, tables with ids for the shard
 	for ti, t := range r.tables {
 		pos := r.pos[s][ti]
 		if len(pos) == 0 {
 			continue
 		}
-		if j >= resp.tables() {
-			break
+		if want++; j >= resp.tables() {
+			continue
 		}
 		b := resp.rows(j)
 		j++
@@ -346,8 +346,8 @@ func (c *Client) scatterPull(s int, r *Route, rows [][]float32, dense []Vector, 
 			ams.UnpackFloatsInto(rows[ti][int(p)*t.dim:int(p+1)*t.dim], b[k*w:(k+1)*w])
 		}
 	}
-	if j != resp.tables() || j != r.tablesOn(s) {
-		return fmt.Errorf("ams client: pull from shard %s: %d tables in reply, want %d", c.m.Shards[s], resp.tables(), r.tablesOn(s))
+	if want != resp.tables() {
+		return fmt.Errorf("ams client: pull from shard %s: %d tables in reply, want %d", c.m.Shards[s], resp.tables(), want)
 	}
 	if resp.vectors() != len(dense) {
 		return fmt.Errorf("ams client: pull from shard %s: %d dense vectors in reply, want %d", c.m.Shards[s], resp.vectors(), len(dense))

@@ -140,14 +140,3 @@ func (c *Client) checkLimits(r *Route, dense []Vector) error {
 	}
 	return nil
 }
-
-// tablesOn returns the number of the route's tables with ids on shard s.
-func (r *Route) tablesOn(s int) int {
-	n := 0
-	for ti := range r.tables {
-		if len(r.ids[s][ti]) > 0 {
-			n++
-		}
-	}
-	return n
-}

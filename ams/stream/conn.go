@@ -232,11 +232,9 @@ func hello(t transport) error {
 	b := Hello()
 	err := t.send(&b, nil)
 	buf, pool, rerr := t.recv() // after a failed send, the shard's reason
-	if err == nil {
+	if rerr != nil {
 		err = rerr
-	} else if rerr != nil {
-		err = rerr
-	} else {
+	} else if err != nil {
 		pool.Put(buf)
 	}
 	if err != nil {
