@@ -88,8 +88,9 @@ func (m *Mux) Accept() (net.Conn, error) {
 	}
 }
 
-// Close closes the listener and every stream connection, and returns once
-// no stream is served any more (gRPC's Stop calls it; so may the owner).
+// Close closes the listener and ends every stream connection (through
+// their context); it does not wait for them: Wait does. gRPC's Stop calls
+// it; so may the owner.
 func (m *Mux) Close() error {
 	var err error
 	m.once.Do(func() {
