@@ -22,7 +22,9 @@
 //     in the batch's state), then one merged request per shard, all shards
 //     in parallel, for the batch's rows and the dense parameters; it runs
 //     train.prefetch_batches batches (at least 1) ahead of training, from
-//     a fixed set of prefetch+1 batch states;
+//     a fixed set of prefetch+1 batch states, with as many pulls in
+//     flight at once (pullers taking the batches in turn, their results
+//     collected in the same turn: training gets the batches in order);
 //  4. train/push (Run's goroutine): pool embeddings once per tree node,
 //     then the network (package model/ctr, which serve shares): each
 //     level's share of the first layer once per node, MLP

@@ -297,6 +297,7 @@ type pipeline struct {
 	freeGroups, groups chan *reader.Group
 	batches, recycle   chan *compress.Batch
 	freeStates, ready  chan *state
+	depth              int // pulls in flight at most (train.prefetch_batches, at least 1)
 }
 
 // fail records the pass's first stage failure and stops every stage.
@@ -308,9 +309,9 @@ func (p *pipeline) fail(err error) {
 // pipelined runs one pass with the stages in parallel.
 func (r *run) pipelined(parent context.Context, src reader.Source, builder *compress.Builder) error {
 	depth := max(*r.t.cfg.Train.PrefetchBatches, 1)
-	p := &pipeline{r: r, freeGroups: make(chan *reader.Group, groupQueue), groups: make(chan *reader.Group, groupQueue),
+	p := &pipeline{r: r, depth: depth, freeGroups: make(chan *reader.Group, groupQueue), groups: make(chan *reader.Group, groupQueue),
 		batches: make(chan *compress.Batch, batchQueue), recycle: make(chan *compress.Batch, batchQueue+depth+4),
-		freeStates: make(chan *state, depth+1), ready: make(chan *state, depth-1)} // + the one the pull stage holds = depth ahead
+		freeStates: make(chan *state, depth+1), ready: make(chan *state, depth-1)} // the depth+1 states bound the batches ahead: depth, one training
 	p.ctx, p.stop = context.WithCancel(parent)
 	defer func() {
 		p.stop()
@@ -412,10 +413,63 @@ func (p *pipeline) batch(builder *compress.Builder) {
 }
 
 // pull is the pull (prefetch) stage: each batch's rows and the dense
-// parameters into a free state.
+// parameters into a free state. Up to depth pulls are in flight at once,
+// on depth pullers that take the batches in turn (batch i goes to puller
+// i mod depth), and the stage hands the pulled states to training in the
+// batches' order by collecting from the pullers in the same turn. A pull
+// is a round trip to every shard the batch touches: with one at a time,
+// its latency, not the shards' or the worker's work, bounds the job.
 func (p *pipeline) pull() {
 	defer p.wg.Done()
 	defer close(p.ready)
+	pullers := make([]puller, p.depth)
+	var wg sync.WaitGroup
+	for i := range pullers {
+		pullers[i] = puller{in: make(chan *state, 1), out: make(chan *state, 1)}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			p.puller(pullers[i])
+		}()
+	}
+	defer wg.Wait()
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		p.dispatch(pullers)
+	}()
+	for i := 0; ; i = (i + 1) % len(pullers) {
+		var s *state
+		var ok bool
+		select {
+		case s, ok = <-pullers[i].out:
+		case <-p.ctx.Done():
+			return
+		}
+		if !ok {
+			return
+		}
+		select {
+		case p.ready <- s:
+		case <-p.ctx.Done():
+			return
+		}
+	}
+}
+
+// puller is one of the pull stage's pullers: states with their batch in,
+// pulled states out, in order.
+type puller struct{ in, out chan *state }
+
+// dispatch gives each batch a free state and hands it to the next puller
+// in turn; it closes the pullers' inputs when the batches end.
+func (p *pipeline) dispatch(pullers []puller) {
+	defer func() {
+		for _, q := range pullers {
+			close(q.in)
+		}
+	}()
+	i := 0
 	for b := range p.batches {
 		var s *state
 		select {
@@ -424,12 +478,26 @@ func (p *pipeline) pull() {
 			return
 		}
 		s.cb = b
+		select {
+		case pullers[i].in <- s:
+		case <-p.ctx.Done():
+			return
+		}
+		i = (i + 1) % len(pullers)
+	}
+}
+
+// puller pulls the states q receives, in order, until its input closes
+// or a pull fails (which stops every stage).
+func (p *pipeline) puller(q puller) {
+	defer close(q.out)
+	for s := range q.in {
 		if err := p.r.t.pull(p.ctx, s, true); err != nil {
 			p.fail(err)
 			return
 		}
 		select {
-		case p.ready <- s:
+		case q.out <- s:
 		case <-p.ctx.Done():
 			return
 		}

@@ -176,10 +176,25 @@ func (s *failingSource) Close() error {
 	return s.Source.Close()
 }
 
-var modes = []struct {
+// modes are the ways a run trains: pipelined at the default depth and at
+// a deeper one (pulls of several batches in flight, handed to training in
+// order), and sequential.
+var modes = []mode{{"pipelined", true, 0}, {"pipelined-depth3", true, 3}, {"sequential", false, 0}}
+
+type mode struct {
 	name     string
 	pipeline bool
-}{{"pipelined", true}, {"sequential", false}}
+	depth    int // train.prefetch_batches; 0: the default
+}
+
+// config is pipelineConfig in m.
+func (m mode) config() config.Config {
+	cfg := pipelineConfig(m.pipeline)
+	if m.depth > 0 {
+		cfg.Train.PrefetchBatches = &m.depth
+	}
+	return cfg
+}
 
 // TestRunCancelJoinsEveryGoroutine cancels a long training mid-run: Run must
 // return context.Canceled promptly and leave no goroutine behind (stages,
@@ -190,7 +205,7 @@ func TestRunCancelJoinsEveryGoroutine(t *testing.T) {
 	for _, m := range modes {
 		t.Run(m.name, func(t *testing.T) {
 			baseline := warmBaseline(t, cl, groups)
-			cfg := pipelineConfig(m.pipeline)
+			cfg := m.config()
 			cfg.Train.Epochs = 100000                 // far more than the test lets it train
 			cfg.Train.ProgressEvery = time.Nanosecond // a line after every batch: gates wait on the first
 			progress := newFirstWrite()
@@ -250,7 +265,7 @@ func TestRunStopsOnSourceError(t *testing.T) {
 				srcs = append(srcs, s)
 				return s, nil
 			}
-			cfg := pipelineConfig(m.pipeline)
+			cfg := m.config()
 			cfg.Train.Epochs = 3
 			tr := newTrainer(t, cl, Options{Config: cfg, Shape: genShape, Train: open})
 			res, err := tr.Run(testutil.Ctx(t, 30*time.Second))
@@ -321,7 +336,7 @@ func TestRunTrainsEverySampleOncePerEpoch(t *testing.T) {
 	groups := tagSamples(base, 6)
 	for _, m := range modes {
 		t.Run(m.name, func(t *testing.T) {
-			cfg := pipelineConfig(m.pipeline)
+			cfg := m.config()
 			cfg.Train.Epochs = 2
 			sid := "sid-" + m.name
 			cfg.Model.Tables = append(cfg.Model.Tables, ams.TableSpec{Name: sid, Dim: 1})
@@ -377,7 +392,7 @@ func TestRunFilePositionIsSourceEnd(t *testing.T) {
 	}
 	for _, m := range modes {
 		t.Run("file-"+m.name, func(t *testing.T) {
-			cfg := pipelineConfig(m.pipeline)
+			cfg := m.config()
 			cfg.Train.Format = "group"
 			inOrder := false // stream the file (shuffling reads it into memory)
 			cfg.Train.Shuffle = &inOrder
@@ -462,7 +477,7 @@ func TestRunPositionIsLastTrainedSample(t *testing.T) {
 	bs := int64(cfg.Train.BatchSize)
 	for _, m := range modes {
 		t.Run(m.name, func(t *testing.T) {
-			cfg := pipelineConfig(m.pipeline)
+			cfg := m.config()
 			tr := newTrainer(t, cl, Options{Config: cfg, Shape: genShape, Train: memOpen(groups, false)})
 			res, err := tr.Run(testutil.Ctx(t, time.Minute))
 			if err != nil {
@@ -474,7 +489,7 @@ func TestRunPositionIsLastTrainedSample(t *testing.T) {
 			}
 		})
 		t.Run(m.name+"-failed", func(t *testing.T) {
-			cfg := pipelineConfig(m.pipeline)
+			cfg := m.config()
 			cfg.Train.ProgressEvery = time.Nanosecond // a line after every batch: gates wait on the first
 			bad := fmt.Errorf("%w: test", reader.ErrMalformed)
 			// The source fails once a batch has been trained, so that the
@@ -529,7 +544,7 @@ func TestRunRejectsBadLabel(t *testing.T) {
 		}
 		for _, m := range modes {
 			t.Run(m.name+"-label"+label, func(t *testing.T) {
-				cfg := pipelineConfig(m.pipeline)
+				cfg := m.config()
 				cfg.Train.Format = "group"
 				data, err := LoadData(job.Options{Config: withJob(cfg, []string{path}, nil)}, []reader.FileSplit{{Path: path}})
 				if err != nil {

@@ -318,7 +318,7 @@ func stopDuringCommit(t *testing.T, epochs int, commitEvery time.Duration, stopA
 			defer cancel()
 			var commits atomic.Int32
 			var stored Checkpoint
-			cfg := pipelineConfig(m.pipeline)
+			cfg := m.config()
 			cfg.Train.Epochs = epochs
 			tr := newTrainer(t, cl, Options{Config: cfg, Shape: genShape, Train: memOpen(groups, false), CommitEvery: commitEvery,
 				Job: commitJob(func(cctx context.Context, c Checkpoint) error {

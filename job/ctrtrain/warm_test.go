@@ -2,7 +2,7 @@ package ctrtrain
 
 import (
 	"context"
-	"github.com/xdlgo/xps/tests/testutil"
+	"errors"
 	"regexp"
 	"strconv"
 	"testing"
@@ -12,7 +12,9 @@ import (
 	"github.com/xdlgo/xps/config"
 	"github.com/xdlgo/xps/export"
 	"github.com/xdlgo/xps/job"
+	"github.com/xdlgo/xps/reader"
 	"github.com/xdlgo/xps/snapshot"
+	"github.com/xdlgo/xps/tests/testutil"
 )
 
 // TestWarmStartCountsTheModelsRows: a warm start from a chain of a full
@@ -25,22 +27,31 @@ func TestWarmStartCountsTheModelsRows(t *testing.T) {
 	defer cancel()
 	store := t.TempDir()
 	cfg := smallConfig()
-	cfg.Train.Epochs = 15 // long enough for the scheduler's ticks to export deltas between epochs
-	cfg.Export = export.Policy{Store: store, Every: -time.Second, EverySamples: 16000}
-	run := func(name string, cfg config.Config) (JobResult, string) {
+	cfg.Train.Epochs = 8
+	cfg.Export = export.Policy{Store: store, Every: 100 * time.Millisecond}
+	run := func(name string, cfg config.Config, src func(int, reader.Position) (reader.Source, error)) (JobResult, string) {
 		lc, err := cluster.Start(ctx, cluster.Options{Shards: 2, Prefix: "/xps/warm-" + name, Config: cfg})
 		if err != nil {
 			t.Fatal(err)
 		}
 		defer lc.Close()
 		progress := new(testutil.Buffer)
-		res, err := RunJob(ctx, job.Options{Config: cfg, Etcd: lc.Etcd(), Prefix: lc.Prefix(), Progress: progress})
+		res, err := RunJob(ctx, job.Options{Config: cfg, Etcd: lc.Etcd(), Prefix: lc.Prefix(), Progress: progress, Source: src})
 		if err != nil {
 			t.Fatalf("%s: %v\n%s", name, err, progress.String())
 		}
 		return res, progress.String()
 	}
-	first, _ := run("first", cfg)
+	// Epochs 4 and 7 start only once the store holds 1 and 2 exports (the
+	// periodic ones, taken while the worker waits): the chain has a delta
+	// onto rows trained again however fast the job trains.
+	first, _ := run("first", cfg, func(epoch int, at reader.Position) (reader.Source, error) {
+		src, err := openGenerated(cfg.Data, 0, 1, cfg.Train.ShuffleChunk, at)
+		if err != nil || epoch%3 != 1 || epoch == 1 {
+			return src, err
+		}
+		return &exportGate{Source: src, store: store, want: epoch / 3}, nil
+	})
 	var rows int64
 	for _, u := range first.Tables {
 		rows += u.Rows
@@ -65,7 +76,7 @@ func TestWarmStartCountsTheModelsRows(t *testing.T) {
 	warm := smallConfig()
 	warm.Train.Epochs = 1
 	warm.Job.WarmStart = store
-	_, out := run("warm", warm)
+	_, out := run("warm", warm, nil)
 	m := regexp.MustCompile(`warm start: loaded export \d+ .*: the model holds (\d+) rows`).FindStringSubmatch(out)
 	if m == nil {
 		t.Fatalf("no warm start line:\n%s", out)
@@ -73,4 +84,47 @@ func TestWarmStartCountsTheModelsRows(t *testing.T) {
 	if n, _ := strconv.ParseInt(m[1], 10, 64); n != rows {
 		t.Fatalf("the warm start says the model holds %d rows; the exported model has %d (the chain wrote %d)\n%s", n, rows, written, out)
 	}
+}
+
+// exportGate holds its source's first group until the export store holds
+// at least want exports (the worker, idle meanwhile, takes the exports'
+// pauses).
+type exportGate struct {
+	reader.Source
+	store string
+	want  int
+	open  bool
+}
+
+func (g *exportGate) Next(ctx context.Context, grp *reader.Group) error {
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	for !g.open {
+		if n, err := exports(g.store); err != nil {
+			return err
+		} else if n >= g.want {
+			g.open = true
+			break
+		}
+		select {
+		case <-tick.C:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	return g.Source.Next(ctx, grp)
+}
+
+// exports is the length of the export chain in store.
+func exports(store string) (int, error) {
+	s, err := snapshot.OpenDir(store)
+	if err != nil {
+		return 0, err
+	}
+	defer s.Close()
+	chain, _, err := export.Next(s, nil)
+	if errors.Is(err, export.ErrNoExport) {
+		return 0, nil
+	}
+	return len(chain), err
 }

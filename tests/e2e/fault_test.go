@@ -656,8 +656,12 @@ func (fc *faultCluster) startJob(name string) *faultJob {
 	}
 	for i := range faultTrainers + 1 {
 		id := membership.WorkerName(i)
+		// Each worker at a pipeline depth of its own (1, 2, 3: pulls of
+		// that many batches in flight), so that every fault meets pulls of
+		// several batches in flight as well as one.
+		depth := fmt.Sprintf("train.prefetch_batches=%d", i+1)
 		s := j.slot(membership.KindWorker, id, id, slices.Concat([]string{"worker"}, common, []string{"-config", fc.cfg,
-			"-test", fc.test, "-json", "-workers", workers, "-worker-index", strconv.Itoa(i)}, fc.data.worker))
+			"-test", fc.test, "-json", "-workers", workers, "-worker-index", strconv.Itoa(i), "-set", depth}, fc.data.worker))
 		if i < faultTrainers {
 			j.trainers = append(j.trainers, s)
 		} else {
