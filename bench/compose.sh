@@ -9,7 +9,9 @@
 # each batch size of BATCHES (default "256 5000"); prints samples/s, test
 # AUC and the ratio compose / direct of each round.
 #
-# Usage: [ROUNDS=3] [BATCHES="256 5000"] bench/compose.sh [train_samples]
+# EXTRA adds worker flags to both shapes (e.g. EXTRA="-set train.prefetch_batches=3").
+#
+# Usage: [ROUNDS=3] [BATCHES="256 5000"] [EXTRA=...] bench/compose.sh [train_samples]
 # (default 1000000). Needs Docker; builds the image (deploy/image/build.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -40,7 +42,7 @@ run() { # name args...: a detached container of the image on the network
 	docker run -d --name "$n-$$" --network "$net" --network-alias "$n" --read-only --tmpfs /tmp:uid=65532,gid=65532 \
 		--user 65532:65532 -v "$out/compose:/data:ro" "$@" >/dev/null
 }
-model=(-format libffm -dim 18 -hidden 200,80 -epochs 1 -train /data/train.libffm -test /data/test.libffm -quiet -json)
+model=(-format libffm -dim 18 -hidden 200,80 -epochs 1 -train /data/train.libffm -test /data/test.libffm -quiet -json ${EXTRA:-})
 echo "cores: $(nproc); train samples: $ntrain; rounds: $rounds; load before: $(cat /proc/loadavg)"
 for round in $(seq "$rounds"); do
 	for b in $batches; do

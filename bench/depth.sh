@@ -18,9 +18,9 @@ for seed in $seeds; do
 	for d in $depths; do
 		ROUNDS=1 BATCHES=${BATCHES:-256} EXTRA="-seed $seed -set train.prefetch_batches=$d" \
 			bench/dataplane.sh "${1:-1000000}" | grep -v "^batch\|^  " || true
-		/usr/bin/python3 - "$seed" "$d" <bench/out/dataplane.jsonl >>"$out" <<'PY'
+		/usr/bin/python3 - "$seed" "$d" bench/out/dataplane.jsonl >>"$out" <<'PY'
 import json, sys
-for l in sys.stdin:
+for l in open(sys.argv[3]):
     r = json.loads(l)
     r["seed"], r["depth"] = int(sys.argv[1]), int(sys.argv[2])
     print(json.dumps(r))

@@ -551,8 +551,14 @@ type TrainConfig struct {
 	// worker pulls at least 1 batch ahead, so 0 acts as 1 there; with
 	// train.pipeline: false nothing is read or pulled ahead.
 	//
-	// The default value is 1 (deeper prefetching bought no throughput on a
-	// 2-core machine and cost AUC through staler rows).
+	// The pipelined CTR worker keeps that many pulls in flight at once,
+	// which hides a pull's round trip to shards on other hosts.
+	//
+	// The default value is 1: on a 2-core machine whose shards share the
+	// worker's cores, depths 2 to 4 bought no throughput (the processes
+	// are CPU-bound; the worker's wait on pulls fell from 51% to 16%) and
+	// moved the test AUC by at most 0.0008 over 3 seeds (BENCHMARKS.md,
+	// "Issue 50, step 3"). Raise it when the shards are on other hosts.
 	PrefetchBatches *int `yaml:"prefetch_batches"`
 	// DenseThreads is the number of goroutines one MLP forward or backward
 	// pass splits its matrix products over; 0 means every core
