@@ -134,3 +134,7 @@ func benchBatch(b *testing.B, ids, dim int, grpcStream bool) {
 // 9,000 unique ids of dim 18) on the TCP stream and on the gRPC stream.
 func BenchmarkBatch_9kIDs_Dim18_TCP(b *testing.B)  { benchBatch(b, 9000, 18, false) }
 func BenchmarkBatch_9kIDs_Dim18_GRPC(b *testing.B) { benchBatch(b, 9000, 18, true) }
+
+// BenchmarkBatch_92kIDs_Dim18_TCP: its batch of 5000 (about 92,000 unique
+// ids, 46,000 a shard).
+func BenchmarkBatch_92kIDs_Dim18_TCP(b *testing.B) { benchBatch(b, 92000, 18, false) }
