@@ -56,12 +56,7 @@ func TestWarmStartCountsTheModelsRows(t *testing.T) {
 	for _, u := range first.Tables {
 		rows += u.Rows
 	}
-	s, err := snapshot.OpenDir(store)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	chain, _, err := export.Next(s, nil)
+	chain, err := exportChain(store)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -100,9 +95,9 @@ func (g *exportGate) Next(ctx context.Context, grp *reader.Group) error {
 	tick := time.NewTicker(10 * time.Millisecond)
 	defer tick.Stop()
 	for !g.open {
-		if n, err := exports(g.store); err != nil {
+		if chain, err := exportChain(g.store); err != nil {
 			return err
-		} else if n >= g.want {
+		} else if len(chain) >= g.want {
 			g.open = true
 			break
 		}
@@ -115,16 +110,17 @@ func (g *exportGate) Next(ctx context.Context, grp *reader.Group) error {
 	return g.Source.Next(ctx, grp)
 }
 
-// exports is the length of the export chain in store.
-func exports(store string) (int, error) {
+// exportChain is the export chain in store, empty while it holds no
+// full export.
+func exportChain(store string) ([]*export.Manifest, error) {
 	s, err := snapshot.OpenDir(store)
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
 	defer s.Close()
 	chain, _, err := export.Next(s, nil)
 	if errors.Is(err, export.ErrNoExport) {
-		return 0, nil
+		return nil, nil
 	}
-	return len(chain), err
+	return chain, err
 }
