@@ -19,10 +19,15 @@
 # worktree in bench/out/old), alternated with the others: the data plane
 # before and after.
 #
-# EXTRA adds worker flags to every run (both shapes), e.g.
-# EXTRA="-set model.kind=deepfm" for another kind of the zoo.
+# KIND trains another kind of the zoo (model.kind; default the XDL
+# model, mlp). EXTRA adds worker flags to every run (both shapes).
 #
-# Usage: [ROUNDS=3] [BATCHES="256 5000"] [OLD=REV] [EXTRA=...] bench/dataplane.sh [train_samples]
+# With PEER=1 each round also runs ../shared/peers/torch_zoo.py (--model
+# KIND, the same files, dims, hidden layers, batch and epochs; needs
+# /usr/bin/python3 with python3-torch, python3-numpy and
+# libopenblas0-pthread), and the summary gives each shape's ratio to it.
+#
+# Usage: [ROUNDS=3] [BATCHES="256 5000"] [OLD=REV] [KIND=mlp] [PEER=1] [EXTRA=...] bench/dataplane.sh [train_samples]
 # (default 1000000). Writes bench/out/dataplane.jsonl, one line per run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -60,7 +65,9 @@ mallocs() { # go_memstats_mallocs_total of the process serving /metrics at $1
 	curl -s "http://$1/metrics" | awk '/^go_memstats_mallocs_total/ {print $2}'
 }
 port() { echo $((20000 + RANDOM % 10000)); }
-model=(-format libffm -dim 18 -hidden 200,80 -epochs 1 -test "$test" ${EXTRA:-})
+kind=${KIND:-mlp}
+model=(-format libffm -dim 18 -hidden 200,80 -epochs 1 -test "$test" -set model.kind="$kind" ${EXTRA:-})
+[ -z "${PEER:-}" ] || shapes="$shapes peer"
 results="$out/dataplane.jsonl"
 : >"$results"
 echo "cores: $(nproc); train samples: $ntrain; rounds: $rounds; load before: $(cat /proc/loadavg)"
@@ -68,6 +75,16 @@ echo "cores: $(nproc); train samples: $ntrain; rounds: $rounds; load before: $(c
 direct() { # batch
 	/usr/bin/time -o "$work/wtime" -f '%e %U %S' "$out/new/worker" -local -quiet -json -train "$train" \
 		"${model[@]}" -batch-size "$1" | tail -n 1 >"$work/run.json"
+	read -r _ u s <"$work/wtime"
+	echo "{\"cpu\": $(echo "$u + $s" | bc), \"shard_mallocs\": 0}" >"$work/cpu.json"
+}
+
+peer() { # batch: torch_zoo.py on the same files and shape
+	local cross=()
+	[ "$kind" = dcnv2 ] && cross=(--cross-layers 2)
+	/usr/bin/time -o "$work/wtime" -f '%e %U %S' env OPENBLAS_NUM_THREADS="$(nproc)" /usr/bin/python3 \
+		../shared/peers/torch_zoo.py --model "$kind" --train "$train" --test "$test" --format libffm --dim 18 \
+		--hidden 200,80 --epochs 1 --batch "$1" --threads "$(nproc)" "${cross[@]}" | tail -n 1 >"$work/run.json"
 	read -r _ u s <"$work/wtime"
 	echo "{\"cpu\": $(echo "$u + $s" | bc), \"shard_mallocs\": 0}" >"$work/cpu.json"
 }
@@ -110,12 +127,16 @@ for round in $(seq "$rounds"); do
 			direct) direct "$b" ;;
 			separate) separate "$b" "$out/new" ;;
 			old) separate "$b" "$out/old" ;;
+			peer) peer "$b" ;;
 			esac
 			/usr/bin/python3 - "$shape" "$b" "$round" "$work" "$(cat /proc/loadavg)" >>"$results" <<'PY'
 import json, sys
 shape, b, rnd, work, load = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4], sys.argv[5]
 r = json.load(open(f"{work}/run.json"))
 c = json.load(open(f"{work}/cpu.json"))
+if shape == "peer":  # torch_zoo.py's line: samples/s and AUC, no wait or batches
+    r = {"samples_per_second": r["samples_per_second"], "samples": r["train_samples"], "fetch_wait_seconds": 0,
+         "seconds": 1, "batches": 1, "test_auc": r["test_auc"]}
 print(json.dumps({"shape": shape, "batch": b, "round": rnd, "samples_per_second": r["samples_per_second"],
     "cpu_s_per_1m": c["cpu"] / r["samples"] * 1e6, "fetch_wait": r["fetch_wait_seconds"] / r["seconds"],
     "worker_allocs_per_batch": r.get("allocs_per_batch"), "shard_allocs_per_batch": c["shard_mallocs"] / max(r["batches"], 1),
@@ -134,6 +155,10 @@ def med(shape, b, k):
 for b in sorted({r["batch"] for r in runs}):
     d = med("direct", b, "samples_per_second")
     print(f"batch {b}: direct {d:,.0f} samples/s, {med('direct', b, 'cpu_s_per_1m'):.1f} CPU-s per 1M samples")
+    p = med("peer", b, "samples_per_second")
+    if p == p:
+        print(f"  PyTorch (torch_zoo.py): {p:,.0f} samples/s; test AUC {med('peer', b, 'test_auc'):.4f}; "
+              f"direct / PyTorch {d / p:.2f}, separate / PyTorch {med('separate', b, 'samples_per_second') / p:.2f}")
     for shape in ("separate", "old"):
         s = med(shape, b, "samples_per_second")
         if s != s:
