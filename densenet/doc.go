@@ -264,6 +264,7 @@
 //
 //   - kernels.go: the vector kernels (Axpy, Dot, AddBias, ReLU, ColSums...).
 //   - gemm.go: Gemm, the blocked and parallel matrix product, and its pure-Go micro-kernel.
+//   - team.go: the team of goroutines that runs a parallel Gemm's parts, handed over through memory, and its helpers.
 //   - gemm_amd64.go: the AVX2 and AVX-512 micro-kernels of gemm_amd64.s and the choice among them (amd64, not purego).
 //   - gemm_generic.go: the pure-Go micro-kernel only (other architectures, purego).
 //   - vec_amd64.go: the element-wise kernels of vec_amd64.s (AVX2 and FMA) and their wrappers (amd64, not purego).

@@ -4,8 +4,6 @@ import (
 	"math/bits"
 	"runtime"
 	"sync"
-	"sync/atomic"
-	"time"
 )
 
 // Transpose says whether a Gemm operand is used as stored (NoTrans) or
@@ -166,141 +164,37 @@ func gemmWith(kn *gemmKernel, threads int, scratch *[][]float32, tA, tB Transpos
 		pm, pn = min(m, per), n
 	}
 	need := kn.packSize(pm, pn, k)
-	var stackBufs [4][]float32
-	var stackPooled [4]*[]float32
-	bufs, pooled := stackBufs[:0], stackPooled[:0]
+	var buf []float32
+	var pooled [2]*[]float32
 	if scratch != nil {
-		for len(*scratch) < t {
+		if len(*scratch) == 0 {
 			*scratch = append(*scratch, nil)
 		}
-		for i := 0; i < t; i++ {
-			if len((*scratch)[i]) < need {
-				(*scratch)[i] = make([]float32, need)
-			}
-			bufs = append(bufs, (*scratch)[i])
+		if len((*scratch)[0]) < need {
+			(*scratch)[0] = make([]float32, need)
 		}
+		buf = (*scratch)[0]
 	} else {
-		for i := 0; i < t; i++ {
-			p := getScratch(need)
-			pooled = append(pooled, p)
-			bufs = append(bufs, *p)
-		}
+		pooled[0] = getScratch(need)
+		buf = *pooled[0]
 	}
 
 	job := gemmJob{kn, tA, tB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, splitRows, per, limit, nil}
 	if size := kn.packedBSize(n, k); t > 1 && splitRows && size <= sharedBMax {
-		p := getScratch(size)
-		pooled = append(pooled, p)
-		job.pb = (*p)[:size]
+		pooled[1] = getScratch(size)
+		job.pb = (*pooled[1])[:size]
 		kn.packAllB(job.pb, tB, b, ldb, n, k)
 	}
 	if t == 1 {
 		for lo := 0; lo < limit; lo += per {
-			job.run(lo, bufs[0])
+			job.run(lo, buf)
 		}
 	} else {
-		job.runParallel(bufs, parts)
+		job.runParallel(buf, parts, need)
 	}
 	for _, p := range pooled {
-		putScratch(p)
-	}
-}
-
-// runParallel runs the parts of the job on up to len(bufs) goroutines,
-// the calling one and helpers (startHelpers), helper
-// i packing into bufs[i]; each takes the next part not yet taken until
-// none is left. A helper busy with another call is not waited for: the
-// goroutines that run take its parts. It returns when all parts are done.
-// In steady state it allocates nothing (the call's state comes from a
-// pool), where starting goroutines would allocate on every call.
-func (j *gemmJob) runParallel(bufs [][]float32, parts int) {
-	c := gemmCalls.Get().(*gemmCall)
-	c.job, c.parts = *j, int64(parts)
-	c.next.Store(0)
-	startHelpers()
-	for i := 1; i < len(bufs); i++ {
-		c.wg.Add(1)
-		select {
-		case gemmHelp <- gemmTask{c, bufs[i]}:
-		default: // every helper is busy
-			c.wg.Done()
-		}
-	}
-	c.work(j, bufs[0])
-	c.wg.Wait()
-	c.job = gemmJob{} // drop the operands
-	gemmCalls.Put(c)
-}
-
-// gemmCall is one parallel Gemm call: the job the helpers run (their
-// copy), its parts and the next part to take.
-type gemmCall struct {
-	job   gemmJob
-	parts int64
-	next  atomic.Int64
-	wg    sync.WaitGroup
-}
-
-// work runs parts of the call until none is left, packing into buf.
-func (c *gemmCall) work(job *gemmJob, buf []float32) {
-	for {
-		p := c.next.Add(1) - 1
-		if p >= c.parts {
-			return
-		}
-		job.run(int(p)*job.per, buf)
-	}
-}
-
-// gemmTask is a helper's share of a call: the call and its buffer.
-type gemmTask struct {
-	call *gemmCall
-	buf  []float32
-}
-
-var (
-	gemmCalls = sync.Pool{New: func() any { return new(gemmCall) }}
-	gemmHelp  = make(chan gemmTask)
-	helpers   atomic.Int32 // helper goroutines running
-)
-
-// helperIdle is how long a helper waits for work before it exits: long
-// enough to stay through a stream of requests or batches, short enough
-// that no helper outlives the work by much (a test's leak check waits for
-// them).
-const helperIdle = 100 * time.Millisecond
-
-// startHelpers makes sure GOMAXPROCS-1 (at least one) helper goroutines
-// run parts of parallel Gemm calls; they wait on an unbuffered channel and
-// exit after helperIdle without work. A helper started now is not yet
-// waiting, so this call's parts go to the helpers already waiting.
-func startHelpers() {
-	want := int32(max(1, runtime.GOMAXPROCS(0)-1))
-	for {
-		n := helpers.Load()
-		if n >= want {
-			return
-		}
-		if helpers.CompareAndSwap(n, n+1) {
-			go helper()
-		}
-	}
-}
-
-// helper runs the tasks sent on gemmHelp until it has waited helperIdle
-// for one.
-func helper() {
-	idle := time.NewTimer(helperIdle)
-	defer idle.Stop()
-	for {
-		select {
-		case t := <-gemmHelp:
-			t.call.work(&t.call.job, t.buf)
-			t.call.wg.Done()
-			idle.Reset(helperIdle)
-		case <-idle.C:
-			helpers.Add(-1)
-			return
+		if p != nil {
+			putScratch(p)
 		}
 	}
 }

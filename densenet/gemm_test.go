@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"regexp"
 	"slices"
+	"sync"
 	"testing"
 )
 
@@ -201,6 +202,53 @@ func TestGemmThreadsBitwiseEqual(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// TestGemmConcurrentCalls runs parallel products from several goroutines
+// at once, so that the team (team.go) is taken, refused (the others run
+// alone) and handed from call to call, with helpers joining calls late:
+// every result must equal the same product on one goroutine, bit for bit,
+// and a call must never see another's parts.
+func TestGemmConcurrentCalls(t *testing.T) {
+	rng := rand.New(rand.NewPCG(9, 10))
+	type product struct {
+		m, n, k int
+		a, b    []float32
+		want    []float32
+	}
+	var ps []product
+	for _, sh := range [][3]int{{256, 200, 414}, {256, 80, 200}, {97, 300, 61}, {600, 64, 130}} {
+		p := product{m: sh[0], n: sh[1], k: sh[2]}
+		p.a, p.b, p.want = randSlice(rng, p.m*p.k), randSlice(rng, p.k*p.n), make([]float32, p.m*p.n)
+		gemmWith(defaultKernel, 1, nil, NoTrans, NoTrans, p.m, p.n, p.k, 1, p.a, p.k, p.b, p.n, 0, p.want, p.n)
+		ps = append(ps, p)
+	}
+	calls := 60
+	if testing.Short() || raceEnabled {
+		calls = 15
+	}
+	var wg sync.WaitGroup
+	errs := make(chan string, len(ps))
+	for g := range len(ps) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range calls {
+				p := ps[(g+i)%len(ps)]
+				c := make([]float32, p.m*p.n)
+				gemmWith(defaultKernel, 2, nil, NoTrans, NoTrans, p.m, p.n, p.k, 1, p.a, p.k, p.b, p.n, 0, c, p.n)
+				if !slices.Equal(c, p.want) {
+					errs <- fmt.Sprintf("goroutine %d, call %d (%dx%dx%d): result differs from one goroutine's", g, i, p.m, p.k, p.n)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for e := range errs {
+		t.Error(e)
 	}
 }
 
