@@ -179,11 +179,16 @@ func gemmWith(kn *gemmKernel, threads int, scratch *[][]float32, tA, tB Transpos
 		buf = *pooled[0]
 	}
 
-	job := gemmJob{kn, tA, tB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, splitRows, per, limit, nil}
+	job := gemmJob{kn, tA, tB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, splitRows, per, limit, nil, false}
 	if size := kn.packedBSize(n, k); t > 1 && splitRows && size <= sharedBMax {
 		pooled[1] = getScratch(size)
 		job.pb = (*pooled[1])[:size]
-		kn.packAllB(job.pb, tB, b, ldb, n, k)
+		// The panels are packed by the team too, a share of the
+		// micro-panels each, before the parts of rows start.
+		units := kn.microPanelsB(n, k)
+		pack := gemmJob{kn: kn, tB: tB, n: n, k: k, b: b, ldb: ldb, pb: job.pb, packing: true, limit: units}
+		pack.per = (units + t*partsPerThread - 1) / (t * partsPerThread)
+		pack.runParallel(buf, (units+pack.per-1)/pack.per, 0)
 	}
 	if t == 1 {
 		for lo := 0; lo < limit; lo += per {
@@ -219,11 +224,18 @@ type gemmJob struct {
 	// pb, when not nil, is op(B) packed whole (packAllB), which every
 	// part of rows reads instead of packing its own.
 	pb []float32
+	// packing makes the job the packing of pb: its parts are ranges of
+	// per micro-panels of op(B) (packBRange), up to limit.
+	packing bool
 }
 
 // run computes the rows (or columns) [lo, lo+per) of C, packing into buf.
 func (j *gemmJob) run(lo int, buf []float32) {
 	hi := min(lo+j.per, j.limit)
+	if j.packing {
+		j.kn.packBRange(j.pb, j.tB, j.b, j.ldb, j.n, j.k, lo, hi)
+		return
+	}
 	if j.splitRows {
 		aoff := lo * j.lda // rows of op(A) are rows of A
 		if j.tA == Trans {
@@ -273,14 +285,32 @@ func (kn *gemmKernel) padCols(n int) int { return (n + kn.nr - 1) / kn.nr * kn.n
 // gemmSerial uses them: blocks of nc columns, each cut into panels of
 // panelDepth(k) inner indices, each panel as packB lays it out.
 func (kn *gemmKernel) packAllB(dst []float32, tB Transpose, b []float32, ldb, n, k int) {
-	kb, off := kn.panelDepth(k), 0
-	for jc := 0; jc < n; jc += kn.nc {
+	kn.packBRange(dst, tB, b, ldb, n, k, 0, kn.microPanelsB(n, k))
+}
+
+// microPanelsB returns the number of micro-panels (nr columns of one
+// panel's depth) in op(B) packed whole: the units of packBRange.
+func (kn *gemmKernel) microPanelsB(n, k int) int {
+	panels := (k + kn.panelDepth(k) - 1) / kn.panelDepth(k)
+	return panels * kn.padCols(n) / kn.nr
+}
+
+// packBRange packs the micro-panels [u0, u1) of op(B), counted in
+// packAllB's order, into their places in dst: disjoint ranges write
+// disjoint floats, so that goroutines may pack ranges of one dst at once.
+func (kn *gemmKernel) packBRange(dst []float32, tB Transpose, b []float32, ldb, n, k, u0, u1 int) {
+	kb, off, base := kn.panelDepth(k), 0, 0
+	for jc := 0; jc < n && base < u1; jc += kn.nc {
 		ncc := min(kn.nc, n-jc)
 		w := kn.padCols(ncc)
-		for pc := 0; pc < k; pc += kb {
+		for pc := 0; pc < k && base < u1; pc += kb {
 			kcc := min(kb, k-pc)
-			packB(dst[off:off+kcc*w], kn.nr, tB, b, ldb, pc, kcc, jc, ncc)
+			if lo, hi := max(u0, base), min(u1, base+w/kn.nr); lo < hi {
+				c0, c1 := (lo-base)*kn.nr, min((hi-base)*kn.nr, ncc)
+				packB(dst[off+c0*kcc:off+w*kcc], kn.nr, tB, b, ldb, pc, kcc, jc+c0, c1-c0)
+			}
 			off += kcc * w
+			base += w / kn.nr
 		}
 	}
 }

@@ -205,6 +205,43 @@ func TestGemmThreadsBitwiseEqual(t *testing.T) {
 	}
 }
 
+// TestPackBRangeSplits checks that op(B) packed in ranges of micro-panels
+// (as a parallel Gemm's team packs it) is op(B) packed whole, float for
+// float, whatever the cut: several blocks of columns, several panels, a
+// partial last micro-panel, op(B) transposed or not.
+func TestPackBRangeSplits(t *testing.T) {
+	rng := rand.New(rand.NewPCG(11, 12))
+	for _, kn := range gemmKernels {
+		for _, sh := range [][2]int{{600, 530}, {200, 414}, {80, 200}, {7, 3}} {
+			n, k := sh[0], sh[1]
+			for _, tB := range []Transpose{NoTrans, Trans} {
+				ldb := n
+				if tB == Trans {
+					ldb = k
+				}
+				b := randSlice(rng, k*n)
+				want := make([]float32, kn.packedBSize(n, k))
+				kn.packAllB(want, tB, b, ldb, n, k)
+				units := kn.microPanelsB(n, k)
+				for _, cuts := range [][]int{{units}, {1, units}, {units / 3, units / 2, units}, {0, units - 1, units}} {
+					got := make([]float32, len(want))
+					for i := range got {
+						got[i] = float32(math.NaN())
+					}
+					lo := 0
+					for _, hi := range cuts {
+						kn.packBRange(got, tB, b, ldb, n, k, lo, hi)
+						lo = hi
+					}
+					if !slices.Equal(got, want) {
+						t.Fatalf("%s n=%d k=%d tB=%v cuts %v: ranges differ from the whole", kn.name, n, k, tB, cuts)
+					}
+				}
+			}
+		}
+	}
+}
+
 // TestGemmConcurrentCalls runs parallel products from several goroutines
 // at once, so that the team (team.go) is taken, refused (the others run
 // alone) and handed from call to call, with helpers joining calls late:

@@ -77,7 +77,7 @@ var (
 // runParallel runs parts parts of j (part p is j.run(p*j.per)) on the
 // calling goroutine, packing into buf, and on the helpers that join
 // (invariant 1: on the caller alone when another call holds the team).
-// need is the scratch floats a helper's part packs into.
+// need is the scratch floats a helper's part packs into (0: none).
 func (j *gemmJob) runParallel(buf []float32, parts, need int) {
 	if parts > fieldMask || !teamBusy.CompareAndSwap(false, true) {
 		for lo := 0; lo < j.limit; lo += j.per {
@@ -107,7 +107,8 @@ func (j *gemmJob) runParallel(buf []float32, parts, need int) {
 
 // work takes and runs parts of the published call until none is left,
 // packing into buf (a helper passes nil: it takes a pooled buffer per
-// part), and returns how many it ran; the caller adds them to done.
+// part, unless the parts need none), and returns how many it ran; the
+// caller adds them to done.
 func (t *teamCall) work(buf []float32) int64 {
 	var n int64
 	for {
@@ -120,7 +121,7 @@ func (t *teamCall) work(buf []float32) int64 {
 			continue // another goroutine took that part
 		}
 		lo := int(next) * t.job.per
-		if buf != nil {
+		if buf != nil || t.need == 0 {
 			t.job.run(lo, buf)
 		} else {
 			p := getScratch(t.need)
