@@ -53,9 +53,19 @@ func CheckpointKey(worker string) string { return StateReaderPrefix + worker + c
 
 // IsCheckpointKey reports whether key is a worker's checkpoint.
 func IsCheckpointKey(key string) bool {
+	_, ok := CheckpointWorker(key)
+	return ok
+}
+
+// CheckpointWorker returns the worker whose checkpoint key is, and whether
+// key is a checkpoint's key.
+func CheckpointWorker(key string) (string, bool) {
 	rest, ok := strings.CutPrefix(key, StateReaderPrefix)
 	worker, ok2 := strings.CutSuffix(rest, checkpointSuffix)
-	return ok && ok2 && worker != "" && !strings.Contains(worker, "/")
+	if !ok || !ok2 || worker == "" || strings.Contains(worker, "/") {
+		return "", false
+	}
+	return worker, true
 }
 
 // StreamPositionKey returns the key of a stream's position,

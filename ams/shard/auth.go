@@ -57,35 +57,82 @@ func TLSServerOptions(c *tlsconf.Config) []grpc.ServerOption {
 	}
 	return append(tlsconf.ServerOptions(c),
 		grpc.ChainUnaryInterceptor(func(ctx context.Context, req any, info *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
-			if err := authorize(ctx, info.FullMethod); err != nil {
+			worker, err := authorize(ctx, info.FullMethod)
+			if err != nil {
 				return nil, err
 			}
-			return h(ctx, req)
+			return h(withWorker(ctx, worker), req)
 		}),
 		grpc.ChainStreamInterceptor(func(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, h grpc.StreamHandler) error {
-			if err := authorize(ss.Context(), info.FullMethod); err != nil {
+			worker, err := authorize(ss.Context(), info.FullMethod)
+			if err != nil {
 				return amspb.ToStatus(err)
+			}
+			if worker != "" {
+				ss = workerStream{ss, withWorker(ss.Context(), worker)}
 			}
 			return h(srv, ss)
 		}))
 }
 
-// authorize returns nil if the caller's role may call method.
-func authorize(ctx context.Context, method string) error {
+// workerStream is a server stream whose context names its worker.
+type workerStream struct {
+	grpc.ServerStream
+	ctx context.Context
+}
+
+func (w workerStream) Context() context.Context { return w.ctx }
+
+// workerKey is the context key of the caller's worker name (PeerWorker).
+type workerKey struct{}
+
+// withWorker returns ctx naming the calling worker, if any.
+func withWorker(ctx context.Context, worker string) context.Context {
+	if worker == "" {
+		return ctx
+	}
+	return context.WithValue(ctx, workerKey{}, worker)
+}
+
+// checkWorker refuses a push or a state write under another worker's
+// name: when the caller's certificate names a worker (PeerWorker), a
+// push's origin and a checkpoint's key must be that worker's. A caller
+// of the shared worker identity, or of another role, is not checked here
+// (Roles is).
+func checkWorker(ctx context.Context, what, worker string) error {
+	caller, _ := ctx.Value(workerKey{}).(string)
+	if caller == "" || worker == "" || worker == caller {
+		return nil
+	}
+	return fmt.Errorf("%w: %s of %s under the certificate of %s: a worker's certificate covers its own pushes and checkpoint only", ams.ErrRoleNotAllowed, what, worker, caller)
+}
+
+// checkStateKey is checkWorker for a state entry's key: a worker's
+// checkpoint (ams.CheckpointWorker) must be the caller's.
+func checkStateKey(ctx context.Context, key string) error {
+	if w, ok := ams.CheckpointWorker(key); ok {
+		return checkWorker(ctx, "the checkpoint", w)
+	}
+	return nil
+}
+
+// authorize returns nil if the caller's role may call method, and the
+// worker the caller's certificate names (tlsconf.PeerWorker), if any.
+func authorize(ctx context.Context, method string) (worker string, err error) {
 	p, ok := peer.FromContext(ctx)
 	if !ok {
-		return fmt.Errorf("%w: %s: no peer", ams.ErrRoleNotAllowed, method)
+		return "", fmt.Errorf("%w: %s: no peer", ams.ErrRoleNotAllowed, method)
 	}
 	info, ok := p.AuthInfo.(credentials.TLSInfo)
 	if !ok {
-		return fmt.Errorf("%w: %s: the caller did not authenticate with TLS", ams.ErrRoleNotAllowed, method)
+		return "", fmt.Errorf("%w: %s: the caller did not authenticate with TLS", ams.ErrRoleNotAllowed, method)
 	}
 	role, err := tlsconf.PeerRole(info.State)
 	if err != nil {
-		return fmt.Errorf("%w: %s: %w", ams.ErrRoleNotAllowed, method, err)
+		return "", fmt.Errorf("%w: %s: %w", ams.ErrRoleNotAllowed, method, err)
 	}
 	if !slices.Contains(Roles[method], role) {
-		return fmt.Errorf("%w: role %q may not call %s (allowed: %v)", ams.ErrRoleNotAllowed, role, method, Roles[method])
+		return "", fmt.Errorf("%w: role %q may not call %s (allowed: %v)", ams.ErrRoleNotAllowed, role, method, Roles[method])
 	}
-	return nil
+	return tlsconf.PeerWorker(info.State), nil
 }

@@ -3,6 +3,7 @@ package shard_test
 import (
 	"context"
 	"crypto/tls"
+	"crypto/x509/pkix"
 	"errors"
 	"net"
 	"strings"
@@ -178,5 +179,69 @@ func TestTLSRoles(t *testing.T) {
 	}
 	if _, err := sched.Stats(ctx(t)); err != nil {
 		t.Fatalf("scheduler's Stats = %v", err)
+	}
+}
+
+// TestTLSWorkerIdentity: a worker whose certificate names it (OU worker,
+// CN worker-1) pushes and stores its checkpoint only as itself, on the
+// data plane's stream, on the unary Push and on PutState; a push or a
+// checkpoint under another worker's name is refused with
+// PERMISSION_DENIED naming both. The shared worker certificate (CN
+// worker) is not bound to a name (issue 48, one identity per worker).
+func TestTLSWorkerIdentity(t *testing.T) {
+	ca := tlstest.NewCA(t, "dev")
+	m, _ := tlsShard(t, ca, true)
+	shared := dial(t, m, withTLS(ca.Config(t, tlsconf.RoleWorker).Client()))
+	files := ca.IssueSubject(t, pkix.Name{CommonName: "worker-1", OrganizationalUnit: []string{tlsconf.RoleWorker}})
+	c1, err := tlsconf.Load(files)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w1 := dial(t, m, withTLS(c1.Client()))
+	spec := ams.TableSpec{Name: "emb", Dim: 2, Optimizer: ams.OptimizerSpec{Name: "sgd", LR: 1}, Init: ams.InitSpec{Kind: "zeros"}}
+	for _, cl := range []*client.Client{w1, shared} {
+		if err := cl.Declare(ctx(t), []ams.TableSpec{spec}, nil); err != nil {
+			t.Fatalf("Declare = %v", err)
+		}
+	}
+	push := func(cl *client.Client, worker string, batch uint64) error {
+		r := cl.NewRoute()
+		if err := r.Add("emb", []uint64{7}); err != nil {
+			t.Fatal(err)
+		}
+		return cl.PushBatch(ctx(t), ams.Origin{Worker: worker, Batch: batch, Samples: 1}, r, [][]float32{{1, 2}}, nil)
+	}
+	if err := push(w1, "worker-1", 1); err != nil {
+		t.Fatalf("worker-1's own push = %v", err)
+	}
+	err = push(w1, "worker-0", 1)
+	if !errors.Is(err, ams.ErrRoleNotAllowed) || !strings.Contains(err.Error(), "worker-0") || !strings.Contains(err.Error(), "worker-1") {
+		t.Fatalf("worker-1's push as worker-0 (stream) = %v, want ams.ErrRoleNotAllowed naming both", err)
+	}
+	cc, err := grpc.NewClient(m.Addrs[0], withTLS(c1.Client()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cc.Close()
+	_, err = amspb.NewAMSClient(cc).Push(ctx(t), &amspb.PushRequest{ClusterVersion: 1, Origin: amspb.FromOrigin(ams.Origin{Worker: "worker-0", Batch: 2, Samples: 1})})
+	if status.Code(err) != codes.PermissionDenied {
+		t.Fatalf("worker-1's unary push as worker-0 = %v, want PERMISSION_DENIED", err)
+	}
+	value := []byte(`{"iter":2}`)
+	if err := w1.PutState(ctx(t), []client.StateEntry{{Key: ams.CheckpointKey("worker-1"), Value: value}}); err != nil {
+		t.Fatalf("worker-1's own checkpoint = %v", err)
+	}
+	if err := w1.PutState(ctx(t), []client.StateEntry{{Key: ams.CheckpointKey("worker-0"), Value: value}}); !errors.Is(err, ams.ErrRoleNotAllowed) {
+		t.Fatalf("worker-1's checkpoint of worker-0 = %v, want ams.ErrRoleNotAllowed", err)
+	}
+	if err := w1.PutState(ctx(t), []client.StateEntry{{Key: ams.StateJobShape, Value: value}}); err != nil {
+		t.Fatalf("worker-1's job entry = %v (any worker may write the job's entries)", err)
+	}
+	// The shared identity names no worker: it is not held to one.
+	if err := push(shared, "worker-0", 3); err != nil {
+		t.Fatalf("the shared worker certificate's push as worker-0 = %v", err)
+	}
+	if err := shared.PutState(ctx(t), []client.StateEntry{{Key: ams.CheckpointKey("worker-0"), Value: value}}); err != nil {
+		t.Fatalf("the shared worker certificate's checkpoint of worker-0 = %v", err)
 	}
 }

@@ -153,8 +153,12 @@
 //     caller's verified certificate, against Roles before the shard sees
 //     it: admin RPCs (WriteSnapshot, Restore, WriteExport) are the
 //     scheduler's, the data plane the workers'; any other call is refused
-//     with ams.ErrRoleNotAllowed (gRPC PERMISSION_DENIED). Without TLS
-//     every call is served, as before.
+//     with ams.ErrRoleNotAllowed (gRPC PERMISSION_DENIED). A worker
+//     whose certificate names it (tlsconf.PeerWorker: CN worker-3, not
+//     the shared CN worker) has its pushes' origins and its checkpoint
+//     keys held to that name, on the stream and the unary calls alike
+//     (checkWorker); another worker's are refused the same way. Without
+//     TLS every call is served, as before.
 //  8. A push's gradient rows holding a NaN or ±Inf are refused (or
 //     clipped, by the table's nonfinite setting) and counted, the rest
 //     of the push applied; a dense range's such gradient is refused and
@@ -209,5 +213,5 @@
 //   - grpc.go: NewService and NewGRPCServer, the AMS service over the shard, and ServerOptions.
 //   - stream.go: the stream data plane's Handler (package ams/stream) over the shard, which NewGRPCServer registers.
 //   - local.go: Local, the data plane for a worker in the same process (PullRows, PushRows).
-//   - auth.go: Roles, the callers allowed each RPC under TLS, and TLSServerOptions.
+//   - auth.go: Roles, the callers allowed each RPC under TLS, TLSServerOptions, and a named worker's checks (checkWorker).
 package shard

@@ -262,9 +262,17 @@ func (v *service) pullInto(req *amspb.PullRequest, reqs []ams.TableRequest, out 
 	return nil
 }
 
-func (v *service) Push(_ context.Context, req *amspb.PushRequest) (*amspb.PushResponse, error) {
+func (v *service) Push(ctx context.Context, req *amspb.PushRequest) (*amspb.PushResponse, error) {
 	if err := v.s.checkVersion(req.ClusterVersion); err != nil {
 		return nil, err
+	}
+	if err := checkWorker(ctx, "a push", amspb.ToOrigin(req.Origin).Worker); err != nil {
+		return nil, err
+	}
+	for _, e := range req.State {
+		if err := checkStateKey(ctx, e.Key); err != nil {
+			return nil, err
+		}
 	}
 	denseValues := 0
 	for _, d := range req.Dense {
@@ -349,9 +357,12 @@ func (v *service) Stats(_ context.Context, req *amspb.StatsRequest) (*amspb.Stat
 	return resp, nil
 }
 
-func (v *service) PutState(_ context.Context, req *amspb.PutStateRequest) (*amspb.PutStateResponse, error) {
+func (v *service) PutState(ctx context.Context, req *amspb.PutStateRequest) (*amspb.PutStateResponse, error) {
 	entries := make([]StateEntry, len(req.Entries))
 	for i, e := range req.Entries {
+		if err := checkStateKey(ctx, e.Key); err != nil {
+			return nil, err
+		}
 		entries[i] = StateEntry{Key: e.Key, Value: e.Value}
 	}
 	if err := v.s.PutState(req.ClusterVersion, entries); err != nil {

@@ -89,8 +89,11 @@ func (h streamHandler) tables(c *call, tables []ams.TableRequest) (ids, values i
 	return ids, values, nil
 }
 
-func (h streamHandler) Push(_ context.Context, q *stream.Request) error {
+func (h streamHandler) Push(ctx context.Context, q *stream.Request) error {
 	s := h.s
+	if err := checkWorker(ctx, "a push", q.Origin.Worker); err != nil {
+		return err
+	}
 	c, ids, values, err := h.open(q)
 	if err != nil {
 		return err

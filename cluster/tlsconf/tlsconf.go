@@ -172,6 +172,22 @@ func PeerRole(cs tls.ConnectionState) (string, error) {
 	return RoleOf(cs.VerifiedChains[0][0])
 }
 
+// PeerWorker returns the worker a connection's peer is, when its verified
+// certificate names one: role worker and a CommonName of its own (the
+// worker's name, "worker-3"), not the role's ("worker", the identity every
+// worker shares). A shard takes such a worker's pushes and checkpoints
+// only under that name (ams/shard). It returns "" for any other peer.
+func PeerWorker(cs tls.ConnectionState) string {
+	if len(cs.VerifiedChains) == 0 || len(cs.VerifiedChains[0]) == 0 {
+		return ""
+	}
+	cert := cs.VerifiedChains[0][0]
+	if role, err := RoleOf(cert); err != nil || role != RoleWorker || cert.Subject.CommonName == RoleWorker {
+		return ""
+	}
+	return cert.Subject.CommonName
+}
+
 // ServerOptions returns the gRPC server options of c: mutual-TLS
 // credentials (Server). A nil Config returns none (plaintext).
 func ServerOptions(c *Config) []grpc.ServerOption {
