@@ -49,10 +49,11 @@ const dialCheckKey = "/xps"
 //     partition acknowledgements, barriers, progress reports and export
 //     requests (RequestExport at the end of a job).
 //
-// Workers share one user (one certificate per component), so one worker
-// may write another's keys of those families; none may write the shard
-// map, the cluster state, pauses and resumes, assignments or the
-// leader's election. The operator's admin holds the root role instead.
+// Workers share one role (the shared user, and the users of workers of
+// their own certificates: ProvisionAuth), so one worker may write
+// another's keys of those families; none may write the shard map, the
+// cluster state, pauses and resumes, assignments or the leader's
+// election. The operator's admin holds the root role instead.
 func Access(prefix string) map[string][]Grant {
 	read := []Grant{{Key: dialCheckKey}, {Key: prefix + "/", Prefix: true}}
 	write := func(prefix bool, keys ...string) []Grant {
@@ -86,7 +87,12 @@ func Access(prefix string) map[string][]Grant {
 // certificate). Several may run at once (the members of a cluster as
 // they start): each ends granting every permission. It writes a line per
 // role to w.
-func ProvisionAuth(ctx context.Context, cli *clientv3.Client, prefix string, w io.Writer) error {
+//
+// Workers of their own certificates (CN worker-0 to worker-<workers-1>,
+// membership.WorkerName: shards hold each to its own pushes and
+// checkpoint) get a user each too, of the workers' role: their etcd
+// permissions are still the shared ones.
+func ProvisionAuth(ctx context.Context, cli *clientv3.Client, prefix string, workers int, w io.Writer) error {
 	for _, u := range []string{"root", UserAdmin, UserEtcd} {
 		if err := addUser(ctx, cli, u, "root"); err != nil {
 			return err
@@ -101,6 +107,17 @@ func ProvisionAuth(ctx context.Context, cli *clientv3.Client, prefix string, w i
 			return err
 		}
 		fmt.Fprintf(w, "etcd user %s: role %s, %d permissions\n", user, role, len(grants))
+		if user != UserWorker {
+			continue
+		}
+		for i := range workers {
+			if err := addUser(ctx, cli, membership.WorkerName(i), role); err != nil {
+				return err
+			}
+		}
+		if workers > 0 {
+			fmt.Fprintf(w, "etcd users %s to %s: role %s\n", membership.WorkerName(0), membership.WorkerName(workers-1), role)
+		}
 	}
 	if _, err := cli.AuthEnable(ctx); err != nil {
 		return fmt.Errorf("controlplane: enable etcd auth: %w", err)

@@ -1,8 +1,10 @@
 package controlplane_test
 
 import (
+	"crypto/x509/pkix"
 	"errors"
 	"io"
+	"strings"
 	"testing"
 	"time"
 
@@ -19,7 +21,8 @@ import (
 
 // authEtcd starts an etcd with mutual TLS (client-cert-auth) and returns
 // a dialer of clients by role (the CN of their certificate is their
-// etcd user).
+// etcd user), or by a worker's own name (worker-N: a certificate of the
+// worker role with that CN).
 func authEtcd(t *testing.T) func(role string) *clientv3.Client {
 	t.Helper()
 	ca := tlstest.NewCA(t, "dev")
@@ -30,8 +33,16 @@ func authEtcd(t *testing.T) func(role string) *clientv3.Client {
 	}
 	t.Cleanup(func() { srv.Close() })
 	return func(role string) *clientv3.Client {
-		cli, err := clientv3.New(clientv3.Config{Endpoints: srv.Endpoints(), DialTimeout: 5 * time.Second,
-			TLS: ca.Config(t, role).Client()})
+		var c *tlsconf.Config
+		if strings.HasPrefix(role, "worker-") {
+			var err error
+			if c, err = tlsconf.Load(ca.IssueSubject(t, pkix.Name{CommonName: role, OrganizationalUnit: []string{tlsconf.RoleWorker}})); err != nil {
+				t.Fatal(err)
+			}
+		} else {
+			c = ca.Config(t, role)
+		}
+		cli, err := clientv3.New(clientv3.Config{Endpoints: srv.Endpoints(), DialTimeout: 5 * time.Second, TLS: c.Client()})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -51,7 +62,7 @@ func TestProvisionAuth(t *testing.T) {
 	ctx := testutil.Ctx(t, time.Minute)
 	const p = "/xps/auth"
 	admin, sched, worker, shard := dial(tlsconf.RoleAdmin), dial(tlsconf.RoleScheduler), dial(tlsconf.RoleWorker), dial(tlsconf.RoleAMS)
-	if err := controlplane.ProvisionAuth(ctx, admin, p, io.Discard); err != nil {
+	if err := controlplane.ProvisionAuth(ctx, admin, p, 2, io.Discard); err != nil {
 		t.Fatal(err)
 	}
 	shardMap := controlplane.ShardMapKey(p)
@@ -98,8 +109,18 @@ func TestProvisionAuth(t *testing.T) {
 	if _, err := sched.Delete(ctx, shardMap); err != nil {
 		t.Fatalf("scheduler's delete of the shard map: %v", err)
 	}
-	denied("worker's provisioning", controlplane.ProvisionAuth(ctx, worker, p, io.Discard))
-	if err := controlplane.ProvisionAuth(ctx, admin, p, io.Discard); err != nil {
+	// A worker of its own certificate (worker-1) is an etcd user of the
+	// workers' role; one beyond the workers provisioned (worker-2) is none.
+	if _, err := dial("worker-1").Put(ctx, controlplane.ProgressKey(p, "worker-1"), "{}"); err != nil {
+		t.Fatalf("worker-1's progress report: %v", err)
+	}
+	_, err = dial("worker-1").Put(ctx, shardMap, "{}")
+	denied("worker-1's put of the shard map", err)
+	if _, err := dial("worker-2").Get(ctx, shardMap); err == nil {
+		t.Error("worker-2, beyond the 2 workers provisioned, read the shard map")
+	}
+	denied("worker's provisioning", controlplane.ProvisionAuth(ctx, worker, p, 0, io.Discard))
+	if err := controlplane.ProvisionAuth(ctx, admin, p, 2, io.Discard); err != nil {
 		t.Fatalf("admin's provisioning again: %v", err)
 	}
 }

@@ -1,6 +1,7 @@
 package tlsconf_test
 
 import (
+	"os"
 	"os/exec"
 	"path/filepath"
 	"testing"
@@ -19,6 +20,7 @@ func TestDevCertsScript(t *testing.T) {
 	}
 	out := t.TempDir()
 	cmd := exec.Command("bash", filepath.Join("..", "..", "deploy", "tls", "gen-dev-certs.sh"), out, "xps.example.com")
+	cmd.Env = append(os.Environ(), "WORKERS=2")
 	if b, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("gen-dev-certs.sh: %v\n%s", err, b)
 	}
@@ -33,6 +35,26 @@ func TestDevCertsScript(t *testing.T) {
 			t.Fatalf("the %s certificate names the role %q", role, c.Role)
 		}
 		configs[role] = c
+	}
+	// WORKERS=2: worker-0 and worker-1, of the worker role, each its own
+	// name to a shard.
+	for _, name := range []string{"worker-0", "worker-1"} {
+		d := filepath.Join(out, name)
+		c, err := tlsconf.Load(tlsconf.Files{CA: filepath.Join(d, "ca.crt"), Cert: filepath.Join(d, "tls.crt"), Key: filepath.Join(d, "tls.key")})
+		if err != nil || c.Role != tlsconf.RoleWorker {
+			t.Fatalf("%s: role %v, %v; want worker", name, c, err)
+		}
+		cli := c.Client()
+		cli.ServerName = "ams-0.ams"
+		cs, serr, cerr := handshake(t, configs[tlsconf.RoleAMS].Server(), cli)
+		if serr != nil || cerr != nil || tlsconf.PeerWorker(cs) != name {
+			t.Fatalf("%s to ams: the shard sees worker %q (server %v, client %v)", name, tlsconf.PeerWorker(cs), serr, cerr)
+		}
+	}
+	shared := configs[tlsconf.RoleWorker].Client()
+	shared.ServerName = "ams-0.ams"
+	if cs, serr, cerr := handshake(t, configs[tlsconf.RoleAMS].Server(), shared); serr != nil || cerr != nil || tlsconf.PeerWorker(cs) != "" {
+		t.Fatalf("the shared worker certificate names worker %q (server %v, client %v), want none", tlsconf.PeerWorker(cs), serr, cerr)
 	}
 	for _, name := range []string{"ams-1.ams", "ams-0.ams.default.svc.cluster.local", "etcd-2.etcd", "xps.example.com", "127.0.0.1"} {
 		cli := configs[tlsconf.RoleWorker].Client()

@@ -24,6 +24,7 @@
 //	-log-format       text or json (default text)
 //	-tls-ca, -tls-cert, -tls-key  mutual TLS for clients and peers (https; README, "TLS")
 //	-auth-clusters    with TLS: etcd users and roles for these clusters' components, auth on
+//	-auth-workers     with -auth-clusters: also users worker-0 to worker-<N-1>, for workers of their own certificates
 //
 // It prints "etcd serving on ADDR" once ready and stops on SIGINT/SIGTERM.
 // A production cluster may run a real etcd cluster instead.
@@ -59,14 +60,18 @@ func main() {
 	flag.StringVar(&o.InitialCluster, "initial-cluster", "", "members of a new cluster: name=http://host:port,... (default this member alone)")
 	flag.DurationVar(&o.ReadyTimeout, "ready-timeout", 5*time.Minute, "how long to wait for the cluster to form")
 	auth := flag.String("auth-clusters", "", "with -tls-*: give each component an etcd user and role (its certificate's CN) for these clusters, comma-separated names, and enable auth")
+	workers := flag.Int("auth-workers", 0, "with -auth-clusters: also give workers of their own certificates (CN worker-0 to worker-<N-1>) etcd users of the workers' role")
 	proc.Bind(flag.CommandLine, "warn")
 	cli.ParseCommandLine("etcd")
-	if err := run(o, &proc, cli.SplitList(*auth)); err != nil {
+	if *workers < 0 {
+		cli.Fatal("etcd", errors.New("-auth-workers must be 0 or more"))
+	}
+	if err := run(o, &proc, cli.SplitList(*auth), *workers); err != nil {
 		cli.Fatal("etcd", err)
 	}
 }
 
-func run(o etcdembed.Options, proc *cli.Proc, clusters []string) error {
+func run(o etcdembed.Options, proc *cli.Proc, clusters []string, workers int) error {
 	if err := proc.Start(os.Stderr, "etcd", o.Name); err != nil {
 		return err
 	}
@@ -90,7 +95,7 @@ func run(o etcdembed.Options, proc *cli.Proc, clusters []string) error {
 		return err
 	}
 	defer srv.Close()
-	if err := provision(ctx, srv, proc, clusters); err != nil {
+	if err := provision(ctx, srv, proc, clusters, workers); err != nil {
 		return err
 	}
 	proc.Ready()
@@ -99,10 +104,10 @@ func run(o etcdembed.Options, proc *cli.Proc, clusters []string) error {
 	return nil
 }
 
-// provision gives the components of the clusters etcd users and roles and
-// enables auth (controlplane.ProvisionAuth), through a client of this
+// provision gives the components of the clusters etcd users and roles (and
+// the first workers users of their own) and enables auth (controlplane.ProvisionAuth), through a client of this
 // member with its own certificate (the etcd user, of the root role).
-func provision(ctx context.Context, srv *etcdembed.Server, proc *cli.Proc, clusters []string) error {
+func provision(ctx context.Context, srv *etcdembed.Server, proc *cli.Proc, clusters []string, workers int) error {
 	if len(clusters) == 0 {
 		return nil
 	}
@@ -123,7 +128,7 @@ func provision(ctx context.Context, srv *etcdembed.Server, proc *cli.Proc, clust
 		if err != nil {
 			return fmt.Errorf("-auth-clusters: %w", err)
 		}
-		if err := controlplane.ProvisionAuth(ctx, cl, prefix, os.Stdout); err != nil {
+		if err := controlplane.ProvisionAuth(ctx, cl, prefix, workers, os.Stdout); err != nil {
 			return err
 		}
 	}

@@ -25,12 +25,18 @@
 # environment sets NAMESPACE (default "default") and NAME_PREFIX (the
 # chart's namePrefix, default "").
 #
+# With WORKERS=N (default 0) it also makes OUTDIR/worker-0 to
+# OUTDIR/worker-<N-1>: a certificate of the worker role for each worker
+# of its own (OU=worker, CN=worker-<i>), which the shards hold to its own
+# pushes and checkpoint (README, "One identity per worker"); etcd needs
+# -auth-workers N for them.
+#
 # An existing CA in OUTDIR is reused (new role certificates, same CA); the
 # role certificates are made anew.
 set -euo pipefail
 
 if [ $# -lt 1 ] || [ "$1" = "-h" ] || [ "$1" = "--help" ]; then
-	sed -n '2,27p' "$0" | sed 's/^# \{0,1\}//'
+	sed -n '2,33p' "$0" | sed 's/^# \{0,1\}//'
 	exit 2
 fi
 command -v openssl >/dev/null || { echo "gen-dev-certs.sh: openssl is required (apt-get install openssl)" >&2; exit 1; }
@@ -74,11 +80,18 @@ extendedKeyUsage=serverAuth,clientAuth
 subjectAltName=$san
 EXT
 
-for role in "${roles[@]}"; do
-	d=$out/$role
+workers=${WORKERS:-0}
+[[ $workers =~ ^[0-9]+$ ]] || { echo "gen-dev-certs.sh: WORKERS must be a number, not $workers" >&2; exit 2; }
+names=("${roles[@]}")
+for ((i = 0; i < workers; i++)); do names+=("worker-$i"); done
+
+for name in "${names[@]}"; do
+	role=$name
+	[[ $name == worker-* ]] && role=worker
+	d=$out/$name
 	mkdir -p "$d"
 	openssl req -new -nodes -newkey ec -pkeyopt ec_paramgen_curve:P-256 -sha256 \
-		-keyout "$d/tls.key" -out "$d/tls.csr" -subj "/O=xps/OU=$role/CN=$role" 2>/dev/null
+		-keyout "$d/tls.key" -out "$d/tls.csr" -subj "/O=xps/OU=$role/CN=$name" 2>/dev/null
 	openssl x509 -req -in "$d/tls.csr" -CA "$out/ca.crt" -CAkey "$out/ca.key" -CAcreateserial \
 		-days "$days" -sha256 -extfile "$ext" -out "$d/tls.crt" 2>/dev/null
 	rm -f "$d/tls.csr"
@@ -89,4 +102,4 @@ for role in "${roles[@]}"; do
 done
 chmod 0644 "$out/ca.crt"
 rm -f "$out/ca.srl"
-echo "gen-dev-certs.sh: CA $out/ca.crt; certificates for ${roles[*]} under $out/<role>/ (valid for: $san)"
+echo "gen-dev-certs.sh: CA $out/ca.crt; certificates for ${names[*]} under $out/<name>/ (valid for: $san)"

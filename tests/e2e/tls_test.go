@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"crypto/x509/pkix"
 	"errors"
 	"fmt"
 	"os"
@@ -38,7 +39,8 @@ func tlsArgs(t *testing.T, ca *tlstest.CA, role string) []string {
 // TestMultiProcessTLS runs a cluster of processes that speak mutual TLS
 // everywhere, each with the certificate of its role: etcd (cmd/etcd,
 // client-cert-auth, with auth on and a user and role per component:
-// -auth-clusters), two shards, a scheduler and a worker. The worker
+// -auth-clusters, and a user for worker-0: -auth-workers), two shards, a
+// scheduler and a worker of its own certificate (CN worker-0). The worker
 // trains its job to the end (the scheduler restoring the shards into
 // their version and the worker pulling and pushing under their roles),
 // and an admin's snapshot request makes the scheduler write a snapshot
@@ -60,7 +62,7 @@ func TestMultiProcessTLS(t *testing.T) {
 	start(t, "ctrgen", filepath.Join(bin, "ctrgen"), "-config", cfg, "-train", train, "-test", test).wait(t, time.Minute)
 
 	etcd := start(t, "etcd", filepath.Join(bin, "etcd"), append(tlsArgs(t, ca, tlsconf.RoleEtcd),
-		"-addr", "127.0.0.1:0", "-dir", filepath.Join(dir, "etcd"), "-auth-clusters", "tls")...)
+		"-addr", "127.0.0.1:0", "-dir", filepath.Join(dir, "etcd"), "-auth-clusters", "tls", "-auth-workers", "1")...)
 	var endpoint string
 	testutil.Eventually(t, time.Minute, "etcd's address line", func() bool {
 		for _, line := range strings.Split(etcd.output(), "\n") {
@@ -77,7 +79,10 @@ func TestMultiProcessTLS(t *testing.T) {
 		start(t, fmt.Sprintf("ams-%d", i), filepath.Join(bin, "ams"), append(append(common, tlsArgs(t, ca, tlsconf.RoleAMS)...),
 			"-id", fmt.Sprintf("ams-%d", i), "-store", snaps)...)
 	}
-	w := start(t, "worker-0", filepath.Join(bin, "worker"), append(append(common, tlsArgs(t, ca, tlsconf.RoleWorker)...),
+	// The worker has a certificate of its own (CN worker-0): etcd knows
+	// it by -auth-workers, and the shards hold it to its own pushes.
+	own := ca.IssueSubject(t, pkix.Name{CommonName: "worker-0", OrganizationalUnit: []string{tlsconf.RoleWorker}})
+	w := start(t, "worker-0", filepath.Join(bin, "worker"), append(append(common, "-tls-ca", own.CA, "-tls-cert", own.Cert, "-tls-key", own.Key),
 		"-config", cfg, "-train", train, "-test", test, "-json", "-workers", "1", "-worker-index", "0")...)
 	w.wait(t, 5*time.Minute)
 	s := lastJSON(t, w)
