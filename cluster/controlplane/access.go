@@ -49,30 +49,51 @@ const dialCheckKey = "/xps"
 //     partition acknowledgements, barriers, progress reports and export
 //     requests (RequestExport at the end of a job).
 //
-// Workers share one role (the shared user, and the users of workers of
-// their own certificates: ProvisionAuth), so one worker may write
-// another's keys of those families; none may write the shard map, the
+// The shared worker user (one certificate for every worker) may write
+// another worker's keys of those families; a worker of its own
+// certificate has WorkerAccess instead. None may write the shard map, the
 // cluster state, pauses and resumes, assignments or the leader's
 // election. The operator's admin holds the root role instead.
 func Access(prefix string) map[string][]Grant {
-	read := []Grant{{Key: dialCheckKey}, {Key: prefix + "/", Prefix: true}}
-	write := func(prefix bool, keys ...string) []Grant {
-		g := append([]Grant(nil), read...)
-		for _, k := range keys {
-			g = append(g, Grant{Key: k, Prefix: prefix, Write: true})
-		}
-		return g
-	}
 	member := func(kind string) []string {
 		return []string{MembersPrefix(prefix) + kind + "/", LeftPrefix(prefix) + kind + "/"}
 	}
-	worker := write(true, append(member(membership.KindWorker), PauseAckKey(prefix, ""), PartitionsAckKey(prefix, ""),
-		strings.TrimSuffix(BarrierPrefix(prefix, ""), "/"), ProgressPrefix(prefix))...)
+	worker := grants(prefix, true, append(member(membership.KindWorker), PauseAckKey(prefix, ""), PartitionsAckKey(prefix, ""),
+		ProgressPrefix(prefix))...)
 	return map[string][]Grant{
-		UserScheduler: write(true, prefix+"/"),
-		UserAMS:       write(true, member(membership.KindAMS)...),
-		UserWorker:    append(worker, Grant{Key: ExportRequestKey(prefix), Write: true}),
+		UserScheduler: grants(prefix, true, prefix+"/"),
+		UserAMS:       grants(prefix, true, member(membership.KindAMS)...),
+		UserWorker:    append(worker, workerShared(prefix)...),
 	}
+}
+
+// WorkerAccess returns the permissions of the user of a worker of its own
+// certificate (CN name, membership.WorkerName): what every component
+// reads, and writes of its own member and left records, pause and
+// partition acknowledgements and progress report, not another worker's.
+// The barriers (keys under each barrier's name) and the export request
+// are every worker's, as for the shared user.
+func WorkerAccess(prefix, name string) []Grant {
+	own := grants(prefix, false, MemberKey(prefix, membership.KindWorker, name), LeftKey(prefix, membership.KindWorker, name),
+		PauseAckKey(prefix, name), PartitionsAckKey(prefix, name), ProgressKey(prefix, name))
+	return append(own, workerShared(prefix)...)
+}
+
+// grants returns the reads every component has on the cluster under
+// prefix, and writes of keys (or of every key under each, with isPrefix).
+func grants(prefix string, isPrefix bool, keys ...string) []Grant {
+	g := []Grant{{Key: dialCheckKey}, {Key: prefix + "/", Prefix: true}}
+	for _, k := range keys {
+		g = append(g, Grant{Key: k, Prefix: isPrefix, Write: true})
+	}
+	return g
+}
+
+// workerShared are the writes every worker has: the barriers and the
+// export request.
+func workerShared(prefix string) []Grant {
+	return []Grant{{Key: strings.TrimSuffix(BarrierPrefix(prefix, ""), "/"), Prefix: true, Write: true},
+		{Key: ExportRequestKey(prefix), Write: true}}
 }
 
 // ProvisionAuth creates etcd's users and roles for the components of the
@@ -90,8 +111,8 @@ func Access(prefix string) map[string][]Grant {
 //
 // Workers of their own certificates (CN worker-0 to worker-<workers-1>,
 // membership.WorkerName: shards hold each to its own pushes and
-// checkpoint) get a user each too, of the workers' role: their etcd
-// permissions are still the shared ones.
+// checkpoint) get a user each too, with a role of their own
+// (WorkerAccess: their own records only).
 func ProvisionAuth(ctx context.Context, cli *clientv3.Client, prefix string, workers int, w io.Writer) error {
 	for _, u := range []string{"root", UserAdmin, UserEtcd} {
 		if err := addUser(ctx, cli, u, "root"); err != nil {
@@ -107,17 +128,20 @@ func ProvisionAuth(ctx context.Context, cli *clientv3.Client, prefix string, wor
 			return err
 		}
 		fmt.Fprintf(w, "etcd user %s: role %s, %d permissions\n", user, role, len(grants))
-		if user != UserWorker {
-			continue
+	}
+	for i := range workers {
+		user := membership.WorkerName(i)
+		role := user + ":" + prefix
+		if err := setRole(ctx, cli, role, WorkerAccess(prefix, user)); err != nil {
+			return err
 		}
-		for i := range workers {
-			if err := addUser(ctx, cli, membership.WorkerName(i), role); err != nil {
-				return err
-			}
+		if err := addUser(ctx, cli, user, role); err != nil {
+			return err
 		}
-		if workers > 0 {
-			fmt.Fprintf(w, "etcd users %s to %s: role %s\n", membership.WorkerName(0), membership.WorkerName(workers-1), role)
-		}
+	}
+	if workers > 0 {
+		fmt.Fprintf(w, "etcd users %s to %s: a role each (%s:%s...), their own records only\n",
+			membership.WorkerName(0), membership.WorkerName(workers-1), membership.WorkerName(0), prefix)
 	}
 	if _, err := cli.AuthEnable(ctx); err != nil {
 		return fmt.Errorf("controlplane: enable etcd auth: %w", err)

@@ -109,13 +109,31 @@ func TestProvisionAuth(t *testing.T) {
 	if _, err := sched.Delete(ctx, shardMap); err != nil {
 		t.Fatalf("scheduler's delete of the shard map: %v", err)
 	}
-	// A worker of its own certificate (worker-1) is an etcd user of the
-	// workers' role; one beyond the workers provisioned (worker-2) is none.
-	if _, err := dial("worker-1").Put(ctx, controlplane.ProgressKey(p, "worker-1"), "{}"); err != nil {
+	// A worker of its own certificate (worker-1) is an etcd user that
+	// writes its own records only (WorkerAccess); one beyond the workers
+	// provisioned (worker-2) is none.
+	w1 := dial("worker-1")
+	if _, err := w1.Put(ctx, controlplane.ProgressKey(p, "worker-1"), "{}"); err != nil {
 		t.Fatalf("worker-1's progress report: %v", err)
 	}
-	_, err = dial("worker-1").Put(ctx, shardMap, "{}")
+	reg, err := membership.Register(ctx, w1, p, membership.Member{Kind: membership.KindWorker, ID: "worker-1"}, 5*time.Second)
+	if err != nil {
+		t.Fatalf("worker-1 registers: %v", err)
+	}
+	if err := reg.Close(); err != nil {
+		t.Fatalf("worker-1 leaves: %v", err)
+	}
+	for _, k := range []string{controlplane.ProgressKey(p, "worker-0"), controlplane.MemberKey(p, membership.KindWorker, "worker-0"),
+		controlplane.LeftKey(p, membership.KindWorker, "worker-0"), controlplane.PauseAckKey(p, "worker-0"),
+		controlplane.PartitionsAckKey(p, "worker-0"), controlplane.MemberKey(p, membership.KindWorker, "worker-12")} {
+		_, err = w1.Put(ctx, k, "{}")
+		denied("worker-1's put of "+k, err)
+	}
+	_, err = w1.Put(ctx, shardMap, "{}")
 	denied("worker-1's put of the shard map", err)
+	if _, err := w1.Put(ctx, controlplane.BarrierPrefix(p, "final-eval")+"worker.worker-1", "{}"); err != nil {
+		t.Fatalf("worker-1's barrier arrival: %v", err)
+	}
 	if _, err := dial("worker-2").Get(ctx, shardMap); err == nil {
 		t.Error("worker-2, beyond the 2 workers provisioned, read the shard map")
 	}

@@ -60,7 +60,7 @@ func main() {
 	flag.StringVar(&o.InitialCluster, "initial-cluster", "", "members of a new cluster: name=http://host:port,... (default this member alone)")
 	flag.DurationVar(&o.ReadyTimeout, "ready-timeout", 5*time.Minute, "how long to wait for the cluster to form")
 	auth := flag.String("auth-clusters", "", "with -tls-*: give each component an etcd user and role (its certificate's CN) for these clusters, comma-separated names, and enable auth")
-	workers := flag.Int("auth-workers", 0, "with -auth-clusters: also give workers of their own certificates (CN worker-0 to worker-<N-1>) etcd users of the workers' role")
+	workers := flag.Int("auth-workers", 0, "with -auth-clusters: also give workers of their own certificates (CN worker-0 to worker-<N-1>) etcd users, each writing its own records only")
 	proc.Bind(flag.CommandLine, "warn")
 	cli.ParseCommandLine("etcd")
 	if *workers < 0 {
