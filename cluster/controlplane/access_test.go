@@ -109,9 +109,27 @@ func TestProvisionAuth(t *testing.T) {
 	if _, err := sched.Delete(ctx, shardMap); err != nil {
 		t.Fatalf("scheduler's delete of the shard map: %v", err)
 	}
-	// A worker of its own certificate (worker-1) is an etcd user that
-	// writes its own records only (WorkerAccess); one beyond the workers
-	// provisioned (worker-2) is none.
+	ownWorkerAccess(t, dial, p)
+	denied("worker's provisioning", controlplane.ProvisionAuth(ctx, worker, p, 0, io.Discard))
+	if err := controlplane.ProvisionAuth(ctx, admin, p, 2, io.Discard); err != nil {
+		t.Fatalf("admin's provisioning again: %v", err)
+	}
+}
+
+// ownWorkerAccess: a worker of its own certificate (worker-1, of the 2
+// provisioned) is an etcd user that writes its own records only
+// (WorkerAccess) and arrives at barriers; one beyond the workers
+// provisioned (worker-2) is none.
+func ownWorkerAccess(t *testing.T, dial func(string) *clientv3.Client, p string) {
+	t.Helper()
+	ctx := testutil.Ctx(t, time.Minute)
+	shardMap := controlplane.ShardMapKey(p)
+	denied := func(who string, err error) {
+		t.Helper()
+		if !errors.Is(err, rpctypes.ErrPermissionDenied) {
+			t.Errorf("%s: %v, want permission denied", who, err)
+		}
+	}
 	w1 := dial("worker-1")
 	if _, err := w1.Put(ctx, controlplane.ProgressKey(p, "worker-1"), "{}"); err != nil {
 		t.Fatalf("worker-1's progress report: %v", err)
@@ -136,9 +154,5 @@ func TestProvisionAuth(t *testing.T) {
 	}
 	if _, err := dial("worker-2").Get(ctx, shardMap); err == nil {
 		t.Error("worker-2, beyond the 2 workers provisioned, read the shard map")
-	}
-	denied("worker's provisioning", controlplane.ProvisionAuth(ctx, worker, p, 0, io.Discard))
-	if err := controlplane.ProvisionAuth(ctx, admin, p, 2, io.Discard); err != nil {
-		t.Fatalf("admin's provisioning again: %v", err)
 	}
 }
