@@ -66,8 +66,11 @@ type Config struct {
 	Files Files
 	// Role is the role the component's own certificate names.
 	Role string
-	pool *x509.CertPool
-	cert tls.Certificate
+	// Worker is the worker the certificate names, if it is a worker's of
+	// its own (WorkerOf): that worker's name, "worker-3".
+	Worker string
+	pool   *x509.CertPool
+	cert   tls.Certificate
 }
 
 // Load reads and checks the files: the CA bundle must hold at least one
@@ -108,7 +111,7 @@ func Load(f Files) (*Config, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: certificate %s: %w", ErrConfig, f.Cert, err)
 	}
-	return &Config{Files: f, Role: role, pool: pool, cert: cert}, nil
+	return &Config{Files: f, Role: role, Worker: WorkerOf(leaf), pool: pool, cert: cert}, nil
 }
 
 // Server returns the configuration of a server: it presents the
@@ -181,7 +184,13 @@ func PeerWorker(cs tls.ConnectionState) string {
 	if len(cs.VerifiedChains) == 0 || len(cs.VerifiedChains[0]) == 0 {
 		return ""
 	}
-	cert := cs.VerifiedChains[0][0]
+	return WorkerOf(cs.VerifiedChains[0][0])
+}
+
+// WorkerOf returns the worker a certificate names: its CommonName when
+// its role is worker and the CommonName is not the role's own (the
+// shared identity), else "".
+func WorkerOf(cert *x509.Certificate) string {
 	if role, err := RoleOf(cert); err != nil || role != RoleWorker || cert.Subject.CommonName == RoleWorker {
 		return ""
 	}

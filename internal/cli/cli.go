@@ -258,6 +258,10 @@ func (p *Proc) Start(w io.Writer, prog, id string) error {
 	if p.TLS, err = tlsconf.Load(p.TLSFiles); err != nil {
 		return fmt.Errorf("-tls-ca, -tls-cert, -tls-key: %w", err)
 	}
+	if p.TLS != nil && p.TLS.Worker != "" && p.TLS.Worker != id {
+		return fmt.Errorf("-tls-cert: the certificate %s is %s's, this process is %s (-worker-index): give each worker its own (README, \"One identity per worker\")",
+			p.TLSFiles.Cert, p.TLS.Worker, id)
+	}
 	var l slog.Level
 	if err := l.UnmarshalText([]byte(p.Level)); err != nil {
 		return fmt.Errorf("bad -log-level %q: %w", p.Level, err)
