@@ -194,6 +194,8 @@ var readmePlans = map[string]readmePlan{
 	"## Running the processes separately #1": {skip: "TestReadmeWalkthrough runs it as written"},
 	"### TLS #1": {before: []string{"go build -o bin/ ./cmd/...", "bin/ctrgen -train train.libffm -test test.libffm " + shortCtrgen},
 		check: wantOutput("exactly-once, by the shards' records")},
+	"### TLS #2": {before: []string{"go build -o bin/ ./cmd/...", "bin/ctrgen -train train.libffm -test test.libffm " + shortCtrgen},
+		check: wantOutput("exactly-once, by the shards' records")},
 	"## Containers, Compose and Kubernetes #1": {skip: "charts/test's TestCompose runs deploy/compose (Docker images) and its predict request"},
 	"## Containers, Compose and Kubernetes #2": {skip: "needs a Kubernetes cluster and a registry (issue 56)"},
 	"## Training from Kafka #1": {keep: true, edits: map[string]string{
