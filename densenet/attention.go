@@ -190,7 +190,7 @@ type AttentionWorkspace struct {
 	dqp, dkp   []float32    // Backward: the gradients of the query and key parts
 	dkc        []float32    // Backward: the keys' gradient from the key part, packed
 
-	scratch [][]float32 // GEMM packing buffers
+	scratch []float32 // GEMM packing buffer
 }
 
 // NewWorkspace returns a workspace for calls with up to maxQueries

@@ -111,7 +111,7 @@ type CrossWorkspace struct {
 	us       [][]float32 // us[l]: u_l = W_l·x_l + b_l
 	g, du    []float32   // Backward: dLoss/dx_{l+1} and dLoss/du_l
 	n        int         // batch of the last completed Forward, -1 if none
-	scratch  [][]float32 // GEMM packing buffers
+	scratch  []float32   // GEMM packing buffer
 }
 
 // NewWorkspace returns a workspace for batches of up to maxBatch samples.

@@ -116,16 +116,16 @@ func Gemm(tA, tB Transpose, m, n, k int, alpha float32, a []float32, lda int, b 
 func KernelName() string { return defaultKernel.name }
 
 // gemm is Gemm with at most threads goroutines (threads <= 0 means one).
-// With scratch non-nil, goroutine i packs into (*scratch)[i], which gemm
-// grows as needed (a Workspace keeps them); with scratch nil the buffers
-// come from the pools.
-func gemm(threads int, scratch *[][]float32, tA, tB Transpose, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) {
+// With scratch non-nil, the calling goroutine packs into *scratch, which
+// gemm grows as needed (a Workspace keeps it; helpers take theirs from
+// the pools); with scratch nil its buffer comes from the pools too.
+func gemm(threads int, scratch *[]float32, tA, tB Transpose, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) {
 	gemmWith(defaultKernel, threads, scratch, tA, tB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
 }
 
 // gemmWith is gemm with the micro-kernel kn (the tests run every kernel
 // the machine has).
-func gemmWith(kn *gemmKernel, threads int, scratch *[][]float32, tA, tB Transpose, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) {
+func gemmWith(kn *gemmKernel, threads int, scratch *[]float32, tA, tB Transpose, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) {
 	checkGemm(tA, tB, m, n, k, a, lda, b, ldb, c, ldc)
 	if m == 0 || n == 0 {
 		return
@@ -167,13 +167,10 @@ func gemmWith(kn *gemmKernel, threads int, scratch *[][]float32, tA, tB Transpos
 	var buf []float32
 	var pooled [2]*[]float32
 	if scratch != nil {
-		if len(*scratch) == 0 {
-			*scratch = append(*scratch, nil)
+		if len(*scratch) < need {
+			*scratch = make([]float32, need)
 		}
-		if len((*scratch)[0]) < need {
-			(*scratch)[0] = make([]float32, need)
-		}
-		buf = (*scratch)[0]
+		buf = *scratch
 	} else {
 		pooled[0] = getScratch(need)
 		buf = *pooled[0]

@@ -161,7 +161,7 @@ type GRUWorkspace struct {
 	dxc    []float32 // Backward: rows x In, dx packed (unless x has no padding)
 	carry  []float32 // Backward: maxSeqs x H, dLoss/dh_t from the later steps
 
-	scratch [][]float32 // GEMM packing buffers
+	scratch []float32 // GEMM packing buffer
 }
 
 // NewWorkspace returns a workspace for calls with up to maxSeqs output

@@ -209,7 +209,7 @@ type Workspace struct {
 	acts     [][]float32  // acts[l]: output of layer l after its ReLU (if reluAfter(l)), maxBatch x Sizes[l+1]
 	delta    [2][]float32 // ping-pong gradients: delta[l%2] w.r.t. layer l's input, maxBatch x maxDelta
 	n        int          // batch size of the last Forward, -1 before the first
-	scratch  [][]float32  // GEMM packing buffers, one per goroutine, grown on first use
+	scratch  []float32    // the calling goroutine's GEMM packing buffer, grown on first use
 
 	// The multi-prefix-tree passes (tree.go). ForwardTree sets n to
 	// treeDone, which Backward rejects and Forward overwrites first.
