@@ -266,7 +266,8 @@ func (v *service) Push(ctx context.Context, req *amspb.PushRequest) (*amspb.Push
 	if err := v.s.checkVersion(req.ClusterVersion); err != nil {
 		return nil, err
 	}
-	if err := checkWorker(ctx, "a push", amspb.ToOrigin(req.Origin).Worker); err != nil {
+	origin := amspb.ToOrigin(req.Origin)
+	if err := checkWorker(ctx, "a push", origin.Worker); err != nil {
 		return nil, err
 	}
 	for _, e := range req.State {
@@ -310,7 +311,7 @@ func (v *service) Push(ctx context.Context, req *amspb.PushRequest) (*amspb.Push
 		}
 		return &amspb.PushResponse{}, v.s.PushRound(req.ClusterVersion, p)
 	}
-	if err := v.s.apply(req.ClusterVersion, amspb.ToOrigin(req.Origin), reqs, dense); err != nil {
+	if err := v.s.apply(req.ClusterVersion, origin, reqs, dense); err != nil {
 		return nil, err
 	}
 	return &amspb.PushResponse{}, nil

@@ -104,8 +104,9 @@ func run(o etcdembed.Options, proc *cli.Proc, clusters []string, workers int) er
 	return nil
 }
 
-// provision gives the components of the clusters etcd users and roles (and
-// the first workers users of their own) and enables auth (controlplane.ProvisionAuth), through a client of this
+// provision gives the components of the clusters etcd users and roles
+// (and the first workers users of their own) and enables auth
+// (controlplane.ProvisionAuth), through a client of this
 // member with its own certificate (the etcd user, of the root role).
 func provision(ctx context.Context, srv *etcdembed.Server, proc *cli.Proc, clusters []string, workers int) error {
 	if len(clusters) == 0 {
