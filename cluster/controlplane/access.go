@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"strings"
 
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -45,9 +44,7 @@ const dialCheckKey = "/xps"
 //
 //   - the scheduler reads and writes everything under P/;
 //   - a shard writes its kind's member and left records;
-//   - a worker writes its kind's member and left records, pause and
-//     partition acknowledgements, barriers, progress reports and export
-//     requests (RequestExport at the end of a job).
+//   - a worker writes what WorkerAccess lists, for any worker.
 //
 // The shared worker user (one certificate for every worker) may write
 // another worker's keys of those families; a worker of its own
@@ -55,45 +52,69 @@ const dialCheckKey = "/xps"
 // cluster state, pauses and resumes, assignments or the leader's
 // election. The operator's admin holds the root role instead.
 func Access(prefix string) map[string][]Grant {
-	member := func(kind string) []string {
-		return []string{MembersPrefix(prefix) + kind + "/", LeftPrefix(prefix) + kind + "/"}
+	worker := grants(prefix, workerPrefixes(prefix)...)
+	for _, k := range workerRequests(prefix) {
+		worker = append(worker, Grant{Key: k, Write: true})
 	}
-	worker := grants(prefix, true, append(member(membership.KindWorker), PauseAckKey(prefix, ""), PartitionsAckKey(prefix, ""),
-		ProgressPrefix(prefix))...)
 	return map[string][]Grant{
-		UserScheduler: grants(prefix, true, prefix+"/"),
-		UserAMS:       grants(prefix, true, member(membership.KindAMS)...),
-		UserWorker:    append(worker, workerShared(prefix)...),
+		UserScheduler: grants(prefix, prefix+"/"),
+		UserAMS: grants(prefix, MembersPrefix(prefix)+membership.KindAMS+"/",
+			LeftPrefix(prefix)+membership.KindAMS+"/"),
+		UserWorker: worker,
 	}
+}
+
+// workerPrefixes are the families of keys a worker writes one of its own
+// in: its member and left records, pause and partition acknowledgements,
+// the end of its partitions, its progress report, its arrivals at
+// barriers and its SLIDE shard's address.
+func workerPrefixes(prefix string) []string {
+	return []string{MembersPrefix(prefix) + membership.KindWorker + "/", LeftPrefix(prefix) + membership.KindWorker + "/",
+		PauseAckPrefix(prefix), PartitionsAckKey(prefix, ""), PartitionsDonePrefix(prefix), ProgressPrefix(prefix),
+		BarriersPrefix(prefix) + membership.KindWorker + ".", OwnerAddrPrefix(prefix)}
+}
+
+// workerRequests are the requests to the scheduler a job's first worker
+// makes: a pinned snapshot of its best model and the rollback to it
+// (job.KeepBest, RollBack) and the final export (RequestExport).
+func workerRequests(prefix string) []string {
+	return []string{SnapshotRequestKey(prefix), RollbackRequestKey(prefix), ExportRequestKey(prefix)}
 }
 
 // WorkerAccess returns the permissions of the user of a worker of its own
 // certificate (CN name, membership.WorkerName): what every component
-// reads, and writes of its own member and left records, pause and
-// partition acknowledgements and progress report, not another worker's.
-// The barriers (keys under each barrier's name) and the export request
-// are every worker's, as for the shared user.
+// reads, and writes of its own keys of each family of workerPrefixes
+// (one record each, its arrivals at barriers under its own prefix), and
+// for worker 0 alone the requests of workerRequests. A name that is not
+// a worker's gets the reads only.
 func WorkerAccess(prefix, name string) []Grant {
-	own := grants(prefix, false, MemberKey(prefix, membership.KindWorker, name), LeftKey(prefix, membership.KindWorker, name),
-		PauseAckKey(prefix, name), PartitionsAckKey(prefix, name), ProgressKey(prefix, name))
-	return append(own, workerShared(prefix)...)
-}
-
-// grants returns the reads every component has on the cluster under
-// prefix, and writes of keys (or of every key under each, with isPrefix).
-func grants(prefix string, isPrefix bool, keys ...string) []Grant {
-	g := []Grant{{Key: dialCheckKey}, {Key: prefix + "/", Prefix: true}}
-	for _, k := range keys {
-		g = append(g, Grant{Key: k, Prefix: isPrefix, Write: true})
+	i, ok := membership.WorkerIndex(name)
+	if !ok {
+		return grants(prefix)
+	}
+	g := grants(prefix)
+	for _, k := range []string{MemberKey(prefix, membership.KindWorker, name), LeftKey(prefix, membership.KindWorker, name),
+		PauseAckKey(prefix, name), PartitionsAckKey(prefix, name), PartitionsDoneKey(prefix, name),
+		ProgressKey(prefix, name), OwnerAddrKey(prefix, i)} {
+		g = append(g, Grant{Key: k, Write: true})
+	}
+	g = append(g, Grant{Key: BarrierMemberPrefix(prefix, membership.KindWorker, name), Prefix: true, Write: true})
+	if i == 0 {
+		for _, k := range workerRequests(prefix) {
+			g = append(g, Grant{Key: k, Write: true})
+		}
 	}
 	return g
 }
 
-// workerShared are the writes every worker has: the barriers and the
-// export request.
-func workerShared(prefix string) []Grant {
-	return []Grant{{Key: strings.TrimSuffix(BarrierPrefix(prefix, ""), "/"), Prefix: true, Write: true},
-		{Key: ExportRequestKey(prefix), Write: true}}
+// grants returns the reads every component has on the cluster under
+// prefix, and writes of every key under each of prefixes.
+func grants(prefix string, prefixes ...string) []Grant {
+	g := []Grant{{Key: dialCheckKey}, {Key: prefix + "/", Prefix: true}}
+	for _, k := range prefixes {
+		g = append(g, Grant{Key: k, Prefix: true, Write: true})
+	}
+	return g
 }
 
 // ProvisionAuth creates etcd's users and roles for the components of the

@@ -103,8 +103,10 @@ func TestProvisionAuth(t *testing.T) {
 			t.Fatalf("%s leaves: %v", c.kind, err)
 		}
 	}
-	if _, err := worker.Put(ctx, controlplane.ProgressKey(p, "worker-0"), "{}"); err != nil {
-		t.Fatalf("worker's progress report: %v", err)
+	for _, k := range workerWrites(p, "worker-0", true) {
+		if _, err := worker.Put(ctx, k, "{}"); err != nil {
+			t.Errorf("the shared worker's put of %s: %v", k, err)
+		}
 	}
 	if _, err := sched.Delete(ctx, shardMap); err != nil {
 		t.Fatalf("scheduler's delete of the shard map: %v", err)
@@ -116,24 +118,40 @@ func TestProvisionAuth(t *testing.T) {
 	}
 }
 
+// workerWrites are the keys a worker named name writes in the protocols
+// (keys.go's table): its records, acknowledgements, progress, an arrival
+// at a barrier, its SLIDE shard's address, and with first the requests
+// of a job's first worker (its best model, the rollback to it, the final
+// export). A key missing from a worker's etcd role fails that protocol
+// under TLS (the end of a Kafka worker's partitions did, before this
+// list was tested).
+func workerWrites(p, name string, first bool) []string {
+	i, _ := membership.WorkerIndex(name)
+	keys := []string{controlplane.ProgressKey(p, name), controlplane.MemberKey(p, membership.KindWorker, name),
+		controlplane.LeftKey(p, membership.KindWorker, name), controlplane.PauseAckKey(p, name),
+		controlplane.PartitionsAckKey(p, name), controlplane.PartitionsDoneKey(p, name),
+		controlplane.BarrierKey(p, membership.KindWorker, name, "final-eval"), controlplane.OwnerAddrKey(p, i)}
+	if first {
+		keys = append(keys, controlplane.SnapshotRequestKey(p), controlplane.RollbackRequestKey(p), controlplane.ExportRequestKey(p))
+	}
+	return keys
+}
+
 // ownWorkerAccess: a worker of its own certificate (worker-1, of the 2
 // provisioned) is an etcd user that writes its own records only
-// (WorkerAccess) and arrives at barriers; one beyond the workers
-// provisioned (worker-2) is none.
+// (WorkerAccess: not worker-0's, nor the requests only a job's first
+// worker makes, which worker-0 may); one beyond the workers provisioned
+// (worker-2) is none.
 func ownWorkerAccess(t *testing.T, dial func(string) *clientv3.Client, p string) {
 	t.Helper()
 	ctx := testutil.Ctx(t, time.Minute)
-	shardMap := controlplane.ShardMapKey(p)
 	denied := func(who string, err error) {
 		t.Helper()
 		if !errors.Is(err, rpctypes.ErrPermissionDenied) {
 			t.Errorf("%s: %v, want permission denied", who, err)
 		}
 	}
-	w1 := dial("worker-1")
-	if _, err := w1.Put(ctx, controlplane.ProgressKey(p, "worker-1"), "{}"); err != nil {
-		t.Fatalf("worker-1's progress report: %v", err)
-	}
+	w0, w1 := dial("worker-0"), dial("worker-1")
 	reg, err := membership.Register(ctx, w1, p, membership.Member{Kind: membership.KindWorker, ID: "worker-1"}, 5*time.Second)
 	if err != nil {
 		t.Fatalf("worker-1 registers: %v", err)
@@ -141,18 +159,24 @@ func ownWorkerAccess(t *testing.T, dial func(string) *clientv3.Client, p string)
 	if err := reg.Close(); err != nil {
 		t.Fatalf("worker-1 leaves: %v", err)
 	}
-	for _, k := range []string{controlplane.ProgressKey(p, "worker-0"), controlplane.MemberKey(p, membership.KindWorker, "worker-0"),
-		controlplane.LeftKey(p, membership.KindWorker, "worker-0"), controlplane.PauseAckKey(p, "worker-0"),
-		controlplane.PartitionsAckKey(p, "worker-0"), controlplane.MemberKey(p, membership.KindWorker, "worker-12")} {
-		_, err = w1.Put(ctx, k, "{}")
+	for _, k := range workerWrites(p, "worker-1", false) {
+		if _, err := w1.Put(ctx, k, "{}"); err != nil {
+			t.Errorf("worker-1's put of %s: %v", k, err)
+		}
+	}
+	for _, k := range workerWrites(p, "worker-0", true) {
+		_, err := w1.Put(ctx, k, "{}")
+		denied("worker-1's put of "+k, err)
+		if _, err := w0.Put(ctx, k, "{}"); err != nil {
+			t.Errorf("worker-0's put of %s: %v", k, err)
+		}
+	}
+	for _, k := range []string{controlplane.ShardMapKey(p), controlplane.MemberKey(p, membership.KindWorker, "worker-12"),
+		controlplane.BarrierKey(p, membership.KindAMS, "ams-0", "final-eval")} {
+		_, err := w1.Put(ctx, k, "{}")
 		denied("worker-1's put of "+k, err)
 	}
-	_, err = w1.Put(ctx, shardMap, "{}")
-	denied("worker-1's put of the shard map", err)
-	if _, err := w1.Put(ctx, controlplane.BarrierPrefix(p, "final-eval")+"worker.worker-1", "{}"); err != nil {
-		t.Fatalf("worker-1's barrier arrival: %v", err)
-	}
-	if _, err := dial("worker-2").Get(ctx, shardMap); err == nil {
+	if _, err := dial("worker-2").Get(ctx, controlplane.ShardMapKey(p)); err == nil {
 		t.Error("worker-2, beyond the 2 workers provisioned, read the shard map")
 	}
 }

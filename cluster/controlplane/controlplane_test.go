@@ -154,16 +154,34 @@ func TestEvents(t *testing.T) {
 	}
 }
 
+// TestBarrier: a barrier of 2 holds the first member until the second
+// arrives; keys under the barriers' prefix that are not arrivals of a
+// member of the barrier's kind at that barrier (written by hand, or by
+// any client of a cluster without TLS) do not count.
 func TestBarrier(t *testing.T) {
 	ctx := testCtx(t)
 	c, cli := newConn(t)
 	regs := register(t, cli, c, membership.KindWorker, "w0", "w1")
+	dir := controlplane.BarriersPrefix(c.Prefix())
+	junk := func(keys ...string) {
+		for _, k := range keys {
+			if _, err := cli.Put(ctx, k, "{}"); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	// Before the first arrival (its first count) and while it waits (the
+	// counts its watch makes).
+	junk(dir+"final", dir+"/final", dir+"worker.w1/other")
 	arrived := make(chan error, 1)
 	go func() { arrived <- c.Barrier(ctx, regs[0], "final", 2) }()
-	select {
-	case err := <-arrived:
-		t.Fatalf("the barrier let one of two through: %v", err)
-	case <-time.After(300 * time.Millisecond): // still blocked, as it must be
+	for _, more := range [][]string{nil, {dir + "worker.w1/final/x", controlplane.BarrierKey(c.Prefix(), membership.KindAMS, "a0", "final")}} {
+		junk(more...)
+		select {
+		case err := <-arrived:
+			t.Fatalf("the barrier let one of two through: %v", err)
+		case <-time.After(300 * time.Millisecond): // still blocked, as it must be
+		}
 	}
 	if err := c.Barrier(ctx, regs[1], "final", 2); err != nil {
 		t.Fatal(err)

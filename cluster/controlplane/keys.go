@@ -49,7 +49,7 @@ import (
 //	P/partitions-ack/<worker>        worker (AckPartitions)           leading scheduler (WaitPartitionAcks)
 //	P/partitions-done/<worker>       worker (MarkPartitionsDone)      leading scheduler (PartitionsDone,
 //	                                                                  PutPartitionAssignmentIf)
-//	P/barriers/<name>/<kind>.<id>    a member at the barrier, under   the members at the barrier (Barrier)
+//	P/barriers/<kind>.<id>/<name>    a member at the barrier, under   the members at the barrier (Barrier)
 //	                                 its lease
 //	P/progress/<worker>              worker, under its lease          schedulers' status pages
 //	                                 (PutProgress)                    (WatchStatus)
@@ -158,5 +158,17 @@ func OwnerAddrKey(prefix string, index int) string {
 	return OwnerAddrPrefix(prefix) + strconv.Itoa(index)
 }
 
-// BarrierPrefix returns "P/barriers/<name>/".
-func BarrierPrefix(prefix, name string) string { return prefix + "/barriers/" + name + "/" }
+// BarriersPrefix returns "P/barriers/".
+func BarriersPrefix(prefix string) string { return prefix + "/barriers/" }
+
+// BarrierMemberPrefix returns "P/barriers/<kind>.<id>/": the arrivals of
+// one member, the keys its etcd role may write (a member's own records
+// come first, so that a grant can name them).
+func BarrierMemberPrefix(prefix, kind, id string) string {
+	return BarriersPrefix(prefix) + kind + "." + id + "/"
+}
+
+// BarrierKey returns "P/barriers/<kind>.<id>/<name>".
+func BarrierKey(prefix, kind, id, name string) string {
+	return BarrierMemberPrefix(prefix, kind, id) + name
+}

@@ -39,10 +39,11 @@ func tlsArgs(t *testing.T, ca *tlstest.CA, role string) []string {
 // TestMultiProcessTLS runs a cluster of processes that speak mutual TLS
 // everywhere, each with the certificate of its role: etcd (cmd/etcd,
 // client-cert-auth, with auth on and a user and role per component:
-// -auth-clusters, and a user for worker-0: -auth-workers), two shards, a
-// scheduler and a worker of its own certificate (CN worker-0). The worker
-// trains its job to the end (the scheduler restoring the shards into
-// their version and the worker pulling and pushing under their roles),
+// -auth-clusters, and a user for each worker: -auth-workers), two shards,
+// a scheduler and two workers of their own certificates (CN worker-0 and
+// worker-1). The workers train their job to the end (the scheduler
+// restoring the shards into their version and the workers pulling and
+// pushing under their roles, meeting at the final barrier),
 // and an admin's snapshot request makes the scheduler write a snapshot
 // through the shards. The worker's etcd user may not delete the shard
 // map, and a worker whose certificate another CA signed is refused by
@@ -62,7 +63,7 @@ func TestMultiProcessTLS(t *testing.T) {
 	start(t, "ctrgen", filepath.Join(bin, "ctrgen"), "-config", cfg, "-train", train, "-test", test).wait(t, time.Minute)
 
 	etcd := start(t, "etcd", filepath.Join(bin, "etcd"), append(tlsArgs(t, ca, tlsconf.RoleEtcd),
-		"-addr", "127.0.0.1:0", "-dir", filepath.Join(dir, "etcd"), "-auth-clusters", "tls", "-auth-workers", "1")...)
+		"-addr", "127.0.0.1:0", "-dir", filepath.Join(dir, "etcd"), "-auth-clusters", "tls", "-auth-workers", "2")...)
 	var endpoint string
 	testutil.Eventually(t, time.Minute, "etcd's address line", func() bool {
 		for _, line := range strings.Split(etcd.output(), "\n") {
@@ -74,22 +75,12 @@ func TestMultiProcessTLS(t *testing.T) {
 	})
 	common := []string{"-etcd", endpoint, "-cluster", "tls"}
 	start(t, "scheduler", filepath.Join(bin, "scheduler"), append(append(common, tlsArgs(t, ca, tlsconf.RoleScheduler)...),
-		"-shards", "2", "-train", train, "-workers", "1", "-snapshot-store", snaps, "-snapshot-every", "-1s")...)
+		"-shards", "2", "-train", train, "-workers", "2", "-split-bytes", "65536", "-snapshot-store", snaps, "-snapshot-every", "-1s")...)
 	for i := range 2 {
 		start(t, fmt.Sprintf("ams-%d", i), filepath.Join(bin, "ams"), append(append(common, tlsArgs(t, ca, tlsconf.RoleAMS)...),
 			"-id", fmt.Sprintf("ams-%d", i), "-store", snaps)...)
 	}
-	// The worker has a certificate of its own (CN worker-0): etcd knows
-	// it by -auth-workers, and the shards hold it to its own pushes.
-	own := ca.IssueSubject(t, pkix.Name{CommonName: "worker-0", OrganizationalUnit: []string{tlsconf.RoleWorker}})
-	w := start(t, "worker-0", filepath.Join(bin, "worker"), append(append(common, "-tls-ca", own.CA, "-tls-cert", own.Cert, "-tls-key", own.Key),
-		"-config", cfg, "-train", train, "-test", test, "-json", "-workers", "1", "-worker-index", "0")...)
-	w.wait(t, 5*time.Minute)
-	s := lastJSON(t, w)
-	t.Logf("worker with TLS: %+v", s)
-	if s.Shards != 2 || s.Samples != 8000 || s.ExactlyOnce == nil || !s.ExactlyOnce.Exact {
-		t.Fatalf("worker summary %+v: want 2 shards, 8000 samples, every push applied exactly once", s)
-	}
+	trainOwnWorkers(t, bin, ca, append(common, "-config", cfg, "-train", train, "-test", test, "-json", "-workers", "2"))
 
 	// The admin asks for a snapshot: the scheduler writes it through the
 	// shards' admin RPC, which only its role may call.
@@ -117,5 +108,35 @@ func TestMultiProcessTLS(t *testing.T) {
 	out, err := bad.CombinedOutput()
 	if err == nil || !strings.Contains(string(out), "etcd does not answer") {
 		t.Fatalf("a worker of another CA: %v, want refused by etcd:\n%s", err, out)
+	}
+}
+
+// trainOwnWorkers runs two workers (args, and each its -worker-index) to
+// the end of their job, each with a certificate of its own (CN worker-0,
+// worker-1): etcd knows them by -auth-workers, and the shards hold each
+// to its own pushes. Both meet at the final evaluation's barrier, each
+// arriving under its own keys. Every push must be applied exactly once,
+// and the two must have trained the 8000 samples between them.
+func trainOwnWorkers(t *testing.T, bin string, ca *tlstest.CA, args []string) {
+	t.Helper()
+	var ws []*proc
+	for i := range 2 {
+		name := membership.WorkerName(i)
+		own := ca.IssueSubject(t, pkix.Name{CommonName: name, OrganizationalUnit: []string{tlsconf.RoleWorker}})
+		ws = append(ws, start(t, name, filepath.Join(bin, "worker"), append(append(args, "-tls-ca", own.CA, "-tls-cert", own.Cert,
+			"-tls-key", own.Key), "-worker-index", fmt.Sprint(i))...))
+	}
+	var samples int64
+	for _, w := range ws {
+		w.wait(t, 5*time.Minute)
+		s := lastJSON(t, w)
+		t.Logf("%s with TLS: %+v", w.name, s)
+		if s.Shards != 2 || s.ExactlyOnce == nil || !s.ExactlyOnce.Exact {
+			t.Fatalf("%s's summary %+v: want 2 shards, every push applied exactly once", w.name, s)
+		}
+		samples += s.Samples
+	}
+	if samples != 8000 {
+		t.Fatalf("the workers trained %d samples, want 8000", samples)
 	}
 }
