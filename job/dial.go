@@ -2,14 +2,10 @@ package job
 
 import (
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials"
+
+	"github.com/xdlgo/xps/cluster/tlsconf"
 )
 
 // dialOptions are the extra dial options of the worker's clients of the
 // shards: mutual TLS when Options.TLS is set.
-func (e *Env) dialOptions() []grpc.DialOption {
-	if e.TLS == nil {
-		return nil
-	}
-	return []grpc.DialOption{grpc.WithTransportCredentials(credentials.NewTLS(e.TLS))}
-}
+func (e *Env) dialOptions() []grpc.DialOption { return tlsconf.DialOptions(e.TLS) }

@@ -1,7 +1,6 @@
 package job
 
 import (
-	"crypto/tls"
 	"fmt"
 	"io"
 	"log/slog"
@@ -11,6 +10,7 @@ import (
 
 	"github.com/xdlgo/xps/ams/client"
 	"github.com/xdlgo/xps/cluster/membership"
+	"github.com/xdlgo/xps/cluster/tlsconf"
 	"github.com/xdlgo/xps/config"
 	"github.com/xdlgo/xps/reader"
 )
@@ -61,12 +61,12 @@ type Options struct {
 	// service instead of loopback gRPC. The default value (nil) sends
 	// everything through gRPC.
 	Local client.Resolver
-	// TLS, when set, is the client configuration of the worker's gRPC
-	// connections to the shards (package cluster/tlsconf's Client, with
-	// a certificate of the worker role): mutual TLS instead of plaintext.
-	// The etcd client (Etcd) is the caller's and carries its own. The
-	// default value (nil) speaks plaintext.
-	TLS *tls.Config
+	// TLS, when set, is the worker's identity (a certificate of the
+	// worker role, package cluster/tlsconf): its gRPC connections to the
+	// shards, and a SLIDE job's connections between workers, speak mutual
+	// TLS instead of plaintext. The etcd client (Etcd) is the caller's
+	// and carries its own. The default value (nil) speaks plaintext.
+	TLS *tlsconf.Config
 	// SaveOnStop is set when the cluster stops with the job (`worker
 	// -local`: its model lives in this process): an orderly stop of the
 	// job (its ctx cancelled: Ctrl-C, SIGTERM) then saves the model, as

@@ -6,8 +6,6 @@ import (
 	"slices"
 
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials"
-	"google.golang.org/grpc/peer"
 
 	"github.com/xdlgo/xps/ams"
 	"github.com/xdlgo/xps/ams/amspb"
@@ -119,20 +117,16 @@ func checkStateKey(ctx context.Context, key string) error {
 // authorize returns nil if the caller's role may call method, and the
 // worker the caller's certificate names (tlsconf.PeerWorker), if any.
 func authorize(ctx context.Context, method string) (worker string, err error) {
-	p, ok := peer.FromContext(ctx)
-	if !ok {
-		return "", fmt.Errorf("%w: %s: no peer", ams.ErrRoleNotAllowed, method)
-	}
-	info, ok := p.AuthInfo.(credentials.TLSInfo)
+	state, ok := tlsconf.CallerState(ctx)
 	if !ok {
 		return "", fmt.Errorf("%w: %s: the caller did not authenticate with TLS", ams.ErrRoleNotAllowed, method)
 	}
-	role, err := tlsconf.PeerRole(info.State)
+	role, err := tlsconf.PeerRole(state)
 	if err != nil {
 		return "", fmt.Errorf("%w: %s: %w", ams.ErrRoleNotAllowed, method, err)
 	}
 	if !slices.Contains(Roles[method], role) {
 		return "", fmt.Errorf("%w: role %q may not call %s (allowed: %v)", ams.ErrRoleNotAllowed, role, method, Roles[method])
 	}
-	return tlsconf.PeerWorker(info.State), nil
+	return tlsconf.PeerWorker(state), nil
 }

@@ -22,8 +22,11 @@
 //     bundle and presents the component's certificate; TLS 1.3 minimum.
 //  3. A peer's role (PeerRole) is read only from a certificate chain the
 //     handshake verified, never from an unverified one.
-//  4. A nil *Config is "TLS off": Server and Client return nil, and every
-//     consumer then speaks plaintext as before.
+//  4. A nil *Config is "TLS off": Server, Client and PeerClient return
+//     nil, and every consumer then speaks plaintext as before.
+//  5. PeerClient verifies the server's chain itself (for server use, on
+//     every handshake) before it checks the identity: skipping Go's check
+//     of the name dialled never skips the chain.
 //
 // Usage:
 //
@@ -33,5 +36,5 @@
 //
 // # Files
 //
-//   - tlsconf.go: Files (the CA, certificate and key paths) with Validate, Load into a Config, its Server and Client tls.Configs, RoleOf and PeerRole, and the gRPC options.
+//   - tlsconf.go: Files (the CA, certificate and key paths) with Validate, Load into a Config, its Server, Client and PeerClient (a worker's share, verified by identity) tls.Configs, RoleOf, PeerRole, PeerWorker and CallerState, and the gRPC options.
 package tlsconf

@@ -1,6 +1,7 @@
 package tlsconf
 
 import (
+	"context"
 	"crypto/tls"
 	"crypto/x509"
 	"errors"
@@ -10,6 +11,7 @@ import (
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials"
+	"google.golang.org/grpc/peer"
 )
 
 // The roles a certificate may name (its Subject's OrganizationalUnit).
@@ -142,6 +144,68 @@ func (c *Config) Client() *tls.Config {
 		Certificates: []tls.Certificate{c.cert},
 		RootCAs:      c.pool,
 	}
+}
+
+// PeerClient returns the configuration of a client of another worker (a
+// SLIDE job's share, job/xctrain): as Client, but the server is verified
+// by the identity its certificate names instead of the address dialled
+// (a worker advertises the address it is reached at, often a pod's IP
+// that no certificate names): its chain must verify against the CA
+// bundle for server use, its role must be worker, and, when worker is not
+// "", the worker it names (WorkerOf) must be that one. A nil Config
+// returns nil.
+func (c *Config) PeerClient(worker string) *tls.Config {
+	if c == nil {
+		return nil
+	}
+	return &tls.Config{
+		MinVersion:   tls.VersionTLS13,
+		Certificates: []tls.Certificate{c.cert},
+		RootCAs:      c.pool,
+		// Go verifies the chain and the name together; the name is not
+		// what identifies a worker, so VerifyConnection verifies both
+		// the chain and the identity instead, on every handshake.
+		InsecureSkipVerify: true,
+		VerifyConnection: func(cs tls.ConnectionState) error {
+			return c.verifyWorker(cs, worker)
+		},
+	}
+}
+
+// verifyWorker checks the server of a handshake cs for PeerClient.
+func (c *Config) verifyWorker(cs tls.ConnectionState, worker string) error {
+	if len(cs.PeerCertificates) == 0 {
+		return fmt.Errorf("%w: the peer presented no certificate", ErrNoRole)
+	}
+	inter := x509.NewCertPool()
+	for _, cert := range cs.PeerCertificates[1:] {
+		inter.AddCert(cert)
+	}
+	leaf := cs.PeerCertificates[0]
+	if _, err := leaf.Verify(x509.VerifyOptions{Roots: c.pool, Intermediates: inter,
+		KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}); err != nil {
+		return fmt.Errorf("tlsconf: the peer's certificate %q: %w", leaf.Subject, err)
+	}
+	switch role, err := RoleOf(leaf); {
+	case err != nil:
+		return err
+	case role != RoleWorker:
+		return fmt.Errorf("%w: the peer's certificate %q is of role %q, not a worker's", ErrNoRole, leaf.Subject, role)
+	case worker != "" && WorkerOf(leaf) != worker:
+		return fmt.Errorf("%w: the peer's certificate %q is not %s's", ErrNoRole, leaf.Subject, worker)
+	}
+	return nil
+}
+
+// CallerState returns the TLS state of the caller of a gRPC call (its
+// server handler's ctx), or false when the call did not come over TLS.
+func CallerState(ctx context.Context) (tls.ConnectionState, bool) {
+	p, ok := peer.FromContext(ctx)
+	if !ok {
+		return tls.ConnectionState{}, false
+	}
+	info, ok := p.AuthInfo.(credentials.TLSInfo)
+	return info.State, ok
 }
 
 // RoleOf returns the role a certificate names: the one OrganizationalUnit

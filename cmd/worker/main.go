@@ -134,7 +134,7 @@ func connect(ctx context.Context, f flags, opts *job.Options) (func(), error) {
 		if err != nil {
 			return nil, err
 		}
-		opts.Etcd, opts.TLS = cl, f.proc.TLS.Client()
+		opts.Etcd, opts.TLS = cl, f.proc.TLS
 		return func() { cl.Close() }, nil
 	}
 	if f.proc.TLS != nil {

@@ -89,7 +89,11 @@
 // over gRPC on output.peer_listen for the job's life (package
 // sparsenet/slide/dslide/dslidenet), publishes its address in etcd at each
 // attempt with the attempt's version (controlplane.PutOwnerAddr) and
-// waits for every worker's. A batch of train.batch_size samples is a
+// waits for every worker's. With TLS (job.Options.TLS) the shares speak
+// mutual TLS: a share answers callers of the worker role only, and a
+// worker verifies the share it dials as a worker's by its certificate
+// (worker i's own, when it has a certificate of its own), not by the
+// address (tlsconf.Config.PeerClient). A batch of train.batch_size samples is a
 // round of the layer, dealt out between the workers (worker w takes every
 // W-th sample from the w-th; a last batch shorter than W joins the one
 // before): each worker pulls, pools and runs the dense layers on its part
@@ -156,7 +160,7 @@
 //   - valid.go: the validation the tracker asks for (P@k), and keeping the best model.
 //   - snapshot.go: the SLIDE layer in the cluster's snapshots: its file, the checkpoint naming it, the resume from it.
 //   - output.go: the output layer as the trainer drives it: one slide.Layer, in-process owners or a share of a shared layer.
-//   - peers.go: Peers and the peer server: a worker's share of the layer served to the others over gRPC.
+//   - peers.go: Peers and the peer server: a worker's share of the layer served to the others over gRPC, with mutual TLS when the worker has an identity.
 //   - data.go: Dataset (Load, Sample, Prefix), extreme-classification data in memory.
 //   - job.go: JobResult, RunJob and the job.Model of a SLIDE job.
 package xctrain

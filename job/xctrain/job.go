@@ -117,17 +117,19 @@ func (m *model) preparePeers(env *job.Env) error {
 	switch {
 	case oc.Owners != 1 && oc.Owners != W:
 		return fmt.Errorf("xctrain: with %d workers the SLIDE layer is split into one share per worker: model.output.owners must be 1 or %d, not %d", W, W, oc.Owners)
-	case env.TLS != nil:
-		return fmt.Errorf("xctrain: a SLIDE job of %d workers exchanges its layer's rounds between workers in plaintext; mutual TLS between workers is not built yet: run 1 worker, or no TLS", W)
 	case len(env.Config.Job.Valid) > 0:
 		return fmt.Errorf("xctrain: validation (job.valid) with the SLIDE layer split between %d workers is not built yet: run 1 worker", W)
 	}
 	var err error
-	m.peers, err = startPeerServer(oc.PeerListen, oc.PeerAdvertise)
+	m.peers, err = startPeerServer(oc.PeerListen, oc.PeerAdvertise, env.TLS)
 	if err != nil {
 		return err
 	}
-	env.Say("serving this worker's share of the SLIDE layer on %s", m.peers.addr)
+	how := ""
+	if env.TLS != nil {
+		how = " (mutual TLS, to workers only)"
+	}
+	env.Say("serving this worker's share of the SLIDE layer on %s%s", m.peers.addr, how)
 	return nil
 }
 

@@ -9,10 +9,15 @@ import (
 	"time"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/keepalive"
+	"google.golang.org/grpc/status"
 
 	"github.com/xdlgo/xps/cluster/controlplane"
+	"github.com/xdlgo/xps/cluster/membership"
+	"github.com/xdlgo/xps/cluster/tlsconf"
 	"github.com/xdlgo/xps/job"
 	"github.com/xdlgo/xps/sparsenet/slide"
 	"github.com/xdlgo/xps/sparsenet/slide/dslide"
@@ -29,13 +34,16 @@ import (
 
 // Peers is this worker's place among the job's workers: the server its
 // share is served by, its index, the number of workers, the attempt's
-// cluster version and every worker's address by index.
+// cluster version, every worker's address by index, and the worker's
+// identity its connections to the others speak mutual TLS with (nil:
+// plaintext).
 type Peers struct {
 	Server  *dslidenet.Server
 	Index   int
 	Workers int
 	Version uint64
 	Addrs   []string
+	TLS     *tlsconf.Config
 }
 
 // maxPeerMessage bounds a round's or a prediction's message.
@@ -53,8 +61,9 @@ type peerServer struct {
 
 // startPeerServer listens on listen and serves the share (none until an
 // attempt sets one); advertise, or the listener's address, is what the
-// other workers dial.
-func startPeerServer(listen, advertise string) (*peerServer, error) {
+// other workers dial. With tc (the worker's identity) it speaks mutual TLS
+// and serves workers only (peerServerOptions).
+func startPeerServer(listen, advertise string, tc *tlsconf.Config) (*peerServer, error) {
 	lis, err := net.Listen("tcp", listen)
 	if err != nil {
 		return nil, fmt.Errorf("xctrain: model.output.peer_listen %q: %w", listen, err)
@@ -64,12 +73,49 @@ func startPeerServer(listen, advertise string) (*peerServer, error) {
 		lis.Close()
 		return nil, err
 	}
-	p := &peerServer{srv: &dslidenet.Server{}, addr: addr,
-		grpc: grpc.NewServer(dslidenet.ServerOption(), grpc.MaxRecvMsgSize(maxPeerMessage), grpc.MaxSendMsgSize(maxPeerMessage),
-			grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 5 * time.Second, PermitWithoutStream: true}))}
+	opts := append([]grpc.ServerOption{dslidenet.ServerOption(), grpc.MaxRecvMsgSize(maxPeerMessage), grpc.MaxSendMsgSize(maxPeerMessage),
+		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 5 * time.Second, PermitWithoutStream: true})},
+		peerServerOptions(tc)...)
+	p := &peerServer{srv: &dslidenet.Server{}, addr: addr, grpc: grpc.NewServer(opts...)}
 	p.srv.Register(p.grpc)
 	go p.grpc.Serve(lis)
 	return p, nil
+}
+
+// peerServerOptions are the TLS options of a share's server with tc:
+// mutual TLS (tc's server configuration), and a call refused with
+// PERMISSION_DENIED unless the caller's verified certificate is of the
+// worker role. A nil tc returns none (plaintext).
+func peerServerOptions(tc *tlsconf.Config) []grpc.ServerOption {
+	if tc == nil {
+		return nil
+	}
+	return append(tlsconf.ServerOptions(tc), grpc.ChainUnaryInterceptor(
+		func(ctx context.Context, req any, info *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
+			state, ok := tlsconf.CallerState(ctx)
+			if !ok {
+				return nil, status.Errorf(codes.PermissionDenied, "%s: the caller did not authenticate with TLS", info.FullMethod)
+			}
+			if role, err := tlsconf.PeerRole(state); err != nil || role != tlsconf.RoleWorker {
+				return nil, status.Errorf(codes.PermissionDenied, "%s: only workers call a worker's share (role %q, %v)", info.FullMethod, role, err)
+			}
+			return h(ctx, req)
+		}))
+}
+
+// peerDialOption is the transport of a connection to worker i's share:
+// with tc, mutual TLS that verifies the share's server as a worker's
+// (tlsconf.PeerClient), as worker i's own when this worker has a
+// certificate of its own (its name in tc.Worker); else plaintext.
+func peerDialOption(tc *tlsconf.Config, i int) grpc.DialOption {
+	if tc == nil {
+		return grpc.WithTransportCredentials(insecure.NewCredentials())
+	}
+	want := ""
+	if tc.Worker != "" {
+		want = membership.WorkerName(i)
+	}
+	return grpc.WithTransportCredentials(credentials.NewTLS(tc.PeerClient(want)))
 }
 
 // advertised is the address to publish for a listener on a.
@@ -110,7 +156,7 @@ func (p *peerServer) joinPeers(ctx context.Context, env *job.Env) (*Peers, error
 	if err != nil {
 		return nil, err
 	}
-	return &Peers{Server: p.srv, Index: env.Index, Workers: env.Workers(), Version: env.Version, Addrs: addrs}, nil
+	return &Peers{Server: p.srv, Index: env.Index, Workers: env.Workers(), Version: env.Version, Addrs: addrs, TLS: env.TLS}, nil
 }
 
 // shared is this worker's share of a layer split between the job's
@@ -122,7 +168,8 @@ type shared struct {
 	conns []*grpc.ClientConn
 }
 
-// newShared builds this worker's share of sc's layer for p's attempt;
+// newShared builds this worker's share of sc's layer for p's attempt,
+// its connections to the other shares with p.TLS;
 // serve makes p.Server serve it, once it holds what it resumes from.
 // dense makes its rounds exchange logits (dense model parallelism)
 // instead of D-SLIDE's sums.
@@ -141,7 +188,7 @@ func newShared(sc slide.Config, p *Peers, dense bool) (*shared, slide.Params, er
 			s.w.Peers[i] = o
 			continue
 		}
-		conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()),
+		conn, err := grpc.NewClient(addr, peerDialOption(p.TLS, i),
 			grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(maxPeerMessage), grpc.MaxCallSendMsgSize(maxPeerMessage)),
 			grpc.WithKeepaliveParams(keepalive.ClientParameters{Time: 10 * time.Second, Timeout: 10 * time.Second, PermitWithoutStream: true}))
 		if err != nil {

@@ -62,25 +62,8 @@ func TestMultiProcessTLS(t *testing.T) {
 	train, test, snaps := filepath.Join(dir, "train.libffm"), filepath.Join(dir, "test.libffm"), filepath.Join(dir, "snaps")
 	start(t, "ctrgen", filepath.Join(bin, "ctrgen"), "-config", cfg, "-train", train, "-test", test).wait(t, time.Minute)
 
-	etcd := start(t, "etcd", filepath.Join(bin, "etcd"), append(tlsArgs(t, ca, tlsconf.RoleEtcd),
-		"-addr", "127.0.0.1:0", "-dir", filepath.Join(dir, "etcd"), "-auth-clusters", "tls", "-auth-workers", "2")...)
-	var endpoint string
-	testutil.Eventually(t, time.Minute, "etcd's address line", func() bool {
-		for _, line := range strings.Split(etcd.output(), "\n") {
-			if _, err := fmt.Sscanf(line, "etcd serving on %s", &endpoint); err == nil {
-				return true
-			}
-		}
-		return false
-	})
-	common := []string{"-etcd", endpoint, "-cluster", "tls"}
-	start(t, "scheduler", filepath.Join(bin, "scheduler"), append(append(common, tlsArgs(t, ca, tlsconf.RoleScheduler)...),
-		"-shards", "2", "-train", train, "-workers", "2", "-split-bytes", "65536", "-snapshot-store", snaps, "-snapshot-every", "-1s")...)
-	for i := range 2 {
-		start(t, fmt.Sprintf("ams-%d", i), filepath.Join(bin, "ams"), append(append(common, tlsArgs(t, ca, tlsconf.RoleAMS)...),
-			"-id", fmt.Sprintf("ams-%d", i), "-store", snaps)...)
-	}
-	trainOwnWorkers(t, bin, ca, append(common, "-config", cfg, "-train", train, "-test", test, "-json", "-workers", "2"))
+	common, endpoint := startTLSCluster(t, bin, dir, ca, snaps, "-train", train, "-split-bytes", "65536", "-snapshot-every", "-1s")
+	trainOwnWorkers(t, bin, ca, 8000, append(common, "-config", cfg, "-train", train, "-test", test, "-json", "-workers", "2"))
 
 	// The admin asks for a snapshot: the scheduler writes it through the
 	// shards' admin RPC, which only its role may call.
@@ -111,13 +94,46 @@ func TestMultiProcessTLS(t *testing.T) {
 	}
 }
 
+// startTLSCluster starts a cluster "tls" of processes that speak mutual
+// TLS everywhere, each with a certificate of its role from ca: etcd
+// (cmd/etcd, client-cert-auth, auth on, a user and role per component and
+// for worker-0 and worker-1: -auth-workers 2), a scheduler of 2 shards
+// and 2 workers (with sched, its other flags) and the two shards, with
+// the snapshot store store unless it is "". It returns the flags that
+// join it (-etcd, -cluster) and etcd's endpoint.
+func startTLSCluster(t *testing.T, bin, dir string, ca *tlstest.CA, store string, sched ...string) (common []string, endpoint string) {
+	t.Helper()
+	etcd := start(t, "etcd", filepath.Join(bin, "etcd"), append(tlsArgs(t, ca, tlsconf.RoleEtcd),
+		"-addr", "127.0.0.1:0", "-dir", filepath.Join(dir, "etcd"), "-auth-clusters", "tls", "-auth-workers", "2")...)
+	testutil.Eventually(t, time.Minute, "etcd's address line", func() bool {
+		for _, line := range strings.Split(etcd.output(), "\n") {
+			if _, err := fmt.Sscanf(line, "etcd serving on %s", &endpoint); err == nil {
+				return true
+			}
+		}
+		return false
+	})
+	common = []string{"-etcd", endpoint, "-cluster", "tls"}
+	var shardStore []string
+	if store != "" {
+		sched, shardStore = append([]string{"-snapshot-store", store}, sched...), []string{"-store", store}
+	}
+	start(t, "scheduler", filepath.Join(bin, "scheduler"), append(append(append(common, tlsArgs(t, ca, tlsconf.RoleScheduler)...),
+		"-shards", "2", "-workers", "2"), sched...)...)
+	for i := range 2 {
+		start(t, fmt.Sprintf("ams-%d", i), filepath.Join(bin, "ams"), append(append(append(common, tlsArgs(t, ca, tlsconf.RoleAMS)...),
+			"-id", fmt.Sprintf("ams-%d", i)), shardStore...)...)
+	}
+	return common, endpoint
+}
+
 // trainOwnWorkers runs two workers (args, and each its -worker-index) to
 // the end of their job, each with a certificate of its own (CN worker-0,
 // worker-1): etcd knows them by -auth-workers, and the shards hold each
-// to its own pushes. Both meet at the final evaluation's barrier, each
-// arriving under its own keys. Every push must be applied exactly once,
-// and the two must have trained the 8000 samples between them.
-func trainOwnWorkers(t *testing.T, bin string, ca *tlstest.CA, args []string) {
+// to its own pushes. Both meet at the job's barriers, each arriving under
+// its own keys. Every push must be applied exactly once, and the two must
+// have trained want samples between them. It returns the workers.
+func trainOwnWorkers(t *testing.T, bin string, ca *tlstest.CA, want int64, args []string) []*proc {
 	t.Helper()
 	var ws []*proc
 	for i := range 2 {
@@ -136,7 +152,35 @@ func trainOwnWorkers(t *testing.T, bin string, ca *tlstest.CA, args []string) {
 		}
 		samples += s.Samples
 	}
-	if samples != 8000 {
-		t.Fatalf("the workers trained %d samples, want 8000", samples)
+	if samples != want {
+		t.Fatalf("the workers trained %d samples, want %d", samples, want)
+	}
+	return ws
+}
+
+// TestSlideTLS runs a SLIDE job of 2 worker processes, each holding one
+// share of the layer, in a cluster that speaks mutual TLS everywhere
+// (startTLSCluster), each worker on a certificate of its own: the rounds
+// between the workers' shares go over mutual TLS, each verifying the
+// other as the worker it dials, and each worker publishes its share's
+// address and meets the other at the shares' barrier under its own etcd
+// role. The job ends exactly once.
+func TestSlideTLS(t *testing.T) {
+	if testing.Short() {
+		t.Skip("multi-process test skipped in -short mode")
+	}
+	bin := build(t)
+	dir := t.TempDir()
+	ca := tlstest.NewCA(t, "dev")
+	train, test := filepath.Join(dir, "train.txt"), filepath.Join(dir, "test.txt")
+	start(t, "xcgen", filepath.Join(bin, "xcgen"), "-features", "2000", "-labels", "500", "-nnz", "20", "-seed", "5",
+		"-samples", "4000", "-test-samples", "500", "-out", train, "-test-out", test, "-quiet").wait(t, time.Minute)
+	common, _ := startTLSCluster(t, bin, dir, ca, "")
+	ws := trainOwnWorkers(t, bin, ca, 4000, append(common, "-output", "slide", "-format", "xml", "-train", train, "-test", test,
+		"-workers", "2", "-dim", "32", "-sparsity", "0.05", "-epochs", "1", "-batch-size", "64", "-json"))
+	for _, w := range ws {
+		if out := w.output(); !strings.Contains(out, "share of the SLIDE layer on") || !strings.Contains(out, "(mutual TLS, to workers only)") {
+			t.Fatalf("%s did not serve its share of the layer over mutual TLS:\n%s", w.name, out)
+		}
 	}
 }

@@ -58,13 +58,22 @@ type ownerService interface {
 	predict(ctx context.Context, req *predReq) (*predRep, error)
 }
 
-func handler[Req any, Rep any](call func(ownerService, context.Context, *Req) (*Rep, error)) grpc.MethodHandler {
-	return func(srv any, ctx context.Context, dec func(any) error, _ grpc.UnaryServerInterceptor) (any, error) {
+// handler is the method handler of method: it decodes the request and
+// calls call, through the server's interceptor when it has one (a TLS
+// server's check of the caller's role: job/xctrain).
+func handler[Req any, Rep any](method string, call func(ownerService, context.Context, *Req) (*Rep, error)) grpc.MethodHandler {
+	return func(srv any, ctx context.Context, dec func(any) error, intercept grpc.UnaryServerInterceptor) (any, error) {
 		req := new(Req)
 		if err := dec(req); err != nil {
 			return nil, status.Error(codes.InvalidArgument, err.Error())
 		}
-		return call(srv.(ownerService), ctx, req)
+		if intercept == nil {
+			return call(srv.(ownerService), ctx, req)
+		}
+		info := &grpc.UnaryServerInfo{Server: srv, FullMethod: "/" + service + "/" + method}
+		return intercept(ctx, req, info, func(ctx context.Context, req any) (any, error) {
+			return call(srv.(ownerService), ctx, req.(*Req))
+		})
 	}
 }
 
@@ -72,9 +81,9 @@ var serviceDesc = grpc.ServiceDesc{
 	ServiceName: service,
 	HandlerType: (*ownerService)(nil),
 	Methods: []grpc.MethodDesc{
-		{MethodName: "Forward", Handler: handler(ownerService.forward)},
-		{MethodName: "Backward", Handler: handler(ownerService.backward)},
-		{MethodName: "Predict", Handler: handler(ownerService.predict)},
+		{MethodName: "Forward", Handler: handler("Forward", ownerService.forward)},
+		{MethodName: "Backward", Handler: handler("Backward", ownerService.backward)},
+		{MethodName: "Predict", Handler: handler("Predict", ownerService.predict)},
 	},
 }
 
