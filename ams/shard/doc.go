@@ -138,7 +138,16 @@
 //     ams.ErrRoundApplied; neither keeps anything.
 //  5. State entries are bounded by MaxStateKey, MaxStateValue and
 //     MaxStateKeys.
-//  6. The RPCs that name a store (WriteSnapshot, Restore, WriteExport)
+//  6. A frame of the data plane's own TCP stream is refused over
+//     ams.MaxMessageBytes from its length prefix, as a gRPC message is,
+//     and its buffer grows with the bytes that arrive (ams/stream's
+//     eagerFrame): a peer that announces a large frame and sends little
+//     of it makes the shard hold at most 4 MiB, or twice what it sent, on
+//     that connection. Across connections memory follows the bytes the
+//     clients actually send (gRPC reads a message in the 16 KiB frames
+//     that arrive, not at its announced length); a shard-wide budget of
+//     bytes in flight is not built.
+//  7. The RPCs that name a store (WriteSnapshot, Restore, WriteExport)
 //     reach only locations under the store roots the shard was started
 //     with (Options.Stores, cmd/ams -store). Each passes its location
 //     through one check (checkStore) before it creates, opens or changes

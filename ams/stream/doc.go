@@ -29,7 +29,10 @@
 //
 // Both carry the same frames and the same hello, and fail a broken
 // stream's calls alike (UNAVAILABLE). A TCP frame over
-// ams.MaxMessageBytes is refused from its length, unread.
+// ams.MaxMessageBytes is refused from its length, unread; a smaller one
+// is read into a buffer of at most eagerFrame (4 MiB) that doubles as its
+// bytes arrive, never one of the length announced before the bytes are
+// there.
 //
 // A Conn (the worker's side) sends requests of any number of callers on
 // one stream, tagged with ids, and its receiving goroutine hands each

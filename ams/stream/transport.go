@@ -84,6 +84,14 @@ type tcpTransport struct {
 	once sync.Once
 }
 
+// eagerFrame is the most of a frame recv takes a buffer for before the
+// frame's bytes arrive: a larger frame's buffer doubles as its bytes are
+// read, so a peer that announces a frame of up to ams.MaxMessageBytes and
+// sends less (or nothing) makes a shard hold eagerFrame, or twice what it
+// sent, on each connection, not the length it announced. Frames of the
+// data plane's batches are smaller, read into one buffer as before.
+const eagerFrame = 4 << 20
+
 // tcpReadBuffer is the reader's buffer: lengths and small frames come
 // through it, a large frame's bytes straight from the socket.
 const tcpReadBuffer = 64 << 10
@@ -117,12 +125,22 @@ func (t *tcpTransport) recv() (*[]byte, *amspb.BufferPool, error) {
 	if n > ams.MaxMessageBytes {
 		return nil, nil, status.Errorf(codes.ResourceExhausted, "ams stream: a frame of %d bytes, more than %d (ams.MaxMessageBytes)", n, ams.MaxMessageBytes)
 	}
-	b := t.pool.Get(n)
-	if _, err := io.ReadFull(t.r, *b); err != nil {
+	// The buffer grows with the bytes read (doubling past eagerFrame),
+	// so a frame announced large holds only about what its peer has sent.
+	b, got := t.pool.Get(min(n, eagerFrame)), 0
+	for {
+		if _, err := io.ReadFull(t.r, (*b)[got:]); err != nil {
+			t.pool.Put(b)
+			return nil, nil, unavailable(err)
+		}
+		if got = len(*b); got == n {
+			return b, t.pool, nil
+		}
+		more := t.pool.Get(min(n, 2*got))
+		copy(*more, *b)
 		t.pool.Put(b)
-		return nil, nil, unavailable(err)
+		b = more
 	}
-	return b, t.pool, nil
 }
 
 func (t *tcpTransport) close() { t.once.Do(func() { t.conn.Close() }) }

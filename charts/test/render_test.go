@@ -70,6 +70,7 @@ func TestRenderRefusesBadValues(t *testing.T) {
 		{"mode=streaming", "kafka.brokers is required"},
 		{"etcd.bundled=false", "etcd.endpoints is required"},
 		{"serve.enabled=true", "serve needs export.store"},
+		{"tls.ownWorkerCerts=true", "tls.ownWorkerCerts needs tls.enabled"},
 	} {
 		_, err := Render(h, nil, c.set)
 		if err == nil || !strings.Contains(err.Error(), c.want) {

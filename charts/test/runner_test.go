@@ -116,12 +116,13 @@ logLevel: info
 // the workers' summaries, by index. With kill, shard ams-1 is killed
 // once the first snapshot is complete and restarted in place. With certs
 // (a directory of deploy/tls/gen-dev-certs.sh), TLS is on: each
-// component's Secret holds its role's certificate.
+// component's Secret holds its role's certificate, and each worker's its
+// own (tls.ownWorkerCerts: a Job per worker).
 func runCluster(t *testing.T, h, image, data, name string, kill bool, certs string) []summary {
 	values := []string{runnerValues(t, image, data)}
 	var sets []string
 	if certs != "" {
-		sets = append(sets, "tls.enabled=true")
+		sets = append(sets, "tls.enabled=true", "tls.ownWorkerCerts=true")
 	}
 	objs, err := Render(h, values, sets...)
 	if err != nil {
@@ -295,19 +296,31 @@ func devCerts(t *testing.T) string {
 	}
 	dir := t.TempDir()
 	cmd := exec.Command(filepath.Join(Root(), "deploy", "tls", "gen-dev-certs.sh"), dir)
+	cmd.Env = append(os.Environ(), fmt.Sprintf("WORKERS=%d", chartWorkers))
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("gen-dev-certs.sh: %v\n%s", err, out)
 	}
 	return dir
 }
 
+// chartWorkers is the chart's default worker.replicas.
+const chartWorkers = 2
+
 // provideSecrets lays out each component's TLS Secret (xps-<role>-tls,
-// the chart's default names) as the runner mounts Secrets made outside
-// the chart: files readable by the pods' user, as defaultMode and
-// fsGroup make them in a cluster.
+// the chart's default names) and each worker's own (xps-worker-tls-<i>,
+// from certs/worker-<i>) as the runner mounts Secrets made outside the
+// chart: files readable by the pods' user, as defaultMode and fsGroup
+// make them in a cluster.
 func provideSecrets(t *testing.T, certs, dir string) {
+	secrets := map[string]string{}
 	for _, role := range []string{"etcd", "ams", "scheduler", "worker", "serve"} {
-		dst := filepath.Join(dir, "secrets", "xps-"+role+"-tls")
+		secrets["xps-"+role+"-tls"] = role
+	}
+	for i := range chartWorkers {
+		secrets[fmt.Sprintf("xps-worker-tls-%d", i)] = fmt.Sprintf("worker-%d", i)
+	}
+	for secret, role := range secrets {
+		dst := filepath.Join(dir, "secrets", secret)
 		if err := os.MkdirAll(dst, 0o755); err != nil {
 			t.Fatal(err)
 		}

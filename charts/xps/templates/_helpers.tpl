@@ -54,12 +54,15 @@ app.kubernetes.io/component: {{ .name }}
 {{- end }}
 {{- end -}}
 
-{{/* The TLS Secret volume of a component (.name), when tls.enabled. */}}
+{{/* The TLS Secret volume of a component (.name), when tls.enabled:
+the Secret tls.secrets.<name>, or for a worker of its own certificate
+(.index set: tls.ownWorkerCerts) tls.secrets.worker suffixed -<index>. */}}
 {{- define "xps.tlsVolume" -}}
 {{- if .root.Values.tls.enabled }}
+{{- $secret := required (printf "tls.secrets.%s is required with tls.enabled" .name) (index .root.Values.tls.secrets .name) }}
 - name: tls
   secret:
-    secretName: {{ required (printf "tls.secrets.%s is required with tls.enabled" .name) (index .root.Values.tls.secrets .name) }}
+    secretName: {{ hasKey . "index" | ternary (printf "%s-%v" $secret .index) $secret }}
     defaultMode: 0440
 {{- end }}
 {{- end -}}
