@@ -8,7 +8,7 @@
 #      mmap'd memory nor assembly); tests/e2e skips itself there, its
 #      processes being built without the detector.
 # 3. .ci/fuzz.sh: every fuzz target (func FuzzXxx) for FUZZTIME each
-#    (default 4s: 33 targets, 4.5 minutes on 2 busy cores, 2 of them
+#    (default 10s: 35 targets, about 8 minutes on 2 busy cores, 2 of them
 #    building the instrumented test binaries), from the seeds and the
 #    corpora committed under testdata/fuzz; a failing input is written
 #    there and named, and the step fails;
@@ -50,7 +50,7 @@ mkdir -p test-artifacts
 go test -timeout 15m -artifacts -outputdir "$PWD/test-artifacts" ./...
 echo "== go test -race -tags purego ./... (heap slabs, pure-Go kernels)"
 go test -race -tags purego -timeout 15m ./...
-echo "== .ci/fuzz.sh: every fuzz target, ${FUZZTIME:-4s} each"
+echo "== .ci/fuzz.sh: every fuzz target, ${FUZZTIME:-10s} each"
 .ci/fuzz.sh
 echo "== charts/ (a module of its own): helm lint and template, strict decoding, the chart's pods in Docker containers"
 (cd charts/test && go vet ./... && go test -count=1 -timeout 25m ./...) # -count=1: helm and docker read files the test cache cannot see
