@@ -155,21 +155,16 @@ func (c *Config) Client() *tls.Config {
 // "", the worker it names (WorkerOf) must be that one. A nil Config
 // returns nil.
 func (c *Config) PeerClient(worker string) *tls.Config {
-	if c == nil {
+	cfg := c.Client()
+	if cfg == nil {
 		return nil
 	}
-	return &tls.Config{
-		MinVersion:   tls.VersionTLS13,
-		Certificates: []tls.Certificate{c.cert},
-		RootCAs:      c.pool,
-		// Go verifies the chain and the name together; the name is not
-		// what identifies a worker, so VerifyConnection verifies both
-		// the chain and the identity instead, on every handshake.
-		InsecureSkipVerify: true,
-		VerifyConnection: func(cs tls.ConnectionState) error {
-			return c.verifyWorker(cs, worker)
-		},
-	}
+	// Go verifies the chain and the name together; the name is not what
+	// identifies a worker, so VerifyConnection verifies both the chain
+	// and the identity instead, on every handshake.
+	cfg.InsecureSkipVerify = true
+	cfg.VerifyConnection = func(cs tls.ConnectionState) error { return c.verifyWorker(cs, worker) }
+	return cfg
 }
 
 // verifyWorker checks the server of a handshake cs for PeerClient.
