@@ -130,65 +130,29 @@ func TestInFlightBound(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer s.Close()
+	t.Cleanup(func() { s.Close() })
 	hs := httptest.NewServer(s.Handler())
-	defer hs.Close()
+	// Closed after the held connections (cleanups run last first): a
+	// held request's handler may still be reading its body, which Close
+	// would wait for.
+	t.Cleanup(hs.Close)
+	c := &flightClient{t: t, s: s, hs: hs}
 	small := `{"user": "0:u1", "candidates": ["1:a"]}`
 	large := "{" + strings.Repeat(" ", 70<<10) + small[1:] // valid JSON over 64 KiB
-	// hold sends body's headers and its first 10 bytes: its request holds
-	// a place until finish sends the rest and reads the answer.
-	hold := func(body string) (finish func() int) {
-		conn, err := net.Dial("tcp", hs.Listener.Addr().String())
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { conn.Close() })
-		fmt.Fprintf(conn, "POST /predict HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n%s", len(body), body[:10])
-		return func() int {
-			fmt.Fprint(conn, body[10:])
-			ans, err := http.ReadResponse(bufio.NewReader(conn), nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			ans.Body.Close()
-			return ans.StatusCode
-		}
-	}
-	send := func(body string) (int, string) {
-		resp, err := http.Post(hs.URL+"/predict", "application/json", strings.NewReader(body))
-		if err != nil {
-			t.Fatal(err)
-		}
-		resp.Body.Close()
-		return resp.StatusCode, resp.Header.Get("Retry-After")
-	}
-	// untilRefused sends body until it is refused: the holds take their
-	// places when their handlers run.
-	untilRefused := func(what, body string) {
-		t.Helper()
-		deadline := time.Now().Add(30 * time.Second)
-		for {
-			code, retry := send(body)
-			if code == http.StatusServiceUnavailable {
-				if retry == "" {
-					t.Errorf("%s: 503 without Retry-After", what)
-				}
-				return
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("%s: never refused (last: %d)", what, code)
-			}
-		}
-	}
-	endLarge := hold(large)
-	untilRefused("a large request while a large one holds the only place", large)
-	if code, _ := send(small); code != 200 {
+	endLarge := c.hold(large)
+	c.places("the large request held", 1, 0)
+	c.refused("a large request while a large one holds the only place", large)
+	if code, _ := c.send(small); code != 200 {
 		t.Errorf("a small request while a large one holds the only place: %d, want 200 (a place kept for small ones)", code)
 	}
-	end1, end2 := hold(small), hold(small)
-	untilRefused("a small request while every place is held", small)
-	c := grpcClient(t, s)
-	if _, err := c.Predict(context.Background(), &servepb.PredictRequest{User: "0:u1", Candidates: []string{"1:a"}}); status.Code(err) != codes.ResourceExhausted {
+	c.places("the small request's place given back", 1, 0)
+	end1 := c.hold(small)
+	c.places("one small request held", 1, 1)
+	end2 := c.hold(small)
+	c.places("two small requests held", 1, 2)
+	c.refused("a small request while every place is held", small)
+	gc := grpcClient(t, s)
+	if _, err := gc.Predict(context.Background(), &servepb.PredictRequest{User: "0:u1", Candidates: []string{"1:a"}}); status.Code(err) != codes.ResourceExhausted {
 		t.Errorf("gRPC while overloaded: %v, want RESOURCE_EXHAUSTED", err)
 	}
 	for i, end := range []func() int{endLarge, end1, end2} {
@@ -196,9 +160,67 @@ func TestInFlightBound(t *testing.T) {
 			t.Errorf("held request %d: %d, want 200", i, code)
 		}
 	}
-	if code, _ := send(large); code != 200 {
+	c.places("every place given back", 0, 0)
+	if code, _ := c.send(large); code != 200 {
 		t.Errorf("a large request once the places are free: %d", code)
 	}
+}
+
+// flightClient sends TestInFlightBound's requests to s (served by hs).
+type flightClient struct {
+	t  *testing.T
+	s  *serve.Server
+	hs *httptest.Server
+}
+
+// hold sends body's headers and its first 10 bytes: its request holds a
+// place (once its handler runs: places) until finish sends the rest and
+// reads the answer.
+func (c *flightClient) hold(body string) (finish func() int) {
+	conn, err := net.Dial("tcp", c.hs.Listener.Addr().String())
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	c.t.Cleanup(func() { conn.Close() })
+	fmt.Fprintf(conn, "POST /predict HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n%s", len(body), body[:10])
+	return func() int {
+		fmt.Fprint(conn, body[10:])
+		ans, err := http.ReadResponse(bufio.NewReader(conn), nil)
+		if err != nil {
+			c.t.Fatal(err)
+		}
+		ans.Body.Close()
+		return ans.StatusCode
+	}
+}
+
+// send posts body and returns the answer's status and Retry-After.
+func (c *flightClient) send(body string) (int, string) {
+	resp, err := http.Post(c.hs.URL+"/predict", "application/json", strings.NewReader(body))
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	resp.Body.Close()
+	return resp.StatusCode, resp.Header.Get("Retry-After")
+}
+
+// refused sends body and wants it refused: 503 with Retry-After.
+func (c *flightClient) refused(what, body string) {
+	c.t.Helper()
+	if code, retry := c.send(body); code != http.StatusServiceUnavailable || retry == "" {
+		c.t.Errorf("%s: %d (Retry-After %q), want 503 with Retry-After", what, code, retry)
+	}
+}
+
+// places waits until the places taken are general and small: a held
+// request takes its place when its handler runs, and a finished one gives
+// it back after its answer is sent.
+func (c *flightClient) places(what string, general, small int) {
+	c.t.Helper()
+	testutil.Eventually(c.t, 30*time.Second, what, func() bool {
+		g, sm := serve.Places(c.s)
+		return g == general && sm == small
+	})
 }
 
 // TestSaysWhyExportsAreUnusable is issue 48's probe of a store with only
