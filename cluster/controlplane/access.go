@@ -88,11 +88,11 @@ func workerRequests(prefix string) []string {
 // for worker 0 alone the requests of workerRequests. A name that is not
 // a worker's gets the reads only.
 func WorkerAccess(prefix, name string) []Grant {
+	g := grants(prefix)
 	i, ok := membership.WorkerIndex(name)
 	if !ok {
-		return grants(prefix)
+		return g
 	}
-	g := grants(prefix)
 	for _, k := range []string{MemberKey(prefix, membership.KindWorker, name), LeftKey(prefix, membership.KindWorker, name),
 		PauseAckKey(prefix, name), PartitionsAckKey(prefix, name), PartitionsDoneKey(prefix, name),
 		ProgressKey(prefix, name), OwnerAddrKey(prefix, i)} {
