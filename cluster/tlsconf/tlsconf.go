@@ -99,14 +99,13 @@ func Load(f Files) (*Config, error) {
 		return nil, fmt.Errorf("%w: certificate %s and key %s: %w", ErrConfig, f.Cert, f.Key, err)
 	}
 	leaf := cert.Leaf
-	inter := x509.NewCertPool()
+	var inter []*x509.Certificate
 	for _, der := range cert.Certificate[1:] {
 		if c, err := x509.ParseCertificate(der); err == nil {
-			inter.AddCert(c)
+			inter = append(inter, c)
 		}
 	}
-	if _, err := leaf.Verify(x509.VerifyOptions{Roots: pool, Intermediates: inter,
-		KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageAny}}); err != nil {
+	if err := verifyChain(pool, leaf, inter, x509.ExtKeyUsageAny); err != nil {
 		return nil, fmt.Errorf("%w: certificate %s does not chain to the CA bundle %s: %w", ErrConfig, f.Cert, f.CA, err)
 	}
 	role, err := RoleOf(leaf)
@@ -172,13 +171,8 @@ func (c *Config) verifyWorker(cs tls.ConnectionState, worker string) error {
 	if len(cs.PeerCertificates) == 0 {
 		return fmt.Errorf("%w: the peer presented no certificate", ErrNoRole)
 	}
-	inter := x509.NewCertPool()
-	for _, cert := range cs.PeerCertificates[1:] {
-		inter.AddCert(cert)
-	}
 	leaf := cs.PeerCertificates[0]
-	if _, err := leaf.Verify(x509.VerifyOptions{Roots: c.pool, Intermediates: inter,
-		KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}); err != nil {
+	if err := verifyChain(c.pool, leaf, cs.PeerCertificates[1:], x509.ExtKeyUsageServerAuth); err != nil {
 		return fmt.Errorf("tlsconf: the peer's certificate %q: %w", leaf.Subject, err)
 	}
 	switch role, err := RoleOf(leaf); {
@@ -190,6 +184,17 @@ func (c *Config) verifyWorker(cs tls.ConnectionState, worker string) error {
 		return fmt.Errorf("%w: the peer's certificate %q is not %s's", ErrNoRole, leaf.Subject, worker)
 	}
 	return nil
+}
+
+// verifyChain verifies that leaf, with the intermediates inter, chains to
+// a CA of pool for usage.
+func verifyChain(pool *x509.CertPool, leaf *x509.Certificate, inter []*x509.Certificate, usage x509.ExtKeyUsage) error {
+	ip := x509.NewCertPool()
+	for _, c := range inter {
+		ip.AddCert(c)
+	}
+	_, err := leaf.Verify(x509.VerifyOptions{Roots: pool, Intermediates: ip, KeyUsages: []x509.ExtKeyUsage{usage}})
+	return err
 }
 
 // CallerState returns the TLS state of the caller of a gRPC call (its
