@@ -50,7 +50,7 @@ func (m *hangingModel) Train(ctx context.Context, _ *job.Env, _ *checkpoint.Chec
 // and restores at a new version. The attempt must be given up, and the
 // job go on at the new version; before, it waited for ever.
 func TestAttemptGivesUpWhenTheClusterMoves(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	ctx, cancel := context.WithCancel(testutil.JobCtx(t))
 	defer cancel()
 	store := t.TempDir()
 	lc, err := cluster.Start(ctx, cluster.Options{Shards: 2, Prefix: "/xps/job-attempt-test",
@@ -114,7 +114,7 @@ func (m *againModel) Train(context.Context, *job.Env, *checkpoint.Checkpoint) er
 // TestTrainAgain: an attempt that ends with ErrTrainAgain is followed by
 // another at the same cluster version, with no restore waited for.
 func TestTrainAgain(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	ctx, cancel := context.WithCancel(testutil.JobCtx(t))
 	defer cancel()
 	lc, err := cluster.Start(ctx, cluster.Options{Shards: 1, Prefix: "/xps/job-again-test",
 		Config: config.Config{Snapshot: snapshot.Policy{Store: t.TempDir(), Every: -1}}})

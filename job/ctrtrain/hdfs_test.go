@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/xdlgo/xps/cluster"
 	"github.com/xdlgo/xps/config"
@@ -14,6 +13,7 @@ import (
 	"github.com/xdlgo/xps/reader/synth/datagen"
 	"github.com/xdlgo/xps/snapshot/hdfsconn"
 	"github.com/xdlgo/xps/tests/hdfstest"
+	"github.com/xdlgo/xps/tests/testutil"
 )
 
 // TestTrainsFromHDFS puts generated CTR files on the HDFS test server
@@ -21,7 +21,7 @@ import (
 // file splits the scheduler assigns from the hdfs:// glob: together they
 // train on every sample once, and the model learns.
 func TestTrainsFromHDFS(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	ctx, cancel := context.WithCancel(testutil.JobCtx(t))
 	defer cancel()
 	srv, err := hdfstest.Start(hdfstest.Options{BlockSize: 64 << 10})
 	if err != nil {

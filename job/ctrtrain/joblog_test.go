@@ -6,10 +6,10 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/xdlgo/xps/cluster"
 	"github.com/xdlgo/xps/job"
+	"github.com/xdlgo/xps/tests/testutil"
 )
 
 // lockedBuilder is a strings.Builder safe for a logger's concurrent use.
@@ -33,7 +33,7 @@ func (l *lockedBuilder) String() string {
 // TestJobLogsCarryTheVersion: the job's log lines name the cluster
 // version the worker trains at.
 func TestJobLogsCarryTheVersion(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	ctx, cancel := context.WithCancel(testutil.JobCtx(t))
 	defer cancel()
 	lc, err := cluster.Start(ctx, cluster.Options{Shards: 1, Prefix: "/xps/joblog-test"})
 	if err != nil {

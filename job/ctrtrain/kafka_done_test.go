@@ -21,7 +21,7 @@ import (
 func TestKafkaDoneWorkerSyncsToNothing(t *testing.T) {
 	etcd := testutil.StartEtcd(t)
 	conn := testutil.Conn(testutil.EtcdClient(t, etcd.Endpoints()), "/xps/done-sync")
-	ctx := testutil.Ctx(t, time.Minute)
+	ctx := testutil.JobCtx(t)
 	const version = 3
 	publish := func(a controlplane.PartitionAssignment) {
 		t.Helper()

@@ -124,7 +124,7 @@ func storedMessages(t testing.TB, lc *cluster.Cluster, ctx context.Context) int6
 // and trains again on the same model: the second job reads exactly the new
 // messages, from the positions the first one stored in the AMS.
 func TestKafkaBoundedResumesFromTheModel(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
+	ctx, cancel := context.WithCancel(testutil.JobCtx(t))
 	defer cancel()
 	b, lc := kafkaCluster(t, ctx, 4, "/xps/kafka-resume", false, config.Config{})
 	msgs := ctrMessages(6000, 1)
@@ -162,7 +162,7 @@ func TestKafkaBoundedResumesFromTheModel(t *testing.T) {
 // the scheduler deals (and re-deals as the second joins): every message is
 // trained on exactly once in all.
 func TestKafkaPartitionsDealtAcrossWorkers(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
+	ctx, cancel := context.WithCancel(testutil.JobCtx(t))
 	defer cancel()
 	b, lc := kafkaCluster(t, ctx, 4, "/xps/kafka-deal", true, config.Config{})
 	produceMessages(t, b.Addrs(), "ctr", ctrMessages(8000, 2))
@@ -190,7 +190,7 @@ func TestKafkaPartitionsDealtAcrossWorkers(t *testing.T) {
 // held at a batch (its progress hook) from the moment it reads under the
 // two-worker deal until the three-worker deal is out.
 func TestKafkaFinishedWorkerIsDealtNothing(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
+	ctx, cancel := context.WithCancel(testutil.JobCtx(t))
 	defer cancel()
 	b, lc := kafkaCluster(t, ctx, 4, "/xps/kafka-late", true, config.Config{})
 	const total = 4000
@@ -285,7 +285,7 @@ func holdUnderDeal(ctx context.Context, lc *cluster.Cluster, deal func() control
 // stops the job: it keeps up, reports its lag and progressive validation,
 // and stores its positions when stopped.
 func TestKafkaStreaming(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
+	ctx, cancel := context.WithCancel(testutil.JobCtx(t))
 	defer cancel()
 	exports := t.TempDir()
 	b, lc := kafkaCluster(t, ctx, 2, "/xps/kafka-stream", false, config.Config{Export: export.Policy{Store: exports, Every: -time.Second}})
@@ -351,7 +351,7 @@ func clusterShardMap(ctx context.Context, lc *cluster.Cluster) (*ams.ShardMap, e
 // fix the stop saved nothing (the store held only the empty first
 // snapshot) and the second run trained the 20,000 again from offset 0.
 func TestKafkaStreamStopSavesAndRerunReadsOnlyNew(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
+	ctx, cancel := context.WithCancel(testutil.JobCtx(t))
 	defer cancel()
 	b, err := kafkatest.Start(kafkatest.Options{Topics: map[string]int{"ctr": 2}})
 	if err != nil {
@@ -429,7 +429,7 @@ func TestKafkaStreamStopSavesAndRerunReadsOnlyNew(t *testing.T) {
 // job says that the model is not saved and fails, instead of ending as if
 // it had kept what it trained (issue 57).
 func TestStopThatCannotSaveFails(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
+	ctx, cancel := context.WithCancel(testutil.JobCtx(t))
 	defer cancel()
 	b, err := kafkatest.Start(kafkatest.Options{Topics: map[string]int{"ctr": 1}})
 	if err != nil {

@@ -28,7 +28,7 @@ import (
 // test, and a client of it; both are closed when the test ends.
 func startCluster(t *testing.T, shards int) (*cluster.Cluster, *client.Client) {
 	t.Helper()
-	ctx := testutil.Ctx(t, time.Minute)
+	ctx := testutil.JobCtx(t)
 	prefix := "/xps/" + strings.NewReplacer("/", "-", " ", "-").Replace(t.Name())
 	lc, err := cluster.Start(ctx, cluster.Options{Shards: shards, Prefix: prefix})
 	if err != nil {
@@ -344,7 +344,7 @@ func TestRunTrainsEverySampleOncePerEpoch(t *testing.T) {
 			cfg.EnsureDefaults()
 			shape := ctr.Shape{Fields: 7, Levels: []int{1, 1, 0, 0, 0, 0, 0}}
 			tr := newTrainer(t, cl, Options{Config: cfg, Shape: shape, Train: memOpen(groups, true)})
-			res, err := tr.Run(testutil.Ctx(t, time.Minute))
+			res, err := tr.Run(testutil.JobCtx(t))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -407,7 +407,7 @@ func TestRunFilePositionIsSourceEnd(t *testing.T) {
 				return src, err
 			}
 			tr := newTrainer(t, cl, Options{Config: cfg, Shape: data.Shape, Train: open})
-			res, err := tr.Run(testutil.Ctx(t, time.Minute))
+			res, err := tr.Run(testutil.JobCtx(t))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -479,7 +479,7 @@ func TestRunPositionIsLastTrainedSample(t *testing.T) {
 		t.Run(m.name, func(t *testing.T) {
 			cfg := m.config()
 			tr := newTrainer(t, cl, Options{Config: cfg, Shape: genShape, Train: memOpen(groups, false)})
-			res, err := tr.Run(testutil.Ctx(t, time.Minute))
+			res, err := tr.Run(testutil.JobCtx(t))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -500,7 +500,7 @@ func TestRunPositionIsLastTrainedSample(t *testing.T) {
 					gate: progress.wrote}, nil
 			}
 			tr := newTrainer(t, cl, Options{Config: cfg, Shape: genShape, Train: open, Progress: progress})
-			res, err := tr.Run(testutil.Ctx(t, time.Minute))
+			res, err := tr.Run(testutil.JobCtx(t))
 			if !errors.Is(err, bad) {
 				t.Fatalf("Run = %v, want %v", err, bad)
 			}
@@ -551,7 +551,7 @@ func TestRunRejectsBadLabel(t *testing.T) {
 					t.Fatal(err)
 				}
 				tr := newTrainer(t, cl, Options{Config: cfg, Shape: data.Shape, Train: data.FromStart()})
-				res, err := tr.Run(testutil.Ctx(t, time.Minute))
+				res, err := tr.Run(testutil.JobCtx(t))
 				if !errors.Is(err, ErrBadLabel) {
 					t.Fatalf("Run on a label of %s = %v (result %+v), want ErrBadLabel", label, err, res)
 				}

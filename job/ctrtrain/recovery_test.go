@@ -41,7 +41,7 @@ func TestRecovery(t *testing.T) {
 }
 
 func testRecovery(t *testing.T, syncMode bool) {
-	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	ctx, cancel := context.WithCancel(testutil.JobCtx(t))
 	defer cancel()
 	dir := t.TempDir()
 	perFile := 20000

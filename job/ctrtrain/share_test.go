@@ -3,7 +3,6 @@ package ctrtrain
 import (
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/xdlgo/xps/cluster"
 	"github.com/xdlgo/xps/config"
@@ -18,7 +17,7 @@ import (
 // samples without a word). A file of one sample leaves one worker without
 // samples: it says why, in its result and its summary, and still ends well.
 func TestWorkersShareOneSmallFile(t *testing.T) {
-	ctx := testutil.Ctx(t, 3*time.Minute)
+	ctx := testutil.JobCtx(t)
 	dir := t.TempDir()
 	libffm := func(seed uint64, n int) string {
 		gen, err := datagen.New(genConfig(seed))

@@ -30,7 +30,7 @@ import (
 // positions, training ends with every sample trained once per epoch, and
 // an on-demand snapshot works after training too.
 func TestPeriodicSnapshots(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	ctx, cancel := context.WithCancel(testutil.JobCtx(t))
 	defer cancel()
 	dir := t.TempDir()
 	const perFile = 6000
@@ -229,7 +229,7 @@ func checkManifestConfig(t *testing.T, m *snapshot.Manifest, cfg config.Config) 
 // count N more samples applied: several while training, each holding
 // more samples than the one before.
 func TestSnapshotEverySamples(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	ctx, cancel := context.WithCancel(testutil.JobCtx(t))
 	defer cancel()
 	dir := t.TempDir()
 	perFile := 20000

@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	clientv3 "go.etcd.io/etcd/client/v3"
+
 	"github.com/xdlgo/xps/ams/client"
 	"github.com/xdlgo/xps/cluster"
 	"github.com/xdlgo/xps/cluster/controlplane"
@@ -19,7 +21,6 @@ import (
 	"github.com/xdlgo/xps/job/checkpoint"
 	"github.com/xdlgo/xps/snapshot"
 	"github.com/xdlgo/xps/tests/testutil"
-	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
 // batchLines is a progress writer that closes reached once n progress lines
@@ -89,7 +90,7 @@ func (l *logSignal) Write(p []byte) (int, error) {
 // last commit failed, and the model held batches its checkpoint did not
 // count (460 against 344 in the probe), trained again after the restart.
 func TestStopStoresWhatWasApplied(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	ctx, cancel := context.WithCancel(testutil.JobCtx(t))
 	defer cancel()
 	lc, err := cluster.Start(ctx, cluster.Options{Shards: 2, Prefix: "/xps/stop-test"})
 	if err != nil {
@@ -176,7 +177,7 @@ func TestLeaseLostWorkerResumes(t *testing.T) {
 }
 
 func testLeaseLost(t *testing.T, rejoinWait time.Duration, restores int) {
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	ctx, cancel := context.WithCancel(testutil.JobCtx(t))
 	defer cancel()
 	lc, err := cluster.Start(ctx, cluster.Options{Shards: 2, Prefix: "/xps/lease-resume-test", LeaseTTL: time.Second, RejoinWait: rejoinWait,
 		Config: config.Config{Snapshot: snapshot.Policy{Store: t.TempDir(), Every: -1}}})
@@ -234,7 +235,7 @@ func testLeaseLost(t *testing.T, rejoinWait time.Duration, restores int) {
 // refuse) but leave as a dead worker, so that the cluster rolls the model
 // back to its snapshot, and finish from there, every sample applied once.
 func TestModelAheadOfCheckpointRollsBack(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	ctx, cancel := context.WithCancel(testutil.JobCtx(t))
 	defer cancel()
 	lc, err := cluster.Start(ctx, cluster.Options{Shards: 2, Prefix: "/xps/ahead-test", LeaseTTL: time.Second,
 		Config: config.Config{Snapshot: snapshot.Policy{Store: t.TempDir(), Every: -1}}})
@@ -314,7 +315,7 @@ func stopDuringCommit(t *testing.T, epochs int, commitEvery time.Duration, stopA
 		t.Run(m.name, func(t *testing.T) {
 			_, cl := startCluster(t, 2)
 			groups := genGroups(t, 3000, 3)
-			ctx, cancel := context.WithCancel(testutil.Ctx(t, time.Minute))
+			ctx, cancel := context.WithCancel(testutil.JobCtx(t))
 			defer cancel()
 			var commits atomic.Int32
 			var stored Checkpoint

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/xdlgo/xps/job"
 	"github.com/xdlgo/xps/reader"
@@ -24,7 +23,7 @@ func TestSummaryUndefinedFigures(t *testing.T) {
 	test := write("test.libffm", "1 0:a:1 1:b:1\n1 0:c:1 1:d:1\n")
 	cfg := withJob(smallConfig(), []string{train}, []string{test})
 	cfg.Train.Epochs, cfg.Train.OnError = 1, "skip"
-	ctx := testutil.Ctx(t, time.Minute)
+	ctx := testutil.JobCtx(t)
 	res, err := RunJob(ctx, job.Options{Config: cfg, Etcd: lc.Etcd(), Prefix: lc.Prefix()})
 	if err != nil {
 		t.Fatal(err)

@@ -2,15 +2,14 @@ package ctrtrain
 
 import (
 	"context"
-	"github.com/xdlgo/xps/tests/testutil"
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/xdlgo/xps/cluster"
 	"github.com/xdlgo/xps/config"
 	"github.com/xdlgo/xps/job"
+	"github.com/xdlgo/xps/tests/testutil"
 )
 
 // TestSyncMode trains two workers in sync mode: every shard applies one
@@ -19,7 +18,7 @@ import (
 // the batches of the worker with more of them. The model learns, and its
 // history holds every sample once per epoch.
 func TestSyncMode(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	ctx, cancel := context.WithCancel(testutil.JobCtx(t))
 	defer cancel()
 	lc, err := cluster.Start(ctx, cluster.Options{Shards: 2, Prefix: "/xps/sync-test", Config: config.Config{Job: config.JobConfig{Workers: 2}}})
 	if err != nil {

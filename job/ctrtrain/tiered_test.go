@@ -5,12 +5,12 @@ import (
 	"fmt"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/xdlgo/xps/ams"
 	"github.com/xdlgo/xps/cluster"
 	"github.com/xdlgo/xps/job"
 	"github.com/xdlgo/xps/snapshot"
+	"github.com/xdlgo/xps/tests/testutil"
 )
 
 // tieredRun is what one sync-mode job left: its table's rows (values
@@ -27,7 +27,7 @@ type tieredRun struct {
 // table's rows back from a snapshot of the shards.
 func runTieredJob(t *testing.T, budget int64) tieredRun {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	ctx, cancel := context.WithCancel(testutil.JobCtx(t))
 	defer cancel()
 	lc, err := cluster.Start(ctx, cluster.Options{Shards: 2, Prefix: fmt.Sprintf("/xps/tiered-%d", budget)})
 	if err != nil {

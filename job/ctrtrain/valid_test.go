@@ -4,7 +4,6 @@ import (
 	"math"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/xdlgo/xps/cluster"
 	"github.com/xdlgo/xps/config"
@@ -21,7 +20,7 @@ import (
 // validated again it scores the best figure exactly, and the job saves it
 // as its final model.
 func TestEarlyStoppingKeepsBest(t *testing.T) {
-	ctx := testutil.Ctx(t, 4*time.Minute)
+	ctx := testutil.JobCtx(t)
 	cfg := overfitConfig(t)
 	lc, err := cluster.Start(ctx, cluster.Options{Shards: 2, Prefix: "/xps/early-stop-test", Config: cfg})
 	if err != nil {
@@ -41,7 +40,7 @@ func TestEarlyStoppingKeepsBest(t *testing.T) {
 // the cluster back; the second, training on, is rolled back with it and
 // ends with the kept model too.
 func TestEarlyStoppingSeveralWorkers(t *testing.T) {
-	ctx := testutil.Ctx(t, 4*time.Minute)
+	ctx := testutil.JobCtx(t)
 	cfg := overfitConfig(t)
 	lc, err := cluster.Start(ctx, cluster.Options{Shards: 2, Prefix: "/xps/early-stop-workers", Config: cfg})
 	if err != nil {

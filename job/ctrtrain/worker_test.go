@@ -52,7 +52,7 @@ func streamedConfig(seed uint64) config.Config {
 // TestTrainsGeneratedData runs a whole job on the one-process cluster and
 // checks that the model learns the hidden teacher.
 func TestTrainsGeneratedData(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	ctx, cancel := context.WithCancel(testutil.JobCtx(t))
 	defer cancel()
 	lc, err := cluster.Start(ctx, cluster.Options{Shards: 2, Prefix: "/xps/worker-test"})
 	if err != nil {
@@ -256,7 +256,7 @@ func TestNewRefusesBadInput(t *testing.T) {
 // TestStopsWhenLeaseLost revokes a running worker's lease: the job must stop
 // with an error that says so, not train on as a member the cluster dropped.
 func TestStopsWhenLeaseLost(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	ctx, cancel := context.WithCancel(testutil.JobCtx(t))
 	defer cancel()
 	// RejoinWait off: a lost lease is the worker's death (with the wait
 	// on, a worker back in its life serves on: TestLeaseLostWorkerResumes).

@@ -45,9 +45,12 @@ func (w *watchWriter) Write(p []byte) (int, error) {
 // rest of the epochs from that position, to a model as good as a run
 // without the interruption.
 func TestSnapshotAndResume(t *testing.T) {
-	ctx := testutil.Ctx(t, 4*time.Minute)
+	ctx := testutil.JobCtx(t)
 	dir := t.TempDir()
-	nTrain := 6000
+	nTrain, epochs := 6000, 5
+	if raceEnabled { // the race build checks the snapshot and the resume, not what the model learns
+		nTrain, epochs = 3000, 3
+	}
 	train := writeXC(t, dir, "train.txt", smallWorld, 0, nTrain)
 	test := writeXC(t, dir, "test.txt", smallWorld, 1, 1000)
 	snaps := filepath.Join(dir, "snapshots")
@@ -57,7 +60,7 @@ func TestSnapshotAndResume(t *testing.T) {
 	}
 	defer lc.Close()
 	cfg := smallConfig()
-	cfg.Train.Epochs = 5
+	cfg.Train.Epochs = epochs
 	const bs = 64
 	cfg.Train.BatchSize = bs
 	opts := job.Options{Config: withJob(cfg, []string{train}, []string{test}, 1), Etcd: lc.Etcd(), Prefix: lc.Prefix()}
@@ -106,7 +109,7 @@ func TestSnapshotAndResume(t *testing.T) {
 	p1, p2 := first.Test.Dense.P1, res.Test.Dense.P1
 	t.Logf("test P@1 (dense inference): run 1 after epoch %d %.4f, resumed after 5 batches %.4f; at the end: run 1 %.4f, resumed %.4f",
 		cp.Epoch-1, e1, e2, p1, p2)
-	if e2 < 0.4*e1 || p2 < p1-0.08 || p2 < 0.15 {
+	if !raceEnabled && (e2 < 0.4*e1 || p2 < p1-0.08 || p2 < 0.15) {
 		t.Fatalf("the resumed run scored P@1 %.4f after 5 batches and %.4f at the end; run 1 %.4f after epoch %d and %.4f at the end",
 			e2, p2, e1, cp.Epoch-1, p1)
 	}
@@ -220,7 +223,7 @@ func readLiveCheckpoint(ctx context.Context, lc *cluster.Cluster) (Checkpoint, e
 // job has far more epochs than the test waits for, so it cannot end
 // before the snapshots; the test stops it.
 func TestSnapshotEverySamples(t *testing.T) {
-	ctx := testutil.Ctx(t, 4*time.Minute)
+	ctx := testutil.JobCtx(t)
 	dir := t.TempDir()
 	train := writeXC(t, dir, "train.txt", smallWorld, 0, 2000)
 	snaps := filepath.Join(dir, "snapshots")
@@ -278,7 +281,7 @@ func TestSnapshotEverySamples(t *testing.T) {
 // layer, written once training is over, and a finished checkpoint naming
 // it; a job with more epochs goes on from that model.
 func TestFinalSnapshotHoldsLayer(t *testing.T) {
-	ctx := testutil.Ctx(t, 4*time.Minute)
+	ctx := testutil.JobCtx(t)
 	dir := t.TempDir()
 	const nTrain = 2000
 	train := writeXC(t, dir, "train.txt", smallWorld, 0, nTrain)

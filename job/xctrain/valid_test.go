@@ -19,7 +19,7 @@ import (
 // evaluation is the one after the best epoch (dense inference: sparse
 // inference depends on hash tables drawn anew after the restore).
 func TestEarlyStoppingKeepsBest(t *testing.T) {
-	ctx := testutil.Ctx(t, 4*time.Minute)
+	ctx := testutil.JobCtx(t)
 	dir := t.TempDir()
 	train := writeXC(t, dir, "train.txt", smallWorld, 0, 500)
 	test := writeXC(t, dir, "test.txt", smallWorld, 1, 1000)

@@ -67,7 +67,7 @@ func smallConfig() config.Config {
 // scheduler on loopback gRPC), closed when the test ends.
 func startCluster(t *testing.T) *cluster.Cluster {
 	t.Helper()
-	lc, err := cluster.Start(testutil.Ctx(t, time.Minute), cluster.Options{Shards: 2, Prefix: "/xps/xctrain-test"})
+	lc, err := cluster.Start(testutil.JobCtx(t), cluster.Options{Shards: 2, Prefix: "/xps/xctrain-test"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -117,7 +117,7 @@ func TestTrainsGeneratedData(t *testing.T) {
 			}
 			lc := startCluster(t)
 			var progress strings.Builder
-			res, err := RunJob(testutil.Ctx(t, 2*time.Minute), job.Options{Config: withJob(tc.config(), []string{train}, []string{test}, 1), Etcd: lc.Etcd(),
+			res, err := RunJob(testutil.JobCtx(t), job.Options{Config: withJob(tc.config(), []string{train}, []string{test}, 1), Etcd: lc.Etcd(),
 				Prefix: lc.Prefix(), Progress: &progress})
 			if err != nil {
 				t.Fatal(err)
@@ -272,7 +272,7 @@ func TestBibtex(t *testing.T) {
 	if raceEnabled {
 		cfg.Train.Epochs = 2
 	}
-	res, err := RunJob(testutil.Ctx(t, 2*time.Minute), job.Options{Config: withJob(cfg, []string{train}, []string{test}, 1), Etcd: lc.Etcd(),
+	res, err := RunJob(testutil.JobCtx(t), job.Options{Config: withJob(cfg, []string{train}, []string{test}, 1), Etcd: lc.Etcd(),
 		Prefix: lc.Prefix()})
 	if err != nil {
 		t.Fatal(err)
@@ -346,7 +346,7 @@ func TestBadInput(t *testing.T) {
 			if test == nil {
 				test = []string{good}
 			}
-			_, err := RunJob(testutil.Ctx(t, time.Minute), job.Options{Config: withJob(cfg, tc.train, test, tc.count), Etcd: lc.Etcd(),
+			_, err := RunJob(testutil.JobCtx(t), job.Options{Config: withJob(cfg, tc.train, test, tc.count), Etcd: lc.Etcd(),
 				Prefix: lc.Prefix()})
 			if err == nil {
 				t.Fatal("no error")

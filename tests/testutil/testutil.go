@@ -28,6 +28,29 @@ func Ctx(t testing.TB, d time.Duration) context.Context {
 	return ctx
 }
 
+// JobCtx returns a context for work whose length depends on the
+// machine's speed (a training job): it ends jobMargin before the test
+// binary's own deadline (go test -timeout), or at once when the test has
+// none left, and ends when the test
+// ends. No guess
+// of a loaded machine's speed can fail the test; a hang still fails it
+// with the test's own message (its progress output), before go test's
+// panic.
+func JobCtx(t testing.TB) context.Context {
+	ctx, cancel := context.WithCancel(context.Background())
+	if d, ok := t.(interface{ Deadline() (time.Time, bool) }); ok {
+		if at, ok := d.Deadline(); ok {
+			ctx, cancel = context.WithDeadline(context.Background(), at.Add(-jobMargin))
+		}
+	}
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// jobMargin is what JobCtx leaves of the test binary's time for the
+// test to report a hang.
+const jobMargin = 30 * time.Second
+
 // Eventually polls cond every 20ms until it holds, failing the test with
 // "timed out ... waiting for what" after d.
 func Eventually(t testing.TB, d time.Duration, what string, cond func() bool) {
