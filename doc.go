@@ -12,5 +12,6 @@
 //
 // # Files
 //
+//   - tune.go: Tune, the search train.autotune runs before the job (package autotune) on worker -local.
 //   - train.go: Train, a worker's job for its model kind, and Result (CTRResult, SLIDEResult), the summary of whichever model it trained.
 package xps

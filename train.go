@@ -3,8 +3,11 @@ package xps
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"io"
 
+	"github.com/xdlgo/xps/autotune"
 	"github.com/xdlgo/xps/config"
 	"github.com/xdlgo/xps/job"
 	"github.com/xdlgo/xps/job/ctrtrain"
@@ -19,6 +22,9 @@ type Result struct {
 	// SLIDE is the extreme classification model's result
 	// (model.output.kind slide).
 	SLIDE *SLIDEResult
+	// Autotune is the search that chose the job's settings
+	// (train.autotune; see Tune), nil without one.
+	Autotune *autotune.Result
 }
 
 // CTRResult and SLIDEResult are the summaries of the two models' jobs
@@ -45,12 +51,47 @@ func Train(ctx context.Context, opts job.Options) (Result, error) {
 
 // WriteSummary writes the summary lines a worker prints at the end.
 func (r Result) WriteSummary(w io.Writer) {
+	if a := r.Autotune; a != nil {
+		fmt.Fprintf(w, "autotune: %d trials (%d stopped early) trained %d samples, the winner's run %d: %d of the budget's %d; the winner (%s) is in %s\n",
+			len(a.Trials), a.Stopped, a.Searched, a.Plan.Run, a.Searched+a.Plan.Run, a.Plan.Budget, a.Winner, a.Output)
+	}
 	switch {
 	case r.CTR != nil:
 		r.CTR.WriteSummary(w)
 	case r.SLIDE != nil:
 		r.SLIDE.WriteSummary(w)
 	}
+}
+
+// Report ends a worker's job as the worker command does, err being
+// Train's error: a job that failed (or was stopped) writes the shards'
+// account of it to diag and, with asJSON, its result to out (the exit
+// status says it failed), and returns err; a job done writes its summary
+// lines to out and, with asJSON, the result as one JSON object on the
+// last line.
+func (r Result) Report(err error, asJSON bool, out, diag io.Writer) error {
+	if err != nil {
+		if s := r.Summary(); s != nil {
+			s.WriteLines(diag)
+			if asJSON {
+				err = errors.Join(err, printJSON(out, r))
+			}
+		}
+		return err
+	}
+	r.WriteSummary(out)
+	if asJSON {
+		return printJSON(out, r)
+	}
+	return nil
+}
+
+func printJSON(w io.Writer, v any) error {
+	b, err := json.Marshal(v)
+	if err == nil {
+		_, err = fmt.Fprintf(w, "%s\n", b)
+	}
+	return err
 }
 
 // Summary returns the part of the result common to every model (nil
@@ -65,10 +106,24 @@ func (r Result) Summary() *job.Summary {
 	return nil
 }
 
-// MarshalJSON encodes the model's result.
+// MarshalJSON encodes the model's result, with the search's under
+// "autotune" when there was one.
 func (r Result) MarshalJSON() ([]byte, error) {
+	var m any = r.CTR
 	if r.SLIDE != nil {
-		return json.Marshal(r.SLIDE)
+		m = r.SLIDE
 	}
-	return json.Marshal(r.CTR)
+	b, err := json.Marshal(m)
+	if err != nil || r.Autotune == nil || len(b) < 2 || b[0] != '{' {
+		return b, err
+	}
+	a, err := json.Marshal(r.Autotune)
+	if err != nil {
+		return nil, err
+	}
+	sep := `,"autotune":`
+	if len(b) == 2 {
+		sep = sep[1:]
+	}
+	return append(append(append(b[:len(b)-1:len(b)-1], sep...), a...), '}'), nil
 }

@@ -38,6 +38,8 @@ type Config struct {
 	// Export is the scheduler's model export policy (package export):
 	// where exports for serving go, how often, and how rows are encoded.
 	Export export.Policy `yaml:"export"`
+	// Autotune is the search train.autotune runs (package autotune).
+	Autotune AutotuneConfig `yaml:"autotune"`
 
 	// built is set by Build (see Built).
 	built bool
@@ -570,6 +572,15 @@ type TrainConfig struct {
 	//
 	// The default value is 2s.
 	ProgressEvery time.Duration `yaml:"progress_every" zero:"refused"`
+	// Autotune searches the job's settings before it trains (package
+	// autotune, the autotune section): the sparse and dense learning
+	// rates, the embedding dim, the hidden layers and, with
+	// autotune.kinds, the model kind, each trial scored on the
+	// validation set (never the test set); the winner is written as a
+	// YAML file and trained as the job. worker -local only.
+	//
+	// The default value is false.
+	Autotune bool `yaml:"autotune"`
 }
 
 // DataConfig configures the built-in generated CTR dataset.
@@ -668,6 +679,7 @@ func (c *Config) EnsureDefaults() {
 	}
 	c.Snapshot.EnsureDefaults()
 	c.Export.EnsureDefaults()
+	c.Autotune.ensureDefaults()
 	d := &c.Data
 	setInt(&d.TrainSamples, 500000)
 	setInt(&d.TestSamples, 40000)
@@ -884,6 +896,7 @@ func (c *Config) Validate() error {
 	c.Model.validate(c, bad)
 	c.Train.validate(bad)
 	c.validateSources(bad)
+	c.validateAutotune(bad)
 	if err := c.Snapshot.Validate(); err != nil {
 		bad("%v", err)
 	}

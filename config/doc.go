@@ -107,4 +107,5 @@
 //   - sequence.go: the behaviour-history section of din and dien (IsSequence, MaxSeqLen).
 //   - memory.go: DefaultShuffleWindow and the default memory limit, from the machine's memory.
 //   - jobid.go: NewJobID and Config.KeepModelIn.
+//   - autotune.go: AutotuneConfig, the autotune section (budget, kinds, trials, output), and ParseBudget.
 package config

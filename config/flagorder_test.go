@@ -20,6 +20,7 @@ var aliasSample = map[string]string{
 	"train-samples": "5000", "kafka": "127.0.0.1:9092", "topic": "ctr", "streaming": "true",
 	"dim": "16", "lr": "0.02", "dense-lr": "0.003", "seed": "7", "hidden": "64,32",
 	"output": "slide", "sparsity": "0.1", "hash": "simhash", "output-lr": "0.001", "output-hidden": "128",
+	"autotune": "true", "autotune-budget": "4x",
 }
 
 // aliasContext is what a flag needs beside it to make a valid job: the
@@ -29,7 +30,8 @@ var aliasContext = map[string][]string{
 	"sparsity": {"model.output.kind=slide", "job.train=t.xml", "train.format=xml"}, "hash": {"model.output.kind=slide", "job.train=t.xml", "train.format=xml"},
 	"output-lr": {"model.output.kind=slide", "job.train=t.xml", "train.format=xml"}, "output-hidden": {"model.output.kind=slide", "job.train=t.xml", "train.format=xml"},
 	"output": {"job.train=t.xml", "train.format=xml"}, "patience": {"job.train=t.libffm", "job.valid=v.libffm"},
-	"kafka": {"kafka.topic=ctr"}, "topic": {"kafka.brokers=127.0.0.1:9092"}, "streaming": {"kafka.brokers=127.0.0.1:9092", "kafka.topic=ctr"},
+	"autotune": {"job.train=t.libffm", "job.valid=v.libffm"},
+	"kafka":    {"kafka.topic=ctr"}, "topic": {"kafka.brokers=127.0.0.1:9092"}, "streaming": {"kafka.brokers=127.0.0.1:9092", "kafka.topic=ctr"},
 	"sync": {"job.workers=2"}, "test": {"job.train=t.libffm"}, "valid": {"job.train=t.libffm"},
 	"snapshot-every-samples": {"snapshot.store=snaps"}, "test-scores": {"job.train=t.libffm", "job.test=e.libffm"},
 }

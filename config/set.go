@@ -182,6 +182,12 @@ type change struct {
 	flag, path, value string
 }
 
+// Add appends a change of path to value, made by by (named in its error
+// as a flag would be): a program's own change, after the command line's.
+func (o *Overrides) Add(by, path, value string) {
+	o.changes = append(o.changes, change{by, path, value})
+}
+
 // Alias is a short flag that sets one or more config keys.
 type Alias struct {
 	// Flag is the flag's name, without the dash.
@@ -213,6 +219,8 @@ var Aliases = []Alias{
 	{"eval-every", []string{"train.eval_every"}},
 	{"patience", []string{"train.patience"}},
 	{"sync", []string{"train.sync"}},
+	{"autotune", []string{"train.autotune"}},
+	{"autotune-budget", []string{"autotune.budget"}},
 	{"train-samples", []string{"data.train_samples"}},
 	{"kafka", []string{"kafka.brokers"}},
 	{"topic", []string{"kafka.topic"}},

@@ -118,6 +118,8 @@ func zeroDocument(t *testing.T, path, zero string) []byte {
 // each with a hint of what to write instead ("" for none beyond the
 // default).
 var listedZeros = map[string]string{
+	"autotune.trials":              "",
+	"autotune.seed":                "",
 	"job.workers":                  "",
 	"job.split_bytes":              "",
 	"model.tables[*].optimizer.lr": "",

@@ -48,6 +48,20 @@ type Progress struct {
 	// a tiered table).
 	ColdRows int64   `json:"cold_rows"`
 	HitRatio float64 `json:"dram_hit_ratio"`
+	// Valid is the validation this report was made for (a report made
+	// right after the model was scored on the validation set), nil in
+	// the others.
+	Valid *Validation `json:"valid,omitempty"`
+}
+
+// Validation is a figure of the model on the validation set: when it was
+// taken ("epoch 2", "batch 300"), by which metric (train.valid_metric),
+// and its value (always defined: a validation that gives no figure ends
+// the job).
+type Validation struct {
+	When   string  `json:"when"`
+	Metric string  `json:"metric"`
+	Value  float64 `json:"value"`
 }
 
 // progressJSON is Progress with its float figures as Metrics, so that an

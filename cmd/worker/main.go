@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/xdlgo/xps"
+	"github.com/xdlgo/xps/autotune"
 	"github.com/xdlgo/xps/cluster"
 	"github.com/xdlgo/xps/cluster/membership"
 	"github.com/xdlgo/xps/config"
@@ -67,7 +68,8 @@ func main() {
 }
 
 func run(ctx context.Context, f flags, overrides *config.Overrides) (err error) {
-	cfg, err := config.Build(config.File(f.configFile), overrides)
+	sources := []config.Source{config.File(f.configFile), overrides}
+	cfg, err := config.Build(sources...)
 	if err != nil {
 		return err
 	}
@@ -99,6 +101,11 @@ func run(ctx context.Context, f flags, overrides *config.Overrides) (err error) 
 	if err != nil {
 		return err
 	}
+	cfg, tuned, err := xps.Tune(ctx, cfg, f.local, autotune.Options{Sources: sources, Progress: progress, Logger: log,
+		Cluster: cluster.Options{Shards: f.shards, Stripes: f.stripes}})
+	if err != nil {
+		return err
+	}
 	opts := job.Options{Config: cfg, Prefix: prefix, Index: f.index, Progress: progress, Logger: log, LeaseTTL: f.leaseTTL}
 	if m := f.proc.Metrics(); m != nil {
 		opts.OnProgress = ctrtrain.ProgressMetrics(m)
@@ -110,20 +117,8 @@ func run(ctx context.Context, f flags, overrides *config.Overrides) (err error) 
 	defer closeCluster()
 	f.proc.ReadyUntil(ctx)
 	res, err := xps.Train(ctx, opts)
-	if err != nil {
-		if s := res.Summary(); s != nil {
-			s.WriteLines(os.Stderr) // the shards' account, whatever went wrong (a stop too)
-			if f.asJSON {           // the verdict for scripts; the exit status says it failed
-				err = errors.Join(err, cli.PrintJSON(os.Stdout, res))
-			}
-		}
-		return err
-	}
-	res.WriteSummary(os.Stdout)
-	if f.asJSON {
-		return cli.PrintJSON(os.Stdout, res)
-	}
-	return nil
+	res.Autotune = tuned
+	return res.Report(err, f.asJSON, os.Stdout, os.Stderr)
 }
 
 // connect starts the embedded cluster (-local) or dials etcd (-etcd) and

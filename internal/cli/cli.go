@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -18,6 +17,7 @@ import (
 	"syscall"
 
 	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/xdlgo/xps/cluster/ops"
 	"github.com/xdlgo/xps/cluster/tlsconf"
 )
@@ -341,14 +341,4 @@ func (p *Proc) Metrics() prometheus.Registerer {
 		return nil
 	}
 	return p.Ops.Registry
-}
-
-// PrintJSON writes v as one line of JSON to w.
-func PrintJSON(w io.Writer, v any) error {
-	b, err := json.Marshal(v)
-	if err != nil {
-		return err
-	}
-	_, err = fmt.Fprintf(w, "%s\n", b)
-	return err
 }

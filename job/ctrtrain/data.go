@@ -14,6 +14,7 @@ import (
 	"github.com/xdlgo/xps/model/ctr"
 	"github.com/xdlgo/xps/model/metrics"
 	"github.com/xdlgo/xps/reader"
+	"github.com/xdlgo/xps/reader/hdfssrc"
 	"github.com/xdlgo/xps/reader/synth/datagen"
 )
 
@@ -553,4 +554,44 @@ func countSamples(gs []*reader.Group) int {
 		n += g.NumSamples() - g.Pos.Index
 	}
 	return n
+}
+
+// CountTrain returns the samples of one epoch of cfg's training data: the
+// generated data's train_samples, or the samples of the training files,
+// read once in order (all workers' shares; malformed input as
+// train.on_error says). Kafka has no count: an error.
+func CountTrain(ctx context.Context, cfg config.Config) (int64, error) {
+	if cfg.Kafka.Enabled() {
+		return 0, errors.New("worker: a Kafka topic has no sample count")
+	}
+	if len(cfg.Job.Train) == 0 {
+		return int64(cfg.Data.TrainSamples), nil
+	}
+	format, policy, err := inputFormat(cfg)
+	if err != nil {
+		return 0, err
+	}
+	fsys, closer, err := hdfssrc.ForPaths(cfg.Job.Train, "")
+	if err != nil {
+		return 0, fmt.Errorf("worker: training data: %w", err)
+	}
+	defer closer.Close()
+	paths, err := reader.ExpandPathsFS(fsys, cfg.Job.Train)
+	if err != nil {
+		return 0, fmt.Errorf("worker: training data: %w", err)
+	}
+	splits := make([]reader.FileSplit, len(paths))
+	for i, p := range paths {
+		splits[i] = reader.FileSplit{Path: p}
+	}
+	src, err := filesInOrder(fsys, splits, format, policy, cfg.Model.Sequence.Namespace(0))(1, reader.Position{})
+	if err != nil {
+		return 0, err
+	}
+	defer src.Close()
+	n, _, err := reader.Digest(ctx, src)
+	if err != nil {
+		return 0, fmt.Errorf("worker: training data: %w", err)
+	}
+	return n, nil
 }

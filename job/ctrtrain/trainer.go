@@ -445,6 +445,17 @@ func (t *Trainer) testFigures() (auc, logloss float64) {
 	return float64(t.lastTest.AUC), float64(t.lastTest.LogLoss)
 }
 
+// figuresReport is the report made for an evaluation or a validation in
+// epoch (0: unknown): the run's counts and the latest test figures, no
+// training figures (NaN).
+func (t *Trainer) figuresReport(res *Result, epoch int) job.Progress {
+	p := job.Progress{Worker: t.opts.Name, Time: time.Now(), Epoch: epoch, Epochs: t.cfg.Train.Epochs,
+		Batches: res.Batches, Samples: res.Samples, SamplesPerSecond: math.NaN(), Loss: math.NaN(), AUC: math.NaN(),
+		RunningAUC: math.NaN(), RunningLogLoss: math.NaN(), Lag: -1, Rows: -1}
+	p.TestAUC, p.TestLogLoss = t.testFigures()
+	return p
+}
+
 // progressEvery is how often the run reports progress (never without a
 // writer or a hook).
 func progressEvery(t *Trainer) time.Duration {
@@ -514,11 +525,7 @@ func (t *Trainer) evalAndReport(ctx context.Context, res *Result, when string) (
 	t.lastTest = e
 	t.lastTest.probs = nil
 	if t.opts.OnProgress != nil {
-		p := job.Progress{Worker: t.opts.Name, Time: time.Now(), Epochs: t.cfg.Train.Epochs, Batches: res.Batches, Samples: res.Samples,
-			SamplesPerSecond: math.NaN(), Loss: math.NaN(), AUC: math.NaN(), RunningAUC: math.NaN(), RunningLogLoss: math.NaN(),
-			Lag: -1, Rows: -1}
-		p.TestAUC, p.TestLogLoss = t.testFigures()
-		t.opts.OnProgress(p)
+		t.opts.OnProgress(t.figuresReport(res, 0))
 	}
 	if t.opts.Progress != nil {
 		fmt.Fprintf(t.opts.Progress, "%s: eval after %s: test AUC %s logloss %s (%d samples, %.1fs)\n",

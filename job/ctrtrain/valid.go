@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/xdlgo/xps/config"
+	"github.com/xdlgo/xps/job"
 	"github.com/xdlgo/xps/job/tracker"
 )
 
@@ -39,6 +40,11 @@ func (r *run) Validate(ctx context.Context, when string) (tracker.Event, error) 
 		at, best := tracker.ValidationWords(when, r.tk.Best(), metric)
 		fmt.Fprintf(w, "%s: validation %s: AUC %s logloss %s (%d samples)%s\n",
 			t.opts.Name, at, aucText(e.AUC, e.AUCNote), figure(e.LogLoss), e.Samples, best)
+	}
+	if t.opts.OnProgress != nil {
+		p := t.figuresReport(r.res, r.tk.Epoch())
+		p.Valid = &job.Validation{When: when, Metric: metric, Value: v}
+		t.opts.OnProgress(p)
 	}
 	return tracker.Validated{Value: v}, nil
 }

@@ -226,6 +226,9 @@ var readmePlans = map[string]readmePlan{
 		"go run ./cmd/ctrgen -train valid.libffm": "=go run ./cmd/ctrgen -train valid.libffm -train-samples 4000 -seed 3",
 		"go run ./cmd/worker":                     "-epochs 4 -patience 1",
 	}, check: wantOutput("validation")},
+	"## Autotuning: `train.autotune` #1": {edits: map[string]string{
+		"go run ./cmd/worker": "-set autotune.trials=3 -epochs 1",
+	}, check: wantOutput("autotune: the winner is setting", "exactly-once")},
 	"## Extreme classification with a SLIDE output layer #1": {needs: "../shared/data/bibtex", edits: map[string]string{
 		"go run ./cmd/worker -local -config bench/configs/xc_bibtex.yaml": "-epochs 2",
 		"go run ./cmd/xcgen":                  "=go run ./cmd/xcgen -out /tmp/a670.train -samples 2000 -test-out /tmp/a670.test -test-samples 200 -labels 2000",
