@@ -94,8 +94,10 @@ func Run(ctx context.Context, o Options) (Result, error) {
 	configs := make([]config.Config, len(settings))
 	var errs []error
 	for i, s := range settings {
-		if configs[i], err = s.Config(o.Sources); err != nil {
+		if configs[i], err = s.Config(o.Sources, base.Job.Holdout); err != nil {
 			errs = append(errs, fmt.Errorf("autotune: setting %d (%s): %w", i, s, err))
+		} else if !configs[i].HasValidation() {
+			errs = append(errs, fmt.Errorf("autotune: setting %d (%s) has no validation set", i, s))
 		}
 	}
 	if err := errors.Join(errs...); err != nil {
@@ -120,7 +122,7 @@ func Run(ctx context.Context, o Options) (Result, error) {
 		if tr.Stopped {
 			res.Stopped++
 		}
-		o.say("autotune: trial %d, round %d, setting %d (%s): %s %s after %s, %d samples", n, t.Round, t.Setting, tr.Settings, res.Metric, figureText(tr.Figure), tr.When, tr.Trained)
+		o.say("autotune: trial %d, round %d, setting %d (%s): %s, %d samples", n, t.Round, t.Setting, tr.Settings, tr.figureText(res.Metric), tr.Trained)
 		if err := s.Report(t, Outcome{Figure: float64(tr.Figure), Trained: tr.Trained}); err != nil {
 			return res, err
 		}
@@ -149,6 +151,14 @@ func (o *Options) say(format string, args ...any) {
 	if o.Progress != nil {
 		fmt.Fprintf(o.Progress, format+"\n", args...)
 	}
+}
+
+// figureText says the trial's best figure by metric, and when.
+func (tr TrialResult) figureText(metric string) string {
+	if !tr.Figure.Defined() {
+		return "no validation figure"
+	}
+	return fmt.Sprintf("%s %.4f after %s", metric, float64(tr.Figure), tr.When)
 }
 
 func figureText(m job.Metric) string {

@@ -68,8 +68,10 @@ func TestRunSmall(t *testing.T) {
 // TestTrialsNeverReadTheTestSet: a search over files whose job.test names
 // a file that does not exist runs every trial and chooses its winner (no
 // trial read the test set), and the winner's configuration keeps the
-// test set for the job that trains it. Kinds are searched too: the
-// winner's kind brings its own defaults.
+// test set for the job that trains it. Without job.valid the trials
+// validate on a tenth of the training groups held out (job.holdout),
+// which the winner's job keeps. Kinds are searched too: the winner's
+// kind brings its own defaults.
 func TestTrialsNeverReadTheTestSet(t *testing.T) {
 	dir := t.TempDir()
 	write := func(name string, seed uint64, n int) string {
@@ -89,8 +91,7 @@ func TestTrialsNeverReadTheTestSet(t *testing.T) {
 		return p
 	}
 	var c config.Config
-	c.Job.Train = []string{write("train.libffm", 1, 3000)}
-	c.Job.Valid = []string{write("valid.libffm", 2, 1000)}
+	c.Job.Train = []string{write("train.libffm", 1, 4000)}
 	c.Job.Test = []string{filepath.Join(dir, "absent.libffm")}
 	c.Train.BatchSize, c.Train.Autotune = 64, true
 	c.Autotune = config.AutotuneConfig{Trials: 4, Budget: "6x", Kinds: []string{config.KindFM, config.KindDeepFM}, Output: filepath.Join(dir, "w.yaml")}
@@ -100,8 +101,8 @@ func TestTrialsNeverReadTheTestSet(t *testing.T) {
 		t.Fatalf("%v\n%s", err, progress.String())
 	}
 	t.Log(progress.String())
-	if len(res.Trials) != 4+2 || !slices.Equal(res.Config.Job.Test, c.Job.Test) {
-		t.Fatalf("%d trials; the winner's test set %v", len(res.Trials), res.Config.Job.Test)
+	if len(res.Trials) != 4+2 || !slices.Equal(res.Config.Job.Test, c.Job.Test) || res.Config.Job.Holdout != config.DefaultHoldout {
+		t.Fatalf("%d trials; the winner's test set %v, holdout %d", len(res.Trials), res.Config.Job.Test, res.Config.Job.Holdout)
 	}
 	want := res.Winner.Kind
 	if want == "" {

@@ -100,10 +100,14 @@ func joinInts(xs []int) string {
 // make them, so that a changed kind brings its own defaults. The learning
 // rates are the kind's defaults (or the sources' rates) times s's
 // multiples. The result has train.autotune off: it is a job to run as it
-// is.
-func (s Setting) Config(sources []config.Source) (config.Config, error) {
+// is; it keeps holdout, the job.holdout the search validates on (set by
+// default for autotuning, which the result no longer does).
+func (s Setting) Config(sources []config.Source, holdout int) (config.Config, error) {
 	var shape config.Overrides
 	shape.Add("autotune", "train.autotune", "false")
+	if holdout > 0 {
+		shape.Add("autotune", "job.holdout", strconv.Itoa(holdout))
+	}
 	if s.Kind != "" {
 		shape.Add("autotune", "model.kind", s.Kind)
 	}

@@ -42,3 +42,38 @@ func TestAutotuneRefusals(t *testing.T) {
 		t.Fatalf("2.5x: %v %v %v", r, n, err)
 	}
 }
+
+// TestHoldout: job.holdout is refused with job.valid, without training
+// files and below 2; an autotuned job on files without job.valid holds
+// out a tenth, and -valid given after a file that autotunes takes its
+// place (the holdout is a default that follows from the keys).
+func TestHoldout(t *testing.T) {
+	for _, c := range []struct {
+		sets []string
+		want string
+	}{
+		{[]string{"job.train=t.libffm", "job.valid=v.libffm", "job.holdout=5"}, "job.holdout with job.valid"},
+		{[]string{"job.holdout=5"}, "job.holdout needs training files"},
+		{[]string{"job.train=t.libffm", "job.holdout=1"}, "N at least 2"},
+	} {
+		var o Overrides
+		for _, s := range c.sets {
+			p, v, _ := strings.Cut(s, "=")
+			o.Add("test", p, v)
+		}
+		if _, err := Build(&o); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%v: %v, want %q", c.sets, err, c.want)
+		}
+	}
+	var o Overrides
+	o.Add("test", "job.train", "t.libffm")
+	o.Add("test", "train.autotune", "true")
+	c, err := Build(&o)
+	if err != nil || c.Job.Holdout != DefaultHoldout || !c.HasValidation() {
+		t.Fatalf("autotune on files: holdout %d, %v", c.Job.Holdout, err)
+	}
+	o.Add("test", "job.valid", "v.libffm")
+	if c, err = Build(YAML([]byte("job: {train: [t.libffm]}\ntrain: {autotune: true}\n")), &o); err != nil || c.Job.Holdout != 0 {
+		t.Fatalf("-valid after a file that autotunes: holdout %d, %v", c.Job.Holdout, err)
+	}
+}

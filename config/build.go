@@ -28,7 +28,7 @@ type Source interface {
 // the sources end with, whichever source names them (-set model.kind=fm
 // over a file gets fm's hidden layers, none, as without the file); what
 // follows from keys a change may still set (the wide part and its table,
-// train.format from job.train, train.valid_metric from the output) is
+// train.format from job.train, train.valid_metric from the output, job.holdout for autotune) is
 // filled once the changes are made.
 //
 // The error reports every problem at once (errors.Join): each source's own
@@ -74,9 +74,9 @@ type builder struct {
 // base is the configuration the changes are made to: the given keys with
 // the defaults of the kind and output the changes end with (else those
 // given), less the defaults that follow from keys a change may set: the
-// wide part and its table, train.format, train.valid_metric and
-// model.output.infer_sparsity (sparsity's), which EnsureDefaults fills
-// after the changes.
+// wide part and its table, train.format, train.valid_metric,
+// model.output.infer_sparsity (sparsity's) and job.holdout (autotune's),
+// which EnsureDefaults fills after the changes.
 func (b *builder) base() Config {
 	g := &b.given
 	c := *g
@@ -95,6 +95,7 @@ func (b *builder) base() Config {
 	}
 	c.Train.Format, c.Train.ValidMetric = g.Train.Format, g.Train.ValidMetric
 	c.Model.Output.InferSparsity = g.Model.Output.InferSparsity
+	c.Job.Holdout = g.Job.Holdout
 	return c
 }
 

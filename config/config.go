@@ -22,6 +22,10 @@ import (
 // format does).
 const MaxLevels = 8
 
+// DefaultHoldout is job.holdout for a job that autotunes on training
+// files without a validation set: a tenth of the data held out.
+const DefaultHoldout = 10
+
 // ErrInvalid is wrapped by every validation problem.
 var ErrInvalid = errors.New("config: invalid")
 
@@ -80,6 +84,18 @@ type JobConfig struct {
 	// The default value is empty: no validation set (for the generated
 	// data: data.valid_samples).
 	Valid []string `yaml:"valid"`
+	// Holdout holds out about 1 in every Holdout sample groups of the
+	// training files as the validation set, chosen by a hash of each
+	// group's position (reader.HeldOut): the same groups in every epoch,
+	// whatever the workers' splits or the shuffle, never trained on. The
+	// first worker reads them from every training file into memory at the
+	// start (one pass over the data). Not with job.valid, Kafka or the
+	// generated data (data.valid_samples).
+	//
+	// The default value is 0 (nothing held out), or 10 for a job with
+	// train.autotune on training files and no job.valid: the search needs
+	// a validation set, and the job it chooses keeps it.
+	Holdout int `yaml:"holdout"`
 	// TestScores names a file into which the first worker writes, after
 	// the last evaluation, each test sample's predicted probability, one
 	// per line in the test set's order (compare with what a server
@@ -680,6 +696,9 @@ func (c *Config) EnsureDefaults() {
 	c.Snapshot.EnsureDefaults()
 	c.Export.EnsureDefaults()
 	c.Autotune.ensureDefaults()
+	if c.Train.Autotune && len(c.Job.Train) > 0 && len(c.Job.Valid) == 0 && c.Job.Holdout == 0 && !c.Kafka.Enabled() {
+		c.Job.Holdout = DefaultHoldout
+	}
 	d := &c.Data
 	setInt(&d.TrainSamples, 500000)
 	setInt(&d.TestSamples, 40000)
@@ -1142,7 +1161,7 @@ func HigherIsBetter(m string) bool { return m != MetricLogLoss }
 // HasValidation reports whether the job has a validation set: files, or
 // generated samples.
 func (c *Config) HasValidation() bool {
-	return len(c.Job.Valid) > 0 || len(c.Job.Train) == 0 && !c.Kafka.Enabled() && c.Data.ValidSamples > 0
+	return len(c.Job.Valid) > 0 || c.Job.Holdout > 1 || len(c.Job.Train) == 0 && !c.Kafka.Enabled() && c.Data.ValidSamples > 0
 }
 
 // validateValidation appends the problems of the validation set and its
@@ -1167,6 +1186,17 @@ func (c *Config) validateValidation(bad func(string, ...any)) {
 	}
 	if c.Data.ValidSamples < 0 {
 		bad("data.valid_samples %d is negative", c.Data.ValidSamples)
+	}
+	switch h := c.Job.Holdout; {
+	case h == 0:
+	case h < 2:
+		bad("job.holdout %d: hold out 1 in every N sample groups, N at least 2 (0: none)", h)
+	case len(c.Job.Valid) > 0:
+		bad("job.holdout with job.valid: give one validation set")
+	case len(c.Job.Train) == 0 || c.Kafka.Enabled():
+		bad("job.holdout needs training files (for the generated data: data.valid_samples)")
+	case slide:
+		bad("job.holdout with a slide output: not built yet (give job.valid)")
 	}
 }
 

@@ -328,6 +328,7 @@
 //   - fs.go: FS and File, LocalFS (the default), and the walk of a directory's files.
 //   - source.go: FileSplit, FileSourceOptions and FileSource: groups read from file splits in order, resumable at a Position.
 //   - readall.go: OpenFiles and OpenFilesFS, ReadAll and Digest.
+//   - holdout.go: HeldOut and Holdout, the held-out share of a source's groups by their positions (job.holdout).
 //   - assign.go: FileInfo, StatFiles and Assign, files and byte ranges divided among workers.
 //   - window.go: WindowSource, a shuffle of a stream in bounded memory, window by window.
 //   - pack.go: Pack, many groups in a few flat arrays (a worker's data in memory, a shuffle window).

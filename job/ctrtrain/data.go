@@ -139,9 +139,12 @@ func fileData(opts job.Options, splits []reader.FileSplit, sh *shapeFinder) (Dat
 	if d.Test, err = loadTest(opts.FS, cfg.Job.Test, format, policy, ns, sh); err != nil {
 		return Data{}, err
 	}
+	if h := cfg.Job.Holdout; h > 1 {
+		d.Desc += fmt.Sprintf("; about 1 in %d sample groups held out as the validation set, never trained on", h)
+	}
 	if opts.Index == 0 {
-		if d.Valid, err = loadTest(opts.FS, cfg.Job.Valid, format, policy, ns, sh); err != nil {
-			return Data{}, fmt.Errorf("job.valid: %w", err)
+		if d.Valid, err = loadValid(opts.FS, cfg, format, policy, sh); err != nil {
+			return Data{}, err
 		}
 	}
 	d.Shape, err = sh.shape(cfg, format == reader.SampleGroup)
@@ -156,7 +159,7 @@ func fileData(opts job.Options, splits []reader.FileSplit, sh *shapeFinder) (Dat
 // the data, not only from its neighbourhood.
 func fileStream(fsys reader.FS, cfg config.Config, splits []reader.FileSplit, format reader.Format, policy reader.ErrorPolicy) (stream, error) {
 	if !*cfg.Train.Shuffle {
-		return filesInOrder(fsys, splits, format, policy, cfg.Model.Sequence.Namespace(0)), nil
+		return heldBack(filesInOrder(fsys, splits, format, policy, cfg.Model.Sequence.Namespace(0)), cfg.Job.Holdout), nil
 	}
 	blocks, err := cutBlocks(fsys, splits, max(cfg.Train.ShuffleWindow/16, blockMin))
 	if err != nil {
@@ -170,7 +173,9 @@ func fileStream(fsys reader.FS, cfg config.Config, splits []reader.FileSplit, fo
 		return reader.NewFileSource(shuffledBlocks(blocks, cfg.Model.Seed, epoch),
 			reader.FileSourceOptions{Decoder: dec, OnError: policy, FS: fsys, Start: start, AnyOrder: true})
 	}
-	return windowed(shuffled, cfg, cfg.Train.InMemory), nil
+	// The held-out groups leave before the window, which renames
+	// positions: reader.HeldOut reads the files'.
+	return windowed(heldBack(shuffled, cfg.Job.Holdout), cfg, cfg.Train.InMemory), nil
 }
 
 // filesInOrder opens the training files of splits in order, whatever the
@@ -335,8 +340,49 @@ func inputFormat(cfg config.Config) (reader.Format, reader.ErrorPolicy, error) {
 	return format, policy, err
 }
 
+// heldBack is the training stream of files less the groups job.holdout
+// holds out (1 in every; below 2, train itself).
+func heldBack(train stream, every int) stream {
+	if every < 2 {
+		return train
+	}
+	return func(epoch int, start reader.Position) (reader.Source, error) {
+		src, err := train(epoch, start)
+		if err != nil {
+			return nil, err
+		}
+		return reader.Holdout(src, every, false), nil
+	}
+}
+
+// loadValid reads the validation set into memory and adds it to sh: the
+// job.valid files, or the groups job.holdout holds out of every training
+// file.
+func loadValid(fsys reader.FS, cfg config.Config, format reader.Format, policy reader.ErrorPolicy, sh *shapeFinder) ([]*reader.Group, error) {
+	ns := cfg.Model.Sequence.Namespace(0)
+	if cfg.Job.Holdout < 2 {
+		v, err := loadTest(fsys, cfg.Job.Valid, format, policy, ns, sh)
+		if err != nil {
+			return nil, fmt.Errorf("job.valid: %w", err)
+		}
+		return v, nil
+	}
+	v, err := loadHeld(fsys, cfg.Job.Train, format, policy, ns, cfg.Job.Holdout, sh)
+	if err != nil {
+		return nil, fmt.Errorf("job.holdout: %w", err)
+	}
+	return v, nil
+}
+
 // loadTest reads the test files into memory and adds them to sh.
 func loadTest(fsys reader.FS, patterns []string, format reader.Format, policy reader.ErrorPolicy, ns []uint32, sh *shapeFinder) ([]*reader.Group, error) {
+	return loadHeld(fsys, patterns, format, policy, ns, 0, sh)
+}
+
+// loadHeld reads the files of patterns into memory, only the groups
+// reader.HeldOut(every) holds out when every is at least 2, and adds
+// them to sh.
+func loadHeld(fsys reader.FS, patterns []string, format reader.Format, policy reader.ErrorPolicy, ns []uint32, every int, sh *shapeFinder) ([]*reader.Group, error) {
 	if len(patterns) == 0 {
 		return nil, nil
 	}
@@ -352,9 +398,13 @@ func loadTest(fsys reader.FS, patterns []string, format reader.Format, policy re
 	if err != nil {
 		return nil, err
 	}
-	src, err := reader.NewFileSource(ts, reader.FileSourceOptions{Decoder: dec, OnError: policy, FS: fsys})
+	fsrc, err := reader.NewFileSource(ts, reader.FileSourceOptions{Decoder: dec, OnError: policy, FS: fsys})
 	if err != nil {
 		return nil, err
+	}
+	var src reader.Source = fsrc
+	if every > 1 {
+		src = reader.Holdout(fsrc, every, true)
 	}
 	test, err := readTest(src, sh)
 	if err == nil && len(test) == 0 {
@@ -557,9 +607,9 @@ func countSamples(gs []*reader.Group) int {
 }
 
 // CountTrain returns the samples of one epoch of cfg's training data: the
-// generated data's train_samples, or the samples of the training files,
-// read once in order (all workers' shares; malformed input as
-// train.on_error says). Kafka has no count: an error.
+// generated data's train_samples, or the samples of the training files
+// less those job.holdout holds out, read once in order (all workers'
+// shares; malformed input as train.on_error says). Kafka has no count: an error.
 func CountTrain(ctx context.Context, cfg config.Config) (int64, error) {
 	if cfg.Kafka.Enabled() {
 		return 0, errors.New("worker: a Kafka topic has no sample count")
@@ -584,7 +634,7 @@ func CountTrain(ctx context.Context, cfg config.Config) (int64, error) {
 	for i, p := range paths {
 		splits[i] = reader.FileSplit{Path: p}
 	}
-	src, err := filesInOrder(fsys, splits, format, policy, cfg.Model.Sequence.Namespace(0))(1, reader.Position{})
+	src, err := heldBack(filesInOrder(fsys, splits, format, policy, cfg.Model.Sequence.Namespace(0)), cfg.Job.Holdout)(1, reader.Position{})
 	if err != nil {
 		return 0, err
 	}

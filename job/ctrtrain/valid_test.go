@@ -9,6 +9,7 @@ import (
 	"github.com/xdlgo/xps/config"
 	"github.com/xdlgo/xps/job"
 	"github.com/xdlgo/xps/job/tracker"
+	"github.com/xdlgo/xps/reader"
 	"github.com/xdlgo/xps/snapshot"
 	"github.com/xdlgo/xps/tests/testutil"
 )
@@ -114,4 +115,44 @@ func checkKeptBest(t *testing.T, res JobResult, cfg config.Config) {
 		t.Fatal("the job saved no final model")
 	}
 	t.Logf("best logloss %.4f after %s; stopped: %s; final model snapshot %d", best.Value, best.When, res.Ended, res.Model.Seq)
+}
+
+// TestHoldoutIsNeverTrained: with job.holdout 5 on two files shared by 2
+// workers (shuffled through windows), the first worker validates on the
+// groups reader.HeldOut holds out of every file, and the workers train
+// every other sample, once per epoch: the two add up to the data.
+func TestHoldoutIsNeverTrained(t *testing.T) {
+	ctx := testutil.JobCtx(t)
+	dir := t.TempDir()
+	const perFile = 3000
+	train := writeGenFiles(t, dir, 8, 2, perFile)
+	var held int64
+	for _, p := range train {
+		src, err := reader.OpenFiles([]reader.FileSplit{{Path: p}}, reader.LibFFM, reader.StopOnBad)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n, _, err := reader.Digest(ctx, reader.Holdout(src, 5, true))
+		src.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		held += n
+	}
+	cfg := withWorkers(withJob(smallConfig(), train, nil), 2)
+	cfg.Train.Format, cfg.Job.Holdout = "libffm", 5
+	cfg.Model.Fields = genConfig(8).Fields
+	lc, err := cluster.Start(ctx, cluster.Options{Shards: 2, Prefix: "/xps/holdout-test", Config: cfg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lc.Close()
+	res := startWorkers(t, ctx, 2, 0, job.Options{Config: cfg, Etcd: lc.Etcd(), Prefix: lc.Prefix()}, nil)()
+	trained := res[0].Samples + res[1].Samples
+	if want := int64(cfg.Train.Epochs) * (2*perFile - held); held < 400 || trained != want {
+		t.Fatalf("%d samples held out of %d; trained %d, want %d", held, 2*perFile, trained, want)
+	}
+	if len(res[0].Valid) == 0 || int64(res[0].Valid[0].Samples) != held {
+		t.Fatalf("validations %+v, want each of the %d held-out samples", res[0].Valid, held)
+	}
 }
