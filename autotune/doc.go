@@ -4,7 +4,8 @@
 //
 // The search is successive halving (Jamieson and Talwalkar, 2016; the
 // synchronous form of Hyperband's brackets): autotune.trials settings
-// (the job's own first, the others drawn from the space of setting.go:
+// (the job's own first, then the other kinds of autotune.kinds at their
+// own defaults, the others drawn from the space of setting.go:
 // the sparse and dense learning rates as log-uniform multiples of the
 // kind's defaults in [1/4, 4], the embedding dim, the hidden layers and,
 // with autotune.kinds, the model kind) each train a first round's samples

@@ -37,11 +37,17 @@ var (
 	fixedDims = []string{config.KindLR} // dim 1
 )
 
-// Draw returns n settings: the job's own first, then n-1 drawn from the
-// space with seed, the kind among kinds (none: the job's, kind).
+// Draw returns n settings: the job's own first, then each other kind of
+// kinds at its own defaults, then settings drawn from the space with
+// seed, the kind among kinds (none: the job's, kind).
 func Draw(n int, kinds []string, kind string, seed uint64) []Setting {
 	rng := rand.New(rand.NewPCG(seed, 0x5eed))
 	out := []Setting{{}}
+	for _, k := range kinds {
+		if k != kind && len(out) < n {
+			out = append(out, Setting{Kind: k})
+		}
+	}
 	for len(out) < n {
 		var s Setting
 		k := kind
