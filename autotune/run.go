@@ -77,6 +77,9 @@ func Run(ctx context.Context, o Options) (Result, error) {
 		return Result{}, err
 	}
 	a := base.Autotune
+	if len(base.Job.Train) > 0 {
+		o.say("autotune: counting the training files' samples (one pass over them) to plan the budget")
+	}
 	samples, err := ctrtrain.CountTrain(ctx, base)
 	if err != nil {
 		return Result{}, fmt.Errorf("autotune: %w", err)

@@ -2,6 +2,7 @@ package reader
 
 import (
 	"context"
+	"path"
 
 	"github.com/xdlgo/xps/model/hashmix"
 )
@@ -11,12 +12,14 @@ import (
 const holdoutSalt = 0x68656c646f7574
 
 // HeldOut reports whether the group at p is in the held-out share of 1 in
-// every groups (on average): a hash of its stream and offset, so every
-// chunk of a group (Position.Index) goes the same way, and the choice is
-// the same whatever order, splits or shuffle windows the group is read
-// in. every below 2 holds nothing out.
+// every groups (on average): a hash of its file's base name and its
+// offset, so every chunk of a group (Position.Index) goes the same way,
+// and the choice is the same whatever order, splits or shuffle windows
+// the group is read in, and wherever the file is named from (a relative
+// or an absolute path, another directory). every below 2 holds nothing
+// out.
 func HeldOut(p Position, every int) bool {
-	return every > 1 && heldOut(StreamHash(p.File), p.Offset, every)
+	return every > 1 && heldOut(StreamHash(path.Base(p.File)), p.Offset, every)
 }
 
 func heldOut(stream uint64, offset int64, every int) bool {
@@ -36,7 +39,8 @@ type holdout struct {
 	Source
 	every int
 	held  bool
-	// file and stream cache the StreamHash of the last group's file.
+	// file and stream cache the StreamHash of the last group's file's
+	// base name.
 	file   string
 	stream uint64
 }
@@ -47,7 +51,7 @@ func (h *holdout) Next(ctx context.Context, g *Group) error {
 			return err
 		}
 		if g.Pos.File != h.file || h.stream == 0 {
-			h.file, h.stream = g.Pos.File, StreamHash(g.Pos.File)
+			h.file, h.stream = g.Pos.File, StreamHash(path.Base(g.Pos.File))
 		}
 		if (h.every > 1 && heldOut(h.stream, g.Pos.Offset, h.every)) == h.held {
 			return nil
