@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"math"
 	"os"
+	"time"
 
 	"github.com/xdlgo/xps/cluster"
 	"github.com/xdlgo/xps/config"
@@ -51,6 +52,8 @@ type Result struct {
 	Stopped  int   `json:"stopped_early"`
 	// Output is the YAML file the winner's configuration was written to.
 	Output string `json:"output"`
+	// Seconds is the search's wall time, the count of the data included.
+	Seconds float64 `json:"seconds"`
 	// Config is the winner's configuration: the job to train.
 	Config config.Config `json:"-"`
 }
@@ -71,7 +74,8 @@ type TrialResult struct {
 // Run searches the settings of the job of o.Sources (its autotune
 // section) and returns the winner's configuration, written to
 // autotune.output as YAML.
-func Run(ctx context.Context, o Options) (Result, error) {
+func Run(ctx context.Context, o Options) (res Result, err error) {
+	defer func(start time.Time) { res.Seconds = time.Since(start).Seconds() }(time.Now())
 	base, err := config.Build(o.Sources...)
 	if err != nil {
 		return Result{}, err
@@ -108,7 +112,7 @@ func Run(ctx context.Context, o Options) (Result, error) {
 	}
 	o.say("autotune: %d samples per epoch, %d per run of %s; budget %s = %d samples: %d trials of %d samples, the best third of each round again with %d times the samples, in %d rounds; the winner then trains %d",
 		samples, run, job.EpochsText(base.Train.Epochs, false), a.Budget, budget, plan.Trials, plan.First, Eta, plan.Rounds, run)
-	res := Result{Plan: plan, Metric: base.Train.ValidMetric}
+	res = Result{Plan: plan, Metric: base.Train.ValidMetric}
 	s := NewSearch(plan, config.HigherIsBetter(base.Train.ValidMetric))
 	for n := 1; ; n++ {
 		t, ok := s.Next()

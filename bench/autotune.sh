@@ -36,7 +36,8 @@ if a:
     line += "; winner %s, valid %s %.4f; searched %d + run %d = %d of %d samples; %d trials, %d stopped early" % (
         json.dumps(a["winner"]), a["metric"], a["figure"], a["searched_samples"], p["run_samples"],
         a["searched_samples"] + p["run_samples"], p["budget_samples"], len(a["trials"]), a["stopped_early"])
-line += "; wall %.1fs" % r["wall_seconds"]
+    line += "; search %.1fs" % a["seconds"]
+line += "; the job %.1fs" % r["wall_seconds"]
 print(line)' "$1"
 }
 for set in ${DATA:-frappe generated interaction}; do
