@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"math"
 	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/xdlgo/xps/cluster"
@@ -34,6 +35,14 @@ type Options struct {
 	// Logger receives the trials' structured logs. The default value
 	// discards them.
 	Logger *slog.Logger
+	// ModelRoot is where the trials keep their models, a directory per
+	// setting under ModelRoot/autotune-*: a promoted trial goes on from
+	// its setting's model, and the winner's job from the winner's (its
+	// Result.Config names it: job.id and snapshot.store), the others
+	// removed at the end (Plan.Resume). Not with several workers (the
+	// trials train on one). The default value ("") keeps no model: every
+	// trial and the winner's job start afresh.
+	ModelRoot string
 }
 
 // Result is a search's account: the plan, every trial, the winner.
@@ -76,9 +85,58 @@ type TrialResult struct {
 // autotune.output as YAML.
 func Run(ctx context.Context, o Options) (res Result, err error) {
 	defer func(start time.Time) { res.Seconds = time.Since(start).Seconds() }(time.Now())
-	base, err := config.Build(o.Sources...)
+	sr, err := o.prepare(ctx)
 	if err != nil {
 		return Result{}, err
+	}
+	defer sr.cleanup()
+	res = Result{Plan: sr.plan, Metric: sr.base.Train.ValidMetric}
+	w, err := o.search(ctx, sr, &res)
+	if err != nil {
+		return res, err
+	}
+	res.Winner, res.Config = sr.settings[w], sr.configs[w]
+	res.Figure = job.Metric(math.NaN())
+	for _, tr := range res.Trials {
+		if tr.Setting == w {
+			res.Figure = tr.Figure // the last round's
+		}
+	}
+	a := sr.base.Autotune
+	if err := writeConfig(a.Output, res.Config); err != nil {
+		return res, err
+	}
+	res.Output = a.Output
+	then := "the winner's job trains it from the start"
+	if m := sr.models[w]; m != nil {
+		res.Config.Job.ID, res.Config.Snapshot.Store = m.job, m.store
+		sr.keep = m.store
+		then = fmt.Sprintf("the winner's job goes on from its model of %d samples (job.id %s in %s)", m.samples, m.job, m.store)
+	}
+	o.say("autotune: the winner is setting %d (%s), %s %s; %d trials trained %d samples (%d stopped early); its configuration is in %s (run it with -config %s); %s",
+		w, res.Winner, res.Metric, figureText(res.Figure), len(res.Trials), res.Searched, res.Stopped, a.Output, a.Output, then)
+	return res, nil
+}
+
+// searchRun is what a search needs beside its Search: the job's
+// configuration, the plan, the settings and their jobs, and the trials'
+// saved models.
+type searchRun struct {
+	base         config.Config
+	epochSamples int64
+	plan         Plan
+	settings     []Setting
+	configs      []config.Config
+	root, keep   string   // the trials' models' directory, and the one kept (the winner's)
+	models       []*saved // by setting: its last trial's model (with Plan.Resume)
+}
+
+// prepare counts the data, plans the budget and builds every setting's
+// job.
+func (o *Options) prepare(ctx context.Context) (*searchRun, error) {
+	base, err := config.Build(o.Sources...)
+	if err != nil {
+		return nil, err
 	}
 	a := base.Autotune
 	if len(base.Job.Train) > 0 {
@@ -86,44 +144,80 @@ func Run(ctx context.Context, o Options) (res Result, err error) {
 	}
 	samples, err := ctrtrain.CountTrain(ctx, base)
 	if err != nil {
-		return Result{}, fmt.Errorf("autotune: %w", err)
+		return nil, fmt.Errorf("autotune: %w", err)
 	}
 	run := samples * int64(base.Train.Epochs)
 	runs, budget, _ := config.ParseBudget(a.Budget) // valid: the config was built
 	if runs > 0 {
 		budget = int64(runs * float64(run))
 	}
-	plan, err := NewPlan(a.Trials, budget, run, base.Train.BatchSize)
+	resume := o.ModelRoot != "" && base.Job.Workers == 1
+	plan, err := NewPlan(a.Trials, budget, run, base.Train.BatchSize, resume)
 	if err != nil {
-		return Result{}, err
+		return nil, err
 	}
-	settings := Draw(plan.Trials, a.Kinds, base.Model.Kind, a.Seed)
-	configs := make([]config.Config, len(settings))
+	sr := &searchRun{base: base, epochSamples: samples, plan: plan, settings: Draw(plan.Trials, a.Kinds, base.Model.Kind, a.Seed)}
+	sr.configs, sr.models = make([]config.Config, len(sr.settings)), make([]*saved, len(sr.settings))
 	var errs []error
-	for i, s := range settings {
-		if configs[i], err = s.Config(o.Sources, base.Job.Holdout); err != nil {
+	for i, s := range sr.settings {
+		if sr.configs[i], err = s.Config(o.Sources, base.Job.Holdout); err != nil {
 			errs = append(errs, fmt.Errorf("autotune: setting %d (%s): %w", i, s, err))
-		} else if !configs[i].HasValidation() {
+		} else if !sr.configs[i].HasValidation() {
 			errs = append(errs, fmt.Errorf("autotune: setting %d (%s) has no validation set", i, s))
 		}
 	}
 	if err := errors.Join(errs...); err != nil {
-		return Result{}, err
+		return nil, err
 	}
-	o.say("autotune: %d samples per epoch, %d per run of %s; budget %s = %d samples: %d trials of %d samples, the best third of each round again with %d times the samples, in %d rounds; the winner then trains %d",
-		samples, run, job.EpochsText(base.Train.Epochs, false), a.Budget, budget, plan.Trials, plan.First, Eta, plan.Rounds, run)
-	res = Result{Plan: plan, Metric: base.Train.ValidMetric}
-	s := NewSearch(plan, config.HigherIsBetter(base.Train.ValidMetric))
+	if resume {
+		if sr.root, err = os.MkdirTemp(o.ModelRoot, "autotune-"); err != nil {
+			return nil, fmt.Errorf("autotune: the trials' models: %w", err)
+		}
+	}
+	how := "each round's trials from the start"
+	if resume {
+		how = "each promoted trial going on from its model, the winner's job from its last"
+	}
+	o.say("autotune: %d samples per epoch, %d per run of %s; budget %s = %d samples: %d trials of %d samples, the best third of each round to %d times the samples, in %d rounds, %s",
+		samples, run, job.EpochsText(base.Train.Epochs, false), a.Budget, budget, plan.Trials, plan.First, Eta, plan.Rounds, how)
+	return sr, nil
+}
+
+// cleanup removes the trials' models but the one kept.
+func (sr *searchRun) cleanup() {
+	if sr.root == "" {
+		return
+	}
+	entries, _ := os.ReadDir(sr.root)
+	for _, e := range entries {
+		if p := filepath.Join(sr.root, e.Name()); p != sr.keep {
+			os.RemoveAll(p)
+		}
+	}
+	if sr.keep == "" {
+		os.Remove(sr.root)
+	}
+}
+
+// search runs the trials Search asks for, in order, and returns the
+// winner.
+func (o *Options) search(ctx context.Context, sr *searchRun, res *Result) (int, error) {
+	s := NewSearch(sr.plan, config.HigherIsBetter(sr.base.Train.ValidMetric))
 	for n := 1; ; n++ {
 		t, ok := s.Next()
 		if !ok {
 			break
 		}
-		tr, err := o.trial(ctx, n, configs[t.Setting], t, samples, plan)
-		if err != nil {
-			return res, fmt.Errorf("autotune: trial %d (setting %d: %s): %w", n, t.Setting, settings[t.Setting], err)
+		store := ""
+		if sr.root != "" {
+			store = filepath.Join(sr.root, fmt.Sprintf("setting-%d", t.Setting))
 		}
-		tr.Settings = settings[t.Setting]
+		tr, m, err := o.trial(ctx, sr.configs[t.Setting], t, sr.epochSamples, sr.plan, store, sr.models[t.Setting])
+		if err != nil {
+			return 0, fmt.Errorf("autotune: trial %d (setting %d: %s): %w", n, t.Setting, sr.settings[t.Setting], err)
+		}
+		sr.models[t.Setting] = m
+		tr.Settings = sr.settings[t.Setting]
 		res.Trials = append(res.Trials, tr)
 		res.Searched += tr.Trained
 		if tr.Stopped {
@@ -131,27 +225,14 @@ func Run(ctx context.Context, o Options) (res Result, err error) {
 		}
 		o.say("autotune: trial %d, round %d, setting %d (%s): %s, %d samples", n, t.Round, t.Setting, tr.Settings, tr.figureText(res.Metric), tr.Trained)
 		if err := s.Report(t, Outcome{Figure: float64(tr.Figure), Trained: tr.Trained}); err != nil {
-			return res, err
+			return 0, err
 		}
 	}
 	w, ok := s.Winner()
 	if !ok {
-		return res, errors.New("autotune: the search chose no setting")
+		return 0, errors.New("autotune: the search chose no setting")
 	}
-	res.Winner, res.Config = settings[w], configs[w]
-	res.Figure = job.Metric(math.NaN())
-	for _, tr := range res.Trials {
-		if tr.Setting == w {
-			res.Figure = tr.Figure // the last round's
-		}
-	}
-	if err := writeConfig(a.Output, res.Config); err != nil {
-		return res, err
-	}
-	res.Output = a.Output
-	o.say("autotune: the winner is setting %d (%s), %s %s; %d trials trained %d samples (%d stopped early); its configuration is in %s (run it with -config %s); training it",
-		w, res.Winner, res.Metric, figureText(res.Figure), len(res.Trials), res.Searched, res.Stopped, a.Output, a.Output)
-	return res, nil
+	return w, nil
 }
 
 func (o *Options) say(format string, args ...any) {

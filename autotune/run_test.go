@@ -7,7 +7,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/xdlgo/xps/cluster"
 	"github.com/xdlgo/xps/config"
+	"github.com/xdlgo/xps/job"
+	"github.com/xdlgo/xps/job/ctrtrain"
 	"github.com/xdlgo/xps/reader/synth/datagen"
 	"github.com/xdlgo/xps/tests/testutil"
 )
@@ -110,5 +113,53 @@ func TestTrialsNeverReadTheTestSet(t *testing.T) {
 	}
 	if res.Config.Model.Kind != want || want == config.KindFM && len(res.Config.Model.Hidden) != 0 {
 		t.Fatalf("winner %s: kind %s, hidden %v", res.Winner, res.Config.Model.Kind, res.Config.Model.Hidden)
+	}
+}
+
+// TestRunResumes: with a model root, the promoted trials go on from their
+// models (each trains its round's samples less its round before's), the
+// losers' models are removed, and the winner's job, given the result's
+// configuration, goes on from the winner's model to the end of its run,
+// exactly once.
+func TestRunResumes(t *testing.T) {
+	ctx := testutil.JobCtx(t)
+	c := smallJob(t)
+	c.Autotune.Trials = 4    // rounds of 4 and 2
+	c.Autotune.Budget = "2x" // rounds of 1,600 and 4,800 samples, then the winner's run to 8,000
+	root := t.TempDir()
+	var progress testutil.Buffer
+	res, err := Run(ctx, Options{Sources: []config.Source{c}, Progress: &progress, ModelRoot: root})
+	t.Log(progress.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := res.Plan
+	if !p.Resume || p.Rounds != 2 || len(res.Trials) != 6 {
+		t.Fatalf("plan %+v, %d trials", p, len(res.Trials))
+	}
+	for _, tr := range res.Trials[4:] {
+		if add := p.Samples(1) - p.Samples(0); tr.Trained < add-64 || tr.Trained > add+3*64 {
+			t.Fatalf("a promoted trial trained %d samples; its round adds %d", tr.Trained, add)
+		}
+	}
+	dirs, _ := filepath.Glob(filepath.Join(root, "autotune-*", "*"))
+	if len(dirs) != 1 || dirs[0] != res.Config.Snapshot.Store || res.Config.Job.ID == "" {
+		t.Fatalf("models left %v; the winner's job resumes %q from %s", dirs, res.Config.Job.ID, res.Config.Snapshot.Store)
+	}
+	lc, err := cluster.Start(ctx, cluster.Options{Shards: 2, Config: res.Config})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lc.Close()
+	var out testutil.Buffer
+	final, err := ctrtrain.RunJob(ctx, job.Options{Config: res.Config, Etcd: lc.Etcd(), Prefix: lc.Prefix(), Progress: &out})
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out.String())
+	}
+	if final.ExactlyOnce == nil || !strings.Contains(out.String(), "resuming at epoch") {
+		t.Fatalf("the winner's job did not go on from its model, exactly once: %+v\n%s", final.ExactlyOnce, out.String())
+	}
+	if got := final.Samples + p.Samples(1); got < p.Run-64 || got > p.Run+3*64 {
+		t.Fatalf("the winner's job trained %d samples after the trials' %d: %d, a run is %d", final.Samples, p.Samples(1), got, p.Run)
 	}
 }

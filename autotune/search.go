@@ -29,6 +29,11 @@ type Plan struct {
 	Run   int64 `json:"run_samples"`
 	// Budget is what the search and the winner may train together.
 	Budget int64 `json:"budget_samples"`
+	// Resume says a promoted trial goes on from its model of the round
+	// before (adding Samples(k)-Samples(k-1)) and the winner's run from
+	// its last trial's (adding Run-Samples(Rounds-1)); without it every
+	// trial and the winner's run start afresh.
+	Resume bool `json:"resume"`
 }
 
 // NewPlan plans trials first-round trials within budget samples in all,
@@ -36,19 +41,32 @@ type Plan struct {
 // rounds go on while a round has more than one trial: the round that
 // would have one is the winner's run. A budget that
 // leaves a first-round trial fewer than MinTrialBatches batches is an
-// error that says what budget is needed.
-func NewPlan(trials int, budget, run int64, batch int) (Plan, error) {
+// error that says what budget is needed. With resume, promoted trials and
+// the winner's run go on from the models of the trials before (see
+// Plan.Resume): with 9 trials and 3x, rounds of a sixth and a half of a
+// run instead of a ninth and a third.
+func NewPlan(trials int, budget, run int64, batch int, resume bool) (Plan, error) {
 	if trials < 1 || run < 1 || batch < 1 {
 		return Plan{}, fmt.Errorf("autotune: a plan of %d trials, runs of %d samples, batches of %d", trials, run, batch)
 	}
-	p := Plan{Trials: trials, Run: run, Budget: budget}
-	var units int64 // the search's cost in first-round trials' samples
+	p := Plan{Trials: trials, Run: run, Budget: budget, Resume: resume}
+	// units is the search's cost less what it saves the winner's run, in
+	// first-round trials' samples.
+	var units, last int64
 	for n, scale := trials, int64(1); n > 1; n, scale = (n+Eta-1)/Eta, scale*Eta {
 		p.Rounds++
-		units += int64(n) * scale
+		add := scale
+		if resume {
+			add -= last
+		}
+		units += int64(n) * add
+		last = scale
 	}
 	if p.Rounds == 0 { // one setting: nothing to search
 		return p, nil
+	}
+	if resume {
+		units -= last
 	}
 	p.First = (budget - run) / units
 	if least := int64(MinTrialBatches * batch); p.First < least {
@@ -58,7 +76,8 @@ func NewPlan(trials int, budget, run int64, batch int) (Plan, error) {
 	return p, nil
 }
 
-// Samples returns the samples a trial of round k trains.
+// Samples returns the samples a trial of round k has trained at its end
+// (with Resume, those of its rounds before included).
 func (p Plan) Samples(k int) int64 {
 	s := p.First
 	for range k {

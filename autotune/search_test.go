@@ -11,20 +11,25 @@ import (
 func TestPlan(t *testing.T) {
 	// 9 trials, 3x: 9 of run/9 and 3 of run/3 cost two runs; the winner
 	// the third.
-	p, err := NewPlan(9, 3*90000, 90000, 100)
+	p, err := NewPlan(9, 3*90000, 90000, 100, false)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if p.Rounds != 2 || p.First != 10000 || p.Samples(1) != 30000 || p.Keep(1) != 3 {
 		t.Fatalf("plan %+v, round 1: %d samples, %d trials", p, p.Samples(1), p.Keep(1))
 	}
-	if p, err := NewPlan(1, 90000, 90000, 100); err != nil || p.Rounds != 0 {
+	if p, err := NewPlan(1, 90000, 90000, 100, false); err != nil || p.Rounds != 0 {
 		t.Fatalf("one trial: %+v, %v", p, err)
 	}
-	if p, err := NewPlan(27, 1e9, 90000, 100); err != nil || p.Samples(3) != 90000 {
+	if p, err := NewPlan(27, 1e9, 90000, 100, false); err != nil || p.Samples(3) != 90000 {
 		t.Fatalf("a round's trials train at most one run: %+v, %v", p, err)
 	}
-	_, err = NewPlan(9, 90000+18*1000, 90000, 100)
+	// Resumed: the rounds cost 9 + 3x2 first rounds, and the winner's run
+	// goes on from a third: a sixth and a half of a run at 3x.
+	if p, err := NewPlan(9, 3*90000, 90000, 100, true); err != nil || p.First != 15000 || p.Samples(1) != 45000 {
+		t.Fatalf("resumed: %+v, %v", p, err)
+	}
+	_, err = NewPlan(9, 90000+18*1000, 90000, 100, false)
 	if err == nil || !strings.Contains(err.Error(), "at least 126000 samples (1.40x)") {
 		t.Fatalf("a budget below one trial of 20 batches: %v", err)
 	}
@@ -34,7 +39,7 @@ func TestPlan(t *testing.T) {
 // in the metric's direction, ties to the earlier setting, trials without
 // a figure dropped; reports out of order are refused.
 func TestSearchScript(t *testing.T) {
-	p, err := NewPlan(9, 3*90000, 90000, 100)
+	p, err := NewPlan(9, 3*90000, 90000, 100, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -90,7 +95,7 @@ func TestSearchScript(t *testing.T) {
 }
 
 func TestSearchNoFigure(t *testing.T) {
-	p, _ := NewPlan(3, 1e6, 90000, 100)
+	p, _ := NewPlan(3, 1e6, 90000, 100, false)
 	s := NewSearch(p, true)
 	var err error
 	for tr, ok := s.Next(); ok; tr, ok = s.Next() {

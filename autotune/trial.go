@@ -3,6 +3,7 @@ package autotune
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math"
 
 	"github.com/xdlgo/xps/cluster"
@@ -11,18 +12,32 @@ import (
 	"github.com/xdlgo/xps/job/ctrtrain"
 )
 
+// saved is a trial's model, kept for the setting's next trial and the
+// winner's run: the job id and snapshot store it was saved in, and the
+// samples it holds.
+type saved struct {
+	job, store string
+	samples    int64
+}
+
 // trial runs trial number n of setting cfg on an embedded cluster of its
 // own until it has trained t.Samples (validated every plan.First
-// samples, in whole batches) or its epochs end. The trial never reads the
-// test set, exports nothing and keeps no snapshot: its figure is the best
-// validation it made.
-func (o *Options) trial(ctx context.Context, n int, cfg config.Config, t Trial, epochSamples int64, plan Plan) (TrialResult, error) {
+// samples, in whole batches) or its epochs end: from the start, or from
+// the setting's model of its round before (from, with plan.Resume). The
+// trial never reads the test set and exports nothing; with store it
+// saves its model there when it stops (the orderly stop of job), which it
+// returns. Its figure is the best validation it made.
+func (o *Options) trial(ctx context.Context, cfg config.Config, t Trial, epochSamples int64, plan Plan, store string, from *saved) (TrialResult, *saved, error) {
 	cfg.Job.Test, cfg.Job.TestScores = nil, ""
 	cfg.Job.Workers, cfg.Train.Patience = 1, 0
-	cfg.Export.Store, cfg.Snapshot.Store = "", ""
+	cfg.Export.Store, cfg.Snapshot.Store = "", store
 	bs := int64(cfg.Train.BatchSize)
 	cfg.Train.EvalEvery = int(max(plan.First/bs, 1))
-	rung := int64(cfg.Train.EvalEvery) * t.Samples / plan.First // the batches of t.Samples, validated at the last
+	rung := int64(cfg.Train.EvalEvery) * t.Samples / plan.First // this run's batches, validated at the last
+	if from != nil {
+		cfg.Job.ID = from.job
+		rung -= int64(cfg.Train.EvalEvery) * plan.Samples(t.Round-1) / plan.First
+	}
 	cfg.Train.Epochs = int(min((t.Samples+epochSamples-1)/epochSamples, config.MaxEpochs))
 	tctx, stop := context.WithCancel(ctx)
 	defer stop()
@@ -37,7 +52,7 @@ func (o *Options) trial(ctx context.Context, n int, cfg config.Config, t Trial, 
 			tr.Figure, tr.When = job.Metric(v.Value), v.When
 		}
 		if p.Batches >= rung {
-			tr.Stopped = p.Samples < epochSamples*int64(cfg.Train.Epochs)
+			tr.Stopped = true
 			stop()
 		}
 	}}
@@ -45,17 +60,25 @@ func (o *Options) trial(ctx context.Context, n int, cfg config.Config, t Trial, 
 	co.ModelRoot = ""
 	lc, err := cluster.StartFor(ctx, co, &opts, true)
 	if err != nil {
-		return tr, err
+		return tr, nil, err
 	}
 	defer lc.Close()
-	opts.SaveOnStop = false // a trial's model is dropped
+	opts.SaveOnStop = store != "" // a trial's model is kept only for its next
 	res, err := ctrtrain.RunJob(tctx, opts)
 	tr.Trained = res.Samples
 	switch {
 	case ctx.Err() != nil:
-		return tr, ctx.Err()
+		return tr, nil, ctx.Err()
 	case err != nil && !(tctx.Err() != nil && errors.Is(err, context.Canceled)):
-		return tr, err
+		return tr, nil, err
+	case store == "":
+		return tr, nil, nil
+	case res.Model == nil:
+		return tr, nil, fmt.Errorf("its model was not saved in %s", store)
 	}
-	return tr, nil
+	s := &saved{job: res.Model.Job, store: res.Model.Store, samples: res.Samples}
+	if from != nil {
+		s.samples += from.samples
+	}
+	return tr, s, nil
 }

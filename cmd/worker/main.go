@@ -29,6 +29,9 @@ import (
 	"github.com/xdlgo/xps/job/ctrtrain"
 )
 
+// modelRoot is where -local keeps its models (and autotune its trials').
+const modelRoot = "xps-models"
+
 type flags struct {
 	local, localGRPC              bool
 	asJSON, printConfig, quiet    bool
@@ -102,7 +105,7 @@ func run(ctx context.Context, f flags, overrides *config.Overrides) (err error) 
 		return err
 	}
 	cfg, tuned, err := xps.Tune(ctx, cfg, f.local, autotune.Options{Sources: sources, Progress: progress, Logger: log,
-		Cluster: cluster.Options{Shards: f.shards, Stripes: f.stripes}})
+		Cluster: cluster.Options{Shards: f.shards, Stripes: f.stripes}, ModelRoot: modelRoot})
 	if err != nil {
 		return err
 	}
@@ -135,7 +138,7 @@ func connect(ctx context.Context, f flags, opts *job.Options) (func(), error) {
 	if f.proc.TLS != nil {
 		return nil, errors.New("-local runs without TLS: -tls-ca, -tls-cert and -tls-key are for a worker joining a cluster (-etcd)")
 	}
-	lc, err := cluster.StartFor(ctx, cluster.Options{Shards: f.shards, Stripes: f.stripes, Metrics: f.proc.Metrics(), ModelRoot: "xps-models"}, opts, !f.localGRPC)
+	lc, err := cluster.StartFor(ctx, cluster.Options{Shards: f.shards, Stripes: f.stripes, Metrics: f.proc.Metrics(), ModelRoot: modelRoot}, opts, !f.localGRPC)
 	if err != nil {
 		return nil, err
 	}
