@@ -40,8 +40,9 @@ type Options struct {
 	// its setting's model, and the winner's job from the winner's (its
 	// Result.Config names it: job.id and snapshot.store), the others
 	// removed at the end (Plan.Resume). Not with several workers (the
-	// trials train on one). The default value ("") keeps no model: every
-	// trial and the winner's job start afresh.
+	// trials train on one), nor for a job that names its snapshot.store
+	// (its model goes there). The default value ("") keeps no model:
+	// every trial and the winner's job start afresh.
 	ModelRoot string
 }
 
@@ -151,7 +152,7 @@ func (o *Options) prepare(ctx context.Context) (*searchRun, error) {
 	if runs > 0 {
 		budget = int64(runs * float64(run))
 	}
-	resume := o.ModelRoot != "" && base.Job.Workers == 1
+	resume := o.ModelRoot != "" && base.Job.Workers == 1 && base.Snapshot.Store == ""
 	plan, err := NewPlan(a.Trials, budget, run, base.Train.BatchSize, resume)
 	if err != nil {
 		return nil, err

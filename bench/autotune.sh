@@ -21,6 +21,8 @@ cd "$(dirname "$0")/.."
 out=bench/out/autotune
 mkdir -p "$out"
 go build -o "$out/" ./cmd/worker
+cd "$out" # the models (xps-models/: the jobs' and the trials') stay under bench/out
+
 kinds=mlp,lr,fm,deepfm,dcnv2,wdl
 # summary JSON-LINE: the figures of a worker's -json line.
 summary() {
@@ -43,7 +45,7 @@ print(line)' "$1"
 for set in ${DATA:-frappe generated interaction}; do
 	case $set in
 	frappe)
-		d=../shared/data/frappe
+		d=$(cd ../../.. && pwd)/../shared/data/frappe
 		if [ ! -f "$d/frappe.validation.libfm" ]; then
 			echo "frappe: $d absent, skipped"
 			continue
@@ -58,15 +60,14 @@ for set in ${DATA:-frappe generated interaction}; do
 		;;
 	esac
 	for seed in ${SEEDS:-1}; do
-		common=(-local -http "" -quiet -json -snapshot-store "$out/snaps-$set-$seed" -seed "$seed" "${args[@]}")
+		common=(-local -http "" -quiet -json -seed "$seed" "${args[@]}")
 		for mode in defaults autotune; do
 			extra=()
-			[ $mode = autotune ] && extra=(-autotune true -set autotune.kinds=$kinds -set autotune.seed="$seed" -set autotune.output="$out/$set-$seed.yaml")
-			rm -rf "$out/snaps-$set-$seed"
-			if line=$("$out/worker" "${common[@]}" "${extra[@]}" 2>"$out/stderr" | tail -n 1) && [ -n "$line" ]; then
+			[ $mode = autotune ] && extra=(-autotune true -set autotune.kinds=$kinds -set autotune.seed="$seed" -set autotune.output="$set-$seed.yaml")
+			if line=$(./worker "${common[@]}" "${extra[@]}" 2>stderr | tail -n 1) && [ -n "$line" ]; then
 				echo "$set seed $seed $mode: $(summary "$line")"
 			else
-				echo "$set seed $seed $mode: failed: $(tail -n 1 "$out/stderr")"
+				echo "$set seed $seed $mode: failed: $(tail -n 1 stderr)"
 			fi
 		done
 	done
