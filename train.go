@@ -52,8 +52,9 @@ func Train(ctx context.Context, opts job.Options) (Result, error) {
 // WriteSummary writes the summary lines a worker prints at the end.
 func (r Result) WriteSummary(w io.Writer) {
 	if a := r.Autotune; a != nil {
-		fmt.Fprintf(w, "autotune: %d trials (%d stopped early) trained %d samples, the winner's run %d: %d of the budget's %d; the winner (%s) is in %s\n",
-			len(a.Trials), a.Stopped, a.Searched, a.Plan.Run, a.Searched+a.Plan.Run, a.Plan.Budget, a.Winner, a.Output)
+		run := a.Plan.Run - a.Resumed
+		fmt.Fprintf(w, "autotune: %d trials (%d stopped early) trained %d samples, the winner's job %d more: %d of the budget's %d; the winner (%s) is in %s\n",
+			len(a.Trials), a.Stopped, a.Searched, run, a.Searched+run, a.Plan.Budget, a.Winner, a.Output)
 	}
 	switch {
 	case r.CTR != nil:

@@ -62,6 +62,10 @@ type Result struct {
 	Stopped  int   `json:"stopped_early"`
 	// Output is the YAML file the winner's configuration was written to.
 	Output string `json:"output"`
+	// Resumed is what the winner's model holds that its job goes on from
+	// (with Plan.Resume; 0: the job starts afresh): the job adds
+	// Plan.Run - Resumed samples.
+	Resumed int64 `json:"resumed_samples"`
 	// Seconds is the search's wall time, the count of the data included.
 	Seconds float64 `json:"seconds"`
 	// Config is the winner's configuration: the job to train.
@@ -110,7 +114,7 @@ func Run(ctx context.Context, o Options) (res Result, err error) {
 	res.Output = a.Output
 	then := "the winner's job trains it from the start"
 	if m := sr.models[w]; m != nil {
-		res.Config.Job.ID, res.Config.Snapshot.Store = m.job, m.store
+		res.Config.Job.ID, res.Config.Snapshot.Store, res.Resumed = m.job, m.store, m.samples
 		sr.keep = m.store
 		then = fmt.Sprintf("the winner's job goes on from its model of %d samples (job.id %s in %s)", m.samples, m.job, m.store)
 	}

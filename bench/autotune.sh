@@ -35,9 +35,10 @@ line = "test AUC %.4f" % r["test_auc"]
 if best: line += " (best achievable %.4f)" % best
 if a:
     p = a["plan"]
-    line += "; winner %s, valid %s %.4f; searched %d + run %d = %d of %d samples; %d trials, %d stopped early" % (
-        json.dumps(a["winner"]), a["metric"], a["figure"], a["searched_samples"], p["run_samples"],
-        a["searched_samples"] + p["run_samples"], p["budget_samples"], len(a["trials"]), a["stopped_early"])
+    run = p["run_samples"] - a.get("resumed_samples", 0)
+    line += "; winner %s, valid %s %.4f; searched %d + the job %d = %d of %d samples; %d trials, %d stopped early" % (
+        json.dumps(a["winner"]), a["metric"], a["figure"], a["searched_samples"], run,
+        a["searched_samples"] + run, p["budget_samples"], len(a["trials"]), a["stopped_early"])
     line += "; search %.1fs" % a["seconds"]
 line += "; the job %.1fs" % r["wall_seconds"]
 print(line)' "$1"
