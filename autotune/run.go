@@ -175,6 +175,9 @@ func (o *Options) prepare(ctx context.Context) (*searchRun, error) {
 		return nil, err
 	}
 	if resume {
+		if err := os.MkdirAll(o.ModelRoot, 0o755); err != nil {
+			return nil, fmt.Errorf("autotune: the trials' models: %w", err)
+		}
 		if sr.root, err = os.MkdirTemp(o.ModelRoot, "autotune-"); err != nil {
 			return nil, fmt.Errorf("autotune: the trials' models: %w", err)
 		}

@@ -91,7 +91,14 @@ func (d *Driver) exec(ctx context.Context, a tracker.Action) error {
 	case tracker.Drain:
 		return d.Drain()
 	case tracker.Pin:
-		return m.Pin(ctx, a.Checkpoint)
+		// A pin is carried out even when the run was stopped meanwhile
+		// (the stop came with the validation it follows), with time of
+		// its own, at most PinBound: every later checkpoint, the stop's
+		// too, carries the new best, and a best without its pinned
+		// snapshot could not be rolled back to.
+		pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), PinBound)
+		defer cancel()
+		return m.Pin(pctx, a.Checkpoint)
 	case tracker.Rollback:
 		return m.Rollback(ctx, a.Reason)
 	case tracker.Done:
@@ -111,6 +118,10 @@ func (d *Driver) exec(ctx context.Context, a tracker.Action) error {
 	}
 	return fmt.Errorf("%s: unexpected action %T", d.Name, a)
 }
+
+// PinBound bounds a pin begun (tracker.Pin) once the run's context has
+// ended.
+const PinBound = 10 * time.Second
 
 // Stopped ends a run whose context ended (err is why): the tracker's
 // Stopped actions (the commit of every batch trained; for a stream,

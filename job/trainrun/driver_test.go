@@ -39,6 +39,7 @@ func (s *steps) Validate(ctx context.Context, when string) (tracker.Event, error
 func (s *steps) Progress(context.Context) { s.log = append(s.log, "progress") }
 func (s *steps) Pin(ctx context.Context, c checkpoint.Checkpoint) error {
 	s.log = append(s.log, "pin")
+	s.ctxErr = append(s.ctxErr, ctx.Err())
 	return nil
 }
 func (s *steps) Rollback(ctx context.Context, reason string) error {
@@ -150,5 +151,29 @@ func TestDriverStoppedCommitsOnALiveContext(t *testing.T) {
 	}
 	if n := len(m.ctxErr); n == 0 || m.ctxErr[n-1] != nil {
 		t.Fatalf("the stop's commit ran on an ended context: %v", m.ctxErr)
+	}
+}
+
+// TestDriverPinsOnAStoppedRun: a run stopped while it validated (its
+// context ended before the better figure came back) still pins the best
+// model, on a context of its own: the stop's checkpoint will carry that
+// best, and a best without its snapshot could not be rolled back to.
+func TestDriverPinsOnAStoppedRun(t *testing.T) {
+	m := &steps{}
+	d, _ := newDriver(m, tracker.Options{Epochs: 2, Commits: true, EvalEvery: 2, Validate: true, Higher: true, KeepBest: true})
+	ctx, cancel := context.WithCancel(context.Background())
+	now := time.Unix(1000, 0)
+	if _, err := d.Step(ctx, tracker.Started{Now: now}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := d.Step(ctx, tracker.BatchTrained{Now: now, Samples: 10}); err != nil {
+		t.Fatal(err)
+	}
+	cancel() // as a stop that comes with the validation
+	if _, err := d.Step(ctx, tracker.BatchTrained{Now: now, Samples: 10}); err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(m.log, ", "); got != "validate batch 2, pin" || m.ctxErr[len(m.ctxErr)-1] != nil {
+		t.Fatalf("steps %q, the pin's context %v", got, m.ctxErr)
 	}
 }
