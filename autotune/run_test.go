@@ -33,6 +33,9 @@ func smallJob(t *testing.T) config.Config {
 // validation AUC, written as a YAML file that builds to the winner's
 // configuration with autotune off.
 func TestRunSmall(t *testing.T) {
+	if raceEnabled {
+		t.Skip("the race build runs one search (TestRunResumes): the trials' code is the same")
+	}
 	var progress testutil.Buffer
 	res, err := Run(testutil.JobCtx(t), Options{Sources: []config.Source{smallJob(t)}, Progress: &progress})
 	if err != nil {
@@ -76,6 +79,9 @@ func TestRunSmall(t *testing.T) {
 // which the winner's job keeps. Kinds are searched too: the winner's
 // kind brings its own defaults.
 func TestTrialsNeverReadTheTestSet(t *testing.T) {
+	if raceEnabled {
+		t.Skip("the race build runs one search (TestRunResumes): the trials' code is the same")
+	}
 	dir := t.TempDir()
 	write := func(name string, seed uint64, n int) string {
 		gen, err := datagen.New(datagen.Config{Fields: 6, UserFields: 2, Vocab: 300, MeanBag: 2, Seed: seed})
