@@ -25,7 +25,11 @@ func TestEarlyStoppingKeepsBest(t *testing.T) {
 	test := writeXC(t, dir, "test.txt", smallWorld, 1, 1000)
 	valid := writeXC(t, dir, "valid.txt", smallWorld, 2, 1000)
 	cfg := smallConfig()
-	cfg.Train.Epochs, cfg.Train.Patience, cfg.Train.ProgressEvery = 40, 3, time.Hour
+	// Patience 1: the first validation that does not beat the best stops
+	// the job. With 3 this layer's P@1 (HOGWILD training, whose course
+	// follows the machine's timing) once beat its best at least every
+	// third epoch for all 40, and the job never stopped early.
+	cfg.Train.Epochs, cfg.Train.Patience, cfg.Train.ProgressEvery = 40, 1, time.Hour
 	cfg.Model.Output.LearningRate = 0.02
 	cfg.Snapshot = snapshot.Policy{Store: t.TempDir(), Every: -1, Keep: 1}
 	cfg = withJob(cfg, []string{train}, []string{test}, 1)
@@ -42,7 +46,7 @@ func TestEarlyStoppingKeepsBest(t *testing.T) {
 		t.Fatal(err)
 	}
 	best, vs := res.Best, res.Valid
-	if best == nil || res.Ended == "" || len(vs) < 5 {
+	if best == nil || res.Ended == "" || len(vs) < 3 {
 		t.Fatalf("best %+v, ended on best %q, %d validations: want an early stop on the best model", best, res.Ended, len(vs))
 	}
 	kept := vs[len(vs)-1]
