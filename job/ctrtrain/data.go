@@ -626,13 +626,9 @@ func CountTrain(ctx context.Context, cfg config.Config) (int64, error) {
 		return 0, fmt.Errorf("worker: training data: %w", err)
 	}
 	defer closer.Close()
-	paths, err := reader.ExpandPathsFS(fsys, cfg.Job.Train)
+	splits, err := wholeFiles(fsys, cfg.Job.Train)
 	if err != nil {
-		return 0, fmt.Errorf("worker: training data: %w", err)
-	}
-	splits := make([]reader.FileSplit, len(paths))
-	for i, p := range paths {
-		splits[i] = reader.FileSplit{Path: p}
+		return 0, err
 	}
 	src, err := heldBack(filesInOrder(fsys, splits, format, policy, cfg.Model.Sequence.Namespace(0)), cfg.Job.Holdout)(1, reader.Position{})
 	if err != nil {

@@ -177,7 +177,12 @@ func (m *model) noShare(env *job.Env, splits []reader.FileSplit) {
 
 // allSplits returns every training file, whole.
 func allSplits(env *job.Env) ([]reader.FileSplit, error) {
-	paths, err := reader.ExpandPathsFS(env.FS, env.Config.Job.Train)
+	return wholeFiles(env.FS, env.Config.Job.Train)
+}
+
+// wholeFiles returns the files of patterns on fsys, each whole.
+func wholeFiles(fsys reader.FS, patterns []string) ([]reader.FileSplit, error) {
+	paths, err := reader.ExpandPathsFS(fsys, patterns)
 	if err != nil {
 		return nil, fmt.Errorf("worker: training data: %w", err)
 	}
