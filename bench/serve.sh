@@ -33,7 +33,7 @@ echo "== training, exporting the final model ($quant)"
 port=$((20000 + RANDOM % 20000))
 "$bin/serve" -store "$bin/exports" -listen "127.0.0.1:$port" 2>"$bin/serve.log" &
 for _ in $(seq 300); do curl -sf "127.0.0.1:$port/healthz" >/dev/null && break; sleep 0.1; done
-curl -s "127.0.0.1:$port/status"
+curl -s "127.0.0.1:$port/status?model=default"
 "$bin/serveload" -test "$bin/test.grp" -candidates "$k" -dump "$bin/requests.jsonl"
 runs=()
 for f in "${inflight[@]}"; do

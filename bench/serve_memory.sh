@@ -3,7 +3,7 @@
 # sample-group data (ctrgen, TRAIN samples, the default model: one table
 # of dim 18, MLP 200-80) by `worker -local`, which exports its final model;
 # `serve` loads it, and its /status accounting (serve.Memory: the model's
-# values, its tables whole, the standby replica, the Go heap and runtime,
+# values, its tables whole, the Go heap and runtime,
 # the resident set) is read at rest and again after REQUESTS requests of
 # 150 candidates. Prints each part in MiB and as a multiple of the values.
 #
@@ -21,12 +21,12 @@ port=$((20000 + RANDOM % 20000))
 "$bin/serve" -store "$bin/exports" -listen "127.0.0.1:$port" 2>"$bin/serve.log" &
 for _ in $(seq 300); do curl -sf "127.0.0.1:$port/healthz" >/dev/null && break; sleep 0.1; done
 show() { # when
-	curl -s "127.0.0.1:$port/status" | /usr/bin/python3 -c '
+	curl -s "127.0.0.1:$port/status?model=default" | /usr/bin/python3 -c '
 import json, sys
 s = json.load(sys.stdin); m = s["memory"]; v = m["values_bytes"]
 print(sys.argv[1] + ": export %d, %s rows;" % (s["export"], sum(s["rows"].values())),
       "; ".join("%s %.1f MiB (%.2fx)" % (k[:-6], m[k] / 2**20, m[k] / v) for k in
-                ["values_bytes", "tables_bytes", "standby_bytes", "heap_bytes", "runtime_bytes", "rss_bytes"]))' "$1"
+                ["values_bytes", "tables_bytes", "heap_bytes", "runtime_bytes", "rss_bytes"]))' "$1"
 }
 echo "load: $(cut -d' ' -f1-3 /proc/loadavg)"
 show "at rest"

@@ -6,6 +6,13 @@
 // and its protocol only: it links neither the trainer, the job lifecycle,
 // etcd nor Kafka.
 //
+// A Server serves one model. A Set serves several side by side, each by
+// a Server of its own under its name (Model; SetOptions.File, a models
+// file, re-read as it changes): a request names its model, each model
+// follows its own store's chain with its own limits, in-flight places,
+// memory bound (Options.MaxBytes) and lock, so that a delta or a reload
+// of one never pauses another. The serve command always runs a Set.
+//
 // # Invariants
 //
 //  1. The Server keeps one copy of the model and applies deltas to it in
@@ -23,6 +30,15 @@
 //     request's work is bounded by its features (Limits.MaxFeatures), and
 //     at most Limits.MaxInFlight requests are read and scored at once;
 //     beyond, a request is refused at once rather than queued.
+//  4. With Options.MaxBytes, a new full export's load stops as soon as
+//     its tables pass what the model serving leaves of it (a reload holds
+//     both; checked every few thousand rows and at the end), and a delta is
+//     applied only if its rows fit at their values and an index entry's
+//     cost each; a refused export leaves the last good version serving.
+//  5. A Set drops a model (removed from the models file, or replaced)
+//     only after every request that found it has ended: it leaves the
+//     Set's map first (new requests find no such model), then its
+//     requests in flight are waited for, then its Server is closed.
 //
 // # Usage
 //
@@ -34,11 +50,12 @@
 // # Files
 //
 //   - server.go: Options, Server (New, Run, Update, Version, Close): the chain followed, deltas applied in place, a new model switched in.
+//   - set.go: Model, Set (NewSet, Run, Reload, Close, Server, Status): several models by name, the models file (ReadModels), serve's -store flag (StoreFlag).
 //   - model.go: the served model (network, parameters, rows), the exports and deltas applied to it, and a request's scorer.
 //   - predict.go: Request, Response, Predict and Score, and the parsing of a request's features.
 //   - limits.go: Limits, their flags, the in-flight places and the strict decoding of a request.
-//   - http.go: Handler, the HTTP/JSON API, and Status.
-//   - grpc.go: RegisterGRPC, the gRPC prediction service.
+//   - http.go: Handler, the HTTP/JSON API of a Server and of a Set, and Status.
+//   - grpc.go: RegisterGRPC, the gRPC prediction service of a Server and of a Set.
 //   - metrics.go: the server's Prometheus metrics: requests, latency, the model served and its memory.
 //   - memory.go: Memory, the accounting of the server's memory by part (the model's values and tables, the runtime, the resident set).
 package serve

@@ -3,6 +3,7 @@ package serve
 import (
 	"context"
 	"errors"
+	"fmt"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -12,25 +13,43 @@ import (
 )
 
 // RegisterGRPC registers the server's prediction service
-// (servepb.Predictor) on gs.
+// (servepb.Predictor) on gs. A request that names a model is answered
+// NOT_FOUND: a Server serves one unnamed model (Set serves named ones).
 func (s *Server) RegisterGRPC(gs *grpc.Server) {
-	servepb.RegisterPredictorServer(gs, predictor{s: s})
+	servepb.RegisterPredictorServer(gs, predictor{find: func(name string) (*Server, func(), error) {
+		if name != "" {
+			return nil, nil, fmt.Errorf("%w: %q: this server serves one unnamed model", ErrUnknownModel, name)
+		}
+		return s, func() {}, nil
+	}})
 }
 
-// predictor adapts Predict to the gRPC service.
+// RegisterGRPC registers the Set's prediction service (servepb.Predictor)
+// on gs: a request's model field names its model.
+func (s *Set) RegisterGRPC(gs *grpc.Server) {
+	servepb.RegisterPredictorServer(gs, predictor{find: s.enter})
+}
+
+// predictor adapts Predict to the gRPC service: find returns the server
+// of the model a request names and the func to call when done with it.
 type predictor struct {
 	servepb.UnimplementedPredictorServer
-	s *Server
+	find func(model string) (*Server, func(), error)
 }
 
 func (p predictor) Predict(_ context.Context, req *servepb.PredictRequest) (*servepb.PredictResponse, error) {
-	release := p.s.acquire(-1)
+	s, done, err := p.find(req.Model)
+	if err != nil {
+		return nil, status.Error(codes.NotFound, err.Error())
+	}
+	defer done()
+	release := s.acquire(-1)
 	if release == nil {
-		p.s.count("grpc", "overloaded")
+		s.count("grpc", "overloaded")
 		return nil, status.Error(codes.ResourceExhausted, ErrOverloaded.Error())
 	}
 	defer release()
-	resp, err := p.s.predict("grpc", &Request{User: req.User, Candidates: req.Candidates})
+	resp, err := s.predict("grpc", &Request{User: req.User, Candidates: req.Candidates})
 	switch {
 	case errors.Is(err, ErrNotReady):
 		return nil, status.Error(codes.Unavailable, err.Error())

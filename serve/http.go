@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
+	"strings"
 )
 
 // Handler returns the server's HTTP/JSON API:
@@ -30,6 +32,57 @@ func (s *Server) Handler() http.Handler {
 	})
 	mux.HandleFunc("GET /status", func(w http.ResponseWriter, _ *http.Request) {
 		writeJSON(w, s.Status())
+	})
+	return mux
+}
+
+// Handler returns the Set's HTTP/JSON API, the Server's (see
+// Server.Handler) for the model a request names:
+//
+//	POST /predict?model=NAME   NAME's Predict; without ?model, the only
+//	                           model or the one named "default"; 404 for
+//	                           a model the Set does not serve
+//	GET  /healthz              200 once every model is loaded, 503 before
+//	GET  /status               SetStatus: every model's Status by name
+//	GET  /status?model=NAME    NAME's Status
+func (s *Set) Handler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST /predict", func(w http.ResponseWriter, r *http.Request) {
+		srv, done, err := s.enter(r.URL.Query().Get("model"))
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusNotFound)
+			return
+		}
+		defer done()
+		srv.handlePredict(w, r)
+	})
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
+		var waiting []string
+		for name, st := range s.Status().Models {
+			if st.Export == 0 {
+				waiting = append(waiting, name)
+			}
+		}
+		if len(waiting) > 0 {
+			slices.Sort(waiting)
+			http.Error(w, fmt.Sprintf("%v: %s", ErrNotReady, strings.Join(waiting, ", ")), http.StatusServiceUnavailable)
+			return
+		}
+		fmt.Fprintln(w, "ok")
+	})
+	mux.HandleFunc("GET /status", func(w http.ResponseWriter, r *http.Request) {
+		name := r.URL.Query().Get("model")
+		if name == "" {
+			writeJSON(w, s.Status())
+			return
+		}
+		srv, done, err := s.enter(name)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusNotFound)
+			return
+		}
+		defer done()
+		writeJSON(w, srv.Status())
 	})
 	return mux
 }
@@ -88,11 +141,17 @@ type Status struct {
 	Rows    map[string]int `json:"rows,omitempty"`
 	// Memory is the server's memory by part (see Memory).
 	Memory Memory `json:"memory"`
+	// Error is why the last look at the store applied nothing (an export
+	// refused: corrupt, unlinked, over MaxBytes), "" when it succeeded.
+	Error string `json:"error,omitempty"`
 }
 
 // Status returns the served version and its size.
 func (s *Server) Status() Status {
 	st := Status{Store: s.opts.Store, Memory: s.memory()}
+	if e := s.lastErr.Load(); e != nil {
+		st.Error = *e
+	}
 	r := s.cur.Load()
 	if r == nil {
 		return st

@@ -26,25 +26,25 @@ type Limits struct {
 	// larger while read is answered 413 too. The default value is 1 MiB
 	// (the largest request of the project's data, 150 candidates, is
 	// about 30 KB).
-	MaxBodyBytes int64
+	MaxBodyBytes int64 `yaml:"max_body_bytes"`
 	// MaxUserFeatures bounds the user's features of a request. The
 	// default value is 4096.
-	MaxUserFeatures int
+	MaxUserFeatures int `yaml:"max_user_features"`
 	// MaxCandidates bounds a request's candidates, at most
 	// maxCandidates (4096). The default value is 2048.
-	MaxCandidates int
+	MaxCandidates int `yaml:"max_candidates"`
 	// MaxCandidateFeatures bounds the features of one candidate. The
 	// default value is 1024.
-	MaxCandidateFeatures int
+	MaxCandidateFeatures int `yaml:"max_candidate_features"`
 	// MaxFeatures bounds the features of a whole request, the user's and
 	// every candidate's. The default value is 65536.
-	MaxFeatures int
+	MaxFeatures int `yaml:"max_features"`
 	// MaxInFlight bounds the requests read and scored at once (HTTP and
 	// gRPC together); beyond it, a quarter as many places (at least 2)
 	// are kept for HTTP requests whose body is announced at 64 KiB or
 	// less, so that a flood of large requests does not shut out the
 	// ordinary ones. The default value is 4 x GOMAXPROCS, at least 8.
-	MaxInFlight int
+	MaxInFlight int `yaml:"max_in_flight"`
 }
 
 // EnsureDefaults fills zero fields with their default values.
@@ -67,6 +67,20 @@ func (l *Limits) EnsureDefaults() {
 	if l.MaxInFlight == 0 {
 		l.MaxInFlight = max(8, 4*runtime.GOMAXPROCS(0))
 	}
+}
+
+// over returns l with its zero fields taken from d.
+func (l Limits) over(d Limits) Limits {
+	for _, f := range []struct{ v, d *int }{{&l.MaxUserFeatures, &d.MaxUserFeatures}, {&l.MaxCandidates, &d.MaxCandidates},
+		{&l.MaxCandidateFeatures, &d.MaxCandidateFeatures}, {&l.MaxFeatures, &d.MaxFeatures}, {&l.MaxInFlight, &d.MaxInFlight}} {
+		if *f.v == 0 {
+			*f.v = *f.d
+		}
+	}
+	if l.MaxBodyBytes == 0 {
+		l.MaxBodyBytes = d.MaxBodyBytes
+	}
+	return l
 }
 
 // BindFlags defines on fs the serve binary's flags that set l, with the

@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"context"
 	"fmt"
-	"github.com/xdlgo/xps/tests/testutil"
 	"io"
 	"log/slog"
 	"net"
@@ -15,6 +14,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/xdlgo/xps/tests/testutil"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"

@@ -40,10 +40,9 @@ type replicaMemory struct{ values, tables int64 }
 // measure counts r's memory into r.mem, for Status; the caller holds
 // r.mu (either way) or r does not serve yet.
 func (r *replica) measure() {
-	m := replicaMemory{values: 4 * int64(len(r.params)), tables: 4 * int64(cap(r.params))}
+	m := replicaMemory{values: 4 * int64(len(r.params)), tables: r.tableBytes()}
 	for _, t := range r.tables {
 		m.values += 4 * int64(t.Len()) * int64(t.Dim())
-		m.tables += t.MemoryBytes()
 	}
 	r.mem.Store(&m)
 }

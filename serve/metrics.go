@@ -2,6 +2,7 @@ package serve
 
 import (
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -13,22 +14,46 @@ import (
 // and their latency by API and outcome, and the model served, read at each
 // scrape.
 type metrics struct {
+	reg      prometheus.Registerer
 	requests *prometheus.CounterVec
 	latency  *prometheus.HistogramVec
+	model    modelCollector
 }
 
-func newMetrics(s *Server, reg prometheus.Registerer) *metrics {
+// newMetrics registers s's metrics on reg (none if nil).
+func newMetrics(s *Server, reg prometheus.Registerer) (*metrics, error) {
 	if reg == nil {
-		return nil
+		return nil, nil
 	}
-	m := &metrics{
+	m := &metrics{reg: reg, model: modelCollector{s},
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ops.Namespace, Subsystem: "serve", Name: "requests_total",
 			Help: "Prediction requests, by API (http, grpc) and outcome (ok, bad_request, not_ready, error, overloaded, too_large)."}, []string{"api", "outcome"}),
 		latency: prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: ops.Namespace, Subsystem: "serve", Name: "request_seconds",
 			Help: "Latency of prediction requests, by API.", Buckets: ops.RPCBuckets}, []string{"api"}),
 	}
-	reg.MustRegister(m.requests, m.latency, modelCollector{s})
-	return m
+	for i, c := range m.collectors() {
+		if err := reg.Register(c); err != nil {
+			for _, d := range m.collectors()[:i] {
+				reg.Unregister(d)
+			}
+			return nil, fmt.Errorf("serve: its metrics: %w", err)
+		}
+	}
+	return m, nil
+}
+
+func (m *metrics) collectors() []prometheus.Collector {
+	return []prometheus.Collector{m.requests, m.latency, m.model}
+}
+
+// unregister withdraws the metrics from their registry (m may be nil).
+func (m *metrics) unregister() {
+	if m == nil {
+		return
+	}
+	for _, c := range m.collectors() {
+		m.reg.Unregister(c)
+	}
 }
 
 // predict scores a request that came through api and observes it.

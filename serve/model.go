@@ -79,11 +79,20 @@ func newReplica(m *export.Manifest) (*replica, error) {
 }
 
 // applyFull loads full export m (verified: export.Next) into r, a new
-// replica not yet serving: its rows go straight into the tables. An error
-// leaves r in an unspecified state: the caller drops it.
-func (r *replica) applyFull(s snapshot.Store, m *export.Manifest) error {
+// replica not yet serving: its rows go straight into the tables, which
+// may take at most budget bytes (-1: any; checked every checkEvery rows).
+// An error leaves r in an unspecified state: the caller drops it.
+func (r *replica) applyFull(s snapshot.Store, m *export.Manifest, budget int64) error {
 	if m.Kind != export.KindFull || r.seq != 0 {
 		return fmt.Errorf("serve: export %d (%s) onto a replica at export %d: want a full export onto a new one", m.Seq, m.Kind, r.seq)
+	}
+	n := 0 // rows loaded
+	over := func(t string) error {
+		if b := r.tableBytes(); budget >= 0 && b > budget {
+			return fmt.Errorf("%w: export %d: its tables passed %d bytes at row %d (table %q), and the model may take %d beside the one serving (MaxBytes)",
+				ErrMemoryLimit, m.Seq, b, n, t, budget)
+		}
+		return nil
 	}
 	for _, t := range m.Tables {
 		i, err := r.table(m, t)
@@ -92,8 +101,16 @@ func (r *replica) applyFull(s snapshot.Store, m *export.Manifest) error {
 		}
 		tab := r.tables[i]
 		if err := export.ReadTable(s, m, t.Name, func(id uint64, v []float32) error {
+			if n++; n%checkEvery == 0 {
+				if err := over(t.Name); err != nil {
+					return err
+				}
+			}
 			return tab.Load(id, v, nil, 0, 0) // a full export deletes nothing (export.ReadTable refuses it)
 		}); err != nil {
+			return err
+		}
+		if err := over(t.Name); err != nil {
 			return err
 		}
 	}
@@ -106,6 +123,43 @@ func (r *replica) applyFull(s snapshot.Store, m *export.Manifest) error {
 	r.measure()
 	return nil
 }
+
+// checkEvery is how often (in rows) a full export's load checks its
+// tables' memory against its budget.
+const checkEvery = 1 << 14
+
+// tableBytes returns the memory of r's tables and parameters whole.
+func (r *replica) tableBytes() int64 {
+	n := 4 * int64(cap(r.params))
+	for _, t := range r.tables {
+		n += t.MemoryBytes()
+	}
+	return n
+}
+
+// fits reports whether deltas ds keep r's tables within limit bytes,
+// counting each row they add at its values and index entry (rowOverhead):
+// an error wrapping ErrMemoryLimit if not.
+func (r *replica) fits(ds []*delta, limit int64) error {
+	if limit < 0 {
+		return nil
+	}
+	need := r.tableBytes()
+	for _, d := range ds {
+		for _, td := range d.tables {
+			need += int64(len(td.ids)) * (4*int64(r.tables[td.tab].Dim()) + rowOverhead)
+		}
+	}
+	if need > limit {
+		return fmt.Errorf("%w: export %d: the model with its rows would take up to %d bytes, over %d (MaxBytes)", ErrMemoryLimit, ds[len(ds)-1].m.Seq, need, limit)
+	}
+	return nil
+}
+
+// rowOverhead is what a row costs a table beyond its values, with room
+// to spare: its index entry and the slabs' unused room (about 31 bytes a
+// row on a model of 1.4M rows, BENCHMARKS.md, issue 52 step 1).
+const rowOverhead = 48
 
 // table returns the index of export m's table t among r's, checking that
 // the model has it, of t's dim.

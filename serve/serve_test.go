@@ -16,6 +16,11 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	promtest "github.com/prometheus/client_golang/prometheus/testutil"
 
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/status"
+
 	"github.com/xdlgo/xps"
 	"github.com/xdlgo/xps/cluster"
 	"github.com/xdlgo/xps/config"
@@ -25,10 +30,6 @@ import (
 	"github.com/xdlgo/xps/reader/synth/datagen"
 	"github.com/xdlgo/xps/serve"
 	"github.com/xdlgo/xps/serve/servepb"
-	"google.golang.org/grpc"
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/credentials/insecure"
-	"google.golang.org/grpc/status"
 )
 
 // genFile writes n generated samples in format f ("libffm" or "group").
@@ -319,6 +320,13 @@ func grpcClient(t *testing.T, s *serve.Server) servepb.PredictorClient {
 	t.Helper()
 	gs := grpc.NewServer()
 	s.RegisterGRPC(gs)
+	return dialGRPC(t, gs)
+}
+
+// dialGRPC serves gs on a loopback port and returns a client of its
+// prediction service; both stop when the test ends.
+func dialGRPC(t *testing.T, gs *grpc.Server) servepb.PredictorClient {
+	t.Helper()
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

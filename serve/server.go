@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/xdlgo/xps/export"
 	"github.com/xdlgo/xps/snapshot"
 )
@@ -33,7 +34,17 @@ type Options struct {
 	// Limits bound a request's work and the requests served at once;
 	// zero fields take their defaults (Limits.EnsureDefaults).
 	Limits Limits
+	// MaxBytes bounds the memory of the model's tables (Memory.Tables),
+	// counting, while a new full export loads, the model that serves and
+	// the one being built: an export that would pass it is refused
+	// (ErrMemoryLimit), the last good version keeps serving, and the
+	// error is logged and in Status. The default value (0) sets no bound.
+	MaxBytes int64
 }
+
+// ErrMemoryLimit is wrapped by Update's error for an export refused
+// because the model would pass Options.MaxBytes.
+var ErrMemoryLimit = errors.New("serve: the model's memory limit")
 
 // ErrNotReady is returned by Predict before a model is loaded.
 var ErrNotReady = errors.New("serve: no model loaded yet")
@@ -56,6 +67,9 @@ type Server struct {
 	// Owned by the updating goroutine (Update's caller), under upd.
 	upd   sync.Mutex
 	chain []*export.Manifest // the exports cur holds, full first
+	// lastErr is the last Update's error ("" when it succeeded), for
+	// Status; set under upd.
+	lastErr atomic.Pointer[string]
 	// refused are the reasons logged for exports that could not be used
 	// (each names its export), so that each is logged once (at most
 	// maxRefusals kept: beyond, they are forgotten and may be said again).
@@ -85,16 +99,27 @@ func New(opts Options) (*Server, error) {
 	}
 	s := &Server{opts: opts, store: store, inFlight: make(chan struct{}, opts.Limits.MaxInFlight),
 		small: make(chan struct{}, smallPlaces(opts.Limits.MaxInFlight))}
-	s.metrics = newMetrics(s, opts.Metrics)
-	if _, err := s.Update(); err != nil && !errors.Is(err, export.ErrNoExport) {
+	if opts.MaxBytes < 0 {
 		store.Close()
+		return nil, fmt.Errorf("serve: MaxBytes %d is negative", opts.MaxBytes)
+	}
+	if s.metrics, err = newMetrics(s, opts.Metrics); err != nil {
+		store.Close()
+		return nil, err
+	}
+	if _, err := s.Update(); err != nil && !errors.Is(err, export.ErrNoExport) {
+		s.Close()
 		return nil, err
 	}
 	return s, nil
 }
 
-// Close releases the store.
-func (s *Server) Close() error { return s.store.Close() }
+// Close releases the store and withdraws the server's metrics from
+// Options.Metrics.
+func (s *Server) Close() error {
+	s.metrics.unregister()
+	return s.store.Close()
+}
 
 // Version returns the export the server serves (0: none) and the trained
 // samples at its cut.
@@ -133,6 +158,17 @@ func (s *Server) Run(ctx context.Context) {
 func (s *Server) Update() (bool, error) {
 	s.upd.Lock()
 	defer s.upd.Unlock()
+	changed, err := s.update()
+	msg := ""
+	if err != nil && !errors.Is(err, export.ErrNoExport) {
+		msg = err.Error()
+	}
+	s.lastErr.Store(&msg)
+	return changed, err
+}
+
+// update is Update under upd.
+func (s *Server) update() (bool, error) {
 	var cur *export.Manifest
 	if len(s.chain) > 0 {
 		cur = s.chain[len(s.chain)-1]
@@ -167,9 +203,17 @@ func (s *Server) Update() (bool, error) {
 }
 
 // load builds a replica of a new chain (a full export and its deltas) and
-// serves it; the old one is dropped once its requests end.
+// serves it; the old one is dropped once its requests end. The new one is
+// built within what Options.MaxBytes leaves beside the old.
 func (s *Server) load(chain []*export.Manifest) error {
-	r, err := s.build(chain)
+	budget := int64(-1) // no bound
+	if s.opts.MaxBytes > 0 {
+		budget = s.opts.MaxBytes
+		if old := s.cur.Load(); old != nil {
+			budget -= old.mem.Load().tables
+		}
+	}
+	r, err := s.build(chain, budget)
 	if err != nil {
 		return err
 	}
@@ -178,18 +222,22 @@ func (s *Server) load(chain []*export.Manifest) error {
 	return nil
 }
 
-// build returns a new replica holding chain.
-func (s *Server) build(chain []*export.Manifest) (*replica, error) {
+// build returns a new replica holding chain, whose tables may take at
+// most budget bytes (-1: any).
+func (s *Server) build(chain []*export.Manifest, budget int64) (*replica, error) {
 	r, err := newReplica(chain[0])
 	if err != nil {
 		return nil, err
 	}
-	if err := r.applyFull(s.store, chain[0]); err != nil {
+	if err := r.applyFull(s.store, chain[0], budget); err != nil {
 		return nil, err
 	}
 	for i := 1; i < len(chain); i++ { // one delta at a time: memory for one
 		ds, err := r.readDeltas(s.store, chain[i:i+1])
 		if err != nil {
+			return nil, err
+		}
+		if err := r.fits(ds, budget); err != nil {
 			return nil, err
 		}
 		r.applyDeltas(ds)
@@ -208,6 +256,11 @@ func (s *Server) advance(deltas []*export.Manifest) error {
 	ds, err := r.readDeltas(s.store, deltas)
 	if err != nil {
 		return err
+	}
+	if s.opts.MaxBytes > 0 {
+		if err := r.fits(ds, s.opts.MaxBytes); err != nil {
+			return err
+		}
 	}
 	r.mu.Lock()
 	r.applyDeltas(ds)

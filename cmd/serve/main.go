@@ -6,10 +6,19 @@
 // Usage:
 //
 //	serve -store DIR|hdfs://HOST:PORT/PATH [flags]
+//	serve -store NAME=LOC -store NAME2=LOC2 ... [flags]
+//	serve -models FILE [flags]
 //
 // Flags:
 //
-//	-store loc        the export store (the job's export.store). Required.
+//	-store [NAME=]loc the export store (the job's export.store) of a model
+//	                  named NAME ("default" when not given); repeated, one
+//	                  model each, served side by side (package serve, Set).
+//	-models file      the models, from a file (serve.ReadModels) re-read
+//	                  every -poll: models added are loaded, removed ones
+//	                  drained and dropped. Either -store or -models.
+//	-max-model-bytes n  a model's tables' memory bound, a reload counting
+//	                  both versions (serve.Options.MaxBytes). Default 0: none.
 //	-listen addr      the HTTP/JSON address. Default 127.0.0.1:8500.
 //	-grpc addr        the gRPC address (servepb.Predictor). Default
 //	                  127.0.0.1:8501; "" turns it off.
@@ -23,7 +32,7 @@
 //	                  Default off.
 //	-tls-ca, -tls-cert, -tls-key  mutual TLS on the gRPC address (README, "TLS").
 //
-// An example request:
+// An example request (?model=NAME names the model among several):
 //
 //	curl -d '{"user": "1:u42 2:iphone", "candidates": ["3:item7", "3:item9"]}' localhost:8500/predict
 //
@@ -60,13 +69,16 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	var (
-		store  = fs.String("store", "", "the export store: a directory or hdfs://HOST:PORT/PATH (required)")
+		stores serve.StoreFlag
+		models = fs.String("models", "", "a models file (name and store of each model), re-read every -poll; instead of -store")
+		maxMem = fs.Int64("max-model-bytes", 0, "a model's tables' memory bound, a reload counting both versions (0: none)")
 		listen = fs.String("listen", "127.0.0.1:8500", "HTTP/JSON address")
 		grpcAt = fs.String("grpc", "127.0.0.1:8501", `gRPC address ("" off)`)
 		poll   = fs.Duration("poll", time.Second, "how often to look for new exports")
 		proc   cli.Proc
 		limits serve.Limits
 	)
+	fs.Var(&stores, "store", "[NAME=]the export store of a model: a directory or hdfs://HOST:PORT/PATH; repeat for several models")
 	proc.Bind(fs, "info")
 	limits.BindFlags(fs)
 	if err := cli.Parse(fs, "serve", args); err != nil {
@@ -77,11 +89,12 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 	}
 	defer proc.Close()
 	log := proc.Log
-	if *store == "" {
+	if (len(stores) == 0) == (*models == "") {
 		fs.Usage()
-		return errors.New("-store is required")
+		return errors.New("give -store (repeated for several models) or -models")
 	}
-	s, err := serve.New(serve.Options{Store: *store, Poll: *poll, Logger: log, Metrics: proc.Metrics(), Limits: limits})
+	s, err := serve.NewSet(serve.SetOptions{Models: stores, File: *models,
+		Defaults: serve.Options{Poll: *poll, Logger: log, Metrics: proc.Metrics(), Limits: limits, MaxBytes: *maxMem}})
 	if err != nil {
 		return err
 	}
@@ -101,7 +114,11 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 		go gs.Serve(glis) //nolint:errcheck // ends with GracefulStop
 		log.Info("serve listening (gRPC)", "addr", glis.Addr().String())
 	}
-	go s.Run(ctx)
+	runCtx, cancel := context.WithCancel(ctx)
+	ran := make(chan struct{})
+	go func() { s.Run(runCtx); close(ran) }()
+	defer func() { cancel(); <-ran }() // before s.Close
+
 	proc.ReadyUntil(ctx) // liveness and shutdown; /healthz of -listen says when a model is loaded
 	go func() {
 		<-ctx.Done()
@@ -110,7 +127,7 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 		defer cancel()
 		hs.Shutdown(sctx) //nolint:errcheck // exiting
 	}()
-	log.Info("serve listening (HTTP/JSON)", "addr", lis.Addr().String(), "store", *store)
+	log.Info("serve listening (HTTP/JSON)", "addr", lis.Addr().String(), "models", stores.String()+*models)
 	if err := hs.Serve(lis); !errors.Is(err, http.ErrServerClosed) {
 		return err
 	}
