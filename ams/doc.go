@@ -213,6 +213,7 @@
 //   - table.go: Table (NewTable, Pull, Push, Get, Load, Delete, Range): one stripe's sparse table, an index and a slab of rows.
 //   - index.go: the pointer-free open-addressing index from feature ID to slot.
 //   - slab.go: slab, chunked storage of fixed-width rows addressed by slot.
+//   - frozen.go: Frozen (NewFrozen, Append, Pull, Set, Delete): the serving table, sorted runs of rows at 6 bytes an id beyond the values, rows added later in an overlay Table.
 //   - rowmem.go: row memory: where slab chunks and large index arrays live (mmap'd outside the Go heap on Linux).
 //   - rowmem_mmap.go: the mapped regions (Linux, not purego) and RowsOffHeap.
 //   - rowmem_heap.go: row memory on the Go heap (other systems, purego) and RowsOffHeap.

@@ -17,14 +17,9 @@ import (
 // wrapping ErrCorrupt; Verify m first to refuse a damaged export as a
 // whole.
 func ReadTable(s snapshot.Store, m *Manifest, table string, fn func(id uint64, values []float32) error) error {
-	var t *Table
-	for i := range m.Tables {
-		if m.Tables[i].Name == table {
-			t = &m.Tables[i]
-		}
-	}
-	if t == nil {
-		return fmt.Errorf("export %d has no table %q", m.Seq, table)
+	t, err := m.table(table)
+	if err != nil {
+		return err
 	}
 	v := make([]float32, t.Dim)
 	for _, f := range t.Files {
@@ -33,6 +28,29 @@ func ReadTable(s snapshot.Store, m *Manifest, table string, fn func(id uint64, v
 		}
 	}
 	return nil
+}
+
+// ReadTableFile is ReadTable for file i of table alone (shard i's part,
+// in id order: Table.Files[i], whose Rows it holds).
+func ReadTableFile(s snapshot.Store, m *Manifest, table string, i int, fn func(id uint64, values []float32) error) error {
+	t, err := m.table(table)
+	if err != nil {
+		return err
+	}
+	if i < 0 || i >= len(t.Files) {
+		return fmt.Errorf("export %d: table %q has %d files, no file %d", m.Seq, table, len(t.Files), i)
+	}
+	return readFile(s, m, t, t.Files[i], make([]float32, t.Dim), fn)
+}
+
+// table returns m's table of that name.
+func (m *Manifest) table(name string) (*Table, error) {
+	for i := range m.Tables {
+		if m.Tables[i].Name == name {
+			return &m.Tables[i], nil
+		}
+	}
+	return nil, fmt.Errorf("export %d has no table %q", m.Seq, name)
 }
 
 func readFile(s snapshot.Store, m *Manifest, t *Table, f snapshot.FileMeta, v []float32, fn func(uint64, []float32) error) error {

@@ -21,7 +21,9 @@
 //     requests hold for reading: every request is scored by one whole
 //     version, never by half an export, and a delta costs memory in
 //     proportion to its rows. A new full export is loaded beside the model
-//     that serves, which is dropped once its requests end.
+//     that serves, whose rows' memory is given back (unmapped) once the
+//     requests scoring with it end; a request that finds it released
+//     takes the new one.
 //  2. An export that cannot be used (missing, half-written, corrupt) is
 //     logged once and refused: the server stays on the last good version.
 //     An empty store is no error: Predict answers ErrNotReady until an

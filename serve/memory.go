@@ -15,17 +15,19 @@ import (
 //	values    the served replica's row values and dense parameters: the
 //	          model itself, what an export of fp32 rows holds
 //	tables    the served replica's tables and parameters whole: values,
-//	          the id index and the slabs' unused room
+//	          the ids (6 bytes a row: ams.Frozen), the runs' bucket
+//	          offsets, and the rows deltas added (an overlay ams.Table)
 //	heap      the Go heap in use (live objects and what the collector has
-//	          not yet freed): tables of both replicas, request buffers
+//	          not yet freed): request buffers, a delta's rows
 //	runtime   everything the Go runtime holds from the system (heap,
 //	          stacks, its own metadata), released pages excluded
 //	rss       the process's resident set (0 where /proc has none)
 //
 // rss - tables is what serving costs beyond its model: request buffers,
 // the runtime, the binary, and while a delta is applied its rows, while a
-// new full export loads the new model (the old one is dropped once its
-// requests end). The README's sizing rule is written from these figures.
+// new full export loads the new model (the old one's memory is given back
+// as soon as its requests end). The README's sizing rule is written from
+// these figures.
 type Memory struct {
 	Values  int64 `json:"values_bytes"`
 	Tables  int64 `json:"tables_bytes"`

@@ -25,16 +25,20 @@ const denseName = ctr.DenseName
 // for writing while a delta read beforehand is applied to it, so that a
 // request sees whole exports only.
 type replica struct {
-	mu      sync.RWMutex
-	seq     uint64 // the export applied last; 0: none
-	full    uint64 // the full export of its chain
-	samples int64  // trained samples at seq's cut
-	net     *ctr.Net
-	ns      []uint32 // the model's field namespaces (reader.DecoderOptions)
-	params  []float32
-	tables  []*ams.Table // by model table (config order)
-	byName  map[string]int
-	scratch sync.Pool // of *scorer
+	mu sync.RWMutex
+	// released is set, under mu held for writing, once the replica was
+	// replaced and its rows' memory given back (release): a request that
+	// found it then takes the replica that serves instead.
+	released bool
+	seq      uint64 // the export applied last; 0: none
+	full     uint64 // the full export of its chain
+	samples  int64  // trained samples at seq's cut
+	net      *ctr.Net
+	ns       []uint32 // the model's field namespaces (reader.DecoderOptions)
+	params   []float32
+	tables   []*ams.Frozen // by model table (config order)
+	byName   map[string]int
+	scratch  sync.Pool // of *scorer
 	// mem is the replica's memory as of its last export applied
 	// (measure), read by Status without the lock.
 	mem atomic.Pointer[replicaMemory]
@@ -60,14 +64,18 @@ func newReplica(m *export.Manifest) (*replica, error) {
 	r := &replica{net: net, ns: cfg.Model.Sequence.Namespace(0), byName: map[string]int{}}
 	for i, spec := range cfg.Model.Tables {
 		var init ams.InitSpec
+		var rows int64
 		for _, t := range m.Tables {
 			if t.Name == spec.Name {
 				if err := json.Unmarshal(t.Init, &init); err != nil {
 					return nil, fmt.Errorf("serve: export %d: table %q's initializer: %w", m.Seq, t.Name, err)
 				}
+				for _, f := range t.Files {
+					rows += f.Rows
+				}
 			}
 		}
-		tab, err := ams.NewTable(ams.TableSpec{Name: spec.Name, Dim: spec.Dim, Optimizer: ams.OptimizerSpec{Name: ams.OptSGD}, Init: init})
+		tab, err := ams.NewFrozen(ams.TableSpec{Name: spec.Name, Dim: spec.Dim, Init: init}, int(min(rows, 1<<32-1)))
 		if err != nil {
 			return nil, fmt.Errorf("serve: export %d: table %q: %w", m.Seq, spec.Name, err)
 		}
@@ -100,15 +108,21 @@ func (r *replica) applyFull(s snapshot.Store, m *export.Manifest, budget int64) 
 			return err
 		}
 		tab := r.tables[i]
-		if err := export.ReadTable(s, m, t.Name, func(id uint64, v []float32) error {
-			if n++; n%checkEvery == 0 {
-				if err := over(t.Name); err != nil {
-					return err
+		for fi := range t.Files { // each file a run of rows in id order
+			tab.StartRun()
+			if err := export.ReadTableFile(s, m, t.Name, fi, func(id uint64, v []float32) error {
+				if n++; n%checkEvery == 0 {
+					if err := over(t.Name); err != nil {
+						return err
+					}
 				}
+				if err := tab.Append(id, v); err != nil { // a full export deletes nothing (export.ReadTable refuses it)
+					return fmt.Errorf("%w: export %d: %w", export.ErrCorrupt, m.Seq, err)
+				}
+				return nil
+			}); err != nil {
+				return err
 			}
-			return tab.Load(id, v, nil, 0, 0) // a full export deletes nothing (export.ReadTable refuses it)
-		}); err != nil {
-			return err
 		}
 		if err := over(t.Name); err != nil {
 			return err
@@ -138,7 +152,8 @@ func (r *replica) tableBytes() int64 {
 }
 
 // fits reports whether deltas ds keep r's tables within limit bytes,
-// counting each row they add at its values and index entry (rowOverhead):
+// counting each row they hold as a new one, at its values and an overlay
+// row's cost beyond them (rowOverhead):
 // an error wrapping ErrMemoryLimit if not.
 func (r *replica) fits(ds []*delta, limit int64) error {
 	if limit < 0 {
@@ -158,7 +173,8 @@ func (r *replica) fits(ds []*delta, limit int64) error {
 
 // rowOverhead is what a row costs a table beyond its values, with room
 // to spare: its index entry and the slabs' unused room (about 31 bytes a
-// row on a model of 1.4M rows, BENCHMARKS.md, issue 52 step 1).
+// row on a model of 1.4M rows, BENCHMARKS.md, issue 52 step 1): an
+// overlay row is an ams.Table's.
 const rowOverhead = 48
 
 // table returns the index of export m's table t among r's, checking that
@@ -265,14 +281,25 @@ func (r *replica) applyDeltas(ds []*delta) {
 			dim := tab.Dim()
 			for k, id := range td.ids {
 				// The lengths were checked (readDelta: the table's dim), so
-				// Load, whose only error is a length, cannot fail.
-				_ = tab.Load(id, td.values[k*dim:(k+1)*dim], nil, 0, 0)
+				// Set, whose only error is a length, cannot fail.
+				_ = tab.Set(id, td.values[k*dim:(k+1)*dim])
 			}
 		}
 		copy(r.params, d.params)
 		r.seq, r.full, r.samples = d.m.Seq, d.m.Full, d.m.Samples
 	}
 	r.measure()
+}
+
+// release gives r's rows' memory back once the requests scoring with it
+// end (they hold mu for reading); r must no longer be Server.cur.
+func (r *replica) release() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.released = true
+	for _, t := range r.tables {
+		t.Release()
+	}
 }
 
 // Rows returns the rows the replica holds, by table.
@@ -319,7 +346,7 @@ func (r *replica) score(sc *scorer, g *reader.Group, out []float32) error {
 		for t, tab := range r.tables {
 			ids := b.Sparse.IDs(t)
 			sc.rows[t] = grow(sc.rows[t], len(ids)*tab.Dim())
-			tab.Pull(ids, sc.rows[t], false, 0)
+			tab.Pull(ids, sc.rows[t])
 		}
 		r.net.Forward(sc.infer, r.params, b, sc.rows, sc.logits)
 		for j := range b.N {

@@ -71,30 +71,43 @@ var groupPool = sync.Pool{New: func() any { return new(reader.Group) }}
 // loaded and with an error wrapping ErrBadRequest for a group it cannot
 // score (len(out) must be g's sample count, at most 4096).
 func (s *Server) Score(g *reader.Group, out []float32) (uint64, error) {
-	r := s.cur.Load()
-	if r == nil {
-		return 0, ErrNotReady
-	}
 	if n := g.NumSamples(); n != len(out) || n > maxCandidates {
 		return 0, fmt.Errorf("%w: %d samples for %d scores (at most %d)", ErrBadRequest, n, len(out), maxCandidates)
 	}
+	for {
+		r := s.cur.Load()
+		if r == nil {
+			return 0, ErrNotReady
+		}
+		if seq, ok, err := r.scoreLocked(g, out); ok {
+			return seq, err
+		}
+		// r was replaced and released meanwhile: take the one serving.
+	}
+}
+
+// scoreLocked is Score with replica r under its read lock; ok is false
+// when r was released (replica.release) before the lock was taken.
+func (r *replica) scoreLocked(g *reader.Group, out []float32) (seq uint64, ok bool, err error) {
 	r.mu.RLock()
 	defer r.mu.RUnlock()
+	if r.released {
+		return 0, false, nil
+	}
 	if r.seq == 0 {
-		return 0, ErrNotReady
+		return 0, true, ErrNotReady
 	}
 	sc, _ := r.scratch.Get().(*scorer)
 	if sc == nil {
-		var err error
 		if sc, err = r.newScorer(); err != nil {
-			return 0, err
+			return 0, true, err
 		}
 	}
 	defer r.scratch.Put(sc)
 	if err := r.score(sc, g, out); err != nil {
-		return 0, fmt.Errorf("%w: %w", ErrBadRequest, err)
+		return 0, true, fmt.Errorf("%w: %w", ErrBadRequest, err)
 	}
-	return r.seq, nil
+	return r.seq, true, nil
 }
 
 // buildGroup makes g the sample group of req: the user line at level 1,

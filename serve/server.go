@@ -217,18 +217,26 @@ func (s *Server) load(chain []*export.Manifest) error {
 	if err != nil {
 		return err
 	}
-	s.cur.Store(r)
+	old := s.cur.Swap(r)
 	s.chain = chain
+	if old != nil {
+		old.release() // once its requests end: its memory now, not at a GC
+	}
 	return nil
 }
 
 // build returns a new replica holding chain, whose tables may take at
 // most budget bytes (-1: any).
-func (s *Server) build(chain []*export.Manifest, budget int64) (*replica, error) {
+func (s *Server) build(chain []*export.Manifest, budget int64) (_ *replica, err error) {
 	r, err := newReplica(chain[0])
 	if err != nil {
 		return nil, err
 	}
+	defer func() {
+		if err != nil {
+			r.release() // its memory now, not at a GC
+		}
+	}()
 	if err := r.applyFull(s.store, chain[0], budget); err != nil {
 		return nil, err
 	}

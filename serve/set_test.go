@@ -402,3 +402,56 @@ func TestStoreFlag(t *testing.T) {
 		t.Error(`"a=" accepted`)
 	}
 }
+
+// TestReloadUnderRequests: requests scored while new full exports load
+// and switch in, each replaced model's memory given back as soon as its
+// requests end (unmapped: a request still reading it would fault), all
+// succeed with a version served.
+func TestReloadUnderRequests(t *testing.T) {
+	dir, _, m := exportedModel(t)
+	s, err := serve.New(serve.Options{Store: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	stop := make(chan struct{})
+	errs, started := make(chan error, 4), make(chan struct{}, 4)
+	for range 4 {
+		go func() {
+			for n := 0; ; n++ {
+				_, err := s.Predict(&serve.Request{User: "0:u1", Candidates: []string{probe, "1:a 2:b"}})
+				if n == 0 {
+					started <- struct{}{}
+				}
+				if err != nil {
+					errs <- err
+					return
+				}
+				select {
+				case <-stop:
+					errs <- nil
+					return
+				default:
+				}
+			}
+		}()
+	}
+	for range 4 { // every goroutine scoring before the first reload
+		<-started
+	}
+	for i := range uint64(6) {
+		copyExport(t, dir, dir, m, m.Seq+10+i)
+		if _, err := s.Update(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	close(stop)
+	for range 4 {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	if seq, _ := s.Version(); seq != m.Seq+15 {
+		t.Fatalf("serving export %d, want %d", seq, m.Seq+15)
+	}
+}
