@@ -130,3 +130,74 @@ func TestFrozenRefuses(t *testing.T) {
 		t.Error("a third row in a frozen table of 2")
 	}
 }
+
+// BenchmarkFrozenPull_Dim18_1M4 pulls batches of 4,096 loaded ids from a
+// Frozen of 1.4M rows of dim 18 (serve's default model) in one run, as
+// serve loads it, and in two (its 2 shards' files unmerged), against the
+// same rows in a Table (SGD, as serve held them before): the lookup by
+// bucket and search against the hash index.
+func BenchmarkFrozenPull_Dim18_1M4(b *testing.B) {
+	const dim, rows, batch = 18, 1_400_000, 4096
+	rng := rand.New(rand.NewPCG(5, 6))
+	runs := [][]uint64{make([]uint64, rows/2), make([]uint64, rows/2)}
+	for _, r := range runs {
+		for i := range r {
+			r[i] = rng.Uint64()
+		}
+		slices.Sort(r)
+	}
+	spec := TableSpec{Name: "emb", Dim: dim, Optimizer: OptimizerSpec{Name: OptSGD}}
+	merged := slices.Sorted(slices.Values(slices.Concat(runs...)))
+	one, two := newFrozenOf(b, spec, merged), newFrozenOf(b, spec, runs...)
+	tb := newTestTable(b, spec)
+	v := make([]float32, dim)
+	for _, id := range merged {
+		if err := tb.Load(id, v, nil, 0, 0); err != nil {
+			b.Fatal(err)
+		}
+	}
+	batches := make([][]uint64, 64)
+	for i := range batches {
+		for range batch {
+			r := runs[rng.IntN(2)]
+			batches[i] = append(batches[i], r[rng.IntN(len(r))])
+		}
+	}
+	out := make([]float32, batch*dim)
+	for _, c := range []struct {
+		name string
+		pull func([]uint64)
+	}{{"frozen-1-run", func(ids []uint64) { one.Pull(ids, out) }}, {"frozen-2-runs", func(ids []uint64) { two.Pull(ids, out) }},
+		{"table", func(ids []uint64) { tb.Pull(ids, out, false, 0) }}} {
+		b.Run(c.name, func(b *testing.B) {
+			n := 0
+			for b.Loop() {
+				c.pull(batches[n%len(batches)])
+				n++
+			}
+			b.ReportMetric(float64(n*batch)/b.Elapsed().Seconds(), "rows/s")
+		})
+	}
+}
+
+// newFrozenOf returns a Frozen of spec holding runs, zero rows.
+func newFrozenOf(b *testing.B, spec TableSpec, runs ...[]uint64) *Frozen {
+	n := 0
+	for _, r := range runs {
+		n += len(r)
+	}
+	f, err := NewFrozen(spec, n)
+	if err != nil {
+		b.Fatal(err)
+	}
+	v := make([]float32, spec.Dim)
+	for _, r := range runs {
+		f.StartRun()
+		for _, id := range r {
+			if err := f.Append(id, v); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	return f
+}

@@ -59,7 +59,7 @@
 //
 //   - format.go: Manifest, Table, Dense and Part, the file names, Commit, ReadManifest, Verify and Exports.
 //   - chain.go: Next, the exports a reader applies next (a full export and its deltas), Prune and RemoveIncomplete.
-//   - read.go: ReadTable, ReadTableFile and ReadDense, an export's rows (all, or one file's) and dense vectors.
+//   - read.go: ReadTable, FileReader (OpenTableFile) and ReadDense: an export's rows (all, or one file's in id order) and dense vectors.
 //   - quant.go: the encodings of a table's values (fp32, fp16, int8...): CheckQuant, RowBytes, AppendRow, DecodeRow.
 //   - convert.go: Convert, an export re-encoded into another store.
 //   - policy.go: Policy, where exports go, when they are taken and how rows are encoded.

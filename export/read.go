@@ -30,18 +30,84 @@ func ReadTable(s snapshot.Store, m *Manifest, table string, fn func(id uint64, v
 	return nil
 }
 
-// ReadTableFile is ReadTable for file i of table alone (shard i's part,
-// in id order: Table.Files[i], whose Rows it holds).
-func ReadTableFile(s snapshot.Store, m *Manifest, table string, i int, fn func(id uint64, values []float32) error) error {
+// FileReader reads one file of a table of an export in id order (see
+// OpenTableFile): Next, then Row, until Next is false; then Err.
+type FileReader struct {
+	tr  *snapshot.TableReader
+	m   *Manifest
+	t   *Table
+	f   snapshot.FileMeta
+	v   []float32
+	id  uint64
+	del bool
+	err error
+}
+
+// OpenTableFile opens file i of table in export m (shard i's part:
+// Table.Files[i], whose Rows it holds) for reading in id order.
+func OpenTableFile(s snapshot.Store, m *Manifest, table string, i int) (*FileReader, error) {
 	t, err := m.table(table)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if i < 0 || i >= len(t.Files) {
-		return fmt.Errorf("export %d: table %q has %d files, no file %d", m.Seq, table, len(t.Files), i)
+		return nil, fmt.Errorf("export %d: table %q has %d files, no file %d", m.Seq, table, len(t.Files), i)
 	}
-	return readFile(s, m, t, t.Files[i], make([]float32, t.Dim), fn)
+	return openFile(s, m, t, t.Files[i], make([]float32, t.Dim))
 }
+
+func openFile(s snapshot.Store, m *Manifest, t *Table, f snapshot.FileMeta, v []float32) (*FileReader, error) {
+	tr, err := snapshot.OpenTableFile(s, m.Dir(), f)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrCorrupt, err)
+	}
+	return &FileReader{tr: tr, m: m, t: t, f: f, v: v}, nil
+}
+
+// Next moves to the next row or deletion and reports whether there is
+// one; a row that does not decode ends the file with Err set.
+func (r *FileReader) Next() bool {
+	if r.err != nil || !r.tr.Next() {
+		return false
+	}
+	id, b := r.tr.Row()
+	r.id, r.del = id, r.tr.Deleted()
+	if r.del {
+		if r.m.Kind != KindDelta {
+			r.err = fmt.Errorf("%w: %s/%s: a deletion in a full export", ErrCorrupt, r.m.Dir(), r.f.Name)
+			return false
+		}
+		return true
+	}
+	if err := DecodeRow(r.v, r.t.Quant, b); err != nil {
+		r.err = fmt.Errorf("%w: %s/%s: row %d: %w", ErrCorrupt, r.m.Dir(), r.f.Name, id, err)
+		return false
+	}
+	return true
+}
+
+// Row returns the current row's id and values (valid until Next), nil
+// values for a deletion.
+func (r *FileReader) Row() (uint64, []float32) {
+	if r.del {
+		return r.id, nil
+	}
+	return r.id, r.v
+}
+
+// Err returns what ended the file early, nil at its end.
+func (r *FileReader) Err() error {
+	if r.err != nil {
+		return r.err
+	}
+	if err := r.tr.Err(); err != nil {
+		return fmt.Errorf("%w: %w", ErrCorrupt, err)
+	}
+	return nil
+}
+
+// Close releases the file.
+func (r *FileReader) Close() error { return r.tr.Close() }
 
 // table returns m's table of that name.
 func (m *Manifest) table(name string) (*Table, error) {
@@ -54,33 +120,17 @@ func (m *Manifest) table(name string) (*Table, error) {
 }
 
 func readFile(s snapshot.Store, m *Manifest, t *Table, f snapshot.FileMeta, v []float32, fn func(uint64, []float32) error) error {
-	tr, err := snapshot.OpenTableFile(s, m.Dir(), f)
+	r, err := openFile(s, m, t, f, v)
 	if err != nil {
-		return fmt.Errorf("%w: %w", ErrCorrupt, err)
+		return err
 	}
-	defer tr.Close()
-	for tr.Next() {
-		id, b := tr.Row()
-		if tr.Deleted() {
-			if m.Kind != KindDelta {
-				return fmt.Errorf("%w: %s/%s: a deletion in a full export", ErrCorrupt, m.Dir(), f.Name)
-			}
-			if err := fn(id, nil); err != nil {
-				return err
-			}
-			continue
-		}
-		if err := DecodeRow(v, t.Quant, b); err != nil {
-			return fmt.Errorf("%w: %s/%s: row %d: %w", ErrCorrupt, m.Dir(), f.Name, id, err)
-		}
-		if err := fn(id, v); err != nil {
+	defer r.Close()
+	for r.Next() {
+		if err := fn(r.Row()); err != nil {
 			return err
 		}
 	}
-	if err := tr.Err(); err != nil {
-		return fmt.Errorf("%w: %w", ErrCorrupt, err)
-	}
-	return nil
+	return r.Err()
 }
 
 // ReadDense returns dense vector name of export m, its ranges read and

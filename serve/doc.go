@@ -32,11 +32,12 @@
 //     request's work is bounded by its features (Limits.MaxFeatures), and
 //     at most Limits.MaxInFlight requests are read and scored at once;
 //     beyond, a request is refused at once rather than queued.
-//  4. With Options.MaxBytes, a new full export's load stops as soon as
-//     its tables pass what the model serving leaves of it (a reload holds
-//     both; checked every few thousand rows and at the end), and a delta is
-//     applied only if its rows fit at their values and an index entry's
-//     cost each; a refused export leaves the last good version serving.
+//  4. With Options.MaxBytes, a new full export is loaded only within what
+//     the model serving leaves of it (a reload holds both): its tables,
+//     sized by its manifest's rows, are checked before a row is read and
+//     after each table; a delta is applied only if its rows fit, each
+//     counted as a new one; a refused export leaves the last good version
+//     serving.
 //  5. A Set drops a model (removed from the models file, or replaced)
 //     only after every request that found it has ended: it leaves the
 //     Set's map first (new requests find no such model), then its

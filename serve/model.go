@@ -3,6 +3,7 @@ package serve
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 
@@ -38,7 +39,9 @@ type replica struct {
 	params   []float32
 	tables   []*ams.Frozen // by model table (config order)
 	byName   map[string]int
-	scratch  sync.Pool // of *scorer
+	// rowsWanted is the rows of the full export the replica was built for.
+	rowsWanted int64
+	scratch    sync.Pool // of *scorer
 	// mem is the replica's memory as of its last export applied
 	// (measure), read by Status without the lock.
 	mem atomic.Pointer[replicaMemory]
@@ -62,6 +65,7 @@ func newReplica(m *export.Manifest) (*replica, error) {
 		return nil, fmt.Errorf("serve: export %d: %w", m.Seq, err)
 	}
 	r := &replica{net: net, ns: cfg.Model.Sequence.Namespace(0), byName: map[string]int{}}
+	r.rowsWanted, _ = m.Rows()
 	for i, spec := range cfg.Model.Tables {
 		var init ams.InitSpec
 		var rows int64
@@ -87,44 +91,35 @@ func newReplica(m *export.Manifest) (*replica, error) {
 }
 
 // applyFull loads full export m (verified: export.Next) into r, a new
-// replica not yet serving: its rows go straight into the tables, which
-// may take at most budget bytes (-1: any; checked every checkEvery rows).
-// An error leaves r in an unspecified state: the caller drops it.
+// replica not yet serving: each table's files (one per shard, each in id
+// order) merged by id into one run of its ams.Frozen. r's tables, sized
+// by the manifest's rows, may take at most budget bytes (-1: any): a
+// larger model is refused before a row is read (or, counting the runs'
+// offsets, once a table is read). An error leaves r in an
+// unspecified state: the caller drops it.
 func (r *replica) applyFull(s snapshot.Store, m *export.Manifest, budget int64) error {
 	if m.Kind != export.KindFull || r.seq != 0 {
 		return fmt.Errorf("serve: export %d (%s) onto a replica at export %d: want a full export onto a new one", m.Seq, m.Kind, r.seq)
 	}
-	n := 0 // rows loaded
-	over := func(t string) error {
+	over := func() error {
 		if b := r.tableBytes(); budget >= 0 && b > budget {
-			return fmt.Errorf("%w: export %d: its tables passed %d bytes at row %d (table %q), and the model may take %d beside the one serving (MaxBytes)",
-				ErrMemoryLimit, m.Seq, b, n, t, budget)
+			return fmt.Errorf("%w: export %d: its %d rows take %d bytes, and the model may take %d beside the one serving (MaxBytes)",
+				ErrMemoryLimit, m.Seq, r.rowsWanted, b, budget)
 		}
 		return nil
+	}
+	if err := over(); err != nil { // the rows' arrays, sized already
+		return err
 	}
 	for _, t := range m.Tables {
 		i, err := r.table(m, t)
 		if err != nil {
 			return err
 		}
-		tab := r.tables[i]
-		for fi := range t.Files { // each file a run of rows in id order
-			tab.StartRun()
-			if err := export.ReadTableFile(s, m, t.Name, fi, func(id uint64, v []float32) error {
-				if n++; n%checkEvery == 0 {
-					if err := over(t.Name); err != nil {
-						return err
-					}
-				}
-				if err := tab.Append(id, v); err != nil { // a full export deletes nothing (export.ReadTable refuses it)
-					return fmt.Errorf("%w: export %d: %w", export.ErrCorrupt, m.Seq, err)
-				}
-				return nil
-			}); err != nil {
-				return err
-			}
+		if err := loadMerged(s, m, t, r.tables[i]); err != nil {
+			return err
 		}
-		if err := over(t.Name); err != nil {
+		if err := over(); err != nil { // and the run's offsets
 			return err
 		}
 	}
@@ -138,9 +133,55 @@ func (r *replica) applyFull(s snapshot.Store, m *export.Manifest, budget int64) 
 	return nil
 }
 
-// checkEvery is how often (in rows) a full export's load checks its
-// tables' memory against its budget.
-const checkEvery = 1 << 14
+// loadMerged loads table t of full export m into tab as one run: its
+// files, each in id order, merged by id (a k-way merge of their heads).
+func loadMerged(s snapshot.Store, m *export.Manifest, t export.Table, tab *ams.Frozen) error {
+	var heads []*export.FileReader
+	defer func() {
+		for _, h := range heads {
+			h.Close()
+		}
+	}()
+	for i := range t.Files {
+		h, err := export.OpenTableFile(s, m, t.Name, i)
+		if err != nil {
+			return err
+		}
+		if !h.Next() {
+			err := h.Err()
+			h.Close()
+			if err != nil {
+				return err
+			}
+			continue
+		}
+		heads = append(heads, h)
+	}
+	tab.StartRun()
+	for len(heads) > 0 {
+		k := 0
+		id, v := heads[0].Row()
+		for j := 1; j < len(heads); j++ {
+			if jd, jv := heads[j].Row(); jd < id {
+				k, id, v = j, jd, jv
+			}
+		}
+		// A full export deletes nothing (export's reader refuses it); ids
+		// out of order, or on two shards, are refused here.
+		if err := tab.Append(id, v); err != nil {
+			return fmt.Errorf("%w: export %d: %w", export.ErrCorrupt, m.Seq, err)
+		}
+		if !heads[k].Next() {
+			err := heads[k].Err()
+			heads[k].Close()
+			heads = slices.Delete(heads, k, k+1)
+			if err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
 
 // tableBytes returns the memory of r's tables and parameters whole.
 func (r *replica) tableBytes() int64 {
