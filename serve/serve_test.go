@@ -314,9 +314,9 @@ xps_serve_requests_total{api="grpc",outcome="ok"} 1
 	}
 }
 
-// grpcClient serves s's gRPC service on a loopback port and returns a
-// client of it; both stop when the test ends.
-func grpcClient(t *testing.T, s *serve.Server) servepb.PredictorClient {
+// grpcClient serves s's gRPC service (a Server's or a Set's) on a
+// loopback port and returns a client of it; both stop when the test ends.
+func grpcClient(t *testing.T, s interface{ RegisterGRPC(*grpc.Server) }) servepb.PredictorClient {
 	t.Helper()
 	gs := grpc.NewServer()
 	s.RegisterGRPC(gs)

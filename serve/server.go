@@ -135,16 +135,23 @@ func (s *Server) Version() (seq uint64, samples int64) {
 
 // Run applies new exports every Poll until ctx ends.
 func (s *Server) Run(ctx context.Context) {
-	t := time.NewTicker(s.opts.Poll)
+	every(ctx, s.opts.Poll, func() {
+		if _, err := s.Update(); err != nil && !errors.Is(err, export.ErrNoExport) {
+			s.opts.Logger.Warn("reading the export store", "store", s.opts.Store, "err", err)
+		}
+	})
+}
+
+// every calls fn every d until ctx ends.
+func every(ctx context.Context, d time.Duration, fn func()) {
+	t := time.NewTicker(d)
 	defer t.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
-			if _, err := s.Update(); err != nil && !errors.Is(err, export.ErrNoExport) {
-				s.opts.Logger.Warn("reading the export store", "store", s.opts.Store, "err", err)
-			}
+			fn()
 		}
 	}
 }

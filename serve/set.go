@@ -291,16 +291,9 @@ func (s *Set) Run(ctx context.Context) {
 		<-ctx.Done()
 		return
 	}
-	t := time.NewTicker(s.opts.Defaults.Poll)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-			s.Reload() //nolint:errcheck // logged and in Status
-		}
-	}
+	every(ctx, s.opts.Defaults.Poll, func() {
+		s.Reload() //nolint:errcheck // logged and in Status
+	})
 }
 
 // Reload applies the models file if it changed since it was last read

@@ -15,7 +15,6 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	promtest "github.com/prometheus/client_golang/prometheus/testutil"
-	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
@@ -145,7 +144,7 @@ func TestSetServesModelsSideBySide(t *testing.T) {
 			t.Errorf("%s: %d %s, want 404 naming a, b", url, code, body)
 		}
 	}
-	c := setGRPCClient(t, set)
+	c := grpcClient(t, set)
 	got, err := c.Predict(context.Background(), &servepb.PredictRequest{Model: "b", User: "0:u1", Candidates: []string{probe}})
 	if err != nil || got.Scores[0] != alone["b"] {
 		t.Fatalf("gRPC, model b: %v, %v; want %v", got, err, alone["b"])
@@ -222,14 +221,6 @@ func getJSON(t *testing.T, url string, v any) {
 	if err := json.NewDecoder(resp.Body).Decode(v); err != nil {
 		t.Fatalf("%s: %v", url, err)
 	}
-}
-
-// setGRPCClient is grpcClient for a Set.
-func setGRPCClient(t *testing.T, s *serve.Set) servepb.PredictorClient {
-	t.Helper()
-	gs := grpc.NewServer()
-	s.RegisterGRPC(gs)
-	return dialGRPC(t, gs)
 }
 
 // writeModels writes a models file of the models to path.
