@@ -370,7 +370,9 @@ func (s *Set) names() []string {
 func (s *Set) Server(name string) (*Server, func(), error) { return s.enter(name) }
 
 // SetStatus is what a Set's GET /status answers: each model's Status by
-// name, and the models file's error.
+// name (each Memory's values and tables are the model's; its heap,
+// runtime and rss the process's, shared by the models), and the models
+// file's error.
 type SetStatus struct {
 	Models map[string]Status `json:"models"`
 	// File is the models file; FileError why its last change was not
