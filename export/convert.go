@@ -27,7 +27,7 @@ func Convert(src, dst snapshot.Store, m *Manifest, quant map[string]string) (*Ma
 		nt.Quant, nt.Files = q, nil
 		v := make([]float32, t.Dim)
 		for _, f := range t.Files {
-			tw, err := snapshot.CreateTableFile(dst, out.Dir(), f.Name, true)
+			tw, err := snapshot.CreateBlockTableFile(dst, out.Dir(), f.Name, RowBytes(q, t.Dim))
 			if err != nil {
 				return nil, err
 			}

@@ -14,13 +14,18 @@
 //	  dense/<name>                     a dense vector: float32, little-endian
 //	  manifest.json                    written last
 //
-// A table file is a Pebble sstable (snapshot.CreateTableFile) keyed by
-// the ids' 8 big-endian bytes. Its rows hold values only, no optimizer
-// state or statistics, encoded by the table's Quant: FP32 (exact), FP16,
-// or Int8 with a per-row scale (see the constants for their errors). A
-// delta's file also holds deletions (snapshot.TableWriter.Delete): the
-// tombstones of the rows expiry and the memory budget removed since its
-// base, so that serving forgets them too. An id with no row in the chain
+// A table file is a Pebble sstable of blocks of rows
+// (snapshot.CreateBlockTableFile, snapshot.LayoutBlocks): each entry,
+// keyed by its first id's 8 big-endian bytes, holds up to 128 rows in id
+// order, their ids as varint gaps and their values one after the other,
+// so that a row costs its values and about 6 bytes of id (exports written
+// before, one sstable key per row, are still read: the file's FileMeta
+// names its layout). Its rows hold values only, no optimizer state or
+// statistics, encoded by the table's Quant: FP32 (exact), FP16, or Int8
+// with a per-row scale (see the constants for their errors). A delta's
+// file also holds deletions (snapshot.TableWriter.Delete): the ids of the
+// rows expiry and the memory budget removed since its base, so that
+// serving forgets them too. An id with no row in the chain
 // reads as the table's initializer would make it (Table.Init), as in
 // training.
 //

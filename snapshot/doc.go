@@ -79,5 +79,6 @@
 //   - memstore.go: MemStore, a Store in memory for tests.
 //   - jsonfile.go: numbered directories (SeqDir, SeqDirs) and checksummed JSON manifests (CommitJSON, ReadJSON), shared with package export.
 //   - format.go: Manifest, FileMeta and the table files (TableWriter, TableReader), raw files, Commit, Verify, Latest, Prune and RemoveAfter.
+//   - blocks.go: LayoutBlocks, table files of blocks of rows (CreateBlockTableFile) and their decoding.
 //   - policy.go: Policy, where a cluster's snapshots go and when they are taken.
 package snapshot

@@ -72,6 +72,10 @@ type FileMeta struct {
 	// its deletions (TableWriter.Delete; none in a snapshot).
 	Rows    int64 `json:"rows,omitempty"`
 	Deletes int64 `json:"deletes,omitempty"`
+	// Layout is a table file's entries: "" one row (or deletion) each,
+	// LayoutBlocks blocks of rows of RowBytes bytes each.
+	Layout   string `json:"layout,omitempty"`
+	RowBytes int    `json:"row_bytes,omitempty"`
 }
 
 // TableEntry is a sparse table: its specification (the AMS's own JSON) and
@@ -460,6 +464,12 @@ type TableWriter struct {
 	rows    int64
 	deletes int64
 	done    bool
+	// rowBytes > 0 writes blocks of rows (CreateBlockTableFile): the
+	// open block's entries, its first and last ids.
+	rowBytes            int
+	blockIDs            []uint64
+	blockDel            []bool
+	blockRows, blockBuf []byte
 }
 
 // CreateTable starts shard's file of table in snapshot seq of s. Close or
@@ -505,7 +515,14 @@ func (t *TableWriter) Add(id uint64, value []byte) error {
 	if err := t.order(id); err != nil {
 		return err
 	}
-	if err := t.sw.Set(t.key[:], value); err != nil {
+	if t.rowBytes > 0 {
+		if value == nil {
+			value = []byte{} // a row, not a deletion
+		}
+		if err := t.addToBlock(id, value); err != nil {
+			return err
+		}
+	} else if err := t.sw.Set(t.key[:], value); err != nil {
 		return fmt.Errorf("snapshot: %s: %w", t.cw.name, err)
 	}
 	t.rows++
@@ -519,7 +536,11 @@ func (t *TableWriter) Delete(id uint64) error {
 	if err := t.order(id); err != nil {
 		return err
 	}
-	if err := t.sw.Delete(t.key[:]); err != nil {
+	if t.rowBytes > 0 {
+		if err := t.addToBlock(id, nil); err != nil {
+			return err
+		}
+	} else if err := t.sw.Delete(t.key[:]); err != nil {
 		return fmt.Errorf("snapshot: %s: %w", t.cw.name, err)
 	}
 	t.deletes++
@@ -542,11 +563,18 @@ func (t *TableWriter) Close() (FileMeta, error) {
 		return FileMeta{}, fmt.Errorf("snapshot: %s: closed twice", t.cw.name)
 	}
 	t.done = true
+	if err := t.flushBlock(); err != nil {
+		t.sw.Close() //nolint:errcheck // the error above is the one
+		return FileMeta{}, err
+	}
 	if err := t.sw.Close(); err != nil { // finishes the Writable, which commits the file
 		return FileMeta{}, fmt.Errorf("snapshot: %s: %w", t.cw.name, err)
 	}
 	m := t.cw.meta()
 	m.Rows, m.Deletes = t.rows, t.deletes
+	if t.rowBytes > 0 {
+		m.Layout, m.RowBytes = LayoutBlocks, t.rowBytes
+	}
 	return m, nil
 }
 
@@ -878,6 +906,11 @@ type TableReader struct {
 	val  []byte
 	del  bool
 	seek bool
+	// rowBytes > 0 reads blocks of rows (LayoutBlocks): blk is the
+	// current one.
+	rowBytes  int
+	blk       block
+	blockSeen bool
 }
 
 // readable adapts a Store Reader to objstorage.Readable.
@@ -924,7 +957,20 @@ func OpenTableFile(s Store, dir string, f FileMeta) (*TableReader, error) {
 		sr.Close()
 		return nil, fmt.Errorf("%w: %s: %w", ErrCorrupt, name, err)
 	}
-	return &TableReader{r: sr, it: it, name: name, seek: true}, nil
+	t := &TableReader{r: sr, it: it, name: name, seek: true}
+	switch f.Layout {
+	case "":
+	case LayoutBlocks:
+		if f.RowBytes <= 0 {
+			t.Close()
+			return nil, fmt.Errorf("%w: %s: blocks of rows of %d bytes", ErrCorrupt, name, f.RowBytes)
+		}
+		t.rowBytes = f.RowBytes
+	default:
+		t.Close()
+		return nil, fmt.Errorf("%w: %s: unknown layout %q (a newer writer's?)", ErrCorrupt, name, f.Layout)
+	}
+	return t, nil
 }
 
 // openSSTable opens the sstable of r. Pebble's reader panics on some
@@ -960,6 +1006,9 @@ func (t *TableReader) Next() bool {
 	if t.err != nil {
 		return false
 	}
+	if t.rowBytes > 0 && t.nextInBlock() {
+		return true
+	}
 	next := t.it.Next
 	if t.seek {
 		next, t.seek = t.it.First, false
@@ -978,6 +1027,7 @@ func (t *TableReader) Next() bool {
 		t.err = fmt.Errorf("%w: %s: key of %d bytes", ErrCorrupt, t.name, len(k.UserKey))
 		return false
 	}
+	last, after := t.id, t.blockSeen
 	t.id, t.del = binary.BigEndian.Uint64(k.UserKey), false
 	switch k.Kind() {
 	case sstable.InternalKeyKindSet:
@@ -987,7 +1037,19 @@ func (t *TableReader) Next() bool {
 			return false
 		}
 		t.val = v
+		if t.rowBytes > 0 {
+			if err := decodeBlock(&t.blk, t.id, v, t.rowBytes, last, after); err != nil {
+				t.err = fmt.Errorf("%w: %s: block at id %d: %w", ErrCorrupt, t.name, t.id, err)
+				return false
+			}
+			t.blockSeen = true
+			return t.nextInBlock()
+		}
 	case sstable.InternalKeyKindDelete:
+		if t.rowBytes > 0 {
+			t.err = fmt.Errorf("%w: %s: a tombstone among blocks", ErrCorrupt, t.name)
+			return false
+		}
 		t.val, t.del = nil, true
 	default:
 		t.err = fmt.Errorf("%w: %s: key %d of kind %v", ErrCorrupt, t.name, t.id, k.Kind())

@@ -80,11 +80,11 @@ func (s *Shard) exportTable(store snapshot.Store, cat *catalog, ti *tableInfo, o
 	if err != nil {
 		return export.Table{}, err
 	}
-	tw, err := snapshot.CreateTableFile(store, export.Dir(o.Seq), export.TableName(ti.spec.Name, o.Index), true)
+	n := export.RowBytes(q, ti.spec.Dim)
+	tw, err := snapshot.CreateBlockTableFile(store, export.Dir(o.Seq), export.TableName(ti.spec.Name, o.Index), n)
 	if err != nil {
 		return export.Table{}, err
 	}
-	n := export.RowBytes(q, ti.spec.Dim)
 	w := &tableWrite{s: s, ti: ti, n: n, rows: rows, deletions: true,
 		encode: func(tab *ams.Table, b []byte, r *ams.RowSet, lo, hi int, missing []int) ([]byte, []int) {
 			tab.EachRowValues(r, lo, hi, func(k int, v []float32, ok bool) {
