@@ -102,7 +102,7 @@ func (s *Server) handlePredict(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, fmt.Sprintf("serve: the body's %d bytes are over the limit, %d", r.ContentLength, lim), http.StatusRequestEntityTooLarge)
 		return
 	}
-	req, err := decodeRequest(http.MaxBytesReader(w, r.Body, lim))
+	req, err := decodeRequest(http.MaxBytesReader(w, r.Body, lim), r.ContentLength)
 	var tooLarge *http.MaxBytesError
 	switch {
 	case errors.As(err, &tooLarge):

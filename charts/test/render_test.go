@@ -9,6 +9,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
+	"sigs.k8s.io/yaml"
 )
 
 func helm(t *testing.T) string {
@@ -160,5 +161,53 @@ func checkMounts(t *testing.T, where string, spec *corev1.PodSpec, c corev1.Cont
 	}
 	if !tmp {
 		t.Errorf("%s: no writable /tmp (the root filesystem is read-only)", where)
+	}
+}
+
+// TestServeModels: with serve.models, each server reads a models file
+// from a ConfigMap (serve -models), whose YAML holds every model with the
+// keys serve reads (serve.ReadModels decodes strictly: name, store,
+// max_bytes, limits), and serve.maxModelBytes becomes -max-model-bytes.
+func TestServeModels(t *testing.T) {
+	objs, err := Render(helm(t), []string{filepath.Join(Chart(), "ci", "serve-models-values.yaml")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var file string
+	var args []string
+	for _, o := range objs {
+		switch x := o.Obj.(type) {
+		case *corev1.ConfigMap:
+			if strings.HasSuffix(o.Name, "serve-models") {
+				file = x.Data["models.yaml"]
+			}
+		default:
+			if tpl := PodTemplate(o); tpl != nil && tpl.Spec.Containers[0].Name == "serve" {
+				args = tpl.Spec.Containers[0].Args
+			}
+		}
+	}
+	var models struct {
+		Models []struct {
+			Name     string `json:"name"`
+			Store    string `json:"store"`
+			MaxBytes int64  `json:"max_bytes"`
+			Limits   struct {
+				MaxInFlight int `json:"max_in_flight"`
+			} `json:"limits"`
+		} `json:"models"`
+	}
+	if err := yaml.UnmarshalStrict([]byte(file), &models); err != nil || len(models.Models) != 2 ||
+		models.Models[1].Name != "exp" || models.Models[1].MaxBytes != 1<<30 || models.Models[1].Limits.MaxInFlight != 4 {
+		t.Fatalf("the models file %q: %+v, %v", file, models, err)
+	}
+	joined := strings.Join(args, " ")
+	for _, want := range []string{"-models=/etc/xps-serve/models.yaml", "-max-model-bytes=2147483648"} {
+		if !strings.Contains(joined, want) {
+			t.Errorf("serve's args %q lack %s", joined, want)
+		}
+	}
+	if strings.Contains(joined, "-store=") {
+		t.Errorf("serve's args %q name a -store beside -models", joined)
 	}
 }
