@@ -41,7 +41,9 @@
 //  5. A Set drops a model (removed from the models file, or replaced)
 //     only after every request that found it has ended: it leaves the
 //     Set's map first (new requests find no such model), then its
-//     requests in flight are waited for, then its Server is closed.
+//     requests in flight are waited for, then its Server is closed, which
+//     gives the model's memory back at once (unmapped, as a replaced
+//     replica's).
 //
 // # Usage
 //

@@ -67,6 +67,7 @@ type Server struct {
 	// Owned by the updating goroutine (Update's caller), under upd.
 	upd   sync.Mutex
 	chain []*export.Manifest // the exports cur holds, full first
+	closed bool // Close was called
 	// lastErr is the last Update's error ("" when it succeeded), for
 	// Status; set under upd.
 	lastErr atomic.Pointer[string]
@@ -114,12 +115,26 @@ func New(opts Options) (*Server, error) {
 	return s, nil
 }
 
-// Close releases the store and withdraws the server's metrics from
-// Options.Metrics.
+// Close releases the store, gives the model's memory back once its
+// requests end (Predict answers ErrNotReady from then on), and withdraws
+// the server's metrics from Options.Metrics. An Update after it does
+// nothing.
 func (s *Server) Close() error {
+	s.upd.Lock()
+	defer s.upd.Unlock()
+	if s.closed {
+		return nil
+	}
+	s.closed = true
 	s.metrics.unregister()
+	if r := s.cur.Swap(nil); r != nil {
+		r.release()
+	}
 	return s.store.Close()
 }
+
+// errClosed is Update's error after Close.
+var errClosed = errors.New("serve: the server is closed")
 
 // Version returns the export the server serves (0: none) and the trained
 // samples at its cut.
@@ -136,7 +151,7 @@ func (s *Server) Version() (seq uint64, samples int64) {
 // Run applies new exports every Poll until ctx ends.
 func (s *Server) Run(ctx context.Context) {
 	every(ctx, s.opts.Poll, func() {
-		if _, err := s.Update(); err != nil && !errors.Is(err, export.ErrNoExport) {
+		if _, err := s.Update(); err != nil && !errors.Is(err, export.ErrNoExport) && !errors.Is(err, errClosed) {
 			s.opts.Logger.Warn("reading the export store", "store", s.opts.Store, "err", err)
 		}
 	})
@@ -165,6 +180,9 @@ func every(ctx context.Context, d time.Duration, fn func()) {
 func (s *Server) Update() (bool, error) {
 	s.upd.Lock()
 	defer s.upd.Unlock()
+	if s.closed {
+		return false, errClosed
+	}
 	changed, err := s.update()
 	msg := ""
 	if err != nil && !errors.Is(err, export.ErrNoExport) {

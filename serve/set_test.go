@@ -446,3 +446,29 @@ func TestReloadUnderRequests(t *testing.T) {
 		t.Fatalf("serving export %d, want %d", seq, m.Seq+15)
 	}
 }
+
+// TestCloseGivesBackTheModel: after Close, a request is answered
+// ErrNotReady (the model's memory was given back, not read after), and
+// Update does nothing.
+func TestCloseGivesBackTheModel(t *testing.T) {
+	dir, _, _ := exportedModel(t)
+	s, err := serve.New(serve.Options{Store: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Predict(&serve.Request{Candidates: []string{probe}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Predict(&serve.Request{Candidates: []string{probe}}); !errors.Is(err, serve.ErrNotReady) {
+		t.Errorf("a request after Close: %v, want ErrNotReady", err)
+	}
+	if changed, err := s.Update(); changed || err == nil {
+		t.Errorf("Update after Close: %v, %v", changed, err)
+	}
+	if err := s.Close(); err != nil {
+		t.Errorf("a second Close: %v", err)
+	}
+}
