@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -470,5 +471,34 @@ func TestCloseGivesBackTheModel(t *testing.T) {
 	}
 	if err := s.Close(); err != nil {
 		t.Errorf("a second Close: %v", err)
+	}
+}
+
+// TestLargeRequestInBatches: a request of more candidates than a scorer
+// takes at once (scored in batches) scores each candidate as a request
+// of that candidate alone does.
+func TestLargeRequestInBatches(t *testing.T) {
+	dir, _, _ := exportedModel(t)
+	s, err := serve.New(serve.Options{Store: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	var cands []string
+	for i := range 600 {
+		cands = append(cands, fmt.Sprintf("1:a%d 2:b%d 3:c%d", i%37, i%11, i))
+	}
+	all, err := s.Predict(&serve.Request{User: "0:u7", Candidates: cands})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, i := range []int{0, 255, 256, 257, 511, 512, 599} {
+		one, err := s.Predict(&serve.Request{User: "0:u7", Candidates: cands[i : i+1]})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if one.Scores[0] != all.Scores[i] {
+			t.Errorf("candidate %d: %v in the request of 600, %v alone", i, all.Scores[i], one.Scores[0])
+		}
 	}
 }
