@@ -47,19 +47,26 @@ func (s *Server) Predict(req *Request) (*Response, error) {
 	if err := lim.checkCounts(req); err != nil {
 		return nil, err
 	}
-	r := s.cur.Load()
-	if r == nil {
-		return nil, ErrNotReady
-	}
 	g := groupPool.Get().(*reader.Group)
 	defer groupPool.Put(g)
-	if err := buildGroup(g, req, r.ns, lim); err != nil {
-		return nil, err
-	}
 	resp := &Response{Scores: make([]float32, len(req.Candidates))}
-	var err error
-	resp.Version, err = s.Score(g, resp.Scores)
-	return resp, err
+	for {
+		// The features are hashed in the namespaces of the replica that
+		// scores them: a new model may have others.
+		r := s.cur.Load()
+		if r == nil {
+			return nil, ErrNotReady
+		}
+		if err := buildGroup(g, req, r.ns, lim); err != nil {
+			return nil, err
+		}
+		seq, ok, err := r.scoreLocked(g, resp.Scores)
+		if ok {
+			resp.Version = seq
+			return resp, err
+		}
+		// r was replaced and released meanwhile: take the one serving.
+	}
 }
 
 var groupPool = sync.Pool{New: func() any { return new(reader.Group) }}
