@@ -65,9 +65,9 @@ type Server struct {
 	inFlight, small chan struct{}
 
 	// Owned by the updating goroutine (Update's caller), under upd.
-	upd   sync.Mutex
-	chain []*export.Manifest // the exports cur holds, full first
-	closed bool // Close was called
+	upd    sync.Mutex
+	chain  []*export.Manifest // the exports cur holds, full first
+	closed bool               // Close was called
 	// lastErr is the last Update's error ("" when it succeeded), for
 	// Status; set under upd.
 	lastErr atomic.Pointer[string]
