@@ -39,9 +39,7 @@ type replica struct {
 	params   []float32
 	tables   []*ams.Frozen // by model table (config order)
 	byName   map[string]int
-	// rowsWanted is the rows of the full export the replica was built for.
-	rowsWanted int64
-	scratch    sync.Pool // of *scorer
+	scratch  sync.Pool // of *scorer
 	// mem is the replica's memory as of its last export applied
 	// (measure), read by Status without the lock.
 	mem atomic.Pointer[replicaMemory]
@@ -65,7 +63,6 @@ func newReplica(m *export.Manifest) (*replica, error) {
 		return nil, fmt.Errorf("serve: export %d: %w", m.Seq, err)
 	}
 	r := &replica{net: net, ns: cfg.Model.Sequence.Namespace(0), byName: map[string]int{}}
-	r.rowsWanted, _ = m.Rows()
 	for i, spec := range cfg.Model.Tables {
 		var init ams.InitSpec
 		var rows int64
@@ -101,10 +98,11 @@ func (r *replica) applyFull(s snapshot.Store, m *export.Manifest, budget int64) 
 	if m.Kind != export.KindFull || r.seq != 0 {
 		return fmt.Errorf("serve: export %d (%s) onto a replica at export %d: want a full export onto a new one", m.Seq, m.Kind, r.seq)
 	}
+	rows, _ := m.Rows()
 	over := func() error {
 		if b := r.tableBytes(); budget >= 0 && b > budget {
 			return fmt.Errorf("%w: export %d: its %d rows take %d bytes, and the model may take %d beside the one serving (MaxBytes)",
-				ErrMemoryLimit, m.Seq, r.rowsWanted, b, budget)
+				ErrMemoryLimit, m.Seq, rows, b, budget)
 		}
 		return nil
 	}
