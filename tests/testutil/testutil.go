@@ -181,11 +181,23 @@ func Conn(cli *clientv3.Client, prefix string) *controlplane.Conn {
 // port-0 pick and every outgoing connection's source port come from that
 // range, so a port picked there and closed is soon taken again by some
 // connection of a test running beside this one. Below it only another
-// explicit pick can collide, one time in thousands.
+// explicit pick can collide, and none does: a port is handed out once per
+// test process (a test names several addresses before it starts any
+// server, so a port free at each pick is not yet taken), and claimed for
+// across the test processes go test runs side by side, until the test
+// ends, by a file created exclusively in a directory they share.
 func FreeAddr(t testing.TB) string {
 	t.Helper()
-	for range 100 {
-		addr := fmt.Sprintf("127.0.0.1:%d", 20000+rand.IntN(12768))
+	for range 200 {
+		port := 20000 + rand.IntN(12768)
+		claim, ok := claimPort(port)
+		if !ok {
+			continue
+		}
+		if claim != "" {
+			t.Cleanup(func() { os.Remove(claim) })
+		}
+		addr := fmt.Sprintf("127.0.0.1:%d", port)
 		l, err := net.Listen("tcp", addr)
 		if err != nil {
 			continue
@@ -193,8 +205,50 @@ func FreeAddr(t testing.TB) string {
 		l.Close()
 		return addr
 	}
-	t.Fatal("testutil: no free loopback port in 100 tries")
+	t.Fatal("testutil: no free loopback port in 200 tries")
 	return ""
+}
+
+// portClaimTTL is how long a claim left by a test process that did not
+// end cleanly keeps its port from the others: longer than any test runs.
+const portClaimTTL = 30 * time.Minute
+
+var portsMu sync.Mutex
+var portsGiven = map[int]bool{}
+
+// claimPort reports whether port is this process's to hand out: not given
+// out by it before, and not claimed by another test process within
+// portClaimTTL; it returns the claim file to remove when the test ends. A
+// claim directory that cannot be made or written leaves only the
+// in-process check.
+func claimPort(port int) (claim string, ok bool) {
+	portsMu.Lock()
+	defer portsMu.Unlock()
+	if portsGiven[port] {
+		return "", false
+	}
+	portsGiven[port] = true
+	dir := filepath.Join(os.TempDir(), "xps-test-ports")
+	if os.MkdirAll(dir, 0o777) != nil {
+		return "", true
+	}
+	file := filepath.Join(dir, fmt.Sprint(port))
+	for range 2 {
+		f, err := os.OpenFile(file, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o666)
+		if err == nil {
+			f.Close()
+			return file, true
+		}
+		if !os.IsExist(err) {
+			return "", true
+		}
+		st, err := os.Stat(file)
+		if err != nil || time.Since(st.ModTime()) < portClaimTTL {
+			return "", false
+		}
+		os.Remove(file) // a stale claim
+	}
+	return "", false
 }
 
 // Buffer is a bytes.Buffer safe for concurrent writers (a logger, a
