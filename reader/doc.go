@@ -316,6 +316,7 @@
 //
 //   - group.go: Group and Level (a sample group's feature lines by level), Position, Source, SourceStats and Decoder.
 //   - format.go: Format (ParseFormat) and FeatureID, a field's token hashed to its ID.
+//   - columns.go: ColumnMap, a columnar file's columns mapped to the label and fields (train.columns; read by reader/parquetsrc).
 //   - decode.go: NewDecoder and NewDecoderWith (DecoderOptions), a Decoder for each format, and the decoder of libFM and libFFM lines.
 //   - groupfmt.go: the sample-group format: its decoder and WriteGroup.
 //   - criteo.go: the Criteo display-advertising format's decoder.

@@ -1,0 +1,294 @@
+package parquetsrc
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"strconv"
+
+	"github.com/parquet-go/parquet-go"
+	"github.com/parquet-go/parquet-go/encoding"
+
+	"github.com/xdlgo/xps/reader"
+)
+
+// cursor reads one leaf column of a row group row by row. A page's values
+// are turned into ids or numbers all at once when the page is loaded; a
+// dictionary's entries once per column chunk, so a dictionary-encoded
+// column hashes each distinct token once, not once per row.
+//
+// Invariants:
+//
+//  1. li <= nl and vi <= len(ids) (tokens) or len(nums) (numbers): the
+//     next level entry and the next non-null value of the page.
+//  2. After next, entries holds the row's level entries in order, present
+//     telling which hold a value; the row's values are rowIDs or rowNums.
+type cursor struct {
+	b      binding
+	tokens bool   // values are hashed into ids (else turned into numbers)
+	ns     uint32 // the namespace tokens are hashed in
+	pages  parquet.Pages
+
+	page   parquet.Page
+	def    []byte
+	rep    []byte
+	nl, li int
+	vi     int
+	ids    []uint64
+	nums   []float64
+
+	dict     parquet.Dictionary
+	dictIDs  []uint64
+	dictNums []float64
+	scratch  []byte
+
+	// The row read by next.
+	present []bool
+	rowIDs  []uint64
+	rowNums []float64
+}
+
+// open starts the cursor at row r of the column chunk (r relative to the
+// row group).
+func (c *cursor) open(chunk parquet.ColumnChunk, r int64) error {
+	c.close()
+	c.pages = chunk.Pages()
+	if r > 0 {
+		if err := c.pages.SeekToRow(r); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// close releases the cursor's page and pages.
+func (c *cursor) close() {
+	if c.page != nil {
+		parquet.Release(c.page)
+		c.page = nil
+	}
+	if c.pages != nil {
+		c.pages.Close()
+		c.pages = nil
+	}
+	c.nl, c.li, c.vi = 0, 0, 0
+	c.dict = nil
+}
+
+// errChunkEnd reports a column chunk that ends before its row group's
+// last row.
+var errChunkEnd = errors.New("the column chunk ends before the row group's last row")
+
+// next reads the cursor's next row.
+func (c *cursor) next() error {
+	c.present, c.rowIDs, c.rowNums = c.present[:0], c.rowIDs[:0], c.rowNums[:0]
+	first := true
+	for {
+		if c.li == c.nl {
+			err := c.load()
+			if err == io.EOF && !first {
+				return nil // the row ends with the chunk
+			}
+			if err == io.EOF {
+				return errChunkEnd
+			}
+			if err != nil {
+				return err
+			}
+			continue
+		}
+		if !first && (!c.b.list || c.rep[c.li] == 0) {
+			return nil // the next row starts here
+		}
+		if first && c.b.list && c.rep[c.li] != 0 {
+			return errors.New("a row starts with a repeated element (repetition level > 0)")
+		}
+		first = false
+		d := c.b.maxDef
+		if d > 0 {
+			d = int(c.def[c.li])
+		}
+		c.li++
+		switch {
+		case d == c.b.maxDef:
+			c.present = append(c.present, true)
+			if err := c.take(); err != nil {
+				return err
+			}
+		case c.b.list && c.b.optElem && d == c.b.maxDef-1:
+			c.present = append(c.present, false) // a null element
+		}
+		if !c.b.list {
+			return nil
+		}
+	}
+}
+
+// take appends the page's next value to the row.
+func (c *cursor) take() error {
+	if c.tokens {
+		if c.vi >= len(c.ids) {
+			return errors.New("a page holds fewer values than its definition levels say")
+		}
+		c.rowIDs = append(c.rowIDs, c.ids[c.vi])
+	} else {
+		if c.vi >= len(c.nums) {
+			return errors.New("a page holds fewer values than its definition levels say")
+		}
+		c.rowNums = append(c.rowNums, c.nums[c.vi])
+	}
+	c.vi++
+	return nil
+}
+
+// load reads the next page and turns its values into ids or numbers.
+func (c *cursor) load() error {
+	if c.page != nil {
+		parquet.Release(c.page)
+		c.page = nil
+	}
+	p, err := c.pages.ReadPage()
+	if err != nil {
+		return err
+	}
+	c.page = p
+	c.nl, c.li, c.vi = int(p.NumValues()), 0, 0
+	c.def, c.rep = p.DefinitionLevels(), p.RepetitionLevels()
+	if (c.b.maxDef > 0 && len(c.def) != c.nl) || (c.b.list && len(c.rep) != c.nl) {
+		return fmt.Errorf("a page of %d values holds %d definition and %d repetition levels", c.nl, len(c.def), len(c.rep))
+	}
+	if d := p.Dictionary(); d != nil {
+		if d != c.dict {
+			if err := c.loadDict(d); err != nil {
+				return err
+			}
+		}
+		data := p.Data()
+		return c.fromDict(data.Int32())
+	}
+	if p.Type().Kind() == parquet.Boolean {
+		return c.booleans(p)
+	}
+	data := p.Data()
+	return c.convert(p.Type().Kind(), &data, &c.ids, &c.nums)
+}
+
+// booleans reads a page of booleans through its value reader (they are
+// bit-packed in the page's data).
+func (c *cursor) booleans(p parquet.Page) error {
+	c.ids, c.nums = c.ids[:0], c.nums[:0]
+	buf := make([]parquet.Value, 256)
+	r := p.Values()
+	for {
+		n, err := r.ReadValues(buf)
+		for _, v := range buf[:n] {
+			if v.IsNull() {
+				continue
+			}
+			if c.tokens {
+				c.ids = append(c.ids, reader.FeatureID(c.ns, strconv.FormatBool(v.Boolean())))
+			} else {
+				c.nums = append(c.nums, float64(b2i(v.Boolean())))
+			}
+		}
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+	}
+}
+
+// loadDict turns a dictionary's entries into ids or numbers.
+func (c *cursor) loadDict(d parquet.Dictionary) error {
+	c.dict = d
+	data := d.Page().Data()
+	return c.convert(d.Type().Kind(), &data, &c.dictIDs, &c.dictNums)
+}
+
+// fromDict looks the page's dictionary indexes up.
+func (c *cursor) fromDict(ix []int32) error {
+	n := len(c.dictIDs)
+	if !c.tokens {
+		n = len(c.dictNums)
+	}
+	c.ids, c.nums = c.ids[:0], c.nums[:0]
+	for _, i := range ix {
+		if i < 0 || int(i) >= n {
+			return fmt.Errorf("dictionary index %d outside the dictionary's %d entries", i, n)
+		}
+		if c.tokens {
+			c.ids = append(c.ids, c.dictIDs[i])
+		} else {
+			c.nums = append(c.nums, c.dictNums[i])
+		}
+	}
+	return nil
+}
+
+// convert turns values of physical kind k into ids (tokens) or numbers.
+func (c *cursor) convert(k parquet.Kind, v *encoding.Values, ids *[]uint64, nums *[]float64) error {
+	*ids, *nums = (*ids)[:0], (*nums)[:0]
+	switch k {
+	case parquet.Int32:
+		for _, x := range v.Int32() {
+			c.integer(int64(x), uint64(uint32(x)), ids, nums)
+		}
+	case parquet.Int64:
+		for _, x := range v.Int64() {
+			c.integer(x, uint64(x), ids, nums)
+		}
+	case parquet.Float:
+		for _, x := range v.Float() {
+			*nums = append(*nums, float64(x))
+		}
+	case parquet.Double:
+		*nums = append(*nums, v.Double()...)
+	case parquet.ByteArray:
+		data, offs := v.ByteArray()
+		for i := 0; i+1 < len(offs); i++ {
+			*ids = append(*ids, reader.FeatureID(c.ns, data[offs[i]:offs[i+1]]))
+		}
+	case parquet.FixedLenByteArray:
+		data, size := v.FixedLenByteArray()
+		for i := 0; size > 0 && i+size <= len(data); i += size {
+			*ids = append(*ids, reader.FeatureID(c.ns, data[i:i+size]))
+		}
+	default:
+		return fmt.Errorf("values of type %v", k)
+	}
+	return nil
+}
+
+// integer appends an integer value: its decimal token, or its number.
+func (c *cursor) integer(signed int64, unsigned uint64, ids *[]uint64, nums *[]float64) {
+	if c.tokens {
+		if c.b.unsigned {
+			c.scratch = strconv.AppendUint(c.scratch[:0], unsigned, 10)
+		} else {
+			c.scratch = strconv.AppendInt(c.scratch[:0], signed, 10)
+		}
+		*ids = append(*ids, reader.FeatureID(c.ns, c.scratch))
+		return
+	}
+	if c.b.unsigned {
+		*nums = append(*nums, float64(unsigned))
+	} else {
+		*nums = append(*nums, float64(signed))
+	}
+}
+
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// finite reports whether x is a finite float32 once converted.
+func finite(x float64) bool {
+	f := float32(x)
+	return !math.IsNaN(float64(f)) && !math.IsInf(float64(f), 0)
+}
