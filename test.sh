@@ -8,7 +8,7 @@
 #      mmap'd memory nor assembly); tests/e2e skips itself there, its
 #      processes being built without the detector.
 # 3. .ci/fuzz.sh: every fuzz target (func FuzzXxx) for FUZZTIME each
-#    (default 10s: 36 targets, about 8 minutes on 2 busy cores, 2 of them
+#    (default 10s: 37 targets, about 8 minutes on 2 busy cores, 2 of them
 #    building the instrumented test binaries), from the seeds and the
 #    corpora committed under testdata/fuzz; a failing input is written
 #    there and named, and the step fails;

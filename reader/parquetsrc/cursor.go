@@ -51,7 +51,8 @@ type cursor struct {
 
 // open starts the cursor at row r of the column chunk (r relative to the
 // row group).
-func (c *cursor) open(chunk parquet.ColumnChunk, r int64) error {
+func (c *cursor) open(chunk parquet.ColumnChunk, r int64) (err error) {
+	defer recovered(&err)
 	c.close()
 	c.pages = chunk.Pages()
 	if r > 0 {
@@ -74,6 +75,15 @@ func (c *cursor) close() {
 	}
 	c.nl, c.li, c.vi = 0, 0, 0
 	c.dict = nil
+}
+
+// recovered turns a panic of the Parquet library on corrupt data (an
+// index out of range in a decoder) into *err: no input may crash the
+// job.
+func recovered(err *error) {
+	if r := recover(); r != nil {
+		*err = fmt.Errorf("the page does not decode (the Parquet library panicked: %v)", r)
+	}
 }
 
 // errChunkEnd reports a column chunk that ends before its row group's
@@ -143,7 +153,8 @@ func (c *cursor) take() error {
 }
 
 // load reads the next page and turns its values into ids or numbers.
-func (c *cursor) load() error {
+func (c *cursor) load() (err error) {
+	defer recovered(&err)
 	if c.page != nil {
 		parquet.Release(c.page)
 		c.page = nil

@@ -35,7 +35,7 @@ func openFile(fsys reader.FS, name string, m *reader.ColumnMap, ns []uint32) (*p
 	if err != nil {
 		return nil, fmt.Errorf("parquetsrc: %w", err)
 	}
-	pf, err := parquet.OpenFile(readerAt(f), st.Size(), parquet.SkipPageIndex(true), parquet.SkipBloomFilters(true))
+	pf, err := openParquet(readerAt(f), st.Size())
 	if err != nil {
 		f.Close()
 		return nil, fmt.Errorf("%w: %s: not a Parquet file, or its footer is corrupt: %v", ErrCorrupt, name, err)
@@ -49,6 +49,13 @@ func openFile(fsys reader.FS, name string, m *reader.ColumnMap, ns []uint32) (*p
 }
 
 func (f *pqFile) close() error { return f.f.Close() }
+
+// openParquet reads a file's footer, a panic of the library on a corrupt
+// one returned as an error.
+func openParquet(r io.ReaderAt, size int64) (pf *parquet.File, err error) {
+	defer recovered(&err)
+	return parquet.OpenFile(r, size, parquet.SkipPageIndex(true), parquet.SkipBloomFilters(true))
+}
 
 // readerAt gives f as an io.ReaderAt: itself when it is one (a local or
 // an HDFS file), else reads at an offset by seeking, one at a time.

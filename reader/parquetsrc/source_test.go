@@ -89,7 +89,7 @@ func drain(t testing.TB, src reader.Source) []*reader.Group {
 	}
 }
 
-func openParquet(t testing.TB, splits []reader.FileSplit, o Options) *Source {
+func openSource(t testing.TB, splits []reader.FileSplit, o Options) *Source {
 	t.Helper()
 	src, err := NewSource(splits, o)
 	if err != nil {
@@ -160,10 +160,10 @@ func TestSameSamplesAsText(t *testing.T) {
 			path := filepath.Join(dir, "part-0.parquet")
 			writeArrow(t, path, rows, o)
 			for _, grouped := range []bool{false, true} {
-				got := drain(t, openParquet(t, []reader.FileSplit{{Path: path}}, Options{Columns: testColumns(grouped, true)}))
+				got := drain(t, openSource(t, []reader.FileSplit{{Path: path}}, Options{Columns: testColumns(grouped, true)}))
 				compareGroups(t, got, readText(t, dir, groupText(rows, grouped, true), reader.SampleGroup))
 			}
-			got := drain(t, openParquet(t, []reader.FileSplit{{Path: path}}, Options{Columns: testColumns(false, false)}))
+			got := drain(t, openSource(t, []reader.FileSplit{{Path: path}}, Options{Columns: testColumns(false, false)}))
 			compareGroups(t, got, readText(t, dir, libffmText(rows), reader.LibFFM))
 		})
 	}
@@ -177,7 +177,7 @@ func TestNamespace(t *testing.T) {
 	path := filepath.Join(dir, "p.parquet")
 	writeArrow(t, path, rows, writers[0])
 	ns := []uint32{1, 1} // item's tokens in tags' namespace
-	got := drain(t, openParquet(t, []reader.FileSplit{{Path: path}}, Options{Columns: testColumns(false, false), Namespace: ns}))
+	got := drain(t, openSource(t, []reader.FileSplit{{Path: path}}, Options{Columns: testColumns(false, false), Namespace: ns}))
 	text := filepath.Join(dir, "t.libffm")
 	if err := os.WriteFile(text, []byte(libffmText(rows)), 0o644); err != nil {
 		t.Fatal(err)
@@ -215,7 +215,7 @@ func TestSplitsTileTheFile(t *testing.T) {
 	st, _ := os.Stat(path)
 	for _, grouped := range []bool{false, true} {
 		cols := testColumns(grouped, true)
-		whole := keysOf(drain(t, openParquet(t, []reader.FileSplit{{Path: path}}, Options{Columns: cols})))
+		whole := keysOf(drain(t, openSource(t, []reader.FileSplit{{Path: path}}, Options{Columns: cols})))
 		for _, cuts := range []int{2, 7, 40} {
 			var splits []reader.FileSplit
 			step := st.Size()/int64(cuts) + 1
@@ -225,13 +225,13 @@ func TestSplitsTileTheFile(t *testing.T) {
 			// One source per split, and one source over them all shuffled.
 			got := map[string]int{}
 			for _, sp := range splits {
-				for k, n := range keysOf(drain(t, openParquet(t, []reader.FileSplit{sp}, Options{Columns: cols}))) {
+				for k, n := range keysOf(drain(t, openSource(t, []reader.FileSplit{sp}, Options{Columns: cols}))) {
 					got[k] += n
 				}
 			}
 			shuffled := slices.Clone(splits)
 			slices.Reverse(shuffled)
-			all := keysOf(drain(t, openParquet(t, shuffled, Options{Columns: cols, AnyOrder: true})))
+			all := keysOf(drain(t, openSource(t, shuffled, Options{Columns: cols, AnyOrder: true})))
 			for name, m := range map[string]map[string]int{"one source each": got, "shuffled": all} {
 				if len(m) != len(whole) {
 					t.Fatalf("grouped %v, %d cuts, %s: %d samples, want %d", grouped, cuts, name, len(m), len(whole))
@@ -258,7 +258,7 @@ func TestResume(t *testing.T) {
 	splits := []reader.FileSplit{{Path: path, End: st.Size() / 3}, {Path: path, Start: st.Size() / 3}}
 	for _, grouped := range []bool{false, true} {
 		o := Options{Columns: testColumns(grouped, false)}
-		src := openParquet(t, splits, o)
+		src := openSource(t, splits, o)
 		var all []*reader.Group
 		var after []reader.Position
 		for {
@@ -280,14 +280,14 @@ func TestResume(t *testing.T) {
 			g := all[i]
 			for _, idx := range []int{0, g.NumSamples() / 2} {
 				o.Start = reader.Position{File: g.Pos.File, Offset: g.Pos.Offset, Index: idx}
-				rest := keysOf(drain(t, openParquet(t, splits, o)))
+				rest := keysOf(drain(t, openSource(t, splits, o)))
 				o.Start = after[i]
 				if i == 0 {
 					checkRest(t, rest, want, all[:0], idx, g)
 				} else {
 					checkRest(t, rest, want, all[:i], idx, g)
 				}
-				tail := keysOf(drain(t, openParquet(t, splits, o)))
+				tail := keysOf(drain(t, openSource(t, splits, o)))
 				checkRest(t, tail, want, all[:i+1], 0, nil)
 			}
 		}
@@ -334,7 +334,7 @@ func TestNullLabel(t *testing.T) {
 	rows[80].nullLab = true
 	path := filepath.Join(dir, "p.parquet")
 	writeArrow(t, path, rows, wopts{codec: compress.Codecs.Snappy, nullLabel: true, rowGroup: 50})
-	src := openParquet(t, []reader.FileSplit{{Path: path}}, Options{Columns: testColumns(false, false)})
+	src := openSource(t, []reader.FileSplit{{Path: path}}, Options{Columns: testColumns(false, false)})
 	var err error
 	n := 0
 	for err == nil {
@@ -350,7 +350,7 @@ func TestNullLabel(t *testing.T) {
 	if err2 := src.Next(context.Background(), new(reader.Group)); err2 != err {
 		t.Fatalf("the error is not sticky: %v then %v", err, err2)
 	}
-	src = openParquet(t, []reader.FileSplit{{Path: path}}, Options{Columns: testColumns(false, false), OnError: reader.SkipBad})
+	src = openSource(t, []reader.FileSplit{{Path: path}}, Options{Columns: testColumns(false, false), OnError: reader.SkipBad})
 	got := drain(t, src)
 	if len(got) != 98 || src.Stats().Skipped != 2 || len(src.Stats().Errors) != 2 {
 		t.Fatalf("skip: %d groups, %d skipped, want 98 and 2", len(got), src.Stats().Skipped)
@@ -395,7 +395,7 @@ func TestSchemaChange(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), a) || !strings.Contains(err.Error(), b) || !errors.Is(err, ErrSchema) {
 		t.Fatalf("Check: %v; want the schema change named with both files", err)
 	}
-	src := openParquet(t, []reader.FileSplit{{Path: a}, {Path: b}}, Options{Columns: cols})
+	src := openSource(t, []reader.FileSplit{{Path: a}, {Path: b}}, Options{Columns: cols})
 	defer src.Close()
 	for err == nil || err != io.EOF {
 		err = src.Next(context.Background(), new(reader.Group))
@@ -414,7 +414,7 @@ func TestZeroRowGroups(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "p.parquet")
 	writeArrow(t, path, nil, writers[0])
-	src := openParquet(t, []reader.FileSplit{{Path: path}}, Options{Columns: testColumns(true, true)})
+	src := openSource(t, []reader.FileSplit{{Path: path}}, Options{Columns: testColumns(true, true)})
 	if got := drain(t, src); len(got) != 0 {
 		t.Fatalf("%d groups from an empty file", len(got))
 	}
@@ -452,7 +452,7 @@ func TestCorrupt(t *testing.T) {
 	}
 	ppath := filepath.Join(dir, "pages.parquet")
 	os.WriteFile(ppath, pages, 0o644)
-	src := openParquet(t, []reader.FileSplit{{Path: ppath}}, Options{Columns: testColumns(false, false), OnError: reader.SkipBad})
+	src := openSource(t, []reader.FileSplit{{Path: ppath}}, Options{Columns: testColumns(false, false), OnError: reader.SkipBad})
 	defer src.Close()
 	n := 0
 	for {
