@@ -58,4 +58,3 @@ func FuzzSource(f *testing.F) {
 		t.Fatalf("more groups than the rows the footer claims")
 	})
 }
-
