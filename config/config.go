@@ -6,6 +6,7 @@ import (
 	"io"
 	"math"
 	"slices"
+	"strings"
 	"time"
 
 	"gopkg.in/yaml.v3"
@@ -519,14 +520,25 @@ type TrainConfig struct {
 	// its own, workers never wait for one another).
 	Sync bool `yaml:"sync"`
 	// Format is the format of -train/-test files: libffm, libfm (libsvm is
-	// an alias), group (the sample-group format), xml (XMLRepository) or
-	// criteo (Criteo TSV).
+	// an alias), group (the sample-group format), xml (XMLRepository),
+	// criteo (Criteo TSV) or parquet (Parquet files, read as Columns
+	// says).
 	//
 	// The default value is the format the extension of the training files
 	// names (FormatOf: .libfm and .libsvm libfm, .libffm libffm, .group
-	// group), else "libffm". Build infers it likewise when neither the
+	// group, .parquet parquet, a local directory by its first file's
+	// name), else "libffm". Build infers it likewise when neither the
 	// file nor a flag gives it.
 	Format string `yaml:"format"`
+	// Columns maps the columns of Parquet files (format parquet) to the
+	// label and the fields: the label column, and per field its column,
+	// kind (token, value, dense or bucket) and, for user-level columns,
+	// user: true (consecutive rows of one user form a sample group). See
+	// reader.ColumnMap and package reader/parquetsrc.
+	//
+	// The default value is empty; required with format parquet, refused
+	// with the other formats.
+	Columns reader.ColumnMap `yaml:"columns"`
 	// OnError says what a malformed input line does: stop the job, or skip
 	// it (it is counted and reported).
 	//
@@ -1081,8 +1093,19 @@ func (t *TrainConfig) validate(bad func(string, ...any)) {
 	if t.Epochs <= 0 || t.Epochs > MaxEpochs {
 		bad("train.epochs %d is not in [1, %d] (the default: 1)", t.Epochs, MaxEpochs)
 	}
-	if _, err := reader.ParseFormat(t.Format); err != nil {
+	f, err := reader.ParseFormat(t.Format)
+	if err != nil {
 		bad("train.format: %v", err)
+	}
+	switch {
+	case f == reader.Parquet:
+		if err := t.Columns.Validate(); err != nil {
+			for _, e := range unjoin(err) {
+				bad("train.%v", strings.TrimPrefix(e.Error(), reader.ErrBadOptions.Error()+": "))
+			}
+		}
+	case err == nil && (t.Columns.Label != "" || len(t.Columns.Fields) > 0):
+		bad("train.columns maps the columns of Parquet files: train.format is %s, not parquet", t.Format)
 	}
 	if _, err := reader.ParseErrorPolicy(t.OnError); err != nil {
 		bad("train.on_error: %v", err)
@@ -1144,6 +1167,9 @@ func (c *Config) validateSources(bad func(string, ...any)) {
 	}
 	if len(c.Job.Train) > 0 && c.Kafka.Enabled() {
 		bad("job.train and kafka: train from files or from Kafka, not both")
+	}
+	if c.Kafka.Enabled() && c.Train.Format == reader.Parquet.String() {
+		bad("train.format parquet is for files: Kafka messages are lines or sample groups (libffm, libfm, group)")
 	}
 	c.validateValidation(bad)
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"os"
 	"reflect"
 	"strconv"
 	"strings"
@@ -297,13 +298,34 @@ func (o *Overrides) Apply(c *Config) error {
 	return errors.Join(errs...)
 }
 
+// formatOfDir is the format FormatOfName gives the first file of the
+// local directory p (hidden files and _SUCCESS left out); false for
+// anything else.
+func formatOfDir(p string) (reader.Format, bool) {
+	if strings.Contains(p, "://") {
+		return 0, false
+	}
+	if fi, err := os.Stat(p); err != nil || !fi.IsDir() {
+		return 0, false
+	}
+	files, err := reader.ExpandPaths([]string{p})
+	if err != nil || len(files) == 0 {
+		return 0, false
+	}
+	return reader.FormatOfName(files[0])
+}
+
 // FormatOf is the format the extension of the training files names
 // (reader.FormatOfName), when every one of them that has a known
-// extension names the same; else "libffm".
+// extension names the same; else "libffm". A local directory (as Spark
+// writes: part files, _SUCCESS) counts as the name of its first file.
 func FormatOf(train []string) string {
 	var found reader.Format
 	for _, p := range train {
 		f, ok := reader.FormatOfName(p)
+		if !ok {
+			f, ok = formatOfDir(p)
+		}
 		switch {
 		case !ok:
 		case found != 0 && f != found:

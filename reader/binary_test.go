@@ -78,7 +78,7 @@ func TestBinaryFileMagic(t *testing.T) {
 		data []byte
 		want []string
 	}{
-		{"train.parquet", parquet, []string{"is a Parquet file", "Parquet is not a supported format yet", "(want " + formatNames + ")"}},
+		{"train.parquet", parquet, []string{"is a Parquet file", "give format parquet", "train.columns"}},
 		{"train.libffm.gz", gz.Bytes(), []string{"gzip-compressed", "decompress it first"}},
 	} {
 		p := filepath.Join(dir, tc.name)

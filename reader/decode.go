@@ -51,6 +51,8 @@ func NewDecoderWith(f Format, o DecoderOptions) (Decoder, error) {
 		return &xmlDecoder{}, nil
 	case Criteo:
 		return &criteoDecoder{}, nil
+	case Parquet:
+		return nil, errors.New("reader: Parquet files are not read line by line: package reader/parquetsrc reads them (format parquet with train.columns)")
 	}
 	return nil, fmt.Errorf("reader: no decoder for format %v", f)
 }

@@ -175,7 +175,7 @@ func TestFormatNames(t *testing.T) {
 		want Format
 	}{
 		{"libfm", LibFM}, {"libsvm", LibFM}, {"libffm", LibFFM}, {"group", SampleGroup},
-		{"GROUP", SampleGroup}, {"xml", XML}, {"xmlrepo", XML}, {" XMLRepo ", XML}, {"criteo", Criteo},
+		{"GROUP", SampleGroup}, {"xml", XML}, {"xmlrepo", XML}, {" XMLRepo ", XML}, {"criteo", Criteo}, {"Parquet", Parquet},
 	}
 	for _, tc := range tests {
 		got, err := ParseFormat(tc.name)
@@ -197,10 +197,17 @@ func TestFormatNames(t *testing.T) {
 		}
 	}
 	_, err := ParseFormat("csv")
-	if err == nil || !strings.Contains(err.Error(), "want libfm, libsvm, libffm, group, xml, xmlrepo or criteo") {
+	if err == nil || !strings.Contains(err.Error(), "want libfm, libsvm, libffm, group, xml, xmlrepo, criteo or parquet") {
 		t.Errorf("ParseFormat(csv) error = %v", err)
 	}
-	for _, f := range []Format{0, Criteo + 1} {
+	// Parquet is a format of the job's files, not of lines.
+	if _, err := NewDecoder(Parquet); err == nil || !strings.Contains(err.Error(), "reader/parquetsrc") {
+		t.Errorf("NewDecoder(parquet): %v", err)
+	}
+	if b, err := Parquet.MarshalText(); err != nil || string(b) != "parquet" {
+		t.Errorf("parquet.MarshalText: %q, %v", b, err)
+	}
+	for _, f := range []Format{0, Parquet + 1} {
 		if _, err := NewDecoder(f); err == nil {
 			t.Errorf("NewDecoder(%v) succeeded", f)
 		}

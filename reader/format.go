@@ -27,6 +27,10 @@ const (
 	// Criteo is the Criteo display-advertising TSV layout: a label, 13
 	// integer and 26 categorical tab-separated columns.
 	Criteo
+	// Parquet is Parquet files, their columns mapped to the label and
+	// fields by a ColumnMap. It is not a text format: package
+	// reader/parquetsrc reads it, and NewDecoder refuses it.
+	Parquet
 )
 
 // String returns the format's name as accepted by ParseFormat.
@@ -42,19 +46,21 @@ func (f Format) String() string {
 		return "xml"
 	case Criteo:
 		return "criteo"
+	case Parquet:
+		return "parquet"
 	}
 	return "Format(" + strconv.Itoa(int(f)) + ")"
 }
 
-func (f Format) valid() bool { return f >= LibFM && f <= Criteo }
+func (f Format) valid() bool { return f >= LibFM && f <= Parquet }
 
 // lineFormat reports whether f is one of the formats of Parser and Read
 // (libFM and libFFM); the others are read through a Decoder.
 func (f Format) lineFormat() bool { return f == LibFM || f == LibFFM }
 
 // ParseFormat returns the format named s, case-insensitively: "libfm" (or
-// its alias "libsvm"), "libffm", "group", "xml" (or its alias "xmlrepo") or
-// "criteo".
+// its alias "libsvm"), "libffm", "group", "xml" (or its alias "xmlrepo"),
+// "criteo" or "parquet".
 func ParseFormat(s string) (Format, error) {
 	switch strings.ToLower(strings.TrimSpace(s)) {
 	case "libfm", "libsvm":
@@ -67,12 +73,14 @@ func ParseFormat(s string) (Format, error) {
 		return XML, nil
 	case "criteo":
 		return Criteo, nil
+	case "parquet":
+		return Parquet, nil
 	}
 	return 0, fmt.Errorf("reader: unknown format %q (want %s)", s, formatNames)
 }
 
 // formatNames lists the names ParseFormat accepts, for error messages.
-const formatNames = "libfm, libsvm, libffm, group, xml, xmlrepo or criteo"
+const formatNames = "libfm, libsvm, libffm, group, xml, xmlrepo, criteo or parquet"
 
 // MarshalText implements encoding.TextMarshaler.
 func (f Format) MarshalText() ([]byte, error) {

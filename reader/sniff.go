@@ -11,7 +11,7 @@ import (
 
 // FormatOfName returns the format a file name's extension names: .libfm,
 // .libsvm and .svm name LibFM, .libffm and .ffm LibFFM, .group
-// SampleGroup; false for any other (the name of a directory, a glob
+// SampleGroup, .parquet Parquet; false for any other (the name of a directory, a glob
 // without an extension, .txt, .tsv, ...).
 func FormatOfName(name string) (Format, bool) {
 	switch strings.ToLower(path.Ext(name)) {
@@ -21,6 +21,8 @@ func FormatOfName(name string) (Format, bool) {
 		return LibFFM, true
 	case ".group":
 		return SampleGroup, true
+	case ".parquet":
+		return Parquet, true
 	}
 	return 0, false
 }
@@ -88,7 +90,7 @@ func SniffFileFS(fsys FS, name string) (Format, bool) {
 // binaryMagics are the starts of binary files a text format is often given
 // by mistake, with why such input cannot be read.
 var binaryMagics = []struct{ magic, why string }{
-	{"PAR1", "is a Parquet file (it starts with PAR1): Parquet is not a supported format yet (want " + formatNames + ")"},
+	{"PAR1", "is a Parquet file (it starts with PAR1): give format parquet and map its columns (train.columns)"},
 	{"\x1f\x8b", "is gzip-compressed (it starts with the bytes 1f 8b): compressed input is not supported, decompress it first (gunzip)"},
 }
 

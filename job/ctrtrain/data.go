@@ -103,12 +103,15 @@ func sourceData(opts job.Options, sh *shapeFinder) (Data, error) {
 // through a window or whole in memory (train.shuffle, train.in_memory).
 func fileData(opts job.Options, splits []reader.FileSplit, sh *shapeFinder) (Data, error) {
 	cfg := opts.Config
-	format, policy, err := inputFormat(cfg)
+	in, err := inputOf(cfg, opts.FS)
 	if err != nil {
 		return Data{}, err
 	}
-	ns := cfg.Model.Sequence.Namespace(0)
-	inOrder := filesInOrder(opts.FS, splits, format, policy, ns)
+	if err := in.check(splits); err != nil {
+		return Data{}, err
+	}
+	format := in.format
+	inOrder := filesInOrder(in, splits)
 	train := strings.Join(cfg.Job.Train, ",")
 	d := Data{Train: inOrder, Desc: fmt.Sprintf("%d file splits of %s (format %s, streamed in order)", len(splits), train, format)}
 	n, skipped, err := peek(inOrder, sh)
@@ -133,21 +136,21 @@ func fileData(opts job.Options, splits []reader.FileSplit, sh *shapeFinder) (Dat
 		}
 		d.Desc = fmt.Sprintf("%d file splits of %s (format %s, %s)", len(splits), train, format, shuffleText(cfg))
 	}
-	if d.Train, err = fileStream(opts.FS, cfg, splits, format, policy); err != nil {
+	if d.Train, err = fileStream(in, cfg, splits); err != nil {
 		return Data{}, err
 	}
-	if d.Test, err = loadTest(opts.FS, cfg.Job.Test, format, policy, ns, sh); err != nil {
+	if d.Test, err = loadTest(in, cfg.Job.Test, sh); err != nil {
 		return Data{}, err
 	}
 	if h := cfg.Job.Holdout; h > 1 {
 		d.Desc += fmt.Sprintf("; about 1 in %d sample groups held out as the validation set, never trained on", h)
 	}
 	if opts.Index == 0 {
-		if d.Valid, err = loadValid(opts.FS, cfg, format, policy, sh); err != nil {
+		if d.Valid, err = loadValid(in, cfg, sh); err != nil {
 			return Data{}, err
 		}
 	}
-	d.Shape, err = sh.shape(cfg, format == reader.SampleGroup)
+	d.Shape, err = sh.shape(cfg, in.levels())
 	return d, err
 }
 
@@ -157,21 +160,16 @@ func fileData(opts job.Options, splits []reader.FileSplit, sh *shapeFinder) (Dat
 // a sixteenth of the window (at least blockMin bytes) in an order
 // shuffled for the epoch, so that every window holds groups from all over
 // the data, not only from its neighbourhood.
-func fileStream(fsys reader.FS, cfg config.Config, splits []reader.FileSplit, format reader.Format, policy reader.ErrorPolicy) (stream, error) {
+func fileStream(in input, cfg config.Config, splits []reader.FileSplit) (stream, error) {
 	if !*cfg.Train.Shuffle {
-		return heldBack(filesInOrder(fsys, splits, format, policy, cfg.Model.Sequence.Namespace(0)), cfg.Job.Holdout), nil
+		return heldBack(filesInOrder(in, splits), cfg.Job.Holdout), nil
 	}
-	blocks, err := cutBlocks(fsys, splits, max(cfg.Train.ShuffleWindow/16, blockMin))
+	blocks, err := cutBlocks(in.fsys, splits, max(cfg.Train.ShuffleWindow/16, blockMin))
 	if err != nil {
 		return nil, fmt.Errorf("worker: training data: %w", err)
 	}
 	shuffled := func(epoch int, start reader.Position) (reader.Source, error) {
-		dec, err := reader.NewDecoderWith(format, reader.DecoderOptions{Namespace: cfg.Model.Sequence.Namespace(0)})
-		if err != nil {
-			return nil, err
-		}
-		return reader.NewFileSource(shuffledBlocks(blocks, cfg.Model.Seed, epoch),
-			reader.FileSourceOptions{Decoder: dec, OnError: policy, FS: fsys, Start: start, AnyOrder: true})
+		return in.open(shuffledBlocks(blocks, cfg.Model.Seed, epoch), start, true)
 	}
 	// The held-out groups leave before the window, which renames
 	// positions: reader.HeldOut reads the files'.
@@ -180,14 +178,8 @@ func fileStream(fsys reader.FS, cfg config.Config, splits []reader.FileSplit, fo
 
 // filesInOrder opens the training files of splits in order, whatever the
 // epoch.
-func filesInOrder(fsys reader.FS, splits []reader.FileSplit, format reader.Format, policy reader.ErrorPolicy, ns []uint32) stream {
-	return func(_ int, start reader.Position) (reader.Source, error) {
-		dec, err := reader.NewDecoderWith(format, reader.DecoderOptions{Namespace: ns})
-		if err != nil {
-			return nil, err
-		}
-		return reader.NewFileSource(splits, reader.FileSourceOptions{Decoder: dec, OnError: policy, FS: fsys, Start: start})
-	}
+func filesInOrder(in input, splits []reader.FileSplit) stream {
+	return func(_ int, start reader.Position) (reader.Source, error) { return in.open(splits, start, false) }
 }
 
 // TrainDigest returns what the checkpoints of a worker whose share is
@@ -196,11 +188,11 @@ func filesInOrder(fsys reader.FS, splits []reader.FileSplit, format reader.Forma
 // data, read as the worker reads it (train.shuffle, its window and seed).
 // Tests check exactly-once against it.
 func TrainDigest(cfg config.Config, splits []reader.FileSplit, epochs int) (uint64, error) {
-	format, policy, err := inputFormat(cfg)
+	in, err := inputOf(cfg, nil)
 	if err != nil {
 		return 0, err
 	}
-	open, err := fileStream(nil, cfg, splits, format, policy)
+	open, err := fileStream(in, cfg, splits)
 	if err != nil {
 		return 0, err
 	}
@@ -330,16 +322,6 @@ func generateTest(dc config.DataConfig, stream uint64, samples int) ([]*reader.G
 	return test, probs, nil
 }
 
-// inputFormat returns the format and malformed-input policy of cfg.Train.
-func inputFormat(cfg config.Config) (reader.Format, reader.ErrorPolicy, error) {
-	format, err := reader.ParseFormat(cfg.Train.Format)
-	if err != nil {
-		return 0, 0, err
-	}
-	policy, err := reader.ParseErrorPolicy(cfg.Train.OnError)
-	return format, policy, err
-}
-
 // heldBack is the training stream of files less the groups job.holdout
 // holds out (1 in every; below 2, train itself).
 func heldBack(train stream, every int) stream {
@@ -358,16 +340,15 @@ func heldBack(train stream, every int) stream {
 // loadValid reads the validation set into memory and adds it to sh: the
 // job.valid files, or the groups job.holdout holds out of every training
 // file.
-func loadValid(fsys reader.FS, cfg config.Config, format reader.Format, policy reader.ErrorPolicy, sh *shapeFinder) ([]*reader.Group, error) {
-	ns := cfg.Model.Sequence.Namespace(0)
+func loadValid(in input, cfg config.Config, sh *shapeFinder) ([]*reader.Group, error) {
 	if cfg.Job.Holdout < 2 {
-		v, err := loadTest(fsys, cfg.Job.Valid, format, policy, ns, sh)
+		v, err := loadTest(in, cfg.Job.Valid, sh)
 		if err != nil {
 			return nil, fmt.Errorf("job.valid: %w", err)
 		}
 		return v, nil
 	}
-	v, err := loadHeld(fsys, cfg.Job.Train, format, policy, ns, cfg.Job.Holdout, sh)
+	v, err := loadHeld(in, cfg.Job.Train, cfg.Job.Holdout, sh)
 	if err != nil {
 		return nil, fmt.Errorf("job.holdout: %w", err)
 	}
@@ -375,18 +356,18 @@ func loadValid(fsys reader.FS, cfg config.Config, format reader.Format, policy r
 }
 
 // loadTest reads the test files into memory and adds them to sh.
-func loadTest(fsys reader.FS, patterns []string, format reader.Format, policy reader.ErrorPolicy, ns []uint32, sh *shapeFinder) ([]*reader.Group, error) {
-	return loadHeld(fsys, patterns, format, policy, ns, 0, sh)
+func loadTest(in input, patterns []string, sh *shapeFinder) ([]*reader.Group, error) {
+	return loadHeld(in, patterns, 0, sh)
 }
 
 // loadHeld reads the files of patterns into memory, only the groups
 // reader.HeldOut(every) holds out when every is at least 2, and adds
 // them to sh.
-func loadHeld(fsys reader.FS, patterns []string, format reader.Format, policy reader.ErrorPolicy, ns []uint32, every int, sh *shapeFinder) ([]*reader.Group, error) {
+func loadHeld(in input, patterns []string, every int, sh *shapeFinder) ([]*reader.Group, error) {
 	if len(patterns) == 0 {
 		return nil, nil
 	}
-	paths, err := reader.ExpandPathsFS(fsys, patterns)
+	paths, err := reader.ExpandPathsFS(in.fsys, patterns)
 	if err != nil {
 		return nil, fmt.Errorf("worker: test data: %w", err)
 	}
@@ -394,21 +375,19 @@ func loadHeld(fsys reader.FS, patterns []string, format reader.Format, policy re
 	for i, p := range paths {
 		ts[i] = reader.FileSplit{Path: p}
 	}
-	dec, err := reader.NewDecoderWith(format, reader.DecoderOptions{Namespace: ns})
+	if err := in.check(ts); err != nil {
+		return nil, err
+	}
+	src, err := in.open(ts, reader.Position{}, false)
 	if err != nil {
 		return nil, err
 	}
-	fsrc, err := reader.NewFileSource(ts, reader.FileSourceOptions{Decoder: dec, OnError: policy, FS: fsys})
-	if err != nil {
-		return nil, err
-	}
-	var src reader.Source = fsrc
 	if every > 1 {
-		src = reader.Holdout(fsrc, every, true)
+		src = reader.Holdout(src, every, true)
 	}
 	test, err := readTest(src, sh)
 	if err == nil && len(test) == 0 {
-		err = noSamples("test data", paths, malformed(src.Stats().Skipped, format))
+		err = noSamples("test data", paths, malformed(src.Stats().Skipped, in.format))
 	}
 	return test, err
 }
@@ -431,8 +410,11 @@ func noSamples(what string, files []string, skipped string) error {
 // is 0.
 func malformed(n int64, format reader.Format) string {
 	unit := "line"
-	if format == reader.SampleGroup {
+	switch format {
+	case reader.SampleGroup:
 		unit = "group"
+	case reader.Parquet:
+		unit = "row"
 	}
 	switch n {
 	case 0:
@@ -617,10 +599,6 @@ func CountTrain(ctx context.Context, cfg config.Config) (int64, error) {
 	if len(cfg.Job.Train) == 0 {
 		return int64(cfg.Data.TrainSamples), nil
 	}
-	format, policy, err := inputFormat(cfg)
-	if err != nil {
-		return 0, err
-	}
 	fsys, closer, err := hdfssrc.ForPaths(cfg.Job.Train, "")
 	if err != nil {
 		return 0, fmt.Errorf("worker: training data: %w", err)
@@ -630,7 +608,11 @@ func CountTrain(ctx context.Context, cfg config.Config) (int64, error) {
 	if err != nil {
 		return 0, err
 	}
-	src, err := heldBack(filesInOrder(fsys, splits, format, policy, cfg.Model.Sequence.Namespace(0)), cfg.Job.Holdout)(1, reader.Position{})
+	in, err := inputOf(cfg, fsys)
+	if err != nil {
+		return 0, err
+	}
+	src, err := heldBack(filesInOrder(in, splits), cfg.Job.Holdout)(1, reader.Position{})
 	if err != nil {
 		return 0, err
 	}

@@ -144,6 +144,7 @@
 //   - syncmode.go: sync mode's rounds: pulls and pushes with every worker at the same step (ErrSync).
 //   - valid.go: the validation the tracker asks for, and keeping the best model.
 //   - data.go: Data (LoadData, TrainDigest): a job's training and test data from files, sources or the generator, with its shape and memory check.
+//   - input.go: input, how the job's files are opened: the text formats' FileSource, or Parquet's source (train.columns), checked before training.
 //   - shuffle.go: the shuffled window over file blocks and the generated source.
 //   - kafka.go: a Kafka job: dealt partitions, their positions stored in the model, the workers done.
 //   - job.go: JobResult, RunJob and the job.Model of a CTR job (Prepare, Train, the final export).

@@ -10,6 +10,7 @@ import (
 	"github.com/xdlgo/xps/config"
 	"github.com/xdlgo/xps/job"
 	"github.com/xdlgo/xps/reader/hdfssrc"
+	"github.com/xdlgo/xps/reader/parquetsrc"
 	"github.com/xdlgo/xps/reader/synth/datagen"
 	"github.com/xdlgo/xps/snapshot/hdfsconn"
 	"github.com/xdlgo/xps/tests/hdfstest"
@@ -20,7 +21,15 @@ import (
 // (small blocks, so every file spans several) and runs two workers whose
 // file splits the scheduler assigns from the hdfs:// glob: together they
 // train on every sample once, and the model learns.
-func TestTrainsFromHDFS(t *testing.T) {
+func TestTrainsFromHDFS(t *testing.T) { trainFromHDFS(t, "libffm") }
+
+// TestTrainsParquetFromHDFS is TestTrainsFromHDFS with Parquet files read
+// as sample groups by user: a file's one row group is cut by row ranges
+// between the workers' splits, and a run of one user's rows is read by
+// the split it starts in.
+func TestTrainsParquetFromHDFS(t *testing.T) { trainFromHDFS(t, "parquet") }
+
+func trainFromHDFS(t *testing.T, format string) {
 	ctx, cancel := context.WithCancel(testutil.JobCtx(t))
 	defer cancel()
 	srv, err := hdfstest.Start(hdfstest.Options{BlockSize: 64 << 10})
@@ -37,18 +46,7 @@ func TestTrainsFromHDFS(t *testing.T) {
 		t.Fatal(err)
 	}
 	const perFile, files, testSamples = 3000, 3, 2000
-	put := func(name string, n int) {
-		w, err := fsys.Client().Create(name)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := gen.WriteLibFFM(w, n); err != nil {
-			t.Fatal(err)
-		}
-		if err := w.Close(); err != nil {
-			t.Fatal(err)
-		}
-	}
+	put := func(name string, n int) { putGenerated(t, fsys, gen, name, n, format) }
 	if err := fsys.Client().MkdirAll("/ctr/train", 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -71,8 +69,11 @@ func TestTrainsFromHDFS(t *testing.T) {
 	defer lc.Close()
 	t.Setenv("HADOOP_USER_NAME", "trainer")
 	cfg := smallConfig()
-	cfg.Train.Format = "libffm"
+	cfg.Train.Format = format
 	cfg.Model.Fields = genConfig(11).Fields
+	if format == "parquet" {
+		cfg.Train.Columns = parquetsrc.TokenColumns(genConfig(11).Fields, genConfig(11).UserFields, true)
+	}
 	results := runWorkers(t, ctx, 2, 0, job.Options{Config: withJob(cfg, train, test), Etcd: lc.Etcd(), Prefix: lc.Prefix()})
 	epochs := int64(cfg.Train.Epochs)
 	if got := results[0].Samples + results[1].Samples; got != epochs*perFile*files {
@@ -92,4 +93,28 @@ func TestTrainsFromHDFS(t *testing.T) {
 	}
 	t.Logf("worker 0: %d samples, test AUC %.4f; worker 1: %d samples", results[0].Samples, results[0].TestAUC,
 		results[1].Samples)
+}
+
+// putGenerated writes the next n samples of gen to the HDFS file name, as
+// libFFM or Parquet.
+func putGenerated(t *testing.T, fsys *hdfssrc.FS, gen *datagen.Generator, name string, n int, format string) {
+	w, err := fsys.Client().Create(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if format == "parquet" {
+		tw := parquetsrc.NewTokenWriter(w, gen.Fields())
+		err = gen.Tokens(n, func(label, _ float32, fields [][]uint64) error { return tw.Write(label, fields) })
+		if err == nil {
+			err = tw.Close()
+		}
+	} else {
+		_, err = gen.WriteLibFFM(w, n)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
 }

@@ -125,7 +125,7 @@ func (m *model) prepareKafka(ctx context.Context, env *job.Env) error {
 		return fmt.Errorf("worker: %w", err)
 	}
 	var sh shapeFinder
-	test, err := loadTest(env.FS, env.Config.Job.Test, kj.format, kj.policy, env.Config.Model.Sequence.Namespace(0), &sh)
+	test, err := loadTest(kj.in, env.Config.Job.Test, &sh)
 	if err != nil {
 		return err
 	}

@@ -31,8 +31,7 @@ type kafkaJob struct {
 	cfg    config.Config
 	conn   *controlplane.Conn
 	cl     *client.Client
-	format reader.Format
-	policy reader.ErrorPolicy
+	in     input // the format, policy and namespaces of the messages; the test files
 	name   string
 	dealt  bool                             // partitions come from the scheduler's deal
 	assign controlplane.PartitionAssignment // the current deal (when dealt)
@@ -42,11 +41,11 @@ type kafkaJob struct {
 }
 
 func newKafkaJob(env *job.Env) (*kafkaJob, error) {
-	format, policy, err := inputFormat(env.Config)
+	in, err := inputOf(env.Config, env.FS)
 	if err != nil {
 		return nil, err
 	}
-	return &kafkaJob{cfg: env.Config, conn: env.Conn, cl: env.Client, format: format, policy: policy, name: env.Name,
+	return &kafkaJob{cfg: env.Config, conn: env.Conn, cl: env.Client, in: in, name: env.Name,
 		dealt: env.Workers() > 1, version: env.Version, say: env.Say}, nil
 }
 
@@ -207,7 +206,7 @@ func (k *kafkaJob) open(ctx context.Context, bounded bool) (reader.Source, error
 	if err != nil {
 		return nil, err
 	}
-	o := kafkasrc.Options{Brokers: kc.Brokers, Topic: kc.Topic, Format: k.format, Namespace: k.cfg.Model.Sequence.Namespace(0), OnError: k.policy, Start: start,
+	o := kafkasrc.Options{Brokers: kc.Brokers, Topic: kc.Topic, Format: k.in.format, Namespace: k.in.ns, OnError: k.in.policy, Start: start,
 		Streaming: kc.Streaming && !bounded, MaxWait: kc.MaxWait, Idle: 2 * kc.MaxWait}
 	if !k.dealt {
 		return kafkasrc.Open(ctx, o)
@@ -275,9 +274,9 @@ func (k *kafkaJob) data(ctx context.Context, sh *shapeFinder) (Data, error) {
 	}
 	d := Data{
 		Train: func(int, reader.Position) (reader.Source, error) { return k.open(ctx, false) },
-		Desc:  fmt.Sprintf("Kafka topic %s on %s (%s, %s)", kc.Topic, strings.Join(kc.Brokers, ","), k.format, mode),
+		Desc:  fmt.Sprintf("Kafka topic %s on %s (%s, %s)", kc.Topic, strings.Join(kc.Brokers, ","), k.in.format, mode),
 	}
-	d.Shape, err = sh.shape(k.cfg, k.format == reader.SampleGroup)
+	d.Shape, err = sh.shape(k.cfg, k.in.levels())
 	if errors.Is(err, ErrNoData) {
 		err = fmt.Errorf("%w (the topic has no messages after the stored positions: set model.fields, and model.field_levels for grouped data)", err)
 	}

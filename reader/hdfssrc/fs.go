@@ -8,6 +8,7 @@ import (
 	"path"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/colinmarc/hdfs/v2"
 
@@ -117,10 +118,29 @@ func (f *FS) Open(name string) (reader.File, error) {
 // file is an open HDFS file whose reads are verified.
 type file struct {
 	*hdfs.FileReader
-	v hdfsconn.VerifiedReader
+	v  hdfsconn.VerifiedReader
+	mu sync.Mutex // ReadAt's seek and read
 }
 
 func (f *file) Read(b []byte) (int, error) { return f.v.Read(b) }
+
+// ReadAt implements io.ReaderAt (Parquet's footer and pages) with verified
+// reads: the client's own ReadAt reads a long range at once, unverified
+// (see hdfsconn.VerifiedReader), and fails with "invalid checksum" on
+// reads that follow a short forward seek in a block. It moves the file's
+// offset, so it is not for use beside Read.
+func (f *file) ReadAt(b []byte, off int64) (int, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if _, err := f.FileReader.Seek(off, io.SeekStart); err != nil {
+		return 0, err
+	}
+	n, err := io.ReadFull(&f.v, b)
+	if err == io.ErrUnexpectedEOF {
+		err = io.EOF // as os.File.ReadAt
+	}
+	return n, err
+}
 
 // Stat implements reader.FS.
 func (f *FS) Stat(name string) (fs.FileInfo, error) {

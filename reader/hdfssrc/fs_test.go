@@ -376,3 +376,57 @@ func TestForPaths(t *testing.T) {
 		t.Errorf("ForPaths took %v to fail", time.Since(start))
 	}
 }
+
+// TestReadAt: reads at random offsets of an open file (Parquet reads its
+// footer and then pages here and there), after forward and backward seeks
+// within and across blocks, give the file's bytes.
+func TestReadAt(t *testing.T) {
+	srv, err := hdfstest.Start(hdfstest.Options{BlockSize: 16 << 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	fsys, err := hdfssrc.Dial(srv.NamenodeAddr(), "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fsys.Close()
+	r := rand.New(rand.NewPCG(1, 1))
+	data := make([]byte, 100_000)
+	for i := range data {
+		data[i] = byte(r.IntN(256))
+	}
+	if err := fsys.Client().MkdirAll("/d", 0o755); err != nil {
+		t.Fatal(err)
+	}
+	w, err := fsys.Client().Create("/d/x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.Write(data)
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	f, err := fsys.Open(hdfsconn.FormatURI(srv.NamenodeAddr(), "/d/x"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	ra, ok := f.(io.ReaderAt)
+	if !ok {
+		t.Fatal("an HDFS file is not an io.ReaderAt")
+	}
+	for i := range 500 {
+		off := r.IntN(len(data))
+		b := make([]byte, 1+r.IntN(min(5000, len(data)-off)))
+		if n, err := ra.ReadAt(b, int64(off)); err != nil || n != len(b) {
+			t.Fatalf("read %d: ReadAt(%d bytes at %d) = %d, %v", i, len(b), off, n, err)
+		}
+		if !slices.Equal(b, data[off:off+len(b)]) {
+			t.Fatalf("read %d: ReadAt(%d bytes at %d): other bytes", i, len(b), off)
+		}
+	}
+	if n, err := ra.ReadAt(make([]byte, 10), int64(len(data)-4)); n != 4 || err != io.EOF {
+		t.Fatalf("ReadAt past the end: %d, %v; want 4, io.EOF", n, err)
+	}
+}

@@ -99,4 +99,5 @@
 //   - schema.go: the column map bound to a file's schema (ErrSchema).
 //   - file.go: opening a file on a reader.FS, Check (ErrCorrupt).
 //   - layout.go: rows placed on a file's bytes, for splits.
+//   - write.go: TokenWriter, samples of integer tokens written as Parquet (cmd/ctrgen -format parquet), and TokenColumns, the map that reads them.
 package parquetsrc

@@ -221,6 +221,9 @@ var readmePlans = map[string]readmePlan{
 		"go run ./cmd/ctrgen": "=go run ./cmd/ctrgen -seq -format group -train /tmp/seq.group -test /tmp/seq-test.group -train-samples 20000 -test-samples 2000",
 		"go run ./cmd/worker": "-epochs 1",
 	}, check: wantOutput("worker-0: test AUC 0.")},
+	"### Parquet #1": {edits: map[string]string{
+		"go run ./cmd/ctrgen": shortCtrgen,
+	}, check: wantOutput("format parquet", "exactly-once")},
 	"## Validation and early stopping #1": {edits: map[string]string{
 		"go run ./cmd/ctrgen -train train.libffm": shortCtrgen,
 		"go run ./cmd/ctrgen -train valid.libffm": "=go run ./cmd/ctrgen -train valid.libffm -train-samples 4000 -seed 3",

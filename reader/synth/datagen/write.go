@@ -117,3 +117,31 @@ func appendTokens(b []byte, list []entry) []byte {
 	}
 	return b
 }
+
+// Tokens draws the next n samples of the stream, as Write does, and calls
+// fn with each one's label, the teacher's click probability and its
+// tokens by field: fields[f] holds field f's tokens in the order Write
+// writes them (the slices are reused by the next call). The tokens are
+// Write's: a libFFM line "label f:t:1 ..." lists fields[0], fields[1],
+// ... in turn. An error of fn ends the draw and is returned.
+func (g *Generator) Tokens(n int, fn func(label, prob float32, fields [][]uint64) error) error {
+	fields := make([][]uint64, g.cfg.Fields)
+	for range n {
+		label, p, _, _ := g.next()
+		for f := range fields {
+			fields[f] = fields[f][:0]
+		}
+		for _, list := range [2][]entry{g.user, g.item} {
+			for _, e := range list {
+				fields[e.field] = append(fields[e.field], e.tok)
+			}
+		}
+		if err := fn(label, float32(p), fields); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Fields is the number of fields of the generator's samples.
+func (g *Generator) Fields() int { return g.cfg.Fields }
