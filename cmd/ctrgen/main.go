@@ -62,4 +62,3 @@ func main() {
 		cli.Fatal("ctrgen", err)
 	}
 }
-
