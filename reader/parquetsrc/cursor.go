@@ -43,10 +43,14 @@ type cursor struct {
 	dictNums []float64
 	scratch  []byte
 
-	// The row read by next.
-	present []bool
-	rowIDs  []uint64
-	rowNums []float64
+	// The batch of rows decoded by fill, and the row views (row).
+	off, eoff []int32
+	bIDs      []uint64
+	bNums     []float64
+	pres      []bool
+	present   []bool
+	rowIDs    []uint64
+	rowNums   []float64
 }
 
 // open starts the cursor at row r of the column chunk (r relative to the
@@ -90,15 +94,20 @@ func recovered(err *error) {
 // last row.
 var errChunkEnd = errors.New("the column chunk ends before the row group's last row")
 
-// next reads the cursor's next row.
-func (c *cursor) next() error {
-	c.present, c.rowIDs, c.rowNums = c.present[:0], c.rowIDs[:0], c.rowNums[:0]
-	first := true
+// fill decodes the cursor's next n rows (n >= 1, all in the row group):
+// row i's values are bIDs or bNums[off[i]:off[i+1]], its level entries
+// pres[eoff[i]:eoff[i+1]] (true: an entry with a value, false: a null
+// element of a list). A list's row may span pages.
+func (c *cursor) fill(n int) error {
+	c.off, c.eoff = append(c.off[:0], 0), append(c.eoff[:0], 0)
+	c.bIDs, c.bNums, c.pres = c.bIDs[:0], c.bNums[:0], c.pres[:0]
+	rows := 0
 	for {
 		if c.li == c.nl {
 			err := c.load()
-			if err == io.EOF && !first {
-				return nil // the row ends with the chunk
+			if err == io.EOF && c.b.list && rows == n {
+				c.endRow() // the last row ends with the chunk
+				return nil
 			}
 			if err == io.EOF {
 				return errChunkEnd
@@ -108,48 +117,101 @@ func (c *cursor) next() error {
 			}
 			continue
 		}
-		if !first && (!c.b.list || c.rep[c.li] == 0) {
-			return nil // the next row starts here
-		}
-		if first && c.b.list && c.rep[c.li] != 0 {
-			return errors.New("a row starts with a repeated element (repetition level > 0)")
-		}
-		first = false
-		d := c.b.maxDef
-		if d > 0 {
-			d = int(c.def[c.li])
-		}
-		c.li++
+		var err error
 		switch {
-		case d == c.b.maxDef:
-			c.present = append(c.present, true)
-			if err := c.take(); err != nil {
-				return err
+		case !c.b.list && c.b.maxDef == 0: // required scalars: a run of values, a row each
+			k := min(n-rows, c.nl-c.li)
+			err = c.takeRun(k)
+			c.li += k
+			rows += k
+		case !c.b.list: // an optional scalar: an entry a row
+			if int(c.def[c.li]) == c.b.maxDef {
+				c.pres = append(c.pres, true)
+				err = c.takeRun(1)
 			}
-		case c.b.list && c.b.optElem && d == c.b.maxDef-1:
-			c.present = append(c.present, false) // a null element
+			c.li++
+			rows++
+			c.endRow()
+		case c.rep[c.li] == 0: // a list's row starts here
+			if rows > 0 {
+				c.endRow()
+			}
+			if rows == n {
+				return nil
+			}
+			rows++
+			err = c.listEntry()
+		case rows == 0:
+			return errors.New("a row starts with a repeated element (repetition level > 0)")
+		default:
+			err = c.listEntry()
 		}
-		if !c.b.list {
+		if err != nil {
+			return err
+		}
+		if !c.b.list && rows == n {
 			return nil
 		}
 	}
 }
 
-// take appends the page's next value to the row.
-func (c *cursor) take() error {
-	if c.tokens {
-		if c.vi >= len(c.ids) {
-			return errors.New("a page holds fewer values than its definition levels say")
-		}
-		c.rowIDs = append(c.rowIDs, c.ids[c.vi])
-	} else {
-		if c.vi >= len(c.nums) {
-			return errors.New("a page holds fewer values than its definition levels say")
-		}
-		c.rowNums = append(c.rowNums, c.nums[c.vi])
+// listEntry takes a list's level entry at li: a value, a null element,
+// or a null or empty list.
+func (c *cursor) listEntry() error {
+	d := int(c.def[c.li])
+	c.li++
+	switch {
+	case d == c.b.maxDef:
+		c.pres = append(c.pres, true)
+		return c.takeRun(1)
+	case c.b.optElem && d == c.b.maxDef-1:
+		c.pres = append(c.pres, false) // a null element
 	}
-	c.vi++
 	return nil
+}
+
+// endRow closes the row being filled.
+func (c *cursor) endRow() {
+	c.off = append(c.off, int32(len(c.bIDs)+len(c.bNums)))
+	c.eoff = append(c.eoff, int32(len(c.pres)))
+}
+
+// takeRun appends the page's next k values to the batch; for required
+// scalars each is a row of its own.
+func (c *cursor) takeRun(k int) error {
+	have := len(c.ids)
+	if !c.tokens {
+		have = len(c.nums)
+	}
+	if c.vi+k > have {
+		return errors.New("a page holds fewer values than its definition levels say")
+	}
+	base := int32(len(c.bIDs) + len(c.bNums))
+	if c.tokens {
+		c.bIDs = append(c.bIDs, c.ids[c.vi:c.vi+k]...)
+	} else {
+		c.bNums = append(c.bNums, c.nums[c.vi:c.vi+k]...)
+	}
+	c.vi += k
+	if !c.b.list && c.b.maxDef == 0 {
+		for j := range int32(k) {
+			c.pres = append(c.pres, true)
+			c.off = append(c.off, base+j+1)
+			c.eoff = append(c.eoff, int32(len(c.pres)))
+		}
+	}
+	return nil
+}
+
+// row points the cursor's row views at row i of the batch.
+func (c *cursor) row(i int) {
+	lo, hi := c.off[i], c.off[i+1]
+	if c.tokens {
+		c.rowIDs, c.rowNums = c.bIDs[lo:hi], nil
+	} else {
+		c.rowIDs, c.rowNums = nil, c.bNums[lo:hi]
+	}
+	c.present = c.pres[c.eoff[i]:c.eoff[i+1]]
 }
 
 // load reads the next page and turns its values into ids or numbers.

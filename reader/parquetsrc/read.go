@@ -25,6 +25,9 @@ func (e *RowError) Error() string {
 
 func (e *RowError) Unwrap() error { return reader.ErrMalformed }
 
+// batchRows is how many rows the cursors decode at a time.
+const batchRows = 1024
+
 // seek places the cursors at row r (< numRows) of the current file.
 func (s *Source) seek(r int64) error {
 	lay := &s.f.lay
@@ -43,6 +46,7 @@ func (s *Source) seek(r int64) error {
 		}
 	}
 	s.rg, s.at, s.ahead = g, r, false
+	s.bi, s.bn = 0, 0
 	return nil
 }
 
@@ -63,13 +67,21 @@ func (s *Source) read() (rowErr, err error) {
 			return nil, err
 		}
 	}
-	for i := range s.curs {
-		if err := s.curs[i].next(); err != nil {
-			g := s.rg
-			s.rg = -1
-			return nil, s.corrupt(g, i, err)
+	if s.bi == s.bn {
+		n := int(min(batchRows, lay.first[s.rg]+lay.rows[s.rg]-r))
+		for i := range s.curs {
+			if err := s.curs[i].fill(n); err != nil {
+				g := s.rg
+				s.rg = -1
+				return nil, s.corrupt(g, i, err)
+			}
 		}
+		s.bi, s.bn = 0, n
 	}
+	for i := range s.curs {
+		s.curs[i].row(s.bi)
+	}
+	s.bi++
 	s.at++
 	s.ahead = true
 	reason := s.f.plan.build(s.curs, &s.cur)

@@ -55,6 +55,8 @@ type Source struct {
 	started bool  // the split's first group was found (continuations skipped)
 
 	curs  []cursor
+	bi    int   // the cursors' next row in their batch
+	bn    int   // the rows of the batch
 	rg    int   // the row group the cursors are in, -1 when none
 	at    int64 // the row the cursors read next
 	ahead bool  // cur holds row at-1, read ahead
