@@ -97,7 +97,8 @@ var errChunkEnd = errors.New("the column chunk ends before the row group's last 
 // fill decodes the cursor's next n rows (n >= 1, all in the row group):
 // row i's values are bIDs or bNums[off[i]:off[i+1]], its level entries
 // pres[eoff[i]:eoff[i+1]] (true: an entry with a value, false: a null
-// element of a list). A list's row may span pages.
+// element of a list); a required scalar's row i is value i alone (off,
+// eoff and pres stay empty). A list's row may span pages.
 func (c *cursor) fill(n int) error {
 	c.off, c.eoff = append(c.off[:0], 0), append(c.eoff[:0], 0)
 	c.bIDs, c.bNums, c.pres = c.bIDs[:0], c.bNums[:0], c.pres[:0]
@@ -186,25 +187,26 @@ func (c *cursor) takeRun(k int) error {
 	if c.vi+k > have {
 		return errors.New("a page holds fewer values than its definition levels say")
 	}
-	base := int32(len(c.bIDs) + len(c.bNums))
 	if c.tokens {
 		c.bIDs = append(c.bIDs, c.ids[c.vi:c.vi+k]...)
 	} else {
 		c.bNums = append(c.bNums, c.nums[c.vi:c.vi+k]...)
 	}
 	c.vi += k
-	if !c.b.list && c.b.maxDef == 0 {
-		for j := range int32(k) {
-			c.pres = append(c.pres, true)
-			c.off = append(c.off, base+j+1)
-			c.eoff = append(c.eoff, int32(len(c.pres)))
-		}
-	}
 	return nil
 }
 
 // row points the cursor's row views at row i of the batch.
 func (c *cursor) row(i int) {
+	if !c.b.list && c.b.maxDef == 0 { // required: value i is row i's
+		if c.tokens {
+			c.rowIDs, c.rowNums = c.bIDs[i:i+1:i+1], nil
+		} else {
+			c.rowIDs, c.rowNums = nil, c.bNums[i:i+1:i+1]
+		}
+		c.present = onePresent
+		return
+	}
 	lo, hi := c.off[i], c.off[i+1]
 	if c.tokens {
 		c.rowIDs, c.rowNums = c.bIDs[lo:hi], nil
@@ -213,6 +215,9 @@ func (c *cursor) row(i int) {
 	}
 	c.present = c.pres[c.eoff[i]:c.eoff[i+1]]
 }
+
+// onePresent is the entries of a required scalar's row.
+var onePresent = []bool{true}
 
 // load reads the next page and turns its values into ids or numbers.
 func (c *cursor) load() (err error) {
