@@ -25,6 +25,7 @@ import (
 	"github.com/parquet-go/parquet-go/encoding"
 
 	"github.com/xdlgo/xps/reader"
+	"github.com/xdlgo/xps/reader/synth/datagen"
 )
 
 // benchRows is the size of the benchmarks' files.
@@ -175,11 +176,52 @@ func BenchmarkSource(b *testing.B) {
 		})
 	})
 	b.Run("libffm", func(b *testing.B) {
+		run(b, func() reader.Source { return openLibFFM(ffm) })
+	})
+	// The generated CTR data (Zipf-distributed tokens, bags; ctrgen's
+	// Parquet): the same samples as libFFM.
+	gpq, gffm, fields := writeGenerated(b, b.TempDir())
+	b.Run("parquet/generated", func(b *testing.B) {
 		run(b, func() reader.Source {
-			dec := must(reader.NewDecoder(reader.LibFFM))
-			return must(reader.NewFileSource([]reader.FileSplit{{Path: ffm}}, reader.FileSourceOptions{Decoder: dec}))
+			return must(NewSource([]reader.FileSplit{{Path: gpq}}, Options{Columns: TokenColumns(fields, 0, false)}))
 		})
 	})
+	b.Run("libffm/generated", func(b *testing.B) {
+		run(b, func() reader.Source { return openLibFFM(gffm) })
+	})
+}
+
+func openLibFFM(path string) reader.Source {
+	dec := must(reader.NewDecoder(reader.LibFFM))
+	return must(reader.NewFileSource([]reader.FileSplit{{Path: path}}, reader.FileSourceOptions{Decoder: dec}))
+}
+
+// writeGenerated writes benchRows samples of the generated CTR data as
+// Parquet (TokenWriter) and libFFM.
+func writeGenerated(b *testing.B, dir string) (pq, ffm string, fields int) {
+	var cfg datagen.Config
+	cfg.EnsureDefaults()
+	pq, ffm = filepath.Join(dir, "gen.parquet"), filepath.Join(dir, "gen.libffm")
+	f, tf := must(os.Create(pq)), must(os.Create(ffm))
+	defer f.Close()
+	defer tf.Close()
+	gen := must(datagen.New(cfg))
+	if err := gen.Write(bufio.NewWriter(tf), benchRows, reader.LibFFM, nil); err != nil {
+		b.Fatal(err)
+	}
+	gen = must(datagen.New(cfg))
+	bw := bufio.NewWriter(f)
+	tw := NewTokenWriter(bw, cfg.Fields)
+	if err := gen.Tokens(benchRows, func(label, _ float32, fs [][]uint64) error { return tw.Write(label, fs) }); err != nil {
+		b.Fatal(err)
+	}
+	if err := tw.Close(); err != nil {
+		b.Fatal(err)
+	}
+	if err := bw.Flush(); err != nil {
+		b.Fatal(err)
+	}
+	return pq, ffm, cfg.Fields
 }
 
 // BenchmarkLibraries reads the wide file's 30 columns (or 3) with the

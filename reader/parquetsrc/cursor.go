@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"slices"
 	"strconv"
 
 	"github.com/parquet-go/parquet-go"
@@ -27,6 +28,7 @@ import (
 type cursor struct {
 	b      binding
 	tokens bool   // values are hashed into ids (else turned into numbers)
+	pairs  bool   // a weighted field's column or weights: keep list entries
 	ns     uint32 // the namespace tokens are hashed in
 	pages  parquet.Pages
 
@@ -95,10 +97,11 @@ func recovered(err *error) {
 var errChunkEnd = errors.New("the column chunk ends before the row group's last row")
 
 // fill decodes the cursor's next n rows (n >= 1, all in the row group):
-// row i's values are bIDs or bNums[off[i]:off[i+1]], its level entries
-// pres[eoff[i]:eoff[i+1]] (true: an entry with a value, false: a null
-// element of a list); a required scalar's row i is value i alone (off,
-// eoff and pres stay empty). A list's row may span pages.
+// row i's values are bIDs or bNums[off[i]:off[i+1]], and for a cursor of
+// a weighted field (pairs) its list entries pres[eoff[i]:eoff[i+1]]
+// (true: an entry with a value, false: a null element); a required
+// scalar's row i is value i alone (off stays empty). A list's row may
+// span pages.
 func (c *cursor) fill(n int) error {
 	c.off, c.eoff = append(c.off[:0], 0), append(c.eoff[:0], 0)
 	c.bIDs, c.bNums, c.pres = c.bIDs[:0], c.bNums[:0], c.pres[:0]
@@ -119,62 +122,97 @@ func (c *cursor) fill(n int) error {
 			continue
 		}
 		var err error
+		done := false
 		switch {
 		case !c.b.list && c.b.maxDef == 0: // required scalars: a run of values, a row each
 			k := min(n-rows, c.nl-c.li)
 			err = c.takeRun(k)
 			c.li += k
 			rows += k
-		case !c.b.list: // an optional scalar: an entry a row
-			if int(c.def[c.li]) == c.b.maxDef {
-				c.pres = append(c.pres, true)
-				err = c.takeRun(1)
+			done = rows == n
+		case !c.b.list:
+			rows, err = c.fillOptional(rows, n)
+			done = rows == n
+		default:
+			rows, done, err = c.fillList(rows, n)
+		}
+		if err != nil || done {
+			return err
+		}
+	}
+}
+
+// errFewValues reports a page whose values run out before its levels.
+var errFewValues = errors.New("a page holds fewer values than its definition levels say")
+
+// fillOptional takes an optional scalar's entries, a row each, until n
+// rows or the page's end.
+func (c *cursor) fillOptional(rows, n int) (int, error) {
+	def, maxDef := c.def, byte(c.b.maxDef)
+	for ; c.li < c.nl && rows < n; c.li++ {
+		if def[c.li] == maxDef {
+			if err := c.takeRun(1); err != nil {
+				return rows, err
 			}
-			c.li++
-			rows++
-			c.endRow()
-		case c.rep[c.li] == 0: // a list's row starts here
+		}
+		rows++
+		c.off = append(c.off, int32(len(c.bIDs)+len(c.bNums)))
+	}
+	return rows, nil
+}
+
+// fillList takes a list's entries (a value, a null element, or a null or
+// empty list) until the (n+1)-th row starts (done) or the page ends.
+func (c *cursor) fillList(rows, n int) (int, bool, error) {
+	rep, def, maxDef := c.rep, c.def, byte(c.b.maxDef)
+	nullElem := byte(255)
+	if c.b.optElem {
+		nullElem = maxDef - 1
+	}
+	for ; c.li < c.nl; c.li++ {
+		if rep[c.li] == 0 {
 			if rows > 0 {
 				c.endRow()
 			}
 			if rows == n {
-				return nil
+				return rows, true, nil
 			}
 			rows++
-			err = c.listEntry()
-		case rows == 0:
-			return errors.New("a row starts with a repeated element (repetition level > 0)")
-		default:
-			err = c.listEntry()
+		} else if rows == 0 {
+			return rows, false, errors.New("a row starts with a repeated element (repetition level > 0)")
 		}
-		if err != nil {
-			return err
-		}
-		if !c.b.list && rows == n {
-			return nil
+		switch d := def[c.li]; d {
+		case maxDef:
+			if c.tokens {
+				if c.vi >= len(c.ids) {
+					return rows, false, errFewValues
+				}
+				c.bIDs = append(c.bIDs, c.ids[c.vi])
+			} else {
+				if c.vi >= len(c.nums) {
+					return rows, false, errFewValues
+				}
+				c.bNums = append(c.bNums, c.nums[c.vi])
+			}
+			c.vi++
+			if c.pairs {
+				c.pres = append(c.pres, true)
+			}
+		case nullElem:
+			if c.pairs {
+				c.pres = append(c.pres, false)
+			}
 		}
 	}
+	return rows, false, nil
 }
 
-// listEntry takes a list's level entry at li: a value, a null element,
-// or a null or empty list.
-func (c *cursor) listEntry() error {
-	d := int(c.def[c.li])
-	c.li++
-	switch {
-	case d == c.b.maxDef:
-		c.pres = append(c.pres, true)
-		return c.takeRun(1)
-	case c.b.optElem && d == c.b.maxDef-1:
-		c.pres = append(c.pres, false) // a null element
-	}
-	return nil
-}
-
-// endRow closes the row being filled.
+// endRow closes the list row being filled.
 func (c *cursor) endRow() {
 	c.off = append(c.off, int32(len(c.bIDs)+len(c.bNums)))
-	c.eoff = append(c.eoff, int32(len(c.pres)))
+	if c.pairs {
+		c.eoff = append(c.eoff, int32(len(c.pres)))
+	}
 }
 
 // takeRun appends the page's next k values to the batch; for required
@@ -185,7 +223,7 @@ func (c *cursor) takeRun(k int) error {
 		have = len(c.nums)
 	}
 	if c.vi+k > have {
-		return errors.New("a page holds fewer values than its definition levels say")
+		return errFewValues
 	}
 	if c.tokens {
 		c.bIDs = append(c.bIDs, c.ids[c.vi:c.vi+k]...)
@@ -213,7 +251,9 @@ func (c *cursor) row(i int) {
 	} else {
 		c.rowIDs, c.rowNums = nil, c.bNums[lo:hi]
 	}
-	c.present = c.pres[c.eoff[i]:c.eoff[i+1]]
+	if c.pairs {
+		c.present = c.pres[c.eoff[i]:c.eoff[i+1]]
+	}
 }
 
 // onePresent is the entries of a required scalar's row.
@@ -288,20 +328,24 @@ func (c *cursor) loadDict(d parquet.Dictionary) error {
 
 // fromDict looks the page's dictionary indexes up.
 func (c *cursor) fromDict(ix []int32) error {
-	n := len(c.dictIDs)
-	if !c.tokens {
-		n = len(c.dictNums)
+	if c.tokens {
+		d := c.dictIDs
+		c.ids = slices.Grow(c.ids[:0], len(ix))[:len(ix)]
+		for j, i := range ix {
+			if uint32(i) >= uint32(len(d)) {
+				return fmt.Errorf("dictionary index %d outside the dictionary's %d entries", i, len(d))
+			}
+			c.ids[j] = d[i]
+		}
+		return nil
 	}
-	c.ids, c.nums = c.ids[:0], c.nums[:0]
-	for _, i := range ix {
-		if i < 0 || int(i) >= n {
-			return fmt.Errorf("dictionary index %d outside the dictionary's %d entries", i, n)
+	d := c.dictNums
+	c.nums = slices.Grow(c.nums[:0], len(ix))[:len(ix)]
+	for j, i := range ix {
+		if uint32(i) >= uint32(len(d)) {
+			return fmt.Errorf("dictionary index %d outside the dictionary's %d entries", i, len(d))
 		}
-		if c.tokens {
-			c.ids = append(c.ids, c.dictIDs[i])
-		} else {
-			c.nums = append(c.nums, c.dictNums[i])
-		}
+		c.nums[j] = d[i]
 	}
 	return nil
 }

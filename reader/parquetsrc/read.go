@@ -39,7 +39,7 @@ func (s *Source) seek(r int64) error {
 	for i, leaf := range s.f.plan.leaves {
 		c := &s.curs[i]
 		sp := s.f.plan.specs[i]
-		c.b, c.tokens, c.ns = sp.b, sp.tokens, sp.ns
+		c.b, c.tokens, c.ns, c.pairs = sp.b, sp.tokens, sp.ns, sp.pairs
 		if err := c.open(chunks[leaf], r-lay.first[g]); err != nil {
 			s.rg = -1
 			return s.corrupt(g, i, err)

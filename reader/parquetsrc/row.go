@@ -153,8 +153,10 @@ func (fp *fieldPlan) add(c, w *cursor, l *line) string {
 // when the field has weights (a null weight counts as 1).
 func (fp *fieldPlan) addTokens(c, w *cursor, l *line) string {
 	if w == nil {
-		for _, id := range c.rowIDs {
-			l.add(fp.field, id, 1)
+		l.ids = append(l.ids, c.rowIDs...)
+		for range c.rowIDs {
+			l.fields = append(l.fields, fp.field)
+			l.vals = append(l.vals, 1)
 		}
 		return ""
 	}

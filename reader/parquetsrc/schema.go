@@ -120,9 +120,9 @@ func bind(name string, f *parquet.File, m *reader.ColumnMap, ns []uint32) (*plan
 	}
 	p.add(spec{b: p.label})
 	for _, fp := range p.fields {
-		p.add(spec{b: fp.col, tokens: fp.kind == reader.KindToken, ns: fp.ns})
+		p.add(spec{b: fp.col, tokens: fp.kind == reader.KindToken, ns: fp.ns, pairs: fp.weights != nil})
 		if fp.weights != nil {
-			p.add(spec{b: *fp.weights})
+			p.add(spec{b: *fp.weights, pairs: true})
 		}
 	}
 	p.sig = sig.String()
@@ -130,10 +130,12 @@ func bind(name string, f *parquet.File, m *reader.ColumnMap, ns []uint32) (*plan
 }
 
 // spec is how a cursor reads a leaf: its binding, whether its values are
-// tokens (hashed in namespace ns) or numbers.
+// tokens (hashed in namespace ns) or numbers, and whether it keeps its
+// list entries to pair them with another column's.
 type spec struct {
 	b      binding
 	tokens bool
+	pairs  bool // a weighted field's column or its weights
 	ns     uint32
 }
 

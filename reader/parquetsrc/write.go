@@ -31,7 +31,7 @@ const tokenRowGroup = 100_000
 func NewTokenWriter(w io.Writer, fields int) *TokenWriter {
 	g := parquet.Group{"label": parquet.Int(32)}
 	for f := range fields {
-		g[fieldName(f)] = parquet.List(parquet.Uint(64))
+		g[fieldName(f)] = parquet.List(parquet.Encoded(parquet.Uint(64), &parquet.RLEDictionary))
 	}
 	s := parquet.NewSchema("sample", g)
 	tw := &TokenWriter{schema: s, col: make([]int, fields), empty: make([]int16, fields),
