@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"sync"
 
 	"github.com/xdlgo/xps/reader"
 )
@@ -50,6 +51,45 @@ func (s *Source) seek(r int64) error {
 	return nil
 }
 
+// fillBatch decodes the next n rows of every cursor, the cursors dealt
+// among s.decoders goroutines (each cursor is its own column chunk's:
+// they share only the file, read at offsets). It returns the first
+// cursor that failed and its error.
+func (s *Source) fillBatch(n int) (int, error) {
+	k := min(s.decoders, len(s.curs))
+	if k <= 1 {
+		for i := range s.curs {
+			if err := s.curs[i].fill(n); err != nil {
+				return i, err
+			}
+		}
+		return 0, nil
+	}
+	errs := s.errs[:0]
+	for range s.curs {
+		errs = append(errs, nil)
+	}
+	s.errs = errs
+	var wg sync.WaitGroup
+	for w := 1; w < k; w++ {
+		wg.Go(func() {
+			for i := w; i < len(s.curs); i += k {
+				errs[i] = s.curs[i].fill(n)
+			}
+		})
+	}
+	for i := 0; i < len(s.curs); i += k {
+		errs[i] = s.curs[i].fill(n)
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			return i, err
+		}
+	}
+	return 0, nil
+}
+
 // corrupt is the error about the page of cursor i in row group g.
 func (s *Source) corrupt(g, i int, err error) error {
 	return fmt.Errorf("%w: %s: row group %d: column %q: %v", ErrCorrupt, s.f.name, g, s.curs[i].b.name, err)
@@ -69,12 +109,10 @@ func (s *Source) read() (rowErr, err error) {
 	}
 	if s.bi == s.bn {
 		n := int(min(batchRows, lay.first[s.rg]+lay.rows[s.rg]-r))
-		for i := range s.curs {
-			if err := s.curs[i].fill(n); err != nil {
-				g := s.rg
-				s.rg = -1
-				return nil, s.corrupt(g, i, err)
-			}
+		if i, err := s.fillBatch(n); err != nil {
+			g := s.rg
+			s.rg = -1
+			return nil, s.corrupt(g, i, err)
 		}
 		s.bi, s.bn = 0, n
 	}
@@ -237,7 +275,7 @@ func (s *Source) collect(g *reader.Group, skipped *[]error) (int, error) {
 			return 0, nil
 		}
 		g.Reset(1)
-		s.addSample(g)
+		s.moveSample(g)
 		return 1, nil
 	}
 	g.Reset(2)
@@ -279,6 +317,29 @@ func (s *Source) addSample(g *reader.Group) {
 		g.AddDense(0, d.field, l.dvals[d.lo:d.hi])
 	}
 	g.AddLabels(s.cur.label)
+}
+
+// moveSample makes s.cur the one sample of g (reset to one level)
+// without copying its features: the row's buffers become g's and g's
+// become the row's, which the next row overwrites. g's are the caller's
+// to give (it passed g to be refilled), so no group the caller keeps is
+// written. s.cur no longer holds the row.
+func (s *Source) moveSample(g *reader.Group) {
+	l, ln := &g.Levels[0], &s.cur.lines[0]
+	l.Fields, ln.fields = ln.fields, l.Fields[:0]
+	l.IDs, ln.ids = ln.ids, l.IDs[:0]
+	l.Values, ln.vals = ln.vals, l.Values[:0]
+	l.Offsets = append(l.Offsets[:0], 0, int32(len(l.IDs)))
+	if len(ln.dense) > 0 {
+		for _, d := range ln.dense {
+			l.DenseFields = append(l.DenseFields, d.field)
+			l.DenseEnds = append(l.DenseEnds, int32(d.hi))
+		}
+		l.DenseValues, ln.dvals = ln.dvals, l.DenseValues[:0]
+	}
+	l.DenseOffsets = append(l.DenseOffsets[:0], 0, int32(len(l.DenseFields)))
+	g.AddLabels(s.cur.label)
+	s.ahead = false
 }
 
 // resume places the source at p (see "Positions").

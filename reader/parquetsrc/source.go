@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
+	"runtime"
 	"slices"
 
 	"github.com/xdlgo/xps/reader"
@@ -34,6 +35,10 @@ type Options struct {
 	// AnyOrder lets the splits of one file come in any order, as
 	// reader.FileSourceOptions.AnyOrder.
 	AnyOrder bool
+	// Decoders is how many goroutines decode the mapped columns, each a
+	// share of them, a batch of rows at a time. The default value (0) is
+	// GOMAXPROCS, at most 4; 1 decodes them one after another.
+	Decoders int
 }
 
 // Source reads sample groups from byte ranges of Parquet files. It is
@@ -54,14 +59,16 @@ type Source struct {
 	row     int64 // the first row of the next group
 	started bool  // the split's first group was found (continuations skipped)
 
-	curs  []cursor
-	bi    int   // the cursors' next row in their batch
-	bn    int   // the rows of the batch
-	rg    int   // the row group the cursors are in, -1 when none
-	at    int64 // the row the cursors read next
-	ahead bool  // cur holds row at-1, read ahead
-	cur   row   // the last row read
-	prev  row   // the row before it, for the user key
+	curs     []cursor
+	decoders int     // goroutines decoding the cursors' batches
+	errs     []error // fillBatch's, a cursor each
+	bi       int     // the cursors' next row in their batch
+	bn       int     // the rows of the batch
+	rg       int     // the row group the cursors are in, -1 when none
+	at       int64   // the row the cursors read next
+	ahead    bool    // cur holds row at-1, read ahead
+	cur      row     // the last row read
+	prev     row     // the row before it, for the user key
 	// lastErr is the problem of the row in cur.
 	lastErr error
 
@@ -94,7 +101,10 @@ func NewSource(splits []reader.FileSplit, opts Options) (*Source, error) {
 		return nil, err
 	}
 	s := &Source{splits: slices.Clone(splits), m: opts.Columns, ns: opts.Namespace, policy: opts.OnError,
-		fsys: opts.FS, group: opts.Columns.Grouped(), rg: -1}
+		fsys: opts.FS, group: opts.Columns.Grouped(), rg: -1, decoders: opts.Decoders}
+	if s.decoders <= 0 {
+		s.decoders = min(runtime.GOMAXPROCS(0), 4)
+	}
 	if s.fsys == nil {
 		s.fsys = reader.LocalFS{}
 	}
