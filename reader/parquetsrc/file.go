@@ -50,11 +50,17 @@ func openFile(fsys reader.FS, name string, m *reader.ColumnMap, ns []uint32) (*p
 
 func (f *pqFile) close() error { return f.f.Close() }
 
+// readBuffer is the read-ahead of a column chunk's pages: reads of the
+// file at an offset are few (a remote file's cost a round trip each; an
+// HDFS one that seeks back reconnects), and the memory is a few MiB for
+// dozens of columns.
+const readBuffer = 256 << 10
+
 // openParquet reads a file's footer, a panic of the library on a corrupt
 // one returned as an error.
 func openParquet(r io.ReaderAt, size int64) (pf *parquet.File, err error) {
 	defer recovered(&err)
-	return parquet.OpenFile(r, size, parquet.SkipPageIndex(true), parquet.SkipBloomFilters(true))
+	return parquet.OpenFile(r, size, parquet.SkipPageIndex(true), parquet.SkipBloomFilters(true), parquet.ReadBufferSize(readBuffer))
 }
 
 // readerAt gives f as an io.ReaderAt: itself when it is one (a local or
