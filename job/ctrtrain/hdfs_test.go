@@ -24,15 +24,20 @@ import (
 func TestTrainsFromHDFS(t *testing.T) { trainFromHDFS(t, "libffm") }
 
 // TestTrainsParquetFromHDFS is TestTrainsFromHDFS with Parquet files read
-// as sample groups by user: a file's one row group is cut by row ranges
-// between the workers' splits, and a run of one user's rows is read by
-// the split it starts in.
+// as sample groups by user, each file's row group spread over several
+// HDFS blocks and cut by row ranges into the shuffle's blocks.
 func TestTrainsParquetFromHDFS(t *testing.T) { trainFromHDFS(t, "parquet") }
 
 func trainFromHDFS(t *testing.T, format string) {
 	ctx, cancel := context.WithCancel(testutil.JobCtx(t))
 	defer cancel()
-	srv, err := hdfstest.Start(hdfstest.Options{BlockSize: 64 << 10})
+	// Parquet's dictionary pages make a file of few bytes: smaller blocks
+	// and splits, so that a file still spans several of each.
+	block, split := int64(64<<10), int64(50<<10)
+	if format == "parquet" {
+		block, split = 8<<10, 6<<10
+	}
+	srv, err := hdfstest.Start(hdfstest.Options{BlockSize: block})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -62,7 +67,7 @@ func trainFromHDFS(t *testing.T, format string) {
 	train := []string{hdfsconn.FormatURI(srv.NamenodeAddr(), "/ctr/train/part-*")}
 	test := []string{hdfsconn.FormatURI(srv.NamenodeAddr(), "/ctr/test")}
 	lc, err := cluster.Start(ctx, cluster.Options{Shards: 2, Prefix: "/xps/hdfs-test",
-		Config: config.Config{Job: config.JobConfig{Train: train, Workers: 2, SplitBytes: 50 << 10}}})
+		Config: config.Config{Job: config.JobConfig{Train: train, Workers: 2, SplitBytes: split}}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,12 +1,8 @@
 package ctrtrain
 
 import (
-	"bufio"
 	"context"
 	"errors"
-	"fmt"
-	"os"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -14,40 +10,8 @@ import (
 	"github.com/xdlgo/xps/job"
 	"github.com/xdlgo/xps/reader"
 	"github.com/xdlgo/xps/reader/parquetsrc"
-	"github.com/xdlgo/xps/reader/synth/datagen"
 	"github.com/xdlgo/xps/tests/testutil"
 )
-
-// writeGenParquet writes n files of perFile generated samples as Parquet
-// (parquetsrc.TokenWriter) in dir.
-func writeGenParquet(t *testing.T, dir string, seed uint64, n, perFile int) []string {
-	t.Helper()
-	gen, err := datagen.New(genConfig(seed))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var paths []string
-	for i := range n {
-		p := filepath.Join(dir, fmt.Sprintf("part-%d.parquet", i))
-		f, err := os.Create(p)
-		if err != nil {
-			t.Fatal(err)
-		}
-		w := bufio.NewWriter(f)
-		tw := parquetsrc.NewTokenWriter(w, gen.Fields())
-		err = gen.Tokens(perFile, func(label, _ float32, fields [][]uint64) error { return tw.Write(label, fields) })
-		for _, step := range []func() error{tw.Close, w.Flush, f.Close} {
-			if err == nil {
-				err = step()
-			}
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		paths = append(paths, p)
-	}
-	return paths
-}
 
 // TestParquetStopResumeExactlyOnce trains on Parquet files as sample
 // groups through small shuffle windows (blocks cut across row groups,
@@ -57,7 +21,7 @@ func writeGenParquet(t *testing.T, dir string, seed uint64, n, perFile int) []st
 func TestParquetStopResumeExactlyOnce(t *testing.T) {
 	ctx, cancel := context.WithCancel(testutil.JobCtx(t))
 	defer cancel()
-	train := writeGenParquet(t, t.TempDir(), 5, 2, 3000)
+	train := writeGen(t, t.TempDir(), 5, 2, 3000, "parquet")
 	lc, err := cluster.Start(ctx, cluster.Options{Shards: 2, Prefix: "/xps/parquet-resume-test"})
 	if err != nil {
 		t.Fatal(err)

@@ -1,6 +1,7 @@
 package ctrtrain
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -19,6 +20,7 @@ import (
 	"github.com/xdlgo/xps/job"
 	"github.com/xdlgo/xps/job/checkpoint"
 	"github.com/xdlgo/xps/reader"
+	"github.com/xdlgo/xps/reader/parquetsrc"
 	"github.com/xdlgo/xps/reader/synth/datagen"
 	"github.com/xdlgo/xps/snapshot"
 	"github.com/xdlgo/xps/tests/testutil"
@@ -367,6 +369,12 @@ func checkSnapshotsBySamples(t *testing.T, store snapshot.Store, every, total, h
 // writeGenFiles writes n libFFM files of perFile samples each, drawn from
 // datagen with genConfig(seed), into dir and returns their paths.
 func writeGenFiles(t *testing.T, dir string, seed uint64, n, perFile int) []string {
+	return writeGen(t, dir, seed, n, perFile, "libffm")
+}
+
+// writeGen writes n files of perFile generated samples in dir, as libFFM
+// or as Parquet (parquetsrc.TokenWriter), and returns their paths.
+func writeGen(t *testing.T, dir string, seed uint64, n, perFile int, format string) []string {
 	t.Helper()
 	gen, err := datagen.New(genConfig(seed))
 	if err != nil {
@@ -374,15 +382,27 @@ func writeGenFiles(t *testing.T, dir string, seed uint64, n, perFile int) []stri
 	}
 	var paths []string
 	for i := range n {
-		p := filepath.Join(dir, fmt.Sprintf("part-%d.libffm", i))
+		p := filepath.Join(dir, fmt.Sprintf("part-%d.%s", i, format))
 		f, err := os.Create(p)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := gen.WriteLibFFM(f, perFile); err != nil {
-			t.Fatal(err)
+		w := bufio.NewWriter(f)
+		if format == "parquet" {
+			tw := parquetsrc.NewTokenWriter(w, gen.Fields())
+			err = gen.Tokens(perFile, func(label, _ float32, fields [][]uint64) error { return tw.Write(label, fields) })
+			if err == nil {
+				err = tw.Close()
+			}
+		} else {
+			_, err = gen.WriteLibFFM(w, perFile)
 		}
-		if err := f.Close(); err != nil {
+		for _, step := range []func() error{w.Flush, f.Close} {
+			if err == nil {
+				err = step()
+			}
+		}
+		if err != nil {
 			t.Fatal(err)
 		}
 		paths = append(paths, p)

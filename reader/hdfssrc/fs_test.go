@@ -17,6 +17,7 @@ import (
 	"github.com/xdlgo/xps/reader/hdfssrc"
 	"github.com/xdlgo/xps/snapshot/hdfsconn"
 	"github.com/xdlgo/xps/tests/hdfstest"
+	"github.com/xdlgo/xps/tests/testutil"
 )
 
 const testBlockSize = 4096 // many blocks per file, so reads cross them
@@ -381,32 +382,13 @@ func TestForPaths(t *testing.T) {
 // footer and then pages here and there), after forward and backward seeks
 // within and across blocks, give the file's bytes.
 func TestReadAt(t *testing.T) {
-	srv, err := hdfstest.Start(hdfstest.Options{BlockSize: 16 << 10})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Close()
-	fsys, err := hdfssrc.Dial(srv.NamenodeAddr(), "test")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer fsys.Close()
+	srv, fsys := testutil.HDFS(t, 16<<10)
 	r := rand.New(rand.NewPCG(1, 1))
 	data := make([]byte, 100_000)
 	for i := range data {
 		data[i] = byte(r.IntN(256))
 	}
-	if err := fsys.Client().MkdirAll("/d", 0o755); err != nil {
-		t.Fatal(err)
-	}
-	w, err := fsys.Client().Create("/d/x")
-	if err != nil {
-		t.Fatal(err)
-	}
-	w.Write(data)
-	if err := w.Close(); err != nil {
-		t.Fatal(err)
-	}
+	testutil.PutHDFS(t, fsys, "/d/x", data)
 	f, err := fsys.Open(hdfsconn.FormatURI(srv.NamenodeAddr(), "/d/x"))
 	if err != nil {
 		t.Fatal(err)

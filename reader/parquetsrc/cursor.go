@@ -327,27 +327,25 @@ func (c *cursor) loadDict(d parquet.Dictionary) error {
 }
 
 // fromDict looks the page's dictionary indexes up.
-func (c *cursor) fromDict(ix []int32) error {
+func (c *cursor) fromDict(ix []int32) (err error) {
 	if c.tokens {
-		d := c.dictIDs
-		c.ids = slices.Grow(c.ids[:0], len(ix))[:len(ix)]
-		for j, i := range ix {
-			if uint32(i) >= uint32(len(d)) {
-				return fmt.Errorf("dictionary index %d outside the dictionary's %d entries", i, len(d))
-			}
-			c.ids[j] = d[i]
-		}
-		return nil
+		c.ids, err = lookup(c.ids, c.dictIDs, ix)
+	} else {
+		c.nums, err = lookup(c.nums, c.dictNums, ix)
 	}
-	d := c.dictNums
-	c.nums = slices.Grow(c.nums[:0], len(ix))[:len(ix)]
+	return err
+}
+
+// lookup sets dst to dict[ix[0]], dict[ix[1]], ...
+func lookup[T any](dst, dict []T, ix []int32) ([]T, error) {
+	dst = slices.Grow(dst[:0], len(ix))[:len(ix)]
 	for j, i := range ix {
-		if uint32(i) >= uint32(len(d)) {
-			return fmt.Errorf("dictionary index %d outside the dictionary's %d entries", i, len(d))
+		if uint32(i) >= uint32(len(dict)) {
+			return dst, fmt.Errorf("dictionary index %d outside the dictionary's %d entries", i, len(dict))
 		}
-		c.nums[j] = d[i]
+		dst[j] = dict[i]
 	}
-	return nil
+	return dst, nil
 }
 
 // convert turns values of physical kind k into ids (tokens) or numbers.

@@ -8,44 +8,22 @@ import (
 	"github.com/apache/arrow-go/v18/parquet/compress"
 
 	"github.com/xdlgo/xps/reader"
-	"github.com/xdlgo/xps/reader/hdfssrc"
 	"github.com/xdlgo/xps/snapshot/hdfsconn"
-	"github.com/xdlgo/xps/tests/hdfstest"
+	"github.com/xdlgo/xps/tests/testutil"
 )
 
 // TestHDFSSameAsLocal: a file on the HDFS test server (blocks smaller than
 // its row groups) read through hdfssrc, whole and in splits, gives the
 // samples of the local file, bit for bit.
 func TestHDFSSameAsLocal(t *testing.T) {
-	srv, err := hdfstest.Start(hdfstest.Options{BlockSize: 16 << 10})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Close()
-	fsys, err := hdfssrc.Dial(srv.NamenodeAddr(), "test")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer fsys.Close()
+	srv, fsys := testutil.HDFS(t, 16<<10)
 	local := filepath.Join(t.TempDir(), "p.parquet")
 	writeArrow(t, local, genRows(3000, 10, true), wopts{codec: compress.Codecs.Zstd, dict: true, rowGroup: 1000})
 	data, err := os.ReadFile(local)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := fsys.Client().MkdirAll("/d", 0o755); err != nil {
-		t.Fatal(err)
-	}
-	w, err := fsys.Client().Create("/d/p.parquet")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := w.Write(data); err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Close(); err != nil {
-		t.Fatal(err)
-	}
+	testutil.PutHDFS(t, fsys, "/d/p.parquet", data)
 	remote := hdfsconn.FormatURI(srv.NamenodeAddr(), "/d/p.parquet")
 	cols := testColumns(true, true)
 	want := drain(t, openSource(t, []reader.FileSplit{{Path: local}}, Options{Columns: cols}))

@@ -7,5 +7,6 @@
 // # Files
 //
 //   - testutil.go: Ctx, Eventually, StartEtcd, EtcdClient, SharedEtcd (one etcd for a whole test binary, a key prefix per test), Conn, FreeAddr, Buffer (a concurrency-safe log sink).
+//   - hdfs.go: HDFS (the HDFS test server and a file system on it) and PutHDFS.
 //   - snapshots.go: SnapshotNames: whether a complete snapshot holds workers' checkpoints naming every one of some files.
 package testutil
