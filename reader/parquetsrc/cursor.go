@@ -23,8 +23,9 @@ import (
 //
 //  1. li <= nl and vi <= len(ids) (tokens) or len(nums) (numbers): the
 //     next level entry and the next non-null value of the page.
-//  2. After next, entries holds the row's level entries in order, present
-//     telling which hold a value; the row's values are rowIDs or rowNums.
+//  2. After fill(n), the batch holds n rows: off has n+1 offsets into
+//     bIDs or bNums (none for a required scalar, whose row i is value
+//     i), and for a pairs cursor eoff has n+1 offsets into pres.
 type cursor struct {
 	b      binding
 	tokens bool   // values are hashed into ids (else turned into numbers)
@@ -45,14 +46,11 @@ type cursor struct {
 	dictNums []float64
 	scratch  []byte
 
-	// The batch of rows decoded by fill, and the row views (row).
+	// The batch of rows decoded by fill.
 	off, eoff []int32
 	bIDs      []uint64
 	bNums     []float64
 	pres      []bool
-	present   []bool
-	rowIDs    []uint64
-	rowNums   []float64
 }
 
 // open starts the cursor at row r of the column chunk (r relative to the
@@ -233,31 +231,6 @@ func (c *cursor) takeRun(k int) error {
 	c.vi += k
 	return nil
 }
-
-// row points the cursor's row views at row i of the batch.
-func (c *cursor) row(i int) {
-	if !c.b.list && c.b.maxDef == 0 { // required: value i is row i's
-		if c.tokens {
-			c.rowIDs, c.rowNums = c.bIDs[i:i+1:i+1], nil
-		} else {
-			c.rowIDs, c.rowNums = nil, c.bNums[i:i+1:i+1]
-		}
-		c.present = onePresent
-		return
-	}
-	lo, hi := c.off[i], c.off[i+1]
-	if c.tokens {
-		c.rowIDs, c.rowNums = c.bIDs[lo:hi], nil
-	} else {
-		c.rowIDs, c.rowNums = nil, c.bNums[lo:hi]
-	}
-	if c.pairs {
-		c.present = c.pres[c.eoff[i]:c.eoff[i+1]]
-	}
-}
-
-// onePresent is the entries of a required scalar's row.
-var onePresent = []bool{true}
 
 // load reads the next page and turns its values into ids or numbers.
 func (c *cursor) load() (err error) {

@@ -94,7 +94,8 @@
 //
 //   - source.go: Options, Source and NewSource: splits, the current file.
 //   - read.go: Next and resuming: groups from rows, RowError.
-//   - row.go: a row's features, by kind.
+//   - assemble.go: a batch of decoded columns turned into rows (each field column by column, then scattered to its rows).
+//   - row.go: a row of the batch: its label, features and dense fields.
 //   - cursor.go: a leaf column read row by row, a page at a time.
 //   - schema.go: the column map bound to a file's schema (ErrSchema).
 //   - file.go: opening a file on a reader.FS, Check (ErrCorrupt).

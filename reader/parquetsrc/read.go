@@ -114,15 +114,13 @@ func (s *Source) read() (rowErr, err error) {
 			s.rg = -1
 			return nil, s.corrupt(g, i, err)
 		}
+		s.asm.assemble(s.f.plan, s.curs, n)
 		s.bi, s.bn = 0, n
 	}
-	for i := range s.curs {
-		s.curs[i].row(s.bi)
-	}
+	reason := s.f.plan.build(&s.asm, s.curs, s.bi, &s.cur)
 	s.bi++
 	s.at++
 	s.ahead = true
-	reason := s.f.plan.build(s.curs, &s.cur)
 	if reason == "" && !s.cur.hasLabel {
 		reason = fmt.Sprintf("the label (column %q) is null", s.m.Label)
 	}

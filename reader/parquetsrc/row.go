@@ -4,8 +4,6 @@ import (
 	"fmt"
 	"math"
 	"slices"
-	"sort"
-	"strconv"
 
 	"github.com/xdlgo/xps/reader"
 )
@@ -72,112 +70,61 @@ func (r *row) copyFrom(o *row) {
 	r.lines[1].copyFrom(&o.lines[1])
 }
 
-// build turns the cursors' current row into r; a problem with the row's
-// values is returned as a reason (the caller names the row), an error of
-// the data as err.
-func (p *plan) build(curs []cursor, r *row) (reason string) {
-	r.lines[0].reset()
-	r.lines[1].reset()
+// build makes r row i of the cursors' batch, assembled in a: its label,
+// its features, and its dense fields (read here, a row at a time); it
+// returns the row's problem as a reason, or "".
+func (p *plan) build(a *assembly, curs []cursor, i int, r *row) string {
 	lab := &curs[0]
-	r.hasLabel = len(lab.rowNums) == 1 && !math.IsNaN(lab.rowNums[0])
+	lo, hi := lab.span(i)
+	r.hasLabel = hi-lo == 1 && !math.IsNaN(lab.bNums[lo])
 	if r.hasLabel {
 		r.label = 0
-		if lab.rowNums[0] > 0 {
+		if lab.bNums[lo] > 0 {
 			r.label = 1
 		}
 	}
-	ci := 1
-	for i := range p.fields {
-		fp := &p.fields[i]
-		c := &curs[ci]
-		ci++
-		var w *cursor
-		if fp.weights != nil {
-			w = &curs[ci]
-			ci++
+	for k := range r.lines {
+		l, lb := &r.lines[k], &a.lv[k]
+		lo, hi := lb.off[i], lb.off[i+1]
+		l.fields = append(l.fields[:0], lb.fields[lo:hi]...)
+		l.ids = append(l.ids[:0], lb.ids[lo:hi]...)
+		l.vals = append(l.vals[:0], lb.vals[lo:hi]...)
+		l.dense, l.dvals = l.dense[:0], l.dvals[:0]
+	}
+	why := a.why[i]
+	for fi := range p.fields {
+		fp := &p.fields[fi]
+		if fp.kind != reader.KindDense {
+			continue
 		}
 		l := &r.lines[0]
 		if fp.user {
 			l = &r.lines[1]
 		}
-		if why := fp.add(c, w, l); why != "" {
-			return fmt.Sprintf("column %q: %s", fp.col.name, why)
+		c := &curs[fp.ci]
+		lo, hi := c.span(i)
+		if w := fp.addDense(c.bNums[lo:hi], l); w != "" && why == "" {
+			why = fmt.Sprintf("column %q: %s", fp.col.name, w)
 		}
 	}
-	return ""
+	return why
 }
 
-// add adds the features of field fp from its cursor c (and weights w) to l.
-func (fp *fieldPlan) add(c, w *cursor, l *line) string {
-	switch fp.kind {
-	case reader.KindToken:
-		return fp.addTokens(c, w, l)
-	case reader.KindValue:
-		for _, v := range c.rowNums {
-			if math.IsNaN(v) {
-				continue // NaN is a missing value
-			}
-			if !finite(v) {
-				return fmt.Sprintf("value %v is not a finite float32", v)
-			}
-			l.add(fp.field, reader.FeatureID(fp.ns, fp.col.name), float32(v))
+// addDense adds a dense field's values to l: NaN is a missing value, a
+// value that is not a finite float32 a problem.
+func (fp *fieldPlan) addDense(nums []float64, l *line) string {
+	lo := len(l.dvals)
+	for _, v := range nums {
+		if math.IsNaN(v) {
+			continue
 		}
-	case reader.KindDense:
-		lo := len(l.dvals)
-		for _, v := range c.rowNums {
-			if math.IsNaN(v) {
-				continue
-			}
-			if !finite(v) {
-				return fmt.Sprintf("value %v is not a finite float32", v)
-			}
-			l.dvals = append(l.dvals, float32(v))
+		if !finite(v) {
+			return fmt.Sprintf("value %v is not a finite float32", v)
 		}
-		if len(l.dvals) > lo {
-			l.dense = append(l.dense, dense{fp.field, lo, len(l.dvals)})
-		}
-	case reader.KindBucket:
-		var buf [20]byte
-		for _, v := range c.rowNums {
-			if math.IsNaN(v) {
-				continue
-			}
-			b := sort.Search(len(fp.bounds), func(i int) bool { return fp.bounds[i] > v })
-			l.add(fp.field, reader.FeatureID(fp.ns, strconv.AppendInt(buf[:0], int64(b), 10)), 1)
-		}
+		l.dvals = append(l.dvals, float32(v))
 	}
-	return ""
-}
-
-// addTokens adds a token field's ids, each weighted by its element of w
-// when the field has weights (a null weight counts as 1).
-func (fp *fieldPlan) addTokens(c, w *cursor, l *line) string {
-	if w == nil {
-		l.ids = append(l.ids, c.rowIDs...)
-		for range c.rowIDs {
-			l.fields = append(l.fields, fp.field)
-			l.vals = append(l.vals, 1)
-		}
-		return ""
-	}
-	if len(w.present) != len(c.present) {
-		return fmt.Sprintf("%d elements, but its weights column %q has %d", len(c.present), fp.weights.name, len(w.present))
-	}
-	vi, wi := 0, 0
-	for j, ok := range c.present {
-		wv := float32(1)
-		if w.present[j] {
-			x := w.rowNums[wi]
-			wi++
-			if !finite(x) {
-				return fmt.Sprintf("weight %v is not a finite float32", x)
-			}
-			wv = float32(x)
-		}
-		if ok {
-			l.add(fp.field, c.rowIDs[vi], wv)
-			vi++
-		}
+	if len(l.dvals) > lo {
+		l.dense = append(l.dense, dense{fp.field, lo, len(l.dvals)})
 	}
 	return ""
 }

@@ -3,6 +3,7 @@ package parquetsrc
 import (
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 
 	"github.com/parquet-go/parquet-go"
@@ -49,6 +50,11 @@ type fieldPlan struct {
 	weights *binding
 	bounds  []float64
 	user    bool
+	// ci is the cursor of col (its weights' is ci+1); valueID is kind
+	// value's feature id; bucketIDs kind bucket's, a bucket each.
+	ci        int
+	valueID   uint64
+	bucketIDs []uint64
 }
 
 // plan is a column map bound to one file's schema.
@@ -119,7 +125,13 @@ func bind(name string, f *parquet.File, m *reader.ColumnMap, ns []uint32) (*plan
 		return nil, err
 	}
 	p.add(spec{b: p.label})
-	for _, fp := range p.fields {
+	for i := range p.fields {
+		fp := &p.fields[i]
+		fp.ci = len(p.specs)
+		fp.valueID = reader.FeatureID(fp.ns, fp.col.name)
+		for b := range len(fp.bounds) + 1 {
+			fp.bucketIDs = append(fp.bucketIDs, reader.FeatureID(fp.ns, strconv.Itoa(b)))
+		}
 		p.add(spec{b: fp.col, tokens: fp.kind == reader.KindToken, ns: fp.ns, pairs: fp.weights != nil})
 		if fp.weights != nil {
 			p.add(spec{b: *fp.weights, pairs: true})

@@ -60,15 +60,16 @@ type Source struct {
 	started bool  // the split's first group was found (continuations skipped)
 
 	curs     []cursor
-	decoders int     // goroutines decoding the cursors' batches
-	errs     []error // fillBatch's, a cursor each
-	bi       int     // the cursors' next row in their batch
-	bn       int     // the rows of the batch
-	rg       int     // the row group the cursors are in, -1 when none
-	at       int64   // the row the cursors read next
-	ahead    bool    // cur holds row at-1, read ahead
-	cur      row     // the last row read
-	prev     row     // the row before it, for the user key
+	asm      assembly // the cursors' batch in rows
+	decoders int      // goroutines decoding the cursors' batches
+	errs     []error  // fillBatch's, a cursor each
+	bi       int      // the cursors' next row in their batch
+	bn       int      // the rows of the batch
+	rg       int      // the row group the cursors are in, -1 when none
+	at       int64    // the row the cursors read next
+	ahead    bool     // cur holds row at-1, read ahead
+	cur      row      // the last row read
+	prev     row      // the row before it, for the user key
 	// lastErr is the problem of the row in cur.
 	lastErr error
 
