@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime"
+	"runtime/debug"
 	"strings"
 )
 
@@ -69,6 +71,7 @@ func defaultNote(f *flag.Flag, typ, usage string) string {
 }
 
 // Parse parses args into fs and sets Usage(fs, prog, "") as fs's usage.
+// A lone -version prints VersionLine(prog) and is taken as -h (flag.ErrHelp).
 // -h or -help prints that usage to fs.Output() and returns flag.ErrHelp.
 // A bad command line (an unknown flag, a bad or missing flag value, a
 // positional argument, the last wrapping ErrStrayArgs) prints nothing and
@@ -98,6 +101,10 @@ func Parse(fs *flag.FlagSet, prog string, args []string) error {
 // printing (its message goes to the returned error, its usage only after
 // -h) and from exiting.
 func parse(fs *flag.FlagSet, prog string, args []string) error {
+	if len(args) == 1 && (args[0] == "-version" || args[0] == "--version") {
+		fmt.Fprintln(fs.Output(), VersionLine(prog))
+		return flag.ErrHelp // printed; the main exits 0
+	}
 	usage := Usage(fs, prog, "")
 	name, handling, out := fs.Name(), fs.ErrorHandling(), fs.Output()
 	fs.Init(name, flag.ContinueOnError)
@@ -120,8 +127,9 @@ func parse(fs *flag.FlagSet, prog string, args []string) error {
 }
 
 // ParseCommandLine parses os.Args[1:] into flag.CommandLine as Parse does,
-// for a main: -h prints the usage and exits 0; a bad command line prints
-// the problem and Hint and exits with status 2.
+// for a main: -h prints the usage and exits 0, -version (alone) the
+// VersionLine; a bad command line prints the problem and Hint and exits
+// with status 2.
 func ParseCommandLine(prog string) {
 	if code, exit := parseMain(flag.CommandLine, prog, os.Args[1:]); exit {
 		os.Exit(code)
@@ -140,4 +148,27 @@ func parseMain(fs *flag.FlagSet, prog string, args []string) (code int, exit boo
 	default:
 		return Report(fs.Output(), prog, err), true
 	}
+}
+
+// VersionLine is what -version prints: "xps PROG REVISION GOVERSION", the
+// revision of the commit the binary was built from (with "+modified"
+// when the tree had changes), or "(devel)" when the build recorded none.
+// Other programs (the Python package) tell xps's binaries by it.
+func VersionLine(prog string) string {
+	rev, goVersion := "(devel)", runtime.Version()
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		var modified bool
+		for _, s := range bi.Settings {
+			switch s.Key {
+			case "vcs.revision":
+				rev = s.Value
+			case "vcs.modified":
+				modified = s.Value == "true"
+			}
+		}
+		if modified && rev != "(devel)" {
+			rev += "+modified"
+		}
+	}
+	return fmt.Sprintf("xps %s %s %s", prog, rev, goVersion)
 }

@@ -92,6 +92,8 @@ func TestParseMain(t *testing.T) {
 		{[]string{"x"}, 2, true, 2},
 		{[]string{"-h"}, 0, true, -1},
 		{[]string{"-help"}, 0, true, -1},
+		{[]string{"-version"}, 0, true, 1},
+		{[]string{"--version"}, 0, true, 1},
 	} {
 		fs, out := manyFlags(flag.ExitOnError)
 		code, exit := parseMain(fs, "worker", tc.args)
@@ -102,6 +104,9 @@ func TestParseMain(t *testing.T) {
 		if code != tc.code || exit != tc.exit || lines != tc.lines {
 			t.Errorf("parseMain(%q) = %d, %v, printed %d lines:\n%s\nwant %d, %v, %d lines (-1: the usage)",
 				tc.args, code, exit, lines, out, tc.code, tc.exit, tc.lines)
+		}
+		if len(tc.args) == 1 && strings.HasSuffix(tc.args[0], "-version") && !strings.HasPrefix(out.String(), "xps worker ") {
+			t.Errorf("parseMain(%q) printed %q, want the VersionLine", tc.args, out)
 		}
 		if fs.ErrorHandling() != flag.ExitOnError {
 			t.Errorf("parseMain(%q) left the error handling %v", tc.args, fs.ErrorHandling())
