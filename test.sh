@@ -16,6 +16,9 @@
 #    in Docker containers from the image deploy/image/build.sh builds
 #    (Helm is built once by deploy/tools.sh and cached; without Docker the
 #    container test skips).
+# 5. python/: the Python package installed into a fresh venv over Debian's
+#    python3 packages, and its pytest suite against the real binaries
+#    (built once by the package, as a user's would be).
 # Tests that need ../shared/data skip with a message when it is absent.
 set -euo pipefail
 cd "$(dirname "$0")"
@@ -41,6 +44,15 @@ if ! command -v chromium >/dev/null && [ "$(id -u)" = 0 ] && command -v apt-get 
 	(apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium fonts-liberation) >/dev/null ||
 		echo "could not install chromium: its test will skip"
 fi
+# Debian's python3 packages the Python package (python/) and its tests
+# need; installed when missing and we may, else its step fails saying so.
+py_pkgs="python3-venv python3-numpy python3-grpcio python3-protobuf python3-pytest"
+if ! /usr/bin/python3 -c 'import venv, numpy, grpc, google.protobuf, pytest' 2>/dev/null && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+	echo "== apt-get install $py_pkgs (for python/)"
+	# shellcheck disable=SC2086
+	(apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $py_pkgs) >/dev/null ||
+		echo "could not install $py_pkgs: python/'s tests will fail"
+fi
 echo "== go vet ./... (default and purego builds)"
 go vet ./...
 go vet -tags purego ./...
@@ -57,5 +69,11 @@ echo "== .ci/fuzz.sh: every fuzz target, ${FUZZTIME:-10s} each"
 .ci/fuzz.sh
 echo "== charts/ (a module of its own): helm lint and template, strict decoding, the chart's pods in Docker containers"
 (cd charts/test && go vet ./... && go test -count=1 -timeout 25m ./...) # -count=1: helm and docker read files the test cache cannot see
+echo "== python/: the package xps in a venv over Debian's python3 packages, its pytest suite against the real binaries"
+venv=$(mktemp -d)
+/usr/bin/python3 -m venv --system-site-packages "$venv"
+"$venv/bin/pip" install -q --no-deps --no-build-isolation ./python
+XPS_CACHE="$venv/bin-cache" "$venv/bin/python" -m pytest -q -p no:cacheprovider python/tests
+rm -rf "$venv"
 echo "== examples/ (a module of its own, on the public API only): build, vet, test, run"
 (cd examples && go vet ./... && go test ./... && go run ./customsource -samples 100000 && go run ./ownmodel -train 100000 -epochs 3)
