@@ -20,6 +20,7 @@ const magicLen = 4
 type layout struct {
 	first, rows, base, size []int64
 	numRows                 int64
+	last                    int // the row group group found last
 }
 
 func newLayout(md *format.FileMetaData) layout {
@@ -43,6 +44,9 @@ func newLayout(md *format.FileMetaData) layout {
 
 // group returns the row group holding row r (r < numRows).
 func (l *layout) group(r int64) int {
+	if g := l.last; g < len(l.first) && l.first[g] <= r && r < l.first[g]+l.rows[g] {
+		return g // rows are mostly asked for in order
+	}
 	lo, hi := 0, len(l.first)
 	for hi-lo > 1 {
 		m := (lo + hi) / 2
@@ -55,6 +59,7 @@ func (l *layout) group(r int64) int {
 	for lo < len(l.first)-1 && l.rows[lo] == 0 {
 		lo++
 	}
+	l.last = lo
 	return lo
 }
 

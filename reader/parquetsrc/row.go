@@ -4,8 +4,6 @@ import (
 	"fmt"
 	"math"
 	"slices"
-
-	"github.com/xdlgo/xps/reader"
 )
 
 // line is the features one row gives one level of a group.
@@ -92,11 +90,8 @@ func (p *plan) build(a *assembly, curs []cursor, i int, r *row) string {
 		l.dense, l.dvals = l.dense[:0], l.dvals[:0]
 	}
 	why := a.why[i]
-	for fi := range p.fields {
+	for _, fi := range p.dense {
 		fp := &p.fields[fi]
-		if fp.kind != reader.KindDense {
-			continue
-		}
 		l := &r.lines[0]
 		if fp.user {
 			l = &r.lines[1]

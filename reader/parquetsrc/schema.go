@@ -65,6 +65,9 @@ type plan struct {
 	// column and weights; specs says how each is read.
 	leaves []int
 	specs  []spec
+	// dense lists the fields of kind dense, which build reads a row at a
+	// time.
+	dense []int
 	// sig is the mapped columns' types, to compare files' schemas.
 	sig string
 }
@@ -128,6 +131,9 @@ func bind(name string, f *parquet.File, m *reader.ColumnMap, ns []uint32) (*plan
 	for i := range p.fields {
 		fp := &p.fields[i]
 		fp.ci = len(p.specs)
+		if fp.kind == reader.KindDense {
+			p.dense = append(p.dense, i)
+		}
 		fp.valueID = reader.FeatureID(fp.ns, fp.col.name)
 		for b := range len(fp.bounds) + 1 {
 			fp.bucketIDs = append(fp.bucketIDs, reader.FeatureID(fp.ns, strconv.Itoa(b)))
