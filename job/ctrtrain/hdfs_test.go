@@ -107,16 +107,7 @@ func putGenerated(t *testing.T, fsys *hdfssrc.FS, gen *datagen.Generator, name s
 	if err != nil {
 		t.Fatal(err)
 	}
-	if format == "parquet" {
-		tw := parquetsrc.NewTokenWriter(w, gen.Fields())
-		err = gen.Tokens(n, func(label, _ float32, fields [][]uint64) error { return tw.Write(label, fields) })
-		if err == nil {
-			err = tw.Close()
-		}
-	} else {
-		_, err = gen.WriteLibFFM(w, n)
-	}
-	if err != nil {
+	if err := writeGenTo(w, gen, n, format); err != nil {
 		t.Fatal(err)
 	}
 	if err := w.Close(); err != nil {

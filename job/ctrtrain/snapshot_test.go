@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -388,15 +389,7 @@ func writeGen(t *testing.T, dir string, seed uint64, n, perFile int, format stri
 			t.Fatal(err)
 		}
 		w := bufio.NewWriter(f)
-		if format == "parquet" {
-			tw := parquetsrc.NewTokenWriter(w, gen.Fields())
-			err = gen.Tokens(perFile, func(label, _ float32, fields [][]uint64) error { return tw.Write(label, fields) })
-			if err == nil {
-				err = tw.Close()
-			}
-		} else {
-			_, err = gen.WriteLibFFM(w, perFile)
-		}
+		err = writeGenTo(w, gen, perFile, format)
 		for _, step := range []func() error{w.Flush, f.Close} {
 			if err == nil {
 				err = step()
@@ -408,4 +401,18 @@ func writeGen(t *testing.T, dir string, seed uint64, n, perFile int, format stri
 		paths = append(paths, p)
 	}
 	return paths
+}
+
+// writeGenTo writes the next n samples of gen to w as libFFM or Parquet
+// (parquetsrc.TokenWriter).
+func writeGenTo(w io.Writer, gen *datagen.Generator, n int, format string) error {
+	if format != "parquet" {
+		_, err := gen.WriteLibFFM(w, n)
+		return err
+	}
+	tw := parquetsrc.NewTokenWriter(w, gen.Fields())
+	if err := gen.Tokens(n, func(label, _ float32, fields [][]uint64) error { return tw.Write(label, fields) }); err != nil {
+		return err
+	}
+	return tw.Close()
 }

@@ -88,21 +88,7 @@ func (c *cluster) groups(prefix string, n int, seed uint64) []byte {
 // put writes data to /data/name on HDFS and to the local mirror.
 func (c *cluster) put(t testing.TB, name string, data []byte) {
 	t.Helper()
-	p := "/data/" + name
-	cl := c.fs.Client()
-	if err := cl.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	w, err := cl.Create(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := w.Write(data); err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Close(); err != nil {
-		t.Fatal(err)
-	}
+	testutil.PutHDFS(t, c.fs, "/data/"+name, data)
 	lp := filepath.Join(c.local, name)
 	if err := os.MkdirAll(filepath.Dir(lp), 0o755); err != nil {
 		t.Fatal(err)
