@@ -70,8 +70,9 @@ func (a *assembly) assemble(p *plan, curs []cursor, n int) {
 		}
 		fp.column(&curs[fp.ci], w, n, &a.outs[fi], a.why)
 	}
-	for k := range a.lv {
-		a.transpose(p, k, n)
+	a.transpose(p, 0, n)
+	if p.grouped {
+		a.transpose(p, 1, n)
 	}
 }
 

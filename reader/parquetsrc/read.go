@@ -116,6 +116,7 @@ func (s *Source) read() (rowErr, err error) {
 		}
 		s.asm.assemble(s.f.plan, s.curs, n)
 		s.bi, s.bn = 0, n
+		s.stats.Bytes += lay.offset(r+int64(n)) - lay.offset(r) // the batch's bytes, read
 	}
 	reason := s.f.plan.build(&s.asm, s.curs, s.bi, &s.cur)
 	s.bi++
@@ -232,7 +233,6 @@ func (s *Source) readGroup(g *reader.Group) (bool, error) {
 		s.stats.AddSkipped(e)
 	}
 	g.Pos = reader.Position{File: s.f.name, Offset: first}
-	s.stats.Bytes += s.f.lay.offset(s.row) - s.f.lay.offset(first)
 	if s.resuming {
 		s.resuming = false
 		g.Pos.Index = s.resumeIndex

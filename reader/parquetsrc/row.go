@@ -81,7 +81,11 @@ func (p *plan) build(a *assembly, curs []cursor, i int, r *row) string {
 			r.label = 1
 		}
 	}
-	for k := range r.lines {
+	levels := 1
+	if p.grouped {
+		levels = 2
+	}
+	for k := range levels {
 		l, lb := &r.lines[k], &a.lv[k]
 		lo, hi := lb.off[i], lb.off[i+1]
 		l.fields = append(l.fields[:0], lb.fields[lo:hi]...)

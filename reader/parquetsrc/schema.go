@@ -66,8 +66,9 @@ type plan struct {
 	leaves []int
 	specs  []spec
 	// dense lists the fields of kind dense, which build reads a row at a
-	// time.
-	dense []int
+	// time; grouped says some field is user-level.
+	dense   []int
+	grouped bool
 	// sig is the mapped columns' types, to compare files' schemas.
 	sig string
 }
@@ -134,6 +135,7 @@ func bind(name string, f *parquet.File, m *reader.ColumnMap, ns []uint32) (*plan
 		if fp.kind == reader.KindDense {
 			p.dense = append(p.dense, i)
 		}
+		p.grouped = p.grouped || fp.user
 		fp.valueID = reader.FeatureID(fp.ns, fp.col.name)
 		for b := range len(fp.bounds) + 1 {
 			fp.bucketIDs = append(fp.bucketIDs, reader.FeatureID(fp.ns, strconv.Itoa(b)))
