@@ -4,8 +4,8 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
-	"unicode/utf8"
 
 	"google.golang.org/grpc/mem"
 	"google.golang.org/protobuf/proto"
@@ -20,7 +20,9 @@ import (
 //   - the PullReply decoder (unmarshalPullResponse) accepts what
 //     proto.Unmarshal accepts, with the same known fields; it may accept
 //     more only where a string is not UTF-8 (proto3 refuses those, the
-//     hand decoder leaves the check to whoever reads the name);
+//     hand decoder leaves the check to whoever reads the name), also one
+//     that a later occurrence of its field replaced (proto3 checks every
+//     occurrence; the fuzzer found such a table name);
 //   - the hand encodings of a pull reply and a push request
 //     (marshalPullResponse, marshalPushRequest) of any message
 //     proto.Unmarshal reads are proto.Marshal's deterministic bytes, and
@@ -70,7 +72,7 @@ func checkPullReply(t *testing.T, c Codec, b []byte) {
 	switch {
 	case perr == nil && herr != nil:
 		t.Fatalf("proto.Unmarshal reads %x, the PullReply decoder refuses it: %v", b, herr)
-	case perr != nil && herr == nil && utf8Strings(&r.Resp):
+	case perr != nil && herr == nil && !strings.Contains(perr.Error(), "invalid UTF-8"):
 		t.Fatalf("the PullReply decoder reads %x, which proto.Unmarshal refuses: %v", b, perr)
 	case perr != nil || herr != nil:
 		return
@@ -147,21 +149,6 @@ func checkTableSpec(t *testing.T, b []byte) {
 	if again := ToTableSpec(FromTableSpec(s)); fmt.Sprintf("%+v", again) != fmt.Sprintf("%+v", s) {
 		t.Fatalf("%x: table spec %+v comes back from the wire as %+v", b, s, again)
 	}
-}
-
-// utf8Strings reports whether every string of m is valid UTF-8.
-func utf8Strings(m *PullResponse) bool {
-	for _, t := range m.Tables {
-		if !utf8.ValidString(t.Table) {
-			return false
-		}
-	}
-	for _, d := range m.Dense {
-		if !utf8.ValidString(d.Name) {
-			return false
-		}
-	}
-	return true
 }
 
 // dropUnknown removes the unknown fields of m and of every message in it:
