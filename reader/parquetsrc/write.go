@@ -20,6 +20,7 @@ type TokenWriter struct {
 	col    []int // the leaf column of field f
 	labCol int
 	empty  []int16 // field f's definition level of an empty list
+	order  []int   // the fields in column order, -1 for the label
 	rows   []parquet.Row
 }
 
@@ -47,6 +48,11 @@ func NewTokenWriter(w io.Writer, fields int) *TokenWriter {
 		tw.col[f] = leaf.ColumnIndex
 		tw.empty[f] = int16(leaf.MaxDefinitionLevel - 1)
 	}
+	tw.order = make([]int, fields+1)
+	for f := range fields {
+		tw.order[tw.col[f]] = f
+	}
+	tw.order[tw.labCol] = -1
 	return tw
 }
 
@@ -59,8 +65,12 @@ func (tw *TokenWriter) Write(label float32, fields [][]uint64) error {
 		return fmt.Errorf("parquetsrc: a sample of %d fields in a file of %d", len(fields), len(tw.col))
 	}
 	row := make(parquet.Row, 0, len(fields)+1)
-	row = append(row, parquet.ValueOf(int32(b2i(label > 0))).Level(0, 0, tw.labCol))
-	for f, toks := range fields {
+	for _, f := range tw.order { // in column order, as the writer takes a row
+		if f < 0 {
+			row = append(row, parquet.ValueOf(int32(b2i(label > 0))).Level(0, 0, tw.labCol))
+			continue
+		}
+		toks := fields[f]
 		if len(toks) == 0 {
 			row = append(row, parquet.Value{}.Level(0, int(tw.empty[f]), tw.col[f]))
 		}
@@ -79,23 +89,9 @@ func (tw *TokenWriter) flush() error {
 	if len(tw.rows) == 0 {
 		return nil
 	}
-	// Values in column order, as the writer takes a row.
-	for _, r := range tw.rows {
-		sortByColumn(r)
-	}
 	_, err := tw.w.WriteRows(tw.rows)
 	tw.rows = tw.rows[:0]
 	return err
-}
-
-// sortByColumn orders a row's values by column, keeping the order of
-// each column's values.
-func sortByColumn(r parquet.Row) {
-	for i := 1; i < len(r); i++ {
-		for j := i; j > 0 && r[j].Column() < r[j-1].Column(); j-- {
-			r[j], r[j-1] = r[j-1], r[j]
-		}
-	}
 }
 
 // Close writes the rest and the footer (it does not close the
