@@ -383,7 +383,7 @@ func (s *Source) resumeIn(i int, p reader.Position) error {
 		return err
 	}
 	s.pos = p
-	s.resuming, s.resumeRow, s.resumeIndex = p.Index > 0, p.Offset, p.Index
+	s.resuming, s.resumeIndex = p.Index > 0, p.Index
 	if p.Offset == s.lo {
 		return nil
 	}

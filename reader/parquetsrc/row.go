@@ -20,17 +20,6 @@ type dense struct {
 	lo, hi int
 }
 
-func (l *line) reset() {
-	l.fields, l.ids, l.vals = l.fields[:0], l.ids[:0], l.vals[:0]
-	l.dense, l.dvals = l.dense[:0], l.dvals[:0]
-}
-
-func (l *line) add(field uint32, id uint64, v float32) {
-	l.fields = append(l.fields, field)
-	l.ids = append(l.ids, id)
-	l.vals = append(l.vals, v)
-}
-
 // equal reports whether l and o hold the same features (the user key of
 // two rows).
 func (l *line) equal(o *line) bool {
@@ -46,26 +35,12 @@ func (l *line) equal(o *line) bool {
 	return true
 }
 
-func (l *line) copyFrom(o *line) {
-	l.fields = append(l.fields[:0], o.fields...)
-	l.ids = append(l.ids[:0], o.ids...)
-	l.vals = append(l.vals[:0], o.vals...)
-	l.dense = append(l.dense[:0], o.dense...)
-	l.dvals = append(l.dvals[:0], o.dvals...)
-}
-
 // row is one row read: its label and its features, the sample's (lines
 // [0]) and the user-level ones (lines[1]).
 type row struct {
 	label    float32
 	hasLabel bool
 	lines    [2]line
-}
-
-func (r *row) copyFrom(o *row) {
-	r.label, r.hasLabel = o.label, o.hasLabel
-	r.lines[0].copyFrom(&o.lines[0])
-	r.lines[1].copyFrom(&o.lines[1])
 }
 
 // build makes r row i of the cursors' batch, assembled in a: its label,

@@ -74,7 +74,6 @@ type Source struct {
 	lastErr error
 
 	resuming    bool
-	resumeRow   int64
 	resumeIndex int
 
 	pos    reader.Position
