@@ -31,7 +31,12 @@
 //  3. No mix of requests drives the server's memory past a bound: a
 //     request's work is bounded by its features (Limits.MaxFeatures), and
 //     at most Limits.MaxInFlight requests are read and scored at once;
-//     beyond, a request is refused at once rather than queued.
+//     beyond, a request is refused at once rather than queued. Of those,
+//     at most GOMAXPROCS are scored at a time, the others waiting in
+//     order of arrival; a request's candidates are split into blocks
+//     scored at once only over cores no other request waits for
+//     (Options.SplitCandidates), each candidate's score the same either
+//     way.
 //  4. With Options.MaxBytes, a new full export is loaded only within what
 //     the model serving leaves of it (a reload holds both): its tables,
 //     sized by its manifest's rows, are checked before a row is read and
@@ -57,7 +62,7 @@
 //   - server.go: Options, Server (New, Run, Update, Version, Close): the chain followed, deltas applied in place, a new model switched in.
 //   - set.go: Model, Set (NewSet, Run, Reload, Close, Server, Status): several models by name, the models file (ReadModels), serve's -store flag (StoreFlag).
 //   - model.go: the served model (network, parameters, rows), the exports and deltas applied to it, and a request's scorer.
-//   - predict.go: Request, Response, Predict and Score, and the parsing of a request's features.
+//   - predict.go: Request, Response, Predict and Score, the parsing of a request's features, and the cores a request is scored on (in blocks over idle ones).
 //   - limits.go: Limits, their flags, the in-flight places and the strict decoding of a request.
 //   - http.go: Handler, the HTTP/JSON API of a Server and of a Set, and Status.
 //   - grpc.go: RegisterGRPC, the gRPC prediction service of a Server and of a Set.

@@ -6,8 +6,12 @@ import (
 	"fmt"
 	"io"
 	"reflect"
+	"runtime"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/xdlgo/xps/tests/testutil"
 )
 
 // FuzzDecodeRequest: the strict request decoder never panics, accepts
@@ -84,5 +88,38 @@ func BenchmarkDecodeRequest(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// TestCoresSplitOnlyIdleOnes: a request takes a place of its own and as
+// many idle ones as its candidates make blocks of SplitCandidates, never
+// more than GOMAXPROCS in all; one that finds none waits for one.
+func TestCoresSplitOnlyIdleOnes(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(4))
+	c := newCores()
+	for _, s := range []struct{ n, min, want, busy int }{
+		{150, -1, 1, 1},  // never splits
+		{150, 200, 1, 2}, // too few candidates for two blocks
+		{150, 32, 2, 4},  // 4 blocks' worth, 2 places idle
+	} {
+		if got := c.take(s.n, s.min); got != s.want || len(c.places) != s.busy {
+			t.Fatalf("take(%d, %d): %d blocks, %d busy; want %d, %d", s.n, s.min, got, len(c.places), s.want, s.busy)
+		}
+	}
+	took := make(chan int)
+	go func() { took <- c.take(4096, 1) }()
+	testutil.Eventually(t, time.Minute, "a request waiting for a place", func() bool { return c.queued.Load() == 1 })
+	select {
+	case n := <-took:
+		t.Fatalf("a request took %d places with none free", n)
+	default:
+	}
+	c.give(3)
+	if got := <-took; got != 3 {
+		t.Fatalf("the waiting request took %d places, want its own and the 2 idle ones", got)
+	}
+	c.give(4)
+	if len(c.places) != 0 || c.queued.Load() != 0 {
+		t.Fatalf("%d places busy, %d queued after every one was given back", len(c.places), c.queued.Load())
 	}
 }

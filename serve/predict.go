@@ -3,9 +3,11 @@ package serve
 import (
 	"errors"
 	"fmt"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/xdlgo/xps/reader"
 )
@@ -41,15 +43,22 @@ type Response struct {
 
 // Predict scores req with the served model. It fails with ErrNotReady
 // before a model is loaded and with an error wrapping ErrBadRequest for a
-// request it cannot parse.
+// request it cannot parse. A request of many candidates that finds cores
+// idle is scored in blocks on them at once (Options.SplitCandidates).
 func (s *Server) Predict(req *Request) (*Response, error) {
 	lim := &s.opts.Limits
 	if err := lim.checkCounts(req); err != nil {
 		return nil, err
 	}
-	g := groupPool.Get().(*reader.Group)
-	defer groupPool.Put(g)
-	resp := &Response{Scores: make([]float32, len(req.Candidates))}
+	n := len(req.Candidates)
+	blocks := s.cores.take(n, s.opts.SplitCandidates)
+	defer s.cores.give(blocks)
+	var gs [maxBlocks]*reader.Group
+	for k := range blocks {
+		gs[k] = groupPool.Get().(*reader.Group)
+		defer groupPool.Put(gs[k])
+	}
+	resp := &Response{Scores: make([]float32, n)}
 	for {
 		// The features are hashed in the namespaces of the replica that
 		// scores them: a new model may have others.
@@ -57,15 +66,76 @@ func (s *Server) Predict(req *Request) (*Response, error) {
 		if r == nil {
 			return nil, ErrNotReady
 		}
-		if err := buildGroup(g, req, r.ns, lim); err != nil {
+		if err := buildGroups(gs[:blocks], req, r.ns, lim); err != nil {
 			return nil, err
 		}
-		seq, ok, err := r.scoreLocked(g, resp.Scores)
+		var seq uint64
+		var ok bool
+		var err error
+		if blocks == 1 {
+			seq, ok, err = r.scoreLocked(gs[0], resp.Scores)
+		} else {
+			seq, ok, err = r.scoreBlocks(gs[:blocks], resp.Scores)
+		}
 		if ok {
 			resp.Version = seq
 			return resp, err
 		}
 		// r was replaced and released meanwhile: take the one serving.
+	}
+}
+
+// maxBlocks bounds the blocks a request is split into.
+const maxBlocks = 16
+
+// defaultSplit is Options.SplitCandidates' default value.
+const defaultSplit = 32
+
+// cores are the places of the requests being scored, one a core
+// (GOMAXPROCS): a request waits for one in order of arrival (a bounded
+// queue: at most Limits.MaxInFlight requests are in flight), so that a
+// burst is scored request by request instead of every request of it
+// sharing the cores and all of them finishing late; and a request splits
+// its candidates over the places left idle only: splitting pays when a
+// core would otherwise wait, and costs (each block's fixed work: the
+// user's features, a goroutine) when every core has a request of its own.
+type cores struct {
+	places chan struct{}
+	queued atomic.Int32 // requests waiting for a place
+}
+
+func newCores() *cores { return &cores{places: make(chan struct{}, runtime.GOMAXPROCS(0))} }
+
+// take waits for a place for a request of n candidates, takes as many
+// more idle ones as the candidates make blocks of at least minBlock
+// (minBlock < 1: none), and returns how many it took: the request's
+// blocks. give gives them back.
+func (c *cores) take(n, minBlock int) int {
+	select {
+	case c.places <- struct{}{}:
+	default:
+		c.queued.Add(1)
+		c.places <- struct{}{}
+		c.queued.Add(-1)
+	}
+	want := 1
+	if minBlock > 0 {
+		want = min(n/minBlock, maxBlocks)
+	}
+	got := 1
+	for ; got < want; got++ {
+		select {
+		case c.places <- struct{}{}:
+		default:
+			return got
+		}
+	}
+	return got
+}
+
+func (c *cores) give(k int) {
+	for range k {
+		<-c.places
 	}
 }
 
@@ -104,44 +174,83 @@ func (r *replica) scoreLocked(g *reader.Group, out []float32) (seq uint64, ok bo
 	if r.seq == 0 {
 		return 0, true, ErrNotReady
 	}
+	return r.seq, true, r.scoreOne(g, out)
+}
+
+// scoreBlocks is scoreLocked of several groups at once, the first on
+// the calling goroutine and each other on one of its own, into out in
+// order (a group's scores after those of the groups before it), under
+// one read lock held until every group is scored.
+func (r *replica) scoreBlocks(gs []*reader.Group, out []float32) (seq uint64, ok bool, err error) {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	if r.released {
+		return 0, false, nil
+	}
+	if r.seq == 0 {
+		return 0, true, ErrNotReady
+	}
+	var errs [maxBlocks]error
+	var wg sync.WaitGroup
+	first := gs[0].NumSamples()
+	off := first
+	for k, g := range gs[1:] {
+		o := out[off : off+g.NumSamples()]
+		off += len(o)
+		wg.Go(func() { errs[k+1] = r.scoreOne(g, o) })
+	}
+	errs[0] = r.scoreOne(gs[0], out[:first])
+	wg.Wait()
+	return r.seq, true, errors.Join(errs[:len(gs)]...)
+}
+
+// scoreOne scores g into out with a scorer of r's pool; the caller holds
+// r.mu for reading.
+func (r *replica) scoreOne(g *reader.Group, out []float32) error {
 	sc, _ := r.scratch.Get().(*scorer)
 	if sc == nil {
+		var err error
 		if sc, err = r.newScorer(); err != nil {
-			return 0, true, err
+			return err
 		}
 	}
 	defer r.scratch.Put(sc)
 	if err := r.score(sc, g, out); err != nil {
-		return 0, true, fmt.Errorf("%w: %w", ErrBadRequest, err)
+		return fmt.Errorf("%w: %w", ErrBadRequest, err)
 	}
-	return r.seq, true, nil
+	return nil
 }
 
-// buildGroup makes g the sample group of req: the user line at level 1,
-// each candidate a sample at level 0 under it (label 0: unused). The
-// features are counted against lim as they are parsed: a request over a
-// limit is refused before it costs more.
-func buildGroup(g *reader.Group, req *Request, ns []uint32, lim *Limits) error {
-	g.Reset(2)
-	var f []uint32
-	var ids []uint64
-	var vals []float32
+// buildGroups makes gs the sample groups of req, its candidates split
+// into len(gs) blocks of about equal size in order: each group the user
+// line at level 1 (parsed once), each of its block's candidates a sample
+// at level 0 under it (label 0: unused). The features are counted against
+// lim as they are parsed: a request over a limit is refused before it
+// costs more.
+func buildGroups(gs []*reader.Group, req *Request, ns []uint32, lim *Limits) error {
+	var f, uf []uint32
+	var ids, uids []uint64
+	var vals, uvals []float32
 	var err error
-	if f, ids, vals, err = parseFeatures(req.User, ns, f, ids, vals, min(lim.MaxUserFeatures, lim.MaxFeatures)); err != nil {
+	if uf, uids, uvals, err = parseFeatures(req.User, ns, nil, nil, nil, min(lim.MaxUserFeatures, lim.MaxFeatures)); err != nil {
 		return fmt.Errorf("%w: user: %w", ErrBadRequest, err)
 	}
-	g.AddLine(1, -1, f, ids, vals)
-	left := lim.MaxFeatures - len(ids)
-	for i, c := range req.Candidates {
-		if f, ids, vals, err = parseFeatures(c, ns, f[:0], ids[:0], vals[:0], min(lim.MaxCandidateFeatures, left)); err != nil {
-			if errors.Is(err, errTooMany) && left < lim.MaxCandidateFeatures {
-				err = fmt.Errorf("%w: the request's features are over MaxFeatures, %d", err, lim.MaxFeatures)
+	left := lim.MaxFeatures - len(uids)
+	n := len(req.Candidates)
+	for k, g := range gs {
+		g.Reset(2)
+		g.AddLine(1, -1, uf, uids, uvals)
+		for i := k * n / len(gs); i < (k+1)*n/len(gs); i++ {
+			if f, ids, vals, err = parseFeatures(req.Candidates[i], ns, f[:0], ids[:0], vals[:0], min(lim.MaxCandidateFeatures, left)); err != nil {
+				if errors.Is(err, errTooMany) && left < lim.MaxCandidateFeatures {
+					err = fmt.Errorf("%w: the request's features are over MaxFeatures, %d", err, lim.MaxFeatures)
+				}
+				return fmt.Errorf("%w: candidate %d: %w", ErrBadRequest, i, err)
 			}
-			return fmt.Errorf("%w: candidate %d: %w", ErrBadRequest, i, err)
+			left -= len(ids)
+			g.AddLine(0, 0, f, ids, vals)
+			g.AddLabels(0)
 		}
-		left -= len(ids)
-		g.AddLine(0, 0, f, ids, vals)
-		g.AddLabels(0)
 	}
 	return nil
 }

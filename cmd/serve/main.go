@@ -23,6 +23,9 @@
 //	-grpc addr        the gRPC address (servepb.Predictor). Default
 //	                  127.0.0.1:8501; "" turns it off.
 //	-poll d           how often to look for new exports. Default 1s.
+//	-split-candidates n  a request of at least 2n candidates that finds cores
+//	                  idle is scored in blocks of at least n on them at once
+//	                  (serve.Options.SplitCandidates). Default 32; -1: never.
 //	-max-body-bytes, -max-user-features, -max-candidates, -max-candidate-features,
 //	-max-features, -max-in-flight  a request's limits and the requests served
 //	                  at once (serve.Limits, whose docs give the defaults).
@@ -75,6 +78,7 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 		listen = fs.String("listen", "127.0.0.1:8500", "HTTP/JSON address")
 		grpcAt = fs.String("grpc", "127.0.0.1:8501", `gRPC address ("" off)`)
 		poll   = fs.Duration("poll", time.Second, "how often to look for new exports")
+		split  = fs.Int("split-candidates", 32, "a request of at least twice as many candidates that finds cores idle is scored in blocks of at least this many on them at once (-1: never)")
 		proc   cli.Proc
 		limits serve.Limits
 	)
@@ -94,7 +98,7 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 		return errors.New("give -store (repeated for several models) or -models")
 	}
 	s, err := serve.NewSet(serve.SetOptions{Models: stores, File: *models,
-		Defaults: serve.Options{Poll: *poll, Logger: log, Metrics: proc.Metrics(), Limits: limits, MaxBytes: *maxMem}})
+		Defaults: serve.Options{Poll: *poll, Logger: log, Metrics: proc.Metrics(), Limits: limits, MaxBytes: *maxMem, SplitCandidates: *split}})
 	if err != nil {
 		return err
 	}
