@@ -90,6 +90,7 @@
 //   - job.go: Model, Env and Run, the lifecycle of a worker's job: attempts, restores, verification, the Summary it prints, and PushContext.
 //   - options.go: Options, a worker's job for every model.
 //   - progress.go: Progress, a worker's report on its training, with its JSON and EpochsText.
+//   - events.go: Events, a job's machine-readable stream of JSON lines (the worker's -events).
 //   - publish.go: the publisher of progress reports to etcd, under the worker's lease.
 //   - metric.go: Metric, a figure that may be undefined (null in JSON).
 //   - pause.go: StartTraining, StopTraining, PauseRequested and Pause: the scheduler's pauses as a model sees them; Lifecycle, what a training run uses of Env; PendingPause, PauseFor, SnapshotTarget and WorkersLeft for a model with state outside the shards.

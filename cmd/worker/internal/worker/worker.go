@@ -1,0 +1,198 @@
+package worker
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"time"
+
+	"github.com/xdlgo/xps"
+	"github.com/xdlgo/xps/autotune"
+	"github.com/xdlgo/xps/cluster"
+	"github.com/xdlgo/xps/cluster/membership"
+	"github.com/xdlgo/xps/config"
+	"github.com/xdlgo/xps/internal/cli"
+	"github.com/xdlgo/xps/job"
+	"github.com/xdlgo/xps/job/ctrtrain"
+)
+
+// modelRoot is where -local keeps its models (and autotune its trials').
+const modelRoot = "xps-models"
+
+// Flags are the worker's flags but the config's (config.Overrides).
+type Flags struct {
+	local, localGRPC              bool
+	asJSON, printConfig, quiet    bool
+	shards, stripes, index        int
+	etcd, clusterName, configFile string
+	events                        string
+	profiles                      cli.Profiles
+	proc                          cli.Proc
+	leaseTTL                      time.Duration
+}
+
+// Bind defines the flags on fs.
+func (f *Flags) Bind(fs *flag.FlagSet) {
+	fs.BoolVar(&f.local, "local", false, "run an embedded cluster (etcd, AMS shards, scheduler) in this process; its snapshots and final model go to xps-models/JOB-ID unless -snapshot-store says where")
+	fs.BoolVar(&f.localGRPC, "local-grpc", false, "with -local: pull and push over loopback gRPC like a separate process, instead of calling the embedded shards directly")
+	fs.IntVar(&f.shards, "shards", 2, "AMS shards of the embedded cluster")
+	fs.IntVar(&f.stripes, "stripes", 0, "stripe owners per AMS shard of the embedded cluster (default GOMAXPROCS/shards, at least 1)")
+	fs.StringVar(&f.etcd, "etcd", "", "etcd endpoints of an external cluster, comma-separated host:port")
+	fs.StringVar(&f.clusterName, "cluster", "default", "cluster name")
+	fs.StringVar(&f.configFile, "config", "", "YAML model/training config file")
+	fs.IntVar(&f.index, "worker-index", 0, "this worker's index in [0, workers)")
+	fs.BoolVar(&f.asJSON, "json", false, "print the summary as one JSON object on the last line of stdout")
+	fs.StringVar(&f.events, "events", "", `write the job's events (start, progress, end with the summary) as JSON lines to this file; "-": stdout, the summary's text then on stderr`)
+	fs.BoolVar(&f.printConfig, "print-config", false, "print the effective config as YAML and exit")
+	fs.BoolVar(&f.quiet, "quiet", false, "no progress lines")
+	f.proc.Bind(fs, "warn")
+	f.profiles.Bind(fs)
+	fs.DurationVar(&f.leaseTTL, "lease-ttl", membership.DefaultTTL, "TTL of the worker's etcd lease: a worker silent this long is declared dead and the cluster rolls back")
+}
+
+// Run runs the worker's job as f and the config's sources say, fs being
+// the flag set f was bound to (for its usage and the flags given).
+func Run(ctx context.Context, fs *flag.FlagSet, f Flags, overrides *config.Overrides) (err error) {
+	sources := []config.Source{config.File(f.configFile), overrides}
+	cfg, err := config.Build(sources...)
+	if err != nil {
+		return err
+	}
+	if f.printConfig {
+		return cfg.Write(os.Stdout)
+	}
+	out, events, closeEvents, err := f.openEvents()
+	if err != nil {
+		return err
+	}
+	defer func() { err = errors.Join(err, closeEvents()) }()
+	if f.local { // the status page on a free loopback port, unless -http says otherwise
+		f.proc.DefaultHTTP(fs, "127.0.0.1:0")
+	}
+	if err := f.proc.Start(os.Stderr, "worker", fmt.Sprintf("worker-%d", f.index)); err != nil {
+		return err
+	}
+	defer f.proc.Close()
+	log := f.proc.Log
+	stopProfiles, err := f.profiles.Start()
+	if err != nil {
+		return err
+	}
+	defer func() { err = errors.Join(err, stopProfiles()) }()
+	if f.local == (f.etcd != "") {
+		fs.Usage()
+		return errors.New("give exactly one of -local and -etcd")
+	}
+	var progress io.Writer = os.Stderr
+	if f.quiet {
+		progress = nil
+	}
+	prefix, err := membership.Prefix(f.clusterName)
+	if err != nil {
+		return err
+	}
+	cfg, tuned, err := xps.Tune(ctx, cfg, f.local, autotune.Options{Sources: sources, Progress: progress, Logger: log,
+		Cluster: cluster.Options{Shards: f.shards, Stripes: f.stripes}, ModelRoot: modelRoot})
+	if err != nil {
+		return events.end(nil, err)
+	}
+	opts := job.Options{Config: cfg, Prefix: prefix, Index: f.index, Progress: progress, Logger: log, LeaseTTL: f.leaseTTL}
+	opts.OnProgress = f.onProgress(events)
+	closeCluster, err := f.connect(ctx, &opts)
+	if err != nil {
+		return events.end(nil, err)
+	}
+	defer closeCluster()
+	events.start(f.statusURL())
+	f.proc.ReadyUntil(ctx)
+	res, err := xps.Train(ctx, opts)
+	res.Autotune = tuned
+	events.end(&res, err)
+	return res.Report(err, f.asJSON, out, os.Stderr)
+}
+
+// statusURL is the status page's URL, "" without one (it is -local's).
+func (f *Flags) statusURL() string {
+	if a := f.proc.OpsAddr(); a != "" && f.local {
+		return "http://" + a + "/"
+	}
+	return ""
+}
+
+// onProgress returns the job's Options.OnProgress: the worker's metrics
+// (with -http) and the events (with -events), nil with neither.
+func (f *Flags) onProgress(ev eventsOut) func(job.Progress) {
+	var metrics func(job.Progress)
+	if m := f.proc.Metrics(); m != nil {
+		metrics = ctrtrain.ProgressMetrics(m)
+	}
+	switch {
+	case ev.Events == nil:
+		return metrics
+	case metrics == nil:
+		return ev.Progress
+	}
+	return func(p job.Progress) { metrics(p); ev.Progress(p) }
+}
+
+// eventsOut is the -events stream, whose methods do nothing without it.
+type eventsOut struct{ *job.Events }
+
+func (e eventsOut) start(url string) {
+	if e.Events != nil {
+		e.Start(url)
+	}
+}
+
+// end writes the end event and returns err.
+func (e eventsOut) end(res *xps.Result, err error) error {
+	if e.Events != nil {
+		var r any
+		if res != nil && res.Summary() != nil {
+			r = res
+		}
+		e.End(r, err)
+	}
+	return err
+}
+
+// openEvents opens -events: the writer of the summary (stdout, or stderr
+// when the events take stdout), the events and the func that closes them.
+func (f *Flags) openEvents() (out io.Writer, ev eventsOut, closeEvents func() error, err error) {
+	switch f.events {
+	case "":
+		return os.Stdout, eventsOut{}, func() error { return nil }, nil
+	case "-":
+		return os.Stderr, eventsOut{job.NewEvents(os.Stdout)}, func() error { return nil }, nil
+	}
+	w, err := os.Create(f.events)
+	if err != nil {
+		return nil, eventsOut{}, nil, fmt.Errorf("-events: %w", err)
+	}
+	return os.Stdout, eventsOut{job.NewEvents(w)}, w.Close, nil
+}
+
+// connect starts the embedded cluster (-local) or dials etcd (-etcd) and
+// sets opts' etcd client and local shards; the returned func closes them.
+func (f *Flags) connect(ctx context.Context, opts *job.Options) (func(), error) {
+	if !f.local {
+		cl, err := membership.Dial(ctx, cli.Endpoints(f.etcd), opts.Logger, membership.WithTLS(f.proc.TLS.Client()))
+		if err != nil {
+			return nil, err
+		}
+		opts.Etcd, opts.TLS = cl, f.proc.TLS
+		return func() { cl.Close() }, nil
+	}
+	if f.proc.TLS != nil {
+		return nil, errors.New("-local runs without TLS: -tls-ca, -tls-cert and -tls-key are for a worker joining a cluster (-etcd)")
+	}
+	lc, err := cluster.StartFor(ctx, cluster.Options{Shards: f.shards, Stripes: f.stripes, Metrics: f.proc.Metrics(), ModelRoot: modelRoot}, opts, !f.localGRPC)
+	if err != nil {
+		return nil, err
+	}
+	f.proc.ServeStatus(lc.StatusHandler(), os.Stderr)
+	return func() { lc.Close() }, nil
+}
