@@ -1,14 +1,16 @@
 """xps: the Python side of the xps sparse parameter-server platform.
 
 A thin layer over the real binaries and protocols, not a second
-implementation: ``xps.serve.Client`` scores with a running ``serve``
-process over gRPC or HTTP. Dependencies come from Debian's packages
+implementation: ``xps.Job`` trains with the worker binary, following its
+event stream; ``xps.serve.Client`` scores with a running ``serve`` process
+over gRPC or HTTP. Dependencies come from Debian's packages
 (python3-numpy, python3-grpcio, python3-protobuf); ``xps.binaries`` finds
 the Go binaries (``$XPS_BIN``, ``PATH``, or a ``go build`` of the
 repository this package was installed from, once).
 """
 
-from . import binaries, serve
+from . import binaries, job, serve
+from .job import ConfigError, Job, JobError, Progress, Result
 
 __version__ = "0.1.0"
-__all__ = ["binaries", "serve"]
+__all__ = ["ConfigError", "Job", "JobError", "Progress", "Result", "binaries", "job", "serve"]
