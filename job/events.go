@@ -9,7 +9,8 @@ import (
 // Events writes a job's machine-readable stream (the worker's -events):
 // JSON lines, one object an event, whose "event" names it:
 //
-//	{"event": "start", "status_page": URL}          the job began ("" without a status page)
+//	{"event": "start", "status_page": URL,          the job began: its status page ("": none),
+//	 "etcd": ENDPOINTS, "cluster": NAME}            its cluster's etcd (comma-separated) and name
 //	{"event": "progress", "progress": Progress}      each progress report (Progress's JSON)
 //	{"event": "end", "result": RESULT, "error": MSG}  the job ended: its summary (the -json
 //	                                                 object, null when there is none) and,
@@ -27,13 +28,22 @@ type Events struct {
 // NewEvents returns the event stream written to w.
 func NewEvents(w io.Writer) *Events { return &Events{w: w} }
 
-// Start writes the start event; statusPage is the status page's URL ("":
-// none).
-func (e *Events) Start(statusPage string) {
+// Started is what the start event says of a job.
+type Started struct {
+	// StatusPage is the status page's URL, "" without one.
+	StatusPage string `json:"status_page"`
+	// Etcd is the cluster's etcd endpoints, comma-separated, and Cluster
+	// its name (the scheduler's -etcd and -cluster reach it).
+	Etcd    string `json:"etcd"`
+	Cluster string `json:"cluster"`
+}
+
+// Start writes the start event.
+func (e *Events) Start(s Started) {
 	e.write(struct {
-		Event      string `json:"event"`
-		StatusPage string `json:"status_page"`
-	}{"start", statusPage})
+		Event string `json:"event"`
+		Started
+	}{"start", s})
 }
 
 // Progress writes a progress event: an Options.OnProgress.

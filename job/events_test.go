@@ -17,7 +17,7 @@ import (
 func TestEvents(t *testing.T) {
 	var buf bytes.Buffer
 	ev := job.NewEvents(&buf)
-	ev.Start("http://127.0.0.1:1/")
+	ev.Start(job.Started{StatusPage: "http://127.0.0.1:1/", Etcd: "127.0.0.1:2", Cluster: "default"})
 	ev.Progress(job.Progress{Worker: "worker-0", Samples: 100, AUC: math.NaN(), Loss: 0.5})
 	ev.End(map[string]int{"samples": 100}, nil)
 	ev.End(nil, errors.New("stopped"))
@@ -38,6 +38,9 @@ func TestEvents(t *testing.T) {
 			t.Fatalf("line %d: event %v, want %s", i, got[i]["event"], want)
 		}
 	}
+	if got[0]["status_page"] != "http://127.0.0.1:1/" || got[0]["etcd"] != "127.0.0.1:2" || got[0]["cluster"] != "default" {
+		t.Fatalf("start %v", got[0])
+	}
 	p := got[1]["progress"].(map[string]any)
 	if p["auc"] != nil || p["loss"] != 0.5 || p["samples"] != 100.0 {
 		t.Fatalf("progress %v: want auc null, loss 0.5, samples 100", p)
@@ -49,7 +52,7 @@ func TestEvents(t *testing.T) {
 		t.Fatalf("a job that failed: %v", got[3])
 	}
 	bad := job.NewEvents(failWriter{})
-	bad.Start("")
+	bad.Start(job.Started{})
 	bad.End(nil, nil)
 	if bad.Err() == nil {
 		t.Fatal("a failed write is not kept")

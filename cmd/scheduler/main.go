@@ -62,7 +62,7 @@
 //	-export-every d        export.every (1m); see README, "Export to serving".
 //	-snapshot-now          instead of running a scheduler, ask the running
 //	-export-now            one for a snapshot (a model export), wait and
-//	                       print its result.
+//	                       print its result (one JSON object on stdout).
 //
 // Several schedulers may run on one cluster: they hold an etcd election
 // (under /xps/<name>/leader) and only the leader drives the cluster; a
@@ -141,7 +141,7 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 	}
 	defer etcd.Close()
 	if *snapNow || *expNow {
-		return scheduler.RequestNow(ctx, etcd, opts.Prefix, *expNow, stderr)
+		return scheduler.RequestNow(ctx, etcd, opts.Prefix, *expNow, os.Stdout)
 	}
 	opts.Logger.Info("scheduler starting", "etcd", *endpoints, "prefix", opts.Prefix, "shards", opts.Shards, "partitions", opts.Partitions)
 	return scheduler.Serve(ctx, etcd, opts, &proc)

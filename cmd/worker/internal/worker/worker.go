@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/xdlgo/xps"
@@ -101,12 +102,12 @@ func Run(ctx context.Context, fs *flag.FlagSet, f Flags, overrides *config.Overr
 	}
 	opts := job.Options{Config: cfg, Prefix: prefix, Index: f.index, Progress: progress, Logger: log, LeaseTTL: f.leaseTTL}
 	opts.OnProgress = f.onProgress(events)
-	closeCluster, err := f.connect(ctx, &opts)
+	closeCluster, endpoints, err := f.connect(ctx, &opts)
 	if err != nil {
 		return events.end(nil, err)
 	}
 	defer closeCluster()
-	events.start(f.statusURL())
+	events.start(f.statusURL(), endpoints, f.clusterName)
 	f.proc.ReadyUntil(ctx)
 	res, err := xps.Train(ctx, opts)
 	res.Autotune = tuned
@@ -141,9 +142,9 @@ func (f *Flags) onProgress(ev eventsOut) func(job.Progress) {
 // eventsOut is the -events stream, whose methods do nothing without it.
 type eventsOut struct{ *job.Events }
 
-func (e eventsOut) start(url string) {
+func (e eventsOut) start(url, etcd, cluster string) {
 	if e.Events != nil {
-		e.Start(url)
+		e.Start(job.Started{StatusPage: url, Etcd: etcd, Cluster: cluster})
 	}
 }
 
@@ -176,23 +177,24 @@ func (f *Flags) openEvents() (out io.Writer, ev eventsOut, closeEvents func() er
 }
 
 // connect starts the embedded cluster (-local) or dials etcd (-etcd) and
-// sets opts' etcd client and local shards; the returned func closes them.
-func (f *Flags) connect(ctx context.Context, opts *job.Options) (func(), error) {
+// sets opts' etcd client and local shards; it returns the func that
+// closes them and the etcd endpoints, comma-separated.
+func (f *Flags) connect(ctx context.Context, opts *job.Options) (func(), string, error) {
 	if !f.local {
 		cl, err := membership.Dial(ctx, cli.Endpoints(f.etcd), opts.Logger, membership.WithTLS(f.proc.TLS.Client()))
 		if err != nil {
-			return nil, err
+			return nil, "", err
 		}
 		opts.Etcd, opts.TLS = cl, f.proc.TLS
-		return func() { cl.Close() }, nil
+		return func() { cl.Close() }, f.etcd, nil
 	}
 	if f.proc.TLS != nil {
-		return nil, errors.New("-local runs without TLS: -tls-ca, -tls-cert and -tls-key are for a worker joining a cluster (-etcd)")
+		return nil, "", errors.New("-local runs without TLS: -tls-ca, -tls-cert and -tls-key are for a worker joining a cluster (-etcd)")
 	}
 	lc, err := cluster.StartFor(ctx, cluster.Options{Shards: f.shards, Stripes: f.stripes, Metrics: f.proc.Metrics(), ModelRoot: modelRoot}, opts, !f.localGRPC)
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	f.proc.ServeStatus(lc.StatusHandler(), os.Stderr)
-	return func() { lc.Close() }, nil
+	return func() { lc.Close() }, strings.Join(lc.Endpoints(), ","), nil
 }
