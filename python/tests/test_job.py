@@ -3,6 +3,7 @@ worker, a job followed through its events, stopped with Ctrl-C and
 resumed."""
 
 import math
+import threading
 
 import pytest
 
@@ -67,6 +68,42 @@ def test_ctrl_c_stops_cleanly_and_the_job_resumes(tmp_path):
     assert stopped.samples + r.samples == 600000, "the resumed job trained what the stopped one had not"
     once = r.summary["exactly_once"]
     assert once["checked"] and once["exact"] and once["samples"] == 600000, once
+
+
+def test_cluster_of_a_running_job(tmp_path):
+    exports = tmp_path / "exports"
+    job = xps.Job(data={"train_samples": 300000, "test_samples": 2000},
+                  train={"epochs": 20, "progress_every": "100ms"},
+                  export={"store": str(exports), "every": "-1s"})
+    first = threading.Event()
+    run = job.start(cwd=tmp_path, progress=False, on_progress=lambda p: first.set())
+    try:
+        c = run.started(timeout=300)
+        assert c is not None and c.etcd and c.http, c
+        assert first.wait(300), "no progress report"
+        kinds = sorted(m["kind"] for m in c.members)
+        assert kinds == ["ams", "ams", "scheduler", "worker"], kinds
+        assert c.state == "SERVING"
+        snap = c.snapshot_now()
+        assert snap["seq"] > 0 and not snap.get("error"), snap
+        assert snap["seq"] in [s["seq"] for s in c.snapshots]
+        ex = c.export_now()
+        assert ex["seq"] > 0 and ex["kind"] == "full" and ex["rows"] > 0, ex
+        assert [e["seq"] for e in c.exports] == [ex["seq"]]
+        assert any(exports.iterdir()), "the export store is empty"
+    finally:
+        run.stop()
+    r = run.wait()
+    assert r.stopped and r.model and r.samples < 6000000
+
+
+def test_cluster_without_an_answer():
+    c = xps.Cluster(http="http://127.0.0.1:9/", timeout=2)
+    with pytest.raises(xps.ClusterError) as e:
+        c.status()
+    assert "127.0.0.1:9" in str(e.value)
+    with pytest.raises(xps.ClusterError):
+        c.snapshot_now()  # no etcd given
 
 
 def test_a_failing_job_raises_with_the_reason(tmp_path):

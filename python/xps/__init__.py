@@ -2,15 +2,18 @@
 
 A thin layer over the real binaries and protocols, not a second
 implementation: ``xps.Job`` trains with the worker binary, following its
-event stream; ``xps.serve.Client`` scores with a running ``serve`` process
+event stream; ``xps.Cluster`` shows a cluster's status and takes snapshots
+and exports on request; ``xps.serve.Client`` scores with a running ``serve`` process
 over gRPC or HTTP. Dependencies come from Debian's packages
 (python3-numpy, python3-grpcio, python3-protobuf); ``xps.binaries`` finds
 the Go binaries (``$XPS_BIN``, ``PATH``, or a ``go build`` of the
 repository this package was installed from, once).
 """
 
-from . import binaries, job, serve
-from .job import ConfigError, Job, JobError, Progress, Result
+from . import binaries, cluster, job, serve
+from .cluster import Cluster, ClusterError
+from .job import ConfigError, Job, JobError, Progress, Result, Run
 
 __version__ = "0.1.0"
-__all__ = ["ConfigError", "Job", "JobError", "Progress", "Result", "binaries", "job", "serve"]
+__all__ = ["Cluster", "ClusterError", "ConfigError", "Job", "JobError", "Progress", "Result", "Run",
+           "binaries", "cluster", "job", "serve"]

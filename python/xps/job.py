@@ -22,7 +22,9 @@ or a notebook and passed to ``on_progress``. Ctrl-C (KeyboardInterrupt)
 stops the job cleanly: the worker is sent SIGINT, saves its model and ends;
 its result is kept in ``job.result`` (``stopped`` true, and the model to
 resume from), and the KeyboardInterrupt is raised again. ``run(resume=r)``
-goes on from result r's saved model.
+goes on from result r's saved model. ``start()`` returns a Run at once: its
+``cluster`` (an xps.Cluster: status, snapshot_now, export_now), ``stop()``
+and ``wait()``.
 """
 
 import collections
@@ -38,7 +40,7 @@ import threading
 
 from . import binaries
 
-__all__ = ["ConfigError", "Job", "JobError", "Progress", "Result"]
+__all__ = ["ConfigError", "Job", "JobError", "Progress", "Result", "Run"]
 
 
 class ConfigError(ValueError):
@@ -227,16 +229,25 @@ class Job:
 
     def run(self, *, etcd=None, worker_index=0, resume=None, progress=True, on_progress=None,
             cwd=None, extra_args=()):
-        """Runs the job to its end and returns its Result.
+        """Runs the job to its end and returns its Result: ``start(...)``,
+        then ``wait()`` on it (see both).
+
+        Raises JobError when the job fails, and KeyboardInterrupt again after
+        a Ctrl-C has stopped it (its Result in ``self.result``)."""
+        return self.start(etcd=etcd, worker_index=worker_index, resume=resume, progress=progress,
+                          on_progress=on_progress, cwd=cwd, extra_args=extra_args).wait()
+
+    def start(self, *, etcd=None, worker_index=0, resume=None, progress=True, on_progress=None,
+              cwd=None, extra_args=()):
+        """Starts the job and returns its Run at once.
 
         etcd: endpoints ("host:port,...") of a running cluster to join as
         worker ``worker_index``; None runs an embedded cluster (``worker
         -local``). resume: a Result whose saved model the job goes on from.
         progress: show progress lines (True: on stderr; or a stream).
-        on_progress: called with each Progress. cwd: the worker's directory
-        (-local keeps its models under xps-models there). Raises JobError
-        when the job fails, and KeyboardInterrupt again after a Ctrl-C has
-        stopped it (its Result in ``self.result``)."""
+        on_progress: called with each Progress, from the thread that reads
+        the events. cwd: the worker's directory (-local keeps its models
+        under xps-models there). extra_args: more worker flags."""
         args = [binaries.find("worker"), *self.args()]
         args += ["-local"] if etcd is None else ["-etcd", etcd, "-worker-index", str(worker_index)]
         if resume is not None:
@@ -246,63 +257,119 @@ class Job:
             args += ["-set", f"job.id={m['job']}", "-set", f"snapshot.store={m['store']}"]
         args += ["-events", "-", "-quiet", *extra_args]
         stream = sys.stderr if progress is True else progress
-        display = _Display(stream) if stream else None
-        return self._follow(args, cwd, display, on_progress)
+        return Run(self, args, cwd, _Display(stream) if stream else None, on_progress)
 
-    def _follow(self, args, cwd, display, on_progress):
-        proc = subprocess.Popen(args, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                                start_new_session=True)  # Ctrl-C reaches it from us only
-        tail = collections.deque(maxlen=200)
-        drain = threading.Thread(target=lambda: tail.extend(proc.stderr), daemon=True)
-        drain.start()
-        reports, end, status_page = [], None, ""
+
+class Run:
+    """A job running (Job.start): ``cluster`` (an xps.Cluster of its
+    cluster, once started: ``started()`` waits for it), ``progress`` (the
+    reports so far), ``stop()`` (as Ctrl-C: the worker saves its model and
+    ends), ``wait()`` (its Result)."""
+
+    def __init__(self, job, args, cwd, display, on_progress):
+        self._job = job
+        self._display = display
+        self._on_progress = on_progress
+        self.progress = []
+        self.cluster = None
+        self._end = None
+        self._started = threading.Event()
+        self._stopped = False
+        self._callback_error = None
+        self._proc = subprocess.Popen(args, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                      start_new_session=True)  # Ctrl-C reaches it from us only
+        self._tail = collections.deque(maxlen=200)
+        self._drain = threading.Thread(target=lambda: self._tail.extend(self._proc.stderr), daemon=True)
+        self._drain.start()
+        self._reader = threading.Thread(target=self._read, daemon=True)
+        self._reader.start()
+
+    def _read(self):
+        try:
+            for line in self._proc.stdout:
+                try:
+                    ev = json.loads(line)
+                except ValueError:
+                    continue  # not an event
+                kind = ev.get("event")
+                if kind == "start":
+                    from .cluster import Cluster
+                    self.cluster = Cluster(etcd=ev.get("etcd") or None, http=ev.get("status_page") or None,
+                                           name=ev.get("cluster") or "default")
+                    self._started.set()
+                elif kind == "progress":
+                    p = Progress(ev["progress"])
+                    self.progress.append(p)
+                    if self._display:
+                        self._display.show(p)
+                    if self._on_progress and self._callback_error is None:
+                        try:
+                            self._on_progress(p)
+                        except BaseException as e:  # noqa: BLE001: raised again by wait
+                            self._callback_error = e
+                            self.stop()
+                elif kind == "end":
+                    self._end = ev
+        finally:
+            self._started.set()
+
+    def started(self, timeout=None):
+        """Waits until the job has started (its cluster is up) and returns
+        its Cluster (None if the job ended before it started)."""
+        self._started.wait(timeout)
+        return self.cluster
+
+    def stop(self):
+        """Stops the job as Ctrl-C does: the worker saves its model and
+        ends. wait() then returns its Result, ``stopped`` true."""
+        self._stopped = True
+        if self._proc.poll() is None:
+            self._proc.send_signal(signal.SIGINT)
+
+    def wait(self):
+        """Waits for the job's end and returns its Result (also in the
+        Job's ``result``). A KeyboardInterrupt meanwhile stops the job
+        (stop()), waits for it to end and is raised again; a second one
+        kills the worker. Raises JobError when the job failed."""
         interrupted = False
         try:
-            while True:
+            while self._reader.is_alive():
                 try:
-                    for line in proc.stdout:
-                        try:
-                            ev = json.loads(line)
-                        except ValueError:
-                            continue  # not an event
-                        kind = ev.get("event")
-                        if kind == "start":
-                            status_page = ev.get("status_page", "")
-                        elif kind == "progress":
-                            p = Progress(ev["progress"])
-                            reports.append(p)
-                            if display:
-                                display.show(p)
-                            if on_progress:
-                                on_progress(p)
-                        elif kind == "end":
-                            end = ev
-                    break
+                    self._reader.join(0.2)
                 except KeyboardInterrupt:
                     if interrupted:  # a second Ctrl-C: stop waiting
-                        proc.kill()
+                        self._proc.kill()
                         raise
                     interrupted = True
-                    proc.send_signal(signal.SIGINT)
-            proc.wait()
+                    self.stop()
+            self._proc.wait()
         finally:
-            if proc.poll() is None:
-                proc.kill()
-                proc.wait()
-            if display:
-                display.done()
-        drain.join(timeout=5)
-        return self._end(proc.returncode, end, reports, status_page, interrupted, tail)
+            if self._proc.poll() is None:
+                self._proc.kill()
+                self._proc.wait()
+            if self._display:
+                self._display.done()
+        self._drain.join(timeout=5)
+        err = self._callback_error
+        if isinstance(err, KeyboardInterrupt):
+            interrupted = True
+        r = self._result(interrupted)
+        if err is not None:
+            raise err
+        return r
 
-    def _end(self, code, end, reports, status_page, interrupted, tail):
+    def _result(self, interrupted):
+        code, end, tail = self._proc.returncode, self._end, self._tail
         if end is None:
             raise JobError(f"the worker exited with status {code} without ending the job:\n" + "".join(tail).strip())
         error = end.get("error", "")
-        r = Result(end.get("result"), reports, error=error, stopped=interrupted,
-                   status_page=status_page)
-        self.result = r
+        r = Result(end.get("result"), self.progress, error=error, stopped=self._stopped,
+                   status_page=self.cluster.http if self.cluster else "")
+        self._job.result = r
         if interrupted:
             raise KeyboardInterrupt(f"the job was stopped: {error}" if error else "the job was stopped")
-        if code != 0 or error:
+        if self._callback_error is not None:
+            return r
+        if (code != 0 or error) and not self._stopped:
             raise JobError(error or f"the worker exited with status {code}:\n" + "".join(tail).strip(), r)
         return r
