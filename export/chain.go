@@ -34,6 +34,9 @@ func Next(s snapshot.Store, cur *Manifest) (next []*Manifest, skipped []error, e
 				skipped = append(skipped, err)
 			}
 		}
+		if len(skipped) == 0 {
+			return nil, nil, fmt.Errorf("%w in %s: it holds no export", ErrNoExport, s)
+		}
 		return nil, skipped, fmt.Errorf("%w in %s: %w", ErrNoExport, s, errors.Join(skipped...))
 	case full != nil && (cur == nil || full.Seq > cur.Full):
 		next, last = []*Manifest{full}, full

@@ -1,0 +1,243 @@
+package dump
+
+import (
+	"bufio"
+	"cmp"
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	"io"
+	"slices"
+	"time"
+	"unsafe"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/xdlgo/xps/config"
+	"github.com/xdlgo/xps/export"
+	"github.com/xdlgo/xps/snapshot"
+)
+
+// Version is the dump format's version.
+const Version = 1
+
+// Model is an export chain read into memory.
+type Model struct {
+	// Last is the chain's last export's manifest (its config and shape);
+	// Chain the chain's exports, the full one first.
+	Last  *export.Manifest
+	Chain []uint64
+	// Tables hold each table's rows, in the manifest's table order.
+	Tables []Table
+	// Dense holds the last export's dense vectors, in its order.
+	Dense []Dense
+}
+
+// Table is a table's rows: IDs in increasing order, row i's values
+// Values[i*Dim:(i+1)*Dim].
+type Table struct {
+	export.Table
+	IDs    []uint64
+	Values []float32
+}
+
+// Dense is a dense vector.
+type Dense struct {
+	Name   string
+	Values []float32
+}
+
+// Load reads the chain a reader holding nothing would apply from s (see
+// export.Next): the full export's rows, each delta's rows and deletions
+// applied in order, and the last export's dense vectors.
+func Load(s snapshot.Store) (*Model, error) {
+	ms, _, err := export.Next(s, nil)
+	if err != nil {
+		return nil, err
+	}
+	last := ms[len(ms)-1]
+	m := &Model{Last: last}
+	for _, e := range ms {
+		m.Chain = append(m.Chain, e.Seq)
+	}
+	for _, t := range last.Tables {
+		tab, err := loadTable(s, ms, t)
+		if err != nil {
+			return nil, err
+		}
+		m.Tables = append(m.Tables, tab)
+	}
+	for _, d := range last.Dense {
+		v, err := export.ReadDense(s, last, d.Name)
+		if err != nil {
+			return nil, err
+		}
+		m.Dense = append(m.Dense, Dense{Name: d.Name, Values: v})
+	}
+	return m, nil
+}
+
+// loadTable reads table t's rows along chain ms: the rows by id (a later
+// export's row replaces an earlier one, a deletion removes it), then
+// sorted by id.
+func loadTable(s snapshot.Store, ms []*export.Manifest, t export.Table) (Table, error) {
+	out := Table{Table: t}
+	out.Files = nil
+	at := map[uint64]int{} // a live id -> its row's index in out
+	var dead []bool        // dead[i]: row i was deleted
+	for _, e := range ms {
+		if !slices.ContainsFunc(e.Tables, func(x export.Table) bool { return x.Name == t.Name }) {
+			continue // a delta that changed nothing of t
+		}
+		err := export.ReadTable(s, e, t.Name, func(id uint64, v []float32) error {
+			i, ok := at[id]
+			switch {
+			case v == nil && ok:
+				delete(at, id)
+				dead[i] = true
+			case v == nil:
+			case ok:
+				copy(out.Values[i*t.Dim:], v)
+			default:
+				at[id] = len(out.IDs)
+				out.IDs, dead = append(out.IDs, id), append(dead, false)
+				out.Values = append(out.Values, v...)
+			}
+			return nil
+		})
+		if err != nil {
+			return Table{}, fmt.Errorf("export %d, table %q: %w", e.Seq, t.Name, err)
+		}
+	}
+	out.sortLive(dead)
+	return out, nil
+}
+
+// sortLive sorts t's rows by id and drops the dead ones (live ids are
+// unique).
+func (t *Table) sortLive(dead []bool) {
+	order := make([]int32, 0, len(t.IDs))
+	for i := range t.IDs {
+		if !dead[i] {
+			order = append(order, int32(i))
+		}
+	}
+	if slices.IsSortedFunc(order, func(a, b int32) int { return cmp.Compare(t.IDs[a], t.IDs[b]) }) && len(order) == len(t.IDs) {
+		return // one shard's full export without deltas: in order already
+	}
+	slices.SortFunc(order, func(a, b int32) int { return cmp.Compare(t.IDs[a], t.IDs[b]) })
+	ids := make([]uint64, 0, len(order))
+	vals := make([]float32, 0, len(order)*t.Dim)
+	for _, i := range order {
+		ids = append(ids, t.IDs[i])
+		vals = append(vals, t.Values[int(i)*t.Dim:int(i+1)*t.Dim]...)
+	}
+	t.IDs, t.Values = ids, vals
+}
+
+// header is the dump's first line (see the package doc).
+type header struct {
+	Format  string          `json:"format"`
+	Version int             `json:"version"`
+	Store   string          `json:"store"`
+	Seq     uint64          `json:"seq"`
+	Full    uint64          `json:"full"`
+	Chain   []uint64        `json:"chain"`
+	Job     string          `json:"job,omitempty"`
+	Samples int64           `json:"samples"`
+	Created time.Time       `json:"created"`
+	Config  json.RawMessage `json:"config,omitempty"`
+	Shape   json.RawMessage `json:"shape,omitempty"`
+	Tables  []tableHeader   `json:"tables"`
+	Dense   []denseHeader   `json:"dense"`
+	Arrays  []array         `json:"arrays"`
+}
+
+type tableHeader struct {
+	Name  string          `json:"name"`
+	Dim   int             `json:"dim"`
+	Quant string          `json:"quant"`
+	Rows  int             `json:"rows"`
+	Init  json.RawMessage `json:"init,omitempty"`
+}
+
+type denseHeader struct {
+	Name string `json:"name"`
+	Len  int    `json:"len"`
+}
+
+type array struct {
+	Name  string `json:"name"`
+	DType string `json:"dtype"`
+	Shape []int  `json:"shape"`
+}
+
+// Write writes m in the dump format to w; store names where it came
+// from.
+func (m *Model) Write(w io.Writer, store string) error {
+	h := header{Format: "xps-export-dump", Version: Version, Store: store, Seq: m.Last.Seq, Full: m.Last.Full,
+		Chain: m.Chain, Job: m.Last.Job, Samples: m.Last.Samples, Created: m.Last.Created,
+		Config: m.Last.Config, Shape: m.Last.Shape, Tables: []tableHeader{}, Dense: []denseHeader{}}
+	for _, t := range m.Tables {
+		h.Tables = append(h.Tables, tableHeader{Name: t.Name, Dim: t.Dim, Quant: t.Quant, Rows: len(t.IDs), Init: t.Init})
+		h.Arrays = append(h.Arrays, array{"tables/" + t.Name + "/ids", "<u8", []int{len(t.IDs)}},
+			array{"tables/" + t.Name + "/values", "<f4", []int{len(t.IDs), t.Dim}})
+	}
+	for _, d := range m.Dense {
+		h.Dense = append(h.Dense, denseHeader{Name: d.Name, Len: len(d.Values)})
+		h.Arrays = append(h.Arrays, array{"dense/" + d.Name, "<f4", []int{len(d.Values)}})
+	}
+	var err error
+	if h.Config, err = yamlKeyed(m.Last.Config); err != nil {
+		return err
+	}
+	b, err := json.Marshal(h)
+	if err != nil {
+		return err
+	}
+	bw := bufio.NewWriterSize(w, 1<<20)
+	bw.Write(append(b, '\n')) //nolint:errcheck // the Flush's error
+	for _, t := range m.Tables {
+		writeLE(bw, t.IDs)
+		writeLE(bw, t.Values)
+	}
+	for _, d := range m.Dense {
+		writeLE(bw, d.Values)
+	}
+	return bw.Flush()
+}
+
+// yamlKeyed returns the manifest's config (config.Config's JSON, keyed
+// by the Go fields' names) keyed as the YAML file is (train.batch_size),
+// as its readers know it.
+func yamlKeyed(raw json.RawMessage) (json.RawMessage, error) {
+	if len(raw) == 0 {
+		return nil, nil
+	}
+	var c config.Config
+	if err := json.Unmarshal(raw, &c); err != nil {
+		return nil, fmt.Errorf("the export's config: %w", err)
+	}
+	y, err := c.Marshal()
+	if err != nil {
+		return nil, err
+	}
+	var v map[string]any
+	if err := yaml.Unmarshal(y, &v); err != nil {
+		return nil, err
+	}
+	return json.Marshal(v)
+}
+
+// writeLE writes v's values little-endian: its memory as it is on a
+// little-endian machine, encoded on another.
+func writeLE[T uint64 | float32](w io.Writer, v []T) {
+	if len(v) == 0 {
+		return
+	}
+	if binary.NativeEndian.Uint16([]byte{1, 0}) == 1 {
+		w.Write(unsafe.Slice((*byte)(unsafe.Pointer(&v[0])), len(v)*int(unsafe.Sizeof(v[0])))) //nolint:errcheck // kept by the bufio.Writer
+		return
+	}
+	binary.Write(w, binary.LittleEndian, v) //nolint:errcheck // kept by the bufio.Writer
+}
