@@ -45,9 +45,10 @@ if ! command -v chromium >/dev/null && [ "$(id -u)" = 0 ] && command -v apt-get 
 		echo "could not install chromium: its test will skip"
 fi
 # Debian's python3 packages the Python package (python/) and its tests
-# need; installed when missing and we may, else its step fails saying so.
-py_pkgs="python3-venv python3-setuptools python3-wheel python3-numpy python3-grpcio python3-protobuf python3-pytest"
-if ! /usr/bin/python3 -c 'import venv, setuptools, wheel, numpy, grpc, google.protobuf, pytest' 2>/dev/null && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+# need (torch for to_torch's parity tests); installed when missing and we
+# may, else its step fails saying so.
+py_pkgs="python3-venv python3-setuptools python3-wheel python3-numpy python3-grpcio python3-protobuf python3-pytest python3-torch"
+if ! /usr/bin/python3 -c 'import venv, setuptools, wheel, numpy, grpc, google.protobuf, pytest, torch' 2>/dev/null && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
 	echo "== apt-get install $py_pkgs (for python/)"
 	# shellcheck disable=SC2086
 	(apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $py_pkgs) >/dev/null ||

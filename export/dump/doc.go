@@ -14,6 +14,7 @@
 //	 "job": ID, "samples": S, "created": TIME,
 //	 "config": {...}, "shape": {...},      the job's config keyed as its YAML file
 //	                                       (train.batch_size), the network's ctr.Shape
+//	 "network": {...},                     the network as serve builds it (ctr.Spec)
 //	 "tables": [{"name": "emb", "dim": 18, "quant": "fp32", "rows": R, "init": {...}}],
 //	 "dense": [{"name": "mlp", "len": L}],
 //	 "arrays": [{"name": "tables/emb/ids", "dtype": "<u8", "shape": [R]},

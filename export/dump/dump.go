@@ -15,6 +15,7 @@ import (
 
 	"github.com/xdlgo/xps/config"
 	"github.com/xdlgo/xps/export"
+	"github.com/xdlgo/xps/model/ctr"
 	"github.com/xdlgo/xps/snapshot"
 )
 
@@ -31,6 +32,9 @@ type Model struct {
 	Tables []Table
 	// Dense holds the last export's dense vectors, in its order.
 	Dense []Dense
+	// Network describes the model's network (model/ctr), as serve builds
+	// it from the last export's config and shape.
+	Network ctr.Spec
 }
 
 // Table is a table's rows: IDs in increasing order, row i's values
@@ -57,6 +61,9 @@ func Load(s snapshot.Store) (*Model, error) {
 	}
 	last := ms[len(ms)-1]
 	m := &Model{Last: last}
+	if m.Network, err = network(last); err != nil {
+		return nil, err
+	}
 	for _, e := range ms {
 		m.Chain = append(m.Chain, e.Seq)
 	}
@@ -75,6 +82,24 @@ func Load(s snapshot.Store) (*Model, error) {
 		m.Dense = append(m.Dense, Dense{Name: d.Name, Values: v})
 	}
 	return m, nil
+}
+
+// network describes the network of export m (as serve builds it).
+func network(m *export.Manifest) (ctr.Spec, error) {
+	var cfg config.Config
+	if err := json.Unmarshal(m.Config, &cfg); err != nil {
+		return ctr.Spec{}, fmt.Errorf("export %d: the config: %w", m.Seq, err)
+	}
+	cfg.EnsureDefaults()
+	var shape ctr.Shape
+	if err := json.Unmarshal(m.Shape, &shape); err != nil || shape.Fields < 1 {
+		return ctr.Spec{}, fmt.Errorf("export %d: no input shape (%v): the export was written by an older trainer", m.Seq, err)
+	}
+	net, err := ctr.NewNet(cfg, shape)
+	if err != nil {
+		return ctr.Spec{}, fmt.Errorf("export %d: %w", m.Seq, err)
+	}
+	return net.Spec(cfg), nil
 }
 
 // loadTable reads table t's rows along chain ms: the rows by id (a later
@@ -148,6 +173,7 @@ type header struct {
 	Created time.Time       `json:"created"`
 	Config  json.RawMessage `json:"config,omitempty"`
 	Shape   json.RawMessage `json:"shape,omitempty"`
+	Network ctr.Spec        `json:"network"`
 	Tables  []tableHeader   `json:"tables"`
 	Dense   []denseHeader   `json:"dense"`
 	Arrays  []array         `json:"arrays"`
@@ -177,7 +203,7 @@ type array struct {
 func (m *Model) Write(w io.Writer, store string) error {
 	h := header{Format: "xps-export-dump", Version: Version, Store: store, Seq: m.Last.Seq, Full: m.Last.Full,
 		Chain: m.Chain, Job: m.Last.Job, Samples: m.Last.Samples, Created: m.Last.Created,
-		Config: m.Last.Config, Shape: m.Last.Shape, Tables: []tableHeader{}, Dense: []denseHeader{}}
+		Config: m.Last.Config, Shape: m.Last.Shape, Network: m.Network, Tables: []tableHeader{}, Dense: []denseHeader{}}
 	for _, t := range m.Tables {
 		h.Tables = append(h.Tables, tableHeader{Name: t.Name, Dim: t.Dim, Quant: t.Quant, Rows: len(t.IDs), Init: t.Init})
 		h.Arrays = append(h.Arrays, array{"tables/" + t.Name + "/ids", "<u8", []int{len(t.IDs)}},

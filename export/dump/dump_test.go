@@ -56,7 +56,7 @@ func writeExport(t *testing.T, s snapshot.Store, seq, base uint64, shards [][]ui
 		kind, full = export.KindFull, seq
 	}
 	m := &export.Manifest{Seq: seq, Kind: kind, Base: base, Full: full, Shards: len(shards), Samples: int64(100 * seq),
-		Config: json.RawMessage(`{"Model":{"Kind":"mlp"}}`),
+		Config: json.RawMessage(`{"Model":{"Kind":"mlp"}}`), Shape: json.RawMessage(`{"fields":2}`),
 		Tables: []export.Table{{Name: "emb", Dim: 2, Quant: export.FP32, Files: files}},
 		Dense:  []export.Dense{{Name: "mlp", Len: 2, Parts: []export.DensePart{{Lo: 0, Hi: 2, File: d}}}}}
 	if err := export.Commit(s, m); err != nil {

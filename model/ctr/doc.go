@@ -20,6 +20,7 @@
 //     Forward, which pools a compress.Batch and scores it.
 //   - wide.go: the wide part (config model.wide).
 //   - seqnet.go: the behaviour-history part of din and dien.
+//   - spec.go: Spec, the network described for a reader outside Go (the export dump).
 //
 // # Invariants
 //

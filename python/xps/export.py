@@ -77,6 +77,13 @@ class Model:
             return init.get("Value", 0.0)
         return np.nan  # a random init (normal, uniform) drawn by id: serve's, not reproduced here
 
+    def to_torch(self):
+        """The model as a torch.nn.Module that scores as serve does
+        (xps.torchmodel: mlp, lr, fm, deepfm, dcnv2, wdl); its
+        ``predict(user, candidates)`` takes serve's request strings."""
+        from .torchmodel import CTRModule
+        return CTRModule(self)
+
     @property
     def nbytes(self):
         """The bytes of the model's arrays."""

@@ -1,0 +1,109 @@
+package ctr
+
+import (
+	"strconv"
+	"unsafe"
+
+	"github.com/xdlgo/xps/config"
+)
+
+// Spec describes a Net for a reader outside Go (the export dump, and from
+// it the Python package's torch module) that rebuilds the network from
+// its parts: a sample's input row x is, for each field (FieldSpec) in
+// column order, its bag of features pooled (Pooling: sum of value·row,
+// mean divides by the bag's size) from its table's rows (a mirror field
+// pools its source field's features from the dim-1 wide table); the
+// columns of the wide part (Wide: every mirror field's) are summed into
+// the logit, the others, in order, are the deep input d; then
+//
+//	mlp, lr, wdl:  logit = MLP(d) (+ wide)
+//	fm, deepfm:    logit = MLP(d) + FM(d over FMDim-wide fields) (+ wide)
+//	dcnv2:         logit = MLP(Cross(d))
+//
+// with MLP's layers Linear (out x in weights, row-major) and ReLU but
+// after the last, Cross's x_{l+1} = x_0 ⊙ (W_l·x_l + b_l) + x_l. Params
+// place each weight and bias in the dense vector DenseName.
+type Spec struct {
+	Kind    string      `json:"kind"`
+	Pooling string      `json:"pooling"`
+	Fields  []FieldSpec `json:"fields"`
+	// Width is the input row's, DeepWidth the deep input's.
+	Width     int  `json:"width"`
+	DeepWidth int  `json:"deep_width"`
+	Wide      bool `json:"wide"`
+	// MLP is the MLP's sizes, DeepWidth first and 1 last; CrossLayers
+	// dcnv2's cross layers (0 otherwise); FMDim the FM term's embedding
+	// dim (0: no FM term).
+	MLP         []int       `json:"mlp"`
+	CrossLayers int         `json:"cross_layers"`
+	FMDim       int         `json:"fm_dim"`
+	Params      []ParamSpec `json:"params"`
+	// Sequence says the model has a behaviour history (din, dien), which
+	// Spec does not describe: a reader refuses it.
+	Sequence bool `json:"sequence"`
+}
+
+// FieldSpec is one field of a Spec: its number (a mirror field's is past
+// the data's fields), its table (by name; "" for a dense field), level,
+// columns [Col, Col+Width) of the input row, and for a mirror field the
+// field it mirrors (-1 otherwise).
+type FieldSpec struct {
+	Field      int    `json:"field"`
+	Table      string `json:"table"`
+	Level      int    `json:"level"`
+	Col        int    `json:"col"`
+	Width      int    `json:"width"`
+	DenseWidth int    `json:"dense_width,omitempty"`
+	SeqLen     int    `json:"seq_len,omitempty"`
+	MirrorOf   int    `json:"mirror_of"`
+}
+
+// ParamSpec places a tensor in the dense vector: Shape's values from
+// Offset, row-major.
+type ParamSpec struct {
+	Name   string `json:"name"`
+	Offset int    `json:"offset"`
+	Shape  []int  `json:"shape"`
+}
+
+// Spec returns n's description; cfg is the config n was built from.
+func (n *Net) Spec(cfg config.Config) Spec {
+	l := n.Layout
+	s := Spec{Kind: n.kind, Pooling: "sum", Width: l.Width(), DeepWidth: n.inWidth(), Wide: n.wide,
+		MLP: n.mlp.Sizes, FMDim: n.fmDim, Sequence: n.seq != nil}
+	if cfg.Model.Pooling == "mean" {
+		s.Pooling = "mean"
+	}
+	for f := range l.Fields() {
+		fs := FieldSpec{Field: f, Level: l.Level(f), MirrorOf: l.MirrorOf(f), DenseWidth: l.DenseWidth(f), SeqLen: l.SeqLen(f)}
+		fs.Col, fs.Width = l.Cols(f) // within the level's block
+		fs.Width -= fs.Col
+		lo, _ := l.LevelCols(fs.Level)
+		fs.Col += lo
+		if t := l.Table(f); t >= 0 {
+			fs.Table = cfg.Model.Tables[t].Name
+		}
+		s.Fields = append(s.Fields, fs)
+	}
+	m := n.mlp.NumParams()
+	params := make([]float32, n.NumParams())
+	for i := 0; i < len(n.mlp.Sizes)-1; i++ {
+		w, b := n.mlp.LayerParams(params[:m], i)
+		s.Params = append(s.Params, ParamSpec{Name: "mlp." + strconv.Itoa(i) + ".weight", Offset: offsetIn(params, w), Shape: []int{n.mlp.Sizes[i+1], n.mlp.Sizes[i]}},
+			ParamSpec{Name: "mlp." + strconv.Itoa(i) + ".bias", Offset: offsetIn(params, b), Shape: []int{n.mlp.Sizes[i+1]}})
+	}
+	if n.cross != nil {
+		s.CrossLayers = n.cross.Layers
+		for i := range n.cross.Layers {
+			w, b := n.cross.LayerParams(params[m:], i)
+			s.Params = append(s.Params, ParamSpec{Name: "cross." + strconv.Itoa(i) + ".weight", Offset: offsetIn(params, w), Shape: []int{n.cross.Width, n.cross.Width}},
+				ParamSpec{Name: "cross." + strconv.Itoa(i) + ".bias", Offset: offsetIn(params, b), Shape: []int{n.cross.Width}})
+		}
+	}
+	return s
+}
+
+// offsetIn is the index in v of sub's first value (sub a subslice of v).
+func offsetIn(v, sub []float32) int {
+	return int((uintptr(unsafe.Pointer(unsafe.SliceData(sub))) - uintptr(unsafe.Pointer(unsafe.SliceData(v)))) / 4)
+}
