@@ -18,7 +18,8 @@
 #    container test skips).
 # 5. python/: the Python package installed into a fresh venv over Debian's
 #    python3 packages, and its pytest suite against the real binaries
-#    (built once by the package, as a user's would be).
+#    (built once by the package, as a user's would be); then the notebook
+#    examples/notebook/tour.ipynb executed headless.
 # Tests that need ../shared/data skip with a message when it is absent.
 set -euo pipefail
 cd "$(dirname "$0")"
@@ -45,10 +46,12 @@ if ! command -v chromium >/dev/null && [ "$(id -u)" = 0 ] && command -v apt-get 
 		echo "could not install chromium: its test will skip"
 fi
 # Debian's python3 packages the Python package (python/) and its tests
-# need (torch for to_torch's parity tests); installed when missing and we
-# may, else its step fails saying so.
-py_pkgs="python3-venv python3-setuptools python3-wheel python3-numpy python3-grpcio python3-protobuf python3-pytest python3-torch"
-if ! /usr/bin/python3 -c 'import venv, setuptools, wheel, numpy, grpc, google.protobuf, pytest, torch' 2>/dev/null && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+# need (torch for to_torch's parity tests; pandas, matplotlib, ipykernel
+# and nbconvert for the notebook); installed when missing and we may, else
+# its step fails saying so.
+py_pkgs="python3-venv python3-setuptools python3-wheel python3-numpy python3-grpcio python3-protobuf python3-pytest python3-torch
+	python3-pandas python3-matplotlib python3-ipykernel jupyter-nbconvert"
+if ! /usr/bin/python3 -c 'import venv, setuptools, wheel, numpy, grpc, google.protobuf, pytest, torch, pandas, matplotlib, ipykernel, nbconvert' 2>/dev/null && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
 	echo "== apt-get install $py_pkgs (for python/)"
 	# shellcheck disable=SC2086
 	(apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $py_pkgs) >/dev/null ||
@@ -75,6 +78,10 @@ venv=$(mktemp -d)
 /usr/bin/python3 -m venv --system-site-packages "$venv"
 "$venv/bin/pip" install -q --no-deps --no-build-isolation ./python
 XPS_CACHE="$venv/bin-cache" "$venv/bin/python" -m pytest -q -p no:cacheprovider python/tests
+echo "== examples/notebook: the tour notebook executed headless (nbconvert), failing on a failed cell"
+"$venv/bin/python" -m ipykernel install --sys-prefix --name python3 >/dev/null # the venv's python runs its cells
+(cd examples/notebook && XPS_CACHE="$venv/bin-cache" "$venv/bin/python" -m nbconvert --to notebook --execute \
+	--ExecutePreprocessor.timeout=120 --output-dir "$venv/notebook" tour.ipynb)
 rm -rf "$venv"
 echo "== examples/ (a module of its own, on the public API only): build, vet, test, run"
 (cd examples && go vet ./... && go test ./... && go run ./customsource -samples 100000 && go run ./ownmodel -train 100000 -epochs 3)

@@ -114,7 +114,7 @@ def test_a_failing_job_raises_with_the_reason(tmp_path):
 
 
 def test_progress_line():
-    p = xps.job.Progress({"epoch": 0, "epochs": 2, "samples": 1234, "samples_per_second": 5000.0,
+    p = xps.job.Progress({"epoch": 1, "epochs": 2, "samples": 1234, "samples_per_second": 5000.0,
                           "loss": None, "auc": 0.75, "test_auc": None})
     assert math.isnan(p.loss)
     assert p.line() == "epoch 1/2, 1,234 samples, 5,000/s, auc 0.7500"

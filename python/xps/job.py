@@ -79,7 +79,7 @@ def _yaml_value(v):
 
 class Progress:
     """One progress report of the worker (the Go type job.Progress): its
-    figures as attributes (``epoch``, ``epochs``, ``samples``,
+    figures as attributes (``epoch`` (1-based; 0: unknown), ``epochs``, ``samples``,
     ``samples_per_second``, ``loss``, ``auc``, ``running_auc``,
     ``test_auc``, ``test_logloss``, ``lag``, ``rows``, ...), an undefined
     one (an AUC of one class, a test set not evaluated yet) as NaN."""
@@ -100,8 +100,12 @@ class Progress:
     def line(self):
         """The report as one progress line."""
         f = self._fields
-        parts = [f"epoch {f.get('epoch', 0) + 1}/{f.get('epochs', '?')}" if f.get("epochs") else "stream",
-                 f"{f.get('samples', 0):,} samples"]
+        parts = []
+        if f.get("epoch"):  # 1-based, 0 when unknown
+            parts.append(f"epoch {f['epoch']}/{f.get('epochs') or '?'}")
+        elif not f.get("epochs"):
+            parts.append("stream")
+        parts.append(f"{f.get('samples', 0):,} samples")
         for key, name, fmt in (("samples_per_second", "/s", "{:,.0f}"), ("loss", "loss", "{:.4f}"),
                                ("auc", "auc", "{:.4f}"), ("test_auc", "test auc", "{:.4f}")):
             v = f.get(key, math.nan)
