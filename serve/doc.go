@@ -29,7 +29,9 @@
 //     An empty store is no error: Predict answers ErrNotReady until an
 //     export appears.
 //  3. No mix of requests drives the server's memory past a bound: a
-//     request's work is bounded by its features (Limits.MaxFeatures), and
+//     request's work is bounded by its features (Limits.MaxFeatures; its
+//     blocks, parsed at once, may each parse one candidate's limit more
+//     before one of them sees the sum over it), and
 //     at most Limits.MaxInFlight requests are read and scored at once;
 //     beyond, a request is refused at once rather than queued. Of those,
 //     at most GOMAXPROCS are scored at a time, the others waiting in

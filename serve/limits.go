@@ -159,7 +159,7 @@ func (s *Server) acquire(size int64) func() {
 }
 
 // checkCounts refuses a request with more candidates than the limits
-// allow; the features are counted as they are parsed (buildGroups).
+// allow; the features are counted as they are parsed (requestBuild).
 func (l *Limits) checkCounts(req *Request) error {
 	if n := len(req.Candidates); n == 0 || n > l.MaxCandidates {
 		return fmt.Errorf("%w: %d candidates, want 1 to %d", ErrBadRequest, n, l.MaxCandidates)

@@ -66,16 +66,19 @@ func (s *Server) Predict(req *Request) (*Response, error) {
 		if r == nil {
 			return nil, ErrNotReady
 		}
-		if err := buildGroups(gs[:blocks], req, r.ns, lim); err != nil {
+		b, err := newBuild(req, r.ns, lim)
+		if err != nil {
 			return nil, err
 		}
 		var seq uint64
 		var ok bool
-		var err error
 		if blocks == 1 {
+			if err := b.block(gs[0], 0, n); err != nil {
+				return nil, err
+			}
 			seq, ok, err = r.scoreLocked(gs[0], resp.Scores)
 		} else {
-			seq, ok, err = r.scoreBlocks(gs[:blocks], resp.Scores)
+			seq, ok, err = r.scoreBlocks(gs[:blocks], resp.Scores, b.block)
 		}
 		if ok {
 			resp.Version = seq
@@ -177,11 +180,13 @@ func (r *replica) scoreLocked(g *reader.Group, out []float32) (seq uint64, ok bo
 	return r.seq, true, r.scoreOne(g, out)
 }
 
-// scoreBlocks is scoreLocked of several groups at once, the first on
-// the calling goroutine and each other on one of its own, into out in
-// order (a group's scores after those of the groups before it), under
-// one read lock held until every group is scored.
-func (r *replica) scoreBlocks(gs []*reader.Group, out []float32) (seq uint64, ok bool, err error) {
+// scoreBlocks scores the candidates of a request in len(gs) blocks of
+// about equal size at once, the first on the calling goroutine and each
+// other on one of its own, under one read lock held until every block is
+// scored: block k, the candidates [k*n/len(gs), (k+1)*n/len(gs)) of the
+// n = len(out), is built into gs[k] by build, then scored into its part
+// of out. The error is the first block's in order.
+func (r *replica) scoreBlocks(gs []*reader.Group, out []float32, build func(g *reader.Group, lo, hi int) error) (seq uint64, ok bool, err error) {
 	r.mu.RLock()
 	defer r.mu.RUnlock()
 	if r.released {
@@ -192,16 +197,24 @@ func (r *replica) scoreBlocks(gs []*reader.Group, out []float32) (seq uint64, ok
 	}
 	var errs [maxBlocks]error
 	var wg sync.WaitGroup
-	first := gs[0].NumSamples()
-	off := first
-	for k, g := range gs[1:] {
-		o := out[off : off+g.NumSamples()]
-		off += len(o)
-		wg.Go(func() { errs[k+1] = r.scoreOne(g, o) })
+	n, k := len(out), len(gs)
+	one := func(i int) {
+		lo, hi := i*n/k, (i+1)*n/k
+		if errs[i] = build(gs[i], lo, hi); errs[i] == nil {
+			errs[i] = r.scoreOne(gs[i], out[lo:hi])
+		}
 	}
-	errs[0] = r.scoreOne(gs[0], out[:first])
+	for i := 1; i < k; i++ {
+		wg.Go(func() { one(i) })
+	}
+	one(0)
 	wg.Wait()
-	return r.seq, true, errors.Join(errs[:len(gs)]...)
+	for _, err := range errs[:k] {
+		if err != nil {
+			return r.seq, true, err
+		}
+	}
+	return r.seq, true, nil
 }
 
 // scoreOne scores g into out with a scorer of r's pool; the caller holds
@@ -221,36 +234,51 @@ func (r *replica) scoreOne(g *reader.Group, out []float32) error {
 	return nil
 }
 
-// buildGroups makes gs the sample groups of req, its candidates split
-// into len(gs) blocks of about equal size in order: each group the user
-// line at level 1 (parsed once), each of its block's candidates a sample
-// at level 0 under it (label 0: unused). The features are counted against
-// lim as they are parsed: a request over a limit is refused before it
-// costs more.
-func buildGroups(gs []*reader.Group, req *Request, ns []uint32, lim *Limits) error {
-	var f, uf []uint32
-	var ids, uids []uint64
-	var vals, uvals []float32
+// requestBuild makes the sample groups of a request, block by block and
+// the blocks at once (scoreBlocks): each group the user line at level 1
+// (parsed once, by newBuild), each of its block's candidates a sample at
+// level 0 under it (label 0: unused). The features are counted against
+// the limits as they are parsed, across the blocks: a request over a
+// limit is refused before it costs more (the blocks at once may parse at
+// most a candidate's limit each past MaxFeatures before one sees it).
+type requestBuild struct {
+	req   *Request
+	ns    []uint32
+	lim   *Limits
+	uf    []uint32
+	uids  []uint64
+	uvals []float32
+	left  atomic.Int64 // MaxFeatures less the features parsed
+}
+
+// newBuild parses req's user features.
+func newBuild(req *Request, ns []uint32, lim *Limits) (*requestBuild, error) {
+	b := &requestBuild{req: req, ns: ns, lim: lim}
 	var err error
-	if uf, uids, uvals, err = parseFeatures(req.User, ns, nil, nil, nil, min(lim.MaxUserFeatures, lim.MaxFeatures)); err != nil {
-		return fmt.Errorf("%w: user: %w", ErrBadRequest, err)
+	if b.uf, b.uids, b.uvals, err = parseFeatures(req.User, ns, nil, nil, nil, min(lim.MaxUserFeatures, lim.MaxFeatures)); err != nil {
+		return nil, fmt.Errorf("%w: user: %w", ErrBadRequest, err)
 	}
-	left := lim.MaxFeatures - len(uids)
-	n := len(req.Candidates)
-	for k, g := range gs {
-		g.Reset(2)
-		g.AddLine(1, -1, uf, uids, uvals)
-		for i := k * n / len(gs); i < (k+1)*n/len(gs); i++ {
-			if f, ids, vals, err = parseFeatures(req.Candidates[i], ns, f[:0], ids[:0], vals[:0], min(lim.MaxCandidateFeatures, left)); err != nil {
-				if errors.Is(err, errTooMany) && left < lim.MaxCandidateFeatures {
-					err = fmt.Errorf("%w: the request's features are over MaxFeatures, %d", err, lim.MaxFeatures)
-				}
-				return fmt.Errorf("%w: candidate %d: %w", ErrBadRequest, i, err)
-			}
-			left -= len(ids)
-			g.AddLine(0, 0, f, ids, vals)
-			g.AddLabels(0)
+	b.left.Store(int64(lim.MaxFeatures - len(b.uids)))
+	return b, nil
+}
+
+// block makes g the group of the candidates [lo, hi).
+func (b *requestBuild) block(g *reader.Group, lo, hi int) error {
+	g.Reset(2)
+	g.AddLine(1, -1, b.uf, b.uids, b.uvals)
+	var f []uint32
+	var ids []uint64
+	var vals []float32
+	var err error
+	for i := lo; i < hi; i++ {
+		if f, ids, vals, err = parseFeatures(b.req.Candidates[i], b.ns, f[:0], ids[:0], vals[:0], b.lim.MaxCandidateFeatures); err != nil {
+			return fmt.Errorf("%w: candidate %d: %w", ErrBadRequest, i, err)
 		}
+		if b.left.Add(-int64(len(ids))) < 0 {
+			return fmt.Errorf("%w: candidate %d: %w: the request's features are over MaxFeatures, %d", ErrBadRequest, i, errTooMany, b.lim.MaxFeatures)
+		}
+		g.AddLine(0, 0, f, ids, vals)
+		g.AddLabels(0)
 	}
 	return nil
 }

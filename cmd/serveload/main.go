@@ -2,7 +2,8 @@
 // cmd/serveload/internal/serveload and bench/serve.sh): it builds requests
 // of one user and -candidates candidates from a test file, sends them to a
 // serve process with -in-flight requests in flight for -duration, and prints
-// one JSON line: requests/s and latency percentiles. With -dump it writes
+// one JSON line: requests/s and latency percentiles (over HTTP to -url, or
+// over gRPC to -grpc ADDR). With -dump it writes
 // the requests, one JSON object per line, for the reference peer to score.
 // With -flood N, N hostile clients send huge requests meanwhile (issue 48's
 // probe). With -brokers it measures freshness instead (serveload.Freshness):
@@ -35,6 +36,7 @@ func main() {
 func run(ctx context.Context) error {
 	var (
 		url      = flag.String("url", "http://127.0.0.1:8500/predict", "the server's predict URL")
+		grpcAt   = flag.String("grpc", "", "send over gRPC to this address (xps.serve.v1.Predictor) instead of -url")
 		test     = flag.String("test", "", "test file (sample-group or libFFM) to build requests from (required)")
 		k        = flag.Int("candidates", 150, "candidates per request")
 		n        = flag.Int("requests", 1000, "distinct requests (sent in turn)")
@@ -78,7 +80,7 @@ func run(ctx context.Context) error {
 		}
 		return f.Close()
 	}
-	return printJSON(serveload.Run(ctx, serveload.Options{URL: *url, Requests: reqs, InFlight: *inFlight, Duration: *duration,
+	return printJSON(serveload.Run(ctx, serveload.Options{URL: *url, GRPC: *grpcAt, Requests: reqs, InFlight: *inFlight, Duration: *duration,
 		Flood: *floodN, FloodUserFeatures: *floodF}))
 }
 

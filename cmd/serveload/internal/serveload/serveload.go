@@ -16,7 +16,11 @@ import (
 	"sync/atomic"
 	"time"
 
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+
 	"github.com/xdlgo/xps/serve"
+	"github.com/xdlgo/xps/serve/servepb"
 )
 
 // LoadRequests builds n requests of k candidates each from a test file in
@@ -68,7 +72,10 @@ func LoadRequests(path string, n, k int) ([]serve.Request, error) {
 
 // Options describe a load run.
 type Options struct {
-	URL      string // the server's /predict
+	URL string // the server's /predict
+	// GRPC, when set, is the server's gRPC address: the requests go to
+	// its Predictor service (servepb) instead of URL.
+	GRPC     string
 	Requests []serve.Request
 	// InFlight bounds the requests in flight (a closed loop of that many
 	// clients).
@@ -164,9 +171,11 @@ func Run(ctx context.Context, o Options) (Result, error) {
 	} else {
 		flooded <- nil
 	}
-	tr := &http.Transport{MaxIdleConnsPerHost: o.InFlight}
-	defer tr.CloseIdleConnections()
-	hc := &http.Client{Transport: tr}
+	send, closeSend, err := sender(o, bodies)
+	if err != nil {
+		return Result{}, err
+	}
+	defer closeSend()
 	var (
 		next   atomic.Int64
 		mu     sync.Mutex
@@ -194,7 +203,7 @@ func Run(ctx context.Context, o Options) (Result, error) {
 					break
 				}
 				t0 := time.Now()
-				if err := post(ctx, hc, o.URL, bodies[i%int64(len(bodies))], nil); err != nil {
+				if err := send(ctx, int(i%int64(len(bodies)))); err != nil {
 					if ctx.Err() == nil {
 						failed(err)
 					}
@@ -220,6 +229,31 @@ func Run(ctx context.Context, o Options) (Result, error) {
 		res.RPS, res.P50ms, res.P90ms, res.P99ms, res.MaxMs = float64(len(lat))/secs, q(0.5), q(0.9), q(0.99), q(1)
 	}
 	return res, nil
+}
+
+// sender returns the func that sends request i of o (its JSON body
+// bodies[i], over HTTP; or over gRPC with o.GRPC), and the func that
+// closes its connections.
+func sender(o Options, bodies [][]byte) (func(ctx context.Context, i int) error, func(), error) {
+	if o.GRPC == "" {
+		tr := &http.Transport{MaxIdleConnsPerHost: o.InFlight}
+		hc := &http.Client{Transport: tr}
+		return func(ctx context.Context, i int) error { return post(ctx, hc, o.URL, bodies[i], nil) }, tr.CloseIdleConnections, nil
+	}
+	conn, err := grpc.NewClient(o.GRPC, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		return nil, nil, err
+	}
+	c := servepb.NewPredictorClient(conn)
+	reqs := make([]*servepb.PredictRequest, len(o.Requests))
+	for i, r := range o.Requests {
+		reqs[i] = &servepb.PredictRequest{User: r.User, Candidates: r.Candidates}
+	}
+	send := func(ctx context.Context, i int) error {
+		_, err := c.Predict(ctx, reqs[i])
+		return err
+	}
+	return send, func() { conn.Close() }, nil
 }
 
 // post sends body to url and, with out, decodes the JSON answer into it;
