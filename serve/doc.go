@@ -33,10 +33,9 @@
 //     blocks, parsed at once, may each parse one candidate's limit more
 //     before one of them sees the sum over it), and
 //     at most Limits.MaxInFlight requests are read and scored at once;
-//     beyond, a request is refused at once rather than queued. Of those,
-//     at most GOMAXPROCS are scored at a time, the others waiting in
-//     order of arrival; a request's candidates are split into blocks
-//     scored at once only over cores no other request waits for
+//     beyond, a request is refused at once rather than queued. A
+//     request's candidates are split into blocks parsed and scored at
+//     once only over cores that no other request in flight needs
 //     (Options.SplitCandidates), each candidate's score the same either
 //     way.
 //  4. With Options.MaxBytes, a new full export is loaded only within what
@@ -64,7 +63,7 @@
 //   - server.go: Options, Server (New, Run, Update, Version, Close): the chain followed, deltas applied in place, a new model switched in.
 //   - set.go: Model, Set (NewSet, Run, Reload, Close, Server, Status): several models by name, the models file (ReadModels), serve's -store flag (StoreFlag).
 //   - model.go: the served model (network, parameters, rows), the exports and deltas applied to it, and a request's scorer.
-//   - predict.go: Request, Response, Predict and Score, the parsing of a request's features, and the cores a request is scored on (in blocks over idle ones).
+//   - predict.go: Request, Response, Predict and Score, the parsing of a request's features, and the blocks a request is split into over idle cores.
 //   - limits.go: Limits, their flags, the in-flight places and the strict decoding of a request.
 //   - http.go: Handler, the HTTP/JSON API of a Server and of a Set, and Status.
 //   - grpc.go: RegisterGRPC, the gRPC prediction service of a Server and of a Set.

@@ -9,9 +9,6 @@ import (
 	"runtime"
 	"strings"
 	"testing"
-	"time"
-
-	"github.com/xdlgo/xps/tests/testutil"
 )
 
 // FuzzDecodeRequest: the strict request decoder never panics, accepts
@@ -91,35 +88,39 @@ func BenchmarkDecodeRequest(b *testing.B) {
 	}
 }
 
-// TestCoresSplitOnlyIdleOnes: a request takes a place of its own and as
-// many idle ones as its candidates make blocks of SplitCandidates, never
-// more than GOMAXPROCS in all; one that finds none waits for one.
-func TestCoresSplitOnlyIdleOnes(t *testing.T) {
+// TestBlocksOnlyOnIdleCores: a request is split into as many blocks as
+// its candidates make of SplitCandidates, at most one more than the cores
+// the requests in flight leave idle (a direct call counting as one).
+func TestBlocksOnlyOnIdleCores(t *testing.T) {
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(4))
-	c := newCores()
-	for _, s := range []struct{ n, min, want, busy int }{
-		{150, -1, 1, 1},  // never splits
-		{150, 200, 1, 2}, // too few candidates for two blocks
-		{150, 32, 2, 4},  // 4 blocks' worth, 2 places idle
+	s := &Server{opts: Options{SplitCandidates: 32}, inFlight: make(chan struct{}, 8), small: make(chan struct{}, 2)}
+	for _, c := range []struct{ n, inFlight, small, want int }{
+		{150, 0, 0, 4}, // a direct call, every core idle: 4 blocks' worth
+		{150, 1, 0, 4},
+		{150, 2, 0, 3},
+		{150, 3, 1, 1}, // every core has a request
+		{150, 8, 2, 1},
+		{40, 1, 0, 1}, // too few candidates for two blocks
+		{64, 1, 0, 2},
 	} {
-		if got := c.take(s.n, s.min); got != s.want || len(c.places) != s.busy {
-			t.Fatalf("take(%d, %d): %d blocks, %d busy; want %d, %d", s.n, s.min, got, len(c.places), s.want, s.busy)
+		for range c.inFlight {
+			s.inFlight <- struct{}{}
+		}
+		for range c.small {
+			s.small <- struct{}{}
+		}
+		if got := s.blocks(c.n); got != c.want {
+			t.Errorf("%d candidates, %d+%d in flight: %d blocks, want %d", c.n, c.inFlight, c.small, got, c.want)
+		}
+		for len(s.inFlight) > 0 {
+			<-s.inFlight
+		}
+		for len(s.small) > 0 {
+			<-s.small
 		}
 	}
-	took := make(chan int)
-	go func() { took <- c.take(4096, 1) }()
-	testutil.Eventually(t, time.Minute, "a request waiting for a place", func() bool { return c.queued.Load() == 1 })
-	select {
-	case n := <-took:
-		t.Fatalf("a request took %d places with none free", n)
-	default:
-	}
-	c.give(3)
-	if got := <-took; got != 3 {
-		t.Fatalf("the waiting request took %d places, want its own and the 2 idle ones", got)
-	}
-	c.give(4)
-	if len(c.places) != 0 || c.queued.Load() != 0 {
-		t.Fatalf("%d places busy, %d queued after every one was given back", len(c.places), c.queued.Load())
+	s.opts.SplitCandidates = -1
+	if got := s.blocks(4096); got != 1 {
+		t.Errorf("SplitCandidates -1: %d blocks", got)
 	}
 }

@@ -85,16 +85,13 @@ func (s *Server) count(api, outcome string) {
 }
 
 // modelCollector reports the model served: its export, the samples it
-// was trained on, its rows by table, the requests queued for a core and
-// the cores scoring, and the server's memory by part.
+// was trained on, its rows by table, and the server's memory by part.
 type modelCollector struct{ s *Server }
 
 var (
 	exportDesc  = prometheus.NewDesc("xps_serve_model_export", "Sequence number of the export served (0: none loaded).", nil, nil)
 	samplesDesc = prometheus.NewDesc("xps_serve_model_samples", "Samples the served model was trained on.", nil, nil)
 	rowsDesc    = prometheus.NewDesc("xps_serve_model_rows", "Rows of the served model, by table.", []string{"table"}, nil)
-	queuedDesc  = prometheus.NewDesc("xps_serve_requests_queued", "Requests waiting for a core to be scored on.", nil, nil)
-	scoringDesc = prometheus.NewDesc("xps_serve_cores_scoring", "Cores scoring requests (a request split into blocks takes several).", nil, nil)
 	memoryDesc  = prometheus.NewDesc("xps_serve_memory_bytes",
 		"The server's memory by part (values, tables, heap, runtime, rss; see /status and serve.Memory).", []string{"part"}, nil)
 )
@@ -103,8 +100,6 @@ func (c modelCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- exportDesc
 	ch <- samplesDesc
 	ch <- rowsDesc
-	ch <- queuedDesc
-	ch <- scoringDesc
 	ch <- memoryDesc
 }
 
@@ -115,8 +110,6 @@ func (c modelCollector) Collect(ch chan<- prometheus.Metric) {
 	for t, n := range st.Rows {
 		ch <- prometheus.MustNewConstMetric(rowsDesc, prometheus.GaugeValue, float64(n), t)
 	}
-	ch <- prometheus.MustNewConstMetric(queuedDesc, prometheus.GaugeValue, float64(c.s.cores.queued.Load()))
-	ch <- prometheus.MustNewConstMetric(scoringDesc, prometheus.GaugeValue, float64(len(c.s.cores.places)))
 	m := st.Memory
 	for _, p := range []struct {
 		part  string

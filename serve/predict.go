@@ -51,8 +51,7 @@ func (s *Server) Predict(req *Request) (*Response, error) {
 		return nil, err
 	}
 	n := len(req.Candidates)
-	blocks := s.cores.take(n, s.opts.SplitCandidates)
-	defer s.cores.give(blocks)
+	blocks := s.blocks(n)
 	var gs [maxBlocks]*reader.Group
 	for k := range blocks {
 		gs[k] = groupPool.Get().(*reader.Group)
@@ -94,52 +93,21 @@ const maxBlocks = 16
 // defaultSplit is Options.SplitCandidates' default value.
 const defaultSplit = 32
 
-// cores are the places of the requests being scored, one a core
-// (GOMAXPROCS): a request waits for one in order of arrival (a bounded
-// queue: at most Limits.MaxInFlight requests are in flight), so that a
-// burst is scored request by request instead of every request of it
-// sharing the cores and all of them finishing late; and a request splits
-// its candidates over the places left idle only: splitting pays when a
-// core would otherwise wait, and costs (each block's fixed work: the
-// user's features, a goroutine) when every core has a request of its own.
-type cores struct {
-	places chan struct{}
-	queued atomic.Int32 // requests waiting for a place
-}
-
-func newCores() *cores { return &cores{places: make(chan struct{}, runtime.GOMAXPROCS(0))} }
-
-// take waits for a place for a request of n candidates, takes as many
-// more idle ones as the candidates make blocks of at least minBlock
-// (minBlock < 1: none), and returns how many it took: the request's
-// blocks. give gives them back.
-func (c *cores) take(n, minBlock int) int {
-	select {
-	case c.places <- struct{}{}:
-	default:
-		c.queued.Add(1)
-		c.places <- struct{}{}
-		c.queued.Add(-1)
+// blocks returns how many blocks a request of n candidates is scored in
+// at once: as many as the candidates make of at least SplitCandidates
+// (none with SplitCandidates < 1), and at most one more than the cores
+// left idle by the requests in flight over HTTP and gRPC (a request
+// called directly counts as one). Splitting pays when a core would
+// otherwise wait; when every core has a request of its own it only
+// costs (each block's fixed work, a goroutine), and a request split while
+// another is being read takes the cores that one is about to need
+// (measured: BENCHMARKS.md, issue 52's request path).
+func (s *Server) blocks(n int) int {
+	if s.opts.SplitCandidates < 1 {
+		return 1
 	}
-	want := 1
-	if minBlock > 0 {
-		want = min(n/minBlock, maxBlocks)
-	}
-	got := 1
-	for ; got < want; got++ {
-		select {
-		case c.places <- struct{}{}:
-		default:
-			return got
-		}
-	}
-	return got
-}
-
-func (c *cores) give(k int) {
-	for range k {
-		<-c.places
-	}
+	idle := runtime.GOMAXPROCS(0) - max(1, len(s.inFlight)+len(s.small))
+	return max(1, min(n/s.opts.SplitCandidates, idle+1, maxBlocks))
 }
 
 var groupPool = sync.Pool{New: func() any { return new(reader.Group) }}

@@ -42,11 +42,11 @@ type Options struct {
 	MaxBytes int64
 	// SplitCandidates is the fewest candidates worth a core of their own:
 	// a request of at least twice as many that finds cores idle (fewer
-	// requests being scored than GOMAXPROCS) is scored in as many blocks
-	// of at least SplitCandidates as there are idle cores, the blocks at
-	// once (the user's features pooled once per block). Each candidate's
-	// score is the same either way. The default value is 32; negative
-	// never splits.
+	// requests in flight than GOMAXPROCS) is parsed and scored in blocks
+	// of at least SplitCandidates, one on each idle core and one on its
+	// own, the blocks at once (the user's features pooled once per
+	// block). Each candidate's score is the same either way. The default
+	// value is 32; negative never splits.
 	SplitCandidates int
 }
 
@@ -71,10 +71,6 @@ type Server struct {
 	// (Limits.MaxInFlight places), small one per small request beyond
 	// them (smallPlaces).
 	inFlight, small chan struct{}
-	// cores are the places of the requests being scored, one a core: a
-	// request waits for one, and splits over those left idle
-	// (Options.SplitCandidates).
-	cores *cores
 
 	// Owned by the updating goroutine (Update's caller), under upd.
 	upd    sync.Mutex
@@ -114,7 +110,7 @@ func New(opts Options) (*Server, error) {
 		return nil, fmt.Errorf("serve: %w", err)
 	}
 	s := &Server{opts: opts, store: store, inFlight: make(chan struct{}, opts.Limits.MaxInFlight),
-		small: make(chan struct{}, smallPlaces(opts.Limits.MaxInFlight)), cores: newCores()}
+		small: make(chan struct{}, smallPlaces(opts.Limits.MaxInFlight))}
 	if opts.MaxBytes < 0 {
 		store.Close()
 		return nil, fmt.Errorf("serve: MaxBytes %d is negative", opts.MaxBytes)

@@ -24,7 +24,8 @@
 //	                  127.0.0.1:8501; "" turns it off.
 //	-poll d           how often to look for new exports. Default 1s.
 //	-split-candidates n  a request of at least 2n candidates that finds cores
-//	                  idle is scored in blocks of at least n on them at once
+//	                  idle (fewer requests in flight than cores) is scored in
+//	                  blocks of at least n on them at once
 //	                  (serve.Options.SplitCandidates). Default 32; -1: never.
 //	-max-body-bytes, -max-user-features, -max-candidates, -max-candidate-features,
 //	-max-features, -max-in-flight  a request's limits and the requests served
