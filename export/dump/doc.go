@@ -41,5 +41,5 @@
 //
 // # Files
 //
-//   - dump.go: Model, Load and Write.
+//   - dump.go: Model, Load (each export's files read at once, merged as runs in id order, the deltas merged in) and Write.
 package dump

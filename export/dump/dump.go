@@ -2,12 +2,13 @@ package dump
 
 import (
 	"bufio"
-	"cmp"
 	"encoding/binary"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"slices"
+	"sync"
 	"time"
 	"unsafe"
 
@@ -102,62 +103,131 @@ func network(m *export.Manifest) (ctr.Spec, error) {
 	return net.Spec(cfg), nil
 }
 
-// loadTable reads table t's rows along chain ms: the rows by id (a later
-// export's row replaces an earlier one, a deletion removes it), then
-// sorted by id.
+// loadTable reads table t's rows along chain ms: the full export's
+// files (each in id order, the shards' ids disjoint) merged, then each
+// delta's merged into them (a row replaces or adds one, a deletion
+// removes one). Each export's files are read at once, one goroutine a
+// file.
 func loadTable(s snapshot.Store, ms []*export.Manifest, t export.Table) (Table, error) {
-	out := Table{Table: t}
-	out.Files = nil
-	at := map[uint64]int{} // a live id -> its row's index in out
-	var dead []bool        // dead[i]: row i was deleted
-	for _, e := range ms {
+	var cur run
+	for i, e := range ms {
 		if !slices.ContainsFunc(e.Tables, func(x export.Table) bool { return x.Name == t.Name }) {
 			continue // a delta that changed nothing of t
 		}
-		err := export.ReadTable(s, e, t.Name, func(id uint64, v []float32) error {
-			i, ok := at[id]
-			switch {
-			case v == nil && ok:
-				delete(at, id)
-				dead[i] = true
-			case v == nil:
-			case ok:
-				copy(out.Values[i*t.Dim:], v)
-			default:
-				at[id] = len(out.IDs)
-				out.IDs, dead = append(out.IDs, id), append(dead, false)
-				out.Values = append(out.Values, v...)
-			}
-			return nil
-		})
+		runs, err := readRuns(s, e, t.Name, t.Dim)
 		if err != nil {
 			return Table{}, fmt.Errorf("export %d, table %q: %w", e.Seq, t.Name, err)
 		}
+		d := mergeRuns(runs, t.Dim)
+		if i == 0 {
+			cur = d
+		} else {
+			cur = applyDelta(cur, d, t.Dim)
+		}
 	}
-	out.sortLive(dead)
+	out := Table{Table: t, IDs: cur.ids, Values: cur.vals}
+	out.Files = nil
 	return out, nil
 }
 
-// sortLive sorts t's rows by id and drops the dead ones (live ids are
-// unique).
-func (t *Table) sortLive(dead []bool) {
-	order := make([]int32, 0, len(t.IDs))
-	for i := range t.IDs {
-		if !dead[i] {
-			order = append(order, int32(i))
+// run is rows in increasing id order: row i's id ids[i], its values
+// vals[i*dim:(i+1)*dim], or a deletion (del[i], its values zeros).
+type run struct {
+	ids  []uint64
+	vals []float32
+	del  []bool
+}
+
+// readRuns reads each file of table name in export m, at once, into a
+// run of its own.
+func readRuns(s snapshot.Store, m *export.Manifest, name string, dim int) ([]run, error) {
+	i := slices.IndexFunc(m.Tables, func(x export.Table) bool { return x.Name == name })
+	files := m.Tables[i].Files
+	runs := make([]run, len(files))
+	errs := make([]error, len(files))
+	var wg sync.WaitGroup
+	for f := range files {
+		wg.Go(func() {
+			r, err := export.OpenTableFile(s, m, name, f)
+			if err != nil {
+				errs[f] = err
+				return
+			}
+			defer r.Close()
+			out := run{ids: make([]uint64, 0, files[f].Rows), vals: make([]float32, 0, int(files[f].Rows)*dim)}
+			zeros := make([]float32, dim)
+			for r.Next() {
+				id, v := r.Row()
+				if v == nil {
+					out.del = append(out.del, make([]bool, len(out.ids)-len(out.del))...)
+					out.del = append(out.del, true)
+					v = zeros
+				}
+				out.ids, out.vals = append(out.ids, id), append(out.vals, v...)
+			}
+			if out.del != nil {
+				out.del = append(out.del, make([]bool, len(out.ids)-len(out.del))...)
+			}
+			runs[f], errs[f] = out, r.Err()
+		})
+	}
+	wg.Wait()
+	return runs, errors.Join(errs...)
+}
+
+// mergeRuns merges runs of disjoint ids into one run in id order.
+func mergeRuns(runs []run, dim int) run {
+	if len(runs) == 1 {
+		return runs[0]
+	}
+	n, dels := 0, false
+	for _, r := range runs {
+		n += len(r.ids)
+		dels = dels || r.del != nil
+	}
+	out := run{ids: make([]uint64, 0, n), vals: make([]float32, 0, n*dim)}
+	if dels {
+		out.del = make([]bool, 0, n)
+	}
+	at := make([]int, len(runs))
+	for len(out.ids) < n {
+		best := -1
+		for k, r := range runs {
+			if at[k] < len(r.ids) && (best < 0 || r.ids[at[k]] < runs[best].ids[at[best]]) {
+				best = k
+			}
+		}
+		r, i := &runs[best], at[best]
+		out.ids, out.vals = append(out.ids, r.ids[i]), append(out.vals, r.vals[i*dim:(i+1)*dim]...)
+		if dels {
+			out.del = append(out.del, r.del != nil && r.del[i])
+		}
+		at[best]++
+	}
+	return out
+}
+
+// applyDelta returns base with delta d applied: d's rows replace or join
+// base's, d's deletions remove them.
+func applyDelta(base, d run, dim int) run {
+	out := run{ids: make([]uint64, 0, len(base.ids)+len(d.ids)), vals: make([]float32, 0, len(base.vals)+len(d.vals))}
+	i, j := 0, 0
+	for i < len(base.ids) || j < len(d.ids) {
+		switch {
+		case j == len(d.ids) || i < len(base.ids) && base.ids[i] < d.ids[j]:
+			out.ids, out.vals = append(out.ids, base.ids[i]), append(out.vals, base.vals[i*dim:(i+1)*dim]...)
+			i++
+		default:
+			if i < len(base.ids) && base.ids[i] == d.ids[j] {
+				i++ // replaced or deleted
+			}
+			if d.del == nil || !d.del[j] {
+				out.ids, out.vals = append(out.ids, d.ids[j]), append(out.vals, d.vals[j*dim:(j+1)*dim]...)
+			}
+			j++
 		}
 	}
-	if slices.IsSortedFunc(order, func(a, b int32) int { return cmp.Compare(t.IDs[a], t.IDs[b]) }) && len(order) == len(t.IDs) {
-		return // one shard's full export without deltas: in order already
-	}
-	slices.SortFunc(order, func(a, b int32) int { return cmp.Compare(t.IDs[a], t.IDs[b]) })
-	ids := make([]uint64, 0, len(order))
-	vals := make([]float32, 0, len(order)*t.Dim)
-	for _, i := range order {
-		ids = append(ids, t.IDs[i])
-		vals = append(vals, t.Values[int(i)*t.Dim:int(i+1)*t.Dim]...)
-	}
-	t.IDs, t.Values = ids, vals
+	return out
 }
 
 // header is the dump's first line (see the package doc).
