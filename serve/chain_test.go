@@ -313,3 +313,52 @@ func BenchmarkDeltaInPlace(b *testing.B) {
 		})
 	}
 }
+
+// TestDeltaDuringAReload: a delta written onto a new full export while
+// the server loads that full export is applied by the update that loads
+// it or by the next (the server ends at the delta either way, every
+// request meanwhile scored by one whole version), and a delta of the
+// replaced chain written after is refused, the server staying on the new
+// chain.
+func TestDeltaDuringAReload(t *testing.T) {
+	dir, store, m := exportedModel(t)
+	id := reader.FeatureID(3, []byte("probe"))
+	s, err := serve.New(serve.Options{Store: dir, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	full := copyExport(t, dir, dir, m, m.Seq+10)
+	updated := make(chan error, 1)
+	go func() {
+		_, err := s.Update() // loads the new full export...
+		updated <- err
+	}()
+	writeDelta(t, store, full, m.Seq+11, full.Seq, map[uint64]float32{id: 1}, nil) // ...while its delta is written
+	for range 100 {
+		if _, err := s.Predict(&serve.Request{User: "0:u1", Candidates: []string{probe}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := <-updated; err != nil {
+		t.Fatal(err)
+	}
+	if seq, _ := s.Version(); seq != full.Seq+1 {
+		if _, err := s.Update(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if seq, _ := s.Version(); seq != full.Seq+1 {
+		t.Fatalf("serving export %d after the reload and one more update, want the delta written during it, %d", seq, full.Seq+1)
+	}
+	writeDelta(t, store, m, full.Seq+2, m.Seq, map[uint64]float32{id: 2}, nil) // onto the replaced chain
+	if _, err := s.Update(); err != nil {
+		t.Fatal(err)
+	}
+	if seq, _ := s.Version(); seq != full.Seq+1 {
+		t.Fatalf("a delta of the replaced chain moved the server to export %d, want it on %d", seq, full.Seq+1)
+	}
+	if msg := s.Status().Error; msg != "" {
+		t.Logf("status after the stray delta: %s", msg)
+	}
+}
