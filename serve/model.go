@@ -9,7 +9,6 @@ import (
 
 	"github.com/xdlgo/xps/ams"
 	"github.com/xdlgo/xps/compress"
-	"github.com/xdlgo/xps/config"
 	"github.com/xdlgo/xps/densenet"
 	"github.com/xdlgo/xps/export"
 	"github.com/xdlgo/xps/model/ctr"
@@ -49,16 +48,7 @@ type replica struct {
 // network from the manifest's config and shape, its tables from the
 // manifest's tables (values only, the manifest's initializer).
 func newReplica(m *export.Manifest) (*replica, error) {
-	var cfg config.Config
-	if err := json.Unmarshal(m.Config, &cfg); err != nil {
-		return nil, fmt.Errorf("serve: export %d: the config: %w", m.Seq, err)
-	}
-	cfg.EnsureDefaults()
-	var shape ctr.Shape
-	if err := json.Unmarshal(m.Shape, &shape); err != nil || shape.Fields < 1 {
-		return nil, fmt.Errorf("serve: export %d: no input shape (%v): the export was written by an older trainer", m.Seq, err)
-	}
-	net, err := ctr.NewNet(cfg, shape)
+	cfg, net, err := ctr.NetOf(m.Config, m.Shape)
 	if err != nil {
 		return nil, fmt.Errorf("serve: export %d: %w", m.Seq, err)
 	}

@@ -137,6 +137,13 @@ func (s *Server) Score(g *reader.Group, out []float32) (uint64, error) {
 // scoreLocked is Score with replica r under its read lock; ok is false
 // when r was released (replica.release) before the lock was taken.
 func (r *replica) scoreLocked(g *reader.Group, out []float32) (seq uint64, ok bool, err error) {
+	return r.readLocked(func() error { return r.scoreOne(g, out) })
+}
+
+// readLocked calls score under r's read lock and returns r's export;
+// ok is false when r was released (replica.release) before the lock was
+// taken, and score is not called then, nor before a model is loaded.
+func (r *replica) readLocked(score func() error) (seq uint64, ok bool, err error) {
 	r.mu.RLock()
 	defer r.mu.RUnlock()
 	if r.released {
@@ -145,7 +152,7 @@ func (r *replica) scoreLocked(g *reader.Group, out []float32) (seq uint64, ok bo
 	if r.seq == 0 {
 		return 0, true, ErrNotReady
 	}
-	return r.seq, true, r.scoreOne(g, out)
+	return r.seq, true, score()
 }
 
 // scoreBlocks scores the candidates of a request in len(gs) blocks of
@@ -155,34 +162,28 @@ func (r *replica) scoreLocked(g *reader.Group, out []float32) (seq uint64, ok bo
 // n = len(out), is built into gs[k] by build, then scored into its part
 // of out. The error is the first block's in order.
 func (r *replica) scoreBlocks(gs []*reader.Group, out []float32, build func(g *reader.Group, lo, hi int) error) (seq uint64, ok bool, err error) {
-	r.mu.RLock()
-	defer r.mu.RUnlock()
-	if r.released {
-		return 0, false, nil
-	}
-	if r.seq == 0 {
-		return 0, true, ErrNotReady
-	}
-	var errs [maxBlocks]error
-	var wg sync.WaitGroup
-	n, k := len(out), len(gs)
-	one := func(i int) {
-		lo, hi := i*n/k, (i+1)*n/k
-		if errs[i] = build(gs[i], lo, hi); errs[i] == nil {
-			errs[i] = r.scoreOne(gs[i], out[lo:hi])
+	return r.readLocked(func() error {
+		var errs [maxBlocks]error
+		var wg sync.WaitGroup
+		n, k := len(out), len(gs)
+		one := func(i int) {
+			lo, hi := i*n/k, (i+1)*n/k
+			if errs[i] = build(gs[i], lo, hi); errs[i] == nil {
+				errs[i] = r.scoreOne(gs[i], out[lo:hi])
+			}
 		}
-	}
-	for i := 1; i < k; i++ {
-		wg.Go(func() { one(i) })
-	}
-	one(0)
-	wg.Wait()
-	for _, err := range errs[:k] {
-		if err != nil {
-			return r.seq, true, err
+		for i := 1; i < k; i++ {
+			wg.Go(func() { one(i) })
 		}
-	}
-	return r.seq, true, nil
+		one(0)
+		wg.Wait()
+		for _, err := range errs[:k] {
+			if err != nil {
+				return err
+			}
+		}
+		return nil
+	})
 }
 
 // scoreOne scores g into out with a scorer of r's pool; the caller holds

@@ -87,16 +87,7 @@ func Load(s snapshot.Store) (*Model, error) {
 
 // network describes the network of export m (as serve builds it).
 func network(m *export.Manifest) (ctr.Spec, error) {
-	var cfg config.Config
-	if err := json.Unmarshal(m.Config, &cfg); err != nil {
-		return ctr.Spec{}, fmt.Errorf("export %d: the config: %w", m.Seq, err)
-	}
-	cfg.EnsureDefaults()
-	var shape ctr.Shape
-	if err := json.Unmarshal(m.Shape, &shape); err != nil || shape.Fields < 1 {
-		return ctr.Spec{}, fmt.Errorf("export %d: no input shape (%v): the export was written by an older trainer", m.Seq, err)
-	}
-	net, err := ctr.NewNet(cfg, shape)
+	cfg, net, err := ctr.NetOf(m.Config, m.Shape)
 	if err != nil {
 		return ctr.Spec{}, fmt.Errorf("export %d: %w", m.Seq, err)
 	}

@@ -1,6 +1,9 @@
 package ctr
 
 import (
+	"encoding/json"
+	"errors"
+	"fmt"
 	"strconv"
 	"unsafe"
 
@@ -106,4 +109,24 @@ func (n *Net) Spec(cfg config.Config) Spec {
 // offsetIn is the index in v of sub's first value (sub a subslice of v).
 func offsetIn(v, sub []float32) int {
 	return int((uintptr(unsafe.Pointer(unsafe.SliceData(sub))) - uintptr(unsafe.Pointer(unsafe.SliceData(v)))) / 4)
+}
+
+// NetOf builds the network a model's stored config and shape describe
+// (an export's manifest, a snapshot: config.Config and Shape as JSON), the
+// config's defaults filled, as the trainer built it.
+func NetOf(cfgJSON, shapeJSON []byte) (config.Config, *Net, error) {
+	var cfg config.Config
+	if err := json.Unmarshal(cfgJSON, &cfg); err != nil {
+		return cfg, nil, fmt.Errorf("the config: %w", err)
+	}
+	cfg.EnsureDefaults()
+	var shape Shape
+	if err := json.Unmarshal(shapeJSON, &shape); err != nil || shape.Fields < 1 {
+		if err == nil {
+			err = errors.New("no fields")
+		}
+		return cfg, nil, fmt.Errorf("no input shape (%v): the model was written by an older trainer", err)
+	}
+	net, err := NewNet(cfg, shape)
+	return cfg, net, err
 }
