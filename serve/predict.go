@@ -69,16 +69,7 @@ func (s *Server) Predict(req *Request) (*Response, error) {
 		if err != nil {
 			return nil, err
 		}
-		var seq uint64
-		var ok bool
-		if blocks == 1 {
-			if err := b.block(gs[0], 0, n); err != nil {
-				return nil, err
-			}
-			seq, ok, err = r.scoreLocked(gs[0], resp.Scores)
-		} else {
-			seq, ok, err = r.scoreBlocks(gs[:blocks], resp.Scores, b.block)
-		}
+		seq, ok, err := r.scoreBlocks(gs[:blocks], resp.Scores, b.block)
 		if ok {
 			resp.Version = seq
 			return resp, err
@@ -157,8 +148,8 @@ func (r *replica) readLocked(score func() error) (seq uint64, ok bool, err error
 
 // scoreBlocks scores the candidates of a request in len(gs) blocks of
 // about equal size at once, the first on the calling goroutine and each
-// other on one of its own, under one read lock held until every block is
-// scored: block k, the candidates [k*n/len(gs), (k+1)*n/len(gs)) of the
+// other on one of its own (one block: no goroutine), under one read lock
+// held until every block is scored: block k, the candidates [k*n/len(gs), (k+1)*n/len(gs)) of the
 // n = len(out), is built into gs[k] by build, then scored into its part
 // of out. The error is the first block's in order.
 func (r *replica) scoreBlocks(gs []*reader.Group, out []float32, build func(g *reader.Group, lo, hi int) error) (seq uint64, ok bool, err error) {

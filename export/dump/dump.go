@@ -122,7 +122,8 @@ func loadTable(s snapshot.Store, ms []*export.Manifest, t export.Table) (Table, 
 }
 
 // run is rows in increasing id order: row i's id ids[i], its values
-// vals[i*dim:(i+1)*dim], or a deletion (del[i], its values zeros).
+// vals[i*dim:(i+1)*dim], or a deletion (del[i], its values zeros; del is
+// nil in a chain applied, which holds no deletion).
 type run struct {
 	ids  []uint64
 	vals []float32
@@ -149,15 +150,11 @@ func readRuns(s snapshot.Store, m *export.Manifest, name string, dim int) ([]run
 			zeros := make([]float32, dim)
 			for r.Next() {
 				id, v := r.Row()
+				out.del = append(out.del, v == nil)
 				if v == nil {
-					out.del = append(out.del, make([]bool, len(out.ids)-len(out.del))...)
-					out.del = append(out.del, true)
 					v = zeros
 				}
 				out.ids, out.vals = append(out.ids, id), append(out.vals, v...)
-			}
-			if out.del != nil {
-				out.del = append(out.del, make([]bool, len(out.ids)-len(out.del))...)
 			}
 			runs[f], errs[f] = out, r.Err()
 		})
@@ -171,15 +168,11 @@ func mergeRuns(runs []run, dim int) run {
 	if len(runs) == 1 {
 		return runs[0]
 	}
-	n, dels := 0, false
+	n := 0
 	for _, r := range runs {
 		n += len(r.ids)
-		dels = dels || r.del != nil
 	}
-	out := run{ids: make([]uint64, 0, n), vals: make([]float32, 0, n*dim)}
-	if dels {
-		out.del = make([]bool, 0, n)
-	}
+	out := run{ids: make([]uint64, 0, n), vals: make([]float32, 0, n*dim), del: make([]bool, 0, n)}
 	at := make([]int, len(runs))
 	for len(out.ids) < n {
 		best := -1
@@ -190,9 +183,7 @@ func mergeRuns(runs []run, dim int) run {
 		}
 		r, i := &runs[best], at[best]
 		out.ids, out.vals = append(out.ids, r.ids[i]), append(out.vals, r.vals[i*dim:(i+1)*dim]...)
-		if dels {
-			out.del = append(out.del, r.del != nil && r.del[i])
-		}
+		out.del = append(out.del, r.del[i])
 		at[best]++
 	}
 	return out
@@ -212,7 +203,7 @@ func applyDelta(base, d run, dim int) run {
 			if i < len(base.ids) && base.ids[i] == d.ids[j] {
 				i++ // replaced or deleted
 			}
-			if d.del == nil || !d.del[j] {
+			if !d.del[j] {
 				out.ids, out.vals = append(out.ids, d.ids[j]), append(out.vals, d.vals[j*dim:(j+1)*dim]...)
 			}
 			j++
