@@ -3,6 +3,7 @@ package serve_test
 import (
 	"bufio"
 	"context"
+	"fmt"
 	"math"
 	"net"
 	"os"
@@ -10,6 +11,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -95,17 +97,61 @@ func trainAndExportKind(t *testing.T, f, kind string) (store, test string, score
 }
 
 // trainAndExportN is trainAndExport with tables of dim and n training
-// samples.
+// samples. A job of the same arguments trains once per test binary (most
+// tests need only some trained model, and training is most of the race
+// build's time here): each caller gets its own copy of the directory (the
+// files, the export store and the scores), so a test that writes into its
+// store changes no other test's.
 func trainAndExportN(t testing.TB, f, q string, dim, n int) (store, test string, scores []float32) {
 	t.Helper()
+	key := fmt.Sprintf("%s-%s-%d-%d", f, q, dim, n)
+	trained.Lock()
+	defer trained.Unlock()
+	src, ok := trained.dirs[key]
+	if !ok {
+		src = filepath.Join(trained.root, key)
+		if err := os.MkdirAll(src, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		trainInto(t, src, f, q, dim, n)
+		trained.dirs[key] = src
+	}
 	dir := t.TempDir()
+	if err := os.CopyFS(dir, os.DirFS(src)); err != nil {
+		t.Fatal(err)
+	}
+	return filepath.Join(dir, "exports"), filepath.Join(dir, "test."+f), readScores(t, filepath.Join(dir, "scores.txt"))
+}
+
+// trained holds the directories trainAndExportN trained, by its arguments,
+// under root (made and removed by TestMain).
+var trained struct {
+	sync.Mutex
+	root string
+	dirs map[string]string
+}
+
+func TestMain(m *testing.M) {
+	root, err := os.MkdirTemp("", "serve-test-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	trained.root, trained.dirs = root, map[string]string{}
+	code := m.Run()
+	os.RemoveAll(root)
+	os.Exit(code)
+}
+
+// trainInto trains trainAndExportN's job in dir.
+func trainInto(t testing.TB, dir, f, q string, dim, n int) {
+	t.Helper()
 	train, test := filepath.Join(dir, "train."+f), filepath.Join(dir, "test."+f)
 	genFile(t, train, 1, n, f)
 	genFile(t, test, 2, 600, f)
-	store = filepath.Join(dir, "exports")
 	cfg := smallJob(f, dim, []string{train}, test, filepath.Join(dir, "scores.txt"))
-	cfg.Export = export.Policy{Store: store, Every: -1, Quant: q}
-	return store, test, runJob(t, cfg)
+	cfg.Export = export.Policy{Store: filepath.Join(dir, "exports"), Every: -1, Quant: q}
+	runJob(t, cfg)
 }
 
 // smallJob is the config of the tests' small model (MLP 16-8, tables of
