@@ -1,0 +1,4 @@
+package rowsrc
+
+// NewSourceConn is newSource for the tests: a source over conn.
+var NewSourceConn = newSource
