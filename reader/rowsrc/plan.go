@@ -29,7 +29,7 @@ type fieldPlan struct {
 	name   string
 	dict   []uint64 // dict: each entry's id (token fields)
 	bools  [2]uint64
-	value  uint64   // kind value: the column name's id
+	value  uint64 // kind value: the column name's id
 	bounds []float64
 	bucket []uint64 // kind bucket: the id of each bucket
 }
