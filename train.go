@@ -42,6 +42,9 @@ type (
 // streaming job stops cleanly), or when it fails.
 func Train(ctx context.Context, opts job.Options) (Result, error) {
 	if opts.Config.Model.Output.Kind == config.OutputSLIDE {
+		if opts.Source != nil || opts.TestSource != nil {
+			return Result{}, errors.New("xps: the SLIDE output layer trains on files (job.train, job.test): Options.Source and TestSource are the CTR models'")
+		}
 		r, err := xctrain.RunJob(ctx, opts)
 		return Result{SLIDE: &r}, err
 	}

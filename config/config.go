@@ -536,8 +536,12 @@ type TrainConfig struct {
 	// user: true (consecutive rows of one user form a sample group). See
 	// reader.ColumnMap and package reader/parquetsrc.
 	//
+	// It also maps a row service's table (worker -rows: the Python
+	// package's Job.fit serving a DataFrame; package reader/rowsrc), the
+	// job then having no job.train.
+	//
 	// The default value is empty; required with format parquet, refused
-	// with the other formats.
+	// with the other formats' files.
 	Columns reader.ColumnMap `yaml:"columns"`
 	// OnError says what a malformed input line does: stop the job, or skip
 	// it (it is counted and reported).
@@ -925,7 +929,7 @@ func (c *Config) Validate() error {
 		errs = append(errs, fmt.Errorf("%w: "+format, append([]any{ErrInvalid}, args...)...))
 	}
 	c.Model.validate(c, bad)
-	c.Train.validate(bad)
+	c.Train.validate(bad, len(c.Job.Train) > 0)
 	c.validateSources(bad)
 	c.validateAutotune(bad)
 	if err := c.Snapshot.Validate(); err != nil {
@@ -1085,8 +1089,9 @@ func (m *ModelConfig) validateWide(bad func(string, ...any)) {
 	}
 }
 
-// validate appends the problems of the train section.
-func (t *TrainConfig) validate(bad func(string, ...any)) {
+// validate appends the problems of the train section, files saying
+// whether the job trains on files (job.train).
+func (t *TrainConfig) validate(bad func(string, ...any), files bool) {
 	if t.BatchSize <= 0 || t.BatchSize > MaxBatchSize {
 		bad("train.batch_size %d is not in [1, %d] (the default: 256)", t.BatchSize, MaxBatchSize)
 	}
@@ -1098,7 +1103,7 @@ func (t *TrainConfig) validate(bad func(string, ...any)) {
 		bad("train.format: %v", err)
 	}
 	switch {
-	case f == reader.Parquet:
+	case f == reader.Parquet, !files && (t.Columns.Label != "" || len(t.Columns.Fields) > 0): // Parquet, or a row service's table
 		if err := t.Columns.Validate(); err != nil {
 			for _, e := range unjoin(err) {
 				bad("train.%v", strings.TrimPrefix(e.Error(), reader.ErrBadOptions.Error()+": "))

@@ -2,7 +2,7 @@
 
 A thin layer over the real binaries and protocols, not a second
 implementation: ``xps.Job`` trains with the worker binary, following its
-event stream; ``xps.Cluster`` shows a cluster's status and takes snapshots
+event stream (``Job.fit`` serving a DataFrame's rows to it: ``xps.rows``); ``xps.Cluster`` shows a cluster's status and takes snapshots
 and exports on request; ``xps.export.open`` reads a model export into
 numpy; ``xps.serve.Client`` scores with a running ``serve`` process
 over gRPC or HTTP. Dependencies come from Debian's packages
@@ -11,10 +11,10 @@ the Go binaries (``$XPS_BIN``, ``PATH``, or a ``go build`` of the
 repository this package was installed from, once).
 """
 
-from . import binaries, cluster, export, job, serve
+from . import binaries, cluster, export, job, rows, serve
 from .cluster import Cluster, ClusterError
 from .job import ConfigError, Job, JobError, Progress, Result, Run
 
 __version__ = "0.1.0"
 __all__ = ["Cluster", "ClusterError", "ConfigError", "Job", "JobError", "Progress", "Result", "Run",
-           "binaries", "cluster", "export", "job", "serve"]
+           "binaries", "cluster", "export", "job", "rows", "serve"]

@@ -241,6 +241,43 @@ class Job:
         return self.start(etcd=etcd, worker_index=worker_index, resume=resume, progress=progress,
                           on_progress=on_progress, cwd=cwd, extra_args=extra_args).wait()
 
+    def fit(self, data, *, label, fields=None, test=None, **run_args):
+        """Trains on a pandas DataFrame (or a dict of numpy arrays) and
+        returns the Result, as run() does (its keyword arguments too).
+
+        The rows are served to the worker over a Unix socket (xps.rows: no
+        file is written, numeric columns are sent from the DataFrame's own
+        arrays), as train.columns maps them: ``label`` names the label
+        column (numbers or booleans, > 0 a click); ``fields`` lists the
+        feature columns, each a name or a dict of train.columns.fields' keys
+        (``{"column": "price", "kind": "bucket", "boundaries": [10, 100]}``),
+        field i the i-th; None means every other column. Integer, boolean
+        and string columns are tokens (hashed as libFFM's tokens are), float
+        columns values. ``test``: a DataFrame of the same columns the job
+        evaluates on (else job.test's files, if any). A worker of several
+        (``etcd=``, one process each) reads its part of the rows. The data
+        must not change while the job runs: epochs and resumes read it
+        again."""
+        from . import rows
+        tables = {"train": data} if test is None else {"train": data, "test": test}
+        names = [label] + [f if isinstance(f, str) else f.get("column") for f in
+                           (fields if fields is not None else [c for c in data.keys() if c != label])]
+        try:
+            service = rows.RowService(tables, names)
+        except (KeyError, TypeError, ValueError) as e:
+            raise ConfigError(str(e.args[0]) if e.args else str(e)) from None
+        with service:
+            fitted = Job.__new__(Job)
+            fitted._file, fitted._sets, fitted.result = self._file, list(self._sets), None
+            _flatten("train.columns", rows.columns_map(label, names[1:] if fields is None else fields), fitted._sets)
+            fitted.config_yaml = fitted._check()
+            extra = ["-rows", service.path] + (["-rows-test"] if test is not None else [])
+            run_args["extra_args"] = [*run_args.get("extra_args", ()), *extra]
+            try:
+                return fitted.run(**run_args)
+            finally:
+                self.result = fitted.result
+
     def start(self, *, etcd=None, worker_index=0, resume=None, progress=True, on_progress=None,
               cwd=None, extra_args=()):
         """Starts the job and returns its Run at once.

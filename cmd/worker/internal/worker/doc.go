@@ -7,5 +7,5 @@
 //
 // # Files
 //
-//   - worker.go: Flags (Bind) and Run: the config built, the cluster started or dialled, the job run and reported.
+//   - worker.go: Flags (Bind) and Run: the config built, the cluster started or dialled, the row service of -rows as the job's sources, the job run and reported.
 package worker

@@ -18,6 +18,8 @@ import (
 	"github.com/xdlgo/xps/internal/cli"
 	"github.com/xdlgo/xps/job"
 	"github.com/xdlgo/xps/job/ctrtrain"
+	"github.com/xdlgo/xps/reader"
+	"github.com/xdlgo/xps/reader/rowsrc"
 )
 
 // modelRoot is where -local keeps its models (and autotune its trials').
@@ -29,7 +31,8 @@ type Flags struct {
 	asJSON, printConfig, quiet    bool
 	shards, stripes, index        int
 	etcd, clusterName, configFile string
-	events                        string
+	events, rows                  string
+	rowsTest                      bool
 	profiles                      cli.Profiles
 	proc                          cli.Proc
 	leaseTTL                      time.Duration
@@ -47,6 +50,8 @@ func (f *Flags) Bind(fs *flag.FlagSet) {
 	fs.IntVar(&f.index, "worker-index", 0, "this worker's index in [0, workers)")
 	fs.BoolVar(&f.asJSON, "json", false, "print the summary as one JSON object on the last line of stdout")
 	fs.StringVar(&f.events, "events", "", `write the job's events (start, progress, end with the summary) as JSON lines to this file; "-": stdout, the summary's text then on stderr`)
+	fs.StringVar(&f.rows, "rows", "", "train on the table \"train\" of the row service at this Unix socket (the Python package's Job.fit), its columns mapped by train.columns, instead of job.train's files")
+	fs.BoolVar(&f.rowsTest, "rows-test", false, "with -rows: evaluate on the row service's table \"test\" instead of job.test's files")
 	fs.BoolVar(&f.printConfig, "print-config", false, "print the effective config as YAML and exit")
 	fs.BoolVar(&f.quiet, "quiet", false, "no progress lines")
 	f.proc.Bind(fs, "warn")
@@ -102,6 +107,9 @@ func Run(ctx context.Context, fs *flag.FlagSet, f Flags, overrides *config.Overr
 	}
 	opts := job.Options{Config: cfg, Prefix: prefix, Index: f.index, Progress: progress, Logger: log, LeaseTTL: f.leaseTTL}
 	opts.OnProgress = f.onProgress(events)
+	if err := f.rowService(&opts); err != nil {
+		return events.end(nil, err)
+	}
 	closeCluster, endpoints, err := f.connect(ctx, &opts)
 	if err != nil {
 		return events.end(nil, err)
@@ -113,6 +121,42 @@ func Run(ctx context.Context, fs *flag.FlagSet, f Flags, overrides *config.Overr
 	res.Autotune = tuned
 	events.end(&res, err)
 	return res.Report(err, f.asJSON, out, os.Stderr)
+}
+
+// rowService sets opts' training data (and with -rows-test its test
+// data) to the row service of -rows: a worker of several reads its part
+// of the rows.
+func (f *Flags) rowService(opts *job.Options) error {
+	cfg := opts.Config
+	switch {
+	case f.rows == "" && f.rowsTest:
+		return errors.New("-rows-test needs -rows")
+	case f.rows == "":
+		return nil
+	case len(cfg.Job.Train) > 0:
+		return fmt.Errorf("-rows is the training data: give no job.train (it is %s)", strings.Join(cfg.Job.Train, ","))
+	case f.rowsTest && len(cfg.Job.Test) > 0:
+		return fmt.Errorf("-rows-test is the test data: give no job.test (it is %s)", strings.Join(cfg.Job.Test, ","))
+	case cfg.Train.Autotune:
+		return errors.New("-rows: train.autotune reads files: give the data as files (or train without autotune)")
+	case len(cfg.Train.Columns.Fields) == 0:
+		return errors.New("-rows needs train.columns: the label column and the fields' columns")
+	}
+	policy, err := reader.ParseErrorPolicy(cfg.Train.OnError)
+	if err != nil {
+		return err
+	}
+	open := func(table string, at reader.Position, part, parts int) (reader.Source, error) {
+		return rowsrc.NewSource(rowsrc.Options{Addr: f.rows, Table: table, Columns: cfg.Train.Columns,
+			Namespace: cfg.Model.Sequence.Namespace(0), OnError: policy, Start: at, Part: part, Parts: parts})
+	}
+	opts.Source = func(_ int, at reader.Position) (reader.Source, error) {
+		return open("train", at, f.index, max(cfg.Job.Workers, 1))
+	}
+	if f.rowsTest {
+		opts.TestSource = func() (reader.Source, error) { return open("test", reader.Position{}, 0, 1) }
+	}
+	return nil
 }
 
 // statusURL is the status page's URL, "" without one (it is -local's).
