@@ -76,3 +76,11 @@ def test_service_sends_arrays_as_they_are():
     assert cat.wire == "dict" and cat.values.dtype == np.dtype("<i4") and (cat.values >= -1).all()
     age = rows._column("age", df.age)
     assert age.wire == "int64" and age.valid is not None and age.valid.sum() == df.age.notna().sum()
+
+
+def test_fit_from_rows(tmp_path):
+    df = frame(3000)
+    r = xps.Job().fit(iter(df.to_dict("records")), label="click", fields=["user", "item"], progress=False, cwd=tmp_path)
+    assert r.samples == 3000
+    with pytest.raises(xps.ConfigError, match="a row is a tuple"):
+        xps.Job().fit([(1, 2)], label="click")

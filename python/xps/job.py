@@ -242,8 +242,10 @@ class Job:
                           on_progress=on_progress, cwd=cwd, extra_args=extra_args).wait()
 
     def fit(self, data, *, label, fields=None, test=None, **run_args):
-        """Trains on a pandas DataFrame (or a dict of numpy arrays) and
-        returns the Result, as run() does (its keyword arguments too).
+        """Trains on a pandas DataFrame, a dict of numpy arrays, or an
+        iterable of rows (dicts of column -> value, gathered into columns
+        in memory first), and returns the Result, as run() does (its
+        keyword arguments too).
 
         The rows are served to the worker over a Unix socket (xps.rows: no
         file is written, numeric columns are sent from the DataFrame's own
@@ -259,10 +261,11 @@ class Job:
         must not change while the job runs: epochs and resumes read it
         again."""
         from . import rows
-        tables = {"train": data} if test is None else {"train": data, "test": test}
-        names = [label] + [f if isinstance(f, str) else f.get("column") for f in
-                           (fields if fields is not None else [c for c in data.keys() if c != label])]
         try:
+            data, test = rows.as_table(data), None if test is None else rows.as_table(test)
+            tables = {"train": data} if test is None else {"train": data, "test": test}
+            names = [label] + [f if isinstance(f, str) else f.get("column") for f in
+                               (fields if fields is not None else [c for c in data.keys() if c != label])]
             service = rows.RowService(tables, names)
         except (KeyError, TypeError, ValueError) as e:
             raise ConfigError(str(e.args[0]) if e.args else str(e)) from None

@@ -24,7 +24,7 @@ import threading
 
 import numpy as np
 
-__all__ = ["RowService", "columns_map"]
+__all__ = ["RowService", "as_table", "columns_map"]
 
 _VERSION = 1
 
@@ -119,6 +119,27 @@ def _objects(name, arr, pd):
     else:
         uniques, codes = np.unique(arr.astype(str), return_inverse=True)
     return _dictionary(codes, uniques, name)
+
+
+def as_table(data):
+    """data as a table the service can send: a DataFrame or a mapping of
+    columns as it is; an iterable of rows (dicts) gathered into columns
+    (a DataFrame when pandas is there, else numpy arrays)."""
+    if hasattr(data, "keys"):
+        return data
+    try:
+        it = iter(data)
+    except TypeError:
+        raise TypeError(f"the data is a {type(data).__name__}: want a DataFrame, a dict of arrays or rows") from None
+    rows = list(it)
+    if rows and not isinstance(rows[0], dict):
+        raise TypeError(f"a row is a {type(rows[0]).__name__}: want dicts of column -> value")
+    try:
+        import pandas as pd
+        return pd.DataFrame.from_records(rows)
+    except ImportError:
+        names = list(rows[0]) if rows else []
+        return {n: np.array([r.get(n) for r in rows]) for n in names}
 
 
 def columns_map(label, fields):
