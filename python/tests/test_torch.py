@@ -2,10 +2,13 @@
 kind it builds, ids unseen in training included (their rows the table's
 initializer makes)."""
 
+import subprocess
+
 import numpy as np
 import pytest
 
 import xps
+from xps import binaries
 from xps.torchmodel import feature_id, init_rows
 
 torch = pytest.importorskip("torch", reason="Debian's python3-torch is not installed")
@@ -48,6 +51,70 @@ def test_torch_scores_as_serve(exports, kind, quant, tmp_path):
     assert worst <= 1e-5, f"{kind}: largest difference from serve's scores {worst}"
 
 
+@pytest.fixture(scope="module")
+def seq_exports(tmp_path_factory):
+    """Generated behaviour sequences (ctrgen -seq: user fields 0-1, the
+    history in 2-3, negatives in 4-5, the candidate in 6-7), and an export
+    store of a short job, by kind (din, dien)."""
+    d = tmp_path_factory.mktemp("seq")
+    subprocess.run([binaries.find("ctrgen"), "-seq", "-format", "group", "-train", str(d / "train.group"),
+                    "-test", str(d / "test.group"), "-train-samples", "20000", "-test-samples", "2000"],
+                   check=True, capture_output=True)
+    made = {}
+
+    def make(kind):
+        if kind not in made:
+            store = d / kind / "exports"
+            job = xps.Job(model={"kind": kind, "sequence": {"history": [2, 3], "target": [6, 7], "negatives": [4, 5]},
+                                 "dense_optimizer": {"lr": 0.003}},
+                          job={"train": [str(d / "train.group")], "test": [str(d / "test.group")]},
+                          train={"format": "group"}, export={"store": str(store), "every": "-1s"})
+            (d / kind).mkdir()
+            job.run(cwd=d / kind, progress=False)
+            made[kind] = store
+        return made[kind]
+
+    return d, make
+
+
+def seq_request(path, k=150):
+    """The user line of the test file's first group with a long history,
+    and k candidate lines from its groups on (a group's lines: "group 2",
+    the user's "1 - - FEATURES", the candidates' "0 0 LABEL FEATURES")."""
+    groups, user, cands = [], None, []
+    for line in open(path):
+        tok = line.split()
+        if tok[0] == "group":
+            groups.append([None, []])
+        elif tok[0] == "1":
+            groups[-1][0] = " ".join(tok[3:])
+        else:
+            groups[-1][1].append(" ".join(tok[3:]))
+    start = next(i for i, g in enumerate(groups) if g[0].count(" 2:") >= 10)
+    user = groups[start][0]
+    for g in groups[start:]:
+        cands += g[1]
+    return user, cands[:k]
+
+
+@pytest.mark.parametrize("kind", ["din", "dien"])
+def test_history_models_score_as_serve(seq_exports, kind, tmp_path):
+    d, make = seq_exports
+    store = make(kind)
+    module = xps.export.open(store).to_torch()
+    user, cands = seq_request(d / "test.group")
+    got = module.predict(user, cands)
+    with xps.serve.start(store, log=tmp_path / "serve.log") as p:
+        want = p.client.predict(user, cands)
+        short = p.client.predict("0:1 1:2 2:5 3:5", cands[:5])  # a history of one, shorter than the model's
+        none = p.client.predict("0:1 1:2", cands[:5])  # no history
+    assert want.min() < want.max(), "the model scores every candidate alike: nothing to compare"
+    worst = float(np.abs(got - want).max())
+    assert worst <= 1e-5, f"{kind}: largest difference from serve's scores {worst}"
+    for u, w in (("0:1 1:2 2:5 3:5", short), ("0:1 1:2", none)):
+        assert float(np.abs(module.predict(u, cands[:5]) - w).max()) <= 1e-5, u
+
+
 def test_feature_id_and_init_match_go():
     # Their agreement with the Go side is test_torch_scores_as_serve's (its
     # unseen tokens score by both); here, what they must hold on their own.
@@ -58,9 +125,9 @@ def test_feature_id_and_init_match_go():
     np.testing.assert_array_equal(init_rows({"Kind": "constant", "Value": 0.5}, [7], 3), [[0.5, 0.5, 0.5]])
 
 
-def test_a_history_model_is_refused_clearly():
+def test_an_undescribed_history_is_refused_clearly():
     m = xps.export.Model.__new__(xps.export.Model)
     m.header = {"network": {"kind": "din", "sequence": True, "fields": []}}
     with pytest.raises(NotImplementedError) as e:
         m.to_torch()
-    assert "din" in str(e.value)
+    assert "din" in str(e.value) and "older exportdump" in str(e.value)

@@ -16,7 +16,10 @@ sum (or mean) of value x row, and the logit is
 
 with d the pooled fields' columns but the wide part's, and wide the sum of
 the wide part's dim-1 weights. Kinds with a behaviour history (din, dien)
-and dense fields are not built here (NotImplementedError says so).
+take the MLP's input from the history part the dump describes (ctr.SeqSpec:
+DIN's attention pooling, DIEN's GRU, attention and AUGRU, as PyTorch's
+nn.GRU cell); dense fields are not built here (NotImplementedError says
+so).
 
 torch is optional for the package: ``to_torch()`` raises ImportError
 naming Debian's python3-torch when it is absent.
@@ -127,8 +130,12 @@ def CTRModule(model):  # noqa: N802: a class made once torch is imported
     spec = model.header.get("network") or {}
     if not spec:
         raise NotImplementedError("the export's dump has no network description (an older exportdump)")
-    if spec.get("sequence"):
-        raise NotImplementedError(f"model.kind {spec['kind']}: the behaviour history (din, dien) is not built in torch yet")
+    seq = spec.get("seq")
+    if spec.get("sequence") and not seq:
+        raise NotImplementedError(f"model.kind {spec['kind']}: the dump does not describe the behaviour history "
+                                  "(an older exportdump)")
+    if seq and (spec.get("wide") or spec.get("fm_dim") or spec.get("cross_layers")):
+        raise NotImplementedError("a behaviour history with a wide part, an FM term or cross layers is not built in torch")
     if any(f.get("dense_width") for f in spec["fields"]):
         raise NotImplementedError("dense fields are not built in torch yet")
 
@@ -187,6 +194,9 @@ def CTRModule(model):  # noqa: N802: a class made once torch is imported
                     b[1].append(fid)
                     b[2].append(value)
             for field, (idx, ids, vals) in bags.items():
+                if self.by_field[field].get("seq_len"):
+                    self._positions(x, self.by_field[field], idx, ids, vals)
+                    continue
                 for f in (self.by_field[field], self.mirrors.get(field)):
                     if f is None:
                         continue
@@ -199,10 +209,77 @@ def CTRModule(model):  # noqa: N802: a class made once torch is imported
                     x[:, f["col"]:f["col"] + f["width"]] = pooled
             return x
 
+        def _positions(self, x, f, idx, ids, vals):
+            """Sequence field f's features (sample indexes idx, in order)
+            into x: of a sample's list the last seq_len, value x row in
+            position j's columns, then the kept length."""
+            L = f["seq_len"]
+            dim = (f["width"] - 1) // L
+            r = self.rows(f["table"], np.asarray(ids, dtype=np.uint64)) * torch.tensor(vals, dtype=torch.float32)[:, None]
+            by = {}
+            for i, s in enumerate(idx):
+                by.setdefault(s, []).append(i)
+            for s, rows in by.items():
+                kept = rows[-L:]
+                for j, i in enumerate(kept):
+                    x[s, f["col"] + j * dim:f["col"] + (j + 1) * dim] = r[i]
+                x[s, f["col"] + L * dim] = len(kept)
+
+        def _lau(self, k, q):
+            """DIN's local activation unit: the score of each key of k (n,
+            T, D) against its sample's query q (n, D), shape (n, T)."""
+            p, layers = self.params, len(self.spec["seq"]["attention"])
+            q = q[:, None, :].expand_as(k)
+            a = torch.cat([k, q, k - q, k * q], dim=2)
+            for i in range(layers):
+                a = a @ p[f"att_{i}_weight"].T + p[f"att_{i}_bias"]
+                a = torch.where(a > 0, a, p[f"att_{i}_prelu"] * a)
+            return (a @ p[f"att_{layers}_weight"].T + p[f"att_{layers}_bias"])[..., 0]
+
+        def _gru(self, name, x, lens, att=None):
+            """nn.GRU's cell over x (n, T, D), the first lens steps of each
+            sample; with att (n, T) the AUGRU. The states (n, T, D)."""
+            p = self.params
+            wih, whh, bih, bhh = (p[f"{name}_{w}"] for w in ("weight_ih", "weight_hh", "bias_ih", "bias_hh"))
+            n, T, H = x.shape[0], x.shape[1], whh.shape[1]
+            gi = x @ wih.T + bih
+            h, out = torch.zeros((n, H), dtype=x.dtype), []
+            for t in range(T):
+                gh = h @ whh.T + bhh
+                r = torch.sigmoid(gi[:, t, :H] + gh[:, :H])
+                z = torch.sigmoid(gi[:, t, H:2 * H] + gh[:, H:2 * H])
+                c = torch.tanh(gi[:, t, 2 * H:] + r * gh[:, 2 * H:])
+                u = 1 - z if att is None else att[:, t:t + 1] * (1 - z)
+                h = torch.where((t < lens)[:, None], h + u * (c - h), h)
+                out.append(h)
+            return torch.stack(out, 1)
+
+        def _history(self, x):
+            """The MLP's input of a din or dien model (see ctr.SeqSpec)."""
+            sq = self.spec["seq"]
+            L, n = sq["max_len"], len(x)
+            keys = torch.cat([x[:, f["col"]:f["col"] + L * f["dim"]].reshape(n, L, f["dim"]) for f in sq["history"]], 2)
+            q = torch.cat([x[:, f["col"]:f["col"] + f["dim"]] for f in sq["target"]], 1)
+            lens = x[:, sq["len_col"]].long()
+            valid = torch.arange(L)[None, :] < lens[:, None]
+            total = None
+            if sq["kind"] == "din":
+                w = torch.where(valid, self._lau(keys, q), torch.zeros(()))
+                v = (w[:, :, None] * keys).sum(1)
+            else:
+                hs = self._gru("gru", keys, lens)
+                a = torch.softmax(self._lau(hs, q).masked_fill(~valid, float("-inf")), dim=1)
+                a = torch.nan_to_num(a, nan=0.0)  # an empty history
+                ho = self._gru("augru", hs, lens, att=a)
+                v = ho[torch.arange(n), (lens - 1).clamp(min=0)] * (lens > 0)[:, None]
+                total = (keys * valid[:, :, None]).sum(1)
+            parts = {"v": lambda r: v, "sum": lambda r: total, "x": lambda r: x[:, r["lo"]:r["hi"]]}
+            return torch.cat([parts[r["of"]](r) for r in sq["inputs"]], 1)
+
         def forward(self, x):
             """The logits of input rows x (n, width), as pool() makes them."""
             p = self.params
-            d = x[:, self.deep_cols]
+            d = x[:, self.deep_cols] if not self.spec.get("seq") else self._history(x)
             h = d
             for i in range(self.spec.get("cross_layers", 0)):
                 h = d * (h @ p[f"cross_{i}_weight"].T + p[f"cross_{i}_bias"]) + h
@@ -222,8 +299,10 @@ def CTRModule(model):  # noqa: N802: a class made once torch is imported
         def predict(self, user, candidates):
             """serve's scores of a request: the user's features and each
             candidate's (FIELD:TOKEN[:VALUE] strings), as numpy float32."""
-            uf = [(f, feature_id(f, t), v) for f, t, v in parse_features(user or "")]
-            samples = [uf + [(f, feature_id(f, t), v) for f, t, v in parse_features(c)] for c in candidates]
+            ns = (self.spec.get("seq") or {}).get("namespace") or []
+            fid = lambda f, t: feature_id(ns[f] if f < len(ns) else f, t)  # noqa: E731
+            uf = [(f, fid(f, t), v) for f, t, v in parse_features(user or "")]
+            samples = [uf + [(f, fid(f, t), v) for f, t, v in parse_features(c)] for c in candidates]
             with torch.no_grad():
                 return torch.sigmoid(self.forward(self.pool(samples))).numpy()
 
