@@ -34,8 +34,10 @@ type Options struct {
 	// Source, when set, is the training data instead of Config.Job.Train
 	// (files) or the generated dataset: it opens the samples of an epoch
 	// (1-based) at a position (the zero Position: the beginning; else a
-	// position the job saw in a Group's Pos and stored in the model). The
-	// CTR model reads it; the SLIDE model takes files only.
+	// position the job saw in a Group's Pos and stored in the model). Its
+	// groups must carry Pos and Next (reader.Group): the model stores Next
+	// to resume from, so a group without it stops the job. The CTR model
+	// reads it; the SLIDE model takes files only.
 	Source func(epoch int, at reader.Position) (reader.Source, error)
 	// TestSource, when set, opens the test data instead of
 	// Config.Job.Test; it is read into memory once.

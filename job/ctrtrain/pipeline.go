@@ -358,6 +358,9 @@ func (p *pipeline) read(src reader.Source) {
 				p.fail(err)
 			}
 			return
+		} else if g.Next == (reader.Position{}) {
+			p.fail(fmt.Errorf("worker: the source gave the group at %v without the position after it (reader.Group.Next): the model could not store where to resume, and a resumed job would train it again", g.Pos))
+			return
 		}
 		select {
 		case p.groups <- g:

@@ -562,3 +562,29 @@ func TestRunRejectsBadLabel(t *testing.T) {
 		}
 	}
 }
+
+// noNextSource is a source that forgets to say where its groups end.
+type noNextSource struct{ reader.Source }
+
+func (s noNextSource) Next(ctx context.Context, g *reader.Group) error {
+	err := s.Source.Next(ctx, g)
+	g.Next = reader.Position{}
+	return err
+}
+
+// TestRunRefusesGroupsWithoutNext: a group without the position after it
+// (a custom source's slip) stops the job with the reason, instead of a
+// model whose stored position would have a resumed job train everything
+// again.
+func TestRunRefusesGroupsWithoutNext(t *testing.T) {
+	_, cl := startCluster(t, 1)
+	groups := genGroups(t, 200, 2)
+	open := func(epoch int) (reader.Source, error) {
+		return noNextSource{newMemorySource(groups, false, 0, 0, reader.Position{})}, nil
+	}
+	tr := newTrainer(t, cl, Options{Config: modes[0].config(), Shape: genShape, Train: open})
+	_, err := tr.Run(testutil.Ctx(t, 30*time.Second))
+	if err == nil || !strings.Contains(err.Error(), "without the position after it (reader.Group.Next)") {
+		t.Fatalf("Run = %v", err)
+	}
+}

@@ -33,6 +33,8 @@ def test_fit_trains_from_a_dataframe(tmp_path):
     r = job.fit(df, label="click", test=frame(2000, seed=2), progress=False, cwd=tmp_path)
     assert r.samples == 40000 and r.error == ""
     assert r.test_auc > 0.75, r.test_auc
+    once = r.summary["exactly_once"]
+    assert once["checked"] and once["exact"] and once["samples"] == 40000, once
     # Tokens hashed as libFFM's: field i's column values, and a float
     # column's name as its value feature's token.
     ids, _ = xps.export.open(store).tables["emb"]
@@ -40,6 +42,24 @@ def test_fit_trains_from_a_dataframe(tmp_path):
     for field, token in [(0, str(df.user[0])), (1, df.item[0]), (2, "a"), (3, str(df.age.dropna().iloc[0])),
                          (4, "price"), (5, "true")]:
         assert feature_id(field, token) in have, (field, token)
+
+
+def test_fit_stops_and_resumes(tmp_path):
+    df = frame(100000)
+    job = xps.Job(train={"epochs": 2, "progress_every": "100ms"})
+
+    def interrupt(p):
+        raise KeyboardInterrupt  # as Ctrl-C would, at the first report
+
+    with pytest.raises(KeyboardInterrupt):
+        job.fit(df, label="click", fields=["user", "item"], cwd=tmp_path, progress=False, on_progress=interrupt)
+    stopped = job.result
+    assert stopped.stopped and stopped.model and stopped.samples < 200000, stopped
+    r = job.fit(df, label="click", fields=["user", "item"], cwd=tmp_path, progress=False, resume=stopped)
+    assert r.error == "" and not r.stopped
+    assert stopped.samples + r.samples == 200000, "the resumed job trained what the stopped one had not"
+    once = r.summary["exactly_once"]
+    assert once["checked"] and once["exact"] and once["samples"] == 200000, once
 
 
 def test_fit_fields_and_kinds(tmp_path):

@@ -197,13 +197,14 @@ class RowService:
             self._threads.append(t)
 
     def _conn(self, conn):
+        # A worker that stops (or dies) closes its connection, at any point
+        # of an exchange: the connection's thread ends quietly.
         with conn, conn.makefile("rb") as r:
-            for line in r:
-                try:
-                    req = json.loads(line)
-                    self._answer(conn, req)
-                except (OSError, ValueError):
-                    return
+            try:
+                for line in r:
+                    self._answer(conn, json.loads(line))
+            except (OSError, ValueError):
+                return
 
     @staticmethod
     def _send_header(conn, h):

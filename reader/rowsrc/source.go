@@ -318,7 +318,7 @@ func (s *Source) Next(ctx context.Context, g *reader.Group) error {
 			continue
 		}
 		s.row++
-		g.Pos = reader.Position{File: s.name, Offset: row}
+		g.Pos, g.Next = reader.Position{File: s.name, Offset: row}, reader.Position{File: s.name, Offset: s.row}
 		s.stats.Groups++
 		s.stats.Samples++
 		return nil

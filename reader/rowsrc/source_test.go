@@ -129,8 +129,8 @@ func TestSameSamplesAsText(t *testing.T) {
 		if !slices.Equal(g.DenseFields, []uint32{7}) || !slices.Equal(g.DenseValues, []float32{float32(i) / 8}) {
 			t.Fatalf("row %d: dense fields %v values %v", i, g.DenseFields, g.DenseValues)
 		}
-		if p := got[i].Pos; p != (reader.Position{File: "rows:train", Offset: int64(i)}) {
-			t.Fatalf("row %d at %v", i, p)
+		if p, n := got[i].Pos, got[i].Next; p != (reader.Position{File: "rows:train", Offset: int64(i)}) || n != (reader.Position{File: "rows:train", Offset: int64(i + 1)}) {
+			t.Fatalf("row %d at %v, next %v", i, p, n)
 		}
 	}
 	if st := src.Stats(); st.Samples != int64(tab.rows) || st.Bytes == 0 {
