@@ -74,6 +74,7 @@ def test_fit_fields_and_kinds(tmp_path):
     (lambda df: df.drop(columns=["item"]), "no column 'item'"),
     (lambda df: df.assign(item=[["a", "b"]] * len(df)), "holds lists"),
     (lambda df: df.assign(item=pd.Timestamp("2026-01-01")), "datetime64"),
+    (lambda df: df.iloc[:0], "has no rows"),
 ])
 def test_fit_refuses_columns_it_cannot_send(bad, want):
     with pytest.raises(xps.ConfigError, match=want):

@@ -174,7 +174,10 @@ class RowService:
                 elif len(c.values) != rows:
                     raise ValueError(f"table {tname!r}: column {name!r} has {len(c.values)} rows, the others {rows}")
                 cols.append(c)
-            self._tables[tname] = (rows or 0, cols)
+            if not rows:
+                raise ValueError(f"table {tname!r} has no rows: nothing to train on" if tname == "train"
+                                 else f"table {tname!r} has no rows")
+            self._tables[tname] = (rows, cols)
         self._dir = tempfile.mkdtemp(prefix="xps-rows-")
         self.path = os.path.join(self._dir, "rows.sock")
         self._sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
