@@ -37,15 +37,18 @@ print(f"{n} rows, {len(fields)} fields; the DataFrame: {df.memory_usage(deep=Tru
 
 path = work / "same.libffm"
 t0 = time.time()
-parts = [df.click.astype(str)]
-for i, c in enumerate(fields):
-    if c.startswith("f"):
-        parts.append(f"{i}:{c}:" + df[c].map(lambda v: repr(float(np.float32(v)))))
-    else:
-        parts.append(f"{i}:" + df[c].astype(str) + ":1")
-text = parts[0].str.cat(parts[1:], sep=" ")
-path.write_text("\n".join(text) + "\n")
-del text, parts
+pid = os.fork()  # the text is built in a child: this process's RSS stays the DataFrame's
+if pid == 0:
+    parts = [df.click.astype(str)]
+    for i, c in enumerate(fields):
+        if c.startswith("f"):
+            parts.append(f"{i}:{c}:" + df[c].map(lambda v: repr(float(np.float32(v)))))
+        else:
+            parts.append(f"{i}:" + df[c].astype(str) + ":1")
+    path.write_text("\n".join(parts[0].str.cat(parts[1:], sep=" ")) + "\n")
+    os._exit(0)
+if os.waitpid(pid, 0)[1] != 0:
+    sys.exit("writing the libFFM file failed")
 print(f"the same rows as libFFM: {path.stat().st_size / 2**20:.0f} MiB, written in {time.time() - t0:.0f}s")
 
 
