@@ -98,9 +98,7 @@ def _column(name, col):
             wire = "int32"
         return _Column(name, np.ascontiguousarray(arr, dtype=np.dtype(wire).newbyteorder("<")), wire)
     if arr.dtype.kind == "f":
-        wire = "float32" if arr.dtype.itemsize == 4 else "float64"
-        if arr.dtype.itemsize == 2:
-            arr = arr.astype("float32")
+        wire = "float32" if arr.dtype.itemsize <= 4 else "float64"  # float16 widened
         return _Column(name, np.ascontiguousarray(arr, dtype=np.dtype(wire).newbyteorder("<")), wire)
     if arr.dtype.kind in "OUS":
         return _objects(name, arr, pd)
