@@ -24,7 +24,8 @@ its result is kept in ``job.result`` (``stopped`` true, and the model to
 resume from), and the KeyboardInterrupt is raised again. ``run(resume=r)``
 goes on from result r's saved model. ``start()`` returns a Run at once: its
 ``cluster`` (an xps.Cluster: status, snapshot_now, export_now), ``stop()``
-and ``wait()``.
+and ``wait()``. ``fit(df, label=..., fields=...)`` trains on a DataFrame's
+rows, served to the worker without a file (xps.rows).
 """
 
 import collections
