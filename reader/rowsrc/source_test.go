@@ -68,18 +68,11 @@ func mixed() (table, reader.ColumnMap, []string) {
 // readAll reads src to its end.
 func readAll(t *testing.T, src reader.Source) []*reader.Group {
 	t.Helper()
-	var out []*reader.Group
-	for {
-		var g reader.Group
-		err := src.Next(context.Background(), &g)
-		if err == io.EOF {
-			return out
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		out = append(out, &g)
+	groups, err := reader.ReadAll(context.Background(), src)
+	if err != nil {
+		t.Fatal(err)
 	}
+	return groups
 }
 
 func open(t *testing.T, s *server, o rowsrc.Options) *rowsrc.Source {
