@@ -508,6 +508,16 @@ type TrainConfig struct {
 	//
 	// The default value is true.
 	Pipeline *bool `yaml:"pipeline"`
+	// RereadShared has the pipelined worker read the rows a batch shares
+	// with the batch before it again, with the dense parameters, once
+	// that batch's push is applied, before the batch trains: pulled a
+	// batch ahead, they would miss that batch's update. It matters where
+	// every batch holds the same frequent ids (fields of a few values)
+	// and costs a wait for each push and a small pull per batch. Tables
+	// with admission, a budget or expiry keep the rows pulled ahead.
+	//
+	// The default value is false.
+	RereadShared *bool `yaml:"reread_shared"`
 	// Sync trains in sync mode: every batch is a round shared by all
 	// workers; the shards apply a round, with its workers' gradients
 	// averaged, once every worker has pushed its part (or has run out of
@@ -773,6 +783,10 @@ func (t *TrainConfig) ensureDefaults(train []string) {
 			v := yes
 			*b = &v
 		}
+	}
+	if t.RereadShared == nil {
+		v := false
+		t.RereadShared = &v
 	}
 	if t.PrefetchBatches == nil {
 		v := one

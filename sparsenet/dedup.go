@@ -73,6 +73,23 @@ func (d *Dedup) Index(key uint64) int32 {
 	}
 }
 
+// Lookup returns the dense index of key and true, or false when key was
+// not added since the last Reset; it adds nothing.
+func (d *Dedup) Lookup(key uint64) (int32, bool) {
+	if d.n == 0 {
+		return 0, false
+	}
+	for i := d.home(key); ; i = (i + 1) & d.mask {
+		e := &d.entries[i]
+		if e.gen != d.gen {
+			return 0, false
+		}
+		if e.key == key {
+			return e.val, true
+		}
+	}
+}
+
 // home returns key's home bucket. The table must not be empty.
 func (d *Dedup) home(key uint64) uint64 {
 	h := key * 0x9E3779B97F4A7C15

@@ -40,6 +40,20 @@ func TestDedupMatchesMap(t *testing.T) {
 				t.Fatalf("round %d: Keys[%d] = %d, want %d", round, i, d.Keys[i], k)
 			}
 		}
+		for k := uint64(0); k < 3100; k++ { // Lookup finds what Index added, adds nothing
+			got, ok := d.Lookup(k)
+			want, wok := ref[k]
+			if ok != wok || got != want {
+				t.Fatalf("round %d: Lookup(%d) = %d, %v; want %d, %v", round, k, got, ok, want, wok)
+			}
+		}
+		if d.Len() != len(ref) {
+			t.Fatalf("round %d: Lookup added keys: Len %d, want %d", round, d.Len(), len(ref))
+		}
+	}
+	var empty Dedup
+	if _, ok := empty.Lookup(7); ok {
+		t.Fatal("Lookup in an empty Dedup found a key")
 	}
 }
 

@@ -33,7 +33,11 @@
 //     push asynchronously, through the route of the batch's pull (handed
 //     from the batch's state to the push buffer, which gives the state its
 //     idle route back), with at most train.max_inflight_pushes pushes in
-//     flight.
+//     flight. With train.reread_shared, before a batch trains, the rows it
+//     shares with the batch before it (a frequent id's row is in every
+//     batch) are read again, with the dense parameters, once that batch's
+//     push is applied: pulled a batch ahead, they would miss its update
+//     (reread.go).
 //
 // Cancellation (the caller's context, a lost lease, or any stage's error)
 // reaches every stage: each blocking send or receive also waits on the
@@ -141,6 +145,7 @@
 //
 //   - trainer.go: Options, Trainer (New, Declare, Run) and its state: a batch's pull, routing and push ring; Result and Eval.
 //   - pipeline.go: one run of the trainer: the tracker's actions carried out, and the pipeline read, batch, pull, trainLoop; progress lines.
+//   - reread.go: reread, train.reread_shared: a batch's rows shared with the batch before it read again after its push.
 //   - syncmode.go: sync mode's rounds: pulls and pushes with every worker at the same step (ErrSync).
 //   - valid.go: the validation the tracker asks for, and keeping the best model.
 //   - data.go: Data (LoadData, TrainDigest): a job's training and test data from files, sources or the generator, with its shape and memory check.

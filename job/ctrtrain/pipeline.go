@@ -65,6 +65,9 @@ type run struct {
 	// grow new buffers.
 	groups []*reader.Group
 	states []*state
+	// reread reads a pipelined batch's rows shared with the batch before
+	// it again (nil when train.reread_shared is off).
+	reread *reread
 }
 
 // pools returns the run's first n groups and m batch states, making the
@@ -324,6 +327,9 @@ func (r *run) pipelined(parent context.Context, src reader.Source, builder *comp
 	for _, s := range states {
 		p.freeStates <- s
 	}
+	if r.reread != nil {
+		r.reread.reset()
+	}
 	p.wg.Add(3)
 	go p.read(src)
 	go p.batch(builder)
@@ -536,7 +542,7 @@ func (p *pipeline) trainLoop(parent context.Context) {
 			if !ok {
 				return
 			}
-			if err := r.train(parent, s, false, start); err != nil {
+			if err := r.trainFresh(parent, s, start); err != nil {
 				p.fail(err)
 				return
 			}
@@ -565,6 +571,22 @@ func (p *pipeline) trainLoop(parent context.Context) {
 			return
 		}
 	}
+}
+
+// trainFresh is train for the pipeline: s's shared rows read again first
+// when train.reread_shared is on, and its ids kept for the next batch.
+func (r *run) trainFresh(ctx context.Context, s *state, start time.Time) error {
+	if r.reread == nil {
+		return r.train(ctx, s, false, start)
+	}
+	if err := r.reread.refresh(ctx, s); err != nil {
+		return err
+	}
+	if err := r.train(ctx, s, false, start); err != nil {
+		return err
+	}
+	r.reread.remember(s)
+	return nil
 }
 
 // train runs one step on s (pulled) and accounts for it; start is when the

@@ -392,7 +392,7 @@ func grow[T any](b []T, n int) []T {
 // when is the run's tracker's (package tracker); Run executes it.
 func (t *Trainer) Run(ctx context.Context) (res Result, err error) {
 	start := t.opts.Start
-	r := &run{t: t, res: &res, lastProgress: time.Now(), window: newWindow(), stream: metrics.NewStream()}
+	r := &run{t: t, res: &res, lastProgress: time.Now(), window: newWindow(), stream: metrics.NewStream(), reread: newReread(t)}
 	tc := &t.cfg.Train
 	r.tk = tracker.New(tracker.Options{Epochs: tc.Epochs, Start: start,
 		Commits: t.opts.Job != nil && t.opts.Sync == nil, CommitEvery: t.opts.CommitEvery,

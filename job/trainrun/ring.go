@@ -22,6 +22,7 @@ type Ring[B any] struct {
 	push func(context.Context, *B) error
 	wg   sync.WaitGroup
 	wait time.Duration // Take's waiting; the run's goroutine only
+	last *Slot[B]      // the slot of the push Go started last; the run's goroutine only
 	mu   sync.Mutex
 	err  error // the first asynchronous push error; guarded by mu
 }
@@ -35,6 +36,9 @@ type Slot[B any] struct {
 	ctx   context.Context
 	timer *job.PushTimer
 	run   func()
+	// fin receives when the slot's push is done (before the slot is
+	// free again); Go empties it, WaitLast waits on it.
+	fin chan struct{}
 }
 
 // NewRing returns a ring of n buffers made by newBuf, whose asynchronous
@@ -43,12 +47,13 @@ type Slot[B any] struct {
 func NewRing[B any](name string, n int, newBuf func() B, push func(context.Context, *B) error) *Ring[B] {
 	r := &Ring[B]{name: name, free: make(chan *Slot[B], n), push: push}
 	for range n {
-		s := &Slot[B]{Buf: newBuf(), ring: r, timer: job.NewPushTimer()}
+		s := &Slot[B]{Buf: newBuf(), ring: r, timer: job.NewPushTimer(), fin: make(chan struct{}, 1)}
 		s.run = func() {
 			defer r.wg.Done()
 			err := s.pushWith(s.ctx, r.push)
 			s.ctx = nil
-			r.free <- s // capacity equals the ring's size: never blocks
+			s.fin <- struct{}{} // emptied by Go: never blocks
+			r.free <- s         // capacity equals the ring's size: never blocks
 			if err != nil {
 				r.fail(err)
 			}
@@ -85,7 +90,29 @@ func (r *Ring[B]) Take(ctx context.Context) (*Slot[B], error) {
 func (r *Ring[B]) Go(ctx context.Context, s *Slot[B]) {
 	r.wg.Add(1)
 	s.ctx = ctx
+	select { // a finish no WaitLast took
+	case <-s.fin:
+	default:
+	}
+	r.last = s
 	go s.run()
+}
+
+// WaitLast waits until the push Go started last is done (its error, if
+// any, is kept for Drain), or ctx's end. It returns at once when that push
+// was already waited for, or none was started.
+func (r *Ring[B]) WaitLast(ctx context.Context) error {
+	s := r.last
+	if s == nil {
+		return nil
+	}
+	select {
+	case <-s.fin:
+		r.last = nil
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }
 
 // Sync pushes s and waits for the push (a batch of the sequential

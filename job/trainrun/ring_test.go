@@ -132,3 +132,61 @@ func TestRingPushOutlivesTheRunsContext(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestRingWaitLast: WaitLast returns once the push Go started last is
+// done, not before, and at once when it was waited for or none ran.
+func TestRingWaitLast(t *testing.T) {
+	release := []chan struct{}{make(chan struct{}), make(chan struct{})}
+	var done [2]atomic.Bool
+	r := NewRing("test", 2, func() int { return 0 }, func(ctx context.Context, b *int) error {
+		<-release[*b]
+		done[*b].Store(true)
+		return nil
+	})
+	ctx := context.Background()
+	if err := r.WaitLast(ctx); err != nil { // none started
+		t.Fatal(err)
+	}
+	for i := range 2 {
+		s, err := r.Take(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.Buf = i
+		r.Go(ctx, s)
+	}
+	cctx, cancel := context.WithCancel(ctx)
+	cancel()
+	if err := r.WaitLast(cctx); !errors.Is(err, context.Canceled) {
+		t.Fatalf("WaitLast with the last push running and ctx ended: %v, want context.Canceled", err)
+	}
+	close(release[1]) // the last push ends first
+	if err := r.WaitLast(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if !done[1].Load() || done[0].Load() {
+		t.Fatalf("WaitLast returned with pushes done %v %v, want the last one only", done[0].Load(), done[1].Load())
+	}
+	if err := r.WaitLast(cctx); err != nil { // already waited for
+		t.Fatalf("a second WaitLast: %v", err)
+	}
+	close(release[0])
+	if err := r.Drain(); err != nil {
+		t.Fatal(err)
+	}
+	s, err := r.Take(ctx) // a slot whose finish nobody waited for is reused
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Buf = 0
+	release[0] = make(chan struct{})
+	done[0].Store(false)
+	r.Go(ctx, s)
+	close(release[0])
+	if err := r.WaitLast(ctx); err != nil || !done[0].Load() {
+		t.Fatalf("WaitLast on a reused slot: %v, push done %v", err, done[0].Load())
+	}
+	if err := r.Drain(); err != nil {
+		t.Fatal(err)
+	}
+}
