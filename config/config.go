@@ -516,7 +516,7 @@ type TrainConfig struct {
 	// and costs a wait for each push and a small pull per batch. Tables
 	// with admission, a budget or expiry keep the rows pulled ahead.
 	//
-	// The default value is false.
+	// The default value is true.
 	RereadShared *bool `yaml:"reread_shared"`
 	// Sync trains in sync mode: every batch is a round shared by all
 	// workers; the shards apply a round, with its workers' gradients
@@ -785,7 +785,7 @@ func (t *TrainConfig) ensureDefaults(train []string) {
 		}
 	}
 	if t.RereadShared == nil {
-		v := false
+		v := yes
 		t.RereadShared = &v
 	}
 	if t.PrefetchBatches == nil {
