@@ -48,7 +48,6 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"runtime/debug"
 
 	"github.com/xdlgo/xps/cluster/amsnode"
 	"github.com/xdlgo/xps/cluster/membership"
@@ -73,9 +72,7 @@ func main() {
 	flag.DurationVar(&o.LeaseTTL, "lease-ttl", membership.DefaultTTL, "registration lease TTL (heartbeat timeout)")
 	proc.Bind(flag.CommandLine, "info")
 	cli.ParseCommandLine("ams")
-	if os.Getenv("GOGC") == "" {
-		debug.SetGCPercent(*gcPct)
-	}
+	cli.SetGCPercent(*gcPct)
 	o.Stores = cli.SplitList(*stores)
 	o.TierDirs = cli.SplitList(*tiers)
 	if err := run(*etcd, *name, *prof, o, &proc); err != nil {

@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/signal"
 	"runtime"
+	"runtime/debug"
 	"runtime/pprof"
 	"strings"
 	"sync"
@@ -101,6 +102,14 @@ func Cause(ctx context.Context, err error) error {
 
 // Endpoints splits a comma-separated host:port list, dropping empties.
 func Endpoints(s string) []string { return SplitList(s) }
+
+// SetGCPercent sets the garbage collector's target percentage (a main's
+// -gc-percent) unless the environment's GOGC is set, which wins.
+func SetGCPercent(pct int) {
+	if os.Getenv("GOGC") == "" {
+		debug.SetGCPercent(pct)
+	}
+}
 
 // SplitList splits a comma-separated list (paths, endpoints), trimming
 // blanks and dropping empty items.

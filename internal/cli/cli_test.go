@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"runtime/debug"
 	"strings"
 	"testing"
 	"time"
@@ -121,5 +122,22 @@ func TestProfiles(t *testing.T) {
 		if st, err := os.Stat(f); err != nil || st.Size() == 0 {
 			t.Errorf("profile %s: %v (size %v)", f, err, st)
 		}
+	}
+}
+
+// TestSetGCPercent: -gc-percent sets the collector's target, unless GOGC
+// is set.
+func TestSetGCPercent(t *testing.T) {
+	orig := debug.SetGCPercent(100)
+	defer debug.SetGCPercent(orig)
+	t.Setenv("GOGC", "")
+	SetGCPercent(37)
+	if got := debug.SetGCPercent(100); got != 37 {
+		t.Fatalf("GC percent %d after SetGCPercent(37) without GOGC, want 37", got)
+	}
+	t.Setenv("GOGC", "100")
+	SetGCPercent(37)
+	if got := debug.SetGCPercent(100); got != 100 {
+		t.Fatalf("GC percent %d after SetGCPercent(37) with GOGC set, want GOGC's 100", got)
 	}
 }

@@ -25,11 +25,23 @@ import (
 // modelRoot is where -local keeps its models (and autotune its trials').
 const modelRoot = "xps-models"
 
+// DefaultGCPercent is the worker's garbage collector target (-gc-percent).
+// A worker's heap is mostly its training data held in memory (the shuffle
+// window, or all of it with train.in_memory), long-lived and pointer-free,
+// so marking it costs little, while Go's own target, 100, lets garbage
+// grow the heap to twice that data before a collection: a Parquet job,
+// whose pages' buffers are garbage, peaked at 1.31x the resident memory of
+// the same job from libFFM, whose reader makes almost none. At 25 the
+// heap stays within a quarter over what it holds (BENCHMARKS.md, "Issue
+// 53").
+const DefaultGCPercent = 25
+
 // Flags are the worker's flags but the config's (config.Overrides).
 type Flags struct {
 	local, localGRPC              bool
 	asJSON, printConfig, quiet    bool
 	shards, stripes, index        int
+	gcPercent                     int
 	etcd, clusterName, configFile string
 	events, rows                  string
 	rowsTest                      bool
@@ -56,6 +68,7 @@ func (f *Flags) Bind(fs *flag.FlagSet) {
 	fs.BoolVar(&f.quiet, "quiet", false, "no progress lines")
 	f.proc.Bind(fs, "warn")
 	f.profiles.Bind(fs)
+	fs.IntVar(&f.gcPercent, "gc-percent", DefaultGCPercent, "the garbage collector's target percentage (debug.SetGCPercent; ignored when GOGC is set)")
 	fs.DurationVar(&f.leaseTTL, "lease-ttl", membership.DefaultTTL, "TTL of the worker's etcd lease: a worker silent this long is declared dead and the cluster rolls back")
 }
 
@@ -82,6 +95,7 @@ func Run(ctx context.Context, fs *flag.FlagSet, f Flags, overrides *config.Overr
 		return err
 	}
 	defer f.proc.Close()
+	cli.SetGCPercent(f.gcPercent)
 	log := f.proc.Log
 	stopProfiles, err := f.profiles.Start()
 	if err != nil {
