@@ -579,9 +579,13 @@ func (r *run) trainFresh(ctx context.Context, s *state, start time.Time) error {
 	if r.reread == nil {
 		return r.train(ctx, s, false, start)
 	}
-	if err := r.reread.refresh(ctx, s); err != nil {
+	t0 := time.Now()
+	n, err := r.reread.refresh(ctx, s)
+	if err != nil {
 		return err
 	}
+	r.res.RereadRows += int64(n)
+	r.res.RereadSeconds += time.Since(t0).Seconds()
 	if err := r.train(ctx, s, false, start); err != nil {
 		return err
 	}

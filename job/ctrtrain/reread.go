@@ -61,15 +61,16 @@ func (r *reread) reset() { r.have = false }
 
 // refresh reads the rows s's batch shares with the batch trained before
 // it, and the dense parameters, into s, once that batch's push is
-// applied.
-func (r *reread) refresh(ctx context.Context, s *state) error {
+// applied, and returns the number of rows read.
+func (r *reread) refresh(ctx context.Context, s *state) (int, error) {
 	if !r.have {
-		return nil
+		return 0, nil
 	}
 	t := r.t
 	if err := t.pushes.WaitLast(ctx); err != nil {
-		return err
+		return 0, err
 	}
+	n := 0
 	r.route.Reset()
 	for ti := range r.ids {
 		ids, pos := r.ids[ti][:0], r.pos[ti][:0]
@@ -81,13 +82,14 @@ func (r *reread) refresh(ctx context.Context, s *state) error {
 			}
 		}
 		r.ids[ti], r.pos[ti] = ids, pos
+		n += len(ids)
 		r.rows[ti] = grow(r.rows[ti], len(ids)*t.layout.Dim(ti))
 		if err := r.route.Add(t.tables[ti].Name, ids); err != nil {
-			return fmt.Errorf("worker: %w", err)
+			return 0, fmt.Errorf("worker: %w", err)
 		}
 	}
 	if err := t.cl.PullRoute(ctx, r.route, r.rows, s.vecs, false); err != nil {
-		return err
+		return 0, err
 	}
 	for ti, pos := range r.pos {
 		dim, rows, dst := t.layout.Dim(ti), r.rows[ti], s.rows[ti]
@@ -95,7 +97,7 @@ func (r *reread) refresh(ctx context.Context, s *state) error {
 			copy(dst[int(j)*dim:int(j+1)*dim], rows[k*dim:(k+1)*dim])
 		}
 	}
-	return nil
+	return n, nil
 }
 
 // remember keeps the ids of s's batch, trained and its push started.

@@ -46,8 +46,18 @@ func TestRereadSharedMatchesSequential(t *testing.T) {
 			cfg.Train.Epochs = 2
 			cfg.Train.RereadShared = &m.reread
 			tr := newTrainer(t, cl, Options{Config: cfg, Shape: shape, Train: memOpen(groups, false), Test: test})
-			if _, err := tr.Run(testutil.JobCtx(t)); err != nil {
+			res, err := tr.Run(testutil.JobCtx(t))
+			if err != nil {
 				t.Fatal(err)
+			}
+			// Every batch but each pass's first shares its 7 ids with the
+			// batch before it.
+			want := int64(0)
+			if m.reread {
+				want = 7 * (res.Batches - int64(cfg.Train.Epochs))
+			}
+			if res.RereadRows != want {
+				t.Fatalf("%d rows read again in %d batches of %d epochs, want %d", res.RereadRows, res.Batches, cfg.Train.Epochs, want)
 			}
 			params := make([]float32, tr.DenseParams())
 			if err := cl.PullDense(testutil.JobCtx(t), ctr.DenseName, params); err != nil {

@@ -200,7 +200,13 @@ type Result struct {
 	// waiting for a free push buffer (pushes in flight at the bound).
 	FetchWaitSeconds float64 `json:"fetch_wait_seconds"`
 	PushWaitSeconds  float64 `json:"push_wait_seconds"`
-	Evals            []Eval  `json:"evals"`
+	// RereadRows counts the rows read again because a batch shared them
+	// with the batch before it (train.reread_shared), and RereadSeconds
+	// the training time that took: the wait for that batch's push and
+	// the read.
+	RereadRows    int64   `json:"reread_rows"`
+	RereadSeconds float64 `json:"reread_seconds"`
+	Evals         []Eval  `json:"evals"`
 	// Valid are the validations (Options.Valid), Best the best of the job
 	// (train.valid_metric; the kept model's, when it was kept), Ended why
 	// the run ended on the best model instead of the last (empty: it did
