@@ -14,7 +14,7 @@ import (
 // wide part's table shares them; din, dien and the SLIDE output keep
 // TensorFlow's start; a table the user lists keeps what it says.
 func TestKindDefaults(t *testing.T) {
-	want := map[string]float32{KindMLP: 0.1, KindLR: 0.05, KindWDL: 0.05, KindFM: 0.1, KindDeepFM: 0.1, KindDCNv2: 0.05}
+	want := map[string]float32{KindMLP: 0.1, KindLR: 0.05, KindWDL: 0.05, KindFM: 0.15, KindDeepFM: 0.15, KindDCNv2: 0.05}
 	for kind, lr := range want {
 		for _, args := range [][]string{{"-set", "model.kind=" + kind}, {"-dim", "8", "-set", "model.kind=" + kind}} {
 			c := loadArgs(t, "", args...)
@@ -41,8 +41,8 @@ func TestKindDefaults(t *testing.T) {
 	if err := os.WriteFile(file, []byte("train: {epochs: 2}\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if o := loadArgs(t, file, "-set", "model.kind=deepfm", "-dim", "8").Model.Tables[0]; o.Optimizer.LR != 0.1 || o.Dim != 8 {
-		t.Errorf("a file without tables, -set model.kind=deepfm -dim 8: table %+v; want deepfm's lr 0.1 at dim 8", o)
+	if o := loadArgs(t, file, "-set", "model.kind=deepfm", "-dim", "8").Model.Tables[0]; o.Optimizer.LR != 0.15 || o.Dim != 8 {
+		t.Errorf("a file without tables, -set model.kind=deepfm -dim 8: table %+v; want deepfm's lr 0.15 at dim 8", o)
 	}
 	c := loadArgs(t, "", "-set", "model.kind=fm", "-set", "model.tables[0].optimizer.initial_accumulator=0.1", "-lr", "0.3")
 	if o := c.Model.Tables[0].Optimizer; o.LR != 0.3 || o.InitialAccumulator != 0.1 {

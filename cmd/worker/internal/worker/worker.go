@@ -30,10 +30,10 @@ const modelRoot = "xps-models"
 // window, or all of it with train.in_memory), long-lived and pointer-free,
 // so marking it costs little, while Go's own target, 100, lets garbage
 // grow the heap to twice that data before a collection: a Parquet job,
-// whose pages' buffers are garbage, peaked at 1.31x the resident memory of
-// the same job from libFFM, whose reader makes almost none. At 25 the
-// heap stays within a quarter over what it holds (BENCHMARKS.md, "Issue
-// 53").
+// whose column chunks' dictionaries are garbage, peaked at 1.26x the
+// resident memory of the same job from libFFM (8M samples), whose reader
+// makes almost none; at 25 it peaked at 1.07x, 176 MiB less
+// (BENCHMARKS.md, "Issue 53: the worker's collector at 25%").
 const DefaultGCPercent = 25
 
 // Flags are the worker's flags but the config's (config.Overrides).
